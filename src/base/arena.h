@@ -1,0 +1,24 @@
+/*
+ * base/arena.h - bump allocator with reset, for memory whose lifetime is a
+ * step (per-worker step arenas) or a compiled plan (AST, plan nodes).
+ * Not thread-safe: one owner thread.
+ */
+#ifndef SL_BASE_ARENA_H
+#define SL_BASE_ARENA_H
+
+#include "base.h"
+
+typedef struct Arena Arena;
+
+Arena *arena_new(size_t block_size);
+void arena_free(Arena *a);
+/* 16-byte aligned, uninitialised; never NULL. */
+void *arena_alloc(Arena *a, size_t n);
+void *arena_zalloc(Arena *a, size_t n);
+char *arena_strndup(Arena *a, const char *s, size_t n);
+/* Forget every allocation; keeps the first block for reuse. */
+void arena_reset(Arena *a);
+/* Bytes handed out since the last reset. */
+size_t arena_used(const Arena *a);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * base/buf.c - growable byte buffer.
+ */
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "mem.h"
+
+void buf_reserve(Buf *b, size_t extra)
+{
+    if (b->n + extra <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap * 2 : 256;
+    while (cap < b->n + extra)
+        cap *= 2;
+    b->p = sl_realloc(b->p, cap);
+    b->cap = cap;
+}
+
+void buf_append(Buf *b, const void *data, size_t n)
+{
+    buf_reserve(b, n);
+    if (n)
+        memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+void buf_putc(Buf *b, char c)
+{
+    buf_reserve(b, 1);
+    b->p[b->n++] = (uint8_t)c;
+}
+
+void buf_puts(Buf *b, const char *s) { buf_append(b, s, strlen(s)); }
+
+void buf_printf(Buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    buf_reserve(b, 64);
+    va_start(ap, fmt);
+    n = vsnprintf((char *)b->p + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    if ((size_t)n >= b->cap - b->n) {
+        buf_reserve(b, (size_t)n + 1);
+        va_start(ap, fmt);
+        vsnprintf((char *)b->p + b->n, b->cap - b->n, fmt, ap);
+        va_end(ap);
+    }
+    b->n += (size_t)n;
+}
+
+void buf_free(Buf *b)
+{
+    sl_free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+}
+
+const char *buf_cstr(Buf *b)
+{
+    buf_reserve(b, 1);
+    b->p[b->n] = 0;
+    return (const char *)b->p;
+}

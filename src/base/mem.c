@@ -1,0 +1,69 @@
+/*
+ * base/mem.c - checked allocation and resident-memory readings.
+ */
+#include "mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static void oom(size_t n)
+{
+    fprintf(stderr, "sluice: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *sl_malloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (unlikely(!p))
+        oom(n);
+    return p;
+}
+
+void *sl_calloc(size_t count, size_t size)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (unlikely(!p))
+        oom(count * size);
+    return p;
+}
+
+void *sl_realloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (unlikely(!q))
+        oom(n);
+    return q;
+}
+
+void sl_free(void *p) { free(p); }
+
+char *sl_strdup(const char *s) { return sl_strndup(s, strlen(s)); }
+
+char *sl_strndup(const char *s, size_t n)
+{
+    char *p = sl_malloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+
+static size_t status_kb(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0, flen = strlen(field);
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, field, flen) == 0) {
+            kb = strtoull(line + flen, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kb * 1024;
+}
+
+size_t mem_rss_bytes(void) { return status_kb("VmRSS:"); }
+size_t mem_peak_rss_bytes(void) { return status_kb("VmHWM:"); }

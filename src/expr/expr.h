@@ -1,0 +1,133 @@
+/*
+ * expr/expr.h - bound scalar expressions and their vectorized evaluation.
+ *
+ * The binder (sql/) builds Expr trees whose operands are already coerced:
+ * the two operands of an arithmetic or comparison node have the same type
+ * (the binder inserts E_CAST nodes), except where noted below. Evaluation
+ * runs one tight loop per node over a vector of rows (never a tree walk per
+ * row): expr_eval evaluates a node's children into vectors, then the node.
+ *
+ * SQL semantics: NULL in gives NULL out (except AND/OR/IS/CASE/COALESCE);
+ * AND/OR are three-valued; integer division truncates toward zero; x / 0
+ * and x % 0 give NULL and count in EvalCtx.ndivzero (SQLite's behaviour,
+ * documented); integer overflow in +, -, *, unary - and CAST is a runtime
+ * error (SL_ERUNTIME, message names the operation and type), never a wrap.
+ */
+#ifndef SL_EXPR_EXPR_H
+#define SL_EXPR_EXPR_H
+
+#include "../base/arena.h"
+#include "../base/err.h"
+#include "chunk.h"
+
+typedef enum ExprKind {
+    E_COL,     /* column `col` of the input chunk */
+    E_CONST,   /* constant: cnull, or ci / cf / cs per type_phys(t.kind) */
+    E_NEG,     /* -a[0] */
+    E_ADD,     /* a[0] + a[1]; same types; DECIMAL: same scale */
+    E_SUB,     /* a[0] - a[1]; same types; DECIMAL: same scale */
+    E_MUL,     /* a[0] * a[1]; same types, except DECIMAL: any scales,
+                  result scale = t.scale = a0.scale + a1.scale (may be
+                  reduced by the binder: then round half away from zero) */
+    E_DIV,     /* a[0] / a[1]; same types, except DECIMAL: any scales,
+                  result scale t.scale; computed in 128 bits, truncated */
+    E_MOD,     /* a[0] % a[1]; integers (sign of the dividend) and DECIMAL
+                  (same scale) and floating (fmod) */
+    E_EQ, E_NE, E_LT, E_LE, E_GT, E_GE, /* same types; result BOOLEAN;
+                  strings compare as bytes (memcmp, then length) */
+    E_AND, E_OR, /* n-ary (na >= 2) over BOOLEAN, three-valued */
+    E_NOT,     /* BOOLEAN */
+    E_ISNULL,  /* a[0] IS NULL, never NULL itself */
+    E_ISNOTNULL,
+    E_ISTRUE, E_ISFALSE, /* a[0] IS TRUE / IS FALSE (BOOLEAN; never NULL) */
+    E_CASE,    /* a = [when1, then1, when2, then2, ..., (else)]: na odd means
+                  an ELSE is present; whens are BOOLEAN (NULL = not taken);
+                  thens and else have type t; a then branch is evaluated
+                  only for the rows that take it (so its errors only count
+                  there); no ELSE gives NULL */
+    E_CAST,    /* a[0] converted to t: any scalar type to any other. String
+                  <-> anything via text.h; numeric <-> numeric with range
+                  checks (out of range is SL_ERUNTIME); float -> integer
+                  truncates toward zero (as SQLite and Calcite do); DECIMAL
+                  and float -> DECIMAL round half away from zero; DATE <->
+                  TIMESTAMP (midnight / date part); BOOLEAN <-> integer 0/1;
+                  CHAR(n) pads with spaces, VARCHAR(n) truncates */
+    E_IN,      /* a[0] IN (a[1], ..., a[na-1]); same types; three-valued */
+    E_COALESCE,/* first non-NULL of a[0..na), same types */
+    E_NULLIF,  /* NULL if a[0] = a[1], else a[0] */
+    E_CONCAT,  /* a[0] || a[1], strings */
+    E_LIKE,    /* a[0] LIKE a[1] (pattern with % and _ ; optional a[2]
+                  escape char); case-sensitive */
+    E_FUNC,    /* built-in scalar function `fn` over a[0..na) */
+} ExprKind;
+
+typedef enum FuncId {
+    FN_ABS,        /* numeric */
+    FN_LOWER,      /* string */
+    FN_UPPER,
+    FN_CHAR_LENGTH,/* string -> INT (characters, UTF-8 aware) */
+    FN_SUBSTRING,  /* (s, from INT[, len INT]) 1-based, SQL semantics */
+    FN_TRIM,       /* both sides spaces */
+    FN_LTRIM,
+    FN_RTRIM,
+    FN_POSITION,   /* (needle, haystack) -> INT, 1-based, 0 if absent */
+    FN_REPLACE,    /* (s, from, to) */
+    FN_FLOOR, FN_CEIL, /* numeric */
+    FN_ROUND,      /* (x[, digits INT]) */
+    FN_MOD,        /* same as E_MOD */
+    FN_POWER, FN_SQRT, FN_LN, FN_EXP, /* DOUBLE */
+    FN_SIGN,
+    FN_EXTRACT_YEAR, FN_EXTRACT_MONTH, FN_EXTRACT_DAY, FN_EXTRACT_HOUR,
+    FN_EXTRACT_MINUTE, FN_EXTRACT_SECOND, FN_EXTRACT_DOW, FN_EXTRACT_DOY,
+    FN_EXTRACT_EPOCH, /* (DATE/TIME/TIMESTAMP) -> BIGINT */
+    FN__COUNT
+} FuncId;
+
+typedef struct Expr {
+    ExprKind k;
+    SqlType t;            /* result type */
+    int col;              /* E_COL */
+    int fn;               /* E_FUNC: FuncId */
+    bool cnull;           /* E_CONST: the constant is NULL */
+    int64_t ci;           /* E_CONST PHYS_I64 */
+    double cf;            /* E_CONST PHYS_F64 */
+    Str cs;               /* E_CONST PHYS_STR (memory owned by the plan) */
+    struct Expr **a;      /* operands */
+    int na;
+} Expr;
+
+typedef struct EvalCtx {
+    Arena *arena;      /* output vectors and strings are allocated here */
+    int64_t ndivzero;  /* incremented once per row divided by zero */
+    Err *err;          /* runtime errors (first wins) */
+} EvalCtx;
+
+/*
+ * Evaluate e over rows sel[0..n) of in (rows 0..n when sel is NULL) into out:
+ * n dense entries (out->nul allocated iff e->t.nullable). out may alias a
+ * column of in (E_COL with sel NULL): treat it as read-only.
+ * Returns 0, or SL_ERUNTIME with cx->err set.
+ */
+int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, EvalCtx *cx,
+              Vec *out);
+
+/*
+ * Rows among sel[0..n) (or 0..n) of in for which the BOOLEAN pred is TRUE
+ * (not FALSE, not NULL): their row numbers in `in`, ascending, written to
+ * out_sel (room for n); count to *out_n. Returns 0 or SL_ERUNTIME.
+ */
+int expr_filter(const Expr *pred, const Chunk *in, const int32_t *sel, int64_t n, EvalCtx *cx,
+                int32_t *out_sel, int64_t *out_n);
+
+/* Constructors (memory from the plan arena a). */
+Expr *expr_new(Arena *a, ExprKind k, SqlType t, int na);
+Expr *expr_col(Arena *a, int col, SqlType t);
+Expr *expr_const_null(Arena *a, SqlType t);
+Expr *expr_const_i64(Arena *a, SqlType t, int64_t v);
+Expr *expr_const_f64(Arena *a, SqlType t, double v);
+Expr *expr_const_str(Arena *a, SqlType t, const char *s, size_t n);
+/* Debug/EXPLAIN text of e into out. */
+struct Buf;
+void expr_print(const Expr *e, struct Buf *out);
+
+#endif

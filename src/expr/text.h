@@ -1,0 +1,47 @@
+/*
+ * expr/text.h - values to and from text: CSV/JSON fields, SQL literals,
+ * CAST between strings and other types, and the canonical output format.
+ *
+ * Canonical text (used by --dump, CSV and JSON output, CAST to VARCHAR):
+ *   BOOLEAN   true / false
+ *   integers  decimal digits, '-' for negatives
+ *   DECIMAL   digits with exactly `scale` fractional digits ("12.50", "-0.07")
+ *   REAL/DOUBLE  shortest text that reads back to the same value ("0.1",
+ *             "1e+20" style from %.17g trimmed), "NaN", "Infinity", "-Infinity"
+ *   DATE      YYYY-MM-DD
+ *   TIME      HH:MM:SS[.ffffff] (fraction only when non-zero, trailing zeros cut)
+ *   TIMESTAMP YYYY-MM-DD HH:MM:SS[.ffffff] (same rule)
+ *   strings   as they are
+ */
+#ifndef SL_EXPR_TEXT_H
+#define SL_EXPR_TEXT_H
+
+#include "../base/arena.h"
+#include "../base/buf.h"
+#include "../base/err.h"
+#include "chunk.h"
+
+/*
+ * Parse text s[0..n) as a value of type t (not NULL: callers decide what
+ * text means NULL). Integers must fit t's range; DECIMAL is rounded half
+ * away from zero to t.scale and must fit t.prec; strings are copied into a
+ * (CHAR(n) padded with spaces to n; a VARCHAR(n)/CHAR(n) value longer than n
+ * is an error; a NUL byte is an error). Leading/trailing spaces are ignored
+ * for non-string types. DATE accepts YYYY-MM-DD; TIME HH:MM[:SS[.f]];
+ * TIMESTAMP 'YYYY-MM-DD[ T]HH:MM[:SS[.f]]' or a bare date (midnight).
+ * On success stores into *i, *f or *s (per type_phys) and returns 0; else
+ * returns SL_EDATA with a message like `invalid INT value "12x"`.
+ */
+int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double *f, Str *str,
+               Err *err);
+
+/* Append value (i, f or s per type_phys(t.kind)) in canonical text to out. */
+void text_format(SqlType t, int64_t i, double f, Str s, Buf *out);
+/* Same for row r of v; a NULL appends nothing and returns false. */
+bool text_format_vec(const Vec *v, int64_t r, Buf *out);
+
+/* Calendar helpers: days since 1970-01-01 <-> y/m/d (proleptic Gregorian). */
+int64_t date_from_ymd(int y, int m, int d);
+void date_to_ymd(int64_t days, int *y, int *m, int *d);
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * expr/types.h - SQL scalar types and their physical representation.
+ *
+ * Every value lives in one of three physical classes:
+ *   PHYS_I64: BOOLEAN (0/1), TINYINT..BIGINT, DECIMAL(p,s) as an integer
+ *             scaled by 10^s (p <= 18), DATE (days since 1970-01-01),
+ *             TIME (microseconds since midnight), TIMESTAMP (microseconds
+ *             since 1970-01-01 00:00:00, no time zone);
+ *   PHYS_F64: REAL (rounded to float precision), DOUBLE;
+ *   PHYS_STR: CHAR(n), VARCHAR(n), TEXT as (pointer, length); never contain
+ *             a NUL byte (input rejects it, as PostgreSQL does).
+ */
+#ifndef SL_EXPR_TYPES_H
+#define SL_EXPR_TYPES_H
+
+#include "../base/base.h"
+
+typedef enum TypeKind {
+    TK_NULL = 0, /* type of a bare NULL literal before coercion */
+    TK_BOOL,
+    TK_TINYINT,
+    TK_SMALLINT,
+    TK_INT,
+    TK_BIGINT,
+    TK_DECIMAL,
+    TK_REAL,
+    TK_DOUBLE,
+    TK_CHAR,
+    TK_VARCHAR,
+    TK_DATE,
+    TK_TIME,
+    TK_TIMESTAMP,
+} TypeKind;
+
+typedef enum Phys { PHYS_I64, PHYS_F64, PHYS_STR } Phys;
+
+#define DECIMAL_MAX_PREC 18
+#define VARCHAR_UNBOUNDED (-1)
+
+typedef struct SqlType {
+    uint8_t kind;     /* TypeKind */
+    uint8_t nullable; /* 1 when the value may be NULL */
+    uint8_t prec;     /* DECIMAL precision */
+    uint8_t scale;    /* DECIMAL scale */
+    int32_t len;      /* CHAR/VARCHAR length, VARCHAR_UNBOUNDED for none */
+} SqlType;
+
+static inline SqlType type_make(TypeKind k, bool nullable)
+{
+    SqlType t = {(uint8_t)k, (uint8_t)nullable, 0, 0, VARCHAR_UNBOUNDED};
+    return t;
+}
+
+static inline Phys type_phys(TypeKind k)
+{
+    switch (k) {
+    case TK_REAL:
+    case TK_DOUBLE:
+        return PHYS_F64;
+    case TK_CHAR:
+    case TK_VARCHAR:
+        return PHYS_STR;
+    default:
+        return PHYS_I64;
+    }
+}
+
+static inline bool type_is_integer(TypeKind k)
+{
+    return k == TK_TINYINT || k == TK_SMALLINT || k == TK_INT || k == TK_BIGINT;
+}
+static inline bool type_is_numeric(TypeKind k)
+{
+    return type_is_integer(k) || k == TK_DECIMAL || k == TK_REAL || k == TK_DOUBLE;
+}
+static inline bool type_is_string(TypeKind k) { return k == TK_CHAR || k == TK_VARCHAR; }
+static inline bool type_is_temporal(TypeKind k)
+{
+    return k == TK_DATE || k == TK_TIME || k == TK_TIMESTAMP;
+}
+
+/* Inclusive range of an integer kind (TINYINT: -128..127, ...). */
+void type_int_range(TypeKind k, int64_t *lo, int64_t *hi);
+/* "INT", "DECIMAL(10,2)", "VARCHAR(20)", ... into buf; returns buf. */
+const char *type_name(SqlType t, char *buf, size_t size);
+/* 10^n for 0 <= n <= 18. */
+int64_t pow10_i64(int n);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * zset/batch.h - immutable, consolidated Z-set batches of encoded tuples.
+ *
+ * A tuple is (key, val, weight): key and val are key.h encodings laid end to
+ * end (key first), so tuples sort by key, then val, with one memcmp over the
+ * concatenation. A batch holds each distinct (key, val) once, sorted, with a
+ * non-zero weight. A plain Z-set uses an empty val (the row is the key);
+ * an indexed Z-set (join side: join key -> rest of row) splits the two.
+ *
+ * Batches are reference-counted: the last unref frees. They are built by a
+ * BatchBuilder (unsorted input: sort + consolidate) or by merging two
+ * batches (consolidating merge).
+ */
+#ifndef SL_ZSET_BATCH_H
+#define SL_ZSET_BATCH_H
+
+#include "../base/base.h"
+
+typedef struct Batch {
+    int refs;
+    int64_t n;      /* tuples */
+    size_t *off;    /* n+1 offsets into data: tuple i is data[off[i]..off[i+1]) */
+    uint32_t *klen; /* key length of tuple i (val = the rest) */
+    uint8_t *data;
+    int64_t *w;     /* weights, never 0 */
+} Batch;
+
+static inline const uint8_t *batch_key(const Batch *b, int64_t i) { return b->data + b->off[i]; }
+static inline size_t batch_klen(const Batch *b, int64_t i) { return b->klen[i]; }
+static inline const uint8_t *batch_val(const Batch *b, int64_t i)
+{
+    return b->data + b->off[i] + b->klen[i];
+}
+static inline size_t batch_vlen(const Batch *b, int64_t i)
+{
+    return b->off[i + 1] - b->off[i] - b->klen[i];
+}
+
+typedef struct BatchBuilder BatchBuilder;
+
+BatchBuilder *bb_new(void);
+/* Add one tuple (copied). Zero weights are allowed and vanish. */
+void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn, int64_t w);
+int64_t bb_count(const BatchBuilder *bb);
+/* Sort, sum the weights of equal tuples, drop zeros; frees bb. Never NULL
+   (an empty batch has n == 0). */
+Batch *bb_finish(BatchBuilder *bb);
+
+/* Consolidating merge of two batches (neither is changed). */
+Batch *batch_merge(const Batch *a, const Batch *b);
+Batch *batch_empty(void);
+void batch_ref(Batch *b);
+void batch_unref(Batch *b);
+/* Bytes held by b (for memory statistics). */
+size_t batch_bytes(const Batch *b);
+
+/* Index of the first tuple whose key is >= k (n when none). */
+int64_t batch_seek(const Batch *b, const uint8_t *k, size_t kn);
+/* Compare tuple i's key with k: <0, 0, >0. */
+int batch_key_cmp(const Batch *b, int64_t i, const uint8_t *k, size_t kn);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * zset/key.h - memcmp-comparable encoding of rows (DuckDB-style normalized
+ * keys). Batches store every tuple in this form, so sorting, merging and
+ * seeking compare bytes with memcmp instead of calling per-type comparators.
+ *
+ * Per column, in order:
+ *   nullable column: one marker byte, 0x00 = NULL (then nothing else),
+ *                    0x01 = present (then the value) - NULLs sort first;
+ *   BOOLEAN, TINYINT: 1 byte; SMALLINT: 2; INT, DATE: 4; BIGINT, DECIMAL,
+ *                    TIME, TIMESTAMP: 8 - big-endian, sign bit flipped;
+ *   REAL: 4 bytes, DOUBLE: 8 bytes - IEEE bits, all bits flipped when
+ *                    negative else sign bit flipped; -0.0 encoded as 0.0,
+ *                    every NaN as one canonical NaN (sorts above +Inf);
+ *   CHAR/VARCHAR:    the bytes, then 0x00 (strings never contain NUL).
+ * The encoding is self-delimiting, so key || value concatenations sort by
+ * key first. SQL order equals memcmp order for each type.
+ */
+#ifndef SL_ZSET_KEY_H
+#define SL_ZSET_KEY_H
+
+#include "../base/buf.h"
+#include "../expr/chunk.h"
+
+/* Append the encoding of columns cols[0..ncols) of row r of c to out. */
+void key_encode(const Chunk *c, const int *cols, int ncols, int64_t r, Buf *out);
+/* Append the encoding of all columns of row r of c to out. */
+void key_encode_row(const Chunk *c, int64_t r, Buf *out);
+
+/*
+ * Decode ncols columns of types types[0..ncols) from p into row r of dst,
+ * columns col0..col0+ncols. Strings point into p's memory (no copy).
+ * Returns the position after the last decoded column.
+ */
+const uint8_t *key_decode(const uint8_t *p, const SqlType *types, int ncols, Chunk *dst,
+                          int col0, int64_t r);
+/* Position after ncols encoded columns starting at p (no decoding). */
+const uint8_t *key_skip(const uint8_t *p, const SqlType *types, int ncols);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * zset/trace.h - the integral of a stream of batches, kept as a spine of
+ * batches of geometrically growing size (an LSM): inserting a batch merges
+ * it with the newest batches while they are no more than twice its size,
+ * so a trace of N tuples holds O(log N) batches and each tuple is merged
+ * O(log N) times.
+ *
+ * Batches replaced by a merge are not freed at once: decoded chunks of the
+ * current step may still point into them. They are released by
+ * trace_step_end(), which owners call once the step is over.
+ */
+#ifndef SL_ZSET_TRACE_H
+#define SL_ZSET_TRACE_H
+
+#include "batch.h"
+
+typedef struct Trace Trace;
+
+Trace *trace_new(void);
+void trace_free(Trace *t);
+/* Add batch b to the integral; takes ownership of the caller's reference. */
+void trace_insert_take(Trace *t, Batch *b);
+/* Release batches retired by merges since the last call. */
+void trace_step_end(Trace *t);
+
+/* Tuples in all batches (not consolidated across batches). */
+int64_t trace_count(const Trace *t);
+size_t trace_bytes(const Trace *t);
+
+/*
+ * Call cb for every tuple whose key equals k, batch by batch (a (key, val)
+ * may appear in several batches; weights then add up). The val pointer is
+ * valid until trace_step_end.
+ */
+typedef void (*TraceFn)(void *ctx, const uint8_t *val, size_t vn, int64_t w);
+void trace_for_key(const Trace *t, const uint8_t *k, size_t kn, TraceFn cb, void *ctx);
+
+/* One consolidated batch with the whole integral (merges all batches into
+   one, which becomes the trace's only batch); a new reference for the caller. */
+Batch *trace_consolidate(Trace *t);
+
+#endif
