@@ -1,0 +1,102 @@
+/*
+ * circuit/explain.c - the circuit as text, for `sluice check` and debugging:
+ * one line per node with its inputs, output types and parameters.
+ */
+#include <stdio.h>
+
+#include "circuit.h"
+
+static const char *opname(OpKind k)
+{
+    switch (k) {
+    case OPK_SOURCE: return "source";
+    case OPK_MAP: return "map";
+    case OPK_UNION: return "union";
+    case OPK_NEGATE: return "negate";
+    case OPK_AGG: return "aggregate";
+    case OPK_JOIN: return "join";
+    case OPK_DISTINCT: return "distinct";
+    case OPK_SINK: return "sink";
+    }
+    return "?";
+}
+
+static const char *aggname(AggKind k)
+{
+    static const char *n[] = {"count(*)", "count", "sum", "avg", "min", "max"};
+    return n[k];
+}
+
+void circuit_explain(const Circuit *c, Buf *out)
+{
+    char tb[64];
+    buf_puts(out, "relations:\n");
+    for (int i = 0; i < c->nrels; i++) {
+        const Relation *r = &c->rels[i];
+        buf_printf(out, "  %s %s%s (", r->is_table ? "table" : "view", r->name,
+                   r->materialized ? " [materialized]" : "");
+        for (int j = 0; j < r->ncol; j++)
+            buf_printf(out, "%s%s %s%s", j ? ", " : "", r->colnames[j],
+                       type_name(r->types[j], tb, sizeof(tb)), r->types[j].nullable ? "" : " NOT NULL");
+        buf_printf(out, ") = node %d", r->node);
+        if (r->connectors)
+            buf_printf(out, ", %d connector(s)", cJSON_GetArraySize(r->connectors));
+        buf_puts(out, "\n");
+    }
+    buf_puts(out, "circuit:\n");
+    for (int i = 0; i < c->nnodes; i++) {
+        const CNode *n = c->nodes[i];
+        buf_printf(out, "  %d: %s", n->id, opname(n->k));
+        if (n->nin) {
+            buf_puts(out, "(");
+            for (int j = 0; j < n->nin; j++)
+                buf_printf(out, "%s%d", j ? ", " : "", n->in[j]);
+            buf_puts(out, ")");
+        }
+        switch (n->k) {
+        case OPK_SOURCE:
+        case OPK_SINK:
+            buf_printf(out, " %s", c->rels[n->rel].name);
+            break;
+        case OPK_MAP:
+            if (n->filter) {
+                buf_puts(out, " where ");
+                expr_print(n->filter, out);
+            }
+            buf_puts(out, " project [");
+            for (int j = 0; j < n->ncol; j++) {
+                if (j)
+                    buf_puts(out, ", ");
+                expr_print(n->proj[j], out);
+            }
+            buf_puts(out, "]");
+            break;
+        case OPK_AGG:
+            buf_printf(out, " group by #0..#%d", n->ngroup - 1);
+            if (n->global)
+                buf_puts(out, " (global)");
+            buf_puts(out, " [");
+            for (int j = 0; j < n->naggs; j++) {
+                const AggSpec *a = &n->aggs[j];
+                buf_printf(out, "%s%s", j ? ", " : "", aggname(a->kind));
+                if (a->kind != AGG_COUNT_STAR)
+                    buf_printf(out, "(#%d)", a->col);
+            }
+            buf_printf(out, "]%s", n->linear ? " combine-before-exchange" : "");
+            break;
+        case OPK_JOIN:
+            buf_puts(out, " on");
+            for (int j = 0; j < n->nkeys; j++)
+                buf_printf(out, "%s left#%d = right#%d", j ? " and" : "", n->lkeys[j], n->rkeys[j]);
+            if (!n->nkeys)
+                buf_puts(out, " true (cross product)");
+            break;
+        default:
+            break;
+        }
+        buf_puts(out, " -> (");
+        for (int j = 0; j < n->ncol; j++)
+            buf_printf(out, "%s%s", j ? ", " : "", type_name(n->types[j], tb, sizeof(tb)));
+        buf_puts(out, ")\n");
+    }
+}

@@ -1,0 +1,95 @@
+/*
+ * circuit/op.c - operator instances: construction by node kind, and the
+ * small helpers every operator uses (empty chunks, growable output chunks).
+ */
+#include "op.h"
+
+#include "../base/mem.h"
+
+int op_exchange_channels(const CNode *n)
+{
+    switch (n->k) {
+    case OPK_AGG:
+    case OPK_DISTINCT:
+        return 1;
+    case OPK_JOIN:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+Op *op_new(const Circuit *c, const CNode *n, Exchange *x)
+{
+    Op *op = sl_calloc(1, sizeof(*op));
+    op->node = n;
+    op->circuit = c;
+    op->x = x;
+    switch (n->k) {
+    case OPK_SOURCE:
+    case OPK_MAP:
+    case OPK_UNION:
+    case OPK_NEGATE:
+        op_linear_init(op);
+        break;
+    case OPK_AGG:
+        op_agg_init(op);
+        break;
+    case OPK_JOIN:
+        op_join_init(op);
+        break;
+    case OPK_DISTINCT:
+        op_distinct_init(op);
+        break;
+    case OPK_SINK:
+        op_sink_init(op);
+        break;
+    }
+    return op;
+}
+
+void op_free(Op *op)
+{
+    if (!op)
+        return;
+    if (op->free)
+        op->free(op);
+    sl_free(op);
+}
+
+Chunk *op_empty(Arena *a, const CNode *n)
+{
+    return chunk_new(a, n->ncol, n->types, 0);
+}
+
+void cout_init(ChunkOut *o, Arena *a, int ncol, const SqlType *types, int64_t cap)
+{
+    o->a = a;
+    o->ncol = ncol;
+    o->types = types;
+    o->c = chunk_new(a, ncol, types, cap > 16 ? cap : 16);
+}
+
+int64_t cout_row(ChunkOut *o)
+{
+    Chunk *c = o->c;
+    if (c->n == c->cap) {
+        Chunk *d = chunk_new(o->a, o->ncol, o->types, c->cap * 2);
+        for (int j = 0; j < c->ncol; j++) {
+            Vec *s = &c->col[j], *t = &d->col[j];
+            size_t n = (size_t)c->n;
+            if (s->i)
+                memcpy(t->i, s->i, n * sizeof(int64_t));
+            if (s->f)
+                memcpy(t->f, s->f, n * sizeof(double));
+            if (s->s)
+                memcpy(t->s, s->s, n * sizeof(Str));
+            if (s->nul)
+                memcpy(t->nul, s->nul, n);
+        }
+        memcpy(d->w, c->w, (size_t)c->n * sizeof(int64_t));
+        d->n = c->n;
+        o->c = c = d;
+    }
+    return c->n++;
+}

@@ -1,0 +1,84 @@
+/*
+ * circuit/op.h - the shape every operator instance shares (PostgreSQL's
+ * Init/Exec/End, DBSP's operator traits). One instance per (node, worker);
+ * instances are single-threaded. Stateful operators meet the other
+ * workers' instances only through their Exchange.
+ *
+ * Each step the worker calls eval() on every operator in node order; eval
+ * reads the input chunks (outputs of the input nodes this step) and sets
+ * op->out. Chunks live in the worker's step arena. After all operators ran,
+ * step_end() lets stateful operators release what the step's chunks
+ * pointed into.
+ */
+#ifndef SL_CIRCUIT_OP_H
+#define SL_CIRCUIT_OP_H
+
+#include "../base/hash.h"
+#include "../runtime/exchange.h"
+#include "circuit.h"
+
+typedef struct OpEnv {
+    int worker, nworkers;
+    int64_t step;      /* 0 for the first step */
+    Arena *arena;      /* step arena (reset when a step starts) */
+    EvalCtx *ev;       /* ev->arena == arena; runtime errors go to ev->err */
+    Chunk **inputs;    /* per relation: this worker's input chunk, or NULL */
+} OpEnv;
+
+typedef struct Op Op;
+struct Op {
+    const CNode *node;
+    const Circuit *circuit;
+    Chunk *out;        /* output of the current step */
+    void *st;          /* operator state */
+    Exchange *x;       /* shared with the other workers' instances, or NULL */
+    int (*eval)(Op *op, OpEnv *env, Chunk **in);
+    void (*step_end)(Op *op);
+    void (*free)(Op *op);
+};
+
+/* How many exchange channels node n needs (0 = no exchange). */
+int op_exchange_channels(const CNode *n);
+/* New instance of node n for one worker; x is the node's shared exchange. */
+Op *op_new(const Circuit *c, const CNode *n, Exchange *x);
+void op_free(Op *op);
+
+/* An empty chunk with n's output types. */
+Chunk *op_empty(Arena *a, const CNode *n);
+/* Destination worker of an encoded key. */
+static inline int op_route(const uint8_t *k, size_t kn, int nworkers)
+{
+    return nworkers == 1 ? 0 : (int)(sl_hash(k, kn) % (uint64_t)nworkers);
+}
+
+/* Growable output chunk in a step arena. */
+typedef struct ChunkOut {
+    Chunk *c;
+    Arena *a;
+    int ncol;
+    const SqlType *types;
+} ChunkOut;
+void cout_init(ChunkOut *o, Arena *a, int ncol, const SqlType *types, int64_t cap);
+/* Index of a new row (room made as needed); caller fills it. */
+int64_t cout_row(ChunkOut *o);
+
+/* Per-family constructors (op_*.c). */
+int op_linear_init(Op *op);
+int op_agg_init(Op *op);
+int op_join_init(Op *op);
+int op_distinct_init(Op *op);
+int op_sink_init(Op *op);
+
+/* Sink access for the controller (op_sink.c). */
+typedef struct HMap HMap;
+/* Materialized contents (tuple encoding -> int64 weight), or NULL. */
+HMap *op_sink_contents(Op *op);
+/* This step's changes as xrec records (key = row encoding, w), or NULL
+   when the relation has no output connectors. */
+Buf *op_sink_changes(Op *op);
+/* Rows (sum of |weights|) that reached the sink so far. */
+int64_t op_sink_count(Op *op);
+/* Integral of weights (net rows) so far. */
+int64_t op_sink_net(Op *op);
+
+#endif

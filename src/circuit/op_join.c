@@ -1,0 +1,168 @@
+/*
+ * circuit/op_join.c - equi-join (bilinear).
+ *
+ * Delta rule, with A_t the integral of side A after step t:
+ *   d(A join B) = dA join B_{t-1}  +  dA join dB  +  A_{t-1} join dB.
+ * Each side keeps a trace of its integral, indexed by the join key
+ * (tuple = key encoding || row encoding). Rows are exchanged so that each
+ * worker owns the keys that hash to it on both sides. Output columns are
+ * the left row's, then the right row's. Key columns arrive NOT NULL (the
+ * planner filters NULL keys, which never match).
+ */
+#include "op.h"
+
+#include "../base/mem.h"
+#include "../zset/batch.h"
+#include "../zset/key.h"
+#include "../zset/trace.h"
+
+typedef struct JoinSt {
+    Trace *t[2];
+    int ncol[2];
+    const SqlType *types[2];
+    const int *keys[2];
+    int nkeys;
+    Buf kb, vb;
+} JoinSt;
+
+typedef struct Match {
+    const uint8_t *v;
+    int64_t w;
+} Match;
+
+typedef struct Matches {
+    Match *m;
+    int64_t n, cap;
+} Matches;
+
+static void add_match(void *ctx, const uint8_t *val, size_t vn, int64_t w)
+{
+    Matches *ms = ctx;
+    (void)vn;
+    if (ms->n == ms->cap) {
+        ms->cap = ms->cap ? ms->cap * 2 : 16;
+        ms->m = sl_realloc(ms->m, sizeof(Match) * (size_t)ms->cap);
+    }
+    ms->m[ms->n++] = (Match){val, w};
+}
+
+static void emit(Op *op, JoinSt *s, ChunkOut *co, const uint8_t *l, const uint8_t *r, int64_t w)
+{
+    int64_t i = cout_row(co);
+    key_decode(l, s->types[0], s->ncol[0], co->c, 0, i);
+    key_decode(r, s->types[1], s->ncol[1], co->c, s->ncol[0], i);
+    co->c->w[i] = w;
+}
+
+/* For each run of equal keys in delta d (side `side`), join with the
+   matches of the other side found in trace t (and in delta `dother` when
+   non-NULL). */
+static void join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side, Trace *t,
+                       const Batch *dother, Matches *ms)
+{
+    for (int64_t i = 0; i < d->n;) {
+        const uint8_t *k = batch_key(d, i);
+        size_t kn = batch_klen(d, i);
+        int64_t j = i + 1;
+        while (j < d->n && batch_klen(d, j) == kn && !memcmp(batch_key(d, j), k, kn))
+            j++;
+        ms->n = 0;
+        trace_for_key(t, k, kn, add_match, ms);
+        if (dother) {
+            for (int64_t o = batch_seek(dother, k, kn);
+                 o < dother->n && batch_key_cmp(dother, o, k, kn) == 0; o++)
+                add_match(ms, batch_val(dother, o), batch_vlen(dother, o), dother->w[o]);
+        }
+        for (int64_t a = i; a < j; a++)
+            for (int64_t b = 0; b < ms->n; b++) {
+                const uint8_t *mine = batch_val(d, a), *other = ms->m[b].v;
+                int64_t w = d->w[a] * ms->m[b].w;
+                if (side == 0)
+                    emit(op, s, co, mine, other, w);
+                else
+                    emit(op, s, co, other, mine, w);
+            }
+        i = j;
+    }
+}
+
+static int eval_join(Op *op, OpEnv *env, Chunk **in)
+{
+    JoinSt *s = op->st;
+    Exchange *x = op->x;
+    int W = env->nworkers, me = env->worker;
+    for (int side = 0; side < 2; side++) {
+        Chunk *c = in[side];
+        for (int d = 0; d < W; d++)
+            buf_reset(xchg_buf(x, me, d, side));
+        for (int64_t r = 0; r < c->n; r++) {
+            buf_reset(&s->kb);
+            buf_reset(&s->vb);
+            key_encode(c, s->keys[side], s->nkeys, r, &s->kb);
+            key_encode_row(c, r, &s->vb);
+            int d = op_route(s->kb.p, s->kb.n, W);
+            xrec_put(xchg_buf(x, me, d, side), s->kb.p, (uint32_t)s->kb.n, s->vb.p,
+                     (uint32_t)s->vb.n, c->w[r]);
+        }
+    }
+    xchg_wait(x);
+    Batch *delta[2];
+    for (int side = 0; side < 2; side++) {
+        BatchBuilder *bb = bb_new();
+        for (int f = 0; f < W; f++) {
+            const Buf *b = xchg_buf(x, f, me, side);
+            size_t pos = 0;
+            XRec r;
+            while (xrec_next(b, &pos, &r))
+                bb_add(bb, r.k, r.kn, r.v, r.vn, r.w);
+        }
+        delta[side] = bb_finish(bb);
+    }
+    ChunkOut co;
+    Matches ms = {0};
+    cout_init(&co, env->arena, op->node->ncol, op->node->types, 64);
+    join_delta(op, s, &co, delta[0], 0, s->t[1], delta[1], &ms);
+    join_delta(op, s, &co, delta[1], 1, s->t[0], NULL, &ms);
+    sl_free(ms.m);
+    trace_insert_take(s->t[0], delta[0]);
+    trace_insert_take(s->t[1], delta[1]);
+    op->out = co.c;
+    return 0;
+}
+
+static void step_end_join(Op *op)
+{
+    JoinSt *s = op->st;
+    trace_step_end(s->t[0]);
+    trace_step_end(s->t[1]);
+}
+
+static void free_join(Op *op)
+{
+    JoinSt *s = op->st;
+    trace_free(s->t[0]);
+    trace_free(s->t[1]);
+    buf_free(&s->kb);
+    buf_free(&s->vb);
+    sl_free(s);
+}
+
+int op_join_init(Op *op)
+{
+    const CNode *n = op->node;
+    JoinSt *s = sl_calloc(1, sizeof(*s));
+    for (int side = 0; side < 2; side++) {
+        const CNode *src = op->circuit->nodes[n->in[side]];
+        s->t[side] = trace_new();
+        s->ncol[side] = src->ncol;
+        s->types[side] = src->types;
+    }
+    s->keys[0] = n->lkeys;
+    s->keys[1] = n->rkeys;
+    s->nkeys = n->nkeys;
+    op->st = s;
+    op->eval = eval_join;
+    op->step_end = step_end_join;
+    op->free = free_join;
+    return 0;
+}

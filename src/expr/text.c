@@ -1,0 +1,550 @@
+/*
+ * expr/text.c - values to and from text (see text.h for the canonical format).
+ * In: bytes of one field from a CSV/JSON parser, a SQL literal, or a string
+ * being CAST (expr/eval_cast.c). Out: the value in its physical class
+ * (int64 / double / Str copied into the caller's arena), or canonical text
+ * appended to a Buf for --dump, CSV/JSON output and CAST to VARCHAR.
+ *
+ * Parsing is strict: the whole field (spaces around it aside, for non-string
+ * types) must be one value of the type, in range; anything else is SL_EDATA
+ * with a message that quotes the text and names the type. Formatting never
+ * fails and is the inverse of parsing (format, then parse, gives the value).
+ */
+#include "text.h"
+
+#include "../base/mem.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define US_PER_SEC 1000000LL
+#define US_PER_DAY 86400000000LL
+#define QUOTE_MAX 64 /* bytes of the offending text quoted in a message */
+
+/* ---------------------------------------------------------------- helpers */
+
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static char lower_ascii(char c) { return (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c; }
+
+static bool eq_nocase(const char *s, size_t n, const char *word)
+{
+    size_t k = strlen(word);
+    if (k != n)
+        return false;
+    for (size_t j = 0; j < n; j++)
+        if (lower_ascii(s[j]) != word[j])
+            return false;
+    return true;
+}
+
+/* Characters (UTF-8 lead bytes) in s[0..n). */
+static size_t utf8_len(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t j = 0; j < n; j++)
+        c += ((uint8_t)s[j] & 0xC0) != 0x80;
+    return c;
+}
+
+/* Byte offset of the character after the first `chars` characters of s. */
+static size_t utf8_offset(const char *s, size_t n, size_t chars)
+{
+    size_t j = 0;
+    while (j < n && chars > 0) {
+        j++;
+        while (j < n && ((uint8_t)s[j] & 0xC0) == 0x80)
+            j++;
+        chars--;
+    }
+    return j;
+}
+
+static int bad_value(Err *err, SqlType t, const char *s, size_t n)
+{
+    char tn[48];
+    type_name(t, tn, sizeof(tn));
+    if (n > QUOTE_MAX)
+        return err_set(err, SL_EDATA, "invalid %s value \"%.*s...\"", tn, QUOTE_MAX, s);
+    return err_set(err, SL_EDATA, "invalid %s value \"%.*s\"", tn, (int)n, s);
+}
+
+static int out_of_range(Err *err, SqlType t, const char *s, size_t n)
+{
+    char tn[48];
+    type_name(t, tn, sizeof(tn));
+    if (n > QUOTE_MAX)
+        return err_set(err, SL_EDATA, "value %.*s... out of range for %s", QUOTE_MAX, s, tn);
+    return err_set(err, SL_EDATA, "value %.*s out of range for %s", (int)n, s, tn);
+}
+
+/* ------------------------------------------------------------- calendar */
+
+/* Howard Hinnant's days_from_civil / civil_from_days. */
+int64_t date_from_ymd(int y, int m, int d)
+{
+    int64_t yy = (int64_t)y - (m <= 2);
+    int64_t era = (yy >= 0 ? yy : yy - 399) / 400;
+    int64_t yoe = yy - era * 400;
+    int64_t mp = (m + 9) % 12;
+    int64_t doy = (153 * mp + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+void date_to_ymd(int64_t days, int *y, int *m, int *d)
+{
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int64_t dd = doy - (153 * mp + 2) / 5 + 1;
+    int64_t mm = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int)(yoe + era * 400 + (mm <= 2));
+    *m = (int)mm;
+    *d = (int)dd;
+}
+
+static int days_in_month(int y, int m)
+{
+    static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return (m == 2 && leap) ? 29 : dm[m - 1];
+}
+
+/* ---------------------------------------------------------------- parsing */
+
+/* Reads 1..maxd digits at s[*p]; returns false when there is none. */
+static bool read_uint(const char *s, size_t n, size_t *p, int maxd, int64_t *v)
+{
+    size_t j = *p;
+    int64_t x = 0;
+    int k = 0;
+    while (j < n && is_digit(s[j]) && k < maxd) {
+        x = x * 10 + (s[j] - '0');
+        j++, k++;
+    }
+    if (k == 0)
+        return false;
+    *p = j;
+    *v = x;
+    return true;
+}
+
+/* YYYY-MM-DD at s[*p]; advances *p. */
+static bool scan_date(const char *s, size_t n, size_t *p, int64_t *days)
+{
+    int64_t y, m, d;
+    size_t j = *p;
+    if (!read_uint(s, n, &j, 4, &y) || j >= n || s[j] != '-')
+        return false;
+    j++;
+    if (!read_uint(s, n, &j, 2, &m) || j >= n || s[j] != '-')
+        return false;
+    j++;
+    if (!read_uint(s, n, &j, 2, &d))
+        return false;
+    if (j < n && is_digit(s[j]))
+        return false;
+    if (y < 1 || y > 9999 || m < 1 || m > 12 || d < 1 || d > days_in_month((int)y, (int)m))
+        return false;
+    *days = date_from_ymd((int)y, (int)m, (int)d);
+    *p = j;
+    return true;
+}
+
+/* HH:MM[:SS[.f]] at s[*p]; microseconds since midnight (may reach 24:00
+ * only through rounding of the fraction). */
+static bool scan_time(const char *s, size_t n, size_t *p, int64_t *us)
+{
+    int64_t h, mi, sec = 0, frac = 0;
+    size_t j = *p;
+    if (!read_uint(s, n, &j, 2, &h) || j >= n || s[j] != ':')
+        return false;
+    j++;
+    if (!read_uint(s, n, &j, 2, &mi))
+        return false;
+    if (j < n && s[j] == ':') {
+        j++;
+        if (!read_uint(s, n, &j, 2, &sec))
+            return false;
+        if (j < n && s[j] == '.') {
+            j++;
+            int k = 0;
+            bool round_up = false;
+            while (j < n && is_digit(s[j])) {
+                if (k < 6)
+                    frac = frac * 10 + (s[j] - '0');
+                else if (k == 6)
+                    round_up = s[j] >= '5';
+                j++, k++;
+            }
+            if (k == 0)
+                return false;
+            for (int z = k; z < 6; z++)
+                frac *= 10;
+            frac += round_up;
+        }
+    }
+    if (j < n && is_digit(s[j]))
+        return false;
+    if (h > 23 || mi > 59 || sec > 59)
+        return false;
+    *us = ((h * 60 + mi) * 60 + sec) * US_PER_SEC + frac;
+    *p = j;
+    return true;
+}
+
+static int parse_int(SqlType t, const char *s, size_t n, int64_t *out, Err *err)
+{
+    size_t j = 0;
+    bool neg = false;
+    if (j < n && (s[j] == '+' || s[j] == '-'))
+        neg = s[j++] == '-';
+    if (j == n)
+        return bad_value(err, t, s, n);
+    uint64_t v = 0;
+    bool big = false;
+    for (; j < n; j++) {
+        if (!is_digit(s[j]))
+            return bad_value(err, t, s, n);
+        unsigned dg = (unsigned)(s[j] - '0');
+        if (v > (UINT64_MAX - dg) / 10)
+            big = true;
+        else
+            v = v * 10 + dg;
+    }
+    int64_t lo, hi; /* lo == -hi - 1 */
+    type_int_range((TypeKind)t.kind, &lo, &hi);
+    if (big || (!neg && v > (uint64_t)hi) || (neg && v > (uint64_t)hi + 1))
+        return out_of_range(err, t, s, n);
+    *out = neg ? -(int64_t)(v - 1) - 1 : (int64_t)v;
+    return 0;
+}
+
+static int parse_bool(SqlType t, const char *s, size_t n, int64_t *out, Err *err)
+{
+    static const char *yes[] = {"true", "t", "yes", "y", "on", "1"};
+    static const char *no[] = {"false", "f", "no", "n", "off", "0"};
+    for (size_t k = 0; k < ARRAY_LEN(yes); k++) {
+        if (eq_nocase(s, n, yes[k])) {
+            *out = 1;
+            return 0;
+        }
+        if (eq_nocase(s, n, no[k])) {
+            *out = 0;
+            return 0;
+        }
+    }
+    return bad_value(err, t, s, n);
+}
+
+/*
+ * DECIMAL: [sign] digits [. digits] [e [sign] digits], rounded half away from
+ * zero to t.scale; at most prec - scale integer digits after rounding.
+ */
+static int parse_decimal(SqlType t, const char *s, size_t n, int64_t *out, Err *err)
+{
+    int prec = t.prec ? t.prec : DECIMAL_MAX_PREC;
+    int scale = t.scale;
+    size_t j = 0;
+    bool neg = false;
+    if (j < n && (s[j] == '+' || s[j] == '-'))
+        neg = s[j++] == '-';
+    /* significant digits (leading zeros dropped): first is at position
+     * 10^(point-1) of the value */
+    char dg[40];
+    int nd = 0, point = 0, ndig = 0;
+    bool seen_point = false;
+    for (; j < n; j++) {
+        char c = s[j];
+        if (c == '.') {
+            if (seen_point)
+                return bad_value(err, t, s, n);
+            seen_point = true;
+            continue;
+        }
+        if (!is_digit(c))
+            break;
+        ndig++;
+        if (nd == 0 && c == '0') {
+            if (seen_point)
+                point--;
+            continue;
+        }
+        if (nd < (int)sizeof(dg)) /* more never matter: at most 18 digits are kept */
+            dg[nd++] = c;
+        if (!seen_point)
+            point++;
+    }
+    if (ndig == 0)
+        return bad_value(err, t, s, n);
+    if (j < n && (s[j] == 'e' || s[j] == 'E')) {
+        j++;
+        bool eneg = false;
+        if (j < n && (s[j] == '+' || s[j] == '-'))
+            eneg = s[j++] == '-';
+        if (j == n || !is_digit(s[j]))
+            return bad_value(err, t, s, n);
+        int64_t ex = 0;
+        for (; j < n && is_digit(s[j]); j++)
+            if (ex < 100000)
+                ex = ex * 10 + (s[j] - '0');
+        point += (int)(eneg ? -ex : ex);
+    }
+    if (j != n)
+        return bad_value(err, t, s, n);
+    if (nd == 0) {
+        *out = 0;
+        return 0;
+    }
+    /* the value scaled by 10^scale has point + scale integer digits */
+    int want = point + scale;
+    if (want > prec)
+        return out_of_range(err, t, s, n);
+    int64_t v = 0;
+    for (int k = 0; k < want; k++)
+        v = v * 10 + (k < nd ? dg[k] - '0' : 0);
+    if (want >= 0 && want < nd && dg[want] >= '5')
+        v++;
+    if (v >= pow10_i64(prec))
+        return out_of_range(err, t, s, n);
+    *out = neg ? -v : v;
+    return 0;
+}
+
+static int parse_float(SqlType t, const char *s, size_t n, double *out, Err *err)
+{
+    char stack[64];
+    char *buf = n < sizeof(stack) ? stack : sl_malloc(n + 1);
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    char *end;
+    int rc = 0;
+    errno = 0;
+    double v;
+    if (t.kind == TK_REAL)
+        v = strtof(buf, &end);
+    else
+        v = strtod(buf, &end);
+    if (n == 0 || end != buf + n || memchr(buf, 'x', n) || memchr(buf, 'X', n))
+        rc = bad_value(err, t, s, n);
+    else if (errno == ERANGE && isinf(v))
+        rc = out_of_range(err, t, s, n);
+    else
+        *out = v;
+    if (buf != stack)
+        sl_free(buf);
+    return rc;
+}
+
+static int parse_string(SqlType t, const char *s, size_t n, Arena *a, Str *out, Err *err)
+{
+    char tn[48];
+    if (n > UINT32_MAX - 1)
+        return err_set(err, SL_EDATA, "value too long for %s", type_name(t, tn, sizeof(tn)));
+    if (memchr(s, 0, n))
+        return err_set(err, SL_EDATA, "invalid NUL byte in %s value",
+                       type_name(t, tn, sizeof(tn)));
+    size_t chars = 0;
+    if (t.len >= 0) {
+        chars = utf8_len(s, n);
+        if (chars > (size_t)t.len) {
+            /* excess trailing spaces are cut, as the standard says */
+            size_t keep = utf8_offset(s, n, (size_t)t.len);
+            for (size_t j = keep; j < n; j++)
+                if (s[j] != ' ')
+                    return err_set(err, SL_EDATA, "value too long for %s",
+                                   type_name(t, tn, sizeof(tn)));
+            n = keep;
+            chars = (size_t)t.len;
+        }
+    }
+    size_t pad = (t.kind == TK_CHAR && t.len >= 0) ? (size_t)t.len - chars : 0;
+    if (n + pad == 0) {
+        out->p = "";
+        out->n = 0;
+        return 0;
+    }
+    char *p = arena_alloc(a, n + pad);
+    memcpy(p, s, n);
+    memset(p + n, ' ', pad);
+    out->p = p;
+    out->n = (uint32_t)(n + pad);
+    return 0;
+}
+
+int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double *f, Str *str,
+               Err *err)
+{
+    if (type_is_string((TypeKind)t.kind))
+        return parse_string(t, s, n, a, str, err);
+    const char *s0 = s;
+    size_t n0 = n;
+    while (n > 0 && is_space(*s))
+        s++, n--;
+    while (n > 0 && is_space(s[n - 1]))
+        n--;
+    switch ((TypeKind)t.kind) {
+    case TK_BOOL: return parse_bool(t, s, n, i, err);
+    case TK_TINYINT:
+    case TK_SMALLINT:
+    case TK_INT:
+    case TK_BIGINT: return parse_int(t, s, n, i, err);
+    case TK_DECIMAL: return parse_decimal(t, s, n, i, err);
+    case TK_REAL:
+    case TK_DOUBLE: return parse_float(t, s, n, f, err);
+    case TK_DATE: {
+        size_t p = 0;
+        if (!scan_date(s, n, &p, i) || p != n)
+            return bad_value(err, t, s, n);
+        return 0;
+    }
+    case TK_TIME: {
+        size_t p = 0;
+        if (!scan_time(s, n, &p, i) || p != n || *i >= US_PER_DAY)
+            return bad_value(err, t, s, n);
+        return 0;
+    }
+    case TK_TIMESTAMP: {
+        size_t p = 0;
+        int64_t days, us = 0;
+        if (!scan_date(s, n, &p, &days))
+            return bad_value(err, t, s, n);
+        if (p < n && (s[p] == ' ' || s[p] == 'T')) {
+            p++;
+            while (p < n && s[p] == ' ')
+                p++;
+            if (!scan_time(s, n, &p, &us))
+                return bad_value(err, t, s, n);
+            if (p + 1 == n && s[p] == 'Z') /* ISO 8601 UTC marker: no zone to apply */
+                p++;
+        }
+        if (p != n)
+            return bad_value(err, t, s, n);
+        *i = days * US_PER_DAY + us;
+        return 0;
+    }
+    case TK_NULL:
+    case TK_CHAR:
+    case TK_VARCHAR: break;
+    }
+    char tn[48];
+    return err_set(err, SL_EDATA, "cannot read a %s value from text \"%.*s\"",
+                   type_name(t, tn, sizeof(tn)), (int)SL_MIN(n0, QUOTE_MAX), s0);
+}
+
+/* ------------------------------------------------------------- formatting */
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static void format_double(double f, bool real, Buf *out)
+{
+    if (isnan(f)) {
+        buf_puts(out, "NaN");
+        return;
+    }
+    if (isinf(f)) {
+        buf_puts(out, f < 0 ? "-Infinity" : "Infinity");
+        return;
+    }
+    char tmp[40];
+    if (real) {
+        float x = (float)f;
+        for (int p = 6; p <= 9; p++) {
+            snprintf(tmp, sizeof(tmp), "%.*g", p, (double)x);
+            if (p == 9 || strtof(tmp, NULL) == x)
+                break;
+        }
+    } else {
+        for (int p = 15; p <= 17; p++) {
+            snprintf(tmp, sizeof(tmp), "%.*g", p, f);
+            if (p == 17 || strtod(tmp, NULL) == f)
+                break;
+        }
+    }
+    buf_puts(out, tmp);
+}
+
+static void format_decimal(int64_t v, int scale, Buf *out)
+{
+    uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    if (scale <= 0) {
+        buf_printf(out, "%s%llu", v < 0 ? "-" : "", (unsigned long long)a);
+        return;
+    }
+    uint64_t p = (uint64_t)pow10_i64(scale);
+    buf_printf(out, "%s%llu.%0*llu", v < 0 ? "-" : "", (unsigned long long)(a / p), scale,
+               (unsigned long long)(a % p));
+}
+
+static void format_date(int64_t days, Buf *out)
+{
+    int y, m, d;
+    date_to_ymd(days, &y, &m, &d);
+    buf_printf(out, "%04d-%02d-%02d", y, m, d);
+}
+
+static void format_time(int64_t us, Buf *out)
+{
+    int64_t sec = us / US_PER_SEC, frac = us % US_PER_SEC;
+    buf_printf(out, "%02d:%02d:%02d", (int)(sec / 3600), (int)(sec / 60 % 60), (int)(sec % 60));
+    if (frac) {
+        int w = 6;
+        while (frac % 10 == 0)
+            frac /= 10, w--;
+        buf_printf(out, ".%0*lld", w, (long long)frac);
+    }
+}
+
+void text_format(SqlType t, int64_t i, double f, Str s, Buf *out)
+{
+    switch ((TypeKind)t.kind) {
+    case TK_NULL: buf_puts(out, "NULL"); break;
+    case TK_BOOL: buf_puts(out, i ? "true" : "false"); break;
+    case TK_TINYINT:
+    case TK_SMALLINT:
+    case TK_INT:
+    case TK_BIGINT: buf_printf(out, "%lld", (long long)i); break;
+    case TK_DECIMAL: format_decimal(i, t.scale, out); break;
+    case TK_REAL: format_double(f, true, out); break;
+    case TK_DOUBLE: format_double(f, false, out); break;
+    case TK_CHAR:
+    case TK_VARCHAR: buf_append(out, s.p, s.n); break;
+    case TK_DATE: format_date(i, out); break;
+    case TK_TIME: {
+        int64_t us = i - floor_div(i, US_PER_DAY) * US_PER_DAY;
+        format_time(us, out);
+        break;
+    }
+    case TK_TIMESTAMP: {
+        int64_t days = floor_div(i, US_PER_DAY);
+        format_date(days, out);
+        buf_putc(out, ' ');
+        format_time(i - days * US_PER_DAY, out);
+        break;
+    }
+    }
+}
+
+bool text_format_vec(const Vec *v, int64_t r, Buf *out)
+{
+    if (vec_is_null(v, r))
+        return false;
+    static const Str empty = {"", 0};
+    text_format(v->t, v->i ? v->i[r] : 0, v->f ? v->f[r] : 0.0, v->s ? v->s[r] : empty, out);
+    return true;
+}

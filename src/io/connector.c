@@ -1,0 +1,313 @@
+/*
+ * io/connector.c - connector registry: reads each relation's connectors
+ * JSON, validates every key (unknown keys are errors that name the key, the
+ * relation and the connector), and builds input/output connector objects.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "../base/mem.h"
+#include "io_int.h"
+
+double io_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void piece_append(Piece **l, Piece *p)
+{
+    p->next = NULL;
+    while (*l)
+        l = &(*l)->next;
+    *l = p;
+}
+
+static int cerr(Err *err, const Relation *r, const char *fmt, const char *name, const char *detail)
+{
+    return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, fmt, name, detail);
+}
+
+static bool key_in(const char *k, const char *const *allowed)
+{
+    for (; *allowed; allowed++)
+        if (!strcmp(k, *allowed))
+            return true;
+    return false;
+}
+
+static int check_keys(const cJSON *obj, const char *const *allowed, const Relation *r,
+                      const char *where, const char *what, Err *err)
+{
+    for (const cJSON *it = obj->child; it; it = it->next)
+        if (!key_in(it->string, allowed)) {
+            char d[256];
+            snprintf(d, sizeof(d), "unknown key \"%s\" in %s", it->string, what);
+            return cerr(err, r, "%s: %s", where, d);
+        }
+    return 0;
+}
+
+static int parse_format(const cJSON *fmt, const Relation *r, const char *where, FmtKind *out,
+                        bool *csv_header, bool input, Err *err)
+{
+    static const char *const fkeys[] = {"name", "config", NULL};
+    if (!fmt) {
+        *out = FMT_CSV;
+        return 0;
+    }
+    if (!cJSON_IsObject(fmt))
+        return cerr(err, r, "%s: %s", where, "\"format\" must be an object");
+    if (check_keys(fmt, fkeys, r, where, "format", err))
+        return err->code;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(fmt, "name");
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(fmt, "config");
+    if (!cJSON_IsString(name))
+        return cerr(err, r, "%s: %s", where, "format needs a \"name\" (\"csv\" or \"json\")");
+    if (cfg && !cJSON_IsObject(cfg))
+        return cerr(err, r, "%s: %s", where, "format \"config\" must be an object");
+    if (!strcmp(name->valuestring, "csv")) {
+        static const char *const ckeys[] = {"headers", "delimiter", NULL};
+        *out = FMT_CSV;
+        if (cfg) {
+            if (check_keys(cfg, ckeys, r, where, "csv format config", err))
+                return err->code;
+            const cJSON *h = cJSON_GetObjectItemCaseSensitive(cfg, "headers");
+            if (h && !cJSON_IsBool(h))
+                return cerr(err, r, "%s: %s", where, "csv \"headers\" must be true or false");
+            if (csv_header)
+                *csv_header = h && cJSON_IsTrue(h);
+            const cJSON *d = cJSON_GetObjectItemCaseSensitive(cfg, "delimiter");
+            if (d && (!cJSON_IsString(d) || strcmp(d->valuestring, ",")))
+                return cerr(err, r, "%s: %s", where,
+                            "csv \"delimiter\" other than \",\" is not supported yet");
+        }
+        return 0;
+    }
+    if (!strcmp(name->valuestring, "json")) {
+        static const char *const jkeys[] = {"update_format", "array", "lines", NULL};
+        *out = FMT_JSON;
+        if (cfg) {
+            if (check_keys(cfg, jkeys, r, where, "json format config", err))
+                return err->code;
+            const cJSON *u = cJSON_GetObjectItemCaseSensitive(cfg, "update_format");
+            if (u && (!cJSON_IsString(u) || (strcmp(u->valuestring, "insert_delete") &&
+                                             strcmp(u->valuestring, "raw"))))
+                return cerr(err, r, "%s: %s", where,
+                            "json \"update_format\" must be \"insert_delete\" or \"raw\" (others "
+                            "are not supported yet)");
+            const cJSON *a = cJSON_GetObjectItemCaseSensitive(cfg, "array");
+            if (a && cJSON_IsTrue(a))
+                return cerr(err, r, "%s: %s", where,
+                            "json \"array\": true is not supported yet (use one JSON object per line)");
+        }
+        (void)input;
+        return 0;
+    }
+    char d[128];
+    snprintf(d, sizeof(d), "unknown format \"%s\" (known: csv, json)", name->valuestring);
+    return cerr(err, r, "%s: %s", where, d);
+}
+
+static void schema_of(const Relation *r, RowSchema *s)
+{
+    s->ncol = r->ncol;
+    s->names = (const char *const *)r->colnames;
+    s->types = r->types;
+}
+
+static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool open,
+                    Connectors *cs, Err *err)
+{
+    static const char *const keys[] = {"name", "transport", "format", "max_batch_size",
+                                       "max_queued_records", "max_worker_batch_size", NULL};
+    const Relation *r = &c->rels[rel];
+    char where[192];
+    snprintf(where, sizeof(where), "%s %s, connector %d", r->is_table ? "table" : "view",
+             r->name, idx);
+    if (!cJSON_IsObject(cj))
+        return cerr(err, r, "%s: %s", where, "each connector must be a JSON object");
+    if (check_keys(cj, keys, r, where, "connector", err))
+        return err->code;
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(cj, "transport");
+    if (!cJSON_IsObject(tr))
+        return cerr(err, r, "%s: %s", where, "missing \"transport\" object");
+    static const char *const tkeys[] = {"name", "config", NULL};
+    if (check_keys(tr, tkeys, r, where, "transport", err))
+        return err->code;
+    const cJSON *tn = cJSON_GetObjectItemCaseSensitive(tr, "name");
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(tr, "config");
+    if (!cJSON_IsString(tn))
+        return cerr(err, r, "%s: %s", where, "transport needs a \"name\"");
+    if (cfg && !cJSON_IsObject(cfg))
+        return cerr(err, r, "%s: %s", where, "transport \"config\" must be an object");
+    const char *t = tn->valuestring;
+    size_t wl = strlen(where);
+    snprintf(where + wl, sizeof(where) - wl, " (%s)", t);
+    const cJSON *mb = cJSON_GetObjectItemCaseSensitive(cj, "max_batch_size");
+    if (mb && (!cJSON_IsNumber(mb) || mb->valuedouble < 1))
+        return cerr(err, r, "%s: %s", where, "\"max_batch_size\" must be a positive number");
+
+    if (!strcmp(t, "datagen") || !strcmp(t, "file_input")) {
+        if (!r->is_table)
+            return cerr(err, r, "%s: %s", where,
+                        "input transports belong to tables; a view's connectors are outputs");
+        InputConn *ic = sl_calloc(1, sizeof(*ic));
+        ic->rel = rel;
+        snprintf(ic->name, sizeof(ic->name), "%s", where);
+        schema_of(r, &ic->schema);
+        ic->max_batch = mb ? (int64_t)mb->valuedouble : 0;
+        ic->plan_start = -1;
+        /* add first so that connectors_close frees it on any error */
+        cs->in = sl_realloc(cs->in, sizeof(InputConn *) * (size_t)(cs->nin + 1));
+        cs->in[cs->nin++] = ic;
+        if (!strcmp(t, "datagen")) {
+            ic->kind = IN_DATAGEN;
+            if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
+                return cerr(err, r, "%s: %s", where, "datagen takes no \"format\"");
+            Err e = {0};
+            ic->gen = datagen_new(cfg, r->ncol, (const char *const *)r->colnames, r->types, where,
+                                  &e);
+            if (!ic->gen)
+                return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+            return 0;
+        }
+        ic->kind = IN_FILE;
+        static const char *const fkeys[] = {"path", "buffer_size_bytes", "follow", NULL};
+        if (!cfg)
+            return cerr(err, r, "%s: %s", where, "file_input needs a config with \"path\"");
+        if (check_keys(cfg, fkeys, r, where, "file_input config", err))
+            return err->code;
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(cfg, "path");
+        if (!cJSON_IsString(path) || !*path->valuestring)
+            return cerr(err, r, "%s: %s", where, "file_input needs a \"path\" string");
+        const cJSON *fol = cJSON_GetObjectItemCaseSensitive(cfg, "follow");
+        if (fol && cJSON_IsTrue(fol))
+            return cerr(err, r, "%s: %s", where, "\"follow\": true is not supported yet");
+        ic->path = sl_strdup(path->valuestring);
+        if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
+                         &ic->csv_header, true, err))
+            return err->code;
+        if (open) {
+            ic->f = fopen(ic->path, "rb");
+            if (!ic->f)
+                return err_set(err, SL_EIO, "%s: cannot open \"%s\": %s", where, ic->path,
+                               strerror(errno));
+        }
+        ic->line = 1;
+        return 0;
+    }
+    if (!strcmp(t, "file_output")) {
+        OutputConn *oc = sl_calloc(1, sizeof(*oc));
+        oc->rel = rel;
+        snprintf(oc->name, sizeof(oc->name), "%s", where);
+        schema_of(r, &oc->schema);
+        cs->out = sl_realloc(cs->out, sizeof(OutputConn *) * (size_t)(cs->nout + 1));
+        cs->out[cs->nout++] = oc;
+        static const char *const okeys[] = {"path", NULL};
+        if (!cfg)
+            return cerr(err, r, "%s: %s", where, "file_output needs a config with \"path\"");
+        if (check_keys(cfg, okeys, r, where, "file_output config", err))
+            return err->code;
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(cfg, "path");
+        if (!cJSON_IsString(path) || !*path->valuestring)
+            return cerr(err, r, "%s: %s", where, "file_output needs a \"path\" string");
+        oc->path = sl_strdup(path->valuestring);
+        if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &oc->fmt, NULL,
+                         false, err))
+            return err->code;
+        if (r->is_table && !r->materialized) {
+            /* a table's output sees its changes through the sink */
+        }
+        if (open) {
+            oc->f = fopen(oc->path, "wb");
+            if (!oc->f)
+                return err_set(err, SL_EIO, "%s: cannot create \"%s\": %s", where, oc->path,
+                               strerror(errno));
+        }
+        oc->scratch = arena_new(16 * 1024);
+        return 0;
+    }
+    char d[160];
+    snprintf(d, sizeof(d), "unknown transport \"%s\" (supported: datagen, file_input, file_output)",
+             t);
+    return cerr(err, r, "%s: %s", where, d);
+}
+
+int connectors_open(const Circuit *c, bool open, Connectors *cs, Err *err)
+{
+    memset(cs, 0, sizeof(*cs));
+    for (int i = 0; i < c->nrels; i++) {
+        const Relation *r = &c->rels[i];
+        if (!r->connectors)
+            continue;
+        int k = 0;
+        for (const cJSON *cj = r->connectors->child; cj; cj = cj->next, k++)
+            if (open_one(c, i, k, cj, open, cs, err)) {
+                connectors_close(cs);
+                return err->code;
+            }
+    }
+    return 0;
+}
+
+void connectors_close(Connectors *cs)
+{
+    for (int i = 0; i < cs->nin; i++) {
+        InputConn *ic = cs->in[i];
+        if (ic->gen)
+            datagen_free(ic->gen);
+        if (ic->f)
+            fclose(ic->f);
+        sl_free(ic->path);
+        sl_free(ic->rbuf);
+        sl_free(ic);
+    }
+    for (int i = 0; i < cs->nout; i++) {
+        OutputConn *oc = cs->out[i];
+        if (oc->f)
+            fclose(oc->f);
+        sl_free(oc->path);
+        buf_free(&oc->line);
+        if (oc->scratch)
+            arena_free(oc->scratch);
+        sl_free(oc);
+    }
+    sl_free(cs->in);
+    sl_free(cs->out);
+    memset(cs, 0, sizeof(*cs));
+}
+
+int64_t input_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err)
+{
+    if (ic->done)
+        return 0;
+    if (ic->max_batch && max > ic->max_batch)
+        max = ic->max_batch;
+    if (ic->kind == IN_DATAGEN)
+        return tr_datagen_next(ic, max, a, nworkers, lists);
+    return tr_file_next(ic, max, a, nworkers, lists, err);
+}
+
+bool input_done(const InputConn *ic) { return ic->done; }
+int input_rel(const InputConn *ic) { return ic->rel; }
+const char *input_name(const InputConn *ic) { return ic->name; }
+int64_t input_rows(const InputConn *ic) { return ic->rows; }
+int64_t input_errors(const InputConn *ic) { return ic->errors; }
+int output_rel(const OutputConn *oc) { return oc->rel; }
+
+double input_wait(const InputConn *ic)
+{
+    if (ic->done || ic->kind != IN_DATAGEN || ic->plan_start < 0)
+        return 0;
+    double rate = datagen_plan_rate(ic->gen, ic->plan);
+    if (rate <= 0)
+        return 0;
+    double due = ic->plan_start + (double)(ic->next + 1) / rate;
+    double now = io_now();
+    return due > now ? due - now : 0;
+}

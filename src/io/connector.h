@@ -1,0 +1,57 @@
+/*
+ * io/connector.h - input and output connectors built from the JSON in a
+ * relation's WITH ('connectors' = '[...]'), Feldera-compatible:
+ *   {"name": ..., "transport": {"name": T, "config": {...}},
+ *    "format": {"name": "csv"|"json", "config": {...}}, "max_batch_size": N}
+ * Input transports (tables): datagen, file_input {"path": P}.
+ * Output transports (views and tables): file_output {"path": P}.
+ * Unknown keys are rejected with a message naming the key and connector.
+ *
+ * Inputs hand the controller rows for a step as runtime Pieces, split
+ * across workers; outputs receive each step's consolidated changes.
+ */
+#ifndef SL_IO_CONNECTOR_H
+#define SL_IO_CONNECTOR_H
+
+#include "../circuit/circuit.h"
+#include "../runtime/runtime.h"
+#include "../zset/batch.h"
+
+typedef struct InputConn InputConn;
+typedef struct OutputConn OutputConn;
+
+typedef struct Connectors {
+    InputConn **in;
+    int nin;
+    OutputConn **out;
+    int nout;
+} Connectors;
+
+/* Validate every relation's connectors; when open is true also open files
+   and build generators. Returns 0 or SL_ECONFIG/SL_EIO with err saying which
+   relation and connector (and line:column of its 'connectors' string). */
+int connectors_open(const Circuit *c, bool open, Connectors *out, Err *err);
+void connectors_close(Connectors *cs);
+
+/*
+ * Rows for the next step: at most max, split into nworkers lists appended
+ * to lists[0..nworkers) (Piece memory and parsed rows from arena a). Bad
+ * records are counted and reported to stderr; the rest go on. Returns the
+ * number of rows, or -1 on an I/O error (err set).
+ */
+int64_t input_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
+bool input_done(const InputConn *ic);
+int input_rel(const InputConn *ic);
+const char *input_name(const InputConn *ic);
+int64_t input_rows(const InputConn *ic);
+int64_t input_errors(const InputConn *ic);
+/* Seconds until a rate-limited input may produce again (0 when it can). */
+double input_wait(const InputConn *ic);
+
+/* Write one step's consolidated changes (tuples: key = row encoding). */
+int output_write(OutputConn *oc, int64_t step, const Batch *changes, Err *err);
+int output_rel(const OutputConn *oc);
+/* Flush buffered output (end of step). */
+int output_flush(OutputConn *oc, Err *err);
+
+#endif

@@ -1,0 +1,547 @@
+/*
+ * io/fmt_json.c - JSON-lines records <-> Chunk rows, without a DOM.
+ *
+ * In: one JSON text per record from an input transport (the caller splits
+ * lines): {"insert": {row}} (+1), {"delete": {row}} (-1) or a plain {row}
+ * (+1). fmt_json_parse scans it once, left to right, writing each member
+ * straight into the chunk's next free row; n is bumped only when the whole
+ * record was good, so a bad record leaves the chunk unchanged.
+ * Out: fmt_json_row writes {"col":value,...} for output connectors.
+ *
+ * Row members map column names (matched case-insensitively; the next
+ * column in order is tried first) to scalars. Strings take every JSON
+ * escape (\uXXXX with surrogate pairs becomes UTF-8; \u0000 is refused since
+ * values never hold NUL) and are read with text.h for any column type.
+ * Numbers are read from their text: integers exactly with a range check,
+ * DECIMAL through text_parse (exact, no double on the way), REAL/DOUBLE
+ * with strtof/strtod. true/false fit BOOLEAN only; null and missing members
+ * are NULL. Unknown or repeated members, nested values and anything after
+ * the object are errors naming what was wrong.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include "../base/mem.h"
+#include "../expr/text.h"
+#include "format.h"
+
+typedef struct JIn {
+    const char *q, *end;
+} JIn;
+
+static inline void skip_ws(JIn *in)
+{
+    while (in->q < in->end &&
+           (*in->q == ' ' || *in->q == '\t' || *in->q == '\n' || *in->q == '\r'))
+        in->q++;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)(c | 0x20);
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+static int read_u16(const char *p, const char *end, uint32_t *out)
+{
+    uint32_t v = 0;
+    if (end - p < 4)
+        return -1;
+    for (int k = 0; k < 4; k++) {
+        int h = hexval(p[k]);
+        if (h < 0)
+            return -1;
+        v = v << 4 | (uint32_t)h;
+    }
+    *out = v;
+    return 0;
+}
+
+/*
+ * Scan the string starting at in->q (on its opening quote). On success
+ * in->q is past the closing quote, *raw and *rawn span the bytes between the
+ * quotes and *esc says whether they hold escapes. NULL, or why not.
+ */
+static const char *scan_string(JIn *in, const char **raw, size_t *rawn, bool *esc)
+{
+    const char *p = in->q + 1;
+    *esc = false;
+    for (; p < in->end; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"') {
+            *raw = in->q + 1;
+            *rawn = (size_t)(p - *raw);
+            in->q = p + 1;
+            return NULL;
+        }
+        if (c == '\\') {
+            *esc = true;
+            p++;
+            if (p == in->end)
+                break;
+        } else if (c < 0x20) {
+            return "control character in string";
+        }
+    }
+    return "unterminated string";
+}
+
+/* Decode escapes of raw[0..n) into d (room for n bytes); *dn = length. */
+static const char *unescape(const char *raw, size_t n, char *d, size_t *dn)
+{
+    const char *p = raw, *end = raw + n;
+    size_t k = 0;
+    while (p < end) {
+        if (*p != '\\') {
+            d[k++] = *p++;
+            continue;
+        }
+        p++; /* scan_string guarantees a byte follows */
+        char c = *p++;
+        switch (c) {
+        case '"': d[k++] = '"'; break;
+        case '\\': d[k++] = '\\'; break;
+        case '/': d[k++] = '/'; break;
+        case 'b': d[k++] = '\b'; break;
+        case 'f': d[k++] = '\f'; break;
+        case 'n': d[k++] = '\n'; break;
+        case 'r': d[k++] = '\r'; break;
+        case 't': d[k++] = '\t'; break;
+        case 'u': {
+            uint32_t cp, lo;
+            if (read_u16(p, end, &cp))
+                return "invalid \\u escape";
+            p += 4;
+            if (cp >= 0xDC00 && cp <= 0xDFFF)
+                return "unpaired surrogate in \\u escape";
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || read_u16(p + 2, end, &lo) ||
+                    lo < 0xDC00 || lo > 0xDFFF)
+                    return "unpaired surrogate in \\u escape";
+                p += 6;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            }
+            if (cp == 0)
+                return "\\u0000 is not allowed in a value";
+            /* UTF-8 is never longer than the 6 or 12 escape bytes it replaces */
+            if (cp < 0x80) {
+                d[k++] = (char)cp;
+            } else if (cp < 0x800) {
+                d[k++] = (char)(0xC0 | (cp >> 6));
+                d[k++] = (char)(0x80 | (cp & 0x3F));
+            } else if (cp < 0x10000) {
+                d[k++] = (char)(0xE0 | (cp >> 12));
+                d[k++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                d[k++] = (char)(0x80 | (cp & 0x3F));
+            } else {
+                d[k++] = (char)(0xF0 | (cp >> 18));
+                d[k++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+                d[k++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                d[k++] = (char)(0x80 | (cp & 0x3F));
+            }
+            break;
+        }
+        default: return "invalid escape in string";
+        }
+    }
+    *dn = k;
+    return NULL;
+}
+
+/* JSON number at in->q: moves past it; *plain when it has no '.' or
+   exponent. false when it is not a well-formed number. */
+static bool scan_number(JIn *in, bool *plain)
+{
+    const char *p = in->q, *end = in->end;
+#define DIGIT(x) ((x) >= '0' && (x) <= '9')
+    *plain = true;
+    if (p < end && *p == '-')
+        p++;
+    if (p == end || !DIGIT(*p))
+        return false;
+    if (*p == '0')
+        p++;
+    else
+        while (p < end && DIGIT(*p))
+            p++;
+    if (p < end && *p == '.') {
+        p++;
+        if (p == end || !DIGIT(*p))
+            return false;
+        while (p < end && DIGIT(*p))
+            p++;
+        *plain = false;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-'))
+            p++;
+        if (p == end || !DIGIT(*p))
+            return false;
+        while (p < end && DIGIT(*p))
+            p++;
+        *plain = false;
+    }
+#undef DIGIT
+    in->q = p;
+    return true;
+}
+
+static bool match_word(JIn *in, const char *w, size_t n)
+{
+    if ((size_t)(in->end - in->q) < n || memcmp(in->q, w, n) != 0)
+        return false;
+    in->q += n;
+    return true;
+}
+
+static void set_null(Vec *v, int64_t r)
+{
+    v->nul[r] = 1;
+    if (v->i)
+        v->i[r] = 0;
+    else if (v->f)
+        v->f[r] = 0;
+    else
+        v->s[r] = (Str){"", 0};
+}
+
+static int col_err(Err *err, const RowSchema *s, int j, const char *why)
+{
+    return err_set(err, SL_EDATA, "column \"%s\": %s", s->names[j], why);
+}
+
+/* Store text[0..n) into row r of v through text_parse. */
+static int put_text(const RowSchema *s, int j, Vec *v, int64_t r, const char *text, size_t n,
+                    Arena *a, Err *err)
+{
+    Err e = {0};
+    int64_t iv = 0;
+    double fv = 0;
+    Str sv = {"", 0};
+    if (text_parse(v->t, text, n, a, &iv, &fv, &sv, &e))
+        return col_err(err, s, j, e.msg);
+    if (v->i)
+        v->i[r] = iv;
+    else if (v->f)
+        v->f[r] = fv;
+    else
+        v->s[r] = sv;
+    return 0;
+}
+
+/* Integer text -?[0-9]+ into *out when it fits kind k. */
+static bool fast_int(const char *p, size_t n, TypeKind k, int64_t *out)
+{
+    bool neg = *p == '-';
+    size_t i = neg;
+    if (n - i > 19)
+        return false;
+    uint64_t v = 0;
+    for (; i < n; i++)
+        v = v * 10 + (uint64_t)(p[i] - '0'); /* <= 19 digits: no wrap */
+    int64_t lo, hi;
+    type_int_range(k, &lo, &hi);
+    if (neg ? v > (uint64_t)hi + 1 : v > (uint64_t)hi)
+        return false;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}
+
+static bool fast_float(const char *p, size_t n, bool real, double *out)
+{
+    char buf[64];
+    if (n >= sizeof(buf))
+        return false;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    char *e;
+    errno = 0;
+    double v = real ? (double)strtof(buf, &e) : strtod(buf, &e);
+    if (e != buf + n || (errno == ERANGE && isinf(v)))
+        return false;
+    *out = v;
+    return true;
+}
+
+/* The value at in->q for column j into row r. */
+static int parse_value(const RowSchema *s, int j, JIn *in, Chunk *out, int64_t r, Arena *a,
+                       Err *err)
+{
+    Vec *v = &out->col[j];
+    TypeKind k = (TypeKind)v->t.kind;
+    if (in->q == in->end)
+        return err_set(err, SL_EDATA, "unexpected end of record");
+    char c = *in->q;
+    if (c == 'n') {
+        if (!match_word(in, "null", 4))
+            return col_err(err, s, j, "invalid JSON value");
+        if (!v->nul)
+            return err_set(err, SL_EDATA, "column \"%s\" is NOT NULL", s->names[j]);
+        set_null(v, r);
+        return 0;
+    }
+    if (v->nul)
+        v->nul[r] = 0;
+    if (c == 't' || c == 'f') {
+        bool t = c == 't';
+        if (!(t ? match_word(in, "true", 4) : match_word(in, "false", 5)))
+            return col_err(err, s, j, "invalid JSON value");
+        if (k != TK_BOOL) {
+            char tn[48], why[96];
+            snprintf(why, sizeof(why), "invalid %s value %s", type_name(v->t, tn, sizeof(tn)),
+                     t ? "true" : "false");
+            return col_err(err, s, j, why);
+        }
+        v->i[r] = t;
+        return 0;
+    }
+    if (c == '"') {
+        const char *raw, *why;
+        size_t n;
+        bool esc;
+        if ((why = scan_string(in, &raw, &n, &esc)))
+            return col_err(err, s, j, why);
+        if (!esc)
+            return put_text(s, j, v, r, raw, n, a, err);
+        char *d = arena_alloc(a, n);
+        size_t dn;
+        if ((why = unescape(raw, n, d, &dn)))
+            return col_err(err, s, j, why);
+        if (k == TK_VARCHAR && v->t.len == VARCHAR_UNBOUNDED) {
+            v->s[r] = (Str){d, (uint32_t)dn}; /* already in the arena, nothing to check */
+            return 0;
+        }
+        return put_text(s, j, v, r, d, dn, a, err);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        const char *num = in->q;
+        bool plain;
+        if (!scan_number(in, &plain))
+            return col_err(err, s, j, "invalid JSON number");
+        size_t n = (size_t)(in->q - num);
+        if (plain && type_is_integer(k) && fast_int(num, n, k, &v->i[r]))
+            return 0;
+        if ((k == TK_DOUBLE || k == TK_REAL) && fast_float(num, n, k == TK_REAL, &v->f[r]))
+            return 0;
+        return put_text(s, j, v, r, num, n, a, err);
+    }
+    if (c == '{' || c == '[')
+        return col_err(err, s, j, "nested objects and arrays are not supported");
+    return col_err(err, s, j, "invalid JSON value");
+}
+
+/* Column named name[0..n), case-insensitively; hint is tried first. */
+static int find_col(const RowSchema *s, const char *name, size_t n, int hint)
+{
+    if (hint < s->ncol && strncasecmp(s->names[hint], name, n) == 0 && s->names[hint][n] == 0)
+        return hint;
+    for (int j = 0; j < s->ncol; j++)
+        if (strncasecmp(s->names[j], name, n) == 0 && s->names[j][n] == 0)
+            return j;
+    return -1;
+}
+
+/* Members of a row object; in->q is just past its '{'. */
+static int parse_row(const RowSchema *s, JIn *in, Chunk *out, int64_t r, Arena *a,
+                     uint8_t *seen, Err *err)
+{
+    int hint = 0;
+    skip_ws(in);
+    if (in->q < in->end && *in->q == '}') {
+        in->q++;
+    } else {
+        for (;;) {
+            const char *raw, *why;
+            size_t n;
+            bool esc;
+            char kbuf[256];
+            if (in->q == in->end || *in->q != '"')
+                return err_set(err, SL_EDATA, "expected a member name");
+            if ((why = scan_string(in, &raw, &n, &esc)))
+                return err_set(err, SL_EDATA, "member name: %s", why);
+            if (esc) {
+                char *d = n <= sizeof(kbuf) ? kbuf : arena_alloc(a, n);
+                if ((why = unescape(raw, n, d, &n)))
+                    return err_set(err, SL_EDATA, "member name: %s", why);
+                raw = d;
+            }
+            int j = find_col(s, raw, n, hint);
+            if (j < 0)
+                return err_set(err, SL_EDATA, "unknown member \"%.*s\"", (int)SL_MIN(n, 200),
+                               raw);
+            if (seen[j])
+                return err_set(err, SL_EDATA, "duplicate member \"%s\"", s->names[j]);
+            seen[j] = 1;
+            hint = j + 1;
+            skip_ws(in);
+            if (in->q == in->end || *in->q != ':')
+                return err_set(err, SL_EDATA, "expected ':' after member \"%s\"", s->names[j]);
+            in->q++;
+            skip_ws(in);
+            int rc = parse_value(s, j, in, out, r, a, err);
+            if (rc)
+                return rc;
+            skip_ws(in);
+            if (in->q < in->end && *in->q == ',') {
+                in->q++;
+                skip_ws(in);
+                continue;
+            }
+            if (in->q < in->end && *in->q == '}') {
+                in->q++;
+                break;
+            }
+            return err_set(err, SL_EDATA, "expected ',' or '}' after member \"%s\"",
+                           s->names[j]);
+        }
+    }
+    for (int j = 0; j < s->ncol; j++) {
+        if (seen[j])
+            continue;
+        Vec *v = &out->col[j];
+        if (!v->nul)
+            return err_set(err, SL_EDATA, "column \"%s\" is NOT NULL", s->names[j]);
+        set_null(v, r);
+    }
+    return 0;
+}
+
+static int parse_record(const RowSchema *s, JIn *in, Chunk *out, int64_t r, Arena *a,
+                        uint8_t *seen, Err *err)
+{
+    skip_ws(in);
+    if (in->q == in->end || *in->q != '{')
+        return err_set(err, SL_EDATA, "expected a JSON object");
+    in->q++;
+    const char *body = in->q;
+    int64_t w = 1;
+    bool wrapped = false;
+    skip_ws(in);
+    if (in->q < in->end && *in->q == '"') {
+        /* {"insert": {...}} or {"delete": {...}}: a name then an object */
+        const char *raw;
+        size_t n;
+        bool esc;
+        if (!scan_string(in, &raw, &n, &esc) && !esc &&
+            ((n == 6 && memcmp(raw, "insert", 6) == 0) ||
+             (n == 6 && memcmp(raw, "delete", 6) == 0))) {
+            skip_ws(in);
+            if (in->q < in->end && *in->q == ':') {
+                in->q++;
+                skip_ws(in);
+                if (in->q < in->end && *in->q == '{') {
+                    wrapped = true;
+                    w = raw[0] == 'd' ? -1 : 1;
+                }
+            }
+        }
+    }
+    if (!wrapped) {
+        in->q = body;
+        int rc = parse_row(s, in, out, r, a, seen, err);
+        if (rc)
+            return rc;
+    } else {
+        in->q++;
+        int rc = parse_row(s, in, out, r, a, seen, err);
+        if (rc)
+            return rc;
+        skip_ws(in);
+        if (in->q < in->end && *in->q == ',')
+            return err_set(err, SL_EDATA, "unexpected member after \"%s\"",
+                           w > 0 ? "insert" : "delete");
+        if (in->q == in->end || *in->q != '}')
+            return err_set(err, SL_EDATA, "expected '}' to close the record");
+        in->q++;
+    }
+    skip_ws(in);
+    if (in->q != in->end)
+        return err_set(err, SL_EDATA, "unexpected text after the JSON object");
+    out->w[r] = w;
+    return 0;
+}
+
+int fmt_json_parse(const RowSchema *s, const char *p, size_t n, Chunk *out, Arena *a, Err *err)
+{
+    uint8_t small[64];
+    uint8_t *seen = s->ncol <= (int)sizeof(small) ? small : sl_malloc((size_t)s->ncol);
+    JIn in = {p, p + n};
+    if (out->n >= out->cap)
+        sl_panic("fmt_json_parse: chunk full (%lld rows)", (long long)out->cap);
+    memset(seen, 0, (size_t)s->ncol);
+    int rc = parse_record(s, &in, out, out->n, a, seen, err);
+    if (!rc)
+        out->n++;
+    if (seen != small)
+        sl_free(seen);
+    return rc;
+}
+
+/* s[0..n) as a JSON string. */
+static void put_json_str(Buf *out, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t from = 0;
+    buf_putc(out, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        buf_append(out, s + from, i - from);
+        from = i + 1;
+        char e[7] = {'\\', 0};
+        switch (c) {
+        case '"': e[1] = '"'; break;
+        case '\\': e[1] = '\\'; break;
+        case '\b': e[1] = 'b'; break;
+        case '\f': e[1] = 'f'; break;
+        case '\n': e[1] = 'n'; break;
+        case '\r': e[1] = 'r'; break;
+        case '\t': e[1] = 't'; break;
+        default:
+            e[1] = 'u';
+            e[2] = '0';
+            e[3] = '0';
+            e[4] = hex[c >> 4];
+            e[5] = hex[c & 15];
+            buf_append(out, e, 6);
+            continue;
+        }
+        buf_append(out, e, 2);
+    }
+    buf_append(out, s + from, n - from);
+    buf_putc(out, '"');
+}
+
+void fmt_json_row(const RowSchema *s, const Chunk *c, int64_t r, Buf *out)
+{
+    buf_putc(out, '{');
+    for (int j = 0; j < c->ncol; j++) {
+        const Vec *v = &c->col[j];
+        TypeKind k = (TypeKind)v->t.kind;
+        if (j)
+            buf_putc(out, ',');
+        put_json_str(out, s->names[j], strlen(s->names[j]));
+        buf_putc(out, ':');
+        if (vec_is_null(v, r)) {
+            buf_puts(out, "null");
+        } else if (v->s) {
+            put_json_str(out, v->s[r].p, v->s[r].n);
+        } else if (type_is_temporal(k) || (v->f && !isfinite(v->f[r]))) {
+            buf_putc(out, '"'); /* NaN and infinities are no JSON numbers */
+            text_format_vec(v, r, out);
+            buf_putc(out, '"');
+        } else {
+            text_format_vec(v, r, out); /* true/false, digits, decimals, doubles */
+        }
+    }
+    buf_putc(out, '}');
+}

@@ -1,0 +1,59 @@
+/*
+ * io/io_int.h - connector internals shared by connector.c (registry and
+ * validation) and the transports tr_datagen.c and tr_file.c.
+ */
+#ifndef SL_IO_IO_INT_H
+#define SL_IO_IO_INT_H
+
+#include <stdio.h>
+
+#include "connector.h"
+#include "format.h"
+
+typedef enum InKind { IN_DATAGEN, IN_FILE } InKind;
+typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
+
+struct InputConn {
+    InKind kind;
+    int rel;
+    char name[192];     /* "table t, connector 0 (datagen)" */
+    RowSchema schema;
+    int64_t max_batch;  /* rows per step from this connector, 0 = no limit */
+    bool done;
+    int64_t rows, errors;
+    /* datagen */
+    Datagen *gen;
+    int plan;           /* current plan */
+    int64_t next;       /* next row index in the plan */
+    double plan_start;  /* monotonic seconds when the plan started, <0 unset */
+    /* file */
+    FmtKind fmt;
+    bool csv_header;    /* skip the first record */
+    FILE *f;
+    char *path;
+    char *rbuf;         /* read buffer */
+    size_t rlen, rcap;  /* bytes held, capacity */
+    size_t rpos;        /* start of the unparsed part */
+    bool eof;
+    int64_t line;       /* line number of the next record */
+    Err rowerr;
+};
+
+struct OutputConn {
+    int rel;
+    char name[192];
+    RowSchema schema;
+    FmtKind fmt;
+    FILE *f;
+    char *path;
+    Buf line;
+    Arena *scratch;
+};
+
+double io_now(void);
+int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists);
+int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
+/* Append piece p to the list *l (at the end, keeping order). */
+void piece_append(Piece **l, Piece *p);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * runtime/runtime.h - W workers, each owning a replica of the circuit's
+ * operators and a shard of every stateful operator's state, stepping
+ * together.
+ *
+ * The controller hands each worker its share of every table's input for
+ * the next step (rt_set_input), then rt_step runs the step on all workers
+ * and returns when every worker has finished it. The calling thread acts
+ * as worker 0; workers 1..W-1 are threads. Workers meet only at exchanges
+ * (inside stateful operators) and at the step's start and end.
+ */
+#ifndef SL_RUNTIME_RUNTIME_H
+#define SL_RUNTIME_RUNTIME_H
+
+#include "../circuit/op.h"
+#include "../io/datagen.h"
+
+/* A piece of a table's input for one worker and one step: ready rows, or
+   a range of datagen rows the worker generates itself. */
+typedef struct Piece {
+    struct Piece *next;
+    Chunk *chunk;       /* rows (the worker reads them), or NULL */
+    const Datagen *gen; /* else: rows [start, start+count) of plan `plan` */
+    int plan;
+    int64_t start, count;
+} Piece;
+
+typedef struct Runtime Runtime;
+
+Runtime *rt_new(const Circuit *c, int nworkers);
+void rt_free(Runtime *rt);
+int rt_workers(const Runtime *rt);
+/* Pieces for relation rel on worker w in the next step (the list and its
+   chunks must stay valid until rt_step returns). */
+void rt_set_input(Runtime *rt, int w, int rel, Piece *list);
+/* Run one step; 0, or SL_ERUNTIME with the first worker error in err. */
+int rt_step(Runtime *rt, Err *err);
+int64_t rt_steps(const Runtime *rt);
+Op *rt_op(Runtime *rt, int w, int node);
+/* Rows divided by zero so far (all workers). */
+int64_t rt_divzero(const Runtime *rt);
+
+#endif

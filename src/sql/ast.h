@@ -1,0 +1,160 @@
+/*
+ * sql/ast.h - syntax tree of a Sluice program, as written (names not yet
+ * resolved). Built by parser.c in the plan arena; read by plan.c.
+ * Every node carries the line and column where it starts, for messages.
+ */
+#ifndef SL_SQL_AST_H
+#define SL_SQL_AST_H
+
+#include "../base/base.h"
+#include "../expr/types.h"
+
+typedef enum AstKind {
+    A_COL,      /* name, optional qual: [qual.]name */
+    A_STAR,     /* * or qual.* (select list, COUNT(*)) */
+    A_INT,      /* integer literal: text in str */
+    A_NUM,      /* numeric literal with '.' or exponent: text in str */
+    A_STR,      /* 'string' (unescaped) in str/slen */
+    A_NULL,
+    A_BOOL,     /* ival 0/1 */
+    A_TYPED,    /* DATE 'x', TIME 'x', TIMESTAMP 'x': type + str */
+    A_BIN,      /* op (AstOp), a, b */
+    A_UN,       /* op: OP_NEG, OP_NOT, OP_PLUS; a */
+    A_FUNC,     /* name, args; distinct; star for COUNT(*) */
+    A_CASE,     /* a = operand (simple CASE) or NULL; args = when,then,...; b = else */
+    A_CAST,     /* a, type */
+    A_BETWEEN,  /* a BETWEEN b AND c; negated */
+    A_IN,       /* a IN (args); negated */
+    A_ISNULL,   /* a IS [NOT] NULL; negated */
+    A_ISBOOL,   /* a IS [NOT] TRUE/FALSE: ival = 1 TRUE / 0 FALSE; negated */
+    A_LIKE,     /* a [NOT] LIKE b [ESCAPE c]; negated */
+    A_EXTRACT,  /* EXTRACT(name FROM a) */
+    A_SUBQUERY, /* (SELECT ...) in an expression - unsupported for now */
+} AstKind;
+
+typedef enum AstOp {
+    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MOD, OP_CONCAT,
+    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,
+    OP_AND, OP_OR,
+    OP_NEG, OP_NOT, OP_PLUS,
+} AstOp;
+
+typedef struct Ast Ast;
+typedef struct AstList {
+    Ast **v;
+    int n, cap;
+} AstList;
+
+struct Select;
+
+struct Ast {
+    AstKind k;
+    int line, col;
+    int op;            /* AstOp */
+    char *name;        /* column / function / extract field */
+    char *qual;        /* qualifier of a column or star */
+    char *str;         /* literal text (NUL-terminated) */
+    size_t slen;
+    int64_t ival;
+    bool negated, distinct, star;
+    SqlType type;      /* CAST / typed literal target */
+    Ast *a, *b, *c;
+    AstList args;
+    struct Select *sub;
+};
+
+typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY } FromKind;
+typedef enum JoinKind { J_INNER, J_CROSS, J_LEFT, J_RIGHT, J_FULL } JoinKind;
+
+typedef struct FromItem {
+    FromKind k;
+    int line, col;
+    char *name;              /* F_TABLE */
+    char *alias;             /* F_TABLE / F_SUBQUERY */
+    struct FromItem *l, *r;  /* F_JOIN */
+    JoinKind jk;
+    bool natural;
+    Ast *on;                 /* F_JOIN ON condition, or NULL */
+    char **using_cols;       /* F_JOIN USING (...) */
+    int nusing;
+    struct Select *sub;      /* F_SUBQUERY */
+} FromItem;
+
+typedef struct SelectItem {
+    Ast *e;        /* NULL only for A_STAR items, which use e too */
+    char *alias;
+    int line, col;
+} SelectItem;
+
+typedef struct OrderItem {
+    Ast *e;
+    bool desc;
+} OrderItem;
+
+typedef enum SetOp { SET_NONE, SET_UNION_ALL, SET_UNION, SET_EXCEPT, SET_INTERSECT } SetOp;
+
+typedef struct Select {
+    int line, col;
+    bool distinct;
+    SelectItem *items;
+    int nitems;
+    FromItem **from;   /* comma-separated items */
+    int nfrom;
+    Ast *where;
+    AstList group;
+    Ast *having;
+    OrderItem *order;
+    int norder;
+    Ast *limit, *offset;
+    int order_line, order_col;
+    SetOp setop;         /* how `next` combines with this one */
+    struct Select *next; /* right operand of the set operation */
+} Select;
+
+typedef struct ColumnDef {
+    char *name;
+    SqlType type;
+    bool primary_key;
+    int line, col;
+} ColumnDef;
+
+typedef struct Property {
+    char *key, *value;
+    int line, col;     /* of the key */
+    int vline, vcol;   /* of the value string (for JSON error positions) */
+} Property;
+
+typedef enum StmtKind { S_CREATE_TABLE, S_CREATE_VIEW } StmtKind;
+
+typedef struct Stmt {
+    StmtKind k;
+    int line, col;
+    char *name;
+    int name_line, name_col;
+    /* table */
+    ColumnDef *cols;
+    int ncols;
+    char **pk;          /* PRIMARY KEY column names (table constraint or column) */
+    int npk;
+    /* view */
+    bool materialized;
+    char **col_aliases; /* CREATE VIEW v (a, b) AS ... */
+    int ncol_aliases;
+    Select *query;
+    /* both */
+    Property *props;
+    int nprops;
+} Stmt;
+
+typedef struct Program {
+    Stmt **stmts;
+    int n;
+} Program;
+
+struct Arena;
+struct Err;
+/* Parse a whole program; nodes live in arena a. Returns 0 or SL_EPARSE /
+   SL_EUNSUPPORTED with err giving line, column and what was expected. */
+int sql_parse(const char *text, struct Arena *a, Program **out, struct Err *err);
+
+#endif

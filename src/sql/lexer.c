@@ -1,0 +1,151 @@
+/*
+ * sql/lexer.c - splits SQL text into tokens for parser.c, tracking line and
+ * column (1-based, columns in bytes) so every message can point at its place.
+ */
+#include "lexer.h"
+
+#include <ctype.h>
+
+#include "../base/mem.h"
+
+typedef struct Lexer {
+    const char *p, *start;
+    int line;
+    const char *line_start;
+    Arena *a;
+    Token *v;
+    int n, cap;
+} Lexer;
+
+static void push(Lexer *lx, TokKind k, const char *s, size_t n, int line, int col)
+{
+    if (lx->n == lx->cap) {
+        int cap = lx->cap ? lx->cap * 2 : 256;
+        Token *v = arena_alloc(lx->a, sizeof(Token) * (size_t)cap);
+        if (lx->n)
+            memcpy(v, lx->v, sizeof(Token) * (size_t)lx->n);
+        lx->v = v;
+        lx->cap = cap;
+    }
+    Token *t = &lx->v[lx->n++];
+    t->k = k;
+    t->s = s;
+    t->n = n;
+    t->line = line;
+    t->col = col;
+}
+
+static void advance(Lexer *lx)
+{
+    if (*lx->p == '\n') {
+        lx->line++;
+        lx->line_start = lx->p + 1;
+    }
+    lx->p++;
+}
+
+int lex(const char *text, Arena *a, Token **toks, int *ntoks, Err *err)
+{
+    Lexer lx = {text, text, 1, text, a, NULL, 0, 0};
+    static const char *ops2[] = {"<=", ">=", "<>", "!=", "||", "::", "=="};
+    for (;;) {
+        while (*lx.p && isspace((unsigned char)*lx.p))
+            advance(&lx);
+        const char *p = lx.p;
+        int line = lx.line, col = (int)(p - lx.line_start) + 1;
+        if (!*p) {
+            push(&lx, T_EOF, "", 0, line, col);
+            break;
+        }
+        if (p[0] == '-' && p[1] == '-') {
+            while (*lx.p && *lx.p != '\n')
+                advance(&lx);
+            continue;
+        }
+        if (p[0] == '/' && p[1] == '*') {
+            advance(&lx);
+            advance(&lx);
+            while (*lx.p && !(lx.p[0] == '*' && lx.p[1] == '/'))
+                advance(&lx);
+            if (!*lx.p)
+                return err_setpos(err, SL_EPARSE, line, col, "unterminated /* comment");
+            advance(&lx);
+            advance(&lx);
+            continue;
+        }
+        if (isalpha((unsigned char)*p) || *p == '_') {
+            while (isalnum((unsigned char)*lx.p) || *lx.p == '_' || *lx.p == '$')
+                advance(&lx);
+            size_t n = (size_t)(lx.p - p);
+            push(&lx, T_IDENT, arena_strndup(a, p, n), n, line, col);
+            continue;
+        }
+        if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
+            bool isnum = false;
+            while (isdigit((unsigned char)*lx.p))
+                advance(&lx);
+            if (*lx.p == '.') {
+                isnum = true;
+                advance(&lx);
+                while (isdigit((unsigned char)*lx.p))
+                    advance(&lx);
+            }
+            if ((*lx.p == 'e' || *lx.p == 'E') &&
+                (isdigit((unsigned char)lx.p[1]) ||
+                 ((lx.p[1] == '+' || lx.p[1] == '-') && isdigit((unsigned char)lx.p[2])))) {
+                isnum = true;
+                advance(&lx);
+                if (*lx.p == '+' || *lx.p == '-')
+                    advance(&lx);
+                while (isdigit((unsigned char)*lx.p))
+                    advance(&lx);
+            }
+            if (isalpha((unsigned char)*lx.p) || *lx.p == '_')
+                return err_setpos(err, SL_EPARSE, line, col, "malformed number \"%.*s\"",
+                                  (int)(lx.p - p + 1), p);
+            size_t n = (size_t)(lx.p - p);
+            push(&lx, isnum ? T_NUM : T_INT, arena_strndup(a, p, n), n, line, col);
+            continue;
+        }
+        if (*p == '\'' || *p == '"') {
+            char q = *p;
+            size_t cap = 64, n = 0;
+            char *s = sl_malloc(cap);
+            advance(&lx);
+            for (;;) {
+                if (!*lx.p) {
+                    sl_free(s);
+                    return err_setpos(err, SL_EPARSE, line, col, "unterminated %s starting here",
+                                      q == '\'' ? "string literal" : "quoted identifier");
+                }
+                if (*lx.p == q) {
+                    if (lx.p[1] == q) {
+                        advance(&lx);
+                    } else {
+                        advance(&lx);
+                        break;
+                    }
+                }
+                if (n + 1 >= cap)
+                    s = sl_realloc(s, cap *= 2);
+                s[n++] = *lx.p;
+                advance(&lx);
+            }
+            push(&lx, q == '\'' ? T_STR : T_QIDENT, arena_strndup(a, s, n), n, line, col);
+            sl_free(s);
+            continue;
+        }
+        size_t n = 1;
+        for (size_t i = 0; i < ARRAY_LEN(ops2); i++)
+            if (p[0] == ops2[i][0] && p[1] == ops2[i][1])
+                n = 2;
+        if (n == 1 && !strchr("(),.;*+-/%<>=[]", *p))
+            return err_setpos(err, SL_EPARSE, line, col, "unexpected character '%c'", *p);
+        for (size_t i = 0; i < n; i++)
+            advance(&lx);
+        push(&lx, T_OP, arena_strndup(a, p, n), n, line, col);
+    }
+    *toks = lx.v;
+    *ntoks = lx.n;
+    return 0;
+}

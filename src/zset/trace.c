@@ -1,0 +1,148 @@
+/*
+ * zset/trace.c - the integral of a stream of batches, kept as an LSM spine.
+ * In: consolidated batches from operators (ownership taken). Out: per-key
+ * lookups for joins and aggregates, and one consolidated batch on demand.
+ *
+ * Invariant: spine[0..n) runs oldest to newest and every batch holds more
+ * than twice the tuples of the next newer one, so n = O(log N). A batch
+ * that was visible to readers (in the spine, or handed in by the caller)
+ * and is merged away goes to the retired list until trace_step_end; merge
+ * results that never left this file are freed at once.
+ */
+#include "trace.h"
+
+#include "../base/mem.h"
+
+struct Trace {
+    Batch **spine; /* oldest (largest) first */
+    int n, cap;
+    Batch **retired;
+    int nretired, capretired;
+};
+
+Trace *trace_new(void)
+{
+    Trace *t = sl_malloc(sizeof(*t));
+    memset(t, 0, sizeof(*t));
+    return t;
+}
+
+void trace_free(Trace *t)
+{
+    if (!t)
+        return;
+    for (int i = 0; i < t->n; i++)
+        batch_unref(t->spine[i]);
+    trace_step_end(t);
+    sl_free(t->spine);
+    sl_free(t->retired);
+    sl_free(t);
+}
+
+static void retire(Trace *t, Batch *b)
+{
+    if (t->nretired == t->capretired) {
+        t->capretired = t->capretired ? t->capretired * 2 : 8;
+        t->retired = sl_realloc(t->retired, (size_t)t->capretired * sizeof(Batch *));
+    }
+    t->retired[t->nretired++] = b;
+}
+
+static void push(Trace *t, Batch *b)
+{
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 8;
+        t->spine = sl_realloc(t->spine, (size_t)t->cap * sizeof(Batch *));
+    }
+    t->spine[t->n++] = b;
+}
+
+/* Drop the caller-visible batch cur, or free it when fresh (made here). */
+static void discard(Trace *t, Batch *cur, bool fresh)
+{
+    if (fresh)
+        batch_unref(cur);
+    else
+        retire(t, cur);
+}
+
+void trace_insert_take(Trace *t, Batch *b)
+{
+    if (b->n == 0) {
+        batch_unref(b); /* no bytes a reader could point into */
+        return;
+    }
+    Batch *cur = b;
+    bool fresh = false;
+    while (t->n > 0 && t->spine[t->n - 1]->n <= 2 * cur->n) {
+        Batch *top = t->spine[--t->n];
+        Batch *m = batch_merge(top, cur);
+        retire(t, top);
+        discard(t, cur, fresh);
+        cur = m;
+        fresh = true;
+    }
+    if (cur->n == 0)
+        discard(t, cur, fresh);
+    else
+        push(t, cur);
+}
+
+void trace_step_end(Trace *t)
+{
+    for (int i = 0; i < t->nretired; i++)
+        batch_unref(t->retired[i]);
+    t->nretired = 0;
+}
+
+int64_t trace_count(const Trace *t)
+{
+    int64_t n = 0;
+    for (int i = 0; i < t->n; i++)
+        n += t->spine[i]->n;
+    return n;
+}
+
+size_t trace_bytes(const Trace *t)
+{
+    size_t n = sizeof(*t) + (size_t)(t->cap + t->capretired) * sizeof(Batch *);
+    for (int i = 0; i < t->n; i++)
+        n += batch_bytes(t->spine[i]);
+    for (int i = 0; i < t->nretired; i++)
+        n += batch_bytes(t->retired[i]);
+    return n;
+}
+
+void trace_for_key(const Trace *t, const uint8_t *k, size_t kn, TraceFn cb, void *ctx)
+{
+    for (int i = 0; i < t->n; i++) {
+        const Batch *b = t->spine[i];
+        for (int64_t j = batch_seek(b, k, kn); j < b->n && batch_key_cmp(b, j, k, kn) == 0; j++)
+            cb(ctx, batch_val(b, j), batch_vlen(b, j), b->w[j]);
+    }
+}
+
+Batch *trace_consolidate(Trace *t)
+{
+    if (t->n == 0)
+        return batch_empty();
+    Batch *acc = t->spine[t->n - 1];
+    bool fresh = false;
+    for (int i = t->n - 2; i >= 0; i--) {
+        Batch *m = batch_merge(t->spine[i], acc);
+        if (fresh)
+            batch_unref(acc);
+        acc = m;
+        fresh = true;
+    }
+    if (fresh) {
+        for (int i = 0; i < t->n; i++)
+            retire(t, t->spine[i]);
+        t->n = 0;
+        if (acc->n == 0)
+            return acc;
+        push(t, acc);
+    }
+    batch_ref(acc);
+    return acc;
+}

@@ -1,0 +1,331 @@
+/*
+ * tests/zset/test_batch.c - batches built, merged and searched agree with a
+ * naive reference (qsort of the tuples, then a sum of equal neighbours).
+ * Tuples come from generators that stress the builder's radix sort: many
+ * duplicates, long common prefixes, zero bytes, tuples that are prefixes of
+ * others, lengths around the 8-byte chunk boundaries.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "zset/batch.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* ---- reference model ---- */
+
+typedef struct Tup {
+    uint8_t p[64];
+    size_t n;
+    uint32_t klen;
+    int64_t w;
+} Tup;
+
+static int tup_cmp(const void *x, const void *y)
+{
+    const Tup *a = x, *b = y;
+    size_t m = a->n < b->n ? a->n : b->n;
+    int d = memcmp(a->p, b->p, m);
+    if (d)
+        return d;
+    return (a->n > b->n) - (a->n < b->n);
+}
+
+/* Sort and consolidate t[0..n) in place; returns the surviving count. */
+static size_t ref_consolidate(Tup *t, size_t n)
+{
+    qsort(t, n, sizeof(Tup), tup_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        Tup acc = t[i];
+        size_t j = i + 1;
+        for (; j < n && tup_cmp(&t[j], &acc) == 0; j++)
+            acc.w += t[j].w;
+        if (acc.w != 0)
+            t[m++] = acc;
+        i = j;
+    }
+    return m;
+}
+
+static void assert_batch_equals(const Batch *b, const Tup *t, size_t n)
+{
+    assert_int_equal(b->n, (int64_t)n);
+    assert_int_equal(b->off[0], 0);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = b->off[i + 1] - b->off[i];
+        if (len != t[i].n || memcmp(b->data + b->off[i], t[i].p, len) != 0 ||
+            b->klen[i] != t[i].klen || b->w[i] != t[i].w)
+            fail_msg("tuple %zu differs: len %zu/%zu klen %u/%u w %lld/%lld", i, len, t[i].n,
+                     b->klen[i], t[i].klen, (long long)b->w[i], (long long)t[i].w);
+    }
+}
+
+/* ---- tuple generators ---- */
+
+enum Gen {
+    GEN_SMALL_ALPHABET, /* (string key, string val), heavy duplication */
+    GEN_COMMON_PREFIX,  /* "customer_000123" keys, long shared prefixes */
+    GEN_FIXED12,        /* 4-byte key, 8-byte val, random bits */
+    GEN_PREFIXES,       /* bytes over {00, 01, ff}, length 0..20: prefixes of each other */
+    GEN_COUNT
+};
+
+static void gen_tuple(enum Gen g, Tup *t)
+{
+    switch (g) {
+    case GEN_SMALL_ALPHABET: {
+        size_t kn = rnd() % 4, vn = rnd() % 3;
+        for (size_t i = 0; i < kn; i++)
+            t->p[i] = (uint8_t)('a' + rnd() % 3);
+        t->p[kn] = 0;
+        for (size_t i = 0; i < vn; i++)
+            t->p[kn + 1 + i] = (uint8_t)('x' + rnd() % 2);
+        t->p[kn + 1 + vn] = 0;
+        t->klen = (uint32_t)kn + 1;
+        t->n = kn + vn + 2;
+        break;
+    }
+    case GEN_COMMON_PREFIX: {
+        int len = snprintf((char *)t->p, sizeof(t->p), "customer_%06u",
+                           (unsigned)(rnd() % 5000));
+        t->p[len] = 0;
+        t->klen = (uint32_t)len + 1;
+        uint32_t v = (uint32_t)(rnd() % 3);
+        memcpy(t->p + len + 1, &v, 4);
+        t->n = (size_t)len + 5;
+        break;
+    }
+    case GEN_FIXED12: {
+        uint64_t a = rnd(), b = rnd();
+        memcpy(t->p, &a, 4);
+        memcpy(t->p + 4, &b, 8);
+        t->klen = 4;
+        t->n = 12;
+        break;
+    }
+    case GEN_PREFIXES: {
+        static const uint8_t sym[3] = {0x00, 0x01, 0xff};
+        t->n = rnd() % 21;
+        for (size_t i = 0; i < t->n; i++)
+            t->p[i] = sym[rnd() % 3];
+        t->klen = (uint32_t)t->n;
+        break;
+    }
+    case GEN_COUNT:
+        break;
+    }
+    t->w = (int64_t)(rnd() % 7) - 3;
+}
+
+static void bb_add_tup(BatchBuilder *bb, const Tup *t)
+{
+    bb_add(bb, t->p, t->klen, t->p + t->klen, t->n - t->klen, t->w);
+}
+
+static Batch *batch_of(const Tup *t, size_t n)
+{
+    BatchBuilder *bb = bb_new();
+    for (size_t i = 0; i < n; i++)
+        bb_add_tup(bb, &t[i]);
+    return bb_finish(bb);
+}
+
+static Tup *gen_tuples(enum Gen g, size_t n)
+{
+    Tup *t = malloc((n ? n : 1) * sizeof(Tup));
+    for (size_t i = 0; i < n; i++)
+        gen_tuple(g, &t[i]);
+    return t;
+}
+
+/* ---- tests ---- */
+
+static void test_batch_finish_consolidates_duplicates_and_drops_zero_weights(void **state)
+{
+    BatchBuilder *bb = bb_new();
+    bb_add(bb, (const uint8_t *)"b", 1, (const uint8_t *)"1", 1, 2);
+    bb_add(bb, (const uint8_t *)"a", 1, (const uint8_t *)"1", 1, 1);
+    bb_add(bb, (const uint8_t *)"c", 1, NULL, 0, 0);
+    bb_add(bb, (const uint8_t *)"a", 1, (const uint8_t *)"1", 1, 2);
+    bb_add(bb, (const uint8_t *)"b", 1, (const uint8_t *)"1", 1, -2);
+    bb_add(bb, (const uint8_t *)"a", 1, (const uint8_t *)"0", 1, -1);
+    Batch *b = bb_finish(bb);
+    assert_int_equal(b->n, 2);
+    assert_memory_equal(batch_key(b, 0), "a", 1);
+    assert_memory_equal(batch_val(b, 0), "0", 1);
+    assert_int_equal(b->w[0], -1);
+    assert_memory_equal(batch_val(b, 1), "1", 1);
+    assert_int_equal(batch_klen(b, 1), 1);
+    assert_int_equal(batch_vlen(b, 1), 1);
+    assert_int_equal(b->w[1], 3);
+    assert_int_equal(b->off[2], 4);
+    batch_unref(b);
+}
+
+static void test_batch_finish_of_nothing_is_an_empty_batch(void **state)
+{
+    Batch *b = bb_finish(bb_new());
+    assert_int_equal(b->n, 0);
+    assert_int_equal(b->refs, 1);
+    assert_true(batch_bytes(b) > 0);
+    batch_unref(b);
+
+    BatchBuilder *bb = bb_new();
+    bb_add(bb, NULL, 0, NULL, 0, 5);
+    bb_add(bb, NULL, 0, NULL, 0, -5);
+    assert_int_equal(bb_count(bb), 2);
+    b = bb_finish(bb);
+    assert_int_equal(b->n, 0);
+    batch_unref(b);
+
+    b = batch_empty();
+    assert_int_equal(b->n, 0);
+    assert_int_equal(batch_seek(b, (const uint8_t *)"x", 1), 0);
+    batch_unref(b);
+}
+
+static void test_batch_finish_matches_reference_for_random_tuples(void **state)
+{
+    static const size_t sizes[] = {0, 1, 2, 23, 24, 25, 100, 1000, 30000, 200000};
+    for (int g = 0; g < GEN_COUNT; g++)
+        for (size_t s = 0; s < ARRAY_LEN(sizes); s++) {
+            size_t n = sizes[s];
+            Tup *t = gen_tuples((enum Gen)g, n);
+            Batch *b = batch_of(t, n);
+            size_t m = ref_consolidate(t, n);
+            assert_batch_equals(b, t, m);
+            batch_unref(b);
+            free(t);
+        }
+}
+
+static void test_batch_finish_sorts_tuples_with_long_equal_runs(void **state)
+{
+    /* 20 distinct tuples, each added 5000 times: runs far longer than the
+       insertion-sort cutoff that agree past several 8-byte chunks */
+    enum { N = 100000 };
+    BatchBuilder *bb = bb_new();
+    const uint8_t k[20] = "0123456789abcdefghi";
+    for (int i = 0; i < N; i++)
+        bb_add(bb, k, 20, k, i % 20, i % 20 == 3 ? 1 : (i & 1 ? 1 : -1));
+    Batch *b = bb_finish(bb);
+    assert_int_equal(b->n, 20);
+    for (int64_t i = 0; i < b->n; i++) {
+        assert_int_equal(batch_vlen(b, i), i);
+        assert_memory_equal(batch_key(b, i), k, 20);
+        assert_int_equal(b->w[i], i == 3 || i % 2 ? N / 20 : -N / 20);
+    }
+    batch_unref(b);
+}
+
+static void test_batch_merge_equals_builder_over_the_union(void **state)
+{
+    static const size_t sizes[][2] = {{0, 0}, {0, 50}, {50, 0}, {1, 1}, {300, 7}, {5000, 5000}};
+    for (int g = 0; g < GEN_COUNT; g++)
+        for (size_t s = 0; s < ARRAY_LEN(sizes); s++) {
+            size_t na = sizes[s][0], nb = sizes[s][1];
+            Tup *t = gen_tuples((enum Gen)g, na + nb);
+            Batch *a = batch_of(t, na), *b = batch_of(t + na, nb);
+            Batch *m = batch_merge(a, b), *m2 = batch_merge(b, a);
+            size_t n = ref_consolidate(t, na + nb);
+            assert_batch_equals(m, t, n);
+            assert_batch_equals(m2, t, n);
+            assert_int_equal(m->refs, 1);
+            batch_unref(a);
+            batch_unref(b);
+            batch_unref(m);
+            batch_unref(m2);
+            free(t);
+        }
+}
+
+static void test_batch_merge_with_its_negation_is_empty(void **state)
+{
+    enum { N = 2000 };
+    Tup *t = gen_tuples(GEN_COMMON_PREFIX, N);
+    Batch *a = batch_of(t, N);
+    for (size_t i = 0; i < N; i++)
+        t[i].w = -t[i].w;
+    Batch *b = batch_of(t, N);
+    Batch *m = batch_merge(a, b);
+    assert_int_equal(m->n, 0);
+    assert_int_equal(m->off[0], 0);
+    batch_unref(a);
+    batch_unref(b);
+    batch_unref(m);
+    free(t);
+}
+
+static void test_batch_seek_finds_first_key_not_less(void **state)
+{
+    enum { N = 5000 };
+    Tup *t = gen_tuples(GEN_SMALL_ALPHABET, N);
+    Batch *b = batch_of(t, N);
+    assert_true(b->n > 10);
+    for (int probe = 0; probe < 2000; probe++) {
+        Tup q;
+        gen_tuple(GEN_SMALL_ALPHABET, &q);
+        size_t kn = probe % 3 == 0 ? rnd() % (q.klen + 1) : q.klen; /* also key prefixes */
+        int64_t want = 0;
+        while (want < b->n) {
+            size_t bk = batch_klen(b, want), m = bk < kn ? bk : kn;
+            int d = m ? memcmp(batch_key(b, want), q.p, m) : 0;
+            if (d > 0 || (d == 0 && bk >= kn))
+                break;
+            want++;
+        }
+        int64_t got = batch_seek(b, q.p, kn);
+        assert_int_equal(got, want);
+        if (got < b->n)
+            assert_true(batch_key_cmp(b, got, q.p, kn) >= 0);
+        if (got > 0)
+            assert_true(batch_key_cmp(b, got - 1, q.p, kn) < 0);
+    }
+    batch_unref(b);
+    free(t);
+}
+
+static void test_batch_refcount_frees_at_the_last_unref(void **state)
+{
+    Tup t[3];
+    for (int i = 0; i < 3; i++) {
+        gen_tuple(GEN_FIXED12, &t[i]);
+        t[i].w = 1;
+    }
+    Batch *b = batch_of(t, 3);
+    batch_ref(b);
+    assert_int_equal(b->refs, 2);
+    batch_unref(b);
+    assert_int_equal(b->refs, 1);
+    assert_true(batch_bytes(b) >= 3 * 12 + 4 * sizeof(size_t) + 3 * sizeof(int64_t));
+    batch_unref(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_batch_finish_consolidates_duplicates_and_drops_zero_weights),
+        cmocka_unit_test(test_batch_finish_of_nothing_is_an_empty_batch),
+        cmocka_unit_test(test_batch_finish_matches_reference_for_random_tuples),
+        cmocka_unit_test(test_batch_finish_sorts_tuples_with_long_equal_runs),
+        cmocka_unit_test(test_batch_merge_equals_builder_over_the_union),
+        cmocka_unit_test(test_batch_merge_with_its_negation_is_empty),
+        cmocka_unit_test(test_batch_seek_finds_first_key_not_less),
+        cmocka_unit_test(test_batch_refcount_frees_at_the_last_unref),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
