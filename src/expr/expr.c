@@ -933,6 +933,40 @@ static int eval_nullif(const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, Vec *
 
 /* --------------------------------------------------------------- dispatch */
 
+/* The physical classes a kernel indexes without checking (a binder bug
+ * must give an error, not a crash). */
+static bool shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
+{
+    switch (e->k) {
+    case E_NOT:
+    case E_ISTRUE:
+    case E_ISFALSE: return a[0].i != NULL && out->i != NULL;
+    case E_EQ:
+    case E_NE:
+    case E_LT:
+    case E_LE:
+    case E_GT:
+    case E_GE: return out->i != NULL && (a[0].s != NULL) == (a[1].s != NULL);
+    case E_CONCAT: return out->s && a[0].s && a[1].s;
+    case E_LIKE:
+        return out->i && na >= 2 && a[0].s && a[1].s && (na < 3 || a[2].s);
+    case E_FUNC:
+        switch (e->fn) {
+        case FN_LOWER:
+        case FN_UPPER:
+        case FN_TRIM:
+        case FN_LTRIM:
+        case FN_RTRIM:
+        case FN_REPLACE:
+        case FN_SUBSTRING: return out->s && a[0].s && (e->fn != FN_REPLACE || na == 3);
+        case FN_CHAR_LENGTH: return a[0].s != NULL;
+        case FN_POSITION: return na == 2 && a[0].s && a[1].s;
+        default: return na >= 1;
+        }
+    default: return true;
+    }
+}
+
 int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, EvalCtx *cx,
               Vec *out)
 {
@@ -991,6 +1025,13 @@ int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, Eva
 
     for (int j = 0; j < na; j++)
         expr__merge_nulls(m, &a[j], n);
+    if (!shape_ok(e, a, na, out)) {
+        char tn[48];
+        return err_set(cx->err, SL_ERUNTIME, "%s operands of the wrong kind for %s",
+                       e->k == E_FUNC && e->fn >= 0 && e->fn < FN__COUNT ? fn_names[e->fn]
+                                                                           : op_text(e->k),
+                       type_name(e->t, tn, sizeof(tn)));
+    }
     switch (e->k) {
     case E_NEG: return eval_neg(&a[0], n, cx, out, m);
     case E_ADD:

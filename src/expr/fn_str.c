@@ -302,11 +302,14 @@ int expr__like(const Vec *args, int na, int64_t n, EvalCtx *cx, Vec *out, uint8_
     const Vec *sv = &args[0], *pv = &args[1];
     int64_t *z = out->i;
     /* escape per row; patterns shared by every row (constants) get a shape */
-    bool same = na < 3 && pv->s;
-    for (int64_t k = 1; same && k < n; k++)
-        same = pv->s[k].p == pv->s[0].p && pv->s[k].n == pv->s[0].n;
+    int64_t k0 = 0;
+    while (k0 < n && m[k0])
+        k0++;
+    bool same = na < 3 && k0 < n;
+    for (int64_t k = k0 + 1; same && k < n; k++)
+        same = m[k] || (pv->s[k].p == pv->s[k0].p && pv->s[k].n == pv->s[k0].n);
     Str lit = empty_str;
-    int shape = same && !m[0] ? like_shape(arg_str(pv, 0), &lit) : LK_GENERIC;
+    int shape = same ? like_shape(arg_str(pv, k0), &lit) : LK_GENERIC;
     for (int64_t k = 0; k < n; k++) {
         z[k] = 0;
         if (m[k])

@@ -9,8 +9,8 @@
  *
  * Determinism. Every value is a pure function of (seed, plan index, row
  * index, column index): random strategies draw from a counter-based
- * generator, value = mix64(key(seed, plan, column, stream) + row * GAMMA)
- * (the splitmix64 output function over a Weyl sequence), so any worker can
+ * generator, value = draw(key(seed, plan, column, stream) + row * INC)
+ * (wyrand's output function over a Weyl sequence), so any worker can
  * produce any row range and the generated set is the same for every chunking
  * and worker count. Booleans use the same seeded draws (Feldera's uniform
  * booleans do not). NULL decisions use a second, independent stream per
@@ -79,7 +79,8 @@
 #include "../expr/text.h"
 #include "words.h"
 
-#define GAMMA 0x9E3779B97F4A7C15ULL
+#define WY_INC 0xA0761D6478BD642FULL
+#define WY_XOR 0xE7037ED1A0B428DBULL
 #define GAMMA2 0xD1B54A32D192ED03ULL
 #define ZIPF_TABLE_MAX (1u << 20)
 #define DEFAULT_CHUNK 10000
@@ -188,6 +189,13 @@ static inline uint64_t mix64(uint64_t z)
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
+}
+
+/* The draw of counter s: wyrand's output function (one 64x64->128 multiply). */
+static inline uint64_t draw(uint64_t s)
+{
+    u128 t = (u128)s * (s ^ WY_XOR);
+    return (uint64_t)(t >> 64) ^ (uint64_t)t;
 }
 
 static inline uint64_t mulhi(uint64_t a, uint64_t b) { return (uint64_t)(((u128)a * b) >> 64); }
@@ -310,38 +318,59 @@ static inline uint64_t zipf_rank0(const Zipf *z, uint64_t u)
 
 /* ------------------------------------------------------------ fill loops */
 
+/* Runs of rows between wraps of the range are arithmetic progressions. */
 static void fill_i64_incr(const Field *f, int64_t start, int64_t cnt, int64_t *out)
 {
     uint64_t n = f->n, step = f->incr, nm = n - step;
     uint64_t v = (uint64_t)(((u128)((uint64_t)start % n) * step) % n);
-    uint64_t a = (uint64_t)f->a, unit = (uint64_t)f->unit;
-    for (int64_t i = 0; i < cnt; i++) {
-        out[i] = (int64_t)((a + v) * unit);
+    uint64_t a = (uint64_t)f->a, unit = (uint64_t)f->unit, d = step * unit;
+    uint64_t left = (uint64_t)cnt;
+    while (left > 0) {
+        uint64_t run = step ? (n - 1 - v) / step + 1 : left; /* rows before v passes n */
+        if (run > left)
+            run = left;
+        uint64_t x = (a + v) * unit;
+        for (uint64_t j = 0; j < run; j++, x += d)
+            out[j] = (int64_t)x;
+        out += run;
+        left -= run;
+        v += (run - 1) * step; /* the run's last value, < n */
         v = v >= nm ? v - nm : v + step;
     }
 }
 
 static void fill_i64_uniform(const Field *f, int64_t start, int64_t cnt, int64_t *out)
 {
-    uint64_t ctr = f->key + (uint64_t)start * GAMMA;
+    uint64_t ctr = f->key + (uint64_t)start * WY_INC;
     uint64_t a = (uint64_t)f->a, n = f->n, mult = (uint64_t)f->mult;
     for (int64_t i = 0; i < cnt; i++) {
-        uint64_t u = mix64(ctr);
-        ctr += GAMMA;
+        uint64_t u = draw(ctr);
+        ctr += WY_INC;
         out[i] = (int64_t)((a + mulhi(u, n)) * mult);
+    }
+}
+
+static void fill_i64_uniform1(const Field *f, int64_t start, int64_t cnt, int64_t *out)
+{
+    uint64_t ctr = f->key + (uint64_t)start * WY_INC;
+    uint64_t a = (uint64_t)f->a, n = f->n;
+    for (int64_t i = 0; i < cnt; i++) {
+        uint64_t u = draw(ctr);
+        ctr += WY_INC;
+        out[i] = (int64_t)(a + mulhi(u, n));
     }
 }
 
 static void fill_i64_zipf(const Field *f, int64_t start, int64_t cnt, int64_t *out)
 {
-    uint64_t ctr = f->key + (uint64_t)start * GAMMA;
+    uint64_t ctr = f->key + (uint64_t)start * WY_INC;
     uint64_t a = (uint64_t)f->a, step = (uint64_t)f->step, unit = (uint64_t)f->unit;
     if (f->z.tab) {
         const AliasEnt *tab = f->z.tab;
         uint64_t n = f->z.n;
         for (int64_t i = 0; i < cnt; i++) {
-            uint64_t u = mix64(ctr);
-            ctr += GAMMA;
+            uint64_t u = draw(ctr);
+            ctr += WY_INC;
             u128 m = (u128)u * n;
             uint64_t k = (uint64_t)(m >> 64);
             uint64_t r = (uint64_t)m < tab[k].thr ? k : tab[k].alias;
@@ -350,8 +379,8 @@ static void fill_i64_zipf(const Field *f, int64_t start, int64_t cnt, int64_t *o
         return;
     }
     for (int64_t i = 0; i < cnt; i++) {
-        uint64_t u = mix64(ctr);
-        ctr += GAMMA;
+        uint64_t u = draw(ctr);
+        ctr += WY_INC;
         out[i] = (int64_t)((a + zipf_rank0(&f->z, u) * step) * unit);
     }
 }
@@ -360,7 +389,7 @@ static inline double as_real(double v, bool real) { return real ? (double)(float
 
 static void fill_f64(const Field *f, int64_t start, int64_t cnt, double *out)
 {
-    uint64_t ctr = f->key + (uint64_t)start * GAMMA;
+    uint64_t ctr = f->key + (uint64_t)start * WY_INC;
     switch (f->g) {
     case G_F64_INCR:
         for (int64_t i = 0; i < cnt; i++) {
@@ -375,9 +404,9 @@ static void fill_f64(const Field *f, int64_t start, int64_t cnt, double *out)
     case G_F64_UNIFORM: {
         double half = f->span; /* half the range width (see setup) */
         for (int64_t i = 0; i < cnt; i++) {
-            double x = unit01(mix64(ctr)) * half;
+            double x = unit01(draw(ctr)) * half;
             double v = (f->fa + x) + x;
-            ctr += GAMMA;
+            ctr += WY_INC;
             v = v < f->fbelow ? v : f->fbelow;
             out[i] = as_real(v * f->fscale, f->real);
         }
@@ -385,8 +414,8 @@ static void fill_f64(const Field *f, int64_t start, int64_t cnt, double *out)
     }
     case G_F64_ZIPF:
         for (int64_t i = 0; i < cnt; i++) {
-            uint64_t u = mix64(ctr);
-            ctr += GAMMA;
+            uint64_t u = draw(ctr);
+            ctr += WY_INC;
             out[i] = as_real(f->fa + (double)zipf_rank0(&f->z, u), f->real);
         }
         break;
@@ -398,7 +427,7 @@ static void fill_f64(const Field *f, int64_t start, int64_t cnt, double *out)
 /* Indexes into values for rows [start, start+cnt), cnt <= BLOCK. */
 static void values_index(const Field *f, int64_t start, int64_t cnt, uint32_t *idx)
 {
-    uint64_t ctr = f->key + (uint64_t)start * GAMMA;
+    uint64_t ctr = f->key + (uint64_t)start * WY_INC;
     uint32_t n = f->v.n;
     switch (f->st) {
     case ST_INCREMENT: {
@@ -410,12 +439,12 @@ static void values_index(const Field *f, int64_t start, int64_t cnt, uint32_t *i
         break;
     }
     case ST_UNIFORM:
-        for (int64_t i = 0; i < cnt; i++, ctr += GAMMA)
-            idx[i] = (uint32_t)mulhi(mix64(ctr), n);
+        for (int64_t i = 0; i < cnt; i++, ctr += WY_INC)
+            idx[i] = (uint32_t)mulhi(draw(ctr), n);
         break;
     default:
-        for (int64_t i = 0; i < cnt; i++, ctr += GAMMA)
-            idx[i] = (uint32_t)zipf_rank0(&f->z, mix64(ctr));
+        for (int64_t i = 0; i < cnt; i++, ctr += WY_INC)
+            idx[i] = (uint32_t)zipf_rank0(&f->z, draw(ctr));
         break;
     }
 }
@@ -495,10 +524,10 @@ static inline Str pick(const WordList *wl, uint64_t u) { return wl->w[mulhi(u, w
 static void fill_str(const Field *f, int64_t start, int64_t cnt, Str *out, Arena *a)
 {
     StrOut o = {a, NULL, 0, cnt};
-    uint64_t ctr = f->key + (uint64_t)start * GAMMA;
+    uint64_t ctr = f->key + (uint64_t)start * WY_INC;
     size_t pad = so_pad(f->t);
-    for (int64_t i = 0; i < cnt; i++, ctr += GAMMA) {
-        uint64_t u = mix64(ctr), st = u;
+    for (int64_t i = 0; i < cnt; i++, ctr += WY_INC) {
+        uint64_t u = draw(ctr), st = u;
         size_t n = 0;
         char *p;
         switch (f->g) {
@@ -598,9 +627,9 @@ static void fill_nulls(const Field *f, int64_t start, int64_t cnt, uint8_t *nul)
     if (f->all_null) {
         memset(nul, 1, (size_t)cnt);
     } else if (f->nthr) {
-        uint64_t ctr = f->nkey + (uint64_t)start * GAMMA, thr = f->nthr;
-        for (int64_t i = 0; i < cnt; i++, ctr += GAMMA)
-            nul[i] |= (uint8_t)(mix64(ctr) < thr);
+        uint64_t ctr = f->nkey + (uint64_t)start * WY_INC, thr = f->nthr;
+        for (int64_t i = 0; i < cnt; i++, ctr += WY_INC)
+            nul[i] |= (uint8_t)(draw(ctr) < thr);
     }
 }
 
@@ -618,7 +647,12 @@ void datagen_fill(const Datagen *g, int p, int64_t start, int64_t count, Chunk *
         Vec *v = &out->col[c];
         switch (f->g) {
         case G_I64_INCR: fill_i64_incr(f, start, count, v->i + base); break;
-        case G_I64_UNIFORM: fill_i64_uniform(f, start, count, v->i + base); break;
+        case G_I64_UNIFORM:
+            if (f->mult == 1)
+                fill_i64_uniform1(f, start, count, v->i + base);
+            else
+                fill_i64_uniform(f, start, count, v->i + base);
+            break;
         case G_I64_ZIPF: fill_i64_zipf(f, start, count, v->i + base); break;
         case G_F64_INCR:
         case G_F64_UNIFORM:
