@@ -107,6 +107,7 @@ typedef struct Select {
     int norder;
     Ast *limit, *offset;
     int order_line, order_col;
+    int limit_line, limit_col; /* of the LIMIT or OFFSET keyword */
     SetOp setop;         /* how `next` combines with this one */
     struct Select *next; /* right operand of the set operation */
 } Select;

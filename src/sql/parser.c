@@ -956,6 +956,10 @@ static Select *parse_query(Parser *p)
             }
         } while (accept_op(p, ","));
     }
+    if (is_kw(cur(p), "limit") || is_kw(cur(p), "offset")) {
+        first->limit_line = cur(p)->line;
+        first->limit_col = cur(p)->col;
+    }
     if (accept_kw(p, "limit") && !(first->limit = parse_expr(p)))
         return NULL;
     if (accept_kw(p, "offset") && !(first->offset = parse_expr(p)))

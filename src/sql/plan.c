@@ -1487,8 +1487,7 @@ static int conform(P *p, PRel *r, const SqlType *t)
 static int plan_query(P *p, Select *q, PRel *out)
 {
     if (q->limit || q->offset) {
-        Ast *at = q->limit ? q->limit : q->offset;
-        return perr(p, SL_EUNSUPPORTED, at->line, at->col,
+        return perr(p, SL_EUNSUPPORTED, q->limit_line, q->limit_col,
                     "LIMIT/OFFSET in a view is not supported yet");
     }
     /* ORDER BY without LIMIT does not change a view's contents (a view is a
