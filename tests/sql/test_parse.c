@@ -70,7 +70,7 @@ static void test_parse_names_unsupported_constructs(void **state)
     snprintf(sql, sizeof(sql), "%sCREATE VIEW v AS SELECT a FROM t ORDER BY a LIMIT 3;", t);
     expect_error(sql, SL_EUNSUPPORTED, 2, 45, "LIMIT");
     snprintf(sql, sizeof(sql), "%sCREATE VIEW v AS SELECT a FROM t WHERE a IN (SELECT b FROM t);", t);
-    expect_error(sql, SL_EUNSUPPORTED, 2, 45, "IN (subquery)");
+    expect_error(sql, SL_EUNSUPPORTED, 2, 46, "IN (subquery)");
     expect_error("CREATE TABLE t (a DECIMAL(30, 2));", SL_EUNSUPPORTED, 1, 27, "DECIMAL precision 30");
     expect_error("CREATE TABLE t (a INTERVAL);", SL_EUNSUPPORTED, 1, 19, "INTERVAL");
 }
