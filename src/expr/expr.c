@@ -299,9 +299,18 @@ void expr__merge_nulls(uint8_t *m, const Vec *v, int64_t n)
 {
     if (!v->nul || v->nul == m)
         return;
-    const uint8_t *x = v->nul;
-    for (int64_t k = 0; k < n; k++)
-        m[k] |= x[k];
+    uint8_t *restrict z = m;
+    const uint8_t *restrict x = v->nul;
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) { /* 8 flags a step */
+        uint64_t a, b;
+        memcpy(&a, z + k, 8);
+        memcpy(&b, x + k, 8);
+        a |= b;
+        memcpy(z + k, &a, 8);
+    }
+    for (; k < n; k++)
+        z[k] |= x[k];
 }
 
 int expr__check_nulls(EvalCtx *cx, const Vec *out, const char *what, int64_t added)
@@ -443,30 +452,62 @@ static __int128 pow10_128(int n)
     return p;
 }
 
-static int arith_i64(int op, const int64_t *x, const int64_t *y, int64_t n, EvalCtx *cx,
-                     Vec *out, uint8_t *m)
+/* narrow: both operands' types lie within +-2^62, so + and - cannot wrap. */
+static int arith_i64(int op, const int64_t *x, const int64_t *y, int64_t n, bool narrow,
+                     EvalCtx *cx, Vec *out, uint8_t *m)
 {
     int64_t lo, hi, nz = 0;
     expr__range(out->t, &lo, &hi);
-    int64_t *z = out->i;
+    int64_t *restrict z = out->i;
     bool bad = false;
+    uint64_t badw = 0;
     switch (op) {
+    /* + and -: a full-range result (BIGINT) can only overflow int64, tested
+     * with sign bits as __builtin_add_overflow does; narrower operands (within
+     * +-2^62) cannot, so only the result's range is tested. Unsigned
+     * arithmetic keeps junk under NULLs defined. Both forms vectorize. */
     case E_ADD:
-        for (int64_t k = 0; k < n; k++) {
-            int64_t r;
-            bool o = __builtin_add_overflow(x[k], y[k], &r);
-            o |= (r < lo) | (r > hi);
-            z[k] = r;
-            bad |= o & !m[k];
+        if (lo == INT64_MIN && hi == INT64_MAX) {
+            for (int64_t k = 0; k < n; k++) {
+                int64_t r = (int64_t)((uint64_t)x[k] + (uint64_t)y[k]);
+                z[k] = r;
+                badw |= ((uint64_t)((x[k] ^ r) & (y[k] ^ r)) >> 63) & (m[k] == 0);
+            }
+        } else if (narrow) {
+            for (int64_t k = 0; k < n; k++) {
+                int64_t r = (int64_t)((uint64_t)x[k] + (uint64_t)y[k]);
+                z[k] = r;
+                badw |= (uint64_t)((r < lo) | (r > hi)) & (m[k] == 0);
+            }
+        } else {
+            for (int64_t k = 0; k < n; k++) {
+                int64_t r;
+                bool o = __builtin_add_overflow(x[k], y[k], &r);
+                z[k] = r;
+                bad |= (o | (r < lo) | (r > hi)) & !m[k];
+            }
         }
         break;
     case E_SUB:
-        for (int64_t k = 0; k < n; k++) {
-            int64_t r;
-            bool o = __builtin_sub_overflow(x[k], y[k], &r);
-            o |= (r < lo) | (r > hi);
-            z[k] = r;
-            bad |= o & !m[k];
+        if (lo == INT64_MIN && hi == INT64_MAX) {
+            for (int64_t k = 0; k < n; k++) {
+                int64_t r = (int64_t)((uint64_t)x[k] - (uint64_t)y[k]);
+                z[k] = r;
+                badw |= ((uint64_t)((x[k] ^ y[k]) & (x[k] ^ r)) >> 63) & (m[k] == 0);
+            }
+        } else if (narrow) {
+            for (int64_t k = 0; k < n; k++) {
+                int64_t r = (int64_t)((uint64_t)x[k] - (uint64_t)y[k]);
+                z[k] = r;
+                badw |= (uint64_t)((r < lo) | (r > hi)) & (m[k] == 0);
+            }
+        } else {
+            for (int64_t k = 0; k < n; k++) {
+                int64_t r;
+                bool o = __builtin_sub_overflow(x[k], y[k], &r);
+                z[k] = r;
+                bad |= (o | (r < lo) | (r > hi)) & !m[k];
+            }
         }
         break;
     case E_MUL:
@@ -501,7 +542,7 @@ static int arith_i64(int op, const int64_t *x, const int64_t *y, int64_t n, Eval
         break;
     default: sl_panic("arith_i64: operator %d", op);
     }
-    if (bad)
+    if (bad || badw)
         return expr__overflow(cx, op_text((ExprKind)op), out->t);
     cx->ndivzero += nz;
     return expr__check_nulls(cx, out, "division by zero", nz);
@@ -519,7 +560,7 @@ static int decimal_muldiv(int op, const Vec *a, const Vec *b, int64_t n, EvalCtx
     if (op == E_MUL) {
         int sh = s0 + s1 - s;
         if (sh == 0)
-            return arith_i64(E_MUL, x, y, n, cx, out, m);
+            return arith_i64(E_MUL, x, y, n, false, cx, out, m);
         __int128 d = pow10_128(sh > 0 ? sh : -sh);
         for (int64_t k = 0; k < n; k++) {
             __int128 p = (__int128)x[k] * y[k], q;
@@ -613,7 +654,12 @@ int expr__arith(int op, const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, Vec 
             break;
         if (out->t.kind == TK_DECIMAL && (op == E_MUL || op == E_DIV))
             return decimal_muldiv(op, a, b, n, cx, out, m);
-        return arith_i64(op, a->i, b->i, n, cx, out, m);
+        int64_t alo, ahi, blo, bhi;
+        expr__range(a->t, &alo, &ahi);
+        expr__range(b->t, &blo, &bhi);
+        const int64_t lim = INT64_C(1) << 62;
+        bool narrow = alo >= -lim && ahi <= lim && blo >= -lim && bhi <= lim;
+        return arith_i64(op, a->i, b->i, n, narrow, cx, out, m);
     case PHYS_STR: break;
     }
     return err_set(cx->err, SL_ERUNTIME, "operator %s is not defined for %s",

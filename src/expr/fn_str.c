@@ -277,6 +277,25 @@ static bool like_match(const char *s, size_t sn, const char *p, size_t pn, int e
     return pi == pn;
 }
 
+/* Whether lit occurs in s: memchr for its first byte, then memcmp (short
+ * strings and needles: cheaper than memmem's setup). */
+static bool contains(Str s, Str lit)
+{
+    if (lit.n > s.n)
+        return false;
+    const char *p = s.p, *last = s.p + (s.n - lit.n);
+    char c = lit.p[0];
+    while (p <= last) {
+        p = memchr(p, c, (size_t)(last - p) + 1);
+        if (!p)
+            return false;
+        if (memcmp(p + 1, lit.p + 1, lit.n - 1) == 0)
+            return true;
+        p++;
+    }
+    return false;
+}
+
 enum { LK_GENERIC, LK_EXACT, LK_PREFIX, LK_SUFFIX, LK_CONTAINS, LK_ANY };
 
 /* Shape of a pattern without escape: a literal with % only at its ends. */
@@ -339,7 +358,7 @@ int expr__like(const Vec *args, int na, int64_t n, EvalCtx *cx, Vec *out, uint8_
         case LK_SUFFIX:
             z[k] = s.n >= lit.n && memcmp(s.p + s.n - lit.n, lit.p, lit.n) == 0;
             break;
-        case LK_CONTAINS: z[k] = memmem(s.p, s.n, lit.p, lit.n) != NULL; break;
+        case LK_CONTAINS: z[k] = contains(s, lit); break;
         default: z[k] = like_match(s.p, s.n, p.p, p.n, esc); break;
         }
     }

@@ -386,6 +386,13 @@ static int parse_string(SqlType t, const char *s, size_t n, Arena *a, Str *out, 
 int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double *f, Str *str,
                Err *err)
 {
+    /* callers pass NULL for the outputs their type does not use */
+    int64_t i_unused;
+    double f_unused;
+    Str s_unused;
+    i = i ? i : &i_unused;
+    f = f ? f : &f_unused;
+    str = str ? str : &s_unused;
     if (type_is_string((TypeKind)t.kind))
         return parse_string(t, s, n, a, str, err);
     const char *s0 = s;
@@ -482,6 +489,8 @@ static void format_double(double f, bool real, Buf *out)
 static void format_decimal(int64_t v, int scale, Buf *out)
 {
     uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    if (scale > DECIMAL_MAX_PREC) /* outside the type's contract; print something */
+        scale = DECIMAL_MAX_PREC;
     if (scale <= 0) {
         buf_printf(out, "%s%llu", v < 0 ? "-" : "", (unsigned long long)a);
         return;

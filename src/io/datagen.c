@@ -51,7 +51,13 @@
  * syntax (TIMESTAMP strings may be RFC 3339 with Z or a +hh:mm offset);
  * null for nullable columns only.
  * Defaults by type: TIMESTAMP [0, 4102444800000) ms (1970..2100), DATE
- * [0, 54787) days, TIME [0, 86400000) ms; REAL/DOUBLE uniform [-MAX, MAX).
+ * [0, 54787) days, TIME [0, 86400000) ms for every strategy; DECIMAL(p,s)
+ * MAX is 10^p - 1 scaled units; REAL/DOUBLE uniform [-MAX, MAX). scale is
+ * an integer, except for REAL/DOUBLE; range and scale are checked so that
+ * every generated value fits the column type. BOOLEAN takes no range.
+ * Strings: range is a length (uniform, zipf) or a word count (words,
+ * sentence) and must be non-negative integers; increment, word, name and
+ * email ignore it (as Feldera does).
  *
  * null_percentage p (0..100, may be fractional): a row's value is NULL with
  * probability p/100, as Feldera's draw u in [1,100] <= p. Only nullable
@@ -88,6 +94,7 @@
 
 typedef __int128 i128;
 typedef unsigned __int128 u128;
+typedef uint64_t v2u64 __attribute__((vector_size(16)));
 
 typedef enum Strategy {
     ST_INCREMENT,
@@ -113,7 +120,8 @@ typedef enum GenKind {
     G_F64_ZIPF,    /* fa + rank - 1 */
     G_VALUES,      /* values[index], index by st */
     G_STR_INCR,    /* text of idx*scale */
-    G_STR_ALNUM,   /* alphanumerics, length uniform (ST_UNIFORM) or zipf */
+    G_STR_ALNUM,   /* alphanumerics, length uniform in the range */
+    G_STR_ZIPF,    /* alphanumerics, length lo + rank - 1 */
     G_STR_WORDS,   /* word, words, sentence */
     G_STR_NAME,
     G_STR_EMAIL,
@@ -329,8 +337,14 @@ static void fill_i64_incr(const Field *f, int64_t start, int64_t cnt, int64_t *o
         uint64_t run = step ? (n - 1 - v) / step + 1 : left; /* rows before v passes n */
         if (run > left)
             run = left;
-        uint64_t x = (a + v) * unit;
-        for (uint64_t j = 0; j < run; j++, x += d)
+        uint64_t x = (a + v) * unit, j = 0;
+        if (run >= 2) { /* two rows per 16-byte store */
+            v2u64 xv = {x, x + d}, dv = {2 * d, 2 * d};
+            for (; j + 2 <= run; j += 2, xv += dv)
+                memcpy(out + j, &xv, sizeof(xv));
+            x += j * d;
+        }
+        for (; j < run; j++, x += d)
             out[j] = (int64_t)x;
         out += run;
         left -= run;
@@ -367,14 +381,16 @@ static void fill_i64_zipf(const Field *f, int64_t start, int64_t cnt, int64_t *o
     uint64_t a = (uint64_t)f->a, step = (uint64_t)f->step, unit = (uint64_t)f->unit;
     if (f->z.tab) {
         const AliasEnt *tab = f->z.tab;
-        uint64_t n = f->z.n;
+        uint64_t n = f->z.n, au = a * unit, su = step * unit;
         for (int64_t i = 0; i < cnt; i++) {
             uint64_t u = draw(ctr);
             ctr += WY_INC;
             u128 m = (u128)u * n;
             uint64_t k = (uint64_t)(m >> 64);
-            uint64_t r = (uint64_t)m < tab[k].thr ? k : tab[k].alias;
-            out[i] = (int64_t)((a + r * step) * unit);
+            /* branch-free choice: the comparison is unpredictable */
+            uint64_t keep = 0 - (uint64_t)((uint64_t)m < tab[k].thr);
+            uint64_t r = (k & keep) | (tab[k].alias & ~keep);
+            out[i] = (int64_t)(au + r * su);
         }
         return;
     }
@@ -521,72 +537,100 @@ static size_t put_lower(char *p, Str w)
 
 static inline Str pick(const WordList *wl, uint64_t u) { return wl->w[mulhi(u, wl->n)]; }
 
+/*
+ * One string per call, written at o->p (reserving room for CHAR padding);
+ * returns its length. idx: row index, u: the row's draw.
+ */
+static inline size_t gen_incr(const Field *f, int64_t idx, uint64_t u, StrOut *o, size_t pad)
+{
+    char *p = so_reserve(o, SL_MAX((size_t)48, pad));
+    return put_i128(p, (i128)idx * f->scale);
+}
+
+static inline size_t put_alnum(uint64_t len, uint64_t st, StrOut *o, size_t pad)
+{
+    char *p = so_reserve(o, SL_MAX((size_t)len, pad));
+    for (uint64_t k = 0; k < len; k++)
+        p[k] = alnum[mulhi(row_next(&st), 62)];
+    return (size_t)len;
+}
+
+static inline size_t gen_alnum_uniform(const Field *f, int64_t idx, uint64_t u, StrOut *o,
+                                       size_t pad)
+{
+    return put_alnum((uint64_t)f->lo + mulhi(u, f->n), u, o, pad);
+}
+
+static inline size_t gen_alnum_zipf(const Field *f, int64_t idx, uint64_t u, StrOut *o,
+                                    size_t pad)
+{
+    return put_alnum((uint64_t)f->lo + zipf_rank0(&f->z, u), u, o, pad);
+}
+
+static inline size_t gen_words(const Field *f, int64_t idx, uint64_t u, StrOut *o, size_t pad)
+{
+    uint64_t words = f->st == ST_WORD ? 1 : (uint64_t)f->lo + mulhi(u, f->n), st = u;
+    char *p = so_reserve(o, SL_MAX((size_t)words * (f->wmax + 1) + 1, pad));
+    size_t n = 0;
+    for (uint64_t k = 0; k < words; k++) {
+        Str w = pick(f->wl, row_next(&st));
+        if (k)
+            p[n++] = ' ';
+        memcpy(p + n, w.p, w.n);
+        n += w.n;
+    }
+    if (f->st == ST_SENTENCE && n > 0) {
+        if (p[0] >= 'a' && p[0] <= 'z')
+            p[0] = (char)(p[0] - 32);
+        p[n++] = '.';
+    }
+    return n;
+}
+
+static inline size_t gen_name(const Field *f, int64_t idx, uint64_t u, StrOut *o, size_t pad)
+{
+    uint64_t st = u;
+    Str fn = pick(&words_first, row_next(&st)), ln = pick(&words_last, row_next(&st));
+    char *p = so_reserve(o, SL_MAX((size_t)fn.n + ln.n + 1, pad));
+    memcpy(p, fn.p, fn.n);
+    p[fn.n] = ' ';
+    memcpy(p + fn.n + 1, ln.p, ln.n);
+    return (size_t)fn.n + 1 + ln.n;
+}
+
+static inline size_t gen_email(const Field *f, int64_t idx, uint64_t u, StrOut *o, size_t pad)
+{
+    uint64_t st = u;
+    Str fn = pick(&words_first, row_next(&st)), ln = pick(&words_last, row_next(&st));
+    Str dm = pick(&words_domain, row_next(&st));
+    char *p = so_reserve(o, SL_MAX((size_t)fn.n + ln.n + dm.n + 2, pad));
+    size_t n = put_lower(p, fn);
+    p[n++] = '.';
+    n += put_lower(p + n, ln);
+    p[n++] = '@';
+    memcpy(p + n, dm.p, dm.n);
+    return n + dm.n;
+}
+
 static void fill_str(const Field *f, int64_t start, int64_t cnt, Str *out, Arena *a)
 {
     StrOut o = {a, NULL, 0, cnt};
     uint64_t ctr = f->key + (uint64_t)start * WY_INC;
     size_t pad = so_pad(f->t);
-    for (int64_t i = 0; i < cnt; i++, ctr += WY_INC) {
-        uint64_t u = draw(ctr), st = u;
-        size_t n = 0;
-        char *p;
-        switch (f->g) {
-        case G_STR_INCR:
-            p = so_reserve(&o, SL_MAX((size_t)48, pad));
-            n = put_i128(p, (i128)(start + i) * f->scale);
-            break;
-        case G_STR_ALNUM: {
-            uint64_t len = (uint64_t)f->lo +
-                           (f->st == ST_ZIPF ? zipf_rank0(&f->z, u) : mulhi(u, f->n));
-            p = so_reserve(&o, SL_MAX((size_t)len, pad));
-            for (uint64_t k = 0; k < len; k++)
-                p[n++] = alnum[mulhi(row_next(&st), 62)];
-            break;
-        }
-        case G_STR_WORDS: {
-            uint64_t words = f->st == ST_WORD ? 1 : (uint64_t)f->lo + mulhi(u, f->n);
-            p = so_reserve(&o, SL_MAX((size_t)words * (f->wmax + 1) + 1, pad));
-            for (uint64_t k = 0; k < words; k++) {
-                Str w = pick(f->wl, row_next(&st));
-                if (k)
-                    p[n++] = ' ';
-                memcpy(p + n, w.p, w.n);
-                n += w.n;
-            }
-            if (f->st == ST_SENTENCE && n > 0) {
-                if (p[0] >= 'a' && p[0] <= 'z')
-                    p[0] = (char)(p[0] - 32);
-                p[n++] = '.';
-            }
-            break;
-        }
-        case G_STR_NAME: {
-            Str fn = pick(&words_first, row_next(&st)), ln = pick(&words_last, row_next(&st));
-            p = so_reserve(&o, SL_MAX((size_t)fn.n + ln.n + 1, pad));
-            memcpy(p, fn.p, fn.n);
-            n = fn.n;
-            p[n++] = ' ';
-            memcpy(p + n, ln.p, ln.n);
-            n += ln.n;
-            break;
-        }
-        case G_STR_EMAIL: {
-            Str fn = pick(&words_first, row_next(&st)), ln = pick(&words_last, row_next(&st));
-            Str dm = pick(&words_domain, row_next(&st));
-            p = so_reserve(&o, SL_MAX((size_t)fn.n + ln.n + dm.n + 2, pad));
-            n = put_lower(p, fn);
-            p[n++] = '.';
-            n += put_lower(p + n, ln);
-            p[n++] = '@';
-            memcpy(p + n, dm.p, dm.n);
-            n += dm.n;
-            break;
-        }
-        default:
-            sl_panic("datagen: bad string generator %d", (int)f->g);
-        }
-        out[i] = so_commit(&o, n, f->t);
+#define FILL_STR(gen)                                                                             \
+    for (int64_t i = 0; i < cnt; i++, ctr += WY_INC)                                              \
+        out[i] = so_commit(&o, gen(f, start + i, draw(ctr), &o, pad), f->t);                      \
+    break
+    switch (f->g) {
+    case G_STR_INCR: FILL_STR(gen_incr);
+    case G_STR_ALNUM: FILL_STR(gen_alnum_uniform);
+    case G_STR_ZIPF: FILL_STR(gen_alnum_zipf);
+    case G_STR_WORDS: FILL_STR(gen_words);
+    case G_STR_NAME: FILL_STR(gen_name);
+    case G_STR_EMAIL: FILL_STR(gen_email);
+    default: sl_panic("datagen: bad string generator %d", (int)f->g);
     }
+#undef FILL_STR
 }
 
 static void fill_values(const Field *f, int64_t start, int64_t cnt, Vec *v, int64_t base, Arena *a)
@@ -663,8 +707,12 @@ void datagen_fill(const Datagen *g, int p, int64_t start, int64_t count, Chunk *
         if (v->nul)
             fill_nulls(f, start, count, v->nul + base);
     }
-    for (int64_t i = 0; i < count; i++)
-        out->w[base + i] = 1;
+    int64_t *w = out->w + base, i = 0;
+    v2u64 ones = {1, 1};
+    for (; i + 2 <= count; i += 2)
+        memcpy(w + i, &ones, sizeof(ones));
+    for (; i < count; i++)
+        w[i] = 1;
     out->n += count;
 }
 
@@ -833,8 +881,9 @@ static int parse_ts_text(SqlType t, const char *s, int64_t *us, Err *err)
 /*
  * One value of column type t from JSON (range bound or values element):
  * PHYS_I64 in generation units when gen_units (DECIMAL scaled), else
- * physical units; PHYS_F64 into *f; strings into *s (arena a).
- * prec_wide: parse DECIMAL/ints with room for an exclusive upper bound.
+ * physical units; PHYS_F64 into *f; strings into *s (arena a). Integers
+ * and DECIMALs are read wider than the column (an exclusive upper bound may
+ * be MAX + 1); callers check the column's domain. 0, or -1 with *why set.
  */
 static int json_value(SqlType t, const cJSON *it, bool gen_units, Arena *a, i128 *iv, double *f,
                       Str *s, char *why, size_t whysize)
@@ -858,7 +907,8 @@ static int json_value(SqlType t, const cJSON *it, bool gen_units, Arena *a, i128
             return 0;
         }
         if (ph == PHYS_STR || k == TK_BOOL) {
-            snprintf(why, whysize, "expected a string");
+            snprintf(why, whysize, k == TK_BOOL ? "expected true, false or a string"
+                                                : "expected a string");
             return -1;
         }
         if (k == TK_DECIMAL) {
@@ -1266,7 +1316,7 @@ static int setup_field(Datagen *g, int p, int c, const char *name, SqlType t, co
         case ST_INCREMENT: f->g = G_STR_INCR; break;
         case ST_UNIFORM: f->g = G_STR_ALNUM; break;
         case ST_ZIPF:
-            f->g = G_STR_ALNUM;
+            f->g = G_STR_ZIPF;
             f->z.n = f->n;
             f->z.e = e;
             break;

@@ -5,27 +5,33 @@
  *
  * A batch is one allocation: the Batch header, then off[n+1], w[n],
  * klen[n] and the tuple bytes, so a batch costs one malloc and one free.
+ * A builder appends records {weight, klen, len, bytes} to one buffer.
  *
- * bb_finish sorts an index of (8-byte big-endian prefix, tuple) entries
- * with an MSD radix sort. The prefix caches the tuple bytes of the current
- * 8-byte chunk, padded with zeros past the tuple's end; a range whose
- * entries agree on the whole chunk reloads the next chunk. Tuples that end
- * before the next chunk are prefixes of all others in the range (their
- * bytes agree up to the padding), so they go first, ordered by length.
- * Ranges of a few entries finish with an insertion sort; an explicit stack
- * of ranges replaces recursion.
+ * bb_finish sorts an index of (8-byte big-endian chunk, record) entries
+ * with an MSD radix sort. The chunk caches the tuple bytes [cend-8, cend),
+ * zero-padded past the tuple's end; a range whose entries agree on the
+ * whole chunk reloads the next one. Tuples that end before the next chunk
+ * are prefixes of all others in the range (their bytes agree up to the
+ * padding), so they go first, ordered by length. Each scatter goes from
+ * the entry array to a second one or back (no copy back), ranges of a few
+ * entries finish with an insertion sort, and an explicit stack of ranges
+ * replaces recursion.
  */
 #include "batch.h"
 
 #include "../base/buf.h"
 #include "../base/mem.h"
 
+/* A builder record: this header, then the tuple bytes padded to 8. */
+typedef struct Rec {
+    int64_t w;
+    uint32_t klen, len;
+} Rec;
+
 struct BatchBuilder {
-    Buf data;       /* tuple bytes, end to end */
-    size_t *off;    /* start of tuple i in data; cap+1 entries */
-    uint32_t *klen; /* key length of tuple i */
-    int64_t *w;
-    int64_t n, cap;
+    Buf data;     /* records, end to end */
+    int64_t n;    /* records */
+    size_t bytes; /* tuple bytes in all records */
 };
 
 /* ---- batch memory ---- */
@@ -124,74 +130,65 @@ static inline int64_t add_weights(int64_t a, int64_t b)
 
 /* ---- builder ---- */
 
+static inline size_t rec_size(size_t len) { return sizeof(Rec) + ((len + 7) & ~(size_t)7); }
+
+static inline const Rec *rec_at(const uint8_t *data, size_t pos) { return (const Rec *)(data + pos); }
+
+static inline const uint8_t *rec_bytes(const Rec *r) { return (const uint8_t *)(r + 1); }
+
 BatchBuilder *bb_new(void)
 {
     BatchBuilder *bb = sl_malloc(sizeof(*bb));
-    memset(bb, 0, sizeof(*bb));
-    bb->cap = 64;
-    bb->off = sl_malloc((size_t)(bb->cap + 1) * sizeof(size_t));
-    bb->klen = sl_malloc((size_t)bb->cap * sizeof(uint32_t));
-    bb->w = sl_malloc((size_t)bb->cap * sizeof(int64_t));
+    bb->data = (Buf)BUF_INIT;
+    bb->n = 0;
+    bb->bytes = 0;
     return bb;
-}
-
-static void bb_free(BatchBuilder *bb)
-{
-    buf_free(&bb->data);
-    sl_free(bb->off);
-    sl_free(bb->klen);
-    sl_free(bb->w);
-    sl_free(bb);
 }
 
 void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn, int64_t w)
 {
     if (w == 0)
         return;
-    if (unlikely(bb->n == bb->cap)) {
-        bb->cap *= 2;
-        bb->off = sl_realloc(bb->off, (size_t)(bb->cap + 1) * sizeof(size_t));
-        bb->klen = sl_realloc(bb->klen, (size_t)bb->cap * sizeof(uint32_t));
-        bb->w = sl_realloc(bb->w, (size_t)bb->cap * sizeof(int64_t));
-    }
-    bb->off[bb->n] = bb->data.n;
-    bb->klen[bb->n] = (uint32_t)kn;
-    bb->w[bb->n] = w;
+    size_t sz = rec_size(kn + vn);
+    buf_reserve(&bb->data, sz);
+    uint8_t *p = bb->data.p + bb->data.n;
+    *(Rec *)p = (Rec){w, (uint32_t)kn, (uint32_t)(kn + vn)};
+    if (kn)
+        memcpy(p + sizeof(Rec), k, kn);
+    if (vn)
+        memcpy(p + sizeof(Rec) + kn, v, vn);
+    bb->data.n += sz;
     bb->n++;
-    buf_append(&bb->data, k, kn);
-    buf_append(&bb->data, v, vn);
+    bb->bytes += kn + vn;
 }
 
 int64_t bb_count(const BatchBuilder *bb) { return bb->n; }
 
-/* ---- radix sort of builder tuples ---- */
+/* ---- radix sort of builder records ---- */
 
-/* An index entry: the cached chunk of tuple idx (its weight once sorted). */
+/* An index entry: the cached chunk of the record at pos. */
 typedef struct SortEnt {
-    union {
-        uint64_t pfx;
-        int64_t w;
-    };
-    size_t idx;
+    uint64_t pfx;
+    size_t pos;
 } SortEnt;
 
 /* A range of entries still to sort: they agree on all bytes before depth
-   (zero-padded), and pfx caches bytes [cend-8, cend). */
+   (zero-padded), and pfx caches bytes [cend-8, cend). The range lies in the
+   entry array, or at the same place in the scatter array when in_tmp. */
 typedef struct SortRange {
     size_t start, n, depth, cend;
+    bool in_tmp;
 } SortRange;
 
 typedef struct SortCtx {
-    const uint8_t *data;
-    const size_t *off; /* n+1 offsets */
-    SortEnt *tmp;      /* scatter space, as long as the entry array */
+    const uint8_t *data; /* builder records */
+    SortEnt *ents;       /* the result */
+    SortEnt *tmp;        /* scatter space, as long as ents */
     SortRange *stack;
     size_t nstack, capstack;
 } SortCtx;
 
 #define INSERTION_MAX 24
-
-static inline size_t tup_len(const SortCtx *x, size_t idx) { return x->off[idx + 1] - x->off[idx]; }
 
 /* Bytes [pos, pos+8) of a tuple of len bytes, big-endian, zero-padded. */
 static inline uint64_t load_chunk(const uint8_t *p, size_t len, size_t pos)
@@ -209,11 +206,11 @@ static inline int ent_cmp(const SortCtx *x, const SortEnt *a, const SortEnt *b, 
 {
     if (a->pfx != b->pfx)
         return a->pfx < b->pfx ? -1 : 1;
-    size_t la = tup_len(x, a->idx), lb = tup_len(x, b->idx);
+    const Rec *ra = rec_at(x->data, a->pos), *rb = rec_at(x->data, b->pos);
+    size_t la = ra->len, lb = rb->len;
     if (la <= cend || lb <= cend)
         return (la > lb) - (la < lb);
-    return bytes_cmp(x->data + x->off[a->idx] + cend, la - cend, x->data + x->off[b->idx] + cend,
-                     lb - cend);
+    return bytes_cmp(rec_bytes(ra) + cend, la - cend, rec_bytes(rb) + cend, lb - cend);
 }
 
 static void insertion_sort(const SortCtx *x, SortEnt *a, size_t n, size_t cend)
@@ -229,64 +226,82 @@ static void insertion_sort(const SortCtx *x, SortEnt *a, size_t n, size_t cend)
     }
 }
 
-static void push_range(SortCtx *x, size_t start, size_t n, size_t depth, size_t cend)
+static void push_range(SortCtx *x, SortRange r)
 {
     if (x->nstack == x->capstack) {
         x->capstack = x->capstack ? x->capstack * 2 : 1024;
         x->stack = sl_realloc(x->stack, x->capstack * sizeof(SortRange));
     }
-    x->stack[x->nstack++] = (SortRange){start, n, depth, cend};
+    x->stack[x->nstack++] = r;
 }
 
 /*
- * Entries a[0..n) agree on all bytes before cend and their cached chunk is
- * used up: move the tuples that end by cend to the front, ordered by length
+ * Entries src[0..n) agree on all bytes before cend and their cached chunk
+ * is used up: put the tuples that end by cend first, ordered by length
  * (lengths lie in [cend-8, cend]), and load the next chunk of the others.
- * Returns the number of tuples moved to the front.
+ * The result is in dst when some tuples ended (returns true), else in src.
+ * *nend is set to the number of ended tuples.
  */
-static size_t split_ended(SortCtx *x, SortEnt *a, size_t n, size_t cend)
+static bool split_ended(const SortCtx *x, SortEnt *src, SortEnt *dst, size_t n, size_t cend,
+                        size_t *nend)
 {
     size_t cnt[10] = {0};
-    size_t nend = 0, base = cend - 8;
-    for (size_t i = 0; i < n; i++)
-        if (tup_len(x, a[i].idx) <= cend)
-            cnt[tup_len(x, a[i].idx) - base + 1]++, nend++;
-    if (nend > 0) {
-        SortEnt *t = x->tmp;
-        size_t rest = nend;
+    size_t ended = 0, base = cend - 8;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = rec_at(x->data, src[i].pos)->len;
+        if (len <= cend) {
+            cnt[len - base + 1]++;
+            ended++;
+        }
+    }
+    SortEnt *a = src;
+    if (ended > 0) {
+        size_t rest = ended;
         for (int l = 1; l < 10; l++)
             cnt[l] += cnt[l - 1];
         for (size_t i = 0; i < n; i++) {
-            size_t len = tup_len(x, a[i].idx);
-            t[len <= cend ? cnt[len - base]++ : rest++] = a[i];
+            size_t len = rec_at(x->data, src[i].pos)->len;
+            dst[len <= cend ? cnt[len - base]++ : rest++] = src[i];
         }
-        memcpy(a, t, n * sizeof(SortEnt));
+        a = dst;
     }
-    for (size_t i = nend; i < n; i++)
-        a[i].pfx = load_chunk(x->data + x->off[a[i].idx], tup_len(x, a[i].idx), cend);
-    return nend;
+    for (size_t i = ended; i < n; i++) {
+        const Rec *r = rec_at(x->data, a[i].pos);
+        a[i].pfx = load_chunk(rec_bytes(r), r->len, cend);
+    }
+    *nend = ended;
+    return ended > 0;
 }
 
-static void sort_range(SortCtx *x, SortEnt *ents, SortRange r)
+/* Sort one range; larger buckets go back on the stack. */
+static void sort_range(SortCtx *x, SortRange r)
 {
     for (;;) {
-        SortEnt *a = ents + r.start;
+        SortEnt *src = (r.in_tmp ? x->tmp : x->ents) + r.start;
+        SortEnt *dst = (r.in_tmp ? x->ents : x->tmp) + r.start;
         if (r.n <= INSERTION_MAX) {
-            insertion_sort(x, a, r.n, r.cend);
+            insertion_sort(x, src, r.n, r.cend);
+            if (r.in_tmp)
+                memcpy(dst, src, r.n * sizeof(SortEnt));
             return;
         }
         if (r.depth == r.cend) {
-            size_t nend = split_ended(x, a, r.n, r.cend);
+            size_t nend;
+            if (split_ended(x, src, dst, r.n, r.cend, &nend)) {
+                if (!r.in_tmp)
+                    memcpy(src, dst, nend * sizeof(SortEnt)); /* ended ones are final */
+                r.in_tmp = !r.in_tmp;
+            }
             r.start += nend;
             r.n -= nend;
             r.cend += 8;
             continue;
         }
-        uint64_t diff = 0, first = a[0].pfx;
+        uint64_t diff = 0, first = src[0].pfx;
         for (size_t i = 1; i < r.n; i++)
-            diff |= a[i].pfx ^ first;
+            diff |= src[i].pfx ^ first;
         if (diff == 0) {
-            r.depth = r.cend - 1;
+            r.depth = r.cend;
             continue;
         }
         r.depth = r.cend - 8 + (size_t)__builtin_clzll(diff) / 8;
@@ -294,80 +309,79 @@ static void sort_range(SortCtx *x, SortEnt *ents, SortRange r)
 
         size_t cnt[256] = {0}, pos[256];
         for (size_t i = 0; i < r.n; i++)
-            cnt[(a[i].pfx >> shift) & 0xff]++;
+            cnt[(src[i].pfx >> shift) & 0xff]++;
         size_t sum = 0;
         for (int b = 0; b < 256; b++) {
             pos[b] = sum;
             sum += cnt[b];
         }
-        SortEnt *t = x->tmp;
         for (size_t i = 0; i < r.n; i++)
-            t[pos[(a[i].pfx >> shift) & 0xff]++] = a[i];
-        memcpy(a, t, r.n * sizeof(SortEnt));
-        for (int b = 0; b < 256; b++)
+            dst[pos[(src[i].pfx >> shift) & 0xff]++] = src[i];
+        for (int b = 0; b < 256; b++) {
+            size_t at = pos[b] - cnt[b];
             if (cnt[b] > 1)
-                push_range(x, r.start + pos[b] - cnt[b], cnt[b], r.depth + 1, r.cend);
+                push_range(x, (SortRange){r.start + at, cnt[b], r.depth + 1, r.cend, !r.in_tmp});
+            else if (cnt[b] == 1 && !r.in_tmp)
+                src[at] = dst[at]; /* a single entry is final: back to ents */
+        }
         return;
     }
 }
 
-static void sort_tuples(SortCtx *x, SortEnt *ents, size_t n)
-{
-    push_range(x, 0, n, 0, 8);
-    while (x->nstack > 0) {
-        SortRange r = x->stack[--x->nstack];
-        sort_range(x, ents, r);
-    }
-}
+/* Entries ahead of the current one whose records are prefetched. */
+#define PREFETCH_AHEAD 16
 
 Batch *bb_finish(BatchBuilder *bb)
 {
     size_t n = (size_t)bb->n;
-    buf_reserve(&bb->data, 1); /* data non-NULL even when every tuple is empty */
     const uint8_t *data = bb->data.p;
-    bb->off[n] = bb->data.n;
     SortEnt *ents = sl_malloc((n ? n : 1) * sizeof(SortEnt));
-    SortCtx x = {data, bb->off, sl_malloc((n ? n : 1) * sizeof(SortEnt)), NULL, 0, 0};
-    for (size_t i = 0; i < n; i++)
-        ents[i] = (SortEnt){{load_chunk(data + bb->off[i], tup_len(&x, i), 0)}, i};
-    sort_tuples(&x, ents, n);
+    SortCtx x = {data, ents, sl_malloc((n ? n : 1) * sizeof(SortEnt)), NULL, 0, 0};
+    for (size_t i = 0, pos = 0; i < n; i++) {
+        const Rec *r = rec_at(data, pos);
+        ents[i] = (SortEnt){load_chunk(rec_bytes(r), r->len, 0), pos};
+        pos += rec_size(r->len);
+    }
+    push_range(&x, (SortRange){0, n, 0, 8, false});
+    while (x.nstack > 0)
+        sort_range(&x, x.stack[--x.nstack]);
     sl_free(x.tmp);
     sl_free(x.stack);
 
-    /* Consolidate in place: ents[0..m) become the surviving (weight, idx). */
-    size_t m = 0, nbytes = 0;
+    /*
+     * Consolidate while copying out. Equal tuples went through the same
+     * ranges, so they have equal cached chunks: a differing pfx proves a
+     * differing tuple without reading it.
+     */
+    Batch *b = batch_alloc((int64_t)n, bb->bytes);
+    int64_t m = 0;
     for (size_t i = 0; i < n;) {
-        size_t idx = ents[i].idx, len = tup_len(&x, idx);
-        const uint8_t *p = data + bb->off[idx];
-        int64_t w = bb->w[idx];
+        if (i + PREFETCH_AHEAD < n)
+            __builtin_prefetch(data + ents[i + PREFETCH_AHEAD].pos);
+        const Rec *r = rec_at(data, ents[i].pos);
+        int64_t w = r->w;
         size_t j = i + 1;
-        for (; j < n; j++) {
-            size_t jdx = ents[j].idx;
-            if (tup_len(&x, jdx) != len || memcmp(data + bb->off[jdx], p, len) != 0)
+        for (; j < n && ents[j].pfx == ents[i].pfx; j++) {
+            const Rec *q = rec_at(data, ents[j].pos);
+            if (q->len != r->len || memcmp(rec_bytes(q), rec_bytes(r), r->len) != 0)
                 break;
-            w = add_weights(w, bb->w[jdx]);
+            w = add_weights(w, q->w);
         }
         if (w != 0) {
-            ents[m].w = w;
-            ents[m].idx = idx;
+            size_t at = b->off[m];
+            memcpy(b->data + at, rec_bytes(r), r->len);
+            b->off[m + 1] = at + r->len;
+            b->klen[m] = r->klen;
+            b->w[m] = w;
             m++;
-            nbytes += len;
         }
         i = j;
     }
-
-    Batch *b = batch_alloc((int64_t)m, nbytes);
-    size_t pos = 0;
-    for (size_t i = 0; i < m; i++) {
-        size_t idx = ents[i].idx, len = tup_len(&x, idx);
-        memcpy(b->data + pos, data + bb->off[idx], len);
-        pos += len;
-        b->off[i + 1] = pos;
-        b->klen[i] = bb->klen[idx];
-        b->w[i] = ents[i].w;
-    }
     sl_free(ents);
-    bb_free(bb);
+    buf_free(&bb->data);
+    sl_free(bb);
+    if ((size_t)m < n)
+        b = batch_shrink(b, m);
     return b;
 }
 

@@ -447,6 +447,18 @@ static void test_integer_overflow_is_an_error_naming_operator_and_type(void **st
     }
 }
 
+static void test_overflow_checks_hold_when_operands_are_wider_than_the_result(void **state)
+{
+    /* not what the binder builds, but the checks must not rely on it */
+    SqlType bt = T(TK_BIGINT), it = T(TK_INT);
+    const int64_t a[] = {INT64_MAX, 3}, b[] = {1, 4};
+    Chunk *c = ints2(bt, 2, a, b);
+    ev_fails(op2(E_ADD, it, col(0, bt), col(1, bt)), c, "integer overflow in + for INT");
+    ev_fails(op2(E_SUB, it, col(1, bt), col(0, bt)), c, "integer overflow in - for INT");
+    const int64_t x[] = {5}, y[] = {-3};
+    CHECK_INTS(op2(E_SUB, it, col(0, bt), col(1, bt)), ints2(bt, 1, x, y), 8);
+}
+
 static void test_overflow_in_a_null_row_is_not_an_error(void **state)
 {
     /* seti leaves INT64_MAX under NULLs */
@@ -765,6 +777,28 @@ static void test_case_evaluates_a_branch_only_for_rows_that_take_it(void **state
     ev_fails(e, c, "integer overflow in * for INT");
 }
 
+static void test_nested_case_inside_a_selection_sees_the_right_rows(void **state)
+{
+    SqlType it = T(TK_INT);
+    const int64_t a[] = {0, 1, 2, 3, 4, 5, 6, 7}, b[] = {1, 0, 2, 0, 3, 0, 4, NV};
+    Chunk *c = ints2(it, 8, a, b);
+    /* CASE WHEN a % 2 = 0 THEN CASE WHEN b <> 0 THEN a / b ELSE -1 END
+     *      ELSE COALESCE(b, 99) END, over rows 7, 6, 3, 2, 0 */
+    Expr *inner = opn(E_CASE, it, 3, op2(E_NE, BOOL, col(1, it), ci(it, 0)),
+                      op2(E_DIV, it, col(0, it), col(1, it)), ci(it, -1));
+    Expr *e = opn(E_CASE, it, 3,
+                  op2(E_EQ, BOOL, op2(E_MOD, it, col(0, it), ci(it, 2)), ci(it, 0)), inner,
+                  opn(E_COALESCE, it, 2, col(1, it), ci(it, 99)));
+    const int32_t sel[] = {7, 6, 3, 2, 0};
+    Vec v = ev_sel(e, c, sel, 5);
+    const int64_t want[] = {99, 1, 0, 1, 0};
+    want_ints(&v, 5, want);
+    assert_int_equal(cx.ndivzero, 0);
+    v = ev(e, c);
+    const int64_t all[] = {0, 0, 1, 0, 1, 0, 1, 99};
+    want_ints(&v, 8, all);
+}
+
 static void test_and_or_skip_later_operands_for_decided_rows(void **state)
 {
     SqlType it = T(TK_INT);
@@ -1049,7 +1083,8 @@ static void test_print_shows_an_infix_form(void **state)
     Expr *e = opn(E_CASE, VC, 3, opn(E_IN, BOOL, 3, col(0, it), ci(it, 1), cnull(it)),
                   cs("it's"), fn(FN_UPPER, VC, 1, col(2, VC)));
     expr_print(e, &b);
-    assert_string_equal(buf_cstr(&b), "CASE WHEN (#0 IN (1, NULL)) THEN 'it''s' ELSE UPPER(#2) END");
+    assert_string_equal(buf_cstr(&b),
+                        "CASE WHEN (#0 IN (1, NULL)) THEN 'it''s' ELSE UPPER(#2) END");
     buf_reset(&b);
     expr_print(opn(E_AND, BOOL, 3, op1(E_NOT, BOOL, col(0, BOOL)),
                    op2(E_LIKE, BOOL, col(1, VC), cs("a%")), op1(E_ISNULL, BOOL, col(2, it))),
@@ -1073,6 +1108,7 @@ int main(void)
         T_(test_is_null_is_true_and_is_false_are_never_null),
         T_(test_comparisons_of_every_type_are_three_valued),
         T_(test_integer_overflow_is_an_error_naming_operator_and_type),
+        T_(test_overflow_checks_hold_when_operands_are_wider_than_the_result),
         T_(test_overflow_in_a_null_row_is_not_an_error),
         T_(test_integer_division_and_modulo_truncate_toward_zero),
         T_(test_integer_division_by_zero_gives_null_and_counts),
@@ -1088,6 +1124,7 @@ int main(void)
         T_(test_casts_between_string_types_pad_truncate_and_unpad),
         T_(test_casts_between_dates_timestamps_and_times),
         T_(test_case_evaluates_a_branch_only_for_rows_that_take_it),
+        T_(test_nested_case_inside_a_selection_sees_the_right_rows),
         T_(test_and_or_skip_later_operands_for_decided_rows),
         T_(test_coalesce_and_nullif),
         T_(test_in_list_is_three_valued),

@@ -438,10 +438,11 @@ static double harmonic(double n, double e)
 
 static void test_datagen_zipf_makes_rank_one_most_frequent(void **state)
 {
-    const char *names[] = {"small", "e2", "dbl", "huge", "date", "dec", "b", "s"};
+    const char *names[] = {"small", "e2", "dbl", "huge", "date", "dec", "b", "s", "tm", "ts"};
     SqlType types[] = {ty(TK_INT, false),  ty(TK_INT, false),  ty(TK_DOUBLE, false),
                        ty(TK_BIGINT, false), ty(TK_DATE, false), dec(5, 1, false),
-                       ty(TK_BOOL, false), str(TK_VARCHAR, -1, false)};
+                       ty(TK_BOOL, false), str(TK_VARCHAR, -1, false), ty(TK_TIME, false),
+                       ty(TK_TIMESTAMP, false)};
     const char *cfg =
         "{\"seed\": 3, \"plan\": [{\"fields\": {"
         "\"small\": {\"strategy\": \"zipf\", \"range\": [100, 200]},"
@@ -451,7 +452,9 @@ static void test_datagen_zipf_makes_rank_one_most_frequent(void **state)
         "\"date\": {\"strategy\": \"zipf\", \"range\": [\"2024-01-01\", \"2024-12-31\"]},"
         "\"dec\": {\"strategy\": \"zipf\", \"range\": [0.5, 10.5]},"
         "\"b\": {\"strategy\": \"zipf\"},"
-        "\"s\": {\"strategy\": \"zipf\", \"range\": [1, 6]}"
+        "\"s\": {\"strategy\": \"zipf\", \"range\": [1, 6]},"
+        "\"tm\": {\"strategy\": \"zipf\", \"range\": [\"00:00:00\", \"00:00:10\"]},"
+        "\"ts\": {\"strategy\": \"zipf\", \"range\": [\"2024-01-01T00:00:00Z\", 1704067300000]}"
         "}}]}";
     int nc = (int)ARRAY_LEN(types);
     Datagen *g = gen(cfg, nc, names, types);
@@ -459,7 +462,7 @@ static void test_datagen_zipf_makes_rank_one_most_frequent(void **state)
     const int n = 200000;
     Chunk *c = rows(g, 0, 0, n, nc, types, a);
     int64_t small[100] = {0}, e2[3] = {0}, huge[3] = {0}, dbl0 = 0, date0 = 0, dec[11] = {0};
-    int64_t falses = 0, slen[6] = {0};
+    int64_t falses = 0, slen[6] = {0}, tm0 = 0, ts0 = 0;
     int64_t jan1 = date_from_ymd(2024, 1, 1);
     for (int i = 0; i < n; i++) {
         int64_t v = c->col[0].i[i];
@@ -483,7 +486,15 @@ static void test_datagen_zipf_makes_rank_one_most_frequent(void **state)
         falses += c->col[6].i[i] == 0;
         assert_true(c->col[7].s[i].n >= 1 && c->col[7].s[i].n <= 5);
         slen[c->col[7].s[i].n]++;
+        v = c->col[8].i[i];
+        assert_true(v >= 0 && v < 10000000 && v % 1000 == 0); /* whole ms in 10 s */
+        tm0 += v == 0;
+        v = c->col[9].i[i] - 1704067200000000LL; /* 2024-01-01: 100 s, 1 ms steps */
+        assert_true(v >= 0 && v < 100000000 && v % 1000 == 0);
+        ts0 += v == 0;
     }
+    assert_true(fabs((double)tm0 / n - 1.0 / harmonic(10000, 1)) < 0.005);
+    assert_true(fabs((double)ts0 / n - 1.0 / harmonic(100000, 1)) < 0.005);
     double h100 = harmonic(100, 1), h1000e2 = harmonic(1000, 2);
     for (int k = 0; k < 5; k++)
         assert_true(fabs((double)small[k] / n - 1.0 / ((k + 1) * h100)) < 0.005);

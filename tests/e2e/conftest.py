@@ -1,0 +1,369 @@
+"""Shared helpers for Sluice's end-to-end tests.
+
+Everything here is standard library only: running the binary, writing
+connector clauses, parsing the --dump CSV format (which, unlike Python's csv
+module, distinguishes NULL = empty unquoted field from "" = empty string),
+parsing `sluice check` output for the column types of each relation, and
+comparing multisets of rows with a float tolerance.
+"""
+import json
+import math
+import os
+import re
+import subprocess
+from decimal import Decimal
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+EXAMPLES = os.path.join(REPO, "examples")
+
+SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "runtime error:",
+                     "UndefinedBehaviorSanitizer", "Segmentation fault")
+
+
+def sluice_bin():
+    b = os.environ.get("SLUICE_BIN") or os.path.join(REPO, "build", "debug", "sluice")
+    if not os.path.isabs(b):
+        b = os.path.join(REPO, b)
+    return b
+
+
+@pytest.fixture(scope="session")
+def sluice():
+    b = sluice_bin()
+    if not os.access(b, os.X_OK):
+        pytest.fail("Sluice binary %r not found: build it with `make debug` "
+                    "or set SLUICE_BIN" % b)
+    return b
+
+
+def run(args, binary=None, timeout=600, cwd=None):
+    """Run sluice with args; return CompletedProcess (text mode). Fails the
+    test if a sanitizer or a crash shows up, whatever the exit status."""
+    b = binary or sluice_bin()
+    env = dict(os.environ)
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+    p = subprocess.run([b] + [str(a) for a in args], capture_output=True,
+                       timeout=timeout, cwd=cwd, env=env)
+    p.stdout = p.stdout.decode("utf-8", "replace")
+    p.stderr = p.stderr.decode("utf-8", "replace")
+    assert_no_crash(p)
+    return p
+
+
+def assert_no_crash(p):
+    for m in SANITIZER_MARKERS:
+        assert m not in p.stderr, "sanitizer/crash report in stderr:\n" + p.stderr[-6000:]
+    assert p.returncode >= 0, "killed by signal %d\nstderr:\n%s" % (-p.returncode, p.stderr[-4000:])
+    assert p.returncode in (0, 1, 2), "unexpected exit status %d\nstderr:\n%s" % (
+        p.returncode, p.stderr[-4000:])
+
+
+def run_ok(args, binary=None, timeout=600):
+    p = run(args, binary=binary, timeout=timeout)
+    assert p.returncode == 0, "sluice %s failed (exit %d):\n%s" % (
+        " ".join(map(str, args)), p.returncode, p.stderr[-6000:])
+    return p
+
+
+# ---------------------------------------------------------------- connectors
+
+def conn_clause(connectors):
+    """WITH ('connectors' = '<json>') for a list of connector dicts."""
+    text = json.dumps(connectors)
+    assert "'" not in text
+    return "WITH ('connectors' = '%s')" % text
+
+
+def csv_input(path, headers=False):
+    fmt = {"name": "csv"}
+    if headers:
+        fmt["config"] = {"headers": True}
+    return conn_clause([{"transport": {"name": "file_input", "config": {"path": str(path)}},
+                         "format": fmt}])
+
+
+def json_input(path):
+    return conn_clause([{"transport": {"name": "file_input", "config": {"path": str(path)}},
+                         "format": {"name": "json", "config": {"update_format": "insert_delete"}}}])
+
+
+def csv_output(path):
+    return conn_clause([{"transport": {"name": "file_output", "config": {"path": str(path)}},
+                         "format": {"name": "csv"}}])
+
+
+# ---------------------------------------------------------------- CSV
+
+def csv_field(v):
+    """Encode one Python value the way Sluice's CSV input reads it."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, str):
+        if v == "" or any(c in v for c in ',"\r\n'):
+            return '"' + v.replace('"', '""') + '"'
+        return v
+    return str(v)
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        for r in rows:
+            f.write(",".join(csv_field(v) for v in r) + "\n")
+
+
+def parse_csv(text):
+    """RFC 4180 parser that keeps NULL (empty unquoted field -> None) apart
+    from the empty string (\"\" -> ''). Returns a list of records; each
+    record is a list of str/None. Also returns the raw line texts."""
+    records = []
+    i, n = 0, len(text)
+    while i < n:
+        rec = []
+        while True:
+            if i < n and text[i] == '"':
+                i += 1
+                buf = []
+                while True:
+                    if i >= n:
+                        raise ValueError("unterminated quoted field")
+                    c = text[i]
+                    if c == '"':
+                        if i + 1 < n and text[i + 1] == '"':
+                            buf.append('"')
+                            i += 2
+                            continue
+                        i += 1
+                        break
+                    buf.append(c)
+                    i += 1
+                rec.append("".join(buf))
+                if i < n and text[i] not in ",\n\r":
+                    raise ValueError("garbage after quoted field at %d: %r" % (i, text[i:i + 20]))
+            else:
+                j = i
+                while j < n and text[j] not in ",\n\r":
+                    if text[j] == '"':
+                        raise ValueError("quote inside unquoted field at %d" % j)
+                    j += 1
+                rec.append(text[i:j] if j > i else None)
+                i = j
+            if i < n and text[i] == ",":
+                i += 1
+                continue
+            break
+        if i < n and text[i] == "\r":
+            i += 1
+        if i < n and text[i] == "\n":
+            i += 1
+        records.append(rec)
+    return records
+
+
+def read_dump(path):
+    """Returns (header list, list of records) for a --dump file."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    text = raw.decode("utf-8")
+    recs = parse_csv(text)
+    assert recs, "empty dump file %s" % path
+    header = recs[0]
+    for r in recs[1:]:
+        assert len(r) == len(header), "%s: record %r has %d fields, header %d" % (
+            path, r, len(r), len(header))
+    return header, recs[1:]
+
+
+def split_lines_keep(raw):
+    """Dump file bytes -> list of physical-record byte strings (records may
+    contain quoted newlines, so split on record boundaries)."""
+    out, i, n, start, q = [], 0, len(raw), 0, False
+    while i < n:
+        c = raw[i:i + 1]
+        if c == b'"':
+            q = not q
+        elif c == b"\n" and not q:
+            out.append(raw[start:i])
+            start = i + 1
+        i += 1
+    if start < n:
+        out.append(raw[start:])
+    return out
+
+
+# ---------------------------------------------------------------- check output
+
+REL_RE = re.compile(r"^\s*(table|view)\s+(\S+)\s*(\[[^\]]*\])?\s*\((.*)\)\s*(=.*)?$")
+
+
+def split_top(s):
+    parts, depth, cur = [], 0, []
+    for c in s:
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(c)
+    if cur and "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def relation_types(check_stdout):
+    """{name_lower: [(col, TYPE, not_null)]} from `sluice check` output."""
+    rels = {}
+    for line in check_stdout.splitlines():
+        m = REL_RE.match(line)
+        if not m:
+            continue
+        cols = []
+        for part in split_top(m.group(4)):
+            bits = part.split(None, 1)
+            name, ty = bits[0], bits[1] if len(bits) > 1 else ""
+            nn = ty.upper().endswith("NOT NULL")
+            if nn:
+                ty = ty[: -len("NOT NULL")].strip()
+            cols.append((name, ty.upper(), nn))
+        rels[m.group(2).lower()] = cols
+    return rels
+
+
+# ---------------------------------------------------------------- values
+
+DEC_RE = re.compile(r"DECIMAL\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+
+
+def convert_text(text, ty):
+    """Dump field text -> Python value for a column of SQL type ty.
+    Strictly checks the printed form of the type."""
+    if text is None:
+        return None
+    t = ty.upper()
+    if t.startswith("BOOL"):
+        assert text in ("true", "false"), "bad BOOLEAN text %r" % text
+        return text == "true"
+    if t in ("TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT"):
+        assert re.fullmatch(r"-?\d+", text), "bad %s text %r" % (t, text)
+        return int(text)
+    if t.startswith("DECIMAL") or t.startswith("NUMERIC"):
+        m = DEC_RE.match(t)
+        if m:
+            scale = int(m.group(2))
+            pat = r"-?\d+" + (r"\.\d{%d}" % scale if scale else "")
+            assert re.fullmatch(pat, text), "DECIMAL text %r does not have scale %d" % (text, scale)
+        return Decimal(text)
+    if t in ("DOUBLE", "REAL", "FLOAT", "DOUBLE PRECISION"):
+        v = float(text)
+        if t != "REAL":
+            assert float(repr(v)) == v
+        return v
+    if t == "DATE":
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", text), "bad DATE text %r" % text
+        return text
+    if t.startswith("TIMESTAMP"):
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?", text), \
+            "bad TIMESTAMP text %r" % text
+        return text
+    return text  # strings, TIME
+
+
+def convert_sqlite(v, ty):
+    """A SQLite result value -> the Python value Sluice's type would give."""
+    if v is None:
+        return None
+    t = ty.upper()
+    if t.startswith("BOOL"):
+        return bool(v)
+    if t in ("TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT"):
+        assert isinstance(v, int) and not isinstance(v, bool), "SQLite gave %r for %s" % (v, t)
+        return v
+    if t.startswith("DECIMAL"):
+        return Decimal(repr(v)) if isinstance(v, float) else Decimal(v)
+    if t in ("DOUBLE", "REAL", "FLOAT"):
+        return float(v)
+    return v
+
+
+def _is_float(v):
+    return isinstance(v, (float, Decimal))
+
+
+def values_close(a, b, rel=1e-9, abs_tol=1e-6):
+    if a is None or b is None:
+        return a is None and b is None
+    if _is_float(a) or _is_float(b):
+        fa, fb = float(a), float(b)
+        if math.isnan(fa) or math.isnan(fb):
+            return math.isnan(fa) and math.isnan(fb)
+        return math.isclose(fa, fb, rel_tol=rel, abs_tol=abs_tol)
+    return a == b
+
+
+def _sort_key(v):
+    if v is None:
+        return (0, 0)
+    if isinstance(v, bool):
+        return (1, int(v))
+    if isinstance(v, (int, float, Decimal)):
+        return (1, float(v))
+    return (2, str(v))
+
+
+def multiset_diff(actual, expected, float_cols=()):
+    """Compare two lists of row tuples as multisets. Exact on every column
+    except those listed in float_cols (compared with a tolerance). Returns
+    None when equal, else a readable description of the difference."""
+    def exact_part(r):
+        return tuple(_sort_key(v) for i, v in enumerate(r) if i not in float_cols)
+
+    def float_part(r):
+        return tuple(_sort_key(v) for i, v in enumerate(r) if i in float_cols)
+
+    groups_a, groups_e = {}, {}
+    for r in actual:
+        groups_a.setdefault(exact_part(r), []).append(r)
+    for r in expected:
+        groups_e.setdefault(exact_part(r), []).append(r)
+    missing, extra = [], []
+    for k in set(groups_a) | set(groups_e):
+        ga = sorted(groups_a.get(k, []), key=float_part)
+        ge = sorted(groups_e.get(k, []), key=float_part)
+        if not float_cols:
+            if len(ga) > len(ge):
+                extra.extend(ga[len(ge):])
+            elif len(ge) > len(ga):
+                missing.extend(ge[len(ga):])
+            continue
+        # greedy matching within the exact-key group
+        rest = list(ge)
+        for r in ga:
+            for j, e in enumerate(rest):
+                if all(values_close(r[i], e[i]) for i in float_cols):
+                    del rest[j]
+                    break
+            else:
+                extra.append(r)
+        missing.extend(rest)
+    if not missing and not extra:
+        return None
+    def fmt(rows):
+        rows = sorted(rows, key=lambda r: tuple(_sort_key(v) for v in r))
+        s = "\n".join("    %r" % (r,) for r in rows[:15])
+        if len(rows) > 15:
+            s += "\n    ... (%d more)" % (len(rows) - 15)
+        return s
+    msg = "actual has %d rows, expected %d" % (len(actual), len(expected))
+    if missing:
+        msg += "\n  expected but missing (%d):\n%s" % (len(missing), fmt(missing))
+    if extra:
+        msg += "\n  unexpected extra (%d):\n%s" % (len(extra), fmt(extra))
+    return msg
