@@ -29,6 +29,7 @@ typedef enum OpKind {
     OPK_JOIN,     /* equi-join on key columns: bilinear */
     OPK_DISTINCT, /* set semantics: non-linear */
     OPK_SINK,     /* end of relation `rel`: materialization and outputs */
+    OPK_UPSERT,   /* PRIMARY KEY table: an insert replaces the row with its key */
 } OpKind;
 
 typedef enum AggKind { AGG_COUNT_STAR, AGG_COUNT, AGG_SUM, AGG_AVG, AGG_MIN, AGG_MAX } AggKind;
@@ -59,6 +60,9 @@ typedef struct CNode {
     int naggs;
     bool linear;  /* every aggregate is linear: combine before exchange */
     bool global;  /* no GROUP BY: exactly one output row, even for no input */
+    /* OPK_UPSERT: the key columns (also Relation.pk) */
+    int *pk;
+    int npk;
     /* OPK_JOIN: output = left columns then right columns */
     int nkeys;
     int *lkeys, *rkeys;

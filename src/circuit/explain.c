@@ -17,6 +17,7 @@ static const char *opname(OpKind k)
     case OPK_JOIN: return "join";
     case OPK_DISTINCT: return "distinct";
     case OPK_SINK: return "sink";
+    case OPK_UPSERT: return "upsert";
     }
     return "?";
 }

@@ -14,6 +14,8 @@ int op_exchange_channels(const CNode *n)
         return 1;
     case OPK_JOIN:
         return 2;
+    case OPK_UPSERT:
+        return 1;
     default:
         return 0;
     }
@@ -43,6 +45,9 @@ Op *op_new(const Circuit *c, const CNode *n, Exchange *x)
         break;
     case OPK_SINK:
         op_sink_init(op);
+        break;
+    case OPK_UPSERT:
+        op_upsert_init(op);
         break;
     }
     return op;

@@ -1664,6 +1664,16 @@ static int plan_table(P *p, Stmt *s)
     n->label = r->name;
     memcpy(n->types, r->types, sizeof(SqlType) * (size_t)r->ncol);
     r->node = n->id;
+    if (r->npk) {
+        CNode *u = add_node(p, OPK_UPSERT, 1, r->ncol);
+        u->in[0] = n->id;
+        u->rel = n->rel;
+        u->pk = r->pk;
+        u->npk = r->npk;
+        u->label = r->name;
+        memcpy(u->types, r->types, sizeof(SqlType) * (size_t)r->ncol);
+        r->node = u->id;
+    }
     if (r->materialized)
         add_sink(p, r, n->rel);
     return 0;

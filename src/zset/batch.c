@@ -12,7 +12,8 @@
  * zero-padded past the tuple's end; a range whose entries agree on the
  * whole chunk reloads the next one. Tuples that end before the next chunk
  * are prefixes of all others in the range (their bytes agree up to the
- * padding), so they go first, ordered by length. Each scatter goes from
+ * padding), so they go first, ordered by length, and cache their length.
+ * Equal tuples thus always end with equal cached chunks. Each scatter goes from
  * the entry array to a second one or back (no copy back), ranges of a few
  * entries finish with an insertion sort, and an explicit stack of ranges
  * replaces recursion.
@@ -235,42 +236,46 @@ static void push_range(SortCtx *x, SortRange r)
     x->stack[x->nstack++] = r;
 }
 
+/* Entries ahead of the current one whose records are prefetched. */
+#define PREFETCH_AHEAD 16
+
 /*
  * Entries src[0..n) agree on all bytes before cend and their cached chunk
- * is used up: put the tuples that end by cend first, ordered by length
- * (lengths lie in [cend-8, cend]), and load the next chunk of the others.
- * The result is in dst when some tuples ended (returns true), else in src.
- * *nend is set to the number of ended tuples.
+ * is used up: load the next chunk, except for tuples that end by cend,
+ * which are final and go first, ordered by length (lengths lie in
+ * [cend-8, cend]); their pfx becomes that length. The result is in dst when
+ * some tuples ended, else in src. Returns the number of ended tuples.
  */
-static bool split_ended(const SortCtx *x, SortEnt *src, SortEnt *dst, size_t n, size_t cend,
-                        size_t *nend)
+static size_t split_ended(const SortCtx *x, SortEnt *src, SortEnt *dst, size_t n, size_t cend)
 {
     size_t cnt[10] = {0};
     size_t ended = 0, base = cend - 8;
     for (size_t i = 0; i < n; i++) {
-        size_t len = rec_at(x->data, src[i].pos)->len;
-        if (len <= cend) {
-            cnt[len - base + 1]++;
+        if (i + PREFETCH_AHEAD < n)
+            __builtin_prefetch(x->data + src[i + PREFETCH_AHEAD].pos);
+        const Rec *r = rec_at(x->data, src[i].pos);
+        if (r->len <= cend) {
+            src[i].pfx = r->len;
+            src[i].pos |= 1; /* ended mark: record positions are multiples of 8 */
+            cnt[r->len - base + 1]++;
             ended++;
-        }
+        } else
+            src[i].pfx = load_chunk(rec_bytes(r), r->len, cend);
     }
-    SortEnt *a = src;
-    if (ended > 0) {
-        size_t rest = ended;
-        for (int l = 1; l < 10; l++)
-            cnt[l] += cnt[l - 1];
-        for (size_t i = 0; i < n; i++) {
-            size_t len = rec_at(x->data, src[i].pos)->len;
-            dst[len <= cend ? cnt[len - base]++ : rest++] = src[i];
-        }
-        a = dst;
+    if (ended == 0)
+        return 0;
+    for (int l = 1; l < 10; l++)
+        cnt[l] += cnt[l - 1];
+    size_t rest = ended;
+    for (size_t i = 0; i < n; i++) {
+        SortEnt e = src[i];
+        if (e.pos & 1) {
+            e.pos &= ~(size_t)1;
+            dst[cnt[e.pfx - base]++] = e;
+        } else
+            dst[rest++] = e;
     }
-    for (size_t i = ended; i < n; i++) {
-        const Rec *r = rec_at(x->data, a[i].pos);
-        a[i].pfx = load_chunk(rec_bytes(r), r->len, cend);
-    }
-    *nend = ended;
-    return ended > 0;
+    return ended;
 }
 
 /* Sort one range; larger buckets go back on the stack. */
@@ -286,8 +291,8 @@ static void sort_range(SortCtx *x, SortRange r)
             return;
         }
         if (r.depth == r.cend) {
-            size_t nend;
-            if (split_ended(x, src, dst, r.n, r.cend, &nend)) {
+            size_t nend = split_ended(x, src, dst, r.n, r.cend);
+            if (nend > 0) {
                 if (!r.in_tmp)
                     memcpy(src, dst, nend * sizeof(SortEnt)); /* ended ones are final */
                 r.in_tmp = !r.in_tmp;
@@ -297,19 +302,19 @@ static void sort_range(SortCtx *x, SortRange r)
             r.cend += 8;
             continue;
         }
+        /* Histogram of the byte at depth; when that byte is the same
+           everywhere, skip to the first byte that differs somewhere. */
+        int shift = 56 - 8 * (int)(r.depth - (r.cend - 8));
+        size_t cnt[256] = {0}, pos[256];
         uint64_t diff = 0, first = src[0].pfx;
-        for (size_t i = 1; i < r.n; i++)
+        for (size_t i = 0; i < r.n; i++) {
+            cnt[(src[i].pfx >> shift) & 0xff]++;
             diff |= src[i].pfx ^ first;
-        if (diff == 0) {
-            r.depth = r.cend;
+        }
+        if (cnt[(first >> shift) & 0xff] == r.n) {
+            r.depth = diff ? r.cend - 8 + (size_t)__builtin_clzll(diff) / 8 : r.cend;
             continue;
         }
-        r.depth = r.cend - 8 + (size_t)__builtin_clzll(diff) / 8;
-        int shift = 56 - 8 * (int)(r.depth - (r.cend - 8));
-
-        size_t cnt[256] = {0}, pos[256];
-        for (size_t i = 0; i < r.n; i++)
-            cnt[(src[i].pfx >> shift) & 0xff]++;
         size_t sum = 0;
         for (int b = 0; b < 256; b++) {
             pos[b] = sum;
@@ -328,8 +333,18 @@ static void sort_range(SortCtx *x, SortRange r)
     }
 }
 
-/* Entries ahead of the current one whose records are prefetched. */
-#define PREFETCH_AHEAD 16
+/* memcpy, with short tuples copied by inline moves instead of a call. */
+static inline void copy_tuple(uint8_t *dst, const uint8_t *src, size_t len)
+{
+    if (len >= 8 && len <= 16) {
+        memcpy(dst, src, 8);
+        memcpy(dst + len - 8, src + len - 8, 8);
+    } else if (len >= 4 && len < 8) {
+        memcpy(dst, src, 4);
+        memcpy(dst + len - 4, src + len - 4, 4);
+    } else
+        memcpy(dst, src, len);
+}
 
 Batch *bb_finish(BatchBuilder *bb)
 {
@@ -369,7 +384,7 @@ Batch *bb_finish(BatchBuilder *bb)
         }
         if (w != 0) {
             size_t at = b->off[m];
-            memcpy(b->data + at, rec_bytes(r), r->len);
+            copy_tuple(b->data + at, rec_bytes(r), r->len);
             b->off[m + 1] = at + r->len;
             b->klen[m] = r->klen;
             b->w[m] = w;

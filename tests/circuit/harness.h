@@ -273,7 +273,8 @@ static inline void h_print_rows(FILE *f, const char *title, const HRows *rs, con
 static const char *const h_strs[] = {"", "a", "ab", "b", "ba", "Z\xc3\xbcrich", "x y z"};
 
 typedef struct HColGen {
-    int lo, hi;   /* values lo..hi (string columns: indexes into h_strs) */
+    int lo, hi;   /* values lo..hi (string columns: indexes into h_strs;
+                     DOUBLE columns: lo/4..hi/4 in quarters) */
     int null_pct; /* chance of NULL, percent (nullable columns only) */
 } HColGen;
 
@@ -386,7 +387,7 @@ static inline void h_gen_insert(HGen *g, int t)
             if (type_phys(g->types[t][j].kind) == PHYS_STR)
                 r.v[j] = h_str(h_strs[v], (uint32_t)strlen(h_strs[v]));
             else if (type_phys(g->types[t][j].kind) == PHYS_F64)
-                r.v[j] = h_dbl((double)v);
+                r.v[j] = h_dbl((double)v / 4); /* quarters: sums stay exact */
             else
                 r.v[j] = h_int(v);
         }

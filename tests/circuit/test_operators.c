@@ -18,13 +18,14 @@ static bool val_less(const HVal *a, const HVal *b)
 {
     if (a->s || b->s)
         return h_str_cmp(a, b) < 0;
-    return a->i < b->i;
+    return a->i != b->i ? a->i < b->i : a->f < b->f; /* the unused one is 0 */
 }
 
 /* One aggregate argument over one group: rows, non-NULL values, their sum,
    smallest and largest. */
 typedef struct Agg {
     int64_t rows, nn, sum;
+    double fsum;
     HVal min, max;
 } Agg;
 
@@ -45,12 +46,15 @@ static Agg agg_of(const HRows *t, const int *gcols, int ng, const HRow *key, int
             a.max = *v;
         a.nn++;
         a.sum += v->i;
+        a.fsum += v->f;
     }
     return a;
 }
 
 static HVal agg_sum(const Agg *a) { return a->nn ? h_int(a->sum) : h_null(); }
 static HVal agg_avg(const Agg *a) { return a->nn ? h_dbl((double)a->sum / (double)a->nn) : h_null(); }
+static HVal agg_fsum(const Agg *a) { return a->nn ? h_dbl(a->fsum) : h_null(); }
+static HVal agg_favg(const Agg *a) { return a->nn ? h_dbl(a->fsum / (double)a->nn) : h_null(); }
 static HVal agg_min(const Agg *a) { return a->nn ? a->min : h_null(); }
 static HVal agg_max(const Agg *a) { return a->nn ? a->max : h_null(); }
 
@@ -118,6 +122,13 @@ static void ref_union_all_w(const HRows *tabs, HRows *out)
     }
 }
 
+/* tt: SELECT a FROM t UNION ALL SELECT a FROM t */
+static void ref_union_all_tt(const HRows *tabs, HRows *out)
+{
+    for (int64_t i = 0; i < tabs[0].n; i++)
+        h_rows_add(out, ROW(tabs[0].r[i].v[0]), 2);
+}
+
 static void test_union_all_integral_matches_reference_for_any_steps_and_workers(void **state)
 {
     (void)state;
@@ -126,9 +137,10 @@ static void test_union_all_integral_matches_reference_for_any_steps_and_workers(
                "CREATE TABLE u (a BIGINT NOT NULL, b INT);\n"
                "CREATE MATERIALIZED VIEW v AS SELECT a FROM t UNION ALL SELECT b FROM u;\n"
                "CREATE MATERIALIZED VIEW w AS SELECT a, b FROM t UNION ALL SELECT a, b FROM u\n"
-               "  UNION ALL SELECT b, a FROM t WHERE a < 2;\n",
+               "  UNION ALL SELECT b, a FROM t WHERE a < 2;\n"
+               "CREATE MATERIALIZED VIEW tt AS SELECT a FROM t UNION ALL SELECT a FROM t;\n",
         .tables = {{"t", 2, {{0, 5, 20}, {0, 4, 0}}}, {"u", 2, {{0, 4, 0}, {0, 5, 20}}}},
-        .views = {{"v", ref_union_all_v}, {"w", ref_union_all_w}},
+        .views = {{"v", ref_union_all_v}, {"w", ref_union_all_w}, {"tt", ref_union_all_tt}},
         .nchanges = 400,
         .seed = 2,
     };
@@ -222,6 +234,20 @@ static void ref_union_w(const HRows *tabs, HRows *out)
     h_rows_free(&all);
 }
 
+/* m: SELECT a FROM t UNION SELECT a FROM u UNION ALL SELECT b FROM t
+   (left-associative: the last branch keeps its duplicates) */
+static void ref_union_mixed(const HRows *tabs, HRows *out)
+{
+    HRows all = {0};
+    for (int t = 0; t < 2; t++)
+        for (int64_t i = 0; i < tabs[t].n; i++)
+            h_emit(&all, ROW(tabs[t].r[i].v[0]));
+    emit_distinct(&all, (int[]){0}, 1, out);
+    for (int64_t i = 0; i < tabs[0].n; i++)
+        h_emit(out, ROW(tabs[0].r[i].v[1]));
+    h_rows_free(&all);
+}
+
 static void test_union_distinct_integral_matches_reference_for_any_steps_and_workers(
     void **state)
 {
@@ -231,9 +257,11 @@ static void test_union_distinct_integral_matches_reference_for_any_steps_and_wor
                "CREATE TABLE u (a INT, b BIGINT);\n"
                "CREATE MATERIALIZED VIEW v AS SELECT a, b FROM t UNION SELECT a, b FROM u;\n"
                "CREATE MATERIALIZED VIEW w AS SELECT a FROM t WHERE b < 2\n"
-               "  UNION SELECT b FROM t WHERE a IS NOT NULL UNION SELECT a FROM u;\n",
+               "  UNION SELECT b FROM t WHERE a IS NOT NULL UNION SELECT a FROM u;\n"
+               "CREATE MATERIALIZED VIEW m AS SELECT a FROM t UNION SELECT a FROM u\n"
+               "  UNION ALL SELECT b FROM t;\n",
         .tables = {{"t", 2, {{0, 4, 15}, {0, 4, 0}}}, {"u", 2, {{0, 6, 15}, {0, 3, 15}}}},
-        .views = {{"v", ref_union_v}, {"w", ref_union_w}},
+        .views = {{"v", ref_union_v}, {"w", ref_union_w}, {"m", ref_union_mixed}},
         .nchanges = 400,
         .seed = 4,
     };
@@ -282,20 +310,43 @@ static void ref_agg_str(const HRows *tabs, HRows *out)
     h_rows_free(&keys);
 }
 
+/* ge: SELECT a % 3 AS p, COUNT(*) AS c, SUM(f) AS sf, AVG(f) AS af, MIN(f) AS mnf,
+         MAX(f) AS mxf FROM t GROUP BY a % 3 */
+static void ref_agg_expr_key(const HRows *tabs, HRows *out)
+{
+    HRows p = {0}, keys = {0};
+    int gc[] = {0};
+    for (int64_t i = 0; i < tabs[0].n; i++) {
+        const HVal *v = tabs[0].r[i].v;
+        h_emit(&p, ROW(v[0].null ? h_null() : h_int(v[0].i % 3), v[4]));
+    }
+    h_group_keys(&p, gc, 1, &keys);
+    for (int64_t g = 0; g < keys.n; g++) {
+        Agg f = agg_of(&p, gc, 1, &keys.r[g], 1);
+        h_emit(out, ROW(keys.r[g].v[0], h_int(f.rows), agg_fsum(&f), agg_favg(&f), agg_min(&f),
+                        agg_max(&f)));
+    }
+    h_rows_free(&p);
+    h_rows_free(&keys);
+}
+
 static void test_group_by_aggregates_integral_matches_reference_for_any_steps_and_workers(
     void **state)
 {
     (void)state;
     HSpec s = {
-        .sql = "CREATE TABLE t (a INT, b INT, s VARCHAR, k BIGINT NOT NULL);\n"
+        .sql = "CREATE TABLE t (a INT, b INT, s VARCHAR, k BIGINT NOT NULL, f DOUBLE);\n"
                "CREATE MATERIALIZED VIEW g AS SELECT a, COUNT(*) AS c, COUNT(b) AS cb,\n"
                "  SUM(b) AS sb, AVG(b) AS ab, MIN(b) AS mn, MAX(b) AS mx FROM t GROUP BY a;\n"
                "CREATE MATERIALIZED VIEW lin AS SELECT a, s, COUNT(*) AS c, SUM(k) AS sk,\n"
                "  AVG(b) AS ab FROM t GROUP BY a, s;\n"
                "CREATE MATERIALIZED VIEW str AS SELECT k, MIN(s) AS mn, MAX(s) AS mx,\n"
-               "  COUNT(s) AS cs, MAX(b) AS mb FROM t GROUP BY k;\n",
-        .tables = {{"t", 4, {{0, 5, 15}, {-3, 6, 25}, {0, 6, 20}, {0, 3, 0}}}},
-        .views = {{"g", ref_agg_g}, {"lin", ref_agg_lin}, {"str", ref_agg_str}},
+               "  COUNT(s) AS cs, MAX(b) AS mb FROM t GROUP BY k;\n"
+               "CREATE MATERIALIZED VIEW ge AS SELECT a % 3 AS p, COUNT(*) AS c, SUM(f) AS sf,\n"
+               "  AVG(f) AS af, MIN(f) AS mnf, MAX(f) AS mxf FROM t GROUP BY a % 3;\n",
+        .tables = {{"t", 5, {{0, 5, 15}, {-3, 6, 25}, {0, 6, 20}, {0, 3, 0}, {-6, 9, 20}}}},
+        .views = {{"g", ref_agg_g}, {"lin", ref_agg_lin}, {"str", ref_agg_str},
+                  {"ge", ref_agg_expr_key}},
         .nchanges = 500,
         .seed = 5,
     };

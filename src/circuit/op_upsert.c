@@ -1,0 +1,132 @@
+/*
+ * circuit/op_upsert.c - PRIMARY KEY semantics for a table's input
+ * (Feldera's): an insertion replaces the row with the same key (emitting
+ * -old +new), a deletion removes the row with the key whatever its other
+ * values (and is ignored when the key is absent). The table's current rows
+ * are kept by key, sharded across workers by the key's hash.
+ *
+ * Changes are applied in input order: each worker receives its inputs in
+ * source order and reads the other workers' outboxes in worker order, which
+ * is the order the controller split the step's rows in.
+ */
+#include "op.h"
+
+#include "../base/mem.h"
+#include "../zset/hmap.h"
+#include "../zset/key.h"
+
+typedef struct Row {
+    uint8_t *enc; /* current row's encoding (owned), or NULL */
+    uint32_t n;
+} Row;
+
+typedef struct UpsertSt {
+    HMap *rows;        /* key encoding -> Row */
+    uint8_t **garbage; /* replaced encodings, freed at step end */
+    int64_t ngarbage, capg;
+    Buf kb, vb;
+} UpsertSt;
+
+static void retire(UpsertSt *s, uint8_t *p)
+{
+    if (s->ngarbage == s->capg) {
+        s->capg = s->capg ? s->capg * 2 : 64;
+        s->garbage = sl_realloc(s->garbage, sizeof(uint8_t *) * (size_t)s->capg);
+    }
+    s->garbage[s->ngarbage++] = p;
+}
+
+static void emit(const CNode *n, ChunkOut *co, const uint8_t *enc, int64_t w)
+{
+    int64_t r = cout_row(co);
+    key_decode(enc, n->types, n->ncol, co->c, 0, r);
+    co->c->w[r] = w;
+}
+
+static int eval_upsert(Op *op, OpEnv *env, Chunk **in)
+{
+    UpsertSt *s = op->st;
+    const CNode *n = op->node;
+    Exchange *x = op->x;
+    int W = env->nworkers, me = env->worker;
+    Chunk *c = in[0];
+    for (int d = 0; d < W; d++)
+        buf_reset(xchg_buf(x, me, d, 0));
+    for (int64_t r = 0; r < c->n; r++) {
+        buf_reset(&s->kb);
+        buf_reset(&s->vb);
+        key_encode(c, n->pk, n->npk, r, &s->kb);
+        key_encode_row(c, r, &s->vb);
+        int d = op_route(s->kb.p, s->kb.n, W);
+        xrec_put(xchg_buf(x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, s->vb.p, (uint32_t)s->vb.n,
+                 c->w[r]);
+    }
+    xchg_wait(x);
+    ChunkOut co;
+    cout_init(&co, env->arena, n->ncol, n->types, 64);
+    for (int f = 0; f < W; f++) {
+        const Buf *b = xchg_buf(x, f, me, 0);
+        size_t pos = 0;
+        XRec r;
+        while (xrec_next(b, &pos, &r)) {
+            uint64_t h = sl_hash(r.k, r.kn);
+            int64_t reps = r.w < 0 ? -r.w : r.w;
+            for (int64_t k = 0; k < reps; k++) {
+                bool created;
+                Row *row = hmap_upsert(s->rows, r.k, r.kn, h, &created);
+                if (row->enc) {
+                    emit(n, &co, row->enc, -1);
+                    retire(s, row->enc);
+                    row->enc = NULL;
+                }
+                if (r.w > 0) {
+                    row->enc = sl_malloc(r.vn);
+                    memcpy(row->enc, r.v, r.vn);
+                    row->n = r.vn;
+                    emit(n, &co, row->enc, 1);
+                } else {
+                    hmap_delete(s->rows, r.k, r.kn, h);
+                    break;
+                }
+            }
+        }
+    }
+    op->out = co.c;
+    return 0;
+}
+
+static void step_end_upsert(Op *op)
+{
+    UpsertSt *s = op->st;
+    for (int64_t i = 0; i < s->ngarbage; i++)
+        sl_free(s->garbage[i]);
+    s->ngarbage = 0;
+}
+
+static void free_upsert(Op *op)
+{
+    UpsertSt *s = op->st;
+    size_t it = 0;
+    const uint8_t *k;
+    size_t kn;
+    void *pl;
+    step_end_upsert(op);
+    while (hmap_next(s->rows, &it, &k, &kn, &pl))
+        sl_free(((Row *)pl)->enc);
+    hmap_free(s->rows);
+    sl_free(s->garbage);
+    buf_free(&s->kb);
+    buf_free(&s->vb);
+    sl_free(s);
+}
+
+int op_upsert_init(Op *op)
+{
+    UpsertSt *s = sl_calloc(1, sizeof(*s));
+    s->rows = hmap_new(sizeof(Row));
+    op->st = s;
+    op->eval = eval_upsert;
+    op->step_end = step_end_upsert;
+    op->free = free_upsert;
+    return 0;
+}
