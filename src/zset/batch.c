@@ -13,8 +13,9 @@
  * whole chunk reloads the next one. Tuples that end before the next chunk
  * are prefixes of all others in the range (their bytes agree up to the
  * padding), so they go first, ordered by length, and cache their length.
- * Equal tuples thus always end with equal cached chunks. Each scatter goes from
- * the entry array to a second one or back (no copy back), ranges of a few
+ * Equal tuples thus always end with equal cached chunks, which lets the
+ * consolidating pass skip most tuple reads. Each scatter goes from the
+ * entry array to a second one or back (no copy back), ranges of a few
  * entries finish with an insertion sort, and an explicit stack of ranges
  * replaces recursion.
  */
@@ -93,9 +94,18 @@ size_t batch_bytes(const Batch *b) { return batch_block_size(b->n, b->off[b->n])
 
 /* ---- comparison ---- */
 
-/* memcmp order, a proper prefix first. */
+/* memcmp order, a proper prefix first. The first 8 bytes are compared
+   inline, which decides most comparisons without a call. */
 static inline int bytes_cmp(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 {
+    if (la >= 8 && lb >= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
+        a += 8, b += 8, la -= 8, lb -= 8;
+    }
     size_t m = la < lb ? la : lb;
     int d = m ? memcmp(a, b, m) : 0;
     if (d)
@@ -119,6 +129,19 @@ int64_t batch_seek(const Batch *b, const uint8_t *k, size_t kn)
             hi = mid;
     }
     return lo;
+}
+
+/* memcpy, with short tuples copied by inline moves instead of a call. */
+static inline void copy_tuple(uint8_t *dst, const uint8_t *src, size_t len)
+{
+    if (len >= 8 && len <= 16) {
+        memcpy(dst, src, 8);
+        memcpy(dst + len - 8, src + len - 8, 8);
+    } else if (len >= 4 && len < 8) {
+        memcpy(dst, src, 4);
+        memcpy(dst + len - 4, src + len - 4, 4);
+    } else
+        memcpy(dst, src, len);
 }
 
 static inline int64_t add_weights(int64_t a, int64_t b)
@@ -150,6 +173,8 @@ void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, siz
 {
     if (w == 0)
         return;
+    if (unlikely(kn + vn > UINT32_MAX))
+        sl_panic("tuple of %zu bytes exceeds the 4 GiB limit", kn + vn);
     size_t sz = rec_size(kn + vn);
     buf_reserve(&bb->data, sz);
     uint8_t *p = bb->data.p + bb->data.n;
@@ -333,19 +358,6 @@ static void sort_range(SortCtx *x, SortRange r)
     }
 }
 
-/* memcpy, with short tuples copied by inline moves instead of a call. */
-static inline void copy_tuple(uint8_t *dst, const uint8_t *src, size_t len)
-{
-    if (len >= 8 && len <= 16) {
-        memcpy(dst, src, 8);
-        memcpy(dst + len - 8, src + len - 8, 8);
-    } else if (len >= 4 && len < 8) {
-        memcpy(dst, src, 4);
-        memcpy(dst + len - 4, src + len - 4, 4);
-    } else
-        memcpy(dst, src, len);
-}
-
 Batch *bb_finish(BatchBuilder *bb)
 {
     size_t n = (size_t)bb->n;
@@ -406,7 +418,7 @@ Batch *bb_finish(BatchBuilder *bb)
 static inline void emit(Batch *out, int64_t m, const Batch *s, int64_t i, int64_t w)
 {
     size_t len = s->off[i + 1] - s->off[i];
-    memcpy(out->data + out->off[m], s->data + s->off[i], len);
+    copy_tuple(out->data + out->off[m], s->data + s->off[i], len);
     out->off[m + 1] = out->off[m] + len;
     out->klen[m] = s->klen[i];
     out->w[m] = w;

@@ -7,7 +7,7 @@
  * its own allocation {klen, payload (16-byte aligned), key bytes}, so growth
  * moves slots but never payloads. Deletion leaves a tombstone, which keeps
  * slot positions fixed for an iteration in progress; tombstones go away
- * when the table is rebuilt (only on insert, never during iteration). The
+ * when an insert rebuilds the table (grown, or shrunk after deletes). The
  * slot index takes the top bits of hash * 2^64/phi, so hashes whose low
  * bits are fixed (e.g. by routing to a worker) still spread.
  */
@@ -104,12 +104,14 @@ static size_t free_slot(const HMap *m, uint64_t hash)
     return i;
 }
 
-/* Rebuild the slots at a capacity that keeps the load at most 0.5 after one
-   more insert (doubling when full, same size when mostly tombstones);
-   drops every tombstone. */
+/* Rebuild the slots at the least capacity that keeps the load at most 0.5
+   after one more insert (so a full table doubles, and one emptied by
+   deletes shrinks); drops every tombstone. Called by inserts that would
+   push the load with tombstones over 0.7 or that find the table below 1/8
+   full, never during an iteration. */
 static void rebuild(HMap *m)
 {
-    size_t cap = m->cap;
+    size_t cap = HMAP_MIN_CAP;
     while ((size_t)(m->count + 1) * 2 > cap)
         cap *= 2;
     Slot *old = m->slots;
@@ -125,10 +127,12 @@ void *hmap_upsert(HMap *m, const uint8_t *k, size_t kn, uint64_t hash, bool *cre
 {
     size_t i = lookup(m, k, kn, hash);
     if (i != SIZE_MAX) {
-        *created = false;
+        if (created)
+            *created = false;
         return m->slots[i].e->payload;
     }
-    if (((size_t)m->count + m->tombs + 1) * 10 > m->cap * 7)
+    size_t used = (size_t)m->count + 1;
+    if ((used + m->tombs) * 10 > m->cap * 7 || (m->cap > HMAP_MIN_CAP && used * 8 < m->cap))
         rebuild(m);
     i = free_slot(m, hash);
     if (m->slots[i].e == TOMB)
@@ -142,7 +146,8 @@ void *hmap_upsert(HMap *m, const uint8_t *k, size_t kn, uint64_t hash, bool *cre
     m->slots[i] = (Slot){hash, e};
     m->count++;
     m->entry_bytes += sz;
-    *created = true;
+    if (created)
+        *created = true;
     return e->payload;
 }
 

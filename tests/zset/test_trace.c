@@ -1,0 +1,334 @@
+/*
+ * tests/zset/test_trace.c - a trace fed random batches holds their integral:
+ * per-key lookups and trace_consolidate agree with a reference Z-set built
+ * by sorting every inserted tuple and summing equal ones; the spine stays
+ * logarithmic; merged-away batches stay readable until trace_step_end.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "zset/trace.h"
+
+static uint64_t rng_state = 0x7F4A7C159E3779B9ull;
+
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* ---- reference model ---- */
+
+typedef struct Tup {
+    uint8_t p[16];
+    size_t n;
+    uint32_t klen;
+    int64_t w;
+} Tup;
+
+typedef struct TupVec {
+    Tup *t;
+    size_t n, cap;
+} TupVec;
+
+static void tv_push(TupVec *v, Tup t)
+{
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 256;
+        v->t = realloc(v->t, v->cap * sizeof(Tup));
+    }
+    v->t[v->n++] = t;
+}
+
+static int tup_cmp(const void *x, const void *y)
+{
+    const Tup *a = x, *b = y;
+    size_t m = a->n < b->n ? a->n : b->n;
+    int d = memcmp(a->p, b->p, m);
+    if (d)
+        return d;
+    return (a->n > b->n) - (a->n < b->n);
+}
+
+/* Sort and consolidate v in place. */
+static void ref_consolidate(TupVec *v)
+{
+    qsort(v->t, v->n, sizeof(Tup), tup_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < v->n;) {
+        Tup acc = v->t[i];
+        size_t j = i + 1;
+        for (; j < v->n && tup_cmp(&v->t[j], &acc) == 0; j++)
+            acc.w += v->t[j].w;
+        if (acc.w != 0)
+            v->t[m++] = acc;
+        i = j;
+    }
+    v->n = m;
+}
+
+/* Key: 1-3 letters of {a,b,c,d} then NUL; val: 0-2 letters of {x,y} then NUL. */
+static Tup random_tup(void)
+{
+    Tup t;
+    size_t kn = 1 + rnd() % 3, vn = rnd() % 3;
+    for (size_t i = 0; i < kn; i++)
+        t.p[i] = (uint8_t)('a' + rnd() % 4);
+    t.p[kn] = 0;
+    for (size_t i = 0; i < vn; i++)
+        t.p[kn + 1 + i] = (uint8_t)('x' + rnd() % 2);
+    t.p[kn + 1 + vn] = 0;
+    t.klen = (uint32_t)kn + 1;
+    t.n = kn + vn + 2;
+    t.w = (int64_t)(rnd() % 5) - 2;
+    return t;
+}
+
+static Batch *batch_of(const Tup *t, size_t n)
+{
+    BatchBuilder *bb = bb_new();
+    for (size_t i = 0; i < n; i++)
+        bb_add(bb, t[i].p, t[i].klen, t[i].p + t[i].klen, t[i].n - t[i].klen, t[i].w);
+    return bb_finish(bb);
+}
+
+static void assert_batch_equals(const Batch *b, const TupVec *v)
+{
+    assert_int_equal(b->n, (int64_t)v->n);
+    for (size_t i = 0; i < v->n; i++) {
+        const Tup *t = &v->t[i];
+        assert_int_equal(b->off[i + 1] - b->off[i], t->n);
+        assert_memory_equal(b->data + b->off[i], t->p, t->n);
+        assert_int_equal(b->klen[i], t->klen);
+        assert_int_equal(b->w[i], t->w);
+    }
+}
+
+/* trace_for_key callback: collects (val, weight) as tuples. */
+static void collect(void *ctx, const uint8_t *val, size_t vn, int64_t w)
+{
+    Tup t = {.n = vn, .klen = 0, .w = w};
+    assert_true(vn <= sizeof(t.p));
+    memcpy(t.p, val, vn);
+    tv_push(ctx, t);
+}
+
+static void count_calls(void *ctx, const uint8_t *val, size_t vn, int64_t w)
+{
+    (*(int64_t *)ctx)++;
+}
+
+/* Assert that trace_for_key(k) sums to the reference's tuples with key k. */
+static void assert_key_matches(const Trace *tr, const TupVec *ref, const uint8_t *k, size_t kn)
+{
+    TupVec got = {0}, want = {0};
+    trace_for_key(tr, k, kn, collect, &got);
+    ref_consolidate(&got);
+    for (size_t i = 0; i < ref->n; i++)
+        if (ref->t[i].klen == kn && memcmp(ref->t[i].p, k, kn) == 0) {
+            Tup t = {.n = ref->t[i].n - kn, .w = ref->t[i].w};
+            memcpy(t.p, ref->t[i].p + kn, t.n);
+            tv_push(&want, t);
+        }
+    assert_int_equal(got.n, want.n);
+    for (size_t i = 0; i < got.n; i++) {
+        assert_int_equal(tup_cmp(&got.t[i], &want.t[i]), 0);
+        assert_int_equal(got.t[i].w, want.t[i].w);
+    }
+    free(got.t);
+    free(want.t);
+}
+
+/* ---- tests ---- */
+
+static void test_trace_for_key_sums_equal_the_reference_integral(void **state)
+{
+    Trace *tr = trace_new();
+    TupVec all = {0};
+    for (int step = 0; step < 300; step++) {
+        size_t n = rnd() % 4 == 0 ? rnd() % 2000 : rnd() % 50;
+        Tup *t = malloc((n ? n : 1) * sizeof(Tup));
+        for (size_t i = 0; i < n; i++) {
+            t[i] = random_tup();
+            tv_push(&all, t[i]);
+        }
+        trace_insert_take(tr, batch_of(t, n));
+        free(t);
+        if (step % 3 == 0)
+            trace_step_end(tr);
+        if (step % 50 == 49) {
+            TupVec ref = {0};
+            for (size_t i = 0; i < all.n; i++)
+                tv_push(&ref, all.t[i]);
+            ref_consolidate(&ref);
+            for (int probe = 0; probe < 40; probe++) {
+                Tup q = random_tup();
+                assert_key_matches(tr, &ref, q.p, q.klen);
+            }
+            free(ref.t);
+        }
+    }
+    trace_free(tr);
+    free(all.t);
+}
+
+static void test_trace_consolidate_equals_the_reference(void **state)
+{
+    Trace *tr = trace_new();
+    TupVec all = {0};
+    for (int round = 0; round < 3; round++) {
+        for (int step = 0; step < 100; step++) {
+            size_t n = rnd() % 300;
+            Tup *t = malloc((n ? n : 1) * sizeof(Tup));
+            for (size_t i = 0; i < n; i++) {
+                t[i] = random_tup();
+                tv_push(&all, t[i]);
+            }
+            trace_insert_take(tr, batch_of(t, n));
+            free(t);
+        }
+        Batch *c = trace_consolidate(tr);
+        TupVec ref = {0};
+        for (size_t i = 0; i < all.n; i++)
+            tv_push(&ref, all.t[i]);
+        ref_consolidate(&ref);
+        assert_batch_equals(c, &ref);
+        assert_int_equal(trace_count(tr), c->n);
+        /* the trace's only batch is the consolidated one */
+        Batch *again = trace_consolidate(tr);
+        assert_ptr_equal(again, c);
+        batch_unref(again);
+        batch_unref(c);
+        trace_step_end(tr);
+        free(ref.t);
+    }
+    trace_free(tr);
+    free(all.t);
+}
+
+static void test_trace_keeps_a_logarithmic_number_of_batches(void **state)
+{
+    /* Every batch holds the marker tuple ("m", "") with weight 1, so each
+       spine batch holds it once and trace_for_key("m") counts the spine. */
+    static const uint8_t marker[] = {'m', 0, 0};
+    Trace *tr = trace_new();
+    int64_t inserted = 0;
+    for (int step = 0; step < 2000; step++) {
+        size_t n = 1 + (step % 7 == 0 ? rnd() % 300 : rnd() % 5);
+        BatchBuilder *bb = bb_new();
+        bb_add(bb, marker, 2, marker + 2, 1, 1);
+        for (size_t i = 1; i < n; i++) {
+            uint64_t v = rnd();
+            bb_add(bb, (const uint8_t *)"k", 1, (const uint8_t *)&v, 8, 1);
+        }
+        trace_insert_take(tr, bb_finish(bb));
+        inserted++;
+        trace_step_end(tr);
+
+        int64_t spine = 0;
+        trace_for_key(tr, marker, 2, count_calls, &spine);
+        int64_t total = trace_count(tr), log2n = 0;
+        while ((INT64_C(1) << (log2n + 1)) <= total)
+            log2n++;
+        if (spine > log2n + 1)
+            fail_msg("step %d: %lld batches for %lld tuples", step, (long long)spine,
+                     (long long)total);
+    }
+    TupVec got = {0};
+    trace_for_key(tr, marker, 2, collect, &got);
+    int64_t sum = 0;
+    for (size_t i = 0; i < got.n; i++)
+        sum += got.t[i].w;
+    assert_int_equal(sum, inserted);
+    free(got.t);
+    trace_free(tr);
+}
+
+static void test_trace_of_a_batch_and_its_negation_is_empty(void **state)
+{
+    enum { N = 500 };
+    Tup t[N];
+    for (int i = 0; i < N; i++)
+        t[i] = random_tup();
+    Trace *tr = trace_new();
+    trace_insert_take(tr, batch_of(t, N));
+    for (int i = 0; i < N; i++)
+        t[i].w = -t[i].w;
+    trace_insert_take(tr, batch_of(t, N));
+    assert_int_equal(trace_count(tr), 0);
+    trace_insert_take(tr, batch_empty());
+    assert_int_equal(trace_count(tr), 0);
+    Batch *c = trace_consolidate(tr);
+    assert_int_equal(c->n, 0);
+    batch_unref(c);
+    trace_free(tr);
+}
+
+/* trace_for_key callback: remembers the last val pointer. */
+static void keep_val(void *ctx, const uint8_t *val, size_t vn, int64_t w)
+{
+    *(const uint8_t **)ctx = val;
+}
+
+/* A batch of plain tuples "s\0" for each string s (weight 1). */
+static Batch *batch_of_keys(const char *const *keys, size_t n)
+{
+    BatchBuilder *bb = bb_new();
+    for (size_t i = 0; i < n; i++)
+        bb_add(bb, (const uint8_t *)keys[i], strlen(keys[i]) + 1, NULL, 0, 1);
+    return bb_finish(bb);
+}
+
+static void test_trace_val_pointers_stay_valid_until_step_end(void **state)
+{
+    static const uint8_t k[] = {'k', 0};
+    Trace *tr = trace_new();
+    BatchBuilder *bb = bb_new();
+    bb_add(bb, k, 2, (const uint8_t *)"val", 4, 1);
+    bb_add(bb, k, 2, (const uint8_t *)"v2", 3, 1);
+    bb_add(bb, (const uint8_t *)"a", 2, NULL, 0, 1);
+    trace_insert_take(tr, bb_finish(bb)); /* spine: [3] */
+    const uint8_t *val = NULL;
+    trace_for_key(tr, k, 2, keep_val, &val);
+    assert_int_equal(memcmp(val, "val", 4), 0);
+
+    trace_insert_take(tr, batch_of_keys((const char *[]){"z"}, 1)); /* [3, 1] */
+    Batch *c = batch_of_keys((const char *[]){"y", "x"}, 2);
+    const uint8_t *cval = batch_key(c, 0);
+    trace_insert_take(tr, c); /* [6]: both old batches and c merged away */
+    /* memcmp, not cmocka's uninstrumented compare: ASan flags freed memory */
+    assert_int_equal(memcmp(val, "val", 4), 0);
+    assert_int_equal(memcmp(cval, "x", 2), 0);
+
+    trace_for_key(tr, k, 2, keep_val, &val);
+    trace_insert_take(tr, batch_of_keys((const char *[]){"w"}, 1)); /* [6, 1] */
+    Batch *all = trace_consolidate(tr);                            /* [7] */
+    assert_int_equal(all->n, 7);
+    assert_int_equal(memcmp(val, "val", 4), 0);
+    assert_true(trace_bytes(tr) > batch_bytes(all));
+    trace_step_end(tr);
+    assert_true(trace_bytes(tr) >= batch_bytes(all));
+    batch_unref(all);
+
+    /* retired batches still pending are freed by trace_free */
+    trace_insert_take(tr, batch_of_keys((const char *[]){"a", "b", "c", "d"}, 4));
+    trace_free(tr);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trace_for_key_sums_equal_the_reference_integral),
+        cmocka_unit_test(test_trace_consolidate_equals_the_reference),
+        cmocka_unit_test(test_trace_keeps_a_logarithmic_number_of_batches),
+        cmocka_unit_test(test_trace_of_a_batch_and_its_negation_is_empty),
+        cmocka_unit_test(test_trace_val_pointers_stay_valid_until_step_end),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
