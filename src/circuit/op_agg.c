@@ -62,6 +62,7 @@ typedef struct AggSt {
     Buf kb, vb;
     Arena *scratch_arena;
     Chunk *scratch;      /* one row of output values for encoding */
+    struct Local *local; /* reused local-combine tables */
 } AggSt;
 
 static void touch(AggSt *s, Group *g, int64_t step)
@@ -87,36 +88,193 @@ static void add_garbage(AggSt *s, uint8_t *p)
     s->garbage[s->ngarbage++] = p;
 }
 
-/* Fold the rows of c (columns: group keys, then aggregate arguments) into
-   partial accumulators in `local`. */
-static void fold_chunk(Op *op, AggSt *s, const Chunk *c, HMap *local)
+/*
+ * Local combine: rows of one chunk folded into partial accumulators per
+ * group, column at a time. First every row gets its group's slot (an
+ * integer-keyed table when the group key is one NOT NULL integer-like
+ * column - no encoding, no memcmp; the encoded key in a hash map otherwise),
+ * then each aggregate runs one tight loop over the rows.
+ */
+typedef struct Local {
+    int64_t *slot;       /* per row */
+    int64_t cap;
+    int64_t *first;      /* per slot: a row of the group (to encode its key) */
+    uint8_t *parts;      /* per slot: Part of partsz bytes */
+    int64_t nslots, capslots;
+    int64_t *hk;         /* integer key table: keys */
+    int64_t *hv;         /* ... slot + 1, 0 = empty */
+    size_t hcap;
+    HMap *gen;           /* encoded key -> slot (generic keys) */
+} Local;
+
+static Part *local_part(AggSt *s, Local *l, int64_t slot)
 {
-    const CNode *n = op->node;
-    for (int64_t r = 0; r < c->n; r++) {
-        int64_t w = c->w[r];
+    return (Part *)(l->parts + (size_t)slot * s->partsz);
+}
+
+static int64_t local_new_slot(AggSt *s, Local *l, int64_t row)
+{
+    if (l->nslots == l->capslots) {
+        l->capslots = l->capslots ? l->capslots * 2 : 64;
+        l->first = sl_realloc(l->first, sizeof(int64_t) * (size_t)l->capslots);
+        l->parts = sl_realloc(l->parts, s->partsz * (size_t)l->capslots);
+    }
+    memset(l->parts + (size_t)l->nslots * s->partsz, 0, s->partsz);
+    l->first[l->nslots] = row;
+    return l->nslots++;
+}
+
+static void local_reset(Local *l)
+{
+    l->nslots = 0;
+    if (l->hv)
+        memset(l->hv, 0, sizeof(int64_t) * l->hcap);
+    if (l->gen) {
+        hmap_free(l->gen);
+        l->gen = NULL;
+    }
+}
+
+static void local_free(Local *l)
+{
+    sl_free(l->slot);
+    sl_free(l->first);
+    sl_free(l->parts);
+    sl_free(l->hk);
+    sl_free(l->hv);
+    if (l->gen)
+        hmap_free(l->gen);
+}
+
+static void int_table_grow(Local *l)
+{
+    size_t ncap = l->hcap ? l->hcap * 2 : 1024;
+    int64_t *nk = sl_malloc(sizeof(int64_t) * ncap), *nv = sl_calloc(ncap, sizeof(int64_t));
+    for (size_t i = 0; i < l->hcap; i++) {
+        if (!l->hv[i])
+            continue;
+        size_t h = (size_t)(((uint64_t)l->hk[i] * 0x9E3779B97F4A7C15ull) >> 20) & (ncap - 1);
+        while (nv[h])
+            h = (h + 1) & (ncap - 1);
+        nk[h] = l->hk[i];
+        nv[h] = l->hv[i];
+    }
+    sl_free(l->hk);
+    sl_free(l->hv);
+    l->hk = nk;
+    l->hv = nv;
+    l->hcap = ncap;
+}
+
+static void assign_slots(AggSt *s, Local *l, const Chunk *c)
+{
+    int64_t n = c->n;
+    if (n > l->cap) {
+        l->cap = n;
+        l->slot = sl_realloc(l->slot, sizeof(int64_t) * (size_t)n);
+    }
+    if (s->ngroup == 0) {
+        if (n && l->nslots == 0)
+            local_new_slot(s, l, 0);
+        if (n)
+            memset(l->slot, 0, sizeof(int64_t) * (size_t)n);
+        return;
+    }
+    const Vec *g = &c->col[0];
+    if (s->ngroup == 1 && g->i && !g->nul) {
+        const int64_t *v = g->i;
+        int64_t last_key = 0, last_slot = -1;
+        for (int64_t r = 0; r < n; r++) {
+            int64_t k = v[r];
+            if (k == last_key && last_slot >= 0) {
+                l->slot[r] = last_slot;
+                continue;
+            }
+            if ((size_t)(l->nslots + 1) * 2 > l->hcap)
+                int_table_grow(l);
+            size_t mask = l->hcap - 1;
+            size_t h = (size_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+            while (l->hv[h] && l->hk[h] != k)
+                h = (h + 1) & mask;
+            if (!l->hv[h]) {
+                l->hk[h] = k;
+                l->hv[h] = local_new_slot(s, l, r) + 1;
+            }
+            last_key = k;
+            last_slot = l->slot[r] = l->hv[h] - 1;
+        }
+        return;
+    }
+    if (!l->gen)
+        l->gen = hmap_new(sizeof(int64_t));
+    for (int64_t r = 0; r < n; r++) {
         bool created;
         buf_reset(&s->kb);
         key_encode(c, s->gcols, s->ngroup, r, &s->kb);
-        Part *p = hmap_upsert(local, s->kb.p, s->kb.n, sl_hash(s->kb.p, s->kb.n), &created);
-        p->count += w;
-        for (int j = 0; j < n->naggs; j++) {
-            const AggSpec *a = &n->aggs[j];
-            Acc *acc = &p->acc[j];
-            if (a->kind == AGG_COUNT_STAR) {
-                acc->cnt += w;
-                continue;
-            }
-            const Vec *v = &c->col[a->col];
-            if (vec_is_null(v, r))
-                continue;
-            acc->cnt += w;
-            if (a->kind == AGG_SUM || a->kind == AGG_AVG) {
-                if (v->f)
-                    acc->fsum += v->f[r] * (double)w;
-                else
-                    acc->isum += (__int128)v->i[r] * w;
-            }
+        int64_t *e = hmap_upsert(l->gen, s->kb.p, s->kb.n, sl_hash(s->kb.p, s->kb.n), &created);
+        if (created)
+            *e = local_new_slot(s, l, r);
+        l->slot[r] = *e;
+    }
+}
+
+/* Fold the rows of c (columns: group keys, then aggregate arguments) into
+   the partial accumulators of l (after local_reset). */
+static void fold_chunk(Op *op, AggSt *s, const Chunk *c, Local *l)
+{
+    const CNode *n = op->node;
+    const int64_t *w = c->w, *sl;
+    int64_t rows = c->n;
+    bool unit = true;
+    assign_slots(s, l, c);
+    sl = l->slot;
+    for (int64_t r = 0; r < rows && unit; r++)
+        unit = w[r] == 1;
+    for (int64_t r = 0; r < rows; r++)
+        local_part(s, l, sl[r])->count += w[r];
+    for (int j = 0; j < n->naggs; j++) {
+        const AggSpec *a = &n->aggs[j];
+        size_t off = offsetof(Part, acc) + sizeof(Acc) * (size_t)j;
+        uint8_t *base = l->parts;
+        size_t psz = s->partsz;
+#define ACC(r) ((Acc *)(base + (size_t)sl[r] * psz + off))
+        if (a->kind == AGG_COUNT_STAR) {
+            for (int64_t r = 0; r < rows; r++)
+                ACC(r)->cnt += w[r];
+            continue;
         }
+        const Vec *v = &c->col[a->col];
+        const uint8_t *nul = v->nul;
+        bool sum = a->kind == AGG_SUM || a->kind == AGG_AVG;
+        if (!sum) { /* COUNT(x); MIN/MAX only need the non-NULL count */
+            for (int64_t r = 0; r < rows; r++)
+                if (!nul || !nul[r])
+                    ACC(r)->cnt += w[r];
+        } else if (v->f) {
+            const double *x = v->f;
+            for (int64_t r = 0; r < rows; r++)
+                if (!nul || !nul[r]) {
+                    Acc *acc = ACC(r);
+                    acc->cnt += w[r];
+                    acc->fsum += x[r] * (double)w[r];
+                }
+        } else if (!nul && unit) {
+            const int64_t *x = v->i;
+            for (int64_t r = 0; r < rows; r++) {
+                Acc *acc = ACC(r);
+                acc->cnt++;
+                acc->isum += x[r];
+            }
+        } else {
+            const int64_t *x = v->i;
+            for (int64_t r = 0; r < rows; r++)
+                if (!nul || !nul[r]) {
+                    Acc *acc = ACC(r);
+                    acc->cnt += w[r];
+                    acc->isum += (__int128)x[r] * w[r];
+                }
+        }
+#undef ACC
     }
 }
 
@@ -337,17 +495,16 @@ static int eval_agg(Op *op, OpEnv *env, Chunk **in)
     for (int d = 0; d < W; d++)
         buf_reset(xchg_buf(x, me, d, 0));
     if (n->linear) {
-        HMap *local = hmap_new(s->partsz);
-        fold_chunk(op, s, c, local);
-        size_t it = 0;
-        const uint8_t *k;
-        size_t kn;
-        void *pl;
-        while (hmap_next(local, &it, &k, &kn, &pl)) {
-            int d = s->ngroup ? op_route(k, kn, W) : 0;
-            xrec_put(xchg_buf(x, me, d, 0), k, (uint32_t)kn, pl, (uint32_t)s->partsz, 1);
+        Local *l = s->local;
+        local_reset(l);
+        fold_chunk(op, s, c, l);
+        for (int64_t i = 0; i < l->nslots; i++) {
+            buf_reset(&s->kb);
+            key_encode(c, s->gcols, s->ngroup, l->first[i], &s->kb);
+            int d = s->ngroup ? op_route(s->kb.p, s->kb.n, W) : 0;
+            xrec_put(xchg_buf(x, me, d, 0), s->kb.p, (uint32_t)s->kb.n,
+                     (const uint8_t *)local_part(s, l, i), (uint32_t)s->partsz, 1);
         }
-        hmap_free(local);
     } else {
         int *acols = arena_alloc(env->arena, sizeof(int) * (size_t)(s->nin - s->ngroup + 1));
         for (int j = s->ngroup; j < s->nin; j++)
@@ -402,15 +559,14 @@ static int eval_agg(Op *op, OpEnv *env, Chunk **in)
                 rows->w[i] = r.w;
             }
         }
-        HMap *local = hmap_new(s->partsz);
-        fold_chunk(op, s, rows, local);
-        size_t it = 0;
-        const uint8_t *k;
-        size_t kn;
-        void *pl;
-        while (hmap_next(local, &it, &k, &kn, &pl))
-            merge_part(s, k, kn, pl, env->step);
-        hmap_free(local);
+        Local *l = s->local;
+        local_reset(l);
+        fold_chunk(op, s, rows, l);
+        for (int64_t i = 0; i < l->nslots; i++) {
+            buf_reset(&s->kb);
+            key_encode(rows, s->gcols, s->ngroup, l->first[i], &s->kb);
+            merge_part(s, s->kb.p, s->kb.n, local_part(s, l, i), env->step);
+        }
         /* value multisets for MIN/MAX */
         for (int j = 0; j < n->naggs; j++) {
             if (!s->minmax[j])
@@ -471,6 +627,8 @@ static void free_agg(Op *op)
     buf_free(&s->kb);
     buf_free(&s->vb);
     arena_free(s->scratch_arena);
+    local_free(s->local);
+    sl_free(s->local);
     sl_free(s);
 }
 
@@ -495,6 +653,7 @@ int op_agg_init(Op *op)
     s->scratch_arena = arena_new(4096);
     s->scratch = chunk_new(s->scratch_arena, n->ncol, n->types, 1);
     s->scratch->n = 1;
+    s->local = sl_calloc(1, sizeof(Local));
     op->st = s;
     op->eval = eval_agg;
     op->step_end = step_end_agg;

@@ -10,16 +10,20 @@
  *   1. generates a random stream of insertions and deletions (deletions only
  *      of rows present) from a fixed seed, in phases that fill the tables,
  *      thin them out, drain them completely and fill them again;
- *   2. cuts it into steps three ways (one step; one change per step; random
- *      step sizes including empty steps) and runs each cut with 1, 2 and 4
- *      workers, giving each worker its share of a step's rows (round-robin,
- *      contiguous or random, sometimes in two pieces, sometimes none);
- *   3. checks, after every step of the per-step cuts and after the last step
- *      of every cut, that the sum of the views' sink contents over all
- *      workers equals the reference over the input integrated so far, and
- *      that the final contents are byte-identical across all runs.
+ *   2. cuts it into steps four ways (one step; one change per step; random
+ *      small steps including empty ones; random large steps whose rows are
+ *      consolidated per worker, so weights other than +-1 occur) and runs
+ *      each cut with 1, 2 and 4 workers, giving each worker its share of a
+ *      step's rows (round-robin, contiguous or random, sometimes in two
+ *      pieces, sometimes none);
+ *   3. checks, after every step of every cut but the single-step one (and
+ *      after that one's only step), that the sum of each view's sink
+ *      contents over all workers equals the reference over the input
+ *      integrated so far, and that the final contents are byte-identical
+ *      across all runs.
  * Failures clean up first (workers joined, memory freed), print the
- * difference to stderr, then fail the cmocka test.
+ * difference to stderr, then fail the cmocka test. SL_PROP_ROUNDS=N in the
+ * environment repeats every property with N seeds (a longer soak).
  */
 #ifndef SL_TESTS_CIRCUIT_HARNESS_H
 #define SL_TESTS_CIRCUIT_HARNESS_H
@@ -629,14 +633,21 @@ static inline void h_put_row(Chunk *c, int64_t r, const HRow *row, int64_t w, Ar
     c->w[r] = w;
 }
 
+typedef struct HEnt { /* one input row for a worker and its weight */
+    const HRow *r;
+    int64_t w;
+} HEnt;
+
 /*
  * One run: the changes cut into steps of sizes sizes[0..nsteps), on W
- * workers. Checks every view after every step when per_step, else after
- * the last. Final contents go to final[] (caller frees). Returns false with
- * x->msg set on the first failure; always frees the runtime.
+ * workers. With consolidate, each worker's share of a step is summed per
+ * distinct row first (weights other than +-1, zero-sum rows left out).
+ * Checks every view after every step when per_step, else after the last.
+ * Final contents go to final[] (caller frees). Returns false with x->msg
+ * set on the first failure; always frees the runtime.
  */
 static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int W, bool per_step,
-                             uint64_t seed, HCanon *final)
+                             bool consolidate, uint64_t seed, HCanon *final)
 {
     const Circuit *c = x->c;
     Runtime *rt = rt_new(c, W);
@@ -654,6 +665,7 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
             tsh[t].ph[j] = type_phys(r->types[j].kind);
     }
     int64_t *who = sl_malloc(sizeof(int64_t) * (size_t)(x->changes.n + 1));
+    HEnt *ents = sl_malloc(sizeof(HEnt) * (size_t)(x->changes.n + 1));
     for (int64_t s = 0; s < nsteps && ok; s++) {
         Arena *a = arena_new(1 << 12); /* fresh each step: stale pointers trip ASan */
         const HChange *ch = x->changes.c + pos;
@@ -667,8 +679,23 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
             const Relation *rel = &c->rels[x->trel[t]];
             for (int w = 0; w < W; w++) {
                 int64_t k = 0;
-                for (int64_t i = 0; i < n; i++)
-                    k += ch[i].table == t && who[i] == w;
+                for (int64_t i = 0; i < n; i++) {
+                    if (ch[i].table != t || who[i] != w)
+                        continue;
+                    int64_t e = k;
+                    if (consolidate)
+                        for (e = 0; e < k && h_row_cmp(ents[e].r, &ch[i].row, &tsh[t]); e++)
+                            ;
+                    if (e == k)
+                        ents[k++] = (HEnt){&ch[i].row, ch[i].w};
+                    else
+                        ents[e].w += ch[i].w;
+                }
+                int64_t kept = 0;
+                for (int64_t e = 0; e < k; e++)
+                    if (ents[e].w != 0)
+                        ents[kept++] = ents[e];
+                k = kept;
                 if (k == 0) {
                     if (s % 2 == 0) {
                         rt_set_input(rt, w, x->trel[t], NULL);
@@ -683,11 +710,9 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
                 int64_t cut = k >= 2 && h_below(&st, 3) == 0 ? 1 + h_below(&st, k - 1) : k;
                 Chunk *c1 = chunk_new(a, rel->ncol, rel->types, cut);
                 Chunk *c2 = chunk_new(a, rel->ncol, rel->types, k - cut);
-                for (int64_t i = 0; i < n; i++) {
-                    if (ch[i].table != t || who[i] != w)
-                        continue;
-                    Chunk *d = c1->n < cut ? c1 : c2;
-                    h_put_row(d, d->n, &ch[i].row, ch[i].w, a);
+                for (int64_t e = 0; e < k; e++) {
+                    Chunk *d = e < cut ? c1 : c2;
+                    h_put_row(d, d->n, ents[e].r, ents[e].w, a);
                     d->n++;
                 }
                 Piece *p1 = arena_zalloc(a, sizeof(Piece));
@@ -718,6 +743,7 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
         for (int v = 0; v < x->nviews; v++)
             final[v] = h_collect(rt, c->rels[x->vrel[v]].sink);
     sl_free(who);
+    sl_free(ents);
     for (int t = 0; t < x->ntables; t++)
         h_rows_free(&tabs[t]);
     rt_free(rt);
@@ -734,13 +760,15 @@ static inline bool h_canon_eq(const HCanon *a, const HCanon *b)
     return true;
 }
 
-enum { H_CUT_ONE, H_CUT_EACH, H_CUT_RANDOM, H_NCUTS };
+enum { H_CUT_ONE, H_CUT_EACH, H_CUT_RANDOM, H_CUT_LARGE, H_NCUTS };
 
-/* Run the whole property for one spec; fails the cmocka test on a difference. */
-static inline void h_run(const HSpec *s)
+/* The whole property for one spec and seed; fails the cmocka test on a
+   difference. */
+static inline void h_run_seed(const HSpec *s)
 {
     static const int workers[] = {1, 2, 4};
-    static const char *const cut_names[] = {"one step", "one change per step", "random steps"};
+    static const char *const cut_names[] = {"one step", "one change per step", "random steps",
+                                            "random large consolidated steps"};
     HCtx *x = sl_calloc(1, sizeof(*x));
     Err err = {0};
     x->spec = s;
@@ -818,6 +846,16 @@ static inline void h_run(const HSpec *s)
         left -= k;
     }
     sizes[H_CUT_RANDOM][nsteps[H_CUT_RANDOM]++] = 0; /* and end with one */
+    sizes[H_CUT_LARGE] = sl_malloc(sizeof(int64_t) * (size_t)(total + 1));
+    nsteps[H_CUT_LARGE] = 0;
+    for (int64_t left = total; left > 0;) {
+        int64_t k = 1 + h_below(&st, 150);
+        k = k > left ? left : k;
+        sizes[H_CUT_LARGE][nsteps[H_CUT_LARGE]++] = k;
+        left -= k;
+    }
+    if (!nsteps[H_CUT_LARGE])
+        sizes[H_CUT_LARGE][nsteps[H_CUT_LARGE]++] = 0;
 
     HCanon first[H_MAXV], cur[H_MAXV];
     memset(first, 0, sizeof(first));
@@ -828,7 +866,7 @@ static inline void h_run(const HSpec *s)
             memset(cur, 0, sizeof(cur));
             snprintf(x->what, sizeof(x->what), "%s (%lld steps), %d worker%s", cut_names[k],
                      (long long)nsteps[k], W, W == 1 ? "" : "s");
-            ok = h_run_one(x, sizes[k], nsteps[k], W, k != H_CUT_ONE,
+            ok = h_run_one(x, sizes[k], nsteps[k], W, k != H_CUT_ONE, k == H_CUT_LARGE,
                            s->seed * 31 + (uint64_t)(k * 7 + W), cur);
             if (!ok)
                 break;
@@ -858,7 +896,20 @@ static inline void h_run(const HSpec *s)
     memcpy(msg, x->msg, sizeof(msg));
     sl_free(x);
     if (!ok)
-        fail_msg("%s", msg);
+        fail_msg("seed %llu: %s", (unsigned long long)s->seed, msg);
+}
+
+/* The property with the spec's seed, and with SL_PROP_ROUNDS-1 more seeds
+   when that environment variable is set (a longer soak). */
+static inline void h_run(const HSpec *s)
+{
+    const char *e = getenv("SL_PROP_ROUNDS");
+    long rounds = e ? strtol(e, NULL, 10) : 1;
+    for (long r = 0; r < (rounds > 1 ? rounds : 1); r++) {
+        HSpec one = *s;
+        one.seed = s->seed + (uint64_t)r * 1000003u;
+        h_run_seed(&one);
+    }
 }
 
 #endif

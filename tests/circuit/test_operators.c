@@ -82,17 +82,25 @@ static void ref_map_w(const HRows *tabs, HRows *out)
     }
 }
 
+/* the materialized table itself: its integrated input */
+static void ref_map_table(const HRows *tabs, HRows *out)
+{
+    for (int64_t i = 0; i < tabs[0].n; i++)
+        h_emit(out, &tabs[0].r[i]);
+}
+
 static void test_map_filter_project_integral_matches_reference_for_any_steps_and_workers(
     void **state)
 {
     (void)state;
     HSpec s = {
-        .sql = "CREATE TABLE t (a INT, b BIGINT NOT NULL, s VARCHAR);\n"
+        .sql = "CREATE TABLE t (a INT, b BIGINT NOT NULL, s VARCHAR)\n"
+               "  WITH ('materialized' = 'true');\n"
                "CREATE MATERIALIZED VIEW v AS SELECT a + 1 AS x, b, s FROM t WHERE a > 2;\n"
                "CREATE MATERIALIZED VIEW w AS SELECT b * 2 - a AS y, s FROM t\n"
                "  WHERE s IS NOT NULL AND b <> 3;\n",
         .tables = {{"t", 3, {{-2, 6, 20}, {0, 5, 0}, {0, 6, 15}}}},
-        .views = {{"v", ref_map_v}, {"w", ref_map_w}},
+        .views = {{"v", ref_map_v}, {"w", ref_map_w}, {"t", ref_map_table}},
         .nchanges = 400,
         .seed = 1,
     };
@@ -518,6 +526,27 @@ static void ref_expr_k(const HRows *tabs, HRows *out)
     }
 }
 
+/* k2: SELECT a, b, COALESCE(b, a, -1) AS co,
+         CASE a WHEN 1 THEN 'one' WHEN 2 THEN 'two' ELSE s END AS nm,
+         (a IN (1, NULL)) IS NULL AS unk
+       FROM t WHERE b NOT BETWEEN 2 AND 4 OR a IN (1, NULL) OR NOT (s <> 'ab') */
+static void ref_expr_k2(const HRows *tabs, HRows *out)
+{
+    for (int64_t i = 0; i < tabs[0].n; i++) {
+        const HVal *v = tabs[0].r[i].v; /* a, b, s */
+        /* x IN (1, NULL) is TRUE when x = 1, else unknown */
+        bool in1 = !v[0].null && v[0].i == 1;
+        bool keep = (!v[1].null && (v[1].i < 2 || v[1].i > 4)) || in1 || h_str_is(&v[2], "ab");
+        if (!keep)
+            continue;
+        HVal co = !v[1].null ? v[1] : !v[0].null ? v[0] : h_int(-1);
+        HVal nm = in1                          ? h_str("one", 3)
+                  : !v[0].null && v[0].i == 2 ? h_str("two", 3)
+                                               : v[2];
+        h_emit(out, ROW(v[0], v[1], co, nm, h_int(!in1)));
+    }
+}
+
 static void test_having_case_between_in_is_null_match_reference_for_any_steps_and_workers(
     void **state)
 {
@@ -532,9 +561,13 @@ static void test_having_case_between_in_is_null_match_reference_for_any_steps_an
                "CREATE MATERIALIZED VIEW k AS SELECT a,\n"
                "  CASE WHEN b IS NULL THEN -1 WHEN b BETWEEN 2 AND 4 THEN 1 ELSE 0 END AS k,\n"
                "  CASE WHEN a > 2 THEN 'big' END AS sz, s\n"
-               "  FROM t WHERE b NOT IN (3, 5) OR s IN ('a', 'b');\n",
+               "  FROM t WHERE b NOT IN (3, 5) OR s IN ('a', 'b');\n"
+               "CREATE MATERIALIZED VIEW k2 AS SELECT a, b, COALESCE(b, a, -1) AS co,\n"
+               "  CASE a WHEN 1 THEN 'one' WHEN 2 THEN 'two' ELSE s END AS nm,\n"
+               "  (a IN (1, NULL)) IS NULL AS unk\n"
+               "  FROM t WHERE b NOT BETWEEN 2 AND 4 OR a IN (1, NULL) OR NOT (s <> 'ab');\n",
         .tables = {{"t", 3, {{0, 5, 15}, {0, 6, 20}, {0, 4, 20}}}},
-        .views = {{"h", ref_expr_h}, {"k", ref_expr_k}},
+        .views = {{"h", ref_expr_h}, {"k", ref_expr_k}, {"k2", ref_expr_k2}},
         .nchanges = 400,
         .seed = 8,
     };

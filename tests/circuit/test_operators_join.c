@@ -38,6 +38,16 @@ static void ref_join_js(const HRows *tabs, HRows *out)
         h_emit(out, ROW(t[2], t[1], u[1], u[0]));
 }
 
+/* jx: SELECT t.a, t.b, u.a AS ua FROM t JOIN u ON t.a + 1 = u.a AND t.b = u.c
+   (computed key; INT against BIGINT) */
+static void ref_join_jx(const HRows *tabs, HRows *out)
+{
+    FOR_ROWS(t, &tabs[0])
+    FOR_ROWS(u, &tabs[1])
+    if (!t[0].null && !u[0].null && t[0].i + 1 == u[0].i && h_sql_eq(&t[1], &u[1]))
+        h_emit(out, ROW(t[0], t[1], u[0]));
+}
+
 static void test_join_on_one_key_integral_matches_reference_for_any_steps_and_workers(
     void **state)
 {
@@ -47,10 +57,12 @@ static void test_join_on_one_key_integral_matches_reference_for_any_steps_and_wo
                "CREATE TABLE u (a INT, c BIGINT, s VARCHAR);\n"
                "CREATE MATERIALIZED VIEW j1 AS SELECT t.a, t.b, u.c FROM t JOIN u ON t.a = u.a;\n"
                "CREATE MATERIALIZED VIEW js AS SELECT t.s, t.b, u.c, u.a FROM t JOIN u\n"
-               "  ON u.s = t.s WHERE u.c > 0;\n",
+               "  ON u.s = t.s WHERE u.c > 0;\n"
+               "CREATE MATERIALIZED VIEW jx AS SELECT t.a, t.b, u.a AS ua FROM t JOIN u\n"
+               "  ON t.a + 1 = u.a AND t.b = u.c;\n",
         .tables = {{"t", 3, {{0, 5, 20}, {0, 3, 0}, {0, 6, 20}}},
                    {"u", 3, {{0, 6, 20}, {-1, 3, 15}, {0, 6, 20}}}},
-        .views = {{"j1", ref_join_j1}, {"js", ref_join_js}},
+        .views = {{"j1", ref_join_j1}, {"js", ref_join_js}, {"jx", ref_join_jx}},
         .nchanges = 400,
         .seed = 41,
     };

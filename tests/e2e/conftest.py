@@ -18,8 +18,11 @@ import pytest
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLES = os.path.join(REPO, "examples")
 
-SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "runtime error:",
-                     "UndefinedBehaviorSanitizer", "Segmentation fault")
+SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
+                     "ThreadSanitizer", "Segmentation fault", "Aborted")
+# UBSan reports look like "src/x.c:12:5: runtime error: ..."; Sluice's own
+# "sluice: runtime error: integer overflow" message is legitimate.
+UBSAN_RE = re.compile(r"\.[ch]:\d+(:\d+)?: runtime error:")
 
 
 def sluice_bin():
@@ -38,14 +41,19 @@ def sluice():
     return b
 
 
-def run(args, binary=None, timeout=600, cwd=None):
+def run(args, binary=None, timeout=120, cwd=None):
     """Run sluice with args; return CompletedProcess (text mode). Fails the
     test if a sanitizer or a crash shows up, whatever the exit status."""
     b = binary or sluice_bin()
     env = dict(os.environ)
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
-    p = subprocess.run([b] + [str(a) for a in args], capture_output=True,
-                       timeout=timeout, cwd=cwd, env=env)
+    argv = [b] + [str(a) for a in args]
+    try:
+        p = subprocess.run(argv, capture_output=True, timeout=timeout, cwd=cwd, env=env)
+    except subprocess.TimeoutExpired as e:
+        err = (e.stderr or b"").decode("utf-8", "replace")
+        pytest.fail("sluice did not finish within %d s (hang?): %s\nstderr:\n%s" % (
+            timeout, " ".join(argv), err[-3000:]))
     p.stdout = p.stdout.decode("utf-8", "replace")
     p.stderr = p.stderr.decode("utf-8", "replace")
     assert_no_crash(p)
@@ -55,12 +63,13 @@ def run(args, binary=None, timeout=600, cwd=None):
 def assert_no_crash(p):
     for m in SANITIZER_MARKERS:
         assert m not in p.stderr, "sanitizer/crash report in stderr:\n" + p.stderr[-6000:]
+    assert not UBSAN_RE.search(p.stderr), "UBSan report in stderr:\n" + p.stderr[-6000:]
     assert p.returncode >= 0, "killed by signal %d\nstderr:\n%s" % (-p.returncode, p.stderr[-4000:])
     assert p.returncode in (0, 1, 2), "unexpected exit status %d\nstderr:\n%s" % (
         p.returncode, p.stderr[-4000:])
 
 
-def run_ok(args, binary=None, timeout=600):
+def run_ok(args, binary=None, timeout=120):
     p = run(args, binary=binary, timeout=timeout)
     assert p.returncode == 0, "sluice %s failed (exit %d):\n%s" % (
         " ".join(map(str, args)), p.returncode, p.stderr[-6000:])
@@ -297,7 +306,7 @@ def _is_float(v):
     return isinstance(v, (float, Decimal))
 
 
-def values_close(a, b, rel=1e-9, abs_tol=1e-6):
+def values_close(a, b, rel=1e-9, abs_tol=1e-9):
     if a is None or b is None:
         return a is None and b is None
     if _is_float(a) or _is_float(b):
@@ -314,7 +323,7 @@ def _sort_key(v):
     if isinstance(v, bool):
         return (1, int(v))
     if isinstance(v, (int, float, Decimal)):
-        return (1, float(v))
+        return (1, v)
     return (2, str(v))
 
 
