@@ -105,7 +105,11 @@ typedef struct Local {
     int64_t *hv;         /* ... slot + 1, 0 = empty */
     size_t hcap;
     HMap *gen;           /* encoded key -> slot (generic keys) */
+    int64_t *dense;      /* dense integer keys: key - min -> slot + 1 */
+    size_t dcap;
 } Local;
+
+#define DENSE_MAX 65536
 
 static Part *local_part(AggSt *s, Local *l, int64_t slot)
 {
@@ -142,6 +146,7 @@ static void local_free(Local *l)
     sl_free(l->parts);
     sl_free(l->hk);
     sl_free(l->hv);
+    sl_free(l->dense);
     if (l->gen)
         hmap_free(l->gen);
 }
@@ -183,6 +188,30 @@ static void assign_slots(AggSt *s, Local *l, const Chunk *c)
     const Vec *g = &c->col[0];
     if (s->ngroup == 1 && g->i && !g->nul) {
         const int64_t *v = g->i;
+        int64_t lo = v[0], hi = v[0];
+        for (int64_t r = 1; r < n; r++) {
+            lo = v[r] < lo ? v[r] : lo;
+            hi = v[r] > hi ? v[r] : hi;
+        }
+        if (n && l->nslots == 0 && (uint64_t)hi - (uint64_t)lo < DENSE_MAX) {
+            /* dense keys (ids, small enums, dates): index an array */
+            size_t span = (size_t)((uint64_t)hi - (uint64_t)lo) + 1;
+            if (span > l->dcap) {
+                sl_free(l->dense);
+                l->dense = sl_calloc(span, sizeof(int64_t));
+                l->dcap = span;
+            }
+            int64_t *d = l->dense;
+            for (int64_t r = 0; r < n; r++) {
+                int64_t *e = &d[v[r] - lo];
+                if (!*e)
+                    *e = local_new_slot(s, l, r) + 1;
+                l->slot[r] = *e - 1;
+            }
+            for (int64_t i = 0; i < l->nslots; i++) /* leave the array zeroed */
+                d[v[l->first[i]] - lo] = 0;
+            return;
+        }
         int64_t last_key = 0, last_slot = -1;
         for (int64_t r = 0; r < n; r++) {
             int64_t k = v[r];

@@ -206,7 +206,9 @@ def test_unsupported_construct(tmp_path, case):
     if needle == "OVER":
         ok.append(locate(lines, "SUM(b) OVER" if "SUM(b) OVER" in query else "ROW_NUMBER")[1])
     if needle == "(SELECT":
-        ok.append(col + 1)
+        ok.append(col + 1)  # the subquery's SELECT
+    if needle == "IN (SELECT":
+        ok += [col + 3, col + 4]  # its "(" or the subquery's SELECT
     assert e[0] == line and e[1] in ok, "reported %d:%d, expected %d:%s for %r" % (
         e[0], e[1], line, ok, needle)
 
