@@ -26,18 +26,27 @@
 #include "../zset/batch.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
+#include "../expr/xsum.h"
 #include "../zset/trace.h"
 
 typedef struct Acc {
     __int128 isum; /* integer/decimal sums */
-    double fsum;   /* floating sums */
     int64_t cnt;   /* rows (COUNT(*)) or non-NULL values */
+    int64_t pad;
 } Acc;
+
+/* SUM/AVG over REAL/DOUBLE: an exact sum, so that the result does not
+   depend on step boundaries or worker count, and deletions cancel exactly. */
+typedef struct FAcc {
+    int64_t cnt;
+    int64_t pad;
+    XSum sum;
+} FAcc;
 
 typedef struct Part { /* partial accumulators for one group */
     int64_t count;    /* sum of weights of the group's rows */
     int64_t pad;
-    Acc acc[];
+    _Alignas(16) uint8_t acc[]; /* per aggregate: Acc or FAcc at AggSt.off[j] */
 } Part;
 
 typedef struct Group {
@@ -59,6 +68,8 @@ typedef struct AggSt {
     uint8_t **garbage;   /* old output encodings, freed at step end */
     int64_t ngarbage, capg;
     size_t partsz;
+    size_t *off;         /* per aggregate: offset of its accumulator in Part.acc */
+    bool *fsum;          /* per aggregate: FAcc (floating SUM/AVG) */
     Buf kb, vb;
     Arena *scratch_arena;
     Chunk *scratch;      /* one row of output values for encoding */
@@ -263,7 +274,7 @@ static void fold_chunk(Op *op, AggSt *s, const Chunk *c, Local *l)
         local_part(s, l, sl[r])->count += w[r];
     for (int j = 0; j < n->naggs; j++) {
         const AggSpec *a = &n->aggs[j];
-        size_t off = offsetof(Part, acc) + sizeof(Acc) * (size_t)j;
+        size_t off = offsetof(Part, acc) + s->off[j];
         uint8_t *base = l->parts;
         size_t psz = s->partsz;
 #define ACC(r) ((Acc *)(base + (size_t)sl[r] * psz + off))
@@ -283,9 +294,9 @@ static void fold_chunk(Op *op, AggSt *s, const Chunk *c, Local *l)
             const double *x = v->f;
             for (int64_t r = 0; r < rows; r++)
                 if (!nul || !nul[r]) {
-                    Acc *acc = ACC(r);
+                    FAcc *acc = (FAcc *)(base + (size_t)sl[r] * psz + off);
                     acc->cnt += w[r];
-                    acc->fsum += x[r] * (double)w[r];
+                    xsum_add(&acc->sum, x[r], w[r]);
                 }
         } else if (!nul && unit) {
             const int64_t *x = v->i;
@@ -319,9 +330,17 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
     }
     g->p.count += p->count;
     for (int j = 0; j < s->naggs; j++) {
-        g->p.acc[j].isum += p->acc[j].isum;
-        g->p.acc[j].fsum += p->acc[j].fsum;
-        g->p.acc[j].cnt += p->acc[j].cnt;
+        if (s->fsum[j]) {
+            FAcc *a = (FAcc *)(g->p.acc + s->off[j]);
+            const FAcc *b = (const FAcc *)(p->acc + s->off[j]);
+            a->cnt += b->cnt;
+            xsum_merge(&a->sum, &b->sum);
+        } else {
+            Acc *a = (Acc *)(g->p.acc + s->off[j]);
+            const Acc *b = (const Acc *)(p->acc + s->off[j]);
+            a->isum += b->isum;
+            a->cnt += b->cnt;
+        }
     }
     touch(s, g, step);
 }
@@ -406,7 +425,9 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
     key_decode(g->key, n->types, s->ngroup, sc, 0, 0);
     for (int j = 0; j < n->naggs; j++) {
         const AggSpec *a = &n->aggs[j];
-        const Acc *acc = &g->p.acc[j];
+        const Acc *acc = (const Acc *)(g->p.acc + s->off[j]);
+        const FAcc *facc = (const FAcc *)acc;
+        int64_t cnt = s->fsum[j] ? facc->cnt : acc->cnt;
         Vec *v = &sc->col[s->ngroup + j];
         if (v->nul)
             v->nul[0] = 0;
@@ -416,19 +437,19 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
             v->i[0] = acc->cnt;
             break;
         case AGG_SUM:
-            if (acc->cnt == 0) {
+            if (cnt == 0) {
                 v->nul[0] = 1;
                 if (v->i)
                     v->i[0] = 0;
                 else
                     v->f[0] = 0;
             } else if (v->f)
-                v->f[0] = acc->fsum;
+                v->f[0] = xsum_value(&facc->sum);
             else if (set_int(env, v, acc->isum, n, "SUM"))
                 return SL_ERUNTIME;
             break;
         case AGG_AVG:
-            if (acc->cnt == 0) {
+            if (cnt == 0) {
                 v->nul[0] = 1;
                 if (v->i)
                     v->i[0] = 0;
@@ -444,7 +465,7 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
             } else if (type_is_integer(a->in_t.kind)) {
                 v->f[0] = (double)acc->isum / (double)acc->cnt;
             } else {
-                v->f[0] = acc->fsum / (double)acc->cnt;
+                v->f[0] = xsum_value(&facc->sum) / (double)facc->cnt;
             }
             break;
         case AGG_MIN:
@@ -650,6 +671,8 @@ static void free_agg(Op *op)
         if (s->minmax[j])
             trace_free(s->minmax[j]);
     sl_free(s->minmax);
+    sl_free(s->off);
+    sl_free(s->fsum);
     sl_free(s->gcols);
     sl_free(s->touched);
     sl_free(s->garbage);
@@ -670,8 +693,17 @@ int op_agg_init(Op *op)
     s->naggs = n->naggs;
     s->nin = src->ncol;
     s->in_types = src->types;
-    s->partsz = sizeof(Part) + sizeof(Acc) * (size_t)n->naggs;
-    s->groups = hmap_new(sizeof(Group) + sizeof(Acc) * (size_t)n->naggs);
+    s->off = sl_calloc((size_t)(n->naggs + 1), sizeof(size_t));
+    s->fsum = sl_calloc((size_t)(n->naggs + 1), sizeof(bool));
+    size_t accsz = 0;
+    for (int j = 0; j < n->naggs; j++) {
+        const AggSpec *a = &n->aggs[j];
+        s->fsum[j] = (a->kind == AGG_SUM || a->kind == AGG_AVG) && type_phys(a->in_t.kind) == PHYS_F64;
+        s->off[j] = accsz;
+        accsz += s->fsum[j] ? sizeof(FAcc) : sizeof(Acc);
+    }
+    s->partsz = sizeof(Part) + accsz;
+    s->groups = hmap_new(sizeof(Group) + accsz);
     s->gcols = sl_malloc(sizeof(int) * (size_t)(n->ngroup + 1));
     for (int i = 0; i < n->ngroup; i++)
         s->gcols[i] = i;

@@ -109,6 +109,7 @@ typedef struct Select {
     int order_line, order_col;
     int limit_line, limit_col; /* of the LIMIT or OFFSET keyword */
     SetOp setop;         /* how `next` combines with this one */
+    int setop_line, setop_col; /* of the set operation keyword */
     struct Select *next; /* right operand of the set operation */
 } Select;
 

@@ -925,6 +925,8 @@ static Select *parse_query(Parser *p)
         while (last->next)
             last = last->next;
         last->setop = op;
+        last->setop_line = t->line;
+        last->setop_col = t->col;
         last->next = parse_select_core(p);
         if (!last->next)
             return NULL;

@@ -1498,7 +1498,7 @@ static int plan_query(P *p, Select *q, PRel *out)
         PRel r;
         SetOp op = s->setop;
         if (op == SET_EXCEPT || op == SET_INTERSECT)
-            return perr(p, SL_EUNSUPPORTED, s->next->line, s->next->col,
+            return perr(p, SL_EUNSUPPORTED, s->setop_line, s->setop_col,
                         "%s is not supported yet", op == SET_EXCEPT ? "EXCEPT" : "INTERSECT");
         if (plan_core(p, s->next, &r))
             return p->err->code;
