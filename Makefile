@@ -89,3 +89,12 @@ clean:
 	rm -rf build
 
 -include $(REL_OBJ:.o=.d) $(DBG_OBJ:.o=.d) $(REL_CLI:.o=.d) $(DBG_CLI:.o=.d)
+
+# Benchmark programs (built by `make bench`, never by `make test`).
+build/bench/bank_bench: bench/bank_bench.c build/libsluice.a
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_CFLAGS) -o $@ $< build/libsluice.a $(LIBS)
+
+build/bench/probe: bench/probe/probe.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -pthread -Wall -Wextra -Werror -o $@ $< -lm

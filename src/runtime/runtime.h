@@ -23,6 +23,7 @@ typedef struct Piece {
     const Datagen *gen; /* else: rows [start, start+count) of plan `plan` */
     int plan;
     int64_t start, count;
+    bool negate;        /* generated rows are deletions (weight -1) */
 } Piece;
 
 typedef struct Runtime Runtime;

@@ -53,7 +53,11 @@ static Chunk *build_input(Worker *w, int rel)
     Chunk *c = chunk_new(w->arena, src->ncol, src->types, total);
     for (Piece *q = p; q; q = q->next) {
         if (!q->chunk) {
+            int64_t from = c->n;
             datagen_fill(q->gen, q->plan, q->start, q->count, c, w->arena);
+            if (q->negate)
+                for (int64_t i = from; i < c->n; i++)
+                    c->w[i] = -c->w[i];
             continue;
         }
         Chunk *s = q->chunk;
