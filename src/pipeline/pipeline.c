@@ -154,7 +154,8 @@ static int run_loop(Ctl *k, Err *err)
             int rel = input_rel(ic);
             /* appends to the table's per-worker lists: several connectors
                may feed one table */
-            int64_t n = input_next(ic, step_rows / (active ? active : 1), k->in_arena, W,
+            int64_t share = step_rows / (active ? active : 1);
+            int64_t n = input_next(ic, share > 0 ? share : 1, k->in_arena, W,
                                    &k->lists[rel * W], err);
             if (n < 0)
                 return err->code;

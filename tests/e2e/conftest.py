@@ -207,7 +207,20 @@ def split_lines_keep(raw):
 
 # ---------------------------------------------------------------- check output
 
-REL_RE = re.compile(r"^\s*(table|view)\s+(\S+)\s*(\[[^\]]*\])?\s*\((.*)\)\s*(=.*)?$")
+REL_RE = re.compile(r"^\s*(table|view)\s+(\S+)\s*(\[[^\]]*\])?\s*\(")
+
+
+def _balanced(text, start):
+    """text[start] == '('; return the text inside the matching parens."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1:i]
+    raise ValueError("unbalanced parentheses: %r" % text)
 
 
 def split_top(s):
@@ -235,7 +248,7 @@ def relation_types(check_stdout):
         if not m:
             continue
         cols = []
-        for part in split_top(m.group(4)):
+        for part in split_top(_balanced(line, m.end() - 1)):
             bits = part.split(None, 1)
             name, ty = bits[0], bits[1] if len(bits) > 1 else ""
             nn = ty.upper().endswith("NOT NULL")

@@ -311,6 +311,33 @@ def test_unknown_format(tmp_path):
     assert "xml" in e[3] and "format" in e[3]
 
 
+@pytest.mark.parametrize("conn,words", [
+    ({"transport": {"name": "file_input", "config": {"path": "/x.csv"}},
+      "format": {"name": "csv", "config": {"header": True}}}, ["header", "csv"]),
+    ({"transport": {"name": "file_input", "config": {"path": "/x.csv", "pth": 1}},
+      "format": {"name": "csv"}}, ["pth", "file_input"]),
+    ({"transport": {"name": "file_input", "config": {}}, "format": {"name": "csv"}},
+     ["path", "file_input"]),
+    ({"transport": {"name": "file_input", "config": {"path": "/x.json"}},
+      "format": {"name": "json", "config": {"update_format": "debezium"}}},
+     ["update_format", "insert_delete"]),
+], ids=["csv_config_key", "file_input_key", "file_input_no_path", "json_update_format"])
+def test_bad_transport_or_format_config(tmp_path, conn, words):
+    lines = ["CREATE TABLE t (a INT) %s;" % conn_clause([conn])]
+    e = compile_error(tmp_path, lines)
+    assert e[2] == "configuration error"
+    assert "table t" in e[3] and "connector 0" in e[3]
+    for w in words:
+        assert w in e[3], e
+    assert e[0] == 1
+
+
+def test_connectors_not_an_array(tmp_path):
+    lines = ['CREATE TABLE t (a INT) WITH (\'connectors\' = \'{"transport": {"name": "datagen"}}\');']
+    e = compile_error(tmp_path, lines)
+    assert "array" in e[3] and "connectors" in e[3]
+
+
 def test_unknown_table_property(tmp_path):
     lines = ["CREATE TABLE t (a INT) WITH ('connectorz' = '[]');"]
     e = compile_error(tmp_path, lines)
