@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     }
     int64_t n = atoll(argv[2]);
     int workers = atoi(argv[3]);
-    int64_t step_rows = argc > 4 ? atoll(argv[4]) : (int64_t)workers * 250000;
+    int64_t step_rows = argc > 4 ? atoll(argv[4]) : (int64_t)workers * 131072;
     char *sql = slurp(argv[1]);
     double t0 = now();
     Circuit *c;
