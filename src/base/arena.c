@@ -1,6 +1,8 @@
 /*
  * base/arena.c - bump allocator over a list of blocks. Large requests get a
- * block of their own. Reset frees every block but the first.
+ * block of their own. Reset keeps the blocks as spares for the next round,
+ * so a step arena stops allocating (and page-faulting) once it has seen its
+ * largest step; arena_free returns everything.
  */
 #include "arena.h"
 
@@ -14,6 +16,7 @@ typedef struct Block {
 
 struct Arena {
     Block *head;       /* current block (newest first) */
+    Block *spare;      /* blocks kept by arena_reset for reuse */
     size_t block_size; /* default size of new blocks */
     size_t used;       /* bytes handed out since reset */
 };
@@ -32,8 +35,24 @@ Arena *arena_new(size_t block_size)
     Arena *a = sl_malloc(sizeof(*a));
     a->block_size = block_size ? block_size : 64 * 1024;
     a->head = block_new(a->block_size);
+    a->spare = NULL;
     a->used = 0;
     return a;
+}
+
+/* A block of at least size bytes: a spare one if any fits, else new. */
+static Block *block_get(Arena *a, size_t size)
+{
+    for (Block **pp = &a->spare; *pp; pp = &(*pp)->next) {
+        Block *b = *pp;
+        if (b->size >= size) {
+            *pp = b->next;
+            b->next = NULL;
+            b->used = 0;
+            return b;
+        }
+    }
+    return block_new(size);
 }
 
 void arena_free(Arena *a)
@@ -42,6 +61,10 @@ void arena_free(Arena *a)
     if (!a)
         return;
     for (b = a->head; b; b = next) {
+        next = b->next;
+        sl_free(b);
+    }
+    for (b = a->spare; b; b = next) {
         next = b->next;
         sl_free(b);
     }
@@ -54,7 +77,7 @@ void *arena_alloc(Arena *a, size_t n)
     size_t need = (n + 15) & ~(size_t)15;
     if (unlikely(b->used + need > b->size)) {
         size_t size = need > a->block_size / 4 ? need : a->block_size;
-        Block *nb = block_new(size);
+        Block *nb = block_get(a, size);
         if (size == need && b->used < b->size / 2) {
             /* keep filling the current block: slot the big one behind it */
             nb->next = b->next;
@@ -89,24 +112,26 @@ char *arena_strndup(Arena *a, const char *s, size_t n)
 
 void arena_reset(Arena *a)
 {
-    Block *b = a->head, *last = NULL;
-    /* keep the oldest default-size block; free the rest */
+    /* every block becomes a spare; the largest becomes the current one */
+    Block *b = a->head, *best = NULL;
     while (b) {
         Block *next = b->next;
-        if (!next) {
-            last = b;
-            break;
-        }
-        sl_free(b);
+        b->next = a->spare;
+        a->spare = b;
         b = next;
     }
-    if (last->size < a->block_size) {
-        sl_free(last);
-        last = block_new(a->block_size);
+    for (Block **pp = &a->spare, **bestp = NULL; ; pp = &(*pp)->next) {
+        if (!*pp) {
+            best = *bestp;
+            *bestp = best->next;
+            break;
+        }
+        if (!bestp || (*pp)->size > (*bestp)->size)
+            bestp = pp;
     }
-    last->used = 0;
-    last->next = NULL;
-    a->head = last;
+    best->next = NULL;
+    best->used = 0;
+    a->head = best;
     a->used = 0;
 }
 
