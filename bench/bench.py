@@ -55,8 +55,7 @@ def median(values):
 def with_limit(program, n, tmpdir):
     """The program with its datagen limits rewritten to n (the biggest table)."""
     text = open(os.path.join(ROOT, program)).read()
-    text = re.sub(r'"limit": 100000000', '"limit": %d' % n, text)
-    text = re.sub(r'"limit": 10000000', '"limit": %d' % n, text)
+    text = re.sub(r'"limit": (100000000|10000000)\b', '"limit": %d' % n, text)
     path = os.path.join(tmpdir, "%s.%d.sql" % (os.path.basename(program), n))
     with open(path, "w") as f:
         f.write(text)
