@@ -114,7 +114,8 @@ def main():
         if extra:
             rec.update(extra)
         rows_out.append(rec)
-        save("%s-%d-w%d" % (name, rows, workers), rec)
+        save("%s-%d-w%d" % (re.sub(r"[^a-z0-9%+-]+", "_", name.lower()).strip("_"), rows,
+                            workers), rec)
         print("  %-34s %12d %3d %9.3f s %12s/s %8s MB  %s" % (
             name, rows, workers, wall, "%.2fM" % (rows / wall / 1e6) if wall else "-",
             "%.1f" % peak if peak == peak else "-",
