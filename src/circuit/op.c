@@ -62,6 +62,18 @@ void op_free(Op *op)
     sl_free(op);
 }
 
+int op_eval_streamed(Op *op, OpEnv *env, Chunk **in)
+{
+    int rc = 0;
+    op->begin(op, env);
+    for (int i = 0; i < op->node->nin && !rc; i++)
+        if (in[i]->n)
+            rc = op->push(op, env, i, in[i]);
+    /* finish even after an error: the other workers wait at its exchange */
+    int rc2 = op->finish(op, env);
+    return rc ? rc : rc2;
+}
+
 Chunk *op_empty(Arena *a, const CNode *n)
 {
     return chunk_new(a, n->ncol, n->types, 0);

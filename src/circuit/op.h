@@ -4,11 +4,16 @@
  * instances are single-threaded. Stateful operators meet the other
  * workers' instances only through their Exchange.
  *
- * Each step the worker calls eval() on every operator in node order; eval
- * reads the input chunks (outputs of the input nodes this step) and sets
- * op->out. Chunks live in the worker's step arena. After all operators ran,
- * step_end() lets stateful operators release what the step's chunks
- * pointed into.
+ * Linear operators have eval(): it reads the input chunks (outputs of the
+ * input nodes this step) and sets op->out. Stateful operators and sinks are
+ * streamed instead: begin() at the step's start, push() once per morsel of
+ * input (a bounded chunk: the worker feeds a large step through the linear
+ * operators a morsel at a time, so memory does not grow with the step),
+ * finish() at the end, which exchanges with the other workers, updates the
+ * state and sets op->out. push() must copy whatever it keeps: a morsel's
+ * memory is reused for the next one. Chunks set as op->out live in the
+ * worker's step arena. After all operators ran, step_end() lets stateful
+ * operators release what the step's chunks pointed into.
  */
 #ifndef SL_CIRCUIT_OP_H
 #define SL_CIRCUIT_OP_H
@@ -33,6 +38,9 @@ struct Op {
     void *st;          /* operator state */
     Exchange *x;       /* shared with the other workers' instances, or NULL */
     int (*eval)(Op *op, OpEnv *env, Chunk **in);
+    void (*begin)(Op *op, OpEnv *env);
+    int (*push)(Op *op, OpEnv *env, int input, Chunk *c);
+    int (*finish)(Op *op, OpEnv *env);
     void (*step_end)(Op *op);
     void (*free)(Op *op);
 };
@@ -43,6 +51,9 @@ int op_exchange_channels(const CNode *n);
 Op *op_new(const Circuit *c, const CNode *n, Exchange *x);
 void op_free(Op *op);
 
+/* Whole-step evaluation of a streamed operator: begin, push each input,
+   finish (installed as eval by the streamed operators). */
+int op_eval_streamed(Op *op, OpEnv *env, Chunk **in);
 /* An empty chunk with n's output types. */
 Chunk *op_empty(Arena *a, const CNode *n);
 /* Destination worker of an encoded key. */

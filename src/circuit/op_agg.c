@@ -74,6 +74,7 @@ typedef struct AggSt {
     Arena *scratch_arena;
     Chunk *scratch;      /* one row of output values for encoding */
     struct Local *local; /* reused local-combine tables */
+    int *acols;          /* argument columns (ngroup .. nin-1) */
 } AggSt;
 
 static void touch(AggSt *s, Group *g, int64_t step)
@@ -109,15 +110,18 @@ static void add_garbage(AggSt *s, uint8_t *p)
 typedef struct Local {
     int64_t *slot;       /* per row */
     int64_t cap;
-    int64_t *first;      /* per slot: a row of the group (to encode its key) */
+    Buf keys;            /* group key encodings of the slots, end to end */
+    size_t *koff;        /* per slot + 1: offsets into keys */
+    int64_t *ikey;       /* per slot: the integer key (integer paths) */
     uint8_t *parts;      /* per slot: Part of partsz bytes */
     int64_t nslots, capslots;
     int64_t *hk;         /* integer key table: keys */
     int64_t *hv;         /* ... slot + 1, 0 = empty */
     size_t hcap;
     HMap *gen;           /* encoded key -> slot (generic keys) */
-    int64_t *dense;      /* dense integer keys: key - min -> slot + 1 */
-    size_t dcap;
+    int64_t *dense;      /* dense integer keys: key - dbase -> slot + 1 */
+    int64_t dbase;
+    bool dactive;        /* dense is in use this step */
 } Local;
 
 #define DENSE_MAX 65536
@@ -127,20 +131,40 @@ static Part *local_part(AggSt *s, Local *l, int64_t slot)
     return (Part *)(l->parts + (size_t)slot * s->partsz);
 }
 
-static int64_t local_new_slot(AggSt *s, Local *l, int64_t row)
+/* A new slot for the group of row r of c: zeroed accumulators; its key
+   encoded now (the chunk may be gone when the slots are sent). */
+static int64_t local_new_slot(AggSt *s, Local *l, const Chunk *c, int64_t r, int64_t ikey)
 {
     if (l->nslots == l->capslots) {
         l->capslots = l->capslots ? l->capslots * 2 : 64;
-        l->first = sl_realloc(l->first, sizeof(int64_t) * (size_t)l->capslots);
+        l->koff = sl_realloc(l->koff, sizeof(size_t) * (size_t)(l->capslots + 1));
+        l->ikey = sl_realloc(l->ikey, sizeof(int64_t) * (size_t)l->capslots);
         l->parts = sl_realloc(l->parts, s->partsz * (size_t)l->capslots);
     }
     memset(l->parts + (size_t)l->nslots * s->partsz, 0, s->partsz);
-    l->first[l->nslots] = row;
+    if (l->nslots == 0) {
+        buf_reset(&l->keys);
+        l->koff[0] = 0;
+    }
+    key_encode(c, s->gcols, s->ngroup, r, &l->keys);
+    l->koff[l->nslots + 1] = l->keys.n;
+    l->ikey[l->nslots] = ikey;
     return l->nslots++;
+}
+
+static const uint8_t *local_key(const Local *l, int64_t slot, size_t *kn)
+{
+    *kn = l->koff[slot + 1] - l->koff[slot];
+    return l->keys.p + l->koff[slot];
 }
 
 static void local_reset(Local *l)
 {
+    if (l->dactive)
+        for (int64_t i = 0; i < l->nslots; i++)
+            if (l->ikey[i] >= l->dbase && l->ikey[i] - l->dbase < DENSE_MAX)
+                l->dense[l->ikey[i] - l->dbase] = 0;
+    l->dactive = false;
     l->nslots = 0;
     if (l->hv)
         memset(l->hv, 0, sizeof(int64_t) * l->hcap);
@@ -153,7 +177,9 @@ static void local_reset(Local *l)
 static void local_free(Local *l)
 {
     sl_free(l->slot);
-    sl_free(l->first);
+    buf_free(&l->keys);
+    sl_free(l->koff);
+    sl_free(l->ikey);
     sl_free(l->parts);
     sl_free(l->hk);
     sl_free(l->hv);
@@ -182,6 +208,8 @@ static void int_table_grow(Local *l)
     l->hcap = ncap;
 }
 
+/* Slot of every row of c in l (slots persist across the step's morsels; a
+   group may get two slots, which is harmless: partials add up). */
 static void assign_slots(AggSt *s, Local *l, const Chunk *c)
 {
     int64_t n = c->n;
@@ -191,36 +219,34 @@ static void assign_slots(AggSt *s, Local *l, const Chunk *c)
     }
     if (s->ngroup == 0) {
         if (n && l->nslots == 0)
-            local_new_slot(s, l, 0);
+            local_new_slot(s, l, c, 0, 0);
         if (n)
             memset(l->slot, 0, sizeof(int64_t) * (size_t)n);
         return;
     }
     const Vec *g = &c->col[0];
-    if (s->ngroup == 1 && g->i && !g->nul) {
+    if (s->ngroup == 1 && g->i && !g->nul && n) {
         const int64_t *v = g->i;
         int64_t lo = v[0], hi = v[0];
         for (int64_t r = 1; r < n; r++) {
             lo = v[r] < lo ? v[r] : lo;
             hi = v[r] > hi ? v[r] : hi;
         }
-        if (n && l->nslots == 0 && (uint64_t)hi - (uint64_t)lo < DENSE_MAX) {
+        if (!l->dactive && l->nslots == 0 && (uint64_t)hi - (uint64_t)lo < DENSE_MAX) {
+            if (!l->dense)
+                l->dense = sl_calloc(DENSE_MAX, sizeof(int64_t));
+            l->dactive = true;
+            l->dbase = lo;
+        }
+        if (l->dactive && lo >= l->dbase && (uint64_t)hi - (uint64_t)l->dbase < DENSE_MAX) {
             /* dense keys (ids, small enums, dates): index an array */
-            size_t span = (size_t)((uint64_t)hi - (uint64_t)lo) + 1;
-            if (span > l->dcap) {
-                sl_free(l->dense);
-                l->dense = sl_calloc(span, sizeof(int64_t));
-                l->dcap = span;
-            }
-            int64_t *d = l->dense;
+            int64_t *d = l->dense, base = l->dbase;
             for (int64_t r = 0; r < n; r++) {
-                int64_t *e = &d[v[r] - lo];
+                int64_t *e = &d[v[r] - base];
                 if (!*e)
-                    *e = local_new_slot(s, l, r) + 1;
+                    *e = local_new_slot(s, l, c, r, v[r]) + 1;
                 l->slot[r] = *e - 1;
             }
-            for (int64_t i = 0; i < l->nslots; i++) /* leave the array zeroed */
-                d[v[l->first[i]] - lo] = 0;
             return;
         }
         int64_t last_key = 0, last_slot = -1;
@@ -238,7 +264,7 @@ static void assign_slots(AggSt *s, Local *l, const Chunk *c)
                 h = (h + 1) & mask;
             if (!l->hv[h]) {
                 l->hk[h] = k;
-                l->hv[h] = local_new_slot(s, l, r) + 1;
+                l->hv[h] = local_new_slot(s, l, c, r, k) + 1;
             }
             last_key = k;
             last_slot = l->slot[r] = l->hv[h] - 1;
@@ -253,7 +279,7 @@ static void assign_slots(AggSt *s, Local *l, const Chunk *c)
         key_encode(c, s->gcols, s->ngroup, r, &s->kb);
         int64_t *e = hmap_upsert(l->gen, s->kb.p, s->kb.n, sl_hash(s->kb.p, s->kb.n), &created);
         if (created)
-            *e = local_new_slot(s, l, r);
+            *e = local_new_slot(s, l, c, r, 0);
         l->slot[r] = *e;
     }
 }
@@ -533,40 +559,52 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
     return 0;
 }
 
-static int eval_agg(Op *op, OpEnv *env, Chunk **in)
+static void begin_agg(Op *op, OpEnv *env)
+{
+    AggSt *s = op->st;
+    for (int d = 0; d < env->nworkers; d++)
+        buf_reset(xchg_buf(op->x, env->worker, d, 0));
+    local_reset(s->local);
+}
+
+/* Phase 1, per morsel: linear aggregates fold into local partials; others
+   route each row to its group's owner. */
+static int push_agg(Op *op, OpEnv *env, int input, Chunk *c)
 {
     const CNode *n = op->node;
     AggSt *s = op->st;
-    Chunk *c = in[0];
+    int W = env->nworkers, me = env->worker;
+    (void)input;
+    if (n->linear) {
+        fold_chunk(op, s, c, s->local);
+        return 0;
+    }
+    for (int64_t r = 0; r < c->n; r++) {
+        buf_reset(&s->kb);
+        buf_reset(&s->vb);
+        key_encode(c, s->gcols, s->ngroup, r, &s->kb);
+        key_encode(c, s->acols, s->nin - s->ngroup, r, &s->vb);
+        int d = s->ngroup ? op_route(s->kb.p, s->kb.n, W) : 0;
+        xrec_put(xchg_buf(op->x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, s->vb.p,
+                 (uint32_t)s->vb.n, c->w[r]);
+    }
+    return 0;
+}
+
+static int finish_agg(Op *op, OpEnv *env)
+{
+    const CNode *n = op->node;
+    AggSt *s = op->st;
     int W = env->nworkers, me = env->worker;
     Exchange *x = op->x;
-
-    /* phase 1: this worker's input, routed to each group's owner */
-    for (int d = 0; d < W; d++)
-        buf_reset(xchg_buf(x, me, d, 0));
     if (n->linear) {
         Local *l = s->local;
-        local_reset(l);
-        fold_chunk(op, s, c, l);
         for (int64_t i = 0; i < l->nslots; i++) {
-            buf_reset(&s->kb);
-            key_encode(c, s->gcols, s->ngroup, l->first[i], &s->kb);
-            int d = s->ngroup ? op_route(s->kb.p, s->kb.n, W) : 0;
-            xrec_put(xchg_buf(x, me, d, 0), s->kb.p, (uint32_t)s->kb.n,
+            size_t kn;
+            const uint8_t *k = local_key(l, i, &kn);
+            int d = s->ngroup ? op_route(k, kn, W) : 0;
+            xrec_put(xchg_buf(x, me, d, 0), k, (uint32_t)kn,
                      (const uint8_t *)local_part(s, l, i), (uint32_t)s->partsz, 1);
-        }
-    } else {
-        int *acols = arena_alloc(env->arena, sizeof(int) * (size_t)(s->nin - s->ngroup + 1));
-        for (int j = s->ngroup; j < s->nin; j++)
-            acols[j - s->ngroup] = j;
-        for (int64_t r = 0; r < c->n; r++) {
-            buf_reset(&s->kb);
-            buf_reset(&s->vb);
-            key_encode(c, s->gcols, s->ngroup, r, &s->kb);
-            key_encode(c, acols, s->nin - s->ngroup, r, &s->vb);
-            int d = s->ngroup ? op_route(s->kb.p, s->kb.n, W) : 0;
-            xrec_put(xchg_buf(x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, s->vb.p,
-                     (uint32_t)s->vb.n, c->w[r]);
         }
     }
     xchg_wait(x);
@@ -613,9 +651,9 @@ static int eval_agg(Op *op, OpEnv *env, Chunk **in)
         local_reset(l);
         fold_chunk(op, s, rows, l);
         for (int64_t i = 0; i < l->nslots; i++) {
-            buf_reset(&s->kb);
-            key_encode(rows, s->gcols, s->ngroup, l->first[i], &s->kb);
-            merge_part(s, s->kb.p, s->kb.n, local_part(s, l, i), env->step);
+            size_t kn;
+            const uint8_t *k = local_key(l, i, &kn);
+            merge_part(s, k, kn, local_part(s, l, i), env->step);
         }
         /* value multisets for MIN/MAX */
         for (int j = 0; j < n->naggs; j++) {
@@ -680,6 +718,7 @@ static void free_agg(Op *op)
     buf_free(&s->vb);
     arena_free(s->scratch_arena);
     local_free(s->local);
+    sl_free(s->acols);
     sl_free(s->local);
     sl_free(s);
 }
@@ -715,8 +754,14 @@ int op_agg_init(Op *op)
     s->scratch = chunk_new(s->scratch_arena, n->ncol, n->types, 1);
     s->scratch->n = 1;
     s->local = sl_calloc(1, sizeof(Local));
+    s->acols = sl_malloc(sizeof(int) * (size_t)(s->nin - s->ngroup + 1));
+    for (int j = s->ngroup; j < s->nin; j++)
+        s->acols[j - s->ngroup] = j;
     op->st = s;
-    op->eval = eval_agg;
+    op->eval = op_eval_streamed;
+    op->begin = begin_agg;
+    op->push = push_agg;
+    op->finish = finish_agg;
     op->step_end = step_end_agg;
     op->free = free_agg;
     return 0;

@@ -31,21 +31,32 @@ typedef struct DistinctSt {
     Buf kb;
 } DistinctSt;
 
-static int eval_distinct(Op *op, OpEnv *env, Chunk **in)
+static void begin_distinct(Op *op, OpEnv *env)
+{
+    for (int d = 0; d < env->nworkers; d++)
+        buf_reset(xchg_buf(op->x, env->worker, d, 0));
+}
+
+static int push_distinct(Op *op, OpEnv *env, int input, Chunk *c)
+{
+    DistinctSt *s = op->st;
+    int W = env->nworkers, me = env->worker;
+    (void)input;
+    for (int64_t r = 0; r < c->n; r++) {
+        buf_reset(&s->kb);
+        key_encode_row(c, r, &s->kb);
+        int d = op_route(s->kb.p, s->kb.n, W);
+        xrec_put(xchg_buf(op->x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, NULL, 0, c->w[r]);
+    }
+    return 0;
+}
+
+static int finish_distinct(Op *op, OpEnv *env)
 {
     DistinctSt *s = op->st;
     const CNode *n = op->node;
     Exchange *x = op->x;
     int W = env->nworkers, me = env->worker;
-    Chunk *c = in[0];
-    for (int d = 0; d < W; d++)
-        buf_reset(xchg_buf(x, me, d, 0));
-    for (int64_t r = 0; r < c->n; r++) {
-        buf_reset(&s->kb);
-        key_encode_row(c, r, &s->kb);
-        int d = op_route(s->kb.p, s->kb.n, W);
-        xrec_put(xchg_buf(x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, NULL, 0, c->w[r]);
-    }
     xchg_wait(x);
     s->nt = 0;
     for (int f = 0; f < W; f++) {
@@ -101,7 +112,10 @@ int op_distinct_init(Op *op)
     DistinctSt *s = sl_calloc(1, sizeof(*s));
     s->rows = hmap_new(sizeof(DEnt));
     op->st = s;
-    op->eval = eval_distinct;
+    op->eval = op_eval_streamed;
+    op->begin = begin_distinct;
+    op->push = push_distinct;
+    op->finish = finish_distinct;
     op->free = free_distinct;
     return 0;
 }

@@ -86,25 +86,34 @@ static void join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
     }
 }
 
-static int eval_join(Op *op, OpEnv *env, Chunk **in)
+static void begin_join(Op *op, OpEnv *env)
+{
+    for (int side = 0; side < 2; side++)
+        for (int d = 0; d < env->nworkers; d++)
+            buf_reset(xchg_buf(op->x, env->worker, d, side));
+}
+
+static int push_join(Op *op, OpEnv *env, int side, Chunk *c)
+{
+    JoinSt *s = op->st;
+    int W = env->nworkers, me = env->worker;
+    for (int64_t r = 0; r < c->n; r++) {
+        buf_reset(&s->kb);
+        buf_reset(&s->vb);
+        key_encode(c, s->keys[side], s->nkeys, r, &s->kb);
+        key_encode_row(c, r, &s->vb);
+        int d = op_route(s->kb.p, s->kb.n, W);
+        xrec_put(xchg_buf(op->x, me, d, side), s->kb.p, (uint32_t)s->kb.n, s->vb.p,
+                 (uint32_t)s->vb.n, c->w[r]);
+    }
+    return 0;
+}
+
+static int finish_join(Op *op, OpEnv *env)
 {
     JoinSt *s = op->st;
     Exchange *x = op->x;
     int W = env->nworkers, me = env->worker;
-    for (int side = 0; side < 2; side++) {
-        Chunk *c = in[side];
-        for (int d = 0; d < W; d++)
-            buf_reset(xchg_buf(x, me, d, side));
-        for (int64_t r = 0; r < c->n; r++) {
-            buf_reset(&s->kb);
-            buf_reset(&s->vb);
-            key_encode(c, s->keys[side], s->nkeys, r, &s->kb);
-            key_encode_row(c, r, &s->vb);
-            int d = op_route(s->kb.p, s->kb.n, W);
-            xrec_put(xchg_buf(x, me, d, side), s->kb.p, (uint32_t)s->kb.n, s->vb.p,
-                     (uint32_t)s->vb.n, c->w[r]);
-        }
-    }
     xchg_wait(x);
     Batch *delta[2];
     for (int side = 0; side < 2; side++) {
@@ -161,7 +170,10 @@ int op_join_init(Op *op)
     s->keys[1] = n->rkeys;
     s->nkeys = n->nkeys;
     op->st = s;
-    op->eval = eval_join;
+    op->eval = op_eval_streamed;
+    op->begin = begin_join;
+    op->push = push_join;
+    op->finish = finish_join;
     op->step_end = step_end_join;
     op->free = free_join;
     return 0;

@@ -18,11 +18,18 @@ typedef struct SinkSt {
     Buf kb;
 } SinkSt;
 
-static int eval_sink(Op *op, OpEnv *env, Chunk **in)
+static void begin_sink(Op *op, OpEnv *env)
 {
     SinkSt *s = op->st;
-    Chunk *c = in[0];
+    (void)env;
     buf_reset(&s->changes);
+}
+
+static int push_sink(Op *op, OpEnv *env, int input, Chunk *c)
+{
+    SinkSt *s = op->st;
+    (void)env;
+    (void)input;
     for (int64_t r = 0; r < c->n; r++) {
         int64_t w = c->w[r];
         s->count += w < 0 ? -w : w;
@@ -42,7 +49,12 @@ static int eval_sink(Op *op, OpEnv *env, Chunk **in)
         if (s->outputs)
             xrec_put(&s->changes, s->kb.p, (uint32_t)s->kb.n, NULL, 0, w);
     }
-    op->out = c;
+    return 0;
+}
+
+static int finish_sink(Op *op, OpEnv *env)
+{
+    op->out = op_empty(env->arena, op->node); /* nothing reads past a sink */
     return 0;
 }
 
@@ -64,7 +76,10 @@ int op_sink_init(Op *op)
         s->mat = hmap_new(sizeof(int64_t));
     s->outputs = !r->is_table && r->connectors && cJSON_GetArraySize(r->connectors) > 0;
     op->st = s;
-    op->eval = eval_sink;
+    op->eval = op_eval_streamed;
+    op->begin = begin_sink;
+    op->push = push_sink;
+    op->finish = finish_sink;
     op->free = free_sink;
     return 0;
 }

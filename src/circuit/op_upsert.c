@@ -43,15 +43,19 @@ static void emit(const CNode *n, ChunkOut *co, const uint8_t *enc, int64_t w)
     co->c->w[r] = w;
 }
 
-static int eval_upsert(Op *op, OpEnv *env, Chunk **in)
+static void begin_upsert(Op *op, OpEnv *env)
+{
+    for (int d = 0; d < env->nworkers; d++)
+        buf_reset(xchg_buf(op->x, env->worker, d, 0));
+}
+
+static int push_upsert(Op *op, OpEnv *env, int input, Chunk *c)
 {
     UpsertSt *s = op->st;
     const CNode *n = op->node;
     Exchange *x = op->x;
     int W = env->nworkers, me = env->worker;
-    Chunk *c = in[0];
-    for (int d = 0; d < W; d++)
-        buf_reset(xchg_buf(x, me, d, 0));
+    (void)input;
     for (int64_t r = 0; r < c->n; r++) {
         buf_reset(&s->kb);
         buf_reset(&s->vb);
@@ -61,6 +65,15 @@ static int eval_upsert(Op *op, OpEnv *env, Chunk **in)
         xrec_put(xchg_buf(x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, s->vb.p, (uint32_t)s->vb.n,
                  c->w[r]);
     }
+    return 0;
+}
+
+static int finish_upsert(Op *op, OpEnv *env)
+{
+    UpsertSt *s = op->st;
+    const CNode *n = op->node;
+    Exchange *x = op->x;
+    int W = env->nworkers, me = env->worker;
     xchg_wait(x);
     ChunkOut co;
     cout_init(&co, env->arena, n->ncol, n->types, 64);
@@ -125,7 +138,10 @@ int op_upsert_init(Op *op)
     UpsertSt *s = sl_calloc(1, sizeof(*s));
     s->rows = hmap_new(sizeof(Row));
     op->st = s;
-    op->eval = eval_upsert;
+    op->eval = op_eval_streamed;
+    op->begin = begin_upsert;
+    op->push = push_upsert;
+    op->finish = finish_upsert;
     op->step_end = step_end_upsert;
     op->free = free_upsert;
     return 0;

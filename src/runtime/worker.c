@@ -3,12 +3,21 @@
  *
  * Step protocol: the controller fills each worker's input pieces, then
  * rt_step releases workers 1..W-1 through the start barrier, runs worker 0
- * itself, and waits at the done barrier. Each worker resets its step arena,
- * materializes its input chunks (generating datagen rows itself, so
- * generation scales with workers), evaluates every operator in node order
- * and finally lets stateful operators release step memory. Exchanges use a
- * second barrier shared by the W workers; every worker evaluates every
- * operator, so they reach each exchange in the same order.
+ * itself, and waits at the done barrier. A worker's step has two phases:
+ *  1. morsels: its share of each table's input is cut into morsels of at
+ *     most MORSEL_ROWS rows (datagen rows are generated here, by the
+ *     worker, so generation scales with workers); each morsel runs through
+ *     the "streamable" operators (sources, and linear operators over them)
+ *     and is pushed into the streamed operators that consume them
+ *     (aggregates fold it into local partials, joins and distinct encode it
+ *     for the exchange, sinks integrate it). Memory is bounded by the
+ *     morsel, not by the step.
+ *  2. the rest: every other operator runs once in node order; streamed
+ *     operators finish (exchange with the other workers, update state, emit
+ *     the step's changes), linear ones evaluate their inputs.
+ * Exchanges use a second barrier shared by the W workers; every worker
+ * finishes every streamed operator, so they reach each exchange in the same
+ * order.
  */
 #include "runtime.h"
 
@@ -16,14 +25,17 @@
 
 #include "../base/mem.h"
 
+/* Rows per morsel: a chunk of this many rows stays in the CPU caches. */
+#define MORSEL_ROWS 65536
+
 typedef struct Worker {
     struct Runtime *rt;
     int id;
     pthread_t thread;
-    Arena *arena;
+    Arena *arena;   /* step arena */
+    Arena *morsel;  /* morsel arena, reset for every morsel */
     Op **ops;
     Piece **input;  /* per relation */
-    Chunk **chunks; /* per relation, built each step */
     Err err;
     EvalCtx ev;
 } Worker;
@@ -34,71 +46,134 @@ struct Runtime {
     Worker *w;
     Exchange **x;           /* per node, or NULL */
     pthread_barrier_t start, done, xbar;
+    bool *sv;               /* per node: carries morsel data (a source, or linear
+                               with an input that does) */
+    bool *pv;               /* per node: carries post-phase data (a streamed
+                               operator, or linear with an input that does) */
     bool quit;
     int64_t steps;
 };
 
-static Chunk *build_input(Worker *w, int rel)
+/* Input j of node n in a phase: the input's output when it carries data in
+   that phase (flag), else an empty chunk. Linear operators distribute over
+   sums, so each phase can run them on its part of the data alone. */
+static Chunk *phase_input(Worker *w, Arena *a, const CNode *n, int j, const bool *flag)
 {
-    const Relation *r = &w->rt->c->rels[rel];
-    const CNode *src = w->rt->c->nodes[r->node];
-    Piece *p = w->input[rel];
-    int64_t total = 0;
-    if (!p)
-        return NULL;
-    if (!p->next && p->chunk)
-        return p->chunk;
-    for (Piece *q = p; q; q = q->next)
-        total += q->chunk ? q->chunk->n : q->count;
-    Chunk *c = chunk_new(w->arena, src->ncol, src->types, total);
-    for (Piece *q = p; q; q = q->next) {
-        if (!q->chunk) {
-            int64_t from = c->n;
-            datagen_fill(q->gen, q->plan, q->start, q->count, c, w->arena);
-            if (q->negate)
-                for (int64_t i = from; i < c->n; i++)
-                    c->w[i] = -c->w[i];
-            continue;
-        }
-        Chunk *s = q->chunk;
-        size_t k = (size_t)c->n, m = (size_t)s->n;
-        for (int j = 0; j < c->ncol; j++) {
-            Vec *d = &c->col[j], *v = &s->col[j];
-            if (d->i)
-                memcpy(d->i + k, v->i, m * sizeof(int64_t));
-            else if (d->f)
-                memcpy(d->f + k, v->f, m * sizeof(double));
-            else
-                memcpy(d->s + k, v->s, m * sizeof(Str));
-            if (d->nul)
-                v->nul ? memcpy(d->nul + k, v->nul, m) : memset(d->nul + k, 0, m);
-        }
-        memcpy(c->w + k, s->w, m * sizeof(int64_t));
-        c->n += s->n;
+    int in = n->in[j];
+    return flag[in] ? w->ops[in]->out : op_empty(a, w->rt->c->nodes[in]);
+}
+
+/* Run linear operator op on its inputs of one phase. */
+static void eval_linear(Worker *w, OpEnv *env, Op *op, const bool *flag)
+{
+    const CNode *n = op->node;
+    Chunk *ins[8];
+    for (int j = 0; j < n->nin && j < 8; j++)
+        ins[j] = phase_input(w, env->arena, n, j, flag);
+    op->out = NULL;
+    if (op->eval(op, env, ins) || !op->out) {
+        if (!w->err.code)
+            err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
+        op->out = op_empty(env->arena, n);
     }
-    return c;
+}
+
+/* Push what op's inputs carry in this phase into the streamed operator op. */
+static void push_inputs(Worker *w, OpEnv *env, Op *op, const bool *flag)
+{
+    const CNode *n = op->node;
+    for (int j = 0; j < n->nin; j++) {
+        if (!flag[n->in[j]])
+            continue;
+        Chunk *in = w->ops[n->in[j]]->out;
+        if (in->n && op->push(op, env, j, in) && !w->err.code)
+            err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
+    }
+}
+
+/* The current morsel through the linear operators that carry morsel data,
+   then into the streamed operators that consume them. */
+static void run_morsel(Worker *w, OpEnv *env)
+{
+    Runtime *rt = w->rt;
+    const Circuit *c = rt->c;
+    for (int i = 0; i < c->nnodes; i++)
+        if (rt->sv[i] && c->nodes[i]->k != OPK_SOURCE)
+            eval_linear(w, env, w->ops[i], rt->sv);
+    for (int i = 0; i < c->nnodes; i++)
+        if (w->ops[i]->push)
+            push_inputs(w, env, w->ops[i], rt->sv);
+}
+
+/* Feed morsel m of the table read by source node `src`: every other source
+   is empty for this morsel (linear operators distribute over sums). */
+static void feed(Worker *w, OpEnv *env, int src, Chunk *m)
+{
+    const Circuit *c = w->rt->c;
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i]->k == OPK_SOURCE)
+            w->ops[i]->out = i == src ? m : op_empty(env->arena, c->nodes[i]);
+    run_morsel(w, env);
 }
 
 static void run_step(Worker *w)
 {
     Runtime *rt = w->rt;
     const Circuit *c = rt->c;
-    Chunk *ins[8];
     arena_reset(w->arena);
-    for (int r = 0; r < c->nrels; r++)
-        w->chunks[r] = c->rels[r].is_table ? build_input(w, r) : NULL;
-    OpEnv env = {w->id, rt->W, rt->steps, w->arena, &w->ev, w->chunks};
+    OpEnv env = {w->id, rt->W, rt->steps, w->arena, &w->ev, NULL};
+    for (int i = 0; i < c->nnodes; i++)
+        if (w->ops[i]->begin)
+            w->ops[i]->begin(w->ops[i], &env);
+
+    /* the step's input, a morsel at a time, through the linear operators
+       into the streamed ones: memory stays bounded for any step size */
+    OpEnv menv = env;
+    menv.arena = w->morsel;
+    w->ev.arena = w->morsel;
+    for (int i = 0; i < c->nnodes; i++) {
+        const CNode *n = c->nodes[i];
+        if (n->k != OPK_SOURCE)
+            continue;
+        for (Piece *p = w->input[n->rel]; p; p = p->next) {
+            int64_t total = p->chunk ? p->chunk->n : p->count;
+            for (int64_t off = 0; off < total; off += MORSEL_ROWS) {
+                int64_t cnt = total - off < MORSEL_ROWS ? total - off : MORSEL_ROWS;
+                arena_reset(w->morsel);
+                Chunk *m;
+                if (p->chunk) {
+                    m = chunk_slice(w->morsel, p->chunk, off, cnt);
+                } else {
+                    m = chunk_new(w->morsel, n->ncol, n->types, cnt);
+                    datagen_fill(p->gen, p->plan, p->start + off, cnt, m, w->morsel);
+                    if (p->negate)
+                        for (int64_t r = 0; r < m->n; r++)
+                            m->w[r] = -m->w[r];
+                }
+                feed(w, &menv, i, m);
+            }
+        }
+    }
+    w->ev.arena = w->arena;
+
+    /* the rest of the circuit, once, in node order */
     for (int i = 0; i < c->nnodes; i++) {
         Op *op = w->ops[i];
         const CNode *n = op->node;
-        for (int j = 0; j < n->nin && j < 8; j++)
-            ins[j] = w->ops[n->in[j]]->out;
-        op->out = NULL;
-        if (op->eval(op, &env, ins) || !op->out) {
-            if (!w->err.code)
-                err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
-            op->out = op_empty(w->arena, n);
+        if (!op->push) {
+            if (rt->pv[i])
+                eval_linear(w, &env, op, rt->pv);
+            else
+                op->out = op_empty(w->arena, n); /* its data went by in morsels */
+            continue;
         }
+        push_inputs(w, &env, op, rt->pv);
+        op->out = NULL;
+        /* finish even after an error: the other workers wait at its exchange */
+        if ((op->finish(op, &env) || !op->out) && !w->err.code)
+            err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
+        if (!op->out)
+            op->out = op_empty(w->arena, n);
     }
     for (int i = 0; i < c->nnodes; i++)
         if (w->ops[i]->step_end)
@@ -130,6 +205,18 @@ Runtime *rt_new(const Circuit *c, int nworkers)
         pthread_barrier_init(&rt->xbar, NULL, (unsigned)nworkers);
     }
     rt->x = sl_calloc((size_t)c->nnodes, sizeof(Exchange *));
+    rt->sv = sl_calloc((size_t)c->nnodes, sizeof(bool));
+    rt->pv = sl_calloc((size_t)c->nnodes, sizeof(bool));
+    for (int i = 0; i < c->nnodes; i++) {
+        const CNode *n = c->nodes[i];
+        bool linear = n->k == OPK_MAP || n->k == OPK_UNION || n->k == OPK_NEGATE;
+        rt->sv[i] = n->k == OPK_SOURCE;
+        rt->pv[i] = !linear && n->k != OPK_SOURCE;
+        for (int j = 0; j < n->nin && linear; j++) {
+            rt->sv[i] = rt->sv[i] || rt->sv[n->in[j]];
+            rt->pv[i] = rt->pv[i] || rt->pv[n->in[j]];
+        }
+    }
     for (int i = 0; i < c->nnodes; i++) {
         int ch = op_exchange_channels(c->nodes[i]);
         if (ch)
@@ -141,13 +228,13 @@ Runtime *rt_new(const Circuit *c, int nworkers)
         w->rt = rt;
         w->id = k;
         w->arena = arena_new(1 << 20);
+        w->morsel = arena_new(1 << 20);
         w->ev.arena = w->arena;
         w->ev.err = &w->err;
         w->ops = sl_calloc((size_t)c->nnodes, sizeof(Op *));
         for (int i = 0; i < c->nnodes; i++)
             w->ops[i] = op_new(c, c->nodes[i], rt->x[i]);
         w->input = sl_calloc((size_t)(c->nrels + 1), sizeof(Piece *));
-        w->chunks = sl_calloc((size_t)(c->nrels + 1), sizeof(Chunk *));
     }
     for (int k = 1; k < nworkers; k++)
         pthread_create(&rt->w[k].thread, NULL, worker_main, &rt->w[k]);
@@ -173,12 +260,14 @@ void rt_free(Runtime *rt)
             op_free(w->ops[i]);
         sl_free(w->ops);
         sl_free(w->input);
-        sl_free(w->chunks);
         arena_free(w->arena);
+        arena_free(w->morsel);
     }
     for (int i = 0; i < rt->c->nnodes; i++)
         xchg_free(rt->x[i]);
     sl_free(rt->x);
+    sl_free(rt->sv);
+    sl_free(rt->pv);
     sl_free(rt->w);
     sl_free(rt);
 }
