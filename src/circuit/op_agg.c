@@ -75,6 +75,7 @@ typedef struct AggSt {
     Chunk *scratch;      /* one row of output values for encoding */
     struct Local *local; /* reused local-combine tables */
     int *acols;          /* argument columns (ngroup .. nin-1) */
+    bool has_str;        /* the output has string columns */
 } AggSt;
 
 static void touch(AggSt *s, Group *g, int64_t step)
@@ -539,11 +540,18 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
             int64_t r = cout_row(co);
             key_decode(g->out, n->types, n->ncol, co->c, 0, r);
             co->c->w[r] = -1;
-            add_garbage(s, g->out);
-            g->out = NULL;
+            /* decoded strings point into the old encoding until the step
+               ends; without strings the values were copied */
+            if (s->has_str || !exists) {
+                if (s->has_str)
+                    add_garbage(s, g->out);
+                else
+                    sl_free(g->out);
+                g->out = NULL;
+            }
         }
         if (exists) {
-            g->out = sl_malloc(s->vb.n ? s->vb.n : 1);
+            g->out = sl_realloc(g->out, s->vb.n ? s->vb.n : 1);
             memcpy(g->out, s->vb.p, s->vb.n);
             g->outlen = (uint32_t)s->vb.n;
             int64_t r = cout_row(co);
@@ -754,6 +762,8 @@ int op_agg_init(Op *op)
     s->scratch = chunk_new(s->scratch_arena, n->ncol, n->types, 1);
     s->scratch->n = 1;
     s->local = sl_calloc(1, sizeof(Local));
+    for (int j = 0; j < n->ncol; j++)
+        s->has_str = s->has_str || type_phys(n->types[j].kind) == PHYS_STR;
     s->acols = sl_malloc(sizeof(int) * (size_t)(s->nin - s->ngroup + 1));
     for (int j = s->ngroup; j < s->nin; j++)
         s->acols[j - s->ngroup] = j;

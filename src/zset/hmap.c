@@ -25,6 +25,10 @@ typedef struct Slot {
     HEntry *e; /* NULL: empty; TOMB: deleted */
 } Slot;
 
+#define SLAB_MAX 512
+#define SLAB_CLASSES (SLAB_MAX / 16)
+#define SLAB_BYTES (64 * 1024)
+
 struct HMap {
     Slot *slots;
     size_t cap; /* power of two */
@@ -33,6 +37,13 @@ struct HMap {
     size_t tombs;
     size_t psize;       /* payload bytes */
     size_t entry_bytes; /* bytes in live entries */
+    /* entries up to SLAB_MAX bytes come from 64 KiB slabs, with a free list
+       per 16-byte size class: no malloc per entry, entries packed densely */
+    void *freel[SLAB_CLASSES + 1];
+    uint8_t *bump;
+    size_t bump_left;
+    void **slabs;
+    size_t nslabs, capslabs;
 };
 
 static char tomb_marker;
@@ -57,6 +68,43 @@ static void alloc_slots(HMap *m, size_t cap)
     m->tombs = 0;
 }
 
+static void *ent_alloc(HMap *m, size_t sz)
+{
+    size_t cls = (sz + 15) / 16;
+    if (cls > SLAB_CLASSES)
+        return sl_malloc(sz);
+    if (m->freel[cls]) {
+        void *p = m->freel[cls];
+        m->freel[cls] = *(void **)p;
+        return p;
+    }
+    size_t need = cls * 16;
+    if (m->bump_left < need) {
+        if (m->nslabs == m->capslabs) {
+            m->capslabs = m->capslabs ? m->capslabs * 2 : 16;
+            m->slabs = sl_realloc(m->slabs, sizeof(void *) * m->capslabs);
+        }
+        m->bump = sl_malloc(SLAB_BYTES); /* malloc aligns to 16 */
+        m->slabs[m->nslabs++] = m->bump;
+        m->bump_left = SLAB_BYTES;
+    }
+    void *p = m->bump;
+    m->bump += need;
+    m->bump_left -= need;
+    return p;
+}
+
+static void ent_free(HMap *m, void *p, size_t sz)
+{
+    size_t cls = (sz + 15) / 16;
+    if (cls > SLAB_CLASSES) {
+        sl_free(p);
+        return;
+    }
+    *(void **)p = m->freel[cls];
+    m->freel[cls] = p;
+}
+
 HMap *hmap_new(size_t payload_size)
 {
     HMap *m = sl_malloc(sizeof(*m));
@@ -71,8 +119,12 @@ void hmap_free(HMap *m)
     if (!m)
         return;
     for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i].e && m->slots[i].e != TOMB)
+        if (m->slots[i].e && m->slots[i].e != TOMB &&
+            entry_size(m, m->slots[i].e->klen) > SLAB_MAX)
             sl_free(m->slots[i].e);
+    for (size_t i = 0; i < m->nslabs; i++)
+        sl_free(m->slabs[i]);
+    sl_free(m->slabs);
     sl_free(m->slots);
     sl_free(m);
 }
@@ -138,7 +190,7 @@ void *hmap_upsert(HMap *m, const uint8_t *k, size_t kn, uint64_t hash, bool *cre
     if (m->slots[i].e == TOMB)
         m->tombs--;
     size_t sz = entry_size(m, kn);
-    HEntry *e = sl_malloc(sz);
+    HEntry *e = ent_alloc(m, sz);
     e->klen = kn;
     memset(e->payload, 0, m->psize);
     if (kn)
@@ -162,8 +214,9 @@ void hmap_delete(HMap *m, const uint8_t *k, size_t kn, uint64_t hash)
     size_t i = lookup(m, k, kn, hash);
     if (i == SIZE_MAX)
         return;
-    m->entry_bytes -= entry_size(m, m->slots[i].e->klen);
-    sl_free(m->slots[i].e);
+    size_t sz = entry_size(m, m->slots[i].e->klen);
+    m->entry_bytes -= sz;
+    ent_free(m, m->slots[i].e, sz);
     m->slots[i].e = TOMB;
     m->count--;
     m->tombs++;
