@@ -464,24 +464,16 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
             v->i[0] = acc->cnt;
             break;
         case AGG_SUM:
-            if (cnt == 0) {
-                v->nul[0] = 1;
-                if (v->i)
-                    v->i[0] = 0;
-                else
-                    v->f[0] = 0;
-            } else if (v->f)
+            if (cnt == 0)
+                vec_set_null(v, 0);
+            else if (v->f)
                 v->f[0] = xsum_value(&facc->sum);
             else if (set_int(env, v, acc->isum, n, "SUM"))
                 return SL_ERUNTIME;
             break;
         case AGG_AVG:
             if (cnt == 0) {
-                v->nul[0] = 1;
-                if (v->i)
-                    v->i[0] = 0;
-                else
-                    v->f[0] = 0;
+                vec_set_null(v, 0);
             } else if (a->in_t.kind == TK_DECIMAL) {
                 __int128 q = acc->isum / acc->cnt, r = acc->isum % acc->cnt;
                 __int128 ar = r < 0 ? -r : r, ac = acc->cnt < 0 ? -(__int128)acc->cnt : acc->cnt;
@@ -499,13 +491,7 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
         case AGG_MAX: {
             const uint8_t *val = minmax_value(s->minmax[j], g, a->kind == AGG_MAX);
             if (!val) {
-                v->nul[0] = 1;
-                if (v->i)
-                    v->i[0] = 0;
-                else if (v->f)
-                    v->f[0] = 0;
-                else
-                    v->s[0] = (Str){"", 0};
+                vec_set_null(v, 0);
             } else {
                 SqlType t = a->in_t;
                 key_decode(val, &t, 1, sc, s->ngroup + j, 0);

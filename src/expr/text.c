@@ -12,6 +12,8 @@
  */
 #include "text.h"
 
+#include "expr_int.h"
+
 #include "../base/mem.h"
 
 #include <errno.h>
@@ -54,18 +56,6 @@ static size_t utf8_len(const char *s, size_t n)
     return c;
 }
 
-/* Byte offset of the character after the first `chars` characters of s. */
-static size_t utf8_offset(const char *s, size_t n, size_t chars)
-{
-    size_t j = 0;
-    while (j < n && chars > 0) {
-        j++;
-        while (j < n && ((uint8_t)s[j] & 0xC0) == 0x80)
-            j++;
-        chars--;
-    }
-    return j;
-}
 
 static int bad_value(Err *err, SqlType t, const char *s, size_t n)
 {
@@ -360,7 +350,7 @@ static int parse_string(SqlType t, const char *s, size_t n, Arena *a, Str *out, 
         chars = utf8_len(s, n);
         if (chars > (size_t)t.len) {
             /* excess trailing spaces are cut, as the standard says */
-            size_t keep = utf8_offset(s, n, (size_t)t.len);
+            size_t keep = expr__utf8_offset(s, n, (size_t)t.len);
             for (size_t j = keep; j < n; j++)
                 if (s[j] != ' ')
                     return err_set(err, SL_EDATA, "value too long for %s",

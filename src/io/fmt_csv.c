@@ -98,17 +98,6 @@ static const char *next_field(const char *rec, size_t n, size_t *pos, CsvField *
     return NULL;
 }
 
-static void set_null(Vec *v, int64_t r)
-{
-    v->nul[r] = 1;
-    if (v->i)
-        v->i[r] = 0;
-    else if (v->f)
-        v->f[r] = 0;
-    else
-        v->s[r] = (Str){"", 0};
-}
-
 static bool bool_word(const char *p, size_t n, int64_t *out)
 {
     while (n > 0 && (*p == ' ' || *p == '\t'))
@@ -142,7 +131,7 @@ static int put_field(const RowSchema *s, int j, const CsvField *f, Chunk *out, i
     if (!f->quoted && n == 0) {
         if (!v->nul)
             return err_set(err, SL_EDATA, "column \"%s\" is NOT NULL", s->names[j]);
-        set_null(v, r);
+        vec_set_null(v, r);
         return 0;
     }
     if (f->esc) {

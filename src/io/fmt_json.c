@@ -202,17 +202,6 @@ static bool match_word(JIn *in, const char *w, size_t n)
     return true;
 }
 
-static void set_null(Vec *v, int64_t r)
-{
-    v->nul[r] = 1;
-    if (v->i)
-        v->i[r] = 0;
-    else if (v->f)
-        v->f[r] = 0;
-    else
-        v->s[r] = (Str){"", 0};
-}
-
 static int col_err(Err *err, const RowSchema *s, int j, const char *why)
 {
     return err_set(err, SL_EDATA, "column \"%s\": %s", s->names[j], why);
@@ -285,7 +274,7 @@ static int parse_value(const RowSchema *s, int j, JIn *in, Chunk *out, int64_t r
             return col_err(err, s, j, "invalid JSON value");
         if (!v->nul)
             return err_set(err, SL_EDATA, "column \"%s\" is NOT NULL", s->names[j]);
-        set_null(v, r);
+        vec_set_null(v, r);
         return 0;
     }
     if (v->nul)
@@ -409,7 +398,7 @@ static int parse_row(const RowSchema *s, JIn *in, Chunk *out, int64_t r, Arena *
         Vec *v = &out->col[j];
         if (!v->nul)
             return err_set(err, SL_EDATA, "column \"%s\" is NOT NULL", s->names[j]);
-        set_null(v, r);
+        vec_set_null(v, r);
     }
     return 0;
 }
