@@ -1,33 +1,24 @@
 /*
  * circuit/op_distinct.c - DISTINCT (non-linear).
  *
- * Delta rule: keep the integral weight of every row; for each row touched
+ * Delta rule: keep the integral weight of every row; for each row changed
  * in a step, emit +1 when its weight goes from <= 0 to > 0 and -1 when it
  * goes from > 0 to <= 0. Rows are exchanged by the hash of their encoding,
- * so each worker owns a disjoint set of rows.
+ * so each worker owns a disjoint set of rows. The integral is a trace: the
+ * step's changes are sorted and consolidated into a batch, their old
+ * weights are read with a forward cursor (a merge, not a hash probe per
+ * row: sequential memory access however large the state), and the batch
+ * then joins the trace.
  */
 #include "op.h"
 
 #include "../base/mem.h"
-#include "../zset/hmap.h"
+#include "../zset/batch.h"
 #include "../zset/key.h"
-
-typedef struct DEnt {
-    int64_t w;       /* integral weight */
-    int64_t old;     /* weight before the current step */
-    int64_t touched; /* last step that changed it */
-} DEnt;
-
-typedef struct Touch {
-    DEnt *e;
-    const uint8_t *k;
-    uint32_t kn;
-} Touch;
+#include "../zset/trace.h"
 
 typedef struct DistinctSt {
-    HMap *rows;
-    Touch *t;
-    int64_t nt, cap;
+    Trace *rows; /* integral: key = row encoding, empty value */
     Buf kb;
 } DistinctSt;
 
@@ -51,6 +42,13 @@ static int push_distinct(Op *op, OpEnv *env, int input, Chunk *c)
     return 0;
 }
 
+static void add_weight(void *ctx, const uint8_t *val, size_t vn, int64_t w)
+{
+    (void)val;
+    (void)vn;
+    *(int64_t *)ctx += w;
+}
+
 static int finish_distinct(Op *op, OpEnv *env)
 {
     DistinctSt *s = op->st;
@@ -58,51 +56,45 @@ static int finish_distinct(Op *op, OpEnv *env)
     Exchange *x = op->x;
     int W = env->nworkers, me = env->worker;
     xchg_wait(x);
-    s->nt = 0;
+    BatchBuilder *bb = bb_new();
     for (int f = 0; f < W; f++) {
         const Buf *b = xchg_buf(x, f, me, 0);
         size_t pos = 0;
         XRec r;
-        while (xrec_next(b, &pos, &r)) {
-            bool created;
-            uint64_t h = sl_hash(r.k, r.kn);
-            DEnt *e = hmap_upsert(s->rows, r.k, r.kn, h, &created);
-            if (created || e->touched != env->step) {
-                if (created)
-                    e->w = 0;
-                e->old = e->w;
-                e->touched = env->step;
-                if (s->nt == s->cap) {
-                    s->cap = s->cap ? s->cap * 2 : 64;
-                    s->t = sl_realloc(s->t, sizeof(Touch) * (size_t)s->cap);
-                }
-                s->t[s->nt++] = (Touch){e, r.k, r.kn};
-            }
-            e->w += r.w;
-        }
+        while (xrec_next(b, &pos, &r))
+            bb_add(bb, r.k, r.kn, NULL, 0, r.w);
     }
+    Batch *delta = bb_finish(bb);
     ChunkOut co;
-    cout_init(&co, env->arena, n->ncol, n->types, s->nt);
-    for (int64_t i = 0; i < s->nt; i++) {
-        Touch *t = &s->t[i];
-        bool was = t->e->old > 0, now = t->e->w > 0;
+    cout_init(&co, env->arena, n->ncol, n->types, delta->n);
+    TraceCursor *cur = trace_cursor_new(s->rows);
+    for (int64_t i = 0; i < delta->n; i++) {
+        int64_t old = 0;
+        trace_cursor_for_key(cur, batch_key(delta, i), batch_klen(delta, i), add_weight, &old);
+        bool was = old > 0, now = old + delta->w[i] > 0;
         if (was != now) {
             int64_t r = cout_row(&co);
-            key_decode(t->k, n->types, n->ncol, co.c, 0, r);
+            /* the delta batch lives in the trace until step_end */
+            key_decode(batch_key(delta, i), n->types, n->ncol, co.c, 0, r);
             co.c->w[r] = now ? 1 : -1;
         }
-        if (t->e->w == 0)
-            hmap_delete(s->rows, t->k, t->kn, sl_hash(t->k, t->kn));
     }
+    trace_cursor_free(cur);
+    trace_insert_take(s->rows, delta);
     op->out = co.c;
     return 0;
+}
+
+static void step_end_distinct(Op *op)
+{
+    DistinctSt *s = op->st;
+    trace_step_end(s->rows);
 }
 
 static void free_distinct(Op *op)
 {
     DistinctSt *s = op->st;
-    hmap_free(s->rows);
-    sl_free(s->t);
+    trace_free(s->rows);
     buf_free(&s->kb);
     sl_free(s);
 }
@@ -110,12 +102,13 @@ static void free_distinct(Op *op)
 int op_distinct_init(Op *op)
 {
     DistinctSt *s = sl_calloc(1, sizeof(*s));
-    s->rows = hmap_new(sizeof(DEnt));
+    s->rows = trace_new();
     op->st = s;
     op->eval = op_eval_streamed;
     op->begin = begin_distinct;
     op->push = push_distinct;
     op->finish = finish_distinct;
+    op->step_end = step_end_distinct;
     op->free = free_distinct;
     return 0;
 }

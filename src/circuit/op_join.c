@@ -60,6 +60,7 @@ static void emit(Op *op, JoinSt *s, ChunkOut *co, const uint8_t *l, const uint8_
 static void join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side, Trace *t,
                        const Batch *dother, Matches *ms)
 {
+    TraceCursor *cur = trace_cursor_new(t); /* d's keys ascend */
     for (int64_t i = 0; i < d->n;) {
         const uint8_t *k = batch_key(d, i);
         size_t kn = batch_klen(d, i);
@@ -67,7 +68,7 @@ static void join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
         while (j < d->n && batch_klen(d, j) == kn && !memcmp(batch_key(d, j), k, kn))
             j++;
         ms->n = 0;
-        trace_for_key(t, k, kn, add_match, ms);
+        trace_cursor_for_key(cur, k, kn, add_match, ms);
         if (dother) {
             for (int64_t o = batch_seek(dother, k, kn);
                  o < dother->n && batch_key_cmp(dother, o, k, kn) == 0; o++)
@@ -84,6 +85,7 @@ static void join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
             }
         i = j;
     }
+    trace_cursor_free(cur);
 }
 
 static void begin_join(Op *op, OpEnv *env)

@@ -122,6 +122,60 @@ void trace_for_key(const Trace *t, const uint8_t *k, size_t kn, TraceFn cb, void
     }
 }
 
+struct TraceCursor {
+    const Trace *t;
+    int64_t *pos; /* per batch: no tuple before it has a key >= the last probe */
+};
+
+TraceCursor *trace_cursor_new(const Trace *t)
+{
+    TraceCursor *c = sl_malloc(sizeof(*c));
+    c->t = t;
+    c->pos = sl_calloc((size_t)(t->n ? t->n : 1), sizeof(int64_t));
+    return c;
+}
+
+void trace_cursor_free(TraceCursor *c)
+{
+    if (!c)
+        return;
+    sl_free(c->pos);
+    sl_free(c);
+}
+
+/* First index >= from whose key is >= k: gallop, then binary search. */
+static int64_t gallop(const Batch *b, int64_t from, const uint8_t *k, size_t kn)
+{
+    if (from >= b->n || batch_key_cmp(b, from, k, kn) >= 0)
+        return from;
+    int64_t lo = from, step = 1; /* key(lo) < k */
+    while (lo + step < b->n && batch_key_cmp(b, lo + step, k, kn) < 0) {
+        lo += step;
+        step *= 2;
+    }
+    int64_t hi = lo + step < b->n ? lo + step : b->n; /* key(hi) >= k or hi == n */
+    lo++;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (batch_key_cmp(b, mid, k, kn) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void trace_cursor_for_key(TraceCursor *c, const uint8_t *k, size_t kn, TraceFn cb, void *ctx)
+{
+    const Trace *t = c->t;
+    for (int i = 0; i < t->n; i++) {
+        const Batch *b = t->spine[i];
+        int64_t j = c->pos[i] = gallop(b, c->pos[i], k, kn);
+        for (; j < b->n && batch_key_cmp(b, j, k, kn) == 0; j++)
+            cb(ctx, batch_val(b, j), batch_vlen(b, j), b->w[j]);
+    }
+}
+
 Batch *trace_consolidate(Trace *t)
 {
     if (t->n == 0)

@@ -35,6 +35,19 @@ size_t trace_bytes(const Trace *t);
 typedef void (*TraceFn)(void *ctx, const uint8_t *val, size_t vn, int64_t w);
 void trace_for_key(const Trace *t, const uint8_t *k, size_t kn, TraceFn cb, void *ctx);
 
+/*
+ * A forward cursor for probing many keys in ascending order (joins and
+ * distinct walk their sorted deltas): each batch keeps a position that only
+ * moves forward, found by galloping, so probing k sorted keys costs about
+ * O(k log(gap)) instead of O(k log n) per batch. The trace must not change
+ * while the cursor is in use.
+ */
+typedef struct TraceCursor TraceCursor;
+TraceCursor *trace_cursor_new(const Trace *t);
+void trace_cursor_free(TraceCursor *c);
+/* Like trace_for_key; k must not be smaller than the previous call's k. */
+void trace_cursor_for_key(TraceCursor *c, const uint8_t *k, size_t kn, TraceFn cb, void *ctx);
+
 /* One consolidated batch with the whole integral (merges all batches into
    one, which becomes the trace's only batch); a new reference for the caller. */
 Batch *trace_consolidate(Trace *t);
