@@ -72,11 +72,13 @@ unit: debug $(TEST_BIN)
 e2e: debug $(TOOL_BIN)
 	@SLUICE_BIN=$(CURDIR)/build/debug/sluice SLUICE_TOOLS=$(CURDIR)/build/debug/tests /usr/bin/pytest -q tests/e2e
 
-# The demo: the bank program with 100M generated transactions.
+# The demo: the bank program with 100M generated transactions, one worker
+# per core.
+DEMO_WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 demo: deps
 	@$(MAKE) --no-print-directory build/sluice
 	@rm -rf build/demo
-	./build/sluice run examples/bank.sql --until-done --dump build/demo
+	./build/sluice run examples/bank.sql --until-done --workers $(DEMO_WORKERS) --dump build/demo
 	@echo
 	@echo "balance (account, balance):"
 	@cat build/demo/balance.csv
