@@ -27,7 +27,6 @@ typedef struct OpEnv {
     int64_t step;      /* 0 for the first step */
     Arena *arena;      /* step arena (reset when a step starts) */
     EvalCtx *ev;       /* ev->arena == arena; runtime errors go to ev->err */
-    Chunk **inputs;    /* per relation: this worker's input chunk, or NULL */
 } OpEnv;
 
 typedef struct Op Op;

@@ -6,10 +6,11 @@
  */
 #include "op.h"
 
+/* Sources are fed by the worker a morsel at a time (runtime/worker.c);
+   evaluated on their own they have nothing to give. */
 static int eval_source(Op *op, OpEnv *env, Chunk **in)
 {
-    Chunk *c = env->inputs ? env->inputs[op->node->rel] : NULL;
-    op->out = c ? c : op_empty(env->arena, op->node);
+    op->out = op_empty(env->arena, op->node);
     return 0;
 }
 

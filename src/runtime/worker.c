@@ -121,7 +121,7 @@ static void run_step(Worker *w)
     Runtime *rt = w->rt;
     const Circuit *c = rt->c;
     arena_reset(w->arena);
-    OpEnv env = {w->id, rt->W, rt->steps, w->arena, &w->ev, NULL};
+    OpEnv env = {w->id, rt->W, rt->steps, w->arena, &w->ev};
     for (int i = 0; i < c->nnodes; i++)
         if (w->ops[i]->begin)
             w->ops[i]->begin(w->ops[i], &env);

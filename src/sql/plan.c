@@ -941,10 +941,8 @@ static Expr *bind(P *p, BindCtx *bc, Ast *x)
             return NULL;
         }
     }
-    /* the group scope has no columns of its own: bind children in agg mode */
-    Scope empty = {NULL, 0};
+    /* not a group expression as a whole: bind its children in agg mode */
     BindCtx up = {bc->s, ag, bc->clause};
-    (void)empty;
     return bind_inner(p, &up, x);
 }
 
@@ -992,9 +990,8 @@ static bool refs_any(const Expr *e)
     return false;
 }
 
-static int map_node(P *p, int in, const SqlType *in_types, Expr *filter, Expr **proj, int nproj)
+static int map_node(P *p, int in, Expr *filter, Expr **proj, int nproj)
 {
-    (void)in_types;
     CNode *n = add_node(p, OPK_MAP, 1, nproj);
     n->in[0] = in;
     n->filter = filter;
@@ -1131,13 +1128,15 @@ static int join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, 
             proj[np] = k;
             cols[i] = np++;
         }
-        node = map_node(p, node, NULL, and_all(p, nn, nnn), proj, np);
+        node = map_node(p, node, and_all(p, nn, nnn), proj, np);
     }
     *cols_out = cols;
     return node;
 }
 
-static int plan_from(P *p, Select *q, PRel *out, Ast ***residual, int *nresidual)
+/* Plan the FROM clause and WHERE; *residual is the conjunction of the
+   conditions left to filter after the joins (NULL when none). */
+static int plan_from(P *p, Select *q, PRel *out, Expr **residual)
 {
     FromItem **leaves = NULL;
     Ast **conds = NULL, **conj = NULL;
@@ -1186,7 +1185,7 @@ static int plan_from(P *p, Select *q, PRel *out, Ast ***residual, int *nresidual
             }
         if (nf) {
             CNode *src = p->c->nodes[it->r.node];
-            it->r.node = map_node(p, it->r.node, NULL, and_all(p, f, nf),
+            it->r.node = map_node(p, it->r.node, and_all(p, f, nf),
                                   identity_proj(p, src, 0), src->ncol);
         }
     }
@@ -1241,23 +1240,18 @@ static int plan_from(P *p, Select *q, PRel *out, Ast ***residual, int *nresidual
                 proj[i] = expr_col(p->a, i, ln->types[i]);
             for (int i = 0; i < it->r.s.n; i++)
                 proj[curcols + i] = expr_col(p->a, ln->ncol + i, rn->types[i]);
-            cur = map_node(p, cur, NULL, NULL, proj, curcols + it->r.s.n);
+            cur = map_node(p, cur, NULL, proj, curcols + it->r.s.n);
         }
         curcols += it->r.s.n;
     }
     int nres = 0;
-    Ast **res = arena_alloc(p->a, sizeof(Ast *) * (size_t)(nconj + 1));
     Expr **rese = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
     for (int i = 0; i < nconj; i++)
-        if (!used[i]) {
-            res[nres] = conj[i];
+        if (!used[i])
             rese[nres++] = ce[i];
-        }
     out->node = cur;
     out->s = all;
-    /* residual conjuncts are returned bound (as one filter expression) */
-    *residual = (Ast **)and_all(p, rese, nres);
-    *nresidual = nres;
+    *residual = and_all(p, rese, nres);
     return 0;
 }
 
@@ -1289,13 +1283,11 @@ static bool has_agg(Ast *x)
 static int plan_core(P *p, Select *q, PRel *out)
 {
     PRel from;
-    Ast **resid_raw = NULL;
-    int nresid = 0;
+    Expr *resid = NULL;
     if (q->nfrom == 0)
         return perr(p, SL_EUNSUPPORTED, q->line, q->col, "SELECT without FROM is not supported yet");
-    if (plan_from(p, q, &from, &resid_raw, &nresid))
+    if (plan_from(p, q, &from, &resid))
         return p->err->code;
-    Expr *resid = (Expr *)resid_raw;
 
     /* expand the select list */
     int n = 0;
@@ -1424,7 +1416,7 @@ static int plan_core(P *p, Select *q, PRel *out)
             if (specs[i].kind == AGG_MIN || specs[i].kind == AGG_MAX)
                 linear = false;
         }
-        node = map_node(p, node, NULL, filter, pre, np);
+        node = map_node(p, node, filter, pre, np);
         filter = NULL;
         an = add_node(p, OPK_AGG, 1, ag.ngroup + ag.ncalls);
         an->in[0] = node;
@@ -1446,7 +1438,7 @@ static int plan_core(P *p, Select *q, PRel *out)
         ident = proj[i]->k == E_COL && proj[i]->col == i &&
                 same_repr(proj[i]->t, p->c->nodes[node]->types[i]);
     if (!ident)
-        node = map_node(p, node, NULL, filter, proj, n);
+        node = map_node(p, node, filter, proj, n);
     if (q->distinct) {
         CNode *d = add_node(p, OPK_DISTINCT, 1, n);
         d->in[0] = node;
@@ -1481,7 +1473,7 @@ static int conform(P *p, PRel *r, const SqlType *t)
         }
         proj[i]->t.nullable = t[i].nullable;
     }
-    return map_node(p, r->node, NULL, NULL, proj, src->ncol);
+    return map_node(p, r->node, NULL, proj, src->ncol);
 }
 
 static int plan_query(P *p, Select *q, PRel *out)
@@ -1708,7 +1700,6 @@ static int plan_view(P *p, Stmt *s)
     }
     if (apply_props(p, s, r))
         return p->err->code;
-    (void)idx;
     /* every view gets a sink: it counts the view's changes (stats), feeds
        its output connectors and, when materialized, keeps its contents */
     add_sink(p, r, idx);
