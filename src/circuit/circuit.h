@@ -49,6 +49,7 @@ typedef struct CNode {
     int ncol; /* output columns */
     SqlType *types;
     const char *label; /* for EXPLAIN: view name, etc. */
+    int owner;         /* relation whose definition created the node */
     /* OPK_SOURCE and OPK_SINK */
     int rel;
     /* OPK_MAP */

@@ -237,9 +237,16 @@ int pipeline_run(const Circuit *c, const PipelineOpts *o, Err *err)
         if (bad)
             fprintf(stderr, "sluice: %lld bad input record%s skipped (see messages above)\n",
                     (long long)bad, bad == 1 ? "" : "s");
-        if (rt_divzero(k.rt))
-            fprintf(stderr, "sluice: %lld division%s by zero gave NULL\n",
-                    (long long)rt_divzero(k.rt), rt_divzero(k.rt) == 1 ? "" : "s");
+        for (int i = 0; i < c->nrels; i++) {
+            int64_t dz = 0;
+            for (int j = 0; j < c->nnodes; j++)
+                if (c->nodes[j]->owner == i)
+                    dz += rt_divzero_node(k.rt, j);
+            if (dz)
+                fprintf(stderr, "sluice: %s %s: %lld division%s by zero gave NULL\n",
+                        c->rels[i].is_table ? "table" : "view", c->rels[i].name, (long long)dz,
+                        dz == 1 ? "" : "s");
+        }
         if (o->dump_dir)
             rc = pipeline_dump(c, k.rt, o->dump_dir, err);
     }

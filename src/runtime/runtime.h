@@ -38,7 +38,8 @@ void rt_set_input(Runtime *rt, int w, int rel, Piece *list);
 int rt_step(Runtime *rt, Err *err);
 int64_t rt_steps(const Runtime *rt);
 Op *rt_op(Runtime *rt, int w, int node);
-/* Rows divided by zero so far (all workers). */
+/* Rows divided by zero so far (all workers): in all, or by node. */
 int64_t rt_divzero(const Runtime *rt);
+int64_t rt_divzero_node(const Runtime *rt, int node);
 
 #endif

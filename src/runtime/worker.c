@@ -38,6 +38,7 @@ typedef struct Worker {
     Piece **input;  /* per relation */
     Err err;
     EvalCtx ev;
+    int64_t *divzero; /* per node: rows divided by zero */
 } Worker;
 
 struct Runtime {
@@ -71,11 +72,13 @@ static void eval_linear(Worker *w, OpEnv *env, Op *op, const bool *flag)
     for (int j = 0; j < n->nin && j < 8; j++)
         ins[j] = phase_input(w, env->arena, n, j, flag);
     op->out = NULL;
+    int64_t dz = w->ev.ndivzero;
     if (op->eval(op, env, ins) || !op->out) {
         if (!w->err.code)
             err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
         op->out = op_empty(env->arena, n);
     }
+    w->divzero[n->id] += w->ev.ndivzero - dz;
 }
 
 /* Push what op's inputs carry in this phase into the streamed operator op. */
@@ -232,6 +235,7 @@ Runtime *rt_new(const Circuit *c, int nworkers)
         w->ev.arena = w->arena;
         w->ev.err = &w->err;
         w->ops = sl_calloc((size_t)c->nnodes, sizeof(Op *));
+        w->divzero = sl_calloc((size_t)c->nnodes, sizeof(int64_t));
         for (int i = 0; i < c->nnodes; i++)
             w->ops[i] = op_new(c, c->nodes[i], rt->x[i]);
         w->input = sl_calloc((size_t)(c->nrels + 1), sizeof(Piece *));
@@ -259,6 +263,7 @@ void rt_free(Runtime *rt)
         for (int i = 0; i < rt->c->nnodes; i++)
             op_free(w->ops[i]);
         sl_free(w->ops);
+        sl_free(w->divzero);
         sl_free(w->input);
         arena_free(w->arena);
         arena_free(w->morsel);
@@ -299,6 +304,14 @@ int rt_step(Runtime *rt, Err *err)
 
 int64_t rt_steps(const Runtime *rt) { return rt->steps; }
 Op *rt_op(Runtime *rt, int w, int node) { return rt->w[w].ops[node]; }
+
+int64_t rt_divzero_node(const Runtime *rt, int node)
+{
+    int64_t n = 0;
+    for (int k = 0; k < rt->W; k++)
+        n += rt->w[k].divzero[node];
+    return n;
+}
 
 int64_t rt_divzero(const Runtime *rt)
 {

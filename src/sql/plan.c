@@ -61,6 +61,7 @@ typedef struct P {
     Circuit *c;
     Err *err;
     int cap_nodes, cap_rels;
+    int owner; /* relation being planned (its index once added) */
 } P;
 
 static int perr(P *p, int code, int line, int col, const char *fmt, ...)
@@ -104,6 +105,7 @@ static CNode *add_node(P *p, OpKind k, int nin, int ncol)
     n->ncol = ncol;
     n->types = arena_zalloc(p->a, sizeof(SqlType) * (size_t)(ncol ? ncol : 1));
     n->rel = -1;
+    n->owner = p->owner;
     c->nodes[c->nnodes++] = n;
     return n;
 }
@@ -1720,7 +1722,7 @@ int circuit_compile(const char *sql, Circuit **out, Err *err)
     Program *prog;
     Circuit *c = sl_calloc(1, sizeof(*c));
     c->arena = arena_new(64 * 1024);
-    P p = {c->arena, c, err ? err : &local, 0, 0};
+    P p = {c->arena, c, err ? err : &local, 0, 0, 0};
     if (sql_parse(sql, c->arena, &prog, p.err))
         goto out_fail;
     if (prog->n == 0) {
@@ -1729,6 +1731,7 @@ int circuit_compile(const char *sql, Circuit **out, Err *err)
     }
     for (int i = 0; i < prog->n; i++) {
         Stmt *s = prog->stmts[i];
+        p.owner = c->nrels; /* the relation this statement adds */
         if ((s->k == S_CREATE_TABLE ? plan_table(&p, s) : plan_view(&p, s)))
             goto out_fail;
     }
