@@ -48,6 +48,12 @@ static char *slurp(const char *path)
     return s;
 }
 
+static void bench_fill(const void *src, int plan, int64_t start, int64_t count, Chunk *out,
+                       Arena *a)
+{
+    datagen_fill(src, plan, start, count, out, a);
+}
+
 /* One step feeding rows [start, start+count) of plan 0, split over workers. */
 static double step(Runtime *rt, const Relation *r, int rel, const Datagen *g, int64_t start,
                    int64_t count, bool negate)
@@ -59,7 +65,7 @@ static double step(Runtime *rt, const Relation *r, int rel, const Datagen *g, in
         int64_t s = (int64_t)w * per, e = s + per < count ? s + per : count;
         if (s >= e)
             continue;
-        p[w] = (Piece){NULL, NULL, g, 0, start + s, e - s, negate};
+        p[w] = (Piece){NULL, NULL, bench_fill, g, 0, start + s, e - s, negate};
         rt_set_input(rt, w, rel, &p[w]);
     }
     (void)r;

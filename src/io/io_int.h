@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "connector.h"
+#include "datagen.h"
 #include "format.h"
 
 typedef enum InKind { IN_DATAGEN, IN_FILE } InKind;
@@ -51,6 +52,9 @@ struct OutputConn {
 };
 
 double io_now(void);
+/* PieceFill for datagen pieces. */
+void datagen_piece_fill(const void *src, int plan, int64_t start, int64_t count, Chunk *out,
+                        Arena *a);
 int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists);
 int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
 /* Append piece p to the list *l (at the end, keeping order). */

@@ -8,6 +8,12 @@
 
 #include "io_int.h"
 
+void datagen_piece_fill(const void *src, int plan, int64_t start, int64_t count, Chunk *out,
+                        Arena *a)
+{
+    datagen_fill(src, plan, start, count, out, a);
+}
+
 int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists)
 {
     int64_t total = 0;
@@ -44,7 +50,8 @@ int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piec
             if (s >= e)
                 break;
             Piece *pc = arena_zalloc(a, sizeof(*pc));
-            pc->gen = ic->gen;
+            pc->fill = datagen_piece_fill;
+            pc->src = ic->gen;
             pc->plan = p;
             pc->start = ic->next + s;
             pc->count = e - s;

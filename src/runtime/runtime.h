@@ -13,14 +13,20 @@
 #define SL_RUNTIME_RUNTIME_H
 
 #include "../circuit/op.h"
-#include "../io/datagen.h"
+
+/* Appends rows [start, start+count) of plan `plan` of generator src to out
+   (room for count rows), strings from a; must be thread-safe. The datagen
+   connector's is datagen_fill. */
+typedef void (*PieceFill)(const void *src, int plan, int64_t start, int64_t count, Chunk *out,
+                          Arena *a);
 
 /* A piece of a table's input for one worker and one step: ready rows, or
-   a range of datagen rows the worker generates itself. */
+   a range of generated rows the worker produces itself. */
 typedef struct Piece {
     struct Piece *next;
     Chunk *chunk;       /* rows (the worker reads them), or NULL */
-    const Datagen *gen; /* else: rows [start, start+count) of plan `plan` */
+    PieceFill fill;     /* else: rows [start, start+count) of plan `plan` */
+    const void *src;    /* ... of this generator */
     int plan;
     int64_t start, count;
     bool negate;        /* generated rows are deletions (weight -1) */

@@ -148,7 +148,7 @@ static void run_step(Worker *w)
                     m = chunk_slice(w->morsel, p->chunk, off, cnt);
                 } else {
                     m = chunk_new(w->morsel, n->ncol, n->types, cnt);
-                    datagen_fill(p->gen, p->plan, p->start + off, cnt, m, w->morsel);
+                    p->fill(p->src, p->plan, p->start + off, cnt, m, w->morsel);
                     if (p->negate)
                         for (int64_t r = 0; r < m->n; r++)
                             m->w[r] = -m->w[r];
