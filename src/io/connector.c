@@ -202,6 +202,10 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool op
         return 0;
     }
     if (!strcmp(t, "file_output")) {
+        if (r->is_table)
+            return cerr(err, r, "%s: %s", where,
+                        "output transports belong to views; declare a view over the table "
+                        "(CREATE VIEW v WITH ('connectors' = ...) AS SELECT * FROM t)");
         OutputConn *oc = sl_calloc(1, sizeof(*oc));
         oc->rel = rel;
         snprintf(oc->name, sizeof(oc->name), "%s", where);
@@ -220,9 +224,6 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool op
         if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &oc->fmt, NULL,
                          false, err))
             return err->code;
-        if (r->is_table && !r->materialized) {
-            /* a table's output sees its changes through the sink */
-        }
         if (open) {
             oc->f = fopen(oc->path, "wb");
             if (!oc->f)

@@ -4,7 +4,7 @@
  *   {"name": ..., "transport": {"name": T, "config": {...}},
  *    "format": {"name": "csv"|"json", "config": {...}}, "max_batch_size": N}
  * Input transports (tables): datagen, file_input {"path": P}.
- * Output transports (views and tables): file_output {"path": P}.
+ * Output transports (views): file_output {"path": P}.
  * Unknown keys are rejected with a message naming the key and connector.
  *
  * Inputs hand the controller rows for a step as runtime Pieces, split

@@ -303,6 +303,22 @@ def test_unknown_transport(tmp_path):
     assert "table t" in e[3]
 
 
+def test_output_connector_on_a_table_is_refused(tmp_path):
+    c = [{"transport": {"name": "file_output", "config": {"path": str(tmp_path / "o.csv")}},
+          "format": {"name": "csv"}}]
+    lines = ["CREATE TABLE t (a INT) %s;" % conn_clause(c)]
+    e = compile_error(tmp_path, lines)
+    assert "table t" in e[3] and "belong to views" in e[3]
+
+
+def test_input_connector_on_a_view_is_refused(tmp_path):
+    c = [{"transport": {"name": "datagen", "config": {}}}]
+    lines = ["CREATE TABLE t (a INT);",
+             "CREATE VIEW v WITH ('connectors' = '%s') AS SELECT a FROM t;" % json.dumps(c)]
+    e = compile_error(tmp_path, lines)
+    assert "view v" in e[3] and "belong to tables" in e[3]
+
+
 def test_unknown_format(tmp_path):
     c = [{"transport": {"name": "file_input", "config": {"path": str(tmp_path / "x.csv")}},
           "format": {"name": "xml"}}]
