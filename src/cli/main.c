@@ -29,7 +29,7 @@ static void usage(FILE *f)
             "  --until-done   stop once every input connector has ended\n"
             "  --dump DIR     at the end, write DIR/<name>.csv for every materialized\n"
             "                 table and view (sorted rows, header line)\n"
-            "  --step-rows N  most input rows per step (default 131072 per worker)\n"
+            "  --step-rows N  most input rows per step (default 1048576 per worker)\n"
             "check   compile the program; print the circuit or the errors\n");
 }
 

@@ -131,7 +131,7 @@ static int run_loop(Ctl *k, Err *err)
 {
     const PipelineOpts *o = k->o;
     int W = rt_workers(k->rt);
-    int64_t step_rows = o->step_rows > 0 ? o->step_rows : (int64_t)W * 131072;
+    int64_t step_rows = o->step_rows > 0 ? o->step_rows : (int64_t)W * 1048576;
     bool announced = false;
     for (;;) {
         if (stop_requested) {
