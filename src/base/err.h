@@ -33,6 +33,14 @@ int err_set(Err *err, int code, const char *fmt, ...);
 __attribute__((format(printf, 5, 6)))
 int err_setpos(Err *err, int code, int line, int col, const char *fmt, ...);
 void err_clear(Err *err);
+/* Ready e for use without clearing its 1 KiB message (for per-row paths,
+   where `Err e = {0}` would cost a memset per row). */
+static inline void err_init(Err *e)
+{
+    e->code = 0;
+    e->line = e->col = 0;
+    e->msg[0] = 0;
+}
 /* "parse error", "unsupported", ... */
 const char *err_kind(int code);
 

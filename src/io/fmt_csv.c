@@ -149,7 +149,8 @@ static int put_field(const RowSchema *s, int j, const CsvField *f, Chunk *out, i
         v->nul[r] = 0;
     if (v->t.kind == TK_BOOL && bool_word(p, n, &v->i[r]))
         return 0;
-    Err e = {0};
+    Err e;
+    err_init(&e);
     int64_t iv = 0;
     double fv = 0;
     Str sv = {"", 0};

@@ -211,7 +211,8 @@ static int col_err(Err *err, const RowSchema *s, int j, const char *why)
 static int put_text(const RowSchema *s, int j, Vec *v, int64_t r, const char *text, size_t n,
                     Arena *a, Err *err)
 {
-    Err e = {0};
+    Err e;
+    err_init(&e);
     int64_t iv = 0;
     double fv = 0;
     Str sv = {"", 0};

@@ -87,7 +87,8 @@ int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece *
             continue; /* empty line */
         if (ic->csv_header && line == 1)
             continue;
-        Err e = {0};
+        Err e;
+        err_init(&e);
         int rc = ic->fmt == FMT_CSV ? fmt_csv_parse(&ic->schema, p, n, c, a, &e)
                                     : fmt_json_parse(&ic->schema, p, n, c, a, &e);
         if (rc)
