@@ -1,0 +1,840 @@
+/*
+ * sql/bind.c - the binder: resolves names in expressions against a scope,
+ * types them with implicit numeric widening (operands of an arithmetic or
+ * comparison operator are cast to a common type here, so the evaluator sees
+ * same-typed operands, expr.h), and collects aggregate calls when binding
+ * above a GROUP BY. Called by plan.c.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include "../expr/text.h"
+#include "sql_int.h"
+
+/* ---- types ---- */
+
+static int int_rank(TypeKind k)
+{
+    switch (k) {
+    case TK_TINYINT: return 1;
+    case TK_SMALLINT: return 2;
+    case TK_INT: return 3;
+    case TK_BIGINT: return 4;
+    default: return 0;
+    }
+}
+
+static int int_digits(TypeKind k)
+{
+    switch (k) {
+    case TK_TINYINT: return 3;
+    case TK_SMALLINT: return 5;
+    case TK_INT: return 10;
+    default: return 18;
+    }
+}
+
+static SqlType decimal_of(SqlType t)
+{
+    if (t.kind == TK_DECIMAL)
+        return t;
+    SqlType d = type_make(TK_DECIMAL, t.nullable);
+    d.prec = (uint8_t)int_digits(t.kind);
+    d.scale = 0;
+    return d;
+}
+
+/* Common type for comparison/union/CASE; false when none. */
+bool sql__common_type(SqlType a, SqlType b, SqlType *out)
+{
+    SqlType r;
+    bool nul = a.nullable || b.nullable;
+    if (a.kind == TK_NULL) {
+        r = b;
+    } else if (b.kind == TK_NULL) {
+        r = a;
+    } else if (a.kind == b.kind) {
+        r = a;
+        if (a.kind == TK_DECIMAL) {
+            int s = SL_MAX(a.scale, b.scale);
+            int ip = SL_MAX(a.prec - a.scale, b.prec - b.scale);
+            r.scale = (uint8_t)s;
+            r.prec = (uint8_t)SL_MIN(DECIMAL_MAX_PREC, ip + s);
+        } else if (type_is_string(a.kind)) {
+            r.len = (a.len == b.len) ? a.len : VARCHAR_UNBOUNDED;
+            if (a.len != b.len)
+                r.kind = TK_VARCHAR;
+        }
+    } else if (type_is_integer(a.kind) && type_is_integer(b.kind)) {
+        r = int_rank(a.kind) >= int_rank(b.kind) ? a : b;
+    } else if (type_is_numeric(a.kind) && type_is_numeric(b.kind)) {
+        if (a.kind == TK_DOUBLE || b.kind == TK_DOUBLE || a.kind == TK_REAL || b.kind == TK_REAL)
+            r = type_make(TK_DOUBLE, nul);
+        else
+            return sql__common_type(decimal_of(a), decimal_of(b), out);
+    } else if (type_is_string(a.kind) && type_is_string(b.kind)) {
+        r = type_make(TK_VARCHAR, nul);
+    } else if ((a.kind == TK_DATE && b.kind == TK_TIMESTAMP) ||
+               (a.kind == TK_TIMESTAMP && b.kind == TK_DATE)) {
+        r = type_make(TK_TIMESTAMP, nul);
+    } else if (type_is_string(a.kind) && b.kind != TK_BOOL) {
+        r = b; /* string literal compared with a number or date: parse it */
+    } else if (type_is_string(b.kind) && a.kind != TK_BOOL) {
+        r = a;
+    } else {
+        return false;
+    }
+    r.nullable = nul;
+    *out = r;
+    return true;
+}
+
+bool sql__same_repr(SqlType a, SqlType b)
+{
+    if (a.kind != b.kind)
+        return false;
+    if (a.kind == TK_DECIMAL)
+        return a.scale == b.scale && a.prec == b.prec;
+    if (a.kind == TK_CHAR)
+        return a.len == b.len;
+    if (a.kind == TK_VARCHAR)
+        return a.len == b.len;
+    return true;
+}
+
+/* e converted to t (t.nullable is taken from e). */
+Expr *sql__cast_to(P *p, Expr *e, SqlType t)
+{
+    t.nullable = e->t.nullable;
+    if (sql__same_repr(e->t, t))
+        return e;
+    if (e->k == E_CONST && e->cnull) {
+        e->t = t;
+        e->t.nullable = 1;
+        return e;
+    }
+    Expr *c = expr_new(p->a, E_CAST, t, 1);
+    c->a[0] = e;
+    return c;
+}
+
+/* ---- expressions ---- */
+
+
+
+static int resolve_col(P *p, Scope *s, Ast *x, int *out)
+{
+    int found = -1;
+    for (int i = 0; i < s->n; i++) {
+        if (strcasecmp(s->c[i].name, x->name) != 0)
+            continue;
+        if (x->qual && (!s->c[i].qual || strcasecmp(s->c[i].qual, x->qual) != 0))
+            continue;
+        if (found >= 0)
+            return perr(p, SL_ESEMANTIC, x->line, x->col,
+                        "column reference \"%s\" is ambiguous", x->name);
+        found = i;
+    }
+    if (found < 0) {
+        if (x->qual) {
+            bool qual_known = false;
+            for (int i = 0; i < s->n; i++)
+                if (s->c[i].qual && !strcasecmp(s->c[i].qual, x->qual))
+                    qual_known = true;
+            if (!qual_known)
+                return perr(p, SL_ESEMANTIC, x->line, x->col,
+                            "unknown table or alias \"%s\" in column reference %s.%s", x->qual,
+                            x->qual, x->name);
+            return perr(p, SL_ESEMANTIC, x->line, x->col, "column \"%s\" not found in \"%s\"",
+                        x->name, x->qual);
+        }
+        return perr(p, SL_ESEMANTIC, x->line, x->col, "column \"%s\" not found", x->name);
+    }
+    *out = found;
+    return 0;
+}
+
+Expr *sql__bool_operand(P *p, Expr *e, Ast *at, const char *what)
+{
+    if (!e)
+        return NULL;
+    if (e->t.kind == TK_NULL)
+        return sql__cast_to(p, e, type_make(TK_BOOL, true));
+    if (e->t.kind != TK_BOOL) {
+        perr(p, SL_ESEMANTIC, at->line, at->col, "%s needs a BOOLEAN operand, not %s", what,
+             tname(e->t));
+        return NULL;
+    }
+    return e;
+}
+
+Expr *sql__mk(P *p, ExprKind k, SqlType t, int na)
+{
+    return expr_new(p->a, k, t, na);
+}
+
+static Expr *literal(P *p, Ast *x)
+{
+    switch (x->k) {
+    case A_NULL: return expr_const_null(p->a, type_make(TK_NULL, true));
+    case A_BOOL: return expr_const_i64(p->a, type_make(TK_BOOL, false), x->ival);
+    case A_STR: {
+        if (memchr(x->str, 0, x->slen)) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "string literal contains a NUL byte");
+            return NULL;
+        }
+        SqlType t = type_make(TK_VARCHAR, false);
+        return expr_const_str(p->a, t, x->str, x->slen);
+    }
+    case A_INT: {
+        errno = 0;
+        long long v = strtoll(x->str, NULL, 10);
+        if (errno == ERANGE) {
+            /* too big for BIGINT: a DECIMAL or DOUBLE literal */
+            x->k = A_NUM;
+            return literal(p, x);
+        }
+        SqlType t = type_make(v >= INT32_MIN && v <= INT32_MAX ? TK_INT : TK_BIGINT, false);
+        return expr_const_i64(p->a, t, v);
+    }
+    case A_NUM: {
+        const char *s = x->str;
+        bool expo = strpbrk(s, "eE") != NULL;
+        int digits = 0, scale = 0;
+        bool frac = false;
+        for (const char *c = s; *c && !expo; c++) {
+            if (*c == '.') {
+                frac = true;
+            } else if (isdigit((unsigned char)*c)) {
+                if (digits || *c != '0' || frac)
+                    digits++;
+                if (frac)
+                    scale++;
+            }
+        }
+        if (!expo && digits <= DECIMAL_MAX_PREC && scale <= DECIMAL_MAX_PREC) {
+            SqlType t = type_make(TK_DECIMAL, false);
+            t.prec = (uint8_t)SL_MAX(SL_MAX(digits, scale), 1);
+            t.scale = (uint8_t)scale;
+            int64_t v;
+            Err e = {0};
+            if (text_parse(t, s, strlen(s), p->a, &v, NULL, NULL, &e) == 0)
+                return expr_const_i64(p->a, t, v);
+        }
+        return expr_const_f64(p->a, type_make(TK_DOUBLE, false), strtod(s, NULL));
+    }
+    case A_TYPED: {
+        int64_t v;
+        Err e = {0};
+        if (text_parse(x->type, x->str, x->slen, p->a, &v, NULL, NULL, &e)) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s", e.msg);
+            return NULL;
+        }
+        return expr_const_i64(p->a, x->type, v);
+    }
+    default: return NULL;
+    }
+}
+
+static Expr *arith(P *p, Ast *x, int op, Expr *l, Expr *r)
+{
+    SqlType lt = l->t, rt = r->t, t;
+    bool nul = lt.nullable || rt.nullable;
+    if (lt.kind == TK_NULL && rt.kind == TK_NULL)
+        lt = rt = type_make(TK_INT, true);
+    else if (lt.kind == TK_NULL)
+        lt = rt;
+    else if (rt.kind == TK_NULL)
+        rt = lt;
+    if (op == OP_CONCAT) {
+        SqlType vs = type_make(TK_VARCHAR, nul);
+        Expr *e = sql__mk(p, E_CONCAT, vs, 2);
+        e->a[0] = sql__cast_to(p, l, vs);
+        e->a[1] = sql__cast_to(p, r, vs);
+        return e;
+    }
+    if (!type_is_numeric(lt.kind) || !type_is_numeric(rt.kind)) {
+        static const char *ops[] = {"+", "-", "*", "/", "%"};
+        if (type_is_temporal(lt.kind) || type_is_temporal(rt.kind))
+            perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                 "date/time arithmetic (%s %s %s) is not supported yet", tname(lt), ops[op],
+                 tname(rt));
+        else
+            perr(p, SL_ESEMANTIC, x->line, x->col, "operator %s is not defined for %s and %s",
+                 ops[op], tname(lt), tname(rt));
+        return NULL;
+    }
+    ExprKind k = op == OP_ADD ? E_ADD : op == OP_SUB ? E_SUB : op == OP_MUL ? E_MUL
+               : op == OP_DIV ? E_DIV : E_MOD;
+    if (!sql__common_type(lt, rt, &t))
+        return NULL;
+    t.nullable = nul;
+    if (t.kind == TK_DECIMAL) {
+        SqlType dl = decimal_of(lt), dr = decimal_of(rt);
+        if (k == E_MUL || k == E_DIV) {
+            Expr *e = sql__mk(p, k, t, 2);
+            e->a[0] = sql__cast_to(p, l, dl);
+            e->a[1] = sql__cast_to(p, r, dr);
+            if (k == E_MUL) {
+                e->t.scale = (uint8_t)SL_MIN(dl.scale + dr.scale, DECIMAL_MAX_PREC);
+                e->t.prec = DECIMAL_MAX_PREC;
+            } else {
+                e->t.scale = (uint8_t)SL_MAX(SL_MAX(dl.scale, dr.scale), 6);
+                e->t.prec = DECIMAL_MAX_PREC;
+            }
+            if (k == E_DIV)
+                e->t.nullable = 1;
+            return e;
+        }
+        if (k == E_ADD || k == E_SUB)
+            t.prec = (uint8_t)SL_MIN(DECIMAL_MAX_PREC, t.prec + 1);
+    }
+    Expr *e = sql__mk(p, k, t, 2);
+    e->a[0] = sql__cast_to(p, l, t);
+    e->a[1] = sql__cast_to(p, r, t);
+    if (k == E_DIV || k == E_MOD)
+        e->t.nullable = 1; /* division by zero gives NULL */
+    return e;
+}
+
+Expr *sql__compare(P *p, Ast *at, ExprKind k, Expr *l, Expr *r)
+{
+    SqlType t;
+    if (!sql__common_type(l->t, r->t, &t)) {
+        perr(p, SL_ESEMANTIC, at->line, at->col, "cannot compare %s with %s", tname(l->t),
+             tname(r->t));
+        return NULL;
+    }
+    if (t.kind == TK_NULL)
+        t = type_make(TK_INT, true);
+    Expr *e = sql__mk(p, k, type_make(TK_BOOL, l->t.nullable || r->t.nullable), 2);
+    e->a[0] = sql__cast_to(p, l, t);
+    e->a[1] = sql__cast_to(p, r, t);
+    return e;
+}
+
+Expr *sql__nary_bool(P *p, ExprKind k, Expr *l, Expr *r)
+{
+    int n = (l->k == k ? l->na : 1) + (r->k == k ? r->na : 1), i = 0;
+    Expr *e = sql__mk(p, k, type_make(TK_BOOL, l->t.nullable || r->t.nullable), n);
+    for (int j = 0; j < (l->k == k ? l->na : 1); j++)
+        e->a[i++] = l->k == k ? l->a[j] : l;
+    for (int j = 0; j < (r->k == k ? r->na : 1); j++)
+        e->a[i++] = r->k == k ? r->a[j] : r;
+    return e;
+}
+
+bool sql__is_agg_name(const char *n)
+{
+    return !strcmp(n, "count") || !strcmp(n, "sum") || !strcmp(n, "avg") || !strcmp(n, "min") ||
+           !strcmp(n, "max");
+}
+
+static bool expr_equal(const Expr *a, const Expr *b)
+{
+    if (a->k != b->k || a->na != b->na || a->t.kind != b->t.kind || a->t.scale != b->t.scale)
+        return false;
+    switch (a->k) {
+    case E_COL:
+        return a->col == b->col;
+    case E_CONST:
+        if (a->cnull || b->cnull)
+            return a->cnull == b->cnull;
+        if (type_phys(a->t.kind) == PHYS_STR)
+            return a->cs.n == b->cs.n && !memcmp(a->cs.p, b->cs.p, a->cs.n);
+        if (type_phys(a->t.kind) == PHYS_F64)
+            return a->cf == b->cf;
+        return a->ci == b->ci;
+    case E_FUNC:
+        if (a->fn != b->fn)
+            return false;
+        break;
+    default:
+        break;
+    }
+    for (int i = 0; i < a->na; i++)
+        if (!expr_equal(a->a[i], b->a[i]))
+            return false;
+    return true;
+}
+
+static Expr *bind_agg_call(P *p, BindCtx *bc, Ast *x)
+{
+    AggCtx *ag = bc->agg;
+    if (!ag || !ag->allowed) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "aggregate function %s is not allowed in %s",
+             x->name, bc->clause);
+        return NULL;
+    }
+    if (x->distinct) {
+        perr(p, SL_EUNSUPPORTED, x->line, x->col, "%s(DISTINCT ...) is not supported yet",
+             x->name);
+        return NULL;
+    }
+    AggSpec sp = {0};
+    Expr *arg = NULL;
+    if (x->star) {
+        if (strcmp(x->name, "count")) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s(*) is not valid; only COUNT(*)", x->name);
+            return NULL;
+        }
+        sp.kind = AGG_COUNT_STAR;
+        sp.out_t = type_make(TK_BIGINT, false);
+    } else {
+        if (x->args.n != 1) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes exactly one argument", x->name);
+            return NULL;
+        }
+        BindCtx inner = {bc->s, NULL, "an aggregate argument"};
+        AggCtx none = {0};
+        inner.agg = &none; /* nested aggregates are not allowed */
+        arg = sql__bind(p, &inner, x->args.v[0]);
+        if (!arg)
+            return NULL;
+        SqlType at = arg->t;
+        if (at.kind == TK_NULL)
+            arg = sql__cast_to(p, arg, at = type_make(TK_INT, true));
+        sp.in_t = arg->t;
+        if (!strcmp(x->name, "count")) {
+            sp.kind = AGG_COUNT;
+            sp.out_t = type_make(TK_BIGINT, false);
+        } else if (!strcmp(x->name, "min") || !strcmp(x->name, "max")) {
+            sp.kind = !strcmp(x->name, "min") ? AGG_MIN : AGG_MAX;
+            sp.out_t = arg->t;
+            sp.out_t.nullable = 1;
+        } else {
+            if (!type_is_numeric(at.kind)) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs a numeric argument, not %s",
+                     x->name, tname(at));
+                return NULL;
+            }
+            sp.kind = !strcmp(x->name, "sum") ? AGG_SUM : AGG_AVG;
+            if (type_is_integer(at.kind))
+                sp.out_t = type_make(sp.kind == AGG_SUM ? TK_BIGINT : TK_DOUBLE, true);
+            else if (at.kind == TK_DECIMAL) {
+                sp.out_t = at;
+                sp.out_t.prec = DECIMAL_MAX_PREC;
+            } else
+                sp.out_t = type_make(TK_DOUBLE, true);
+            sp.out_t.nullable = 1;
+        }
+    }
+    /* reuse an identical call */
+    for (int i = 0; i < ag->ncalls; i++) {
+        AggCall *c = &ag->calls[i];
+        if (c->spec.kind == sp.kind && ((!c->arg && !arg) || (c->arg && arg && expr_equal(c->arg, arg))))
+            return expr_col(p->a, ag->ngroup + i, c->spec.out_t);
+    }
+    if (ag->ncalls == ag->cap) {
+        ag->cap = ag->cap ? ag->cap * 2 : 8;
+        AggCall *v = arena_alloc(p->a, sizeof(AggCall) * (size_t)ag->cap);
+        if (ag->ncalls)
+            memcpy(v, ag->calls, sizeof(AggCall) * (size_t)ag->ncalls);
+        ag->calls = v;
+    }
+    AggCall *c = &ag->calls[ag->ncalls++];
+    c->ast = x;
+    c->spec = sp;
+    c->arg = arg;
+    return expr_col(p->a, ag->ngroup + ag->ncalls - 1, sp.out_t);
+}
+
+typedef struct FnDef {
+    const char *name;
+    int fn;
+    int minargs, maxargs;
+} FnDef;
+
+static const FnDef fns[] = {
+    {"abs", FN_ABS, 1, 1},        {"lower", FN_LOWER, 1, 1},      {"upper", FN_UPPER, 1, 1},
+    {"char_length", FN_CHAR_LENGTH, 1, 1}, {"character_length", FN_CHAR_LENGTH, 1, 1},
+    {"length", FN_CHAR_LENGTH, 1, 1}, {"substring", FN_SUBSTRING, 2, 3},
+    {"substr", FN_SUBSTRING, 2, 3}, {"trim", FN_TRIM, 1, 1},      {"ltrim", FN_LTRIM, 1, 1},
+    {"rtrim", FN_RTRIM, 1, 1},     {"replace", FN_REPLACE, 3, 3}, {"floor", FN_FLOOR, 1, 1},
+    {"ceil", FN_CEIL, 1, 1},       {"ceiling", FN_CEIL, 1, 1},    {"round", FN_ROUND, 1, 2},
+    {"mod", FN_MOD, 2, 2},         {"power", FN_POWER, 2, 2},     {"sqrt", FN_SQRT, 1, 1},
+    {"ln", FN_LN, 1, 1},           {"exp", FN_EXP, 1, 1},         {"sign", FN_SIGN, 1, 1},
+};
+
+static Expr *bind_func(P *p, BindCtx *bc, Ast *x)
+{
+    int n = x->args.n;
+    Expr *args[8];
+    if (sql__is_agg_name(x->name))
+        return bind_agg_call(p, bc, x);
+    if (x->star || x->distinct) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "%s is not an aggregate function", x->name);
+        return NULL;
+    }
+    if (n > 8) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "too many arguments to %s", x->name);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (!(args[i] = sql__bind(p, bc, x->args.v[i])))
+            return NULL;
+    if (!strcmp(x->name, "coalesce") || !strcmp(x->name, "nullif")) {
+        bool co = !strcmp(x->name, "coalesce");
+        if ((co && n < 1) || (!co && n != 2)) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
+            return NULL;
+        }
+        SqlType t = args[0]->t;
+        for (int i = 1; i < n; i++)
+            if (!sql__common_type(t, args[i]->t, &t)) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "%s arguments have incompatible types",
+                     x->name);
+                return NULL;
+            }
+        if (t.kind == TK_NULL)
+            t = type_make(TK_INT, true);
+        bool nul = true;
+        if (co)
+            for (int i = 0; i < n; i++)
+                nul = nul && args[i]->t.nullable;
+        t.nullable = co ? nul : true;
+        Expr *e = sql__mk(p, co ? E_COALESCE : E_NULLIF, t, n);
+        for (int i = 0; i < n; i++)
+            e->a[i] = sql__cast_to(p, args[i], t);
+        return e;
+    }
+    for (size_t i = 0; i < ARRAY_LEN(fns); i++) {
+        const FnDef *f = &fns[i];
+        if (strcmp(f->name, x->name))
+            continue;
+        if (n < f->minargs || n > f->maxargs) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
+            return NULL;
+        }
+        bool nul = false;
+        for (int j = 0; j < n; j++) {
+            if (args[j]->t.kind == TK_NULL)
+                args[j] = sql__cast_to(p, args[j], type_make(TK_INT, true));
+            nul = nul || args[j]->t.nullable;
+        }
+        SqlType t;
+        SqlType a0 = args[0]->t;
+        switch (f->fn) {
+        case FN_LOWER: case FN_UPPER: case FN_TRIM: case FN_LTRIM: case FN_RTRIM:
+        case FN_SUBSTRING: case FN_REPLACE:
+            t = type_make(TK_VARCHAR, nul);
+            args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
+            for (int j = 1; j < n; j++)
+                args[j] = sql__cast_to(p, args[j], f->fn == FN_SUBSTRING ? type_make(TK_INT, false)
+                                                                    : type_make(TK_VARCHAR, false));
+            break;
+        case FN_CHAR_LENGTH:
+            t = type_make(TK_INT, nul);
+            args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
+            break;
+        case FN_ABS: case FN_FLOOR: case FN_CEIL: case FN_SIGN: case FN_ROUND:
+            if (!type_is_numeric(a0.kind)) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs a numeric argument, not %s",
+                     x->name, tname(a0));
+                return NULL;
+            }
+            t = a0;
+            t.nullable = nul;
+            if (n == 2)
+                args[1] = sql__cast_to(p, args[1], type_make(TK_INT, false));
+            break;
+        case FN_MOD: {
+            Ast fake = *x;
+            return arith(p, &fake, OP_MOD, args[0], args[1]);
+        }
+        default: /* POWER, SQRT, LN, EXP: DOUBLE */
+            t = type_make(TK_DOUBLE, true);
+            for (int j = 0; j < n; j++) {
+                if (!type_is_numeric(args[j]->t.kind)) {
+                    perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs numeric arguments", x->name);
+                    return NULL;
+                }
+                args[j] = sql__cast_to(p, args[j], type_make(TK_DOUBLE, false));
+            }
+            break;
+        }
+        Expr *e = sql__mk(p, E_FUNC, t, n);
+        e->fn = f->fn;
+        for (int j = 0; j < n; j++)
+            e->a[j] = args[j];
+        return e;
+    }
+    perr(p, SL_EUNSUPPORTED, x->line, x->col, "function %s is not supported yet", x->name);
+    return NULL;
+}
+
+static Expr *bind_case(P *p, BindCtx *bc, Ast *x)
+{
+    int nw = x->args.n / 2;
+    int na = nw * 2 + (x->b ? 1 : 0);
+    Expr **v = arena_alloc(p->a, sizeof(Expr *) * (size_t)na);
+    Expr *operand = NULL;
+    if (x->a && !(operand = sql__bind(p, bc, x->a)))
+        return NULL;
+    SqlType t = type_make(TK_NULL, true);
+    for (int i = 0; i < nw; i++) {
+        Ast *wa = x->args.v[2 * i];
+        Expr *w = sql__bind(p, bc, wa);
+        if (!w)
+            return NULL;
+        if (operand && !(w = sql__compare(p, wa, E_EQ, operand, w)))
+            return NULL;
+        if (!(w = sql__bool_operand(p, w, wa, "WHEN")))
+            return NULL;
+        v[2 * i] = w;
+        if (!(v[2 * i + 1] = sql__bind(p, bc, x->args.v[2 * i + 1])))
+            return NULL;
+    }
+    if (x->b && !(v[na - 1] = sql__bind(p, bc, x->b)))
+        return NULL;
+    bool nul = !x->b;
+    for (int i = 0; i < na; i++) {
+        if (i < nw * 2 && i % 2 == 0)
+            continue;
+        if (!sql__common_type(t, v[i]->t, &t)) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "CASE branches have incompatible types %s and %s",
+                 tname(t), tname(v[i]->t));
+            return NULL;
+        }
+        nul = nul || v[i]->t.nullable;
+    }
+    if (t.kind == TK_NULL)
+        t = type_make(TK_INT, true);
+    t.nullable = nul;
+    Expr *e = sql__mk(p, E_CASE, t, na);
+    for (int i = 0; i < na; i++)
+        e->a[i] = (i < nw * 2 && i % 2 == 0) ? v[i] : sql__cast_to(p, v[i], t);
+    return e;
+}
+
+static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
+{
+    Expr *l, *r;
+    switch (x->k) {
+    case A_COL: {
+        int i = 0;
+        if (resolve_col(p, bc->s, x, &i))
+            return NULL;
+        return expr_col(p->a, i, bc->s->c[i].t);
+    }
+    case A_STAR:
+        perr(p, SL_ESEMANTIC, x->line, x->col, "* is not allowed here");
+        return NULL;
+    case A_INT: case A_NUM: case A_STR: case A_NULL: case A_BOOL: case A_TYPED:
+        return literal(p, x);
+    case A_BIN:
+        if (!(l = sql__bind(p, bc, x->a)) || !(r = sql__bind(p, bc, x->b)))
+            return NULL;
+        switch (x->op) {
+        case OP_AND: case OP_OR:
+            if (!(l = sql__bool_operand(p, l, x->a, x->op == OP_AND ? "AND" : "OR")) ||
+                !(r = sql__bool_operand(p, r, x->b, x->op == OP_AND ? "AND" : "OR")))
+                return NULL;
+            return sql__nary_bool(p, x->op == OP_AND ? E_AND : E_OR, l, r);
+        case OP_EQ: return sql__compare(p, x, E_EQ, l, r);
+        case OP_NE: return sql__compare(p, x, E_NE, l, r);
+        case OP_LT: return sql__compare(p, x, E_LT, l, r);
+        case OP_LE: return sql__compare(p, x, E_LE, l, r);
+        case OP_GT: return sql__compare(p, x, E_GT, l, r);
+        case OP_GE: return sql__compare(p, x, E_GE, l, r);
+        default: return arith(p, x, x->op, l, r);
+        }
+    case A_UN:
+        if (!(l = sql__bind(p, bc, x->a)))
+            return NULL;
+        if (x->op == OP_NOT) {
+            if (!(l = sql__bool_operand(p, l, x->a, "NOT")))
+                return NULL;
+            Expr *e = sql__mk(p, E_NOT, l->t, 1);
+            e->a[0] = l;
+            return e;
+        }
+        if (l->t.kind == TK_NULL)
+            l = sql__cast_to(p, l, type_make(TK_INT, true));
+        if (!type_is_numeric(l->t.kind)) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "unary - needs a numeric operand, not %s",
+                 tname(l->t));
+            return NULL;
+        } else {
+            Expr *e = sql__mk(p, E_NEG, l->t, 1);
+            e->a[0] = l;
+            return e;
+        }
+    case A_FUNC:
+        return bind_func(p, bc, x);
+    case A_CASE:
+        return bind_case(p, bc, x);
+    case A_CAST: {
+        if (!(l = sql__bind(p, bc, x->a)))
+            return NULL;
+        SqlType t = x->type;
+        t.nullable = l->t.nullable;
+        Expr *e = sql__mk(p, E_CAST, t, 1);
+        if (l->k == E_CONST && l->cnull) {
+            l->t = t;
+            l->t.nullable = 1;
+            return l;
+        }
+        e->a[0] = l;
+        return sql__same_repr(l->t, t) ? l : e;
+    }
+    case A_BETWEEN: {
+        Expr *v = sql__bind(p, bc, x->a), *lo, *hi;
+        if (!v || !(lo = sql__bind(p, bc, x->b)) || !(hi = sql__bind(p, bc, x->c)))
+            return NULL;
+        Expr *a = sql__compare(p, x, E_GE, v, lo), *b = a ? sql__compare(p, x, E_LE, v, hi) : NULL;
+        if (!b)
+            return NULL;
+        Expr *e = sql__nary_bool(p, E_AND, a, b);
+        if (x->negated) {
+            Expr *n = sql__mk(p, E_NOT, e->t, 1);
+            n->a[0] = e;
+            e = n;
+        }
+        return e;
+    }
+    case A_IN: {
+        int n = x->args.n;
+        Expr *v = sql__bind(p, bc, x->a);
+        if (!v)
+            return NULL;
+        Expr **items = arena_alloc(p->a, sizeof(Expr *) * (size_t)n);
+        SqlType t = v->t;
+        bool nul = v->t.nullable;
+        for (int i = 0; i < n; i++) {
+            if (!(items[i] = sql__bind(p, bc, x->args.v[i])))
+                return NULL;
+            if (!sql__common_type(t, items[i]->t, &t)) {
+                perr(p, SL_ESEMANTIC, x->args.v[i]->line, x->args.v[i]->col,
+                     "cannot compare %s with %s in IN list", tname(v->t), tname(items[i]->t));
+                return NULL;
+            }
+            nul = nul || items[i]->t.nullable;
+        }
+        if (t.kind == TK_NULL)
+            t = type_make(TK_INT, true);
+        Expr *e = sql__mk(p, E_IN, type_make(TK_BOOL, nul), n + 1);
+        e->a[0] = sql__cast_to(p, v, t);
+        for (int i = 0; i < n; i++)
+            e->a[i + 1] = sql__cast_to(p, items[i], t);
+        if (x->negated) {
+            Expr *ne = sql__mk(p, E_NOT, e->t, 1);
+            ne->a[0] = e;
+            e = ne;
+        }
+        return e;
+    }
+    case A_ISNULL: {
+        if (!(l = sql__bind(p, bc, x->a)))
+            return NULL;
+        Expr *e = sql__mk(p, x->negated ? E_ISNOTNULL : E_ISNULL, type_make(TK_BOOL, false), 1);
+        e->a[0] = l;
+        return e;
+    }
+    case A_ISBOOL: {
+        if (!(l = sql__bind(p, bc, x->a)) || !(l = sql__bool_operand(p, l, x->a, "IS TRUE/FALSE")))
+            return NULL;
+        /* IS NOT TRUE = NOT (IS TRUE), never NULL */
+        Expr *e = sql__mk(p, x->ival ? E_ISTRUE : E_ISFALSE, type_make(TK_BOOL, false), 1);
+        e->a[0] = l;
+        if (x->negated) {
+            Expr *n = sql__mk(p, E_NOT, e->t, 1);
+            n->a[0] = e;
+            e = n;
+        }
+        return e;
+    }
+    case A_LIKE: {
+        Expr *esc = NULL;
+        if (!(l = sql__bind(p, bc, x->a)) || !(r = sql__bind(p, bc, x->b)))
+            return NULL;
+        if (x->c && !(esc = sql__bind(p, bc, x->c)))
+            return NULL;
+        SqlType vs = type_make(TK_VARCHAR, false);
+        Expr *e = sql__mk(p, E_LIKE, type_make(TK_BOOL, l->t.nullable || r->t.nullable ||
+                                                       (esc && esc->t.nullable)), esc ? 3 : 2);
+        e->a[0] = sql__cast_to(p, l, vs);
+        e->a[1] = sql__cast_to(p, r, vs);
+        if (esc)
+            e->a[2] = sql__cast_to(p, esc, vs);
+        if (x->negated) {
+            Expr *n = sql__mk(p, E_NOT, e->t, 1);
+            n->a[0] = e;
+            e = n;
+        }
+        return e;
+    }
+    case A_EXTRACT: {
+        static const struct { const char *n; int fn; } fields[] = {
+            {"year", FN_EXTRACT_YEAR},     {"month", FN_EXTRACT_MONTH},
+            {"day", FN_EXTRACT_DAY},       {"hour", FN_EXTRACT_HOUR},
+            {"minute", FN_EXTRACT_MINUTE}, {"second", FN_EXTRACT_SECOND},
+            {"dow", FN_EXTRACT_DOW},       {"doy", FN_EXTRACT_DOY},
+            {"epoch", FN_EXTRACT_EPOCH},
+        };
+        if (!(l = sql__bind(p, bc, x->a)))
+            return NULL;
+        if (!type_is_temporal(l->t.kind)) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "EXTRACT needs a DATE, TIME or TIMESTAMP, not %s",
+                 tname(l->t));
+            return NULL;
+        }
+        for (size_t i = 0; i < ARRAY_LEN(fields); i++)
+            if (!strcasecmp(fields[i].n, x->name)) {
+                Expr *e = sql__mk(p, E_FUNC, type_make(TK_BIGINT, l->t.nullable), 1);
+                e->fn = fields[i].fn;
+                e->a[0] = l;
+                return e;
+            }
+        perr(p, SL_EUNSUPPORTED, x->line, x->col, "EXTRACT field %s is not supported yet", x->name);
+        return NULL;
+    }
+    case A_SUBQUERY:
+        perr(p, SL_EUNSUPPORTED, x->line, x->col, "subqueries in expressions are not supported yet");
+        return NULL;
+    }
+    perr(p, SL_EUNSUPPORTED, x->line, x->col, "expression not supported yet");
+    return NULL;
+}
+
+/* Bind x. Above an aggregation, a subtree equal to a GROUP BY expression
+   becomes a reference to the group column; bare columns elsewhere are an
+   error; aggregate calls become references to their output column. */
+Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
+{
+    AggCtx *ag = bc->agg;
+    if (!ag || !ag->allowed)
+        return bind_inner(p, bc, x);
+    if (x->k == A_FUNC && sql__is_agg_name(x->name))
+        return bind_agg_call(p, bc, x);
+    /* try as a group expression */
+    if (x->k != A_INT && x->k != A_NUM && x->k != A_STR && x->k != A_NULL && x->k != A_BOOL &&
+        x->k != A_TYPED) {
+        Err save = *p->err, tmp = {0};
+        Err *orig = p->err;
+        AggCtx none = {0};
+        BindCtx plain = {bc->s, &none, bc->clause};
+        p->err = &tmp;
+        Expr *e = bind_inner(p, &plain, x);
+        p->err = orig;
+        *p->err = save;
+        if (e) {
+            for (int i = 0; i < ag->ngroup; i++)
+                if (expr_equal(e, ag->group[i]))
+                    return expr_col(p->a, i, ag->group[i]->t);
+        }
+        if (x->k == A_COL) {
+            if (!e) /* unknown column: report that */
+                return bind_inner(p, &plain, x);
+            perr(p, SL_ESEMANTIC, x->line, x->col,
+                 "column \"%s\" must appear in GROUP BY or be used in an aggregate function",
+                 x->name);
+            return NULL;
+        }
+    }
+    /* not a group expression as a whole: bind its children in agg mode */
+    BindCtx up = {bc->s, ag, bc->clause};
+    return bind_inner(p, &up, x);
+}
