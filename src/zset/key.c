@@ -173,16 +173,11 @@ const uint8_t *key_decode(const uint8_t *p, const SqlType *types, int ncols, Chu
         Vec *v = &dst->col[col0 + j];
         TypeKind k = (TypeKind)types[j].kind;
         if (types[j].nullable) {
-            bool null = *p++ == KEY_NULL;
-            v->nul[r] = null;
-            if (null) {
-                switch (type_phys(k)) {
-                case PHYS_I64: v->i[r] = 0; break;
-                case PHYS_F64: v->f[r] = 0; break;
-                case PHYS_STR: v->s[r] = (Str){"", 0}; break;
-                }
+            if (*p++ == KEY_NULL) {
+                vec_set_null(v, r);
                 continue;
             }
+            v->nul[r] = 0;
         }
         switch (k) {
         case TK_BOOL:
