@@ -12,8 +12,9 @@ REL_CFLAGS := $(CFLAGS_COMMON) -O2 -g
 DBG_CFLAGS := $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 DBG_LDFLAGS := -fsanitize=address,undefined
 
-LIB_SRC  := $(shell find src -name '*.c' ! -path 'src/cli/*' | sort)
+LIB_SRC  := $(shell find src -name '*.c' ! -path 'src/cli/*' ! -path 'src/slt/*' | sort)
 CLI_SRC  := $(shell find src/cli -name '*.c' | sort)
+SLT_SRC  := $(shell find src/slt -name '*.c' | sort)
 TEST_SRC := $(shell find tests -name 'test_*.c' | sort)
 TOOL_SRC := $(shell find tests -name 'tool_*.c' | sort)
 
@@ -21,11 +22,13 @@ REL_OBJ := $(patsubst src/%.c,build/obj/%.o,$(LIB_SRC))
 DBG_OBJ := $(patsubst src/%.c,build/debug/obj/%.o,$(LIB_SRC))
 REL_CLI := $(patsubst src/%.c,build/obj/%.o,$(CLI_SRC))
 DBG_CLI := $(patsubst src/%.c,build/debug/obj/%.o,$(CLI_SRC))
+REL_SLT := $(patsubst src/%.c,build/obj/%.o,$(SLT_SRC))
+DBG_SLT := $(patsubst src/%.c,build/debug/obj/%.o,$(SLT_SRC))
 TEST_BIN := $(patsubst tests/%.c,build/debug/tests/%,$(TEST_SRC))
 TOOL_BIN := $(patsubst tests/%.c,build/debug/tests/%,$(TOOL_SRC))
 
 .PHONY: all debug test unit e2e demo deps clean bench
-all: build/sluice
+all: build/sluice build/sluice-slt
 
 deps:
 	@sh scripts/deps.sh
@@ -57,7 +60,14 @@ build/debug/tests/%: tests/%.c build/debug/libsluice.a
 	@mkdir -p $(dir $@)
 	$(CC) $(DBG_CFLAGS) -Isrc $(DBG_LDFLAGS) -o $@ $< build/debug/libsluice.a $(LIBS) -lcmocka
 
-debug: build/debug/sluice
+# The sqllogictest runner (tests/slt/README.md).
+build/sluice-slt: $(REL_SLT) build/libsluice.a
+	$(CC) $(REL_CFLAGS) -o $@ $(REL_SLT) build/libsluice.a $(LIBS) -lnettle
+
+build/debug/sluice-slt: $(DBG_SLT) build/debug/libsluice.a
+	$(CC) $(DBG_CFLAGS) $(DBG_LDFLAGS) -o $@ $(DBG_SLT) build/debug/libsluice.a $(LIBS) -lnettle
+
+debug: build/debug/sluice build/debug/sluice-slt
 
 # All tests: unit tests (cmocka) under ASan/UBSan, then end-to-end tests
 # (pytest) driving the debug binary.
@@ -90,7 +100,7 @@ bench: deps
 clean:
 	rm -rf build
 
--include $(REL_OBJ:.o=.d) $(DBG_OBJ:.o=.d) $(REL_CLI:.o=.d) $(DBG_CLI:.o=.d)
+-include $(REL_OBJ:.o=.d) $(DBG_OBJ:.o=.d) $(REL_CLI:.o=.d) $(DBG_CLI:.o=.d) $(REL_SLT:.o=.d) $(DBG_SLT:.o=.d)
 
 # Benchmark programs (built by `make bench`, never by `make test`).
 build/bench/bank_bench: bench/bank_bench.c build/libsluice.a

@@ -81,6 +81,13 @@ typedef struct Relation {
     int node;        /* node whose output stream is this relation's changes */
     int sink;        /* OPK_SINK node, or -1 when nothing consumes the end */
     cJSON *connectors; /* parsed 'connectors' array, or NULL */
+    /* presentation order (views): ORDER BY over output columns; kept for
+       one-shot queries (CC_PRESENT), else only when LIMIT needs it */
+    int norder;
+    int *order_col;
+    bool *order_desc, *order_nulls_first;
+    int nhidden;     /* trailing columns that exist only for ORDER BY (CC_PRESENT) */
+    int64_t limit, offset; /* -1 when absent (CC_PRESENT: applied by the reader) */
     int line, col;   /* where the relation is declared */
     int conn_line, conn_col; /* where its connectors string starts */
 } Relation;
@@ -96,6 +103,20 @@ typedef struct Circuit {
 /* Compile SQL program text. Returns 0 or an SL_E* code with err holding
    line, column and message. */
 int circuit_compile(const char *sql, Circuit **out, Err *err);
+
+/* A table declared ahead of the program text (one-shot queries). */
+typedef struct TableDecl {
+    const char *name;
+    int ncol;
+    const char *const *colnames;
+    const SqlType *types;
+} TableDecl;
+/* Flags of circuit_compile_with. */
+#define CC_PRESENT 1 /* views keep ORDER BY keys (hidden trailing columns) and
+                        LIMIT/OFFSET for a reader that presents them in order */
+/* Compile sql after declaring tables decl[0..ndecl) (no connectors). */
+int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int flags,
+                         Circuit **out, Err *err);
 void circuit_free(Circuit *c);
 /* Human-readable circuit (sluice check). */
 void circuit_explain(const Circuit *c, Buf *out);

@@ -89,6 +89,7 @@ typedef struct SelectItem {
 typedef struct OrderItem {
     Ast *e;
     bool desc;
+    int nulls; /* 0 default (NULL is the smallest value), 1 FIRST, 2 LAST */
 } OrderItem;
 
 typedef enum SetOp { SET_NONE, SET_UNION_ALL, SET_UNION, SET_EXCEPT, SET_INTERSECT } SetOp;

@@ -332,7 +332,7 @@ bool sql__is_agg_name(const char *n)
            !strcmp(n, "max");
 }
 
-static bool expr_equal(const Expr *a, const Expr *b)
+bool sql__expr_equal(const Expr *a, const Expr *b)
 {
     if (a->k != b->k || a->na != b->na || a->t.kind != b->t.kind || a->t.scale != b->t.scale)
         return false;
@@ -355,7 +355,7 @@ static bool expr_equal(const Expr *a, const Expr *b)
         break;
     }
     for (int i = 0; i < a->na; i++)
-        if (!expr_equal(a->a[i], b->a[i]))
+        if (!sql__expr_equal(a->a[i], b->a[i]))
             return false;
     return true;
 }
@@ -424,7 +424,7 @@ static Expr *bind_agg_call(P *p, BindCtx *bc, Ast *x)
     /* reuse an identical call */
     for (int i = 0; i < ag->ncalls; i++) {
         AggCall *c = &ag->calls[i];
-        if (c->spec.kind == sp.kind && ((!c->arg && !arg) || (c->arg && arg && expr_equal(c->arg, arg))))
+        if (c->spec.kind == sp.kind && ((!c->arg && !arg) || (c->arg && arg && sql__expr_equal(c->arg, arg))))
             return expr_col(p->a, ag->ngroup + i, c->spec.out_t);
     }
     if (ag->ncalls == ag->cap) {
@@ -822,7 +822,7 @@ Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
         *p->err = save;
         if (e) {
             for (int i = 0; i < ag->ngroup; i++)
-                if (expr_equal(e, ag->group[i]))
+                if (sql__expr_equal(e, ag->group[i]))
                     return expr_col(p->a, i, ag->group[i]->t);
         }
         if (x->k == A_COL) {

@@ -478,6 +478,13 @@ static Ast *parse_unary(Parser *p)
         if (is_op(t, "+"))
             return x;
         /* fold -literal so that -9223372036854775808 is representable */
+        if ((x->k == A_INT || x->k == A_NUM) && x->str[0] == '-') { /* - -5 */
+            x->str++;
+            x->slen--;
+            x->line = t->line;
+            x->col = t->col;
+            return x;
+        }
         if (x->k == A_INT || x->k == A_NUM) {
             char *s = arena_alloc(p->a, x->slen + 2);
             s[0] = '-';
@@ -952,9 +959,15 @@ static Select *parse_query(Parser *p)
                 o->desc = true;
             else
                 accept_kw(p, "asc");
-            if (accept_kw(p, "nulls") && !accept_kw(p, "first") && !accept_kw(p, "last")) {
-                fail(p, "FIRST or LAST");
-                return NULL;
+            if (accept_kw(p, "nulls")) {
+                if (accept_kw(p, "first"))
+                    o->nulls = 1;
+                else if (accept_kw(p, "last"))
+                    o->nulls = 2;
+                else {
+                    fail(p, "FIRST or LAST");
+                    return NULL;
+                }
             }
         } while (accept_op(p, ","));
     }

@@ -387,7 +387,68 @@ static bool has_agg(Ast *x)
     return false;
 }
 
-static int plan_core(P *p, Select *q, PRel *out)
+/* An ORDER BY key that is a constant integer: a select-list position. */
+static int order_ordinal(Ast *e)
+{
+    return e->k == A_INT ? (int)strtol(e->str, NULL, 10) : 0;
+}
+
+/* Resolve oq's ORDER BY against the select list proj[0..n) (names[]):
+   by position, by output name, by an equal expression, else (bc != NULL)
+   as a hidden column appended at proj[n + k]. */
+static int resolve_order(P *p, Select *oq, BindCtx *bc, Expr **proj, int n, const char **names,
+                         bool distinct, OrderOut *ord)
+{
+    ord->n = oq->norder;
+    ord->col = arena_alloc(p->a, sizeof(int) * (size_t)(oq->norder + 1));
+    ord->desc = arena_alloc(p->a, sizeof(bool) * (size_t)(oq->norder + 1));
+    ord->nulls_first = arena_alloc(p->a, sizeof(bool) * (size_t)(oq->norder + 1));
+    ord->nhidden = 0;
+    for (int i = 0; i < oq->norder; i++) {
+        OrderItem *o = &oq->order[i];
+        Ast *e = o->e;
+        int col = -1;
+        ord->desc[i] = o->desc;
+        ord->nulls_first[i] = o->nulls ? o->nulls == 1 : !o->desc;
+        if (e->k == A_INT) {
+            int k = order_ordinal(e);
+            if (k < 1 || k > n)
+                return perr(p, SL_ESEMANTIC, e->line, e->col,
+                            "ORDER BY position %d is not in the select list (1..%d)", k, n);
+            col = k - 1;
+        } else if (e->k == A_COL && !e->qual) {
+            for (int j = 0; j < n && col < 0; j++)
+                if (names[j] && !strcasecmp(names[j], e->name))
+                    col = j;
+        }
+        if (col < 0 && !bc)
+            return perr(p, SL_ESEMANTIC, e->line, e->col,
+                        "ORDER BY of a UNION/EXCEPT/INTERSECT must name an output column or "
+                        "give its position");
+        if (col < 0) {
+            Expr *x = sql__bind(p, bc, e);
+            if (!x)
+                return p->err->code;
+            for (int j = 0; j < n + ord->nhidden && col < 0; j++)
+                if (sql__expr_equal(x, proj[j]))
+                    col = j;
+            if (col < 0) {
+                if (distinct)
+                    return perr(p, SL_ESEMANTIC, e->line, e->col,
+                                "for SELECT DISTINCT, ORDER BY expressions must appear in the "
+                                "select list");
+                if (x->t.kind == TK_NULL)
+                    x = sql__cast_to(p, x, type_make(TK_INT, true));
+                col = n + ord->nhidden++;
+                proj[col] = x;
+            }
+        }
+        ord->col[i] = col;
+    }
+    return 0;
+}
+
+static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
 {
     PRel from;
     Expr *resid = NULL;
@@ -438,7 +499,8 @@ static int plan_core(P *p, Select *q, PRel *out)
         agg = has_agg(exprs[i]);
 
     int node = from.node;
-    Expr **proj = arena_alloc(p->a, sizeof(Expr *) * (size_t)n);
+    int nord = oq ? oq->norder : 0;
+    Expr **proj = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + nord + 1));
     Expr *filter = resid;
     if (!agg) {
         for (int i = 0; i < n; i++) {
@@ -452,6 +514,12 @@ static int plan_core(P *p, Select *q, PRel *out)
                 return p->err->code;
             if (proj[i]->t.kind == TK_NULL)
                 proj[i] = sql__cast_to(p, proj[i], type_make(TK_INT, true));
+        }
+        if (ord) {
+            AggCtx none = {0};
+            BindCtx bc = {&from.s, &none, "ORDER BY"};
+            if (resolve_order(p, oq, &bc, proj, n, names, q->distinct, ord))
+                return p->err->code;
         }
         if (q->having)
             return perr(p, SL_ESEMANTIC, q->having->line, q->having->col,
@@ -495,6 +563,11 @@ static int plan_core(P *p, Select *q, PRel *out)
                 return p->err->code;
             if (proj[i]->t.kind == TK_NULL)
                 proj[i] = sql__cast_to(p, proj[i], type_make(TK_INT, true));
+        }
+        if (ord) {
+            BindCtx bc = {&from.s, &ag, "ORDER BY"};
+            if (resolve_order(p, oq, &bc, proj, n, names, q->distinct, ord))
+                return p->err->code;
         }
         Expr *having = NULL;
         if (q->having) {
@@ -540,12 +613,13 @@ static int plan_core(P *p, Select *q, PRel *out)
         filter = having;
     }
     /* identity projection with no filter needs no node */
-    bool ident = !filter && n == p->c->nodes[node]->ncol;
-    for (int i = 0; i < n && ident; i++)
+    int nh = ord ? ord->nhidden : 0;
+    bool ident = !filter && n + nh == p->c->nodes[node]->ncol;
+    for (int i = 0; i < n + nh && ident; i++)
         ident = proj[i]->k == E_COL && proj[i]->col == i &&
                 sql__same_repr(proj[i]->t, p->c->nodes[node]->types[i]);
     if (!ident)
-        node = map_node(p, node, filter, proj, n);
+        node = map_node(p, node, filter, proj, n + nh);
     if (q->distinct) {
         CNode *d = add_node(p, OPK_DISTINCT, 1, n);
         d->in[0] = node;
@@ -583,15 +657,31 @@ static int conform(P *p, PRel *r, const SqlType *t)
     return map_node(p, r->node, NULL, proj, src->ncol);
 }
 
-static int plan_query(P *p, Select *q, PRel *out)
+/* A LIMIT/OFFSET operand: a non-negative integer literal. */
+static int limit_value(P *p, Ast *e, const char *what, int64_t *out)
 {
-    if (q->limit || q->offset) {
-        return perr(p, SL_EUNSUPPORTED, q->limit_line, q->limit_col,
-                    "LIMIT/OFFSET in a view is not supported yet");
+    if (!e) {
+        *out = -1;
+        return 0;
     }
+    if (e->k != A_INT)
+        return perr(p, SL_EUNSUPPORTED, e->line, e->col,
+                    "%s must be an integer literal (expressions are not supported yet)", what);
+    *out = strtoll(e->str, NULL, 10);
+    return 0;
+}
+
+/* Plan a query. ord (may be NULL) receives its ORDER BY resolved to output
+   columns; hidden ORDER BY columns then trail the output (ord->nhidden). */
+static int plan_query_ord(P *p, Select *q, PRel *out, OrderOut *ord)
+{
+    if (ord)
+        memset(ord, 0, sizeof(*ord));
+    bool want = ord && q->norder > 0;
     /* ORDER BY without LIMIT does not change a view's contents (a view is a
-       set); it is accepted and ignored, as Feldera does. */
-    if (plan_core(p, q, out))
+       set); unless a reader presents the rows in order it is ignored, as
+       Feldera does. */
+    if (plan_core(p, q, out, want && !q->next ? q : NULL, want && !q->next ? ord : NULL))
         return p->err->code;
     for (Select *s = q; s->next; s = s->next) {
         PRel r;
@@ -599,7 +689,7 @@ static int plan_query(P *p, Select *q, PRel *out)
         if (op == SET_EXCEPT || op == SET_INTERSECT)
             return perr(p, SL_EUNSUPPORTED, s->setop_line, s->setop_col,
                         "%s is not supported yet", op == SET_EXCEPT ? "EXCEPT" : "INTERSECT");
-        if (plan_core(p, s->next, &r))
+        if (plan_core(p, s->next, &r, NULL, NULL))
             return p->err->code;
         if (r.s.n != out->s.n)
             return perr(p, SL_ESEMANTIC, s->next->line, s->next->col,
@@ -630,7 +720,22 @@ static int plan_query(P *p, Select *q, PRel *out)
         for (int i = 0; i < r.s.n; i++)
             out->s.c[i].t = t[i];
     }
+    if (want && q->next) {
+        const char **names = arena_alloc(p->a, sizeof(char *) * (size_t)(out->s.n + 1));
+        for (int i = 0; i < out->s.n; i++)
+            names[i] = out->s.c[i].name;
+        if (resolve_order(p, q, NULL, NULL, out->s.n, names, false, ord))
+            return p->err->code;
+    }
     return 0;
+}
+
+static int plan_query(P *p, Select *q, PRel *out)
+{
+    if (q->limit || q->offset)
+        return perr(p, SL_EUNSUPPORTED, q->limit_line, q->limit_col,
+                    "LIMIT/OFFSET in a subquery is not supported yet");
+    return plan_query_ord(p, q, out, NULL);
 }
 
 /* ---- statements ---- */
@@ -652,6 +757,7 @@ static Relation *add_rel(P *p, const char *name, int line, int col)
     Relation *r = &c->rels[c->nrels++];
     memset(r, 0, sizeof(*r));
     r->name = (char *)name;
+    r->limit = r->offset = -1;
     r->line = line;
     r->col = col;
     r->sink = -1;
@@ -781,7 +887,16 @@ static int plan_table(P *p, Stmt *s)
 static int plan_view(P *p, Stmt *s)
 {
     PRel q;
-    if (plan_query(p, s->query, &q))
+    OrderOut ord;
+    int64_t limit = -1, offset = -1;
+    Select *sq = s->query;
+    bool present = p->flags & CC_PRESENT;
+    if (limit_value(p, sq->limit, "LIMIT", &limit) || limit_value(p, sq->offset, "OFFSET", &offset))
+        return p->err->code;
+    if ((sq->limit || sq->offset) && !present)
+        return perr(p, SL_EUNSUPPORTED, sq->limit_line, sq->limit_col,
+                    "LIMIT/OFFSET in a view is not supported yet");
+    if (plan_query_ord(p, sq, &q, present ? &ord : NULL))
         return p->err->code;
     Relation *r = add_rel(p, s->name, s->name_line, s->name_col);
     if (!r)
@@ -794,12 +909,28 @@ static int plan_view(P *p, Stmt *s)
         return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
                     "view %s names %d columns but its query has %d", s->name, s->ncol_aliases,
                     q.s.n);
-    r->colnames = arena_alloc(p->a, sizeof(char *) * (size_t)(q.s.n + 1));
-    r->types = arena_alloc(p->a, sizeof(SqlType) * (size_t)(q.s.n + 1));
+    r->limit = limit;
+    r->offset = offset;
+    if (present) {
+        r->norder = ord.n;
+        r->order_col = ord.col;
+        r->order_desc = ord.desc;
+        r->order_nulls_first = ord.nulls_first;
+        r->nhidden = ord.nhidden;
+        r->ncol += ord.nhidden;
+    }
+    r->colnames = arena_alloc(p->a, sizeof(char *) * (size_t)(r->ncol + 1));
+    r->types = arena_alloc(p->a, sizeof(SqlType) * (size_t)(r->ncol + 1));
+    for (int i = q.s.n; i < r->ncol; i++) {
+        char *b = arena_alloc(p->a, 32);
+        snprintf(b, 32, "$order%d", i - q.s.n + 1);
+        r->colnames[i] = b;
+        r->types[i] = p->c->nodes[q.node]->types[i];
+    }
     for (int i = 0; i < q.s.n; i++) {
         r->colnames[i] = s->ncol_aliases ? s->col_aliases[i] : (char *)q.s.c[i].name;
         r->types[i] = q.s.c[i].t;
-        for (int j = 0; j < i; j++)
+        for (int j = 0; j < i && !present; j++) /* a query's result may repeat names */
             if (!strcasecmp(r->colnames[i], r->colnames[j]))
                 return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
                             "view %s has two columns named \"%s\"; give one an alias", s->name,
@@ -821,13 +952,46 @@ int circuit_find_rel(const Circuit *c, const char *name)
     return -1;
 }
 
+static int declare_table(P *p, const TableDecl *d)
+{
+    Relation *r = add_rel(p, arena_strndup(p->a, d->name, strlen(d->name)), 1, 1);
+    if (!r)
+        return p->err->code;
+    r->is_table = true;
+    r->ncol = d->ncol;
+    r->limit = r->offset = -1;
+    r->colnames = arena_alloc(p->a, sizeof(char *) * (size_t)(d->ncol + 1));
+    r->types = arena_alloc(p->a, sizeof(SqlType) * (size_t)(d->ncol + 1));
+    for (int i = 0; i < d->ncol; i++) {
+        r->colnames[i] = arena_strndup(p->a, d->colnames[i], strlen(d->colnames[i]));
+        r->types[i] = d->types[i];
+    }
+    CNode *n = add_node(p, OPK_SOURCE, 0, r->ncol);
+    n->rel = (int)(r - p->c->rels);
+    n->label = r->name;
+    memcpy(n->types, r->types, sizeof(SqlType) * (size_t)r->ncol);
+    r->node = n->id;
+    return 0;
+}
+
 int circuit_compile(const char *sql, Circuit **out, Err *err)
+{
+    return circuit_compile_with(sql, NULL, 0, 0, out, err);
+}
+
+int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int flags,
+                         Circuit **out, Err *err)
 {
     Err local = {0};
     Program *prog;
     Circuit *c = sl_calloc(1, sizeof(*c));
     c->arena = arena_new(64 * 1024);
-    P p = {c->arena, c, err ? err : &local, 0, 0, 0};
+    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags};
+    for (int i = 0; i < ndecl; i++) {
+        p.owner = c->nrels;
+        if (declare_table(&p, &decl[i]))
+            goto out_fail;
+    }
     if (sql_parse(sql, c->arena, &prog, p.err))
         goto out_fail;
     if (prog->n == 0) {

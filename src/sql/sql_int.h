@@ -48,7 +48,16 @@ typedef struct P {
     Err *err;
     int cap_nodes, cap_rels;
     int owner; /* relation being planned (its index once added) */
+    int flags; /* CC_* */
 } P;
+
+/* ORDER BY of a query resolved to output columns (plan.c). */
+typedef struct OrderOut {
+    int n;
+    int *col;
+    bool *desc, *nulls_first;
+    int nhidden; /* columns appended after the select list for ORDER BY */
+} OrderOut;
 
 static inline __attribute__((format(printf, 5, 6))) int perr(P *p, int code, int line, int col, const char *fmt, ...)
 {
@@ -84,5 +93,6 @@ Expr *sql__nary_bool(P *p, ExprKind k, Expr *l, Expr *r);
 Expr *sql__bool_operand(P *p, Expr *e, Ast *at, const char *what);
 Expr *sql__mk(P *p, ExprKind k, SqlType t, int na);
 bool sql__is_agg_name(const char *n);
+bool sql__expr_equal(const Expr *a, const Expr *b);
 
 #endif

@@ -19,6 +19,7 @@ ALLOWED = {
     "io": {"base", "expr", "zset", "circuit", "runtime"},
     "pipeline": {"base", "expr", "zset", "circuit", "runtime", "io"},
     "cli": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql"},
+    "slt": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"\.\./([a-z]+)/([^"]+)"', re.M)

@@ -1,0 +1,229 @@
+/*
+ * pipeline/oneshot.c - one SELECT, once, over given contents (oneshot.h).
+ *
+ * The query becomes a materialized view in presentation mode (CC_PRESENT:
+ * its ORDER BY keys stay as hidden trailing columns) over tables declared
+ * like the inputs; the inputs are the first and only step's changes; the
+ * sinks' integrated contents are decoded, expanded by weight, sorted by
+ * the ORDER BY keys (NULL is the smallest value unless NULLS FIRST/LAST
+ * says otherwise), cut by OFFSET/LIMIT and stripped of hidden columns.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/mem.h"
+#include "../runtime/runtime.h"
+#include "../zset/hmap.h"
+#include "../zset/key.h"
+#include "oneshot.h"
+
+#define QUERY_VIEW "__oneshot_query"
+
+typedef struct SortCtx {
+    const Chunk *c;
+    const Relation *r;
+} SortCtx;
+
+static int cmp_rows(const void *a, const void *b, void *arg)
+{
+    const SortCtx *s = arg;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    for (int k = 0; k < s->r->norder; k++) {
+        const Vec *v = &s->c->col[s->r->order_col[k]];
+        bool nx = vec_is_null(v, x), ny = vec_is_null(v, y);
+        int c = 0;
+        if (nx || ny) {
+            if (nx && ny)
+                continue;
+            c = nx ? -1 : 1;
+            if (!s->r->order_nulls_first[k])
+                c = -c;
+            return c; /* NULL placement ignores DESC */
+        }
+        if (v->i)
+            c = v->i[x] < v->i[y] ? -1 : v->i[x] > v->i[y];
+        else if (v->f)
+            c = v->f[x] < v->f[y] ? -1 : v->f[x] > v->f[y];
+        else {
+            Str p = v->s[x], q = v->s[y];
+            uint32_t m = p.n < q.n ? p.n : q.n;
+            c = memcmp(p.p, q.p, m);
+            if (!c)
+                c = p.n < q.n ? -1 : p.n > q.n;
+        }
+        if (c)
+            return s->r->order_desc[k] ? -c : c;
+    }
+    return x < y ? -1 : x > y; /* stable */
+}
+
+/* Contents of relation r (every worker's shard), decoded, weight-expanded,
+   strings copied into a. */
+static Chunk *collect(Runtime *rt, const Relation *r, Arena *a)
+{
+    int64_t total = 0;
+    for (int w = 0; w < rt_workers(rt); w++) {
+        HMap *m = op_sink_contents(rt_op(rt, w, r->sink));
+        size_t it = 0;
+        const uint8_t *k;
+        size_t kn;
+        void *pl;
+        while (m && hmap_next(m, &it, &k, &kn, &pl))
+            if (*(int64_t *)pl > 0)
+                total += *(int64_t *)pl;
+    }
+    Chunk *c = chunk_new(a, r->ncol, r->types, total ? total : 1);
+    for (int w = 0; w < rt_workers(rt); w++) {
+        HMap *m = op_sink_contents(rt_op(rt, w, r->sink));
+        size_t it = 0;
+        const uint8_t *k;
+        size_t kn;
+        void *pl;
+        while (m && hmap_next(m, &it, &k, &kn, &pl)) {
+            int64_t wt = *(int64_t *)pl;
+            if (wt <= 0)
+                continue;
+            int64_t row = c->n;
+            key_decode(k, r->types, r->ncol, c, 0, row);
+            for (int j = 0; j < r->ncol; j++)
+                if (c->col[j].s && !vec_is_null(&c->col[j], row)) {
+                    Str *s = &c->col[j].s[row];
+                    s->p = arena_strndup(a, s->p, s->n);
+                }
+            c->w[row] = 1;
+            c->n++;
+            for (int64_t d = 1; d < wt; d++) {
+                chunk_append_row(c, c, row);
+                c->w[c->n - 1] = 1;
+            }
+        }
+    }
+    return c;
+}
+
+/* The presented result of relation r now. */
+static void present(Runtime *rt, const Relation *r, QResult *out)
+{
+    Arena *a = arena_new(1 << 16);
+    Chunk *all = collect(rt, r, a);
+    int64_t *ix = sl_malloc(sizeof(int64_t) * (size_t)(all->n + 1));
+    for (int64_t i = 0; i < all->n; i++)
+        ix[i] = i;
+    if (r->norder) {
+        SortCtx sc = {all, r};
+        qsort_r(ix, (size_t)all->n, sizeof(int64_t), cmp_rows, &sc);
+    }
+    int64_t from = r->offset > 0 ? r->offset : 0, to = all->n;
+    if (from > to)
+        from = to;
+    if (r->limit >= 0 && from + r->limit < to)
+        to = from + r->limit;
+    int nvis = r->ncol - r->nhidden;
+    out->a = a;
+    out->ncol = nvis;
+    out->colnames = arena_alloc(a, sizeof(char *) * (size_t)(nvis + 1));
+    out->types = arena_alloc(a, sizeof(SqlType) * (size_t)(nvis + 1));
+    for (int j = 0; j < nvis; j++) {
+        out->colnames[j] = arena_strndup(a, r->colnames[j], strlen(r->colnames[j]));
+        out->types[j] = r->types[j];
+    }
+    Chunk *res = chunk_new(a, nvis, out->types, to - from ? to - from : 1);
+    Chunk view = *all;
+    view.ncol = nvis; /* the visible prefix of each row */
+    for (int64_t i = from; i < to; i++)
+        chunk_append_row(res, &view, ix[i]);
+    out->rows = res;
+    sl_free(ix);
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; s && *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+int oneshot_run(const char *prelude, const char *select_sql, const QInput *in, int nin,
+                int nsteps, const Chunk *const *steps, int workers, QStepFn after, void *arg,
+                QResult *out, Err *err)
+{
+    memset(out, 0, sizeof(*out));
+    TableDecl *decl = sl_calloc((size_t)(nin ? nin : 1), sizeof(TableDecl));
+    for (int i = 0; i < nin; i++)
+        decl[i] = (TableDecl){in[i].name, in[i].ncol, in[i].colnames, in[i].types};
+    Buf prog = BUF_INIT;
+    int skip = 1; /* lines before the query's first */
+    if (prelude) {
+        buf_printf(&prog, "%s;\n", prelude);
+        skip += count_lines(prelude) + 1;
+    }
+    buf_printf(&prog, "CREATE MATERIALIZED VIEW " QUERY_VIEW " AS\n%s", select_sql);
+    Circuit *c = NULL;
+    int rc = circuit_compile_with(buf_cstr(&prog), decl, nin, CC_PRESENT, &c, err);
+    buf_free(&prog);
+    sl_free(decl);
+    if (rc) {
+        if (err->line > skip)
+            err->line -= skip;
+        return rc;
+    }
+    int qrel = circuit_find_rel(c, QUERY_VIEW);
+    if (qrel < 0 || c->rels[qrel].is_table || qrel != c->nrels - 1) {
+        circuit_free(c);
+        return err_set(err, SL_ESEMANTIC, "the query must be a single SELECT");
+    }
+    if (workers < 1)
+        workers = 1;
+    Runtime *rt = rt_new(c, workers);
+    Arena *pa = arena_new(4096);
+    for (int s = 0; s < nsteps && !rc; s++) {
+        arena_reset(pa);
+        for (int i = 0; i < nin; i++) {
+            const Chunk *ch = steps[s * nin + i];
+            if (!ch || ch->n == 0)
+                continue;
+            /* split the rows evenly: every worker feeds its share */
+            int64_t n = ch->n, per = (n + workers - 1) / workers;
+            for (int w = 0; w < workers; w++) {
+                int64_t st = (int64_t)w * per;
+                if (st >= n)
+                    break;
+                Piece *pc = arena_zalloc(pa, sizeof(Piece));
+                pc->chunk = chunk_slice(pa, ch, st, st + per > n ? n - st : per);
+                rt_set_input(rt, w, i, pc);
+            }
+        }
+        rc = rt_step(rt, err);
+        if (!rc && after && s < nsteps - 1) {
+            QResult now;
+            present(rt, &c->rels[qrel], &now);
+            rc = after(arg, s, &now);
+            qresult_free(&now);
+        }
+    }
+    if (!rc)
+        present(rt, &c->rels[qrel], out);
+    rt_free(rt);
+    arena_free(pa);
+    circuit_free(c);
+    return rc;
+}
+
+int oneshot_query(const char *select_sql, const QInput *in, int nin, int workers, QResult *out,
+                  Err *err)
+{
+    const Chunk **steps = sl_calloc((size_t)(nin ? nin : 1), sizeof(Chunk *));
+    for (int i = 0; i < nin; i++)
+        steps[i] = in[i].rows;
+    int rc = oneshot_run(NULL, select_sql, in, nin, 1, steps, workers, NULL, NULL, out, err);
+    sl_free(steps);
+    return rc;
+}
+
+void qresult_free(QResult *r)
+{
+    if (r->a)
+        arena_free(r->a);
+    memset(r, 0, sizeof(*r));
+}

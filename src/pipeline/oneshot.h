@@ -1,0 +1,56 @@
+/*
+ * pipeline/oneshot.h - run one SELECT once over given relation contents:
+ * the engine's operators in one-shot mode. Used by the HTTP /query endpoint
+ * (over a snapshot of materialized tables and views taken between steps)
+ * and by the sqllogictest runner (over its tables' current contents).
+ *
+ * The query is compiled as a view over tables named and typed like the
+ * inputs, the contents are fed as one step, and the view's integrated
+ * output is returned with duplicates expanded, in the query's ORDER BY
+ * order (LIMIT/OFFSET applied) or unordered when it has none.
+ */
+#ifndef SL_PIPELINE_ONESHOT_H
+#define SL_PIPELINE_ONESHOT_H
+
+#include "../base/err.h"
+#include "../expr/chunk.h"
+
+typedef struct QInput {
+    const char *name;
+    int ncol;
+    const char *const *colnames;
+    const SqlType *types;
+    const Chunk *rows; /* contents as a Z-set (weights); NULL = empty */
+} QInput;
+
+typedef struct QResult {
+    Arena *a;          /* owns everything below */
+    int ncol;
+    char **colnames;
+    SqlType *types;
+    Chunk *rows;       /* every weight 1; duplicates repeated */
+} QResult;
+
+/* Compile and run select_sql (a query, no trailing ';' needed) over inputs
+   in[0..nin) on `workers` threads. Errors carry line:column within
+   select_sql. Returns 0, or an SL_E* code with err set. */
+int oneshot_query(const char *select_sql, const QInput *in, int nin, int workers,
+                  QResult *out, Err *err);
+void qresult_free(QResult *r);
+
+/* Called after step s (0-based) with the query's presented contents so far
+   (freed by the caller afterwards); nonzero stops the run with that code. */
+typedef int (*QStepFn)(void *arg, int step, const QResult *now);
+
+/*
+ * The general form. prelude: program text compiled before the query
+ * (CREATE VIEW statements the query may use), or NULL. The inputs' rows are
+ * fed over nsteps steps: step s feeds steps[s * nin + i] (a Z-set chunk, may
+ * be NULL) to input i; in[i].rows is ignored. after (may be NULL) sees the
+ * result after every step; *out receives it after the last.
+ */
+int oneshot_run(const char *prelude, const char *select_sql, const QInput *in, int nin,
+                int nsteps, const Chunk *const *steps, int workers, QStepFn after, void *arg,
+                QResult *out, Err *err);
+
+#endif
