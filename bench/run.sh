@@ -1,6 +1,10 @@
 #!/bin/sh
-# bench/run.sh - build the benchmark programs and run bench/bench.py.
+# bench/run.sh - build the benchmark programs and run bench/bench.py, then
+# the HTTP ingest benchmark bench/http_bench.py (--quick is passed on).
 set -e
 cd "$(dirname "$0")/.."
 make --no-print-directory build/sluice build/bench/bank_bench build/bench/probe
-exec /usr/bin/python3 bench/bench.py "$@"
+/usr/bin/python3 bench/bench.py "$@"
+quick=""
+for a in "$@"; do [ "$a" = "--quick" ] && quick="--quick"; done
+exec /usr/bin/python3 bench/http_bench.py $quick

@@ -91,5 +91,18 @@ Buf *op_sink_changes(Op *op);
 int64_t op_sink_count(Op *op);
 /* Integral of weights (net rows) so far. */
 int64_t op_sink_net(Op *op);
+/* Collect changes (op_sink_changes) from the next step on even without
+   output connectors: on/off calls are counted (HTTP egress subscribers). */
+void op_sink_watch(Op *op, bool on);
+/* Bytes held by the sink's state (materialized contents). */
+size_t op_sink_bytes(Op *op);
+
+/* Upsert access for the controller between steps (op_upsert.c). */
+/* The current row (row encoding, *n bytes; valid until the next step) of
+   the key encoded in k[0..kn), or NULL. Only the instance of the worker
+   that owns the key (op_route) holds it. */
+const uint8_t *op_upsert_row(Op *op, const uint8_t *k, size_t kn, uint32_t *n);
+/* Bytes of the key index (row encodings not counted). */
+size_t op_upsert_bytes(Op *op);
 
 #endif

@@ -13,7 +13,9 @@
 typedef struct SinkSt {
     HMap *mat;      /* materialized contents, or NULL */
     Buf changes;    /* this step's changes as xrec records */
-    bool outputs;   /* the relation has output connectors */
+    bool outputs;   /* collect changes: output connectors or watchers */
+    bool conns;     /* the relation has output connectors */
+    int watchers;   /* op_sink_watch() on minus off */
     int64_t count, net;
     Buf kb;
 } SinkSt;
@@ -74,7 +76,8 @@ int op_sink_init(Op *op)
     const Relation *r = &op->circuit->rels[op->node->rel];
     if (r->materialized)
         s->mat = hmap_new(sizeof(int64_t));
-    s->outputs = !r->is_table && r->connectors && cJSON_GetArraySize(r->connectors) > 0;
+    s->conns = !r->is_table && r->connectors && cJSON_GetArraySize(r->connectors) > 0;
+    s->outputs = s->conns;
     op->st = s;
     op->eval = op_eval_streamed;
     op->begin = begin_sink;
@@ -92,3 +95,16 @@ Buf *op_sink_changes(Op *op)
 }
 int64_t op_sink_count(Op *op) { return ((SinkSt *)op->st)->count; }
 int64_t op_sink_net(Op *op) { return ((SinkSt *)op->st)->net; }
+
+void op_sink_watch(Op *op, bool on)
+{
+    SinkSt *s = op->st;
+    s->watchers += on ? 1 : -1;
+    s->outputs = s->conns || s->watchers > 0;
+}
+
+size_t op_sink_bytes(Op *op)
+{
+    SinkSt *s = op->st;
+    return (s->mat ? hmap_bytes(s->mat) : 0) + s->changes.cap;
+}

@@ -146,3 +146,19 @@ int op_upsert_init(Op *op)
     op->free = free_upsert;
     return 0;
 }
+
+const uint8_t *op_upsert_row(Op *op, const uint8_t *k, size_t kn, uint32_t *n)
+{
+    UpsertSt *s = op->st;
+    Row *row = hmap_find(s->rows, k, kn, sl_hash(k, kn));
+    if (!row || !row->enc)
+        return NULL;
+    *n = row->n;
+    return row->enc;
+}
+
+size_t op_upsert_bytes(Op *op)
+{
+    UpsertSt *s = op->st;
+    return hmap_bytes(s->rows);
+}

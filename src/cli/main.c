@@ -1,17 +1,24 @@
 /*
- * cli/main.c - the sluice command: `run` compiles a program and runs it,
- * `check` compiles it and prints the circuit. Exit status: 0 success,
- * 1 error in the program or while running, 2 bad command line.
+ * cli/main.c - the sluice command: `run` compiles a program and runs it
+ * (with --http, beside the HTTP API of server/), `check` compiles it and
+ * prints the circuit; `query`, `push`, `tail` and `stats` are thin clients
+ * of a running pipeline's API (client.c). Exit status: 0 success, 1 error
+ * in the program, while running or answered by the server, 2 bad command
+ * line.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../base/mem.h"
 #include "../circuit/circuit.h"
 #include "../io/connector.h"
 #include "../pipeline/pipeline.h"
+#include "../server/server.h"
+#include "client.h"
 
 #define SLUICE_VERSION "0.1.0"
 
@@ -20,7 +27,13 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: sluice run PROGRAM.sql [--workers N] [--until-done] [--dump DIR]\n"
             "                  [--step-rows N] [--progress|--no-progress]\n"
+            "                  [--http [HOST:]PORT] [--paused] [--http-max-body BYTES]\n"
+            "                  [--http-buffer RECORDS] [--egress-buffer BYTES]\n"
             "       sluice check PROGRAM.sql\n"
+            "       sluice query URL SQL [--format text|json|csv]\n"
+            "       sluice push URL TABLE FILE [--format json|csv] [--update-format F] [--wait]\n"
+            "       sluice tail URL VIEW [--format json|csv] [--snapshot] [--backpressure]\n"
+            "       sluice stats URL\n"
             "       sluice --version\n"
             "\n"
             "run     compile the program and run it: tables are fed by their connectors,\n"
@@ -30,7 +43,15 @@ static void usage(FILE *f)
             "  --dump DIR     at the end, write DIR/<name>.csv for every materialized\n"
             "                 table and view (sorted rows, header line)\n"
             "  --step-rows N  most input rows per step (default 1048576 per worker)\n"
-            "check   compile the program; print the circuit or the errors\n");
+            "  --http [HOST:]PORT  serve the HTTP API (docs/http.md); port 0 picks a free\n"
+            "                 port, printed as \"sluice: http: listening on HOST:PORT\"\n"
+            "  --paused       start paused (POST /start resumes)\n"
+            "  --http-max-body BYTES  largest request body (default 64M)\n"
+            "  --http-buffer RECORDS  HTTP input queue bound (default 1000000)\n"
+            "  --egress-buffer BYTES  per-subscriber /egress queue (default 16M)\n"
+            "check   compile the program; print the circuit or the errors\n"
+            "query, push, tail, stats  clients of a running pipeline's HTTP API\n"
+            "        (URL like http://127.0.0.1:8080)\n");
 }
 
 static char *read_file(const char *path, Err *err)
@@ -91,9 +112,52 @@ static long parse_long(const char *flag, const char *v, long lo, long hi)
     return n;
 }
 
+/* A byte count with an optional K, M or G suffix (powers of 1024). */
+static int64_t parse_size(const char *flag, const char *v)
+{
+    char *end;
+    errno = 0;
+    double n = v ? strtod(v, &end) : -1;
+    if (v && !errno && end != v) {
+        if (*end == 'K' || *end == 'k')
+            n *= 1024, end++;
+        else if (*end == 'M' || *end == 'm')
+            n *= 1048576, end++;
+        else if (*end == 'G' || *end == 'g')
+            n *= 1073741824.0, end++;
+    }
+    if (!v || errno || end == v || *end || n < 1 || n > 1e15) {
+        fprintf(stderr, "sluice: %s needs a size in bytes (suffix K, M or G allowed)\n", flag);
+        exit(2);
+    }
+    return (int64_t)n;
+}
+
+/* --http [HOST:]PORT */
+static void parse_addr(const char *v, ServerOpts *so, char *host, size_t hn)
+{
+    const char *colon = v ? strrchr(v, ':') : NULL;
+    const char *port = colon ? colon + 1 : v;
+    if (colon && colon != v)
+        snprintf(host, hn, "%.*s", (int)(colon - v), v);
+    so->host = host;
+    char *end;
+    long n = port && *port ? strtol(port, &end, 10) : -1;
+    if (!port || !*port || *end || n < 0 || n > 65535) {
+        fprintf(stderr, "sluice: --http needs HOST:PORT or PORT (0 picks a free port), not "
+                        "\"%s\"\n",
+                v ? v : "");
+        exit(2);
+    }
+    so->port = (int)n;
+}
+
 static int cmd_run(int argc, char **argv)
 {
-    PipelineOpts o = {1, false, NULL, 0, -1};
+    PipelineOpts o = {1, false, NULL, 0, -1, false, 0};
+    ServerOpts so = {"127.0.0.1", 8080, 64 << 20, 16 << 20, 5.0};
+    char host[256] = "127.0.0.1";
+    bool http = false;
     const char *path = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -113,6 +177,17 @@ static int cmd_run(int argc, char **argv)
             o.progress = 1;
         else if (!strcmp(a, "--no-progress"))
             o.progress = 0;
+        else if (!strcmp(a, "--http")) {
+            http = true;
+            parse_addr(++i < argc ? argv[i] : NULL, &so, host, sizeof(host));
+        } else if (!strcmp(a, "--paused"))
+            o.start_paused = true;
+        else if (!strcmp(a, "--http-max-body"))
+            so.max_body = parse_size(a, ++i < argc ? argv[i] : NULL);
+        else if (!strcmp(a, "--http-buffer"))
+            o.queue_records = parse_long(a, ++i < argc ? argv[i] : NULL, 1, 1L << 40);
+        else if (!strcmp(a, "--egress-buffer"))
+            so.egress_buffer = parse_size(a, ++i < argc ? argv[i] : NULL);
         else if (a[0] == '-') {
             fprintf(stderr, "sluice: unknown option %s\n", a);
             usage(stderr);
@@ -131,7 +206,24 @@ static int cmd_run(int argc, char **argv)
     if (!c)
         return 1;
     Err e = {0};
-    int rc = pipeline_run(c, &o, &e);
+    int rc;
+    Pipeline *p = pipeline_new(c, &o, &e);
+    Server *srv = NULL;
+    if (p && http) {
+        signal(SIGPIPE, SIG_IGN);
+        srv = server_start(p, &so, &e);
+        if (!srv) {
+            pipeline_free(p);
+            p = NULL;
+        }
+    }
+    if (!p) {
+        rc = e.code;
+    } else {
+        rc = pipeline_run(p, &e);
+        server_stop(srv);
+        pipeline_free(p);
+    }
     if (rc)
         print_err(path, &e);
     circuit_free(c);
@@ -163,6 +255,245 @@ static int cmd_check(int argc, char **argv)
     return 0;
 }
 
+/* ---------------------------------------------------------------- clients */
+
+/* Print an API error answer ({"error": ...}) or the raw body. */
+static void print_api_error(const HttpResp *r)
+{
+    Buf b = r->body;
+    char *text = sl_strndup(b.p ? (const char *)b.p : "", b.n);
+    cJSON *j = cJSON_Parse(text);
+    const cJSON *e = j ? cJSON_GetObjectItemCaseSensitive(j, "error") : NULL;
+    if (cJSON_IsString(e)) {
+        fprintf(stderr, "sluice: HTTP %d: %s\n", r->status, e->valuestring);
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "details");
+        const cJSON *errs = d ? cJSON_GetObjectItemCaseSensitive(d, "errors") : NULL;
+        const cJSON *it;
+        cJSON_ArrayForEach(it, errs)
+        {
+            const cJSON *ln = cJSON_GetObjectItemCaseSensitive(it, "line");
+            const cJSON *rs = cJSON_GetObjectItemCaseSensitive(it, "reason");
+            if (cJSON_IsNumber(ln) && cJSON_IsString(rs))
+                fprintf(stderr, "  line %d: %s\n", ln->valueint, rs->valuestring);
+        }
+    } else {
+        fprintf(stderr, "sluice: HTTP %d: %s\n", r->status, text);
+    }
+    cJSON_Delete(j);
+    sl_free(text);
+}
+
+/* Options of the client subcommands: --name VALUE pairs and flags. */
+static const char *opt(int *argc, char **argv, const char *name, bool has_value)
+{
+    for (int i = 0; i < *argc; i++) {
+        if (strcmp(argv[i], name))
+            continue;
+        const char *v = has_value ? (i + 1 < *argc ? argv[i + 1] : NULL) : name;
+        if (has_value && !v) {
+            fprintf(stderr, "sluice: %s needs a value\n", name);
+            exit(2);
+        }
+        int k = has_value ? 2 : 1;
+        memmove(argv + i, argv + i + k, sizeof(char *) * (size_t)(*argc - i - k));
+        *argc -= k;
+        return v;
+    }
+    return NULL;
+}
+
+static int no_more_options(int argc, char **argv, int want)
+{
+    for (int i = 0; i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "sluice: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    if (argc != want) {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int client_url(const char *url, HttpUrl *u)
+{
+    Err e = {0};
+    if (http_url_parse(url, u, &e)) {
+        fprintf(stderr, "sluice: %s\n", e.msg);
+        return 2;
+    }
+    return 0;
+}
+
+static int finish(int rc, Err *e, HttpResp *r, bool print_body)
+{
+    if (rc) {
+        fprintf(stderr, "sluice: %s\n", e->msg);
+        buf_free(&r->body);
+        return 1;
+    }
+    int ok = r->status >= 200 && r->status < 300;
+    if (!ok)
+        print_api_error(r);
+    else if (print_body)
+        fwrite(r->body.p, 1, r->body.n, stdout);
+    buf_free(&r->body);
+    return ok ? 0 : 1;
+}
+
+static int cmd_query(int argc, char **argv)
+{
+    const char *fmt = opt(&argc, argv, "--format", true);
+    int rc = no_more_options(argc, argv, 2);
+    HttpUrl u;
+    if (rc || (rc = client_url(argv[0], &u)))
+        return rc;
+    Buf t = BUF_INIT;
+    buf_puts(&t, "/query?format=");
+    http_escape(&t, fmt ? fmt : "text");
+    buf_puts(&t, "&sql=");
+    http_escape(&t, argv[1]);
+    HttpReq rq = {"GET", buf_cstr(&t), NULL, NULL, 0, NULL, NULL, NULL};
+    HttpResp r;
+    Err e = {0};
+    rc = finish(http_do(&u, &rq, &r, &e), &e, &r, true);
+    buf_free(&t);
+    return rc;
+}
+
+static int cmd_push(int argc, char **argv)
+{
+    const char *fmt = opt(&argc, argv, "--format", true);
+    const char *upd = opt(&argc, argv, "--update-format", true);
+    bool wait = opt(&argc, argv, "--wait", false) != NULL;
+    int rc = no_more_options(argc, argv, 3);
+    HttpUrl u;
+    if (rc || (rc = client_url(argv[0], &u)))
+        return rc;
+    const char *path = argv[2];
+    if (!fmt) {
+        const char *dot = strrchr(path, '.');
+        if (dot && !strcasecmp(dot, ".csv"))
+            fmt = "csv";
+        else if (dot && (!strcasecmp(dot, ".json") || !strcasecmp(dot, ".jsonl") ||
+                         !strcasecmp(dot, ".ndjson")))
+            fmt = "json";
+        else {
+            fprintf(stderr, "sluice: cannot tell the format of \"%s\" from its name; give "
+                            "--format json or --format csv\n",
+                    path);
+            return 2;
+        }
+    }
+    FILE *f = fopen(path, "rb");
+    struct stat stt;
+    if (!f || fstat(fileno(f), &stt)) {
+        fprintf(stderr, "sluice: cannot open \"%s\": %s\n", path, strerror(errno));
+        if (f)
+            fclose(f);
+        return 1;
+    }
+    Buf t = BUF_INIT;
+    buf_puts(&t, "/ingress/");
+    http_escape(&t, argv[1]);
+    buf_puts(&t, "?format=");
+    http_escape(&t, fmt);
+    if (upd) {
+        buf_puts(&t, "&update_format=");
+        http_escape(&t, upd);
+    }
+    if (wait)
+        buf_puts(&t, "&wait=true");
+    HttpReq rq = {"POST", buf_cstr(&t), !strcmp(fmt, "csv") ? "text/csv" : "application/json",
+                  NULL, (size_t)stt.st_size, f, NULL, NULL};
+    HttpResp r;
+    Err e = {0};
+    rc = http_do(&u, &rq, &r, &e);
+    fclose(f);
+    buf_free(&t);
+    if (!rc && r.status == 200) {
+        char *text = sl_strndup((const char *)r.body.p, r.body.n);
+        cJSON *j = cJSON_Parse(text);
+        const cJSON *acc = cJSON_GetObjectItemCaseSensitive(j, "accepted");
+        const cJSON *ne = cJSON_GetObjectItemCaseSensitive(j, "error_count");
+        printf("pushed %.0f record%s into %s (%.0f bad)\n", acc ? acc->valuedouble : 0,
+               acc && acc->valuedouble == 1 ? "" : "s", argv[1], ne ? ne->valuedouble : 0);
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "errors"))
+        {
+            const cJSON *ln = cJSON_GetObjectItemCaseSensitive(it, "line");
+            const cJSON *rs = cJSON_GetObjectItemCaseSensitive(it, "reason");
+            if (cJSON_IsNumber(ln) && cJSON_IsString(rs))
+                fprintf(stderr, "sluice: %s line %d: %s\n", path, ln->valueint, rs->valuestring);
+        }
+        cJSON_Delete(j);
+        sl_free(text);
+    }
+    return finish(rc, &e, &r, false);
+}
+
+static void tail_out(void *arg, const char *p, size_t n)
+{
+    (void)arg;
+    fwrite(p, 1, n, stdout);
+    fflush(stdout);
+}
+
+static int cmd_tail(int argc, char **argv)
+{
+    const char *fmt = opt(&argc, argv, "--format", true);
+    bool snap = opt(&argc, argv, "--snapshot", false) != NULL;
+    bool bp = opt(&argc, argv, "--backpressure", false) != NULL;
+    int rc = no_more_options(argc, argv, 2);
+    HttpUrl u;
+    if (rc || (rc = client_url(argv[0], &u)))
+        return rc;
+    Buf t = BUF_INIT;
+    buf_puts(&t, "/egress/");
+    http_escape(&t, argv[1]);
+    buf_puts(&t, "?format=");
+    http_escape(&t, fmt ? fmt : "json");
+    if (snap)
+        buf_puts(&t, "&snapshot=true");
+    if (bp)
+        buf_puts(&t, "&backpressure=true");
+    /* a 200 streams to stdout; an error answer is collected and shown */
+    HttpReq rq = {"POST", buf_cstr(&t), NULL, NULL, 0, NULL, tail_out, NULL};
+    HttpResp r;
+    Err e = {0};
+    rc = http_do(&u, &rq, &r, &e);
+    buf_free(&t);
+    return finish(rc, &e, &r, false);
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+    const char *fmt = opt(&argc, argv, "--format", true);
+    int rc = no_more_options(argc, argv, 1);
+    HttpUrl u;
+    if (rc || (rc = client_url(argv[0], &u)))
+        return rc;
+    bool prom = fmt && !strcmp(fmt, "prometheus");
+    HttpReq rq = {"GET", prom ? "/metrics" : "/stats", NULL, NULL, 0, NULL, NULL, NULL};
+    HttpResp r;
+    Err e = {0};
+    rc = http_do(&u, &rq, &r, &e);
+    if (!rc && r.status == 200 && !prom) {
+        char *text = sl_strndup((const char *)r.body.p, r.body.n);
+        cJSON *j = cJSON_Parse(text);
+        char *pretty = j ? cJSON_Print(j) : NULL;
+        if (pretty) {
+            printf("%s\n", pretty);
+            free(pretty);
+            buf_reset(&r.body);
+        }
+        cJSON_Delete(j);
+        sl_free(text);
+    }
+    return finish(rc, &e, &r, true);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -173,6 +504,14 @@ int main(int argc, char **argv)
         return cmd_run(argc - 2, argv + 2);
     if (!strcmp(argv[1], "check"))
         return cmd_check(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "query"))
+        return cmd_query(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "push"))
+        return cmd_push(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "tail"))
+        return cmd_tail(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "stats"))
+        return cmd_stats(argc - 2, argv + 2);
     if (!strcmp(argv[1], "--version")) {
         printf("sluice %s\n", SLUICE_VERSION);
         return 0;

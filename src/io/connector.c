@@ -124,7 +124,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool op
                     Connectors *cs, Err *err)
 {
     static const char *const keys[] = {"name", "transport", "format", "max_batch_size",
-                                       "max_queued_records", "max_worker_batch_size", NULL};
+                                       "max_queued_records", "max_worker_batch_size",
+                                       "transaction", "event_time_column", NULL};
     const Relation *r = &c->rels[rel];
     char where[192];
     snprintf(where, sizeof(where), "%s %s, connector %d", r->is_table ? "table" : "view",
@@ -152,7 +153,37 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool op
     if (mb && (!cJSON_IsNumber(mb) || mb->valuedouble < 1))
         return cerr(err, r, "%s: %s", where, "\"max_batch_size\" must be a positive number");
 
-    if (!strcmp(t, "datagen") || !strcmp(t, "file_input")) {
+    const cJSON *txn = cJSON_GetObjectItemCaseSensitive(cj, "transaction");
+    const cJSON *etc = cJSON_GetObjectItemCaseSensitive(cj, "event_time_column");
+    bool is_input = !strcmp(t, "datagen") || !strcmp(t, "file_input") || !strcmp(t, "http_input");
+    if ((txn || etc) && !is_input)
+        return cerr(err, r, "%s: %s", where,
+                    "\"transaction\" and \"event_time_column\" belong to input connectors");
+    if (txn && (!cJSON_IsString(txn) || strcmp(txn->valuestring, "backfill")))
+        return cerr(err, r, "%s: %s", where,
+                    "\"transaction\" must be \"backfill\" (the connector's whole input runs as "
+                    "one transaction)");
+    int event_col = -1;
+    if (etc) {
+        if (!cJSON_IsString(etc))
+            return cerr(err, r, "%s: %s", where, "\"event_time_column\" must be a column name");
+        for (int j = 0; j < r->ncol; j++)
+            if (!strcasecmp(r->colnames[j], etc->valuestring))
+                event_col = j;
+        char d[256];
+        if (event_col < 0) {
+            snprintf(d, sizeof(d), "\"event_time_column\": table %s has no column \"%s\"",
+                     r->name, etc->valuestring);
+            return cerr(err, r, "%s: %s", where, d);
+        }
+        if (r->types[event_col].kind != TK_TIMESTAMP) {
+            snprintf(d, sizeof(d), "\"event_time_column\": column \"%s\" must be a TIMESTAMP",
+                     r->colnames[event_col]);
+            return cerr(err, r, "%s: %s", where, d);
+        }
+    }
+
+    if (is_input) {
         if (!r->is_table)
             return cerr(err, r, "%s: %s", where,
                         "input transports belong to tables; a view's connectors are outputs");
@@ -162,9 +193,27 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool op
         schema_of(r, &ic->schema);
         ic->max_batch = mb ? (int64_t)mb->valuedouble : 0;
         ic->plan_start = -1;
+        ic->backfill = txn != NULL;
+        ic->event_col = event_col;
         /* add first so that connectors_close frees it on any error */
         cs->in = sl_realloc(cs->in, sizeof(InputConn *) * (size_t)(cs->nin + 1));
         cs->in[cs->nin++] = ic;
+        if (!strcmp(t, "http_input")) {
+            /* declares the table's HTTP ingress endpoint (its name and
+               event-time column); it reads nothing itself */
+            ic->kind = IN_HTTP;
+            ic->done = true;
+            if (cfg && cfg->child)
+                return cerr(err, r, "%s: %s", where, "http_input takes no config");
+            if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
+                return cerr(err, r, "%s: %s", where,
+                            "http_input takes no \"format\" (each request names its format)");
+            if (txn)
+                return cerr(err, r, "%s: %s", where,
+                            "\"transaction\": \"backfill\" needs an input that ends; HTTP input "
+                            "uses /start_transaction and /commit_transaction");
+            return 0;
+        }
         if (!strcmp(t, "datagen")) {
             ic->kind = IN_DATAGEN;
             if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
@@ -174,6 +223,12 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool op
                                   &e);
             if (!ic->gen)
                 return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+            if (ic->backfill)
+                for (int pl = 0; pl < datagen_nplans(ic->gen); pl++)
+                    if (datagen_plan_limit(ic->gen, pl) < 0)
+                        return cerr(err, r, "%s: %s", where,
+                                    "\"transaction\": \"backfill\" needs an input that ends, "
+                                    "but a datagen plan has no \"limit\"");
             return 0;
         }
         ic->kind = IN_FILE;
@@ -234,7 +289,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool op
         return 0;
     }
     char d[160];
-    snprintf(d, sizeof(d), "unknown transport \"%s\" (supported: datagen, file_input, file_output)",
+    snprintf(d, sizeof(d),
+             "unknown transport \"%s\" (supported: datagen, file_input, http_input, file_output)",
              t);
     return cerr(err, r, "%s: %s", where, d);
 }
@@ -289,6 +345,8 @@ int64_t input_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **l
         return 0;
     if (ic->max_batch && max > ic->max_batch)
         max = ic->max_batch;
+    if (ic->kind == IN_HTTP)
+        return 0;
     if (ic->kind == IN_DATAGEN)
         return tr_datagen_next(ic, max, a, nworkers, lists);
     return tr_file_next(ic, max, a, nworkers, lists, err);
@@ -299,7 +357,18 @@ int input_rel(const InputConn *ic) { return ic->rel; }
 const char *input_name(const InputConn *ic) { return ic->name; }
 int64_t input_rows(const InputConn *ic) { return ic->rows; }
 int64_t input_errors(const InputConn *ic) { return ic->errors; }
+int64_t input_bytes(const InputConn *ic) { return ic->bytes; }
+bool input_backfill(const InputConn *ic) { return ic->backfill; }
+int input_event_col(const InputConn *ic) { return ic->event_col; }
+bool input_is_http(const InputConn *ic) { return ic->kind == IN_HTTP; }
+const char *input_transport(const InputConn *ic)
+{
+    return ic->kind == IN_DATAGEN ? "datagen" : ic->kind == IN_FILE ? "file_input" : "http_input";
+}
 int output_rel(const OutputConn *oc) { return oc->rel; }
+const char *output_name(const OutputConn *oc) { return oc->name; }
+int64_t output_records(const OutputConn *oc) { return oc->records; }
+int64_t output_bytes(const OutputConn *oc) { return oc->bytes; }
 
 double input_wait(const InputConn *ic)
 {

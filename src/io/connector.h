@@ -3,8 +3,12 @@
  * relation's WITH ('connectors' = '[...]'), Feldera-compatible:
  *   {"name": ..., "transport": {"name": T, "config": {...}},
  *    "format": {"name": "csv"|"json", "config": {...}}, "max_batch_size": N}
- * Input transports (tables): datagen, file_input {"path": P}.
+ * Input transports (tables): datagen, file_input {"path": P}, and
+ * http_input (declares the table's HTTP ingress endpoint; reads nothing).
  * Output transports (views): file_output {"path": P}.
+ * Input connectors also take "transaction": "backfill" (the whole input
+ * runs as one transaction) and "event_time_column": "ts" (a TIMESTAMP
+ * column whose lag behind the wall clock is measured).
  * Unknown keys are rejected with a message naming the key and connector.
  *
  * Inputs hand the controller rows for a step as runtime Pieces, split
@@ -47,10 +51,22 @@ int64_t input_rows(const InputConn *ic);
 int64_t input_errors(const InputConn *ic);
 /* Seconds until a rate-limited input may produce again (0 when it can). */
 double input_wait(const InputConn *ic);
+int64_t input_bytes(const InputConn *ic);
+bool input_backfill(const InputConn *ic);
+/* The "event_time_column" (a TIMESTAMP column index), or -1. */
+int input_event_col(const InputConn *ic);
+/* An http_input declaration: never produces rows (the controller's HTTP
+   queue does), input_done is always true. */
+bool input_is_http(const InputConn *ic);
+const char *input_transport(const InputConn *ic); /* datagen, file_input, http_input */
 
 /* Write one step's consolidated changes (tuples: key = row encoding). */
 int output_write(OutputConn *oc, int64_t step, const Batch *changes, Err *err);
 int output_rel(const OutputConn *oc);
+const char *output_name(const OutputConn *oc);
+/* Records (units of weight) and bytes written so far. */
+int64_t output_records(const OutputConn *oc);
+int64_t output_bytes(const OutputConn *oc);
 /* Flush buffered output (end of step). */
 int output_flush(OutputConn *oc, Err *err);
 

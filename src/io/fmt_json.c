@@ -245,8 +245,65 @@ static bool fast_int(const char *p, size_t n, TypeKind k, int64_t *out)
     return true;
 }
 
+/*
+ * Clinger's fast path: a decimal with at most 15 significant digits and a
+ * power of ten up to 22 away is m / 10^k or m * 10^k with both operands
+ * exact doubles, so one IEEE operation gives the correctly rounded value
+ * (what strtod returns). Returns false for anything else.
+ */
+static bool exact_double(const char *p, size_t n, double *out)
+{
+    static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    size_t i = 0;
+    bool neg = p[0] == '-';
+    int64_t m = 0;
+    int digits = 0, frac = 0, exp10 = 0;
+    i += neg;
+    for (; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
+        if (m || p[i] != '0')
+            digits++;
+        m = m * 10 + (p[i] - '0');
+        if (digits > 15)
+            return false;
+    }
+    if (i < n && p[i] == '.') {
+        for (i++; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
+            if (m || p[i] != '0')
+                digits++;
+            m = m * 10 + (p[i] - '0');
+            frac++;
+            if (digits > 15)
+                return false;
+        }
+    }
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        bool eneg = false;
+        int e = 0;
+        i++;
+        if (i < n && (p[i] == '+' || p[i] == '-'))
+            eneg = p[i++] == '-';
+        for (; i < n && p[i] >= '0' && p[i] <= '9'; i++)
+            if ((e = e * 10 + (p[i] - '0')) > 400)
+                return false;
+        exp10 = eneg ? -e : e;
+    }
+    if (i != n)
+        return false;
+    int k = exp10 - frac;
+    if (k < -22 || k > 22)
+        return false;
+    double v = (double)m; /* exact: m < 10^15 < 2^53 */
+    v = k < 0 ? v / p10[-k] : v * p10[k];
+    *out = neg ? -v : v;
+    return true;
+}
+
 static bool fast_float(const char *p, size_t n, bool real, double *out)
 {
+    if (!real && exact_double(p, n, out))
+        return true;
     char buf[64];
     if (n >= sizeof(buf))
         return false;
@@ -331,6 +388,8 @@ static int parse_value(const RowSchema *s, int j, JIn *in, Chunk *out, int64_t r
 /* Column named name[0..n), case-insensitively; hint is tried first. */
 static int find_col(const RowSchema *s, const char *name, size_t n, int hint)
 {
+    if (hint < s->ncol && strncmp(s->names[hint], name, n) == 0 && s->names[hint][n] == 0)
+        return hint; /* the usual case: the next column, spelled as declared */
     if (hint < s->ncol && strncasecmp(s->names[hint], name, n) == 0 && s->names[hint][n] == 0)
         return hint;
     for (int j = 0; j < s->ncol; j++)
@@ -339,9 +398,11 @@ static int find_col(const RowSchema *s, const char *name, size_t n, int hint)
     return -1;
 }
 
-/* Members of a row object; in->q is just past its '{'. */
+/* Members of a row object; in->q is just past its '{'. With partial,
+   missing members are no error: they get NULL, or a zero value in a NOT
+   NULL column (the caller knows them from seen[]). */
 static int parse_row(const RowSchema *s, JIn *in, Chunk *out, int64_t r, Arena *a,
-                     uint8_t *seen, Err *err)
+                     uint8_t *seen, bool partial, Err *err)
 {
     int hint = 0;
     skip_ws(in);
@@ -397,57 +458,78 @@ static int parse_row(const RowSchema *s, JIn *in, Chunk *out, int64_t r, Arena *
         if (seen[j])
             continue;
         Vec *v = &out->col[j];
-        if (!v->nul)
+        if (v->nul) {
+            vec_set_null(v, r);
+        } else if (partial) {
+            if (v->i)
+                v->i[r] = 0;
+            else if (v->f)
+                v->f[r] = 0;
+            else
+                v->s[r] = (Str){"", 0};
+        } else {
             return err_set(err, SL_EDATA, "column \"%s\" is NOT NULL", s->names[j]);
-        vec_set_null(v, r);
+        }
     }
     return 0;
 }
 
+static bool wrapper_name(const char *raw, size_t n, bool update, int *kind)
+{
+    if (n == 6 && memcmp(raw, "insert", 6) == 0)
+        *kind = JSON_REC_INSERT;
+    else if (n == 6 && memcmp(raw, "delete", 6) == 0)
+        *kind = JSON_REC_DELETE;
+    else if (update && n == 6 && memcmp(raw, "update", 6) == 0)
+        *kind = JSON_REC_UPDATE;
+    else
+        return false;
+    return true;
+}
+
+static const char *const kind_name[] = {"insert", "delete", "update"};
+
 static int parse_record(const RowSchema *s, JIn *in, Chunk *out, int64_t r, Arena *a,
-                        uint8_t *seen, Err *err)
+                        uint8_t *seen, const JsonRecOpts *o, int *kind, Err *err)
 {
     skip_ws(in);
     if (in->q == in->end || *in->q != '{')
         return err_set(err, SL_EDATA, "expected a JSON object");
     in->q++;
     const char *body = in->q;
-    int64_t w = 1;
+    int k = JSON_REC_INSERT;
     bool wrapped = false;
     skip_ws(in);
-    if (in->q < in->end && *in->q == '"') {
+    if (!o->raw && in->q < in->end && *in->q == '"') {
         /* {"insert": {...}} or {"delete": {...}}: a name then an object */
         const char *raw;
         size_t n;
         bool esc;
-        if (!scan_string(in, &raw, &n, &esc) && !esc &&
-            ((n == 6 && memcmp(raw, "insert", 6) == 0) ||
-             (n == 6 && memcmp(raw, "delete", 6) == 0))) {
+        if (!scan_string(in, &raw, &n, &esc) && !esc && wrapper_name(raw, n, o->update, &k)) {
             skip_ws(in);
             if (in->q < in->end && *in->q == ':') {
                 in->q++;
                 skip_ws(in);
-                if (in->q < in->end && *in->q == '{') {
+                if (in->q < in->end && *in->q == '{')
                     wrapped = true;
-                    w = raw[0] == 'd' ? -1 : 1;
-                }
             }
         }
     }
     if (!wrapped) {
+        k = JSON_REC_INSERT;
         in->q = body;
-        int rc = parse_row(s, in, out, r, a, seen, err);
+        int rc = parse_row(s, in, out, r, a, seen, false, err);
         if (rc)
             return rc;
     } else {
         in->q++;
-        int rc = parse_row(s, in, out, r, a, seen, err);
+        bool partial = k == JSON_REC_UPDATE || (k == JSON_REC_DELETE && o->partial_delete);
+        int rc = parse_row(s, in, out, r, a, seen, partial, err);
         if (rc)
             return rc;
         skip_ws(in);
         if (in->q < in->end && *in->q == ',')
-            return err_set(err, SL_EDATA, "unexpected member after \"%s\"",
-                           w > 0 ? "insert" : "delete");
+            return err_set(err, SL_EDATA, "unexpected member after \"%s\"", kind_name[k]);
         if (in->q == in->end || *in->q != '}')
             return err_set(err, SL_EDATA, "expected '}' to close the record");
         in->q++;
@@ -455,24 +537,37 @@ static int parse_record(const RowSchema *s, JIn *in, Chunk *out, int64_t r, Aren
     skip_ws(in);
     if (in->q != in->end)
         return err_set(err, SL_EDATA, "unexpected text after the JSON object");
-    out->w[r] = w;
+    out->w[r] = k == JSON_REC_DELETE ? -1 : 1;
+    *kind = k;
     return 0;
+}
+
+int fmt_json_parse_rec(const RowSchema *s, const char *p, size_t n, const JsonRecOpts *o,
+                       Chunk *out, Arena *a, uint8_t *present, int *kind, Err *err)
+{
+    uint8_t small[64];
+    uint8_t *seen = present ? present
+                    : s->ncol <= (int)sizeof(small) ? small
+                                                    : sl_malloc((size_t)s->ncol);
+    JIn in = {p, p + n};
+    int k = JSON_REC_INSERT;
+    if (out->n >= out->cap)
+        sl_panic("fmt_json_parse: chunk full (%lld rows)", (long long)out->cap);
+    memset(seen, 0, (size_t)s->ncol);
+    int rc = parse_record(s, &in, out, out->n, a, seen, o, &k, err);
+    if (!rc)
+        out->n++;
+    if (kind)
+        *kind = k;
+    if (seen != small && seen != present)
+        sl_free(seen);
+    return rc;
 }
 
 int fmt_json_parse(const RowSchema *s, const char *p, size_t n, Chunk *out, Arena *a, Err *err)
 {
-    uint8_t small[64];
-    uint8_t *seen = s->ncol <= (int)sizeof(small) ? small : sl_malloc((size_t)s->ncol);
-    JIn in = {p, p + n};
-    if (out->n >= out->cap)
-        sl_panic("fmt_json_parse: chunk full (%lld rows)", (long long)out->cap);
-    memset(seen, 0, (size_t)s->ncol);
-    int rc = parse_record(s, &in, out, out->n, a, seen, err);
-    if (!rc)
-        out->n++;
-    if (seen != small)
-        sl_free(seen);
-    return rc;
+    static const JsonRecOpts plain = {false, false, false};
+    return fmt_json_parse_rec(s, p, n, &plain, out, a, NULL, NULL, err);
 }
 
 /* s[0..n) as a JSON string. */

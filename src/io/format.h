@@ -44,6 +44,20 @@ int fmt_csv_parse(const RowSchema *s, const char *p, size_t n, Chunk *out, Arena
 /* Parse one JSON record into a new row of out with weight +1 or -1. */
 int fmt_json_parse(const RowSchema *s, const char *p, size_t n, Chunk *out, Arena *a, Err *err);
 
+/* Record kinds and options of fmt_json_parse_rec (HTTP ingress). */
+enum { JSON_REC_INSERT, JSON_REC_DELETE, JSON_REC_UPDATE };
+typedef struct JsonRecOpts {
+    bool raw;            /* plain row objects only (update_format=raw) */
+    bool update;         /* accept {"update": {...}} (PRIMARY KEY tables) */
+    bool partial_delete; /* {"delete": {...}} may omit columns (delete by key) */
+} JsonRecOpts;
+/* fmt_json_parse with options. *kind (may be NULL) gets the record's kind;
+   present (s->ncol bytes, may be NULL) gets 1 for every member given. In a
+   partial record (update, partial delete) missing members are no error:
+   they are NULL, or zero in NOT NULL columns. */
+int fmt_json_parse_rec(const RowSchema *s, const char *p, size_t n, const JsonRecOpts *o,
+                       Chunk *out, Arena *a, uint8_t *present, int *kind, Err *err);
+
 /* Row r of c as CSV fields (no line end): NULL as an empty unquoted field,
    empty string as "", fields quoted when they hold , " CR LF or are empty. */
 void fmt_csv_row(const Chunk *c, int64_t r, Buf *out);

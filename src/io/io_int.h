@@ -11,7 +11,7 @@
 #include "datagen.h"
 #include "format.h"
 
-typedef enum InKind { IN_DATAGEN, IN_FILE } InKind;
+typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP } InKind;
 typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
 
 struct InputConn {
@@ -22,6 +22,9 @@ struct InputConn {
     int64_t max_batch;  /* rows per step from this connector, 0 = no limit */
     bool done;
     int64_t rows, errors;
+    int64_t bytes;      /* input bytes read (file) */
+    bool backfill;      /* "transaction": "backfill" */
+    int event_col;      /* "event_time_column" (a TIMESTAMP column), or -1 */
     /* datagen */
     Datagen *gen;
     int plan;           /* current plan */
@@ -49,6 +52,7 @@ struct OutputConn {
     char *path;
     Buf line;
     Arena *scratch;
+    int64_t records, bytes; /* written so far */
 };
 
 double io_now(void);

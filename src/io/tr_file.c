@@ -77,6 +77,7 @@ int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece *
             if (p[i] == '\n')
                 ic->line++;
         ic->rpos += len;
+        ic->bytes += (int64_t)len;
         size_t n = len;
         while (n && (p[n - 1] == '\n' || p[n - 1] == '\r'))
             n--;
@@ -135,6 +136,8 @@ int output_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
         if (fwrite(oc->line.p, 1, oc->line.n, oc->f) != oc->line.n)
             return err_set(err, SL_EIO, "%s: cannot write \"%s\": %s", oc->name, oc->path,
                            strerror(errno));
+        oc->records += w < 0 ? -w : w;
+        oc->bytes += (int64_t)oc->line.n;
     }
     return 0;
 }

@@ -1,12 +1,23 @@
 /*
  * pipeline/pipeline.h - runs a compiled program: the controller loop that
- * pulls input from connectors, decides step boundaries, steps the workers,
- * delivers outputs, reports progress, and dumps materialized relations.
+ * pulls input from connectors and from the HTTP input queue, decides step
+ * boundaries, runs transactions, steps the workers, delivers outputs,
+ * reports progress and statistics, and dumps materialized relations.
+ *
+ * One thread (the one that calls pipeline_run) is the controller: it alone
+ * steps the runtime and touches operator state. Every other thread (the
+ * HTTP server's) talks to it through the thread-safe functions below:
+ * pipeline_push_take (parsed rows into a bounded queue), pipeline_command
+ * (lifecycle and transactions), pipeline_call (run a function on the
+ * controller between two steps: snapshots, subscriptions) and
+ * pipeline_stats (a copy of the published figures). Hooks run on the
+ * controller after every step (egress fan-out).
  */
 #ifndef SL_PIPELINE_PIPELINE_H
 #define SL_PIPELINE_PIPELINE_H
 
 #include "../circuit/circuit.h"
+#include "../zset/batch.h"
 
 typedef struct PipelineOpts {
     int workers;          /* worker threads (>= 1) */
@@ -14,14 +25,175 @@ typedef struct PipelineOpts {
     const char *dump_dir; /* write DIR/<name>.csv for materialized relations */
     int64_t step_rows;    /* max input rows per step (all tables), 0 = default */
     int progress;         /* 1 = always, 0 = never, -1 = auto (terminal: live line) */
+    bool start_paused;    /* start in the paused state (connectors do not read) */
+    int64_t queue_records; /* bound of the HTTP input queue (records), 0 = 1M */
 } PipelineOpts;
 
-/* Run until inputs end (until_done) or SIGINT/SIGTERM. Returns 0, or an
-   SL_E* code with err set (runtime error, I/O error). */
-int pipeline_run(const Circuit *c, const PipelineOpts *o, Err *err);
+typedef struct Pipeline Pipeline;
+
+/* Open the connectors and start the workers. NULL with err set (bad
+   connector configuration, missing file). */
+Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err);
+/* The controller loop, on the calling thread, until inputs end
+   (until_done), SIGINT/SIGTERM or a stop command; then the summary and
+   --dump. Returns 0, or an SL_E* code with err set. */
+int pipeline_run(Pipeline *p, Err *err);
+/* Free everything; the pipeline must not be running. */
+void pipeline_free(Pipeline *p);
+const Circuit *pipeline_circuit(const Pipeline *p);
+int pipeline_workers(const Pipeline *p);
 
 /* Write DIR/<name>.csv for every materialized relation (see README). */
 struct Runtime;
 int pipeline_dump(const Circuit *c, struct Runtime *rt, const char *dir, Err *err);
+
+/* Result codes of the thread-safe calls (besides 0). */
+enum {
+    PIPE_FULL = 1,     /* the input queue is full: retry later */
+    PIPE_STOPPING = 2, /* the pipeline is stopping or stopped */
+    PIPE_CONFLICT = 3, /* not allowed in the current state (message says why) */
+};
+
+/* ---------------------------------------------------------------- input */
+
+/* Rows parsed for one table (HTTP ingress), in arrival order, owned by one
+   thread until handed to pipeline_push_take. */
+typedef struct InBatch InBatch;
+
+InBatch *inbatch_new(const Circuit *c, int rel);
+void inbatch_free(InBatch *b);
+/* Chunk with room for one more row at its end (rows are appended by the
+   format parsers); its strings must come from inbatch_arena(b). */
+Chunk *inbatch_room(InBatch *b);
+Arena *inbatch_arena(InBatch *b);
+/* Mark the row just appended as a partial update of a PRIMARY KEY table:
+   present[j] != 0 for the columns it gives (copied). */
+void inbatch_mark_update(InBatch *b, const uint8_t *present);
+/* Account bytes of input and bad records (for statistics). */
+void inbatch_note(InBatch *b, int64_t bytes, int64_t bad);
+int64_t inbatch_rows(const InBatch *b);
+int inbatch_rel(const InBatch *b);
+
+/*
+ * Queue b's rows for the next step (takes ownership of b, freed on every
+ * outcome). The rows of one call are accepted or refused together. When
+ * the queue is full: paused or wait_secs <= 0 -> PIPE_FULL at once;
+ * running -> wait up to wait_secs for room. *token identifies the batch
+ * (see pipeline_token_done). Returns 0, PIPE_FULL or PIPE_STOPPING.
+ */
+int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token);
+/* Statistics for HTTP input that was refused whole (parse errors only). */
+void pipeline_note_rejected(Pipeline *p, int rel, int64_t bytes, int64_t bad);
+/* true once the step that consumed the batch with this token has run (or
+   its transaction was aborted, or the pipeline stopped). */
+bool pipeline_token_done(Pipeline *p, int64_t token);
+/* Block until pipeline_token_done(p, token). */
+void pipeline_token_wait(Pipeline *p, int64_t token);
+
+/* ---------------------------------------------------------------- control */
+
+typedef enum PipeCmd {
+    PC_START,        /* resume reading and stepping */
+    PC_PAUSE,        /* stop reading connectors and stepping; HTTP input queues */
+    PC_STOP,         /* drain the queue, finish the step, flush outputs, return */
+    PC_TXN_START,    /* open a transaction */
+    PC_TXN_COMMIT,   /* one step over everything the transaction holds */
+    PC_TXN_ABORT,    /* discard everything the transaction holds */
+} PipeCmd;
+
+typedef struct PipeCmdResult {
+    int64_t txn_id;   /* the transaction started, committed or aborted */
+    int64_t step;     /* steps completed when the command finished */
+    int64_t records;  /* records committed or discarded */
+    char msg[256];    /* why, when the command was refused */
+} PipeCmdResult;
+
+/* Run a command. With wait, returns once it has taken effect (a commit:
+   once its step is done; stop: once the pipeline has stopped); without,
+   once the controller accepted it. Returns 0, PIPE_CONFLICT (res->msg says
+   why) or PIPE_STOPPING. */
+int pipeline_command(Pipeline *p, PipeCmd cmd, bool wait, PipeCmdResult *res);
+/* Run fn(p, arg) on the controller between two steps and return 0 once it
+   ran, or PIPE_STOPPING when the pipeline stopped first. */
+int pipeline_call(Pipeline *p, void (*fn)(Pipeline *p, void *arg), void *arg);
+
+/* Controller only (inside pipeline_call or a hook): */
+int64_t pipeline_step(const Pipeline *p);
+/* Append every worker's materialized contents of rel as xrec records
+   (key = row encoding, weight; the same row may appear more than once,
+   weights add up). false when rel is not materialized. */
+bool pipeline_contents_raw(Pipeline *p, int rel, Buf *out);
+/* Collect rel's changes from the next step on (counted: on/off pairs). */
+void pipeline_track_changes(Pipeline *p, int rel, bool on);
+/* This step's consolidated changes of rel (borrowed until the next step),
+   or NULL when nothing collects them. After-step hooks only. */
+const Batch *pipeline_changes(Pipeline *p, int rel);
+bool pipeline_stop_requested(Pipeline *p);
+
+typedef struct PipelineHooks {
+    void *arg;
+    /* After every step's outputs were delivered (controller thread). */
+    void (*after_step)(void *arg, Pipeline *p, int64_t step);
+} PipelineHooks;
+void pipeline_set_hooks(Pipeline *p, const PipelineHooks *h);
+
+/* ---------------------------------------------------------------- statistics */
+
+typedef struct LatStats {
+    int64_t n;              /* records measured */
+    double p50, p95, p99;   /* milliseconds */
+} LatStats;
+
+typedef struct ConnStats {
+    char name[192];         /* "table t, connector 0 (file_input)" or "http" */
+    const char *transport;  /* datagen, file_input, http */
+    int rel;
+    int64_t records, bytes, parse_errors, buffered;
+    bool end_of_input;
+    bool backfill;          /* "transaction": "backfill" */
+    LatStats latency;       /* arrival -> end of the step that processed it */
+    bool has_lag;
+    LatStats lag;           /* outputs delivered (wall clock) - event time */
+} ConnStats;
+
+typedef struct OutStats {
+    char name[192];
+    int rel;
+    int64_t records, bytes, steps;
+} OutStats;
+
+typedef struct RelStats {
+    int64_t changes;        /* rows (sum of |weights|) that reached the sink */
+    int64_t rows;           /* net rows (integral of weights) */
+    int64_t divzero;        /* divisions by zero that gave NULL */
+    bool has_sink;
+} RelStats;
+
+typedef struct PipeStats {
+    const char *state;      /* running, paused, stopping, stopped */
+    int64_t step;
+    int64_t input_records, input_bytes, processed_records;
+    int64_t buffered_records, buffered_bytes;
+    int64_t queue_limit;
+    size_t rss_bytes, state_bytes;
+    int64_t cpu_msecs;
+    double uptime_secs;
+    bool inputs_ended;      /* every file/datagen connector reached its end */
+    /* transaction */
+    int64_t txn_id;         /* 0 when none */
+    const char *txn_status; /* none, open, committing */
+    const char *txn_initiator; /* api, backfill */
+    int64_t txn_records;
+    double txn_secs, commit_secs;
+    int64_t last_commit_id, last_commit_records, last_commit_step;
+    int nin, nout, nrels;
+    ConnStats *in;
+    OutStats *out;
+    RelStats *rels;         /* per relation, indexed like circuit->rels */
+} PipeStats;
+
+/* A consistent copy of the published figures (any thread). */
+void pipeline_stats(Pipeline *p, PipeStats *out);
+void pipestats_free(PipeStats *s);
 
 #endif

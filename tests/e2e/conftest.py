@@ -389,3 +389,86 @@ def multiset_diff(actual, expected, float_cols=()):
     if extra:
         msg += "\n  unexpected extra (%d):\n%s" % (len(extra), fmt(extra))
     return msg
+
+
+# ---------------------------------------------------------------- HTTP server
+
+class HttpPipeline:
+    """A `sluice run --http 127.0.0.1:0` process: its base URL, its stderr
+    (a file, so a chatty pipeline never blocks on a full pipe) and helpers.
+    Always shut down by the `http_pipeline` fixture."""
+
+    def __init__(self, proc, port, err_path, prog):
+        self.proc, self.port, self.err_path, self.prog = proc, port, err_path, prog
+        self.base = "http://127.0.0.1:%d" % port
+
+    def url(self, path):
+        return self.base + path
+
+    def stderr(self):
+        with open(self.err_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def wait_exit(self, timeout=60):
+        """Wait for the process to end; returns its CompletedProcess-like
+        result after checking for sanitizer reports."""
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            pytest.fail("sluice did not exit within %d s:\n%s" % (timeout, self.stderr()[-3000:]))
+        res = subprocess.CompletedProcess(self.proc.args, rc, "", self.stderr())
+        assert_no_crash(res)
+        return res
+
+    def stop(self):
+        """POST /stop, then wait for a clean exit (status 0)."""
+        import requests
+        r = requests.post(self.url("/stop"), timeout=60)
+        assert r.status_code == 200, r.text
+        assert r.json()["state"] == "stopped"
+        res = self.wait_exit()
+        assert res.returncode == 0, res.stderr[-3000:]
+        return res
+
+
+@pytest.fixture
+def http_pipeline(tmp_path):
+    """Factory: http_pipeline(sql_text, *extra_args) starts a pipeline that
+    serves HTTP on a free loopback port and returns an HttpPipeline. Every
+    pipeline started is killed at the end of the test if still running."""
+    import time
+    started = []
+
+    def start(sql, *args, name="prog"):
+        prog = tmp_path / ("%s.sql" % name)
+        prog.write_text(sql)
+        err_path = tmp_path / ("%s.stderr" % name)
+        env = dict(os.environ)
+        env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+        errf = open(err_path, "wb")
+        argv = [sluice_bin(), "run", str(prog), "--http", "127.0.0.1:0", "--no-progress"] + [
+            str(a) for a in args]
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errf, env=env)
+        errf.close()
+        started.append(proc)
+        port = None
+        for _ in range(3000):  # hang guard only, not a performance bound
+            text = open(err_path, "rb").read().decode("utf-8", "replace")
+            m = re.search(r"sluice: http: listening on 127\.0\.0\.1:(\d+)", text)
+            if m:
+                port = int(m.group(1))
+                break
+            if proc.poll() is not None:
+                pytest.fail("sluice exited (%d) before listening:\n%s" % (proc.returncode, text))
+            time.sleep(0.01)
+        if port is None:
+            pytest.fail("sluice never printed its port:\n%s" % text)
+        return HttpPipeline(proc, port, err_path, prog)
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

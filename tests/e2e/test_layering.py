@@ -17,8 +17,9 @@ ALLOWED = {
     "circuit": {"base", "expr", "zset", "runtime/exchange.h"},
     "runtime": {"base", "expr", "zset", "circuit"},
     "io": {"base", "expr", "zset", "circuit", "runtime"},
-    "pipeline": {"base", "expr", "zset", "circuit", "runtime", "io"},
-    "cli": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql"},
+    "pipeline": {"base", "expr", "zset", "circuit", "runtime", "io", "sql"},
+    "server": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql"},
+    "cli": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "server"},
     "slt": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql"},
 }
 

@@ -1,0 +1,218 @@
+/*
+ * pipeline/inbox.c - HTTP input batches and the bounded queue that carries
+ * them from the server's threads to the controller.
+ *
+ * In: an InBatch filled by a format parser on an HTTP thread (rows in
+ * chunks of its own arena, partial-update marks), handed over whole with
+ * pipeline_push_take. The queue holds batches in arrival order; its bound
+ * is in records (PipelineOpts.queue_records): a batch that does not fit is
+ * refused whole (the client retries) unless the queue is empty, so one
+ * request larger than the bound still gets in. Out: the controller pops
+ * batches in order (inbox_take) and, once the step that consumed them has
+ * run, publishes their tokens as done (pipeline_token_done).
+ */
+#include <errno.h>
+#include <time.h>
+
+#include "../base/mem.h"
+#include "pipeline_int.h"
+
+InBatch *inbatch_new(const Circuit *c, int rel)
+{
+    InBatch *b = sl_calloc(1, sizeof(*b));
+    b->rel = rel;
+    b->ncol = c->rels[rel].ncol;
+    b->types = c->rels[rel].types;
+    b->a = arena_new(1 << 16);
+    return b;
+}
+
+void inbatch_free(InBatch *b)
+{
+    if (!b)
+        return;
+    arena_free(b->a);
+    sl_free(b);
+}
+
+Chunk *inbatch_room(InBatch *b)
+{
+    if (b->tail && b->tail->chunk->n < b->tail->chunk->cap)
+        return b->tail->chunk;
+    /* chunks grow with the batch: small requests stay small */
+    int64_t cap = b->tail ? b->tail->chunk->cap * 2 : 64;
+    if (cap > 16384)
+        cap = 16384;
+    Piece *pc = arena_zalloc(b->a, sizeof(*pc));
+    pc->chunk = chunk_new(b->a, b->ncol, b->types, cap);
+    if (b->tail)
+        b->tail->next = pc;
+    else
+        b->head = pc;
+    b->tail = pc;
+    return pc->chunk;
+}
+
+Arena *inbatch_arena(InBatch *b) { return b->a; }
+int inbatch_rel(const InBatch *b) { return b->rel; }
+
+void inbatch_mark_update(InBatch *b, const uint8_t *present)
+{
+    UpdMark *m = arena_zalloc(b->a, sizeof(*m));
+    m->c = b->tail->chunk;
+    m->row = m->c->n - 1;
+    m->present = arena_alloc(b->a, (size_t)b->ncol);
+    memcpy(m->present, present, (size_t)b->ncol);
+    if (b->upd_tail)
+        b->upd_tail->next = m;
+    else
+        b->upd = m;
+    b->upd_tail = m;
+}
+
+void inbatch_note(InBatch *b, int64_t bytes, int64_t bad)
+{
+    b->bytes += bytes;
+    b->bad += bad;
+}
+
+int64_t inbatch_count(InBatch *b)
+{
+    int64_t n = 0;
+    for (Piece *pc = b->head; pc; pc = pc->next)
+        n += pc->chunk->n;
+    return n;
+}
+
+int64_t inbatch_rows(const InBatch *b) { return inbatch_count((InBatch *)b); }
+
+static void deadline_in(struct timespec *ts, double secs)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    double s = (double)ts->tv_nsec * 1e-9 + secs;
+    ts->tv_sec += (time_t)s;
+    ts->tv_nsec = (long)((s - (double)(time_t)s) * 1e9);
+}
+
+static void account(Pipeline *p, int rel, int64_t rows, int64_t bytes, int64_t bad)
+{
+    Slot *s = &p->slots[p->cs.nin + rel];
+    s->records += rows;
+    s->bytes += bytes;
+    s->errors += bad;
+    p->input_records += rows;
+    p->input_bytes += bytes;
+}
+
+int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token)
+{
+    int64_t rows = inbatch_count(b);
+    struct timespec dl;
+    bool timed = false;
+    *token = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        if (p->state == PS_STOPPING || p->state == PS_STOPPED || p->stop_req) {
+            pthread_mutex_unlock(&p->mu);
+            inbatch_free(b);
+            return PIPE_STOPPING;
+        }
+        if (p->qrows == 0 || p->qrows + rows <= p->qlimit)
+            break;
+        if (p->state == PS_PAUSED || wait_secs <= 0) {
+            pthread_mutex_unlock(&p->mu);
+            inbatch_free(b);
+            return PIPE_FULL;
+        }
+        if (!timed) {
+            deadline_in(&dl, wait_secs);
+            timed = true;
+        }
+        if (pthread_cond_timedwait(&p->room, &p->mu, &dl) == ETIMEDOUT) {
+            wait_secs = 0; /* one more look, then refuse */
+        }
+    }
+    account(p, b->rel, rows, b->bytes, b->bad);
+    if (rows == 0) { /* nothing to process: done at once */
+        pthread_mutex_unlock(&p->mu);
+        inbatch_free(b);
+        return 0;
+    }
+    b->rows = rows;
+    b->arrival = pipe_now();
+    b->token = ++p->next_token;
+    *token = b->token;
+    b->next = NULL;
+    if (p->qtail)
+        p->qtail->next = b;
+    else
+        p->qhead = b;
+    p->qtail = b;
+    p->qrows += rows;
+    p->qbytes += b->bytes;
+    p->slots[p->cs.nin + b->rel].queued += rows;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+void pipeline_note_rejected(Pipeline *p, int rel, int64_t bytes, int64_t bad)
+{
+    pthread_mutex_lock(&p->mu);
+    account(p, rel, 0, bytes, bad);
+    pthread_mutex_unlock(&p->mu);
+}
+
+bool pipeline_token_done(Pipeline *p, int64_t token)
+{
+    pthread_mutex_lock(&p->mu);
+    bool d = token <= p->done_token || p->state == PS_STOPPED;
+    pthread_mutex_unlock(&p->mu);
+    return d;
+}
+
+void pipeline_token_wait(Pipeline *p, int64_t token)
+{
+    pthread_mutex_lock(&p->mu);
+    while (token > p->done_token && p->state != PS_STOPPED)
+        pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+InBatch *inbox_take(Pipeline *p, int64_t max_rows)
+{
+    InBatch *first = NULL, **tail = &first;
+    int64_t taken = 0;
+    pthread_mutex_lock(&p->mu);
+    while (p->qhead && (max_rows < 0 || taken == 0 || taken + p->qhead->rows <= max_rows)) {
+        InBatch *b = p->qhead;
+        p->qhead = b->next;
+        if (!p->qhead)
+            p->qtail = NULL;
+        b->next = NULL;
+        *tail = b;
+        tail = &b->next;
+        taken += b->rows;
+        p->qrows -= b->rows;
+        p->qbytes -= b->bytes;
+        p->slots[p->cs.nin + b->rel].queued -= b->rows;
+    }
+    if (first)
+        pthread_cond_broadcast(&p->room);
+    pthread_mutex_unlock(&p->mu);
+    return first;
+}
+
+void inbox_clear(Pipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    InBatch *b = p->qhead;
+    p->qhead = p->qtail = NULL;
+    p->qrows = p->qbytes = 0;
+    pthread_mutex_unlock(&p->mu);
+    while (b) {
+        InBatch *n = b->next;
+        inbatch_free(b);
+        b = n;
+    }
+}

@@ -1,0 +1,210 @@
+/*
+ * pipeline/pipeline_int.h - the Pipeline object shared by the controller's
+ * files: pipeline.c (the loop, lifecycle, transactions), inbox.c (HTTP
+ * input batches and their bounded queue), resolve.c (partial updates of
+ * PRIMARY KEY tables, order-preserving split of a step's input across
+ * workers), stats.c (latency histograms and the published figures).
+ *
+ * Locking: everything under "shared" is protected by mu; the rest belongs
+ * to the controller thread alone.
+ */
+#ifndef SL_PIPELINE_PIPELINE_INT_H
+#define SL_PIPELINE_PIPELINE_INT_H
+
+#include <pthread.h>
+
+#include "../io/connector.h"
+#include "../runtime/runtime.h"
+#include "../zset/hmap.h"
+#include "pipeline.h"
+
+/* A log-bucketed histogram of durations in microseconds (8 buckets per
+   power of two: values within 12.5%), weighted by records. */
+#define HIST_BUCKETS (8 * 52)
+typedef struct Hist {
+    int64_t n;
+    int64_t b[HIST_BUCKETS];
+} Hist;
+void hist_add(Hist *h, double usecs, int64_t weight);
+void hist_summary(const Hist *h, LatStats *out);
+
+/* Statistics of one input: a connector (conn >= 0) or a table's HTTP
+   ingress (conn == -1). All fields under mu. */
+typedef struct Slot {
+    char name[192];
+    const char *transport;
+    int rel, conn;
+    int event_col;            /* TIMESTAMP column for lag, or -1 */
+    bool backfill;
+    int64_t records, bytes, errors;
+    int64_t queued;           /* HTTP: records in the queue */
+    int64_t pending;          /* records in the pending step or transaction */
+    bool eoi;
+    Hist lat, lag;
+} Slot;
+
+/* A partial update: row `row` of chunk c gives the columns in present[]. */
+typedef struct UpdMark {
+    struct UpdMark *next;
+    Chunk *c;
+    int64_t row;
+    uint8_t *present;
+} UpdMark;
+
+struct InBatch {
+    int rel;
+    int ncol;
+    const SqlType *types;
+    Arena *a;                 /* owns pieces, chunks, strings, marks */
+    Piece *head, *tail;       /* chunk pieces in row order */
+    int64_t rows;             /* counted at push */
+    int64_t bytes, bad;
+    UpdMark *upd, *upd_tail;  /* partial updates, in row order */
+    double arrival;           /* monotonic seconds when queued */
+    int64_t token;
+    InBatch *next;            /* queue / pending list */
+};
+
+int64_t inbatch_count(InBatch *b);
+
+/* Rows of one input source that entered the pending input together. */
+typedef struct Unit {
+    struct Unit *next;
+    int slot;
+    double arrival;
+    int64_t rows;
+    int nsamp;
+    int64_t *ev;              /* sampled event times (microseconds since epoch) */
+    double samp_w;            /* records each sample stands for */
+} Unit;
+
+/* A table's pending input: pieces in the order they apply. */
+typedef struct Seq {
+    Piece *head, *tail;
+    int64_t rows;
+} Seq;
+
+/* The input of the next step, or of the open transaction. */
+typedef struct Pending {
+    Arena *a;                 /* pieces, connector chunks, units */
+    Seq *seq;                 /* per relation */
+    Unit *units, *units_tail;
+    InBatch *batches, *batches_tail; /* HTTP batches (their arenas) */
+    int64_t rows;
+    int64_t max_token;
+    HMap **ov;                /* per relation: key -> Overlay (resolve.c), lazily */
+    int64_t *slot_rows;       /* per statistics slot: records pending */
+} Pending;
+
+typedef enum PState { PS_RUNNING, PS_PAUSED, PS_STOPPING, PS_STOPPED } PState;
+typedef enum TxnState { TX_NONE, TX_OPEN, TX_COMMITTING } TxnState;
+
+typedef struct Cmd {
+    struct Cmd *next;
+    PipeCmd cmd;
+    int rc;
+    bool accepted, done;
+    bool detached;            /* the caller left: the controller frees it */
+    PipeCmdResult res;
+} Cmd;
+
+typedef struct Call {
+    struct Call *next;
+    void (*fn)(Pipeline *p, void *arg);
+    void *arg;
+    int rc;
+    bool done;
+} Call;
+
+struct Pipeline {
+    const Circuit *c;
+    PipelineOpts o;
+    Runtime *rt;
+    Connectors cs;
+    int W;
+    bool tty;
+    double t0, last_report;
+    int64_t rows;             /* rows processed by completed steps */
+    PipelineHooks hooks;
+    Pending pend;
+    int64_t step_rows;
+    int *watch;               /* per relation: pipeline_track_changes count */
+    Batch **chg;              /* per relation: this step's changes, cached */
+    bool *chg_done;
+    Buf kb, vb;               /* scratch encodings (resolve.c) */
+    Arena *scratch;           /* resolve.c, reset per use */
+    int64_t upd_missing;      /* updates of missing keys (logged) */
+    /* transaction (controller; mirrored into the shared block) */
+    TxnState txn;
+    int64_t txn_id;
+    bool txn_backfill;
+    double txn_t0;
+    Cmd *commit_cmd;
+
+    /* ---- shared (mu) ---- */
+    pthread_mutex_t mu;
+    pthread_cond_t wake;      /* controller: work arrived */
+    pthread_cond_t room;      /* pushers: the queue has room */
+    pthread_cond_t done;      /* commands, calls, tokens finished */
+    PState state;
+    bool stop_req;
+    InBatch *qhead, *qtail;
+    int64_t qrows, qbytes, qlimit;
+    int64_t next_token, done_token;
+    Cmd *cmds;
+    Call *calls;
+    int nslots;
+    Slot *slots;              /* cs.nin connectors, then one per relation (HTTP) */
+    int64_t steps_pub, processed, input_records, input_bytes;
+    int64_t pend_rows;
+    size_t state_bytes;
+    bool inputs_ended;
+    TxnState txn_pub;
+    int64_t txn_id_pub, txn_records;
+    double txn_t0_pub, commit_t0;
+    bool txn_backfill_pub;
+    int64_t last_commit_id, last_commit_records, last_commit_step;
+    RelStats *rels_pub;
+    OutStats *outs_pub;
+};
+
+/* inbox.c */
+/* Pop queued batches (at least one when any, up to max_rows in all, every
+   one when max_rows < 0) in order; NULL when none. Controller only. */
+InBatch *inbox_take(Pipeline *p, int64_t max_rows);
+/* Fail every queued batch (stopped pipeline). */
+void inbox_clear(Pipeline *p);
+
+/* resolve.c */
+void pend_init(Pipeline *p, Pending *pd);
+/* Forget everything pending (after its step ran, or an abort): frees the
+   batches and the overlays, resets the arena. */
+void pend_reset(Pipeline *p, Pending *pd);
+void pend_free(Pipeline *p, Pending *pd);
+/* Append pieces (a list in order) to relation rel's pending input,
+   keeping the update overlay of rel current when it exists. */
+void pend_append(Pipeline *p, Pending *pd, int rel, Piece *list, int64_t rows);
+/* Resolve b's partial updates against the table's current rows and the
+   pending changes before it; updates of missing keys are dropped (counted,
+   logged). Controller only, before b's rows are appended. */
+void resolve_batch(Pipeline *p, Pending *pd, InBatch *b);
+/* Split every relation's pending pieces evenly and in order across the
+   workers and hand them to the runtime. */
+void pend_set_input(Pipeline *p, Pending *pd);
+/* Sampled event times of column col in a piece list (at most max). */
+int sample_events(Pipeline *p, int rel, Piece *list, int64_t rows, int col, Arena *a,
+                  int64_t **out, int max);
+
+/* stats.c */
+void stats_init(Pipeline *p);
+void stats_free(Pipeline *p);
+/* Copy connector counters, relation figures and state size into the
+   shared block (controller, between steps). */
+void stats_publish(Pipeline *p);
+/* A completed step consumed these units: latency now, lag at wall clock
+   wall_us (microseconds since epoch). */
+void stats_units_done(Pipeline *p, Unit *u, double now, int64_t wall_us);
+
+double pipe_now(void);
+
+#endif

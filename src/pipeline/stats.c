@@ -1,0 +1,278 @@
+/*
+ * pipeline/stats.c - the figures /stats and /metrics show: per input
+ * (connector or a table's HTTP ingress) records, bytes, parse errors,
+ * buffered records, end of input, processing latency (arrival -> end of
+ * the step that processed it) and event-time lag (wall clock when the
+ * step's outputs were delivered - the record's event time) as weighted
+ * log histograms; per output records and bytes; per relation changes, net
+ * rows and divisions by zero; process figures.
+ *
+ * The controller publishes into the shared block under the mutex between
+ * steps (stats_publish, stats_units_done); pipeline_stats copies it for
+ * any thread, turning histograms into percentiles.
+ */
+#include <stdio.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "../base/mem.h"
+#include "pipeline_int.h"
+
+double pipe_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Bucket of v microseconds: exact below 8, then 8 per power of two. */
+static int bucket_of(double usecs)
+{
+    uint64_t v = usecs <= 0 ? 0 : usecs >= 1e15 ? (uint64_t)1e15 : (uint64_t)usecs;
+    if (v < 8)
+        return (int)v;
+    int e = 63 - __builtin_clzll(v); /* >= 3 */
+    int idx = (e - 2) * 8 + (int)((v >> (e - 3)) & 7);
+    return idx < HIST_BUCKETS ? idx : HIST_BUCKETS - 1;
+}
+
+/* Middle of bucket idx, microseconds. */
+static double bucket_mid(int idx)
+{
+    if (idx < 8)
+        return idx;
+    int e = idx / 8 + 2, sub = idx % 8;
+    double lo = (double)((uint64_t)(8 + sub) << (e - 3));
+    return lo + (double)((uint64_t)1 << (e - 3)) / 2;
+}
+
+void hist_add(Hist *h, double usecs, int64_t weight)
+{
+    if (weight <= 0)
+        return;
+    h->b[bucket_of(usecs)] += weight;
+    h->n += weight;
+}
+
+void hist_summary(const Hist *h, LatStats *out)
+{
+    static const double q[3] = {0.50, 0.95, 0.99};
+    double *dst[3] = {&out->p50, &out->p95, &out->p99};
+    out->n = h->n;
+    for (int k = 0; k < 3; k++) {
+        *dst[k] = 0;
+        if (!h->n)
+            continue;
+        int64_t target = (int64_t)(q[k] * (double)h->n + 0.999999), cum = 0;
+        if (target < 1)
+            target = 1;
+        for (int i = 0; i < HIST_BUCKETS; i++) {
+            cum += h->b[i];
+            if (cum >= target) {
+                *dst[k] = bucket_mid(i) / 1000.0;
+                break;
+            }
+        }
+    }
+}
+
+void stats_init(Pipeline *p)
+{
+    const Circuit *c = p->c;
+    p->nslots = p->cs.nin + c->nrels;
+    p->slots = sl_calloc((size_t)p->nslots, sizeof(Slot));
+    for (int j = 0; j < p->cs.nin; j++) {
+        InputConn *ic = p->cs.in[j];
+        Slot *s = &p->slots[j];
+        snprintf(s->name, sizeof(s->name), "%s", input_name(ic));
+        s->transport = input_transport(ic);
+        s->rel = input_rel(ic);
+        s->conn = j;
+        s->event_col = input_event_col(ic);
+        s->backfill = input_backfill(ic);
+    }
+    for (int i = 0; i < c->nrels; i++) {
+        Slot *s = &p->slots[p->cs.nin + i];
+        snprintf(s->name, sizeof(s->name), "http");
+        s->transport = "http";
+        s->rel = i;
+        s->conn = -1;
+        s->event_col = -1;
+        /* an http_input declaration names the endpoint and its event time */
+        for (int j = 0; j < p->cs.nin; j++)
+            if (input_is_http(p->cs.in[j]) && input_rel(p->cs.in[j]) == i) {
+                snprintf(s->name, sizeof(s->name), "%s", input_name(p->cs.in[j]));
+                s->event_col = input_event_col(p->cs.in[j]);
+            }
+    }
+    p->rels_pub = sl_calloc((size_t)c->nrels + 1, sizeof(RelStats));
+    p->outs_pub = sl_calloc((size_t)p->cs.nout + 1, sizeof(OutStats));
+    for (int j = 0; j < p->cs.nout; j++) {
+        snprintf(p->outs_pub[j].name, sizeof(p->outs_pub[j].name), "%s",
+                 output_name(p->cs.out[j]));
+        p->outs_pub[j].rel = output_rel(p->cs.out[j]);
+    }
+}
+
+void stats_free(Pipeline *p)
+{
+    sl_free(p->slots);
+    sl_free(p->rels_pub);
+    sl_free(p->outs_pub);
+}
+
+void stats_publish(Pipeline *p)
+{
+    const Circuit *c = p->c;
+    size_t bytes = 0;
+    for (int w = 0; w < p->W; w++)
+        for (int n = 0; n < c->nnodes; n++) {
+            if (c->nodes[n]->k == OPK_SINK)
+                bytes += op_sink_bytes(rt_op(p->rt, w, n));
+            else if (c->nodes[n]->k == OPK_UPSERT)
+                bytes += op_upsert_bytes(rt_op(p->rt, w, n));
+        }
+    bool ended = true;
+    for (int j = 0; j < p->cs.nin; j++)
+        ended = ended && input_done(p->cs.in[j]);
+    pthread_mutex_lock(&p->mu);
+    for (int j = 0; j < p->cs.nin; j++) {
+        InputConn *ic = p->cs.in[j];
+        Slot *s = &p->slots[j];
+        if (input_is_http(ic))
+            continue;
+        p->input_records += input_rows(ic) - s->records;
+        p->input_bytes += input_bytes(ic) - s->bytes;
+        s->records = input_rows(ic);
+        s->bytes = input_bytes(ic);
+        s->errors = input_errors(ic);
+        s->eoi = input_done(ic);
+    }
+    for (int k = 0; k < p->nslots; k++)
+        p->slots[k].pending = p->pend.slot_rows[k];
+    for (int j = 0; j < p->cs.nout; j++) {
+        p->outs_pub[j].records = output_records(p->cs.out[j]);
+        p->outs_pub[j].bytes = output_bytes(p->cs.out[j]);
+        p->outs_pub[j].steps = rt_steps(p->rt);
+    }
+    for (int i = 0; i < c->nrels; i++) {
+        RelStats *r = &p->rels_pub[i];
+        const Relation *rel = &c->rels[i];
+        r->has_sink = rel->sink >= 0;
+        r->changes = r->rows = 0;
+        for (int w = 0; w < p->W && rel->sink >= 0; w++) {
+            r->changes += op_sink_count(rt_op(p->rt, w, rel->sink));
+            r->rows += op_sink_net(rt_op(p->rt, w, rel->sink));
+        }
+        r->divzero = 0;
+        for (int n = 0; n < c->nnodes; n++)
+            if (c->nodes[n]->owner == i)
+                r->divzero += rt_divzero_node(p->rt, n);
+    }
+    p->steps_pub = rt_steps(p->rt);
+    p->state_bytes = bytes;
+    p->inputs_ended = ended;
+    p->pend_rows = p->pend.rows;
+    p->txn_pub = p->txn;
+    p->txn_id_pub = p->txn_id;
+    p->txn_backfill_pub = p->txn_backfill;
+    p->txn_t0_pub = p->txn_t0;
+    p->txn_records = p->txn != TX_NONE ? p->pend.rows : 0;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void stats_units_done(Pipeline *p, Unit *u, double now, int64_t wall_us)
+{
+    pthread_mutex_lock(&p->mu);
+    for (; u; u = u->next) {
+        Slot *s = &p->slots[u->slot];
+        hist_add(&s->lat, (now - u->arrival) * 1e6, u->rows);
+        for (int i = 0; i < u->nsamp; i++) {
+            int64_t w = (int64_t)(u->samp_w + 0.5);
+            hist_add(&s->lag, (double)(wall_us - u->ev[i]), w > 0 ? w : 1);
+        }
+        p->processed += u->rows;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+static const char *state_name(PState s)
+{
+    switch (s) {
+    case PS_RUNNING: return "running";
+    case PS_PAUSED: return "paused";
+    case PS_STOPPING: return "stopping";
+    case PS_STOPPED: return "stopped";
+    }
+    return "?";
+}
+
+void pipeline_stats(Pipeline *p, PipeStats *o)
+{
+    const Circuit *c = p->c;
+    memset(o, 0, sizeof(*o));
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    o->cpu_msecs = (int64_t)ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000 +
+                   (int64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
+    o->rss_bytes = mem_rss_bytes();
+    o->in = sl_calloc((size_t)p->nslots + 1, sizeof(ConnStats));
+    o->out = sl_calloc((size_t)p->cs.nout + 1, sizeof(OutStats));
+    o->rels = sl_calloc((size_t)c->nrels + 1, sizeof(RelStats));
+    o->nrels = c->nrels;
+    double now = pipe_now();
+    pthread_mutex_lock(&p->mu);
+    o->state = p->stop_req && p->state != PS_STOPPED ? "stopping" : state_name(p->state);
+    o->step = p->steps_pub;
+    o->input_records = p->input_records;
+    o->input_bytes = p->input_bytes;
+    o->processed_records = p->processed;
+    o->buffered_records = p->qrows + p->pend_rows;
+    o->buffered_bytes = p->qbytes;
+    o->queue_limit = p->qlimit;
+    o->state_bytes = p->state_bytes;
+    o->uptime_secs = now - p->t0;
+    o->inputs_ended = p->inputs_ended;
+    o->txn_id = p->txn_pub != TX_NONE ? p->txn_id_pub : 0;
+    o->txn_status = p->txn_pub == TX_NONE ? "none" : p->txn_pub == TX_OPEN ? "open" : "committing";
+    o->txn_initiator = p->txn_pub == TX_NONE ? NULL : p->txn_backfill_pub ? "backfill" : "api";
+    o->txn_records = p->txn_records;
+    o->txn_secs = p->txn_pub != TX_NONE ? now - p->txn_t0_pub : 0;
+    o->commit_secs = p->txn_pub == TX_COMMITTING ? now - p->commit_t0 : 0;
+    o->last_commit_id = p->last_commit_id;
+    o->last_commit_records = p->last_commit_records;
+    o->last_commit_step = p->last_commit_step;
+    for (int k = 0; k < p->nslots; k++) {
+        const Slot *s = &p->slots[k];
+        if (s->conn >= 0 && input_is_http(p->cs.in[s->conn]))
+            continue; /* shown as the table's HTTP input */
+        if (s->conn < 0 && !c->rels[s->rel].is_table)
+            continue;
+        ConnStats *d = &o->in[o->nin++];
+        snprintf(d->name, sizeof(d->name), "%s", s->name);
+        d->transport = s->transport;
+        d->rel = s->rel;
+        d->records = s->records;
+        d->bytes = s->bytes;
+        d->parse_errors = s->errors;
+        d->buffered = s->queued + s->pending;
+        d->end_of_input = s->conn >= 0 ? s->eoi : false;
+        d->backfill = s->backfill;
+        hist_summary(&s->lat, &d->latency);
+        d->has_lag = s->event_col >= 0;
+        if (d->has_lag)
+            hist_summary(&s->lag, &d->lag);
+    }
+    memcpy(o->rels, p->rels_pub, sizeof(RelStats) * (size_t)c->nrels);
+    o->nout = p->cs.nout;
+    memcpy(o->out, p->outs_pub, sizeof(OutStats) * (size_t)p->cs.nout);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void pipestats_free(PipeStats *s)
+{
+    sl_free(s->in);
+    sl_free(s->out);
+    sl_free(s->rels);
+    memset(s, 0, sizeof(*s));
+}

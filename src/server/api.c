@@ -1,0 +1,154 @@
+/*
+ * server/api.c - the endpoints that carry no data: GET /status, POST
+ * /start, /pause, /stop, the transaction endpoints, GET /completion_status
+ * and GET / (what the pipeline serves). Each turns into a pipeline_command
+ * or reads pipeline_stats; none touches the runtime.
+ */
+#include <stdlib.h>
+
+#include "http_int.h"
+
+static const char *feldera_txn_status(const PipeStats *st)
+{
+    if (!strcmp(st->txn_status, "open"))
+        return "TransactionInProgress";
+    if (!strcmp(st->txn_status, "committing"))
+        return "CommitInProgress";
+    return "NoTransaction";
+}
+
+int api_status(Req *q)
+{
+    PipeStats st;
+    pipeline_stats(q->s->p, &st);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "state", st.state);
+    cJSON_AddNumberToObject(j, "step", (double)st.step);
+    cJSON_AddNumberToObject(j, "buffered_records", (double)st.buffered_records);
+    cJSON_AddNumberToObject(j, "processed_records", (double)st.processed_records);
+    cJSON_AddBoolToObject(j, "inputs_ended", st.inputs_ended);
+    cJSON_AddNumberToObject(j, "uptime_secs", st.uptime_secs);
+    cJSON_AddStringToObject(j, "transaction_status", feldera_txn_status(&st));
+    cJSON_AddNumberToObject(j, "transaction_id", (double)st.txn_id);
+    if (st.txn_id) {
+        cJSON *t = cJSON_AddObjectToObject(j, "transaction");
+        cJSON_AddNumberToObject(t, "id", (double)st.txn_id);
+        cJSON_AddStringToObject(t, "status", st.txn_status);
+        cJSON_AddStringToObject(t, "initiator", st.txn_initiator);
+        cJSON_AddNumberToObject(t, "records", (double)st.txn_records);
+        cJSON_AddNumberToObject(t, "elapsed_secs", st.txn_secs);
+        if (!strcmp(st.txn_status, "committing")) {
+            /* the commit is one step: its progress is the time it has run
+               over the records it holds */
+            cJSON *c = cJSON_AddObjectToObject(t, "commit_progress");
+            cJSON_AddNumberToObject(c, "records", (double)st.txn_records);
+            cJSON_AddNumberToObject(c, "elapsed_secs", st.commit_secs);
+        }
+    } else {
+        cJSON_AddNullToObject(j, "transaction");
+    }
+    if (st.last_commit_id) {
+        cJSON *t = cJSON_AddObjectToObject(j, "last_commit");
+        cJSON_AddNumberToObject(t, "transaction_id", (double)st.last_commit_id);
+        cJSON_AddNumberToObject(t, "records", (double)st.last_commit_records);
+        cJSON_AddNumberToObject(t, "step", (double)st.last_commit_step);
+    }
+    pipestats_free(&st);
+    return req_json(q, MHD_HTTP_OK, j);
+}
+
+static int stopping(Req *q)
+{
+    return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "PipelineStopping", NULL,
+                     "the pipeline is stopping; it accepts no more commands");
+}
+
+int api_lifecycle(Req *q, PipeCmd cmd)
+{
+    PipeCmdResult res;
+    int rc = pipeline_command(q->s->p, cmd, true, &res);
+    cJSON *j = cJSON_CreateObject();
+    if (rc == PIPE_STOPPING && cmd != PC_STOP) {
+        cJSON_Delete(j);
+        return stopping(q);
+    }
+    const char *state = cmd == PC_START ? "running" : cmd == PC_PAUSE ? "paused" : "stopped";
+    cJSON_AddStringToObject(j, "state", state);
+    cJSON_AddNumberToObject(j, "step", (double)res.step);
+    return req_json(q, MHD_HTTP_OK, j);
+}
+
+int api_transaction(Req *q, PipeCmd cmd)
+{
+    bool bad = false, wait = true;
+    if (req_arg(q, "wait"))
+        wait = req_flag(q, "wait", &bad);
+    if (bad)
+        return req_error(q, MHD_HTTP_BAD_REQUEST, "InvalidParameter", NULL,
+                         "wait must be true or false");
+    PipeCmdResult res;
+    int rc = pipeline_command(q->s->p, cmd, cmd != PC_TXN_COMMIT || wait, &res);
+    if (rc == PIPE_STOPPING)
+        return stopping(q);
+    if (rc == PIPE_CONFLICT) {
+        PipeStats st;
+        pipeline_stats(q->s->p, &st);
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "transaction_status", feldera_txn_status(&st));
+        cJSON_AddNumberToObject(d, "transaction_id", (double)st.txn_id);
+        cJSON_AddStringToObject(d, "state", st.state);
+        pipestats_free(&st);
+        return req_error(q, MHD_HTTP_CONFLICT, "TransactionConflict", d, "%s", res.msg);
+    }
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "transaction_id", (double)res.txn_id);
+    unsigned status = MHD_HTTP_OK;
+    switch (cmd) {
+    case PC_TXN_START:
+        cJSON_AddNumberToObject(j, "buffered_records", (double)res.records);
+        break;
+    case PC_TXN_COMMIT:
+        if (!wait) {
+            cJSON_AddStringToObject(j, "status", "committing");
+            status = MHD_HTTP_ACCEPTED;
+        } else {
+            cJSON_AddStringToObject(j, "status", "committed");
+            cJSON_AddNumberToObject(j, "records", (double)res.records);
+            cJSON_AddNumberToObject(j, "step", (double)res.step);
+        }
+        break;
+    default:
+        cJSON_AddStringToObject(j, "status", "aborted");
+        cJSON_AddNumberToObject(j, "discarded_records", (double)res.records);
+        break;
+    }
+    return req_json(q, status, j);
+}
+
+int api_completion(Req *q)
+{
+    const char *t = req_arg(q, "token");
+    char *end = NULL;
+    long long tok = t ? strtoll(t, &end, 10) : 0;
+    if (!t || !*t || *end || tok < 0)
+        return req_error(q, MHD_HTTP_BAD_REQUEST, "InvalidParameter", NULL,
+                         "give ?token=N, the token of an /ingress response");
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "token", (double)tok);
+    cJSON_AddStringToObject(j, "status",
+                            pipeline_token_done(q->s->p, tok) ? "complete" : "inprogress");
+    return req_json(q, MHD_HTTP_OK, j);
+}
+
+int api_index(Req *q)
+{
+    const Circuit *c = q->s->c;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "service", "sluice pipeline");
+    cJSON_AddStringToObject(j, "documentation", "docs/http.md");
+    cJSON *t = cJSON_AddArrayToObject(j, "tables");
+    cJSON *v = cJSON_AddArrayToObject(j, "views");
+    for (int i = 0; i < c->nrels; i++)
+        cJSON_AddItemToArray(c->rels[i].is_table ? t : v, cJSON_CreateString(c->rels[i].name));
+    return req_json(q, MHD_HTTP_OK, j);
+}

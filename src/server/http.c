@@ -1,0 +1,392 @@
+/*
+ * server/http.c - libmicrohttpd glue: the daemon (one thread per
+ * connection, so a handler may block: an ingress request waiting for room
+ * in the queue, an egress stream waiting for the next step), routing of
+ * method + path to the endpoint files, request bodies handed over piece by
+ * piece as they arrive, the size limit (413), response and error helpers,
+ * and an orderly stop (streams ended, requests in flight finished).
+ *
+ * Errors are JSON: {"error": "what went wrong and what to do",
+ * "error_code": "CamelCase", "details": {...}}; an unknown path is a 404
+ * that lists the endpoints, a known path with the wrong method a 405 with
+ * an Allow header.
+ */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../base/mem.h"
+#include "http_int.h"
+
+/* Bodies this much past the limit are refused at once (the connection is
+   closed) instead of being read and discarded. */
+#define DISCARD_SLACK (256LL << 20)
+
+const char *req_arg(Req *q, const char *name)
+{
+    return MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+bool req_flag(Req *q, const char *name, bool *bad)
+{
+    const char *v = req_arg(q, name);
+    if (!v)
+        return false;
+    if (!*v || !strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes"))
+        return true;
+    if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no"))
+        return false;
+    *bad = true;
+    return false;
+}
+
+int req_respond(Req *q, unsigned status, const char *ctype, char *body, size_t n)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(n, body ? body : (char *)"", body ? MHD_RESPMEM_MUST_FREE
+                                                                          : MHD_RESPMEM_PERSISTENT);
+    if (ctype)
+        MHD_add_response_header(r, "Content-Type", ctype);
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        MHD_add_response_header(r, "Retry-After", "1");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED && q->ctx)
+        MHD_add_response_header(r, "Allow", (const char *)q->ctx);
+    int rc = MHD_queue_response(q->conn, status, r) == MHD_YES ? 0 : -1;
+    MHD_destroy_response(r);
+    q->responded = true;
+    return rc;
+}
+
+int req_json(Req *q, unsigned status, cJSON *j)
+{
+    char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    size_t n = strlen(text);
+    /* cJSON allocates with malloc: MHD frees with free */
+    char *body = realloc(text, n + 2);
+    if (!body)
+        sl_panic("out of memory");
+    body[n] = '\n';
+    return req_respond(q, status, "application/json", body, n + 1);
+}
+
+int req_error(Req *q, unsigned status, const char *code, cJSON *details, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "error", msg);
+    cJSON_AddStringToObject(j, "error_code", code);
+    cJSON_AddItemToObject(j, "details", details ? details : cJSON_CreateObject());
+    return req_json(q, status, j);
+}
+
+int req_relation(Req *q, const char *prefix, const char *what)
+{
+    size_t pn = strlen(prefix);
+    const char *name = strlen(q->path) >= pn ? q->path + pn : "";
+    int rel = *name ? circuit_find_rel(q->s->c, name) : -1;
+    if (rel >= 0)
+        return rel;
+    cJSON *d = cJSON_CreateObject();
+    cJSON *known = cJSON_AddArrayToObject(d, "known");
+    const Circuit *c = q->s->c;
+    for (int i = 0; i < c->nrels; i++)
+        if (c->rels[i].is_table == !strcmp(what, "table"))
+            cJSON_AddItemToArray(known, cJSON_CreateString(c->rels[i].name));
+    cJSON_AddStringToObject(d, "name", name);
+    if (!*name)
+        req_error(q, MHD_HTTP_NOT_FOUND, !strcmp(what, "table") ? "UnknownTable" : "UnknownView",
+                  d, "name a %s in the path: %s<name>", what, prefix);
+    else
+        req_error(q, MHD_HTTP_NOT_FOUND, !strcmp(what, "table") ? "UnknownTable" : "UnknownView",
+                  d, "the program has no %s named \"%s\"", what, name);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- routing */
+
+typedef struct Route {
+    const char *path;   /* exact, or a prefix ending in '/' */
+    const char *allow;  /* "GET", "POST", "GET, POST" */
+} Route;
+
+static const Route routes[] = {
+    {"/status", "GET"},
+    {"/start", "POST"},
+    {"/pause", "POST"},
+    {"/stop", "POST"},
+    {"/start_transaction", "POST"},
+    {"/commit_transaction", "POST"},
+    {"/abort_transaction", "POST"},
+    {"/completion_status", "GET"},
+    {"/ingress/", "POST"},
+    {"/egress/", "GET, POST"},
+    {"/query", "GET, POST"},
+    {"/stats", "GET"},
+    {"/metrics", "GET"},
+    {"/", "GET"},
+};
+
+static bool method_allowed(const char *allow, const char *m)
+{
+    size_t n = strlen(m);
+    for (const char *p = allow; (p = strstr(p, m)); p += n)
+        if ((p == allow || p[-1] == ' ') && (p[n] == 0 || p[n] == ','))
+            return true;
+    return false;
+}
+
+static int route(Req *q)
+{
+    const char *path = q->path;
+    const Route *rt = NULL;
+    for (size_t i = 0; i < ARRAY_LEN(routes) && !rt; i++) {
+        size_t n = strlen(routes[i].path);
+        bool prefix = routes[i].path[n - 1] == '/' && n > 1;
+        /* "/ingress/" matches "/ingress/NAME" and "/ingress" itself */
+        if (prefix ? !strncmp(path, routes[i].path, n) ||
+                         (!strncmp(path, routes[i].path, n - 1) && !path[n - 1])
+                   : !strcmp(path, routes[i].path))
+            rt = &routes[i];
+    }
+    if (!rt) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON *eps = cJSON_AddArrayToObject(d, "endpoints");
+        for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
+            char b[96];
+            size_t n = strlen(routes[i].path);
+            snprintf(b, sizeof(b), "%s %s%s", routes[i].allow, routes[i].path,
+                     routes[i].path[n - 1] == '/' && n > 1 ? "{name}" : "");
+            cJSON_AddItemToArray(eps, cJSON_CreateString(b));
+        }
+        return req_error(q, MHD_HTTP_NOT_FOUND, "UnknownEndpoint", d,
+                         "no endpoint %s (see \"endpoints\" in details)", path);
+    }
+    if (!method_allowed(rt->allow, q->method)) {
+        q->ctx = (void *)rt->allow;
+        int rc = req_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed", NULL,
+                           "%s does not accept %s; use %s", rt->path, q->method, rt->allow);
+        q->ctx = NULL;
+        return rc;
+    }
+    const char *p = rt->path;
+    if (!strcmp(p, "/status"))
+        return api_status(q);
+    if (!strcmp(p, "/start"))
+        return api_lifecycle(q, PC_START);
+    if (!strcmp(p, "/pause"))
+        return api_lifecycle(q, PC_PAUSE);
+    if (!strcmp(p, "/stop"))
+        return api_lifecycle(q, PC_STOP);
+    if (!strcmp(p, "/start_transaction"))
+        return api_transaction(q, PC_TXN_START);
+    if (!strcmp(p, "/commit_transaction"))
+        return api_transaction(q, PC_TXN_COMMIT);
+    if (!strcmp(p, "/abort_transaction"))
+        return api_transaction(q, PC_TXN_ABORT);
+    if (!strcmp(p, "/completion_status"))
+        return api_completion(q);
+    if (!strcmp(p, "/ingress/"))
+        return ingress_begin(q);
+    if (!strcmp(p, "/egress/"))
+        return egress_begin(q);
+    if (!strcmp(p, "/query"))
+        return query_begin(q);
+    if (!strcmp(p, "/stats"))
+        return stats_json(q);
+    if (!strcmp(p, "/metrics"))
+        return stats_prometheus(q);
+    return api_index(q);
+}
+
+/* Endpoints without a body to stream answer once the (ignored) body is in. */
+static int deferred(Req *q) { return route(q); }
+
+static bool streams_body(const char *path)
+{
+    return !strncmp(path, "/ingress", 8) || !strcmp(path, "/query");
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    Server *s = cls;
+    Req *q = *con_cls;
+    (void)version;
+    if (!q) {
+        q = sl_calloc(1, sizeof(*q));
+        q->s = s;
+        q->conn = conn;
+        q->method = method;
+        snprintf(q->path, sizeof(q->path), "%s", url);
+        size_t n = strlen(q->path);
+        while (n > 1 && q->path[n - 1] == '/' && strncmp(q->path, "/ingress/", 9) &&
+               strncmp(q->path, "/egress/", 8))
+            q->path[--n] = 0;
+        *con_cls = q;
+        pthread_mutex_lock(&s->mu);
+        s->inflight++;
+        pthread_mutex_unlock(&s->mu);
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        const char *ex = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
+        long long len = cl ? atoll(cl) : -1;
+        if (len > s->o.max_body) {
+            q->too_big = true;
+            if (ex || len > s->o.max_body + DISCARD_SLACK)
+                req_error(q, MHD_HTTP_CONTENT_TOO_LARGE, "PayloadTooLarge", NULL,
+                          "the request body has %lld bytes; the limit is %lld (sluice run "
+                          "--http-max-body)",
+                          len, (long long)s->o.max_body);
+            return MHD_YES;
+        }
+        if (streams_body(q->path))
+            route(q); /* sets q->body and q->done, or responds */
+        else
+            q->done = deferred;
+        q->started = true;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        q->body_bytes += (int64_t)n;
+        if (q->responded || q->too_big)
+            return MHD_YES;
+        if (q->body_bytes > s->o.max_body) {
+            q->too_big = true;
+            return MHD_YES;
+        }
+        if (q->body && q->body(q, upload_data, n))
+            q->body = NULL;
+        return MHD_YES;
+    }
+    if (!q->responded) {
+        if (q->too_big)
+            req_error(q, MHD_HTTP_CONTENT_TOO_LARGE, "PayloadTooLarge", NULL,
+                      "the request body has more than %lld bytes, the limit (sluice run "
+                      "--http-max-body)",
+                      (long long)s->o.max_body);
+        else if (q->done)
+            q->done(q);
+        else
+            req_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, "InternalError", NULL,
+                      "request for %s was not answered", q->path);
+    }
+    return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    Server *s = cls;
+    Req *q = *con_cls;
+    (void)conn;
+    (void)toe;
+    if (!q)
+        return;
+    if (q->free)
+        q->free(q);
+    buf_free(&q->raw);
+    sl_free(q);
+    *con_cls = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (--s->inflight == 0)
+        pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int resolve_host(const char *host, struct sockaddr_in *sa, Err *err)
+{
+    if (inet_pton(AF_INET, host, &sa->sin_addr) == 1)
+        return 0;
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc || !res)
+        return err_set(err, SL_ECONFIG, "--http: cannot resolve host \"%s\": %s", host,
+                       gai_strerror(rc));
+    sa->sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    freeaddrinfo(res);
+    return 0;
+}
+
+static void after_step(void *arg, Pipeline *p, int64_t step)
+{
+    Server *s = arg;
+    egress_after_step(s->eg, p, step);
+}
+
+Server *server_start(Pipeline *p, const ServerOpts *o, Err *err)
+{
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)o->port);
+    if (resolve_host(o->host, &sa, err))
+        return NULL;
+    Server *s = sl_calloc(1, sizeof(*s));
+    s->p = p;
+    s->c = pipeline_circuit(p);
+    s->o = *o;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    s->eg = egress_new(s);
+    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                MHD_USE_POLL | MHD_USE_ITC,
+                            0, NULL, NULL, on_access, s, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+                            s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
+                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    if (!s->d) {
+        err_set(err, SL_EIO, "--http: cannot listen on %s:%d (address in use or not local?)",
+                o->host, o->port);
+        egress_free(s->eg);
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->idle);
+        sl_free(s);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : o->port;
+    PipelineHooks h = {s, after_step};
+    pipeline_set_hooks(p, &h);
+    fprintf(stderr, "sluice: http: listening on %s:%d\n", o->host, s->port);
+    fflush(stderr);
+    return s;
+}
+
+int server_port(const Server *s) { return s->port; }
+
+void server_stop(Server *s)
+{
+    if (!s)
+        return;
+    MHD_socket lfd = MHD_quiesce_daemon(s->d); /* no new connections */
+    egress_end_all(s->eg);
+    /* let streams drain and answers go out, a few seconds at most */
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 5;
+    pthread_mutex_lock(&s->mu);
+    while (s->inflight > 0)
+        if (pthread_cond_timedwait(&s->idle, &s->mu, &dl))
+            break;
+    pthread_mutex_unlock(&s->mu);
+    MHD_stop_daemon(s->d);
+    if (lfd != MHD_INVALID_SOCKET)
+        close(lfd); /* ours once quiesced, closed only after the stop */
+    egress_free(s->eg);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->idle);
+    sl_free(s);
+}
