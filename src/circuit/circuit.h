@@ -30,6 +30,8 @@ typedef enum OpKind {
     OPK_DISTINCT, /* set semantics: non-linear */
     OPK_SINK,     /* end of relation `rel`: materialization and outputs */
     OPK_UPSERT,   /* PRIMARY KEY table: an insert replaces the row with its key */
+    OPK_CONST,    /* one row without columns, in the first step only (SELECT
+                     without FROM, VALUES): its consumers compute the values */
 } OpKind;
 
 typedef enum AggKind { AGG_COUNT_STAR, AGG_COUNT, AGG_SUM, AGG_AVG, AGG_MIN, AGG_MAX } AggKind;
@@ -39,6 +41,7 @@ typedef struct AggSpec {
     int col;      /* input column of the argument (unused for COUNT(*)) */
     SqlType in_t; /* argument type */
     SqlType out_t;
+    bool distinct; /* COUNT/SUM/AVG(DISTINCT x): over the set of values */
 } AggSpec;
 
 typedef struct CNode {

@@ -18,6 +18,7 @@ static const char *opname(OpKind k)
     case OPK_DISTINCT: return "distinct";
     case OPK_SINK: return "sink";
     case OPK_UPSERT: return "upsert";
+    case OPK_CONST: return "const";
     }
     return "?";
 }

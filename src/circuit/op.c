@@ -29,6 +29,7 @@ Op *op_new(const Circuit *c, const CNode *n, Exchange *x)
     op->x = x;
     switch (n->k) {
     case OPK_SOURCE:
+    case OPK_CONST:
     case OPK_MAP:
     case OPK_UNION:
     case OPK_NEGATE:

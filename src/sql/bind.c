@@ -368,11 +368,6 @@ static Expr *bind_agg_call(P *p, BindCtx *bc, Ast *x)
              x->name, bc->clause);
         return NULL;
     }
-    if (x->distinct) {
-        perr(p, SL_EUNSUPPORTED, x->line, x->col, "%s(DISTINCT ...) is not supported yet",
-             x->name);
-        return NULL;
-    }
     AggSpec sp = {0};
     Expr *arg = NULL;
     if (x->star) {
@@ -420,11 +415,13 @@ static Expr *bind_agg_call(P *p, BindCtx *bc, Ast *x)
                 sp.out_t = type_make(TK_DOUBLE, true);
             sp.out_t.nullable = 1;
         }
+        /* MIN/MAX(DISTINCT x) = MIN/MAX(x) */
+        sp.distinct = x->distinct && sp.kind != AGG_MIN && sp.kind != AGG_MAX;
     }
     /* reuse an identical call */
     for (int i = 0; i < ag->ncalls; i++) {
         AggCall *c = &ag->calls[i];
-        if (c->spec.kind == sp.kind && ((!c->arg && !arg) || (c->arg && arg && sql__expr_equal(c->arg, arg))))
+        if (c->spec.kind == sp.kind && c->spec.distinct == sp.distinct && ((!c->arg && !arg) || (c->arg && arg && sql__expr_equal(c->arg, arg))))
             return expr_col(p->a, ag->ngroup + i, c->spec.out_t);
     }
     if (ag->ncalls == ag->cap) {

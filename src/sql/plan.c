@@ -243,8 +243,29 @@ static int join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, 
 
 /* Plan the FROM clause and WHERE; *residual is the conjunction of the
    conditions left to filter after the joins (NULL when none). */
+/* No FROM: one constant row without columns; WHERE filters it. */
+static int plan_no_from(P *p, Select *q, PRel *out, Expr **residual)
+{
+    CNode *k = add_node(p, OPK_CONST, 0, 0);
+    k->label = "const";
+    out->node = k->id;
+    out->s = scope_new(p, 0);
+    *residual = NULL;
+    if (q->where) {
+        AggCtx none = {0};
+        BindCtx bc = {&out->s, &none, "WHERE"};
+        Expr *w = sql__bind(p, &bc, q->where);
+        if (!w || !(w = sql__bool_operand(p, w, q->where, "WHERE")))
+            return p->err->code;
+        *residual = w;
+    }
+    return 0;
+}
+
 static int plan_from(P *p, Select *q, PRel *out, Expr **residual)
 {
+    if (q->nfrom == 0)
+        return plan_no_from(p, q, out, residual);
     FromItem **leaves = NULL;
     Ast **conds = NULL, **conj = NULL;
     int nleaves = 0, nconds = 0, nconj = 0;
@@ -452,8 +473,6 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
 {
     PRel from;
     Expr *resid = NULL;
-    if (q->nfrom == 0)
-        return perr(p, SL_EUNSUPPORTED, q->line, q->col, "SELECT without FROM is not supported yet");
     if (plan_from(p, q, &from, &resid))
         return p->err->code;
 
@@ -593,7 +612,7 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
                 specs[i].col = np;
                 pre[np++] = ag.calls[i].arg;
             }
-            if (specs[i].kind == AGG_MIN || specs[i].kind == AGG_MAX)
+            if (specs[i].kind == AGG_MIN || specs[i].kind == AGG_MAX || specs[i].distinct)
                 linear = false;
         }
         node = map_node(p, node, filter, pre, np);
