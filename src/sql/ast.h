@@ -29,7 +29,8 @@ typedef enum AstKind {
     A_ISBOOL,   /* a IS [NOT] TRUE/FALSE: ival = 1 TRUE / 0 FALSE; negated */
     A_LIKE,     /* a [NOT] LIKE b [ESCAPE c]; negated */
     A_EXTRACT,  /* EXTRACT(name FROM a) */
-    A_SUBQUERY, /* (SELECT ...) in an expression - unsupported for now */
+    A_SUBQUERY, /* (SELECT ...) in an expression (scalar subquery) */
+    A_EXISTS,   /* EXISTS (SELECT ...): sub */
 } AstKind;
 
 typedef enum AstOp {
@@ -60,7 +61,9 @@ struct Ast {
     SqlType type;      /* CAST / typed literal target */
     Ast *a, *b, *c;
     AstList args;
-    struct Select *sub;
+    struct Select *sub; /* A_SUBQUERY, A_EXISTS, A_IN (x IN (SELECT ...)) */
+    int subcol;         /* subquery expressions: 1 + the column holding its value
+                           (set by the planner, plan_subq.c), 0 until then */
 };
 
 typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY } FromKind;

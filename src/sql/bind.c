@@ -128,7 +128,7 @@ static int resolve_col(P *p, Scope *s, Ast *x, int *out)
 {
     int found = -1;
     for (int i = 0; i < s->n; i++) {
-        if (strcasecmp(s->c[i].name, x->name) != 0)
+        if (s->c[i].hidden || strcasecmp(s->c[i].name, x->name) != 0)
             continue;
         if (x->qual && (!s->c[i].qual || strcasecmp(s->c[i].qual, x->qual) != 0))
             continue;
@@ -606,6 +606,25 @@ static Expr *bind_case(P *p, BindCtx *bc, Ast *x)
     return e;
 }
 
+/* A subquery expression: the planner (plan_subq.c) has put its value in a
+   hidden column of the scope. */
+static Expr *bind_subquery(P *p, BindCtx *bc, Ast *x)
+{
+    const char *what = x->k == A_EXISTS ? "EXISTS" : x->k == A_IN ? "IN (subquery)" : "a subquery";
+    if (!x->subcol || x->subcol > bc->s->n || !bc->s->c[x->subcol - 1].hidden) {
+        perr(p, SL_EUNSUPPORTED, x->line, x->col, "%s in %s is not supported yet", what,
+             bc->clause);
+        return NULL;
+    }
+    Expr *e = expr_col(p->a, x->subcol - 1, bc->s->c[x->subcol - 1].t);
+    if (x->k == A_IN && x->negated) {
+        Expr *ne = sql__mk(p, E_NOT, e->t, 1);
+        ne->a[0] = e;
+        return ne;
+    }
+    return e;
+}
+
 static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
 {
     Expr *l, *r;
@@ -693,6 +712,8 @@ static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         return e;
     }
     case A_IN: {
+        if (x->sub)
+            return bind_subquery(p, bc, x);
         int n = x->args.n;
         Expr *v = sql__bind(p, bc, x->a);
         if (!v)
@@ -789,8 +810,8 @@ static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         return NULL;
     }
     case A_SUBQUERY:
-        perr(p, SL_EUNSUPPORTED, x->line, x->col, "subqueries in expressions are not supported yet");
-        return NULL;
+    case A_EXISTS:
+        return bind_subquery(p, bc, x);
     }
     perr(p, SL_EUNSUPPORTED, x->line, x->col, "expression not supported yet");
     return NULL;

@@ -390,9 +390,16 @@ static Ast *parse_primary(Parser *p)
                     return NULL;
                 return n;
             }
-            if (is_kw(t, "exists")) {
-                unsupported(p, t, "EXISTS");
-                return NULL;
+            if (is_kw(t, "exists") && is_op(&p->t[p->i + 1], "(")) {
+                p->i += 2;
+                n = node(p, A_EXISTS, t);
+                if (!is_kw(cur(p), "select") && !is_kw(cur(p), "with")) {
+                    fail(p, "SELECT after EXISTS (");
+                    return NULL;
+                }
+                if (!(n->sub = parse_query(p)) || expect_op(p, ")"))
+                    return NULL;
+                return n;
             }
         }
         /* function call? */
@@ -641,8 +648,10 @@ static Ast *parse_cmp(Parser *p)
             if (expect_op(p, "("))
                 return NULL;
             if (is_kw(cur(p), "select") || is_kw(cur(p), "with")) {
-                unsupported(p, cur(p), "IN (subquery)");
-                return NULL;
+                if (!(n->sub = parse_query(p)) || expect_op(p, ")"))
+                    return NULL;
+                l = n;
+                continue;
             }
             do {
                 Ast *x = parse_expr(p);

@@ -241,17 +241,19 @@ static int join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, 
     return node;
 }
 
-/* Plan the FROM clause and WHERE; *residual is the conjunction of the
-   conditions left to filter after the joins (NULL when none). */
 /* No FROM: one constant row without columns; WHERE filters it. */
-static int plan_no_from(P *p, Select *q, PRel *out, Expr **residual)
+static int plan_no_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, int *nsubq)
 {
     CNode *k = add_node(p, OPK_CONST, 0, 0);
     k->label = "const";
     out->node = k->id;
     out->s = scope_new(p, 0);
     *residual = NULL;
-    if (q->where) {
+    if (q->where && sql__has_subquery(q->where)) {
+        *subq = arena_alloc(p->a, sizeof(Ast *));
+        (*subq)[0] = q->where;
+        *nsubq = 1;
+    } else if (q->where) {
         AggCtx none = {0};
         BindCtx bc = {&out->s, &none, "WHERE"};
         Expr *w = sql__bind(p, &bc, q->where);
@@ -262,10 +264,13 @@ static int plan_no_from(P *p, Select *q, PRel *out, Expr **residual)
     return 0;
 }
 
-static int plan_from(P *p, Select *q, PRel *out, Expr **residual)
+/* Plan the FROM clause and WHERE; *residual is the conjunction of the
+   conditions left to filter after the joins (NULL when none); WHERE/ON
+   conjuncts containing subqueries are returned unbound in subq[0..nsubq). */
+static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, int *nsubq)
 {
     if (q->nfrom == 0)
-        return plan_no_from(p, q, out, residual);
+        return plan_no_from(p, q, out, residual, subq, nsubq);
     FromItem **leaves = NULL;
     Ast **conds = NULL, **conj = NULL;
     int nleaves = 0, nconds = 0, nconj = 0;
@@ -276,6 +281,19 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual)
         split_and(p, q->where, &conj, &nconj);
     for (int i = 0; i < nconds; i++)
         split_and(p, conds[i], &conj, &nconj);
+    /* conjuncts with subqueries are left to plan_core (plan_subq.c) */
+    int nkeep = 0;
+    for (int i = 0; i < nconj; i++) {
+        if (sql__has_subquery(conj[i])) {
+            Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*nsubq + 1));
+            if (*nsubq)
+                memcpy(v, *subq, sizeof(Ast *) * (size_t)*nsubq);
+            v[(*nsubq)++] = conj[i];
+            *subq = v;
+        } else
+            conj[nkeep++] = conj[i];
+    }
+    nconj = nkeep;
 
     Item *items = arena_zalloc(p->a, sizeof(Item) * (size_t)nleaves);
     int total = 0;
@@ -473,7 +491,9 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
 {
     PRel from;
     Expr *resid = NULL;
-    if (plan_from(p, q, &from, &resid))
+    Ast **subq = NULL;
+    int nsubq = 0;
+    if (plan_from(p, q, &from, &resid, &subq, &nsubq))
         return p->err->code;
 
     /* expand the select list */
@@ -483,7 +503,8 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         if (e->k == A_STAR) {
             int m = 0;
             for (int j = 0; j < from.s.n; j++)
-                if (!e->qual || (from.s.c[j].qual && !strcasecmp(from.s.c[j].qual, e->qual)))
+                if (!from.s.c[j].hidden &&
+                    (!e->qual || (from.s.c[j].qual && !strcasecmp(from.s.c[j].qual, e->qual))))
                     m++;
             if (e->qual && m == 0)
                 return perr(p, SL_ESEMANTIC, e->line, e->col, "unknown table or alias \"%s\"",
@@ -516,6 +537,28 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
     bool agg = q->group.n > 0 || has_agg(q->having);
     for (int i = 0; i < n && !agg; i++)
         agg = has_agg(exprs[i]);
+
+    /* subqueries in WHERE and (without aggregation) in the select list:
+       their values become hidden columns of the FROM relation */
+    {
+        Ast **sx = arena_alloc(p->a, sizeof(Ast *) * (size_t)(nsubq + n + 1));
+        int nsx = 0;
+        for (int i = 0; i < nsubq; i++)
+            sx[nsx++] = subq[i];
+        for (int i = 0; i < n && !agg; i++)
+            if (exprs[i] && sql__has_subquery(exprs[i]))
+                sx[nsx++] = exprs[i];
+        if (nsx && sql__plan_subqueries(p, &from, sx, nsx))
+            return p->err->code;
+        for (int i = 0; i < nsubq; i++) {
+            AggCtx none = {0};
+            BindCtx bc = {&from.s, &none, "WHERE"};
+            Expr *w = sql__bind(p, &bc, subq[i]);
+            if (!w || !(w = sql__bool_operand(p, w, subq[i], "WHERE")))
+                return p->err->code;
+            resid = resid ? sql__nary_bool(p, E_AND, resid, w) : w;
+        }
+    }
 
     int node = from.node;
     int nord = oq ? oq->norder : 0;
@@ -747,6 +790,17 @@ static int plan_query_ord(P *p, Select *q, PRel *out, OrderOut *ord)
             return p->err->code;
     }
     return 0;
+}
+
+int sql__plan_query(P *p, Select *q, PRel *out) { return plan_query(p, q, out); }
+int sql__add_map(P *p, int in, Expr *filter, Expr **proj, int nproj)
+{
+    return map_node(p, in, filter, proj, nproj);
+}
+CNode *sql__add_node(P *p, OpKind k, int nin, int ncol) { return add_node(p, k, nin, ncol); }
+int sql__join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, int **cols_out)
+{
+    return join_side(p, node, keys, nkeys, kt, cols_out);
 }
 
 static int plan_query(P *p, Select *q, PRel *out)

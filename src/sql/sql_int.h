@@ -16,6 +16,7 @@ typedef struct SCol {
     const char *qual; /* relation name or alias (may be NULL) */
     const char *name;
     SqlType t;
+    bool hidden; /* planner-made (subquery values): not in *, not by name */
 } SCol;
 
 typedef struct Scope {
@@ -82,6 +83,17 @@ typedef struct BindCtx {
     AggCtx *agg; /* non-NULL: binding above an aggregation */
     const char *clause; /* "WHERE", "GROUP BY", ... for messages */
 } BindCtx;
+
+/* Subqueries in expressions (plan_subq.c). */
+bool sql__has_subquery(const Ast *x);
+/* Add a column to r for every subquery expression in exprs[0..n) (not
+   inside nested subqueries), setting their Ast.subcol. */
+int sql__plan_subqueries(P *p, PRel *r, Ast **exprs, int n);
+/* plan.c's query planner, for subqueries. */
+int sql__plan_query(P *p, struct Select *q, PRel *out);
+int sql__add_map(P *p, int in, Expr *filter, Expr **proj, int nproj);
+CNode *sql__add_node(P *p, OpKind k, int nin, int ncol);
+int sql__join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, int **cols_out);
 
 /* Binder (bind.c). */
 Expr *sql__bind(P *p, BindCtx *bc, Ast *x);
