@@ -469,6 +469,17 @@ static Expr *bind_func(P *p, BindCtx *bc, Ast *x)
         perr(p, SL_ESEMANTIC, x->line, x->col, "too many arguments to %s", x->name);
         return NULL;
     }
+    /* COALESCE stops at its first non-NULL literal: later arguments are
+       never evaluated (so they need not be valid where they stand, e.g. a
+       non-grouped column after GROUP BY) */
+    if (!strcmp(x->name, "coalesce"))
+        for (int i = 0; i < n; i++) {
+            AstKind k = x->args.v[i]->k;
+            if (k == A_INT || k == A_NUM || k == A_STR || k == A_BOOL || k == A_TYPED) {
+                n = i + 1;
+                break;
+            }
+        }
     for (int i = 0; i < n; i++)
         if (!(args[i] = sql__bind(p, bc, x->args.v[i])))
             return NULL;
