@@ -593,7 +593,8 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
         }
         if (exists) {
             g->out = sl_realloc(g->out, s->vb.n ? s->vb.n : 1);
-            memcpy(g->out, s->vb.p, s->vb.n);
+            if (s->vb.n) /* a global aggregate may have no columns */
+                memcpy(g->out, s->vb.p, s->vb.n);
             g->outlen = (uint32_t)s->vb.n;
             int64_t r = cout_row(co);
             key_decode(g->out, n->types, n->ncol, co->c, 0, r);
