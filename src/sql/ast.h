@@ -64,9 +64,10 @@ struct Ast {
     struct Select *sub; /* A_SUBQUERY, A_EXISTS, A_IN (x IN (SELECT ...)) */
     int subcol;         /* subquery expressions: 1 + the column holding its value
                            (set by the planner, plan_subq.c), 0 until then */
+    struct WinDef *over; /* A_FUNC with OVER (...): a window function */
 };
 
-typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY } FromKind;
+typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY, F_NODE } FromKind;
 typedef enum JoinKind { J_INNER, J_CROSS, J_LEFT, J_RIGHT, J_FULL } JoinKind;
 
 typedef struct FromItem {
@@ -80,7 +81,12 @@ typedef struct FromItem {
     Ast *on;                 /* F_JOIN ON condition, or NULL */
     char **using_cols;       /* F_JOIN USING (...) */
     int nusing;
-    struct Select *sub;      /* F_SUBQUERY */
+    struct Select *sub;      /* F_SUBQUERY (also VALUES in FROM) */
+    int node;                /* F_NODE: an already planned relation (the outer
+                                rows of a correlated subquery, plan_subq.c) */
+    void *scope;             /* F_NODE: its Scope */
+    char **col_aliases;      /* AS alias (c1, c2, ...): renames the first columns */
+    int ncol_aliases;
 } FromItem;
 
 typedef struct SelectItem {
@@ -95,7 +101,34 @@ typedef struct OrderItem {
     int nulls; /* 0 default (NULL is the smallest value), 1 FIRST, 2 LAST */
 } OrderItem;
 
-typedef enum SetOp { SET_NONE, SET_UNION_ALL, SET_UNION, SET_EXCEPT, SET_INTERSECT } SetOp;
+/* OVER (PARTITION BY ... ORDER BY ... [ROWS|RANGE frame]) of a window
+   function (plan_window.c). Frame bounds use circuit.h's FrameBound order:
+   0 UNBOUNDED PRECEDING, 1 n PRECEDING, 2 CURRENT ROW, 3 n FOLLOWING,
+   4 UNBOUNDED FOLLOWING. */
+typedef struct WinDef {
+    int line, col;
+    AstList part;
+    OrderItem *order;
+    int norder;
+    int frame;          /* 0 none (the default frame), 1 ROWS, 2 RANGE */
+    int frame_line, frame_col;
+    int start, end;     /* bound kinds */
+    Ast *start_n, *end_n; /* n of n PRECEDING / FOLLOWING */
+} WinDef;
+
+typedef enum SetOp {
+    SET_NONE, SET_UNION_ALL, SET_UNION, SET_EXCEPT, SET_INTERSECT,
+    SET_EXCEPT_ALL, SET_INTERSECT_ALL,
+} SetOp;
+
+/* WITH name [(c1, ...)] AS (query): a common table expression. */
+typedef struct Cte {
+    char *name;
+    char **col_aliases;
+    int ncol_aliases;
+    struct Select *q;
+    int line, col;
+} Cte;
 
 typedef struct Select {
     int line, col;
@@ -115,6 +148,10 @@ typedef struct Select {
     SetOp setop;         /* how `next` combines with this one */
     int setop_line, setop_col; /* of the set operation keyword */
     struct Select *next; /* right operand of the set operation */
+    AstList *values;     /* VALUES (row), ...: nvalues rows; no select list/FROM */
+    int nvalues;
+    Cte *ctes;           /* WITH ... (on the first Select of a query) */
+    int nctes;
 } Select;
 
 typedef struct ColumnDef {

@@ -127,10 +127,19 @@ Expr *sql__cast_to(P *p, Expr *e, SqlType t)
 static int resolve_col(P *p, Scope *s, Ast *x, int *out)
 {
     int found = -1;
+    if (x->subcol > 0 && x->subcol <= s->n) { /* planner-made direct reference */
+        *out = x->subcol - 1;
+        return 0;
+    }
+    /* the subquery's own columns first, then its outer query's */
+    for (int pass = 0; pass < 2 && found < 0; pass++)
     for (int i = 0; i < s->n; i++) {
-        if (s->c[i].hidden || strcasecmp(s->c[i].name, x->name) != 0)
+        if (s->c[i].hidden || s->c[i].outer != (pass == 1) ||
+            strcasecmp(s->c[i].name, x->name) != 0)
             continue;
         if (x->qual && (!s->c[i].qual || strcasecmp(s->c[i].qual, x->qual) != 0))
+            continue;
+        if (!x->qual && s->c[i].qual_only) /* USING column: the merged one */
             continue;
         if (found >= 0)
             return perr(p, SL_ESEMANTIC, x->line, x->col,
@@ -459,6 +468,8 @@ static Expr *bind_func(P *p, BindCtx *bc, Ast *x)
 {
     int n = x->args.n;
     Expr *args[8];
+    if (x->over) /* plan_window.c */
+        return sql__bind_window(p, bc, x);
     if (sql__is_agg_name(x->name))
         return bind_agg_call(p, bc, x);
     if (x->star || x->distinct) {
@@ -836,6 +847,8 @@ Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
     AggCtx *ag = bc->agg;
     if (!ag || !ag->allowed)
         return bind_inner(p, bc, x);
+    if (x->k == A_FUNC && x->over) /* plan_window.c */
+        return sql__bind_window(p, bc, x);
     if (x->k == A_FUNC && sql__is_agg_name(x->name))
         return bind_agg_call(p, bc, x);
     /* try as a group expression */

@@ -286,6 +286,109 @@ static int parse_type(Parser *p, SqlType *out)
 
 /* ---- expressions ---- */
 
+static Ast *parse_primary(Parser *p);
+
+/* One frame bound of OVER (... ROWS|RANGE ...): kind and n into *kind, *n. */
+static int parse_frame_bound(Parser *p, int *kind, Ast **n)
+{
+    if (accept_kw(p, "unbounded")) {
+        if (accept_kw(p, "preceding"))
+            *kind = 0;
+        else if (accept_kw(p, "following"))
+            *kind = 4;
+        else
+            return fail(p, "PRECEDING or FOLLOWING");
+        return 0;
+    }
+    if (accept_kw(p, "current")) {
+        *kind = 2;
+        return expect_kw(p, "row");
+    }
+    if (!(*n = parse_primary(p)))
+        return p->err->code;
+    if (accept_kw(p, "preceding"))
+        *kind = 1;
+    else if (accept_kw(p, "following"))
+        *kind = 3;
+    else
+        return fail(p, "PRECEDING or FOLLOWING");
+    return 0;
+}
+
+/* OVER (PARTITION BY ... ORDER BY ... [ROWS|RANGE frame]) after function f. */
+static int parse_over(Parser *p, Ast *f)
+{
+    Token *t = cur(p);
+    p->i++; /* OVER */
+    if (cur(p)->k == T_IDENT && !is_op(cur(p), "("))
+        return unsupported(p, cur(p), "named windows (OVER name)");
+    if (expect_op(p, "("))
+        return p->err->code;
+    WinDef *w = arena_zalloc(p->a, sizeof(*w));
+    w->line = t->line;
+    w->col = t->col;
+    w->end = 2;
+    if (cur(p)->k == T_IDENT && !is_kw(cur(p), "partition") && !is_kw(cur(p), "order") &&
+        !is_kw(cur(p), "rows") && !is_kw(cur(p), "range"))
+        return unsupported(p, cur(p), "named windows (OVER (name ...))");
+    if (accept_kw(p, "partition")) {
+        if (expect_kw(p, "by"))
+            return p->err->code;
+        do {
+            Ast *e = parse_expr(p);
+            if (!e)
+                return p->err->code;
+            list_push(p, &w->part, e);
+        } while (accept_op(p, ","));
+    }
+    if (accept_kw(p, "order")) {
+        if (expect_kw(p, "by"))
+            return p->err->code;
+        do {
+            Ast *e = parse_expr(p);
+            if (!e)
+                return p->err->code;
+            w->order = grow(p, w->order, w->norder, sizeof(OrderItem));
+            OrderItem *o = &w->order[w->norder++];
+            memset(o, 0, sizeof(*o));
+            o->e = e;
+            if (accept_kw(p, "desc"))
+                o->desc = true;
+            else
+                accept_kw(p, "asc");
+            if (accept_kw(p, "nulls")) {
+                if (accept_kw(p, "first"))
+                    o->nulls = 1;
+                else if (accept_kw(p, "last"))
+                    o->nulls = 2;
+                else
+                    return fail(p, "FIRST or LAST");
+            }
+        } while (accept_op(p, ","));
+    }
+    if (is_kw(cur(p), "rows") || is_kw(cur(p), "range") || is_kw(cur(p), "groups")) {
+        if (is_kw(cur(p), "groups"))
+            return unsupported(p, cur(p), "GROUPS frames");
+        w->frame = is_kw(cur(p), "rows") ? 1 : 2;
+        w->frame_line = cur(p)->line;
+        w->frame_col = cur(p)->col;
+        p->i++;
+        if (accept_kw(p, "between")) {
+            if (parse_frame_bound(p, &w->start, &w->start_n) || expect_kw(p, "and") ||
+                parse_frame_bound(p, &w->end, &w->end_n))
+                return p->err->code;
+        } else if (parse_frame_bound(p, &w->start, &w->start_n)) {
+            return p->err->code;
+        }
+        if (is_kw(cur(p), "exclude"))
+            return unsupported(p, cur(p), "frame EXCLUDE");
+    }
+    if (expect_op(p, ")"))
+        return p->err->code;
+    f->over = w;
+    return 0;
+}
+
 static Ast *parse_primary(Parser *p)
 {
     Token *t = cur(p);
@@ -439,10 +542,8 @@ static Ast *parse_primary(Parser *p)
             }
             if (expect_op(p, ")"))
                 return NULL;
-            if (is_kw(cur(p), "over")) {
-                unsupported(p, cur(p), "window functions (OVER)");
+            if (is_kw(cur(p), "over") && parse_over(p, n))
                 return NULL;
-            }
             if (is_kw(cur(p), "filter")) {
                 unsupported(p, cur(p), "aggregate FILTER clauses");
                 return NULL;
@@ -734,6 +835,23 @@ static char *opt_alias(Parser *p)
     return NULL;
 }
 
+/* After a FROM item's alias: an optional column alias list (c1, c2, ...). */
+static int parse_col_aliases(Parser *p, FromItem *f)
+{
+    if (!accept_op(p, "("))
+        return 0;
+    do {
+        char *c = ident(p, "a column name");
+        if (!c)
+            return p->err->code;
+        f->col_aliases = grow(p, f->col_aliases, f->ncol_aliases, sizeof(char *));
+        f->col_aliases[f->ncol_aliases++] = c;
+    } while (accept_op(p, ","));
+    return expect_op(p, ")");
+}
+
+static FromItem *parse_from_item(Parser *p);
+
 static FromItem *parse_from_primary(Parser *p)
 {
     Token *t = cur(p);
@@ -741,13 +859,30 @@ static FromItem *parse_from_primary(Parser *p)
     f->line = t->line;
     f->col = t->col;
     if (accept_op(p, "(")) {
-        if (is_kw(cur(p), "select") || is_kw(cur(p), "with")) {
+        if (is_kw(cur(p), "select") || is_kw(cur(p), "with") || is_kw(cur(p), "values")) {
             f->k = F_SUBQUERY;
             if (!(f->sub = parse_query(p)) || expect_op(p, ")"))
                 return NULL;
         } else {
-            unsupported(p, t, "a parenthesised join");
-            return NULL;
+            /* a parenthesised join (or table): the item itself */
+            FromItem *in = parse_from_item(p);
+            if (!in || expect_op(p, ")"))
+                return NULL;
+            if (in->k == F_SUBQUERY || (in->k == F_TABLE && !in->alias)) {
+                if (!in->alias) {
+                    in->alias = opt_alias(p);
+                    if (p->err->code || (in->alias && parse_col_aliases(p, in)))
+                        return NULL;
+                }
+                return in;
+            }
+            if (in->k == F_JOIN && (is_kw(cur(p), "as") || cur(p)->k == T_QIDENT ||
+                                    (cur(p)->k == T_IDENT && !is_reserved(cur(p))))) {
+                in->alias = opt_alias(p); /* (a JOIN b) AS j: a unit named j */
+                if (p->err->code || parse_col_aliases(p, in))
+                    return NULL;
+            }
+            return in;
         }
     } else {
         if (is_kw(t, "lateral") || is_kw(t, "unnest")) {
@@ -767,11 +902,8 @@ static FromItem *parse_from_primary(Parser *p)
         }
     }
     f->alias = opt_alias(p);
-    if (p->err->code)
+    if (p->err->code || (f->alias && parse_col_aliases(p, f)))
         return NULL;
-    if (f->k == F_SUBQUERY && !f->alias) {
-        /* allowed: planner names it */
-    }
     return f;
 }
 
@@ -790,7 +922,7 @@ static FromItem *parse_from_item(Parser *p)
             if (expect_kw(p, "join"))
                 return NULL;
             jk = J_INNER;
-        } else if (accept_kw(p, "cross")) {
+        } else if (!natural && accept_kw(p, "cross")) {
             if (expect_kw(p, "join"))
                 return NULL;
             jk = J_CROSS;
@@ -841,6 +973,62 @@ static FromItem *parse_from_item(Parser *p)
     }
 }
 
+/* SELECT * FROM (q): q as one operand of a set operation (so that a
+   parenthesised set operation, ORDER BY, LIMIT or WITH stays its own). */
+static Select *wrap_query(Parser *p, Select *q, const Token *t)
+{
+    Select *s = arena_zalloc(p->a, sizeof(*s));
+    s->line = t->line;
+    s->col = t->col;
+    s->items = arena_zalloc(p->a, sizeof(SelectItem));
+    s->nitems = 1;
+    s->items[0].e = node(p, A_STAR, t);
+    s->items[0].line = t->line;
+    s->items[0].col = t->col;
+    FromItem *f = arena_zalloc(p->a, sizeof(*f));
+    f->k = F_SUBQUERY;
+    f->line = t->line;
+    f->col = t->col;
+    f->sub = q;
+    s->from = grow(p, NULL, 0, sizeof(FromItem *));
+    s->from[0] = f;
+    s->nfrom = 1;
+    return s;
+}
+
+/* Is s `SELECT * FROM (q)` as wrap_query() makes it? */
+static bool is_wrapper(const Select *s)
+{
+    return s->nitems == 1 && s->items[0].e->k == A_STAR && !s->items[0].e->qual &&
+           s->nfrom == 1 && s->from[0]->k == F_SUBQUERY && !s->from[0]->alias &&
+           !s->from[0]->ncol_aliases && !s->where && !s->group.n && !s->having &&
+           !s->distinct && !s->nvalues && !s->nctes;
+}
+
+/* VALUES (e, ...), (e, ...): rows of expressions (after the keyword). */
+static Select *parse_values(Parser *p, const Token *t)
+{
+    Select *s = arena_zalloc(p->a, sizeof(*s));
+    s->line = t->line;
+    s->col = t->col;
+    do {
+        AstList row = {0};
+        if (expect_op(p, "("))
+            return NULL;
+        do {
+            Ast *x = parse_expr(p);
+            if (!x)
+                return NULL;
+            list_push(p, &row, x);
+        } while (accept_op(p, ","));
+        if (expect_op(p, ")"))
+            return NULL;
+        s->values = grow(p, s->values, s->nvalues, sizeof(AstList));
+        s->values[s->nvalues++] = row;
+    } while (accept_op(p, ","));
+    return s;
+}
+
 static Select *parse_select_core(Parser *p)
 {
     Token *t = cur(p);
@@ -848,12 +1036,12 @@ static Select *parse_select_core(Parser *p)
         Select *s = parse_query(p);
         if (!s || expect_op(p, ")"))
             return NULL;
+        if (s->next || s->norder || s->limit || s->offset || s->nctes)
+            return wrap_query(p, s, t);
         return s;
     }
-    if (is_kw(t, "values")) {
-        unsupported(p, t, "VALUES");
-        return NULL;
-    }
+    if (accept_kw(p, "values"))
+        return parse_values(p, t);
     if (expect_kw(p, "select"))
         return NULL;
     Select *s = arena_zalloc(p->a, sizeof(*s));
@@ -916,40 +1104,104 @@ static Select *parse_select_core(Parser *p)
     return s;
 }
 
-static Select *parse_query(Parser *p)
+/* A set operation keyword (only INTERSECT when intersect_only) with its
+   optional ALL / DISTINCT; false (nothing consumed) when there is none. */
+static bool accept_setop(Parser *p, bool intersect_only, SetOp *op)
 {
-    if (is_kw(cur(p), "with")) {
-        unsupported(p, cur(p), "WITH (common table expressions)");
-        return NULL;
-    }
+    if (!intersect_only && accept_kw(p, "union"))
+        *op = accept_kw(p, "all") ? SET_UNION_ALL : (accept_kw(p, "distinct"), SET_UNION);
+    else if (!intersect_only && accept_kw(p, "except"))
+        *op = accept_kw(p, "all") ? SET_EXCEPT_ALL : (accept_kw(p, "distinct"), SET_EXCEPT);
+    else if (accept_kw(p, "intersect"))
+        *op = accept_kw(p, "all") ? SET_INTERSECT_ALL : (accept_kw(p, "distinct"), SET_INTERSECT);
+    else
+        return false;
+    return true;
+}
+
+/* core { INTERSECT core }: INTERSECT binds tighter than UNION and EXCEPT.
+   Returns the chain (its operands never have chains of their own). */
+static Select *parse_intersect_term(Parser *p)
+{
     Select *first = parse_select_core(p), *last = first;
     while (last) {
-        SetOp op;
         Token *t = cur(p);
-        if (accept_kw(p, "union"))
-            op = accept_kw(p, "all") ? SET_UNION_ALL : (accept_kw(p, "distinct"), SET_UNION);
-        else if (accept_kw(p, "except"))
-            op = SET_EXCEPT;
-        else if (accept_kw(p, "intersect"))
-            op = SET_INTERSECT;
-        else
+        SetOp op;
+        if (!accept_setop(p, true, &op))
             break;
-        if ((op == SET_EXCEPT || op == SET_INTERSECT) && accept_kw(p, "all")) {
-            unsupported(p, t, "EXCEPT ALL / INTERSECT ALL");
-            return NULL;
-        }
-        while (last->next)
-            last = last->next;
         last->setop = op;
         last->setop_line = t->line;
         last->setop_col = t->col;
-        last->next = parse_select_core(p);
-        if (!last->next)
+        if (!(last->next = parse_select_core(p)))
             return NULL;
         last = last->next;
     }
+    return first;
+}
+
+/* WITH name [(c, ...)] AS (query), ... (after the keyword). */
+static int parse_with(Parser *p, const Token *w, Cte **out, int *nout)
+{
+    if (is_kw(cur(p), "recursive"))
+        return unsupported(p, w, "WITH RECURSIVE");
+    do {
+        Token *nt = cur(p);
+        Cte c = {0};
+        c.line = nt->line;
+        c.col = nt->col;
+        if (!(c.name = ident(p, "a name for a WITH query")))
+            return p->err->code;
+        if (accept_op(p, "(")) {
+            do {
+                char *a = ident(p, "a column name");
+                if (!a)
+                    return p->err->code;
+                c.col_aliases = grow(p, c.col_aliases, c.ncol_aliases, sizeof(char *));
+                c.col_aliases[c.ncol_aliases++] = a;
+            } while (accept_op(p, ","));
+            if (expect_op(p, ")"))
+                return p->err->code;
+        }
+        if (expect_kw(p, "as") || expect_op(p, "("))
+            return p->err->code;
+        if (!(c.q = parse_query(p)) || expect_op(p, ")"))
+            return p->err->code;
+        *out = grow(p, *out, *nout, sizeof(Cte));
+        (*out)[(*nout)++] = c;
+    } while (accept_op(p, ","));
+    return 0;
+}
+
+static Select *parse_query(Parser *p)
+{
+    Cte *ctes = NULL;
+    int nctes = 0;
+    Token *w = cur(p);
+    if (accept_kw(p, "with") && parse_with(p, w, &ctes, &nctes))
+        return NULL;
+    Select *first = parse_intersect_term(p), *last = first;
+    while (last) {
+        SetOp op;
+        Token *t = cur(p);
+        while (last->next)
+            last = last->next;
+        if (!accept_setop(p, false, &op))
+            break;
+        Token *rt = cur(p);
+        Select *rhs = parse_intersect_term(p);
+        if (!rhs)
+            return NULL;
+        if (rhs->next) /* a UNION b INTERSECT c = a UNION (b INTERSECT c) */
+            rhs = wrap_query(p, rhs, rt);
+        last->setop = op;
+        last->setop_line = t->line;
+        last->setop_col = t->col;
+        last->next = rhs;
+    }
     if (!first)
         return NULL;
+    first->ctes = ctes;
+    first->nctes = nctes;
     if (is_kw(cur(p), "order")) {
         first->order_line = cur(p)->line;
         first->order_col = cur(p)->col;
@@ -988,6 +1240,10 @@ static Select *parse_query(Parser *p)
         return NULL;
     if (accept_kw(p, "offset") && !(first->offset = parse_expr(p)))
         return NULL;
+    /* (q) on its own: q itself, so that its ORDER BY / LIMIT stay the query's */
+    if (!first->next && !first->norder && !first->limit && !first->offset && !nctes &&
+        is_wrapper(first))
+        return first->from[0]->sub;
     return first;
 }
 
