@@ -27,7 +27,7 @@ void olayout_init(OLayout *lay, int nval, int nsum, const int *sum_of)
     lay->off_enc = off;
 }
 
-ONode *onode_new(const OLayout *lay, const uint8_t *enc, size_t len, size_t sklen)
+static ONode *onode_new(const OLayout *lay, const uint8_t *enc, size_t len, size_t sklen)
 {
     ONode *n = sl_malloc(lay->off_enc + (len ? len : 1));
     memset(n, 0, lay->off_enc);
@@ -111,12 +111,6 @@ static void rotate_up(const OLayout *lay, OTree *t, ONode *n)
     fix(lay, n);
 }
 
-void otree_reweigh(const OLayout *lay, ONode *n)
-{
-    for (; n; n = n->p)
-        fix(lay, n);
-}
-
 /* Attach leaf n (weights 0) below parent x on side c, then restore the heap
    order; the ancestors' sums do not change (n weighs nothing). */
 static void attach(const OLayout *lay, OTree *t, ONode *n, ONode *x, int c)
@@ -132,18 +126,6 @@ static void attach(const OLayout *lay, OTree *t, ONode *n, ONode *x, int c)
         x->r = n;
     while (n->p && n->p->prio < n->prio)
         rotate_up(lay, t, n);
-}
-
-void otree_insert(const OLayout *lay, OTree *t, ONode *n)
-{
-    ONode *x = t->root, *parent = NULL;
-    int c = 0;
-    while (x) {
-        parent = x;
-        c = otree_cmp(n->enc, n->len, x->enc, x->len);
-        x = c < 0 ? x->l : x->r;
-    }
-    attach(lay, t, n, parent, c);
 }
 
 ONode *otree_upsert(const OLayout *lay, OTree *t, const uint8_t *enc, size_t len, size_t sklen,
@@ -219,18 +201,6 @@ void otree_free(OTree *t)
         }
     }
     t->root = NULL;
-}
-
-ONode *otree_find(const OTree *t, const uint8_t *enc, size_t len)
-{
-    ONode *x = t->root;
-    while (x) {
-        int c = otree_cmp(enc, len, x->enc, x->len);
-        if (!c)
-            return x;
-        x = c < 0 ? x->l : x->r;
-    }
-    return NULL;
 }
 
 ONode *otree_first(const OTree *t)

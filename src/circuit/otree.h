@@ -77,10 +77,6 @@ static inline OVal *onode_vals(const OLayout *lay, const ONode *n)
     return (OVal *)((uint8_t *)n + lay->off_val);
 }
 
-/* A new unlinked node holding a copy of enc (weights 0; values zeroed). */
-ONode *onode_new(const OLayout *lay, const uint8_t *enc, size_t len, size_t sklen);
-/* Link n into t (its encoding must not be present; weights 0). */
-void otree_insert(const OLayout *lay, OTree *t, ONode *n);
 /* The node holding enc, created (weights 0, values zeroed: the caller sets
    them before giving it weight) when absent; one descent. */
 ONode *otree_upsert(const OLayout *lay, OTree *t, const uint8_t *enc, size_t len, size_t sklen,
@@ -90,12 +86,9 @@ void otree_remove(const OLayout *lay, OTree *t, ONode *n);
 /* n->w[v] += delta, and the subtree sums of n and its ancestors: touches
    only the path to the root. */
 void otree_add(const OLayout *lay, ONode *n, int v, int64_t delta);
-/* After changing n's values: fix the augmentations up to the root. */
-void otree_reweigh(const OLayout *lay, ONode *n);
 /* Free every node. */
 void otree_free(OTree *t);
 
-ONode *otree_find(const OTree *t, const uint8_t *enc, size_t len);
 ONode *otree_first(const OTree *t);
 ONode *otree_last(const OTree *t);
 ONode *otree_next(const ONode *n);

@@ -109,8 +109,8 @@ typedef struct WinCtx WinCtx;
 WinCtx *sql__win_new(P *p);
 /* Window function x (x->over set): its placeholder column. */
 Expr *sql__bind_window(P *p, BindCtx *bc, Ast *x);
-/* Does x contain an aggregate call outside of window functions' own
-   names (inside their arguments, PARTITION BY or ORDER BY)? */
+/* Window function x (x->over set): does an aggregate call appear in its
+   arguments, PARTITION BY or ORDER BY (SUM(SUM(b)) OVER ...)? */
 bool sql__window_has_agg(const Ast *x);
 /* Plan w's windows over `node` (rows passing filter first) and point the
    placeholders in proj[0..nproj) at their columns. Returns the new node,

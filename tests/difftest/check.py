@@ -22,7 +22,6 @@ import hashlib
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +30,8 @@ import gen
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
-                     "ThreadSanitizer", "runtime error:", "Segmentation fault", "Aborted")
+                     "ThreadSanitizer", "Segmentation fault", "Aborted")
+UBSAN_RE = re.compile(r"\.[ch]:\d+(:\d+)?: runtime error:")  # not Sluice's own "runtime error"
 RUN_TIMEOUT = 300
 
 # Test hook: a function applied to a query's SQL before SQLite evaluates it
@@ -242,7 +242,8 @@ def run_runner(binary, path, mode, timeout=RUN_TIMEOUT):
                          "timeout after %d s" % timeout, True, time.time() - t0)
     out = p.stdout.decode("utf-8", "replace")
     err = p.stderr.decode("utf-8", "replace")
-    crashed = p.returncode not in (0, 1) or any(m in err for m in SANITIZER_MARKERS)
+    crashed = (p.returncode not in (0, 1) or any(m in err for m in SANITIZER_MARKERS)
+               or UBSAN_RE.search(err) is not None)
     return RunResult(p.returncode, out, err, crashed, time.time() - t0)
 
 
@@ -745,17 +746,6 @@ def recompute_types(q):
     for j in range(len(q.branches[0].items)):
         tys = {b.items[j].ty for b in q.branches}
         q.types.append("float" if "float" in tys else q.branches[0].items[j].ty)
-
-
-def expr_slots(s):
-    """(list, index) of every expression slot of a Select."""
-    for name in ("items", "where", "having"):
-        lst = getattr(s, name)
-        for i in range(len(lst)):
-            yield lst, i
-    for fi in s.frm:
-        for i in range(len(fi.on)):
-            yield fi.on, i
 
 
 def mutations(q, keep_cols=False):
