@@ -506,8 +506,11 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
                     v->f[0] = f ? xsum_value(&fs) : (double)is;
                 else if (set_int(env, v, is, n, "SUM"))
                     return SL_ERUNTIME;
-            } else if (a->in_t.kind == TK_DECIMAL) {
-                if (set_int(env, v, is / dc, n, "AVG"))
+            } else if (a->in_t.kind == TK_DECIMAL) { /* round half away from zero */
+                __int128 q = is / dc, r = is % dc;
+                if (2 * (r < 0 ? -r : r) >= dc)
+                    q += is < 0 ? -1 : 1;
+                if (set_int(env, v, q, n, "AVG"))
                     return SL_ERUNTIME;
             } else
                 v->f[0] = (f ? xsum_value(&fs) : (double)is) / (double)dc;
@@ -575,7 +578,7 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
                 return SL_ERUNTIME;
             key_encode_row(s->scratch, 0, &s->vb);
         }
-        if (exists && g->out && g->outlen == s->vb.n && !memcmp(g->out, s->vb.p, s->vb.n))
+        if (exists && g->out && g->outlen == s->vb.n && (!s->vb.n || !memcmp(g->out, s->vb.p, s->vb.n)))
             continue;
         if (g->out) {
             int64_t r = cout_row(co);

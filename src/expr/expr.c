@@ -139,6 +139,7 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_ADD_MONTHS] = "ADD_MONTHS",
     [FN_DATE_TRUNC] = "DATE_TRUNC",
     [FN_TIMESTAMPDIFF] = "TIMESTAMPDIFF",
+    [FN_TUMBLE_START] = "TUMBLE_START",
 };
 
 static void print_const(const Expr *e, Buf *out)
@@ -162,10 +163,14 @@ static void print_const(const Expr *e, Buf *out)
     case TK_DATE: buf_puts(out, "DATE '"); break;
     case TK_TIME: buf_puts(out, "TIME '"); break;
     case TK_TIMESTAMP: buf_puts(out, "TIMESTAMP '"); break;
+    case TK_INTERVAL_DT:
+    case TK_INTERVAL_YM: buf_puts(out, "INTERVAL '"); break;
     default: break;
     }
     text_format(e->t, e->ci, e->cf, e->cs, out);
-    if (type_is_temporal((TypeKind)e->t.kind))
+    if (type_is_interval((TypeKind)e->t.kind))
+        buf_puts(out, e->t.kind == TK_INTERVAL_DT ? "' DAY TO SECOND" : "' YEAR TO MONTH");
+    else if (type_is_temporal((TypeKind)e->t.kind))
         buf_putc(out, '\'');
 }
 
@@ -1154,7 +1159,8 @@ int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, Eva
         case FN_EXTRACT_MICROSECOND:
         case FN_ADD_MONTHS:
         case FN_DATE_TRUNC:
-        case FN_TIMESTAMPDIFF: return expr__fn_time(e, a, n, cx, out, m);
+        case FN_TIMESTAMPDIFF:
+        case FN_TUMBLE_START: return expr__fn_time(e, a, n, cx, out, m);
         default: return expr__fn_num(e, a, n, cx, out, m);
         }
     default: break;

@@ -94,6 +94,9 @@ typedef enum FuncId {
     FN_DATE_TRUNC, /* (DATE or TIMESTAMP, unit BIGINT constant TimeUnit, text.h) */
     FN_TIMESTAMPDIFF, /* (unit BIGINT constant, a, b TIMESTAMP) -> BIGINT:
                       whole units from a to b, truncated toward zero */
+    FN_TUMBLE_START,  /* (ts TIMESTAMP, size, offset INTERVAL DAY TO SECOND,
+                      size > 0) -> TIMESTAMP: the start of the window of
+                      length size containing ts, windows aligned on offset */
     FN__COUNT
 } FuncId;
 

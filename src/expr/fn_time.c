@@ -149,10 +149,35 @@ static int timestampdiff(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, cons
     return 0;
 }
 
+/* TUMBLE / HOP window starts: floor((ts - offset) / size) * size + offset. */
+static int tumble_start(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
+{
+    const int64_t *x = args[0].i, *sz = args[1].i, *off = args[2].i;
+    for (int64_t k = 0; k < n; k++) {
+        out->i[k] = 0;
+        if (m[k])
+            continue;
+        if (sz[k] <= 0)
+            return err_set(cx->err, SL_ERUNTIME, "window size must be positive");
+        __int128 d = (__int128)x[k] - off[k], q = d / sz[k];
+        if (d % sz[k] < 0)
+            q--;
+        __int128 r = q * sz[k] + off[k];
+        if (r < INT64_MIN || r > INT64_MAX)
+            return err_set(cx->err, SL_ERUNTIME, "window start out of range");
+        out->i[k] = (int64_t)r;
+    }
+    return 0;
+}
+
 int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *out,
                   uint8_t *m)
 {
     switch (e->fn) {
+    case FN_TUMBLE_START:
+        if (e->na == 3 && args[0].i && args[1].i && args[2].i && out->i)
+            return tumble_start(args, n, cx, out, m);
+        return err_set(cx->err, SL_ERUNTIME, "TUMBLE_START operands of the wrong kind");
     case FN_ADD_MONTHS:
         if (e->na == 2 && args[0].i && args[1].i && out->i)
             return add_months(args, n, cx, out, m);

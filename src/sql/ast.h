@@ -17,7 +17,9 @@ typedef enum AstKind {
     A_STR,      /* 'string' (unescaped) in str/slen */
     A_NULL,
     A_BOOL,     /* ival 0/1 */
-    A_TYPED,    /* DATE 'x', TIME 'x', TIMESTAMP 'x': type + str */
+    A_TYPED,    /* DATE 'x', TIME 'x', TIMESTAMP 'x': type + str; INTERVAL 'x'
+                   unit [TO unit]: type TK_INTERVAL_*, ival = from | (to+1) << 8
+                   (TimeUnit, expr/text.h) */
     A_BIN,      /* op (AstOp), a, b */
     A_UN,       /* op: OP_NEG, OP_NOT, OP_PLUS; a */
     A_FUNC,     /* name, args; distinct; star for COUNT(*) */
@@ -27,7 +29,7 @@ typedef enum AstKind {
     A_IN,       /* a IN (args); negated */
     A_ISNULL,   /* a IS [NOT] NULL; negated */
     A_ISBOOL,   /* a IS [NOT] TRUE/FALSE: ival = 1 TRUE / 0 FALSE; negated */
-    A_LIKE,     /* a [NOT] LIKE b [ESCAPE c]; negated */
+    A_LIKE,     /* a [NOT] LIKE b [ESCAPE c]; negated; ival 1 for ILIKE */
     A_EXTRACT,  /* EXTRACT(name FROM a) */
     A_SUBQUERY, /* (SELECT ...) in an expression (scalar subquery) */
     A_EXISTS,   /* EXISTS (SELECT ...): sub */
@@ -67,7 +69,7 @@ struct Ast {
     struct WinDef *over; /* A_FUNC with OVER (...): a window function */
 };
 
-typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY, F_NODE } FromKind;
+typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY, F_NODE, F_TVF } FromKind;
 typedef enum JoinKind { J_INNER, J_CROSS, J_LEFT, J_RIGHT, J_FULL } JoinKind;
 
 typedef struct FromItem {
@@ -87,6 +89,12 @@ typedef struct FromItem {
     void *scope;             /* F_NODE: its Scope */
     char **col_aliases;      /* AS alias (c1, c2, ...): renames the first columns */
     int ncol_aliases;
+    /* F_TVF: TABLE(name(TABLE input, DESCRIPTOR(tvf_col), args...)), name
+       "tumble" or "hop" (plan_tvf.c) */
+    struct FromItem *tvf_input; /* an F_TABLE item */
+    char *tvf_col;
+    int tvf_col_line, tvf_col_col;
+    AstList tvf_args;
 } FromItem;
 
 typedef struct SelectItem {

@@ -13,6 +13,7 @@
 
 #include "../base/err.h"
 #include "../base/mem.h"
+#include "../expr/text.h"
 #include "ast.h"
 #include "lexer.h"
 
@@ -389,6 +390,108 @@ static int parse_over(Parser *p, Ast *f)
     return 0;
 }
 
+static Ast *parse_concat(Parser *p);
+
+/* Special argument syntax of POSITION(a IN b) and
+   TRIM([BOTH|LEADING|TRAILING] [chars] FROM s) after the "(": TRIM becomes
+   trim(s, chars, side) with side 0/1/2 (an A_INT). Returns 1 when handled
+   (the ")" is left to the caller), 0 for ordinary arguments, -1 on error. */
+static int special_args(Parser *p, Ast *f)
+{
+    if (!strcmp(f->name, "position")) {
+        int save = p->i;
+        Ast *a = parse_concat(p), *b;
+        if (!a)
+            return -1;
+        if (!accept_kw(p, "in")) {
+            p->i = save;
+            return 0;
+        }
+        if (!(b = parse_concat(p)))
+            return -1;
+        if (is_kw(cur(p), "from")) {
+            unsupported(p, cur(p), "POSITION(... FROM start)");
+            return -1;
+        }
+        list_push(p, &f->args, a);
+        list_push(p, &f->args, b);
+        return 1;
+    }
+    if (strcmp(f->name, "trim"))
+        return 0;
+    Token *at = cur(p);
+    int side = accept_kw(p, "both") ? 0 : accept_kw(p, "leading") ? 1
+               : accept_kw(p, "trailing") ? 2 : -1;
+    Ast *chars = NULL, *s;
+    if (!accept_kw(p, "from")) {
+        if (!(chars = parse_concat(p)))
+            return -1;
+        if (!accept_kw(p, "from")) {
+            if (side >= 0) {
+                fail(p, "FROM");
+                return -1;
+            }
+            list_push(p, &f->args, chars); /* TRIM(s) or TRIM(s, chars) */
+            while (accept_op(p, ",")) {
+                Ast *x = parse_expr(p);
+                if (!x)
+                    return -1;
+                list_push(p, &f->args, x);
+            }
+            return 1;
+        }
+    }
+    if (!(s = parse_concat(p)))
+        return -1;
+    Ast *sd = node(p, A_INT, at);
+    sd->str = (char *)(side == 1 ? "1" : side == 2 ? "2" : "0");
+    sd->slen = 1;
+    list_push(p, &f->args, s);
+    if (!chars) {
+        chars = node(p, A_STR, at);
+        chars->str = (char *)" ";
+        chars->slen = 1;
+    }
+    list_push(p, &f->args, chars);
+    list_push(p, &f->args, sd);
+    f->ival = 1; /* TRIM(... FROM ...) form */
+    return 1;
+}
+
+/* INTERVAL 'text' unit [TO unit] or INTERVAL n unit, after INTERVAL: an
+   A_TYPED node with the text in str and ival = from | (to + 1) << 8. */
+static Ast *parse_interval(Parser *p, Token *t)
+{
+    Ast *n = node(p, A_TYPED, t);
+    Token *v = cur(p);
+    if (v->k != T_STR && v->k != T_INT) {
+        fail(p, "a quoted interval value after INTERVAL");
+        return NULL;
+    }
+    n->str = (char *)v->s;
+    n->slen = v->n;
+    p->i++;
+    Token *u = cur(p);
+    int from = u->k == T_IDENT ? time_unit_parse(u->s) : -1, to = -1;
+    if (from < 0 || from == TU_QUARTER || from == TU_WEEK || from > TU_SECOND) {
+        fail(p, "an interval unit (YEAR, MONTH, DAY, HOUR, MINUTE or SECOND)");
+        return NULL;
+    }
+    p->i++;
+    if (accept_kw(p, "to")) {
+        Token *u2 = cur(p);
+        to = u2->k == T_IDENT ? time_unit_parse(u2->s) : -1;
+        if (to <= from || to == TU_WEEK || to > TU_SECOND || (from <= TU_MONTH) != (to <= TU_MONTH)) {
+            fail(p, "a finer interval unit after TO (YEAR TO MONTH, DAY/HOUR/MINUTE TO SECOND...)");
+            return NULL;
+        }
+        p->i++;
+    }
+    n->type = type_make(from <= TU_MONTH ? TK_INTERVAL_YM : TK_INTERVAL_DT, false);
+    n->ival = from | (to + 1) << 8;
+    return n;
+}
+
 static Ast *parse_primary(Parser *p)
 {
     Token *t = cur(p);
@@ -482,9 +585,22 @@ static Ast *parse_primary(Parser *p)
                 return n;
             }
             if (is_kw(t, "interval")) {
-                unsupported(p, t, "INTERVAL");
-                return NULL;
+                p->i++;
+                return parse_interval(p, t);
             }
+            static const char *const clock_fns[] = {"current_date", "current_time",
+                "current_timestamp", "localtime", "localtimestamp", "now"};
+            for (size_t i = 0; i < ARRAY_LEN(clock_fns); i++)
+                if (is_kw(t, clock_fns[i]) && (i < 5 || is_op(&p->t[p->i + 1], "("))) {
+                    err_setpos(p->err, SL_EUNSUPPORTED, t->line, t->col,
+                               "%s is not allowed: a view must be deterministic, and its value "
+                               "would change with the clock, without any change to the input "
+                               "(use a timestamp column of the input instead)",
+                               (const char *const[]){"CURRENT_DATE", "CURRENT_TIME",
+                                   "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP",
+                                   "NOW()"}[i]);
+                    return NULL;
+                }
             if (is_kw(t, "extract") && is_op(&p->t[p->i + 1], "(")) {
                 p->i += 2;
                 n = node(p, A_EXTRACT, t);
@@ -506,13 +622,19 @@ static Ast *parse_primary(Parser *p)
             }
         }
         /* function call? */
-        if (t->k == T_IDENT && is_op(&p->t[p->i + 1], "(") && !is_reserved(t)) {
+        if (t->k == T_IDENT && is_op(&p->t[p->i + 1], "(") &&
+            (!is_reserved(t) || is_kw(t, "left") || is_kw(t, "right"))) {
             n = node(p, A_FUNC, t);
             n->name = arena_strndup(p->a, t->s, t->n);
             for (char *c = n->name; *c; c++)
                 if (*c >= 'A' && *c <= 'Z')
                     *c = (char)(*c + 32);
             p->i += 2;
+            int sp = special_args(p, n);
+            if (sp < 0)
+                return NULL;
+            if (sp > 0)
+                return expect_op(p, ")") ? NULL : n;
             if (accept_op(p, "*")) {
                 n->star = true;
             } else if (!is_op(cur(p), ")")) {
@@ -766,12 +888,9 @@ static Ast *parse_cmp(Parser *p)
             continue;
         }
         if (is_kw(k, "like") || is_kw(k, "ilike")) {
-            if (is_kw(k, "ilike")) {
-                unsupported(p, k, "ILIKE");
-                return NULL;
-            }
             p->i++;
             Ast *n = node(p, A_LIKE, t);
+            n->ival = is_kw(k, "ilike"); /* case-insensitive */
             n->a = l;
             n->negated = neg;
             if (!(n->b = parse_concat(p)))
@@ -852,6 +971,52 @@ static int parse_col_aliases(Parser *p, FromItem *f)
 
 static FromItem *parse_from_item(Parser *p);
 
+/* TABLE(TUMBLE(TABLE t, DESCRIPTOR(col), size[, offset])) or
+   TABLE(HOP(TABLE t, DESCRIPTOR(col), slide, size[, offset])), at TABLE. */
+static int parse_tvf(Parser *p, FromItem *f)
+{
+    p->i += 2;
+    Token *fn = cur(p);
+    if (!is_kw(fn, "tumble") && !is_kw(fn, "hop")) {
+        if (fn->k == T_IDENT && is_op(&p->t[p->i + 1], "(")) {
+            return err_setpos(p->err, SL_EUNSUPPORTED, fn->line, fn->col,
+                              "table function %.40s is not supported yet (only TUMBLE and HOP)",
+                              fn->s);
+        }
+        return fail(p, "TUMBLE or HOP after TABLE (");
+    }
+    f->k = F_TVF;
+    f->name = (char *)(is_kw(fn, "tumble") ? "tumble" : "hop");
+    p->i++;
+    if (expect_op(p, "("))
+        return p->err->code;
+    accept_kw(p, "table");
+    FromItem *in = arena_zalloc(p->a, sizeof(*in));
+    in->k = F_TABLE;
+    in->line = cur(p)->line;
+    in->col = cur(p)->col;
+    if (!(in->name = ident(p, "a table or view name")) || expect_op(p, ","))
+        return p->err->code;
+    f->tvf_input = in;
+    if (!accept_kw(p, "descriptor"))
+        return fail(p, "DESCRIPTOR(column)");
+    if (expect_op(p, "("))
+        return p->err->code;
+    f->tvf_col_line = cur(p)->line;
+    f->tvf_col_col = cur(p)->col;
+    if (!(f->tvf_col = ident(p, "a column name")) || expect_op(p, ")"))
+        return p->err->code;
+    while (accept_op(p, ",")) {
+        Ast *x = parse_expr(p);
+        if (!x)
+            return p->err->code;
+        list_push(p, &f->tvf_args, x);
+    }
+    if (expect_op(p, ")") || expect_op(p, ")"))
+        return p->err->code;
+    return 0;
+}
+
 static FromItem *parse_from_primary(Parser *p)
 {
     Token *t = cur(p);
@@ -884,6 +1049,9 @@ static FromItem *parse_from_primary(Parser *p)
             }
             return in;
         }
+    } else if (is_kw(t, "table") && is_op(&p->t[p->i + 1], "(")) {
+        if (parse_tvf(p, f))
+            return NULL;
     } else {
         if (is_kw(t, "lateral") || is_kw(t, "unnest")) {
             unsupported(p, t, "LATERAL / UNNEST");
@@ -1216,6 +1384,7 @@ static Select *parse_query(Parser *p)
             OrderItem *o = &first->order[first->norder++];
             o->e = e;
             o->desc = false;
+            o->nulls = 0;
             if (accept_kw(p, "desc"))
                 o->desc = true;
             else

@@ -136,6 +136,8 @@ static int plan_from_leaf(P *p, FromItem *f, PRel *out, PushDown *cand)
 {
     if (f->k == F_JOIN)
         return sql__plan_join_unit(p, f, out, cand);
+    if (f->k == F_TVF) /* TUMBLE / HOP (plan_tvf.c) */
+        return sql__plan_tvf(p, f, out);
     if (f->k == F_NODE) { /* planned already (plan_subq.c) */
         out->node = f->node;
         out->s = *(Scope *)f->scope;

@@ -168,6 +168,8 @@ int sql__plan_values(P *p, struct Select *q, PRel *out);
 /* Combine a and b (both with ncol columns of types t) by op into *node. */
 int sql__plan_setop(P *p, SetOp op, int a, int b, int ncol, const SqlType *t, int *node);
 const char *sql__setop_name(SetOp op);
+/* TABLE(TUMBLE(...)) / TABLE(HOP(...)) in FROM (plan_tvf.c). */
+int sql__plan_tvf(P *p, FromItem *f, PRel *out);
 /* FROM item `AS alias (c1, ...)`: rename r's first columns. */
 int sql__apply_col_aliases(P *p, const FromItem *f, PRel *r);
 

@@ -108,6 +108,7 @@ class Rec:
         self.kind, self.sql, self.line = kind, sql, None
         self.qi, self.batch, self.letters = qi, batch, letters
         self.expect, self.values, self.tag, self.query = expect, values, tag, query
+        self.skipped = False  # marked `skipif sluice` in the last rendering
 
 
 class Slt:
@@ -149,7 +150,7 @@ class Slt:
         return None
 
     def nqueries(self):
-        return sum(1 for r in self.recs if r.kind == "query" and not getattr(r, "skipped", False))
+        return sum(1 for r in self.recs if r.kind == "query" and not r.skipped)
 
 
 def build_slt(case):
@@ -188,8 +189,10 @@ class Mode:
 class Failure:
     def __init__(self, line, kind, msg, detail=""):
         self.line, self.kind, self.msg, self.detail = line, kind, msg, detail
-        self.rec = None
-        self.mode = None
+        self.rec = None     # the record (Rec) that failed
+        self.mode = None    # the run (Mode)
+        self.file = None    # the SLT file that was run
+        self.qindex = 0     # query records run before it in that file
 
 
 FAIL_RE = re.compile(r"^FAIL (.*?):(\d+): (.*)$")
@@ -403,11 +406,13 @@ def locate_crash(binary, slt, skip, mode, workdir, rr):
     rec = slt.recs[hi - 1]
     f = Failure(rec.line, "crash", "crashed (exit %d)" % last.rc, last.err[-3000:])
     f.rec, f.mode, f.file = rec, mode, path
+    f.qindex = sum(1 for r in slt.recs[:hi - 1] if r.kind == "query" and not r.skipped)
     return f
 
 
 def run_seeds(seeds, binary, feats, nqueries, jobs=1, minimize=True, out_dir=None):
-    """Yields a SeedResult per seed (in completion order)."""
+    """Yields a SeedResult per seed, in the order of seeds (jobs of them run
+    at a time)."""
     base = out_dir or tempfile.mkdtemp(prefix="difftest-")
     os.makedirs(base, exist_ok=True)
 

@@ -75,7 +75,7 @@ FEATURES = {
     "exists":       (False, "SELECT a FROM p WHERE EXISTS (SELECT 1 FROM p q WHERE q.a > 1)",
                      "[NOT] EXISTS (SELECT ...) in WHERE"),
     "scalar_subquery": (False, "SELECT a FROM p WHERE a < (SELECT MAX(q.a) FROM p q)",
-                        "scalar aggregate subqueries (in WHERE; with subquery_anywhere also in SELECT)"),
+                        "scalar aggregate subqueries (in WHERE; with subquery_select also in SELECT)"),
     "correlated":   (False, "SELECT a FROM p WHERE a IN (SELECT q.a FROM p q WHERE q.s = p.s)",
                      "subqueries in expressions that refer to the outer query"),
     "subquery_select": (False, "SELECT a, a IN (SELECT a + 1 FROM p) FROM p",
@@ -158,6 +158,8 @@ def parse_features(spec, available=None):
         name = s.lstrip("+-")
         if name == "all":
             names = set(FEATURES)
+        elif name == "base":
+            names = default_features()
         elif name not in FEATURES:
             raise SystemExit("difftest: unknown feature %r (known: %s)" % (
                 name, ", ".join(sorted(FEATURES))))
@@ -449,10 +451,14 @@ class ColRef:
     def __init__(self, sql, ty, bound, alias, exact=True, dec=False, scale=0):
         self.sql, self.ty, self.bound, self.alias = sql, ty, bound, alias
         self.exact, self.dec, self.scale = exact, dec, scale
+        # from a subquery, a column is always named with its table: a bare
+        # name would mean the subquery's own column of that name if it has one
+        self.qual = sql if "." in sql else "%s.%s" % (alias, sql)
 
-    def expr(self, key=False):
-        return E(self.sql, [], self.ty, bound=self.bound, exact=self.exact, dec=self.dec,
-                 scale=self.scale, row_ok=True, agg_ok=key, refs={self.alias})
+    def expr(self, key=False, outer=False):
+        return E(self.qual if outer else self.sql, [], self.ty, bound=self.bound,
+                 exact=self.exact, dec=self.dec, scale=self.scale, row_ok=True, agg_ok=key,
+                 refs={self.alias})
 
 
 def col_bound(col):
@@ -524,7 +530,7 @@ class QueryGen:
         if ctx.outer and self.on("correlated") and r.random() < 0.15:
             oc = [c for c in ctx.outer if c.ty == ty]
             if oc:
-                return r.choice(oc).expr()
+                return r.choice(oc).expr(outer=True)
         if cands and r.random() < 0.8:
             return r.choice(cands).expr()
         if ty == "bool":
@@ -703,10 +709,12 @@ class QueryGen:
             op = r.choice(["+", "-", "*", "+", "-", "*", "/"])
             dec = (a.dec or a.ty == "int") and (b.dec or b.ty == "int")
             if op == "/":
-                # DECIMAL / DECIMAL rounds to 6 places in Sluice: divide doubles
-                if dec:
-                    a = E("CAST({0} AS DOUBLE)", [a], "float", bound=a.bound, exact=a.exact)
-                return E("({0} / {1})", [a, b], "float", bound=10 ** 12, exact=False)
+                # The divisor is always CAST to DOUBLE: SQLite divides by the
+                # values' run-time types (a CASE of INTEGER and REAL branches
+                # that yields an integer divides as integers there), and a
+                # DECIMAL / DECIMAL rounds to 6 places in Sluice.
+                return E("({0} / CAST({1} AS DOUBLE))", [a, b], "float", bound=10 ** 12,
+                         exact=False)
             scale = a.scale + b.scale if op == "*" else max(a.scale, b.scale)
             bound = a.bound * b.bound if op == "*" else a.bound + b.bound
             if bound > 10 ** 9 or (dec and bound * 10 ** scale > DEC_LIMIT):
@@ -829,7 +837,7 @@ class QueryGen:
             ic = r.choice(inner)
             oc = [c for c in outer if c.ty == ic.ty]
             if oc:
-                conds.append("%s = %s" % (ic.sql, r.choice(oc).sql))
+                conds.append("%s = %s" % (ic.sql, r.choice(oc).qual))
         if r.random() < 0.5:
             conds.append(self.expr("bool", Ctx(inner, outer=outer), 1).sql())
         where = (" WHERE " + " AND ".join(conds)) if conds else ""
@@ -862,7 +870,7 @@ class QueryGen:
         where = ""
         oc = [o for o in ctx.cols if o.ty == c.ty]
         if oc and self.on("correlated") and r.random() < 0.6:
-            where = " WHERE %s.%s %s %s" % (al, c.name, r.choice(["=", "<", ">"]), r.choice(oc).sql)
+            where = " WHERE %s.%s %s %s" % (al, c.name, r.choice(["=", "<", ">"]), r.choice(oc).qual)
         return E("(SELECT %s(%s.%s) FROM %s %s%s)" % (fn, al, c.name, t.name, al, where), [], ty,
                  bound=MAXROWS * 1000, row_ok=True, agg_ok=False)
 
@@ -1211,7 +1219,7 @@ def main(argv=None):
                     help="the sluice-slt runner (default $SLUICE_SLT or build/debug/sluice-slt)")
     ap.add_argument("--features", default="",
                     help="comma list: 'all', 'base', exact names, or +name/-name relative to "
-                         "the probed set")
+                         "the probed set (e.g. base,+window or -union)")
     ap.add_argument("--no-probe", action="store_true",
                     help="do not probe optional features; use the defaults (and --features)")
     ap.add_argument("--list-features", action="store_true")
@@ -1227,7 +1235,7 @@ def main(argv=None):
 
     if a.list_features:
         for name, (on, probe, doc) in FEATURES.items():
-            print("%-16s %-8s %s%s" % (name, "base" if on else "optional", doc,
+            print("%-20s %-8s %s%s" % (name, "base" if on else "optional", doc,
                                       "  [known bug: %s]" % KNOWN_BUGS[name] if name in KNOWN_BUGS else ""))
         return 0
     binary = check.find_runner(a.bin)

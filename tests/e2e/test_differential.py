@@ -13,7 +13,7 @@ actual) and the SLT files to rerun.
 
 Environment:
   SLUICE_SLT           the runner (default build/debug/sluice-slt)
-  SLUICE_DIFF_SEEDS    seeds to run (default 45: ~3000 checks, ~30-45 s on 2 cores)
+  SLUICE_DIFF_SEEDS    seeds to run (default 45: ~3500 checks, ~30 s on 2 cores)
   SLUICE_DIFF_START    first seed (default 1)
   SLUICE_DIFF_QUERIES  queries per seed (default 8)
   SLUICE_DIFF_JOBS     seeds run in parallel (default: the number of CPUs)
