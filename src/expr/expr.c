@@ -140,6 +140,7 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_DATE_TRUNC] = "DATE_TRUNC",
     [FN_TIMESTAMPDIFF] = "TIMESTAMPDIFF",
     [FN_TUMBLE_START] = "TUMBLE_START",
+    [FN_TIME_ADD] = "TIME_ADD",
 };
 
 static void print_const(const Expr *e, Buf *out)
@@ -1160,7 +1161,8 @@ int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, Eva
         case FN_ADD_MONTHS:
         case FN_DATE_TRUNC:
         case FN_TIMESTAMPDIFF:
-        case FN_TUMBLE_START: return expr__fn_time(e, a, n, cx, out, m);
+        case FN_TUMBLE_START:
+        case FN_TIME_ADD: return expr__fn_time(e, a, n, cx, out, m);
         default: return expr__fn_num(e, a, n, cx, out, m);
         }
     default: break;

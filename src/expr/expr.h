@@ -94,6 +94,7 @@ typedef enum FuncId {
     FN_DATE_TRUNC, /* (DATE or TIMESTAMP, unit BIGINT constant TimeUnit, text.h) */
     FN_TIMESTAMPDIFF, /* (unit BIGINT constant, a, b TIMESTAMP) -> BIGINT:
                       whole units from a to b, truncated toward zero */
+    FN_TIME_ADD,      /* (TIME, INTERVAL DAY TO SECOND) -> TIME, modulo 24 hours */
     FN_TUMBLE_START,  /* (ts TIMESTAMP, size, offset INTERVAL DAY TO SECOND,
                       size > 0) -> TIMESTAMP: the start of the window of
                       length size containing ts, windows aligned on offset */

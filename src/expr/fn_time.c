@@ -174,6 +174,14 @@ int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *o
                   uint8_t *m)
 {
     switch (e->fn) {
+    case FN_TIME_ADD: /* TIME + interval wraps around midnight (Calcite) */
+        if (e->na != 2 || !args[0].i || !args[1].i || !out->i)
+            return err_set(cx->err, SL_ERUNTIME, "TIME_ADD operands of the wrong kind");
+        for (int64_t k = 0; k < n; k++) {
+            int64_t r = args[1].i[k] % US_PER_DAY + args[0].i[k];
+            out->i[k] = m[k] ? 0 : r - expr__floor_div(r, US_PER_DAY) * US_PER_DAY;
+        }
+        return 0;
     case FN_TUMBLE_START:
         if (e->na == 3 && args[0].i && args[1].i && args[2].i && out->i)
             return tumble_start(args, n, cx, out, m);

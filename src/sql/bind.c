@@ -318,6 +318,20 @@ static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
     }
     if ((add || sub) && type_is_interval(a) && a == b)
         return mk2(p, add ? E_ADD : E_SUB, a, nul, l, r);
+    if (add && b == TK_TIME && a == TK_INTERVAL_DT)
+        return time_arith(p, x, op, r, l);
+    if ((add || sub) && a == TK_TIME && b == TK_INTERVAL_DT) { /* wraps around midnight */
+        if (sub) {
+            Expr *ng = sql__mk(p, E_NEG, r->t, 1);
+            ng->a[0] = r;
+            r = ng;
+        }
+        Expr *e = mk2(p, E_FUNC, TK_TIME, nul, l, r);
+        e->fn = FN_TIME_ADD;
+        return e;
+    }
+    if (sub && a == TK_TIME && b == TK_TIME)
+        return mk2(p, E_SUB, TK_INTERVAL_DT, nul, l, r);
     if (op == OP_MUL && type_is_integer(a) && type_is_interval(b))
         return time_arith(p, x, op, r, l);
     if ((op == OP_MUL || op == OP_DIV) && type_is_interval(a) && type_is_integer(b)) {

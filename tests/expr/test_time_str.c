@@ -310,6 +310,21 @@ static void test_timestamp_plus_and_minus_day_time_intervals(void **state)
     assert_string_equal(err.msg, "integer overflow in + for TIMESTAMP");
 }
 
+static void test_time_plus_interval_wraps_around_midnight(void **state)
+{
+    SqlType tm = T(TK_TIME);
+    const int64_t t[] = {23 * H_US, 0, H_US / 2, NV};
+    Chunk *c = ints(tm, 4, t);
+    CHECK_TEXT(FN(FN_TIME_ADD, tm, 2, col(0, tm), ci(TK_INTERVAL_DT, 2 * H_US)), c, "01:00:00",
+               "02:00:00", "02:30:00", "NULL");
+    CHECK_TEXT(FN(FN_TIME_ADD, tm, 2, col(0, tm), ci(TK_INTERVAL_DT, -H_US)), c, "22:00:00",
+               "23:00:00", "23:30:00", "NULL");
+    CHECK_TEXT(FN(FN_TIME_ADD, tm, 2, col(0, tm), ci(TK_INTERVAL_DT, -3 * DAY_US - 1)), c,
+               "22:59:59.999999", "23:59:59.999999", "00:29:59.999999", "NULL");
+    CHECK_TEXT(FN(FN_TIME_ADD, tm, 2, col(0, tm), ci(TK_INTERVAL_DT, INT64_MIN + 1)), c,
+               "18:59:05.224193", "19:59:05.224193", "20:29:05.224193", "NULL");
+}
+
 static void test_timestampdiff_counts_whole_units_toward_zero(void **state)
 {
     SqlType tt = T(TK_TIMESTAMP), bt = T(TK_BIGINT);
@@ -443,6 +458,7 @@ int main(void)
         T_(test_date_trunc_on_dates_and_timestamps),
         T_(test_add_months_clamps_to_the_end_of_the_month),
         T_(test_timestamp_plus_and_minus_day_time_intervals),
+        T_(test_time_plus_interval_wraps_around_midnight),
         T_(test_timestampdiff_counts_whole_units_toward_zero),
         T_(test_interval_literals_of_every_form),
         T_(test_interval_text_round_trips),
