@@ -30,7 +30,44 @@ typedef enum OpKind {
     OPK_DISTINCT, /* set semantics: non-linear */
     OPK_SINK,     /* end of relation `rel`: materialization and outputs */
     OPK_UPSERT,   /* PRIMARY KEY table: an insert replaces the row with its key */
+    OPK_CONST,    /* one row without columns, in the first step only (SELECT
+                     without FROM, VALUES): its consumers compute the values */
+    OPK_TOPK,     /* per partition, the rows ranked (offset, offset+limit] in
+                     the window order (+ a rank column): non-linear */
+    OPK_WINDOW,   /* window functions per partition: input columns, then one
+                     column per function: non-linear */
 } OpKind;
+
+/* OPK_TOPK: which rank bounds the kept rows and is appended as a column. */
+typedef enum RankKind {
+    RANK_NONE,       /* positions (like ROW_NUMBER), no column */
+    RANK_ROW_NUMBER, /* 1, 2, 3, ... (ties broken by the row encoding) */
+    RANK_RANK,       /* 1 + rows ordered strictly before */
+    RANK_DENSE,      /* 1 + distinct order keys strictly before */
+} RankKind;
+
+typedef enum WinKind {
+    WIN_ROW_NUMBER, WIN_RANK, WIN_DENSE_RANK, WIN_LAG, WIN_LEAD,
+    WIN_COUNT_STAR, WIN_COUNT, WIN_SUM, WIN_AVG, WIN_MIN, WIN_MAX,
+} WinKind;
+
+typedef enum FrameBound {
+    FB_UNBOUNDED_PRECEDING, FB_PRECEDING, FB_CURRENT_ROW, FB_FOLLOWING, FB_UNBOUNDED_FOLLOWING,
+} FrameBound;
+
+/* One window function of an OPK_WINDOW node (op_window.c). */
+typedef struct WinFunc {
+    WinKind kind;
+    int col;          /* argument column, or -1 */
+    int def_col;      /* LAG/LEAD default column, or -1 (NULL) */
+    int64_t offset;   /* LAG/LEAD offset */
+    SqlType in_t, out_t;
+    bool rows;        /* ROWS frame, else RANGE (aggregates only) */
+    FrameBound start, end;
+    int64_t start_n, end_n; /* N of N PRECEDING/FOLLOWING: rows, or (RANGE)
+                               the order key's representation (scaled DECIMAL) */
+    double start_f, end_f;  /* RANGE over a REAL/DOUBLE key */
+} WinFunc;
 
 typedef enum AggKind { AGG_COUNT_STAR, AGG_COUNT, AGG_SUM, AGG_AVG, AGG_MIN, AGG_MAX } AggKind;
 
@@ -39,6 +76,7 @@ typedef struct AggSpec {
     int col;      /* input column of the argument (unused for COUNT(*)) */
     SqlType in_t; /* argument type */
     SqlType out_t;
+    bool distinct; /* COUNT/SUM/AVG(DISTINCT x): over the set of values */
 } AggSpec;
 
 typedef struct CNode {
@@ -67,6 +105,21 @@ typedef struct CNode {
     /* OPK_JOIN: output = left columns then right columns */
     int nkeys;
     int *lkeys, *rkeys;
+    /* OPK_TOPK and OPK_WINDOW: partitions by columns part[0..npart), ordered
+       by columns ord[0..nord) (then by the whole row); NULL is the smallest
+       value unless ord_nulls_first says otherwise */
+    int npart;
+    int *part;
+    int nord;
+    int *ord;
+    bool *ord_desc, *ord_nulls_first;
+    /* OPK_TOPK: keeps rows whose rank r has offset < r <= offset + limit
+       (limit -1: no bound); rank != RANK_NONE appends r as a BIGINT column */
+    int64_t limit, offset;
+    RankKind rank;
+    /* OPK_WINDOW */
+    WinFunc *wfn;
+    int nwfn;
 } CNode;
 
 typedef struct Relation {

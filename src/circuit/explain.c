@@ -18,8 +18,70 @@ static const char *opname(OpKind k)
     case OPK_DISTINCT: return "distinct";
     case OPK_SINK: return "sink";
     case OPK_UPSERT: return "upsert";
+    case OPK_CONST: return "const";
+    case OPK_TOPK: return "topk";
+    case OPK_WINDOW: return "window";
     }
     return "?";
+}
+
+/* " partition by #a, #b order by #c desc nulls first, #d" (window nodes). */
+static void explain_window_order(const CNode *n, Buf *out)
+{
+    if (n->npart) {
+        buf_puts(out, " partition by");
+        for (int j = 0; j < n->npart; j++)
+            buf_printf(out, "%s #%d", j ? "," : "", n->part[j]);
+    }
+    if (n->nord) {
+        buf_puts(out, " order by");
+        for (int j = 0; j < n->nord; j++)
+            buf_printf(out, "%s #%d%s%s", j ? "," : "", n->ord[j], n->ord_desc[j] ? " desc" : "",
+                       n->ord_nulls_first[j] == n->ord_desc[j]
+                           ? (n->ord_nulls_first[j] ? " nulls first" : " nulls last")
+                           : "");
+    }
+}
+
+static void explain_bound(FrameBound b, int64_t k, double f, bool use_f, Buf *out)
+{
+    static const char *nm[] = {"unbounded preceding", "preceding", "current row", "following",
+                               "unbounded following"};
+    if (b == FB_PRECEDING || b == FB_FOLLOWING) {
+        if (use_f)
+            buf_printf(out, "%g ", f);
+        else
+            buf_printf(out, "%lld ", (long long)k);
+    }
+    buf_puts(out, nm[b]);
+}
+
+static void explain_wfn(const CNode *n, Buf *out)
+{
+    static const char *nm[] = {"row_number", "rank", "dense_rank", "lag", "lead", "count(*)",
+                               "count", "sum", "avg", "min", "max"};
+    buf_puts(out, " [");
+    for (int j = 0; j < n->nwfn; j++) {
+        const WinFunc *f = &n->wfn[j];
+        buf_printf(out, "%s%s", j ? ", " : "", nm[f->kind]);
+        if (f->col >= 0)
+            buf_printf(out, "(#%d", f->col);
+        if (f->kind == WIN_LAG || f->kind == WIN_LEAD) {
+            buf_printf(out, ", %lld", (long long)f->offset);
+            if (f->def_col >= 0)
+                buf_printf(out, ", #%d", f->def_col);
+        }
+        if (f->col >= 0)
+            buf_puts(out, ")");
+        if (f->kind >= WIN_COUNT_STAR) {
+            bool fl = !f->rows && n->nord == 1 && type_phys(n->types[n->ord[0]].kind) == PHYS_F64;
+            buf_printf(out, " %s between ", f->rows ? "rows" : "range");
+            explain_bound(f->start, f->start_n, f->start_f, fl, out);
+            buf_puts(out, " and ");
+            explain_bound(f->end, f->end_n, f->end_f, fl, out);
+        }
+    }
+    buf_puts(out, "]");
 }
 
 static const char *aggname(AggKind k)
@@ -91,6 +153,20 @@ void circuit_explain(const Circuit *c, Buf *out)
                 buf_printf(out, "%s left#%d = right#%d", j ? " and" : "", n->lkeys[j], n->rkeys[j]);
             if (!n->nkeys)
                 buf_puts(out, " true (cross product)");
+            break;
+        case OPK_TOPK: {
+            static const char *rk[] = {"", " row_number", " rank", " dense_rank"};
+            explain_window_order(n, out);
+            if (n->limit >= 0)
+                buf_printf(out, " limit %lld", (long long)n->limit);
+            if (n->offset > 0)
+                buf_printf(out, " offset %lld", (long long)n->offset);
+            buf_puts(out, rk[n->rank]);
+            break;
+        }
+        case OPK_WINDOW:
+            explain_window_order(n, out);
+            explain_wfn(n, out);
             break;
         default:
             break;

@@ -16,6 +16,9 @@ int op_exchange_channels(const CNode *n)
         return 2;
     case OPK_UPSERT:
         return 1;
+    case OPK_TOPK:
+    case OPK_WINDOW:
+        return 1;
     default:
         return 0;
     }
@@ -29,6 +32,7 @@ Op *op_new(const Circuit *c, const CNode *n, Exchange *x)
     op->x = x;
     switch (n->k) {
     case OPK_SOURCE:
+    case OPK_CONST:
     case OPK_MAP:
     case OPK_UNION:
     case OPK_NEGATE:
@@ -48,6 +52,12 @@ Op *op_new(const Circuit *c, const CNode *n, Exchange *x)
         break;
     case OPK_UPSERT:
         op_upsert_init(op);
+        break;
+    case OPK_TOPK:
+        op_topk_init(op);
+        break;
+    case OPK_WINDOW:
+        op_window_init(op);
         break;
     }
     return op;

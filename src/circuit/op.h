@@ -79,6 +79,8 @@ int op_join_init(Op *op);
 int op_distinct_init(Op *op);
 int op_sink_init(Op *op);
 int op_upsert_init(Op *op);
+int op_topk_init(Op *op);
+int op_window_init(Op *op);
 
 /* Sink access for the controller (op_sink.c). */
 typedef struct HMap HMap;

@@ -73,6 +73,8 @@ typedef struct AggSt {
     Buf kb, vb;
     Arena *scratch_arena;
     Chunk *scratch;      /* one row of output values for encoding */
+    Chunk **one;         /* per DISTINCT aggregate: one decoded value */
+    Arena *one_arena;
     struct Local *local; /* reused local-combine tables */
     int *acols;          /* argument columns (ngroup .. nin-1) */
     bool has_str;        /* the output has string columns */
@@ -428,6 +430,35 @@ static const uint8_t *minmax_value(Trace *t, const Group *g, bool want_max)
     return best;
 }
 
+/* COUNT/SUM/AVG(DISTINCT x) of the group: over the values of its multiset
+   with a positive total weight. Sets *cnt, and *isum or *fsum (per type). */
+static void distinct_fold(Trace *t, const Group *g, SqlType in_t, Chunk *one, int64_t *cnt,
+                          __int128 *isum, XSum *fsum)
+{
+    Collect c = {0};
+    *cnt = 0;
+    *isum = 0;
+    memset(fsum, 0, sizeof(*fsum));
+    trace_for_key(t, g->key, g->klen, collect_cb, &c);
+    if (c.n)
+        qsort(c.v, (size_t)c.n, sizeof(ValW), valw_cmp);
+    for (int64_t i = 0; i < c.n;) {
+        int64_t j = i, w = 0;
+        while (j < c.n && valw_cmp(&c.v[i], &c.v[j]) == 0)
+            w += c.v[j++].w;
+        if (w > 0) {
+            (*cnt)++;
+            key_decode(c.v[i].v, &in_t, 1, one, 0, 0);
+            if (one->col[0].f)
+                xsum_add(fsum, one->col[0].f[0], 1);
+            else if (one->col[0].i)
+                *isum += one->col[0].i[0];
+        }
+        i = j;
+    }
+    sl_free(c.v);
+}
+
 static int set_int(OpEnv *env, Vec *v, __int128 x, const CNode *n, const char *what)
 {
     int64_t lo = INT64_MIN, hi = INT64_MAX;
@@ -458,6 +489,33 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
         Vec *v = &sc->col[s->ngroup + j];
         if (v->nul)
             v->nul[0] = 0;
+        if (a->distinct) {
+            int64_t dc;
+            __int128 is;
+            XSum fs;
+            if (!s->one[j])
+                s->one[j] = chunk_new(s->one_arena, 1, &a->in_t, 1);
+            distinct_fold(s->minmax[j], g, a->in_t, s->one[j], &dc, &is, &fs);
+            bool f = type_phys(a->in_t.kind) == PHYS_F64;
+            if (a->kind == AGG_COUNT)
+                v->i[0] = dc;
+            else if (dc == 0)
+                vec_set_null(v, 0);
+            else if (a->kind == AGG_SUM) {
+                if (v->f)
+                    v->f[0] = f ? xsum_value(&fs) : (double)is;
+                else if (set_int(env, v, is, n, "SUM"))
+                    return SL_ERUNTIME;
+            } else if (a->in_t.kind == TK_DECIMAL) { /* round half away from zero */
+                __int128 q = is / dc, r = is % dc;
+                if (2 * (r < 0 ? -r : r) >= dc)
+                    q += is < 0 ? -1 : 1;
+                if (set_int(env, v, q, n, "AVG"))
+                    return SL_ERUNTIME;
+            } else
+                v->f[0] = (f ? xsum_value(&fs) : (double)is) / (double)dc;
+            continue;
+        }
         switch (a->kind) {
         case AGG_COUNT_STAR:
         case AGG_COUNT:
@@ -520,7 +578,7 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
                 return SL_ERUNTIME;
             key_encode_row(s->scratch, 0, &s->vb);
         }
-        if (exists && g->out && g->outlen == s->vb.n && !memcmp(g->out, s->vb.p, s->vb.n))
+        if (exists && g->out && g->outlen == s->vb.n && (!s->vb.n || !memcmp(g->out, s->vb.p, s->vb.n)))
             continue;
         if (g->out) {
             int64_t r = cout_row(co);
@@ -538,7 +596,8 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
         }
         if (exists) {
             g->out = sl_realloc(g->out, s->vb.n ? s->vb.n : 1);
-            memcpy(g->out, s->vb.p, s->vb.n);
+            if (s->vb.n) /* a global aggregate may have no columns */
+                memcpy(g->out, s->vb.p, s->vb.n);
             g->outlen = (uint32_t)s->vb.n;
             int64_t r = cout_row(co);
             key_decode(g->out, n->types, n->ncol, co->c, 0, r);
@@ -711,6 +770,8 @@ static void free_agg(Op *op)
     buf_free(&s->kb);
     buf_free(&s->vb);
     arena_free(s->scratch_arena);
+    arena_free(s->one_arena);
+    sl_free(s->one);
     local_free(s->local);
     sl_free(s->acols);
     sl_free(s->local);
@@ -742,9 +803,11 @@ int op_agg_init(Op *op)
         s->gcols[i] = i;
     s->minmax = sl_calloc((size_t)(n->naggs + 1), sizeof(Trace *));
     for (int j = 0; j < n->naggs; j++)
-        if (n->aggs[j].kind == AGG_MIN || n->aggs[j].kind == AGG_MAX)
+        if (n->aggs[j].kind == AGG_MIN || n->aggs[j].kind == AGG_MAX || n->aggs[j].distinct)
             s->minmax[j] = trace_new();
     s->scratch_arena = arena_new(4096);
+    s->one_arena = arena_new(1024);
+    s->one = sl_calloc((size_t)(n->naggs + 1), sizeof(Chunk *));
     s->scratch = chunk_new(s->scratch_arena, n->ncol, n->types, 1);
     s->scratch->n = 1;
     s->local = sl_calloc(1, sizeof(Local));

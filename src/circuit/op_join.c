@@ -6,8 +6,10 @@
  * Each side keeps a trace of its integral, indexed by the join key
  * (tuple = key encoding || row encoding). Rows are exchanged so that each
  * worker owns the keys that hash to it on both sides. Output columns are
- * the left row's, then the right row's. Key columns arrive NOT NULL (the
- * planner filters NULL keys, which never match).
+ * the left row's, then the right row's. Keys compare by their encoding, so
+ * a NULL key matches a NULL key: for SQL equality the planner filters NULL
+ * keys first (they never match); sql/plan_join.c joins whole rows on
+ * nullable keys on purpose, for null-safe row equality.
  */
 #include "op.h"
 

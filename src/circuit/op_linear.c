@@ -14,6 +14,18 @@ static int eval_source(Op *op, OpEnv *env, Chunk **in)
     return 0;
 }
 
+/* The constant row: on worker 0 in the first step, with weight 1. */
+static int eval_const(Op *op, OpEnv *env, Chunk **in)
+{
+    Chunk *c = chunk_new(env->arena, 0, NULL, 1);
+    if (env->step == 0 && env->worker == 0) {
+        c->w[0] = 1;
+        c->n = 1;
+    }
+    op->out = c;
+    return 0;
+}
+
 static int eval_map(Op *op, OpEnv *env, Chunk **in)
 {
     const CNode *n = op->node;
@@ -101,6 +113,7 @@ int op_linear_init(Op *op)
 {
     switch (op->node->k) {
     case OPK_SOURCE: op->eval = eval_source; break;
+    case OPK_CONST: op->eval = eval_const; break;
     case OPK_MAP: op->eval = eval_map; break;
     case OPK_UNION: op->eval = eval_union; break;
     default: op->eval = eval_negate; break;

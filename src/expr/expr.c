@@ -127,6 +127,20 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_EXTRACT_DOW] = "DOW",
     [FN_EXTRACT_DOY] = "DOY",
     [FN_EXTRACT_EPOCH] = "EPOCH",
+    [FN_EXTRACT_WEEK] = "WEEK",
+    [FN_EXTRACT_QUARTER] = "QUARTER",
+    [FN_EXTRACT_MILLISECOND] = "MILLISECOND",
+    [FN_EXTRACT_MICROSECOND] = "MICROSECOND",
+    [FN_LEFT] = "LEFT",
+    [FN_RIGHT] = "RIGHT",
+    [FN_CONCAT] = "CONCAT",
+    [FN_INITCAP] = "INITCAP",
+    [FN_TRIM_CHARS] = "TRIM",
+    [FN_ADD_MONTHS] = "ADD_MONTHS",
+    [FN_DATE_TRUNC] = "DATE_TRUNC",
+    [FN_TIMESTAMPDIFF] = "TIMESTAMPDIFF",
+    [FN_TUMBLE_START] = "TUMBLE_START",
+    [FN_TIME_ADD] = "TIME_ADD",
 };
 
 static void print_const(const Expr *e, Buf *out)
@@ -150,10 +164,14 @@ static void print_const(const Expr *e, Buf *out)
     case TK_DATE: buf_puts(out, "DATE '"); break;
     case TK_TIME: buf_puts(out, "TIME '"); break;
     case TK_TIMESTAMP: buf_puts(out, "TIMESTAMP '"); break;
+    case TK_INTERVAL_DT:
+    case TK_INTERVAL_YM: buf_puts(out, "INTERVAL '"); break;
     default: break;
     }
     text_format(e->t, e->ci, e->cf, e->cs, out);
-    if (type_is_temporal((TypeKind)e->t.kind))
+    if (type_is_interval((TypeKind)e->t.kind))
+        buf_puts(out, e->t.kind == TK_INTERVAL_DT ? "' DAY TO SECOND" : "' YEAR TO MONTH");
+    else if (type_is_temporal((TypeKind)e->t.kind))
         buf_putc(out, '\'');
 }
 
@@ -264,7 +282,7 @@ void expr_print(const Expr *e, Buf *out)
     case E_FUNC:
         if (e->fn < 0 || e->fn >= FN__COUNT) {
             buf_printf(out, "FUNC%d(", e->fn);
-        } else if (e->fn >= FN_EXTRACT_YEAR) {
+        } else if (e->fn >= FN_EXTRACT_YEAR && e->fn <= FN_EXTRACT_MICROSECOND) {
             buf_printf(out, "EXTRACT(%s FROM ", fn_names[e->fn]);
             print_list(e, 0, out);
             buf_putc(out, ')');
@@ -1007,6 +1025,15 @@ static bool shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
         case FN_SUBSTRING: return out->s && a[0].s && (e->fn != FN_REPLACE || na == 3);
         case FN_CHAR_LENGTH: return a[0].s != NULL;
         case FN_POSITION: return na == 2 && a[0].s && a[1].s;
+        case FN_LEFT:
+        case FN_RIGHT: return out->s && na == 2 && a[0].s && !a[1].s;
+        case FN_INITCAP: return out->s && na == 1 && a[0].s;
+        case FN_TRIM_CHARS: return out->s && na == 3 && a[0].s && a[1].s && a[2].i;
+        case FN_CONCAT:
+            for (int j = 0; j < na; j++)
+                if (!a[j].s)
+                    return false;
+            return out->s != NULL;
         default: return na >= 1;
         }
     default: return true;
@@ -1111,7 +1138,12 @@ int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, Eva
         case FN_LTRIM:
         case FN_RTRIM:
         case FN_POSITION:
-        case FN_REPLACE: return expr__fn_str(e, a, n, cx, out, m);
+        case FN_REPLACE:
+        case FN_LEFT:
+        case FN_RIGHT:
+        case FN_CONCAT:
+        case FN_INITCAP:
+        case FN_TRIM_CHARS: return expr__fn_str(e, a, n, cx, out, m);
         case FN_MOD: return expr__arith(E_MOD, &a[0], &a[1], n, cx, out, m);
         case FN_EXTRACT_YEAR:
         case FN_EXTRACT_MONTH:
@@ -1121,7 +1153,16 @@ int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, Eva
         case FN_EXTRACT_SECOND:
         case FN_EXTRACT_DOW:
         case FN_EXTRACT_DOY:
-        case FN_EXTRACT_EPOCH: return expr__fn_time(e, a, n, cx, out, m);
+        case FN_EXTRACT_EPOCH:
+        case FN_EXTRACT_WEEK:
+        case FN_EXTRACT_QUARTER:
+        case FN_EXTRACT_MILLISECOND:
+        case FN_EXTRACT_MICROSECOND:
+        case FN_ADD_MONTHS:
+        case FN_DATE_TRUNC:
+        case FN_TIMESTAMPDIFF:
+        case FN_TUMBLE_START:
+        case FN_TIME_ADD: return expr__fn_time(e, a, n, cx, out, m);
         default: return expr__fn_num(e, a, n, cx, out, m);
         }
     default: break;

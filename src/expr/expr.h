@@ -80,6 +80,24 @@ typedef enum FuncId {
     FN_EXTRACT_YEAR, FN_EXTRACT_MONTH, FN_EXTRACT_DAY, FN_EXTRACT_HOUR,
     FN_EXTRACT_MINUTE, FN_EXTRACT_SECOND, FN_EXTRACT_DOW, FN_EXTRACT_DOY,
     FN_EXTRACT_EPOCH, /* (DATE/TIME/TIMESTAMP) -> BIGINT */
+    FN_EXTRACT_WEEK,  /* ISO 8601 week number 1..53 */
+    FN_EXTRACT_QUARTER,
+    FN_EXTRACT_MILLISECOND, /* seconds and fraction * 1000 (Calcite) */
+    FN_EXTRACT_MICROSECOND, /* seconds and fraction * 1000000 */
+    FN_LEFT, FN_RIGHT, /* (s, n INT): first / last n characters; n <= 0 gives '' */
+    FN_CONCAT,     /* (s1, ..., sn) strings; NULL if any is NULL */
+    FN_INITCAP,    /* first letter of each word upper, the rest lower (ASCII) */
+    FN_TRIM_CHARS, /* (s, chars, side INT 0 both / 1 leading / 2 trailing):
+                      removes characters of the set `chars` */
+    FN_ADD_MONTHS, /* (DATE or TIMESTAMP, months BIGINT): calendar months,
+                      the day clamped to the end of the month */
+    FN_DATE_TRUNC, /* (DATE or TIMESTAMP, unit BIGINT constant TimeUnit, text.h) */
+    FN_TIMESTAMPDIFF, /* (unit BIGINT constant, a, b TIMESTAMP) -> BIGINT:
+                      whole units from a to b, truncated toward zero */
+    FN_TIME_ADD,      /* (TIME, INTERVAL DAY TO SECOND) -> TIME, modulo 24 hours */
+    FN_TUMBLE_START,  /* (ts TIMESTAMP, size, offset INTERVAL DAY TO SECOND,
+                      size > 0) -> TIMESTAMP: the start of the window of
+                      length size containing ts, windows aligned on offset */
     FN__COUNT
 } FuncId;
 

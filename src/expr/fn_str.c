@@ -16,6 +16,8 @@
 
 static const Str empty_str = {"", 0};
 
+static size_t next_char(const char *s, size_t n, size_t j);
+
 static Str arg_str(const Vec *v, int64_t k)
 {
     if (!v->s)
@@ -162,6 +164,131 @@ static int replace(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const uint
     return 0;
 }
 
+/* LEFT(s, n) / RIGHT(s, n): slices; n <= 0 gives '' (Calcite, MySQL). */
+static int left_right(const Vec *args, int64_t n, Vec *out, const uint8_t *m, bool left)
+{
+    for (int64_t k = 0; k < n; k++) {
+        out->s[k] = empty_str;
+        if (m[k])
+            continue;
+        Str s = arg_str(&args[0], k);
+        int64_t c = arg_int(&args[1], k);
+        if (c <= 0)
+            continue;
+        size_t len = expr__utf8_len(s.p, s.n);
+        if ((uint64_t)c >= len) {
+            out->s[k] = s;
+            continue;
+        }
+        size_t b = expr__utf8_offset(s.p, s.n, left ? (size_t)c : len - (size_t)c);
+        out->s[k] = left ? (Str){s.p, (uint32_t)b} : (Str){s.p + b, (uint32_t)(s.n - b)};
+    }
+    return 0;
+}
+
+static int concat_n(const Vec *args, int na, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
+{
+    size_t total = 0;
+    for (int64_t k = 0; k < n; k++)
+        for (int j = 0; j < na && !m[k]; j++)
+            total += arg_str(&args[j], k).n;
+    char *p = arena_alloc(cx->arena, total ? total : 1);
+    for (int64_t k = 0; k < n; k++) {
+        out->s[k] = empty_str;
+        if (m[k])
+            continue;
+        size_t len = 0;
+        for (int j = 0; j < na; j++) {
+            Str x = arg_str(&args[j], k);
+            if (x.n)
+                memcpy(p + len, x.p, x.n);
+            len += x.n;
+        }
+        if (len > UINT32_MAX)
+            return err_set(cx->err, SL_ERUNTIME, "CONCAT result too long (%zu bytes)", len);
+        out->s[k] = (Str){p, (uint32_t)len};
+        p += len;
+    }
+    return 0;
+}
+
+static bool is_alnum_ascii(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (uint8_t)c >= 0x80;
+}
+
+/* INITCAP: a word is a run of letters and digits (non-ASCII bytes count as
+ * letters and are left alone); its first letter goes upper, the rest lower. */
+static int initcap(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
+{
+    size_t total = 0;
+    for (int64_t k = 0; k < n; k++)
+        total += m[k] ? 0 : arg_str(a, k).n;
+    char *p = arena_alloc(cx->arena, total ? total : 1);
+    for (int64_t k = 0; k < n; k++) {
+        out->s[k] = empty_str;
+        if (m[k])
+            continue;
+        Str s = arg_str(a, k);
+        bool in_word = false;
+        for (uint32_t j = 0; j < s.n; j++) {
+            char c = s.p[j];
+            if (!in_word && c >= 'a' && c <= 'z')
+                c = (char)(c - 32);
+            else if (in_word && c >= 'A' && c <= 'Z')
+                c = (char)(c + 32);
+            in_word = is_alnum_ascii(s.p[j]);
+            p[j] = c;
+        }
+        out->s[k] = (Str){p, s.n};
+        p += s.n;
+    }
+    return 0;
+}
+
+/* Whether the character at s[j..j+len) is one of the characters of set. */
+static bool in_set(Str set, const char *c, size_t len)
+{
+    for (size_t j = 0; j < set.n;) {
+        size_t l = next_char(set.p, set.n, j) - j;
+        if (l == len && memcmp(set.p + j, c, len) == 0)
+            return true;
+        j += l;
+    }
+    return false;
+}
+
+/* TRIM([BOTH|LEADING|TRAILING] chars FROM s): args s, chars, side. */
+static int trim_chars(const Vec *args, int64_t n, Vec *out, const uint8_t *m)
+{
+    for (int64_t k = 0; k < n; k++) {
+        out->s[k] = empty_str;
+        if (m[k])
+            continue;
+        Str s = arg_str(&args[0], k), set = arg_str(&args[1], k);
+        int64_t side = arg_int(&args[2], k);
+        if (side != 2)
+            while (s.n > 0) {
+                size_t l = next_char(s.p, s.n, 0);
+                if (!in_set(set, s.p, l))
+                    break;
+                s.p += l, s.n -= (uint32_t)l;
+            }
+        if (side != 1)
+            while (s.n > 0) {
+                size_t j = s.n - 1;
+                while (j > 0 && ((uint8_t)s.p[j] & 0xC0) == 0x80)
+                    j--;
+                if (!in_set(set, s.p + j, s.n - j))
+                    break;
+                s.n = (uint32_t)j;
+            }
+        out->s[k] = s;
+    }
+    return 0;
+}
+
 int expr__fn_str(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m)
 {
     bool str_out = out->s != NULL;
@@ -194,6 +321,23 @@ int expr__fn_str(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *ou
     case FN_REPLACE:
         if (str_out && e->na == 3)
             return replace(args, n, cx, out, m);
+        break;
+    case FN_LEFT:
+    case FN_RIGHT:
+        if (str_out && e->na == 2)
+            return left_right(args, n, out, m, e->fn == FN_LEFT);
+        break;
+    case FN_CONCAT:
+        if (str_out)
+            return concat_n(args, e->na, n, cx, out, m);
+        break;
+    case FN_INITCAP:
+        if (str_out && e->na == 1)
+            return initcap(&args[0], n, cx, out, m);
+        break;
+    case FN_TRIM_CHARS:
+        if (str_out && e->na == 3)
+            return trim_chars(args, n, out, m);
         break;
     default: break;
     }

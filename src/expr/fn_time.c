@@ -1,5 +1,8 @@
 /*
- * expr/fn_time.c - EXTRACT(field FROM DATE/TIME/TIMESTAMP) over vectors.
+ * expr/fn_time.c - EXTRACT(field FROM DATE/TIME/TIMESTAMP), DATE_TRUNC,
+ * TIMESTAMPDIFF and calendar-month arithmetic (DATE/TIMESTAMP + INTERVAL
+ * YEAR TO MONTH) over vectors. Day-to-second interval arithmetic needs no
+ * kernel: it is plain BIGINT + and - on microseconds (expr.c).
  * In: the operand evaluated into a dense Vec by expr_eval (expr.c), the
  * output Vec allocated with the node's type and the row mask m.
  * Out: the field as a number (BIGINT per expr.h; a DOUBLE or DECIMAL result
@@ -13,9 +16,191 @@
  */
 #include "expr_int.h"
 
+static int days_in_month(int y, int mo)
+{
+    static const int d[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return mo == 2 && leap ? 29 : d[mo - 1];
+}
+
+/* days shifted by `months` calendar months, the day clamped to the month's
+ * end (2024-01-31 + 1 month = 2024-02-29); false when out of range. */
+static bool shift_months(int64_t days, int64_t months, int64_t *out)
+{
+    int y, mo, d;
+    date_to_ymd(days, &y, &mo, &d);
+    int64_t t = (int64_t)y * 12 + (mo - 1);
+    if (months > 12 * 300000 || months < -12 * 300000)
+        return false;
+    t += months;
+    int64_t ny = expr__floor_div(t, 12);
+    int nm = (int)(t - ny * 12) + 1;
+    if (ny < -200000 || ny > 200000)
+        return false;
+    int dim = days_in_month((int)ny, nm);
+    *out = date_from_ymd((int)ny, nm, d > dim ? dim : d);
+    return true;
+}
+
+/* DATE or TIMESTAMP plus months (interval YEAR TO MONTH). */
+static int add_months(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
+{
+    bool ts = args[0].t.kind == TK_TIMESTAMP;
+    const int64_t *x = args[0].i, *mo = args[1].i;
+    for (int64_t k = 0; k < n; k++) {
+        out->i[k] = 0;
+        if (m[k])
+            continue;
+        int64_t days = ts ? expr__floor_div(x[k], US_PER_DAY) : x[k], r;
+        if (!shift_months(days, mo[k], &r))
+            return err_set(cx->err, SL_ERUNTIME, "date out of range adding %lld months",
+                           (long long)mo[k]);
+        out->i[k] = ts ? r * US_PER_DAY + (x[k] - days * US_PER_DAY) : r;
+    }
+    return 0;
+}
+
+/* Monday-based ISO week-numbering: days of the Monday of ISO week 1 of y. */
+static int64_t iso_week1(int y)
+{
+    int64_t jan4 = date_from_ymd(y, 1, 4);
+    int64_t dow = jan4 + 3 - expr__floor_div(jan4 + 3, 7) * 7; /* Monday = 0 */
+    return jan4 - dow;
+}
+
+static int64_t iso_week(int64_t days)
+{
+    int y, mo, d;
+    date_to_ymd(days, &y, &mo, &d);
+    int64_t w1 = iso_week1(y + 1);
+    if (days >= w1)
+        return 1;
+    w1 = iso_week1(y);
+    if (days < w1)
+        w1 = iso_week1(y - 1);
+    return (days - w1) / 7 + 1;
+}
+
+/* DATE_TRUNC(x, unit): DATE stays DATE, TIMESTAMP stays TIMESTAMP; WEEK
+ * starts on Monday (ISO, as PostgreSQL). */
+static int date_trunc(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
+{
+    bool ts = args[0].t.kind == TK_TIMESTAMP;
+    const int64_t *x = args[0].i, *u = args[1].i;
+    for (int64_t k = 0; k < n; k++) {
+        out->i[k] = 0;
+        if (m[k])
+            continue;
+        int64_t v = ts ? x[k] : x[k] * US_PER_DAY;
+        int64_t days = expr__floor_div(v, US_PER_DAY), unit = 0, r;
+        int y, mo, d;
+        date_to_ymd(days, &y, &mo, &d);
+        switch (u[k]) {
+        case TU_YEAR: r = date_from_ymd(y, 1, 1) * US_PER_DAY; break;
+        case TU_QUARTER: r = date_from_ymd(y, (mo - 1) / 3 * 3 + 1, 1) * US_PER_DAY; break;
+        case TU_MONTH: r = date_from_ymd(y, mo, 1) * US_PER_DAY; break;
+        case TU_WEEK: r = (days - (days + 3 - expr__floor_div(days + 3, 7) * 7)) * US_PER_DAY; break;
+        case TU_DAY: unit = US_PER_DAY; break;
+        case TU_HOUR: unit = 3600 * US_PER_SEC; break;
+        case TU_MINUTE: unit = 60 * US_PER_SEC; break;
+        case TU_SECOND: unit = US_PER_SEC; break;
+        case TU_MILLISECOND: unit = 1000; break;
+        case TU_MICROSECOND: unit = 1; break;
+        default: return err_set(cx->err, SL_ERUNTIME, "DATE_TRUNC: unknown unit %lld", (long long)u[k]);
+        }
+        if (unit)
+            r = expr__floor_div(v, unit) * unit;
+        out->i[k] = ts ? r : expr__floor_div(r, US_PER_DAY);
+    }
+    return 0;
+}
+
+/* TIMESTAMPDIFF(unit, a, b): whole units from a to b. Month-based units
+ * count calendar months (a month is complete when b's day and time of day
+ * reach a's), truncated toward zero as Calcite does. */
+static int timestampdiff(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
+{
+    const int64_t *u = args[0].i, *a = args[1].i, *b = args[2].i;
+    static const int64_t us[TU__COUNT] = {0, 0, 0, 7 * US_PER_DAY, US_PER_DAY,
+                                          3600 * US_PER_SEC, 60 * US_PER_SEC, US_PER_SEC, 1000, 1};
+    for (int64_t k = 0; k < n; k++) {
+        out->i[k] = 0;
+        if (m[k])
+            continue;
+        if (u[k] < 0 || u[k] >= TU__COUNT)
+            return err_set(cx->err, SL_ERUNTIME, "TIMESTAMPDIFF: unknown unit %lld", (long long)u[k]);
+        if (us[u[k]]) {
+            __int128 dlt = (__int128)b[k] - a[k];
+            out->i[k] = (int64_t)(dlt / us[u[k]]);
+            continue;
+        }
+        int64_t da = expr__floor_div(a[k], US_PER_DAY), db = expr__floor_div(b[k], US_PER_DAY);
+        int ya, ma, dya, yb, mb, dyb;
+        date_to_ymd(da, &ya, &ma, &dya);
+        date_to_ymd(db, &yb, &mb, &dyb);
+        int64_t ta = a[k] - da * US_PER_DAY, tb = b[k] - db * US_PER_DAY;
+        int64_t months = ((int64_t)yb * 12 + mb) - ((int64_t)ya * 12 + ma);
+        if (months > 0 && (dyb < dya || (dyb == dya && tb < ta)))
+            months--;
+        else if (months < 0 && (dyb > dya || (dyb == dya && tb > ta)))
+            months++;
+        out->i[k] = u[k] == TU_YEAR ? months / 12 : u[k] == TU_QUARTER ? months / 3 : months;
+    }
+    return 0;
+}
+
+/* TUMBLE / HOP window starts: floor((ts - offset) / size) * size + offset. */
+static int tumble_start(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
+{
+    const int64_t *x = args[0].i, *sz = args[1].i, *off = args[2].i;
+    for (int64_t k = 0; k < n; k++) {
+        out->i[k] = 0;
+        if (m[k])
+            continue;
+        if (sz[k] <= 0)
+            return err_set(cx->err, SL_ERUNTIME, "window size must be positive");
+        __int128 d = (__int128)x[k] - off[k], q = d / sz[k];
+        if (d % sz[k] < 0)
+            q--;
+        __int128 r = q * sz[k] + off[k];
+        if (r < INT64_MIN || r > INT64_MAX)
+            return err_set(cx->err, SL_ERUNTIME, "window start out of range");
+        out->i[k] = (int64_t)r;
+    }
+    return 0;
+}
+
 int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *out,
                   uint8_t *m)
 {
+    switch (e->fn) {
+    case FN_TIME_ADD: /* TIME + interval wraps around midnight (Calcite) */
+        if (e->na != 2 || !args[0].i || !args[1].i || !out->i)
+            return err_set(cx->err, SL_ERUNTIME, "TIME_ADD operands of the wrong kind");
+        for (int64_t k = 0; k < n; k++) {
+            int64_t r = args[1].i[k] % US_PER_DAY + args[0].i[k];
+            out->i[k] = m[k] ? 0 : r - expr__floor_div(r, US_PER_DAY) * US_PER_DAY;
+        }
+        return 0;
+    case FN_TUMBLE_START:
+        if (e->na == 3 && args[0].i && args[1].i && args[2].i && out->i)
+            return tumble_start(args, n, cx, out, m);
+        return err_set(cx->err, SL_ERUNTIME, "TUMBLE_START operands of the wrong kind");
+    case FN_ADD_MONTHS:
+        if (e->na == 2 && args[0].i && args[1].i && out->i)
+            return add_months(args, n, cx, out, m);
+        return err_set(cx->err, SL_ERUNTIME, "ADD_MONTHS operands of the wrong kind");
+    case FN_DATE_TRUNC:
+        if (e->na == 2 && args[0].i && args[1].i && out->i &&
+            (args[0].t.kind == TK_DATE || args[0].t.kind == TK_TIMESTAMP))
+            return date_trunc(args, n, cx, out, m);
+        return err_set(cx->err, SL_ERUNTIME, "DATE_TRUNC needs a DATE or TIMESTAMP");
+    case FN_TIMESTAMPDIFF:
+        if (e->na == 3 && args[0].i && args[1].i && args[2].i && out->i)
+            return timestampdiff(args, n, cx, out, m);
+        return err_set(cx->err, SL_ERUNTIME, "TIMESTAMPDIFF operands of the wrong kind");
+    default: break;
+    }
     TypeKind k0 = e->na > 0 ? (TypeKind)args[0].t.kind : TK_NULL;
     int fn = e->fn;
     char tn[48];
@@ -23,7 +208,8 @@ int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *o
         return err_set(cx->err, SL_ERUNTIME, "EXTRACT needs a DATE, TIME or TIMESTAMP, not %s",
                        type_name(args[0].t, tn, sizeof(tn)));
     bool dated = fn == FN_EXTRACT_YEAR || fn == FN_EXTRACT_MONTH || fn == FN_EXTRACT_DAY ||
-                 fn == FN_EXTRACT_DOW || fn == FN_EXTRACT_DOY;
+                 fn == FN_EXTRACT_DOW || fn == FN_EXTRACT_DOY || fn == FN_EXTRACT_WEEK ||
+                 fn == FN_EXTRACT_QUARTER;
     if (k0 == TK_TIME && dated)
         return err_set(cx->err, SL_ERUNTIME, "EXTRACT field %d is not defined for TIME", fn);
 
@@ -105,6 +291,24 @@ int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *o
     case FN_EXTRACT_EPOCH:
         for (int64_t k = 0; k < n; k++)
             z[k] = days[k] * US_PER_DAY + tod[k];
+        break;
+    case FN_EXTRACT_WEEK:
+        for (int64_t k = 0; k < n; k++)
+            z[k] = iso_week(days[k]);
+        break;
+    case FN_EXTRACT_QUARTER:
+        for (int64_t k = 0; k < n; k++) {
+            date_to_ymd(days[k], &y, &mo, &d);
+            z[k] = (mo - 1) / 3 + 1;
+        }
+        break;
+    case FN_EXTRACT_MILLISECOND:
+        for (int64_t k = 0; k < n; k++)
+            z[k] = tod[k] % (60 * US_PER_SEC) / 1000;
+        break;
+    case FN_EXTRACT_MICROSECOND:
+        for (int64_t k = 0; k < n; k++)
+            z[k] = tod[k] % (60 * US_PER_SEC);
         break;
     default: return err_set(cx->err, SL_ERUNTIME, "unknown EXTRACT field %d", fn);
     }

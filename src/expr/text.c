@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #define US_PER_SEC 1000000LL
 #define US_PER_DAY 86400000000LL
@@ -431,6 +432,19 @@ int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double 
         *i = days * US_PER_DAY + us;
         return 0;
     }
+    case TK_INTERVAL_DT:
+    case TK_INTERVAL_YM: {
+        /* canonical text: [-]D HH:MM:SS[.f] / [-]Y-M; a bare [-]D is days */
+        bool ym, dt = t.kind == TK_INTERVAL_DT;
+        size_t sp = 0;
+        while (sp < n && s[sp] != ' ')
+            sp++;
+        int to = dt ? (sp < n ? TU_SECOND : -1) : (memchr(s, '-', n) &&
+                 memchr(s + 1, '-', n > 1 ? n - 1 : 0) ? TU_MONTH : -1);
+        if (interval_parse(s, n, dt ? TU_DAY : TU_YEAR, to, i, &ym, err))
+            return bad_value(err, t, s, n);
+        return 0;
+    }
     case TK_NULL:
     case TK_CHAR:
     case TK_VARCHAR: break;
@@ -509,6 +523,8 @@ static void format_time(int64_t us, Buf *out)
     }
 }
 
+static void format_interval(TypeKind k, int64_t i, Buf *out);
+
 void text_format(SqlType t, int64_t i, double f, Str s, Buf *out)
 {
     switch ((TypeKind)t.kind) {
@@ -536,7 +552,111 @@ void text_format(SqlType t, int64_t i, double f, Str s, Buf *out)
         format_time(i - days * US_PER_DAY, out);
         break;
     }
+    case TK_INTERVAL_DT:
+    case TK_INTERVAL_YM: format_interval((TypeKind)t.kind, i, out); break;
     }
+}
+
+static const char *const unit_names[TU__COUNT] = {
+    "YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND",
+    "MICROSECOND",
+};
+
+const char *time_unit_name(int u) { return u >= 0 && u < TU__COUNT ? unit_names[u] : "?"; }
+
+int time_unit_parse(const char *s)
+{
+    size_t n = strlen(s);
+    for (int u = 0; u < TU__COUNT; u++) {
+        size_t l = strlen(unit_names[u]);
+        if ((n == l || (n == l + 1 && (s[l] == 's' || s[l] == 'S'))) && !strncasecmp(s, unit_names[u], l))
+            return u;
+    }
+    return -1;
+}
+
+int interval_parse(const char *s, size_t n, int from, int to, int64_t *out, bool *ym, Err *err)
+{
+    static const int64_t us_of[TU__COUNT] = {0, 0, 0, 7 * US_PER_DAY, US_PER_DAY,
+                                             3600 * US_PER_SEC, 60 * US_PER_SEC, US_PER_SEC,
+                                             1000, 1};
+    static const int64_t limit[TU__COUNT] = {0, 0, 12, 0, 0, 24, 60, 60, 1000, 1000000};
+    size_t s_n = n;
+    const char *s0 = s;
+    while (n > 0 && is_space(*s))
+        s++, n--;
+    while (n > 0 && is_space(s[n - 1]))
+        n--;
+    if (to < 0)
+        to = from;
+    *ym = from <= TU_MONTH;
+    bool bad = from < 0 || to < from || from >= TU__COUNT || to >= TU__COUNT ||
+               from == TU_QUARTER || (*ym && to > TU_MONTH) || (from == TU_WEEK && to != from);
+    size_t p = 0;
+    bool neg = false;
+    if (p < n && (s[p] == '-' || s[p] == '+'))
+        neg = s[p++] == '-';
+    __int128 total = 0;
+    for (int u = from; !bad && u <= to; u++) {
+        if (u == TU_QUARTER || u == TU_WEEK)
+            continue;
+        if (u > from) {
+            char sep = u == TU_MONTH ? '-' : u == TU_HOUR ? ' ' : u == TU_MILLISECOND ? '.' : ':';
+            if (u >= TU_MILLISECOND) { /* fraction of SECOND: handled below */
+                bad = true;
+                break;
+            }
+            if (p >= n || s[p] != sep) {
+                bad = true;
+                break;
+            }
+            p++;
+        }
+        size_t q = p;
+        int64_t v = 0;
+        while (p < n && is_digit(s[p]) && p - q < 15)
+            v = v * 10 + (s[p++] - '0');
+        if (p == q || (p < n && is_digit(s[p]))) {
+            bad = true;
+            break;
+        }
+        if (u > from && limit[u] && v >= limit[u])
+            bad = true;
+        int64_t scale = u == TU_YEAR ? 12 : u == TU_MONTH ? 1 : us_of[u];
+        total += (__int128)v * scale;
+        if (u == TU_SECOND && u == to && p < n && s[p] == '.') { /* fraction */
+            p++;
+            int64_t f = 0, w = 0;
+            while (p < n && is_digit(s[p])) {
+                if (w < 6)
+                    f = f * 10 + (s[p] - '0'), w++;
+                p++;
+            }
+            if (w == 0)
+                bad = true;
+            while (w++ < 6)
+                f *= 10;
+            total += f;
+        }
+    }
+    if (bad || p != n || total > INT64_MAX)
+        return err_set(err, SL_EDATA, "invalid INTERVAL '%.*s' %s%s%s", (int)SL_MIN(s_n, QUOTE_MAX),
+                       s0, time_unit_name(from), to != from ? " TO " : "",
+                       to != from ? time_unit_name(to) : "");
+    *out = neg ? -(int64_t)total : (int64_t)total;
+    return 0;
+}
+
+static void format_interval(TypeKind k, int64_t i, Buf *out)
+{
+    uint64_t a = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i;
+    if (k == TK_INTERVAL_YM) {
+        buf_printf(out, "%s%llu-%llu", i < 0 ? "-" : "", (unsigned long long)(a / 12),
+                   (unsigned long long)(a % 12));
+        return;
+    }
+    buf_printf(out, "%s%llu ", i < 0 ? "-" : "", (unsigned long long)(a / US_PER_DAY));
+    format_time((int64_t)(a % US_PER_DAY), out);
 }
 
 bool text_format_vec(const Vec *v, int64_t r, Buf *out)

@@ -11,6 +11,9 @@
  *   DATE      YYYY-MM-DD
  *   TIME      HH:MM:SS[.ffffff] (fraction only when non-zero, trailing zeros cut)
  *   TIMESTAMP YYYY-MM-DD HH:MM:SS[.ffffff] (same rule)
+ *   INTERVAL DAY TO SECOND  [-]D HH:MM:SS[.ffffff] (days, then the time of
+ *             the absolute value: "1 02:00:00", "-0 00:00:10")
+ *   INTERVAL YEAR TO MONTH  [-]Y-M ("1-2" is 14 months)
  *   strings   as they are
  */
 #ifndef SL_EXPR_TEXT_H
@@ -39,6 +42,24 @@ int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double 
 void text_format(SqlType t, int64_t i, double f, Str s, Buf *out);
 /* Same for row r of v; a NULL appends nothing and returns false. */
 bool text_format_vec(const Vec *v, int64_t r, Buf *out);
+
+/* Units of interval literals and DATE_TRUNC / TIMESTAMPDIFF, coarsest first. */
+typedef enum TimeUnit {
+    TU_YEAR, TU_QUARTER, TU_MONTH, TU_WEEK, TU_DAY, TU_HOUR, TU_MINUTE, TU_SECOND,
+    TU_MILLISECOND, TU_MICROSECOND, TU__COUNT
+} TimeUnit;
+/* Unit named s (case-insensitive, singular or plural), or -1. */
+int time_unit_parse(const char *s);
+const char *time_unit_name(int u);
+
+/*
+ * The value of INTERVAL 's' from [TO to] (to = -1 for a single unit):
+ * months for YEAR/MONTH units (*ym = true), else microseconds. Forms:
+ * '[-]N' for one unit (SECOND may have a fraction), 'Y-M' YEAR TO MONTH,
+ * 'D H[:M[:S[.f]]]' DAY TO HOUR/MINUTE/SECOND, 'H:M[:S]', 'M:S'. Returns 0
+ * or SL_EDATA with a message naming the literal.
+ */
+int interval_parse(const char *s, size_t n, int from, int to, int64_t *out, bool *ym, Err *err);
 
 /* Calendar helpers: days since 1970-01-01 <-> y/m/d (proleptic Gregorian). */
 int64_t date_from_ymd(int y, int m, int d);

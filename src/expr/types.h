@@ -5,7 +5,9 @@
  *   PHYS_I64: BOOLEAN (0/1), TINYINT..BIGINT, DECIMAL(p,s) as an integer
  *             scaled by 10^s (p <= 18), DATE (days since 1970-01-01),
  *             TIME (microseconds since midnight), TIMESTAMP (microseconds
- *             since 1970-01-01 00:00:00, no time zone);
+ *             since 1970-01-01 00:00:00, no time zone), INTERVAL DAY TO
+ *             SECOND (microseconds, signed), INTERVAL YEAR TO MONTH (months,
+ *             signed);
  *   PHYS_F64: REAL (rounded to float precision), DOUBLE;
  *   PHYS_STR: CHAR(n), VARCHAR(n), TEXT as (pointer, length); never contain
  *             a NUL byte (input rejects it, as PostgreSQL does).
@@ -30,6 +32,8 @@ typedef enum TypeKind {
     TK_DATE,
     TK_TIME,
     TK_TIMESTAMP,
+    TK_INTERVAL_DT, /* INTERVAL DAY TO SECOND: microseconds */
+    TK_INTERVAL_YM, /* INTERVAL YEAR TO MONTH: months */
 } TypeKind;
 
 typedef enum Phys { PHYS_I64, PHYS_F64, PHYS_STR } Phys;
@@ -77,6 +81,11 @@ static inline bool type_is_string(TypeKind k) { return k == TK_CHAR || k == TK_V
 static inline bool type_is_temporal(TypeKind k)
 {
     return k == TK_DATE || k == TK_TIME || k == TK_TIMESTAMP;
+}
+
+static inline bool type_is_interval(TypeKind k)
+{
+    return k == TK_INTERVAL_DT || k == TK_INTERVAL_YM;
 }
 
 /* Inclusive range of an integer kind (TINYINT: -128..127, ...). */

@@ -620,7 +620,7 @@ void fmt_json_row(const RowSchema *s, const Chunk *c, int64_t r, Buf *out)
             buf_puts(out, "null");
         } else if (v->s) {
             put_json_str(out, v->s[r].p, v->s[r].n);
-        } else if (type_is_temporal(k) || (v->f && !isfinite(v->f[r]))) {
+        } else if (type_is_temporal(k) || type_is_interval(k) || (v->f && !isfinite(v->f[r]))) {
             buf_putc(out, '"'); /* NaN and infinities are no JSON numbers */
             text_format_vec(v, r, out);
             buf_putc(out, '"');

@@ -13,6 +13,7 @@
 
 #include "../base/mem.h"
 #include "../runtime/runtime.h"
+#include "../zset/batch.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
 #include "oneshot.h"
@@ -57,11 +58,12 @@ static int cmp_rows(const void *a, const void *b, void *arg)
     return x < y ? -1 : x > y; /* stable */
 }
 
-/* Contents of relation r (every worker's shard), decoded, weight-expanded,
-   strings copied into a. */
+/* Contents of relation r: every worker's shard, consolidated (a row's
+   weights may be spread over workers when no exchange precedes the sink),
+   decoded, weight-expanded, strings copied into a. */
 static Chunk *collect(Runtime *rt, const Relation *r, Arena *a)
 {
-    int64_t total = 0;
+    BatchBuilder *bb = bb_new();
     for (int w = 0; w < rt_workers(rt); w++) {
         HMap *m = op_sink_contents(rt_op(rt, w, r->sink));
         size_t it = 0;
@@ -69,35 +71,33 @@ static Chunk *collect(Runtime *rt, const Relation *r, Arena *a)
         size_t kn;
         void *pl;
         while (m && hmap_next(m, &it, &k, &kn, &pl))
-            if (*(int64_t *)pl > 0)
-                total += *(int64_t *)pl;
+            bb_add(bb, k, kn, NULL, 0, *(int64_t *)pl);
     }
+    Batch *b = bb_finish(bb);
+    int64_t total = 0;
+    for (int64_t i = 0; i < b->n; i++)
+        if (b->w[i] > 0)
+            total += b->w[i];
     Chunk *c = chunk_new(a, r->ncol, r->types, total ? total : 1);
-    for (int w = 0; w < rt_workers(rt); w++) {
-        HMap *m = op_sink_contents(rt_op(rt, w, r->sink));
-        size_t it = 0;
-        const uint8_t *k;
-        size_t kn;
-        void *pl;
-        while (m && hmap_next(m, &it, &k, &kn, &pl)) {
-            int64_t wt = *(int64_t *)pl;
-            if (wt <= 0)
-                continue;
-            int64_t row = c->n;
-            key_decode(k, r->types, r->ncol, c, 0, row);
-            for (int j = 0; j < r->ncol; j++)
-                if (c->col[j].s && !vec_is_null(&c->col[j], row)) {
-                    Str *s = &c->col[j].s[row];
-                    s->p = arena_strndup(a, s->p, s->n);
-                }
-            c->w[row] = 1;
-            c->n++;
-            for (int64_t d = 1; d < wt; d++) {
-                chunk_append_row(c, c, row);
-                c->w[c->n - 1] = 1;
+    for (int64_t i = 0; i < b->n; i++) {
+        int64_t wt = b->w[i];
+        if (wt <= 0)
+            continue;
+        int64_t row = c->n;
+        key_decode(batch_key(b, i), r->types, r->ncol, c, 0, row);
+        for (int j = 0; j < r->ncol; j++)
+            if (c->col[j].s && !vec_is_null(&c->col[j], row)) {
+                Str *s = &c->col[j].s[row];
+                s->p = arena_strndup(a, s->p, s->n);
             }
+        c->w[row] = 1;
+        c->n++;
+        for (int64_t d = 1; d < wt; d++) {
+            chunk_append_row(c, c, row);
+            c->w[c->n - 1] = 1;
         }
     }
+    batch_unref(b);
     return c;
 }
 

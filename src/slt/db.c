@@ -271,9 +271,26 @@ static bool same_key(const SltTable *t, const Chunk *a, int64_t x, const Chunk *
     return true;
 }
 
-/* Check the PRIMARY KEY of rows c (or only rows from `from` against all). */
+static bool same_value(const Vec *u, int64_t x, int64_t y)
+{
+    if (vec_is_null(u, x) || vec_is_null(u, y))
+        return false; /* NULLs never collide in UNIQUE */
+    return u->i ? u->i[x] == u->i[y]
+                : u->f ? u->f[x] == u->f[y]
+                       : u->s[x].n == u->s[y].n && !memcmp(u->s[x].p, u->s[y].p, u->s[x].n);
+}
+
+/* Check the PRIMARY KEY and UNIQUE columns of rows c (rows from `from`
+   against all). */
 static int check_pk(const SltTable *t, const Chunk *c, int64_t from, Err *err)
 {
+    for (int j = 0; j < t->ncol; j++)
+        if (t->uniq[j])
+            for (int64_t i = from; i < c->n; i++)
+                for (int64_t k = 0; k < i; k++)
+                    if (same_value(&c->col[j], i, k))
+                        return err_set(err, SL_EDATA, "UNIQUE constraint failed: %s.%s",
+                                       t->name, t->colnames[j]);
     if (!t->npk)
         return 0;
     for (int64_t i = from; i < c->n; i++)
@@ -490,10 +507,44 @@ int db_query(SltDb *db, const char *sql, SltFeed *feed, QResult *out, Err *err)
 
 /* ---- statements ---- */
 
+/* Remove the UNIQUE column constraints from a CREATE TABLE (the engine's
+   tables have no UNIQUE; the runner enforces it), noting the columns. */
+static char *strip_unique(const char *sql, char uniq[][256], int *nuniq)
+{
+    Buf b = BUF_INIT;
+    const char *def = sql; /* start of the current column definition */
+    int depth = 0;
+    *nuniq = 0;
+    for (const char *p = sql; *p; p++) {
+        if (*p == '(' && ++depth == 1) {
+            def = p + 1;
+        } else if (*p == ')')
+            depth--;
+        else if (*p == ',' && depth == 1)
+            def = p + 1;
+        if (depth == 1 && !strncasecmp(p, "unique", 6) && !is_ident_char((unsigned char)p[6]) &&
+            !is_ident_char((unsigned char)p[-1])) {
+            const char *q = def;
+            if (*nuniq < 16 && ident(&q, uniq[*nuniq], 256))
+                (*nuniq)++;
+            p += 5;
+            continue;
+        }
+        buf_putc(&b, *p);
+    }
+    buf_cstr(&b);
+    return (char *)b.p;
+}
+
 static int create_table(SltDb *db, const char *sql, Err *err)
 {
     Circuit *c;
-    if (circuit_compile(sql, &c, err))
+    char uniq[16][256];
+    int nuniq;
+    char *text = strip_unique(sql, uniq, &nuniq);
+    int crc = circuit_compile(text, &c, err);
+    sl_free(text);
+    if (crc)
         return err->code;
     int rc = 0;
     for (int r = 0; r < c->nrels && !rc; r++) {
@@ -531,6 +582,11 @@ static int create_table(SltDb *db, const char *sql, Err *err)
         t->pk = arena_alloc(t->a, sizeof(int) * (size_t)(rel->npk + 1));
         for (int k = 0; k < rel->npk; k++)
             t->pk[k] = rel->pk[k];
+        t->uniq = arena_zalloc(t->a, sizeof(bool) * (size_t)(rel->ncol + 1));
+        for (int k = 0; k < nuniq; k++)
+            for (int j = 0; j < rel->ncol; j++)
+                if (!strcasecmp(uniq[k], rel->colnames[j]))
+                    t->uniq[j] = true;
         t->ra = arena_new(1 << 14);
         t->rows = new_rows(t, t->ra, 16);
     }

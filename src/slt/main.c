@@ -68,6 +68,8 @@ static char *slurp(const char *path, size_t *len)
 /* The file's name for skip lists: the part after ".../slt/" if present. */
 static const char *short_name(const char *path)
 {
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;
     const char *p = strstr(path, "slt/");
     const char *last = NULL;
     while (p) {
@@ -383,7 +385,6 @@ static Counts run_file(const char *path, const Opts *o)
             i++;
             continue;
         }
-        int start = i + 1; /* 1-based line of the record */
         bool skip = false;
         const char *why = NULL;
         char cond[64], name[64];
@@ -440,7 +441,7 @@ static Counts run_file(const char *path, const Opts *o)
                 buf_puts(&sql, l);
             }
         }
-        const char *reason = skip ? NULL : skip_reason(path, start);
+        const char *reason = skip ? NULL : skip_reason(path, hline);
         if (strcmp(kind, "statement") && strcmp(kind, "query")) {
             if (!skip)
                 fprintf(stderr, "sluice-slt: %s:%d: unknown record \"%s\" ignored\n", path, hline,
@@ -449,12 +450,14 @@ static Counts run_file(const char *path, const Opts *o)
             continue;
         }
         if (skip || reason) {
-            note_skip(&f, start, skip ? why : reason);
+            note_skip(&f, hline, skip ? why : reason);
             sl_free(expect);
             continue;
         }
         const char *q = buf_cstr(&sql);
         Err err = {0};
+        if (getenv("SLUICE_SLT_TRACE"))
+            fprintf(stderr, "%s:%d: %s\n", path, hline, q);
         if (!strcmp(kind, "statement")) {
             int rc = db_exec(&f.db, q, &err);
             bool want_ok = !strcmp(a1, "ok");
@@ -496,6 +499,7 @@ int main(int argc, char **argv)
 {
     Opts o = {0};
     o.workers = 1;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a crash keeps the lines before it */
     int nfiles = 0;
     char **files = sl_calloc((size_t)argc, sizeof(char *));
     for (int i = 1; i < argc; i++) {

@@ -18,6 +18,7 @@ typedef struct SltTable {
     SqlType *types;
     int *pk;
     int npk;
+    bool *uniq;  /* per column: UNIQUE (enforced by the runner) */
     Arena *a;    /* owns the schema */
     Arena *ra;   /* owns rows and their strings */
     Chunk *rows; /* weights 1, duplicates as separate rows */

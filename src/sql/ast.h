@@ -17,7 +17,9 @@ typedef enum AstKind {
     A_STR,      /* 'string' (unescaped) in str/slen */
     A_NULL,
     A_BOOL,     /* ival 0/1 */
-    A_TYPED,    /* DATE 'x', TIME 'x', TIMESTAMP 'x': type + str */
+    A_TYPED,    /* DATE 'x', TIME 'x', TIMESTAMP 'x': type + str; INTERVAL 'x'
+                   unit [TO unit]: type TK_INTERVAL_*, ival = from | (to+1) << 8
+                   (TimeUnit, expr/text.h) */
     A_BIN,      /* op (AstOp), a, b */
     A_UN,       /* op: OP_NEG, OP_NOT, OP_PLUS; a */
     A_FUNC,     /* name, args; distinct; star for COUNT(*) */
@@ -27,9 +29,10 @@ typedef enum AstKind {
     A_IN,       /* a IN (args); negated */
     A_ISNULL,   /* a IS [NOT] NULL; negated */
     A_ISBOOL,   /* a IS [NOT] TRUE/FALSE: ival = 1 TRUE / 0 FALSE; negated */
-    A_LIKE,     /* a [NOT] LIKE b [ESCAPE c]; negated */
+    A_LIKE,     /* a [NOT] LIKE b [ESCAPE c]; negated; ival 1 for ILIKE */
     A_EXTRACT,  /* EXTRACT(name FROM a) */
-    A_SUBQUERY, /* (SELECT ...) in an expression - unsupported for now */
+    A_SUBQUERY, /* (SELECT ...) in an expression (scalar subquery) */
+    A_EXISTS,   /* EXISTS (SELECT ...): sub */
 } AstKind;
 
 typedef enum AstOp {
@@ -60,10 +63,13 @@ struct Ast {
     SqlType type;      /* CAST / typed literal target */
     Ast *a, *b, *c;
     AstList args;
-    struct Select *sub;
+    struct Select *sub; /* A_SUBQUERY, A_EXISTS, A_IN (x IN (SELECT ...)) */
+    int subcol;         /* subquery expressions: 1 + the column holding its value
+                           (set by the planner, plan_subq.c), 0 until then */
+    struct WinDef *over; /* A_FUNC with OVER (...): a window function */
 };
 
-typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY } FromKind;
+typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY, F_NODE, F_TVF } FromKind;
 typedef enum JoinKind { J_INNER, J_CROSS, J_LEFT, J_RIGHT, J_FULL } JoinKind;
 
 typedef struct FromItem {
@@ -77,7 +83,18 @@ typedef struct FromItem {
     Ast *on;                 /* F_JOIN ON condition, or NULL */
     char **using_cols;       /* F_JOIN USING (...) */
     int nusing;
-    struct Select *sub;      /* F_SUBQUERY */
+    struct Select *sub;      /* F_SUBQUERY (also VALUES in FROM) */
+    int node;                /* F_NODE: an already planned relation (the outer
+                                rows of a correlated subquery, plan_subq.c) */
+    void *scope;             /* F_NODE: its Scope */
+    char **col_aliases;      /* AS alias (c1, c2, ...): renames the first columns */
+    int ncol_aliases;
+    /* F_TVF: TABLE(name(TABLE input, DESCRIPTOR(tvf_col), args...)), name
+       "tumble" or "hop" (plan_tvf.c) */
+    struct FromItem *tvf_input; /* an F_TABLE item */
+    char *tvf_col;
+    int tvf_col_line, tvf_col_col;
+    AstList tvf_args;
 } FromItem;
 
 typedef struct SelectItem {
@@ -92,7 +109,34 @@ typedef struct OrderItem {
     int nulls; /* 0 default (NULL is the smallest value), 1 FIRST, 2 LAST */
 } OrderItem;
 
-typedef enum SetOp { SET_NONE, SET_UNION_ALL, SET_UNION, SET_EXCEPT, SET_INTERSECT } SetOp;
+/* OVER (PARTITION BY ... ORDER BY ... [ROWS|RANGE frame]) of a window
+   function (plan_window.c). Frame bounds use circuit.h's FrameBound order:
+   0 UNBOUNDED PRECEDING, 1 n PRECEDING, 2 CURRENT ROW, 3 n FOLLOWING,
+   4 UNBOUNDED FOLLOWING. */
+typedef struct WinDef {
+    int line, col;
+    AstList part;
+    OrderItem *order;
+    int norder;
+    int frame;          /* 0 none (the default frame), 1 ROWS, 2 RANGE */
+    int frame_line, frame_col;
+    int start, end;     /* bound kinds */
+    Ast *start_n, *end_n; /* n of n PRECEDING / FOLLOWING */
+} WinDef;
+
+typedef enum SetOp {
+    SET_NONE, SET_UNION_ALL, SET_UNION, SET_EXCEPT, SET_INTERSECT,
+    SET_EXCEPT_ALL, SET_INTERSECT_ALL,
+} SetOp;
+
+/* WITH name [(c1, ...)] AS (query): a common table expression. */
+typedef struct Cte {
+    char *name;
+    char **col_aliases;
+    int ncol_aliases;
+    struct Select *q;
+    int line, col;
+} Cte;
 
 typedef struct Select {
     int line, col;
@@ -112,6 +156,10 @@ typedef struct Select {
     SetOp setop;         /* how `next` combines with this one */
     int setop_line, setop_col; /* of the set operation keyword */
     struct Select *next; /* right operand of the set operation */
+    AstList *values;     /* VALUES (row), ...: nvalues rows; no select list/FROM */
+    int nvalues;
+    Cte *ctes;           /* WITH ... (on the first Select of a query) */
+    int nctes;
 } Select;
 
 typedef struct ColumnDef {

@@ -127,10 +127,19 @@ Expr *sql__cast_to(P *p, Expr *e, SqlType t)
 static int resolve_col(P *p, Scope *s, Ast *x, int *out)
 {
     int found = -1;
+    if (x->subcol > 0 && x->subcol <= s->n) { /* planner-made direct reference */
+        *out = x->subcol - 1;
+        return 0;
+    }
+    /* the subquery's own columns first, then its outer query's */
+    for (int pass = 0; pass < 2 && found < 0; pass++)
     for (int i = 0; i < s->n; i++) {
-        if (strcasecmp(s->c[i].name, x->name) != 0)
+        if (s->c[i].hidden || s->c[i].outer != (pass == 1) ||
+            strcasecmp(s->c[i].name, x->name) != 0)
             continue;
         if (x->qual && (!s->c[i].qual || strcasecmp(s->c[i].qual, x->qual) != 0))
+            continue;
+        if (!x->qual && s->c[i].qual_only) /* USING column: the merged one */
             continue;
         if (found >= 0)
             return perr(p, SL_ESEMANTIC, x->line, x->col,
@@ -228,6 +237,15 @@ static Expr *literal(P *p, Ast *x)
     case A_TYPED: {
         int64_t v;
         Err e = {0};
+        if (type_is_interval((TypeKind)x->type.kind)) {
+            bool ym;
+            int from = (int)(x->ival & 0xff), to = (int)(x->ival >> 8) - 1;
+            if (interval_parse(x->str, x->slen, from, to, &v, &ym, &e)) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "%s", e.msg);
+                return NULL;
+            }
+            return expr_const_i64(p->a, x->type, v);
+        }
         if (text_parse(x->type, x->str, x->slen, p->a, &v, NULL, NULL, &e)) {
             perr(p, SL_ESEMANTIC, x->line, x->col, "%s", e.msg);
             return NULL;
@@ -238,9 +256,100 @@ static Expr *literal(P *p, Ast *x)
     }
 }
 
+static Expr *arith(P *p, Ast *x, int op, Expr *l, Expr *r);
+
+static Expr *mk2(P *p, ExprKind k, TypeKind tk, bool nul, Expr *a, Expr *b)
+{
+    Expr *e = sql__mk(p, k, type_make(tk, nul), 2);
+    e->a[0] = a;
+    e->a[1] = b;
+    return e;
+}
+
+/* Date/time arithmetic (docs/sql.md, "Dates, times and intervals"):
+   DATE/TIMESTAMP +- INTERVAL, TIMESTAMP - TIMESTAMP, INTERVAL +- INTERVAL,
+   INTERVAL * / integer. DATE + a constant whole-day interval stays a DATE
+   (Calcite); DATE + any other day-time interval is a TIMESTAMP. */
+static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
+{
+    static const char *ops[] = {"+", "-", "*", "/", "%"};
+    TypeKind a = (TypeKind)l->t.kind, b = (TypeKind)r->t.kind;
+    bool nul = l->t.nullable || r->t.nullable;
+    /* a NULL operand takes the type that makes the expression valid */
+    if (a == TK_NULL)
+        l = sql__cast_to(p, l, type_make(a = type_is_interval(b) ? b : TK_INTERVAL_DT, true));
+    if (b == TK_NULL)
+        r = sql__cast_to(p, r, type_make(b = type_is_interval(a) && op != OP_MUL && op != OP_DIV
+                                                ? a : (op == OP_MUL || op == OP_DIV) ? TK_BIGINT
+                                                : op == OP_SUB && a != TK_DATE ? a
+                                                : TK_INTERVAL_DT, true));
+    bool add = op == OP_ADD, sub = op == OP_SUB;
+    if (add && type_is_interval(a) && (b == TK_DATE || b == TK_TIMESTAMP))
+        return time_arith(p, x, op, r, l); /* INTERVAL + date: commute */
+    if ((add || sub) && (a == TK_DATE || a == TK_TIMESTAMP) && b == TK_INTERVAL_DT) {
+        if (a == TK_DATE && r->k == E_CONST && !r->cnull && r->ci % INT64_C(86400000000) == 0) {
+            Expr *days = expr_const_i64(p->a, type_make(TK_BIGINT, false), r->ci / INT64_C(86400000000));
+            return mk2(p, add ? E_ADD : E_SUB, TK_DATE, nul, l, days);
+        }
+        if (a == TK_DATE)
+            l = sql__cast_to(p, l, type_make(TK_TIMESTAMP, l->t.nullable));
+        return mk2(p, add ? E_ADD : E_SUB, TK_TIMESTAMP, nul, l, r);
+    }
+    if ((add || sub) && (a == TK_DATE || a == TK_TIMESTAMP) && b == TK_INTERVAL_YM) {
+        if (sub) {
+            Expr *ng = sql__mk(p, E_NEG, r->t, 1);
+            ng->a[0] = r;
+            r = ng;
+        }
+        Expr *e = mk2(p, E_FUNC, a, nul, l, r);
+        e->fn = FN_ADD_MONTHS;
+        return e;
+    }
+    if (sub && (a == TK_DATE || a == TK_TIMESTAMP) && (b == TK_DATE || b == TK_TIMESTAMP)) {
+        if (a == TK_DATE && b == TK_DATE) {
+            perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                 "DATE - DATE is not supported (its type differs between SQL dialects): use "
+                 "TIMESTAMPDIFF(DAY, a, b) for whole days, or CAST the dates to TIMESTAMP for "
+                 "an INTERVAL");
+            return NULL;
+        }
+        SqlType ts = type_make(TK_TIMESTAMP, false);
+        return mk2(p, E_SUB, TK_INTERVAL_DT, nul, sql__cast_to(p, l, ts), sql__cast_to(p, r, ts));
+    }
+    if ((add || sub) && type_is_interval(a) && a == b)
+        return mk2(p, add ? E_ADD : E_SUB, a, nul, l, r);
+    if (add && b == TK_TIME && a == TK_INTERVAL_DT)
+        return time_arith(p, x, op, r, l);
+    if ((add || sub) && a == TK_TIME && b == TK_INTERVAL_DT) { /* wraps around midnight */
+        if (sub) {
+            Expr *ng = sql__mk(p, E_NEG, r->t, 1);
+            ng->a[0] = r;
+            r = ng;
+        }
+        Expr *e = mk2(p, E_FUNC, TK_TIME, nul, l, r);
+        e->fn = FN_TIME_ADD;
+        return e;
+    }
+    if (sub && a == TK_TIME && b == TK_TIME)
+        return mk2(p, E_SUB, TK_INTERVAL_DT, nul, l, r);
+    if (op == OP_MUL && type_is_integer(a) && type_is_interval(b))
+        return time_arith(p, x, op, r, l);
+    if ((op == OP_MUL || op == OP_DIV) && type_is_interval(a) && type_is_integer(b)) {
+        Expr *e = mk2(p, op == OP_MUL ? E_MUL : E_DIV, a, nul || op == OP_DIV, l,
+                      sql__cast_to(p, r, type_make(TK_BIGINT, false)));
+        return e;
+    }
+    perr(p, SL_ESEMANTIC, x->line, x->col, "operator %s is not defined for %s and %s", ops[op],
+         tname(l->t), tname(r->t));
+    return NULL;
+}
+
 static Expr *arith(P *p, Ast *x, int op, Expr *l, Expr *r)
 {
     SqlType lt = l->t, rt = r->t, t;
+    if (op != OP_CONCAT && (type_is_temporal(lt.kind) || type_is_temporal(rt.kind) ||
+                            type_is_interval(lt.kind) || type_is_interval(rt.kind)))
+        return time_arith(p, x, op, l, r);
     bool nul = lt.nullable || rt.nullable;
     if (lt.kind == TK_NULL && rt.kind == TK_NULL)
         lt = rt = type_make(TK_INT, true);
@@ -368,11 +477,6 @@ static Expr *bind_agg_call(P *p, BindCtx *bc, Ast *x)
              x->name, bc->clause);
         return NULL;
     }
-    if (x->distinct) {
-        perr(p, SL_EUNSUPPORTED, x->line, x->col, "%s(DISTINCT ...) is not supported yet",
-             x->name);
-        return NULL;
-    }
     AggSpec sp = {0};
     Expr *arg = NULL;
     if (x->star) {
@@ -420,11 +524,13 @@ static Expr *bind_agg_call(P *p, BindCtx *bc, Ast *x)
                 sp.out_t = type_make(TK_DOUBLE, true);
             sp.out_t.nullable = 1;
         }
+        /* MIN/MAX(DISTINCT x) = MIN/MAX(x) */
+        sp.distinct = x->distinct && sp.kind != AGG_MIN && sp.kind != AGG_MAX;
     }
     /* reuse an identical call */
     for (int i = 0; i < ag->ncalls; i++) {
         AggCall *c = &ag->calls[i];
-        if (c->spec.kind == sp.kind && ((!c->arg && !arg) || (c->arg && arg && sql__expr_equal(c->arg, arg))))
+        if (c->spec.kind == sp.kind && c->spec.distinct == sp.distinct && ((!c->arg && !arg) || (c->arg && arg && sql__expr_equal(c->arg, arg))))
             return expr_col(p->a, ag->ngroup + i, c->spec.out_t);
     }
     if (ag->ncalls == ag->cap) {
@@ -451,17 +557,87 @@ static const FnDef fns[] = {
     {"abs", FN_ABS, 1, 1},        {"lower", FN_LOWER, 1, 1},      {"upper", FN_UPPER, 1, 1},
     {"char_length", FN_CHAR_LENGTH, 1, 1}, {"character_length", FN_CHAR_LENGTH, 1, 1},
     {"length", FN_CHAR_LENGTH, 1, 1}, {"substring", FN_SUBSTRING, 2, 3},
-    {"substr", FN_SUBSTRING, 2, 3}, {"trim", FN_TRIM, 1, 1},      {"ltrim", FN_LTRIM, 1, 1},
-    {"rtrim", FN_RTRIM, 1, 1},     {"replace", FN_REPLACE, 3, 3}, {"floor", FN_FLOOR, 1, 1},
+    {"substr", FN_SUBSTRING, 2, 3}, {"trim", FN_TRIM, 1, 3},      {"ltrim", FN_LTRIM, 1, 2},
+    {"rtrim", FN_RTRIM, 1, 2},     {"replace", FN_REPLACE, 3, 3}, {"floor", FN_FLOOR, 1, 1},
     {"ceil", FN_CEIL, 1, 1},       {"ceiling", FN_CEIL, 1, 1},    {"round", FN_ROUND, 1, 2},
     {"mod", FN_MOD, 2, 2},         {"power", FN_POWER, 2, 2},     {"sqrt", FN_SQRT, 1, 1},
     {"ln", FN_LN, 1, 1},           {"exp", FN_EXP, 1, 1},         {"sign", FN_SIGN, 1, 1},
+    {"position", FN_POSITION, 2, 2}, {"left", FN_LEFT, 2, 2},     {"right", FN_RIGHT, 2, 2},
+    {"concat", FN_CONCAT, 1, 8},   {"initcap", FN_INITCAP, 1, 1}, {"btrim", FN_TRIM, 1, 2},
 };
+
+/* The unit argument of DATE_TRUNC / TIMESTAMPDIFF: a bare word (DAY) or a
+   string literal ('day'); -1 when x is neither. */
+static int unit_arg(Ast *x)
+{
+    if (x->k == A_COL && !x->qual)
+        return time_unit_parse(x->name);
+    if (x->k == A_STR)
+        return time_unit_parse(x->str);
+    return -1;
+}
+
+/* DATE_TRUNC(unit, x) (PostgreSQL order) or DATE_TRUNC(x, unit) (Calcite
+   order), TIMESTAMP_TRUNC(x, unit), TIMESTAMPDIFF(unit, a, b). */
+static Expr *bind_time_fn(P *p, BindCtx *bc, Ast *x)
+{
+    bool diff = !strcmp(x->name, "timestampdiff");
+    int n = x->args.n;
+    if (n != (diff ? 3 : 2)) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
+        return NULL;
+    }
+    int ui = unit_arg(x->args.v[0]) >= 0 || diff ? 0 : 1;
+    int unit = unit_arg(x->args.v[ui]);
+    if (unit < 0) {
+        perr(p, SL_ESEMANTIC, x->args.v[ui]->line, x->args.v[ui]->col,
+             "%s needs a unit (YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, "
+             "MILLISECOND or MICROSECOND)", x->name);
+        return NULL;
+    }
+    Expr *u = expr_const_i64(p->a, type_make(TK_BIGINT, false), unit);
+    Expr *v[2];
+    bool nul = false;
+    for (int i = 0; i < n - 1; i++) {
+        Ast *ax = x->args.v[diff ? i + 1 : 1 - ui];
+        if (!(v[i] = sql__bind(p, bc, ax)))
+            return NULL;
+        TypeKind k = (TypeKind)v[i]->t.kind;
+        if (k == TK_NULL)
+            v[i] = sql__cast_to(p, v[i], type_make(k = diff ? TK_TIMESTAMP : TK_DATE, true));
+        else if (type_is_string(k))
+            v[i] = sql__cast_to(p, v[i], type_make(k = TK_TIMESTAMP, false));
+        if (k != TK_DATE && k != TK_TIMESTAMP) {
+            perr(p, SL_ESEMANTIC, ax->line, ax->col, "%s needs a DATE or TIMESTAMP, not %s",
+                 x->name, tname(v[i]->t));
+            return NULL;
+        }
+        if (diff)
+            v[i] = sql__cast_to(p, v[i], type_make(TK_TIMESTAMP, false));
+        nul = nul || v[i]->t.nullable;
+    }
+    Expr *e;
+    if (diff) {
+        e = sql__mk(p, E_FUNC, type_make(TK_BIGINT, nul), 3);
+        e->a[0] = u;
+        e->a[1] = v[0];
+        e->a[2] = v[1];
+        e->fn = FN_TIMESTAMPDIFF;
+    } else {
+        if (v[0]->t.kind == TK_DATE && unit > TU_DAY) /* finer than a day: no-op on a DATE */
+            return v[0];
+        e = mk2(p, E_FUNC, (TypeKind)v[0]->t.kind, nul, v[0], u);
+        e->fn = FN_DATE_TRUNC;
+    }
+    return e;
+}
 
 static Expr *bind_func(P *p, BindCtx *bc, Ast *x)
 {
     int n = x->args.n;
     Expr *args[8];
+    if (x->over) /* plan_window.c */
+        return sql__bind_window(p, bc, x);
     if (sql__is_agg_name(x->name))
         return bind_agg_call(p, bc, x);
     if (x->star || x->distinct) {
@@ -472,9 +648,29 @@ static Expr *bind_func(P *p, BindCtx *bc, Ast *x)
         perr(p, SL_ESEMANTIC, x->line, x->col, "too many arguments to %s", x->name);
         return NULL;
     }
-    for (int i = 0; i < n; i++)
+    if (!strcmp(x->name, "date_trunc") || !strcmp(x->name, "timestamp_trunc") ||
+        !strcmp(x->name, "timestampdiff"))
+        return bind_time_fn(p, bc, x);
+    /* COALESCE never evaluates what follows its first non-NULL literal, so
+       an argument there that is not valid where it stands (e.g. a column
+       outside GROUP BY, as SQLite allows) is dropped instead of rejected */
+    int lit = -1;
+    for (int i = 0; i < n; i++) {
+        if (lit >= 0 && !strcmp(x->name, "coalesce")) {
+            Err saved = *p->err;
+            if (!(args[i] = sql__bind(p, bc, x->args.v[i]))) {
+                *p->err = saved;
+                n = i;
+                break;
+            }
+            continue;
+        }
         if (!(args[i] = sql__bind(p, bc, x->args.v[i])))
             return NULL;
+        AstKind k = x->args.v[i]->k;
+        if (lit < 0 && (k == A_INT || k == A_NUM || k == A_STR || k == A_BOOL || k == A_TYPED))
+            lit = i;
+    }
     if (!strcmp(x->name, "coalesce") || !strcmp(x->name, "nullif")) {
         bool co = !strcmp(x->name, "coalesce");
         if ((co && n < 1) || (!co && n != 2)) {
@@ -516,7 +712,34 @@ static Expr *bind_func(P *p, BindCtx *bc, Ast *x)
         }
         SqlType t;
         SqlType a0 = args[0]->t;
+        if ((f->fn == FN_TRIM || f->fn == FN_LTRIM || f->fn == FN_RTRIM) && n >= 2) {
+            /* TRIM(s, chars), TRIM(side chars FROM s) = trim(s, chars, side) */
+            Expr *e = sql__mk(p, E_FUNC, type_make(TK_VARCHAR, nul), 3);
+            e->fn = FN_TRIM_CHARS;
+            e->a[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
+            e->a[1] = sql__cast_to(p, args[1], type_make(TK_VARCHAR, false));
+            e->a[2] = n == 3 ? sql__cast_to(p, args[2], type_make(TK_BIGINT, false))
+                             : expr_const_i64(p->a, type_make(TK_BIGINT, false),
+                                              f->fn == FN_LTRIM ? 1 : f->fn == FN_RTRIM ? 2 : 0);
+            if (n == 3 && (!x->ival || f->fn != FN_TRIM)) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
+                return NULL;
+            }
+            return e;
+        }
         switch (f->fn) {
+        case FN_POSITION:
+            t = type_make(TK_INT, nul);
+            args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
+            args[1] = sql__cast_to(p, args[1], type_make(TK_VARCHAR, false));
+            break;
+        case FN_LEFT: case FN_RIGHT: case FN_CONCAT: case FN_INITCAP:
+            t = type_make(TK_VARCHAR, nul);
+            for (int j = 0; j < n; j++)
+                args[j] = sql__cast_to(p, args[j], (f->fn == FN_LEFT || f->fn == FN_RIGHT) && j == 1
+                                                       ? type_make(TK_INT, false)
+                                                       : type_make(TK_VARCHAR, false));
+            break;
         case FN_LOWER: case FN_UPPER: case FN_TRIM: case FN_LTRIM: case FN_RTRIM:
         case FN_SUBSTRING: case FN_REPLACE:
             t = type_make(TK_VARCHAR, nul);
@@ -609,6 +832,25 @@ static Expr *bind_case(P *p, BindCtx *bc, Ast *x)
     return e;
 }
 
+/* A subquery expression: the planner (plan_subq.c) has put its value in a
+   hidden column of the scope. */
+static Expr *bind_subquery(P *p, BindCtx *bc, Ast *x)
+{
+    const char *what = x->k == A_EXISTS ? "EXISTS" : x->k == A_IN ? "IN (subquery)" : "a subquery";
+    if (!x->subcol || x->subcol > bc->s->n || !bc->s->c[x->subcol - 1].hidden) {
+        perr(p, SL_EUNSUPPORTED, x->line, x->col, "%s in %s is not supported yet", what,
+             bc->clause);
+        return NULL;
+    }
+    Expr *e = expr_col(p->a, x->subcol - 1, bc->s->c[x->subcol - 1].t);
+    if (x->k == A_IN && x->negated) {
+        Expr *ne = sql__mk(p, E_NOT, e->t, 1);
+        ne->a[0] = e;
+        return ne;
+    }
+    return e;
+}
+
 static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
 {
     Expr *l, *r;
@@ -653,7 +895,7 @@ static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         }
         if (l->t.kind == TK_NULL)
             l = sql__cast_to(p, l, type_make(TK_INT, true));
-        if (!type_is_numeric(l->t.kind)) {
+        if (!type_is_numeric(l->t.kind) && !type_is_interval(l->t.kind)) {
             perr(p, SL_ESEMANTIC, x->line, x->col, "unary - needs a numeric operand, not %s",
                  tname(l->t));
             return NULL;
@@ -696,6 +938,8 @@ static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         return e;
     }
     case A_IN: {
+        if (x->sub)
+            return bind_subquery(p, bc, x);
         int n = x->args.n;
         Expr *v = sql__bind(p, bc, x->a);
         if (!v)
@@ -759,6 +1003,12 @@ static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         e->a[1] = sql__cast_to(p, r, vs);
         if (esc)
             e->a[2] = sql__cast_to(p, esc, vs);
+        for (int i = 0; x->ival && i < e->na; i++) { /* ILIKE: LOWER(s) LIKE LOWER(pattern) */
+            Expr *lo = sql__mk(p, E_FUNC, e->a[i]->t, 1);
+            lo->fn = FN_LOWER;
+            lo->a[0] = e->a[i];
+            e->a[i] = lo;
+        }
         if (x->negated) {
             Expr *n = sql__mk(p, E_NOT, e->t, 1);
             n->a[0] = e;
@@ -772,7 +1022,9 @@ static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
             {"day", FN_EXTRACT_DAY},       {"hour", FN_EXTRACT_HOUR},
             {"minute", FN_EXTRACT_MINUTE}, {"second", FN_EXTRACT_SECOND},
             {"dow", FN_EXTRACT_DOW},       {"doy", FN_EXTRACT_DOY},
-            {"epoch", FN_EXTRACT_EPOCH},
+            {"epoch", FN_EXTRACT_EPOCH},   {"week", FN_EXTRACT_WEEK},
+            {"quarter", FN_EXTRACT_QUARTER}, {"millisecond", FN_EXTRACT_MILLISECOND},
+            {"microsecond", FN_EXTRACT_MICROSECOND},
         };
         if (!(l = sql__bind(p, bc, x->a)))
             return NULL;
@@ -792,8 +1044,8 @@ static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         return NULL;
     }
     case A_SUBQUERY:
-        perr(p, SL_EUNSUPPORTED, x->line, x->col, "subqueries in expressions are not supported yet");
-        return NULL;
+    case A_EXISTS:
+        return bind_subquery(p, bc, x);
     }
     perr(p, SL_EUNSUPPORTED, x->line, x->col, "expression not supported yet");
     return NULL;
@@ -807,6 +1059,8 @@ Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
     AggCtx *ag = bc->agg;
     if (!ag || !ag->allowed)
         return bind_inner(p, bc, x);
+    if (x->k == A_FUNC && x->over) /* plan_window.c */
+        return sql__bind_window(p, bc, x);
     if (x->k == A_FUNC && sql__is_agg_name(x->name))
         return bind_agg_call(p, bc, x);
     /* try as a group expression */

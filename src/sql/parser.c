@@ -13,6 +13,7 @@
 
 #include "../base/err.h"
 #include "../base/mem.h"
+#include "../expr/text.h"
 #include "ast.h"
 #include "lexer.h"
 
@@ -286,6 +287,211 @@ static int parse_type(Parser *p, SqlType *out)
 
 /* ---- expressions ---- */
 
+static Ast *parse_primary(Parser *p);
+
+/* One frame bound of OVER (... ROWS|RANGE ...): kind and n into *kind, *n. */
+static int parse_frame_bound(Parser *p, int *kind, Ast **n)
+{
+    if (accept_kw(p, "unbounded")) {
+        if (accept_kw(p, "preceding"))
+            *kind = 0;
+        else if (accept_kw(p, "following"))
+            *kind = 4;
+        else
+            return fail(p, "PRECEDING or FOLLOWING");
+        return 0;
+    }
+    if (accept_kw(p, "current")) {
+        *kind = 2;
+        return expect_kw(p, "row");
+    }
+    if (!(*n = parse_primary(p)))
+        return p->err->code;
+    if (accept_kw(p, "preceding"))
+        *kind = 1;
+    else if (accept_kw(p, "following"))
+        *kind = 3;
+    else
+        return fail(p, "PRECEDING or FOLLOWING");
+    return 0;
+}
+
+/* OVER (PARTITION BY ... ORDER BY ... [ROWS|RANGE frame]) after function f. */
+static int parse_over(Parser *p, Ast *f)
+{
+    Token *t = cur(p);
+    p->i++; /* OVER */
+    if (cur(p)->k == T_IDENT && !is_op(cur(p), "("))
+        return unsupported(p, cur(p), "named windows (OVER name)");
+    if (expect_op(p, "("))
+        return p->err->code;
+    WinDef *w = arena_zalloc(p->a, sizeof(*w));
+    w->line = t->line;
+    w->col = t->col;
+    w->end = 2;
+    if (cur(p)->k == T_IDENT && !is_kw(cur(p), "partition") && !is_kw(cur(p), "order") &&
+        !is_kw(cur(p), "rows") && !is_kw(cur(p), "range"))
+        return unsupported(p, cur(p), "named windows (OVER (name ...))");
+    if (accept_kw(p, "partition")) {
+        if (expect_kw(p, "by"))
+            return p->err->code;
+        do {
+            Ast *e = parse_expr(p);
+            if (!e)
+                return p->err->code;
+            list_push(p, &w->part, e);
+        } while (accept_op(p, ","));
+    }
+    if (accept_kw(p, "order")) {
+        if (expect_kw(p, "by"))
+            return p->err->code;
+        do {
+            Ast *e = parse_expr(p);
+            if (!e)
+                return p->err->code;
+            w->order = grow(p, w->order, w->norder, sizeof(OrderItem));
+            OrderItem *o = &w->order[w->norder++];
+            memset(o, 0, sizeof(*o));
+            o->e = e;
+            if (accept_kw(p, "desc"))
+                o->desc = true;
+            else
+                accept_kw(p, "asc");
+            if (accept_kw(p, "nulls")) {
+                if (accept_kw(p, "first"))
+                    o->nulls = 1;
+                else if (accept_kw(p, "last"))
+                    o->nulls = 2;
+                else
+                    return fail(p, "FIRST or LAST");
+            }
+        } while (accept_op(p, ","));
+    }
+    if (is_kw(cur(p), "rows") || is_kw(cur(p), "range") || is_kw(cur(p), "groups")) {
+        if (is_kw(cur(p), "groups"))
+            return unsupported(p, cur(p), "GROUPS frames");
+        w->frame = is_kw(cur(p), "rows") ? 1 : 2;
+        w->frame_line = cur(p)->line;
+        w->frame_col = cur(p)->col;
+        p->i++;
+        if (accept_kw(p, "between")) {
+            if (parse_frame_bound(p, &w->start, &w->start_n) || expect_kw(p, "and") ||
+                parse_frame_bound(p, &w->end, &w->end_n))
+                return p->err->code;
+        } else if (parse_frame_bound(p, &w->start, &w->start_n)) {
+            return p->err->code;
+        }
+        if (is_kw(cur(p), "exclude"))
+            return unsupported(p, cur(p), "frame EXCLUDE");
+    }
+    if (expect_op(p, ")"))
+        return p->err->code;
+    f->over = w;
+    return 0;
+}
+
+static Ast *parse_concat(Parser *p);
+
+/* Special argument syntax of POSITION(a IN b) and
+   TRIM([BOTH|LEADING|TRAILING] [chars] FROM s) after the "(": TRIM becomes
+   trim(s, chars, side) with side 0/1/2 (an A_INT). Returns 1 when handled
+   (the ")" is left to the caller), 0 for ordinary arguments, -1 on error. */
+static int special_args(Parser *p, Ast *f)
+{
+    if (!strcmp(f->name, "position")) {
+        int save = p->i;
+        Ast *a = parse_concat(p), *b;
+        if (!a)
+            return -1;
+        if (!accept_kw(p, "in")) {
+            p->i = save;
+            return 0;
+        }
+        if (!(b = parse_concat(p)))
+            return -1;
+        if (is_kw(cur(p), "from")) {
+            unsupported(p, cur(p), "POSITION(... FROM start)");
+            return -1;
+        }
+        list_push(p, &f->args, a);
+        list_push(p, &f->args, b);
+        return 1;
+    }
+    if (strcmp(f->name, "trim"))
+        return 0;
+    Token *at = cur(p);
+    int side = accept_kw(p, "both") ? 0 : accept_kw(p, "leading") ? 1
+               : accept_kw(p, "trailing") ? 2 : -1;
+    Ast *chars = NULL, *s;
+    if (!accept_kw(p, "from")) {
+        if (!(chars = parse_concat(p)))
+            return -1;
+        if (!accept_kw(p, "from")) {
+            if (side >= 0) {
+                fail(p, "FROM");
+                return -1;
+            }
+            list_push(p, &f->args, chars); /* TRIM(s) or TRIM(s, chars) */
+            while (accept_op(p, ",")) {
+                Ast *x = parse_expr(p);
+                if (!x)
+                    return -1;
+                list_push(p, &f->args, x);
+            }
+            return 1;
+        }
+    }
+    if (!(s = parse_concat(p)))
+        return -1;
+    Ast *sd = node(p, A_INT, at);
+    sd->str = (char *)(side == 1 ? "1" : side == 2 ? "2" : "0");
+    sd->slen = 1;
+    list_push(p, &f->args, s);
+    if (!chars) {
+        chars = node(p, A_STR, at);
+        chars->str = (char *)" ";
+        chars->slen = 1;
+    }
+    list_push(p, &f->args, chars);
+    list_push(p, &f->args, sd);
+    f->ival = 1; /* TRIM(... FROM ...) form */
+    return 1;
+}
+
+/* INTERVAL 'text' unit [TO unit] or INTERVAL n unit, after INTERVAL: an
+   A_TYPED node with the text in str and ival = from | (to + 1) << 8. */
+static Ast *parse_interval(Parser *p, Token *t)
+{
+    Ast *n = node(p, A_TYPED, t);
+    Token *v = cur(p);
+    if (v->k != T_STR && v->k != T_INT) {
+        fail(p, "a quoted interval value after INTERVAL");
+        return NULL;
+    }
+    n->str = (char *)v->s;
+    n->slen = v->n;
+    p->i++;
+    Token *u = cur(p);
+    int from = u->k == T_IDENT ? time_unit_parse(u->s) : -1, to = -1;
+    if (from < 0 || from == TU_QUARTER || from == TU_WEEK || from > TU_SECOND) {
+        fail(p, "an interval unit (YEAR, MONTH, DAY, HOUR, MINUTE or SECOND)");
+        return NULL;
+    }
+    p->i++;
+    if (accept_kw(p, "to")) {
+        Token *u2 = cur(p);
+        to = u2->k == T_IDENT ? time_unit_parse(u2->s) : -1;
+        if (to <= from || to == TU_WEEK || to > TU_SECOND || (from <= TU_MONTH) != (to <= TU_MONTH)) {
+            fail(p, "a finer interval unit after TO (YEAR TO MONTH, DAY/HOUR/MINUTE TO SECOND...)");
+            return NULL;
+        }
+        p->i++;
+    }
+    n->type = type_make(from <= TU_MONTH ? TK_INTERVAL_YM : TK_INTERVAL_DT, false);
+    n->ival = from | (to + 1) << 8;
+    return n;
+}
+
 static Ast *parse_primary(Parser *p)
 {
     Token *t = cur(p);
@@ -379,9 +585,22 @@ static Ast *parse_primary(Parser *p)
                 return n;
             }
             if (is_kw(t, "interval")) {
-                unsupported(p, t, "INTERVAL");
-                return NULL;
+                p->i++;
+                return parse_interval(p, t);
             }
+            static const char *const clock_fns[] = {"current_date", "current_time",
+                "current_timestamp", "localtime", "localtimestamp", "now"};
+            for (size_t i = 0; i < ARRAY_LEN(clock_fns); i++)
+                if (is_kw(t, clock_fns[i]) && (i < 5 || is_op(&p->t[p->i + 1], "("))) {
+                    err_setpos(p->err, SL_EUNSUPPORTED, t->line, t->col,
+                               "%s is not allowed: a view must be deterministic, and its value "
+                               "would change with the clock, without any change to the input "
+                               "(use a timestamp column of the input instead)",
+                               (const char *const[]){"CURRENT_DATE", "CURRENT_TIME",
+                                   "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP",
+                                   "NOW()"}[i]);
+                    return NULL;
+                }
             if (is_kw(t, "extract") && is_op(&p->t[p->i + 1], "(")) {
                 p->i += 2;
                 n = node(p, A_EXTRACT, t);
@@ -390,19 +609,32 @@ static Ast *parse_primary(Parser *p)
                     return NULL;
                 return n;
             }
-            if (is_kw(t, "exists")) {
-                unsupported(p, t, "EXISTS");
-                return NULL;
+            if (is_kw(t, "exists") && is_op(&p->t[p->i + 1], "(")) {
+                p->i += 2;
+                n = node(p, A_EXISTS, t);
+                if (!is_kw(cur(p), "select") && !is_kw(cur(p), "with")) {
+                    fail(p, "SELECT after EXISTS (");
+                    return NULL;
+                }
+                if (!(n->sub = parse_query(p)) || expect_op(p, ")"))
+                    return NULL;
+                return n;
             }
         }
         /* function call? */
-        if (t->k == T_IDENT && is_op(&p->t[p->i + 1], "(") && !is_reserved(t)) {
+        if (t->k == T_IDENT && is_op(&p->t[p->i + 1], "(") &&
+            (!is_reserved(t) || is_kw(t, "left") || is_kw(t, "right"))) {
             n = node(p, A_FUNC, t);
             n->name = arena_strndup(p->a, t->s, t->n);
             for (char *c = n->name; *c; c++)
                 if (*c >= 'A' && *c <= 'Z')
                     *c = (char)(*c + 32);
             p->i += 2;
+            int sp = special_args(p, n);
+            if (sp < 0)
+                return NULL;
+            if (sp > 0)
+                return expect_op(p, ")") ? NULL : n;
             if (accept_op(p, "*")) {
                 n->star = true;
             } else if (!is_op(cur(p), ")")) {
@@ -432,10 +664,8 @@ static Ast *parse_primary(Parser *p)
             }
             if (expect_op(p, ")"))
                 return NULL;
-            if (is_kw(cur(p), "over")) {
-                unsupported(p, cur(p), "window functions (OVER)");
+            if (is_kw(cur(p), "over") && parse_over(p, n))
                 return NULL;
-            }
             if (is_kw(cur(p), "filter")) {
                 unsupported(p, cur(p), "aggregate FILTER clauses");
                 return NULL;
@@ -641,8 +871,10 @@ static Ast *parse_cmp(Parser *p)
             if (expect_op(p, "("))
                 return NULL;
             if (is_kw(cur(p), "select") || is_kw(cur(p), "with")) {
-                unsupported(p, cur(p), "IN (subquery)");
-                return NULL;
+                if (!(n->sub = parse_query(p)) || expect_op(p, ")"))
+                    return NULL;
+                l = n;
+                continue;
             }
             do {
                 Ast *x = parse_expr(p);
@@ -656,12 +888,9 @@ static Ast *parse_cmp(Parser *p)
             continue;
         }
         if (is_kw(k, "like") || is_kw(k, "ilike")) {
-            if (is_kw(k, "ilike")) {
-                unsupported(p, k, "ILIKE");
-                return NULL;
-            }
             p->i++;
             Ast *n = node(p, A_LIKE, t);
+            n->ival = is_kw(k, "ilike"); /* case-insensitive */
             n->a = l;
             n->negated = neg;
             if (!(n->b = parse_concat(p)))
@@ -725,6 +954,69 @@ static char *opt_alias(Parser *p)
     return NULL;
 }
 
+/* After a FROM item's alias: an optional column alias list (c1, c2, ...). */
+static int parse_col_aliases(Parser *p, FromItem *f)
+{
+    if (!accept_op(p, "("))
+        return 0;
+    do {
+        char *c = ident(p, "a column name");
+        if (!c)
+            return p->err->code;
+        f->col_aliases = grow(p, f->col_aliases, f->ncol_aliases, sizeof(char *));
+        f->col_aliases[f->ncol_aliases++] = c;
+    } while (accept_op(p, ","));
+    return expect_op(p, ")");
+}
+
+static FromItem *parse_from_item(Parser *p);
+
+/* TABLE(TUMBLE(TABLE t, DESCRIPTOR(col), size[, offset])) or
+   TABLE(HOP(TABLE t, DESCRIPTOR(col), slide, size[, offset])), at TABLE. */
+static int parse_tvf(Parser *p, FromItem *f)
+{
+    p->i += 2;
+    Token *fn = cur(p);
+    if (!is_kw(fn, "tumble") && !is_kw(fn, "hop")) {
+        if (fn->k == T_IDENT && is_op(&p->t[p->i + 1], "(")) {
+            return err_setpos(p->err, SL_EUNSUPPORTED, fn->line, fn->col,
+                              "table function %.40s is not supported yet (only TUMBLE and HOP)",
+                              fn->s);
+        }
+        return fail(p, "TUMBLE or HOP after TABLE (");
+    }
+    f->k = F_TVF;
+    f->name = (char *)(is_kw(fn, "tumble") ? "tumble" : "hop");
+    p->i++;
+    if (expect_op(p, "("))
+        return p->err->code;
+    accept_kw(p, "table");
+    FromItem *in = arena_zalloc(p->a, sizeof(*in));
+    in->k = F_TABLE;
+    in->line = cur(p)->line;
+    in->col = cur(p)->col;
+    if (!(in->name = ident(p, "a table or view name")) || expect_op(p, ","))
+        return p->err->code;
+    f->tvf_input = in;
+    if (!accept_kw(p, "descriptor"))
+        return fail(p, "DESCRIPTOR(column)");
+    if (expect_op(p, "("))
+        return p->err->code;
+    f->tvf_col_line = cur(p)->line;
+    f->tvf_col_col = cur(p)->col;
+    if (!(f->tvf_col = ident(p, "a column name")) || expect_op(p, ")"))
+        return p->err->code;
+    while (accept_op(p, ",")) {
+        Ast *x = parse_expr(p);
+        if (!x)
+            return p->err->code;
+        list_push(p, &f->tvf_args, x);
+    }
+    if (expect_op(p, ")") || expect_op(p, ")"))
+        return p->err->code;
+    return 0;
+}
+
 static FromItem *parse_from_primary(Parser *p)
 {
     Token *t = cur(p);
@@ -732,14 +1024,34 @@ static FromItem *parse_from_primary(Parser *p)
     f->line = t->line;
     f->col = t->col;
     if (accept_op(p, "(")) {
-        if (is_kw(cur(p), "select") || is_kw(cur(p), "with")) {
+        if (is_kw(cur(p), "select") || is_kw(cur(p), "with") || is_kw(cur(p), "values")) {
             f->k = F_SUBQUERY;
             if (!(f->sub = parse_query(p)) || expect_op(p, ")"))
                 return NULL;
         } else {
-            unsupported(p, t, "a parenthesised join");
-            return NULL;
+            /* a parenthesised join (or table): the item itself */
+            FromItem *in = parse_from_item(p);
+            if (!in || expect_op(p, ")"))
+                return NULL;
+            if (in->k == F_SUBQUERY || (in->k == F_TABLE && !in->alias)) {
+                if (!in->alias) {
+                    in->alias = opt_alias(p);
+                    if (p->err->code || (in->alias && parse_col_aliases(p, in)))
+                        return NULL;
+                }
+                return in;
+            }
+            if (in->k == F_JOIN && (is_kw(cur(p), "as") || cur(p)->k == T_QIDENT ||
+                                    (cur(p)->k == T_IDENT && !is_reserved(cur(p))))) {
+                in->alias = opt_alias(p); /* (a JOIN b) AS j: a unit named j */
+                if (p->err->code || parse_col_aliases(p, in))
+                    return NULL;
+            }
+            return in;
         }
+    } else if (is_kw(t, "table") && is_op(&p->t[p->i + 1], "(")) {
+        if (parse_tvf(p, f))
+            return NULL;
     } else {
         if (is_kw(t, "lateral") || is_kw(t, "unnest")) {
             unsupported(p, t, "LATERAL / UNNEST");
@@ -758,11 +1070,8 @@ static FromItem *parse_from_primary(Parser *p)
         }
     }
     f->alias = opt_alias(p);
-    if (p->err->code)
+    if (p->err->code || (f->alias && parse_col_aliases(p, f)))
         return NULL;
-    if (f->k == F_SUBQUERY && !f->alias) {
-        /* allowed: planner names it */
-    }
     return f;
 }
 
@@ -781,7 +1090,7 @@ static FromItem *parse_from_item(Parser *p)
             if (expect_kw(p, "join"))
                 return NULL;
             jk = J_INNER;
-        } else if (accept_kw(p, "cross")) {
+        } else if (!natural && accept_kw(p, "cross")) {
             if (expect_kw(p, "join"))
                 return NULL;
             jk = J_CROSS;
@@ -832,6 +1141,62 @@ static FromItem *parse_from_item(Parser *p)
     }
 }
 
+/* SELECT * FROM (q): q as one operand of a set operation (so that a
+   parenthesised set operation, ORDER BY, LIMIT or WITH stays its own). */
+static Select *wrap_query(Parser *p, Select *q, const Token *t)
+{
+    Select *s = arena_zalloc(p->a, sizeof(*s));
+    s->line = t->line;
+    s->col = t->col;
+    s->items = arena_zalloc(p->a, sizeof(SelectItem));
+    s->nitems = 1;
+    s->items[0].e = node(p, A_STAR, t);
+    s->items[0].line = t->line;
+    s->items[0].col = t->col;
+    FromItem *f = arena_zalloc(p->a, sizeof(*f));
+    f->k = F_SUBQUERY;
+    f->line = t->line;
+    f->col = t->col;
+    f->sub = q;
+    s->from = grow(p, NULL, 0, sizeof(FromItem *));
+    s->from[0] = f;
+    s->nfrom = 1;
+    return s;
+}
+
+/* Is s `SELECT * FROM (q)` as wrap_query() makes it? */
+static bool is_wrapper(const Select *s)
+{
+    return s->nitems == 1 && s->items[0].e->k == A_STAR && !s->items[0].e->qual &&
+           s->nfrom == 1 && s->from[0]->k == F_SUBQUERY && !s->from[0]->alias &&
+           !s->from[0]->ncol_aliases && !s->where && !s->group.n && !s->having &&
+           !s->distinct && !s->nvalues && !s->nctes;
+}
+
+/* VALUES (e, ...), (e, ...): rows of expressions (after the keyword). */
+static Select *parse_values(Parser *p, const Token *t)
+{
+    Select *s = arena_zalloc(p->a, sizeof(*s));
+    s->line = t->line;
+    s->col = t->col;
+    do {
+        AstList row = {0};
+        if (expect_op(p, "("))
+            return NULL;
+        do {
+            Ast *x = parse_expr(p);
+            if (!x)
+                return NULL;
+            list_push(p, &row, x);
+        } while (accept_op(p, ","));
+        if (expect_op(p, ")"))
+            return NULL;
+        s->values = grow(p, s->values, s->nvalues, sizeof(AstList));
+        s->values[s->nvalues++] = row;
+    } while (accept_op(p, ","));
+    return s;
+}
+
 static Select *parse_select_core(Parser *p)
 {
     Token *t = cur(p);
@@ -839,12 +1204,12 @@ static Select *parse_select_core(Parser *p)
         Select *s = parse_query(p);
         if (!s || expect_op(p, ")"))
             return NULL;
+        if (s->next || s->norder || s->limit || s->offset || s->nctes)
+            return wrap_query(p, s, t);
         return s;
     }
-    if (is_kw(t, "values")) {
-        unsupported(p, t, "VALUES");
-        return NULL;
-    }
+    if (accept_kw(p, "values"))
+        return parse_values(p, t);
     if (expect_kw(p, "select"))
         return NULL;
     Select *s = arena_zalloc(p->a, sizeof(*s));
@@ -907,40 +1272,104 @@ static Select *parse_select_core(Parser *p)
     return s;
 }
 
-static Select *parse_query(Parser *p)
+/* A set operation keyword (only INTERSECT when intersect_only) with its
+   optional ALL / DISTINCT; false (nothing consumed) when there is none. */
+static bool accept_setop(Parser *p, bool intersect_only, SetOp *op)
 {
-    if (is_kw(cur(p), "with")) {
-        unsupported(p, cur(p), "WITH (common table expressions)");
-        return NULL;
-    }
+    if (!intersect_only && accept_kw(p, "union"))
+        *op = accept_kw(p, "all") ? SET_UNION_ALL : (accept_kw(p, "distinct"), SET_UNION);
+    else if (!intersect_only && accept_kw(p, "except"))
+        *op = accept_kw(p, "all") ? SET_EXCEPT_ALL : (accept_kw(p, "distinct"), SET_EXCEPT);
+    else if (accept_kw(p, "intersect"))
+        *op = accept_kw(p, "all") ? SET_INTERSECT_ALL : (accept_kw(p, "distinct"), SET_INTERSECT);
+    else
+        return false;
+    return true;
+}
+
+/* core { INTERSECT core }: INTERSECT binds tighter than UNION and EXCEPT.
+   Returns the chain (its operands never have chains of their own). */
+static Select *parse_intersect_term(Parser *p)
+{
     Select *first = parse_select_core(p), *last = first;
     while (last) {
-        SetOp op;
         Token *t = cur(p);
-        if (accept_kw(p, "union"))
-            op = accept_kw(p, "all") ? SET_UNION_ALL : (accept_kw(p, "distinct"), SET_UNION);
-        else if (accept_kw(p, "except"))
-            op = SET_EXCEPT;
-        else if (accept_kw(p, "intersect"))
-            op = SET_INTERSECT;
-        else
+        SetOp op;
+        if (!accept_setop(p, true, &op))
             break;
-        if ((op == SET_EXCEPT || op == SET_INTERSECT) && accept_kw(p, "all")) {
-            unsupported(p, t, "EXCEPT ALL / INTERSECT ALL");
-            return NULL;
-        }
-        while (last->next)
-            last = last->next;
         last->setop = op;
         last->setop_line = t->line;
         last->setop_col = t->col;
-        last->next = parse_select_core(p);
-        if (!last->next)
+        if (!(last->next = parse_select_core(p)))
             return NULL;
         last = last->next;
     }
+    return first;
+}
+
+/* WITH name [(c, ...)] AS (query), ... (after the keyword). */
+static int parse_with(Parser *p, const Token *w, Cte **out, int *nout)
+{
+    if (is_kw(cur(p), "recursive"))
+        return unsupported(p, w, "WITH RECURSIVE");
+    do {
+        Token *nt = cur(p);
+        Cte c = {0};
+        c.line = nt->line;
+        c.col = nt->col;
+        if (!(c.name = ident(p, "a name for a WITH query")))
+            return p->err->code;
+        if (accept_op(p, "(")) {
+            do {
+                char *a = ident(p, "a column name");
+                if (!a)
+                    return p->err->code;
+                c.col_aliases = grow(p, c.col_aliases, c.ncol_aliases, sizeof(char *));
+                c.col_aliases[c.ncol_aliases++] = a;
+            } while (accept_op(p, ","));
+            if (expect_op(p, ")"))
+                return p->err->code;
+        }
+        if (expect_kw(p, "as") || expect_op(p, "("))
+            return p->err->code;
+        if (!(c.q = parse_query(p)) || expect_op(p, ")"))
+            return p->err->code;
+        *out = grow(p, *out, *nout, sizeof(Cte));
+        (*out)[(*nout)++] = c;
+    } while (accept_op(p, ","));
+    return 0;
+}
+
+static Select *parse_query(Parser *p)
+{
+    Cte *ctes = NULL;
+    int nctes = 0;
+    Token *w = cur(p);
+    if (accept_kw(p, "with") && parse_with(p, w, &ctes, &nctes))
+        return NULL;
+    Select *first = parse_intersect_term(p), *last = first;
+    while (last) {
+        SetOp op;
+        Token *t = cur(p);
+        while (last->next)
+            last = last->next;
+        if (!accept_setop(p, false, &op))
+            break;
+        Token *rt = cur(p);
+        Select *rhs = parse_intersect_term(p);
+        if (!rhs)
+            return NULL;
+        if (rhs->next) /* a UNION b INTERSECT c = a UNION (b INTERSECT c) */
+            rhs = wrap_query(p, rhs, rt);
+        last->setop = op;
+        last->setop_line = t->line;
+        last->setop_col = t->col;
+        last->next = rhs;
+    }
     if (!first)
         return NULL;
+    first->ctes = ctes;
+    first->nctes = nctes;
     if (is_kw(cur(p), "order")) {
         first->order_line = cur(p)->line;
         first->order_col = cur(p)->col;
@@ -955,6 +1384,7 @@ static Select *parse_query(Parser *p)
             OrderItem *o = &first->order[first->norder++];
             o->e = e;
             o->desc = false;
+            o->nulls = 0;
             if (accept_kw(p, "desc"))
                 o->desc = true;
             else
@@ -979,6 +1409,10 @@ static Select *parse_query(Parser *p)
         return NULL;
     if (accept_kw(p, "offset") && !(first->offset = parse_expr(p)))
         return NULL;
+    /* (q) on its own: q itself, so that its ORDER BY / LIMIT stay the query's */
+    if (!first->next && !first->norder && !first->limit && !first->offset && !nctes &&
+        is_wrapper(first))
+        return first->from[0]->sub;
     return first;
 }
 

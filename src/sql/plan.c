@@ -8,10 +8,11 @@
  *   FROM items joined left-deep in the order written (single-item WHERE/ON
  *   conjuncts pushed below the joins as filters, equality conjuncts between
  *   the joined prefix and the next item used as join keys, the rest
- *   filtered after the last join) -> GROUP BY/aggregates (a MAP computing
- *   group keys and aggregate arguments, then OPK_AGG) -> HAVING and the
- *   select list (one MAP) -> DISTINCT -> set operations (OPK_UNION, +
- *   OPK_DISTINCT for UNION).
+ *   filtered after the last join; OUTER, NATURAL and USING joins are
+ *   items planned as a unit by plan_join.c) -> GROUP BY/aggregates (a MAP
+ *   computing group keys and aggregate arguments, then OPK_AGG) -> HAVING
+ *   and the select list (one MAP) -> DISTINCT -> set operations
+ *   (plan_join.c). WITH queries and VALUES are planned by plan_join.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,15 +132,29 @@ typedef struct Item {
     int off; /* first column in the combined scope */
 } Item;
 
-static int plan_from_leaf(P *p, FromItem *f, PRel *out)
+static int plan_from_leaf(P *p, FromItem *f, PRel *out, PushDown *cand)
 {
+    if (f->k == F_JOIN)
+        return sql__plan_join_unit(p, f, out, cand);
+    if (f->k == F_TVF) /* TUMBLE / HOP (plan_tvf.c) */
+        return sql__plan_tvf(p, f, out);
+    if (f->k == F_NODE) { /* planned already (plan_subq.c) */
+        out->node = f->node;
+        out->s = *(Scope *)f->scope;
+        return 0;
+    }
     if (f->k == F_SUBQUERY) {
         if (plan_query(p, f->sub, out))
             return p->err->code;
         for (int i = 0; i < out->s.n; i++)
             out->s.c[i].qual = f->alias;
-        return 0;
+        return sql__apply_col_aliases(p, f, out);
     }
+    bool cte;
+    if (sql__plan_cte_ref(p, f, out, &cte))
+        return p->err->code;
+    if (cte)
+        return sql__apply_col_aliases(p, f, out);
     int r = find_rel(p, f->name);
     if (r < 0)
         return perr(p, SL_ESEMANTIC, f->line, f->col, "table or view \"%s\" does not exist",
@@ -152,14 +167,16 @@ static int plan_from_leaf(P *p, FromItem *f, PRel *out)
         out->s.c[i].name = rel->colnames[i];
         out->s.c[i].t = rel->types[i];
     }
-    return 0;
+    return sql__apply_col_aliases(p, f, out);
 }
 
 /* Flatten the FROM clause into leaves; ON conditions go to *conds. */
 static int collect_from(P *p, FromItem *f, FromItem ***leaves, int *nleaves, Ast ***conds,
                         int *nconds)
 {
-    if (f->k != F_JOIN) {
+    /* outer, NATURAL, USING and aliased joins are units (plan_join.c) */
+    if (f->k != F_JOIN || f->jk == J_LEFT || f->jk == J_RIGHT || f->jk == J_FULL ||
+        f->natural || f->nusing || f->alias) {
         FromItem **v = arena_alloc(p->a, sizeof(FromItem *) * (size_t)(*nleaves + 1));
         if (*nleaves)
             memcpy(v, *leaves, sizeof(FromItem *) * (size_t)*nleaves);
@@ -167,13 +184,6 @@ static int collect_from(P *p, FromItem *f, FromItem ***leaves, int *nleaves, Ast
         *leaves = v;
         return 0;
     }
-    if (f->jk == J_LEFT || f->jk == J_RIGHT || f->jk == J_FULL)
-        return perr(p, SL_EUNSUPPORTED, f->line, f->col,
-                    "%s OUTER JOIN is not supported yet",
-                    f->jk == J_LEFT ? "LEFT" : f->jk == J_RIGHT ? "RIGHT" : "FULL");
-    if (f->natural || f->nusing)
-        return perr(p, SL_EUNSUPPORTED, f->line, f->col, "%s is not supported yet",
-                    f->natural ? "NATURAL JOIN" : "JOIN ... USING");
     if (collect_from(p, f->l, leaves, nleaves, conds, nconds) ||
         collect_from(p, f->r, leaves, nleaves, conds, nconds))
         return p->err->code;
@@ -241,10 +251,51 @@ static int join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, 
     return node;
 }
 
-/* Plan the FROM clause and WHERE; *residual is the conjunction of the
-   conditions left to filter after the joins (NULL when none). */
-static int plan_from(P *p, Select *q, PRel *out, Expr **residual)
+/* No FROM: one constant row without columns; WHERE filters it. */
+static int plan_no_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, int *nsubq)
 {
+    CNode *k = add_node(p, OPK_CONST, 0, 0);
+    k->label = "const";
+    out->node = k->id;
+    out->s = scope_new(p, 0);
+    *residual = NULL;
+    if (q->where && sql__has_subquery(q->where)) {
+        *subq = arena_alloc(p->a, sizeof(Ast *));
+        (*subq)[0] = q->where;
+        *nsubq = 1;
+    } else if (q->where) {
+        AggCtx none = {0};
+        BindCtx bc = {&out->s, &none, "WHERE"};
+        Expr *w = sql__bind(p, &bc, q->where);
+        if (!w || !(w = sql__bool_operand(p, w, q->where, "WHERE")))
+            return p->err->code;
+        *residual = w;
+    }
+    return 0;
+}
+
+/* Plan the FROM clause and WHERE; *residual is the conjunction of the
+   conditions left to filter after the joins (NULL when none); WHERE/ON
+   conjuncts containing subqueries are returned unbound in subq[0..nsubq). */
+/* Bind WHERE conjunct x over s, or NULL (no error set) when it does not. */
+static Expr *try_bind(P *p, Scope *s, Ast *x)
+{
+    Err tmp = {0}, *orig = p->err;
+    AggCtx none = {0};
+    BindCtx bc = {s, &none, "WHERE"};
+    p->err = &tmp;
+    Expr *e = sql__bind(p, &bc, x);
+    if (e)
+        e = sql__bool_operand(p, e, x, "WHERE");
+    p->err = orig;
+    return e;
+}
+
+static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, int *nsubq,
+                     PushDown *opt)
+{
+    if (q->nfrom == 0)
+        return plan_no_from(p, q, out, residual, subq, nsubq);
     FromItem **leaves = NULL;
     Ast **conds = NULL, **conj = NULL;
     int nleaves = 0, nconds = 0, nconj = 0;
@@ -255,11 +306,36 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual)
         split_and(p, q->where, &conj, &nconj);
     for (int i = 0; i < nconds; i++)
         split_and(p, conds[i], &conj, &nconj);
+    /* conjuncts with subqueries are left to plan_core (plan_subq.c) */
+    int nkeep = 0;
+    for (int i = 0; i < nconj; i++) {
+        if (sql__has_subquery(conj[i])) {
+            Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*nsubq + 1));
+            if (*nsubq)
+                memcpy(v, *subq, sizeof(Ast *) * (size_t)*nsubq);
+            v[(*nsubq)++] = conj[i];
+            *subq = v;
+        } else
+            conj[nkeep++] = conj[i];
+    }
+    nconj = nkeep;
+    /* the caller's optional conjuncts (opt) follow; outer-join units may
+       apply any of them below their joins (cand.pushed) */
+    int nreg = nconj;
+    if (opt && opt->n) {
+        Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(nconj + opt->n));
+        if (nconj)
+            memcpy(v, conj, sizeof(Ast *) * (size_t)nconj);
+        memcpy(v + nconj, opt->v, sizeof(Ast *) * (size_t)opt->n);
+        conj = v;
+        nconj += opt->n;
+    }
+    PushDown cand = {conj, nconj, arena_zalloc(p->a, (size_t)(nconj + 1))};
 
     Item *items = arena_zalloc(p->a, sizeof(Item) * (size_t)nleaves);
     int total = 0;
     for (int i = 0; i < nleaves; i++) {
-        if (plan_from_leaf(p, leaves[i], &items[i].r))
+        if (plan_from_leaf(p, leaves[i], &items[i].r, &cand))
             return p->err->code;
         items[i].off = total;
         total += items[i].r.s.n;
@@ -275,9 +351,17 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual)
     for (int i = 0; i < nconj; i++) {
         AggCtx none = {0};
         BindCtx bc = {&all, &none, "WHERE or ON"};
+        if (i >= nreg) { /* optional: only if it binds here */
+            ce[i] = cand.pushed[i] ? NULL : try_bind(p, &all, conj[i]);
+            if (ce[i] || cand.pushed[i])
+                opt->pushed[i - nreg] = true;
+            used[i] = !ce[i];
+            continue;
+        }
         if (!(ce[i] = sql__bind(p, &bc, conj[i])) ||
             !(ce[i] = sql__bool_operand(p, ce[i], conj[i], "WHERE/ON")))
             return p->err->code;
+        used[i] = cand.pushed[i]; /* already applied inside an outer join */
     }
     /* push single-item conjuncts below the joins */
     for (int k = 0; k < nleaves; k++) {
@@ -377,6 +461,8 @@ static bool has_agg(Ast *x)
 {
     if (!x)
         return false;
+    if (x->k == A_FUNC && x->over) /* a window function, maybe over aggregates */
+        return sql__window_has_agg(x);
     if (x->k == A_FUNC && sql__is_agg_name(x->name))
         return true;
     if (has_agg(x->a) || has_agg(x->b) || has_agg(x->c))
@@ -450,11 +536,21 @@ static int resolve_order(P *p, Select *oq, BindCtx *bc, Expr **proj, int n, cons
 
 static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
 {
+    if (q->nvalues) { /* VALUES (plan_join.c); ORDER BY by name or position */
+        if (sql__plan_values(p, q, out))
+            return p->err->code;
+        if (!ord)
+            return 0;
+        const char **vn = arena_alloc(p->a, sizeof(char *) * (size_t)(out->s.n + 1));
+        for (int i = 0; i < out->s.n; i++)
+            vn[i] = out->s.c[i].name;
+        return resolve_order(p, oq, NULL, NULL, out->s.n, vn, false, ord);
+    }
     PRel from;
     Expr *resid = NULL;
-    if (q->nfrom == 0)
-        return perr(p, SL_EUNSUPPORTED, q->line, q->col, "SELECT without FROM is not supported yet");
-    if (plan_from(p, q, &from, &resid))
+    Ast **subq = NULL;
+    int nsubq = 0;
+    if (plan_from(p, q, &from, &resid, &subq, &nsubq, NULL))
         return p->err->code;
 
     /* expand the select list */
@@ -464,7 +560,7 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         if (e->k == A_STAR) {
             int m = 0;
             for (int j = 0; j < from.s.n; j++)
-                if (!e->qual || (from.s.c[j].qual && !strcasecmp(from.s.c[j].qual, e->qual)))
+                if (sql__star_includes(&from.s.c[j], e->qual))
                     m++;
             if (e->qual && m == 0)
                 return perr(p, SL_ESEMANTIC, e->line, e->col, "unknown table or alias \"%s\"",
@@ -481,7 +577,7 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         Ast *e = q->items[i].e;
         if (e->k == A_STAR) {
             for (int j = 0; j < from.s.n; j++)
-                if (!e->qual || (from.s.c[j].qual && !strcasecmp(from.s.c[j].qual, e->qual))) {
+                if (sql__star_includes(&from.s.c[j], e->qual)) {
                     exprs[n] = NULL;
                     starcol[n] = j;
                     names[n++] = from.s.c[j].name;
@@ -498,7 +594,30 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
     for (int i = 0; i < n && !agg; i++)
         agg = has_agg(exprs[i]);
 
+    /* subqueries in WHERE and (without aggregation) in the select list:
+       their values become hidden columns of the FROM relation */
+    {
+        Ast **sx = arena_alloc(p->a, sizeof(Ast *) * (size_t)(nsubq + n + 1));
+        int nsx = 0;
+        for (int i = 0; i < nsubq; i++)
+            sx[nsx++] = subq[i];
+        for (int i = 0; i < n && !agg; i++)
+            if (exprs[i] && sql__has_subquery(exprs[i]))
+                sx[nsx++] = exprs[i];
+        if (nsx && sql__plan_subqueries(p, &from, sx, nsx))
+            return p->err->code;
+        for (int i = 0; i < nsubq; i++) {
+            AggCtx none = {0};
+            BindCtx bc = {&from.s, &none, "WHERE"};
+            Expr *w = sql__bind(p, &bc, subq[i]);
+            if (!w || !(w = sql__bool_operand(p, w, subq[i], "WHERE")))
+                return p->err->code;
+            resid = resid ? sql__nary_bool(p, E_AND, resid, w) : w;
+        }
+    }
+
     int node = from.node;
+    WinCtx *win = sql__win_new(p); /* window functions of the select list */
     int nord = oq ? oq->norder : 0;
     Expr **proj = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + nord + 1));
     Expr *filter = resid;
@@ -509,6 +628,7 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
                 continue;
             }
             AggCtx none = {0};
+            none.win = win;
             BindCtx bc = {&from.s, &none, "the select list"};
             if (!(proj[i] = sql__bind(p, &bc, exprs[i])))
                 return p->err->code;
@@ -517,6 +637,7 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         }
         if (ord) {
             AggCtx none = {0};
+            none.win = win;
             BindCtx bc = {&from.s, &none, "ORDER BY"};
             if (resolve_order(p, oq, &bc, proj, n, names, q->distinct, ord))
                 return p->err->code;
@@ -547,6 +668,7 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
                 ag.group[i] = sql__cast_to(p, ag.group[i], type_make(TK_INT, true));
         }
         ag.allowed = true;
+        ag.win = win;
         /* the post-aggregation scope: group columns, then aggregates */
         for (int i = 0; i < n; i++) {
             BindCtx bc = {&from.s, &ag, "the select list"};
@@ -570,6 +692,7 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
                 return p->err->code;
         }
         Expr *having = NULL;
+        ag.win = NULL; /* no window functions in HAVING */
         if (q->having) {
             BindCtx bc = {&from.s, &ag, "HAVING"};
             if (!(having = sql__bind(p, &bc, q->having)) ||
@@ -593,7 +716,7 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
                 specs[i].col = np;
                 pre[np++] = ag.calls[i].arg;
             }
-            if (specs[i].kind == AGG_MIN || specs[i].kind == AGG_MAX)
+            if (specs[i].kind == AGG_MIN || specs[i].kind == AGG_MAX || specs[i].distinct)
                 linear = false;
         }
         node = map_node(p, node, filter, pre, np);
@@ -612,6 +735,10 @@ static int plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         node = an->id;
         filter = having;
     }
+    /* window functions, after WHERE/GROUP BY/HAVING (plan_window.c) */
+    int nh0 = ord ? ord->nhidden : 0;
+    if ((node = sql__plan_windows(p, win, node, &filter, proj, n + nh0)) < 0)
+        return p->err->code;
     /* identity projection with no filter needs no node */
     int nh = ord ? ord->nhidden : 0;
     bool ident = !filter && n + nh == p->c->nodes[node]->ncol;
@@ -675,6 +802,8 @@ static int limit_value(P *p, Ast *e, const char *what, int64_t *out)
    columns; hidden ORDER BY columns then trail the output (ord->nhidden). */
 static int plan_query_ord(P *p, Select *q, PRel *out, OrderOut *ord)
 {
+    if (q->nctes && !sql__ctes_active(p, q))
+        return sql__plan_with(p, q, out, ord);
     if (ord)
         memset(ord, 0, sizeof(*ord));
     bool want = ord && q->norder > 0;
@@ -686,36 +815,25 @@ static int plan_query_ord(P *p, Select *q, PRel *out, OrderOut *ord)
     for (Select *s = q; s->next; s = s->next) {
         PRel r;
         SetOp op = s->setop;
-        if (op == SET_EXCEPT || op == SET_INTERSECT)
-            return perr(p, SL_EUNSUPPORTED, s->setop_line, s->setop_col,
-                        "%s is not supported yet", op == SET_EXCEPT ? "EXCEPT" : "INTERSECT");
         if (plan_core(p, s->next, &r, NULL, NULL))
             return p->err->code;
         if (r.s.n != out->s.n)
             return perr(p, SL_ESEMANTIC, s->next->line, s->next->col,
-                        "each UNION query must have the same number of columns (%d vs %d)",
-                        out->s.n, r.s.n);
+                        "each %s query must have the same number of columns (%d vs %d)",
+                        sql__setop_name(op), out->s.n, r.s.n);
         SqlType *t = arena_alloc(p->a, sizeof(SqlType) * (size_t)r.s.n);
         for (int i = 0; i < r.s.n; i++) {
             if (!sql__common_type(out->s.c[i].t, r.s.c[i].t, &t[i]))
                 return perr(p, SL_ESEMANTIC, s->next->line, s->next->col,
-                            "UNION column %d has incompatible types %s and %s", i + 1,
-                            tname(out->s.c[i].t), tname(r.s.c[i].t));
+                            "%s column %d has incompatible types %s and %s",
+                            sql__setop_name(op), i + 1, tname(out->s.c[i].t),
+                            tname(r.s.c[i].t));
             if (t[i].kind == TK_NULL)
                 t[i] = type_make(TK_INT, true);
         }
-        int a = conform(p, out, t), b = conform(p, &r, t);
-        CNode *u = add_node(p, OPK_UNION, 2, r.s.n);
-        u->in[0] = a;
-        u->in[1] = b;
-        memcpy(u->types, t, sizeof(SqlType) * (size_t)r.s.n);
-        int node = u->id;
-        if (op == SET_UNION) {
-            CNode *d = add_node(p, OPK_DISTINCT, 1, r.s.n);
-            d->in[0] = node;
-            memcpy(d->types, t, sizeof(SqlType) * (size_t)r.s.n);
-            node = d->id;
-        }
+        int a = conform(p, out, t), b = conform(p, &r, t), node;
+        if (sql__plan_setop(p, op, a, b, r.s.n, t, &node)) /* plan_join.c */
+            return p->err->code;
         out->node = node;
         for (int i = 0; i < r.s.n; i++)
             out->s.c[i].t = t[i];
@@ -730,11 +848,49 @@ static int plan_query_ord(P *p, Select *q, PRel *out, OrderOut *ord)
     return 0;
 }
 
+int sql__plan_query(P *p, Select *q, PRel *out) { return plan_query(p, q, out); }
+int sql__plan_query_ord(P *p, Select *q, PRel *out, OrderOut *ord)
+{
+    return plan_query_ord(p, q, out, ord);
+}
+
+int sql__plan_from_item(P *p, FromItem *f, PRel *out, PushDown *cand)
+{
+    Select q = {0};
+    FromItem *one[1] = {f};
+    Expr *resid = NULL;
+    Ast **subq = NULL;
+    int nsubq = 0;
+    q.line = f->line;
+    q.col = f->col;
+    q.from = one;
+    q.nfrom = 1;
+    if (plan_from(p, &q, out, &resid, &subq, &nsubq, cand))
+        return p->err->code;
+    if (nsubq)
+        return perr(p, SL_EUNSUPPORTED, subq[0]->line, subq[0]->col,
+                    "subqueries in the ON clause of a join inside an outer join are not "
+                    "supported yet");
+    if (resid) {
+        CNode *src = p->c->nodes[out->node];
+        out->node = map_node(p, out->node, resid, identity_proj(p, src, 0), src->ncol);
+    }
+    return 0;
+}
+int sql__add_map(P *p, int in, Expr *filter, Expr **proj, int nproj)
+{
+    return map_node(p, in, filter, proj, nproj);
+}
+CNode *sql__add_node(P *p, OpKind k, int nin, int ncol) { return add_node(p, k, nin, ncol); }
+int sql__join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, int **cols_out)
+{
+    return join_side(p, node, keys, nkeys, kt, cols_out);
+}
+
 static int plan_query(P *p, Select *q, PRel *out)
 {
-    if (q->limit || q->offset)
-        return perr(p, SL_EUNSUPPORTED, q->limit_line, q->limit_col,
-                    "LIMIT/OFFSET in a subquery is not supported yet");
+    if (q->limit || q->offset) /* top-k (plan_window.c) */
+        return sql__plan_limited(p, q, out);
     return plan_query_ord(p, q, out, NULL);
 }
 
@@ -893,11 +1049,15 @@ static int plan_view(P *p, Stmt *s)
     bool present = p->flags & CC_PRESENT;
     if (limit_value(p, sq->limit, "LIMIT", &limit) || limit_value(p, sq->offset, "OFFSET", &offset))
         return p->err->code;
-    if ((sq->limit || sq->offset) && !present)
-        return perr(p, SL_EUNSUPPORTED, sq->limit_line, sq->limit_col,
-                    "LIMIT/OFFSET in a view is not supported yet");
-    if (plan_query_ord(p, sq, &q, present ? &ord : NULL))
+    bool lim = sq->limit || sq->offset;
+    int first_node = p->c->nnodes;
+    if (plan_query_ord(p, sq, &q, present || lim ? &ord : NULL))
         return p->err->code;
+    /* ORDER BY ... LIMIT: a top-k node (plan_window.c) */
+    if (lim && sql__plan_topk(p, &q, &ord, limit, offset, present))
+        return p->err->code;
+    if (!present)
+        limit = offset = -1;
     Relation *r = add_rel(p, s->name, s->name_line, s->name_col);
     if (!r)
         return p->err->code;
@@ -941,6 +1101,7 @@ static int plan_view(P *p, Stmt *s)
     /* every view gets a sink: it counts the view's changes (stats), feeds
        its output connectors and, when materialized, keeps its contents */
     add_sink(p, r, idx);
+    sql__topk_rewrite(p, first_node); /* rank <= k over a window: top-k */
     return 0;
 }
 
@@ -986,7 +1147,7 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
     Program *prog;
     Circuit *c = sl_calloc(1, sizeof(*c));
     c->arena = arena_new(64 * 1024);
-    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags};
+    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL};
     for (int i = 0; i < ndecl; i++) {
         p.owner = c->nrels;
         if (declare_table(&p, &decl[i]))

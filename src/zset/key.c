@@ -30,6 +30,8 @@ static inline int fixed_width(TypeKind k)
     case TK_DECIMAL:
     case TK_TIME:
     case TK_TIMESTAMP:
+    case TK_INTERVAL_DT:
+    case TK_INTERVAL_YM:
     case TK_DOUBLE: return 8;
     default: return 0;
     }
@@ -123,7 +125,9 @@ static void encode_value(const Vec *v, int64_t r, Buf *out)
     case TK_BIGINT:
     case TK_DECIMAL:
     case TK_TIME:
-    case TK_TIMESTAMP: {
+    case TK_TIMESTAMP:
+    case TK_INTERVAL_DT:
+    case TK_INTERVAL_YM: {
         int width = fixed_width(k);
         buf_reserve(out, 8);
         put_be(out->p + out->n, enc_int(v->i[r], width), width);
@@ -188,7 +192,9 @@ const uint8_t *key_decode(const uint8_t *p, const SqlType *types, int ncols, Chu
         case TK_BIGINT:
         case TK_DECIMAL:
         case TK_TIME:
-        case TK_TIMESTAMP: {
+        case TK_TIMESTAMP:
+        case TK_INTERVAL_DT:
+        case TK_INTERVAL_YM: {
             int width = fixed_width(k);
             v->i[r] = dec_int(get_be(p, width), width);
             p += width;

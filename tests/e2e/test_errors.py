@@ -175,18 +175,21 @@ def test_duplicate_view_name(tmp_path):
 
 UNSUPPORTED = [
     # (id, view text, needle where the error must point, words in the message)
-    ("left_join", "SELECT t.a FROM t LEFT JOIN u ON t.a = u.a", "LEFT", ["LEFT", "JOIN"]),
-    ("right_join", "SELECT t.a FROM t RIGHT OUTER JOIN u ON t.a = u.a", "RIGHT", ["RIGHT", "JOIN"]),
-    ("full_join", "SELECT t.a FROM t FULL JOIN u ON t.a = u.a", "FULL", ["FULL", "JOIN"]),
-    ("limit", "SELECT a FROM t LIMIT 3", "LIMIT", ["LIMIT"]),
-    ("scalar_subquery", "SELECT a, (SELECT MAX(c) FROM u) AS m FROM t", "(SELECT", ["subquer"]),
-    ("in_subquery", "SELECT a FROM t WHERE a IN (SELECT a FROM u)", "IN (SELECT", ["IN", "subquery"]),
-    ("exists", "SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u)", "EXISTS", ["EXISTS"]),
-    ("window", "SELECT a, SUM(b) OVER (PARTITION BY a) AS w FROM t", "OVER", ["window"]),
-    ("row_number", "SELECT a, ROW_NUMBER() OVER (ORDER BY a) AS r FROM t", "OVER", ["window"]),
-    ("except", "SELECT a FROM t EXCEPT SELECT a FROM u", "EXCEPT", ["EXCEPT"]),
-    ("intersect", "SELECT a FROM t INTERSECT SELECT a FROM u", "INTERSECT", ["INTERSECT"]),
-    ("cte", "WITH x AS (SELECT a FROM t) SELECT a FROM x", "WITH", ["WITH"]),
+    ("lateral", "SELECT t.a FROM t, LATERAL (SELECT c FROM u) x", "LATERAL", ["LATERAL"]),
+    ("outer_join_on_subquery", "SELECT t.a FROM t LEFT JOIN u ON u.a = (SELECT MAX(c) FROM u)",
+     "u.a = (SELECT", ["subquer", "outer join", "ON"]),
+    ("limit_expression", "SELECT a FROM t ORDER BY a LIMIT b", "b;", ["LIMIT", "integer"]),
+    ("subquery_after_group_by", "SELECT a, (SELECT MAX(c) FROM u) AS m FROM t GROUP BY a",
+     "(SELECT", ["subquer", "select list"]),
+    ("in_subquery_in_having", "SELECT a FROM t GROUP BY a HAVING a IN (SELECT a FROM u)",
+     "IN (SELECT", ["IN", "subquery", "HAVING"]),
+    ("correlated_exists_union",
+     "SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a UNION SELECT 2 FROM u)",
+     "EXISTS", ["correlated", "UNION"]),
+    ("named_window", "SELECT a, SUM(b) OVER w AS x FROM t", "w AS x", ["named windows"]),
+    ("ntile", "SELECT a, NTILE(2) OVER (ORDER BY a) AS r FROM t", "NTILE", ["window function"]),
+    ("recursive_cte", "WITH RECURSIVE x AS (SELECT a FROM t) SELECT a FROM x", "WITH",
+     ["WITH RECURSIVE"]),
 ]
 
 

@@ -1,0 +1,986 @@
+/*
+ * circuit/op_window.c - window functions over partitions (non-linear):
+ * ROW_NUMBER, RANK, DENSE_RANK, LAG, LEAD, and COUNT/SUM/AVG/MIN/MAX over
+ * ROWS or RANGE frames. Output: the input columns, then one column per
+ * function (CNode.wfn).
+ *
+ * Delta rule: for every partition touched in a step, each row whose output
+ * can have changed is emitted as -(old output) +(new output), unchanged
+ * outputs cancelling. Rows are exchanged by the hash of their partition key
+ * (all to worker 0 without PARTITION BY); a partition lives on one worker
+ * in an ordered tree (otree.h) that answers for the state before the step
+ * (version 0) and after it (version 1), so both outputs come from one tree.
+ *
+ * Which rows can change: for every changed row e and function f, an
+ * interval of the partition (in row order) that contains e and every row
+ * whose f-value depends on e, computed in O(log n) from e's position in
+ * each version:
+ *   ROW_NUMBER, RANK, DENSE_RANK:       e .. end (the ranks after e shift)
+ *   LAG(k) / LEAD(k):                   e .. k rows after / k rows before .. e
+ *   ROWS a PRECEDING .. b FOLLOWING:    b rows before e .. a rows after e
+ *   RANGE frames:                       rows whose value range reaches e's
+ *                                       value (peers for CURRENT ROW)
+ *   UNBOUNDED bounds extend the interval to the partition's end or start.
+ * The intervals of a partition are merged, then each is walked once in row
+ * order, computing every function for both versions with sliding state:
+ * frames keep an accumulator that adds the rows entering the frame and
+ * removes those leaving it (exact: 128-bit integer sums, XSum for floats,
+ * a monotonic deque for MIN/MAX), LAG/LEAD keep a cursor on the target row.
+ *
+ * Cost per step and touched partition, with d changed rows, n rows and m
+ * rows in the merged intervals: O(d log n) to apply the changes and find
+ * the intervals, plus O(m) to walk them, plus the first frame of each
+ * interval: O(log n) for COUNT and integer/DECIMAL SUM/AVG (prefix sums
+ * kept in the tree), a scan of that frame for DOUBLE SUM/AVG and MIN/MAX
+ * (so O(position) for UNBOUNDED PRECEDING frames), and O(position) for
+ * DENSE_RANK. Rank functions and frames reaching UNBOUNDED FOLLOWING or
+ * PRECEDING change every row after (before) a change: there m is the
+ * size of the output change itself.
+ */
+#include "op.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "../base/mem.h"
+#include "../expr/xsum.h"
+#include "../zset/batch.h"
+#include "../zset/hmap.h"
+#include "../zset/key.h"
+#include "otree.h"
+
+typedef struct WPart {
+    uint8_t *key; /* partition key encoding (owned) */
+    uint32_t klen;
+    int64_t stamp; /* last step in which the partition changed */
+    OTree t;
+} WPart;
+
+typedef struct Changed {
+    WPart *part;
+    ONode *n;
+} Changed;
+
+typedef struct PCur { /* a row of one version: node, copy, position */
+    ONode *n;
+    int64_t copy, pos;
+} PCur;
+
+typedef struct DQ {
+    int64_t pos;
+    const OVal *v;
+} DQ;
+
+typedef struct FEval { /* one function, one version, within one interval */
+    bool init;
+    int64_t N;           /* rows of the version */
+    const ONode *prev;   /* previous row (ranks) */
+    int64_t rank;
+    bool tset;           /* LAG/LEAD target cursor t is positioned */
+    PCur t;
+    PCur ps, pe;         /* RANGE probes: frame start, one past frame end */
+    PCur lo, hi;         /* rows [lo.pos, hi.pos) are in the accumulator */
+    __int128 isum;
+    int64_t nn, rows;
+    XSum *xs;            /* floating SUM/AVG */
+    DQ *dq;              /* MIN/MAX: monotonic deque dq[dqh..dqt) */
+    int64_t dqh, dqt, dqcap;
+} FEval;
+
+typedef struct Ival {
+    ONode *lo, *hi;
+} Ival;
+
+typedef struct WinSt {
+    HMap *parts;
+    OLayout lay;
+    const SqlType *in_types;
+    int nin, nfn;
+    SqlType *ord_types;
+    int nval;
+    int *val_col;        /* per value slot: the input column decoded into nodes */
+    int *sum_of;         /* per sum slot: its value slot */
+    int *fn_arg, *fn_def, *fn_key, *fn_sum; /* per function: value/sum slot or -1 */
+    Changed *chg;
+    int64_t nchg, capchg;
+    WPart **touched;
+    int64_t ntouched, captouched;
+    FEval *ev;           /* [function * 2 + version] */
+    Ival *iv;
+    int64_t niv, capiv;
+    OVal *vals;          /* outputs of one node's copies, both versions */
+    int64_t capvals;
+    Arena *scratch_arena;
+    Chunk *scratch;      /* one input row, for decoding values into nodes */
+    Chunk *kscratch;     /* one order key value, for RANGE bound keys */
+    Buf kb, vb, tmp, key[2];
+} WinSt;
+
+/* ---- cursors --------------------------------------------------------------- */
+
+static void pc_at(PCur *c, const OTree *t, int v, int64_t pos)
+{
+    c->pos = pos;
+    c->copy = 0;
+    c->n = otree_select(t, v, pos, &c->copy);
+}
+
+/* The first row of version v at or after node x (x NULL: the end, n rows). */
+static void pc_node(PCur *c, ONode *x, int v, int64_t n)
+{
+    c->copy = 0;
+    if (!x) {
+        c->n = NULL;
+        c->pos = n;
+        return;
+    }
+    c->pos = otree_before(x, v);
+    while (x && x->w[v] == 0)
+        x = otree_next(x);
+    c->n = x;
+}
+
+static void pc_next(PCur *c, int v)
+{
+    c->pos++;
+    if (!c->n)
+        return;
+    if (++c->copy < c->n->w[v])
+        return;
+    c->copy = 0;
+    do
+        c->n = otree_next(c->n);
+    while (c->n && c->n->w[v] == 0);
+}
+
+/* ---- values ---------------------------------------------------------------- */
+
+static int oval_cmp(const OVal *a, const OVal *b, Phys ph)
+{
+    switch (ph) {
+    case PHYS_I64: return (a->i > b->i) - (a->i < b->i);
+    case PHYS_F64: return (a->f > b->f) - (a->f < b->f);
+    default: return otree_cmp((const uint8_t *)a->s.p, a->s.n, (const uint8_t *)b->s.p, b->s.n);
+    }
+}
+
+static bool oval_eq(const OVal *a, const OVal *b, Phys ph)
+{
+    if (a->null || b->null)
+        return a->null == b->null;
+    return oval_cmp(a, b, ph) == 0;
+}
+
+static void set_val(Vec *v, int64_t r, const OVal *x)
+{
+    if (x->null) {
+        vec_set_null(v, r);
+        return;
+    }
+    if (v->nul)
+        v->nul[r] = 0;
+    if (v->i)
+        v->i[r] = x->i;
+    else if (v->f)
+        v->f[r] = x->f;
+    else
+        v->s[r] = x->s;
+}
+
+static const OVal *node_val(const WinSt *s, const ONode *x, int slot)
+{
+    return &onode_vals(&s->lay, x)[slot];
+}
+
+/* ---- frame accumulators ------------------------------------------------- */
+
+static bool uses_prefix(const WinSt *s, const WinFunc *f, int fi)
+{
+    return f->kind == WIN_COUNT_STAR || s->fn_sum[fi] >= 0;
+}
+
+static void acc_reset(FEval *e)
+{
+    e->isum = 0;
+    e->nn = e->rows = 0;
+    if (e->xs)
+        memset(e->xs, 0, sizeof(XSum));
+    e->dqh = e->dqt = 0;
+}
+
+/* Row c enters (sign 1) or leaves (-1) the frame. */
+static void acc_row(const WinSt *s, const WinFunc *f, int fi, FEval *e, const PCur *c, int sign)
+{
+    if (f->kind == WIN_COUNT_STAR) {
+        e->rows += sign;
+        return;
+    }
+    const OVal *x = node_val(s, c->n, s->fn_arg[fi]);
+    if (f->kind == WIN_MIN || f->kind == WIN_MAX) {
+        if (sign < 0) {
+            if (e->dqh < e->dqt && e->dq[e->dqh].pos == c->pos)
+                e->dqh++;
+            return;
+        }
+        if (x->null)
+            return;
+        Phys ph = type_phys(f->in_t.kind);
+        while (e->dqt > e->dqh) {
+            int cmp = oval_cmp(e->dq[e->dqt - 1].v, x, ph);
+            if (f->kind == WIN_MIN ? cmp < 0 : cmp > 0)
+                break;
+            e->dqt--;
+        }
+        if (e->dqh > 0 && e->dqt == e->dqcap) { /* slide down */
+            memmove(e->dq, e->dq + e->dqh, sizeof(DQ) * (size_t)(e->dqt - e->dqh));
+            e->dqt -= e->dqh;
+            e->dqh = 0;
+        }
+        if (e->dqt == e->dqcap) {
+            e->dqcap = e->dqcap ? e->dqcap * 2 : 64;
+            e->dq = sl_realloc(e->dq, sizeof(DQ) * (size_t)e->dqcap);
+        }
+        e->dq[e->dqt++] = (DQ){c->pos, x};
+        return;
+    }
+    if (x->null)
+        return;
+    e->nn += sign;
+    if (f->kind == WIN_COUNT)
+        return;
+    if (e->xs)
+        xsum_add(e->xs, x->f, sign);
+    else
+        e->isum += sign > 0 ? (__int128)x->i : -(__int128)x->i;
+}
+
+static int64_t clamp_pos(__int128 x, int64_t n)
+{
+    return x < 0 ? 0 : x > n ? n : (int64_t)x;
+}
+
+/* Bound key of a RANGE frame for current row x: its sort key, or the sort
+   key of its value moved n (nf) earlier (sign -1) or later (+1) in the
+   window order. */
+static void range_key(WinSt *s, const CNode *nd, const WinFunc *f, int fi, const ONode *x,
+                      FrameBound b, int64_t n, double nf, Buf *out)
+{
+    buf_reset(out);
+    const OVal *val = s->fn_key[fi] >= 0 ? node_val(s, x, s->fn_key[fi]) : NULL;
+    if (b == FB_CURRENT_ROW || !val || val->null) {
+        buf_append(out, x->enc, x->sklen);
+        return;
+    }
+    int sign = b == FB_PRECEDING ? -1 : 1;
+    if (nd->ord_desc[0])
+        sign = -sign;
+    Vec *v = &s->kscratch->col[0];
+    if (v->nul)
+        v->nul[0] = 0;
+    if (v->f) {
+        v->f[0] = val->f + sign * nf;
+    } else {
+        int64_t lo = INT64_MIN, hi = INT64_MAX, r;
+        TypeKind k = (TypeKind)v->t.kind;
+        if (type_is_integer(k))
+            type_int_range(k, &lo, &hi);
+        if (__builtin_add_overflow(val->i, sign > 0 ? n : -n, &r))
+            r = sign > 0 ? INT64_MAX : INT64_MIN;
+        v->i[0] = r < lo ? lo : r > hi ? hi : r;
+    }
+    static const int zero = 0;
+    otree_sortkey(s->kscratch, 0, &zero, nd->ord_desc, nd->ord_nulls_first, 1, out, &s->tmp);
+}
+
+/* Frame [*S, *E) of the row at q (node x) in version v. */
+static void frame_of(WinSt *s, const CNode *nd, const WinFunc *f, int fi, FEval *e,
+                     const OTree *t, int v, const ONode *x, int64_t q, int64_t *S, int64_t *E)
+{
+    int64_t N = e->N;
+    if (f->rows) {
+        __int128 a, b;
+        switch (f->start) {
+        case FB_UNBOUNDED_PRECEDING: a = 0; break;
+        case FB_PRECEDING: a = (__int128)q - f->start_n; break;
+        case FB_FOLLOWING: a = (__int128)q + f->start_n; break;
+        default: a = q; break;
+        }
+        switch (f->end) {
+        case FB_UNBOUNDED_FOLLOWING: b = N; break;
+        case FB_PRECEDING: b = (__int128)q - f->end_n + 1; break;
+        case FB_FOLLOWING: b = (__int128)q + f->end_n + 1; break;
+        default: b = (__int128)q + 1; break;
+        }
+        *S = clamp_pos(a, N);
+        *E = clamp_pos(b, N);
+    } else {
+        if (f->start == FB_UNBOUNDED_PRECEDING) {
+            *S = 0;
+        } else {
+            range_key(s, nd, f, fi, x, f->start, f->start_n, f->start_f, &s->key[0]);
+            const uint8_t *k = s->key[0].p;
+            size_t kn = s->key[0].n;
+            if (!e->init) {
+                pc_node(&e->ps, otree_lower(t, k, kn), v, N);
+            } else {
+                while (e->ps.n && otree_cmp(e->ps.n->enc, e->ps.n->sklen, k, kn) < 0)
+                    pc_next(&e->ps, v);
+            }
+            *S = e->ps.pos;
+        }
+        if (f->end == FB_UNBOUNDED_FOLLOWING) {
+            *E = N;
+        } else {
+            range_key(s, nd, f, fi, x, f->end, f->end_n, f->end_f, &s->key[1]);
+            const uint8_t *k = s->key[1].p;
+            size_t kn = s->key[1].n;
+            if (!e->init) {
+                pc_node(&e->pe, otree_beyond(t, k, kn), v, N);
+            } else {
+                /* past every row whose encoding starts with a prefix <= k */
+                while (e->pe.n && onode_cmp_key(e->pe.n, k, kn) <= 0)
+                    pc_next(&e->pe, v);
+            }
+            *E = e->pe.pos;
+        }
+    }
+    if (*E < *S)
+        *E = *S;
+}
+
+/* Move the accumulator to frame [S, E) (S and E never decrease). */
+static void acc_move(WinSt *s, const WinFunc *f, int fi, FEval *e, const OTree *t, int v,
+                     int64_t S, int64_t E)
+{
+    if (S >= e->hi.pos && S - e->hi.pos > 64) { /* a jump: start over at S */
+        acc_reset(e);
+        pc_at(&e->lo, t, v, S);
+        e->hi = e->lo;
+    }
+    while (e->hi.pos < E) {
+        acc_row(s, f, fi, e, &e->hi, 1);
+        pc_next(&e->hi, v);
+    }
+    while (e->lo.pos < S) {
+        acc_row(s, f, fi, e, &e->lo, -1);
+        pc_next(&e->lo, v);
+    }
+}
+
+/* Set up the accumulator on the first frame [S, E). */
+static void acc_init(WinSt *s, const WinFunc *f, int fi, FEval *e, const OTree *t, int v,
+                     int64_t S, int64_t E)
+{
+    acc_reset(e);
+    pc_at(&e->lo, t, v, S);
+    if (uses_prefix(s, f, fi)) {
+        pc_at(&e->hi, t, v, E);
+        if (f->kind == WIN_COUNT_STAR) {
+            e->rows = E - S;
+            return;
+        }
+        __int128 s1, s0;
+        int64_t n1, n0;
+        otree_prefix_sum(&s->lay, t, v, s->fn_sum[fi], E, &s1, &n1);
+        otree_prefix_sum(&s->lay, t, v, s->fn_sum[fi], S, &s0, &n0);
+        e->isum = s1 - s0;
+        e->nn = n1 - n0;
+        return;
+    }
+    e->hi = e->lo;
+    acc_move(s, f, fi, e, t, v, S, E);
+}
+
+static int int_result(OpEnv *env, const CNode *nd, const WinFunc *f, __int128 x, OVal *out,
+                      const char *what)
+{
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    if (f->out_t.kind == TK_DECIMAL) {
+        lo = -(pow10_i64(18) - 1);
+        hi = pow10_i64(18) - 1;
+    }
+    if (x < lo || x > hi) {
+        char tb[48];
+        return err_set(env->ev->err, SL_ERUNTIME, "%s overflowed %s (window node %d)", what,
+                       type_name(f->out_t, tb, sizeof(tb)), nd->id);
+    }
+    out->i = (int64_t)x;
+    return 0;
+}
+
+static int acc_result(OpEnv *env, const CNode *nd, const WinFunc *f, const FEval *e, OVal *out)
+{
+    switch (f->kind) {
+    case WIN_COUNT_STAR:
+        out->i = e->rows;
+        return 0;
+    case WIN_COUNT:
+        out->i = e->nn;
+        return 0;
+    case WIN_MIN:
+    case WIN_MAX:
+        if (e->dqh == e->dqt)
+            out->null = true;
+        else
+            *out = *e->dq[e->dqh].v;
+        return 0;
+    case WIN_SUM:
+        if (!e->nn)
+            out->null = true;
+        else if (e->xs)
+            out->f = xsum_value(e->xs);
+        else
+            return int_result(env, nd, f, e->isum, out, "SUM");
+        return 0;
+    case WIN_AVG:
+        if (!e->nn) {
+            out->null = true;
+        } else if (e->xs) {
+            out->f = xsum_value(e->xs) / (double)e->nn;
+        } else if (f->in_t.kind == TK_DECIMAL) {
+            __int128 q = e->isum / e->nn, r = e->isum % e->nn;
+            __int128 ar = r < 0 ? -r : r, ac = e->nn < 0 ? -(__int128)e->nn : e->nn;
+            if (2 * ar >= ac)
+                q += ((e->isum < 0) != (e->nn < 0)) ? -1 : 1;
+            return int_result(env, nd, f, q, out, "AVG");
+        } else {
+            out->f = (double)e->isum / (double)e->nn;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* ---- evaluation ----------------------------------------------------------- */
+
+/* Function fi's value at row q (node x) of version v: rows of a version are
+   fed to its evaluator in order, starting anywhere. */
+static int eval_row(OpEnv *env, WinSt *s, const CNode *nd, int fi, int v, const OTree *t,
+                    ONode *x, int64_t q, OVal *out)
+{
+    const WinFunc *f = &nd->wfn[fi];
+    FEval *e = &s->ev[fi * 2 + v];
+    memset(out, 0, sizeof(*out));
+    bool first = !e->init;
+    if (first)
+        e->N = otree_count(t, v);
+    switch (f->kind) {
+    case WIN_ROW_NUMBER:
+        out->i = q + 1;
+        break;
+    case WIN_RANK:
+        if (first)
+            e->rank = otree_before(otree_lower(t, x->enc, x->sklen), v) + 1;
+        else if (!onode_peers(e->prev, x))
+            e->rank = q + 1;
+        e->prev = x;
+        out->i = e->rank;
+        break;
+    case WIN_DENSE_RANK:
+        if (first) {
+            const ONode *prev = NULL;
+            e->rank = 1;
+            for (ONode *y = otree_first(t); y && otree_cmp(y->enc, y->sklen, x->enc, x->sklen) < 0;
+                 y = otree_next(y)) {
+                if (!y->w[v])
+                    continue;
+                if (!prev || !onode_peers(prev, y))
+                    e->rank++;
+                prev = y;
+            }
+        } else if (!onode_peers(e->prev, x)) {
+            e->rank++;
+        }
+        e->prev = x;
+        out->i = e->rank;
+        break;
+    case WIN_LAG:
+    case WIN_LEAD: {
+        int64_t tp = f->kind == WIN_LAG ? q - f->offset : q + f->offset;
+        if (tp < 0 || tp >= e->N) {
+            if (s->fn_def[fi] >= 0)
+                *out = *node_val(s, x, s->fn_def[fi]);
+            else
+                out->null = true;
+            break;
+        }
+        if (!e->tset) {
+            pc_at(&e->t, t, v, tp);
+            e->tset = true;
+        }
+        while (e->t.pos < tp)
+            pc_next(&e->t, v);
+        *out = *node_val(s, e->t.n, s->fn_arg[fi]);
+        break;
+    }
+    default: {
+        int64_t S, E;
+        frame_of(s, nd, f, fi, e, t, v, x, q, &S, &E);
+        if (first)
+            acc_init(s, f, fi, e, t, v, S, E);
+        else
+            acc_move(s, f, fi, e, t, v, S, E);
+        e->init = true;
+        return acc_result(env, nd, f, e, out);
+    }
+    }
+    e->init = true;
+    return 0;
+}
+
+static void emit_copy(WinSt *s, const CNode *nd, ChunkOut *co, const ONode *x, const OVal *vals,
+                      int64_t w)
+{
+    int64_t r = cout_row(co);
+    key_decode(x->enc + x->sklen, s->in_types, s->nin, co->c, 0, r);
+    for (int f = 0; f < s->nfn; f++)
+        set_val(&co->c->col[s->nin + f], r, &vals[f]);
+    co->c->w[r] = w;
+}
+
+/* Walk rows lo..hi (inclusive) of partition t, emitting changed outputs. */
+static int eval_interval(OpEnv *env, WinSt *s, const CNode *nd, const OTree *t, ONode *lo,
+                         ONode *hi, ChunkOut *co)
+{
+    int nf = s->nfn;
+    int64_t q[2];
+    for (int i = 0; i < 2 * nf; i++) {
+        FEval *e = &s->ev[i];
+        e->init = e->tset = false;
+        e->prev = NULL;
+    }
+    for (int v = 0; v < 2; v++)
+        q[v] = otree_before(lo, v);
+    for (ONode *x = lo;; x = otree_next(x)) {
+        int64_t n0 = x->w[0], n1 = x->w[1], need = (n0 + n1) * nf;
+        if (need > s->capvals) {
+            s->capvals = need * 2;
+            s->vals = sl_realloc(s->vals, sizeof(OVal) * (size_t)s->capvals);
+        }
+        OVal *ov = s->vals, *nv = s->vals + n0 * nf;
+        for (int64_t c = 0; c < n0; c++, q[0]++)
+            for (int f = 0; f < nf; f++)
+                if (eval_row(env, s, nd, f, 0, t, x, q[0], &ov[c * nf + f]))
+                    return SL_ERUNTIME;
+        for (int64_t c = 0; c < n1; c++, q[1]++)
+            for (int f = 0; f < nf; f++)
+                if (eval_row(env, s, nd, f, 1, t, x, q[1], &nv[c * nf + f]))
+                    return SL_ERUNTIME;
+        bool same = n0 == n1;
+        for (int64_t i = 0; i < n0 * nf && same; i++)
+            same = oval_eq(&ov[i], &nv[i], type_phys(nd->wfn[i % nf].out_t.kind));
+        if (!same) {
+            for (int64_t c = 0; c < n0; c++)
+                emit_copy(s, nd, co, x, &ov[c * nf], -1);
+            for (int64_t c = 0; c < n1; c++)
+                emit_copy(s, nd, co, x, &nv[c * nf], 1);
+        }
+        if (x == hi)
+            break;
+    }
+    return 0;
+}
+
+/* ---- which rows a change reaches ----------------------------------------------- */
+
+static void add_ival(WinSt *s, ONode *lo, ONode *hi)
+{
+    if (s->niv == s->capiv) {
+        s->capiv = s->capiv ? s->capiv * 2 : 64;
+        s->iv = sl_realloc(s->iv, sizeof(Ival) * (size_t)s->capiv);
+    }
+    s->iv[s->niv++] = (Ival){lo, hi};
+}
+
+static int node_cmp(const ONode *a, const ONode *b)
+{
+    return a == b ? 0 : otree_cmp(a->enc, a->len, b->enc, b->len);
+}
+
+static ONode *node_min(ONode *a, ONode *b) { return node_cmp(a, b) <= 0 ? a : b; }
+static ONode *node_max(ONode *a, ONode *b) { return node_cmp(a, b) >= 0 ? a : b; }
+
+/* The node holding row pos of version v, clamped into the version's rows
+   (NULL when it has none). */
+static ONode *node_at(const OTree *t, int v, int64_t pos)
+{
+    int64_t n = otree_count(t, v);
+    if (!n)
+        return NULL;
+    return otree_select(t, v, pos < 0 ? 0 : pos >= n ? n - 1 : pos, NULL);
+}
+
+/* Last node whose sort key starts with a prefix <= k. */
+static ONode *last_upto(const OTree *t, const uint8_t *k, size_t kn)
+{
+    ONode *b = otree_beyond(t, k, kn);
+    return b ? otree_prev(b) : otree_last(t);
+}
+
+/* The interval of rows whose function-fi value may depend on changed row e. */
+static void reach(WinSt *s, const CNode *nd, int fi, const OTree *t, ONode *e)
+{
+    const WinFunc *f = &nd->wfn[fi];
+    ONode *lo = e, *hi = e, *first = otree_first(t), *last = otree_last(t);
+    switch (f->kind) {
+    case WIN_ROW_NUMBER:
+    case WIN_RANK:
+    case WIN_DENSE_RANK:
+        hi = last;
+        break;
+    case WIN_LAG:
+    case WIN_LEAD:
+        for (int v = 0; v < 2; v++) {
+            int64_t pf = otree_before(e, v), pl = pf + e->w[v] - 1, n = otree_count(t, v);
+            if (f->kind == WIN_LAG) {
+                __int128 p = (__int128)pl + f->offset;
+                ONode *y = p >= n ? last : node_at(t, v, (int64_t)p);
+                if (y)
+                    hi = node_max(hi, y);
+            } else {
+                __int128 p = (__int128)pf - f->offset;
+                ONode *y = p < 0 ? first : node_at(t, v, (int64_t)p);
+                if (y)
+                    lo = node_min(lo, y);
+            }
+        }
+        break;
+    default:
+        if (f->rows) {
+            /* rows at q reach e when q - A <= e's last row and q + B >= e's first */
+            bool ainf = f->start == FB_UNBOUNDED_PRECEDING, binf = f->end == FB_UNBOUNDED_FOLLOWING;
+            __int128 A = f->start == FB_PRECEDING ? f->start_n
+                         : f->start == FB_FOLLOWING ? -(__int128)f->start_n : 0;
+            __int128 B = f->end == FB_FOLLOWING ? f->end_n
+                         : f->end == FB_PRECEDING ? -(__int128)f->end_n : 0;
+            for (int v = 0; v < 2; v++) {
+                int64_t pf = otree_before(e, v), pl = pf + e->w[v] - 1, n = otree_count(t, v);
+                __int128 a = binf ? 0 : pf - B, b = ainf ? (__int128)n - 1 : pl + A;
+                if (!n || a > b || a > n - 1 || b < 0)
+                    continue;
+                lo = node_min(lo, node_at(t, v, (int64_t)(a < 0 ? 0 : a)));
+                hi = node_max(hi, node_at(t, v, (int64_t)(b > n - 1 ? n - 1 : b)));
+            }
+            break;
+        }
+        /* RANGE: rows whose frame start is <= e reach up to `hi`, rows whose
+           frame end is >= e start at `lo` (by value; conservative when the
+           bound moves away from e or e's key is NULL) */
+        {
+            const OVal *val = s->fn_key[fi] >= 0 ? node_val(s, e, s->fn_key[fi]) : NULL;
+            bool null_off = val && val->null;
+            if (f->start == FB_UNBOUNDED_PRECEDING || (null_off && f->start != FB_CURRENT_ROW)) {
+                hi = last;
+            } else if (f->start == FB_PRECEDING) {
+                range_key(s, nd, f, fi, e, FB_FOLLOWING, f->start_n, f->start_f, &s->key[0]);
+                hi = node_max(hi, last_upto(t, s->key[0].p, s->key[0].n));
+            } else {
+                hi = node_max(hi, last_upto(t, e->enc, e->sklen));
+            }
+            if (f->end == FB_UNBOUNDED_FOLLOWING || (null_off && f->end != FB_CURRENT_ROW)) {
+                lo = first;
+            } else if (f->end == FB_FOLLOWING) {
+                range_key(s, nd, f, fi, e, FB_PRECEDING, f->end_n, f->end_f, &s->key[0]);
+                ONode *y = otree_lower(t, s->key[0].p, s->key[0].n);
+                if (y)
+                    lo = node_min(lo, y);
+            } else {
+                ONode *y = otree_lower(t, e->enc, e->sklen);
+                if (y)
+                    lo = node_min(lo, y);
+            }
+        }
+        break;
+    }
+    add_ival(s, lo, hi);
+}
+
+static int ival_cmp(const void *a, const void *b)
+{
+    const Ival *x = a, *y = b;
+    return node_cmp(x->lo, y->lo);
+}
+
+/* The output changes of one touched partition. */
+static int emit_part(OpEnv *env, WinSt *s, const CNode *nd, WPart *part, const Changed *chg,
+                     int64_t nc, ChunkOut *co)
+{
+    OTree *t = &part->t;
+    int64_t n = otree_count(t, 0) > otree_count(t, 1) ? otree_count(t, 0) : otree_count(t, 1);
+    s->niv = 0;
+    if (!t->root)
+        return 0;
+    if (nc * s->nfn > n / 4 + 8) {
+        add_ival(s, otree_first(t), otree_last(t));
+    } else {
+        for (int64_t i = 0; i < nc; i++)
+            for (int f = 0; f < s->nfn; f++)
+                reach(s, nd, f, t, chg[i].n);
+        qsort(s->iv, (size_t)s->niv, sizeof(Ival), ival_cmp);
+    }
+    int64_t m = 0;
+    for (int64_t i = 0; i < s->niv; i++) {
+        Ival *c = &s->iv[i];
+        if (m && (node_cmp(c->lo, s->iv[m - 1].hi) <= 0 || otree_next(s->iv[m - 1].hi) == c->lo)) {
+            s->iv[m - 1].hi = node_max(s->iv[m - 1].hi, c->hi);
+            continue;
+        }
+        s->iv[m++] = *c;
+    }
+    for (int64_t i = 0; i < m; i++)
+        if (eval_interval(env, s, nd, t, s->iv[i].lo, s->iv[i].hi, co))
+            return SL_ERUNTIME;
+    return 0;
+}
+
+/* ---- the operator ---------------------------------------------------------- */
+
+static void begin_window(Op *op, OpEnv *env)
+{
+    for (int d = 0; d < env->nworkers; d++)
+        buf_reset(xchg_buf(op->x, env->worker, d, 0));
+}
+
+/* Rows are routed as (partition key, sort key || row). */
+static int push_window(Op *op, OpEnv *env, int input, Chunk *c)
+{
+    WinSt *s = op->st;
+    const CNode *n = op->node;
+    int W = env->nworkers, me = env->worker;
+    (void)input;
+    for (int64_t r = 0; r < c->n; r++) {
+        buf_reset(&s->kb);
+        buf_reset(&s->vb);
+        key_encode(c, n->part, n->npart, r, &s->kb);
+        otree_sortkey(c, r, n->ord, n->ord_desc, n->ord_nulls_first, n->nord, &s->vb, &s->tmp);
+        key_encode_row(c, r, &s->vb);
+        int d = n->npart ? op_route(s->kb.p, s->kb.n, W) : 0;
+        xrec_put(xchg_buf(op->x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, s->vb.p,
+                 (uint32_t)s->vb.n, c->w[r]);
+    }
+    return 0;
+}
+
+/* A new node's values, decoded from its own bytes (before it has weight). */
+static void set_vals(WinSt *s, ONode *x)
+{
+    if (!s->nval)
+        return;
+    key_decode(x->enc + x->sklen, s->in_types, s->nin, s->scratch, 0, 0);
+    OVal *val = onode_vals(&s->lay, x);
+    for (int j = 0; j < s->nval; j++) {
+        const Vec *c = &s->scratch->col[s->val_col[j]];
+        val[j].null = vec_is_null(c, 0);
+        if (c->i)
+            val[j].i = c->i[0];
+        else if (c->f)
+            val[j].f = c->f[0];
+        else
+            val[j].s = c->s[0];
+    }
+}
+
+static int finish_window(Op *op, OpEnv *env)
+{
+    WinSt *s = op->st;
+    const CNode *n = op->node;
+    Exchange *x = op->x;
+    int W = env->nworkers, me = env->worker, rc = 0;
+    xchg_wait(x);
+    BatchBuilder *bb = bb_new();
+    for (int f = 0; f < W; f++) {
+        const Buf *b = xchg_buf(x, f, me, 0);
+        size_t pos = 0;
+        XRec r;
+        while (xrec_next(b, &pos, &r))
+            bb_add(bb, r.k, r.kn, r.v, r.vn, r.w);
+    }
+    Batch *delta = bb_finish(bb);
+    ChunkOut co;
+    cout_init(&co, env->arena, n->ncol, n->types, 16);
+    for (int64_t i = 0; i < delta->n && !rc;) {
+        const uint8_t *k = batch_key(delta, i);
+        size_t kn = batch_klen(delta, i);
+        bool created;
+        WPart *part = hmap_upsert(s->parts, k, kn, sl_hash(k, kn), &created);
+        if (created) {
+            part->key = sl_malloc(kn ? kn : 1);
+            memcpy(part->key, k, kn);
+            part->klen = (uint32_t)kn;
+            part->stamp = -1;
+        }
+        if (part->stamp != env->step) {
+            part->stamp = env->step;
+            if (s->ntouched == s->captouched) {
+                s->captouched = s->captouched ? s->captouched * 2 : 64;
+                s->touched = sl_realloc(s->touched, sizeof(WPart *) * (size_t)s->captouched);
+            }
+            s->touched[s->ntouched++] = part;
+        }
+        int64_t first = s->nchg;
+        for (; i < delta->n && batch_klen(delta, i) == kn && !batch_key_cmp(delta, i, k, kn); i++) {
+            const uint8_t *v = batch_val(delta, i);
+            size_t vn = batch_vlen(delta, i);
+            bool fresh;
+            size_t sk = otree_sortkey_len(v, s->ord_types, n->ord_desc, n->nord);
+            ONode *nd = otree_upsert(&s->lay, &part->t, v, vn, sk, &fresh);
+            if (fresh)
+                set_vals(s, nd);
+            otree_add(&s->lay, nd, 1, delta->w[i]);
+            if (!nd->changed) {
+                nd->changed = true;
+                if (s->nchg == s->capchg) {
+                    s->capchg = s->capchg ? s->capchg * 2 : 64;
+                    s->chg = sl_realloc(s->chg, sizeof(Changed) * (size_t)s->capchg);
+                }
+                s->chg[s->nchg++] = (Changed){part, nd};
+            }
+            if (nd->w[1] < 0)
+                rc = err_set(env->ev->err, SL_ERUNTIME,
+                             "window node %d: a row has negative multiplicity %lld (more "
+                             "deletions than insertions)", n->id, (long long)nd->w[1]);
+        }
+        if (!rc)
+            rc = emit_part(env, s, n, part, s->chg + first, s->nchg - first, &co);
+    }
+    batch_unref(delta);
+    op->out = co.c;
+    return rc;
+}
+
+/* The step is over: deleted rows leave the trees, weights become "before". */
+static void step_end_window(Op *op)
+{
+    WinSt *s = op->st;
+    for (int64_t i = 0; i < s->nchg; i++) {
+        ONode *nd = s->chg[i].n;
+        nd->changed = false;
+        if (nd->w[1] < 0) /* after an error: drop the row's weight */
+            otree_add(&s->lay, nd, 1, -nd->w[1]);
+        otree_add(&s->lay, nd, 0, nd->w[1] - nd->w[0]);
+        if (nd->w[1] == 0) {
+            otree_remove(&s->lay, &s->chg[i].part->t, nd);
+            sl_free(nd);
+        }
+    }
+    s->nchg = 0;
+    for (int64_t i = 0; i < s->ntouched; i++) {
+        WPart *p = s->touched[i];
+        if (!p->t.root) {
+            uint8_t *k = p->key;
+            uint32_t kl = p->klen;
+            hmap_delete(s->parts, k, kl, sl_hash(k, kl)); /* frees p */
+            sl_free(k);
+        }
+    }
+    s->ntouched = 0;
+}
+
+static void free_window(Op *op)
+{
+    WinSt *s = op->st;
+    size_t it = 0;
+    const uint8_t *k;
+    size_t kn;
+    void *pl;
+    while (hmap_next(s->parts, &it, &k, &kn, &pl)) {
+        WPart *p = pl;
+        otree_free(&p->t);
+        sl_free(p->key);
+    }
+    hmap_free(s->parts);
+    for (int i = 0; i < 2 * s->nfn; i++) {
+        sl_free(s->ev[i].xs);
+        sl_free(s->ev[i].dq);
+    }
+    sl_free(s->ev);
+    sl_free(s->ord_types);
+    sl_free(s->val_col);
+    sl_free(s->sum_of);
+    sl_free(s->fn_arg);
+    sl_free(s->fn_def);
+    sl_free(s->fn_key);
+    sl_free(s->fn_sum);
+    sl_free(s->chg);
+    sl_free(s->touched);
+    sl_free(s->iv);
+    sl_free(s->vals);
+    arena_free(s->scratch_arena);
+    buf_free(&s->kb);
+    buf_free(&s->vb);
+    buf_free(&s->tmp);
+    buf_free(&s->key[0]);
+    buf_free(&s->key[1]);
+    sl_free(s);
+}
+
+/* Value slot of input column col (added when new). */
+static int val_slot(WinSt *s, int col)
+{
+    for (int j = 0; j < s->nval; j++)
+        if (s->val_col[j] == col)
+            return j;
+    s->val_col[s->nval] = col;
+    return s->nval++;
+}
+
+int op_window_init(Op *op)
+{
+    const CNode *n = op->node;
+    const CNode *src = op->circuit->nodes[n->in[0]];
+    WinSt *s = sl_calloc(1, sizeof(*s));
+    int nf = n->nwfn;
+    s->parts = hmap_new(sizeof(WPart));
+    s->in_types = src->types;
+    s->nin = src->ncol;
+    s->nfn = nf;
+    s->ord_types = sl_malloc(sizeof(SqlType) * (size_t)(n->nord + 1));
+    for (int j = 0; j < n->nord; j++)
+        s->ord_types[j] = src->types[n->ord[j]];
+    s->val_col = sl_malloc(sizeof(int) * (size_t)(3 * nf + 1));
+    s->sum_of = sl_malloc(sizeof(int) * (size_t)(nf + 1));
+    s->fn_arg = sl_malloc(sizeof(int) * (size_t)(nf + 1));
+    s->fn_def = sl_malloc(sizeof(int) * (size_t)(nf + 1));
+    s->fn_key = sl_malloc(sizeof(int) * (size_t)(nf + 1));
+    s->fn_sum = sl_malloc(sizeof(int) * (size_t)(nf + 1));
+    s->ev = sl_calloc((size_t)(2 * nf + 1), sizeof(FEval));
+    int nsum = 0;
+    for (int i = 0; i < nf; i++) {
+        const WinFunc *f = &n->wfn[i];
+        s->fn_arg[i] = f->col >= 0 ? val_slot(s, f->col) : -1;
+        s->fn_def[i] = f->def_col >= 0 ? val_slot(s, f->def_col) : -1;
+        bool offs = !f->rows && f->kind >= WIN_COUNT_STAR &&
+                    (f->start == FB_PRECEDING || f->start == FB_FOLLOWING ||
+                     f->end == FB_PRECEDING || f->end == FB_FOLLOWING);
+        s->fn_key[i] = offs && n->nord == 1 ? val_slot(s, n->ord[0]) : -1;
+        s->fn_sum[i] = -1;
+        bool fl = f->col >= 0 && type_phys(f->in_t.kind) == PHYS_F64;
+        if (f->kind == WIN_COUNT || ((f->kind == WIN_SUM || f->kind == WIN_AVG) && !fl)) {
+            int j = 0;
+            while (j < nsum && s->sum_of[j] != s->fn_arg[i])
+                j++;
+            if (j == nsum)
+                s->sum_of[nsum++] = s->fn_arg[i];
+            s->fn_sum[i] = j;
+        }
+        if ((f->kind == WIN_SUM || f->kind == WIN_AVG) && fl)
+            for (int v = 0; v < 2; v++)
+                s->ev[i * 2 + v].xs = sl_calloc(1, sizeof(XSum));
+    }
+    olayout_init(&s->lay, s->nval, nsum, s->sum_of);
+    s->scratch_arena = arena_new(4096);
+    s->scratch = chunk_new(s->scratch_arena, s->nin, s->in_types, 1);
+    s->scratch->n = 1;
+    SqlType kt = n->nord ? s->ord_types[0] : type_make(TK_INT, false);
+    s->kscratch = chunk_new(s->scratch_arena, 1, &kt, 1);
+    s->kscratch->n = 1;
+    op->st = s;
+    op->eval = op_eval_streamed;
+    op->begin = begin_window;
+    op->push = push_window;
+    op->finish = finish_window;
+    op->step_end = step_end_window;
+    op->free = free_window;
+    return 0;
+}

@@ -1,0 +1,690 @@
+/*
+ * sql/plan_subq.c - subqueries in expressions: scalar `(SELECT ...)`,
+ * `EXISTS (SELECT ...)` and `x [NOT] IN (SELECT ...)`.
+ *
+ * An incremental engine cannot run a subquery per row, so each subquery
+ * expression becomes a hidden column of the relation it is evaluated over
+ * (the FROM relation R of the query block), computed with joins and
+ * aggregates that the circuit maintains like any other:
+ *
+ *   scalar:  G = global aggregate of S: COUNT(*) c, MIN(v) m (one row,
+ *            always); R x G; value = m, and an error if c > 1.
+ *   EXISTS:  G = COUNT(*) c of S; R x G; value = c > 0.
+ *   IN:      Sd = DISTINCT of S's non-NULL values; k = x (cast to the
+ *            common type); M = R |x|_{k = v} Sd (each R row matches at most
+ *            once: Sd is a set); the unmatched rows are R - M; R' = M with
+ *            TRUE + unmatched with FALSE; R' x G with G = COUNT(*) c,
+ *            COUNT(v) cv of S; value (SQL's three-valued IN) =
+ *              matched -> TRUE; c = 0 -> FALSE; k IS NULL -> NULL;
+ *              c > cv (S has a NULL) -> NULL; else FALSE.
+ *
+ * The subquery is planned on its own first; if it refers to columns of the
+ * outer query (a correlated subquery) planning fails on the unknown name
+ * and the message says correlated subqueries are not supported yet.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "sql_int.h"
+
+bool sql__has_subquery(const Ast *x)
+{
+    if (!x)
+        return false;
+    if (x->k == A_SUBQUERY || x->k == A_EXISTS || (x->k == A_IN && x->sub))
+        return true;
+    if (sql__has_subquery(x->a) || sql__has_subquery(x->b) || sql__has_subquery(x->c))
+        return true;
+    for (int i = 0; i < x->args.n; i++)
+        if (sql__has_subquery(x->args.v[i]))
+            return true;
+    return false;
+}
+
+static Expr *mk2(P *p, ExprKind k, SqlType t, Expr *a, Expr *b)
+{
+    Expr *e = sql__mk(p, k, t, b ? 2 : 1);
+    e->a[0] = a;
+    if (b)
+        e->a[1] = b;
+    return e;
+}
+
+static Expr *const_i(P *p, int64_t v) { return expr_const_i64(p->a, type_make(TK_BIGINT, false), v); }
+static Expr *const_b(P *p, bool v) { return expr_const_i64(p->a, type_make(TK_BOOL, false), v); }
+
+/* Identity projection of node `in` plus extra expressions. */
+static Expr **ident_plus(P *p, const CNode *src, int extra)
+{
+    Expr **v = arena_alloc(p->a, sizeof(Expr *) * (size_t)(src->ncol + extra + 1));
+    for (int i = 0; i < src->ncol; i++)
+        v[i] = expr_col(p->a, i, src->types[i]);
+    return v;
+}
+
+/* R x G (a cross join with a one-row relation): R's columns, then G's. */
+static int cross(P *p, int r, int g)
+{
+    CNode *ln = p->c->nodes[r], *rn = p->c->nodes[g];
+    CNode *j = sql__add_node(p, OPK_JOIN, 2, ln->ncol + rn->ncol);
+    j->in[0] = r;
+    j->in[1] = g;
+    j->nkeys = 0;
+    j->lkeys = arena_alloc(p->a, sizeof(int));
+    j->rkeys = arena_alloc(p->a, sizeof(int));
+    memcpy(j->types, ln->types, sizeof(SqlType) * (size_t)ln->ncol);
+    memcpy(j->types + ln->ncol, rn->types, sizeof(SqlType) * (size_t)rn->ncol);
+    return j->id;
+}
+
+/* Aggregate over node s grouped by its first ngroup columns: the listed
+   aggregates (of columns cols[i]). Without groups: one row, always. */
+static int agg_node(P *p, int s, int ngroup, const AggKind *kinds, const int *cols, int nk)
+{
+    CNode *src = p->c->nodes[s];
+    AggSpec *sp = arena_zalloc(p->a, sizeof(AggSpec) * (size_t)(nk + 1));
+    CNode *a = sql__add_node(p, OPK_AGG, 1, ngroup + nk);
+    a->in[0] = s;
+    a->ngroup = ngroup;
+    a->global = ngroup == 0;
+    a->linear = true;
+    memcpy(a->types, src->types, sizeof(SqlType) * (size_t)ngroup);
+    for (int i = 0; i < nk; i++) {
+        int col = cols ? cols[i] : 0;
+        sp[i].kind = kinds[i];
+        sp[i].col = kinds[i] == AGG_COUNT_STAR ? 0 : col;
+        sp[i].in_t = kinds[i] == AGG_COUNT_STAR ? type_make(TK_BIGINT, false) : src->types[col];
+        if (kinds[i] == AGG_MIN || kinds[i] == AGG_MAX) {
+            sp[i].out_t = src->types[col];
+            sp[i].out_t.nullable = 1;
+            a->linear = false;
+        } else
+            sp[i].out_t = type_make(TK_BIGINT, false);
+        a->types[ngroup + i] = sp[i].out_t;
+    }
+    a->aggs = sp;
+    a->naggs = nk;
+    return a->id;
+}
+
+static int global_agg(P *p, int s, const AggKind *kinds, int nk, int col)
+{
+    int cols[4] = {col, col, col, col};
+    return agg_node(p, s, 0, kinds, col >= 0 ? cols : NULL, nk);
+}
+
+/* Is the error in p->err one of an unknown name (a correlated reference)? */
+static bool unknown_name(P *p)
+{
+    return strstr(p->err->msg, "not found") || strstr(p->err->msg, "unknown table") ||
+           strstr(p->err->msg, "does not exist");
+}
+
+/* Plan the subquery alone: 0, or 1 when it refers to outer columns (the
+   correlated path then plans it), or an error code. */
+static int plan_sub(P *p, Ast *x, PRel *s, int mark)
+{
+    Err saved = *p->err;
+    if (sql__plan_query(p, x->sub, s)) {
+        if (unknown_name(p)) {
+            *p->err = saved;
+            p->c->nnodes = mark; /* drop what the attempt planned */
+            return 1;
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- correlated subqueries ---- */
+
+static Expr *zero_of(P *p, SqlType t)
+{
+    t.nullable = 0;
+    switch (type_phys(t.kind)) {
+    case PHYS_F64: return expr_const_f64(p->a, t, 0);
+    case PHYS_STR: return expr_const_str(p->a, t, "", 0);
+    default: return expr_const_i64(p->a, t, 0);
+    }
+}
+
+/* Key expressions for a null-safe equality on column col of type t: the
+   column itself when NOT NULL, else (col IS NULL, COALESCE(col, zero)). */
+static int nullsafe(P *p, int col, SqlType t, bool nullable, Expr **e, SqlType *kt)
+{
+    SqlType nn = t;
+    nn.nullable = 0;
+    if (!nullable) {
+        e[0] = expr_col(p->a, col, t);
+        kt[0] = nn;
+        return 1;
+    }
+    t.nullable = 1;
+    Expr *isn = sql__mk(p, E_ISNULL, type_make(TK_BOOL, false), 1);
+    isn->a[0] = expr_col(p->a, col, t);
+    Expr *co = sql__mk(p, E_COALESCE, nn, 2);
+    co->a[0] = expr_col(p->a, col, t);
+    co->a[1] = zero_of(p, t);
+    e[0] = isn;
+    kt[0] = type_make(TK_BOOL, false);
+    e[1] = co;
+    kt[1] = nn;
+    return 2;
+}
+
+/*
+ * R |x| Q where Q has at most one row per key (rk of R = qk of Q, null-safe):
+ * R's columns then Q's columns qv[0..nv); rows of R without a partner get
+ * defaults[]. Built as J = R |x| Q, plus (R - pi_R(J)) with the defaults.
+ */
+static int lookup_join(P *p, int r, const int *rk, int nk, int q, const int *qk, const int *qv,
+                       int nv, Expr **defaults)
+{
+    CNode *rn = p->c->nodes[r], *qn = p->c->nodes[q];
+    int nr = rn->ncol;
+    Expr **le = arena_alloc(p->a, sizeof(Expr *) * (size_t)(2 * nk + 1));
+    Expr **re = arena_alloc(p->a, sizeof(Expr *) * (size_t)(2 * nk + 1));
+    SqlType *kt = arena_alloc(p->a, sizeof(SqlType) * (size_t)(2 * nk + 1));
+    int m = 0;
+    for (int i = 0; i < nk; i++) {
+        SqlType t = rn->types[rk[i]];
+        bool nul = t.nullable || qn->types[qk[i]].nullable;
+        nullsafe(p, rk[i], t, nul, le + m, kt + m);
+        m += nullsafe(p, qk[i], qn->types[qk[i]], nul, re + m, kt + m);
+    }
+    int *lcols, *rcols;
+    int ln = sql__join_side(p, r, le, m, kt, &lcols);
+    int qn2 = sql__join_side(p, q, re, m, kt, &rcols);
+    CNode *lnn = p->c->nodes[ln], *qnn = p->c->nodes[qn2];
+    CNode *j = sql__add_node(p, OPK_JOIN, 2, lnn->ncol + qnn->ncol);
+    j->in[0] = ln;
+    j->in[1] = qn2;
+    j->nkeys = m;
+    j->lkeys = lcols;
+    j->rkeys = rcols;
+    memcpy(j->types, lnn->types, sizeof(SqlType) * (size_t)lnn->ncol);
+    memcpy(j->types + lnn->ncol, qnn->types, sizeof(SqlType) * (size_t)qnn->ncol);
+    /* result types: Q's value types, nullable when a default is NULL */
+    SqlType *vt = arena_alloc(p->a, sizeof(SqlType) * (size_t)(nv + 1));
+    for (int k = 0; k < nv; k++) {
+        vt[k] = qn->types[qv[k]];
+        vt[k].nullable = vt[k].nullable || defaults[k]->t.nullable;
+    }
+    Expr **pm = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nr + nv + 1));
+    for (int i = 0; i < nr; i++)
+        pm[i] = expr_col(p->a, i, rn->types[i]);
+    for (int k = 0; k < nv; k++)
+        pm[nr + k] = expr_col(p->a, lnn->ncol + qv[k], vt[k]);
+    int matched = sql__add_map(p, j->id, NULL, pm, nr + nv);
+    Expr **pr = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nr + 1));
+    for (int i = 0; i < nr; i++)
+        pr[i] = expr_col(p->a, i, rn->types[i]);
+    int back = sql__add_map(p, matched, NULL, pr, nr);
+    CNode *neg = sql__add_node(p, OPK_NEGATE, 1, nr);
+    neg->in[0] = back;
+    memcpy(neg->types, rn->types, sizeof(SqlType) * (size_t)nr);
+    CNode *un = sql__add_node(p, OPK_UNION, 2, nr);
+    un->in[0] = r;
+    un->in[1] = neg->id;
+    memcpy(un->types, rn->types, sizeof(SqlType) * (size_t)nr);
+    Expr **pd = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nr + nv + 1));
+    for (int i = 0; i < nr; i++)
+        pd[i] = expr_col(p->a, i, rn->types[i]);
+    for (int k = 0; k < nv; k++) {
+        Expr *d = sql__cast_to(p, defaults[k], vt[k]);
+        if (d == defaults[k]) {
+            d = arena_alloc(p->a, sizeof(*d));
+            *d = *defaults[k];
+        }
+        d->t.nullable = vt[k].nullable;
+        pd[nr + k] = d;
+    }
+    int unm = sql__add_map(p, un->id, NULL, pd, nr + nv);
+    CNode *u = sql__add_node(p, OPK_UNION, 2, nr + nv);
+    u->in[0] = matched;
+    u->in[1] = unm;
+    memcpy(u->types, p->c->nodes[matched]->types, sizeof(SqlType) * (size_t)(nr + nv));
+    return u->id;
+}
+
+static bool ast_has_agg(const Ast *x)
+{
+    if (!x)
+        return false;
+    if (x->k == A_FUNC && sql__is_agg_name(x->name))
+        return true;
+    if (x->k == A_SUBQUERY || x->k == A_EXISTS)
+        return false;
+    if (ast_has_agg(x->a) || ast_has_agg(x->b) || ast_has_agg(x->c))
+        return true;
+    for (int i = 0; i < x->args.n; i++)
+        if (ast_has_agg(x->args.v[i]))
+            return true;
+    return false;
+}
+
+static Ast *dref(P *p, Ast *at, const SCol *c, int k)
+{
+    Ast *a = arena_zalloc(p->a, sizeof(Ast));
+    a->k = A_COL;
+    a->line = at->line;
+    a->col = at->col;
+    a->name = (char *)c->name;
+    a->subcol = k + 1; /* the k-th column of the FROM scope: the outer rows */
+    return a;
+}
+
+/*
+ * A correlated subquery: D = the distinct outer rows (R's visible columns)
+ * joins the subquery's FROM as its first item, so outer references resolve
+ * to D's columns; the subquery then yields, per D row, what the expression
+ * needs (grouped by D's columns), and a lookup join brings it back to R.
+ */
+static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
+{
+    Select *S = x->sub;
+    if (S->next || S->norder || S->limit || S->offset)
+        return perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                    "a correlated subquery with UNION/EXCEPT/INTERSECT, ORDER BY or LIMIT is "
+                    "not supported yet");
+    int nr = r->s.n;
+    CNode *rn = p->c->nodes[r->node];
+    int *dcols = arena_alloc(p->a, sizeof(int) * (size_t)(nr + 1));
+    int nd = 0;
+    for (int i = 0; i < nr; i++)
+        if (!r->s.c[i].hidden)
+            dcols[nd++] = i;
+    Expr **pd = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nd + 1));
+    for (int k = 0; k < nd; k++)
+        pd[k] = expr_col(p->a, dcols[k], rn->types[dcols[k]]);
+    int dm = sql__add_map(p, r->node, NULL, pd, nd);
+    CNode *dd = sql__add_node(p, OPK_DISTINCT, 1, nd);
+    dd->in[0] = dm;
+    memcpy(dd->types, p->c->nodes[dm]->types, sizeof(SqlType) * (size_t)nd);
+    Scope *ds = arena_alloc(p->a, sizeof(Scope));
+    ds->n = nd;
+    ds->c = arena_zalloc(p->a, sizeof(SCol) * (size_t)(nd + 1));
+    for (int k = 0; k < nd; k++) {
+        ds->c[k] = r->s.c[dcols[k]];
+        ds->c[k].outer = true;
+        ds->c[k].qual_only = false;
+    }
+    FromItem *fi = arena_zalloc(p->a, sizeof(FromItem));
+    fi->k = F_NODE;
+    fi->line = x->line;
+    fi->col = x->col;
+    fi->node = dd->id;
+    fi->scope = ds;
+
+    bool aggq = S->group.n > 0 || S->having != NULL;
+    for (int i = 0; i < S->nitems; i++)
+        aggq = aggq || ast_has_agg(S->items[i].e);
+    if (x->k != A_EXISTS && (S->nitems != 1 || S->items[0].e->k == A_STAR))
+        return perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                    "a correlated subquery used as a value must select one expression");
+    if (x->k == A_EXISTS && aggq)
+        return perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                    "EXISTS over a correlated aggregate query is not supported yet");
+    Select *q = arena_alloc(p->a, sizeof(Select));
+    *q = *S;
+    q->from = arena_alloc(p->a, sizeof(FromItem *) * (size_t)(S->nfrom + 1));
+    q->from[0] = fi;
+    memcpy(q->from + 1, S->from, sizeof(FromItem *) * (size_t)S->nfrom);
+    q->nfrom = S->nfrom + 1;
+    int nit = nd + (x->k == A_EXISTS ? 0 : 1);
+    q->items = arena_zalloc(p->a, sizeof(SelectItem) * (size_t)(nit + 1));
+    for (int k = 0; k < nd; k++) {
+        q->items[k].e = dref(p, x, &ds->c[k], k);
+        q->items[k].line = x->line;
+        q->items[k].col = x->col;
+    }
+    if (x->k != A_EXISTS)
+        q->items[nd] = S->items[0];
+    q->nitems = nit;
+    q->distinct = x->k == A_EXISTS ? false : S->distinct;
+    memset(&q->group, 0, sizeof(q->group));
+    if (aggq) {
+        q->group.cap = q->group.n = nd + S->group.n;
+        q->group.v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(q->group.n + 1));
+        for (int k = 0; k < nd; k++)
+            q->group.v[k] = dref(p, x, &ds->c[k], k);
+        for (int k = 0; k < S->group.n; k++)
+            q->group.v[nd + k] = S->group.v[k];
+    }
+    PRel sp;
+    if (sql__plan_query(p, q, &sp))
+        return p->err->code;
+    int *qk = arena_alloc(p->a, sizeof(int) * (size_t)(nd + 2));
+    for (int k = 0; k < nd; k++)
+        qk[k] = k;
+    SqlType bt = type_make(TK_BIGINT, false);
+    if (x->k == A_EXISTS) {
+        AggKind kc[1] = {AGG_COUNT_STAR};
+        int g = agg_node(p, sp.node, nd, kc, NULL, 1);
+        int qv[1] = {nd};
+        Expr *def[1] = {const_i(p, 0)};
+        *node_out = lookup_join(p, r->node, dcols, nd, g, qk, qv, 1, def);
+        *value = mk2(p, E_GT, type_make(TK_BOOL, false), expr_col(p->a, nr, bt), const_i(p, 0));
+        return 0;
+    }
+    SqlType vt = sp.s.c[nd].t;
+    if (x->k == A_SUBQUERY) {
+        AggKind kc[2] = {AGG_COUNT_STAR, AGG_MIN};
+        int cols[2] = {0, nd};
+        int g = agg_node(p, sp.node, nd, kc, cols, 2);
+        SqlType mt = p->c->nodes[g]->types[nd + 1];
+        int qv[2] = {nd, nd + 1};
+        Expr *def[2] = {const_i(p, 0), expr_const_null(p->a, mt)};
+        *node_out = lookup_join(p, r->node, dcols, nd, g, qk, qv, 2, def);
+        /* no row for these outer values: an aggregate over no rows */
+        Expr *empty = expr_const_null(p->a, mt);
+        if (aggq && S->group.n == 0 && !S->having) {
+            Ast *it = S->items[0].e;
+            if (it->k == A_FUNC && sql__is_agg_name(it->name)) {
+                if (!strcmp(it->name, "count"))
+                    empty = sql__cast_to(p, const_i(p, 0), mt);
+            } else
+                return perr(p, SL_EUNSUPPORTED, it->line, it->col,
+                            "a correlated scalar subquery whose value is an expression over "
+                            "aggregates is not supported yet (select the aggregate alone)");
+        }
+        Expr *c = expr_col(p->a, nr, bt);
+        Expr *m = expr_col(p->a, nr + 1, mt);
+        Expr *bad = sql__mk(p, E_CAST, mt, 1);
+        Expr *msg = sql__mk(p, E_CAST, type_make(TK_BIGINT, true), 1);
+        const char *t = "scalar subquery returned more than one row";
+        msg->a[0] = expr_const_str(p->a, type_make(TK_VARCHAR, false), t, strlen(t));
+        bad->a[0] = msg;
+        if (sql__same_repr(msg->t, mt))
+            bad = msg;
+        Expr *cs = sql__mk(p, E_CASE, mt, 5);
+        cs->a[0] = mk2(p, E_GT, type_make(TK_BOOL, false), c, const_i(p, 1));
+        cs->a[1] = bad;
+        cs->a[2] = mk2(p, E_EQ, type_make(TK_BOOL, false), c, const_i(p, 0));
+        cs->a[3] = empty;
+        cs->a[4] = m;
+        *value = cs;
+        return 0;
+    }
+    /* x IN (correlated S) */
+    AggCtx none = {0};
+    BindCtx bc = {&r->s, &none, "IN"};
+    Expr *k = sql__bind(p, &bc, x->a);
+    if (!k)
+        return p->err->code;
+    SqlType ct;
+    if (!sql__common_type(k->t, vt, &ct))
+        return perr(p, SL_ESEMANTIC, x->line, x->col, "cannot compare %s with %s in IN (subquery)",
+                    tname(k->t), tname(vt));
+    if (ct.kind == TK_NULL)
+        ct = type_make(TK_INT, true);
+    ct.nullable = 1;
+    SqlType ctn = ct;
+    ctn.nullable = 0;
+    CNode *spn = p->c->nodes[sp.node];
+    /* sv = [D..., v as ct] */
+    Expr **p1 = ident_plus(p, spn, 0);
+    p1[nd] = sql__cast_to(p, expr_col(p->a, nd, vt), ct);
+    int sv = sql__add_map(p, sp.node, NULL, p1, nd + 1);
+    CNode *svn = p->c->nodes[sv];
+    /* Q1 = DISTINCT [D..., v] of the non-NULL values, + TRUE */
+    Expr *nn = sql__mk(p, E_ISNOTNULL, type_make(TK_BOOL, false), 1);
+    nn->a[0] = expr_col(p->a, nd, ct);
+    Expr **p2 = ident_plus(p, svn, 0);
+    p2[nd] = expr_col(p->a, nd, ctn);
+    int s2 = sql__add_map(p, sv, nn, p2, nd + 1);
+    CNode *d = sql__add_node(p, OPK_DISTINCT, 1, nd + 1);
+    d->in[0] = s2;
+    memcpy(d->types, p->c->nodes[s2]->types, sizeof(SqlType) * (size_t)(nd + 1));
+    Expr **p3 = ident_plus(p, d, 1);
+    p3[nd + 1] = const_b(p, true);
+    int q1 = sql__add_map(p, d->id, NULL, p3, nd + 2);
+    /* R1 = R + k */
+    Expr **pk = ident_plus(p, rn, 1);
+    pk[nr] = sql__cast_to(p, k, ct);
+    int r1 = sql__add_map(p, r->node, NULL, pk, nr + 1);
+    int *rk = arena_alloc(p->a, sizeof(int) * (size_t)(nd + 2));
+    memcpy(rk, dcols, sizeof(int) * (size_t)nd);
+    rk[nd] = nr;
+    qk[nd] = nd;
+    int qv1[1] = {nd + 1};
+    Expr *def1[1] = {const_b(p, false)};
+    int r2 = lookup_join(p, r1, rk, nd + 1, q1, qk, qv1, 1, def1);
+    /* Q2 = per D: COUNT(*) c, COUNT(v) cv */
+    AggKind kc[2] = {AGG_COUNT_STAR, AGG_COUNT};
+    int cols[2] = {0, nd};
+    int g = agg_node(p, sv, nd, kc, cols, 2);
+    int qv2[2] = {nd, nd + 1};
+    Expr *def2[2] = {const_i(p, 0), const_i(p, 0)};
+    int r3 = lookup_join(p, r2, dcols, nd, g, qk, qv2, 2, def2);
+    Expr *kk = expr_col(p->a, nr, ct);
+    Expr *matched = expr_col(p->a, nr + 1, type_make(TK_BOOL, false));
+    Expr *c = expr_col(p->a, nr + 2, bt), *cv = expr_col(p->a, nr + 3, bt);
+    Expr *isnull = sql__mk(p, E_ISNULL, type_make(TK_BOOL, false), 1);
+    isnull->a[0] = kk;
+    SqlType bn = type_make(TK_BOOL, true);
+    Expr *cs = sql__mk(p, E_CASE, bn, 9);
+    cs->a[0] = matched;
+    cs->a[1] = const_b(p, true);
+    cs->a[2] = mk2(p, E_EQ, type_make(TK_BOOL, false), c, const_i(p, 0));
+    cs->a[3] = const_b(p, false);
+    cs->a[4] = isnull;
+    cs->a[5] = expr_const_null(p->a, bn);
+    cs->a[6] = mk2(p, E_GT, type_make(TK_BOOL, false), c, cv);
+    cs->a[7] = expr_const_null(p->a, bn);
+    cs->a[8] = const_b(p, false);
+    *node_out = r3;
+    *value = cs;
+    return 0;
+}
+
+/* Append column `value` (over r's node columns) to r as a hidden column. */
+static void add_hidden(P *p, PRel *r, int node, Expr *value, Ast *x)
+{
+    CNode *src = p->c->nodes[node];
+    int nr = r->s.n;
+    Expr **proj = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nr + 2));
+    for (int i = 0; i < nr; i++)
+        proj[i] = expr_col(p->a, i, src->types[i]);
+    proj[nr] = value;
+    r->node = sql__add_map(p, node, NULL, proj, nr + 1);
+    Scope ns = {arena_zalloc(p->a, sizeof(SCol) * (size_t)(nr + 1)), nr + 1};
+    memcpy(ns.c, r->s.c, sizeof(SCol) * (size_t)nr);
+    char *name = arena_alloc(p->a, 24);
+    snprintf(name, 24, "$subquery%d", nr + 1);
+    ns.c[nr].name = name;
+    ns.c[nr].t = value->t;
+    ns.c[nr].hidden = true;
+    r->s = ns;
+    x->subcol = nr + 1;
+}
+
+static int one_subquery(P *p, PRel *r, Ast *x)
+{
+    PRel s;
+    int rc = plan_sub(p, x, &s, p->c->nnodes);
+    if (rc < 0)
+        return p->err->code;
+    if (rc == 1) {
+        int node = -1;
+        Expr *value = NULL;
+        if (correlated(p, r, x, &node, &value))
+            return p->err->code;
+        add_hidden(p, r, node, value, x);
+        return 0;
+    }
+    int nr = r->s.n;
+    if (x->k == A_EXISTS) {
+        AggKind k[1] = {AGG_COUNT_STAR};
+        int g = global_agg(p, s.node, k, 1, -1);
+        int j = cross(p, r->node, g);
+        add_hidden(p, r, j, mk2(p, E_GT, type_make(TK_BOOL, false),
+                               expr_col(p->a, nr, type_make(TK_BIGINT, false)), const_i(p, 0)),
+                   x);
+        return 0;
+    }
+    if (s.s.n != 1)
+        return perr(p, SL_ESEMANTIC, x->line, x->col,
+                    "a subquery used as %s must return one column, not %d",
+                    x->k == A_IN ? "an IN list" : "a value", s.s.n);
+    SqlType vt = s.s.c[0].t;
+    if (x->k == A_SUBQUERY) {
+        AggKind k[2] = {AGG_COUNT_STAR, AGG_MIN};
+        int g = global_agg(p, s.node, k, 2, 0);
+        int j = cross(p, r->node, g);
+        SqlType mt = p->c->nodes[g]->types[1];
+        Expr *c = expr_col(p->a, nr, type_make(TK_BIGINT, false));
+        Expr *m = expr_col(p->a, nr + 1, mt);
+        /* more than one row: an error, as in standard SQL */
+        Expr *bad = sql__mk(p, E_CAST, mt, 1);
+        Expr *msg = sql__mk(p, E_CAST, type_make(TK_BIGINT, true), 1);
+        const char *t = "scalar subquery returned more than one row";
+        msg->a[0] = expr_const_str(p->a, type_make(TK_VARCHAR, false), t, strlen(t));
+        bad->a[0] = msg;
+        if (sql__same_repr(msg->t, mt))
+            bad = msg;
+        Expr *cs = sql__mk(p, E_CASE, mt, 3);
+        cs->a[0] = mk2(p, E_GT, type_make(TK_BOOL, false), c, const_i(p, 1));
+        cs->a[1] = bad;
+        cs->a[2] = m;
+        add_hidden(p, r, j, cs, x);
+        return 0;
+    }
+    /* x IN (S) */
+    AggCtx none = {0};
+    BindCtx bc = {&r->s, &none, "IN"};
+    Expr *k = sql__bind(p, &bc, x->a);
+    if (!k)
+        return p->err->code;
+    SqlType ct;
+    if (!sql__common_type(k->t, vt, &ct))
+        return perr(p, SL_ESEMANTIC, x->line, x->col, "cannot compare %s with %s in IN (subquery)",
+                    tname(k->t), tname(vt));
+    if (ct.kind == TK_NULL)
+        ct = type_make(TK_INT, true);
+    ct.nullable = 1;
+    /* Sd: the subquery's distinct non-NULL values */
+    CNode *sn = p->c->nodes[s.node];
+    Expr *sv = sql__cast_to(p, expr_col(p->a, 0, sn->types[0]), ct);
+    Expr **sp = arena_alloc(p->a, sizeof(Expr *));
+    sp[0] = sv;
+    int svals = sql__add_map(p, s.node, NULL, sp, 1); /* values as ct */
+    Expr *nn = sql__mk(p, E_ISNOTNULL, type_make(TK_BOOL, false), 1);
+    nn->a[0] = expr_col(p->a, 0, ct);
+    SqlType ctn = ct;
+    ctn.nullable = 0;
+    Expr **sp2 = arena_alloc(p->a, sizeof(Expr *));
+    sp2[0] = expr_col(p->a, 0, ctn);
+    int snn = sql__add_map(p, svals, nn, sp2, 1);
+    CNode *d = sql__add_node(p, OPK_DISTINCT, 1, 1);
+    d->in[0] = snn;
+    d->types[0] = ctn;
+    /* R1 = R + k */
+    CNode *rn = p->c->nodes[r->node];
+    Expr **p1 = ident_plus(p, rn, 1);
+    p1[nr] = sql__cast_to(p, k, ct);
+    int r1 = sql__add_map(p, r->node, NULL, p1, nr + 1);
+    CNode *r1n = p->c->nodes[r1];
+    /* M = R1 |x| Sd on k = v, projected to R1's columns */
+    Expr *kc = expr_col(p->a, nr, ct);
+    int *lcols;
+    int ln = sql__join_side(p, r1, &kc, 1, &ctn, &lcols);
+    CNode *lnn = p->c->nodes[ln];
+    CNode *j = sql__add_node(p, OPK_JOIN, 2, lnn->ncol + 1);
+    j->in[0] = ln;
+    j->in[1] = d->id;
+    j->nkeys = 1;
+    j->lkeys = lcols;
+    j->rkeys = arena_zalloc(p->a, sizeof(int));
+    memcpy(j->types, lnn->types, sizeof(SqlType) * (size_t)lnn->ncol);
+    j->types[lnn->ncol] = ctn;
+    Expr **pm = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nr + 2));
+    for (int i = 0; i <= nr; i++)
+        pm[i] = expr_col(p->a, i, r1n->types[i]);
+    int m = sql__add_map(p, j->id, NULL, pm, nr + 1);
+    /* unmatched = R1 - M */
+    CNode *neg = sql__add_node(p, OPK_NEGATE, 1, nr + 1);
+    neg->in[0] = m;
+    memcpy(neg->types, r1n->types, sizeof(SqlType) * (size_t)(nr + 1));
+    CNode *un = sql__add_node(p, OPK_UNION, 2, nr + 1);
+    un->in[0] = r1;
+    un->in[1] = neg->id;
+    memcpy(un->types, r1n->types, sizeof(SqlType) * (size_t)(nr + 1));
+    /* R2 = M + TRUE  UNION  unmatched + FALSE */
+    Expr **pt = ident_plus(p, r1n, 1), **pf = ident_plus(p, r1n, 1);
+    pt[nr + 1] = const_b(p, true);
+    pf[nr + 1] = const_b(p, false);
+    int mt = sql__add_map(p, m, NULL, pt, nr + 2);
+    int mf = sql__add_map(p, un->id, NULL, pf, nr + 2);
+    CNode *r2 = sql__add_node(p, OPK_UNION, 2, nr + 2);
+    r2->in[0] = mt;
+    r2->in[1] = mf;
+    memcpy(r2->types, p->c->nodes[mt]->types, sizeof(SqlType) * (size_t)(nr + 2));
+    /* x G: COUNT(*) c, COUNT(v) cv */
+    AggKind ks[2] = {AGG_COUNT_STAR, AGG_COUNT};
+    int g = global_agg(p, svals, ks, 2, 0);
+    int r3 = cross(p, r2->id, g);
+    Expr *kk = expr_col(p->a, nr, ct);
+    Expr *matched = expr_col(p->a, nr + 1, type_make(TK_BOOL, false));
+    Expr *c = expr_col(p->a, nr + 2, type_make(TK_BIGINT, false));
+    Expr *cv = expr_col(p->a, nr + 3, type_make(TK_BIGINT, false));
+    Expr *isnull = sql__mk(p, E_ISNULL, type_make(TK_BOOL, false), 1);
+    isnull->a[0] = kk;
+    SqlType bt = type_make(TK_BOOL, true);
+    Expr *cs = sql__mk(p, E_CASE, bt, 9);
+    cs->a[0] = matched;
+    cs->a[1] = const_b(p, true);
+    cs->a[2] = mk2(p, E_EQ, type_make(TK_BOOL, false), c, const_i(p, 0));
+    cs->a[3] = const_b(p, false);
+    cs->a[4] = isnull;
+    cs->a[5] = expr_const_null(p->a, bt);
+    cs->a[6] = mk2(p, E_GT, type_make(TK_BOOL, false), c, cv);
+    cs->a[7] = expr_const_null(p->a, bt);
+    cs->a[8] = const_b(p, false);
+    /* drop k, matched, c, cv: R's columns + the value */
+    CNode *r3n = p->c->nodes[r3];
+    Expr **pr = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nr + 1));
+    for (int i = 0; i < nr; i++)
+        pr[i] = expr_col(p->a, i, r3n->types[i]);
+    pr[nr] = cs;
+    int fin = sql__add_map(p, r3, NULL, pr, nr + 1);
+    /* add_hidden wants the value over a node with R's columns first */
+    Scope ns = {arena_zalloc(p->a, sizeof(SCol) * (size_t)(nr + 1)), nr + 1};
+    memcpy(ns.c, r->s.c, sizeof(SCol) * (size_t)nr);
+    char *name = arena_alloc(p->a, 24);
+    snprintf(name, 24, "$subquery%d", nr + 1);
+    ns.c[nr].name = name;
+    ns.c[nr].t = bt;
+    ns.c[nr].hidden = true;
+    r->node = fin;
+    r->s = ns;
+    x->subcol = nr + 1;
+    return 0;
+}
+
+/* Subquery expressions of x, outermost first (nested ones are planned with
+   their own subquery). */
+static int walk(P *p, PRel *r, Ast *x)
+{
+    if (!x)
+        return 0;
+    if (x->k == A_SUBQUERY || x->k == A_EXISTS || (x->k == A_IN && x->sub)) {
+        if (x->k == A_IN && walk(p, r, x->a)) /* subqueries inside the IN operand */
+            return p->err->code;
+        return x->subcol ? 0 : one_subquery(p, r, x);
+    }
+    if (walk(p, r, x->a) || walk(p, r, x->b) || walk(p, r, x->c))
+        return p->err->code;
+    for (int i = 0; i < x->args.n; i++)
+        if (walk(p, r, x->args.v[i]))
+            return p->err->code;
+    return 0;
+}
+
+int sql__plan_subqueries(P *p, PRel *r, Ast **exprs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (walk(p, r, exprs[i]))
+            return p->err->code;
+    return 0;
+}

@@ -1,0 +1,584 @@
+/*
+ * sql/plan_window.c - window functions and top-k in the planner.
+ *
+ * Window functions (`fn(...) OVER (PARTITION BY ... ORDER BY ... frame)`)
+ * may appear in a select list. The binder hands each one to
+ * sql__bind_window, which binds its arguments, PARTITION BY and ORDER BY
+ * in the select list's context (so over the aggregation's output when the
+ * query groups) and returns a placeholder column. Once WHERE, GROUP BY and
+ * HAVING are planned, plan_core calls sql__plan_windows: a MAP computes the
+ * window inputs that are not plain columns (after the WHERE/HAVING filter),
+ * then one OPK_WINDOW node per distinct (PARTITION BY, ORDER BY) appends
+ * its functions' columns, and the placeholders are pointed at them; the
+ * final projection follows.
+ *
+ * Top-k: ORDER BY ... LIMIT n [OFFSET m] of a view or subquery becomes an
+ * OPK_TOPK over the query's output (ORDER BY keys resolved to output
+ * columns or hidden trailing ones, dropped after it). And a window whose
+ * only function is ROW_NUMBER/RANK/DENSE_RANK, filtered above by
+ * `rank <= k` (or < k, = k), becomes an OPK_TOPK keeping k ranks: the same
+ * rows and values, but a change touches O(k) rows instead of every row
+ * after it (sql__topk_rewrite, run over each view's nodes).
+ */
+#include <stdlib.h>
+#include <strings.h>
+
+#include "../expr/text.h"
+#include "sql_int.h"
+
+/* Placeholder columns: PH_BASE + index of the call in its WinCtx. */
+#define PH_BASE (1 << 28)
+
+typedef struct WinCall {
+    Ast *ast;
+    Expr **part;
+    int npart;
+    Expr **ord;
+    bool *desc, *nulls_first;
+    int nord;
+    WinFunc f;      /* col and def_col are set by sql__plan_windows */
+    Expr *arg, *def;
+    int out_col;
+} WinCall;
+
+struct WinCtx {
+    WinCall *calls;
+    int n, cap;
+};
+
+WinCtx *sql__win_new(P *p)
+{
+    return arena_zalloc(p->a, sizeof(WinCtx));
+}
+
+static bool has_agg_ast(const Ast *x)
+{
+    if (!x)
+        return false;
+    if (x->k == A_FUNC && !x->over && sql__is_agg_name(x->name))
+        return true;
+    if (x->k == A_FUNC && x->over && sql__window_has_agg(x))
+        return true;
+    if (has_agg_ast(x->a) || has_agg_ast(x->b) || has_agg_ast(x->c))
+        return true;
+    for (int i = 0; i < x->args.n; i++)
+        if (has_agg_ast(x->args.v[i]))
+            return true;
+    return false;
+}
+
+bool sql__window_has_agg(const Ast *x)
+{
+    const WinDef *w = x->over;
+    for (int i = 0; i < x->args.n; i++)
+        if (has_agg_ast(x->args.v[i]))
+            return true;
+    for (int i = 0; w && i < w->part.n; i++)
+        if (has_agg_ast(w->part.v[i]))
+            return true;
+    for (int i = 0; w && i < w->norder; i++)
+        if (has_agg_ast(w->order[i].e))
+            return true;
+    return false;
+}
+
+static Expr *bind_part(P *p, BindCtx *bc, Ast *x)
+{
+    Expr *e = sql__bind(p, bc, x);
+    if (e && e->t.kind == TK_NULL)
+        e = sql__cast_to(p, e, type_make(TK_INT, true));
+    return e;
+}
+
+/* A non-negative integer literal (ROWS offsets, LAG/LEAD offsets). */
+static int int_literal(P *p, Ast *x, const char *what, int64_t *out)
+{
+    if (!x || x->k != A_INT)
+        return perr(p, SL_EUNSUPPORTED, x ? x->line : 0, x ? x->col : 0,
+                    "%s must be a non-negative integer literal", what);
+    *out = strtoll(x->str, NULL, 10);
+    return 0;
+}
+
+/* The result type of aggregate f->kind over arg type at (as for GROUP BY). */
+static int agg_types(P *p, Ast *x, WinFunc *f, SqlType at)
+{
+    f->in_t = at;
+    switch (f->kind) {
+    case WIN_COUNT_STAR:
+    case WIN_COUNT:
+        f->out_t = type_make(TK_BIGINT, false);
+        return 0;
+    case WIN_MIN:
+    case WIN_MAX:
+        f->out_t = at;
+        f->out_t.nullable = 1;
+        return 0;
+    default:
+        if (!type_is_numeric(at.kind))
+            return perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs a numeric argument, not %s",
+                        x->name, tname(at));
+        if (type_is_integer(at.kind))
+            f->out_t = type_make(f->kind == WIN_SUM ? TK_BIGINT : TK_DOUBLE, true);
+        else if (at.kind == TK_DECIMAL) {
+            f->out_t = at;
+            f->out_t.prec = DECIMAL_MAX_PREC;
+        } else
+            f->out_t = type_make(TK_DOUBLE, true);
+        f->out_t.nullable = 1;
+        return 0;
+    }
+}
+
+/* n of a RANGE n PRECEDING/FOLLOWING over key type kt. */
+static int range_offset(P *p, Ast *n, SqlType kt, int64_t *i, double *f)
+{
+    if (!n || (n->k != A_INT && n->k != A_NUM))
+        return perr(p, SL_EUNSUPPORTED, n ? n->line : 0, n ? n->col : 0,
+                    "a RANGE offset must be a non-negative numeric literal");
+    if (type_phys(kt.kind) == PHYS_F64) {
+        *f = strtod(n->str, NULL);
+        return 0;
+    }
+    if (kt.kind == TK_DECIMAL) {
+        SqlType t = kt;
+        t.prec = DECIMAL_MAX_PREC;
+        t.nullable = 0;
+        Err e = {0};
+        if (text_parse(t, n->str, strlen(n->str), p->a, i, NULL, NULL, &e))
+            return perr(p, SL_ESEMANTIC, n->line, n->col, "bad RANGE offset: %s", e.msg);
+        return 0;
+    }
+    if (n->k != A_INT)
+        return perr(p, SL_ESEMANTIC, n->line, n->col,
+                    "a RANGE offset over an integer ORDER BY key must be an integer");
+    *i = strtoll(n->str, NULL, 10);
+    return 0;
+}
+
+static int bind_frame(P *p, Ast *x, WinCall *c)
+{
+    WinDef *wd = x->over;
+    WinFunc *f = &c->f;
+    static const char *bn[] = {"UNBOUNDED PRECEDING", "PRECEDING", "CURRENT ROW", "FOLLOWING",
+                               "UNBOUNDED FOLLOWING"};
+    if (!wd->frame) { /* standard default */
+        f->rows = false;
+        f->start = FB_UNBOUNDED_PRECEDING;
+        f->end = c->nord ? FB_CURRENT_ROW : FB_UNBOUNDED_FOLLOWING;
+        return 0;
+    }
+    f->rows = wd->frame == 1;
+    f->start = (FrameBound)wd->start;
+    f->end = (FrameBound)wd->end;
+    if (f->start == FB_UNBOUNDED_FOLLOWING)
+        return perr(p, SL_ESEMANTIC, wd->frame_line, wd->frame_col,
+                    "a frame cannot start at UNBOUNDED FOLLOWING");
+    if (f->end == FB_UNBOUNDED_PRECEDING)
+        return perr(p, SL_ESEMANTIC, wd->frame_line, wd->frame_col,
+                    "a frame cannot end at UNBOUNDED PRECEDING");
+    if (f->start > f->end)
+        return perr(p, SL_ESEMANTIC, wd->frame_line, wd->frame_col,
+                    "a frame starting at %s cannot end at %s", bn[f->start], bn[f->end]);
+    bool soff = f->start == FB_PRECEDING || f->start == FB_FOLLOWING;
+    bool eoff = f->end == FB_PRECEDING || f->end == FB_FOLLOWING;
+    if (f->rows) {
+        if ((soff && int_literal(p, wd->start_n, "a ROWS offset", &f->start_n)) ||
+            (eoff && int_literal(p, wd->end_n, "a ROWS offset", &f->end_n)))
+            return p->err->code;
+        return 0;
+    }
+    if (!soff && !eoff)
+        return 0;
+    SqlType kt = c->nord == 1 ? c->ord[0]->t : type_make(TK_NULL, true);
+    if (c->nord != 1 || !type_is_numeric(kt.kind))
+        return perr(p, SL_EUNSUPPORTED, wd->frame_line, wd->frame_col,
+                    "RANGE with an offset needs exactly one ORDER BY key of a numeric type");
+    if ((soff && range_offset(p, wd->start_n, kt, &f->start_n, &f->start_f)) ||
+        (eoff && range_offset(p, wd->end_n, kt, &f->end_n, &f->end_f)))
+        return p->err->code;
+    return 0;
+}
+
+static bool is_name(const Ast *x, const char *n) { return !strcmp(x->name, n); }
+
+static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w);
+
+Expr *sql__bind_window(P *p, BindCtx *bc, Ast *x)
+{
+    WinCtx *w = bc->agg ? bc->agg->win : NULL;
+    if (!w) {
+        perr(p, SL_ESEMANTIC, x->line, x->col,
+             "window function %s is not allowed in %s (only in the select list)", x->name,
+             bc->clause);
+        return NULL;
+    }
+    /* no window functions inside window functions */
+    bc->agg->win = NULL;
+    Expr *e = bind_call(p, bc, x, w);
+    bc->agg->win = w;
+    return e;
+}
+
+static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
+{
+    WinDef *wd = x->over;
+    BindCtx in = *bc;
+    WinCall c;
+    memset(&c, 0, sizeof(c));
+    c.ast = x;
+    c.npart = wd->part.n;
+    c.part = arena_alloc(p->a, sizeof(Expr *) * (size_t)(c.npart + 1));
+    for (int i = 0; i < c.npart; i++)
+        if (!(c.part[i] = bind_part(p, &in, wd->part.v[i])))
+            return NULL;
+    c.nord = wd->norder;
+    c.ord = arena_alloc(p->a, sizeof(Expr *) * (size_t)(c.nord + 1));
+    c.desc = arena_alloc(p->a, sizeof(bool) * (size_t)(c.nord + 1));
+    c.nulls_first = arena_alloc(p->a, sizeof(bool) * (size_t)(c.nord + 1));
+    for (int i = 0; i < c.nord; i++) {
+        const OrderItem *o = &wd->order[i];
+        if (!(c.ord[i] = bind_part(p, &in, o->e)))
+            return NULL;
+        c.desc[i] = o->desc;
+        c.nulls_first[i] = o->nulls ? o->nulls == 1 : !o->desc;
+    }
+    WinFunc *f = &c.f;
+    f->col = f->def_col = -1;
+    if (x->distinct) {
+        perr(p, SL_EUNSUPPORTED, x->line, x->col, "%s(DISTINCT ...) OVER is not supported yet",
+             x->name);
+        return NULL;
+    }
+    int na = x->args.n;
+    if (is_name(x, "row_number") || is_name(x, "rank") || is_name(x, "dense_rank")) {
+        if (na || x->star) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes no arguments", x->name);
+            return NULL;
+        }
+        f->kind = is_name(x, "row_number") ? WIN_ROW_NUMBER
+                  : is_name(x, "rank")     ? WIN_RANK
+                                           : WIN_DENSE_RANK;
+        f->out_t = type_make(TK_BIGINT, false);
+    } else if (is_name(x, "lag") || is_name(x, "lead")) {
+        if (na < 1 || na > 3 || x->star) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes 1 to 3 arguments", x->name);
+            return NULL;
+        }
+        f->kind = is_name(x, "lag") ? WIN_LAG : WIN_LEAD;
+        f->offset = 1;
+        if (!(c.arg = bind_part(p, &in, x->args.v[0])))
+            return NULL;
+        if (na >= 2 && int_literal(p, x->args.v[1], "the offset of LAG/LEAD", &f->offset))
+            return NULL;
+        SqlType t = c.arg->t;
+        if (na == 3) {
+            if (!(c.def = sql__bind(p, &in, x->args.v[2])))
+                return NULL;
+            if (!sql__common_type(t, c.def->t, &t)) {
+                perr(p, SL_ESEMANTIC, x->args.v[2]->line, x->args.v[2]->col,
+                     "the default of %s has type %s, incompatible with %s", x->name,
+                     tname(c.def->t), tname(c.arg->t));
+                return NULL;
+            }
+            if (t.kind == TK_NULL)
+                t = type_make(TK_INT, true);
+            c.def = sql__cast_to(p, c.def, t);
+        }
+        c.arg = sql__cast_to(p, c.arg, t);
+        f->in_t = c.arg->t;
+        f->out_t = c.arg->t;
+        f->out_t.nullable = 1;
+    } else if (sql__is_agg_name(x->name)) {
+        SqlType at = type_make(TK_NULL, true);
+        if (x->star) {
+            if (!is_name(x, "count")) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "%s(*) is not valid; only COUNT(*)",
+                     x->name);
+                return NULL;
+            }
+            f->kind = WIN_COUNT_STAR;
+        } else {
+            if (na != 1) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes exactly one argument", x->name);
+                return NULL;
+            }
+            if (!(c.arg = bind_part(p, &in, x->args.v[0])))
+                return NULL;
+            at = c.arg->t;
+            f->kind = is_name(x, "count") ? WIN_COUNT
+                      : is_name(x, "sum") ? WIN_SUM
+                      : is_name(x, "avg") ? WIN_AVG
+                      : is_name(x, "min") ? WIN_MIN
+                                          : WIN_MAX;
+        }
+        if (agg_types(p, x, f, at) || bind_frame(p, x, &c))
+            return NULL;
+    } else {
+        perr(p, SL_EUNSUPPORTED, x->line, x->col, "window function %s is not supported yet",
+             x->name);
+        return NULL;
+    }
+    if (w->n == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 8;
+        WinCall *v = arena_alloc(p->a, sizeof(WinCall) * (size_t)w->cap);
+        if (w->n)
+            memcpy(v, w->calls, sizeof(WinCall) * (size_t)w->n);
+        w->calls = v;
+    }
+    w->calls[w->n] = c;
+    return expr_col(p->a, PH_BASE + w->n++, f->out_t);
+}
+
+/* ---- planning ------------------------------------------------------------------ */
+
+typedef struct Extra {
+    Expr **v;
+    int n, ncol; /* ncol: columns of the input before the extras */
+} Extra;
+
+/* Column computing e: an input column, or an extra expression. */
+static int col_of(Extra *x, Expr *e)
+{
+    if (e->k == E_COL && e->col < x->ncol)
+        return e->col;
+    for (int i = 0; i < x->n; i++)
+        if (sql__expr_equal(x->v[i], e) && x->v[i]->t.nullable == e->t.nullable)
+            return x->ncol + i;
+    x->v[x->n] = e;
+    return x->ncol + x->n++;
+}
+
+static bool same_spec(const WinCall *a, const int *apart, const int *aord, const WinCall *b,
+                      const int *bpart, const int *bord)
+{
+    if (a->npart != b->npart || a->nord != b->nord)
+        return false;
+    for (int i = 0; i < a->npart; i++)
+        if (apart[i] != bpart[i])
+            return false;
+    for (int i = 0; i < a->nord; i++)
+        if (aord[i] != bord[i] || a->desc[i] != b->desc[i] ||
+            a->nulls_first[i] != b->nulls_first[i])
+            return false;
+    return true;
+}
+
+static void remap(Expr *e, const WinCtx *w)
+{
+    if (e->k == E_COL && e->col >= PH_BASE)
+        e->col = w->calls[e->col - PH_BASE].out_col;
+    for (int i = 0; i < e->na; i++)
+        remap(e->a[i], w);
+}
+
+int sql__plan_windows(P *p, WinCtx *w, int node, Expr **filter, Expr **proj, int nproj)
+{
+    if (!w || !w->n)
+        return node;
+    int C = p->c->nodes[node]->ncol, total = 0;
+    for (int i = 0; i < w->n; i++)
+        total += w->calls[i].npart + w->calls[i].nord + 2;
+    Extra x = {arena_alloc(p->a, sizeof(Expr *) * (size_t)(total + 1)), 0, C};
+    int **pc = arena_alloc(p->a, sizeof(int *) * (size_t)w->n);
+    int **oc = arena_alloc(p->a, sizeof(int *) * (size_t)w->n);
+    for (int i = 0; i < w->n; i++) {
+        WinCall *c = &w->calls[i];
+        pc[i] = arena_alloc(p->a, sizeof(int) * (size_t)(c->npart + 1));
+        oc[i] = arena_alloc(p->a, sizeof(int) * (size_t)(c->nord + 1));
+        for (int j = 0; j < c->npart; j++)
+            pc[i][j] = col_of(&x, c->part[j]);
+        for (int j = 0; j < c->nord; j++)
+            oc[i][j] = col_of(&x, c->ord[j]);
+        c->f.col = c->arg ? col_of(&x, c->arg) : -1;
+        c->f.def_col = c->def ? col_of(&x, c->def) : -1;
+    }
+    if (x.n || *filter) {
+        const CNode *src = p->c->nodes[node];
+        Expr **pre = arena_alloc(p->a, sizeof(Expr *) * (size_t)(C + x.n + 1));
+        for (int i = 0; i < C; i++)
+            pre[i] = expr_col(p->a, i, src->types[i]);
+        for (int i = 0; i < x.n; i++)
+            pre[C + i] = x.v[i];
+        node = sql__add_map(p, node, *filter, pre, C + x.n);
+        *filter = NULL;
+    }
+    bool *done = arena_zalloc(p->a, (size_t)w->n);
+    for (int i = 0; i < w->n; i++) {
+        if (done[i])
+            continue;
+        int m = 0;
+        for (int j = i; j < w->n; j++)
+            if (!done[j] && same_spec(&w->calls[i], pc[i], oc[i], &w->calls[j], pc[j], oc[j]))
+                m++;
+        const CNode *src = p->c->nodes[node];
+        CNode *wn = sql__add_node(p, OPK_WINDOW, 1, src->ncol + m);
+        wn->in[0] = node;
+        memcpy(wn->types, src->types, sizeof(SqlType) * (size_t)src->ncol);
+        const WinCall *c = &w->calls[i];
+        wn->npart = c->npart;
+        wn->part = pc[i];
+        wn->nord = c->nord;
+        wn->ord = oc[i];
+        wn->ord_desc = c->desc;
+        wn->ord_nulls_first = c->nulls_first;
+        wn->wfn = arena_alloc(p->a, sizeof(WinFunc) * (size_t)m);
+        wn->nwfn = 0;
+        wn->limit = -1;
+        for (int j = i; j < w->n; j++) {
+            if (done[j] || !same_spec(c, pc[i], oc[i], &w->calls[j], pc[j], oc[j]))
+                continue;
+            done[j] = true;
+            w->calls[j].out_col = src->ncol + wn->nwfn;
+            wn->types[src->ncol + wn->nwfn] = w->calls[j].f.out_t;
+            wn->wfn[wn->nwfn++] = w->calls[j].f;
+        }
+        node = wn->id;
+    }
+    for (int i = 0; i < nproj; i++)
+        remap(proj[i], w);
+    return node;
+}
+
+/* ---- top-k ------------------------------------------------------------------ */
+
+static int limit_of(P *p, Ast *e, const char *what, int64_t *out)
+{
+    *out = -1;
+    if (!e)
+        return 0;
+    if (e->k != A_INT)
+        return perr(p, SL_EUNSUPPORTED, e->line, e->col,
+                    "%s must be an integer literal (expressions are not supported yet)", what);
+    *out = strtoll(e->str, NULL, 10);
+    return 0;
+}
+
+int sql__plan_topk(P *p, PRel *q, const OrderOut *ord, int64_t limit, int64_t offset,
+                   bool present)
+{
+    const CNode *src = p->c->nodes[q->node];
+    CNode *t = sql__add_node(p, OPK_TOPK, 1, src->ncol);
+    t->in[0] = q->node;
+    memcpy(t->types, src->types, sizeof(SqlType) * (size_t)src->ncol);
+    t->nord = ord->n;
+    t->ord = ord->col;
+    t->ord_desc = ord->desc;
+    t->ord_nulls_first = ord->nulls_first;
+    t->rank = RANK_NONE;
+    int64_t off = offset > 0 ? offset : 0;
+    if (present) { /* the reader applies offset and limit to the first rows */
+        if (limit < 0 || __builtin_add_overflow(limit, off, &t->limit))
+            t->limit = -1;
+        t->offset = 0;
+    } else {
+        t->limit = limit;
+        t->offset = off;
+    }
+    int node = t->id;
+    if (!present && ord->nhidden) {
+        Expr **proj = arena_alloc(p->a, sizeof(Expr *) * (size_t)(q->s.n + 1));
+        for (int i = 0; i < q->s.n; i++)
+            proj[i] = expr_col(p->a, i, t->types[i]);
+        node = sql__add_map(p, node, NULL, proj, q->s.n);
+    }
+    q->node = node;
+    return 0;
+}
+
+int sql__plan_limited(P *p, Select *q, PRel *out)
+{
+    int64_t limit, offset;
+    OrderOut ord;
+    if (limit_of(p, q->limit, "LIMIT", &limit) || limit_of(p, q->offset, "OFFSET", &offset) ||
+        sql__plan_query_ord(p, q, out, &ord))
+        return p->err->code;
+    return sql__plan_topk(p, out, &ord, limit, offset, false);
+}
+
+/* Nodes reading node id (and whether a relation exposes it). */
+static int consumers(const Circuit *c, int id)
+{
+    int k = 0;
+    for (int i = id + 1; i < c->nnodes; i++)
+        for (int j = 0; j < c->nodes[i]->nin; j++)
+            k += c->nodes[i]->in[j] == id;
+    for (int r = 0; r < c->nrels; r++)
+        if (c->rels[r].node == id)
+            k += 2;
+    return k;
+}
+
+/* An integer constant (possibly under casts): *v. */
+static bool int_const(const Expr *e, int64_t *v)
+{
+    while (e->k == E_CAST && e->na == 1 && type_is_integer((TypeKind)e->t.kind))
+        e = e->a[0];
+    if (e->k != E_CONST || e->cnull || !type_is_integer((TypeKind)e->t.kind))
+        return false;
+    *v = e->ci;
+    return true;
+}
+
+/* rank-bound conjunct `col <= k` (<, =, or mirrored): column and limit. */
+static bool rank_bound(const Expr *e, int *col, int64_t *limit)
+{
+    if (e->na != 2 || (e->k != E_LE && e->k != E_LT && e->k != E_EQ && e->k != E_GE &&
+                       e->k != E_GT))
+        return false;
+    const Expr *a = e->a[0], *b = e->a[1];
+    ExprKind k = e->k;
+    int64_t v;
+    if (a->k != E_COL) { /* k >= col */
+        const Expr *t = a;
+        a = b;
+        b = t;
+        k = k == E_GE ? E_LE : k == E_GT ? E_LT : k == E_EQ ? E_EQ : E_NOT;
+    }
+    if (a->k != E_COL || !int_const(b, &v) || (k != E_LE && k != E_LT && k != E_EQ))
+        return false;
+    *col = a->col;
+    *limit = k == E_LT ? v - 1 : v;
+    if (*limit < 0)
+        *limit = 0;
+    return true;
+}
+
+void sql__topk_rewrite(P *p, int first)
+{
+    Circuit *c = p->c;
+    for (int i = first; i < c->nnodes; i++) {
+        CNode *m = c->nodes[i];
+        if (m->k != OPK_MAP || !m->filter)
+            continue;
+        Expr *const *conj = m->filter->k == E_AND ? m->filter->a : &m->filter;
+        int nconj = m->filter->k == E_AND ? m->filter->na : 1;
+        for (int k = 0; k < nconj; k++) {
+            int col;
+            int64_t limit;
+            if (!rank_bound(conj[k], &col, &limit))
+                continue;
+            /* follow the column down through projections */
+            CNode *x = c->nodes[m->in[0]];
+            while (x->k == OPK_MAP && x->id >= first && consumers(c, x->id) == 1 &&
+                   x->proj[col]->k == E_COL) {
+                col = x->proj[col]->col;
+                x = c->nodes[x->in[0]];
+            }
+            if (x->k != OPK_WINDOW || x->id < first || x->nwfn != 1 || col != x->ncol - 1 ||
+                consumers(c, x->id) != 1)
+                continue;
+            WinKind wk = x->wfn[0].kind;
+            if (wk != WIN_ROW_NUMBER && wk != WIN_RANK && wk != WIN_DENSE_RANK)
+                continue;
+            x->k = OPK_TOPK;
+            x->rank = wk == WIN_ROW_NUMBER ? RANK_ROW_NUMBER : wk == WIN_RANK ? RANK_RANK
+                                                                               : RANK_DENSE;
+            x->limit = limit;
+            x->offset = 0;
+            x->wfn = NULL;
+            x->nwfn = 0;
+            break;
+        }
+    }
+}
