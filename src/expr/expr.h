@@ -24,13 +24,17 @@ typedef enum ExprKind {
     E_COL,     /* column `col` of the input chunk */
     E_CONST,   /* constant: cnull, or ci / cf / cs per type_phys(t.kind) */
     E_NEG,     /* -a[0] */
-    E_ADD,     /* a[0] + a[1]; same types; DECIMAL: same scale */
-    E_SUB,     /* a[0] - a[1]; same types; DECIMAL: same scale */
+    E_ADD,     /* a[0] + a[1]; same types; DECIMAL: same scale; also
+                  TIMESTAMP + INTERVAL DAY TO SECOND and DATE + BIGINT days
+                  (plain int64 sums of microseconds / days, sql/bind.c) */
+    E_SUB,     /* a[0] - a[1]; as E_ADD, and TIMESTAMP - TIMESTAMP giving an
+                  INTERVAL DAY TO SECOND */
     E_MUL,     /* a[0] * a[1]; same types, except DECIMAL: any scales,
                   result scale = t.scale = a0.scale + a1.scale (may be
                   reduced by the binder: then round half away from zero) */
     E_DIV,     /* a[0] / a[1]; same types, except DECIMAL: any scales,
                   result scale t.scale; computed in 128 bits, truncated */
+               /* E_MUL, E_DIV also take INTERVAL op BIGINT (an int64 count) */
     E_MOD,     /* a[0] % a[1]; integers (sign of the dividend) and DECIMAL
                   (same scale) and floating (fmod) */
     E_EQ, E_NE, E_LT, E_LE, E_GT, E_GE, /* same types; result BOOLEAN;

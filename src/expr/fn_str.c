@@ -1,5 +1,7 @@
 /*
- * expr/fn_str.c - string functions, || and LIKE over vectors.
+ * expr/fn_str.c - string functions (LOWER, UPPER, INITCAP, CHAR_LENGTH,
+ * SUBSTRING, LEFT, RIGHT, TRIM with spaces or a character set, POSITION,
+ * REPLACE, CONCAT), || and LIKE over vectors. ILIKE is LIKE over LOWER().
  * In: operands evaluated into dense Vecs by expr_eval (expr.c), the output
  * Vec allocated with the node's type and the row mask m (expr_int.h).
  * Out: strings either slices of the operands (SUBSTRING, TRIM) or new bytes

@@ -224,6 +224,11 @@ QUERIES = {
                    "strftime('{0}', ts, '+1 days', '+2 hours', '+3 minutes', '+4.5 seconds'), "
                    "strftime('{0}', ts, '-1.25 seconds'), strftime('{0}', ts, '+6 hours') "
                    "FROM t".format(TSF)),
+    "v_time": ("SELECT id, CAST(ts AS TIME) + INTERVAL '2' HOUR AS a, "
+               "CAST(ts AS TIME) - INTERVAL '90' MINUTE AS b, "
+               "INTERVAL '1 00:00:01' DAY TO SECOND + CAST(ts AS TIME) AS c FROM t",
+               "SELECT id, strftime('%H:%M:%f', ts, '+2 hours'), strftime('%H:%M:%f', ts, "
+               "'-90 minutes'), strftime('%H:%M:%f', ts, '+1 seconds') FROM t"),
     "v_months": ("SELECT id, d + INTERVAL '1' MONTH AS m1, d - INTERVAL '1-1' YEAR TO MONTH AS m2, "
                  "ts + INTERVAL '1' YEAR AS m3, INTERVAL '14' MONTH + d AS m4 FROM t", py_months),
     "v_trunc": ("SELECT id, DATE_TRUNC('month', d) AS a, DATE_TRUNC(d, YEAR) AS b, "
@@ -345,6 +350,8 @@ def world(request, tmp_path_factory, sluice):
 def norm(v, ty):
     if ty.startswith("TIMESTAMP"):
         return norm_ts(v)
+    if ty == "TIME" and v is not None:
+        return norm_ts("2000-01-01 " + v)[11:]
     if ty.startswith("BOOL") and isinstance(v, int):
         return bool(v)
     return v
