@@ -122,13 +122,13 @@ static void print_value(const Vec *v, int64_t r, char type, Buf *out)
     }
     TypeKind k = v->t.kind;
     if (type == 'I') {
-        if (k == TK_BOOL || type_is_integer(k) || k == TK_DATE || k == TK_TIME || k == TK_TIMESTAMP)
-            buf_printf(out, "%lld", (long long)v->i[r]);
-        else if (k == TK_DECIMAL) {
+        if (k == TK_DECIMAL) {
             int64_t d = 1;
             for (int i = 0; i < v->t.scale; i++)
                 d *= 10;
             buf_printf(out, "%lld", (long long)(v->i[r] / d));
+        } else if (v->i) { /* booleans, integers, dates, times, intervals */
+            buf_printf(out, "%lld", (long long)v->i[r]);
         } else if (v->f) {
             double f = trunc(v->f[r]);
             buf_printf(out, "%lld", (long long)(fabs(f) < 9.2e18 ? (int64_t)f : 0));
