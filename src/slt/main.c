@@ -387,14 +387,15 @@ static Counts run_file(const char *path, const Opts *o)
         }
         bool skip = false;
         const char *why = NULL;
-        char cond[64], name[64];
+        char cond[64], name[64], whybuf[160];
         /* conditions */
         while (i < L.n && sscanf(L.v[i], "%63s %63s", cond, name) == 2 &&
                (!strcmp(cond, "skipif") || !strcmp(cond, "onlyif"))) {
             bool match = !strcasecmp(name, ENGINE);
             if (!strcmp(cond, "skipif") ? match : !match) {
                 skip = true;
-                why = !strcmp(cond, "skipif") ? "skipif sluice" : "onlyif another engine";
+                snprintf(whybuf, sizeof(whybuf), "%s %s (not this engine's)", cond, name);
+                why = whybuf;
             }
             i++;
             while (i < L.n && L.v[i][0] == '#')

@@ -85,3 +85,4 @@ def test_runner_lists_skips_with_reasons(tmp_path):
     assert len(lines) == 2
     assert all("\t" in l for l in lines)
     assert any("skipif sluice" in l for l in lines)
+    assert any("onlyif mysql" in l for l in lines)

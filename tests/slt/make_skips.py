@@ -59,6 +59,21 @@ def main():
                 rows.append("%s:%s\t%s" % (rel, lineno, "depends on an unsupported statement: " + msg))
             else:
                 unknown.append(line)
+    # the records skipped by their own skipif/onlyif conditions, per file
+    lst = os.path.join(HERE, ".skipped.tmp")
+    subprocess.run([RUNNER, "--list-skipped", lst] + files, capture_output=True)
+    per = {}
+    with open(lst) as f:
+        for line in f:
+            where, reason = line.rstrip("\n").split("\t", 1)
+            key = (where.rsplit(":", 1)[0], reason)
+            per[key] = per.get(key, 0) + 1
+    os.unlink(lst)
+    with open(os.path.join(HERE, "skipped_by_condition.tsv"), "w") as f:
+        f.write("# file<TAB>records<TAB>condition - records the corpus itself keeps from this\n"
+                "# engine (skipif/onlyif); sluice-slt --list-skipped FILE lists each one\n")
+        for (path, reason), n in sorted(per.items()):
+            f.write("%s\t%d\t%s\n" % (path, n, reason))
     with open(os.path.join(HERE, "skips.tsv"), "w") as f:
         f.write("# file:line<TAB>reason - records sluice-slt skips (tests/slt/make_skips.py)\n")
         for r in rows:
