@@ -24,6 +24,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sql_int.h"
 
@@ -263,6 +264,72 @@ static bool ast_has_agg(const Ast *x)
     return false;
 }
 
+/* Mark the columns of outer scope o that a name in the subquery could
+   refer to (an over-approximation: a column left out could only turn a
+   reference into an error, since the subquery's own columns win). */
+static void refs_select(const Select *q, const Scope *o, bool *mark);
+
+static void refs_ast(const Ast *x, const Scope *o, bool *mark)
+{
+    if (!x)
+        return;
+    if (x->k == A_COL)
+        for (int i = 0; i < o->n; i++)
+            if (!o->c[i].hidden && o->c[i].name && !strcasecmp(o->c[i].name, x->name) &&
+                (!x->qual || (o->c[i].qual && !strcasecmp(o->c[i].qual, x->qual))))
+                mark[i] = true;
+    refs_ast(x->a, o, mark);
+    refs_ast(x->b, o, mark);
+    refs_ast(x->c, o, mark);
+    for (int i = 0; i < x->args.n; i++)
+        refs_ast(x->args.v[i], o, mark);
+    if (x->sub)
+        refs_select(x->sub, o, mark);
+    if (x->over) {
+        for (int i = 0; i < x->over->part.n; i++)
+            refs_ast(x->over->part.v[i], o, mark);
+        for (int i = 0; i < x->over->norder; i++)
+            refs_ast(x->over->order[i].e, o, mark);
+        refs_ast(x->over->start_n, o, mark);
+        refs_ast(x->over->end_n, o, mark);
+    }
+}
+
+static void refs_from(const FromItem *f, const Scope *o, bool *mark)
+{
+    if (!f)
+        return;
+    refs_from(f->l, o, mark);
+    refs_from(f->r, o, mark);
+    refs_ast(f->on, o, mark);
+    if (f->sub)
+        refs_select(f->sub, o, mark);
+    refs_from(f->tvf_input, o, mark);
+    for (int i = 0; i < f->tvf_args.n; i++)
+        refs_ast(f->tvf_args.v[i], o, mark);
+}
+
+static void refs_select(const Select *q, const Scope *o, bool *mark)
+{
+    for (; q; q = q->next) {
+        for (int i = 0; i < q->nitems; i++)
+            refs_ast(q->items[i].e, o, mark);
+        for (int i = 0; i < q->nfrom; i++)
+            refs_from(q->from[i], o, mark);
+        refs_ast(q->where, o, mark);
+        for (int i = 0; i < q->group.n; i++)
+            refs_ast(q->group.v[i], o, mark);
+        refs_ast(q->having, o, mark);
+        for (int i = 0; i < q->norder; i++)
+            refs_ast(q->order[i].e, o, mark);
+        for (int r = 0; r < q->nvalues; r++)
+            for (int i = 0; i < q->values[r].n; i++)
+                refs_ast(q->values[r].v[i], o, mark);
+        for (int i = 0; i < q->nctes; i++)
+            refs_select(q->ctes[i].q, o, mark);
+    }
+}
+
 static Ast *dref(P *p, Ast *at, const SCol *c, int k)
 {
     Ast *a = arena_zalloc(p->a, sizeof(Ast));
@@ -290,8 +357,14 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
     int nr = r->s.n;
     CNode *rn = p->c->nodes[r->node];
     int *dcols = arena_alloc(p->a, sizeof(int) * (size_t)(nr + 1));
+    /* D: the outer columns the subquery may refer to */
+    bool *mark = arena_zalloc(p->a, (size_t)(nr + 1));
+    refs_select(S, &r->s, mark);
     int nd = 0;
     for (int i = 0; i < nr; i++)
+        if (mark[i] && !r->s.c[i].hidden)
+            dcols[nd++] = i;
+    for (int i = 0; i < nr && nd == 0; i++) /* none found: all of them */
         if (!r->s.c[i].hidden)
             dcols[nd++] = i;
     Expr **pd = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nd + 1));

@@ -86,3 +86,13 @@ def test_runner_lists_skips_with_reasons(tmp_path):
     assert all("\t" in l for l in lines)
     assert any("skipif sluice" in l for l in lines)
     assert any("onlyif mysql" in l for l in lines)
+
+
+@pytest.mark.parametrize("workers", ["1", "3"])
+def test_subqueries_match_sqlite_at_every_step(workers):
+    """Scalar, EXISTS and IN subqueries, uncorrelated and correlated
+    (expected values computed by SQLite), maintained over steps with
+    deletions and re-insertions."""
+    p, passed, failed, skipped = run(DBG, ["--check-steps", "--workers", workers, "--verbose",
+                                           os.path.join(CASES, "subquery.test")])
+    assert (passed, failed) == (18, 0), p.stdout
