@@ -4,10 +4,10 @@
 # used by the tests).
 
 CC      ?= gcc
-PKGS    := libcjson libxxhash libmicrohttpd
+PKGS    := libcjson libxxhash libmicrohttpd libzstd
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow=local -Wstrict-prototypes
 CFLAGS_COMMON := -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
-LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lxxhash -lmicrohttpd) -lpthread -lm
+LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lxxhash -lmicrohttpd -lzstd) -lpthread -lm
 REL_CFLAGS := $(CFLAGS_COMMON) -O2 -g
 DBG_CFLAGS := $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 DBG_LDFLAGS := -fsanitize=address,undefined
@@ -106,6 +106,12 @@ clean:
 build/bench/bank_bench: bench/bank_bench.c build/libsluice.a
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_CFLAGS) -o $@ $< build/libsluice.a $(LIBS)
+
+# Storage write/read throughput and the cost of re-checkpointing an
+# unchanged batch (src/storage/).
+build/bench/store_bench: bench/store_bench.c build/libsluice.a
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_CFLAGS) -Isrc -o $@ $< build/libsluice.a $(LIBS)
 
 build/bench/probe: bench/probe/probe.c
 	@mkdir -p $(dir $@)

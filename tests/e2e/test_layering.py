@@ -13,6 +13,7 @@ ALLOWED = {
     "base": set(),
     "expr": {"base"},
     "zset": {"base", "expr"},
+    "storage": {"base", "expr", "zset"},
     "sql": {"base", "expr", "circuit"},
     "circuit": {"base", "expr", "zset", "runtime/exchange.h"},
     "runtime": {"base", "expr", "zset", "circuit"},

@@ -1,0 +1,317 @@
+/*
+ * storage/batchfile.c - one Batch as one immutable, checksummed, compressed
+ * file. In: batches from traces (store_put_batch). Out: the same batches
+ * read back (store_get_batch), bit for bit.
+ *
+ * File layout (little-endian):
+ *    0  magic "SLBATCH\0"
+ *    8  u32 format version (STORE_FORMAT_VERSION), u32 flags (0)
+ *   16  u64 tuples n
+ *   24  u64 uncompressed payload size (20 n + data bytes)
+ *   32  u64 tuple data bytes
+ *   40  16 bytes XXH3-128 of n and the uncompressed payload (the name)
+ *   56  u64 reserved (0)
+ *   64  one zstd frame holding the payload
+ *  end  u64 XXH64 of everything before it
+ * Payload: end offsets off[1..n] (u64), w[n] (i64), klen[n] (u32), data.
+ * On a 64-bit little-endian host those are the batch's own arrays, so
+ * hashing and compressing stream straight from the batch without a copy,
+ * and a read decompresses in one call into the new batch block, where the
+ * four arrays lie end to end in that order.
+ *
+ * A batch read back is one sl_malloc block laid out as batch.c lays it out
+ * (header, off, w, klen, data), so batch_unref and batch_bytes work on it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "../base/mem.h"
+#include "store_int.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "storage/batchfile.c assumes a little-endian host"
+#endif
+_Static_assert(sizeof(size_t) == 8, "storage/batchfile.c assumes 64-bit size_t");
+
+#define HDR_SIZE 64
+#define ZSTD_LEVEL 1
+static const char MAGIC[8] = "SLBATCH";
+
+/* The payload as up to four regions of the batch. */
+typedef struct Region {
+    void *p;
+    size_t n;
+} Region;
+
+static void batch_regions(const Batch *b, Region r[4])
+{
+    size_t nbytes = b->off[b->n];
+    size_t n = (size_t)b->n;
+    r[0] = (Region){b->off + 1, n * sizeof(size_t)};
+    r[1] = (Region){b->w, n * sizeof(int64_t)};
+    r[2] = (Region){b->klen, n * sizeof(uint32_t)};
+    r[3] = (Region){b->data, nbytes};
+}
+
+
+static XXH128_hash_t content_hash(const Batch *b)
+{
+    Region r[4];
+    batch_regions(b, r);
+    XXH3_state_t *s = XXH3_createState();
+    XXH3_128bits_reset(s);
+    uint64_t n = (uint64_t)b->n;
+    XXH3_128bits_update(s, &n, sizeof(n));
+    for (int i = 0; i < 4; i++)
+        if (r[i].n)
+            XXH3_128bits_update(s, r[i].p, r[i].n);
+    XXH128_hash_t h = XXH3_128bits_digest(s);
+    XXH3_freeState(s);
+    return h;
+}
+
+static void hash_name(XXH128_hash_t h, char name[STORE_NAME_MAX])
+{
+    snprintf(name, STORE_NAME_MAX, "batch-%016llx%016llx.slb", (unsigned long long)h.high64,
+             (unsigned long long)h.low64);
+}
+
+static void put_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static uint32_t get_u32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* ---- writing ---- */
+
+/* Compress the payload of b into fd after the header; feeds every byte
+   written into the checksum state. */
+static int write_payload(Store *st, int fd, const Batch *b, XXH64_state_t *ck, const char *tmp,
+                         Err *err)
+{
+    Region r[4];
+    batch_regions(b, r);
+    ZSTD_CCtx *cx = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(cx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
+    ZSTD_CCtx_setParameter(cx, ZSTD_c_checksumFlag, 0);
+    ZSTD_CCtx_setPledgedSrcSize(cx, r[0].n + r[1].n + r[2].n + r[3].n);
+    size_t cap = ZSTD_CStreamOutSize();
+    uint8_t *out = sl_malloc(cap);
+    bool crash_checked = false; /* the crash point fires once data is on disk */
+    int rc = 0;
+    for (int i = 0; i < 5 && rc == 0; i++) {
+        bool last = i == 4;
+        ZSTD_inBuffer in = {last ? NULL : r[i].p, last ? 0 : r[i].n, 0};
+        ZSTD_EndDirective mode = last ? ZSTD_e_end : ZSTD_e_continue;
+        for (;;) {
+            ZSTD_outBuffer ob = {out, cap, 0};
+            size_t left = ZSTD_compressStream2(cx, &ob, &in, mode);
+            if (ZSTD_isError(left)) {
+                rc = err_set(err, SL_EIO, "storage %s/%s: zstd: %s", st->dir, tmp,
+                             ZSTD_getErrorName(left));
+                break;
+            }
+            if (ob.pos) {
+                int e = store_write_all(fd, out, ob.pos);
+                if (e) {
+                    rc = err_set(err, SL_EIO, "storage %s/%s: write: %s", st->dir, tmp,
+                                 strerror(-e));
+                    break;
+                }
+                XXH64_update(ck, out, ob.pos);
+                st->bytes_written += ob.pos;
+                if (!crash_checked) {
+                    crash_checked = true;
+                    store_crash_point("batch-write");
+                }
+            }
+            if (last ? left == 0 : in.pos == in.size)
+                break;
+        }
+    }
+    sl_free(out);
+    ZSTD_freeCCtx(cx);
+    return rc;
+}
+
+int store_put_batch(Store *st, const Batch *b, char name_out[STORE_NAME_MAX], Err *err)
+{
+    XXH128_hash_t h = content_hash(b);
+    hash_name(h, name_out);
+    if (store_file_exists(st, name_out)) {
+        st->batches_reused++;
+        return 0;
+    }
+    size_t n = (size_t)b->n, nbytes = b->off[n];
+    uint8_t hdr[HDR_SIZE] = {0};
+    memcpy(hdr, MAGIC, 8);
+    put_u32(hdr + 8, STORE_FORMAT_VERSION);
+    put_u32(hdr + 12, 0);
+    put_u64(hdr + 16, n);
+    put_u64(hdr + 24, n * 20 + nbytes);
+    put_u64(hdr + 32, nbytes);
+    XXH128_canonical_t canon;
+    XXH128_canonicalFromHash(&canon, h);
+    memcpy(hdr + 40, canon.digest, 16);
+
+    char tmp[96];
+    int fd = store_tmp_open(st, name_out, tmp, err);
+    if (fd < 0)
+        return fd;
+    XXH64_state_t *ck = XXH64_createState();
+    XXH64_reset(ck, 0);
+    int rc = 0, e = store_write_all(fd, hdr, HDR_SIZE);
+    if (e)
+        rc = err_set(err, SL_EIO, "storage %s/%s: write: %s", st->dir, tmp, strerror(-e));
+    XXH64_update(ck, hdr, HDR_SIZE);
+    st->bytes_written += HDR_SIZE;
+    if (rc == 0)
+        rc = write_payload(st, fd, b, ck, tmp, err);
+    if (rc == 0) {
+        uint8_t tail[8];
+        put_u64(tail, XXH64_digest(ck));
+        e = store_write_all(fd, tail, 8);
+        if (e)
+            rc = err_set(err, SL_EIO, "storage %s/%s: write: %s", st->dir, tmp, strerror(-e));
+        st->bytes_written += 8;
+    }
+    XXH64_freeState(ck);
+    if (rc) {
+        store_tmp_discard(st, fd, tmp);
+        return rc;
+    }
+    store_crash_point("batch-rename");
+    rc = store_publish(st, fd, tmp, name_out, err);
+    if (rc == 0)
+        st->batches_written++;
+    return rc;
+}
+
+/* ---- reading ---- */
+
+static int corrupt(Store *st, const char *name, Err *err, const char *what)
+{
+    return err_set(err, SL_EIO, "storage file %s/%s is corrupt: %s", st->dir, name, what);
+}
+
+/* Decompress the frame src[0..sn) into b's block after off[0]: exactly
+   raw bytes (off[1..n], w, klen and data lie end to end there). */
+static int read_payload(Store *st, const char *name, const uint8_t *src, size_t sn, Batch *b,
+                        size_t raw, Err *err)
+{
+    unsigned long long fsize = ZSTD_getFrameContentSize(src, sn);
+    if (fsize != raw)
+        return corrupt(st, name, err, "payload size disagrees with the header");
+    ZSTD_DCtx *dx = ZSTD_createDCtx();
+    size_t got = ZSTD_decompressDCtx(dx, b->off + 1, raw, src, sn);
+    ZSTD_freeDCtx(dx);
+    if (ZSTD_isError(got)) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "zstd: %s", ZSTD_getErrorName(got));
+        return corrupt(st, name, err, msg);
+    }
+    if (got != raw)
+        return corrupt(st, name, err, "payload shorter than its header says");
+    return 0;
+}
+
+/* Offsets rise, keys fit their tuples, weights are non-zero. */
+static int check_shape(Store *st, const char *name, const Batch *b, Err *err)
+{
+    for (int64_t i = 0; i < b->n; i++) {
+        if (b->off[i + 1] < b->off[i] || b->klen[i] > b->off[i + 1] - b->off[i] || b->w[i] == 0)
+            return corrupt(st, name, err, "tuple table inconsistent");
+    }
+    return 0;
+}
+
+int store_get_batch(Store *st, const char *name, Batch **out, Err *err)
+{
+    *out = NULL;
+    if (!store_is_batch_name(name))
+        return err_set(err, SL_EIO, "storage %s: '%s' is not a batch file name", st->dir, name);
+    uint8_t *f;
+    size_t fn;
+    int rc = store_read_file(st, name, &f, &fn, err);
+    if (rc)
+        return rc;
+    char msg[200];
+    Batch *b = NULL;
+    if (fn < HDR_SIZE + 8) {
+        snprintf(msg, sizeof(msg), "truncated to %zu bytes (header and checksum need %d)", fn,
+                 HDR_SIZE + 8);
+        rc = corrupt(st, name, err, msg);
+        goto out_free_file;
+    }
+    if (memcmp(f, MAGIC, 8) != 0) {
+        rc = corrupt(st, name, err, "bad magic (not a Sluice batch file)");
+        goto out_free_file;
+    }
+    uint32_t version = get_u32(f + 8);
+    if (version != STORE_FORMAT_VERSION) {
+        rc = err_set(err, SL_EIO, "storage file %s/%s has format version %u; this build reads %d",
+                     st->dir, name, version, STORE_FORMAT_VERSION);
+        goto out_free_file;
+    }
+    uint64_t stored = get_u64(f + fn - 8), computed = XXH64(f, fn - 8, 0);
+    if (stored != computed) {
+        snprintf(msg, sizeof(msg),
+                 "checksum mismatch over %zu bytes (stored %016llx, computed %016llx): "
+                 "truncated or damaged",
+                 fn, (unsigned long long)stored, (unsigned long long)computed);
+        rc = corrupt(st, name, err, msg);
+        goto out_free_file;
+    }
+    uint64_t n = get_u64(f + 16), raw = get_u64(f + 24), nbytes = get_u64(f + 32);
+    if (n > (1ull << 40) || nbytes > (1ull << 50) || raw != n * 20 + nbytes) {
+        rc = corrupt(st, name, err, "sizes in the header disagree");
+        goto out_free_file;
+    }
+    size_t block = sizeof(Batch) + (n + 1) * sizeof(size_t) + n * sizeof(int64_t) +
+                   n * sizeof(uint32_t) + nbytes;
+    b = sl_malloc(block);
+    b->refs = 1;
+    b->n = (int64_t)n;
+    /* The layout of batch.c; read_payload relies on the order. */
+    b->off = (size_t *)(b + 1);
+    b->w = (int64_t *)(b->off + n + 1);
+    b->klen = (uint32_t *)(b->w + n);
+    b->data = (uint8_t *)(b->klen + n);
+    b->off[0] = 0;
+    rc = read_payload(st, name, f + HDR_SIZE, fn - HDR_SIZE - 8, b, raw, err);
+    if (rc == 0 && b->off[n] != nbytes)
+        rc = corrupt(st, name, err, "tuple offsets disagree with the data size");
+    if (rc == 0)
+        rc = check_shape(st, name, b, err);
+    if (rc == 0) {
+        char expect[STORE_NAME_MAX];
+        XXH128_canonical_t canon;
+        memcpy(canon.digest, f + 40, 16);
+        XXH128_hash_t h = content_hash(b);
+        hash_name(h, expect);
+        if (!XXH128_isEqual(h, XXH128_hashFromCanonical(&canon)) || strcmp(expect, name) != 0)
+            rc = corrupt(st, name, err, "contents do not match the file's name");
+    }
+    if (rc) {
+        sl_free(b);
+        b = NULL;
+    }
+out_free_file:
+    sl_free(f);
+    *out = b;
+    return rc;
+}

@@ -1,0 +1,555 @@
+/*
+ * storage/store.c - the storage directory: its lock, atomic publication of
+ * files (temp + fsync + rename + directory fsync), manifests, pruning and
+ * the crash-injection hook. The batch file format is in batchfile.c.
+ *
+ * A manifest file is the caller's JSON text, a newline, then one line
+ *   #sluice-manifest v1 xxh64=<16 hex>
+ * whose hash covers every byte before that line. A manifest verifies when
+ * the line is present and matches, the JSON parses to an object, and every
+ * name in its "files" array is a batch file present in the directory.
+ */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "../base/buf.h"
+#include "../base/mem.h"
+#include "store_int.h"
+
+#define TMP_PREFIX "tmp-"
+#define MANIFEST_TAIL "#sluice-manifest v1 xxh64="
+
+/* ---- fault injection ---- */
+
+static atomic_int crash_hits;
+
+void store_crash_point(const char *point)
+{
+    const char *at = getenv("SLUICE_CRASH_AT");
+    if (!at || !*at)
+        return;
+    size_t pn = strlen(point);
+    if (strncmp(at, point, pn) != 0 || (at[pn] != 0 && at[pn] != ':'))
+        return;
+    int nth = at[pn] == ':' ? atoi(at + pn + 1) : 1;
+    if (atomic_fetch_add(&crash_hits, 1) + 1 >= nth)
+        _exit(137);
+}
+
+/* ---- file helpers ---- */
+
+int store_write_all(int fd, const void *p, size_t n)
+{
+    const uint8_t *q = p;
+    while (n) {
+        ssize_t k = write(fd, q, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        q += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+int store_tmp_open(Store *st, const char *final, char tmp[96], Err *err)
+{
+    unsigned long long seq = atomic_fetch_add(&st->tmp_seq, 1);
+    snprintf(tmp, 96, TMP_PREFIX "%d-%llu-%s", (int)getpid(), seq, final);
+    int fd = openat(st->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return err_set(err, SL_EIO, "storage %s: cannot create %s: %s", st->dir, tmp,
+                       strerror(errno));
+    return fd;
+}
+
+void store_tmp_discard(Store *st, int fd, const char *tmp)
+{
+    close(fd);
+    unlinkat(st->dirfd, tmp, 0);
+}
+
+static int sync_dir(Store *st, Err *err)
+{
+    if (fsync(st->dirfd) != 0)
+        return err_set(err, SL_EIO, "storage %s: fsync of the directory: %s", st->dir,
+                       strerror(errno));
+    return 0;
+}
+
+int store_publish(Store *st, int fd, const char *tmp, const char *final, Err *err)
+{
+    if (fsync(fd) != 0) {
+        int e = errno;
+        store_tmp_discard(st, fd, tmp);
+        return err_set(err, SL_EIO, "storage %s/%s: fsync: %s", st->dir, tmp, strerror(e));
+    }
+    if (close(fd) != 0) {
+        int e = errno;
+        unlinkat(st->dirfd, tmp, 0);
+        return err_set(err, SL_EIO, "storage %s/%s: close: %s", st->dir, tmp, strerror(e));
+    }
+    if (renameat(st->dirfd, tmp, st->dirfd, final) != 0) {
+        int e = errno;
+        unlinkat(st->dirfd, tmp, 0);
+        return err_set(err, SL_EIO, "storage %s: rename %s -> %s: %s", st->dir, tmp, final,
+                       strerror(e));
+    }
+    return sync_dir(st, err);
+}
+
+int store_read_file(Store *st, const char *name, uint8_t **out, size_t *n, Err *err)
+{
+    *out = NULL;
+    *n = 0;
+    int fd = openat(st->dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(err, SL_EIO, "storage file %s/%s: %s", st->dir, name, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return err_set(err, SL_EIO, "storage file %s/%s: %s", st->dir, name, strerror(e));
+    }
+    size_t size = (size_t)sb.st_size, got = 0;
+    uint8_t *p = sl_malloc(size + 1);
+    while (got < size) {
+        ssize_t k = read(fd, p + got, size - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : 0;
+            close(fd);
+            sl_free(p);
+            return err_set(err, SL_EIO, "storage file %s/%s: read: %s", st->dir, name,
+                           e ? strerror(e) : "file shrank while reading");
+        }
+        got += (size_t)k;
+    }
+    close(fd);
+    p[size] = 0;
+    *out = p;
+    *n = size;
+    return 0;
+}
+
+bool store_is_batch_name(const char *name)
+{
+    if (strncmp(name, "batch-", 6) != 0 || strlen(name) != 6 + 32 + 4)
+        return false;
+    for (int i = 6; i < 38; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+            return false;
+    return strcmp(name + 38, ".slb") == 0;
+}
+
+bool store_file_exists(Store *st, const char *name)
+{
+    struct stat sb;
+    return fstatat(st->dirfd, name, &sb, 0) == 0;
+}
+
+/* "manifest-<digits>.json" -> step; false for anything else. */
+static bool manifest_step(const char *name, uint64_t *step)
+{
+    if (strncmp(name, "manifest-", 9) != 0)
+        return false;
+    const char *p = name + 9, *q = p;
+    while (*q >= '0' && *q <= '9')
+        q++;
+    if (q == p || q - p > 20 || strcmp(q, ".json") != 0)
+        return false;
+    *step = strtoull(p, NULL, 10);
+    return true;
+}
+
+/* ---- open / close ---- */
+
+static int mkdir_p(const char *dir, Err *err)
+{
+    char *path = sl_strdup(dir);
+    int rc = 0;
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != 0)
+            continue;
+        char c = *p;
+        *p = 0;
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+            rc = err_set(err, SL_EIO, "storage: cannot create directory %s: %s", path,
+                         strerror(errno));
+            break;
+        }
+        *p = c;
+        if (c == 0)
+            break;
+    }
+    sl_free(path);
+    return rc;
+}
+
+/* A directory stream of its own (a dup of dirfd would share its offset). */
+static DIR *open_listing(Store *st)
+{
+    int fd = openat(st->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    DIR *d = fdopendir(fd);
+    if (!d)
+        close(fd);
+    return d;
+}
+
+/* Remove temp files left behind by a process that died mid-write. */
+static void remove_stale_tmps(Store *st)
+{
+    DIR *d = open_listing(st);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0)
+            unlinkat(st->dirfd, e->d_name, 0);
+    closedir(d);
+}
+
+int store_open(const char *dir, Store **out, Err *err)
+{
+    *out = NULL;
+    if (!dir || !*dir)
+        return err_set(err, SL_ECONFIG, "storage: empty directory name");
+    int rc = mkdir_p(dir, err);
+    if (rc)
+        return rc;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return err_set(err, SL_EIO, "storage: cannot open directory %s: %s", dir,
+                       strerror(errno));
+    int lfd = openat(dfd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lfd < 0) {
+        int e = errno;
+        close(dfd);
+        return err_set(err, SL_EIO, "storage: cannot create %s/LOCK: %s", dir, strerror(e));
+    }
+    if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char holder[32] = "";
+        ssize_t k = pread(lfd, holder, sizeof(holder) - 1, 0);
+        holder[k > 0 ? k : 0] = 0;
+        holder[strcspn(holder, "\n")] = 0;
+        close(lfd);
+        close(dfd);
+        if (e == EWOULDBLOCK)
+            return err_set(err, SL_EIO,
+                           "storage directory %s is in use by another pipeline (pid %s); "
+                           "two pipelines cannot share one storage directory",
+                           dir, *holder ? holder : "unknown");
+        return err_set(err, SL_EIO, "storage: cannot lock %s/LOCK: %s", dir, strerror(e));
+    }
+    char pid[32];
+    int pn = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    if (ftruncate(lfd, 0) == 0)
+        (void)!pwrite(lfd, pid, (size_t)pn, 0);
+    Store *st = sl_calloc(1, sizeof(*st));
+    st->dir = sl_strdup(dir);
+    st->dirfd = dfd;
+    st->lockfd = lfd;
+    remove_stale_tmps(st);
+    *out = st;
+    return 0;
+}
+
+void store_close(Store *st)
+{
+    if (!st)
+        return;
+    close(st->lockfd); /* releases the flock */
+    close(st->dirfd);
+    sl_free(st->dir);
+    sl_free(st);
+}
+
+const char *store_dir(const Store *st) { return st->dir; }
+
+void store_stats(const Store *st, StoreStats *out)
+{
+    out->batches_written = st->batches_written;
+    out->batches_reused = st->batches_reused;
+    out->bytes_written = st->bytes_written;
+}
+
+/* ---- manifests ---- */
+
+/* Check that j is an object whose "files" (if any) are present batch
+   files; on failure a reason goes to why. */
+static bool manifest_files_ok(Store *st, const cJSON *j, char *why, size_t whyn)
+{
+    if (!cJSON_IsObject(j)) {
+        snprintf(why, whyn, "not a JSON object");
+        return false;
+    }
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "files");
+    if (!files)
+        return true;
+    if (!cJSON_IsArray(files)) {
+        snprintf(why, whyn, "\"files\" is not an array");
+        return false;
+    }
+    const cJSON *f;
+    cJSON_ArrayForEach(f, files)
+    {
+        if (!cJSON_IsString(f) || !store_is_batch_name(f->valuestring)) {
+            snprintf(why, whyn, "\"files\" holds something that is not a batch file name");
+            return false;
+        }
+        if (!store_file_exists(st, f->valuestring)) {
+            snprintf(why, whyn, "names %s, which is missing", f->valuestring);
+            return false;
+        }
+    }
+    return true;
+}
+
+int store_write_manifest(Store *st, uint64_t step, const char *json, Err *err)
+{
+    cJSON *j = cJSON_Parse(json);
+    if (!j)
+        return err_set(err, SL_EDATA, "storage: manifest for step %" PRIu64 " is not valid JSON",
+                       step);
+    char why[160];
+    bool ok = manifest_files_ok(st, j, why, sizeof(why));
+    cJSON_Delete(j);
+    if (!ok)
+        return err_set(err, SL_EDATA, "storage: manifest for step %" PRIu64 ": %s", step, why);
+
+    Buf b = BUF_INIT;
+    buf_puts(&b, json);
+    buf_putc(&b, '\n');
+    uint64_t h = XXH64(b.p, b.n, 0);
+    buf_printf(&b, MANIFEST_TAIL "%016llx\n", (unsigned long long)h);
+
+    char final[64], tmp[96];
+    snprintf(final, sizeof(final), "manifest-%" PRIu64 ".json", step);
+    int fd = store_tmp_open(st, final, tmp, err);
+    if (fd < 0) {
+        buf_free(&b);
+        return fd;
+    }
+    size_t half = b.n / 2;
+    int e = store_write_all(fd, b.p, half);
+    if (e == 0) {
+        store_crash_point("manifest-write");
+        e = store_write_all(fd, b.p + half, b.n - half);
+    }
+    st->bytes_written += b.n;
+    buf_free(&b);
+    if (e) {
+        store_tmp_discard(st, fd, tmp);
+        return err_set(err, SL_EIO, "storage %s/%s: write: %s", st->dir, tmp, strerror(-e));
+    }
+    store_crash_point("manifest-rename");
+    return store_publish(st, fd, tmp, final, err);
+}
+
+/* Read and verify one manifest; on success *json is its JSON text (without
+   the checksum line) and *parsed (if non-NULL) the parsed object. On
+   failure returns false with the reason in why. */
+static bool manifest_load(Store *st, const char *name, char **json, cJSON **parsed, char *why,
+                          size_t whyn)
+{
+    uint8_t *f;
+    size_t n;
+    Err e = {0};
+    *json = NULL;
+    if (parsed)
+        *parsed = NULL;
+    if (store_read_file(st, name, &f, &n, &e) != 0) {
+        snprintf(why, whyn, "%s", e.msg);
+        return false;
+    }
+    char *s = (char *)f;
+    /* The last line is the checksum line; the text before it ends in \n. */
+    size_t tl = strlen(MANIFEST_TAIL) + 16 + 1;
+    if (n < tl + 1 || s[n - 1] != '\n' || s[n - tl - 1] != '\n' ||
+        memcmp(s + n - tl, MANIFEST_TAIL, strlen(MANIFEST_TAIL)) != 0) {
+        snprintf(why, whyn, "no checksum line (truncated?)");
+        sl_free(f);
+        return false;
+    }
+    char hex[17];
+    memcpy(hex, s + n - 17, 16);
+    hex[16] = 0;
+    uint64_t stored = strtoull(hex, NULL, 16), computed = XXH64(s, n - tl, 0);
+    if (stored != computed) {
+        snprintf(why, whyn, "checksum mismatch (stored %016llx, computed %016llx)",
+                 (unsigned long long)stored, (unsigned long long)computed);
+        sl_free(f);
+        return false;
+    }
+    s[n - tl - 1] = 0;
+    cJSON *j = cJSON_Parse(s);
+    if (!j) {
+        snprintf(why, whyn, "checksum matches but the JSON does not parse");
+        sl_free(f);
+        return false;
+    }
+    if (!manifest_files_ok(st, j, why, whyn)) {
+        cJSON_Delete(j);
+        sl_free(f);
+        return false;
+    }
+    if (parsed)
+        *parsed = j;
+    else
+        cJSON_Delete(j);
+    *json = s;
+    return true;
+}
+
+typedef struct MEnt {
+    uint64_t step;
+    char name[64];
+} MEnt;
+
+static int ment_desc(const void *x, const void *y)
+{
+    const MEnt *a = x, *b = y;
+    return (a->step < b->step) - (a->step > b->step);
+}
+
+/* All manifest files, newest first (sl_free the result). */
+static MEnt *list_manifests(Store *st, size_t *count, Err *err)
+{
+    *count = 0;
+    DIR *d = open_listing(st);
+    if (!d) {
+        err_set(err, SL_EIO, "storage %s: cannot list: %s", st->dir, strerror(errno));
+        return NULL;
+    }
+    size_t n = 0, cap = 8;
+    MEnt *m = sl_malloc(cap * sizeof(*m));
+    struct dirent *e;
+    uint64_t step;
+    while ((e = readdir(d)) != NULL) {
+        if (!manifest_step(e->d_name, &step))
+            continue;
+        if (n == cap)
+            m = sl_realloc(m, (cap *= 2) * sizeof(*m));
+        m[n].step = step;
+        snprintf(m[n].name, sizeof(m[n].name), "%.63s", e->d_name); /* <= 34 chars */
+        n++;
+    }
+    closedir(d);
+    qsort(m, n, sizeof(*m), ment_desc);
+    *count = n;
+    return m;
+}
+
+int store_latest_manifest(Store *st, uint64_t *step, char **json, char **skipped, Err *err)
+{
+    *step = 0;
+    *json = NULL;
+    if (skipped)
+        *skipped = NULL;
+    size_t n;
+    MEnt *m = list_manifests(st, &n, err);
+    if (!m)
+        return SL_EIO;
+    Buf notes = BUF_INIT;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        char why[1100];
+        if (manifest_load(st, m[i].name, json, NULL, why, sizeof(why))) {
+            *step = m[i].step;
+            break;
+        }
+        buf_printf(&notes, "skipped %s/%s: %s\n", st->dir, m[i].name, why);
+    }
+    if (n > 0 && !*json)
+        rc = err_set(err, SL_EIO, "storage %s: no manifest verifies:\n%s", st->dir,
+                     buf_cstr(&notes));
+    if (skipped && notes.n)
+        *skipped = sl_strdup(buf_cstr(&notes));
+    buf_free(&notes);
+    sl_free(m);
+    return rc;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+int store_prune(Store *st, int keep, const char *const *refs, size_t nrefs, Err *err)
+{
+    size_t n;
+    MEnt *m = list_manifests(st, &n, err);
+    if (!m)
+        return SL_EIO;
+    /* Referenced names: refs, then the files of the kept manifests. */
+    size_t nk = 0, cap = nrefs + 16;
+    char **keepn = sl_malloc(cap * sizeof(char *));
+    for (size_t i = 0; i < nrefs; i++)
+        keepn[nk++] = sl_strdup(refs[i]);
+    int kept = 0, rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *json, why[1100];
+        cJSON *j;
+        if (kept < keep && manifest_load(st, m[i].name, &json, &j, why, sizeof(why))) {
+            kept++;
+            const cJSON *f;
+            cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(j, "files"))
+            {
+                if (nk == cap)
+                    keepn = sl_realloc(keepn, (cap *= 2) * sizeof(char *));
+                keepn[nk++] = sl_strdup(f->valuestring);
+            }
+            cJSON_Delete(j);
+            sl_free(json);
+            continue;
+        }
+        if (unlinkat(st->dirfd, m[i].name, 0) != 0 && errno != ENOENT) {
+            rc = err_set(err, SL_EIO, "storage %s: cannot delete %s: %s", st->dir, m[i].name,
+                         strerror(errno));
+            goto out;
+        }
+    }
+    qsort(keepn, nk, sizeof(char *), cmp_str);
+    DIR *d = open_listing(st);
+    if (!d) {
+        rc = err_set(err, SL_EIO, "storage %s: cannot list: %s", st->dir, strerror(errno));
+        goto out;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!store_is_batch_name(e->d_name))
+            continue;
+        const char *key = e->d_name;
+        if (bsearch(&key, keepn, nk, sizeof(char *), cmp_str))
+            continue;
+        if (unlinkat(st->dirfd, e->d_name, 0) != 0 && errno != ENOENT) {
+            rc = err_set(err, SL_EIO, "storage %s: cannot delete %s: %s", st->dir, e->d_name,
+                         strerror(errno));
+            break;
+        }
+    }
+    closedir(d);
+    if (rc == 0)
+        rc = sync_dir(st, err);
+out:
+    for (size_t i = 0; i < nk; i++)
+        sl_free(keepn[i]);
+    sl_free(keepn);
+    sl_free(m);
+    return rc;
+}
