@@ -553,8 +553,9 @@ class QueryGen:
                 arg = self.leaf(argty, rowctx)
             if x < 0.4:
                 # AVG of a DECIMAL is a DECIMAL(18,s) in Sluice (rounded to the
-                # argument's scale), a REAL in SQLite: average doubles only.
-                if arg.ty == "float" and arg.dec:
+                # argument's scale, as in Feldera), a REAL in SQLite: average
+                # doubles only (a CASE may mix in DECIMAL literals unflagged)
+                if arg.ty == "float":
                     arg = E("CAST({0} AS DOUBLE)", [arg], "float", bound=arg.bound)
                 return E("AVG(%s{0})" % dist, [arg], "float", bound=arg.bound, exact=False,
                          row_ok=False, agg_ok=True)
@@ -973,6 +974,16 @@ class QueryGen:
         r = self.rng
         s = Select()
         s.frm = self.from_clause(depth)
+        if any(fi.join and ("RIGHT" in fi.join or "FULL" in fi.join) for fi in s.frm):
+            # SQLite 3.40 bug: an ON term without columns in an inner join
+            # followed by a RIGHT/FULL join drops the outer join's rows
+            # (t1 JOIN t3 ON ('' > 'x') RIGHT JOIN t1 y ON ... gives no rows;
+            # fixed in later SQLite): keep such terms out of these queries
+            for fi in s.frm:
+                kept = [c for c in fi.on if c.refs]
+                if fi.on and not kept:
+                    fi.join = " CROSS JOIN "
+                fi.on = kept
         cols = [c for fi in s.frm for c in fi.cols]
         ctx = Ctx(cols)
         for fi in s.frm:  # comma-join conditions live in WHERE
