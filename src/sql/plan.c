@@ -882,6 +882,7 @@ int sql__add_map(P *p, int in, Expr *filter, Expr **proj, int nproj)
     return map_node(p, in, filter, proj, nproj);
 }
 CNode *sql__add_node(P *p, OpKind k, int nin, int ncol) { return add_node(p, k, nin, ncol); }
+Expr **sql__identity_proj(P *p, const CNode *src, int extra) { return identity_proj(p, src, extra); }
 int sql__join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, int **cols_out)
 {
     return join_side(p, node, keys, nkeys, kt, cols_out);

@@ -54,15 +54,6 @@ static Expr *mk2(P *p, ExprKind k, SqlType t, Expr *a, Expr *b)
 static Expr *const_i(P *p, int64_t v) { return expr_const_i64(p->a, type_make(TK_BIGINT, false), v); }
 static Expr *const_b(P *p, bool v) { return expr_const_i64(p->a, type_make(TK_BOOL, false), v); }
 
-/* Identity projection of node `in` plus extra expressions. */
-static Expr **ident_plus(P *p, const CNode *src, int extra)
-{
-    Expr **v = arena_alloc(p->a, sizeof(Expr *) * (size_t)(src->ncol + extra + 1));
-    for (int i = 0; i < src->ncol; i++)
-        v[i] = expr_col(p->a, i, src->types[i]);
-    return v;
-}
-
 /* R x G (a cross join with a one-row relation): R's columns, then G's. */
 static int cross(P *p, int r, int g)
 {
@@ -112,6 +103,69 @@ static int global_agg(P *p, int s, const AggKind *kinds, int nk, int col)
 {
     int cols[4] = {col, col, col, col};
     return agg_node(p, s, 0, kinds, col >= 0 ? cols : NULL, nk);
+}
+
+/* The value of a scalar subquery from its row count c and value m: an
+   error for more than one row (standard SQL), `empty` (may be NULL: m)
+   for none. */
+static Expr *scalar_value(P *p, Expr *c, Expr *m, SqlType mt, Expr *empty)
+{
+    Expr *bad = sql__mk(p, E_CAST, mt, 1);
+    Expr *msg = sql__mk(p, E_CAST, type_make(TK_BIGINT, true), 1);
+    const char *t = "scalar subquery returned more than one row";
+    msg->a[0] = expr_const_str(p->a, type_make(TK_VARCHAR, false), t, strlen(t));
+    bad->a[0] = msg;
+    if (sql__same_repr(msg->t, mt))
+        bad = msg;
+    Expr *cs = sql__mk(p, E_CASE, mt, empty ? 5 : 3);
+    cs->a[0] = mk2(p, E_GT, type_make(TK_BOOL, false), c, const_i(p, 1));
+    cs->a[1] = bad;
+    if (empty) {
+        cs->a[2] = mk2(p, E_EQ, type_make(TK_BOOL, false), c, const_i(p, 0));
+        cs->a[3] = empty;
+    }
+    cs->a[empty ? 4 : 2] = m;
+    return cs;
+}
+
+/* SQL's three-valued x IN (S) from: x found among S's non-NULL values
+   (matched), S's row count c and non-NULL count cv, and x (k). */
+static Expr *in_value(P *p, Expr *k, Expr *matched, Expr *c, Expr *cv)
+{
+    Expr *isnull = sql__mk(p, E_ISNULL, type_make(TK_BOOL, false), 1);
+    isnull->a[0] = k;
+    SqlType bt = type_make(TK_BOOL, true);
+    Expr *cs = sql__mk(p, E_CASE, bt, 9);
+    cs->a[0] = matched;
+    cs->a[1] = const_b(p, true);
+    cs->a[2] = mk2(p, E_EQ, type_make(TK_BOOL, false), c, const_i(p, 0));
+    cs->a[3] = const_b(p, false);
+    cs->a[4] = isnull;
+    cs->a[5] = expr_const_null(p->a, bt);
+    cs->a[6] = mk2(p, E_GT, type_make(TK_BOOL, false), c, cv);
+    cs->a[7] = expr_const_null(p->a, bt);
+    cs->a[8] = const_b(p, false);
+    return cs;
+}
+
+/* Bind IN's operand over scope sc and the common (nullable) type of it and
+   the subquery's values of type vt. */
+static Expr *in_operand(P *p, Ast *x, Scope *sc, SqlType vt, SqlType *ct)
+{
+    AggCtx none = {0};
+    BindCtx bc = {sc, &none, "IN"};
+    Expr *k = sql__bind(p, &bc, x->a);
+    if (!k)
+        return NULL;
+    if (!sql__common_type(k->t, vt, ct)) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "cannot compare %s with %s in IN (subquery)",
+             tname(k->t), tname(vt));
+        return NULL;
+    }
+    if (ct->kind == TK_NULL)
+        *ct = type_make(TK_INT, true);
+    ct->nullable = 1;
+    return k;
 }
 
 /* Is the error in p->err one of an unknown name (a correlated reference)? */
@@ -461,59 +515,36 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
                             "a correlated scalar subquery whose value is an expression over "
                             "aggregates is not supported yet (select the aggregate alone)");
         }
-        Expr *c = expr_col(p->a, nr, bt);
-        Expr *m = expr_col(p->a, nr + 1, mt);
-        Expr *bad = sql__mk(p, E_CAST, mt, 1);
-        Expr *msg = sql__mk(p, E_CAST, type_make(TK_BIGINT, true), 1);
-        const char *t = "scalar subquery returned more than one row";
-        msg->a[0] = expr_const_str(p->a, type_make(TK_VARCHAR, false), t, strlen(t));
-        bad->a[0] = msg;
-        if (sql__same_repr(msg->t, mt))
-            bad = msg;
-        Expr *cs = sql__mk(p, E_CASE, mt, 5);
-        cs->a[0] = mk2(p, E_GT, type_make(TK_BOOL, false), c, const_i(p, 1));
-        cs->a[1] = bad;
-        cs->a[2] = mk2(p, E_EQ, type_make(TK_BOOL, false), c, const_i(p, 0));
-        cs->a[3] = empty;
-        cs->a[4] = m;
-        *value = cs;
+        *value = scalar_value(p, expr_col(p->a, nr, bt), expr_col(p->a, nr + 1, mt), mt, empty);
         return 0;
     }
     /* x IN (correlated S) */
-    AggCtx none = {0};
-    BindCtx bc = {&r->s, &none, "IN"};
-    Expr *k = sql__bind(p, &bc, x->a);
+    SqlType ct;
+    Expr *k = in_operand(p, x, &r->s, vt, &ct);
     if (!k)
         return p->err->code;
-    SqlType ct;
-    if (!sql__common_type(k->t, vt, &ct))
-        return perr(p, SL_ESEMANTIC, x->line, x->col, "cannot compare %s with %s in IN (subquery)",
-                    tname(k->t), tname(vt));
-    if (ct.kind == TK_NULL)
-        ct = type_make(TK_INT, true);
-    ct.nullable = 1;
     SqlType ctn = ct;
     ctn.nullable = 0;
     CNode *spn = p->c->nodes[sp.node];
     /* sv = [D..., v as ct] */
-    Expr **p1 = ident_plus(p, spn, 0);
+    Expr **p1 = sql__identity_proj(p, spn, 0);
     p1[nd] = sql__cast_to(p, expr_col(p->a, nd, vt), ct);
     int sv = sql__add_map(p, sp.node, NULL, p1, nd + 1);
     CNode *svn = p->c->nodes[sv];
     /* Q1 = DISTINCT [D..., v] of the non-NULL values, + TRUE */
     Expr *nn = sql__mk(p, E_ISNOTNULL, type_make(TK_BOOL, false), 1);
     nn->a[0] = expr_col(p->a, nd, ct);
-    Expr **p2 = ident_plus(p, svn, 0);
+    Expr **p2 = sql__identity_proj(p, svn, 0);
     p2[nd] = expr_col(p->a, nd, ctn);
     int s2 = sql__add_map(p, sv, nn, p2, nd + 1);
     CNode *d = sql__add_node(p, OPK_DISTINCT, 1, nd + 1);
     d->in[0] = s2;
     memcpy(d->types, p->c->nodes[s2]->types, sizeof(SqlType) * (size_t)(nd + 1));
-    Expr **p3 = ident_plus(p, d, 1);
+    Expr **p3 = sql__identity_proj(p, d, 1);
     p3[nd + 1] = const_b(p, true);
     int q1 = sql__add_map(p, d->id, NULL, p3, nd + 2);
     /* R1 = R + k */
-    Expr **pk = ident_plus(p, rn, 1);
+    Expr **pk = sql__identity_proj(p, rn, 1);
     pk[nr] = sql__cast_to(p, k, ct);
     int r1 = sql__add_map(p, r->node, NULL, pk, nr + 1);
     int *rk = arena_alloc(p->a, sizeof(int) * (size_t)(nd + 2));
@@ -533,19 +564,7 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
     Expr *kk = expr_col(p->a, nr, ct);
     Expr *matched = expr_col(p->a, nr + 1, type_make(TK_BOOL, false));
     Expr *c = expr_col(p->a, nr + 2, bt), *cv = expr_col(p->a, nr + 3, bt);
-    Expr *isnull = sql__mk(p, E_ISNULL, type_make(TK_BOOL, false), 1);
-    isnull->a[0] = kk;
-    SqlType bn = type_make(TK_BOOL, true);
-    Expr *cs = sql__mk(p, E_CASE, bn, 9);
-    cs->a[0] = matched;
-    cs->a[1] = const_b(p, true);
-    cs->a[2] = mk2(p, E_EQ, type_make(TK_BOOL, false), c, const_i(p, 0));
-    cs->a[3] = const_b(p, false);
-    cs->a[4] = isnull;
-    cs->a[5] = expr_const_null(p->a, bn);
-    cs->a[6] = mk2(p, E_GT, type_make(TK_BOOL, false), c, cv);
-    cs->a[7] = expr_const_null(p->a, bn);
-    cs->a[8] = const_b(p, false);
+    Expr *cs = in_value(p, kk, matched, c, cv);
     *node_out = r3;
     *value = cs;
     return 0;
@@ -607,35 +626,14 @@ static int one_subquery(P *p, PRel *r, Ast *x)
         int j = cross(p, r->node, g);
         SqlType mt = p->c->nodes[g]->types[1];
         Expr *c = expr_col(p->a, nr, type_make(TK_BIGINT, false));
-        Expr *m = expr_col(p->a, nr + 1, mt);
-        /* more than one row: an error, as in standard SQL */
-        Expr *bad = sql__mk(p, E_CAST, mt, 1);
-        Expr *msg = sql__mk(p, E_CAST, type_make(TK_BIGINT, true), 1);
-        const char *t = "scalar subquery returned more than one row";
-        msg->a[0] = expr_const_str(p->a, type_make(TK_VARCHAR, false), t, strlen(t));
-        bad->a[0] = msg;
-        if (sql__same_repr(msg->t, mt))
-            bad = msg;
-        Expr *cs = sql__mk(p, E_CASE, mt, 3);
-        cs->a[0] = mk2(p, E_GT, type_make(TK_BOOL, false), c, const_i(p, 1));
-        cs->a[1] = bad;
-        cs->a[2] = m;
-        add_hidden(p, r, j, cs, x);
+        add_hidden(p, r, j, scalar_value(p, c, expr_col(p->a, nr + 1, mt), mt, NULL), x);
         return 0;
     }
     /* x IN (S) */
-    AggCtx none = {0};
-    BindCtx bc = {&r->s, &none, "IN"};
-    Expr *k = sql__bind(p, &bc, x->a);
+    SqlType ct;
+    Expr *k = in_operand(p, x, &r->s, vt, &ct);
     if (!k)
         return p->err->code;
-    SqlType ct;
-    if (!sql__common_type(k->t, vt, &ct))
-        return perr(p, SL_ESEMANTIC, x->line, x->col, "cannot compare %s with %s in IN (subquery)",
-                    tname(k->t), tname(vt));
-    if (ct.kind == TK_NULL)
-        ct = type_make(TK_INT, true);
-    ct.nullable = 1;
     /* Sd: the subquery's distinct non-NULL values */
     CNode *sn = p->c->nodes[s.node];
     Expr *sv = sql__cast_to(p, expr_col(p->a, 0, sn->types[0]), ct);
@@ -654,7 +652,7 @@ static int one_subquery(P *p, PRel *r, Ast *x)
     d->types[0] = ctn;
     /* R1 = R + k */
     CNode *rn = p->c->nodes[r->node];
-    Expr **p1 = ident_plus(p, rn, 1);
+    Expr **p1 = sql__identity_proj(p, rn, 1);
     p1[nr] = sql__cast_to(p, k, ct);
     int r1 = sql__add_map(p, r->node, NULL, p1, nr + 1);
     CNode *r1n = p->c->nodes[r1];
@@ -684,7 +682,7 @@ static int one_subquery(P *p, PRel *r, Ast *x)
     un->in[1] = neg->id;
     memcpy(un->types, r1n->types, sizeof(SqlType) * (size_t)(nr + 1));
     /* R2 = M + TRUE  UNION  unmatched + FALSE */
-    Expr **pt = ident_plus(p, r1n, 1), **pf = ident_plus(p, r1n, 1);
+    Expr **pt = sql__identity_proj(p, r1n, 1), **pf = sql__identity_proj(p, r1n, 1);
     pt[nr + 1] = const_b(p, true);
     pf[nr + 1] = const_b(p, false);
     int mt = sql__add_map(p, m, NULL, pt, nr + 2);
@@ -701,37 +699,8 @@ static int one_subquery(P *p, PRel *r, Ast *x)
     Expr *matched = expr_col(p->a, nr + 1, type_make(TK_BOOL, false));
     Expr *c = expr_col(p->a, nr + 2, type_make(TK_BIGINT, false));
     Expr *cv = expr_col(p->a, nr + 3, type_make(TK_BIGINT, false));
-    Expr *isnull = sql__mk(p, E_ISNULL, type_make(TK_BOOL, false), 1);
-    isnull->a[0] = kk;
-    SqlType bt = type_make(TK_BOOL, true);
-    Expr *cs = sql__mk(p, E_CASE, bt, 9);
-    cs->a[0] = matched;
-    cs->a[1] = const_b(p, true);
-    cs->a[2] = mk2(p, E_EQ, type_make(TK_BOOL, false), c, const_i(p, 0));
-    cs->a[3] = const_b(p, false);
-    cs->a[4] = isnull;
-    cs->a[5] = expr_const_null(p->a, bt);
-    cs->a[6] = mk2(p, E_GT, type_make(TK_BOOL, false), c, cv);
-    cs->a[7] = expr_const_null(p->a, bt);
-    cs->a[8] = const_b(p, false);
-    /* drop k, matched, c, cv: R's columns + the value */
-    CNode *r3n = p->c->nodes[r3];
-    Expr **pr = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nr + 1));
-    for (int i = 0; i < nr; i++)
-        pr[i] = expr_col(p->a, i, r3n->types[i]);
-    pr[nr] = cs;
-    int fin = sql__add_map(p, r3, NULL, pr, nr + 1);
-    /* add_hidden wants the value over a node with R's columns first */
-    Scope ns = {arena_zalloc(p->a, sizeof(SCol) * (size_t)(nr + 1)), nr + 1};
-    memcpy(ns.c, r->s.c, sizeof(SCol) * (size_t)nr);
-    char *name = arena_alloc(p->a, 24);
-    snprintf(name, 24, "$subquery%d", nr + 1);
-    ns.c[nr].name = name;
-    ns.c[nr].t = bt;
-    ns.c[nr].hidden = true;
-    r->node = fin;
-    r->s = ns;
-    x->subcol = nr + 1;
+    Expr *cs = in_value(p, kk, matched, c, cv);
+    add_hidden(p, r, r3, cs, x); /* R's columns + the value */
     return 0;
 }
 

@@ -137,6 +137,8 @@ int sql__plan_subqueries(P *p, PRel *r, Ast **exprs, int n);
 int sql__plan_query(P *p, struct Select *q, PRel *out);
 int sql__add_map(P *p, int in, Expr *filter, Expr **proj, int nproj);
 CNode *sql__add_node(P *p, OpKind k, int nin, int ncol);
+/* Column references to every column of src, with room for `extra` more. */
+Expr **sql__identity_proj(P *p, const CNode *src, int extra);
 int sql__join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, int **cols_out);
 /* plan.c: plan_query with its ORDER BY resolved (ord may be NULL). */
 int sql__plan_query_ord(P *p, struct Select *q, PRel *out, OrderOut *ord);
