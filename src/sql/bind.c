@@ -147,6 +147,7 @@ static int resolve_col(P *p, Scope *s, Ast *x, int *out)
         found = i;
     }
     if (found < 0) {
+        p->unresolved++;
         if (x->qual) {
             bool qual_known = false;
             for (int i = 0; i < s->n; i++)

@@ -1148,7 +1148,7 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
     Program *prog;
     Circuit *c = sl_calloc(1, sizeof(*c));
     c->arena = arena_new(64 * 1024);
-    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL};
+    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL, 0};
     for (int i = 0; i < ndecl; i++) {
         p.owner = c->nrels;
         if (declare_table(&p, &decl[i]))

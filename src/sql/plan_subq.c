@@ -168,20 +168,14 @@ static Expr *in_operand(P *p, Ast *x, Scope *sc, SqlType vt, SqlType *ct)
     return k;
 }
 
-/* Is the error in p->err one of an unknown name (a correlated reference)? */
-static bool unknown_name(P *p)
-{
-    return strstr(p->err->msg, "not found") || strstr(p->err->msg, "unknown table") ||
-           strstr(p->err->msg, "does not exist");
-}
-
 /* Plan the subquery alone: 0, or 1 when it refers to outer columns (the
    correlated path then plans it), or an error code. */
 static int plan_sub(P *p, Ast *x, PRel *s, int mark)
 {
     Err saved = *p->err;
+    int unresolved = p->unresolved;
     if (sql__plan_query(p, x->sub, s)) {
-        if (unknown_name(p)) {
+        if (p->unresolved > unresolved) { /* a name from the outer query */
             *p->err = saved;
             p->c->nnodes = mark; /* drop what the attempt planned */
             return 1;

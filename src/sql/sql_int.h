@@ -68,6 +68,8 @@ typedef struct P {
     int owner; /* relation being planned (its index once added) */
     int flags; /* CC_* */
     struct CteScope *ctes; /* WITH lists in scope, innermost first (plan_join.c) */
+    int unresolved; /* column names resolve_col could not resolve: how
+                       plan_subq.c tells a correlated subquery */
 } P;
 
 /* ORDER BY of a query resolved to output columns (plan.c). */
