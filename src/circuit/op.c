@@ -72,6 +72,23 @@ void op_free(Op *op)
     sl_free(op);
 }
 
+void batchlist_add(BatchList *l, Batch *b)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 8;
+        l->b = sl_realloc(l->b, sizeof(Batch *) * (size_t)l->cap);
+    }
+    l->b[l->n++] = b;
+}
+
+void batchlist_free(BatchList *l)
+{
+    for (int i = 0; i < l->n; i++)
+        batch_unref(l->b[i]);
+    sl_free(l->b);
+    *l = (BatchList){0};
+}
+
 int op_eval_streamed(Op *op, OpEnv *env, Chunk **in)
 {
     int rc = 0;

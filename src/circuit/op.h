@@ -20,6 +20,7 @@
 
 #include "../base/hash.h"
 #include "../runtime/exchange.h"
+#include "../zset/batch.h"
 #include "circuit.h"
 
 typedef struct OpEnv {
@@ -28,6 +29,16 @@ typedef struct OpEnv {
     Arena *arena;      /* step arena (reset when a step starts) */
     EvalCtx *ev;       /* ev->arena == arena; runtime errors go to ev->err */
 } OpEnv;
+
+/* A growable list of batch references (checkpoints). */
+typedef struct BatchList {
+    Batch **b;
+    int n, cap;
+} BatchList;
+/* Append b to l (takes the caller's reference). */
+void batchlist_add(BatchList *l, Batch *b);
+/* Drop every reference and the array. */
+void batchlist_free(BatchList *l);
 
 typedef struct Op Op;
 struct Op {
@@ -42,6 +53,18 @@ struct Op {
     int (*finish)(Op *op, OpEnv *env);
     void (*step_end)(Op *op);
     void (*free)(Op *op);
+    /* Checkpoints (NULL for stateless operators). save() appends the
+       instance's state as batches to *out: new references, which may be
+       references to batches the operator keeps (they are immutable, so the
+       checkpoint writer can compress them while later steps run). It runs
+       on the controller thread between steps and must not change the
+       state. load() rebuilds the state of a fresh instance (one that has
+       run no step) from what save() of the same node and worker of the
+       same program produced; it takes no references it does not count.
+       Returns 0, or SL_EIO with err set when the batches do not have the
+       shape save() gives (a corrupt or foreign checkpoint). */
+    int (*save)(Op *op, BatchList *out);
+    int (*load)(Op *op, Batch *const *b, int n, Err *err);
 };
 
 /* How many exchange channels node n needs (0 = no exchange). */

@@ -44,6 +44,16 @@ void rt_set_input(Runtime *rt, int w, int rel, Piece *list);
 int rt_step(Runtime *rt, Err *err);
 int64_t rt_steps(const Runtime *rt);
 Op *rt_op(Runtime *rt, int w, int node);
+/* Checkpoints. rt_save appends the state of node's instance on worker w
+   to *out (nothing for a stateless operator); call between steps.
+   rt_load rebuilds it in a runtime that has run no step, from what rt_save
+   gave for the same node and worker of the same program. */
+int rt_save(Runtime *rt, int w, int node, BatchList *out);
+int rt_load(Runtime *rt, int w, int node, Batch *const *b, int n, Err *err);
+/* Does node keep state (has save/load)? */
+bool rt_stateful(Runtime *rt, int node);
+/* Continue the step count of a restored runtime (before its first step). */
+void rt_set_steps(Runtime *rt, int64_t steps);
 /* Rows divided by zero so far (all workers): in all, or by node. */
 int64_t rt_divzero(const Runtime *rt);
 int64_t rt_divzero_node(const Runtime *rt, int node);

@@ -305,6 +305,27 @@ int rt_step(Runtime *rt, Err *err)
 int64_t rt_steps(const Runtime *rt) { return rt->steps; }
 Op *rt_op(Runtime *rt, int w, int node) { return rt->w[w].ops[node]; }
 
+int rt_save(Runtime *rt, int w, int node, BatchList *out)
+{
+    Op *op = rt->w[w].ops[node];
+    return op->save ? op->save(op, out) : 0;
+}
+
+int rt_load(Runtime *rt, int w, int node, Batch *const *b, int n, Err *err)
+{
+    Op *op = rt->w[w].ops[node];
+    if (!op->load) {
+        if (n == 0)
+            return 0;
+        return err_set(err, SL_EIO, "checkpoint has state for node %d, which keeps none", node);
+    }
+    return op->load(op, b, n, err);
+}
+
+bool rt_stateful(Runtime *rt, int node) { return rt->w[0].ops[node]->save != NULL; }
+
+void rt_set_steps(Runtime *rt, int64_t steps) { rt->steps = steps; }
+
 int64_t rt_divzero_node(const Runtime *rt, int node)
 {
     int64_t n = 0;
