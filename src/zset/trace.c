@@ -200,3 +200,15 @@ Batch *trace_consolidate(Trace *t)
     batch_ref(acc);
     return acc;
 }
+
+int trace_nbatches(const Trace *t) { return t->n; }
+Batch *trace_batch(const Trace *t, int i) { return t->spine[i]; }
+
+void trace_restore_take(Trace *t, Batch *b)
+{
+    if (b->n == 0) {
+        batch_unref(b);
+        return;
+    }
+    push(t, b);
+}

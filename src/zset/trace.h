@@ -23,6 +23,13 @@ void trace_insert_take(Trace *t, Batch *b);
 /* Release batches retired by merges since the last call. */
 void trace_step_end(Trace *t);
 
+/* Checkpoints: the spine's batches, oldest (largest) first (borrowed:
+   batch_ref what you keep), and appending a saved batch back at the new
+   end without merging, so a restored trace has the saved spine. */
+int trace_nbatches(const Trace *t);
+Batch *trace_batch(const Trace *t, int i);
+void trace_restore_take(Trace *t, Batch *b);
+
 /* Tuples in all batches (not consolidated across batches). */
 int64_t trace_count(const Trace *t);
 size_t trace_bytes(const Trace *t);

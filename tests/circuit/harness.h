@@ -20,7 +20,11 @@
  *      after that one's only step), that the sum of each view's sink
  *      contents over all workers equals the reference over the input
  *      integrated so far, and that the final contents are byte-identical
- *      across all runs.
+ *      across all runs;
+ *   4. in every cut of more than one step, after about one step in five,
+ *      restarts from a checkpoint (h_restart: every operator's save(), a
+ *      fresh runtime, load()) and checks again, so every operator's
+ *      checkpoint is proven by the same properties as its steps.
  * Failures clean up first (workers joined, memory freed), print the
  * difference to stderr, then fail the cmocka test. SL_PROP_ROUNDS=N in the
  * environment repeats every property with N seeds (a longer soak).
@@ -653,7 +657,7 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
     Runtime *rt = rt_new(c, W);
     HRows tabs[H_MAXT];
     HShape tsh[H_MAXT];
-    uint64_t st = seed;
+    uint64_t st = seed, rst = seed ^ 0xc4ec4;
     bool ok = true;
     int64_t pos = 0;
     memset(tabs, 0, sizeof(tabs));
@@ -738,6 +742,14 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
         if (ok && (per_step || s == nsteps - 1))
             for (int v = 0; v < x->nviews && ok; v++)
                 ok = h_check_view(x, rt, v, tabs, s);
+        /* restart from a checkpoint after about one step in five (not in
+           the one-step cut, which keeps the plain path covered) */
+        if (ok && nsteps > 1 && h_below(&rst, 5) == 0) {
+            rt = h_restart(x, rt, &ok);
+            if (ok && per_step) /* the restored state shows the same contents */
+                for (int v = 0; v < x->nviews && ok; v++)
+                    ok = h_check_view(x, rt, v, tabs, s);
+        }
     }
     if (ok)
         for (int v = 0; v < x->nviews; v++)
@@ -748,6 +760,41 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
         h_rows_free(&tabs[t]);
     rt_free(rt);
     return ok;
+}
+
+/*
+ * Simulated restart from a checkpoint: save every operator instance's
+ * state, free the runtime, build a fresh one with the same workers and load
+ * the state into it. Every later check then proves that save/load lost
+ * nothing (the old runtime is gone, so nothing can point into it).
+ */
+static inline Runtime *h_restart(HCtx *x, Runtime *rt, bool *ok)
+{
+    const Circuit *c = x->c;
+    int W = rt_workers(rt), nn = c->nnodes;
+    int64_t steps = rt_steps(rt);
+    BatchList *saved = sl_calloc((size_t)W * (size_t)nn, sizeof(BatchList));
+    for (int w = 0; w < W; w++)
+        for (int n = 0; n < nn; n++)
+            if (rt_save(rt, w, n, &saved[w * nn + n]))
+                *ok = false;
+    rt_free(rt);
+    Runtime *nr = rt_new(c, W);
+    rt_set_steps(nr, steps);
+    for (int w = 0; w < W && *ok; w++)
+        for (int n = 0; n < nn && *ok; n++) {
+            Err err = {0};
+            BatchList *l = &saved[w * nn + n];
+            if (rt_load(nr, w, n, l->b, l->n, &err)) {
+                snprintf(x->msg, sizeof(x->msg), "%s: load of node %d, worker %d failed: %s",
+                         x->what, n, w, err.msg);
+                *ok = false;
+            }
+        }
+    for (int i = 0; i < W * nn; i++)
+        batchlist_free(&saved[i]);
+    sl_free(saved);
+    return nr;
 }
 
 static inline bool h_canon_eq(const HCanon *a, const HCanon *b)
