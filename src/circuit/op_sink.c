@@ -18,6 +18,7 @@ typedef struct SinkSt {
     int watchers;   /* op_sink_watch() on minus off */
     int64_t count, net;
     Buf kb;
+    Batch *saved;   /* the contents as of the last save(), while unchanged */
 } SinkSt;
 
 static void begin_sink(Op *op, OpEnv *env)
@@ -42,6 +43,10 @@ static int push_sink(Op *op, OpEnv *env, int input, Chunk *c)
         key_encode_row(c, r, &s->kb);
         if (s->mat) {
             bool created;
+            if (s->saved) {
+                batch_unref(s->saved);
+                s->saved = NULL;
+            }
             uint64_t h = sl_hash(s->kb.p, s->kb.n);
             int64_t *e = hmap_upsert(s->mat, s->kb.p, s->kb.n, h, &created);
             *e += w;
@@ -67,7 +72,65 @@ static void free_sink(Op *op)
         hmap_free(s->mat);
     buf_free(&s->changes);
     buf_free(&s->kb);
+    if (s->saved)
+        batch_unref(s->saved);
     sl_free(s);
+}
+
+/* State: batch 0 holds the counters ("count", "net" as keys, the values as
+   weights; zeros vanish), batch 1 the materialized contents (row encoding,
+   weight), built from the hash map once and kept while unchanged. */
+static int save_sink(Op *op, BatchList *out)
+{
+    SinkSt *s = op->st;
+    BatchBuilder *bb = bb_new();
+    bb_add(bb, (const uint8_t *)"count", 5, NULL, 0, s->count);
+    bb_add(bb, (const uint8_t *)"net", 3, NULL, 0, s->net);
+    batchlist_add(out, bb_finish(bb));
+    if (!s->mat)
+        return 0;
+    if (!s->saved) {
+        bb = bb_new();
+        size_t it = 0;
+        const uint8_t *k;
+        size_t kn;
+        void *pl;
+        while (hmap_next(s->mat, &it, &k, &kn, &pl))
+            bb_add(bb, k, kn, NULL, 0, *(int64_t *)pl);
+        s->saved = bb_finish(bb);
+    }
+    batch_ref(s->saved);
+    batchlist_add(out, s->saved);
+    return 0;
+}
+
+static int load_sink(Op *op, Batch *const *b, int n, Err *err)
+{
+    SinkSt *s = op->st;
+    if (n != (s->mat ? 2 : 1))
+        return err_set(err, SL_EIO, "sink state has %d batches, expected %d", n, s->mat ? 2 : 1);
+    for (int64_t i = 0; i < b[0]->n; i++) {
+        size_t kn = batch_klen(b[0], i);
+        if (kn == 5 && !memcmp(batch_key(b[0], i), "count", 5))
+            s->count = b[0]->w[i];
+        else if (kn == 3 && !memcmp(batch_key(b[0], i), "net", 3))
+            s->net = b[0]->w[i];
+        else
+            return err_set(err, SL_EIO, "sink state has an unknown counter");
+    }
+    if (!s->mat)
+        return 0;
+    const Batch *m = b[1];
+    for (int64_t i = 0; i < m->n; i++) {
+        const uint8_t *k = batch_key(m, i);
+        size_t kn = batch_klen(m, i);
+        bool created;
+        int64_t *e = hmap_upsert(s->mat, k, kn, sl_hash(k, kn), &created);
+        *e = m->w[i];
+    }
+    batch_ref(b[1]);
+    s->saved = b[1];
+    return 0;
 }
 
 int op_sink_init(Op *op)
@@ -84,6 +147,8 @@ int op_sink_init(Op *op)
     op->push = push_sink;
     op->finish = finish_sink;
     op->free = free_sink;
+    op->save = save_sink;
+    op->load = load_sink;
     return 0;
 }
 
