@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 #include <sys/stat.h>
 
 #include "../base/mem.h"
@@ -29,6 +30,8 @@ static void usage(FILE *f)
             "                  [--step-rows N] [--progress|--no-progress]\n"
             "                  [--http [HOST:]PORT] [--paused] [--http-max-body BYTES]\n"
             "                  [--http-buffer RECORDS] [--egress-buffer BYTES]\n"
+            "                  [--storage DIR] [--fault-tolerance MODE]\n"
+            "                  [--checkpoint-interval SECS] [--config FILE]\n"
             "       sluice check PROGRAM.sql\n"
             "       sluice query URL SQL [--format text|json|csv]\n"
             "       sluice push URL TABLE FILE [--format json|csv] [--update-format F] [--wait]\n"
@@ -49,6 +52,14 @@ static void usage(FILE *f)
             "  --http-max-body BYTES  largest request body (default 64M)\n"
             "  --http-buffer RECORDS  HTTP input queue bound (default 1000000)\n"
             "  --egress-buffer BYTES  per-subscriber /egress queue (default 16M)\n"
+            "  --storage DIR  keep checkpoints, the journal and logged HTTP input in DIR;\n"
+            "                 a restart with the same DIR resumes where the last run\n"
+            "                 stopped or died (docs/fault-tolerance.md)\n"
+            "  --fault-tolerance exactly_once|at_least_once|none  (default exactly_once)\n"
+            "  --checkpoint-interval SECS  seconds between checkpoints (default 60;\n"
+            "                 0 = only on request, POST /checkpoint)\n"
+            "  --config FILE  runtime settings as JSON: workers, storage,\n"
+            "                 fault_tolerance, checkpoint_interval_secs (flags win)\n"
             "check   compile the program; print the circuit or the errors\n"
             "query, push, tail, stats  clients of a running pipeline's HTTP API\n"
             "        (URL like http://127.0.0.1:8080)\n");
@@ -85,7 +96,7 @@ static void print_err(const char *path, const Err *e)
         fprintf(stderr, "sluice: %s: %s\n", err_kind(e->code), e->msg);
 }
 
-static Circuit *compile_file(const char *path)
+static Circuit *compile_file_fp(const char *path, uint64_t *fingerprint)
 {
     Err e = {0};
     Circuit *c = NULL;
@@ -94,10 +105,68 @@ static Circuit *compile_file(const char *path)
         print_err(path, &e);
         return NULL;
     }
+    if (fingerprint)
+        *fingerprint = XXH64(text, strlen(text), 0);
     if (circuit_compile(text, &c, &e))
         print_err(path, &e);
     sl_free(text);
     return c;
+}
+
+static Circuit *compile_file(const char *path) { return compile_file_fp(path, NULL); }
+
+static int parse_ft(const char *v)
+{
+    if (v && !strcmp(v, "exactly_once"))
+        return FT_EXACTLY_ONCE;
+    if (v && !strcmp(v, "at_least_once"))
+        return FT_AT_LEAST_ONCE;
+    if (v && !strcmp(v, "none"))
+        return FT_NONE;
+    fprintf(stderr, "sluice: --fault-tolerance needs exactly_once, at_least_once or none, not "
+                    "\"%s\"\n",
+            v ? v : "");
+    exit(2);
+}
+
+/* --config FILE: runtime settings as a JSON object; unknown keys are
+   errors. Settings not given keep their values (flags are applied after). */
+static void load_config(const char *path, PipelineOpts *o, char **storage)
+{
+    Err e = {0};
+    char *text = path ? read_file(path, &e) : NULL;
+    if (!text) {
+        fprintf(stderr, "sluice: --config: %s\n", path ? e.msg : "needs a file");
+        exit(2);
+    }
+    cJSON *j = cJSON_Parse(text);
+    sl_free(text);
+    if (!cJSON_IsObject(j)) {
+        fprintf(stderr, "sluice: --config %s: not a JSON object\n", path);
+        exit(2);
+    }
+    const cJSON *v;
+    cJSON_ArrayForEach(v, j)
+    {
+        const char *k = v->string;
+        if (!strcmp(k, "workers") && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
+            v->valuedouble <= 256)
+            o->workers = (int)v->valuedouble;
+        else if (!strcmp(k, "storage") && cJSON_IsString(v) && *v->valuestring)
+            *storage = sl_strdup(v->valuestring);
+        else if (!strcmp(k, "fault_tolerance") && cJSON_IsString(v))
+            o->fault_tolerance = parse_ft(v->valuestring);
+        else if (!strcmp(k, "checkpoint_interval_secs") && cJSON_IsNumber(v) &&
+                 v->valuedouble >= 0)
+            o->checkpoint_interval = v->valuedouble;
+        else {
+            fprintf(stderr, "sluice: --config %s: bad or unknown setting \"%s\" (known: "
+                            "workers, storage, fault_tolerance, checkpoint_interval_secs)\n",
+                    path, k);
+            exit(2);
+        }
+    }
+    cJSON_Delete(j);
 }
 
 static long parse_long(const char *flag, const char *v, long lo, long hi)
@@ -154,7 +223,13 @@ static void parse_addr(const char *v, ServerOpts *so, char *host, size_t hn)
 
 static int cmd_run(int argc, char **argv)
 {
-    PipelineOpts o = {1, false, NULL, 0, -1, false, 0};
+    PipelineOpts o = {.workers = 1, .progress = -1, .checkpoint_interval = 60};
+    char *cfg_storage = NULL;
+    for (int i = 0; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--config"))
+            load_config(argv[i + 1], &o, &cfg_storage);
+    if (cfg_storage)
+        o.storage = cfg_storage;
     ServerOpts so = {"127.0.0.1", 8080, 64 << 20, 16 << 20, 5.0};
     char host[256] = "127.0.0.1";
     bool http = false;
@@ -188,6 +263,26 @@ static int cmd_run(int argc, char **argv)
             o.queue_records = parse_long(a, ++i < argc ? argv[i] : NULL, 1, 1L << 40);
         else if (!strcmp(a, "--egress-buffer"))
             so.egress_buffer = parse_size(a, ++i < argc ? argv[i] : NULL);
+        else if (!strcmp(a, "--config"))
+            ++i; /* read above */
+        else if (!strcmp(a, "--storage")) {
+            if (++i >= argc || !*argv[i]) {
+                fprintf(stderr, "sluice: --storage needs a directory\n");
+                return 2;
+            }
+            o.storage = argv[i];
+        } else if (!strcmp(a, "--fault-tolerance"))
+            o.fault_tolerance = parse_ft(++i < argc ? argv[i] : NULL);
+        else if (!strcmp(a, "--checkpoint-interval")) {
+            const char *v = ++i < argc ? argv[i] : NULL;
+            char *end;
+            double d = v ? strtod(v, &end) : -1;
+            if (!v || *end || d < 0) {
+                fprintf(stderr, "sluice: --checkpoint-interval needs seconds (>= 0)\n");
+                return 2;
+            }
+            o.checkpoint_interval = d;
+        }
         else if (a[0] == '-') {
             fprintf(stderr, "sluice: unknown option %s\n", a);
             usage(stderr);
@@ -202,9 +297,11 @@ static int cmd_run(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    Circuit *c = compile_file(path);
-    if (!c)
+    Circuit *c = compile_file_fp(path, &o.fingerprint);
+    if (!c) {
+        sl_free(cfg_storage);
         return 1;
+    }
     Err e = {0};
     int rc;
     Pipeline *p = pipeline_new(c, &o, &e);
@@ -227,6 +324,7 @@ static int cmd_run(int argc, char **argv)
     if (rc)
         print_err(path, &e);
     circuit_free(c);
+    sl_free(cfg_storage);
     return rc ? 1 : 0;
 }
 

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "../base/mem.h"
 #include "io_int.h"
@@ -280,7 +282,11 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool op
                          false, err))
             return err->code;
         if (open) {
-            oc->f = fopen(oc->path, "wb");
+            /* not truncated here: see output_truncate */
+            int fd = openat(AT_FDCWD, oc->path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+            oc->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+            if (fd >= 0 && !oc->f)
+                close(fd);
             if (!oc->f)
                 return err_set(err, SL_EIO, "%s: cannot create \"%s\": %s", where, oc->path,
                                strerror(errno));
@@ -380,4 +386,81 @@ double input_wait(const InputConn *ic)
     double due = ic->plan_start + (double)(ic->next + 1) / rate;
     double now = io_now();
     return due > now ? due - now : 0;
+}
+
+/* ---------------------------------------------------------------- positions */
+
+void input_pos(const InputConn *ic, InPos *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (ic->kind == IN_DATAGEN) {
+        out->v[0] = ic->plan;
+        out->v[1] = ic->next;
+    } else if (ic->kind == IN_FILE && ic->f) {
+        out->v[0] = (int64_t)ftello(ic->f) - (int64_t)(ic->rlen - ic->rpos);
+        out->v[1] = ic->line;
+    }
+    out->rows = ic->rows;
+    out->errors = ic->errors;
+    out->bytes = ic->bytes;
+}
+
+int input_seek(InputConn *ic, const InPos *pos, Err *err)
+{
+    if (ic->kind == IN_DATAGEN) {
+        if (pos->v[0] < 0 || pos->v[0] > datagen_nplans(ic->gen) || pos->v[1] < 0)
+            return err_set(err, SL_EIO, "%s: saved position (plan %lld, row %lld) does not fit "
+                           "its %d plan(s)", ic->name, (long long)pos->v[0],
+                           (long long)pos->v[1], datagen_nplans(ic->gen));
+        ic->plan = (int)pos->v[0];
+        ic->next = pos->v[1];
+        ic->plan_start = -1;
+    } else if (ic->kind == IN_FILE) {
+        if (fseeko(ic->f, (off_t)pos->v[0], SEEK_SET))
+            return err_set(err, SL_EIO, "%s: cannot seek \"%s\" to byte %lld: %s", ic->name,
+                           ic->path, (long long)pos->v[0], strerror(errno));
+        ic->rlen = ic->rpos = 0;
+        ic->eof = false;
+        ic->line = pos->v[1];
+    }
+    ic->done = false;
+    ic->rows = pos->rows;
+    ic->errors = pos->errors;
+    ic->bytes = pos->bytes;
+    return 0;
+}
+
+void input_set_replay(InputConn *ic, bool on) { ic->replay = on; }
+
+int output_truncate(OutputConn *oc, int64_t offset, Err *err)
+{
+    if (!oc->f)
+        return 0;
+    if (fflush(oc->f) || ftruncate(fileno(oc->f), (off_t)offset) ||
+        fseeko(oc->f, (off_t)offset, SEEK_SET))
+        return err_set(err, SL_EIO, "%s: cannot truncate \"%s\" to %lld bytes: %s", oc->name,
+                       oc->path, (long long)offset, strerror(errno));
+    return 0;
+}
+
+int64_t output_offset(OutputConn *oc)
+{
+    if (!oc->f)
+        return -1;
+    fflush(oc->f);
+    return (int64_t)ftello(oc->f);
+}
+
+void output_set_counts(OutputConn *oc, int64_t records, int64_t bytes)
+{
+    oc->records = records;
+    oc->bytes = bytes;
+}
+
+int output_sync(OutputConn *oc, Err *err)
+{
+    if (oc->f && (fflush(oc->f) || fdatasync(fileno(oc->f))))
+        return err_set(err, SL_EIO, "%s: cannot sync \"%s\": %s", oc->name, oc->path,
+                       strerror(errno));
+    return 0;
 }

@@ -60,6 +60,33 @@ int input_event_col(const InputConn *ic);
 bool input_is_http(const InputConn *ic);
 const char *input_transport(const InputConn *ic); /* datagen, file_input, http_input */
 
+/* ---- resume positions (checkpoints and the journal, issue 6) ----
+   An input's position says where its next row comes from: datagen
+   (plan, next row index), file_input (byte offset of the next record,
+   its line number). The counters ride along so statistics continue. */
+typedef struct InPos {
+    int64_t v[2];
+    int64_t rows, errors, bytes;
+} InPos;
+void input_pos(const InputConn *ic, InPos *out);
+/* Continue from pos (an input that has produced nothing yet, or any time
+   for a replay). SL_EIO when the file cannot be positioned. */
+int input_seek(InputConn *ic, const InPos *pos, Err *err);
+/* Replaying journaled steps: ignore datagen rates (rows come as fast as
+   asked). */
+void input_set_replay(InputConn *ic, bool on);
+
+/* Output files are opened without truncation; the controller then calls
+   output_truncate: to 0 for a fresh run, to the recorded offset when it
+   resumes (a half-written step is cut off and written again). */
+int output_truncate(OutputConn *oc, int64_t offset, Err *err);
+/* Bytes in the output file after the last flushed step (-1: no file). */
+int64_t output_offset(OutputConn *oc);
+/* Counters, restored on resume. */
+void output_set_counts(OutputConn *oc, int64_t records, int64_t bytes);
+/* Make written output durable (fdatasync). */
+int output_sync(OutputConn *oc, Err *err);
+
 /* Write one step's consolidated changes (tuples: key = row encoding). */
 int output_write(OutputConn *oc, int64_t step, const Batch *changes, Err *err);
 int output_rel(const OutputConn *oc);

@@ -30,6 +30,7 @@ struct InputConn {
     int plan;           /* current plan */
     int64_t next;       /* next row index in the plan */
     double plan_start;  /* monotonic seconds when the plan started, <0 unset */
+    bool replay;        /* replaying the journal: rates do not apply */
     /* file */
     FmtKind fmt;
     bool csv_header;    /* skip the first record */

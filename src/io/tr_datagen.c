@@ -37,7 +37,7 @@ int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piec
         if (limit >= 0 && n > limit - ic->next)
             n = limit - ic->next;
         double rate = datagen_plan_rate(ic->gen, p);
-        if (rate > 0) {
+        if (rate > 0 && !ic->replay) {
             int64_t allowed = (int64_t)floor(rate * (now - ic->plan_start)) + 1 - ic->next;
             if (allowed < n)
                 n = allowed;

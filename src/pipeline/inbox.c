@@ -15,6 +15,8 @@
 #include <time.h>
 
 #include "../base/mem.h"
+#include <stdio.h>
+
 #include "pipeline_int.h"
 
 InBatch *inbatch_new(const Circuit *c, int rel)
@@ -132,12 +134,23 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
             wait_secs = 0; /* one more look, then refuse */
         }
     }
-    account(p, b->rel, rows, b->bytes, b->bad);
     if (rows == 0) { /* nothing to process: done at once */
+        account(p, b->rel, rows, b->bytes, b->bad);
         pthread_mutex_unlock(&p->mu);
         inbatch_free(b);
         return 0;
     }
+    /* with storage, logged (in queue order) before it is queued */
+    struct Log *log = NULL;
+    uint64_t end = 0;
+    Err lerr = {0};
+    if (p->ft && ft_log_ingress(p, b, &log, &end, &lerr)) {
+        pthread_mutex_unlock(&p->mu);
+        fprintf(stderr, "sluice: HTTP input refused: %s\n", lerr.msg);
+        inbatch_free(b);
+        return PIPE_IOERR;
+    }
+    account(p, b->rel, rows, b->bytes, b->bad);
     b->rows = rows;
     b->arrival = pipe_now();
     b->token = ++p->next_token;
@@ -153,7 +166,31 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
     p->slots[p->cs.nin + b->rel].queued += rows;
     pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
+    /* acknowledged only once durable (group commit with concurrent pushes) */
+    if (log && ft_sync_ingress(log, end, &lerr)) {
+        fprintf(stderr, "sluice: HTTP input not made durable: %s\n", lerr.msg);
+        return PIPE_IOERR;
+    }
     return 0;
+}
+
+void inbox_requeue(Pipeline *p, InBatch *b)
+{
+    int64_t rows = inbatch_count(b);
+    pthread_mutex_lock(&p->mu);
+    account(p, b->rel, rows, 0, 0);
+    b->rows = rows;
+    b->arrival = pipe_now();
+    b->token = ++p->next_token;
+    b->next = NULL;
+    if (p->qtail)
+        p->qtail->next = b;
+    else
+        p->qhead = b;
+    p->qtail = b;
+    p->qrows += rows;
+    p->slots[p->cs.nin + b->rel].queued += rows;
+    pthread_mutex_unlock(&p->mu);
 }
 
 void pipeline_note_rejected(Pipeline *p, int rel, int64_t bytes, int64_t bad)

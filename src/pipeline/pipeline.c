@@ -93,6 +93,17 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     p->t0 = p->last_report = pipe_now();
     stats_init(p);
     pend_init(p, &p->pend);
+    int rc = 0;
+    if (o->storage) {
+        rc = ft_open(p, err); /* may restore a checkpoint into p->rt */
+    } else {
+        for (int j = 0; j < p->cs.nout && !rc; j++)
+            rc = output_truncate(p->cs.out[j], 0, err);
+    }
+    if (rc) {
+        pipeline_free(p);
+        return NULL;
+    }
     stats_publish(p);
     return p;
 }
@@ -102,6 +113,7 @@ void pipeline_free(Pipeline *p)
     if (!p)
         return;
     inbox_clear(p);
+    ft_close(p);
     pend_free(p, &p->pend);
     for (int i = 0; i < p->c->nrels; i++)
         if (p->chg[i])
@@ -167,7 +179,7 @@ static void progress(Pipeline *p, bool final)
             buf_printf(&line, "%s: %s rows | ", r->name, human((double)n, b1, sizeof(b1)));
     }
     buf_printf(&line, "%s rows/s | step %lld | mem %.0f MB | %.1f s",
-               human(el > 0 ? (double)p->rows / el : 0, b2, sizeof(b2)),
+               human(el > 0 ? (double)(p->rows - p->rows0) / el : 0, b2, sizeof(b2)),
                (long long)rt_steps(p->rt), (double)mem_rss_bytes() / 1048576.0, el);
     if (p->tty)
         fprintf(stderr, "\r\033[K%s", buf_cstr(&line));
@@ -295,8 +307,7 @@ static int64_t gather(Pipeline *p, Pending *pd, bool read_conns, int64_t http_ma
                 return -1;
             if (n == 0)
                 continue;
-            add_unit(p, pd, j, pipe_now(), input_rel(ic), list, n);
-            pend_append(p, pd, input_rel(ic), list, n);
+            pipe_add_input(p, pd, j, list, n);
             produced += n;
         }
     }
@@ -306,21 +317,38 @@ static int64_t gather(Pipeline *p, Pending *pd, bool read_conns, int64_t http_ma
     while (b) {
         InBatch *next = b->next;
         b->next = NULL;
-        resolve_batch(p, pd, b);
-        int64_t rows = inbatch_count(b);
-        add_unit(p, pd, p->cs.nin + b->rel, b->arrival, b->rel, b->head, rows);
-        pend_append(p, pd, b->rel, b->head, rows);
-        if (pd->batches_tail)
-            pd->batches_tail->next = b;
-        else
-            pd->batches = b;
-        pd->batches_tail = b;
-        if (b->token > pd->max_token)
-            pd->max_token = b->token;
-        produced += rows;
+        produced += pipe_add_batch(p, pd, b);
         b = next;
     }
     return produced;
+}
+
+void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t rows)
+{
+    InputConn *ic = p->cs.in[conn];
+    add_unit(p, pd, conn, pipe_now(), input_rel(ic), list, rows);
+    pend_append(p, pd, input_rel(ic), list, rows);
+    pd->conn_rows[conn] += rows;
+    if (p->ft)
+        pd->conn_hash[conn] = ft_hash_pieces(list, pd->conn_hash[conn]);
+}
+
+int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b)
+{
+    resolve_batch(p, pd, b);
+    int64_t rows = inbatch_count(b);
+    add_unit(p, pd, p->cs.nin + b->rel, b->arrival, b->rel, b->head, rows);
+    pend_append(p, pd, b->rel, b->head, rows);
+    if (pd->batches_tail)
+        pd->batches_tail->next = b;
+    else
+        pd->batches = b;
+    pd->batches_tail = b;
+    if (b->token > pd->max_token)
+        pd->max_token = b->token;
+    if (b->seq > pd->max_seq)
+        pd->max_seq = b->seq;
+    return rows;
 }
 
 static void tokens_done(Pipeline *p, int64_t tok)
@@ -332,15 +360,19 @@ static void tokens_done(Pipeline *p, int64_t tok)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* One step over pd; pd is reset afterwards. */
-static int run_step(Pipeline *p, Pending *pd, Err *err)
+/* One step over pd; pd is reset afterwards. With storage, the journal
+   holds the step's inputs before it runs (before its outputs can leave). */
+int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
 {
+    if (p->ft && ft_journal_step(p, pd, err))
+        return err->code;
     pend_set_input(p, pd);
     if (rt_step(p->rt, err))
         return err->code;
     double t_end = pipe_now();
     p->rows += pd->rows;
-    int rc = deliver(p, err);
+    ft_step_done(p, pd);
+    int rc = p->quiet_outputs ? 0 : deliver(p, err);
     if (!rc && p->hooks.after_step)
         p->hooks.after_step(p->hooks.arg, p, rt_steps(p->rt));
     release_changes(p);
@@ -445,6 +477,8 @@ static void handle_cmd(Pipeline *p, Cmd *cmd)
             cmd->res.txn_id = p->txn_id;
             cmd->res.records = p->pend.rows;
             int64_t tok = p->pend.max_token;
+            if (ft_journal_discard(p, &p->pend, &e))
+                fprintf(stderr, "sluice: %s\n", e.msg);
             pend_reset(p, &p->pend);
             p->txn = TX_NONE;
             tokens_done(p, tok);
@@ -562,7 +596,7 @@ static void wait_wake(Pipeline *p, double secs)
 {
     pthread_mutex_lock(&p->mu);
     bool work = p->calls || p->cmds || p->stop_req || stop_signal ||
-                (p->qhead && p->state == PS_RUNNING);
+                (p->qhead && p->state == PS_RUNNING) || ft_wants(p);
     if (!work) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -594,7 +628,7 @@ static int do_commit(Pipeline *p, Err *err)
         fputc('\n', stderr);
     fprintf(stderr, "sluice: %stransaction %lld: committing %lld record%s in one step\n",
             backfill ? "backfill " : "", (long long)id, (long long)recs, recs == 1 ? "" : "s");
-    int rc = run_step(p, &p->pend, err);
+    int rc = pipe_run_step(p, &p->pend, err);
     p->txn = TX_NONE;
     p->txn_backfill = false;
     Cmd *cmd = p->commit_cmd;
@@ -682,6 +716,8 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
                     (long long)p->txn_id, (long long)p->pend.rows,
                     p->pend.rows == 1 ? " was" : "s were");
             int64_t tok = p->pend.max_token;
+            if (ft_journal_discard(p, &p->pend, err))
+                return err->code;
             pend_reset(p, &p->pend);
             p->txn = TX_NONE;
             tokens_done(p, tok);
@@ -693,9 +729,11 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
             return err->code;
         if (got == 0)
             break;
-        if (run_step(p, &p->pend, err))
+        if (pipe_run_step(p, &p->pend, err))
             return err->code;
     }
+    if (ft_tick(p, true, err))
+        return err->code;
     stats_publish(p);
     return 0;
 }
@@ -714,6 +752,8 @@ static int run_loop(Pipeline *p, Err *err)
         service(p);
         if (stop_signal || pipeline_stop_requested(p))
             return final_drain(p, true, err);
+        if (ft_tick(p, false, err))
+            return err->code;
         if (p->commit_cmd) {
             if (do_commit(p, err))
                 return err->code;
@@ -760,7 +800,7 @@ static int run_loop(Pipeline *p, Err *err)
             wait_wake(p, input_due(p));
             continue;
         }
-        if (run_step(p, &p->pend, err))
+        if (pipe_run_step(p, &p->pend, err))
             return err->code;
         if (all_done && p->o.until_done)
             return final_drain(p, false, err);
@@ -775,7 +815,10 @@ int pipeline_run(Pipeline *p, Err *err)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     p->t0 = p->last_report = pipe_now();
-    int rc = run_loop(p, err);
+    p->rows0 = p->rows; /* restored from a checkpoint: rates count this run */
+    int rc = ft_replay(p, err);
+    if (!rc)
+        rc = run_loop(p, err);
     double el = pipe_now() - p->t0;
     if (p->tty && p->o.progress)
         fputc('\n', stderr);
@@ -788,7 +831,7 @@ int pipeline_run(Pipeline *p, Err *err)
                 "sluice: done: %s rows in %.2f s (%s rows/s), %lld steps, %d worker%s, peak "
                 "memory %.1f MB\n",
                 human((double)p->rows, b1, sizeof(b1)), el,
-                human(el > 0 ? (double)p->rows / el : 0, b2, sizeof(b2)),
+                human(el > 0 ? (double)(p->rows - p->rows0) / el : 0, b2, sizeof(b2)),
                 (long long)rt_steps(p->rt), p->W, p->W == 1 ? "" : "s",
                 (double)mem_peak_rss_bytes() / 1048576.0);
         if (bad)

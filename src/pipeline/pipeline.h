@@ -27,7 +27,18 @@ typedef struct PipelineOpts {
     int progress;         /* 1 = always, 0 = never, -1 = auto (terminal: live line) */
     bool start_paused;    /* start in the paused state (connectors do not read) */
     int64_t queue_records; /* bound of the HTTP input queue (records), 0 = 1M */
+    /* fault tolerance (issue 6; docs/fault-tolerance.md) */
+    const char *storage;  /* storage directory, or NULL */
+    int fault_tolerance;  /* FT_* (used only with storage) */
+    double checkpoint_interval; /* seconds between checkpoints, 0 = on request only */
+    uint64_t fingerprint; /* the program's identity (hash of its text) */
 } PipelineOpts;
+
+enum {
+    FT_EXACTLY_ONCE = 0, /* checkpoints + journal + ingress log: the default with storage */
+    FT_AT_LEAST_ONCE,    /* checkpoints + ingress log; steps after a checkpoint run again */
+    FT_NONE,             /* checkpoints only on request (and at a clean stop) */
+};
 
 typedef struct Pipeline Pipeline;
 
@@ -52,6 +63,7 @@ enum {
     PIPE_FULL = 1,     /* the input queue is full: retry later */
     PIPE_STOPPING = 2, /* the pipeline is stopping or stopped */
     PIPE_CONFLICT = 3, /* not allowed in the current state (message says why) */
+    PIPE_IOERR = 4,    /* storage failed (the input was not made durable) */
 };
 
 /* ---------------------------------------------------------------- input */
@@ -191,6 +203,25 @@ typedef struct PipeStats {
     OutStats *out;
     RelStats *rels;         /* per relation, indexed like circuit->rels */
 } PipeStats;
+
+/* ---------------------------------------------------------------- checkpoints */
+
+typedef struct CkptStatus {
+    bool enabled;          /* storage is configured */
+    const char *mode;      /* exactly_once, at_least_once, none */
+    int64_t requested;     /* sequence number of the newest request (0: none) */
+    int64_t completed;     /* sequence number of the newest completed request */
+    int64_t last_step;     /* step of the newest complete checkpoint (-1: none) */
+    double last_secs;      /* how long writing it took */
+    int64_t last_files, last_written, last_reused, last_bytes;
+    bool in_progress;
+    char failure[256];     /* the last failure, "" when none */
+    int64_t failed;        /* sequence number of the last failed request (0: none) */
+} CkptStatus;
+/* Ask for a checkpoint at the next step boundary; *seq identifies the
+   request. PIPE_CONFLICT when there is no storage. Any thread. */
+int pipeline_checkpoint(Pipeline *p, int64_t *seq);
+void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out);
 
 /* A consistent copy of the published figures (any thread). */
 void pipeline_stats(Pipeline *p, PipeStats *out);

@@ -53,6 +53,7 @@ typedef struct UpdMark {
 
 struct InBatch {
     int rel;
+    int64_t seq;              /* ingress log sequence number (0: not logged) */
     int ncol;
     const SqlType *types;
     Arena *a;                 /* owns pieces, chunks, strings, marks */
@@ -92,6 +93,9 @@ typedef struct Pending {
     InBatch *batches, *batches_tail; /* HTTP batches (their arenas) */
     int64_t rows;
     int64_t max_token;
+    int64_t max_seq;          /* newest ingress log record taken */
+    int64_t *conn_rows;       /* per input connector: rows taken */
+    uint64_t *conn_hash;      /* ... and a hash of them (the journal's check) */
     HMap **ov;                /* per relation: key -> Overlay (resolve.c), lazily */
     int64_t *slot_rows;       /* per statistics slot: records pending */
 } Pending;
@@ -116,8 +120,13 @@ typedef struct Call {
     bool done;
 } Call;
 
+typedef struct Ft Ft;
+
 struct Pipeline {
     const Circuit *c;
+    Ft *ft;                   /* fault tolerance, or NULL without storage */
+    bool replaying;           /* running journaled steps after a restart */
+    bool quiet_outputs;       /* replay: this step's outputs are already written */
     PipelineOpts o;
     Runtime *rt;
     Connectors cs;
@@ -125,6 +134,7 @@ struct Pipeline {
     bool tty;
     double t0, last_report;
     int64_t rows;             /* rows processed by completed steps */
+    int64_t rows0;            /* ... when this run started (a restart resumes the count) */
     PipelineHooks hooks;
     Pending pend;
     int64_t step_rows;
@@ -194,6 +204,51 @@ void pend_set_input(Pipeline *p, Pending *pd);
 /* Sampled event times of column col in a piece list (at most max). */
 int sample_events(Pipeline *p, int rel, Piece *list, int64_t rows, int col, Arena *a,
                   int64_t **out, int max);
+
+/* ckpt.c: checkpoints (state files + manifest) and restore */
+/* Open the storage, restore the newest usable checkpoint into p (runtime,
+   connectors, counters) and read the journal and ingress log after it.
+   Called by pipeline_new once the runtime exists. */
+int ft_open(Pipeline *p, Err *err);
+void ft_close(Pipeline *p);
+/* Between steps (controller): take a checkpoint when one is due or
+   requested and none is being written; collect finished ones. final: the
+   pipeline is stopping: write one and wait for it. */
+int ft_tick(Pipeline *p, bool final, Err *err);
+/* Something for the controller to do (a request is pending). */
+bool ft_wants(Pipeline *p);
+
+/* journal.c: the step journal and the HTTP ingress log */
+/* Record pd's inputs (before the step runs; durable on return). */
+int ft_journal_step(Pipeline *p, Pending *pd, Err *err);
+/* The step consumed ingress records up to pd->max_seq. */
+void ft_step_done(Pipeline *p, Pending *pd);
+/* Input read and thrown away (an aborted transaction), before pend_reset. */
+int ft_journal_discard(Pipeline *p, Pending *pd, Err *err);
+/* Under p->mu, for pipeline_push_take: log b (sets b->seq); *log and *end
+   say what to sync (ft_sync_ingress, outside the lock) before the request
+   is acknowledged. *log is NULL when nothing was logged. */
+struct Log;
+int ft_log_ingress(Pipeline *p, InBatch *b, struct Log **log, uint64_t *end, Err *err);
+int ft_sync_ingress(struct Log *log, uint64_t end, Err *err);
+/* Replay the journaled steps after the checkpoint, then queue the logged
+   HTTP input no step consumed. Start of pipeline_run. */
+int ft_replay(Pipeline *p, Err *err);
+/* journal.c internals for ckpt.c: start new journal and ingress segments
+   (at a checkpoint, and after a restart); read them back at restart. */
+int ft_rotate(Pipeline *p, Err *err);
+int ft_read_logs(Pipeline *p, int64_t ckpt_step, int64_t ckpt_seq, Err *err);
+void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq);
+void ft_logs_free(Pipeline *p);
+/* A hash of a connector's rows (datagen ranges or parsed chunks). */
+uint64_t ft_hash_pieces(const Piece *list, uint64_t h);
+
+/* pipeline.c, for journal.c's replay */
+void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t rows);
+int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b);
+int pipe_run_step(Pipeline *p, Pending *pd, Err *err);
+/* Queue a batch recovered from the ingress log (no logging, no waiting). */
+void inbox_requeue(Pipeline *p, InBatch *b);
 
 /* stats.c */
 void stats_init(Pipeline *p);

@@ -41,6 +41,8 @@ void pend_init(Pipeline *p, Pending *pd)
     pd->seq = sl_calloc((size_t)p->c->nrels + 1, sizeof(Seq));
     pd->ov = sl_calloc((size_t)p->c->nrels + 1, sizeof(HMap *));
     pd->slot_rows = sl_calloc((size_t)p->nslots + 1, sizeof(int64_t));
+    pd->conn_rows = sl_calloc((size_t)p->cs.nin + 1, sizeof(int64_t));
+    pd->conn_hash = sl_calloc((size_t)p->cs.nin + 1, sizeof(uint64_t));
 }
 
 static void ov_free(HMap *m)
@@ -72,6 +74,9 @@ void pend_reset(Pipeline *p, Pending *pd)
     pd->units = pd->units_tail = NULL;
     pd->rows = 0;
     pd->max_token = 0;
+    pd->max_seq = 0;
+    memset(pd->conn_rows, 0, sizeof(int64_t) * (size_t)p->cs.nin);
+    memset(pd->conn_hash, 0, sizeof(uint64_t) * (size_t)p->cs.nin);
     arena_reset(pd->a);
 }
 
@@ -82,6 +87,8 @@ void pend_free(Pipeline *p, Pending *pd)
     sl_free(pd->seq);
     sl_free(pd->ov);
     sl_free(pd->slot_rows);
+    sl_free(pd->conn_rows);
+    sl_free(pd->conn_hash);
 }
 
 /* Record row r of c (weight w) in the overlay of a PRIMARY KEY table. */

@@ -152,3 +152,53 @@ int api_index(Req *q)
         cJSON_AddItemToArray(c->rels[i].is_table ? t : v, cJSON_CreateString(c->rels[i].name));
     return req_json(q, MHD_HTTP_OK, j);
 }
+
+/* POST /checkpoint: a checkpoint at the next step boundary. The answer
+   comes at once with the request's sequence number; GET
+   /checkpoint_status says when it (or a later one) completed. */
+int api_checkpoint(Req *q)
+{
+    int64_t seq;
+    if (pipeline_checkpoint(q->s->p, &seq))
+        return req_error(q, MHD_HTTP_BAD_REQUEST, "NoStorage", NULL,
+                         "checkpoints need storage: start the pipeline with --storage DIR");
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "checkpoint_sequence_number", (double)seq);
+    return req_json(q, MHD_HTTP_OK, j);
+}
+
+/* GET /checkpoint_status: Feldera's {"success": N|null, "failure": ...}
+   plus figures of the newest checkpoint. */
+int api_checkpoint_status(Req *q)
+{
+    CkptStatus cs;
+    pipeline_checkpoint_status(q->s->p, &cs);
+    cJSON *j = cJSON_CreateObject();
+    if (cs.completed)
+        cJSON_AddNumberToObject(j, "success", (double)cs.completed);
+    else
+        cJSON_AddNullToObject(j, "success");
+    if (cs.failed && cs.failure[0]) {
+        cJSON *f = cJSON_AddObjectToObject(j, "failure");
+        cJSON_AddNumberToObject(f, "sequence_number", (double)cs.failed);
+        cJSON_AddStringToObject(f, "error", cs.failure);
+    } else {
+        cJSON_AddNullToObject(j, "failure");
+    }
+    cJSON_AddBoolToObject(j, "storage", cs.enabled);
+    cJSON_AddStringToObject(j, "fault_tolerance", cs.mode);
+    cJSON_AddNumberToObject(j, "requested", (double)cs.requested);
+    cJSON_AddBoolToObject(j, "in_progress", cs.in_progress);
+    if (cs.last_step >= 0) {
+        cJSON *l = cJSON_AddObjectToObject(j, "last");
+        cJSON_AddNumberToObject(l, "step", (double)cs.last_step);
+        cJSON_AddNumberToObject(l, "secs", cs.last_secs);
+        cJSON_AddNumberToObject(l, "files", (double)cs.last_files);
+        cJSON_AddNumberToObject(l, "files_written", (double)cs.last_written);
+        cJSON_AddNumberToObject(l, "files_reused", (double)cs.last_reused);
+        cJSON_AddNumberToObject(l, "bytes_written", (double)cs.last_bytes);
+    } else {
+        cJSON_AddNullToObject(j, "last");
+    }
+    return req_json(q, MHD_HTTP_OK, j);
+}

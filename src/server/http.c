@@ -128,6 +128,8 @@ static const Route routes[] = {
     {"/commit_transaction", "POST"},
     {"/abort_transaction", "POST"},
     {"/completion_status", "GET"},
+    {"/checkpoint", "POST"},
+    {"/checkpoint_status", "GET"},
     {"/ingress/", "POST"},
     {"/egress/", "GET, POST"},
     {"/query", "GET, POST"},
@@ -195,6 +197,10 @@ static int route(Req *q)
         return api_transaction(q, PC_TXN_ABORT);
     if (!strcmp(p, "/completion_status"))
         return api_completion(q);
+    if (!strcmp(p, "/checkpoint"))
+        return api_checkpoint(q);
+    if (!strcmp(p, "/checkpoint_status"))
+        return api_checkpoint_status(q);
     if (!strcmp(p, "/ingress/"))
         return ingress_begin(q);
     if (!strcmp(p, "/egress/"))

@@ -70,6 +70,9 @@ int req_relation(Req *q, const char *prefix, const char *what);
 int api_status(Req *q);
 int api_lifecycle(Req *q, PipeCmd cmd);
 int api_transaction(Req *q, PipeCmd cmd);
+/* POST /checkpoint, GET /checkpoint_status (fault tolerance, issue 6). */
+int api_checkpoint(Req *q);
+int api_checkpoint_status(Req *q);
 int api_completion(Req *q);
 int api_index(Req *q);
 

@@ -300,6 +300,10 @@ static int on_done(Req *q)
         if (rc == PIPE_STOPPING)
             return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "PipelineStopping", d,
                              "the pipeline is stopping; nothing was taken");
+        if (rc == PIPE_IOERR)
+            return req_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, "StorageError", d,
+                             "the input could not be made durable in the pipeline's storage "
+                             "(see the pipeline's log); it may not have been taken: retry");
         return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "QueueFull", d,
                          "the input queue is full (%s); nothing was taken: retry later",
                          "the pipeline is paused or behind");

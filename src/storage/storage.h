@@ -66,13 +66,60 @@ int store_write_manifest(Store *st, uint64_t step, const char *json, Err *err);
    caller frees; NULL when none skipped; skipped may be NULL). No manifest at
    all: returns 0 with *json NULL. Manifests but none valid: SL_EIO. */
 int store_latest_manifest(Store *st, uint64_t *step, char **json, char **skipped, Err *err);
+/* Like store_latest_manifest, among manifests of steps below `below`
+   (falling back past a checkpoint whose files turned out corrupt). With
+   no valid manifest below it: 0 and *json NULL, or SL_EIO when some were
+   skipped. */
+int store_manifest_before(Store *st, uint64_t below, uint64_t *step, char **json,
+                          char **skipped, Err *err);
 /* Keep the newest `keep` valid manifests; delete every other manifest and
    every batch file that neither a kept manifest nor refs[0..nrefs) names
    (refs: files of a checkpoint being written, not yet in a manifest). */
 int store_prune(Store *st, int keep, const char *const *refs, size_t nrefs, Err *err);
 
+/* Names of the files whose name starts with prefix, sorted (free with
+   store_list_free); and deleting one (a missing file is not an error). */
+int store_list(Store *st, const char *prefix, char ***names, int *count, Err *err);
+void store_list_free(char **names, int count);
+int store_remove(Store *st, const char *name, Err *err);
+
+/*
+ * Record logs (log.c): append-only files of checksummed records, for the
+ * step journal and the HTTP ingress log. A record is
+ *   u32 magic, u32 payload length, u64 xxh64(payload), payload
+ * written with one write(); log_sync makes everything appended so far
+ * durable (fdatasync). A reader stops at the first record that is
+ * incomplete or fails its checksum (a torn tail: the writer died mid-write)
+ * and says so. A log is created fresh (never reopened for appending), so a
+ * torn tail is always followed by nothing in that file.
+ */
+typedef struct Log Log;
+int log_create(Store *st, const char *name, Log **out, Err *err);
+/* Append one record; the fault point "<crash>-write" (e.g. journal-write)
+   tears it in half when SLUICE_CRASH_AT names it. Thread-safe. Returns the
+   file offset after the record in *end (may be NULL). */
+int log_append(Log *l, const void *p, size_t n, const char *crash, uint64_t *end, Err *err);
+/* Make the log durable up to at least offset `upto` (all when UINT64_MAX);
+   concurrent callers share one fdatasync (group commit). */
+int log_sync(Log *l, uint64_t upto, Err *err);
+const char *log_name(const Log *l);
+/* Logs are reference-counted (a pusher may still sync a segment the
+   controller has moved past): log_create gives one reference; the last
+   release closes the file. log_close is log_release. */
+void log_ref(Log *l);
+void log_release(Log *l);
+void log_close(Log *l);
+/* Call cb for each complete record of the named log in order; cb returns
+   non-zero to stop (that code is returned). *torn is set when the file
+   ends in an incomplete or corrupt record. */
+typedef int (*LogFn)(void *ctx, const uint8_t *p, size_t n);
+int log_scan(Store *st, const char *name, LogFn cb, void *ctx, bool *torn, Err *err);
+
 /* The fault-injection hook (see above), for other writers of the store
    (the journal, later). */
 void store_crash_point(const char *point);
+/* Whether this arrival at point is the one to crash at (counts it); for
+   writers that tear a write before calling _exit(137) themselves. */
+bool store_crash_due(const char *point);
 
 #endif

@@ -32,16 +32,21 @@
 
 static atomic_int crash_hits;
 
-void store_crash_point(const char *point)
+bool store_crash_due(const char *point)
 {
     const char *at = getenv("SLUICE_CRASH_AT");
     if (!at || !*at)
-        return;
+        return false;
     size_t pn = strlen(point);
     if (strncmp(at, point, pn) != 0 || (at[pn] != 0 && at[pn] != ':'))
-        return;
+        return false;
     int nth = at[pn] == ':' ? atoi(at + pn + 1) : 1;
-    if (atomic_fetch_add(&crash_hits, 1) + 1 >= nth)
+    return atomic_fetch_add(&crash_hits, 1) + 1 >= nth;
+}
+
+void store_crash_point(const char *point)
+{
+    if (store_crash_due(point))
         _exit(137);
 }
 
@@ -457,6 +462,12 @@ static MEnt *list_manifests(Store *st, size_t *count, Err *err)
 
 int store_latest_manifest(Store *st, uint64_t *step, char **json, char **skipped, Err *err)
 {
+    return store_manifest_before(st, UINT64_MAX, step, json, skipped, err);
+}
+
+int store_manifest_before(Store *st, uint64_t below, uint64_t *step, char **json,
+                          char **skipped, Err *err)
+{
     *step = 0;
     *json = NULL;
     if (skipped)
@@ -469,13 +480,15 @@ int store_latest_manifest(Store *st, uint64_t *step, char **json, char **skipped
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         char why[1100];
+        if (m[i].step >= below)
+            continue;
         if (manifest_load(st, m[i].name, json, NULL, why, sizeof(why))) {
             *step = m[i].step;
             break;
         }
         buf_printf(&notes, "skipped %s/%s: %s\n", st->dir, m[i].name, why);
     }
-    if (n > 0 && !*json)
+    if (notes.n && !*json)
         rc = err_set(err, SL_EIO, "storage %s: no manifest verifies:\n%s", st->dir,
                      buf_cstr(&notes));
     if (skipped && notes.n)
@@ -552,4 +565,47 @@ out:
     sl_free(keepn);
     sl_free(m);
     return rc;
+}
+
+/* ---- other files: listing, removal ---- */
+
+int store_list(Store *st, const char *prefix, char ***names, int *count, Err *err)
+{
+    *names = NULL;
+    *count = 0;
+    DIR *d = open_listing(st);
+    if (!d)
+        return err_set(err, SL_EIO, "storage %s: cannot list: %s", st->dir, strerror(errno));
+    size_t pn = strlen(prefix);
+    int n = 0, cap = 0;
+    char **v = NULL;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, pn) != 0)
+            continue;
+        if (n == cap)
+            v = sl_realloc(v, sizeof(char *) * (size_t)(cap = cap ? cap * 2 : 8));
+        v[n++] = sl_strdup(e->d_name);
+    }
+    closedir(d);
+    if (n)
+        qsort(v, (size_t)n, sizeof(char *), cmp_str);
+    *names = v;
+    *count = n;
+    return 0;
+}
+
+void store_list_free(char **names, int count)
+{
+    for (int i = 0; i < count; i++)
+        sl_free(names[i]);
+    sl_free(names);
+}
+
+int store_remove(Store *st, const char *name, Err *err)
+{
+    if (unlinkat(st->dirfd, name, 0) != 0 && errno != ENOENT)
+        return err_set(err, SL_EIO, "storage %s: cannot delete %s: %s", st->dir, name,
+                       strerror(errno));
+    return 0;
 }

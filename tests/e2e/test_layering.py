@@ -18,7 +18,7 @@ ALLOWED = {
     "circuit": {"base", "expr", "zset", "runtime/exchange.h"},
     "runtime": {"base", "expr", "zset", "circuit"},
     "io": {"base", "expr", "zset", "circuit", "runtime"},
-    "pipeline": {"base", "expr", "zset", "circuit", "runtime", "io", "sql"},
+    "pipeline": {"base", "expr", "zset", "circuit", "runtime", "io", "sql", "storage"},
     "server": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql"},
     "cli": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "server"},
     "slt": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql"},

@@ -1,0 +1,661 @@
+/*
+ * pipeline/ckpt.c - checkpoints: at a step boundary the controller takes
+ * every stateful operator's state as batch references (op.h save(): cheap,
+ * the batches are immutable) together with the connectors' positions and
+ * the output files' offsets, starts new journal and ingress segments, and
+ * hands the lot to a writer thread. The writer compresses and writes each
+ * batch that the previous checkpoint did not already write (content-named
+ * files: an unchanged batch costs nothing), then the manifest, atomically;
+ * a checkpoint exists once its manifest does. Meanwhile the pipeline keeps
+ * stepping. The controller collects the finished job at a later boundary,
+ * drops the previous job's references and prunes files no kept checkpoint
+ * needs (the newest two are kept).
+ *
+ * At start-up ft_open restores the newest checkpoint that loads (a corrupt
+ * file sends it to the one before, saying so), refuses storage written by
+ * another program, and has journal.c read the journal and ingress log
+ * after it. Layout of the files: ft_int.h; user view:
+ * docs/fault-tolerance.md.
+ */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/mem.h"
+#include "ft_int.h"
+
+static const char *mode_name(int m)
+{
+    return m == FT_EXACTLY_ONCE ? "exactly_once" : m == FT_AT_LEAST_ONCE ? "at_least_once" : "none";
+}
+
+/* ---------------------------------------------------------------- the cache */
+
+static int ckname_cmp(const void *x, const void *y)
+{
+    const CkName *a = x, *b = y;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+static const char *cache_find(Ft *ft, const Batch *b)
+{
+    if (!ft->ncache)
+        return NULL;
+    CkName key = {.b = b};
+    CkName *e = bsearch(&key, ft->cache, (size_t)ft->ncache, sizeof(CkName), ckname_cmp);
+    return e ? e->name : NULL;
+}
+
+static void job_free(CkJob *j)
+{
+    if (!j)
+        return;
+    int k = 0;
+    for (int i = 0; i < j->nlists; i++) {
+        for (int b = 0; b < j->lists[i].n; b++)
+            sl_free(j->names ? j->names[k++] : NULL);
+        batchlist_free(&j->lists[i]);
+    }
+    sl_free(j->lists);
+    sl_free(j->names);
+    sl_free(j->meta);
+    sl_free(j);
+}
+
+/* The cache becomes the names of job j (which keeps the references). */
+static void cache_from(Ft *ft, CkJob *j)
+{
+    sl_free(ft->cache);
+    int n = 0;
+    for (int i = 0; i < j->nlists; i++)
+        n += j->lists[i].n;
+    ft->cache = sl_calloc((size_t)n + 1, sizeof(CkName));
+    int k = 0;
+    for (int i = 0; i < j->nlists; i++)
+        for (int b = 0; b < j->lists[i].n; b++, k++) {
+            ft->cache[k].b = j->lists[i].b[b];
+            snprintf(ft->cache[k].name, STORE_NAME_MAX, "%s", j->names[k]);
+        }
+    ft->ncache = n;
+    qsort(ft->cache, (size_t)n, sizeof(CkName), ckname_cmp);
+}
+
+/* ---------------------------------------------------------------- the writer */
+
+static int cmp_strp(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* Write job j's batches and manifest (writer thread; reads j and the
+   cache, which the controller leaves alone while a job is out). */
+static void write_job(Ft *ft, const Circuit *c, int W, CkJob *j)
+{
+    double t0 = pipe_now();
+    StoreStats s0, s1;
+    store_stats(ft->st, &s0);
+    Err err = {0};
+    int total = 0;
+    for (int i = 0; i < j->nlists; i++)
+        total += j->lists[i].n;
+    j->names = sl_calloc((size_t)total + 1, sizeof(char *));
+    int k = 0, rc = 0;
+    for (int i = 0; i < j->nlists && !rc; i++)
+        for (int b = 0; b < j->lists[i].n && !rc; b++, k++) {
+            const char *known = cache_find(ft, j->lists[i].b[b]);
+            char name[STORE_NAME_MAX];
+            if (known) {
+                snprintf(name, sizeof(name), "%s", known);
+                j->reused++;
+            } else {
+                rc = store_put_batch(ft->st, j->lists[i].b[b], name, &err);
+            }
+            j->names[k] = sl_strdup(rc ? "" : name);
+        }
+    for (; k < total; k++)
+        j->names[k] = sl_strdup("");
+    if (!rc) {
+        cJSON *m = cJSON_Parse(j->meta);
+        cJSON *state = cJSON_AddArrayToObject(m, "state");
+        char **all = sl_calloc((size_t)total + 1, sizeof(char *));
+        k = 0;
+        int nn = c->nnodes;
+        for (int i = 0; i < j->nlists; i++) {
+            if (!j->lists[i].n) {
+                continue;
+            }
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "node", i % nn);
+            cJSON_AddNumberToObject(e, "worker", i / nn);
+            cJSON *files = cJSON_AddArrayToObject(e, "files");
+            int base = 0;
+            for (int q = 0; q < i; q++)
+                base += j->lists[q].n;
+            for (int b = 0; b < j->lists[i].n; b++) {
+                cJSON_AddItemToArray(files, cJSON_CreateString(j->names[base + b]));
+                all[k++] = j->names[base + b];
+            }
+            cJSON_AddItemToArray(state, e);
+        }
+        (void)W;
+        qsort(all, (size_t)k, sizeof(char *), cmp_strp);
+        cJSON *files = cJSON_AddArrayToObject(m, "files");
+        for (int i = 0; i < k; i++)
+            if (i == 0 || strcmp(all[i], all[i - 1]))
+                cJSON_AddItemToArray(files, cJSON_CreateString(all[i])), j->files++;
+        sl_free(all);
+        char *text = cJSON_PrintUnformatted(m);
+        cJSON_Delete(m);
+        rc = store_write_manifest(ft->st, (uint64_t)j->step, text, &err);
+        cJSON_free(text);
+        if (!rc)
+            rc = store_prune(ft->st, 2, NULL, 0, &err);
+    }
+    store_stats(ft->st, &s1);
+    j->written = (int64_t)(s1.batches_written - s0.batches_written);
+    j->reused += (int64_t)(s1.batches_reused - s0.batches_reused);
+    j->bytes = (int64_t)(s1.bytes_written - s0.bytes_written);
+    j->rc = rc;
+    if (rc)
+        snprintf(j->err, sizeof(j->err), "%.250s", err.msg);
+    j->secs = pipe_now() - t0;
+}
+
+static void *writer_main(void *arg)
+{
+    Pipeline *p = arg;
+    Ft *ft = p->ft;
+    pthread_mutex_lock(&ft->mu);
+    for (;;) {
+        while (!ft->quit && (!ft->job || ft->job_done))
+            pthread_cond_wait(&ft->cv, &ft->mu);
+        if (ft->quit)
+            break;
+        CkJob *j = ft->job;
+        pthread_mutex_unlock(&ft->mu);
+        write_job(ft, p->c, p->W, j);
+        pthread_mutex_lock(&ft->mu);
+        ft->job_done = true;
+        pthread_cond_broadcast(&ft->cv);
+        pthread_mutex_unlock(&ft->mu); /* lock order: p->mu before ft->mu */
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_signal(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+        pthread_mutex_lock(&ft->mu);
+    }
+    pthread_mutex_unlock(&ft->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- taking one */
+
+static char *job_meta(Pipeline *p)
+{
+    Ft *ft = p->ft;
+    cJSON *m = cJSON_CreateObject();
+    char fp[32];
+    snprintf(fp, sizeof(fp), "%016" PRIx64, p->o.fingerprint);
+    cJSON_AddNumberToObject(m, "format", 1);
+    cJSON_AddStringToObject(m, "fingerprint", fp);
+    cJSON_AddNumberToObject(m, "workers", p->W);
+    cJSON_AddNumberToObject(m, "nodes", p->c->nnodes);
+    cJSON_AddNumberToObject(m, "step", (double)rt_steps(p->rt));
+    cJSON_AddNumberToObject(m, "rows", (double)p->rows);
+    cJSON_AddNumberToObject(m, "txn_id", (double)p->txn_id);
+    cJSON_AddNumberToObject(m, "ingress_seq", (double)ft->ing_consumed);
+    cJSON *ins = cJSON_AddArrayToObject(m, "inputs");
+    for (int j = 0; j < p->cs.nin; j++) {
+        InPos pos;
+        input_pos(p->cs.in[j], &pos);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", input_name(p->cs.in[j]));
+        cJSON *v = cJSON_AddArrayToObject(e, "pos");
+        cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.v[0]));
+        cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.v[1]));
+        cJSON_AddNumberToObject(e, "rows", (double)pos.rows);
+        cJSON_AddNumberToObject(e, "errors", (double)pos.errors);
+        cJSON_AddNumberToObject(e, "bytes", (double)pos.bytes);
+        cJSON_AddItemToArray(ins, e);
+    }
+    cJSON *outs = cJSON_AddArrayToObject(m, "outputs");
+    for (int j = 0; j < p->cs.nout; j++) {
+        OutputConn *oc = p->cs.out[j];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", output_name(oc));
+        cJSON_AddNumberToObject(e, "offset", (double)output_offset(oc));
+        cJSON_AddNumberToObject(e, "records", (double)output_records(oc));
+        cJSON_AddNumberToObject(e, "bytes", (double)output_bytes(oc));
+        cJSON_AddItemToArray(outs, e);
+    }
+    char *s = cJSON_PrintUnformatted(m);
+    cJSON_Delete(m);
+    char *r = sl_strdup(s);
+    cJSON_free(s);
+    return r;
+}
+
+/* Take the state and hand it to the writer. */
+static int start_job(Pipeline *p, int64_t seq, Err *err)
+{
+    Ft *ft = p->ft;
+    for (int j = 0; j < p->cs.nout; j++)
+        if (output_sync(p->cs.out[j], err))
+            return err->code;
+    CkJob *j = sl_calloc(1, sizeof(*j));
+    int nn = p->c->nnodes;
+    j->seq = seq;
+    j->step = rt_steps(p->rt);
+    j->nlists = p->W * nn;
+    j->lists = sl_calloc((size_t)j->nlists, sizeof(BatchList));
+    for (int w = 0; w < p->W; w++)
+        for (int n = 0; n < nn; n++)
+            if (rt_save(p->rt, w, n, &j->lists[w * nn + n]))
+                return err_set(err, SL_EIO, "checkpoint: saving node %d failed", n);
+    j->meta = job_meta(p);
+    j->ingress_seq = ft->ing_consumed;
+    if (ft_rotate(p, err)) {
+        job_free(j);
+        return err->code;
+    }
+    ft->last_time = pipe_now();
+    ft->last_step = j->step;
+    ft->dirty = false;
+    pthread_mutex_lock(&ft->mu);
+    ft->job = j;
+    ft->job_done = false;
+    pthread_cond_broadcast(&ft->cv);
+    pthread_mutex_unlock(&ft->mu);
+    return 0;
+}
+
+/* The writer finished: publish, keep its names as the cache, prune logs. */
+static void collect_job(Pipeline *p)
+{
+    Ft *ft = p->ft;
+    CkJob *j = ft->job;
+    ft->job = NULL;
+    pthread_mutex_lock(&ft->mu);
+    if (j->rc) {
+        snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.200s",
+                 (long long)j->step, j->err);
+        if (j->seq)
+            ft->req_failed = j->seq;
+    } else {
+        ft->failure[0] = 0;
+        ft->done_step = j->step;
+        ft->done_secs = j->secs;
+        ft->done_files = j->files;
+        ft->done_written = j->written;
+        ft->done_reused = j->reused;
+        ft->done_bytes = j->bytes;
+        if (j->seq > ft->req_done)
+            ft->req_done = j->seq;
+    }
+    pthread_mutex_unlock(&ft->mu);
+    if (j->rc) {
+        fprintf(stderr, "sluice: %s\n", ft->failure);
+        job_free(j);
+        return;
+    }
+    cache_from(ft, j);
+    job_free(ft->prev);
+    ft->prev = j;
+    if (ft->kept_steps[1] != j->step) {
+        ft->kept_steps[0] = ft->kept_steps[1];
+        ft->kept_seqs[0] = ft->kept_seqs[1];
+        ft->kept_steps[1] = j->step;
+        ft->kept_seqs[1] = j->ingress_seq;
+    }
+    ft_prune_logs(p, ft->kept_steps[0], ft->kept_seqs[0]);
+}
+
+static bool job_finished(Ft *ft)
+{
+    pthread_mutex_lock(&ft->mu);
+    bool d = ft->job && ft->job_done;
+    pthread_mutex_unlock(&ft->mu);
+    return d;
+}
+
+static void job_wait(Ft *ft)
+{
+    pthread_mutex_lock(&ft->mu);
+    while (ft->job && !ft->job_done)
+        pthread_cond_wait(&ft->cv, &ft->mu);
+    pthread_mutex_unlock(&ft->mu);
+}
+
+bool ft_wants(Pipeline *p)
+{
+    Ft *ft = p->ft;
+    if (!ft)
+        return false;
+    pthread_mutex_lock(&ft->mu);
+    bool w = ft->requested || (ft->job && ft->job_done);
+    pthread_mutex_unlock(&ft->mu);
+    return w;
+}
+
+int ft_tick(Pipeline *p, bool final, Err *err)
+{
+    Ft *ft = p->ft;
+    if (!ft)
+        return 0;
+    if (final)
+        job_wait(ft);
+    if (ft->job && job_finished(ft))
+        collect_job(p);
+    if (ft->job || p->txn != TX_NONE || p->pend.rows > 0)
+        return 0;
+    pthread_mutex_lock(&ft->mu);
+    bool req = ft->requested;
+    int64_t seq = ft->req_seq;
+    pthread_mutex_unlock(&ft->mu);
+    bool periodic = ft->mode != FT_NONE && ft->interval > 0 && ft->dirty &&
+                    pipe_now() - ft->last_time >= ft->interval;
+    bool at_stop = final && (ft->dirty || ft->last_step != rt_steps(p->rt));
+    if (!req && !periodic && !at_stop)
+        return 0;
+    pthread_mutex_lock(&ft->mu);
+    ft->requested = false;
+    pthread_mutex_unlock(&ft->mu);
+    if (start_job(p, req ? seq : 0, err))
+        return err->code;
+    if (final) {
+        job_wait(ft);
+        collect_job(p);
+        if (ft->prev && ft->prev->step == rt_steps(p->rt))
+            fprintf(stderr, "sluice: checkpoint at step %lld written to %s (%.3f s)\n",
+                    (long long)ft->prev->step, store_dir(ft->st), ft->prev->secs);
+    }
+    return 0;
+}
+
+int pipeline_checkpoint(Pipeline *p, int64_t *seq)
+{
+    Ft *ft = p->ft;
+    *seq = 0;
+    if (!ft)
+        return PIPE_CONFLICT;
+    pthread_mutex_lock(&ft->mu);
+    if (!ft->requested)
+        ft->req_seq++;
+    ft->requested = true;
+    *seq = ft->req_seq;
+    pthread_mutex_unlock(&ft->mu);
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out)
+{
+    memset(out, 0, sizeof(*out));
+    Ft *ft = p->ft;
+    out->last_step = -1;
+    if (!ft) {
+        out->mode = "none";
+        return;
+    }
+    out->enabled = true;
+    out->mode = mode_name(ft->mode);
+    pthread_mutex_lock(&ft->mu);
+    out->requested = ft->req_seq;
+    out->completed = ft->req_done;
+    out->failed = ft->req_failed;
+    out->last_step = ft->done_step;
+    out->last_secs = ft->done_secs;
+    out->last_files = ft->done_files;
+    out->last_written = ft->done_written;
+    out->last_reused = ft->done_reused;
+    out->last_bytes = ft->done_bytes;
+    out->in_progress = ft->job && !ft->job_done;
+    snprintf(out->failure, sizeof(out->failure), "%s", ft->failure);
+    pthread_mutex_unlock(&ft->mu);
+}
+
+/* ---------------------------------------------------------------- restore */
+
+static int64_t jint(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+/* Load the state of manifest m into p->rt. SL_EIO (err says why) when a
+   file is corrupt or does not fit the program: the caller falls back. */
+static int load_state(Pipeline *p, const cJSON *m, Err *err)
+{
+    Ft *ft = p->ft;
+    int nn = p->c->nnodes;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(m, "state"))
+    {
+        int node = (int)jint(e, "node"), w = (int)jint(e, "worker");
+        const cJSON *files = cJSON_GetObjectItemCaseSensitive(e, "files");
+        int n = cJSON_GetArraySize(files);
+        if (node < 0 || node >= nn || w < 0 || w >= p->W || !rt_stateful(p->rt, node))
+            return err_set(err, SL_EIO, "state of node %d, worker %d does not fit the program",
+                           node, w);
+        Batch **bs = sl_calloc((size_t)n + 1, sizeof(Batch *));
+        int k = 0, rc = 0;
+        const cJSON *f;
+        cJSON_ArrayForEach(f, files)
+        {
+            if (!cJSON_IsString(f) || (rc = store_get_batch(ft->st, f->valuestring, &bs[k], err)))
+                break;
+            k++;
+        }
+        if (!rc && k != n)
+            rc = err_set(err, SL_EIO, "state of node %d lists a file that is not a name", node);
+        if (!rc)
+            rc = rt_load(p->rt, w, node, bs, n, err);
+        for (int i = 0; i < k; i++)
+            batch_unref(bs[i]);
+        sl_free(bs);
+        if (rc)
+            return SL_EIO;
+    }
+    return 0;
+}
+
+/* Positions and counters of manifest m. */
+static int load_positions(Pipeline *p, const cJSON *m, Err *err)
+{
+    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(m, "inputs");
+    const cJSON *outs = cJSON_GetObjectItemCaseSensitive(m, "outputs");
+    if (cJSON_GetArraySize(ins) != p->cs.nin || cJSON_GetArraySize(outs) != p->cs.nout)
+        return err_set(err, SL_EIO, "the checkpoint has %d inputs and %d outputs, the program "
+                       "%d and %d", cJSON_GetArraySize(ins), cJSON_GetArraySize(outs),
+                       p->cs.nin, p->cs.nout);
+    for (int j = 0; j < p->cs.nin; j++) {
+        const cJSON *e = cJSON_GetArrayItem(ins, j);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
+        InPos pos = {{(int64_t)cJSON_GetArrayItem(v, 0)->valuedouble,
+                      (int64_t)cJSON_GetArrayItem(v, 1)->valuedouble},
+                     jint(e, "rows"), jint(e, "errors"), jint(e, "bytes")};
+        if (input_seek(p->cs.in[j], &pos, err))
+            return err->code;
+    }
+    for (int j = 0; j < p->cs.nout; j++) {
+        const cJSON *e = cJSON_GetArrayItem(outs, j);
+        output_set_counts(p->cs.out[j], jint(e, "records"), jint(e, "bytes"));
+    }
+    p->rows = jint(m, "rows");
+    p->txn_id = jint(m, "txn_id");
+    return 0;
+}
+
+/* Output offsets to truncate to: the last journal record's (before its
+   step, which runs again), else the checkpoint's, else 0. */
+static int truncate_outputs(Pipeline *p, const cJSON *m, Err *err)
+{
+    Ft *ft = p->ft;
+    const cJSON *outs = m ? cJSON_GetObjectItemCaseSensitive(m, "outputs") : NULL;
+    for (int j = 0; j < p->cs.nout; j++) {
+        int64_t off = 0;
+        int last = ft->nrecs - 1;
+        while (last >= 0 && ft->recs[last].step < 0) /* skip records */
+            last--;
+        if (last >= 0)
+            off = ft->recs[last].out_off[j];
+        else if (outs)
+            off = jint(cJSON_GetArrayItem(outs, j), "offset");
+        if (off < 0)
+            off = 0;
+        if (output_truncate(p->cs.out[j], off, err))
+            return err->code;
+    }
+    return 0;
+}
+
+/* Refuse storage written by another program or worker count. */
+static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
+{
+    const cJSON *fp = cJSON_GetObjectItemCaseSensitive(m, "fingerprint");
+    char mine[32];
+    snprintf(mine, sizeof(mine), "%016" PRIx64, p->o.fingerprint);
+    const char *dir = store_dir(p->ft->st);
+    if (!cJSON_IsString(fp) || strcmp(fp->valuestring, mine))
+        return err_set(err, SL_ECONFIG,
+                       "storage %s holds a checkpoint (step %lld) of a different program "
+                       "(fingerprint %s; this program's is %s): start with the program that "
+                       "wrote it, or use a new storage directory",
+                       dir, (long long)step, cJSON_IsString(fp) ? fp->valuestring : "missing",
+                       mine);
+    if (jint(m, "workers") != p->W)
+        return err_set(err, SL_ECONFIG,
+                       "storage %s holds a checkpoint (step %lld) written with %lld worker%s; "
+                       "this run has %d: restart with --workers %lld (changing the worker "
+                       "count of a checkpoint is not supported yet)",
+                       dir, (long long)step, (long long)jint(m, "workers"),
+                       jint(m, "workers") == 1 ? "" : "s", p->W, (long long)jint(m, "workers"));
+    if (jint(m, "nodes") != p->c->nnodes)
+        return err_set(err, SL_ECONFIG, "storage %s: the checkpoint's circuit has %lld nodes, "
+                       "this program's %d", dir, (long long)jint(m, "nodes"), p->c->nnodes);
+    return 0;
+}
+
+static void *writer_start(Pipeline *p)
+{
+    Ft *ft = p->ft;
+    if (pthread_create(&ft->thr, NULL, writer_main, p) == 0)
+        ft->thr_started = true;
+    return NULL;
+}
+
+int ft_open(Pipeline *p, Err *err)
+{
+    const char *dir = p->o.storage;
+    if (!dir)
+        return 0;
+    if (!strncmp(dir, "s3://", 5))
+        return err_set(err, SL_ECONFIG, "--storage %s: S3 storage is not supported yet; give "
+                       "a local (or network-mounted) directory", dir);
+    Ft *ft = sl_calloc(1, sizeof(*ft));
+    p->ft = ft;
+    ft->mode = p->o.fault_tolerance;
+    ft->interval = p->o.checkpoint_interval;
+    ft->last_step = -1;
+    ft->done_step = -1;
+    ft->kept_steps[0] = ft->kept_steps[1] = -1;
+    pthread_mutex_init(&ft->mu, NULL);
+    pthread_cond_init(&ft->cv, NULL);
+    if (store_open(dir, &ft->st, err))
+        return err->code;
+    uint64_t below = UINT64_MAX, step = 0;
+    cJSON *m = NULL;
+    for (;;) {
+        char *json = NULL, *skipped = NULL;
+        int rc = store_manifest_before(ft->st, below, &step, &json, &skipped, err);
+        if (skipped) {
+            fprintf(stderr, "sluice: storage: %s", skipped);
+            sl_free(skipped);
+        }
+        if (rc)
+            return rc;
+        if (!json)
+            break;
+        m = cJSON_Parse(json);
+        sl_free(json);
+        if (!m)
+            return err_set(err, SL_EIO, "storage %s: manifest of step %llu does not parse", dir,
+                           (unsigned long long)step);
+        if (check_identity(p, m, (int64_t)step, err)) {
+            cJSON_Delete(m);
+            return err->code;
+        }
+        Err le = {0};
+        if (!load_state(p, m, &le))
+            break;
+        fprintf(stderr, "sluice: storage: the checkpoint at step %llu is unusable (%s); "
+                        "falling back to the previous one\n",
+                (unsigned long long)step, le.msg);
+        cJSON_Delete(m);
+        m = NULL;
+        rt_free(p->rt); /* state may be half loaded: start from fresh instances */
+        p->rt = rt_new(p->c, p->W);
+        below = step;
+    }
+    int64_t cstep = m ? (int64_t)step : 0, cseq = m ? jint(m, "ingress_seq") : 0;
+    int rc = 0;
+    if (m) {
+        rt_set_steps(p->rt, cstep);
+        rc = load_positions(p, m, err);
+    }
+    if (!rc)
+        rc = ft_read_logs(p, cstep, cseq, err);
+    if (!rc && !m && below != UINT64_MAX && ft->nrecs == 0 && cstep == 0)
+        fprintf(stderr, "sluice: storage: no usable checkpoint; starting from the beginning\n");
+    if (!rc)
+        rc = truncate_outputs(p, m, err);
+    ft->ing_consumed = cseq;
+    ft->kept_steps[0] = ft->kept_steps[1] = m ? cstep : -1;
+    ft->kept_seqs[0] = ft->kept_seqs[1] = cseq;
+    ft->last_step = m ? cstep : -1;
+    ft->last_time = pipe_now();
+    if (m)
+        fprintf(stderr, "sluice: storage %s: resuming from the checkpoint at step %lld "
+                        "(%d journaled step%s to replay, %d logged HTTP input%s)\n",
+                dir, (long long)cstep, ft->nrecs, ft->nrecs == 1 ? "" : "s", ft->nirecs,
+                ft->nirecs == 1 ? "" : "s");
+    else if (ft->nrecs || ft->nirecs)
+        fprintf(stderr, "sluice: storage %s: no checkpoint yet; replaying %d journaled step%s "
+                        "and %d logged HTTP input%s\n",
+                dir, ft->nrecs, ft->nrecs == 1 ? "" : "s", ft->nirecs,
+                ft->nirecs == 1 ? "" : "s");
+    cJSON_Delete(m);
+    if (!rc)
+        rc = ft_rotate(p, err);
+    if (!rc)
+        writer_start(p);
+    return rc;
+}
+
+void ft_close(Pipeline *p)
+{
+    Ft *ft = p->ft;
+    if (!ft)
+        return;
+    if (ft->thr_started) {
+        job_wait(ft);
+        pthread_mutex_lock(&ft->mu);
+        ft->quit = true;
+        pthread_cond_broadcast(&ft->cv);
+        pthread_mutex_unlock(&ft->mu);
+        pthread_join(ft->thr, NULL);
+    }
+    if (ft->job)
+        job_free(ft->job);
+    job_free(ft->prev);
+    sl_free(ft->cache);
+    ft_logs_free(p);
+    store_close(ft->st);
+    pthread_mutex_destroy(&ft->mu);
+    pthread_cond_destroy(&ft->cv);
+    sl_free(ft);
+    p->ft = NULL;
+}

@@ -1,0 +1,96 @@
+/*
+ * pipeline/ft_int.h - the fault-tolerance state shared by ckpt.c
+ * (checkpoints: writer thread, manifests, restore) and journal.c (step
+ * journal, HTTP ingress log, replay). See docs/fault-tolerance.md.
+ *
+ * Files in the storage directory (besides storage.h's batch files and
+ * manifests):
+ *   journal-<step>-<uniq>.log   journal records of the steps after <step>
+ *   ingress-<seq>-<uniq>.log    HTTP input from sequence number <seq> on
+ * A new segment of each starts at every checkpoint and at every start, so
+ * old segments can be deleted whole once no kept checkpoint needs them.
+ */
+#ifndef SL_PIPELINE_FT_INT_H
+#define SL_PIPELINE_FT_INT_H
+
+#include "../storage/storage.h"
+#include "pipeline_int.h"
+
+/* A batch written by the last checkpoint, by identity (batches are
+   immutable, and the checkpoint's references keep the address alive). */
+typedef struct CkName {
+    const Batch *b;
+    char name[STORE_NAME_MAX];
+} CkName;
+
+/* One checkpoint on its way to storage. */
+typedef struct CkJob {
+    int64_t seq;              /* the request it answers (0: periodic) */
+    int64_t step;
+    int nlists;               /* workers * nodes */
+    BatchList *lists;         /* state per (worker, node) */
+    char **names;             /* per batch of lists, in order: its file */
+    char *meta;               /* manifest JSON members besides state/files */
+    int64_t ingress_seq;
+    /* results (writer) */
+    int rc;
+    char err[256];
+    double secs;
+    int64_t files, written, reused, bytes;
+} CkJob;
+
+/* A journal record read back at restart. */
+typedef struct JRec {
+    int64_t step, seq_hi;
+    int nin, nout;
+    int64_t *rows;            /* per input connector */
+    InPos *pos;               /* after the step */
+    uint64_t *hash;
+    int64_t *out_off;         /* per output: offset before the step */
+} JRec;
+
+/* An ingress log record read back at restart. */
+typedef struct IRec {
+    int64_t seq;
+    uint8_t *p;               /* the payload (owned) */
+    size_t n;
+} IRec;
+
+struct Ft {
+    Store *st;
+    int mode;                 /* FT_* */
+    double interval;
+    double last_time;         /* when the last checkpoint was started */
+    int64_t last_step;        /* its step (-1: none this run) */
+    bool dirty;               /* a step ran since */
+    /* logs */
+    Log *journal;             /* current journal segment (exactly_once) */
+    Log *ingress;             /* current ingress segment (p->mu) */
+    int64_t ing_seq;          /* last ingress sequence number given (p->mu) */
+    int64_t ing_consumed;     /* newest one a completed step consumed */
+    JRec *recs;               /* restart: journaled steps to replay */
+    int nrecs;
+    IRec *irecs;              /* restart: logged input after the checkpoint */
+    int nirecs;
+    /* the writer thread */
+    pthread_t thr;
+    bool thr_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;        /* writer: a job or quit; controller: job done */
+    CkJob *job;               /* being written */
+    bool job_done, quit;
+    CkJob *prev;              /* the last completed job (its names are the cache) */
+    CkName *cache;            /* sorted by address */
+    int ncache;
+    int64_t kept_steps[2];    /* steps of the checkpoints kept (-1: none) */
+    int64_t kept_seqs[2];     /* their ingress watermarks */
+    /* status (mu) */
+    int64_t req_seq, req_done, req_failed;
+    bool requested;
+    int64_t done_step;
+    double done_secs;
+    int64_t done_files, done_written, done_reused, done_bytes;
+    char failure[256];
+};
+
+#endif

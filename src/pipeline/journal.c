@@ -1,0 +1,654 @@
+/*
+ * pipeline/journal.c - what a restart needs beyond the checkpoint.
+ *
+ * The step journal (exactly_once): before a step runs, one record says
+ * what it consumed — per input connector the rows taken, the position
+ * after them and a hash of the rows; the newest HTTP ingress record taken;
+ * and every output file's offset before the step's output — and is made
+ * durable (with the outputs written so far) before the step's outputs can
+ * leave. A record of kind SKIP says input was read and thrown away (an
+ * aborted transaction). Replay (ft_replay) re-reads exactly those rows,
+ * checks count, position and hash, and runs the same steps; outputs of
+ * all but the last replayed step are already in the files, which were
+ * truncated to the last record's offsets, so the files come out
+ * byte-identical to an uninterrupted run's.
+ *
+ * The ingress log (exactly_once, at_least_once): HTTP input is appended,
+ * with a sequence number, under the queue lock (so log order is queue
+ * order) and synced before the request is acknowledged (group commit).
+ * At restart, records after the checkpoint's watermark feed the journaled
+ * steps that consumed them, and the rest go back into the queue.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "../base/mem.h"
+#include "../zset/key.h"
+#include "ft_int.h"
+
+enum { J_STEP = 1, J_SKIP = 2 };
+
+/* ---------------------------------------------------------------- bytes */
+
+typedef struct Rd {
+    const uint8_t *p, *end;
+    bool bad;
+} Rd;
+
+static void put64(Buf *b, int64_t v) { buf_append(b, &v, 8); }
+static void put32(Buf *b, int32_t v) { buf_append(b, &v, 4); }
+
+static int64_t get64(Rd *r)
+{
+    int64_t v = 0;
+    if (r->end - r->p < 8) {
+        r->bad = true;
+        return 0;
+    }
+    memcpy(&v, r->p, 8);
+    r->p += 8;
+    return v;
+}
+
+static int32_t get32(Rd *r)
+{
+    int32_t v = 0;
+    if (r->end - r->p < 4) {
+        r->bad = true;
+        return 0;
+    }
+    memcpy(&v, r->p, 4);
+    r->p += 4;
+    return v;
+}
+
+/* ---------------------------------------------------------------- row hashes */
+
+/* Split-independent: a sum over rows, so the same rows cut into other
+   pieces hash the same. Generated rows stand for themselves by index. */
+uint64_t ft_hash_pieces(const Piece *list, uint64_t h)
+{
+    for (const Piece *pc = list; pc; pc = pc->next) {
+        if (!pc->chunk) {
+            uint64_t n = (uint64_t)pc->count, s = (uint64_t)pc->start;
+            uint64_t idx_sum = n * s + (n * (n - 1)) / 2;
+            h += 0x9e3779b97f4a7c15ull * (uint64_t)(pc->plan + 1) * n +
+                 0xc2b2ae3d27d4eb4full * idx_sum + (pc->negate ? 0x165667b19e3779f9ull * n : 0);
+            continue;
+        }
+        const Chunk *c = pc->chunk;
+        for (int64_t r = 0; r < c->n; r++) {
+            uint64_t rh = XXH64(&c->w[r], 8, 0);
+            for (int j = 0; j < c->ncol; j++) {
+                const Vec *v = &c->col[j];
+                if (v->nul && v->nul[r]) {
+                    rh = XXH64("N", 1, rh);
+                    continue;
+                }
+                if (v->i)
+                    rh = XXH64(&v->i[r], 8, rh);
+                else if (v->f)
+                    rh = XXH64(&v->f[r], 8, rh);
+                else if (v->s)
+                    rh = XXH64(v->s[r].p, v->s[r].n, rh);
+            }
+            h += rh;
+        }
+    }
+    return h;
+}
+
+/* ---------------------------------------------------------------- segments */
+
+static uint64_t uniq(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int ft_rotate(Pipeline *p, Err *err)
+{
+    Ft *ft = p->ft;
+    char name[96];
+    if (ft->mode == FT_EXACTLY_ONCE) {
+        snprintf(name, sizeof(name), "journal-%020lld-%016" PRIx64 ".log",
+                 (long long)rt_steps(p->rt), uniq());
+        Log *l;
+        if (log_create(ft->st, name, &l, err))
+            return err->code;
+        log_close(ft->journal);
+        ft->journal = l;
+    }
+    if (ft->mode != FT_NONE) {
+        pthread_mutex_lock(&p->mu);
+        snprintf(name, sizeof(name), "ingress-%020lld-%016" PRIx64 ".log",
+                 (long long)ft->ing_seq + 1, uniq());
+        Log *l;
+        int rc = log_create(ft->st, name, &l, err);
+        if (!rc && ft->ingress) {
+            /* everything in the old segment is durable before it is let go;
+               a pusher still syncing it finds nothing left to do */
+            rc = log_sync(ft->ingress, UINT64_MAX, err);
+            log_release(ft->ingress);
+        }
+        if (!rc)
+            ft->ingress = l;
+        pthread_mutex_unlock(&p->mu);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static bool seg_start(const char *name, const char *prefix, int64_t *start)
+{
+    size_t pn = strlen(prefix);
+    if (strncmp(name, prefix, pn))
+        return false;
+    char *end;
+    long long v = strtoll(name + pn, &end, 10);
+    if (end == name + pn || *end != '-')
+        return false;
+    *start = v;
+    return true;
+}
+
+void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq)
+{
+    Ft *ft = p->ft;
+    if (oldest_step < 0)
+        return;
+    char **names;
+    int n;
+    Err err = {0};
+    if (store_list(ft->st, "journal-", &names, &n, &err) == 0) {
+        for (int i = 0; i < n; i++) {
+            int64_t s;
+            if (seg_start(names[i], "journal-", &s) && s < oldest_step &&
+                (!ft->journal || strcmp(names[i], log_name(ft->journal))))
+                store_remove(ft->st, names[i], &err);
+        }
+        store_list_free(names, n);
+    }
+    if (store_list(ft->st, "ingress-", &names, &n, &err) == 0) {
+        pthread_mutex_lock(&p->mu);
+        const char *cur = ft->ingress ? log_name(ft->ingress) : "";
+        for (int i = 0; i + 1 < n; i++) {
+            int64_t next;
+            if (seg_start(names[i + 1], "ingress-", &next) && next - 1 <= oldest_seq &&
+                strcmp(names[i], cur))
+                store_remove(ft->st, names[i], &err);
+        }
+        pthread_mutex_unlock(&p->mu);
+        store_list_free(names, n);
+    }
+}
+
+/* ---------------------------------------------------------------- the journal */
+
+static void put_record(Pipeline *p, Pending *pd, int kind, Buf *b)
+{
+    put32(b, kind);
+    put64(b, rt_steps(p->rt) + (kind == J_STEP));
+    put64(b, pd->max_seq > p->ft->ing_consumed ? pd->max_seq : p->ft->ing_consumed);
+    put32(b, p->cs.nin);
+    for (int j = 0; j < p->cs.nin; j++) {
+        InPos pos;
+        input_pos(p->cs.in[j], &pos);
+        put64(b, pd->conn_rows[j]);
+        put64(b, pos.v[0]);
+        put64(b, pos.v[1]);
+        put64(b, pos.rows);
+        put64(b, pos.errors);
+        put64(b, pos.bytes);
+        put64(b, (int64_t)pd->conn_hash[j]);
+    }
+    put32(b, p->cs.nout);
+    for (int j = 0; j < p->cs.nout; j++)
+        put64(b, output_offset(p->cs.out[j]));
+}
+
+static int journal_write(Pipeline *p, Pending *pd, int kind, Err *err)
+{
+    Ft *ft = p->ft;
+    if (!ft || ft->mode != FT_EXACTLY_ONCE || p->replaying)
+        return 0;
+    /* the HTTP input this step takes, and the outputs before it, are
+       durable before the journal says the step happened */
+    if (pd->max_seq > 0) {
+        pthread_mutex_lock(&p->mu);
+        Log *ing = ft->ingress;
+        log_ref(ing);
+        pthread_mutex_unlock(&p->mu);
+        int rc = log_sync(ing, UINT64_MAX, err);
+        log_release(ing);
+        if (rc)
+            return rc;
+    }
+    for (int j = 0; j < p->cs.nout; j++)
+        if (output_sync(p->cs.out[j], err))
+            return err->code;
+    Buf b = BUF_INIT;
+    put_record(p, pd, kind, &b);
+    int rc = log_append(ft->journal, b.p, b.n, "journal", NULL, err);
+    buf_free(&b);
+    if (!rc)
+        rc = log_sync(ft->journal, UINT64_MAX, err);
+    return rc;
+}
+
+int ft_journal_step(Pipeline *p, Pending *pd, Err *err) { return journal_write(p, pd, J_STEP, err); }
+
+int ft_journal_discard(Pipeline *p, Pending *pd, Err *err)
+{
+    if (p->ft && pd->max_seq > p->ft->ing_consumed)
+        p->ft->ing_consumed = pd->max_seq;
+    return journal_write(p, pd, J_SKIP, err);
+}
+
+void ft_step_done(Pipeline *p, Pending *pd)
+{
+    Ft *ft = p->ft;
+    if (!ft)
+        return;
+    if (pd->max_seq > ft->ing_consumed)
+        ft->ing_consumed = pd->max_seq;
+    ft->dirty = true;
+}
+
+/* ---------------------------------------------------------------- the ingress log */
+
+/* Payload: seq, rel, rows; per row: weight, update flag (+ the present
+   columns), length and row encoding. */
+static void ingress_encode(InBatch *b, Buf *out)
+{
+    put64(out, b->seq);
+    put32(out, b->rel);
+    put64(out, inbatch_count(b));
+    UpdMark *m = b->upd;
+    Buf row = BUF_INIT;
+    for (Piece *pc = b->head; pc; pc = pc->next) {
+        Chunk *c = pc->chunk;
+        for (int64_t r = 0; r < c->n; r++) {
+            put64(out, c->w[r]);
+            bool upd = m && m->c == c && m->row == r;
+            buf_append(out, &(uint8_t){upd}, 1);
+            if (upd) {
+                buf_append(out, m->present, (size_t)b->ncol);
+                m = m->next;
+            }
+            buf_reset(&row);
+            key_encode_row(c, r, &row);
+            put32(out, (int32_t)row.n);
+            buf_append(out, row.p, row.n);
+        }
+    }
+    buf_free(&row);
+}
+
+static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, Err *err)
+{
+    Rd r = {data, data + n, false};
+    int64_t seq = get64(&r);
+    int rel = get32(&r);
+    int64_t rows = get64(&r);
+    if (r.bad || rel < 0 || rel >= p->c->nrels || !p->c->rels[rel].is_table) {
+        err_set(err, SL_EIO, "ingress log record %lld names no table", (long long)seq);
+        return NULL;
+    }
+    InBatch *b = inbatch_new(p->c, rel);
+    b->seq = seq;
+    /* the row encodings stay in the batch's arena: decoded strings point there */
+    uint8_t *copy = arena_alloc(b->a, n ? n : 1);
+    memcpy(copy, data, n);
+    r = (Rd){copy + (r.p - data), copy + n, false};
+    for (int64_t i = 0; i < rows && !r.bad; i++) {
+        int64_t w = get64(&r);
+        if (r.p >= r.end) {
+            r.bad = true;
+            break;
+        }
+        bool upd = *r.p++;
+        const uint8_t *present = NULL;
+        if (upd) {
+            if (r.end - r.p < b->ncol) {
+                r.bad = true;
+                break;
+            }
+            present = r.p;
+            r.p += b->ncol;
+        }
+        int32_t len = get32(&r);
+        if (r.bad || len < 0 || r.end - r.p < len) {
+            r.bad = true;
+            break;
+        }
+        Chunk *c = inbatch_room(b);
+        key_decode(r.p, b->types, b->ncol, c, 0, c->n);
+        c->w[c->n] = w;
+        c->n++;
+        r.p += len;
+        if (upd)
+            inbatch_mark_update(b, present);
+    }
+    if (r.bad) {
+        inbatch_free(b);
+        err_set(err, SL_EIO, "ingress log record %lld is malformed", (long long)seq);
+        return NULL;
+    }
+    return b;
+}
+
+int ft_log_ingress(Pipeline *p, InBatch *b, Log **log, uint64_t *end, Err *err)
+{
+    Ft *ft = p->ft;
+    *log = NULL;
+    if (!ft || ft->mode == FT_NONE)
+        return 0;
+    b->seq = ++ft->ing_seq;
+    Buf enc = BUF_INIT;
+    ingress_encode(b, &enc);
+    int rc = log_append(ft->ingress, enc.p, enc.n, "ingress", end, err);
+    buf_free(&enc);
+    if (rc) {
+        ft->ing_seq--;
+        b->seq = 0;
+        return rc;
+    }
+    log_ref(ft->ingress);
+    *log = ft->ingress;
+    return 0;
+}
+
+int ft_sync_ingress(Log *log, uint64_t end, Err *err)
+{
+    if (!log)
+        return 0;
+    int rc = log_sync(log, end, err);
+    log_release(log);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- restart */
+
+typedef struct ReadCtx {
+    Pipeline *p;
+    int64_t after;            /* journal: steps after this; ingress: seqs after */
+    int64_t next;             /* journal: the step expected next */
+    Err *err;
+} ReadCtx;
+
+static int on_journal(void *arg, const uint8_t *data, size_t n)
+{
+    ReadCtx *x = arg;
+    Pipeline *p = x->p;
+    Ft *ft = p->ft;
+    Rd r = {data, data + n, false};
+    int kind = get32(&r);
+    int64_t step = get64(&r), seq_hi = get64(&r);
+    int nin = get32(&r);
+    if (r.bad || (kind != J_STEP && kind != J_SKIP) || nin != p->cs.nin)
+        return err_set(x->err, SL_EIO, "journal record does not fit the program (%d inputs)",
+                       nin);
+    JRec j = {.step = step, .seq_hi = seq_hi, .nin = nin};
+    j.rows = sl_calloc((size_t)nin + 1, sizeof(int64_t));
+    j.pos = sl_calloc((size_t)nin + 1, sizeof(InPos));
+    j.hash = sl_calloc((size_t)nin + 1, sizeof(uint64_t));
+    for (int i = 0; i < nin; i++) {
+        j.rows[i] = get64(&r);
+        j.pos[i].v[0] = get64(&r);
+        j.pos[i].v[1] = get64(&r);
+        j.pos[i].rows = get64(&r);
+        j.pos[i].errors = get64(&r);
+        j.pos[i].bytes = get64(&r);
+        j.hash[i] = (uint64_t)get64(&r);
+    }
+    j.nout = get32(&r);
+    j.out_off = sl_calloc((size_t)j.nout + 1, sizeof(int64_t));
+    for (int i = 0; i < j.nout && !r.bad; i++)
+        j.out_off[i] = get64(&r);
+    if (kind == J_SKIP)
+        j.step = -j.step - 1; /* marks a skip; never a real step */
+    bool keep = kind == J_STEP ? step > x->after : step >= x->after;
+    if (r.bad || j.nout != p->cs.nout) {
+        sl_free(j.rows);
+        sl_free(j.pos);
+        sl_free(j.hash);
+        sl_free(j.out_off);
+        return err_set(x->err, SL_EIO, "journal record of step %lld is malformed",
+                       (long long)step);
+    }
+    if (kind == J_STEP && keep && step != x->next) {
+        sl_free(j.rows);
+        sl_free(j.pos);
+        sl_free(j.hash);
+        sl_free(j.out_off);
+        if (step < x->next)
+            return 0; /* already have it (cannot happen; be lenient) */
+        return err_set(x->err, SL_EIO, "the journal is missing step %lld (next found: %lld)",
+                       (long long)x->next, (long long)step);
+    }
+    if (!keep) {
+        sl_free(j.rows);
+        sl_free(j.pos);
+        sl_free(j.hash);
+        sl_free(j.out_off);
+        return 0;
+    }
+    if (kind == J_STEP)
+        x->next++;
+    ft->recs = sl_realloc(ft->recs, sizeof(JRec) * (size_t)(ft->nrecs + 1));
+    ft->recs[ft->nrecs++] = j;
+    return 0;
+}
+
+static int on_ingress(void *arg, const uint8_t *data, size_t n)
+{
+    ReadCtx *x = arg;
+    Ft *ft = x->p->ft;
+    if (n < 8)
+        return 0;
+    int64_t seq;
+    memcpy(&seq, data, 8);
+    if (seq > ft->ing_seq)
+        ft->ing_seq = seq;
+    if (seq <= x->after)
+        return 0;
+    ft->irecs = sl_realloc(ft->irecs, sizeof(IRec) * (size_t)(ft->nirecs + 1));
+    IRec *r = &ft->irecs[ft->nirecs++];
+    r->seq = seq;
+    r->n = n;
+    r->p = sl_malloc(n);
+    memcpy(r->p, data, n);
+    return 0;
+}
+
+static int scan_all(Pipeline *p, const char *prefix, LogFn cb, ReadCtx *x, Err *err)
+{
+    char **names;
+    int n;
+    if (store_list(p->ft->st, prefix, &names, &n, err))
+        return err->code;
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        bool torn;
+        rc = log_scan(p->ft->st, names[i], cb, x, &torn, err);
+        if (!rc && torn)
+            fprintf(stderr, "sluice: storage: %s ends in a torn record (the process died while "
+                            "writing it); ignoring that record\n", names[i]);
+    }
+    store_list_free(names, n);
+    return rc;
+}
+
+int ft_read_logs(Pipeline *p, int64_t ckpt_step, int64_t ckpt_seq, Err *err)
+{
+    Ft *ft = p->ft;
+    ft->ing_seq = ckpt_seq;
+    ReadCtx x = {p, ckpt_step, ckpt_step + 1, err};
+    if (scan_all(p, "journal-", on_journal, &x, err))
+        return err->code;
+    /* trailing skip records after the last step stay (they advance inputs) */
+    ReadCtx y = {p, ckpt_seq, 0, err};
+    if (scan_all(p, "ingress-", on_ingress, &y, err))
+        return err->code;
+    return 0;
+}
+
+void ft_logs_free(Pipeline *p)
+{
+    Ft *ft = p->ft;
+    for (int i = 0; i < ft->nrecs; i++) {
+        sl_free(ft->recs[i].rows);
+        sl_free(ft->recs[i].pos);
+        sl_free(ft->recs[i].hash);
+        sl_free(ft->recs[i].out_off);
+    }
+    sl_free(ft->recs);
+    ft->recs = NULL;
+    ft->nrecs = 0;
+    for (int i = 0; i < ft->nirecs; i++)
+        sl_free(ft->irecs[i].p);
+    sl_free(ft->irecs);
+    ft->irecs = NULL;
+    ft->nirecs = 0;
+    log_close(ft->journal);
+    ft->journal = NULL;
+    if (ft->ingress)
+        log_release(ft->ingress);
+    ft->ingress = NULL;
+}
+
+/* Read exactly rec's rows of connector j into pd, checking where they end
+   and what they hash to. */
+static int replay_input(Pipeline *p, Pending *pd, const JRec *rec, int j, Err *err)
+{
+    InputConn *ic = p->cs.in[j];
+    int64_t want = rec->rows[j], got = 0;
+    input_set_replay(ic, true);
+    while (got < want) {
+        Piece *list = NULL;
+        int64_t n = input_next(ic, want - got, pd->a, 1, &list, err);
+        if (n < 0) {
+            input_set_replay(ic, false);
+            return err->code;
+        }
+        if (n == 0)
+            break;
+        pipe_add_input(p, pd, j, list, n);
+        got += n;
+    }
+    input_set_replay(ic, false);
+    InPos pos;
+    input_pos(ic, &pos);
+    if (got != want || pos.v[0] != rec->pos[j].v[0] || pos.v[1] != rec->pos[j].v[1] ||
+        pd->conn_hash[j] != rec->hash[j])
+        return err_set(err, SL_EIO,
+                       "replaying step %lld: %s gave %lld rows ending at (%lld, %lld), but the "
+                       "journal recorded %lld rows ending at (%lld, %lld)%s; its input changed "
+                       "since the step ran, so replaying it would give different results. "
+                       "Restore the input or start over with a new storage directory",
+                       (long long)rec->step, input_name(ic), (long long)got,
+                       (long long)pos.v[0], (long long)pos.v[1], (long long)want,
+                       (long long)rec->pos[j].v[0], (long long)rec->pos[j].v[1],
+                       got == want && pd->conn_hash[j] != rec->hash[j] ? " with other contents"
+                                                                       : "");
+    return 0;
+}
+
+/* Logged HTTP input with seq <= hi, in order, into pd (or dropped). */
+static int replay_ingress(Pipeline *p, Pending *pd, int *next, int64_t hi, bool keep, Err *err)
+{
+    Ft *ft = p->ft;
+    while (*next < ft->nirecs && ft->irecs[*next].seq <= hi) {
+        IRec *r = &ft->irecs[(*next)++];
+        if (!keep)
+            continue;
+        InBatch *b = ingress_decode(p, r->p, r->n, err);
+        if (!b)
+            return err->code;
+        b->rows = inbatch_count(b);
+        pipe_add_batch(p, pd, b);
+    }
+    return 0;
+}
+
+int ft_replay(Pipeline *p, Err *err)
+{
+    Ft *ft = p->ft;
+    if (!ft)
+        return 0;
+    int rc = 0, next = 0, last = -1;
+    for (int i = 0; i < ft->nrecs; i++)
+        if (ft->recs[i].step >= 0)
+            last = i;
+    double t0 = pipe_now();
+    int nsteps = 0;
+    p->replaying = true;
+    for (int i = 0; i < ft->nrecs && !rc; i++) {
+        JRec *rec = &ft->recs[i];
+        Pending *pd = &p->pend;
+        if (rec->step < 0) { /* a discarded transaction: skip what it read */
+            for (int j = 0; j < p->cs.nin && !rc; j++)
+                if (rec->rows[j] > 0)
+                    rc = input_seek(p->cs.in[j], &rec->pos[j], err);
+            if (!rc)
+                rc = replay_ingress(p, pd, &next, rec->seq_hi, false, err);
+            if (rec->seq_hi > ft->ing_consumed)
+                ft->ing_consumed = rec->seq_hi;
+            continue;
+        }
+        for (int j = 0; j < p->cs.nin && !rc; j++)
+            if (rec->rows[j] > 0)
+                rc = replay_input(p, pd, rec, j, err);
+        if (!rc)
+            rc = replay_ingress(p, pd, &next, rec->seq_hi, true, err);
+        if (rc)
+            break;
+        p->quiet_outputs = i != last;
+        rc = pipe_run_step(p, pd, err);
+        p->quiet_outputs = false;
+        nsteps++;
+    }
+    p->replaying = false;
+    if (!rc && nsteps)
+        fprintf(stderr, "sluice: replayed %d journaled step%s in %.3f s; now at step %lld\n",
+                nsteps, nsteps == 1 ? "" : "s", pipe_now() - t0, (long long)rt_steps(p->rt));
+    /* acknowledged HTTP input that no step consumed goes back in the queue */
+    int requeued = 0;
+    for (; !rc && next < ft->nirecs; next++) {
+        if (ft->irecs[next].seq <= ft->ing_consumed)
+            continue;
+        InBatch *b = ingress_decode(p, ft->irecs[next].p, ft->irecs[next].n, err);
+        if (!b) {
+            rc = err->code;
+            break;
+        }
+        inbox_requeue(p, b);
+        requeued++;
+    }
+    if (requeued)
+        fprintf(stderr, "sluice: %d acknowledged HTTP input batch%s from before the restart "
+                        "queued again\n",
+                requeued, requeued == 1 ? "" : "es");
+    for (int i = 0; i < ft->nrecs; i++) {
+        sl_free(ft->recs[i].rows);
+        sl_free(ft->recs[i].pos);
+        sl_free(ft->recs[i].hash);
+        sl_free(ft->recs[i].out_off);
+    }
+    sl_free(ft->recs);
+    ft->recs = NULL;
+    ft->nrecs = 0;
+    for (int i = 0; i < ft->nirecs; i++)
+        sl_free(ft->irecs[i].p);
+    sl_free(ft->irecs);
+    ft->irecs = NULL;
+    ft->nirecs = 0;
+    return rc;
+}
