@@ -22,6 +22,10 @@
  * Ties: rows equal on every order key are ordered by their full encoding,
  * so which of them are kept (and their ROW_NUMBER) does not depend on
  * arrival order, step boundaries or the worker count.
+ *
+ * Checkpoints: the state is the partitions' rows, saved as one batch of
+ * (partition key, row encoding, multiplicity) (otree.h), kept while no step
+ * changes it; load() inserts them as finish() does, without output.
  */
 #include "op.h"
 
@@ -61,6 +65,7 @@ typedef struct TopkSt {
     Kept *kept[2];
     int64_t nkept[2], capkept[2];
     Buf kb, vb, tmp;
+    Batch *saved; /* the state as of the last save() or load(), while unchanged */
 } TopkSt;
 
 static void begin_topk(Op *op, OpEnv *env)
@@ -222,6 +227,20 @@ static void emit_part(const CNode *nd, TopkSt *s, TPart *part, const Changed *ch
     }
 }
 
+/* The partition of key k, created empty when absent. */
+static TPart *part_of(TopkSt *s, const uint8_t *k, size_t kn)
+{
+    bool created;
+    TPart *part = hmap_upsert(s->parts, k, kn, sl_hash(k, kn), &created);
+    if (created) {
+        part->key = sl_malloc(kn ? kn : 1);
+        memcpy(part->key, k, kn);
+        part->klen = (uint32_t)kn;
+        part->stamp = -1;
+    }
+    return part;
+}
+
 static int finish_topk(Op *op, OpEnv *env)
 {
     TopkSt *s = op->st;
@@ -238,19 +257,16 @@ static int finish_topk(Op *op, OpEnv *env)
             bb_add(bb, r.k, r.kn, r.v, r.vn, r.w);
     }
     Batch *delta = bb_finish(bb);
+    if (delta->n && s->saved) {
+        batch_unref(s->saved);
+        s->saved = NULL;
+    }
     ChunkOut co;
     cout_init(&co, env->arena, n->ncol, n->types, 16);
     for (int64_t i = 0; i < delta->n && !rc;) {
         const uint8_t *k = batch_key(delta, i);
         size_t kn = batch_klen(delta, i);
-        bool created;
-        TPart *part = hmap_upsert(s->parts, k, kn, sl_hash(k, kn), &created);
-        if (created) {
-            part->key = sl_malloc(kn ? kn : 1);
-            memcpy(part->key, k, kn);
-            part->klen = (uint32_t)kn;
-            part->stamp = -1;
-        }
+        TPart *part = part_of(s, k, kn);
         if (part->stamp != env->step) {
             part->stamp = env->step;
             if (s->ntouched == s->captouched) {
@@ -337,7 +353,63 @@ static void free_topk(Op *op)
     buf_free(&s->kb);
     buf_free(&s->vb);
     buf_free(&s->tmp);
+    if (s->saved)
+        batch_unref(s->saved);
     sl_free(s);
+}
+
+/* State: one batch of every partition's rows (otree_save), built once and
+   kept while unchanged. Between steps both weight versions are equal. */
+static int save_topk(Op *op, BatchList *out)
+{
+    TopkSt *s = op->st;
+    if (!s->saved) {
+        BatchBuilder *bb = bb_new();
+        size_t it = 0;
+        const uint8_t *k;
+        size_t kn;
+        void *pl;
+        while (hmap_next(s->parts, &it, &k, &kn, &pl))
+            otree_save(&((TPart *)pl)->t, k, kn, bb);
+        s->saved = bb_finish(bb);
+    }
+    batch_ref(s->saved);
+    batchlist_add(out, s->saved);
+    return 0;
+}
+
+static int load_topk(Op *op, Batch *const *b, int n, Err *err)
+{
+    TopkSt *s = op->st;
+    int id = op->node->id, rc = 0;
+    if (n != 1)
+        return err_set(err, SL_EIO, "top-k node %d: state has %d batches, expected 1", id, n);
+    const Batch *m = b[0];
+    ORow r;
+    orow_init(&r, s->in_types, s->nin);
+    for (int64_t i = 0; i < m->n; i++) {
+        const uint8_t *k = batch_key(m, i);
+        size_t kn = batch_klen(m, i);
+        if (m->w[i] <= 0 || !orow_read(&r, op->node, k, kn, batch_val(m, i), batch_vlen(m, i))) {
+            rc = err_set(err, SL_EIO, "top-k node %d: saved tuple %lld is not a row of the "
+                         "node's input with its partition key", id, (long long)i);
+            break;
+        }
+        bool fresh;
+        ONode *nd = otree_upsert(&s->lay, &part_of(s, k, kn)->t, r.enc.p, r.enc.n, r.sklen, &fresh);
+        if (!fresh) {
+            rc = err_set(err, SL_EIO, "top-k node %d: a row is saved twice", id);
+            break;
+        }
+        otree_add(&s->lay, nd, 0, m->w[i]);
+        otree_add(&s->lay, nd, 1, m->w[i]);
+    }
+    orow_free(&r);
+    if (rc)
+        return rc;
+    batch_ref(b[0]);
+    s->saved = b[0];
+    return 0;
 }
 
 int op_topk_init(Op *op)
@@ -359,5 +431,7 @@ int op_topk_init(Op *op)
     op->finish = finish_topk;
     op->step_end = step_end_topk;
     op->free = free_topk;
+    op->save = save_topk;
+    op->load = load_topk;
     return 0;
 }

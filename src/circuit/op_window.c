@@ -36,6 +36,11 @@
  * DENSE_RANK. Rank functions and frames reaching UNBOUNDED FOLLOWING or
  * PRECEDING change every row after (before) a change: there m is the
  * size of the output change itself.
+ *
+ * Checkpoints: the state is the partitions' rows, saved as one batch of
+ * (partition key, row encoding, multiplicity) (otree.h), kept while no step
+ * changes it; load() inserts them as finish() does, without output. The
+ * evaluators (FEval) hold nothing between steps.
  */
 #include "op.h"
 
@@ -114,6 +119,7 @@ typedef struct WinSt {
     Chunk *scratch;      /* one input row, for decoding values into nodes */
     Chunk *kscratch;     /* one order key value, for RANGE bound keys */
     Buf kb, vb, tmp, key[2];
+    Batch *saved;        /* the state as of the last save() or load(), while unchanged */
 } WinSt;
 
 /* ---- cursors --------------------------------------------------------------- */
@@ -781,6 +787,31 @@ static void set_vals(WinSt *s, ONode *x)
     }
 }
 
+/* The partition of key k, created empty when absent. */
+static WPart *part_of(WinSt *s, const uint8_t *k, size_t kn)
+{
+    bool created;
+    WPart *part = hmap_upsert(s->parts, k, kn, sl_hash(k, kn), &created);
+    if (created) {
+        part->key = sl_malloc(kn ? kn : 1);
+        memcpy(part->key, k, kn);
+        part->klen = (uint32_t)kn;
+        part->stamp = -1;
+    }
+    return part;
+}
+
+/* The node of encoding enc (sort key || row) in part, created with its
+   values when absent (*fresh set then). */
+static ONode *node_of(WinSt *s, WPart *part, const uint8_t *enc, size_t len, size_t sklen,
+                      bool *fresh)
+{
+    ONode *nd = otree_upsert(&s->lay, &part->t, enc, len, sklen, fresh);
+    if (*fresh)
+        set_vals(s, nd);
+    return nd;
+}
+
 static int finish_window(Op *op, OpEnv *env)
 {
     WinSt *s = op->st;
@@ -797,19 +828,16 @@ static int finish_window(Op *op, OpEnv *env)
             bb_add(bb, r.k, r.kn, r.v, r.vn, r.w);
     }
     Batch *delta = bb_finish(bb);
+    if (delta->n && s->saved) {
+        batch_unref(s->saved);
+        s->saved = NULL;
+    }
     ChunkOut co;
     cout_init(&co, env->arena, n->ncol, n->types, 16);
     for (int64_t i = 0; i < delta->n && !rc;) {
         const uint8_t *k = batch_key(delta, i);
         size_t kn = batch_klen(delta, i);
-        bool created;
-        WPart *part = hmap_upsert(s->parts, k, kn, sl_hash(k, kn), &created);
-        if (created) {
-            part->key = sl_malloc(kn ? kn : 1);
-            memcpy(part->key, k, kn);
-            part->klen = (uint32_t)kn;
-            part->stamp = -1;
-        }
+        WPart *part = part_of(s, k, kn);
         if (part->stamp != env->step) {
             part->stamp = env->step;
             if (s->ntouched == s->captouched) {
@@ -824,9 +852,7 @@ static int finish_window(Op *op, OpEnv *env)
             size_t vn = batch_vlen(delta, i);
             bool fresh;
             size_t sk = otree_sortkey_len(v, s->ord_types, n->ord_desc, n->nord);
-            ONode *nd = otree_upsert(&s->lay, &part->t, v, vn, sk, &fresh);
-            if (fresh)
-                set_vals(s, nd);
+            ONode *nd = node_of(s, part, v, vn, sk, &fresh);
             otree_add(&s->lay, nd, 1, delta->w[i]);
             if (!nd->changed) {
                 nd->changed = true;
@@ -912,7 +938,63 @@ static void free_window(Op *op)
     buf_free(&s->tmp);
     buf_free(&s->key[0]);
     buf_free(&s->key[1]);
+    if (s->saved)
+        batch_unref(s->saved);
     sl_free(s);
+}
+
+/* State: one batch of every partition's rows (otree_save), built once and
+   kept while unchanged. Between steps both weight versions are equal. */
+static int save_window(Op *op, BatchList *out)
+{
+    WinSt *s = op->st;
+    if (!s->saved) {
+        BatchBuilder *bb = bb_new();
+        size_t it = 0;
+        const uint8_t *k;
+        size_t kn;
+        void *pl;
+        while (hmap_next(s->parts, &it, &k, &kn, &pl))
+            otree_save(&((WPart *)pl)->t, k, kn, bb);
+        s->saved = bb_finish(bb);
+    }
+    batch_ref(s->saved);
+    batchlist_add(out, s->saved);
+    return 0;
+}
+
+static int load_window(Op *op, Batch *const *b, int n, Err *err)
+{
+    WinSt *s = op->st;
+    int id = op->node->id, rc = 0;
+    if (n != 1)
+        return err_set(err, SL_EIO, "window node %d: state has %d batches, expected 1", id, n);
+    const Batch *m = b[0];
+    ORow r;
+    orow_init(&r, s->in_types, s->nin);
+    for (int64_t i = 0; i < m->n; i++) {
+        const uint8_t *k = batch_key(m, i);
+        size_t kn = batch_klen(m, i);
+        if (m->w[i] <= 0 || !orow_read(&r, op->node, k, kn, batch_val(m, i), batch_vlen(m, i))) {
+            rc = err_set(err, SL_EIO, "window node %d: saved tuple %lld is not a row of the "
+                         "node's input with its partition key", id, (long long)i);
+            break;
+        }
+        bool fresh;
+        ONode *nd = node_of(s, part_of(s, k, kn), r.enc.p, r.enc.n, r.sklen, &fresh);
+        if (!fresh) {
+            rc = err_set(err, SL_EIO, "window node %d: a row is saved twice", id);
+            break;
+        }
+        otree_add(&s->lay, nd, 0, m->w[i]);
+        otree_add(&s->lay, nd, 1, m->w[i]);
+    }
+    orow_free(&r);
+    if (rc)
+        return rc;
+    batch_ref(b[0]);
+    s->saved = b[0];
+    return 0;
 }
 
 /* Value slot of input column col (added when new). */
@@ -982,5 +1064,7 @@ int op_window_init(Op *op)
     op->finish = finish_window;
     op->step_end = step_end_window;
     op->free = free_window;
+    op->save = save_window;
+    op->load = load_window;
     return 0;
 }

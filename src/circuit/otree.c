@@ -382,3 +382,72 @@ size_t otree_sortkey_len(const uint8_t *p, const SqlType *types, const bool *des
     }
     return (size_t)(p - s);
 }
+
+/* ---- checkpoints ---------------------------------------------------------- */
+
+void otree_save(const OTree *t, const uint8_t *key, size_t kn, BatchBuilder *bb)
+{
+    for (const ONode *n = otree_first(t); n; n = otree_next(n))
+        bb_add(bb, key, kn, n->enc + n->sklen, n->len - n->sklen, n->w[1]);
+}
+
+void orow_init(ORow *r, const SqlType *types, int ncol)
+{
+    memset(r, 0, sizeof(*r));
+    r->types = types;
+    r->ncol = ncol;
+    r->arena = arena_new(4096);
+    r->row = chunk_new(r->arena, ncol, types, 1);
+    r->row->n = 1;
+}
+
+void orow_free(ORow *r)
+{
+    arena_free(r->arena);
+    buf_free(&r->copy);
+    buf_free(&r->tmp);
+    buf_free(&r->enc);
+}
+
+/* Is p[0..n) exactly one encoded row of r's types? Walks a copy padded with
+   zeros (kept in r->copy for decoding): key_skip then stays inside the
+   padding for one column (at most a marker and 8 bytes, and a string ends
+   at the first zero), and the walk stops at the first column that ends
+   past n. */
+static bool row_valid(ORow *r, const uint8_t *p, size_t n)
+{
+    enum { PAD = 16 };
+    buf_reset(&r->copy);
+    buf_reserve(&r->copy, n + PAD);
+    if (n)
+        memcpy(r->copy.p, p, n);
+    memset(r->copy.p + n, 0, PAD);
+    r->copy.n = n + PAD;
+    const uint8_t *q = r->copy.p, *end = r->copy.p + n;
+    for (int j = 0; j < r->ncol; j++) {
+        if (r->types[j].nullable && (q >= end || *q > 0x01))
+            return false;
+        q = key_skip(q, &r->types[j], 1);
+        if (q > end)
+            return false;
+    }
+    return q == end;
+}
+
+bool orow_read(ORow *r, const CNode *nd, const uint8_t *pk, size_t pkn, const uint8_t *row,
+               size_t rn)
+{
+    if (!row_valid(r, row, rn))
+        return false;
+    key_decode(r->copy.p, r->types, r->ncol, r->row, 0, 0);
+    buf_reset(&r->tmp);
+    key_encode(r->row, nd->part, nd->npart, 0, &r->tmp);
+    if (r->tmp.n != pkn || (pkn && memcmp(r->tmp.p, pk, pkn)))
+        return false;
+    buf_reset(&r->enc);
+    otree_sortkey(r->row, 0, nd->ord, nd->ord_desc, nd->ord_nulls_first, nd->nord, &r->enc,
+                  &r->tmp);
+    r->sklen = r->enc.n;
+    buf_append(&r->enc, row, rn);
+    return true;
+}

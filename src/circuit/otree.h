@@ -21,12 +21,21 @@
  * when NULLs come first, 0x02 when last; a value: 0x01) then the column's
  * key.h encoding, every byte inverted for DESC, so memcmp order is the
  * requested SQL order.
+ *
+ * Checkpoints (otree_save, orow_read): a partition is saved as the rows it
+ * holds, (partition key, row encoding, multiplicity) tuples, i.e. the
+ * operator's input integral; no pointers, no sort keys, no tree shape
+ * (positions and sums do not depend on it). Reading a row back checks its
+ * bytes first and rebuilds `sort key || row` the way rows arriving in a
+ * step are built (push_topk/push_window).
  */
 #ifndef SL_CIRCUIT_OTREE_H
 #define SL_CIRCUIT_OTREE_H
 
 #include "../base/buf.h"
 #include "../expr/chunk.h"
+#include "../zset/batch.h"
+#include "circuit.h"
 
 /* A decoded value of one column of a node's row (strings point into the
    node's encoding). */
@@ -126,5 +135,27 @@ void otree_sortkey(const Chunk *c, int64_t r, const int *cols, const bool *desc,
                    const bool *nulls_first, int n, Buf *out, Buf *tmp);
 /* Bytes of the sort key at p (column types and DESC flags). */
 size_t otree_sortkey_len(const uint8_t *p, const SqlType *types, const bool *desc, int n);
+
+/* Add the rows of partition t (key[0..kn)) to bb: (key, row encoding,
+   multiplicity now). */
+void otree_save(const OTree *t, const uint8_t *key, size_t kn, BatchBuilder *bb);
+
+/* Scratch for reading saved rows back (checkpoints do not trust bytes). */
+typedef struct ORow {
+    const SqlType *types; /* the operator's input columns */
+    int ncol;
+    Arena *arena;
+    Chunk *row;    /* the decoded row (one row; strings point into copy) */
+    Buf copy, tmp;
+    Buf enc;       /* sort key || row encoding, as the operator builds it */
+    size_t sklen;  /* bytes of the sort key at the start of enc */
+} ORow;
+void orow_init(ORow *r, const SqlType *types, int ncol);
+void orow_free(ORow *r);
+/* Read a saved tuple of node nd: true, with r->enc and r->sklen set, when
+   row[0..rn) is exactly one encoded row of the input types and pk[0..pkn)
+   its partition key; false otherwise. */
+bool orow_read(ORow *r, const CNode *nd, const uint8_t *pk, size_t pkn, const uint8_t *row,
+               size_t rn);
 
 #endif

@@ -642,6 +642,8 @@ typedef struct HEnt { /* one input row for a worker and its weight */
     int64_t w;
 } HEnt;
 
+static inline Runtime *h_restart(HCtx *x, Runtime *rt, bool *ok);
+
 /*
  * One run: the changes cut into steps of sizes sizes[0..nsteps), on W
  * workers. With consolidate, each worker's share of a step is summed per
