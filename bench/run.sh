@@ -1,10 +1,12 @@
 #!/bin/sh
 # bench/run.sh - build the benchmark programs and run bench/bench.py, then
-# the HTTP ingest benchmark bench/http_bench.py (--quick is passed on).
+# the HTTP ingest benchmark bench/http_bench.py and the fault-tolerance
+# benchmark bench/ft_bench.py (--quick is passed on).
 set -e
 cd "$(dirname "$0")/.."
 make --no-print-directory build/sluice build/bench/bank_bench build/bench/probe
 /usr/bin/python3 bench/bench.py "$@"
 quick=""
 for a in "$@"; do [ "$a" = "--quick" ] && quick="--quick"; done
-exec /usr/bin/python3 bench/http_bench.py $quick
+/usr/bin/python3 bench/http_bench.py $quick
+exec /usr/bin/python3 bench/ft_bench.py $quick

@@ -16,6 +16,17 @@
  * A global aggregate (no GROUP BY) has one group with an empty key, owned
  * by worker 0, present from the first step on: COUNT(*) is 0 and SUM is
  * NULL over an empty input, and stay so as the input empties again.
+ *
+ * Checkpoint: batch 0 is a header (key "minmax<j>", weight = how many
+ * spine batches of aggregate j's value multiset follow; absent when none),
+ * batch 1 holds the groups, then each multiset's own spine batches
+ * (references, no copy), in aggregate order. A group is one tuple: key =
+ * the group key encoding, val = its Part (partsz bytes: counts and
+ * accumulators, no pointers), a byte 1 and the encoding of the row last
+ * emitted (or a byte 0 when none), weight 1. The groups batch is kept
+ * while no group changes, so checkpoints of an idle aggregate share it.
+ * The global aggregate's group is among the groups, so a restored
+ * instance does not create it again (the step counter continues).
  */
 #include "op.h"
 
@@ -78,6 +89,7 @@ typedef struct AggSt {
     struct Local *local; /* reused local-combine tables */
     int *acols;          /* argument columns (ngroup .. nin-1) */
     bool has_str;        /* the output has string columns */
+    Batch *saved;        /* the groups as of the last save(), while unchanged */
 } AggSt;
 
 static void touch(AggSt *s, Group *g, int64_t step)
@@ -726,6 +738,10 @@ static int finish_agg(Op *op, OpEnv *env)
             trace_insert_take(s->minmax[j], bb_finish(bb));
         }
     }
+    if (s->ntouched && s->saved) { /* groups changed */
+        batch_unref(s->saved);
+        s->saved = NULL;
+    }
     ChunkOut co;
     cout_init(&co, env->arena, n->ncol, n->types, 2 * s->ntouched);
     int rc = emit(op, env, s, &co);
@@ -775,7 +791,140 @@ static void free_agg(Op *op)
     local_free(s->local);
     sl_free(s->acols);
     sl_free(s->local);
+    if (s->saved)
+        batch_unref(s->saved);
     sl_free(s);
+}
+
+/* Header key of aggregate j's value multiset. */
+static size_t minmax_name(int j, char *buf, size_t cap)
+{
+    return (size_t)snprintf(buf, cap, "minmax%d", j);
+}
+
+static Batch *groups_batch(const AggSt *s)
+{
+    BatchBuilder *bb = bb_new();
+    Buf v = {0};
+    size_t it = 0;
+    const uint8_t *k;
+    size_t kn;
+    void *pl;
+    while (hmap_next(s->groups, &it, &k, &kn, &pl)) {
+        const Group *g = pl;
+        buf_reset(&v);
+        buf_append(&v, &g->p, s->partsz);
+        buf_putc(&v, g->out ? 1 : 0);
+        if (g->out)
+            buf_append(&v, g->out, g->outlen);
+        bb_add(bb, g->key, g->klen, v.p, v.n, 1);
+    }
+    buf_free(&v);
+    return bb_finish(bb);
+}
+
+static int save_agg(Op *op, BatchList *out)
+{
+    AggSt *s = op->st;
+    BatchBuilder *bb = bb_new();
+    char name[32];
+    for (int j = 0; j < s->naggs; j++)
+        if (s->minmax[j])
+            bb_add(bb, (const uint8_t *)name, minmax_name(j, name, sizeof(name)), NULL, 0,
+                   trace_nbatches(s->minmax[j]));
+    batchlist_add(out, bb_finish(bb));
+    if (!s->saved)
+        s->saved = groups_batch(s);
+    batch_ref(s->saved);
+    batchlist_add(out, s->saved);
+    for (int j = 0; j < s->naggs; j++)
+        for (int i = 0; s->minmax[j] && i < trace_nbatches(s->minmax[j]); i++) {
+            Batch *b = trace_batch(s->minmax[j], i);
+            batch_ref(b);
+            batchlist_add(out, b);
+        }
+    return 0;
+}
+
+/* Spine batch counts per aggregate (nb, naggs entries) from the header h;
+   false when it is not this aggregate's header. */
+static bool read_header(const AggSt *s, const Batch *h, int64_t *nb)
+{
+    char name[32];
+    for (int64_t i = 0; i < h->n; i++) {
+        int j = 0;
+        for (; j < s->naggs; j++) {
+            size_t len = minmax_name(j, name, sizeof(name));
+            if (s->minmax[j] && batch_klen(h, i) == len && !memcmp(batch_key(h, i), name, len))
+                break;
+        }
+        if (j == s->naggs || batch_vlen(h, i) != 0 || h->w[i] < 0)
+            return false;
+        nb[j] = h->w[i];
+    }
+    return true;
+}
+
+/* Rebuild the groups from batch m (groups_batch's layout). */
+static int load_groups(Op *op, AggSt *s, const Batch *m, Err *err)
+{
+    for (int64_t i = 0; i < m->n; i++) {
+        const uint8_t *k = batch_key(m, i), *v = batch_val(m, i);
+        size_t kn = batch_klen(m, i), vn = batch_vlen(m, i);
+        if (m->w[i] != 1 || vn < s->partsz + 1 || v[s->partsz] > 1 ||
+            (!v[s->partsz] && vn != s->partsz + 1) || vn - s->partsz - 1 > UINT32_MAX)
+            return err_set(err, SL_EIO, "aggregate state (node %d) has a malformed group",
+                           op->node->id);
+        bool created;
+        Group *g = hmap_upsert(s->groups, k, kn, sl_hash(k, kn), &created);
+        if (!created)
+            return err_set(err, SL_EIO, "aggregate state (node %d) has a group twice",
+                           op->node->id);
+        g->key = sl_malloc(kn ? kn : 1);
+        memcpy(g->key, k, kn);
+        g->klen = (uint32_t)kn;
+        g->touched = -1;
+        memcpy(&g->p, v, s->partsz);
+        if (v[s->partsz]) {
+            g->outlen = (uint32_t)(vn - s->partsz - 1);
+            g->out = sl_malloc(g->outlen ? g->outlen : 1);
+            memcpy(g->out, v + s->partsz + 1, g->outlen);
+        }
+    }
+    return 0;
+}
+
+static int load_agg(Op *op, Batch *const *b, int n, Err *err)
+{
+    AggSt *s = op->st;
+    int64_t *nb = sl_calloc((size_t)s->naggs + 1, sizeof(int64_t)), spines = 0;
+    int rc = 0;
+    if (n < 2 || !read_header(s, b[0], nb)) {
+        rc = err_set(err, SL_EIO, "aggregate state (node %d) has no valid header", op->node->id);
+        goto out_free_counts;
+    }
+    for (int j = 0; j < s->naggs; j++) /* terms at most n: no overflow */
+        spines += nb[j] > n ? n : nb[j];
+    if (spines != n - 2) {
+        rc = err_set(err, SL_EIO,
+                     "aggregate state (node %d) has %d spine batches, its header counts %lld",
+                     op->node->id, n - 2, (long long)spines);
+        goto out_free_counts;
+    }
+    rc = load_groups(op, s, b[1], err);
+    if (rc)
+        goto out_free_counts;
+    batch_ref(b[1]);
+    s->saved = b[1];
+    int i = 2;
+    for (int j = 0; j < s->naggs; j++)
+        for (int64_t k = 0; k < nb[j]; k++, i++) {
+            batch_ref(b[i]);
+            trace_restore_take(s->minmax[j], b[i]);
+        }
+out_free_counts:
+    sl_free(nb);
+    return rc;
 }
 
 int op_agg_init(Op *op)
@@ -823,5 +972,7 @@ int op_agg_init(Op *op)
     op->finish = finish_agg;
     op->step_end = step_end_agg;
     op->free = free_agg;
+    op->save = save_agg;
+    op->load = load_agg;
     return 0;
 }

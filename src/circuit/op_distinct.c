@@ -9,6 +9,10 @@
  * weights are read with a forward cursor (a merge, not a hash probe per
  * row: sequential memory access however large the state), and the batch
  * then joins the trace.
+ *
+ * Checkpoint: batch 0 is a header (key "rows", weight = how many spine
+ * batches follow; absent when none), then the trace's own spine batches,
+ * oldest first (references, no copy).
  */
 #include "op.h"
 
@@ -99,6 +103,49 @@ static void free_distinct(Op *op)
     sl_free(s);
 }
 
+static int save_distinct(Op *op, BatchList *out)
+{
+    DistinctSt *s = op->st;
+    int nb = trace_nbatches(s->rows);
+    BatchBuilder *bb = bb_new();
+    bb_add(bb, (const uint8_t *)"rows", 4, NULL, 0, nb);
+    batchlist_add(out, bb_finish(bb));
+    for (int i = 0; i < nb; i++) {
+        Batch *b = trace_batch(s->rows, i);
+        batch_ref(b);
+        batchlist_add(out, b);
+    }
+    return 0;
+}
+
+/* Spine batch count from the header h, or -1 when it is not one. */
+static int64_t header_count(const Batch *h)
+{
+    if (h->n == 0)
+        return 0;
+    if (h->n != 1 || batch_klen(h, 0) != 4 || memcmp(batch_key(h, 0), "rows", 4) ||
+        batch_vlen(h, 0) != 0 || h->w[0] < 0)
+        return -1;
+    return h->w[0];
+}
+
+static int load_distinct(Op *op, Batch *const *b, int n, Err *err)
+{
+    DistinctSt *s = op->st;
+    int64_t nb = n >= 1 ? header_count(b[0]) : -1;
+    if (nb < 0)
+        return err_set(err, SL_EIO, "distinct state (node %d) has no valid header", op->node->id);
+    if (nb != n - 1)
+        return err_set(err, SL_EIO,
+                       "distinct state (node %d) has %d spine batches, its header counts %lld",
+                       op->node->id, n - 1, (long long)nb);
+    for (int i = 1; i < n; i++) {
+        batch_ref(b[i]);
+        trace_restore_take(s->rows, b[i]);
+    }
+    return 0;
+}
+
 int op_distinct_init(Op *op)
 {
     DistinctSt *s = sl_calloc(1, sizeof(*s));
@@ -110,5 +157,7 @@ int op_distinct_init(Op *op)
     op->finish = finish_distinct;
     op->step_end = step_end_distinct;
     op->free = free_distinct;
+    op->save = save_distinct;
+    op->load = load_distinct;
     return 0;
 }

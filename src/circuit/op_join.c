@@ -10,6 +10,12 @@
  * a NULL key matches a NULL key: for SQL equality the planner filters NULL
  * keys first (they never match); sql/plan_join.c joins whole rows on
  * nullable keys on purpose, for null-safe row equality.
+ *
+ * Checkpoint: batch 0 is a header (key "left" or "right", weight = how
+ * many spine batches of that side follow; a missing side has none), then
+ * the left trace's spine batches, oldest first, then the right's. The
+ * spine batches are the trace's own (references, no copy), so a
+ * checkpoint of a large join costs a few pointers.
  */
 #include "op.h"
 
@@ -160,6 +166,61 @@ static void free_join(Op *op)
     sl_free(s);
 }
 
+static const char *const side_name[2] = {"left", "right"};
+
+static int save_join(Op *op, BatchList *out)
+{
+    JoinSt *s = op->st;
+    BatchBuilder *bb = bb_new();
+    for (int side = 0; side < 2; side++)
+        bb_add(bb, (const uint8_t *)side_name[side], strlen(side_name[side]), NULL, 0,
+               trace_nbatches(s->t[side]));
+    batchlist_add(out, bb_finish(bb));
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < trace_nbatches(s->t[side]); i++) {
+            Batch *b = trace_batch(s->t[side], i);
+            batch_ref(b);
+            batchlist_add(out, b);
+        }
+    return 0;
+}
+
+/* Spine batch counts per side from the header h; false when it is not a
+   join header. */
+static bool read_header(const Batch *h, int64_t nb[2])
+{
+    nb[0] = nb[1] = 0;
+    for (int64_t i = 0; i < h->n; i++) {
+        int side = 0;
+        while (side < 2 && (batch_klen(h, i) != strlen(side_name[side]) ||
+                            memcmp(batch_key(h, i), side_name[side], batch_klen(h, i))))
+            side++;
+        if (side == 2 || batch_vlen(h, i) != 0 || h->w[i] < 0)
+            return false;
+        nb[side] = h->w[i];
+    }
+    return true;
+}
+
+static int load_join(Op *op, Batch *const *b, int n, Err *err)
+{
+    JoinSt *s = op->st;
+    int64_t nb[2];
+    if (n < 1 || !read_header(b[0], nb))
+        return err_set(err, SL_EIO, "join state (node %d) has no valid header", op->node->id);
+    if (nb[0] > n || nb[1] > n || 1 + nb[0] + nb[1] != n)
+        return err_set(err, SL_EIO,
+                       "join state (node %d) has %d spine batches, its header counts %lld + %lld",
+                       op->node->id, n - 1, (long long)nb[0], (long long)nb[1]);
+    int i = 1;
+    for (int side = 0; side < 2; side++)
+        for (int64_t k = 0; k < nb[side]; k++, i++) {
+            batch_ref(b[i]);
+            trace_restore_take(s->t[side], b[i]);
+        }
+    return 0;
+}
+
 int op_join_init(Op *op)
 {
     const CNode *n = op->node;
@@ -180,5 +241,7 @@ int op_join_init(Op *op)
     op->finish = finish_join;
     op->step_end = step_end_join;
     op->free = free_join;
+    op->save = save_join;
+    op->load = load_join;
     return 0;
 }

@@ -8,6 +8,10 @@
  * Changes are applied in input order: each worker receives its inputs in
  * source order and reads the other workers' outboxes in worker order, which
  * is the order the controller split the step's rows in.
+ *
+ * Checkpoint: one batch of (key encoding, row encoding, weight 1), one
+ * tuple per current row, built from the key index and kept while no row
+ * changes, so checkpoints of an unchanged table share it.
  */
 #include "op.h"
 
@@ -25,6 +29,7 @@ typedef struct UpsertSt {
     uint8_t **garbage; /* replaced encodings, freed at step end */
     int64_t ngarbage, capg;
     Buf kb, vb;
+    Batch *saved;      /* the rows as of the last save(), while unchanged */
 } UpsertSt;
 
 static void retire(UpsertSt *s, uint8_t *p)
@@ -104,6 +109,10 @@ static int finish_upsert(Op *op, OpEnv *env)
             }
         }
     }
+    if (co.c->n > 0 && s->saved) { /* rows changed */
+        batch_unref(s->saved);
+        s->saved = NULL;
+    }
     op->out = co.c;
     return 0;
 }
@@ -130,7 +139,55 @@ static void free_upsert(Op *op)
     sl_free(s->garbage);
     buf_free(&s->kb);
     buf_free(&s->vb);
+    if (s->saved)
+        batch_unref(s->saved);
     sl_free(s);
+}
+
+static int save_upsert(Op *op, BatchList *out)
+{
+    UpsertSt *s = op->st;
+    if (!s->saved) {
+        BatchBuilder *bb = bb_new();
+        size_t it = 0;
+        const uint8_t *k;
+        size_t kn;
+        void *pl;
+        while (hmap_next(s->rows, &it, &k, &kn, &pl)) {
+            const Row *row = pl;
+            if (row->enc)
+                bb_add(bb, k, kn, row->enc, row->n, 1);
+        }
+        s->saved = bb_finish(bb);
+    }
+    batch_ref(s->saved);
+    batchlist_add(out, s->saved);
+    return 0;
+}
+
+static int load_upsert(Op *op, Batch *const *b, int n, Err *err)
+{
+    UpsertSt *s = op->st;
+    int id = op->node->id;
+    if (n != 1)
+        return err_set(err, SL_EIO, "upsert state (node %d) has %d batches, expected 1", id, n);
+    const Batch *m = b[0];
+    for (int64_t i = 0; i < m->n; i++) {
+        const uint8_t *k = batch_key(m, i);
+        size_t kn = batch_klen(m, i), vn = batch_vlen(m, i);
+        bool created;
+        if (m->w[i] != 1 || vn == 0 || vn > UINT32_MAX)
+            return err_set(err, SL_EIO, "upsert state (node %d) has a malformed row", id);
+        Row *row = hmap_upsert(s->rows, k, kn, sl_hash(k, kn), &created);
+        if (!created)
+            return err_set(err, SL_EIO, "upsert state (node %d) has a key twice", id);
+        row->enc = sl_malloc(vn);
+        memcpy(row->enc, batch_val(m, i), vn);
+        row->n = (uint32_t)vn;
+    }
+    batch_ref(b[0]);
+    s->saved = b[0];
+    return 0;
 }
 
 int op_upsert_init(Op *op)
@@ -144,6 +201,8 @@ int op_upsert_init(Op *op)
     op->finish = finish_upsert;
     op->step_end = step_end_upsert;
     op->free = free_upsert;
+    op->save = save_upsert;
+    op->load = load_upsert;
     return 0;
 }
 
