@@ -120,7 +120,7 @@ CREATE MATERIALIZED VIEW n AS SELECT COUNT(*) AS n FROM t;
         time.sleep(0.01)
     base = "http://127.0.0.1:%d" % port
     t0 = time.perf_counter()
-    while not get(base + "/stats").get("inputs_ended"):
+    while not get(base + "/status").get("inputs_ended"):
         time.sleep(0.05)
     res = {"rows": rows, "backfill_secs": time.perf_counter() - t0}
     first = checkpoint(base)
