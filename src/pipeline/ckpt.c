@@ -160,7 +160,7 @@ static void write_job(Ft *ft, const Circuit *c, int W, CkJob *j)
     j->rc = rc;
     if (rc)
         snprintf(j->err, sizeof(j->err), "%.250s", err.msg);
-    j->secs = pipe_now() - t0;
+    j->secs = pipe_now() - t0 + j->pause_secs;
 }
 
 static void *writer_main(void *arg)
@@ -240,6 +240,7 @@ static char *job_meta(Pipeline *p)
 static int start_job(Pipeline *p, int64_t seq, Err *err)
 {
     Ft *ft = p->ft;
+    double t0 = pipe_now();
     for (int j = 0; j < p->cs.nout; j++)
         if (output_sync(p->cs.out[j], err))
             return err->code;
@@ -260,6 +261,7 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
         return err->code;
     }
     ft->last_time = pipe_now();
+    j->pause_secs = ft->last_time - t0;
     ft->last_step = j->step;
     ft->dirty = false;
     pthread_mutex_lock(&ft->mu);
@@ -286,6 +288,7 @@ static void collect_job(Pipeline *p)
         ft->failure[0] = 0;
         ft->done_step = j->step;
         ft->done_secs = j->secs;
+        ft->done_pause = j->pause_secs;
         ft->done_files = j->files;
         ft->done_written = j->written;
         ft->done_reused = j->reused;
@@ -408,6 +411,7 @@ void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out)
     out->failed = ft->req_failed;
     out->last_step = ft->done_step;
     out->last_secs = ft->done_secs;
+    out->last_pause_secs = ft->done_pause;
     out->last_files = ft->done_files;
     out->last_written = ft->done_written;
     out->last_reused = ft->done_reused;
@@ -598,6 +602,7 @@ int ft_open(Pipeline *p, Err *err)
         m = NULL;
         rt_free(p->rt); /* state may be half loaded: start from fresh instances */
         p->rt = rt_new(p->c, p->W);
+        rt_enable_checkpoints(p->rt);
         below = step;
     }
     int64_t cstep = m ? (int64_t)step : 0, cseq = m ? jint(m, "ingress_seq") : 0;

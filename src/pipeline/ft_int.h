@@ -36,6 +36,7 @@ typedef struct CkJob {
     int rc;
     char err[256];
     double secs;
+    double pause_secs;        /* the part the controller spent (steps waited) */
     int64_t files, written, reused, bytes;
 } CkJob;
 
@@ -88,7 +89,7 @@ struct Ft {
     int64_t req_seq, req_done, req_failed;
     bool requested;
     int64_t done_step;
-    double done_secs;
+    double done_secs, done_pause;
     int64_t done_files, done_written, done_reused, done_bytes;
     char failure[256];
 };

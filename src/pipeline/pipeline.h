@@ -212,7 +212,8 @@ typedef struct CkptStatus {
     int64_t requested;     /* sequence number of the newest request (0: none) */
     int64_t completed;     /* sequence number of the newest completed request */
     int64_t last_step;     /* step of the newest complete checkpoint (-1: none) */
-    double last_secs;      /* how long writing it took */
+    double last_secs;      /* how long it took in all */
+    double last_pause_secs; /* ... of which the pipeline waited (taking the state) */
     int64_t last_files, last_written, last_reused, last_bytes;
     bool in_progress;
     char failure[256];     /* the last failure, "" when none */

@@ -193,6 +193,7 @@ int api_checkpoint_status(Req *q)
         cJSON *l = cJSON_AddObjectToObject(j, "last");
         cJSON_AddNumberToObject(l, "step", (double)cs.last_step);
         cJSON_AddNumberToObject(l, "secs", cs.last_secs);
+        cJSON_AddNumberToObject(l, "pause_secs", cs.last_pause_secs);
         cJSON_AddNumberToObject(l, "files", (double)cs.last_files);
         cJSON_AddNumberToObject(l, "files_written", (double)cs.last_written);
         cJSON_AddNumberToObject(l, "files_reused", (double)cs.last_reused);
