@@ -1,17 +1,29 @@
 #!/bin/sh
 # scripts/deps.sh - install the Debian packages Sluice needs to build, test
 # and run, when any is missing. Idempotent and quiet when all are present.
+# SERVERS are only for the tests: OpenStack Swift with its s3api middleware
+# (a real S3-compatible server on loopback, for --storage s3://) and the
+# memcached it needs; installed without recommends.
 set -e
-PKGS="gcc make pkg-config libcjson-dev libxxhash-dev libmicrohttpd-dev libzstd-dev libcmocka-dev sqlite3 python3-pytest python3-requests nettle-dev"
-missing=""
-for p in $PKGS; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-        missing="$missing $p"
-    fi
-done
-[ -z "$missing" ] && exit 0
-echo "sluice: installing missing Debian packages:$missing"
+PKGS="gcc make pkg-config libcjson-dev libxxhash-dev libmicrohttpd-dev libzstd-dev libcmocka-dev sqlite3 python3-pytest python3-requests nettle-dev libcurl4-openssl-dev"
+SERVERS="swift swift-proxy swift-object swift-container swift-account memcached"
+missing_of() {
+    m=""
+    for p in $1; do
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+            m="$m $p"
+        fi
+    done
+    echo "$m"
+}
+missing=$(missing_of "$PKGS")
+missing_srv=$(missing_of "$SERVERS")
+[ -z "$missing" ] && [ -z "$missing_srv" ] && exit 0
+echo "sluice: installing missing Debian packages:$missing$missing_srv"
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
+[ -n "$missing" ] && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
+[ -n "$missing_srv" ] && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+    --no-install-recommends $missing_srv
+exit 0

@@ -31,7 +31,8 @@ static void usage(FILE *f)
             "                  [--http [HOST:]PORT] [--paused] [--http-max-body BYTES]\n"
             "                  [--http-buffer RECORDS] [--egress-buffer BYTES]\n"
             "                  [--storage DIR] [--fault-tolerance MODE]\n"
-            "                  [--checkpoint-interval SECS] [--config FILE]\n"
+            "                  [--checkpoint-interval SECS] [--s3-endpoint URL]\n"
+            "                  [--config FILE]\n"
             "       sluice check PROGRAM.sql\n"
             "       sluice query URL SQL [--format text|json|csv]\n"
             "       sluice push URL TABLE FILE [--format json|csv] [--update-format F] [--wait]\n"
@@ -58,7 +59,9 @@ static void usage(FILE *f)
             "  --fault-tolerance exactly_once|at_least_once|none  (default exactly_once)\n"
             "  --checkpoint-interval SECS  seconds between checkpoints (default 60;\n"
             "                 0 = only on request, POST /checkpoint)\n"
-            "  --config FILE  runtime settings as JSON: workers, storage,\n"
+            "  --s3-endpoint URL  with --storage s3://BUCKET/PREFIX: the S3-compatible\n"
+            "                 server (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)\n"
+            "  --config FILE  runtime settings as JSON: workers, storage, s3_endpoint,\n"
             "                 fault_tolerance, checkpoint_interval_secs (flags win)\n"
             "check   compile the program; print the circuit or the errors\n"
             "query, push, tail, stats  clients of a running pipeline's HTTP API\n"
@@ -154,6 +157,8 @@ static void load_config(const char *path, PipelineOpts *o, char **storage)
             o->workers = (int)v->valuedouble;
         else if (!strcmp(k, "storage") && cJSON_IsString(v) && *v->valuestring)
             *storage = sl_strdup(v->valuestring);
+        else if (!strcmp(k, "s3_endpoint") && cJSON_IsString(v) && *v->valuestring)
+            setenv("SLUICE_S3_ENDPOINT", v->valuestring, 1);
         else if (!strcmp(k, "fault_tolerance") && cJSON_IsString(v))
             o->fault_tolerance = parse_ft(v->valuestring);
         else if (!strcmp(k, "checkpoint_interval_secs") && cJSON_IsNumber(v) &&
@@ -161,7 +166,8 @@ static void load_config(const char *path, PipelineOpts *o, char **storage)
             o->checkpoint_interval = v->valuedouble;
         else {
             fprintf(stderr, "sluice: --config %s: bad or unknown setting \"%s\" (known: "
-                            "workers, storage, fault_tolerance, checkpoint_interval_secs)\n",
+                            "workers, storage, s3_endpoint, fault_tolerance, "
+                            "checkpoint_interval_secs)\n",
                     path, k);
             exit(2);
         }
@@ -271,6 +277,12 @@ static int cmd_run(int argc, char **argv)
                 return 2;
             }
             o.storage = argv[i];
+        } else if (!strcmp(a, "--s3-endpoint")) {
+            if (++i >= argc || !*argv[i]) {
+                fprintf(stderr, "sluice: --s3-endpoint needs a URL (http://HOST:PORT)\n");
+                return 2;
+            }
+            setenv("SLUICE_S3_ENDPOINT", argv[i], 1);
         } else if (!strcmp(a, "--fault-tolerance"))
             o.fault_tolerance = parse_ft(++i < argc ? argv[i] : NULL);
         else if (!strcmp(a, "--checkpoint-interval")) {

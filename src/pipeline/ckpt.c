@@ -371,7 +371,7 @@ int ft_tick(Pipeline *p, bool final, Err *err)
         collect_job(p);
         if (ft->prev && ft->prev->step == rt_steps(p->rt))
             fprintf(stderr, "sluice: checkpoint at step %lld written to %s (%.3f s)\n",
-                    (long long)ft->prev->step, store_dir(ft->st), ft->prev->secs);
+                    (long long)ft->prev->step, store_where(ft->st), ft->prev->secs);
     }
     return 0;
 }
@@ -522,7 +522,7 @@ static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
     const cJSON *fp = cJSON_GetObjectItemCaseSensitive(m, "fingerprint");
     char mine[32];
     snprintf(mine, sizeof(mine), "%016" PRIx64, p->o.fingerprint);
-    const char *dir = store_dir(p->ft->st);
+    const char *dir = store_where(p->ft->st);
     if (!cJSON_IsString(fp) || strcmp(fp->valuestring, mine))
         return err_set(err, SL_ECONFIG,
                        "storage %s holds a checkpoint (step %lld) of a different program "
@@ -556,9 +556,6 @@ int ft_open(Pipeline *p, Err *err)
     const char *dir = p->o.storage;
     if (!dir)
         return 0;
-    if (!strncmp(dir, "s3://", 5))
-        return err_set(err, SL_ECONFIG, "--storage %s: S3 storage is not supported yet; give "
-                       "a local (or network-mounted) directory", dir);
     Ft *ft = sl_calloc(1, sizeof(*ft));
     p->ft = ft;
     ft->mode = p->o.fault_tolerance;
@@ -568,7 +565,7 @@ int ft_open(Pipeline *p, Err *err)
     ft->kept_steps[0] = ft->kept_steps[1] = -1;
     pthread_mutex_init(&ft->mu, NULL);
     pthread_cond_init(&ft->cv, NULL);
-    if (store_open(dir, &ft->st, err))
+    if (store_open_url(dir, &ft->st, err))
         return err->code;
     uint64_t below = UINT64_MAX, step = 0;
     cJSON *m = NULL;

@@ -29,6 +29,8 @@ struct Log {
     pthread_mutex_t smu;  /* syncs */
     uint64_t end;         /* bytes appended (under mu) */
     uint64_t synced;      /* bytes durable (under smu) */
+    Buf unsent;           /* remote store: bytes appended, not yet uploaded (mu) */
+    uint64_t unsent_off;  /* ... their offset in the file (mu) */
     atomic_int refs;
 };
 
@@ -81,8 +83,11 @@ int log_append(Log *l, const void *p, size_t n, const char *crash, uint64_t *end
     int e = store_write_all(l->fd, rec, LOG_HDR + n);
     if (e)
         rc = err_set(err, SL_EIO, "storage %s/%s: write: %s", l->st->dir, l->name, strerror(-e));
-    else
+    else {
+        if (l->st->remote)
+            buf_append(&l->unsent, rec, LOG_HDR + n);
         l->end += LOG_HDR + n;
+    }
     if (end)
         *end = l->end;
     pthread_mutex_unlock(&l->mu);
@@ -96,12 +101,23 @@ int log_sync(Log *l, uint64_t upto, Err *err)
     int rc = 0;
     if (upto == UINT64_MAX || l->synced < upto) {
         pthread_mutex_lock(&l->mu);
-        uint64_t end = l->end;
+        uint64_t end = l->end, off = l->unsent_off;
+        Buf part = l->unsent;
+        l->unsent = (Buf)BUF_INIT;
+        l->unsent_off = end;
         pthread_mutex_unlock(&l->mu);
         if (fdatasync(l->fd) != 0)
             rc = err_set(err, SL_EIO, "storage %s/%s: fdatasync: %s", l->st->dir, l->name,
                          strerror(errno));
-        else
+        if (!rc && l->st->remote && part.n) {
+            /* S3 cannot append: each sync uploads the new bytes as one part,
+               NAME.<offset>; a restart concatenates the parts */
+            char pn[160];
+            snprintf(pn, sizeof(pn), "%s.%020llu", l->name, (unsigned long long)off);
+            rc = s3_put(l->st->remote, pn, part.p, part.n, err);
+        }
+        buf_free(&part);
+        if (!rc)
             l->synced = end;
     }
     pthread_mutex_unlock(&l->smu);
@@ -123,6 +139,7 @@ void log_release(Log *l)
     if (!l || atomic_fetch_sub(&l->refs, 1) != 1)
         return;
     close(l->fd);
+    buf_free(&l->unsent);
     pthread_mutex_destroy(&l->mu);
     pthread_mutex_destroy(&l->smu);
     sl_free(l->name);

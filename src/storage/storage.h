@@ -44,6 +44,22 @@ typedef struct StoreStats {
 /* Open (creating it and its parents if needed) the storage directory dir
    and take its lock. SL_EIO when another process or Store holds it. */
 int store_open(const char *dir, Store **out, Err *err);
+/*
+ * Remote storage: store_open_url also takes "s3://BUCKET/PREFIX" (endpoint
+ * from SLUICE_S3_ENDPOINT or AWS_ENDPOINT_URL, credentials from
+ * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, region AWS_REGION, default
+ * us-east-1). The store then works on a fresh local cache directory that
+ * it first fills from the bucket, and mirrors every durable write: a
+ * published file (batch, manifest) counts as written once its object is
+ * PUT; a log's sync uploads the bytes appended since the last sync as one
+ * part object NAME.<offset> (S3 cannot append), and the parts are joined
+ * again when the cache is filled. Deletions delete the objects. There is
+ * no lock in the bucket: do not run two pipelines on one prefix.
+ */
+int store_open_url(const char *where, Store **out, Err *err);
+/* The directory, or the s3:// URL of a remote store (for messages). */
+const char *store_where(const Store *st);
+
 /* Release the lock and free st (NULL is fine). */
 void store_close(Store *st);
 const char *store_dir(const Store *st);

@@ -111,7 +111,18 @@ int store_publish(Store *st, int fd, const char *tmp, const char *final, Err *er
         return err_set(err, SL_EIO, "storage %s: rename %s -> %s: %s", st->dir, tmp, final,
                        strerror(e));
     }
-    return sync_dir(st, err);
+    if (sync_dir(st, err))
+        return err->code;
+    if (!st->remote)
+        return 0;
+    /* a remote store: the file counts as written once the object is */
+    uint8_t *data;
+    size_t n;
+    if (store_read_file(st, final, &data, &n, err))
+        return err->code;
+    int rc = s3_put(st->remote, final, data, n, err);
+    sl_free(data);
+    return rc;
 }
 
 int store_read_file(Store *st, const char *name, uint8_t **out, size_t *n, Err *err)
@@ -278,6 +289,19 @@ void store_close(Store *st)
 {
     if (!st)
         return;
+    if (st->own_dir) { /* the cache of a remote store: everything is in the bucket */
+        char **v;
+        int n;
+        Err e = {0};
+        if (store_list(st, "", &v, &n, &e) == 0) {
+            for (int i = 0; i < n; i++)
+                unlinkat(st->dirfd, v[i], 0);
+            store_list_free(v, n);
+        }
+        rmdir(st->dir);
+    }
+    s3_free(st->remote);
+    sl_free(st->url);
     close(st->lockfd); /* releases the flock */
     close(st->dirfd);
     sl_free(st->dir);
@@ -531,11 +555,8 @@ int store_prune(Store *st, int keep, const char *const *refs, size_t nrefs, Err 
             sl_free(json);
             continue;
         }
-        if (unlinkat(st->dirfd, m[i].name, 0) != 0 && errno != ENOENT) {
-            rc = err_set(err, SL_EIO, "storage %s: cannot delete %s: %s", st->dir, m[i].name,
-                         strerror(errno));
+        if ((rc = store_unlink(st, m[i].name, err)) != 0)
             goto out;
-        }
     }
     qsort(keepn, nk, sizeof(char *), cmp_str);
     DIR *d = open_listing(st);
@@ -550,11 +571,8 @@ int store_prune(Store *st, int keep, const char *const *refs, size_t nrefs, Err 
         const char *key = e->d_name;
         if (bsearch(&key, keepn, nk, sizeof(char *), cmp_str))
             continue;
-        if (unlinkat(st->dirfd, e->d_name, 0) != 0 && errno != ENOENT) {
-            rc = err_set(err, SL_EIO, "storage %s: cannot delete %s: %s", st->dir, e->d_name,
-                         strerror(errno));
+        if ((rc = store_unlink(st, e->d_name, err)) != 0)
             break;
-        }
     }
     closedir(d);
     if (rc == 0)
@@ -581,7 +599,7 @@ int store_list(Store *st, const char *prefix, char ***names, int *count, Err *er
     char **v = NULL;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, pn) != 0)
+        if (strncmp(e->d_name, prefix, pn) != 0 || e->d_name[0] == '.')
             continue;
         if (n == cap)
             v = sl_realloc(v, sizeof(char *) * (size_t)(cap = cap ? cap * 2 : 8));
@@ -602,10 +620,174 @@ void store_list_free(char **names, int count)
     sl_free(names);
 }
 
-int store_remove(Store *st, const char *name, Err *err)
+int store_remove(Store *st, const char *name, Err *err) { return store_unlink(st, name, err); }
+
+int store_unlink(Store *st, const char *name, Err *err)
 {
     if (unlinkat(st->dirfd, name, 0) != 0 && errno != ENOENT)
         return err_set(err, SL_EIO, "storage %s: cannot delete %s: %s", st->dir, name,
                        strerror(errno));
+    if (!st->remote)
+        return 0;
+    size_t nl = strlen(name);
+    if (nl < 4 || strcmp(name + nl - 4, ".log"))
+        return s3_delete(st->remote, name, err);
+    char **v;
+    int n, rc = s3_list(st->remote, &v, &n, err);
+    for (int i = 0; i < n && !rc; i++)
+        if (!strncmp(v[i], name, nl) && v[i][nl] == '.')
+            rc = s3_delete(st->remote, v[i], err);
+    for (int i = 0; i < n; i++)
+        sl_free(v[i]);
+    sl_free(v);
+    return rc;
+}
+
+/* ---- remote stores ---- */
+
+static int cmp_cstr(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* Write data as the local file name (fsync'd, atomically). */
+static int put_local(Store *st, const char *name, const void *data, size_t n, Err *err)
+{
+    char tmp[96];
+    int fd = openat(st->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    (void)tmp;
+    if (fd < 0)
+        return err_set(err, SL_EIO, "storage %s: cannot create %s: %s", st->dir, name,
+                       strerror(errno));
+    int e = store_write_all(fd, data, n);
+    if (!e && fsync(fd) != 0)
+        e = -errno;
+    close(fd);
+    if (e)
+        return err_set(err, SL_EIO, "storage %s/%s: %s", st->dir, name, strerror(-e));
     return 0;
 }
+
+/* Fill the (empty) local cache from the bucket: files as they are, log
+   segments from their parts (NAME.log.<offset>) in offset order. */
+static int pull_remote(Store *st, Err *err)
+{
+    char **v;
+    int n;
+    if (s3_list(st->remote, &v, &n, err))
+        return err->code;
+    if (n) /* parts: zero-padded offsets sort */
+        qsort(v, (size_t)n, sizeof(char *), cmp_cstr);
+    int rc = 0;
+    Buf obj = BUF_INIT, seg = BUF_INIT;
+    char segname[256] = "";
+    for (int i = 0; i < n && !rc; i++) {
+        const char *dot = strstr(v[i], ".log.");
+        if (!strcmp(v[i], "LOCK") || !strncmp(v[i], TMP_PREFIX, strlen(TMP_PREFIX)))
+            continue;
+        if ((rc = s3_get(st->remote, v[i], &obj, err)) != 0)
+            break;
+        if (!dot) {
+            rc = put_local(st, v[i], obj.p, obj.n, err);
+            continue;
+        }
+        size_t sn = (size_t)(dot - v[i]) + 4;
+        if (sn >= sizeof(segname))
+            continue;
+        if (strncmp(segname, v[i], sn) || segname[sn]) {
+            if (segname[0])
+                rc = put_local(st, segname, seg.p, seg.n, err);
+            buf_reset(&seg);
+            snprintf(segname, sizeof(segname), "%.*s", (int)sn, v[i]);
+        }
+        unsigned long long off = strtoull(dot + 5, NULL, 10);
+        if (off == seg.n && obj.n) /* parts are contiguous; anything else is a leftover */
+            buf_append(&seg, obj.p, obj.n);
+    }
+    if (!rc && segname[0])
+        rc = put_local(st, segname, seg.p, seg.n, err);
+    if (!rc)
+        rc = sync_dir(st, err);
+    buf_free(&obj);
+    buf_free(&seg);
+    for (int i = 0; i < n; i++)
+        sl_free(v[i]);
+    sl_free(v);
+    return rc;
+}
+
+/* Remove the local caches of remote stores whose process died (their
+   LOCK is free); live pipelines hold theirs. */
+static void remove_dead_caches(const char *tmpd)
+{
+    DIR *d = opendir(tmpd);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "sluice-s3-cache-", 16))
+            continue;
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", tmpd, e->d_name);
+        int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            continue;
+        int lfd = openat(dfd, "LOCK", O_RDWR | O_CLOEXEC);
+        if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) == 0) {
+            DIR *c = fdopendir(dup(dfd));
+            struct dirent *f;
+            while (c && (f = readdir(c)) != NULL)
+                if (f->d_name[0] != '.')
+                    unlinkat(dfd, f->d_name, 0);
+            if (c)
+                closedir(c);
+            rmdir(path);
+        }
+        if (lfd >= 0)
+            close(lfd);
+        close(dfd);
+    }
+    closedir(d);
+}
+
+int store_open_url(const char *where, Store **out, Err *err)
+{
+    *out = NULL;
+    if (strncmp(where, "s3://", 5))
+        return store_open(where, out, err);
+    S3 *s3;
+    if (s3_open(where, &s3, err))
+        return err->code;
+    if (s3_ensure_bucket(s3, err)) {
+        s3_free(s3);
+        return err->code;
+    }
+    const char *tmpd = getenv("TMPDIR");
+    if (!tmpd || !*tmpd)
+        tmpd = "/tmp";
+    remove_dead_caches(tmpd);
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/sluice-s3-cache-XXXXXX", tmpd);
+    if (!mkdtemp(dir)) {
+        s3_free(s3);
+        return err_set(err, SL_EIO, "storage %s: cannot create a local cache directory: %s",
+                       where, strerror(errno));
+    }
+    Store *st;
+    if (store_open(dir, &st, err)) {
+        s3_free(s3);
+        rmdir(dir);
+        return err->code;
+    }
+    st->remote = s3;
+    st->url = sl_strdup(where);
+    st->own_dir = true;
+    if (pull_remote(st, err)) {
+        store_close(st);
+        return err->code;
+    }
+    *out = st;
+    return 0;
+}
+
+const char *store_where(const Store *st) { return st->url ? st->url : st->dir; }

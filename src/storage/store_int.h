@@ -7,10 +7,16 @@
 
 #include <stdatomic.h>
 
+#include "../base/buf.h"
 #include "storage.h"
 
+typedef struct S3 S3;
+
 struct Store {
-    char *dir;                  /* path as given */
+    char *dir;                  /* path as given (the local cache of a remote store) */
+    char *url;                  /* s3://... for a remote store, else NULL */
+    S3 *remote;                 /* mirror every durable file there, or NULL */
+    bool own_dir;               /* dir is a temporary cache: removed at close */
     int dirfd;                  /* the directory, for *at() calls */
     int lockfd;                 /* LOCK, flock'd exclusively */
     atomic_uint_fast64_t tmp_seq;  /* makes temp names unique per process */
@@ -32,5 +38,20 @@ int store_read_file(Store *st, const char *name, uint8_t **out, size_t *n, Err *
 /* Is name a well-formed batch file name ("batch-" 32 hex ".slb")? */
 bool store_is_batch_name(const char *name);
 bool store_file_exists(Store *st, const char *name);
+
+/* s3.c */
+int s3_open(const char *url, S3 **out, Err *err);
+void s3_free(S3 *s);
+const char *s3_describe(const S3 *s, char *b, size_t n);
+int s3_ensure_bucket(S3 *s, Err *err);
+int s3_put(S3 *s, const char *name, const void *data, size_t n, Err *err);
+int s3_get(S3 *s, const char *name, Buf *out, Err *err);
+int s3_delete(S3 *s, const char *name, Err *err);
+/* Names (without the prefix) of the objects directly under the prefix. */
+int s3_list(S3 *s, char ***names, int *count, Err *err);
+
+/* Delete a file locally and, for a remote store, remotely (a log segment:
+   all its uploaded parts). */
+int store_unlink(Store *st, const char *name, Err *err);
 
 #endif
