@@ -630,6 +630,11 @@ int ft_open(Pipeline *p, Err *err)
                 dir, ft->nrecs, ft->nrecs == 1 ? "" : "s", ft->nirecs,
                 ft->nirecs == 1 ? "" : "s");
     cJSON_Delete(m);
+    if (!rc) { /* files of checkpoints that never completed, or pruned ones */
+        Err pe = {0};
+        if (store_prune(ft->st, 2, NULL, 0, &pe))
+            fprintf(stderr, "sluice: storage: %s\n", pe.msg);
+    }
     if (!rc)
         rc = ft_rotate(p, err);
     if (!rc)

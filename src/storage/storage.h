@@ -1,7 +1,9 @@
 /*
- * storage/storage.h - a Store: immutable checksummed batch files and
- * atomically replaced manifests in one local directory. The building block
- * for checkpoints (issue 6); nothing in the pipeline uses it yet.
+ * storage/storage.h - a Store: immutable checksummed batch files,
+ * atomically replaced manifests and append-only record logs in one local
+ * directory (or an S3 bucket mirrored through a local cache). Used by the
+ * pipeline's checkpoints, journal and ingress log (pipeline/ckpt.c,
+ * pipeline/journal.c).
  *
  * Files in the directory:
  *   LOCK                 held (flock) by the one process that has it open
