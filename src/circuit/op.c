@@ -5,6 +5,7 @@
 #include "op.h"
 
 #include "../base/mem.h"
+#include "../zset/trace.h"
 
 int op_exchange_channels(const CNode *n)
 {
@@ -87,6 +88,23 @@ void batchlist_free(BatchList *l)
         batch_unref(l->b[i]);
     sl_free(l->b);
     *l = (BatchList){0};
+}
+
+void op_save_trace(const Trace *t, BatchList *out)
+{
+    for (int i = 0; i < trace_nbatches(t); i++) {
+        Batch *b = trace_batch(t, i);
+        batch_ref(b);
+        batchlist_add(out, b);
+    }
+}
+
+void op_load_trace(Trace *t, Batch *const *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        batch_ref(b[i]);
+        trace_restore_take(t, b[i]);
+    }
 }
 
 int op_eval_streamed(Op *op, OpEnv *env, Chunk **in)

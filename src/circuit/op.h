@@ -78,6 +78,12 @@ int op_exchange_channels(const CNode *n);
 Op *op_new(const Circuit *c, const CNode *n, Exchange *x);
 void op_free(Op *op);
 
+/* Checkpoint helpers: append references to t's spine batches to out, and
+   restore n saved spine batches into t (taking references of its own). */
+typedef struct Trace Trace;
+void op_save_trace(const Trace *t, BatchList *out);
+void op_load_trace(Trace *t, Batch *const *b, int n);
+
 /* Whole-step evaluation of a streamed operator: begin, push each input,
    finish (installed as eval by the streamed operators). */
 int op_eval_streamed(Op *op, OpEnv *env, Chunk **in);

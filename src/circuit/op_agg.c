@@ -877,11 +877,7 @@ static int save_agg(Op *op, BatchList *out)
         bb_add(bb, (const uint8_t *)"groups", 6, NULL, 0, ng ? ng : -1); /* -1: none */
     batchlist_add(out, bb_finish(bb));
     if (s->hist) {
-        for (int i = 0; i < ng; i++) {
-            Batch *b = trace_batch(s->hist, i);
-            batch_ref(b);
-            batchlist_add(out, b);
-        }
+        op_save_trace(s->hist, out);
     } else {
         if (!s->saved)
             s->saved = groups_batch(s);
@@ -889,11 +885,8 @@ static int save_agg(Op *op, BatchList *out)
         batchlist_add(out, s->saved);
     }
     for (int j = 0; j < s->naggs; j++)
-        for (int i = 0; s->minmax[j] && i < trace_nbatches(s->minmax[j]); i++) {
-            Batch *b = trace_batch(s->minmax[j], i);
-            batch_ref(b);
-            batchlist_add(out, b);
-        }
+        if (s->minmax[j])
+            op_save_trace(s->minmax[j], out);
     return 0;
 }
 
@@ -985,20 +978,17 @@ static int load_agg(Op *op, Batch *const *b, int n, Err *err)
         goto out_free_counts;
     if (op->ckpt) {
         s->hist = trace_new();
-        for (int64_t i = 1; i < 1 + ng; i++) {
-            batch_ref(b[i]);
-            trace_restore_take(s->hist, b[i]);
-        }
+        op_load_trace(s->hist, b + 1, (int)ng);
     } else {
         s->saved = groups;
         groups = NULL;
     }
     int i = 1 + (int)ng;
-    for (int j = 0; j < s->naggs; j++)
-        for (int64_t k = 0; k < nb[j]; k++, i++) {
-            batch_ref(b[i]);
-            trace_restore_take(s->minmax[j], b[i]);
-        }
+    for (int j = 0; j < s->naggs; j++) {
+        if (nb[j])
+            op_load_trace(s->minmax[j], b + i, (int)nb[j]);
+        i += (int)nb[j];
+    }
 out_free_counts:
     if (groups)
         batch_unref(groups);

@@ -110,11 +110,7 @@ static int save_distinct(Op *op, BatchList *out)
     BatchBuilder *bb = bb_new();
     bb_add(bb, (const uint8_t *)"rows", 4, NULL, 0, nb);
     batchlist_add(out, bb_finish(bb));
-    for (int i = 0; i < nb; i++) {
-        Batch *b = trace_batch(s->rows, i);
-        batch_ref(b);
-        batchlist_add(out, b);
-    }
+    op_save_trace(s->rows, out);
     return 0;
 }
 
@@ -139,10 +135,7 @@ static int load_distinct(Op *op, Batch *const *b, int n, Err *err)
         return err_set(err, SL_EIO,
                        "distinct state (node %d) has %d spine batches, its header counts %lld",
                        op->node->id, n - 1, (long long)nb);
-    for (int i = 1; i < n; i++) {
-        batch_ref(b[i]);
-        trace_restore_take(s->rows, b[i]);
-    }
+    op_load_trace(s->rows, b + 1, n - 1);
     return 0;
 }
 

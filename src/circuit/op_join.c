@@ -177,11 +177,7 @@ static int save_join(Op *op, BatchList *out)
                trace_nbatches(s->t[side]));
     batchlist_add(out, bb_finish(bb));
     for (int side = 0; side < 2; side++)
-        for (int i = 0; i < trace_nbatches(s->t[side]); i++) {
-            Batch *b = trace_batch(s->t[side], i);
-            batch_ref(b);
-            batchlist_add(out, b);
-        }
+        op_save_trace(s->t[side], out);
     return 0;
 }
 
@@ -212,12 +208,8 @@ static int load_join(Op *op, Batch *const *b, int n, Err *err)
         return err_set(err, SL_EIO,
                        "join state (node %d) has %d spine batches, its header counts %lld + %lld",
                        op->node->id, n - 1, (long long)nb[0], (long long)nb[1]);
-    int i = 1;
-    for (int side = 0; side < 2; side++)
-        for (int64_t k = 0; k < nb[side]; k++, i++) {
-            batch_ref(b[i]);
-            trace_restore_take(s->t[side], b[i]);
-        }
+    op_load_trace(s->t[0], b + 1, (int)nb[0]);
+    op_load_trace(s->t[1], b + 1 + nb[0], (int)nb[1]);
     return 0;
 }
 

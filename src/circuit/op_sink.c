@@ -118,11 +118,7 @@ static int save_sink(Op *op, BatchList *out)
     if (!s->mat)
         return 0;
     if (s->hist) {
-        for (int i = 0; i < trace_nbatches(s->hist); i++) {
-            Batch *b = trace_batch(s->hist, i);
-            batch_ref(b);
-            batchlist_add(out, b);
-        }
+        op_save_trace(s->hist, out);
         return 0;
     }
     if (!s->saved) {
@@ -172,10 +168,7 @@ static int load_sink(Op *op, Batch *const *b, int n, Err *err)
     }
     if (op->ckpt) {
         s->hist = trace_new();
-        for (int j = 1; j < n; j++) {
-            batch_ref(b[j]);
-            trace_restore_take(s->hist, b[j]);
-        }
+        op_load_trace(s->hist, b + 1, n - 1);
     } else if (n == 2) {
         batch_ref(b[1]);
         s->saved = b[1];

@@ -177,11 +177,7 @@ static int save_upsert(Op *op, BatchList *out)
 {
     UpsertSt *s = op->st;
     if (s->hist) {
-        for (int i = 0; i < trace_nbatches(s->hist); i++) {
-            Batch *b = trace_batch(s->hist, i);
-            batch_ref(b);
-            batchlist_add(out, b);
-        }
+        op_save_trace(s->hist, out);
         return 0;
     }
     if (!s->saved) {
@@ -241,10 +237,7 @@ static int load_upsert(Op *op, Batch *const *b, int n, Err *err)
     }
     if (op->ckpt) {
         s->hist = trace_new();
-        for (int i = 0; i < n; i++) {
-            batch_ref(b[i]);
-            trace_restore_take(s->hist, b[i]);
-        }
+        op_load_trace(s->hist, b, n);
         batch_unref(m);
     } else {
         s->saved = m;
