@@ -65,11 +65,6 @@ struct Op {
        shape save() gives (a corrupt or foreign checkpoint). */
     int (*save)(Op *op, BatchList *out);
     int (*load)(Op *op, Batch *const *b, int n, Err *err);
-    /* Checkpoints will be taken (rt_enable_checkpoints, before the first
-       step or load): an operator may keep its state in a form that saves
-       cheaply (the sink keeps its contents' history as a trace, so a
-       checkpoint hands out references instead of sorting its contents). */
-    bool ckpt;
 };
 
 /* How many exchange channels node n needs (0 = no exchange). */

@@ -18,18 +18,13 @@
  * NULL over an empty input, and stay so as the input empties again.
  *
  * Checkpoint: batch 0 is a header (key "minmax<j>", weight = how many
- * spine batches of aggregate j's value multiset follow; absent when none;
- * key "groups", weight = how many groups batches follow, absent = 1), then
- * the groups batches, then each multiset's own spine batches (references,
- * no copy), in aggregate order. A group is one tuple: key = the group key
- * encoding, val = its Part (partsz bytes: counts and accumulators, no
- * pointers), a byte 1 and the encoding of the row last emitted (or a byte
- * 0 when none); the groups batches sum to weight 1 per group. With
- * checkpoints enabled (op->ckpt) they are the spine of `hist`, a trace
- * of group versions (each step retracts a touched group's old version and
- * adds its new one), handed out by reference: a checkpoint of millions of
- * groups costs no pause. Otherwise one batch is built from the hash map and
- * kept while no group changes.
+ * spine batches of aggregate j's value multiset follow; absent when none),
+ * batch 1 holds the groups, then each multiset's own spine batches
+ * (references, no copy), in aggregate order. A group is one tuple: key =
+ * the group key encoding, val = its Part (partsz bytes: counts and
+ * accumulators, no pointers), a byte 1 and the encoding of the row last
+ * emitted (or a byte 0 when none), weight 1. The groups batch is kept
+ * while no group changes, so checkpoints of an idle aggregate share it.
  * The global aggregate's group is among the groups, so a restored
  * instance does not create it again (the step counter continues).
  */
@@ -95,23 +90,7 @@ typedef struct AggSt {
     int *acols;          /* argument columns (ngroup .. nin-1) */
     bool has_str;        /* the output has string columns */
     Batch *saved;        /* the groups as of the last save(), while unchanged */
-    Trace *hist;         /* with op->ckpt: versions of the groups (see top) */
-    BatchBuilder *hdelta; /* this step's versions, for hist */
-    Buf hv;
 } AggSt;
-
-/* Record group g's current version in this step's history delta. */
-static void hist_put(AggSt *s, const Group *g, int64_t w)
-{
-    if (!s->hdelta)
-        s->hdelta = bb_new();
-    buf_reset(&s->hv);
-    buf_append(&s->hv, &g->p, s->partsz);
-    buf_putc(&s->hv, g->out ? 1 : 0);
-    if (g->out)
-        buf_append(&s->hv, g->out, g->outlen);
-    bb_add(s->hdelta, g->key, g->klen, s->hv.p, s->hv.n, w);
-}
 
 static void touch(AggSt *s, Group *g, int64_t step)
 {
@@ -389,8 +368,6 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
         memcpy(g->key, k, kn);
         g->klen = (uint32_t)kn;
         g->touched = -1;
-    } else if (s->hist && g->touched != step) {
-        hist_put(s, g, -1); /* its version before this step */
     }
     g->p.count += p->count;
     for (int j = 0; j < s->naggs; j++) {
@@ -613,11 +590,8 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
                 return SL_ERUNTIME;
             key_encode_row(s->scratch, 0, &s->vb);
         }
-        if (exists && g->out && g->outlen == s->vb.n && (!s->vb.n || !memcmp(g->out, s->vb.p, s->vb.n))) {
-            if (s->hist)
-                hist_put(s, g, 1);
+        if (exists && g->out && g->outlen == s->vb.n && (!s->vb.n || !memcmp(g->out, s->vb.p, s->vb.n)))
             continue;
-        }
         if (g->out) {
             int64_t r = cout_row(co);
             key_decode(g->out, n->types, n->ncol, co->c, 0, r);
@@ -640,8 +614,6 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
             int64_t r = cout_row(co);
             key_decode(g->out, n->types, n->ncol, co->c, 0, r);
             co->c->w[r] = 1;
-            if (s->hist)
-                hist_put(s, g, 1);
         } else {
             uint8_t *k = g->key;
             uint32_t kl = g->klen;
@@ -655,8 +627,6 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
 static void begin_agg(Op *op, OpEnv *env)
 {
     AggSt *s = op->st;
-    if (op->ckpt && !s->hist)
-        s->hist = trace_new();
     for (int d = 0; d < env->nworkers; d++)
         buf_reset(xchg_buf(op->x, env->worker, d, 0));
     local_reset(s->local);
@@ -776,10 +746,6 @@ static int finish_agg(Op *op, OpEnv *env)
     cout_init(&co, env->arena, n->ncol, n->types, 2 * s->ntouched);
     int rc = emit(op, env, s, &co);
     op->out = co.c;
-    if (s->hdelta) {
-        trace_insert_take(s->hist, bb_finish(s->hdelta));
-        s->hdelta = NULL;
-    }
     return rc;
 }
 
@@ -792,8 +758,6 @@ static void step_end_agg(Op *op)
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
             trace_step_end(s->minmax[j]);
-    if (s->hist)
-        trace_step_end(s->hist);
 }
 
 static void free_agg(Op *op)
@@ -829,10 +793,6 @@ static void free_agg(Op *op)
     sl_free(s->local);
     if (s->saved)
         batch_unref(s->saved);
-    if (s->hdelta)
-        batch_unref(bb_finish(s->hdelta));
-    trace_free(s->hist);
-    buf_free(&s->hv);
     sl_free(s);
 }
 
@@ -872,18 +832,11 @@ static int save_agg(Op *op, BatchList *out)
         if (s->minmax[j])
             bb_add(bb, (const uint8_t *)name, minmax_name(j, name, sizeof(name)), NULL, 0,
                    trace_nbatches(s->minmax[j]));
-    int ng = s->hist ? trace_nbatches(s->hist) : 1;
-    if (ng != 1)
-        bb_add(bb, (const uint8_t *)"groups", 6, NULL, 0, ng ? ng : -1); /* -1: none */
     batchlist_add(out, bb_finish(bb));
-    if (s->hist) {
-        op_save_trace(s->hist, out);
-    } else {
-        if (!s->saved)
-            s->saved = groups_batch(s);
-        batch_ref(s->saved);
-        batchlist_add(out, s->saved);
-    }
+    if (!s->saved)
+        s->saved = groups_batch(s);
+    batch_ref(s->saved);
+    batchlist_add(out, s->saved);
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
             op_save_trace(s->minmax[j], out);
@@ -892,18 +845,10 @@ static int save_agg(Op *op, BatchList *out)
 
 /* Spine batch counts per aggregate (nb, naggs entries) from the header h;
    false when it is not this aggregate's header. */
-static bool read_header(const AggSt *s, const Batch *h, int64_t *nb, int64_t *ng)
+static bool read_header(const AggSt *s, const Batch *h, int64_t *nb)
 {
     char name[32];
-    *ng = 1;
     for (int64_t i = 0; i < h->n; i++) {
-        if (batch_klen(h, i) == 6 && !memcmp(batch_key(h, i), "groups", 6) &&
-            batch_vlen(h, i) == 0) {
-            *ng = h->w[i] == -1 ? 0 : h->w[i];
-            if (*ng < 0)
-                return false;
-            continue;
-        }
         int j = 0;
         for (; j < s->naggs; j++) {
             size_t len = minmax_name(j, name, sizeof(name));
@@ -949,49 +894,32 @@ static int load_groups(Op *op, AggSt *s, const Batch *m, Err *err)
 static int load_agg(Op *op, Batch *const *b, int n, Err *err)
 {
     AggSt *s = op->st;
-    int64_t *nb = sl_calloc((size_t)s->naggs + 1, sizeof(int64_t)), spines = 0, ng = 1;
+    int64_t *nb = sl_calloc((size_t)s->naggs + 1, sizeof(int64_t)), spines = 0;
     int rc = 0;
-    Batch *groups = NULL;
-    if (n < 1 || !read_header(s, b[0], nb, &ng) || ng > n - 1) {
+    if (n < 2 || !read_header(s, b[0], nb)) {
         rc = err_set(err, SL_EIO, "aggregate state (node %d) has no valid header", op->node->id);
         goto out_free_counts;
     }
     for (int j = 0; j < s->naggs; j++) /* terms at most n: no overflow */
         spines += nb[j] > n ? n : nb[j];
-    if (spines != n - 1 - ng) {
+    if (spines != n - 2) {
         rc = err_set(err, SL_EIO,
-                     "aggregate state (node %d) has %lld spine batches, its header counts %lld",
-                     op->node->id, (long long)(n - 1 - ng), (long long)spines);
+                     "aggregate state (node %d) has %d spine batches, its header counts %lld",
+                     op->node->id, n - 2, (long long)spines);
         goto out_free_counts;
     }
-    /* the groups: the sum of the groups batches (versions cancel out) */
-    groups = ng ? b[1] : batch_empty();
-    if (ng)
-        batch_ref(groups);
-    for (int64_t i = 2; i < 1 + ng; i++) {
-        Batch *m = batch_merge(groups, b[i]);
-        batch_unref(groups);
-        groups = m;
-    }
-    rc = load_groups(op, s, groups, err);
+    rc = load_groups(op, s, b[1], err);
     if (rc)
         goto out_free_counts;
-    if (op->ckpt) {
-        s->hist = trace_new();
-        op_load_trace(s->hist, b + 1, (int)ng);
-    } else {
-        s->saved = groups;
-        groups = NULL;
-    }
-    int i = 1 + (int)ng;
+    batch_ref(b[1]);
+    s->saved = b[1];
+    int i = 2;
     for (int j = 0; j < s->naggs; j++) {
         if (nb[j])
             op_load_trace(s->minmax[j], b + i, (int)nb[j]);
         i += (int)nb[j];
     }
 out_free_counts:
-    if (groups)
-        batch_unref(groups);
     sl_free(nb);
     return rc;
 }

@@ -9,7 +9,6 @@
 #include "../base/mem.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
-#include "../zset/trace.h"
 
 typedef struct SinkSt {
     HMap *mat;      /* materialized contents, or NULL */
@@ -20,9 +19,6 @@ typedef struct SinkSt {
     int64_t count, net;
     Buf kb;
     Batch *saved;   /* the contents as of the last save(), while unchanged */
-    Trace *hist;    /* with checkpoints (op->ckpt): the contents' history, an
-                       LSM of each step's changes whose integral is mat */
-    BatchBuilder *delta; /* this step's changes, for hist */
 } SinkSt;
 
 static void begin_sink(Op *op, OpEnv *env)
@@ -30,8 +26,6 @@ static void begin_sink(Op *op, OpEnv *env)
     SinkSt *s = op->st;
     (void)env;
     buf_reset(&s->changes);
-    if (s->mat && op->ckpt && !s->hist)
-        s->hist = trace_new();
 }
 
 static int push_sink(Op *op, OpEnv *env, int input, Chunk *c)
@@ -56,11 +50,6 @@ static int push_sink(Op *op, OpEnv *env, int input, Chunk *c)
             uint64_t h = sl_hash(s->kb.p, s->kb.n);
             int64_t *e = hmap_upsert(s->mat, s->kb.p, s->kb.n, h, &created);
             *e += w;
-            if (s->hist) {
-                if (!s->delta)
-                    s->delta = bb_new();
-                bb_add(s->delta, s->kb.p, s->kb.n, NULL, 0, w);
-            }
             if (*e == 0)
                 hmap_delete(s->mat, s->kb.p, s->kb.n, h);
         }
@@ -72,20 +61,8 @@ static int push_sink(Op *op, OpEnv *env, int input, Chunk *c)
 
 static int finish_sink(Op *op, OpEnv *env)
 {
-    SinkSt *s = op->st;
-    if (s->delta) {
-        trace_insert_take(s->hist, bb_finish(s->delta));
-        s->delta = NULL;
-    }
     op->out = op_empty(env->arena, op->node); /* nothing reads past a sink */
     return 0;
-}
-
-static void step_end_sink(Op *op)
-{
-    SinkSt *s = op->st;
-    if (s->hist)
-        trace_step_end(s->hist);
 }
 
 static void free_sink(Op *op)
@@ -97,17 +74,12 @@ static void free_sink(Op *op)
     buf_free(&s->kb);
     if (s->saved)
         batch_unref(s->saved);
-    if (s->delta)
-        batch_unref(bb_finish(s->delta));
-    trace_free(s->hist);
     sl_free(s);
 }
 
 /* State: batch 0 holds the counters ("count", "net" as keys, the values as
-   weights; zeros vanish); the rest hold the materialized contents (row
-   encoding, weight) as batches whose sum is the contents: the history's
-   spine (references, no copying) when checkpoints were enabled, else one
-   batch built from the hash map and kept while unchanged. */
+   weights; zeros vanish), batch 1 the materialized contents (row encoding,
+   weight), built from the hash map once and kept while unchanged. */
 static int save_sink(Op *op, BatchList *out)
 {
     SinkSt *s = op->st;
@@ -117,10 +89,6 @@ static int save_sink(Op *op, BatchList *out)
     batchlist_add(out, bb_finish(bb));
     if (!s->mat)
         return 0;
-    if (s->hist) {
-        op_save_trace(s->hist, out);
-        return 0;
-    }
     if (!s->saved) {
         bb = bb_new();
         size_t it = 0;
@@ -139,9 +107,8 @@ static int save_sink(Op *op, BatchList *out)
 static int load_sink(Op *op, Batch *const *b, int n, Err *err)
 {
     SinkSt *s = op->st;
-    if (n < 1 || (!s->mat && n != 1))
-        return err_set(err, SL_EIO, "sink state has %d batches, expected %s", n,
-                       s->mat ? "1 or more" : "1");
+    if (n != (s->mat ? 2 : 1))
+        return err_set(err, SL_EIO, "sink state has %d batches, expected %d", n, s->mat ? 2 : 1);
     for (int64_t i = 0; i < b[0]->n; i++) {
         size_t kn = batch_klen(b[0], i);
         if (kn == 5 && !memcmp(batch_key(b[0], i), "count", 5))
@@ -153,26 +120,16 @@ static int load_sink(Op *op, Batch *const *b, int n, Err *err)
     }
     if (!s->mat)
         return 0;
-    for (int j = 1; j < n; j++) {
-        const Batch *m = b[j];
-        for (int64_t i = 0; i < m->n; i++) {
-            const uint8_t *k = batch_key(m, i);
-            size_t kn = batch_klen(m, i);
-            uint64_t h = sl_hash(k, kn);
-            bool created;
-            int64_t *e = hmap_upsert(s->mat, k, kn, h, &created);
-            *e += m->w[i];
-            if (*e == 0)
-                hmap_delete(s->mat, k, kn, h);
-        }
+    const Batch *m = b[1];
+    for (int64_t i = 0; i < m->n; i++) {
+        const uint8_t *k = batch_key(m, i);
+        size_t kn = batch_klen(m, i);
+        bool created;
+        int64_t *e = hmap_upsert(s->mat, k, kn, sl_hash(k, kn), &created);
+        *e = m->w[i];
     }
-    if (op->ckpt) {
-        s->hist = trace_new();
-        op_load_trace(s->hist, b + 1, n - 1);
-    } else if (n == 2) {
-        batch_ref(b[1]);
-        s->saved = b[1];
-    }
+    batch_ref(b[1]);
+    s->saved = b[1];
     return 0;
 }
 
@@ -190,7 +147,6 @@ int op_sink_init(Op *op)
     op->push = push_sink;
     op->finish = finish_sink;
     op->free = free_sink;
-    op->step_end = step_end_sink;
     op->save = save_sink;
     op->load = load_sink;
     return 0;
@@ -215,6 +171,5 @@ void op_sink_watch(Op *op, bool on)
 size_t op_sink_bytes(Op *op)
 {
     SinkSt *s = op->st;
-    return (s->mat ? hmap_bytes(s->mat) : 0) + s->changes.cap +
-           (s->hist ? trace_bytes(s->hist) : 0);
+    return (s->mat ? hmap_bytes(s->mat) : 0) + s->changes.cap;
 }

@@ -9,19 +9,15 @@
  * source order and reads the other workers' outboxes in worker order, which
  * is the order the controller split the step's rows in.
  *
- * Checkpoint: batches of (key encoding, row encoding, weight) that sum to
- * one tuple of weight 1 per current row. With checkpoints enabled
- * (op->ckpt) they are the spine of `hist`, a trace of the row versions
- * (each change retracts the old row and adds the new one), handed out by
- * reference; otherwise one batch built from the key index and kept while
- * no row changes, so checkpoints of an unchanged table share it.
+ * Checkpoint: one batch of (key encoding, row encoding, weight 1), one
+ * tuple per current row, built from the key index and kept while no row
+ * changes, so checkpoints of an unchanged table share it.
  */
 #include "op.h"
 
 #include "../base/mem.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
-#include "../zset/trace.h"
 
 typedef struct Row {
     uint8_t *enc; /* current row's encoding (owned), or NULL */
@@ -34,18 +30,7 @@ typedef struct UpsertSt {
     int64_t ngarbage, capg;
     Buf kb, vb;
     Batch *saved;      /* the rows as of the last save(), while unchanged */
-    Trace *hist;       /* with op->ckpt: the row versions (see top) */
-    BatchBuilder *hdelta; /* this step's versions, for hist */
 } UpsertSt;
-
-static void hist_put(UpsertSt *s, const uint8_t *k, size_t kn, const Row *row, int64_t w)
-{
-    if (!s->hist)
-        return;
-    if (!s->hdelta)
-        s->hdelta = bb_new();
-    bb_add(s->hdelta, k, kn, row->enc, row->n, w);
-}
 
 static void retire(UpsertSt *s, uint8_t *p)
 {
@@ -65,9 +50,6 @@ static void emit(const CNode *n, ChunkOut *co, const uint8_t *enc, int64_t w)
 
 static void begin_upsert(Op *op, OpEnv *env)
 {
-    UpsertSt *s = op->st;
-    if (op->ckpt && !s->hist)
-        s->hist = trace_new();
     for (int d = 0; d < env->nworkers; d++)
         buf_reset(xchg_buf(op->x, env->worker, d, 0));
 }
@@ -112,7 +94,6 @@ static int finish_upsert(Op *op, OpEnv *env)
                 Row *row = hmap_upsert(s->rows, r.k, r.kn, h, &created);
                 if (row->enc) {
                     emit(n, &co, row->enc, -1);
-                    hist_put(s, r.k, r.kn, row, -1);
                     retire(s, row->enc);
                     row->enc = NULL;
                 }
@@ -121,7 +102,6 @@ static int finish_upsert(Op *op, OpEnv *env)
                     memcpy(row->enc, r.v, r.vn);
                     row->n = r.vn;
                     emit(n, &co, row->enc, 1);
-                    hist_put(s, r.k, r.kn, row, 1);
                 } else {
                     hmap_delete(s->rows, r.k, r.kn, h);
                     break;
@@ -133,10 +113,6 @@ static int finish_upsert(Op *op, OpEnv *env)
         batch_unref(s->saved);
         s->saved = NULL;
     }
-    if (s->hdelta) {
-        trace_insert_take(s->hist, bb_finish(s->hdelta));
-        s->hdelta = NULL;
-    }
     op->out = co.c;
     return 0;
 }
@@ -147,8 +123,6 @@ static void step_end_upsert(Op *op)
     for (int64_t i = 0; i < s->ngarbage; i++)
         sl_free(s->garbage[i]);
     s->ngarbage = 0;
-    if (s->hist)
-        trace_step_end(s->hist);
 }
 
 static void free_upsert(Op *op)
@@ -167,19 +141,12 @@ static void free_upsert(Op *op)
     buf_free(&s->vb);
     if (s->saved)
         batch_unref(s->saved);
-    if (s->hdelta)
-        batch_unref(bb_finish(s->hdelta));
-    trace_free(s->hist);
     sl_free(s);
 }
 
 static int save_upsert(Op *op, BatchList *out)
 {
     UpsertSt *s = op->st;
-    if (s->hist) {
-        op_save_trace(s->hist, out);
-        return 0;
-    }
     if (!s->saved) {
         BatchBuilder *bb = bb_new();
         size_t it = 0;
@@ -202,46 +169,24 @@ static int load_upsert(Op *op, Batch *const *b, int n, Err *err)
 {
     UpsertSt *s = op->st;
     int id = op->node->id;
-    if (n < 0)
-        return err_set(err, SL_EIO, "upsert state (node %d) has %d batches", id, n);
-    /* the rows: the sum of the batches (versions cancel out) */
-    Batch *m = n ? b[0] : batch_empty();
-    if (n)
-        batch_ref(m);
-    for (int i = 1; i < n; i++) {
-        Batch *x = batch_merge(m, b[i]);
-        batch_unref(m);
-        m = x;
-    }
-    int rc = 0;
+    if (n != 1)
+        return err_set(err, SL_EIO, "upsert state (node %d) has %d batches, expected 1", id, n);
+    const Batch *m = b[0];
     for (int64_t i = 0; i < m->n; i++) {
         const uint8_t *k = batch_key(m, i);
         size_t kn = batch_klen(m, i), vn = batch_vlen(m, i);
         bool created;
-        if (m->w[i] != 1 || vn == 0 || vn > UINT32_MAX) {
-            rc = err_set(err, SL_EIO, "upsert state (node %d) has a malformed row", id);
-            break;
-        }
+        if (m->w[i] != 1 || vn == 0 || vn > UINT32_MAX)
+            return err_set(err, SL_EIO, "upsert state (node %d) has a malformed row", id);
         Row *row = hmap_upsert(s->rows, k, kn, sl_hash(k, kn), &created);
-        if (!created) {
-            rc = err_set(err, SL_EIO, "upsert state (node %d) has a key twice", id);
-            break;
-        }
+        if (!created)
+            return err_set(err, SL_EIO, "upsert state (node %d) has a key twice", id);
         row->enc = sl_malloc(vn);
         memcpy(row->enc, batch_val(m, i), vn);
         row->n = (uint32_t)vn;
     }
-    if (rc) {
-        batch_unref(m);
-        return rc;
-    }
-    if (op->ckpt) {
-        s->hist = trace_new();
-        op_load_trace(s->hist, b, n);
-        batch_unref(m);
-    } else {
-        s->saved = m;
-    }
+    batch_ref(b[0]);
+    s->saved = b[0];
     return 0;
 }
 

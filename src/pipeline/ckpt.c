@@ -1,15 +1,16 @@
 /*
- * pipeline/ckpt.c - checkpoints: at a step boundary the controller takes
- * every stateful operator's state as batch references (op.h save(): cheap,
- * the batches are immutable) together with the connectors' positions and
- * the output files' offsets, starts new journal and ingress segments, and
- * hands the lot to a writer thread. The writer compresses and writes each
- * batch that the previous checkpoint did not already write (content-named
- * files: an unchanged batch costs nothing), then the manifest, atomically;
- * a checkpoint exists once its manifest does. Meanwhile the pipeline keeps
- * stepping. The controller collects the finished job at a later boundary,
- * drops the previous job's references and prunes files no kept checkpoint
- * needs (the newest two are kept).
+ * pipeline/ckpt.c - checkpoints. At a step boundary the controller records
+ * the connectors' positions and the output files' offsets, starts new
+ * journal and ingress segments and fork()s (as Redis does for BGSAVE): the
+ * child holds a frozen copy-on-write image of every operator's state,
+ * saves each instance (op.h save()) and writes the batch files —
+ * content-named, so a file that exists is not written again — then reports
+ * their names through a pipe and exits. The pipeline waits only for the
+ * fork and keeps stepping. A writer thread reads the report, writes the
+ * manifest atomically (a checkpoint exists once its manifest does) and
+ * prunes what no kept checkpoint needs (the newest two are kept). When no
+ * step ran since the last checkpoint, its state is reused without a fork.
+ * The controller collects the finished job at a later step boundary.
  *
  * At start-up ft_open restores the newest checkpoint that loads (a corrupt
  * file sends it to the one before, saying so), refuses storage written by
@@ -18,7 +19,13 @@
  * docs/fault-tolerance.md.
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,55 +38,76 @@ static const char *mode_name(int m)
     return m == FT_EXACTLY_ONCE ? "exactly_once" : m == FT_AT_LEAST_ONCE ? "at_least_once" : "none";
 }
 
-/* ---------------------------------------------------------------- the cache */
-
-static int ckname_cmp(const void *x, const void *y)
-{
-    const CkName *a = x, *b = y;
-    return (a->b > b->b) - (a->b < b->b);
-}
-
-static const char *cache_find(Ft *ft, const Batch *b)
-{
-    if (!ft->ncache)
-        return NULL;
-    CkName key = {.b = b};
-    CkName *e = bsearch(&key, ft->cache, (size_t)ft->ncache, sizeof(CkName), ckname_cmp);
-    return e ? e->name : NULL;
-}
+/* ---------------------------------------------------------------- jobs */
 
 static void job_free(CkJob *j)
 {
     if (!j)
         return;
-    int k = 0;
-    for (int i = 0; i < j->nlists; i++) {
-        for (int b = 0; b < j->lists[i].n; b++)
-            sl_free(j->names ? j->names[k++] : NULL);
-        batchlist_free(&j->lists[i]);
-    }
-    sl_free(j->lists);
-    sl_free(j->names);
+    if (j->fd >= 0)
+        close(j->fd);
     sl_free(j->meta);
+    sl_free(j->reuse);
+    sl_free(j->state);
     sl_free(j);
 }
 
-/* The cache becomes the names of job j (which keeps the references). */
-static void cache_from(Ft *ft, CkJob *j)
+/* ---------------------------------------------------------------- the child */
+
+static void child_write(int fd, const char *s, size_t n)
 {
-    sl_free(ft->cache);
-    int n = 0;
-    for (int i = 0; i < j->nlists; i++)
-        n += j->lists[i].n;
-    ft->cache = sl_calloc((size_t)n + 1, sizeof(CkName));
-    int k = 0;
-    for (int i = 0; i < j->nlists; i++)
-        for (int b = 0; b < j->lists[i].n; b++, k++) {
-            ft->cache[k].b = j->lists[i].b[b];
-            snprintf(ft->cache[k].name, STORE_NAME_MAX, "%s", j->names[k]);
+    while (n) {
+        ssize_t k = write(fd, s, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            _exit(1);
+        s += k;
+        n -= (size_t)k;
+    }
+}
+
+/*
+ * The forked child: it has a frozen copy of the whole state (copy-on-write
+ * pages) while the parent keeps stepping. It saves every operator instance,
+ * writes the batch files (store_put_batch skips files that exist: their
+ * names are their contents' hash) and reports one line per file,
+ * "<worker> <node> <name>", then "OK <written> <reused> <bytes>", or
+ * "ERR <message>". It never returns and runs no exit handlers.
+ */
+static void child_main(Pipeline *p, int fd)
+{
+    Ft *ft = p->ft;
+    Buf out = BUF_INIT;
+    Err err = {0};
+    StoreStats s0, s1;
+    store_stats(ft->st, &s0);
+    for (int w = 0; w < p->W; w++)
+        for (int n = 0; n < p->c->nnodes; n++) {
+            BatchList l = {0};
+            int rc = rt_save(p->rt, w, n, &l);
+            for (int i = 0; i < l.n && !rc; i++) {
+                char name[STORE_NAME_MAX];
+                rc = store_put_batch(ft->st, l.b[i], name, &err);
+                if (!rc)
+                    buf_printf(&out, "%d %d %s\n", w, n, name);
+            }
+            if (rc) {
+                buf_reset(&out);
+                buf_printf(&out, "ERR %s\n", err.code ? err.msg : "saving an operator failed");
+                child_write(fd, (const char *)out.p, out.n);
+                _exit(1);
+            }
+            /* the state stays: the child exits without freeing anything */
+            (void)l;
         }
-    ft->ncache = n;
-    qsort(ft->cache, (size_t)n, sizeof(CkName), ckname_cmp);
+    store_stats(ft->st, &s1);
+    buf_printf(&out, "OK %llu %llu %llu\n",
+               (unsigned long long)(s1.batches_written - s0.batches_written),
+               (unsigned long long)(s1.batches_reused - s0.batches_reused),
+               (unsigned long long)(s1.bytes_written - s0.bytes_written));
+    child_write(fd, (const char *)out.p, out.n);
+    _exit(0);
 }
 
 /* ---------------------------------------------------------------- the writer */
@@ -89,62 +117,109 @@ static int cmp_strp(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* Write job j's batches and manifest (writer thread; reads j and the
-   cache, which the controller leaves alone while a job is out). */
-static void write_job(Ft *ft, const Circuit *c, int W, CkJob *j)
+/* Read the child's report into a "state" array (j->state, JSON text). */
+static int collect_child(Ft *ft, CkJob *j, Err *err)
+{
+    Buf in = BUF_INIT;
+    char chunk[65536];
+    for (;;) {
+        ssize_t k = read(j->fd, chunk, sizeof(chunk));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        buf_append(&in, chunk, (size_t)k);
+    }
+    close(j->fd);
+    j->fd = -1;
+    int status = 0;
+    while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    j->pid = 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 137 && getenv("SLUICE_CRASH_AT"))
+        _exit(137); /* an injected crash inside the checkpoint: the pipeline dies there */
+    const char *text = in.n ? buf_cstr(&in) : "";
+    const char *ok = strstr(text, "OK ");
+    int rc = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !ok) {
+        const char *e = strstr(text, "ERR ");
+        rc = err_set(err, SL_EIO, "the checkpoint process %s%.*s",
+                     e ? "failed: " : "died",
+                     e ? (int)strcspn(e + 4, "\n") : 0, e ? e + 4 : "");
+        buf_free(&in);
+        return rc;
+    }
+    unsigned long long wr = 0, ru = 0, by = 0;
+    sscanf(ok + 3, "%llu %llu %llu", &wr, &ru, &by);
+    j->written = (int64_t)wr;
+    j->reused = (int64_t)ru;
+    j->bytes = (int64_t)by;
+    cJSON *state = cJSON_CreateArray();
+    cJSON *cur = NULL;
+    int cw = -1, cn = -1;
+    for (const char *line = text; line < ok;) {
+        const char *nl = strchr(line, '\n');
+        int w, n;
+        char name[STORE_NAME_MAX + 8];
+        if (sscanf(line, "%d %d %70s", &w, &n, name) == 3) {
+            if (!cur || w != cw || n != cn) {
+                cur = cJSON_CreateObject();
+                cJSON_AddNumberToObject(cur, "node", n);
+                cJSON_AddNumberToObject(cur, "worker", w);
+                cJSON_AddArrayToObject(cur, "files");
+                cJSON_AddItemToArray(state, cur);
+                cw = w;
+                cn = n;
+            }
+            cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(cur, "files"),
+                                 cJSON_CreateString(name));
+        }
+        line = nl ? nl + 1 : ok;
+    }
+    char *st = cJSON_PrintUnformatted(state);
+    j->state = sl_strdup(st);
+    cJSON_free(st);
+    cJSON_Delete(state);
+    buf_free(&in);
+    (void)ft;
+    return 0;
+}
+
+/* Finish job j on the writer thread: the state (from the child, or the
+   previous checkpoint's when nothing changed), then the manifest. */
+static void write_job(Ft *ft, CkJob *j)
 {
     double t0 = pipe_now();
-    StoreStats s0, s1;
-    store_stats(ft->st, &s0);
     Err err = {0};
-    int total = 0;
-    for (int i = 0; i < j->nlists; i++)
-        total += j->lists[i].n;
-    j->names = sl_calloc((size_t)total + 1, sizeof(char *));
-    int k = 0, rc = 0;
-    for (int i = 0; i < j->nlists && !rc; i++)
-        for (int b = 0; b < j->lists[i].n && !rc; b++, k++) {
-            const char *known = cache_find(ft, j->lists[i].b[b]);
-            char name[STORE_NAME_MAX];
-            if (known) {
-                snprintf(name, sizeof(name), "%s", known);
-                j->reused++;
-            } else {
-                rc = store_put_batch(ft->st, j->lists[i].b[b], name, &err);
-            }
-            j->names[k] = sl_strdup(rc ? "" : name);
-        }
-    for (; k < total; k++)
-        j->names[k] = sl_strdup("");
+    int rc = 0;
+    if (j->reuse) {
+        j->state = j->reuse;
+        j->reuse = NULL;
+    } else {
+        rc = collect_child(ft, j, &err);
+    }
     if (!rc) {
-        cJSON *m = cJSON_Parse(j->meta);
-        cJSON *state = cJSON_AddArrayToObject(m, "state");
-        char **all = sl_calloc((size_t)total + 1, sizeof(char *));
-        k = 0;
-        int nn = c->nnodes;
-        for (int i = 0; i < j->nlists; i++) {
-            if (!j->lists[i].n) {
-                continue;
-            }
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddNumberToObject(e, "node", i % nn);
-            cJSON_AddNumberToObject(e, "worker", i / nn);
-            cJSON *files = cJSON_AddArrayToObject(e, "files");
-            int base = 0;
-            for (int q = 0; q < i; q++)
-                base += j->lists[q].n;
-            for (int b = 0; b < j->lists[i].n; b++) {
-                cJSON_AddItemToArray(files, cJSON_CreateString(j->names[base + b]));
-                all[k++] = j->names[base + b];
-            }
-            cJSON_AddItemToArray(state, e);
+        cJSON *m = cJSON_Parse(j->meta), *state = cJSON_Parse(j->state);
+        cJSON_AddItemToObject(m, "state", state);
+        int total = 0;
+        const cJSON *e, *f;
+        cJSON_ArrayForEach(e, state) total += cJSON_GetArraySize(cJSON_GetObjectItem(e, "files"));
+        const char **all = sl_calloc((size_t)total + 1, sizeof(char *));
+        int k = 0;
+        cJSON_ArrayForEach(e, state)
+        {
+            cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files")) all[k++] = f->valuestring;
         }
-        (void)W;
-        qsort(all, (size_t)k, sizeof(char *), cmp_strp);
+        if (k)
+            qsort(all, (size_t)k, sizeof(char *), cmp_strp);
         cJSON *files = cJSON_AddArrayToObject(m, "files");
         for (int i = 0; i < k; i++)
-            if (i == 0 || strcmp(all[i], all[i - 1]))
-                cJSON_AddItemToArray(files, cJSON_CreateString(all[i])), j->files++;
+            if (i == 0 || strcmp(all[i], all[i - 1])) {
+                cJSON_AddItemToArray(files, cJSON_CreateString(all[i]));
+                j->files++;
+            }
+        if (j->written + j->reused == 0)
+            j->reused = j->files; /* nothing changed: every file is the last checkpoint's */
         sl_free(all);
         char *text = cJSON_PrintUnformatted(m);
         cJSON_Delete(m);
@@ -153,10 +228,6 @@ static void write_job(Ft *ft, const Circuit *c, int W, CkJob *j)
         if (!rc)
             rc = store_prune(ft->st, 2, NULL, 0, &err);
     }
-    store_stats(ft->st, &s1);
-    j->written = (int64_t)(s1.batches_written - s0.batches_written);
-    j->reused += (int64_t)(s1.batches_reused - s0.batches_reused);
-    j->bytes = (int64_t)(s1.bytes_written - s0.bytes_written);
     j->rc = rc;
     if (rc)
         snprintf(j->err, sizeof(j->err), "%.250s", err.msg);
@@ -175,7 +246,7 @@ static void *writer_main(void *arg)
             break;
         CkJob *j = ft->job;
         pthread_mutex_unlock(&ft->mu);
-        write_job(ft, p->c, p->W, j);
+        write_job(ft, j);
         pthread_mutex_lock(&ft->mu);
         ft->job_done = true;
         pthread_cond_broadcast(&ft->cv);
@@ -236,7 +307,9 @@ static char *job_meta(Pipeline *p)
     return r;
 }
 
-/* Take the state and hand it to the writer. */
+/* Take the state (fork a child that writes it from its frozen copy, or
+   reuse the last checkpoint's when no step ran since) and hand the job to
+   the writer. The pipeline waits only for the fork. */
 static int start_job(Pipeline *p, int64_t seq, Err *err)
 {
     Ft *ft = p->ft;
@@ -245,20 +318,44 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
         if (output_sync(p->cs.out[j], err))
             return err->code;
     CkJob *j = sl_calloc(1, sizeof(*j));
-    int nn = p->c->nnodes;
+    j->fd = -1;
     j->seq = seq;
     j->step = rt_steps(p->rt);
-    j->nlists = p->W * nn;
-    j->lists = sl_calloc((size_t)j->nlists, sizeof(BatchList));
-    for (int w = 0; w < p->W; w++)
-        for (int n = 0; n < nn; n++)
-            if (rt_save(p->rt, w, n, &j->lists[w * nn + n]))
-                return err_set(err, SL_EIO, "checkpoint: saving node %d failed", n);
     j->meta = job_meta(p);
     j->ingress_seq = ft->ing_consumed;
     if (ft_rotate(p, err)) {
         job_free(j);
         return err->code;
+    }
+    if (!ft->dirty && ft->last_state) {
+        j->reuse = sl_strdup(ft->last_state);
+    } else {
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) != 0) {
+            job_free(j);
+            return err_set(err, SL_EIO, "checkpoint: pipe: %s", strerror(errno));
+        }
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid < 0) {
+            close(fds[0]);
+            close(fds[1]);
+            job_free(j);
+            return err_set(err, SL_EIO, "checkpoint: fork: %s", strerror(errno));
+        }
+        if (pid == 0) {
+            close(fds[0]);
+            /* dies with the pipeline (a killed pipeline leaves no writer
+               behind), and lets go of the storage lock with it */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() == 1)
+                _exit(1);
+            store_forget_lock(ft->st);
+            child_main(p, fds[1]);
+        }
+        close(fds[1]);
+        j->pid = pid;
+        j->fd = fds[0];
     }
     ft->last_time = pipe_now();
     j->pause_secs = ft->last_time - t0;
@@ -272,7 +369,8 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
     return 0;
 }
 
-/* The writer finished: publish, keep its names as the cache, prune logs. */
+/* The writer finished: publish, remember the state for unchanged
+   checkpoints, prune logs. */
 static void collect_job(Pipeline *p)
 {
     Ft *ft = p->ft;
@@ -299,18 +397,21 @@ static void collect_job(Pipeline *p)
     pthread_mutex_unlock(&ft->mu);
     if (j->rc) {
         fprintf(stderr, "sluice: %s\n", ft->failure);
+        ft->dirty = true; /* the next one must write the state */
         job_free(j);
         return;
     }
-    cache_from(ft, j);
-    job_free(ft->prev);
-    ft->prev = j;
+    sl_free(ft->last_state);
+    ft->last_state = j->state;
+    j->state = NULL;
+    ft->last_secs = j->secs;
     if (ft->kept_steps[1] != j->step) {
         ft->kept_steps[0] = ft->kept_steps[1];
         ft->kept_seqs[0] = ft->kept_seqs[1];
         ft->kept_steps[1] = j->step;
         ft->kept_seqs[1] = j->ingress_seq;
     }
+    job_free(j);
     ft_prune_logs(p, ft->kept_steps[0], ft->kept_seqs[0]);
 }
 
@@ -369,9 +470,9 @@ int ft_tick(Pipeline *p, bool final, Err *err)
     if (final) {
         job_wait(ft);
         collect_job(p);
-        if (ft->prev && ft->prev->step == rt_steps(p->rt))
+        if (ft->done_step == rt_steps(p->rt) && !ft->failure[0])
             fprintf(stderr, "sluice: checkpoint at step %lld written to %s (%.3f s)\n",
-                    (long long)ft->prev->step, store_where(ft->st), ft->prev->secs);
+                    (long long)ft->done_step, store_where(ft->st), ft->last_secs);
     }
     return 0;
 }
@@ -599,7 +700,6 @@ int ft_open(Pipeline *p, Err *err)
         m = NULL;
         rt_free(p->rt); /* state may be half loaded: start from fresh instances */
         p->rt = rt_new(p->c, p->W);
-        rt_enable_checkpoints(p->rt);
         below = step;
     }
     int64_t cstep = m ? (int64_t)step : 0, cseq = m ? jint(m, "ingress_seq") : 0;
@@ -657,8 +757,7 @@ void ft_close(Pipeline *p)
     }
     if (ft->job)
         job_free(ft->job);
-    job_free(ft->prev);
-    sl_free(ft->cache);
+    sl_free(ft->last_state);
     ft_logs_free(p);
     store_close(ft->st);
     pthread_mutex_destroy(&ft->mu);

@@ -13,30 +13,26 @@
 #ifndef SL_PIPELINE_FT_INT_H
 #define SL_PIPELINE_FT_INT_H
 
+#include <sys/types.h>
+
 #include "../storage/storage.h"
 #include "pipeline_int.h"
-
-/* A batch written by the last checkpoint, by identity (batches are
-   immutable, and the checkpoint's references keep the address alive). */
-typedef struct CkName {
-    const Batch *b;
-    char name[STORE_NAME_MAX];
-} CkName;
 
 /* One checkpoint on its way to storage. */
 typedef struct CkJob {
     int64_t seq;              /* the request it answers (0: periodic) */
     int64_t step;
-    int nlists;               /* workers * nodes */
-    BatchList *lists;         /* state per (worker, node) */
-    char **names;             /* per batch of lists, in order: its file */
     char *meta;               /* manifest JSON members besides state/files */
     int64_t ingress_seq;
+    pid_t pid;                /* the child writing the state, or 0 */
+    int fd;                   /* its report (pipe), or -1 */
+    char *reuse;              /* nothing changed: the last checkpoint's state */
+    char *state;              /* the "state" array (JSON) once known */
     /* results (writer) */
     int rc;
     char err[256];
     double secs;
-    double pause_secs;        /* the part the controller spent (steps waited) */
+    double pause_secs;        /* the part the pipeline waited (the fork) */
     int64_t files, written, reused, bytes;
 } CkJob;
 
@@ -80,9 +76,8 @@ struct Ft {
     pthread_cond_t cv;        /* writer: a job or quit; controller: job done */
     CkJob *job;               /* being written */
     bool job_done, quit;
-    CkJob *prev;              /* the last completed job (its names are the cache) */
-    CkName *cache;            /* sorted by address */
-    int ncache;
+    char *last_state;         /* "state" of the last complete checkpoint */
+    double last_secs;
     int64_t kept_steps[2];    /* steps of the checkpoints kept (-1: none) */
     int64_t kept_seqs[2];     /* their ingress watermarks */
     /* status (mu) */

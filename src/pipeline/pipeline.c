@@ -95,7 +95,6 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     pend_init(p, &p->pend);
     int rc = 0;
     if (o->storage) {
-        rt_enable_checkpoints(p->rt);
         rc = ft_open(p, err); /* may restore a checkpoint into p->rt */
     } else {
         for (int j = 0; j < p->cs.nout && !rc; j++)

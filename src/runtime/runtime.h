@@ -50,9 +50,6 @@ Op *rt_op(Runtime *rt, int w, int node);
    gave for the same node and worker of the same program. */
 int rt_save(Runtime *rt, int w, int node, BatchList *out);
 int rt_load(Runtime *rt, int w, int node, Batch *const *b, int n, Err *err);
-/* Checkpoints will be taken: sets Op.ckpt on every instance (before the
-   first step and before rt_load). */
-void rt_enable_checkpoints(Runtime *rt);
 /* Does node keep state (has save/load)? */
 bool rt_stateful(Runtime *rt, int node);
 /* Continue the step count of a restored runtime (before its first step). */

@@ -322,13 +322,6 @@ int rt_load(Runtime *rt, int w, int node, Batch *const *b, int n, Err *err)
     return op->load(op, b, n, err);
 }
 
-void rt_enable_checkpoints(Runtime *rt)
-{
-    for (int k = 0; k < rt->W; k++)
-        for (int n = 0; n < rt->c->nnodes; n++)
-            rt->w[k].ops[n]->ckpt = true;
-}
-
 bool rt_stateful(Runtime *rt, int node) { return rt->w[0].ops[node]->save != NULL; }
 
 void rt_set_steps(Runtime *rt, int64_t steps) { rt->steps = steps; }

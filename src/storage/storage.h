@@ -62,6 +62,9 @@ int store_open_url(const char *where, Store **out, Err *err);
 /* The directory, or the s3:// URL of a remote store (for messages). */
 const char *store_where(const Store *st);
 
+/* In a forked child: close this process's handle of the lock (the parent
+   keeps holding it; when the parent dies the lock is free at once). */
+void store_forget_lock(Store *st);
 /* Release the lock and free st (NULL is fine). */
 void store_close(Store *st);
 const char *store_dir(const Store *st);

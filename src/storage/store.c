@@ -285,6 +285,13 @@ int store_open(const char *dir, Store **out, Err *err)
     return 0;
 }
 
+void store_forget_lock(Store *st)
+{
+    if (st->lockfd >= 0)
+        close(st->lockfd);
+    st->lockfd = -1;
+}
+
 void store_close(Store *st)
 {
     if (!st)
@@ -302,7 +309,8 @@ void store_close(Store *st)
     }
     s3_free(st->remote);
     sl_free(st->url);
-    close(st->lockfd); /* releases the flock */
+    if (st->lockfd >= 0)
+        close(st->lockfd); /* releases the flock */
     close(st->dirfd);
     sl_free(st->dir);
     sl_free(st);

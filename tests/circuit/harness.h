@@ -657,8 +657,6 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
 {
     const Circuit *c = x->c;
     Runtime *rt = rt_new(c, W);
-    if (W != 2) /* checkpoint-friendly state on 1 and 4 workers, the plain one on 2 */
-        rt_enable_checkpoints(rt);
     HRows tabs[H_MAXT];
     HShape tsh[H_MAXT];
     uint64_t st = seed, rst = seed ^ 0xc4ec4;
@@ -784,7 +782,6 @@ static inline Runtime *h_restart(HCtx *x, Runtime *rt, bool *ok)
                 *ok = false;
     rt_free(rt);
     Runtime *nr = rt_new(c, W);
-    rt_enable_checkpoints(nr);
     rt_set_steps(nr, steps);
     for (int w = 0; w < W && *ok; w++)
         for (int n = 0; n < nn && *ok; n++) {
