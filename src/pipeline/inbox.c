@@ -112,11 +112,16 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
     struct timespec dl;
     bool timed = false;
     *token = 0;
+    /* with storage: the log record is built before taking the lock */
+    Buf enc = BUF_INIT;
+    if (p->ft && rows)
+        ft_encode_ingress(p, b, &enc);
     pthread_mutex_lock(&p->mu);
     for (;;) {
         if (p->state == PS_STOPPING || p->state == PS_STOPPED || p->stop_req) {
             pthread_mutex_unlock(&p->mu);
             inbatch_free(b);
+            buf_free(&enc);
             return PIPE_STOPPING;
         }
         if (p->qrows == 0 || p->qrows + rows <= p->qlimit)
@@ -124,6 +129,7 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
         if (p->state == PS_PAUSED || wait_secs <= 0) {
             pthread_mutex_unlock(&p->mu);
             inbatch_free(b);
+            buf_free(&enc);
             return PIPE_FULL;
         }
         if (!timed) {
@@ -144,7 +150,9 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
     struct Log *log = NULL;
     uint64_t end = 0;
     Err lerr = {0};
-    if (p->ft && ft_log_ingress(p, b, &log, &end, &lerr)) {
+    int lrc = enc.n ? ft_log_ingress(p, b, &enc, &log, &end, &lerr) : 0;
+    buf_free(&enc);
+    if (lrc) {
         pthread_mutex_unlock(&p->mu);
         fprintf(stderr, "sluice: HTTP input refused: %s\n", lerr.msg);
         inbatch_free(b);

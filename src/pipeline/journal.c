@@ -344,17 +344,21 @@ static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, Err *
     return b;
 }
 
-int ft_log_ingress(Pipeline *p, InBatch *b, Log **log, uint64_t *end, Err *err)
+void ft_encode_ingress(Pipeline *p, InBatch *b, Buf *enc)
+{
+    if (p->ft && p->ft->mode != FT_NONE)
+        ingress_encode(b, enc); /* the sequence number is filled in when logged */
+}
+
+int ft_log_ingress(Pipeline *p, InBatch *b, Buf *enc, Log **log, uint64_t *end, Err *err)
 {
     Ft *ft = p->ft;
     *log = NULL;
     if (!ft || ft->mode == FT_NONE)
         return 0;
     b->seq = ++ft->ing_seq;
-    Buf enc = BUF_INIT;
-    ingress_encode(b, &enc);
-    int rc = log_append(ft->ingress, enc.p, enc.n, "ingress", end, err);
-    buf_free(&enc);
+    memcpy(enc->p, &b->seq, 8);
+    int rc = log_append(ft->ingress, enc->p, enc->n, "ingress", end, err);
     if (rc) {
         ft->ing_seq--;
         b->seq = 0;

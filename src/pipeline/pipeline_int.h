@@ -229,7 +229,11 @@ int ft_journal_discard(Pipeline *p, Pending *pd, Err *err);
    say what to sync (ft_sync_ingress, outside the lock) before the request
    is acknowledged. *log is NULL when nothing was logged. */
 struct Log;
-int ft_log_ingress(Pipeline *p, InBatch *b, struct Log **log, uint64_t *end, Err *err);
+/* The record of b for the ingress log (outside any lock; empty when
+   nothing is logged), then its logging under p->mu. */
+void ft_encode_ingress(Pipeline *p, InBatch *b, Buf *enc);
+int ft_log_ingress(Pipeline *p, InBatch *b, Buf *enc, struct Log **log, uint64_t *end,
+                   Err *err);
 int ft_sync_ingress(struct Log *log, uint64_t end, Err *err);
 /* Replay the journaled steps after the checkpoint, then queue the logged
    HTTP input no step consumed. Start of pipeline_run. */
