@@ -54,6 +54,19 @@ int stats_json(Req *q)
     cJSON_AddNumberToObject(g, "uptime_msecs", st.uptime_secs * 1000.0);
     cJSON_AddNumberToObject(g, "state_bytes", (double)st.state_bytes);
     cJSON_AddBoolToObject(g, "pipeline_complete", st.inputs_ended && st.buffered_records == 0);
+    CkptStatus ck;
+    pipeline_checkpoint_status(s->p, &ck);
+    if (ck.enabled) {
+        cJSON *k = cJSON_AddObjectToObject(g, "checkpoint");
+        cJSON_AddStringToObject(k, "fault_tolerance", ck.mode);
+        cJSON_AddBoolToObject(k, "in_progress", ck.in_progress);
+        cJSON_AddNumberToObject(k, "last_step", (double)ck.last_step);
+        cJSON_AddNumberToObject(k, "last_secs", ck.last_secs);
+        cJSON_AddNumberToObject(k, "last_pause_secs", ck.last_pause_secs);
+        cJSON_AddNumberToObject(k, "last_bytes_written", (double)ck.last_bytes);
+        if (ck.failure[0])
+            cJSON_AddStringToObject(k, "failure", ck.failure);
+    }
     cJSON_AddStringToObject(g, "transaction_status", txn_status(&st));
     cJSON_AddNumberToObject(g, "transaction_id", (double)st.txn_id);
     if (st.txn_id) {
@@ -192,6 +205,22 @@ int stats_prometheus(Req *q)
     for (size_t i = 0; i < ARRAY_LEN(states); i++)
         buf_printf(&b, "sluice_pipeline_state{state=\"%s\"} %d\n", states[i],
                    !strcmp(st.state, states[i]));
+    CkptStatus ck;
+    pipeline_checkpoint_status(s->p, &ck);
+    if (ck.enabled) {
+        head(&b, "sluice_checkpoint_step", "gauge",
+             "Step of the newest complete checkpoint (-1: none yet).");
+        buf_printf(&b, "sluice_checkpoint_step %lld\n", (long long)ck.last_step);
+        head(&b, "sluice_checkpoint_duration_seconds", "gauge",
+             "How long the newest complete checkpoint took.");
+        buf_printf(&b, "sluice_checkpoint_duration_seconds %.6f\n", ck.last_secs);
+        head(&b, "sluice_checkpoint_pause_seconds", "gauge",
+             "How long the pipeline waited for the newest complete checkpoint.");
+        buf_printf(&b, "sluice_checkpoint_pause_seconds %.6f\n", ck.last_pause_secs);
+        head(&b, "sluice_checkpoint_bytes_written", "gauge",
+             "Bytes the newest complete checkpoint wrote.");
+        buf_printf(&b, "sluice_checkpoint_bytes_written %lld\n", (long long)ck.last_bytes);
+    }
     head(&b, "sluice_steps_total", "counter", "Steps completed.");
     buf_printf(&b, "sluice_steps_total %lld\n", (long long)st.step);
     head(&b, "sluice_input_records_total", "counter", "Records received by all inputs.");
