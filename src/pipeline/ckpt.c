@@ -75,15 +75,36 @@ static void child_write(int fd, const char *s, size_t n)
  * "<worker> <node> <name>", then "OK <written> <reused> <bytes>", or
  * "ERR <message>". It never returns and runs no exit handlers.
  */
-static void child_main(Pipeline *p, int fd)
+static void child_main(Pipeline *p, int fd, const bool *dirty)
 {
     Ft *ft = p->ft;
     Buf out = BUF_INIT;
     Err err = {0};
     StoreStats s0, s1;
     store_stats(ft->st, &s0);
+    /* nodes that received no input since the last checkpoint keep its files */
+    cJSON *prev = ft->last_state ? cJSON_Parse(ft->last_state) : NULL;
+    unsigned long long kept = 0;
     for (int w = 0; w < p->W; w++)
         for (int n = 0; n < p->c->nnodes; n++) {
+            if (!dirty[n] && prev) {
+                const cJSON *e, *f;
+                bool found = false;
+                cJSON_ArrayForEach(e, prev)
+                {
+                    if (cJSON_GetObjectItem(e, "node")->valueint != n ||
+                        cJSON_GetObjectItem(e, "worker")->valueint != w)
+                        continue;
+                    found = true;
+                    cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
+                    {
+                        buf_printf(&out, "%d %d %s\n", w, n, f->valuestring);
+                        kept++;
+                    }
+                }
+                if (found)
+                    continue;
+            }
             BatchList l = {0};
             int rc = rt_save(p->rt, w, n, &l);
             for (int i = 0; i < l.n && !rc; i++) {
@@ -104,7 +125,7 @@ static void child_main(Pipeline *p, int fd)
     store_stats(ft->st, &s1);
     buf_printf(&out, "OK %llu %llu %llu\n",
                (unsigned long long)(s1.batches_written - s0.batches_written),
-               (unsigned long long)(s1.batches_reused - s0.batches_reused),
+               (unsigned long long)(s1.batches_reused - s0.batches_reused) + kept,
                (unsigned long long)(s1.bytes_written - s0.bytes_written));
     child_write(fd, (const char *)out.p, out.n);
     _exit(0);
@@ -330,6 +351,11 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
     if (!ft->dirty && ft->last_state) {
         j->reuse = sl_strdup(ft->last_state);
     } else {
+        /* which nodes' state must be saved again (the rest keep their files) */
+        int nn = p->c->nnodes;
+        bool *dirty = sl_calloc((size_t)nn + 1, sizeof(bool));
+        for (int n = 0; n < nn; n++)
+            dirty[n] = ft->full_next || !ft->last_state || rt_node_changed(p->rt, n);
         int fds[2];
         if (pipe2(fds, O_CLOEXEC) != 0) {
             job_free(j);
@@ -340,6 +366,7 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
         if (pid < 0) {
             close(fds[0]);
             close(fds[1]);
+            sl_free(dirty);
             job_free(j);
             return err_set(err, SL_EIO, "checkpoint: fork: %s", strerror(errno));
         }
@@ -351,8 +378,11 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
             if (getppid() == 1)
                 _exit(1);
             store_forget_lock(ft->st);
-            child_main(p, fds[1]);
+            child_main(p, fds[1], dirty);
         }
+        sl_free(dirty);
+        rt_clear_changed(p->rt);
+        ft->full_next = false;
         close(fds[1]);
         j->pid = pid;
         j->fd = fds[0];
@@ -397,7 +427,8 @@ static void collect_job(Pipeline *p)
     pthread_mutex_unlock(&ft->mu);
     if (j->rc) {
         fprintf(stderr, "sluice: %s\n", ft->failure);
-        ft->dirty = true; /* the next one must write the state */
+        ft->dirty = true; /* the next one must write the whole state */
+        ft->full_next = true;
         job_free(j);
         return;
     }
@@ -705,6 +736,12 @@ int ft_open(Pipeline *p, Err *err)
     int64_t cstep = m ? (int64_t)step : 0, cseq = m ? jint(m, "ingress_seq") : 0;
     int rc = 0;
     if (m) {
+        /* the state is that of its files: the next checkpoint keeps the
+           files of nodes that receive no input meanwhile */
+        char *st = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
+        ft->last_state = sl_strdup(st ? st : "[]");
+        cJSON_free(st);
+        rt_clear_changed(p->rt);
         rt_set_steps(p->rt, cstep);
         rc = load_positions(p, m, err);
     }

@@ -77,6 +77,7 @@ struct Ft {
     CkJob *job;               /* being written */
     bool job_done, quit;
     char *last_state;         /* "state" of the last complete checkpoint */
+    bool full_next;           /* the last one failed: save every node again */
     double last_secs;
     int64_t kept_steps[2];    /* steps of the checkpoints kept (-1: none) */
     int64_t kept_seqs[2];     /* their ingress watermarks */

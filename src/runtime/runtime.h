@@ -50,6 +50,11 @@ Op *rt_op(Runtime *rt, int w, int node);
    gave for the same node and worker of the same program. */
 int rt_save(Runtime *rt, int w, int node, BatchList *out);
 int rt_load(Runtime *rt, int w, int node, Batch *const *b, int n, Err *err);
+/* Did node receive input (so its state may have changed) on any worker
+   since the runtime was made or rt_clear_changed? Checkpoints save only
+   such nodes again. */
+bool rt_node_changed(const Runtime *rt, int node);
+void rt_clear_changed(Runtime *rt);
 /* Does node keep state (has save/load)? */
 bool rt_stateful(Runtime *rt, int node);
 /* Continue the step count of a restored runtime (before its first step). */

@@ -39,6 +39,7 @@ typedef struct Worker {
     Err err;
     EvalCtx ev;
     int64_t *divzero; /* per node: rows divided by zero */
+    bool *pushed;     /* per node: received input this step */
 } Worker;
 
 struct Runtime {
@@ -53,6 +54,7 @@ struct Runtime {
                                operator, or linear with an input that does) */
     bool quit;
     int64_t steps;
+    bool *changed;          /* per node: received input since rt_clear_changed */
 };
 
 /* Input j of node n in a phase: the input's output when it carries data in
@@ -89,7 +91,10 @@ static void push_inputs(Worker *w, OpEnv *env, Op *op, const bool *flag)
         if (!flag[n->in[j]])
             continue;
         Chunk *in = w->ops[n->in[j]]->out;
-        if (in->n && op->push(op, env, j, in) && !w->err.code)
+        if (!in->n)
+            continue;
+        w->pushed[n->id] = true;
+        if (op->push(op, env, j, in) && !w->err.code)
             err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
     }
 }
@@ -210,6 +215,8 @@ Runtime *rt_new(const Circuit *c, int nworkers)
     rt->x = sl_calloc((size_t)c->nnodes, sizeof(Exchange *));
     rt->sv = sl_calloc((size_t)c->nnodes, sizeof(bool));
     rt->pv = sl_calloc((size_t)c->nnodes, sizeof(bool));
+    rt->changed = sl_calloc((size_t)c->nnodes, sizeof(bool));
+    memset(rt->changed, 1, sizeof(bool) * (size_t)c->nnodes); /* nothing saved yet */
     for (int i = 0; i < c->nnodes; i++) {
         const CNode *n = c->nodes[i];
         bool linear = n->k == OPK_MAP || n->k == OPK_UNION || n->k == OPK_NEGATE;
@@ -236,6 +243,7 @@ Runtime *rt_new(const Circuit *c, int nworkers)
         w->ev.err = &w->err;
         w->ops = sl_calloc((size_t)c->nnodes, sizeof(Op *));
         w->divzero = sl_calloc((size_t)c->nnodes, sizeof(int64_t));
+        w->pushed = sl_calloc((size_t)c->nnodes, sizeof(bool));
         for (int i = 0; i < c->nnodes; i++)
             w->ops[i] = op_new(c, c->nodes[i], rt->x[i]);
         w->input = sl_calloc((size_t)(c->nrels + 1), sizeof(Piece *));
@@ -264,6 +272,7 @@ void rt_free(Runtime *rt)
             op_free(w->ops[i]);
         sl_free(w->ops);
         sl_free(w->divzero);
+        sl_free(w->pushed);
         sl_free(w->input);
         arena_free(w->arena);
         arena_free(w->morsel);
@@ -273,6 +282,7 @@ void rt_free(Runtime *rt)
     sl_free(rt->x);
     sl_free(rt->sv);
     sl_free(rt->pv);
+    sl_free(rt->changed);
     sl_free(rt->w);
     sl_free(rt);
 }
@@ -292,6 +302,10 @@ int rt_step(Runtime *rt, Err *err)
     int rc = 0;
     for (int k = 0; k < rt->W; k++) {
         Worker *w = &rt->w[k];
+        for (int n = 0; n < rt->c->nnodes; n++) {
+            rt->changed[n] |= w->pushed[n] || rt->steps == 1; /* step 0 creates state */
+            w->pushed[n] = false;
+        }
         for (int r = 0; r < rt->c->nrels; r++)
             w->input[r] = NULL;
         if (w->err.code && !rc) {
@@ -320,6 +334,13 @@ int rt_load(Runtime *rt, int w, int node, Batch *const *b, int n, Err *err)
         return err_set(err, SL_EIO, "checkpoint has state for node %d, which keeps none", node);
     }
     return op->load(op, b, n, err);
+}
+
+bool rt_node_changed(const Runtime *rt, int node) { return rt->changed[node]; }
+
+void rt_clear_changed(Runtime *rt)
+{
+    memset(rt->changed, 0, sizeof(bool) * (size_t)rt->c->nnodes);
 }
 
 bool rt_stateful(Runtime *rt, int node) { return rt->w[0].ops[node]->save != NULL; }
