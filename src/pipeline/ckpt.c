@@ -8,8 +8,9 @@
  * their names through a pipe and exits. The pipeline waits only for the
  * fork and keeps stepping. A writer thread reads the report, writes the
  * manifest atomically (a checkpoint exists once its manifest does) and
- * prunes what no kept checkpoint needs (the newest two are kept). When no
- * step ran since the last checkpoint, its state is reused without a fork.
+ * prunes what no kept checkpoint needs (the newest two are kept). Nodes
+ * that received no input since the last checkpoint (rt_node_changed) keep
+ * its files; when no step ran at all, its state is reused without a fork.
  * The controller collects the finished job at a later step boundary.
  *
  * At start-up ft_open restores the newest checkpoint that loads (a corrupt
