@@ -101,6 +101,7 @@ def test_bank_killed_at_random_moments_equals_an_uninterrupted_run(tmp_path, pro
     assert kills >= 10, "could not kill the pipeline mid-run 10 times in %d attempts" % attempts
     res = finish(args)
     text = open(log, encoding="utf-8", errors="replace").read() + res.stderr
+    assert_no_crash(subprocess.CompletedProcess([], 0, "", text))  # no sanitizer report
     # the kills hit both kinds of restart: from a checkpoint, and journal replay
     assert "resuming from the checkpoint" in text, text[-3000:]
     assert "replayed" in text, text[-3000:]
