@@ -107,6 +107,28 @@ void op_load_trace(Trace *t, Batch *const *b, int n)
     }
 }
 
+Batch *op_owned_sum(Batch *const *b, int n, int w, int W, bool global)
+{
+    BatchBuilder *bb = bb_new();
+    for (int i = 0; i < n; i++)
+        for (int64_t t = 0; t < b[i]->n; t++) {
+            const uint8_t *k = batch_key(b[i], t);
+            size_t kn = batch_klen(b[i], t);
+            if (global ? w != 0 : op_route(k, kn, W) != w)
+                continue;
+            bb_add(bb, k, kn, batch_val(b[i], t), batch_vlen(b[i], t), b[i]->w[t]);
+        }
+    return bb_finish(bb);
+}
+
+Batch *op_header(const char *const *names, const int64_t *counts, int n)
+{
+    BatchBuilder *bb = bb_new();
+    for (int i = 0; i < n; i++)
+        bb_add(bb, (const uint8_t *)names[i], strlen(names[i]), NULL, 0, counts[i]);
+    return bb_finish(bb);
+}
+
 int op_eval_streamed(Op *op, OpEnv *env, Chunk **in)
 {
     int rc = 0;

@@ -65,6 +65,12 @@ struct Op {
        shape save() gives (a corrupt or foreign checkpoint). */
     int (*save)(Op *op, BatchList *out);
     int (*load)(Op *op, Batch *const *b, int n, Err *err);
+    /* A checkpoint taken with another worker count: rebuild this fresh
+       instance, worker w of W, from what save() gave on each of the nold
+       old workers (lists[k] of counts[k] batches), keeping the state this
+       instance owns (the keys op_route sends to w). */
+    int (*load_split)(Op *op, int w, int W, Batch *const *const *lists, const int *counts,
+                      int nold, Err *err);
 };
 
 /* How many exchange channels node n needs (0 = no exchange). */
@@ -78,6 +84,14 @@ void op_free(Op *op);
 typedef struct Trace Trace;
 void op_save_trace(const Trace *t, BatchList *out);
 void op_load_trace(Trace *t, Batch *const *b, int n);
+
+/* For load_split: the consolidated sum of batches b[0..n) restricted to
+   the tuples worker w of W owns (op_route of the key; with global, all of
+   them on worker 0 and none elsewhere). A new reference. */
+Batch *op_owned_sum(Batch *const *b, int n, int w, int W, bool global);
+/* A header batch of one tuple per name (key) with weight counts[i] (zero
+   counts vanish), as save() functions write them. */
+Batch *op_header(const char *const *names, const int64_t *counts, int n);
 
 /* Whole-step evaluation of a streamed operator: begin, push each input,
    finish (installed as eval by the streamed operators). */

@@ -924,6 +924,76 @@ out_free_counts:
     return rc;
 }
 
+/* Another worker count: the groups (and MIN/MAX multisets) this worker
+   owns, from every old worker's state (the global group on worker 0). */
+static int load_split_agg(Op *op, int w, int W, Batch *const *const *lists, const int *counts,
+                          int nold, Err *err)
+{
+    AggSt *s = op->st;
+    int total = 0, rc = 0;
+    for (int k = 0; k < nold; k++)
+        total += counts[k];
+    Batch **groups = sl_calloc((size_t)nold + 1, sizeof(Batch *));
+    Batch ***spine = sl_calloc((size_t)s->naggs + 1, sizeof(Batch **));
+    int *ns = sl_calloc((size_t)s->naggs + 1, sizeof(int));
+    int64_t *nb = sl_calloc((size_t)s->naggs + 1, sizeof(int64_t));
+    for (int j = 0; j < s->naggs; j++)
+        spine[j] = sl_calloc((size_t)total + 1, sizeof(Batch *));
+    for (int k = 0; k < nold && !rc; k++) {
+        memset(nb, 0, sizeof(int64_t) * (size_t)s->naggs);
+        int64_t sum = 0;
+        if (counts[k] < 2 || !read_header(s, lists[k][0], nb)) {
+            rc = err_set(err, SL_EIO, "aggregate state (node %d) has no valid header",
+                         op->node->id);
+            break;
+        }
+        for (int j = 0; j < s->naggs; j++)
+            sum += nb[j] > counts[k] ? counts[k] : nb[j];
+        if (sum != counts[k] - 2) {
+            rc = err_set(err, SL_EIO, "aggregate state (node %d) does not match its header",
+                         op->node->id);
+            break;
+        }
+        groups[k] = lists[k][1];
+        int i = 2;
+        for (int j = 0; j < s->naggs; j++)
+            for (int64_t q = 0; q < nb[j]; q++)
+                spine[j][ns[j]++] = lists[k][i++];
+    }
+    if (!rc) {
+        bool global = s->ngroup == 0;
+        int nl = 2 + s->naggs;
+        Batch **b = sl_calloc((size_t)nl, sizeof(Batch *));
+        char (*names)[32] = sl_calloc((size_t)s->naggs + 1, 32);
+        const char **np = sl_calloc((size_t)s->naggs + 1, sizeof(char *));
+        int64_t *one = sl_calloc((size_t)s->naggs + 1, sizeof(int64_t));
+        int nh = 0, n = 2;
+        for (int j = 0; j < s->naggs; j++)
+            if (s->minmax[j]) {
+                minmax_name(j, names[nh], 32);
+                np[nh] = names[nh];
+                one[nh++] = 1;
+                b[n++] = op_owned_sum(spine[j], ns[j], w, W, global);
+            }
+        b[0] = op_header(np, one, nh);
+        b[1] = op_owned_sum(groups, nold, w, W, global);
+        rc = load_agg(op, b, n, err);
+        for (int i = 0; i < n; i++)
+            batch_unref(b[i]);
+        sl_free(b);
+        sl_free(names);
+        sl_free(np);
+        sl_free(one);
+    }
+    for (int j = 0; j < s->naggs; j++)
+        sl_free(spine[j]);
+    sl_free(spine);
+    sl_free(ns);
+    sl_free(nb);
+    sl_free(groups);
+    return rc;
+}
+
 int op_agg_init(Op *op)
 {
     const CNode *n = op->node;
@@ -971,5 +1041,6 @@ int op_agg_init(Op *op)
     op->free = free_agg;
     op->save = save_agg;
     op->load = load_agg;
+    op->load_split = load_split_agg;
     return 0;
 }

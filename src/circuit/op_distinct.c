@@ -139,6 +139,31 @@ static int load_distinct(Op *op, Batch *const *b, int n, Err *err)
     return 0;
 }
 
+/* Another worker count: every old worker's spine, the rows this one owns. */
+static int load_split_distinct(Op *op, int w, int W, Batch *const *const *lists,
+                               const int *counts, int nold, Err *err)
+{
+    int total = 0;
+    for (int k = 0; k < nold; k++) {
+        if (counts[k] < 1 || header_count(lists[k][0]) != counts[k] - 1)
+            return err_set(err, SL_EIO, "distinct state (node %d) has no valid header",
+                           op->node->id);
+        total += counts[k] - 1;
+    }
+    Batch **all = sl_calloc((size_t)total + 1, sizeof(Batch *));
+    int m = 0;
+    for (int k = 0; k < nold; k++)
+        for (int i = 1; i < counts[k]; i++)
+            all[m++] = lists[k][i];
+    Batch *b[2] = {op_header((const char *[]){"rows"}, (int64_t[]){1}, 1),
+                   op_owned_sum(all, m, w, W, false)};
+    sl_free(all);
+    int rc = load_distinct(op, b, 2, err);
+    batch_unref(b[0]);
+    batch_unref(b[1]);
+    return rc;
+}
+
 int op_distinct_init(Op *op)
 {
     DistinctSt *s = sl_calloc(1, sizeof(*s));
@@ -152,5 +177,6 @@ int op_distinct_init(Op *op)
     op->free = free_distinct;
     op->save = save_distinct;
     op->load = load_distinct;
+    op->load_split = load_split_distinct;
     return 0;
 }

@@ -213,6 +213,43 @@ static int load_join(Op *op, Batch *const *b, int n, Err *err)
     return 0;
 }
 
+/* Another worker count: each side's spines of every old worker, the keys
+   this worker owns. */
+static int load_split_join(Op *op, int w, int W, Batch *const *const *lists, const int *counts,
+                           int nold, Err *err)
+{
+    int total = 0;
+    for (int k = 0; k < nold; k++)
+        total += counts[k];
+    Batch **side[2];
+    int ns[2] = {0, 0};
+    side[0] = sl_calloc((size_t)total + 1, sizeof(Batch *));
+    side[1] = sl_calloc((size_t)total + 1, sizeof(Batch *));
+    int rc = 0;
+    for (int k = 0; k < nold && !rc; k++) {
+        int64_t nb[2];
+        if (counts[k] < 1 || !read_header(lists[k][0], nb) || 1 + nb[0] + nb[1] != counts[k]) {
+            rc = err_set(err, SL_EIO, "join state (node %d) has no valid header", op->node->id);
+            break;
+        }
+        for (int64_t i = 0; i < nb[0]; i++)
+            side[0][ns[0]++] = lists[k][1 + i];
+        for (int64_t i = 0; i < nb[1]; i++)
+            side[1][ns[1]++] = lists[k][1 + nb[0] + i];
+    }
+    if (!rc) {
+        Batch *b[3] = {op_header(side_name, (int64_t[]){1, 1}, 2),
+                       op_owned_sum(side[0], ns[0], w, W, false),
+                       op_owned_sum(side[1], ns[1], w, W, false)};
+        rc = load_join(op, b, 3, err);
+        for (int i = 0; i < 3; i++)
+            batch_unref(b[i]);
+    }
+    sl_free(side[0]);
+    sl_free(side[1]);
+    return rc;
+}
+
 int op_join_init(Op *op)
 {
     const CNode *n = op->node;
@@ -235,5 +272,6 @@ int op_join_init(Op *op)
     op->free = free_join;
     op->save = save_join;
     op->load = load_join;
+    op->load_split = load_split_join;
     return 0;
 }

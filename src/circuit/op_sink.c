@@ -133,6 +133,37 @@ static int load_sink(Op *op, Batch *const *b, int n, Err *err)
     return 0;
 }
 
+/* Another worker count: the counters on worker 0, the contents spread by
+   row (any split of a sink's contents is fine: readers sum the workers). */
+static int load_split_sink(Op *op, int w, int W, Batch *const *const *lists, const int *counts,
+                           int nold, Err *err)
+{
+    SinkSt *s = op->st;
+    int want = s->mat ? 2 : 1;
+    Batch **ctr = sl_calloc((size_t)nold + 1, sizeof(Batch *));
+    Batch **con = sl_calloc((size_t)nold + 1, sizeof(Batch *));
+    int rc = 0;
+    for (int k = 0; k < nold; k++) {
+        if (counts[k] != want) {
+            rc = err_set(err, SL_EIO, "sink state has %d batches, expected %d", counts[k], want);
+            break;
+        }
+        ctr[k] = lists[k][0];
+        con[k] = s->mat ? lists[k][1] : NULL;
+    }
+    if (!rc) {
+        Batch *b[2] = {op_owned_sum(ctr, nold, w, W, true),
+                       s->mat ? op_owned_sum(con, nold, w, W, false) : NULL};
+        rc = load_sink(op, b, want, err);
+        batch_unref(b[0]);
+        if (b[1])
+            batch_unref(b[1]);
+    }
+    sl_free(ctr);
+    sl_free(con);
+    return rc;
+}
+
 int op_sink_init(Op *op)
 {
     SinkSt *s = sl_calloc(1, sizeof(*s));
@@ -149,6 +180,7 @@ int op_sink_init(Op *op)
     op->free = free_sink;
     op->save = save_sink;
     op->load = load_sink;
+    op->load_split = load_split_sink;
     return 0;
 }
 

@@ -412,6 +412,27 @@ static int load_topk(Op *op, Batch *const *b, int n, Err *err)
     return 0;
 }
 
+/* Another worker count: the rows of the partitions this worker owns (all
+   of them on worker 0 without PARTITION BY). */
+static int load_split_topk(Op *op, int w, int W, Batch *const *const *lists, const int *counts,
+                         int nold, Err *err)
+{
+    Batch **all = sl_calloc((size_t)nold + 1, sizeof(Batch *));
+    for (int k = 0; k < nold; k++) {
+        if (counts[k] != 1) {
+            sl_free(all);
+            return err_set(err, SL_EIO, "top-k node %d: state has %d batches, expected 1",
+                           op->node->id, counts[k]);
+        }
+        all[k] = lists[k][0];
+    }
+    Batch *b = op_owned_sum(all, nold, w, W, op->node->npart == 0);
+    sl_free(all);
+    int rc = load_topk(op, &b, 1, err);
+    batch_unref(b);
+    return rc;
+}
+
 int op_topk_init(Op *op)
 {
     const CNode *n = op->node;
@@ -433,5 +454,6 @@ int op_topk_init(Op *op)
     op->free = free_topk;
     op->save = save_topk;
     op->load = load_topk;
+    op->load_split = load_split_topk;
     return 0;
 }

@@ -190,6 +190,26 @@ static int load_upsert(Op *op, Batch *const *b, int n, Err *err)
     return 0;
 }
 
+/* Another worker count: the rows whose keys this worker owns. */
+static int load_split_upsert(Op *op, int w, int W, Batch *const *const *lists,
+                             const int *counts, int nold, Err *err)
+{
+    Batch **all = sl_calloc((size_t)nold + 1, sizeof(Batch *));
+    for (int k = 0; k < nold; k++) {
+        if (counts[k] != 1) {
+            sl_free(all);
+            return err_set(err, SL_EIO, "upsert state (node %d) has %d batches, expected 1",
+                           op->node->id, counts[k]);
+        }
+        all[k] = lists[k][0];
+    }
+    Batch *b = op_owned_sum(all, nold, w, W, false);
+    sl_free(all);
+    int rc = load_upsert(op, &b, 1, err);
+    batch_unref(b);
+    return rc;
+}
+
 int op_upsert_init(Op *op)
 {
     UpsertSt *s = sl_calloc(1, sizeof(*s));
@@ -203,6 +223,7 @@ int op_upsert_init(Op *op)
     op->free = free_upsert;
     op->save = save_upsert;
     op->load = load_upsert;
+    op->load_split = load_split_upsert;
     return 0;
 }
 

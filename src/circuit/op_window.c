@@ -1007,6 +1007,27 @@ static int val_slot(WinSt *s, int col)
     return s->nval++;
 }
 
+/* Another worker count: the rows of the partitions this worker owns (all
+   of them on worker 0 without PARTITION BY). */
+static int load_split_window(Op *op, int w, int W, Batch *const *const *lists, const int *counts,
+                         int nold, Err *err)
+{
+    Batch **all = sl_calloc((size_t)nold + 1, sizeof(Batch *));
+    for (int k = 0; k < nold; k++) {
+        if (counts[k] != 1) {
+            sl_free(all);
+            return err_set(err, SL_EIO, "window node %d: state has %d batches, expected 1",
+                           op->node->id, counts[k]);
+        }
+        all[k] = lists[k][0];
+    }
+    Batch *b = op_owned_sum(all, nold, w, W, op->node->npart == 0);
+    sl_free(all);
+    int rc = load_window(op, &b, 1, err);
+    batch_unref(b);
+    return rc;
+}
+
 int op_window_init(Op *op)
 {
     const CNode *n = op->node;
@@ -1066,5 +1087,6 @@ int op_window_init(Op *op)
     op->free = free_window;
     op->save = save_window;
     op->load = load_window;
+    op->load_split = load_split_window;
     return 0;
 }

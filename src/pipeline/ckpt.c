@@ -345,7 +345,7 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
     j->step = rt_steps(p->rt);
     j->meta = job_meta(p);
     j->ingress_seq = ft->ing_consumed;
-    if (ft_rotate(p, err)) {
+    if (ft_rotate(p, j->step, err)) {
         job_free(j);
         return err->code;
     }
@@ -564,39 +564,87 @@ static int64_t jint(const cJSON *o, const char *k)
 
 /* Load the state of manifest m into p->rt. SL_EIO (err says why) when a
    file is corrupt or does not fit the program: the caller falls back. */
-static int load_state(Pipeline *p, const cJSON *m, Err *err)
+/* The batches of one "state" entry's files (*n of them; caller unrefs). */
+static int load_files(Ft *ft, const cJSON *e, Batch ***out, int *n, Err *err)
+{
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(e, "files");
+    *n = cJSON_GetArraySize(files);
+    Batch **bs = sl_calloc((size_t)*n + 1, sizeof(Batch *));
+    int k = 0, rc = 0;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, files)
+    {
+        if (!cJSON_IsString(f) || (rc = store_get_batch(ft->st, f->valuestring, &bs[k], err)))
+            break;
+        k++;
+    }
+    if (!rc && k != *n)
+        rc = err_set(err, SL_EIO, "a state entry lists a file that is not a name");
+    if (rc) {
+        for (int i = 0; i < k; i++)
+            batch_unref(bs[i]);
+        sl_free(bs);
+        return SL_EIO;
+    }
+    *out = bs;
+    return 0;
+}
+
+/* Load the state of manifest m (written with W0 workers) into p->rt.
+   SL_EIO (err says why) when a file is corrupt or does not fit the
+   program: the caller falls back. With another worker count every node's
+   state is re-sharded (op.h load_split). */
+static int load_state(Pipeline *p, const cJSON *m, int W0, Err *err)
 {
     Ft *ft = p->ft;
-    int nn = p->c->nnodes;
+    int nn = p->c->nnodes, rc = 0;
+    /* per (old worker, node): the saved batches */
+    Batch ***lists = sl_calloc((size_t)W0 * (size_t)nn, sizeof(Batch **));
+    int *counts = sl_calloc((size_t)W0 * (size_t)nn, sizeof(int));
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(m, "state"))
     {
         int node = (int)jint(e, "node"), w = (int)jint(e, "worker");
-        const cJSON *files = cJSON_GetObjectItemCaseSensitive(e, "files");
-        int n = cJSON_GetArraySize(files);
-        if (node < 0 || node >= nn || w < 0 || w >= p->W || !rt_stateful(p->rt, node))
-            return err_set(err, SL_EIO, "state of node %d, worker %d does not fit the program",
-                           node, w);
-        Batch **bs = sl_calloc((size_t)n + 1, sizeof(Batch *));
-        int k = 0, rc = 0;
-        const cJSON *f;
-        cJSON_ArrayForEach(f, files)
-        {
-            if (!cJSON_IsString(f) || (rc = store_get_batch(ft->st, f->valuestring, &bs[k], err)))
-                break;
-            k++;
+        if (node < 0 || node >= nn || w < 0 || w >= W0 || !rt_stateful(p->rt, node) ||
+            lists[w * nn + node]) {
+            rc = err_set(err, SL_EIO, "state of node %d, worker %d does not fit the program",
+                         node, w);
+            break;
         }
-        if (!rc && k != n)
-            rc = err_set(err, SL_EIO, "state of node %d lists a file that is not a name", node);
-        if (!rc)
-            rc = rt_load(p->rt, w, node, bs, n, err);
-        for (int i = 0; i < k; i++)
-            batch_unref(bs[i]);
-        sl_free(bs);
-        if (rc)
-            return SL_EIO;
+        if ((rc = load_files(ft, e, &lists[w * nn + node], &counts[w * nn + node], err)))
+            break;
     }
-    return 0;
+    Batch **col = sl_calloc((size_t)W0 + 1, sizeof(Batch *));
+    Batch *const **klist = sl_calloc((size_t)W0 + 1, sizeof(Batch **));
+    int *kcount = sl_calloc((size_t)W0 + 1, sizeof(int));
+    for (int node = 0; node < nn && !rc; node++) {
+        if (W0 == p->W) {
+            for (int w = 0; w < W0 && !rc; w++)
+                if (lists[w * nn + node])
+                    rc = rt_load(p->rt, w, node, lists[w * nn + node], counts[w * nn + node],
+                                 err);
+            continue;
+        }
+        bool any = false;
+        for (int k = 0; k < W0; k++) {
+            klist[k] = lists[k * nn + node] ? lists[k * nn + node] : col;
+            kcount[k] = counts[k * nn + node];
+            any |= lists[k * nn + node] != NULL;
+        }
+        for (int w = 0; w < p->W && !rc && any; w++)
+            rc = rt_load_split(p->rt, w, node, klist, kcount, W0, err);
+    }
+    sl_free(col);
+    sl_free(klist);
+    sl_free(kcount);
+    for (int i = 0; i < W0 * nn; i++) {
+        for (int j = 0; j < counts[i] && lists[i]; j++)
+            batch_unref(lists[i][j]);
+        sl_free(lists[i]);
+    }
+    sl_free(lists);
+    sl_free(counts);
+    return rc ? SL_EIO : 0;
 }
 
 /* Positions and counters of manifest m. */
@@ -663,13 +711,9 @@ static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
                        "wrote it, or use a new storage directory",
                        dir, (long long)step, cJSON_IsString(fp) ? fp->valuestring : "missing",
                        mine);
-    if (jint(m, "workers") != p->W)
-        return err_set(err, SL_ECONFIG,
-                       "storage %s holds a checkpoint (step %lld) written with %lld worker%s; "
-                       "this run has %d: restart with --workers %lld (changing the worker "
-                       "count of a checkpoint is not supported yet)",
-                       dir, (long long)step, (long long)jint(m, "workers"),
-                       jint(m, "workers") == 1 ? "" : "s", p->W, (long long)jint(m, "workers"));
+    if (jint(m, "workers") < 1 || jint(m, "workers") > 4096)
+        return err_set(err, SL_EIO, "storage %s: the checkpoint of step %lld names %lld workers",
+                       dir, (long long)step, (long long)jint(m, "workers"));
     if (jint(m, "nodes") != p->c->nnodes)
         return err_set(err, SL_ECONFIG, "storage %s: the checkpoint's circuit has %lld nodes, "
                        "this program's %d", dir, (long long)jint(m, "nodes"), p->c->nnodes);
@@ -723,8 +767,14 @@ int ft_open(Pipeline *p, Err *err)
             return err->code;
         }
         Err le = {0};
-        if (!load_state(p, m, &le))
+        int w0 = (int)jint(m, "workers");
+        if (!load_state(p, m, w0, &le)) {
+            if (w0 != p->W)
+                fprintf(stderr, "sluice: storage: the checkpoint at step %llu was written by %d "
+                                "worker%s; its state is re-sharded for %d\n",
+                        (unsigned long long)step, w0, w0 == 1 ? "" : "s", p->W);
             break;
+        }
         fprintf(stderr, "sluice: storage: the checkpoint at step %llu is unusable (%s); "
                         "falling back to the previous one\n",
                 (unsigned long long)step, le.msg);
@@ -739,10 +789,12 @@ int ft_open(Pipeline *p, Err *err)
     if (m) {
         /* the state is that of its files: the next checkpoint keeps the
            files of nodes that receive no input meanwhile */
-        char *st = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
-        ft->last_state = sl_strdup(st ? st : "[]");
-        cJSON_free(st);
-        rt_clear_changed(p->rt);
+        if (jint(m, "workers") == p->W) { /* re-sharded state has no files yet */
+            char *st = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
+            ft->last_state = sl_strdup(st ? st : "[]");
+            cJSON_free(st);
+            rt_clear_changed(p->rt);
+        }
         rt_set_steps(p->rt, cstep);
         rc = load_positions(p, m, err);
     }
@@ -773,8 +825,13 @@ int ft_open(Pipeline *p, Err *err)
         if (store_prune(ft->st, 2, NULL, 0, &pe))
             fprintf(stderr, "sluice: storage: %s\n", pe.msg);
     }
-    if (!rc)
-        rc = ft_rotate(p, err);
+    if (!rc) { /* the new segment follows the journaled steps replay will run */
+        int64_t after = cstep;
+        for (int i = 0; i < ft->nrecs; i++)
+            if (ft->recs[i].step > after)
+                after = ft->recs[i].step;
+        rc = ft_rotate(p, after, err);
+    }
     if (!rc)
         writer_start(p);
     return rc;

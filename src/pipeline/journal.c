@@ -111,13 +111,13 @@ static uint64_t uniq(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int ft_rotate(Pipeline *p, Err *err)
+int ft_rotate(Pipeline *p, int64_t step, Err *err)
 {
     Ft *ft = p->ft;
     char name[96];
     if (ft->mode == FT_EXACTLY_ONCE) {
-        snprintf(name, sizeof(name), "journal-%020lld-%016" PRIx64 ".log",
-                 (long long)rt_steps(p->rt), uniq());
+        snprintf(name, sizeof(name), "journal-%020lld-%016" PRIx64 ".log", (long long)step,
+                 uniq());
         Log *l;
         if (log_create(ft->st, name, &l, err))
             return err->code;

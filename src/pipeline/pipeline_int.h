@@ -240,7 +240,9 @@ int ft_sync_ingress(struct Log *log, uint64_t end, Err *err);
 int ft_replay(Pipeline *p, Err *err);
 /* journal.c internals for ckpt.c: start new journal and ingress segments
    (at a checkpoint, and after a restart); read them back at restart. */
-int ft_rotate(Pipeline *p, Err *err);
+/* step: the last step the new journal segment follows (its records are
+   of later steps; segments are read in name order). */
+int ft_rotate(Pipeline *p, int64_t step, Err *err);
 int ft_read_logs(Pipeline *p, int64_t ckpt_step, int64_t ckpt_seq, Err *err);
 void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq);
 void ft_logs_free(Pipeline *p);

@@ -55,6 +55,11 @@ int rt_load(Runtime *rt, int w, int node, Batch *const *b, int n, Err *err);
    such nodes again. */
 bool rt_node_changed(const Runtime *rt, int node);
 void rt_clear_changed(Runtime *rt);
+/* rt_load for a checkpoint taken with nold workers (this runtime has
+   another count): lists[k] (counts[k] batches) is what rt_save gave for
+   the node on old worker k; worker w keeps what it owns. */
+int rt_load_split(Runtime *rt, int w, int node, Batch *const *const *lists, const int *counts,
+                  int nold, Err *err);
 /* Does node keep state (has save/load)? */
 bool rt_stateful(Runtime *rt, int node);
 /* Continue the step count of a restored runtime (before its first step). */

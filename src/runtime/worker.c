@@ -336,6 +336,21 @@ int rt_load(Runtime *rt, int w, int node, Batch *const *b, int n, Err *err)
     return op->load(op, b, n, err);
 }
 
+int rt_load_split(Runtime *rt, int w, int node, Batch *const *const *lists, const int *counts,
+                  int nold, Err *err)
+{
+    Op *op = rt->w[w].ops[node];
+    int total = 0;
+    for (int k = 0; k < nold; k++)
+        total += counts[k];
+    if (!op->load_split) {
+        if (total == 0)
+            return 0;
+        return err_set(err, SL_EIO, "checkpoint has state for node %d, which keeps none", node);
+    }
+    return op->load_split(op, w, rt->W, lists, counts, nold, err);
+}
+
 bool rt_node_changed(const Runtime *rt, int node) { return rt->changed[node]; }
 
 void rt_clear_changed(Runtime *rt)

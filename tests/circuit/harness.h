@@ -24,7 +24,8 @@
  *   4. in every cut of more than one step, after about one step in five,
  *      restarts from a checkpoint (h_restart: every operator's save(), a
  *      fresh runtime, load()) and checks again, so every operator's
- *      checkpoint is proven by the same properties as its steps.
+ *      checkpoint is proven by the same properties as its steps; one
+ *      restart in three changes the worker count (load_split re-shards).
  * Failures clean up first (workers joined, memory freed), print the
  * difference to stderr, then fail the cmocka test. SL_PROP_ROUNDS=N in the
  * environment repeats every property with N seeds (a longer soak).
@@ -642,7 +643,7 @@ typedef struct HEnt { /* one input row for a worker and its weight */
     int64_t w;
 } HEnt;
 
-static inline Runtime *h_restart(HCtx *x, Runtime *rt, bool *ok);
+static inline Runtime *h_restart(HCtx *x, Runtime *rt, int nw, bool *ok);
 
 /*
  * One run: the changes cut into steps of sizes sizes[0..nsteps), on W
@@ -747,7 +748,10 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
         /* restart from a checkpoint after about one step in five (not in
            the one-step cut, which keeps the plain path covered) */
         if (ok && nsteps > 1 && h_below(&rst, 5) == 0) {
-            rt = h_restart(x, rt, &ok);
+            /* one restart in three changes the worker count (1..4) */
+            int nw = h_below(&rst, 3) == 0 ? 1 + (int)h_below(&rst, 4) : W;
+            rt = h_restart(x, rt, nw, &ok);
+            W = nw;
             if (ok && per_step) /* the restored state shows the same contents */
                 for (int v = 0; v < x->nviews && ok; v++)
                     ok = h_check_view(x, rt, v, tabs, s);
@@ -770,7 +774,7 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
  * the state into it. Every later check then proves that save/load lost
  * nothing (the old runtime is gone, so nothing can point into it).
  */
-static inline Runtime *h_restart(HCtx *x, Runtime *rt, bool *ok)
+static inline Runtime *h_restart(HCtx *x, Runtime *rt, int nw, bool *ok)
 {
     const Circuit *c = x->c;
     int W = rt_workers(rt), nn = c->nnodes;
@@ -781,18 +785,33 @@ static inline Runtime *h_restart(HCtx *x, Runtime *rt, bool *ok)
             if (rt_save(rt, w, n, &saved[w * nn + n]))
                 *ok = false;
     rt_free(rt);
-    Runtime *nr = rt_new(c, W);
+    Runtime *nr = rt_new(c, nw);
     rt_set_steps(nr, steps);
-    for (int w = 0; w < W && *ok; w++)
+    Batch *const **lists = sl_calloc((size_t)W, sizeof(Batch **));
+    int *counts = sl_calloc((size_t)W, sizeof(int));
+    for (int w = 0; w < nw && *ok; w++)
         for (int n = 0; n < nn && *ok; n++) {
             Err err = {0};
-            BatchList *l = &saved[w * nn + n];
-            if (rt_load(nr, w, n, l->b, l->n, &err)) {
-                snprintf(x->msg, sizeof(x->msg), "%s: load of node %d, worker %d failed: %s",
-                         x->what, n, w, err.msg);
+            int rc;
+            if (nw == W) {
+                BatchList *l = &saved[w * nn + n];
+                rc = rt_load(nr, w, n, l->b, l->n, &err);
+            } else { /* another worker count: every old worker's state, re-sharded */
+                for (int k = 0; k < W; k++) {
+                    lists[k] = saved[k * nn + n].b;
+                    counts[k] = saved[k * nn + n].n;
+                }
+                rc = rt_load_split(nr, w, n, lists, counts, W, &err);
+            }
+            if (rc) {
+                snprintf(x->msg, sizeof(x->msg),
+                         "%s: load of node %d, worker %d (of %d; saved on %d) failed: %s",
+                         x->what, n, w, nw, W, err.msg);
                 *ok = false;
             }
         }
+    sl_free(lists);
+    sl_free(counts);
     for (int i = 0; i < W * nn; i++)
         batchlist_free(&saved[i]);
     sl_free(saved);

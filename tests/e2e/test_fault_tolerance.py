@@ -183,7 +183,7 @@ def test_corrupt_checkpoint_falls_back_to_the_previous_one(tmp_path):
     assert out.read_bytes() == ref_out
 
 
-def test_storage_of_another_program_or_worker_count_is_refused(tmp_path):
+def test_storage_of_another_program_is_refused(tmp_path):
     prog, _ = bank_program(tmp_path, 100_000)
     st = tmp_path / "storage"
     finish(["run", prog, "--until-done", "--no-progress", "--storage", st])
@@ -192,9 +192,27 @@ def test_storage_of_another_program_or_worker_count_is_refused(tmp_path):
     p = run(["run", other, "--until-done", "--no-progress", "--storage", st])
     assert p.returncode == 1
     assert "different program" in p.stderr and str(st) in p.stderr, p.stderr
-    p = run(["run", prog, "--until-done", "--no-progress", "--storage", st, "--workers", "2"])
-    assert p.returncode == 1
-    assert "worker" in p.stderr and "--workers 1" in p.stderr, p.stderr
+
+
+def test_restart_with_other_worker_counts_resumes_identically(tmp_path):
+    """Killed on 1 worker, resumed on 2 and killed again, finished on 3: the
+    state is re-sharded at each start; dump and output file equal an
+    uninterrupted 1-worker run's."""
+    rows = 1_000_000
+    ref_balance, ref_out = reference(tmp_path, rows)
+    prog, out = bank_program(tmp_path, rows)
+    st = tmp_path / "storage"
+    args = ["run", prog, "--until-done", "--no-progress", "--step-rows", STEP_ROWS,
+            "--storage", st, "--checkpoint-interval", "0.02"]
+    for workers in (1, 2):
+        p = subprocess.run([sluice_bin()] + [str(a) for a in args + ["--workers", workers]],
+                           capture_output=True, timeout=600,
+                           env=dict(os.environ, SLUICE_CRASH_AT="journal-write:%d" % (20 if workers == 1 else 12)))
+        assert p.returncode == 137, p.stderr.decode()[-2000:]
+    res = finish(args + ["--workers", 3, "--dump", tmp_path / "dump"])
+    assert "re-sharded for 3" in res.stderr, res.stderr[-2000:]
+    assert (tmp_path / "dump" / "balance.csv").read_bytes() == ref_balance
+    assert out.read_bytes() == ref_out
 
 
 @pytest.fixture(scope="module")
