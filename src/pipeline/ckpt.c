@@ -833,6 +833,8 @@ int ft_open(Pipeline *p, Err *err)
         rc = ft_rotate(p, after, err);
     }
     if (!rc)
+        rc = ft_requeue(p, err);
+    if (!rc)
         writer_start(p);
     return rc;
 }

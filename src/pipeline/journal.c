@@ -571,7 +571,7 @@ static int replay_ingress(Pipeline *p, Pending *pd, int *next, int64_t hi, bool 
     Ft *ft = p->ft;
     while (*next < ft->nirecs && ft->irecs[*next].seq <= hi) {
         IRec *r = &ft->irecs[(*next)++];
-        if (!keep)
+        if (!keep || !r->p)
             continue;
         InBatch *b = ingress_decode(p, r->p, r->n, err);
         if (!b)
@@ -579,6 +579,33 @@ static int replay_ingress(Pipeline *p, Pending *pd, int *next, int64_t hi, bool 
         b->rows = inbatch_count(b);
         pipe_add_batch(p, pd, b);
     }
+    return 0;
+}
+
+int ft_requeue(Pipeline *p, Err *err)
+{
+    Ft *ft = p->ft;
+    int64_t hi = ft->ing_consumed;
+    for (int i = 0; i < ft->nrecs; i++)
+        if (ft->recs[i].seq_hi > hi)
+            hi = ft->recs[i].seq_hi;
+    int requeued = 0;
+    for (int i = 0; i < ft->nirecs; i++) {
+        IRec *r = &ft->irecs[i];
+        if (r->seq <= hi || !r->p)
+            continue;
+        InBatch *b = ingress_decode(p, r->p, r->n, err);
+        if (!b)
+            return err->code;
+        inbox_requeue(p, b);
+        sl_free(r->p);
+        r->p = NULL;
+        requeued++;
+    }
+    if (requeued)
+        fprintf(stderr, "sluice: %d acknowledged HTTP input batch%s from before the restart "
+                        "queued again\n",
+                requeued, requeued == 1 ? "" : "es");
     return 0;
 }
 
@@ -623,23 +650,6 @@ int ft_replay(Pipeline *p, Err *err)
     if (!rc && nsteps)
         fprintf(stderr, "sluice: replayed %d journaled step%s in %.3f s; now at step %lld\n",
                 nsteps, nsteps == 1 ? "" : "s", pipe_now() - t0, (long long)rt_steps(p->rt));
-    /* acknowledged HTTP input that no step consumed goes back in the queue */
-    int requeued = 0;
-    for (; !rc && next < ft->nirecs; next++) {
-        if (ft->irecs[next].seq <= ft->ing_consumed)
-            continue;
-        InBatch *b = ingress_decode(p, ft->irecs[next].p, ft->irecs[next].n, err);
-        if (!b) {
-            rc = err->code;
-            break;
-        }
-        inbox_requeue(p, b);
-        requeued++;
-    }
-    if (requeued)
-        fprintf(stderr, "sluice: %d acknowledged HTTP input batch%s from before the restart "
-                        "queued again\n",
-                requeued, requeued == 1 ? "" : "es");
     for (int i = 0; i < ft->nrecs; i++) {
         sl_free(ft->recs[i].rows);
         sl_free(ft->recs[i].pos);

@@ -235,8 +235,10 @@ void ft_encode_ingress(Pipeline *p, InBatch *b, Buf *enc);
 int ft_log_ingress(Pipeline *p, InBatch *b, Buf *enc, struct Log **log, uint64_t *end,
                    Err *err);
 int ft_sync_ingress(struct Log *log, uint64_t end, Err *err);
-/* Replay the journaled steps after the checkpoint, then queue the logged
-   HTTP input no step consumed. Start of pipeline_run. */
+/* Queue the logged HTTP input no journaled step consumed, before anything
+   new can be queued (queue order must stay log order). End of ft_open. */
+int ft_requeue(Pipeline *p, Err *err);
+/* Replay the journaled steps after the checkpoint. Start of pipeline_run. */
 int ft_replay(Pipeline *p, Err *err);
 /* journal.c internals for ckpt.c: start new journal and ingress segments
    (at a checkpoint, and after a restart); read them back at restart. */
