@@ -130,14 +130,14 @@ int ft_rotate(Pipeline *p, int64_t step, Err *err)
                  (long long)ft->ing_seq + 1, uniq());
         Log *l;
         int rc = log_create(ft->st, name, &l, err);
-        if (!rc && ft->ingress) {
-            /* everything in the old segment is durable before it is let go;
-               a pusher still syncing it finds nothing left to do */
-            rc = log_sync(ft->ingress, UINT64_MAX, err);
+        /* everything in the old segment is durable before it is let go; a
+           pusher still syncing it finds nothing left to do */
+        if (!rc && ft->ingress && (rc = log_sync(ft->ingress, UINT64_MAX, err)) != 0)
+            log_release(l); /* keep appending to the old one */
+        if (!rc) {
             log_release(ft->ingress);
-        }
-        if (!rc)
             ft->ingress = l;
+        }
         pthread_mutex_unlock(&p->mu);
         if (rc)
             return rc;
