@@ -865,6 +865,7 @@ static bool read_header(const AggSt *s, const Batch *h, int64_t *nb)
 /* Rebuild the groups from batch m (groups_batch's layout). */
 static int load_groups(Op *op, AggSt *s, const Batch *m, Err *err)
 {
+    hmap_reserve(s->groups, m->n);
     for (int64_t i = 0; i < m->n; i++) {
         const uint8_t *k = batch_key(m, i), *v = batch_val(m, i);
         size_t kn = batch_klen(m, i), vn = batch_vlen(m, i);

@@ -121,11 +121,23 @@ static int load_sink(Op *op, Batch *const *b, int n, Err *err)
     if (!s->mat)
         return 0;
     const Batch *m = b[1];
+    hmap_reserve(s->mat, m->n);
+    enum { AHEAD = 16 };
+    uint64_t hs[AHEAD];
+    for (int64_t i = 0; i < m->n && i < AHEAD; i++) {
+        hs[i] = sl_hash(batch_key(m, i), batch_klen(m, i));
+        hmap_prefetch(s->mat, hs[i]);
+    }
     for (int64_t i = 0; i < m->n; i++) {
         const uint8_t *k = batch_key(m, i);
         size_t kn = batch_klen(m, i);
+        uint64_t h = hs[i % AHEAD];
+        if (i + AHEAD < m->n) { /* the slots of later keys are on their way */
+            hs[i % AHEAD] = sl_hash(batch_key(m, i + AHEAD), batch_klen(m, i + AHEAD));
+            hmap_prefetch(s->mat, hs[i % AHEAD]);
+        }
         bool created;
-        int64_t *e = hmap_upsert(s->mat, k, kn, sl_hash(k, kn), &created);
+        int64_t *e = hmap_upsert(s->mat, k, kn, h, &created);
         *e = m->w[i];
     }
     batch_ref(b[1]);

@@ -172,6 +172,7 @@ static int load_upsert(Op *op, Batch *const *b, int n, Err *err)
     if (n != 1)
         return err_set(err, SL_EIO, "upsert state (node %d) has %d batches, expected 1", id, n);
     const Batch *m = b[0];
+    hmap_reserve(s->rows, m->n);
     for (int64_t i = 0; i < m->n; i++) {
         const uint8_t *k = batch_key(m, i);
         size_t kn = batch_klen(m, i), vn = batch_vlen(m, i);

@@ -44,6 +44,7 @@ struct HMap {
     size_t bump_left;
     void **slabs;
     size_t nslabs, capslabs;
+    size_t floor; /* hmap_reserve's capacity: inserts do not shrink below it */
 };
 
 static char tomb_marker;
@@ -161,10 +162,10 @@ static size_t free_slot(const HMap *m, uint64_t hash)
    deletes shrinks); drops every tombstone. Called by inserts that would
    push the load with tombstones over 0.7 or that find the table below 1/8
    full, never during an iteration. */
-static void rebuild(HMap *m)
+static void rebuild_for(HMap *m, int64_t n)
 {
     size_t cap = HMAP_MIN_CAP;
-    while ((size_t)(m->count + 1) * 2 > cap)
+    while ((size_t)(n + 1) * 2 > cap)
         cap *= 2;
     Slot *old = m->slots;
     size_t oldcap = m->cap;
@@ -173,6 +174,20 @@ static void rebuild(HMap *m)
         if (old[i].e && old[i].e != TOMB)
             m->slots[free_slot(m, old[i].hash)] = old[i];
     sl_free(old);
+}
+
+static void rebuild(HMap *m) { rebuild_for(m, m->count); }
+
+void hmap_prefetch(const HMap *m, uint64_t hash)
+{
+    __builtin_prefetch(&m->slots[slot_of(m, hash)], 1);
+}
+
+void hmap_reserve(HMap *m, int64_t n)
+{
+    if ((size_t)(n + 1) * 2 > m->cap)
+        rebuild_for(m, n);
+    m->floor = m->cap;
 }
 
 void *hmap_upsert(HMap *m, const uint8_t *k, size_t kn, uint64_t hash, bool *created)
@@ -184,7 +199,7 @@ void *hmap_upsert(HMap *m, const uint8_t *k, size_t kn, uint64_t hash, bool *cre
         return m->slots[i].e->payload;
     }
     size_t used = (size_t)m->count + 1;
-    if ((used + m->tombs) * 10 > m->cap * 7 || (m->cap > HMAP_MIN_CAP && used * 8 < m->cap))
+    if ((used + m->tombs) * 10 > m->cap * 7 || (m->cap > HMAP_MIN_CAP && m->cap > m->floor && used * 8 < m->cap))
         rebuild(m);
     i = free_slot(m, hash);
     if (m->slots[i].e == TOMB)
@@ -214,6 +229,7 @@ void hmap_delete(HMap *m, const uint8_t *k, size_t kn, uint64_t hash)
     size_t i = lookup(m, k, kn, hash);
     if (i == SIZE_MAX)
         return;
+    m->floor = 0; /* shrinking after deletes is allowed again */
     size_t sz = entry_size(m, m->slots[i].e->klen);
     m->entry_bytes -= sz;
     ent_free(m, m->slots[i].e, sz);

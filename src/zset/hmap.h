@@ -16,6 +16,12 @@ void hmap_free(HMap *m);
 int64_t hmap_count(const HMap *m);
 size_t hmap_bytes(const HMap *m);
 
+/* Make room for n entries in all, so that inserting them rebuilds nothing
+   (restoring a checkpoint). */
+void hmap_reserve(HMap *m, int64_t n);
+/* Start loading the slot where hash's probe begins (a bulk insert that
+   knows its next keys: the table's misses overlap instead of queueing). */
+void hmap_prefetch(const HMap *m, uint64_t hash);
 /* Payload for key k, created zero-filled when absent (*created set then). */
 void *hmap_upsert(HMap *m, const uint8_t *k, size_t kn, uint64_t hash, bool *created);
 /* Payload for key k or NULL. */
