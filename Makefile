@@ -4,10 +4,10 @@
 # used by the tests).
 
 CC      ?= gcc
-PKGS    := libcjson libxxhash libmicrohttpd libzstd libcurl
+PKGS    := libcjson libxxhash libmicrohttpd libzstd libcurl ompi-c
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow=local -Wstrict-prototypes
 CFLAGS_COMMON := -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
-LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lxxhash -lmicrohttpd -lzstd -lcurl) -lpthread -lm
+LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lxxhash -lmicrohttpd -lzstd -lcurl -lmpi) -lpthread -lm
 REL_CFLAGS := $(CFLAGS_COMMON) -O2 -g
 DBG_CFLAGS := $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 DBG_LDFLAGS := -fsanitize=address,undefined

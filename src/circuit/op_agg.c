@@ -672,7 +672,7 @@ static int finish_agg(Op *op, OpEnv *env)
                      (const uint8_t *)local_part(s, l, i), (uint32_t)s->partsz, 1);
         }
     }
-    xchg_wait(x);
+    xchg_wait(x, me);
 
     /* phase 2: fold what this worker owns into the groups */
     s->ntouched = 0;

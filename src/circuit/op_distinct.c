@@ -59,7 +59,7 @@ static int finish_distinct(Op *op, OpEnv *env)
     const CNode *n = op->node;
     Exchange *x = op->x;
     int W = env->nworkers, me = env->worker;
-    xchg_wait(x);
+    xchg_wait(x, me);
     BatchBuilder *bb = bb_new();
     for (int f = 0; f < W; f++) {
         const Buf *b = xchg_buf(x, f, me, 0);

@@ -124,7 +124,7 @@ static int finish_join(Op *op, OpEnv *env)
     JoinSt *s = op->st;
     Exchange *x = op->x;
     int W = env->nworkers, me = env->worker;
-    xchg_wait(x);
+    xchg_wait(x, me);
     Batch *delta[2];
     for (int side = 0; side < 2; side++) {
         BatchBuilder *bb = bb_new();

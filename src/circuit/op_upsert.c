@@ -79,7 +79,7 @@ static int finish_upsert(Op *op, OpEnv *env)
     const CNode *n = op->node;
     Exchange *x = op->x;
     int W = env->nworkers, me = env->worker;
-    xchg_wait(x);
+    xchg_wait(x, me);
     ChunkOut co;
     cout_init(&co, env->arena, n->ncol, n->types, 64);
     for (int f = 0; f < W; f++) {

@@ -7,6 +7,8 @@
  * line.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +21,9 @@
 #include "../io/connector.h"
 #include "../pipeline/pipeline.h"
 #include "../server/server.h"
+#include "../cluster/net.h"
 #include "client.h"
+#include "launch.h"
 
 #define SLUICE_VERSION "0.1.0"
 
@@ -32,7 +36,8 @@ static void usage(FILE *f)
             "                  [--http-buffer RECORDS] [--egress-buffer BYTES]\n"
             "                  [--storage DIR] [--fault-tolerance MODE]\n"
             "                  [--checkpoint-interval SECS] [--s3-endpoint URL]\n"
-            "                  [--config FILE]\n"
+            "                  [--config FILE] [--hosts H [--hostfile FILE]\n"
+            "                  [--mca KEY VALUE]... [--step-deadline SECS]]\n"
             "       sluice check PROGRAM.sql\n"
             "       sluice query URL SQL [--format text|json|csv]\n"
             "       sluice push URL TABLE FILE [--format json|csv] [--update-format F] [--wait]\n"
@@ -42,7 +47,7 @@ static void usage(FILE *f)
             "\n"
             "run     compile the program and run it: tables are fed by their connectors,\n"
             "        views are kept up to date step by step\n"
-            "  --workers N    worker threads (default 1)\n"
+            "  --workers N    worker threads in all (default 1; with --hosts, one per host)\n"
             "  --until-done   stop once every input connector has ended\n"
             "  --dump DIR     at the end, write DIR/<name>.csv for every materialized\n"
             "                 table and view (sorted rows, header line)\n"
@@ -63,6 +68,14 @@ static void usage(FILE *f)
             "                 server (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)\n"
             "  --config FILE  runtime settings as JSON: workers, storage, s3_endpoint,\n"
             "                 fault_tolerance, checkpoint_interval_secs (flags win)\n"
+            "  --hosts H      scale-out: run as H processes (an MPI job started through\n"
+            "                 mpirun) that split the workers evenly and step together;\n"
+            "                 rank 0 serves the HTTP API (docs/scale-out.md). Under an\n"
+            "                 external mpirun/srun, H is the job's size.\n"
+            "  --hostfile FILE  the hosts (Open MPI hostfile), passed to mpirun\n"
+            "  --mca KEY VALUE  an Open MPI parameter, passed to mpirun (repeatable)\n"
+            "  --step-deadline SECS  end the job when an exchange between hosts makes no\n"
+            "                 progress for SECS (default 60; 0 = never)\n"
             "check   compile the program; print the circuit or the errors\n"
             "query, push, tail, stats  clients of a running pipeline's HTTP API\n"
             "        (URL like http://127.0.0.1:8080)\n");
@@ -227,9 +240,50 @@ static void parse_addr(const char *v, ServerOpts *so, char *host, size_t hn)
     so->port = (int)n;
 }
 
+/* A scale-out follower (rank > 0): compile the same program quietly (rank
+   0 reports its errors), then serve rank 0's commands until it stops. */
+static int follow(const char *path, PipelineOpts *o, char *cfg_storage)
+{
+    signal(SIGINT, SIG_IGN); /* rank 0 decides when the job stops */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    fflush(stderr);
+    int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) {
+        dup2(devnull, 2);
+        close(devnull);
+    }
+    Circuit *c = compile_file_fp(path, &o->fingerprint);
+    fflush(stderr);
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+    int rc = 1;
+    if (!c) {
+        pipeline_follow_failed("cannot compile the program on this host");
+    } else {
+        Err e = {0};
+        rc = pipeline_follow(c, o, &e);
+        if (rc)
+            fprintf(stderr, "sluice: host %d (%s): %s\n", net_host(), net_host_name(net_host()),
+                    e.msg);
+        circuit_free(c);
+    }
+    net_finalize();
+    sl_free(cfg_storage);
+    return rc ? 1 : 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     PipelineOpts o = {.workers = 1, .progress = -1, .checkpoint_interval = 60};
+    LaunchOpts lo = {0};
+    bool workers_given = false, hosts_given = false;
+    double deadline = 60;
+    const char **mca = sl_calloc((size_t)argc + 1, sizeof(char *));
+    lo.mca = mca;
     char *cfg_storage = NULL;
     for (int i = 0; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--config"))
@@ -242,8 +296,36 @@ static int cmd_run(int argc, char **argv)
     const char *path = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--workers"))
+        if (!strcmp(a, "--workers")) {
             o.workers = (int)parse_long(a, ++i < argc ? argv[i] : NULL, 1, 256);
+            workers_given = true;
+        } else if (!strcmp(a, "--hosts")) {
+            lo.hosts = (int)parse_long(a, ++i < argc ? argv[i] : NULL, 1, 256);
+            hosts_given = true;
+        } else if (!strcmp(a, "--hostfile")) {
+            if (++i >= argc || !*argv[i]) {
+                fprintf(stderr, "sluice: --hostfile needs a file\n");
+                return 2;
+            }
+            lo.hostfile = argv[i];
+        } else if (!strcmp(a, "--mca")) {
+            if (i + 2 >= argc) {
+                fprintf(stderr, "sluice: --mca needs a key and a value\n");
+                return 2;
+            }
+            mca[2 * lo.nmca] = argv[i + 1];
+            mca[2 * lo.nmca + 1] = argv[i + 2];
+            lo.nmca++;
+            i += 2;
+        } else if (!strcmp(a, "--step-deadline")) {
+            const char *v = ++i < argc ? argv[i] : NULL;
+            char *end;
+            deadline = v ? strtod(v, &end) : -1;
+            if (!v || *end || deadline < 0) {
+                fprintf(stderr, "sluice: --step-deadline needs seconds (>= 0)\n");
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--until-done"))
             o.until_done = true;
         else if (!strcmp(a, "--dump")) {
@@ -309,13 +391,42 @@ static int cmd_run(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    Err e = {0};
+    int rc;
+    if (!net_launched() && lo.hosts > 1) {
+        /* start the MPI job that runs this command as lo.hosts processes */
+        int code = launch_mpi(&lo, argc, argv);
+        sl_free(mca);
+        sl_free(cfg_storage);
+        return code;
+    }
+    sl_free(mca);
+    if (net_launched()) {
+        if (net_init(&e)) {
+            fprintf(stderr, "sluice: %s\n", e.msg);
+            return 1;
+        }
+        if (hosts_given && lo.hosts != net_hosts()) {
+            if (net_host() == 0)
+                fprintf(stderr, "sluice: --hosts %d, but the MPI job has %d processes\n",
+                        lo.hosts, net_hosts());
+            net_finalize();
+            return 2;
+        }
+        o.hosts = net_hosts();
+        if (!workers_given)
+            o.workers = o.hosts;
+        net_set_deadline(deadline);
+        if (net_host() > 0)
+            return follow(path, &o, cfg_storage);
+    }
     Circuit *c = compile_file_fp(path, &o.fingerprint);
     if (!c) {
+        pipeline_dismiss_followers();
+        net_finalize();
         sl_free(cfg_storage);
         return 1;
     }
-    Err e = {0};
-    int rc;
     Pipeline *p = pipeline_new(c, &o, &e);
     Server *srv = NULL;
     if (p && http) {
@@ -328,6 +439,7 @@ static int cmd_run(int argc, char **argv)
     }
     if (!p) {
         rc = e.code;
+        pipeline_dismiss_followers();
     } else {
         rc = pipeline_run(p, &e);
         server_stop(srv);
@@ -335,6 +447,7 @@ static int cmd_run(int argc, char **argv)
     }
     if (rc)
         print_err(path, &e);
+    net_finalize();
     circuit_free(c);
     sl_free(cfg_storage);
     return rc ? 1 : 0;

@@ -301,6 +301,14 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool op
     return cerr(err, r, "%s: %s", where, d);
 }
 
+const void *input_gen(const InputConn *ic) { return ic->gen; }
+
+void input_gen_piece(const InputConn *ic, Piece *pc)
+{
+    pc->fill = datagen_piece_fill;
+    pc->src = ic->gen;
+}
+
 int connectors_open(const Circuit *c, bool open, Connectors *cs, Err *err)
 {
     memset(cs, 0, sizeof(*cs));

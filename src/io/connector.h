@@ -59,6 +59,11 @@ int input_event_col(const InputConn *ic);
    queue does), input_done is always true. */
 bool input_is_http(const InputConn *ic);
 const char *input_transport(const InputConn *ic); /* datagen, file_input, http_input */
+/* A datagen input's generator (the src of its Pieces), else NULL. */
+const void *input_gen(const InputConn *ic);
+/* Make pc a piece of ic's generator (set fill and src; scale-out hosts
+   rebuild the ranges they receive). */
+void input_gen_piece(const InputConn *ic, Piece *pc);
 
 /* ---- resume positions (checkpoints and the journal, issue 6) ----
    An input's position says where its next row comes from: datagen

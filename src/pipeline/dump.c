@@ -26,18 +26,17 @@ static int cmp_line(const void *a, const void *b)
     return c ? c : (x->n < y->n ? -1 : x->n > y->n);
 }
 
-static int dump_rel(const Circuit *c, Runtime *rt, const Relation *r, const char *dir, Err *err)
+static int dump_rel(Pipeline *p, int rel, const char *dir, Err *err)
 {
+    const Relation *r = &pipeline_circuit(p)->rels[rel];
     BatchBuilder *bb = bb_new();
-    for (int w = 0; w < rt_workers(rt); w++) {
-        HMap *m = op_sink_contents(rt_op(rt, w, r->sink));
-        size_t it = 0;
-        const uint8_t *k;
-        size_t kn;
-        void *pl;
-        while (m && hmap_next(m, &it, &k, &kn, &pl))
-            bb_add(bb, k, kn, NULL, 0, *(int64_t *)pl);
-    }
+    Buf raw = BUF_INIT; /* every host's contents */
+    pipeline_contents_raw(p, rel, &raw);
+    size_t pos = 0;
+    XRec x;
+    while (xrec_next(&raw, &pos, &x))
+        bb_add(bb, x.k, x.kn, NULL, 0, x.w);
+    buf_free(&raw);
     Batch *b = bb_finish(bb);
     Arena *a = arena_new(1 << 16);
     Chunk *row = chunk_new(a, r->ncol, r->types, 1);
@@ -82,7 +81,6 @@ static int dump_rel(const Circuit *c, Runtime *rt, const Relation *r, const char
         if (fclose(f))
             rc = err_set(err, SL_EIO, "cannot write \"%s\": %s", path, strerror(errno));
     }
-    (void)c;
     sl_free(lines);
     sl_free(offs);
     buf_free(&text);
@@ -91,13 +89,14 @@ static int dump_rel(const Circuit *c, Runtime *rt, const Relation *r, const char
     return rc;
 }
 
-int pipeline_dump(const Circuit *c, Runtime *rt, const char *dir, Err *err)
+int pipeline_dump(Pipeline *p, const char *dir, Err *err)
 {
+    const Circuit *c = pipeline_circuit(p);
     if (mkdir(dir, 0777) && errno != EEXIST)
         return err_set(err, SL_EIO, "cannot create directory \"%s\": %s", dir, strerror(errno));
     for (int i = 0; i < c->nrels; i++) {
         const Relation *r = &c->rels[i];
-        if (r->materialized && r->sink >= 0 && dump_rel(c, rt, r, dir, err))
+        if (r->materialized && r->sink >= 0 && dump_rel(p, i, dir, err))
             return err->code;
     }
     return 0;

@@ -73,11 +73,28 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     p->c = c;
     p->o = *o;
     p->W = o->workers > 0 ? o->workers : 1;
+    p->H = o->hosts > 1 ? o->hosts : 1;
+    if (p->H > 1 && o->storage) {
+        err_set(err, SL_ECONFIG,
+                "--storage with more than one host is not built yet: scale-out runs without "
+                "fault tolerance for now");
+        sl_free(p);
+        return NULL;
+    }
+    if (p->H > p->W) {
+        err_set(err, SL_ECONFIG, "%d hosts need at least %d workers in all (--workers)", p->H,
+                p->H);
+        sl_free(p);
+        return NULL;
+    }
     if (connectors_open(c, true, &p->cs, err)) {
         sl_free(p);
         return NULL;
     }
-    p->rt = rt_new(c, p->W);
+    p->rt = p->H > 1 ? rt_new_part(c, p->W, 0, p->H) : rt_new(c, p->W);
+    p->nl = rt_workers(p->rt);
+    if (p->H > 1)
+        dist_open(p, err);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->room, NULL);
@@ -113,6 +130,7 @@ void pipeline_free(Pipeline *p)
     if (!p)
         return;
     inbox_clear(p);
+    dist_close(p);
     ft_close(p);
     pend_free(p, &p->pend);
     for (int i = 0; i < p->c->nrels; i++)
@@ -200,8 +218,9 @@ const Batch *pipeline_changes(Pipeline *p, int rel)
     if (r->sink < 0 || !op_sink_changes(rt_op(p->rt, 0, r->sink)))
         return NULL;
     BatchBuilder *bb = bb_new();
-    for (int w = 0; w < p->W; w++) {
-        Buf *ch = op_sink_changes(rt_op(p->rt, w, r->sink));
+    for (int w = 0; w <= p->nl; w++) {
+        Buf *ch = w < p->nl ? op_sink_changes(rt_op(p->rt, w, r->sink))
+                            : p->H > 1 ? &p->rchg[rel] : NULL; /* other hosts' */
         size_t pos = 0;
         XRec x;
         while (ch && xrec_next(ch, &pos, &x))
@@ -227,8 +246,10 @@ void pipeline_track_changes(Pipeline *p, int rel, bool on)
     if (r->sink < 0)
         return;
     p->watch[rel] += on ? 1 : -1;
-    for (int w = 0; w < p->W; w++)
+    for (int w = 0; w < p->nl; w++)
         op_sink_watch(rt_op(p->rt, w, r->sink), on);
+    if (p->H > 1)
+        dist_watch(p, rel, on);
 }
 
 bool pipeline_contents_raw(Pipeline *p, int rel, Buf *out)
@@ -236,7 +257,7 @@ bool pipeline_contents_raw(Pipeline *p, int rel, Buf *out)
     const Relation *r = &p->c->rels[rel];
     if (!r->materialized || r->sink < 0)
         return false;
-    for (int w = 0; w < p->W; w++) {
+    for (int w = 0; w < p->nl; w++) {
         HMap *m = op_sink_contents(rt_op(p->rt, w, r->sink));
         size_t it = 0;
         const uint8_t *k;
@@ -245,6 +266,8 @@ bool pipeline_contents_raw(Pipeline *p, int rel, Buf *out)
         while (m && hmap_next(m, &it, &k, &kn, &pl))
             xrec_put(out, k, (uint32_t)kn, NULL, 0, *(int64_t *)pl);
     }
+    if (p->H > 1)
+        dist_contents(p, rel, out);
     return true;
 }
 
@@ -367,7 +390,7 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
     if (p->ft && ft_journal_step(p, pd, err))
         return err->code;
     pend_set_input(p, pd);
-    if (rt_step(p->rt, err))
+    if (p->H > 1 ? dist_step(p, err) : rt_step(p->rt, err))
         return err->code;
     double t_end = pipe_now();
     p->rows += pd->rows;
@@ -750,6 +773,7 @@ static int run_loop(Pipeline *p, Err *err)
         }
     for (;;) {
         service(p);
+        dist_tick(p);
         if (stop_signal || pipeline_stop_requested(p))
             return final_drain(p, true, err);
         if (ft_tick(p, false, err))
@@ -814,6 +838,7 @@ int pipeline_run(Pipeline *p, Err *err)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL); /* a scale-out launcher's stop */
     p->t0 = p->last_report = pipe_now();
     p->rows0 = p->rows; /* restored from a checkpoint: rates count this run */
     int rc = ft_replay(p, err);
@@ -834,6 +859,20 @@ int pipeline_run(Pipeline *p, Err *err)
                 human(el > 0 ? (double)(p->rows - p->rows0) / el : 0, b2, sizeof(b2)),
                 (long long)rt_steps(p->rt), p->W, p->W == 1 ? "" : "s",
                 (double)mem_peak_rss_bytes() / 1048576.0);
+        if (p->H > 1) {
+            int64_t xb = rt_remote_bytes(p->rt);
+            double peak = (double)mem_peak_rss_bytes();
+            for (int h = 1; h < p->H; h++) {
+                xb += p->hf[h].xbytes;
+                peak += (double)p->hf[h].peak;
+            }
+            fprintf(stderr,
+                    "sluice: %d hosts: %.1f MB exchanged between hosts (%.1f bytes per row), "
+                    "peak memory %.1f MB in all\n",
+                    p->H, (double)xb / 1048576.0,
+                    p->rows > p->rows0 ? (double)xb / (double)(p->rows - p->rows0) : 0.0,
+                    peak / 1048576.0);
+        }
         if (bad)
             fprintf(stderr, "sluice: %lld bad input record%s skipped (see messages above)\n",
                     (long long)bad, bad == 1 ? "" : "s");
@@ -848,16 +887,20 @@ int pipeline_run(Pipeline *p, Err *err)
         for (int i = 0; i < c->nrels; i++) {
             int64_t dz = 0;
             for (int j = 0; j < c->nnodes; j++)
-                if (c->nodes[j]->owner == i)
+                if (c->nodes[j]->owner == i) {
                     dz += rt_divzero_node(p->rt, j);
+                    for (int h = 1; h < p->H; h++)
+                        dz += p->hf[h].divzero[j];
+                }
             if (dz)
                 fprintf(stderr, "sluice: %s %s: %lld division%s by zero gave NULL\n",
                         c->rels[i].is_table ? "table" : "view", c->rels[i].name, (long long)dz,
                         dz == 1 ? "" : "s");
         }
         if (p->o.dump_dir)
-            rc = pipeline_dump(c, p->rt, p->o.dump_dir, err);
+            rc = pipeline_dump(p, p->o.dump_dir, err);
     }
+    dist_stop(p); /* the followers leave */
     /* stopped: fail whatever still waits for the controller */
     pthread_mutex_lock(&p->mu);
     p->state = PS_STOPPED;

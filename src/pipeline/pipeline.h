@@ -20,7 +20,8 @@
 #include "../zset/batch.h"
 
 typedef struct PipelineOpts {
-    int workers;          /* worker threads (>= 1) */
+    int workers;          /* worker threads in all (>= 1; >= hosts) */
+    int hosts;            /* scale-out: MPI ranks (0 or 1: one process) */
     bool until_done;      /* stop once every input connector has ended */
     const char *dump_dir; /* write DIR/<name>.csv for materialized relations */
     int64_t step_rows;    /* max input rows per step (all tables), 0 = default */
@@ -54,9 +55,16 @@ void pipeline_free(Pipeline *p);
 const Circuit *pipeline_circuit(const Pipeline *p);
 int pipeline_workers(const Pipeline *p);
 
-/* Write DIR/<name>.csv for every materialized relation (see README). */
-struct Runtime;
-int pipeline_dump(const Circuit *c, struct Runtime *rt, const char *dir, Err *err);
+/* Write DIR/<name>.csv for every materialized relation (see README);
+   controller only. */
+int pipeline_dump(Pipeline *p, const char *dir, Err *err);
+/* Scale-out: the life of a rank > 0 (a follower of rank 0's controller);
+   returns when the coordinator stops. */
+int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err);
+/* Rank 0 could not start its pipeline: tell the followers to leave. */
+void pipeline_dismiss_followers(void);
+/* A follower that cannot start: answer rank 0's first command with why. */
+void pipeline_follow_failed(const char *why);
 
 /* Result codes of the thread-safe calls (besides 0). */
 enum {
@@ -181,6 +189,14 @@ typedef struct RelStats {
     bool has_sink;
 } RelStats;
 
+typedef struct HostStats {
+    char name[64];
+    int workers;
+    int64_t steps;
+    size_t rss_bytes, state_bytes;
+    int64_t cpu_msecs, exchanged_bytes;
+} HostStats;
+
 typedef struct PipeStats {
     const char *state;      /* running, paused, stopping, stopped */
     int64_t step;
@@ -202,6 +218,9 @@ typedef struct PipeStats {
     ConnStats *in;
     OutStats *out;
     RelStats *rels;         /* per relation, indexed like circuit->rels */
+    int nhosts;             /* scale-out: per host figures (rss_bytes, state_bytes and
+                               cpu_msecs above are their sums) */
+    HostStats *hosts;
 } PipeStats;
 
 /* ---------------------------------------------------------------- checkpoints */

@@ -122,6 +122,14 @@ typedef struct Call {
 
 typedef struct Ft Ft;
 
+/* A host's figures as of its last reply (dist.c). */
+typedef struct HostFig {
+    bool valid;
+    int64_t rss, peak, state_bytes, cpu_ms, xbytes, steps;
+    int64_t *rel_changes, *rel_rows; /* per relation */
+    int64_t *divzero;                /* per node */
+} HostFig;
+
 struct Pipeline {
     const Circuit *c;
     Ft *ft;                   /* fault tolerance, or NULL without storage */
@@ -130,7 +138,17 @@ struct Pipeline {
     PipelineOpts o;
     Runtime *rt;
     Connectors cs;
-    int W;
+    int W;                    /* workers in all (every host) */
+    int nl;                   /* ... of which this process runs 0..nl-1 */
+    /* scale-out (dist.c; H > 1 on the coordinator, rank 0) */
+    int H;
+    Piece **rin;              /* [global worker][relation]: other hosts' step input */
+    Buf *rchg;                /* per relation: this step's changes from other hosts */
+    HostFig *hf;              /* per host */
+    Buf *dsend, *drecv;       /* per host: message buffers */
+    Buf dwatch;               /* egress watch changes for the next command */
+    double last_net;
+    bool dstopped;
     bool tty;
     double t0, last_report;
     int64_t rows;             /* rows processed by completed steps */
@@ -175,6 +193,7 @@ struct Pipeline {
     bool txn_backfill_pub;
     int64_t last_commit_id, last_commit_records, last_commit_step;
     RelStats *rels_pub;
+    HostStats *hosts_pub;     /* scale-out: per host */
     OutStats *outs_pub;
 };
 
@@ -257,6 +276,24 @@ int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b);
 int pipe_run_step(Pipeline *p, Pending *pd, Err *err);
 /* Queue a batch recovered from the ingress log (no logging, no waiting). */
 void inbox_requeue(Pipeline *p, InBatch *b);
+
+/* dist.c: scale-out, the coordinator's side (H > 1) and the followers' */
+int dist_open(Pipeline *p, Err *err);
+/* rt_step over every host: ships p->rin, steps, gathers changes + figures. */
+int dist_step(Pipeline *p, Err *err);
+/* Append the other hosts' materialized contents of rel (xrec records). */
+void dist_contents(Pipeline *p, int rel, Buf *out);
+/* The current row of PRIMARY KEY table node's key on global worker w
+   (another host's), copied into a (NULL: none). */
+const uint8_t *dist_lookup(Pipeline *p, int w, int node, const uint8_t *k, size_t kn, Arena *a);
+void dist_watch(Pipeline *p, int rel, bool on);
+/* Keep the followers (and their watchdogs) company when idle. */
+void dist_tick(Pipeline *p);
+/* Tell the followers to leave (last figures); dist_close frees. */
+void dist_stop(Pipeline *p);
+void dist_close(Pipeline *p);
+/* A follower's whole life (ranks > 0). */
+int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err);
 
 /* stats.c */
 void stats_init(Pipeline *p);

@@ -173,7 +173,8 @@ static bool merge_update(Pipeline *p, Pending *pd, InBatch *b, const Relation *r
         cur = e->enc;
     } else {
         int w = op_route(p->kb.p, p->kb.n, p->W);
-        cur = op_upsert_row(rt_op(p->rt, w, r->node), p->kb.p, p->kb.n, &n);
+        cur = w < p->nl ? op_upsert_row(rt_op(p->rt, w, r->node), p->kb.p, p->kb.n, &n)
+                        : dist_lookup(p, w, r->node, p->kb.p, p->kb.n, b->a);
     }
     if (!cur)
         return false;
@@ -320,7 +321,10 @@ void pend_set_input(Pipeline *p, Pending *pd)
             }
         }
         for (int w = 0; w < W; w++)
-            rt_set_input(p->rt, w, rel, heads[w]);
+            if (w < p->nl)
+                rt_set_input(p->rt, w, rel, heads[w]);
+            else /* another host's worker: dist_step ships it */
+                p->rin[(size_t)w * (size_t)p->c->nrels + (size_t)rel] = heads[w];
     }
     sl_free(heads);
     sl_free(tails);

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "../base/mem.h"
+#include "../cluster/net.h"
 #include "pipeline_int.h"
 
 double pipe_now(void)
@@ -106,6 +107,7 @@ void stats_init(Pipeline *p)
             }
     }
     p->rels_pub = sl_calloc((size_t)c->nrels + 1, sizeof(RelStats));
+    p->hosts_pub = sl_calloc((size_t)p->H, sizeof(HostStats));
     p->outs_pub = sl_calloc((size_t)p->cs.nout + 1, sizeof(OutStats));
     for (int j = 0; j < p->cs.nout; j++) {
         snprintf(p->outs_pub[j].name, sizeof(p->outs_pub[j].name), "%s",
@@ -118,6 +120,7 @@ void stats_free(Pipeline *p)
 {
     sl_free(p->slots);
     sl_free(p->rels_pub);
+    sl_free(p->hosts_pub);
     sl_free(p->outs_pub);
 }
 
@@ -125,7 +128,9 @@ void stats_publish(Pipeline *p)
 {
     const Circuit *c = p->c;
     size_t bytes = 0;
-    for (int w = 0; w < p->W; w++)
+    for (int h = 1; h < p->H; h++)
+        bytes += (size_t)p->hf[h].state_bytes;
+    for (int w = 0; w < p->nl; w++)
         for (int n = 0; n < c->nnodes; n++) {
             if (c->nodes[n]->k == OPK_SINK)
                 bytes += op_sink_bytes(rt_op(p->rt, w, n));
@@ -160,17 +165,44 @@ void stats_publish(Pipeline *p)
         const Relation *rel = &c->rels[i];
         r->has_sink = rel->sink >= 0;
         r->changes = r->rows = 0;
-        for (int w = 0; w < p->W && rel->sink >= 0; w++) {
+        for (int w = 0; w < p->nl && rel->sink >= 0; w++) {
             r->changes += op_sink_count(rt_op(p->rt, w, rel->sink));
             r->rows += op_sink_net(rt_op(p->rt, w, rel->sink));
         }
+        for (int h = 1; h < p->H; h++) {
+            r->changes += p->hf[h].rel_changes[i];
+            r->rows += p->hf[h].rel_rows[i];
+        }
         r->divzero = 0;
         for (int n = 0; n < c->nnodes; n++)
-            if (c->nodes[n]->owner == i)
+            if (c->nodes[n]->owner == i) {
                 r->divzero += rt_divzero_node(p->rt, n);
+                for (int h = 1; h < p->H; h++)
+                    r->divzero += p->hf[h].divzero[n];
+            }
     }
     p->steps_pub = rt_steps(p->rt);
     p->state_bytes = bytes;
+    for (int h = 0; h < p->H && p->H > 1; h++) {
+        HostStats *d = &p->hosts_pub[h];
+        snprintf(d->name, sizeof(d->name), "%s", net_host_name(h));
+        d->workers = xchg_first(p->W, p->H, h + 1) - xchg_first(p->W, p->H, h);
+        if (h == 0) {
+            d->steps = rt_steps(p->rt);
+            d->rss_bytes = mem_rss_bytes();
+            d->state_bytes = bytes;
+            for (int k = 1; k < p->H; k++)
+                d->state_bytes -= (size_t)p->hf[k].state_bytes;
+            d->exchanged_bytes = rt_remote_bytes(p->rt) + net_bytes_sent();
+            d->cpu_msecs = -1; /* pipeline_stats measures it */
+        } else {
+            d->steps = p->hf[h].steps;
+            d->rss_bytes = (size_t)p->hf[h].rss;
+            d->state_bytes = (size_t)p->hf[h].state_bytes;
+            d->exchanged_bytes = p->hf[h].xbytes;
+            d->cpu_msecs = p->hf[h].cpu_ms;
+        }
+    }
     p->inputs_ended = ended;
     p->pend_rows = p->pend.rows;
     p->txn_pub = p->txn;
@@ -264,6 +296,17 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
             hist_summary(&s->lag, &d->lag);
     }
     memcpy(o->rels, p->rels_pub, sizeof(RelStats) * (size_t)c->nrels);
+    if (p->H > 1) {
+        o->nhosts = p->H;
+        o->hosts = sl_calloc((size_t)p->H, sizeof(HostStats));
+        memcpy(o->hosts, p->hosts_pub, sizeof(HostStats) * (size_t)p->H);
+        o->hosts[0].cpu_msecs = o->cpu_msecs;
+        o->hosts[0].rss_bytes = o->rss_bytes;
+        for (int h = 1; h < p->H; h++) {
+            o->rss_bytes += o->hosts[h].rss_bytes;
+            o->cpu_msecs += o->hosts[h].cpu_msecs;
+        }
+    }
     o->nout = p->cs.nout;
     memcpy(o->out, p->outs_pub, sizeof(OutStats) * (size_t)p->cs.nout);
     pthread_mutex_unlock(&p->mu);
@@ -271,6 +314,7 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
 
 void pipestats_free(PipeStats *s)
 {
+    sl_free(s->hosts);
     sl_free(s->in);
     sl_free(s->out);
     sl_free(s->rels);

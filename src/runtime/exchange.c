@@ -5,21 +5,84 @@
 #include "exchange.h"
 
 #include "../base/mem.h"
+#include "../cluster/net.h"
 
 struct Exchange {
     int n, nch;
     Buf *bufs; /* [from][to][channel] */
     pthread_barrier_t *bar;
+    int host, hosts, first, nlocal;
+    Buf *send, *recv; /* per host: the all-to-all's buffers (hosts > 1) */
+    int64_t remote_bytes;
 };
 
-Exchange *xchg_new(int nworkers, int nchannels, pthread_barrier_t *bar)
+Exchange *xchg_new(int W, int host, int hosts, int nchannels, pthread_barrier_t *bar)
 {
     Exchange *x = sl_calloc(1, sizeof(*x));
-    x->n = nworkers;
+    x->n = W;
     x->nch = nchannels;
-    x->bufs = sl_calloc((size_t)(nworkers * nworkers * nchannels), sizeof(Buf));
+    x->bufs = sl_calloc((size_t)(W * W * nchannels), sizeof(Buf));
     x->bar = bar;
+    x->host = host;
+    x->hosts = hosts;
+    x->first = xchg_first(W, hosts, host);
+    x->nlocal = xchg_first(W, hosts, host + 1) - x->first;
+    if (hosts > 1) {
+        x->send = sl_calloc((size_t)hosts, sizeof(Buf));
+        x->recv = sl_calloc((size_t)hosts, sizeof(Buf));
+    }
     return x;
+}
+
+int64_t xchg_remote_bytes(const Exchange *x) { return x->remote_bytes; }
+
+/* The host-to-host part of an exchange. Host d's message from this host
+   is, for every channel, local sender and receiver on d in that order,
+   [u64 length][bytes]; the receiver walks the same order. */
+static void remote(Exchange *x)
+{
+    int H = x->hosts, W = x->n;
+    for (int d = 0; d < H; d++) {
+        Buf *m = &x->send[d];
+        buf_reset(m);
+        if (d == x->host)
+            continue;
+        int lo = xchg_first(W, H, d), hi = xchg_first(W, H, d + 1);
+        for (int ch = 0; ch < x->nch; ch++)
+            for (int f = x->first; f < x->first + x->nlocal; f++)
+                for (int t = lo; t < hi; t++) {
+                    const Buf *b = xchg_buf(x, f, t, ch);
+                    uint64_t n = b->n;
+                    buf_append(m, &n, 8);
+                    if (n)
+                        buf_append(m, b->p, n);
+                }
+        x->remote_bytes += (int64_t)m->n;
+    }
+    net_exchange(x->send, x->recv);
+    for (int s = 0; s < H; s++) {
+        if (s == x->host)
+            continue;
+        const Buf *m = &x->recv[s];
+        size_t pos = 0;
+        int lo = xchg_first(W, H, s), hi = xchg_first(W, H, s + 1);
+        for (int ch = 0; ch < x->nch; ch++)
+            for (int f = lo; f < hi; f++)
+                for (int t = x->first; t < x->first + x->nlocal; t++) {
+                    Buf *b = xchg_buf(x, f, t, ch);
+                    buf_reset(b);
+                    uint64_t n;
+                    if (pos + 8 > m->n)
+                        sl_panic("exchange: short message from host %d", s);
+                    memcpy(&n, m->p + pos, 8);
+                    pos += 8;
+                    if (n > m->n - pos)
+                        sl_panic("exchange: short message from host %d", s);
+                    if (n)
+                        buf_append(b, m->p + pos, n);
+                    pos += n;
+                }
+    }
 }
 
 void xchg_free(Exchange *x)
@@ -29,6 +92,12 @@ void xchg_free(Exchange *x)
     for (int i = 0; i < x->n * x->n * x->nch; i++)
         buf_free(&x->bufs[i]);
     sl_free(x->bufs);
+    for (int h = 0; h < x->hosts && x->send; h++) {
+        buf_free(&x->send[h]);
+        buf_free(&x->recv[h]);
+    }
+    sl_free(x->send);
+    sl_free(x->recv);
     sl_free(x);
 }
 
@@ -39,10 +108,16 @@ Buf *xchg_buf(Exchange *x, int from, int to, int channel)
     return &x->bufs[(from * x->n + to) * x->nch + channel];
 }
 
-void xchg_wait(Exchange *x)
+void xchg_wait(Exchange *x, int me)
 {
     if (x->bar)
         pthread_barrier_wait(x->bar);
+    if (x->hosts > 1) {
+        if (me == x->first)
+            remote(x);
+        if (x->bar)
+            pthread_barrier_wait(x->bar);
+    }
 }
 
 void xrec_put(Buf *b, const uint8_t *k, uint32_t kn, const uint8_t *v, uint32_t vn, int64_t w)

@@ -8,6 +8,13 @@
  * encodings: [u32 klen][u32 vlen][i64 weight][key][val]. The buffers are
  * reused every step (the step-end barrier separates a read from the next
  * step's writes).
+ *
+ * Across hosts (scale-out): worker ids are global; this process runs
+ * workers [first, first + nlocal) of all W. At xchg_wait, after the local
+ * workers have written, the first local worker moves every buffer bound
+ * for another host's workers in one all-to-all between hosts (rows for
+ * local workers stay in memory) and fills the buffers from other hosts'
+ * workers to local ones; a second local barrier releases the readers.
  */
 #ifndef SL_RUNTIME_EXCHANGE_H
 #define SL_RUNTIME_EXCHANGE_H
@@ -18,13 +25,21 @@
 
 typedef struct Exchange Exchange;
 
-/* bar: barrier shared by the nworkers workers (NULL when nworkers == 1). */
-Exchange *xchg_new(int nworkers, int nchannels, pthread_barrier_t *bar);
+/* The first of host h's workers when W workers are spread over H hosts
+   (host h runs [xchg_first(W, H, h), xchg_first(W, H, h + 1))). */
+static inline int xchg_first(int W, int H, int h) { return (int)((int64_t)h * W / H); }
+
+/* W workers in all over `hosts` hosts, this process being `host`; bar:
+   barrier shared by this host's workers (NULL when it runs one). */
+Exchange *xchg_new(int W, int host, int hosts, int nchannels, pthread_barrier_t *bar);
 void xchg_free(Exchange *x);
 int xchg_workers(const Exchange *x);
 Buf *xchg_buf(Exchange *x, int from, int to, int channel);
-/* All workers call this once per step per exchange, after writing. */
-void xchg_wait(Exchange *x);
+/* Every local worker (global id me) calls this once per step per
+   exchange, after writing. */
+void xchg_wait(Exchange *x, int me);
+/* Bytes this process sent to other hosts through exchanges. */
+int64_t xchg_remote_bytes(const Exchange *x);
 
 /* Record helpers. */
 void xrec_put(Buf *b, const uint8_t *k, uint32_t kn, const uint8_t *v, uint32_t vn, int64_t w);

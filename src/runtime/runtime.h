@@ -35,8 +35,19 @@ typedef struct Piece {
 typedef struct Runtime Runtime;
 
 Runtime *rt_new(const Circuit *c, int nworkers);
+/* Scale-out: W workers in all spread evenly over `hosts` processes (see
+   exchange.h); this one, `host`, runs its share. Exchanges move rows
+   between hosts (cluster/net.h); every host must step together. */
+Runtime *rt_new_part(const Circuit *c, int W, int host, int hosts);
 void rt_free(Runtime *rt);
+/* Workers of this process. The functions below that take a worker w
+   (rt_set_input, rt_op, rt_save, rt_load...) index these local workers:
+   local worker w is global worker rt_first_worker(rt) + w. */
 int rt_workers(const Runtime *rt);
+int rt_total_workers(const Runtime *rt);
+int rt_first_worker(const Runtime *rt);
+/* Bytes this process sent to other hosts' workers through exchanges. */
+int64_t rt_remote_bytes(const Runtime *rt);
 /* Pieces for relation rel on worker w in the next step (the list and its
    chunks must stay valid until rt_step returns). */
 void rt_set_input(Runtime *rt, int w, int rel, Piece *list);

@@ -44,8 +44,10 @@ typedef struct Worker {
 
 struct Runtime {
     const Circuit *c;
-    int W;
-    Worker *w;
+    int W;                  /* workers in all (every host) */
+    int nl, first;          /* this host's: workers [first, first + nl) */
+    int host, hosts;
+    Worker *w;              /* the nl local workers */
     Exchange **x;           /* per node, or NULL */
     pthread_barrier_t start, done, xbar;
     bool *sv;               /* per node: carries morsel data (a source, or linear
@@ -202,11 +204,17 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-Runtime *rt_new(const Circuit *c, int nworkers)
+Runtime *rt_new(const Circuit *c, int nworkers) { return rt_new_part(c, nworkers, 0, 1); }
+
+Runtime *rt_new_part(const Circuit *c, int W, int host, int hosts)
 {
     Runtime *rt = sl_calloc(1, sizeof(*rt));
     rt->c = c;
-    rt->W = nworkers;
+    rt->W = W;
+    rt->host = host;
+    rt->hosts = hosts;
+    rt->first = xchg_first(W, hosts, host);
+    int nworkers = rt->nl = xchg_first(W, hosts, host + 1) - rt->first;
     if (nworkers > 1) {
         pthread_barrier_init(&rt->start, NULL, (unsigned)nworkers);
         pthread_barrier_init(&rt->done, NULL, (unsigned)nworkers);
@@ -230,13 +238,13 @@ Runtime *rt_new(const Circuit *c, int nworkers)
     for (int i = 0; i < c->nnodes; i++) {
         int ch = op_exchange_channels(c->nodes[i]);
         if (ch)
-            rt->x[i] = xchg_new(nworkers, ch, nworkers > 1 ? &rt->xbar : NULL);
+            rt->x[i] = xchg_new(W, host, hosts, ch, nworkers > 1 ? &rt->xbar : NULL);
     }
     rt->w = sl_calloc((size_t)nworkers, sizeof(Worker));
     for (int k = 0; k < nworkers; k++) {
         Worker *w = &rt->w[k];
         w->rt = rt;
-        w->id = k;
+        w->id = rt->first + k;
         w->arena = arena_new(1 << 20);
         w->morsel = arena_new(1 << 20);
         w->ev.arena = w->arena;
@@ -257,16 +265,16 @@ void rt_free(Runtime *rt)
 {
     if (!rt)
         return;
-    if (rt->W > 1) {
+    if (rt->nl > 1) {
         rt->quit = true;
         pthread_barrier_wait(&rt->start);
-        for (int k = 1; k < rt->W; k++)
+        for (int k = 1; k < rt->nl; k++)
             pthread_join(rt->w[k].thread, NULL);
         pthread_barrier_destroy(&rt->start);
         pthread_barrier_destroy(&rt->done);
         pthread_barrier_destroy(&rt->xbar);
     }
-    for (int k = 0; k < rt->W; k++) {
+    for (int k = 0; k < rt->nl; k++) {
         Worker *w = &rt->w[k];
         for (int i = 0; i < rt->c->nnodes; i++)
             op_free(w->ops[i]);
@@ -287,20 +295,31 @@ void rt_free(Runtime *rt)
     sl_free(rt);
 }
 
-int rt_workers(const Runtime *rt) { return rt->W; }
+int rt_workers(const Runtime *rt) { return rt->nl; }
+int rt_total_workers(const Runtime *rt) { return rt->W; }
+int rt_first_worker(const Runtime *rt) { return rt->first; }
+
+int64_t rt_remote_bytes(const Runtime *rt)
+{
+    int64_t n = 0;
+    for (int i = 0; i < rt->c->nnodes; i++)
+        if (rt->x[i])
+            n += xchg_remote_bytes(rt->x[i]);
+    return n;
+}
 
 void rt_set_input(Runtime *rt, int w, int rel, Piece *list) { rt->w[w].input[rel] = list; }
 
 int rt_step(Runtime *rt, Err *err)
 {
-    if (rt->W > 1)
+    if (rt->nl > 1)
         pthread_barrier_wait(&rt->start);
     run_step(&rt->w[0]);
-    if (rt->W > 1)
+    if (rt->nl > 1)
         pthread_barrier_wait(&rt->done);
     rt->steps++;
     int rc = 0;
-    for (int k = 0; k < rt->W; k++) {
+    for (int k = 0; k < rt->nl; k++) {
         Worker *w = &rt->w[k];
         for (int n = 0; n < rt->c->nnodes; n++) {
             rt->changed[n] |= w->pushed[n] || rt->steps == 1; /* step 0 creates state */
@@ -348,7 +367,7 @@ int rt_load_split(Runtime *rt, int w, int node, Batch *const *const *lists, cons
             return 0;
         return err_set(err, SL_EIO, "checkpoint has state for node %d, which keeps none", node);
     }
-    return op->load_split(op, w, rt->W, lists, counts, nold, err);
+    return op->load_split(op, rt->first + w, rt->W, lists, counts, nold, err);
 }
 
 bool rt_node_changed(const Runtime *rt, int node) { return rt->changed[node]; }
@@ -365,7 +384,7 @@ void rt_set_steps(Runtime *rt, int64_t steps) { rt->steps = steps; }
 int64_t rt_divzero_node(const Runtime *rt, int node)
 {
     int64_t n = 0;
-    for (int k = 0; k < rt->W; k++)
+    for (int k = 0; k < rt->nl; k++)
         n += rt->w[k].divzero[node];
     return n;
 }
@@ -373,7 +392,7 @@ int64_t rt_divzero_node(const Runtime *rt, int node)
 int64_t rt_divzero(const Runtime *rt)
 {
     int64_t n = 0;
-    for (int k = 0; k < rt->W; k++)
+    for (int k = 0; k < rt->nl; k++)
         n += rt->w[k].ev.ndivzero;
     return n;
 }

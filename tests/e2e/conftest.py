@@ -48,6 +48,8 @@ def run(args, binary=None, timeout=120, cwd=None):
     env = dict(os.environ)
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
     argv = [b] + [str(a) for a in args]
+    if "--hosts" in argv:
+        env.update(mpi_env())
     try:
         p = subprocess.run(argv, capture_output=True, timeout=timeout, cwd=cwd, env=env)
     except subprocess.TimeoutExpired as e:
@@ -58,6 +60,22 @@ def run(args, binary=None, timeout=120, cwd=None):
     p.stderr = p.stderr.decode("utf-8", "replace")
     assert_no_crash(p)
     return p
+
+
+def mpi_env():
+    """Environment for runs under MPI (--hosts): Open MPI's own process-
+    lifetime allocations are suppressed for LeakSanitizer (tests/lsan-mpi.supp;
+    full stacks so that its frames are recognised), Sluice's are still
+    reported."""
+    supp = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "lsan-mpi.supp")
+    return {
+        "ASAN_OPTIONS": "detect_leaks=1:fast_unwind_on_malloc=0",
+        "LSAN_OPTIONS": "suppressions=%s:print_suppressions=0" % supp,
+        "OMPI_MCA_mca_base_component_disable_dlclose": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    }
 
 
 def assert_no_crash(p):

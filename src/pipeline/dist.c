@@ -1,0 +1,624 @@
+/*
+ * pipeline/dist.c - scale-out: one pipeline over H processes (the ranks of
+ * an MPI job, cluster/net.h), W workers in all spread evenly over them.
+ *
+ * Rank 0 is the coordinator: it runs the whole controller of pipeline.c
+ * (connectors, HTTP API, step boundaries, transactions, journal, outputs)
+ * over a runtime holding its own share of the workers. Every other rank is
+ * a follower running dist_follow: a loop that receives one command at a
+ * time from the coordinator and answers it. All hosts therefore step in
+ * lockstep: a step is one STEP command to every host (a host with no
+ * input still steps), during which the operators' exchanges move rows
+ * between hosts, then one reply from every host.
+ *
+ * What travels (each a net_exchange):
+ *  - STEP: the input pieces of the follower's workers (pend_set_input
+ *    splits the step's input over all W workers): generated rows travel as
+ *    ranges (connector, plan, first row, count), so every host generates
+ *    its own share; parsed rows travel encoded. Also the changes of the
+ *    egress subscriptions (op_sink_watch) since the last command.
+ *    Reply: the host's error, if any; its figures (memory, CPU, state,
+ *    bytes exchanged, per relation changes and rows, divisions by zero);
+ *    and the step's changes of every view whose changes are collected
+ *    (output connectors, egress), which the coordinator merges with its
+ *    own (pipeline_changes).
+ *  - CONTENTS rel: every host's materialized contents of rel (/query,
+ *    snapshots, --dump).
+ *  - LOOKUP node: the current row of one key of a PRIMARY KEY table on
+ *    the host that owns it (partial updates through HTTP, resolve.c).
+ *  - PING: figures only; sent when the coordinator has been idle for a
+ *    second, so that followers (and the step watchdog) see it alive.
+ *  - STOP: the last figures; the follower leaves.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "../base/mem.h"
+#include "../cluster/net.h"
+#include "../zset/key.h"
+#include "pipeline_int.h"
+
+enum { DC_STEP = 1, DC_CONTENTS, DC_PING, DC_STOP, DC_LOOKUP };
+
+/* ---------------------------------------------------------------- encoding */
+
+static void put32(Buf *b, int32_t v) { buf_append(b, &v, 4); }
+static void put64(Buf *b, int64_t v) { buf_append(b, &v, 8); }
+
+typedef struct Rd {
+    const uint8_t *p, *end;
+    bool bad;
+} Rd;
+
+static int64_t rd64(Rd *r)
+{
+    int64_t v = 0;
+    if (r->end - r->p < 8) {
+        r->bad = true;
+        return 0;
+    }
+    memcpy(&v, r->p, 8);
+    r->p += 8;
+    return v;
+}
+
+static int32_t rd32(Rd *r)
+{
+    int32_t v = 0;
+    if (r->end - r->p < 4) {
+        r->bad = true;
+        return 0;
+    }
+    memcpy(&v, r->p, 4);
+    r->p += 4;
+    return v;
+}
+
+static const uint8_t *rdn(Rd *r, size_t n)
+{
+    if ((size_t)(r->end - r->p) < n) {
+        r->bad = true;
+        return NULL;
+    }
+    const uint8_t *p = r->p;
+    r->p += n;
+    return p;
+}
+
+/* ---------------------------------------------------------------- figures */
+
+static int64_t cpu_msecs(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (int64_t)ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000 +
+           (int64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
+}
+
+/* This host's figures: fixed part, then per relation (changes, net rows),
+   then per node the divisions by zero. */
+static void put_figures(const Circuit *c, Runtime *rt, Buf *b)
+{
+    int nl = rt_workers(rt);
+    int64_t state = 0;
+    for (int w = 0; w < nl; w++)
+        for (int n = 0; n < c->nnodes; n++) {
+            if (c->nodes[n]->k == OPK_SINK)
+                state += (int64_t)op_sink_bytes(rt_op(rt, w, n));
+            else if (c->nodes[n]->k == OPK_UPSERT)
+                state += (int64_t)op_upsert_bytes(rt_op(rt, w, n));
+        }
+    put64(b, (int64_t)mem_rss_bytes());
+    put64(b, (int64_t)mem_peak_rss_bytes());
+    put64(b, state);
+    put64(b, cpu_msecs());
+    put64(b, rt_remote_bytes(rt) + net_bytes_sent());
+    put64(b, rt_steps(rt));
+    for (int i = 0; i < c->nrels; i++) {
+        int64_t ch = 0, rows = 0;
+        int s = c->rels[i].sink;
+        for (int w = 0; w < nl && s >= 0; w++) {
+            ch += op_sink_count(rt_op(rt, w, s));
+            rows += op_sink_net(rt_op(rt, w, s));
+        }
+        put64(b, ch);
+        put64(b, rows);
+    }
+    for (int n = 0; n < c->nnodes; n++)
+        put64(b, rt_divzero_node(rt, n));
+}
+
+static void read_figures(const Circuit *c, Rd *r, HostFig *f)
+{
+    f->rss = rd64(r);
+    f->peak = rd64(r);
+    f->state_bytes = rd64(r);
+    f->cpu_ms = rd64(r);
+    f->xbytes = rd64(r);
+    f->steps = rd64(r);
+    for (int i = 0; i < c->nrels; i++) {
+        f->rel_changes[i] = rd64(r);
+        f->rel_rows[i] = rd64(r);
+    }
+    for (int n = 0; n < c->nnodes; n++)
+        f->divzero[n] = rd64(r);
+    f->valid = !r->bad;
+}
+
+/* ---------------------------------------------------------------- coordinator */
+
+int dist_open(Pipeline *p, Err *err)
+{
+    (void)err;
+    int H = p->H;
+    const Circuit *c = p->c;
+    p->rin = sl_calloc((size_t)p->W * (size_t)(c->nrels + 1), sizeof(Piece *));
+    p->rchg = sl_calloc((size_t)c->nrels + 1, sizeof(Buf));
+    p->hf = sl_calloc((size_t)H, sizeof(HostFig));
+    for (int h = 0; h < H; h++) {
+        p->hf[h].rel_changes = sl_calloc((size_t)c->nrels + 1, sizeof(int64_t));
+        p->hf[h].rel_rows = sl_calloc((size_t)c->nrels + 1, sizeof(int64_t));
+        p->hf[h].divzero = sl_calloc((size_t)c->nnodes + 1, sizeof(int64_t));
+    }
+    p->dsend = sl_calloc((size_t)H, sizeof(Buf));
+    p->drecv = sl_calloc((size_t)H, sizeof(Buf));
+    p->last_net = pipe_now();
+    return 0;
+}
+
+/* Start a command of kind to every follower (header + watch changes). */
+static void cmd_begin(Pipeline *p, int kind, int32_t arg)
+{
+    for (int h = 1; h < p->H; h++) {
+        Buf *b = &p->dsend[h];
+        buf_reset(b);
+        put32(b, kind);
+        put32(b, arg);
+        put64(b, rt_steps(p->rt));
+        put32(b, (int32_t)(p->dwatch.n / 8));
+        buf_append(b, p->dwatch.p, p->dwatch.n);
+    }
+    buf_reset(&p->dwatch);
+}
+
+static void send_cmd(Pipeline *p)
+{
+    buf_reset(&p->dsend[0]);
+    net_exchange(p->dsend, p->drecv);
+    p->last_net = pipe_now();
+}
+
+/* Gather every follower's reply into p->drecv[h]. */
+static void gather_replies(Pipeline *p)
+{
+    for (int h = 0; h < p->H; h++)
+        buf_reset(&p->dsend[h]);
+    net_exchange(p->dsend, p->drecv);
+    p->last_net = pipe_now();
+}
+
+/* Parse the common head of host h's reply: status and figures. */
+static int reply_head(Pipeline *p, int h, Rd *r, Err *err)
+{
+    int rc = rd32(r);
+    int32_t mlen = rd32(r);
+    const uint8_t *msg = mlen > 0 ? rdn(r, (size_t)mlen) : NULL;
+    if (rc && !r->bad)
+        return err_set(err, rc, "host %d (%s): %.*s", h, net_host_name(h), (int)mlen,
+                       msg ? (const char *)msg : "");
+    read_figures(p->c, r, &p->hf[h]);
+    if (r->bad)
+        return err_set(err, SL_ERUNTIME, "host %d (%s): malformed reply", h, net_host_name(h));
+    return 0;
+}
+
+static void put_pieces(Pipeline *p, Buf *b, int lw, int rel, Piece *list)
+{
+    const Relation *r = &p->c->rels[rel];
+    Buf row = BUF_INIT;
+    for (Piece *pc = list; pc; pc = pc->next) {
+        put32(b, lw);
+        put32(b, rel);
+        if (!pc->chunk) {
+            int conn = -1;
+            for (int j = 0; j < p->cs.nin && conn < 0; j++)
+                if (input_gen(p->cs.in[j]) == pc->src)
+                    conn = j;
+            if (conn < 0)
+                sl_panic("dist: a generated piece of no connector");
+            put32(b, 1);
+            put32(b, conn);
+            put32(b, pc->plan);
+            put32(b, pc->negate);
+            put64(b, pc->start);
+            put64(b, pc->count);
+            continue;
+        }
+        put32(b, 0);
+        const Chunk *c = pc->chunk;
+        put64(b, c->n);
+        for (int64_t i = 0; i < c->n; i++) {
+            buf_reset(&row);
+            key_encode_row(c, i, &row);
+            put64(b, c->w[i]);
+            put32(b, (int32_t)row.n);
+            buf_append(b, row.p, row.n);
+        }
+        (void)r;
+    }
+    buf_free(&row);
+}
+
+int dist_step(Pipeline *p, Err *err)
+{
+    const Circuit *c = p->c;
+    int H = p->H, W = p->W;
+    cmd_begin(p, DC_STEP, p->quiet_outputs);
+    for (int h = 1; h < H; h++) {
+        Buf *b = &p->dsend[h];
+        int lo = xchg_first(W, H, h), hi = xchg_first(W, H, h + 1);
+        for (int w = lo; w < hi; w++)
+            for (int rel = 0; rel < c->nrels; rel++) {
+                Piece **slot = &p->rin[(size_t)w * (size_t)c->nrels + (size_t)rel];
+                put_pieces(p, b, w - lo, rel, *slot);
+                *slot = NULL;
+            }
+    }
+    send_cmd(p);
+    int rc = rt_step(p->rt, err);
+    gather_replies(p);
+    for (int i = 0; i < c->nrels; i++)
+        buf_reset(&p->rchg[i]);
+    for (int h = 1; h < H; h++) {
+        Rd r = {p->drecv[h].p, p->drecv[h].p + p->drecv[h].n, false};
+        Err e = {0};
+        if (reply_head(p, h, &r, &e)) {
+            if (!rc)
+                rc = err_set(err, e.code, "%s", e.msg);
+            continue;
+        }
+        int32_t n = rd32(&r);
+        for (int k = 0; k < n && !r.bad; k++) {
+            int32_t rel = rd32(&r);
+            int64_t len = rd64(&r);
+            const uint8_t *d = len >= 0 ? rdn(&r, (size_t)len) : NULL;
+            if (r.bad || rel < 0 || rel >= c->nrels)
+                break;
+            buf_append(&p->rchg[rel], d, (size_t)len);
+        }
+        if (r.bad && !rc)
+            rc = err_set(err, SL_ERUNTIME, "host %d (%s): malformed step reply", h,
+                         net_host_name(h));
+    }
+    return rc;
+}
+
+void dist_contents(Pipeline *p, int rel, Buf *out)
+{
+    cmd_begin(p, DC_CONTENTS, rel);
+    send_cmd(p);
+    gather_replies(p);
+    for (int h = 1; h < p->H; h++) {
+        Rd r = {p->drecv[h].p, p->drecv[h].p + p->drecv[h].n, false};
+        Err e = {0};
+        if (reply_head(p, h, &r, &e)) {
+            fprintf(stderr, "sluice: %s\n", e.msg);
+            continue;
+        }
+        int64_t len = rd64(&r);
+        const uint8_t *d = len > 0 ? rdn(&r, (size_t)len) : NULL;
+        if (d)
+            buf_append(out, d, (size_t)len);
+    }
+}
+
+const uint8_t *dist_lookup(Pipeline *p, int w, int node, const uint8_t *k, size_t kn, Arena *a)
+{
+    int H = p->H, host = 0;
+    while (host + 1 < H && xchg_first(p->W, H, host + 1) <= w)
+        host++;
+    cmd_begin(p, DC_LOOKUP, node);
+    Buf *b = &p->dsend[host];
+    put32(b, w - xchg_first(p->W, H, host));
+    put32(b, (int32_t)kn);
+    buf_append(b, k, kn);
+    send_cmd(p);
+    gather_replies(p);
+    const uint8_t *row = NULL;
+    for (int h = 1; h < H; h++) {
+        Rd r = {p->drecv[h].p, p->drecv[h].p + p->drecv[h].n, false};
+        Err e = {0};
+        if (reply_head(p, h, &r, &e)) {
+            fprintf(stderr, "sluice: %s\n", e.msg);
+            continue;
+        }
+        int32_t len = rd32(&r);
+        const uint8_t *d = len > 0 ? rdn(&r, (size_t)len) : NULL;
+        if (h == host && d) {
+            uint8_t *copy = arena_alloc(a, (size_t)len);
+            memcpy(copy, d, (size_t)len);
+            row = copy;
+        }
+    }
+    return row;
+}
+
+void dist_watch(Pipeline *p, int rel, bool on)
+{
+    put32(&p->dwatch, rel);
+    put32(&p->dwatch, on);
+}
+
+static void figures_only(Pipeline *p, int kind)
+{
+    cmd_begin(p, kind, 0);
+    send_cmd(p);
+    gather_replies(p);
+    for (int h = 1; h < p->H; h++) {
+        Rd r = {p->drecv[h].p, p->drecv[h].p + p->drecv[h].n, false};
+        Err e = {0};
+        if (reply_head(p, h, &r, &e))
+            fprintf(stderr, "sluice: %s\n", e.msg);
+    }
+}
+
+void dist_tick(Pipeline *p)
+{
+    if (p->H > 1 && pipe_now() - p->last_net >= 1.0)
+        figures_only(p, DC_PING);
+}
+
+/* Followers told to leave (once per process). */
+static bool dismissed;
+
+void pipeline_dismiss_followers(void)
+{
+    if (dismissed || !net_active() || net_host() != 0)
+        return;
+    int H = net_hosts();
+    Buf *send = sl_calloc((size_t)H, sizeof(Buf)), *recv = sl_calloc((size_t)H, sizeof(Buf));
+    for (int h = 1; h < H; h++) {
+        put32(&send[h], DC_STOP);
+        put32(&send[h], 0);
+        put64(&send[h], 0);
+        put32(&send[h], 0);
+    }
+    net_exchange(send, recv);
+    for (int h = 0; h < H; h++)
+        buf_reset(&send[h]);
+    net_exchange(send, recv);
+    for (int h = 0; h < H; h++) {
+        buf_free(&send[h]);
+        buf_free(&recv[h]);
+    }
+    sl_free(send);
+    sl_free(recv);
+    dismissed = true;
+}
+
+void pipeline_follow_failed(const char *why)
+{
+    int H = net_hosts();
+    Buf *send = sl_calloc((size_t)H, sizeof(Buf)), *recv = sl_calloc((size_t)H, sizeof(Buf));
+    net_exchange(send, recv); /* the first command, whatever it is */
+    put32(&send[0], SL_ECONFIG);
+    put32(&send[0], (int32_t)strlen(why));
+    buf_append(&send[0], why, strlen(why));
+    net_exchange(send, recv);
+    for (int h = 0; h < H; h++) {
+        buf_free(&send[h]);
+        buf_free(&recv[h]);
+    }
+    sl_free(send);
+    sl_free(recv);
+}
+
+void dist_close(Pipeline *p)
+{
+    if (!p->hf)
+        return;
+    dist_stop(p);
+    for (int h = 0; h < p->H; h++) {
+        sl_free(p->hf[h].rel_changes);
+        sl_free(p->hf[h].rel_rows);
+        sl_free(p->hf[h].divzero);
+        buf_free(&p->dsend[h]);
+        buf_free(&p->drecv[h]);
+    }
+    for (int i = 0; i < p->c->nrels; i++)
+        buf_free(&p->rchg[i]);
+    buf_free(&p->dwatch);
+    sl_free(p->hf);
+    sl_free(p->dsend);
+    sl_free(p->drecv);
+    sl_free(p->rchg);
+    sl_free(p->rin);
+    p->hf = NULL;
+}
+
+void dist_stop(Pipeline *p)
+{
+    if (p->hf && !p->dstopped && !dismissed) {
+        figures_only(p, DC_STOP);
+        p->dstopped = dismissed = true;
+    }
+}
+
+/* ---------------------------------------------------------------- follower */
+
+/* Decode a STEP command's pieces into per (local worker, relation) lists. */
+static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Rd *r, Arena *a,
+                       Err *err)
+{
+    int nl = rt_workers(rt);
+    Piece **tails = arena_zalloc(a, sizeof(Piece *) * (size_t)nl * (size_t)(c->nrels + 1));
+    while (r->p < r->end && !r->bad) {
+        int lw = rd32(r), rel = rd32(r), kind = rd32(r);
+        if (r->bad || lw < 0 || lw >= nl || rel < 0 || rel >= c->nrels)
+            return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
+        Piece *pc = arena_zalloc(a, sizeof(*pc));
+        const Relation *rr = &c->rels[rel];
+        if (kind == 1) {
+            int conn = rd32(r);
+            pc->plan = rd32(r);
+            pc->negate = rd32(r) != 0;
+            pc->start = rd64(r);
+            pc->count = rd64(r);
+            if (r->bad || conn < 0 || conn >= cs->nin || !input_gen(cs->in[conn]))
+                return err_set(err, SL_ERUNTIME, "step input names no generator");
+            input_gen_piece(cs->in[conn], pc);
+        } else {
+            int64_t n = rd64(r);
+            if (r->bad || n < 0)
+                return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
+            Chunk *ch = chunk_new(a, rr->ncol, rr->types, n ? n : 1);
+            for (int64_t i = 0; i < n && !r->bad; i++) {
+                ch->w[i] = rd64(r);
+                int32_t len = rd32(r);
+                const uint8_t *row = len >= 0 ? rdn(r, (size_t)len) : NULL;
+                if (!row) {
+                    r->bad = true;
+                    break;
+                }
+                key_decode(row, rr->types, rr->ncol, ch, 0, i);
+            }
+            ch->n = n;
+            pc->chunk = ch;
+        }
+        if (r->bad)
+            return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
+        Piece **t = &tails[(size_t)lw * (size_t)c->nrels + (size_t)rel];
+        if (*t)
+            (*t)->next = pc;
+        else
+            rt_set_input(rt, lw, rel, pc);
+        *t = pc;
+    }
+    return 0;
+}
+
+static void put_changes(const Circuit *c, Runtime *rt, Buf *b)
+{
+    size_t at = b->n;
+    int32_t n = 0;
+    put32(b, 0);
+    for (int i = 0; i < c->nrels; i++) {
+        int s = c->rels[i].sink;
+        if (s < 0 || !op_sink_changes(rt_op(rt, 0, s)))
+            continue;
+        int64_t len = 0;
+        for (int w = 0; w < rt_workers(rt); w++) {
+            Buf *ch = op_sink_changes(rt_op(rt, w, s));
+            len += ch ? (int64_t)ch->n : 0;
+        }
+        put32(b, i);
+        put64(b, len);
+        for (int w = 0; w < rt_workers(rt); w++) {
+            Buf *ch = op_sink_changes(rt_op(rt, w, s));
+            if (ch && ch->n)
+                buf_append(b, ch->p, ch->n);
+        }
+        n++;
+    }
+    memcpy(b->p + at, &n, 4);
+}
+
+static void put_contents(const Circuit *c, Runtime *rt, int rel, Buf *b)
+{
+    size_t at = b->n;
+    put64(b, 0);
+    const Relation *r = &c->rels[rel];
+    if (rel >= 0 && rel < c->nrels && r->materialized && r->sink >= 0)
+        for (int w = 0; w < rt_workers(rt); w++) {
+            HMap *m = op_sink_contents(rt_op(rt, w, r->sink));
+            size_t it = 0;
+            const uint8_t *k;
+            size_t kn;
+            void *pl;
+            while (m && hmap_next(m, &it, &k, &kn, &pl))
+                xrec_put(b, k, (uint32_t)kn, NULL, 0, *(int64_t *)pl);
+        }
+    int64_t len = (int64_t)(b->n - at - 8);
+    memcpy(b->p + at, &len, 8);
+}
+
+int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err) { return dist_follow(c, o, err); }
+
+int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
+{
+    int H = net_hosts(), me = net_host();
+    Connectors cs;
+    if (connectors_open(c, false, &cs, err)) /* generators, no files */
+        return err->code;
+    Runtime *rt = rt_new_part(c, o->workers, me, H);
+    Buf *send = sl_calloc((size_t)H, sizeof(Buf));
+    Buf *recv = sl_calloc((size_t)H, sizeof(Buf));
+    Arena *a = arena_new(1 << 16);
+    int rc = 0;
+    for (bool stop = false; !stop;) {
+        for (int h = 0; h < H; h++)
+            buf_reset(&send[h]);
+        net_exchange(send, recv);
+        Rd r = {recv[0].p, recv[0].p + recv[0].n, false};
+        int kind = rd32(&r), arg = rd32(&r);
+        int64_t step = rd64(&r);
+        int nw = rd32(&r);
+        for (int k = 0; k < nw && !r.bad; k++) {
+            int rel = rd32(&r), on = rd32(&r);
+            if (rel >= 0 && rel < c->nrels && c->rels[rel].sink >= 0)
+                for (int w = 0; w < rt_workers(rt); w++)
+                    op_sink_watch(rt_op(rt, w, c->rels[rel].sink), on != 0);
+        }
+        Err e = {0};
+        int src = 0;
+        if (r.bad) {
+            src = err_set(&e, SL_ERUNTIME, "malformed command from the coordinator");
+            kind = DC_STOP;
+        }
+        arena_reset(a);
+        if (kind == DC_STEP) {
+            if (rt_steps(rt) != step)
+                rt_set_steps(rt, step);
+            src = take_pieces(c, rt, &cs, &r, a, &e);
+            int src2 = rt_step(rt, src ? &(Err){0} : &e);
+            if (!src)
+                src = src2;
+        }
+        Buf *b = &send[0];
+        buf_reset(b);
+        put32(b, src);
+        put32(b, (int32_t)strlen(e.msg));
+        buf_append(b, e.msg, strlen(e.msg));
+        put_figures(c, rt, b);
+        if (kind == DC_STEP)
+            put_changes(c, rt, b);
+        else if (kind == DC_CONTENTS)
+            put_contents(c, rt, arg, b);
+        else if (kind == DC_LOOKUP) {
+            int lw = rd32(&r), kn = rd32(&r);
+            const uint8_t *k = kn >= 0 ? rdn(&r, (size_t)kn) : NULL;
+            uint32_t n = 0;
+            const uint8_t *row = NULL;
+            if (!r.bad && k && lw >= 0 && lw < rt_workers(rt) && arg >= 0 && arg < c->nnodes &&
+                c->nodes[arg]->k == OPK_UPSERT)
+                row = op_upsert_row(rt_op(rt, lw, arg), k, (size_t)kn, &n);
+            put32(b, row ? (int32_t)n : 0);
+            if (row)
+                buf_append(b, row, n);
+        } else if (kind == DC_STOP)
+            stop = true;
+        net_exchange(send, recv);
+    }
+    for (int h = 0; h < H; h++) {
+        buf_free(&send[h]);
+        buf_free(&recv[h]);
+    }
+    sl_free(send);
+    sl_free(recv);
+    arena_free(a);
+    rt_free(rt);
+    connectors_close(&cs);
+    return rc;
+}
