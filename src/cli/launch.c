@@ -13,20 +13,24 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../base/mem.h"
 
-static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t got_signal, got_watchdog;
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    got_signal = 1;
+    if (sig == SIGUSR2)
+        got_watchdog = 1; /* a rank's step watchdog expired (cluster/net.c) */
+    else
+        got_signal = 1;
 }
 
 int launch_mpi(const LaunchOpts *o, int argc, char **argv)
@@ -54,9 +58,14 @@ int launch_mpi(const LaunchOpts *o, int argc, char **argv)
     } else {
         av[k++] = "--oversubscribe";
     }
-    av[k++] = "--mca";
-    av[k++] = "mpi_yield_when_idle";
-    av[k++] = "1";
+    bool yield_given = false;
+    for (int i = 0; i < o->nmca; i++)
+        yield_given |= !strcmp(o->mca[2 * i], "mpi_yield_when_idle");
+    if (!yield_given) { /* ranks may outnumber cores: do not busy-poll */
+        av[k++] = "--mca";
+        av[k++] = "mpi_yield_when_idle";
+        av[k++] = "1";
+    }
     for (int i = 0; i < o->nmca; i++) {
         av[k++] = "--mca";
         av[k++] = (char *)o->mca[2 * i];
@@ -76,6 +85,13 @@ int launch_mpi(const LaunchOpts *o, int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
+    /* a rank on this machine whose watchdog expires tells us (SIGUSR2):
+       mpirun itself may wait forever for a host that is cut off */
+    char me[320], hn[256] = "";
+    gethostname(hn, sizeof(hn) - 1);
+    snprintf(me, sizeof(me), "%d@%s", (int)getpid(), hn);
+    setenv("SLUICE_LAUNCHER", me, 1);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "sluice: fork: %s\n", strerror(errno));
@@ -84,6 +100,7 @@ int launch_mpi(const LaunchOpts *o, int argc, char **argv)
     }
     if (pid == 0) {
         setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* this launcher killed: the job ends too */
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         execvp("mpirun", av);
@@ -96,8 +113,9 @@ int launch_mpi(const LaunchOpts *o, int argc, char **argv)
     sl_free(av);
     int st = 0;
     bool forwarded = false;
-    for (;;) {
-        pid_t r = waitpid(pid, &st, 0);
+    double killed_at = -1;
+    for (int ticks = 0;; ticks++) {
+        pid_t r = waitpid(pid, &st, got_watchdog ? WNOHANG : 0);
         if (r == pid)
             break;
         if (r < 0 && errno != EINTR)
@@ -106,6 +124,17 @@ int launch_mpi(const LaunchOpts *o, int argc, char **argv)
             fprintf(stderr, "sluice: stopping every host\n");
             kill(pid, SIGUSR1);
             forwarded = true;
+        }
+        if (got_watchdog) {
+            if (killed_at < 0) {
+                kill(pid, SIGTERM);
+                killed_at = ticks;
+            } else if (ticks - killed_at == 30) { /* 3 s */
+                fprintf(stderr, "sluice: mpirun does not end (it waits for a lost host): "
+                                "killing it\n");
+                kill(pid, SIGKILL);
+            }
+            usleep(100000);
         }
     }
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);

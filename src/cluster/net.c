@@ -69,8 +69,26 @@ static void expired(const char *waiting)
             net.host, net.names ? net.names[net.host] : "?", net.deadline,
             net.what[0] ? net.what : "in an exchange", waiting);
     fflush(stderr);
-    if (parent_is_launcher())
-        kill(getppid(), SIGTERM);
+    /* `sluice run --hosts` on this machine started the job: it ends it */
+    const char *l = getenv("SLUICE_LAUNCHER");
+    char hn[256] = "";
+    gethostname(hn, sizeof(hn) - 1);
+    const char *at = l ? strchr(l, '@') : NULL;
+    if (at && !strcmp(at + 1, hn))
+        kill((pid_t)atoi(l), SIGUSR2);
+    if (parent_is_launcher()) {
+        /* the launcher ends the job, unless it waits for the lost host
+           itself (mpirun does): then it is killed, and every other host's
+           watchdog ends that host's processes */
+        pid_t pp = getppid();
+        kill(pp, SIGTERM);
+        for (int i = 0; i < 50 && kill(pp, 0) == 0 && getppid() == pp; i++) {
+            struct timespec ts = {0, 100000000};
+            nanosleep(&ts, NULL);
+        }
+        if (getppid() == pp)
+            kill(pp, SIGKILL);
+    }
     _exit(3);
 }
 
@@ -104,7 +122,7 @@ static void wait_all(int n, MPI_Request *req, const int *who)
                 }
                 expired(list[0] ? list : "another host");
             }
-            if (spins > 100000) {
+            if (spins > 20000) {
                 struct timespec ts = {0, 200000}; /* idle: 0.2 ms naps */
                 nanosleep(&ts, NULL);
             } else

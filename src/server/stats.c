@@ -54,6 +54,23 @@ int stats_json(Req *q)
     cJSON_AddNumberToObject(g, "uptime_msecs", st.uptime_secs * 1000.0);
     cJSON_AddNumberToObject(g, "state_bytes", (double)st.state_bytes);
     cJSON_AddBoolToObject(g, "pipeline_complete", st.inputs_ended && st.buffered_records == 0);
+    if (st.nhosts > 1) {
+        /* scale-out: rss_bytes, cpu_msecs and state_bytes above are sums */
+        cJSON *hs = cJSON_AddArrayToObject(g, "hosts");
+        for (int h = 0; h < st.nhosts; h++) {
+            const HostStats *x = &st.hosts[h];
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "host", h);
+            cJSON_AddStringToObject(e, "name", x->name);
+            cJSON_AddNumberToObject(e, "workers", x->workers);
+            cJSON_AddNumberToObject(e, "completed_steps", (double)x->steps);
+            cJSON_AddNumberToObject(e, "rss_bytes", (double)x->rss_bytes);
+            cJSON_AddNumberToObject(e, "state_bytes", (double)x->state_bytes);
+            cJSON_AddNumberToObject(e, "cpu_msecs", (double)x->cpu_msecs);
+            cJSON_AddNumberToObject(e, "exchanged_bytes", (double)x->exchanged_bytes);
+            cJSON_AddItemToArray(hs, e);
+        }
+    }
     CkptStatus ck;
     pipeline_checkpoint_status(s->p, &ck);
     if (ck.enabled) {
@@ -239,6 +256,18 @@ int stats_prometheus(Req *q)
     buf_printf(&b, "process_resident_memory_bytes %zu\n", st.rss_bytes);
     head(&b, "process_cpu_seconds_total", "counter", "User and system CPU time in seconds.");
     buf_printf(&b, "process_cpu_seconds_total %.3f\n", (double)st.cpu_msecs / 1000.0);
+    if (st.nhosts > 1) {
+        head(&b, "sluice_host_resident_memory_bytes", "gauge",
+             "Resident memory per host (scale-out).");
+        for (int h = 0; h < st.nhosts; h++)
+            buf_printf(&b, "sluice_host_resident_memory_bytes{host=\"%d\"} %zu\n", h,
+                       st.hosts[h].rss_bytes);
+        head(&b, "sluice_host_exchanged_bytes_total", "counter",
+             "Bytes a host sent to other hosts (scale-out).");
+        for (int h = 0; h < st.nhosts; h++)
+            buf_printf(&b, "sluice_host_exchanged_bytes_total{host=\"%d\"} %lld\n", h,
+                       (long long)st.hosts[h].exchanged_bytes);
+    }
     head(&b, "sluice_uptime_seconds", "gauge", "Seconds since the pipeline started.");
     buf_printf(&b, "sluice_uptime_seconds %.3f\n", st.uptime_secs);
     head(&b, "sluice_transaction_open", "gauge",
