@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "../base/mem.h"
+#include "../cluster/net.h"
 #include "ft_int.h"
 
 static const char *mode_name(int m)
@@ -45,6 +46,9 @@ static void job_free(CkJob *j)
 {
     if (!j)
         return;
+    for (int h = 0; h < j->hosts && j->remote; h++)
+        sl_free(j->remote[h]);
+    sl_free(j->remote);
     if (j->fd >= 0)
         close(j->fd);
     sl_free(j->meta);
@@ -76,18 +80,20 @@ static void child_write(int fd, const char *s, size_t n)
  * "<worker> <node> <name>", then "OK <written> <reused> <bytes>", or
  * "ERR <message>". It never returns and runs no exit handlers.
  */
-static void child_main(Pipeline *p, int fd, const bool *dirty)
+static __attribute__((noreturn)) void child_main(Store *st, Runtime *rt, int nnodes,
+                                                 const bool *dirty, const char *prev_state, int fd)
 {
-    Ft *ft = p->ft;
     Buf out = BUF_INIT;
     Err err = {0};
     StoreStats s0, s1;
-    store_stats(ft->st, &s0);
+    store_stats(st, &s0);
     /* nodes that received no input since the last checkpoint keep its files */
-    cJSON *prev = ft->last_state ? cJSON_Parse(ft->last_state) : NULL;
+    cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
     unsigned long long kept = 0;
-    for (int w = 0; w < p->W; w++)
-        for (int n = 0; n < p->c->nnodes; n++) {
+    int first = rt_first_worker(rt);
+    for (int lw = 0; lw < rt_workers(rt); lw++)
+        for (int n = 0; n < nnodes; n++) {
+            int w = first + lw; /* manifests name global workers */
             if (!dirty[n] && prev) {
                 const cJSON *e, *f;
                 bool found = false;
@@ -107,10 +113,10 @@ static void child_main(Pipeline *p, int fd, const bool *dirty)
                     continue;
             }
             BatchList l = {0};
-            int rc = rt_save(p->rt, w, n, &l);
+            int rc = rt_save(rt, lw, n, &l);
             for (int i = 0; i < l.n && !rc; i++) {
                 char name[STORE_NAME_MAX];
-                rc = store_put_batch(ft->st, l.b[i], name, &err);
+                rc = store_put_batch(st, l.b[i], name, &err);
                 if (!rc)
                     buf_printf(&out, "%d %d %s\n", w, n, name);
             }
@@ -123,13 +129,42 @@ static void child_main(Pipeline *p, int fd, const bool *dirty)
             /* the state stays: the child exits without freeing anything */
             (void)l;
         }
-    store_stats(ft->st, &s1);
+    store_stats(st, &s1);
     buf_printf(&out, "OK %llu %llu %llu\n",
                (unsigned long long)(s1.batches_written - s0.batches_written),
                (unsigned long long)(s1.batches_reused - s0.batches_reused) + kept,
                (unsigned long long)(s1.bytes_written - s0.bytes_written));
     child_write(fd, (const char *)out.p, out.n);
     _exit(0);
+}
+
+int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char *prev_state,
+              pid_t *pid_out, int *fd_out, Err *err)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return err_set(err, SL_EIO, "checkpoint: pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return err_set(err, SL_EIO, "checkpoint: fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        /* dies with the pipeline (a killed pipeline leaves no writer
+           behind), and lets go of the storage lock with it */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1)
+            _exit(1);
+        store_forget_lock(st);
+        child_main(st, rt, nnodes, dirty, prev_state, fds[1]);
+    }
+    close(fds[1]);
+    *pid_out = pid;
+    *fd_out = fds[0];
+    return 0;
 }
 
 /* ---------------------------------------------------------------- the writer */
@@ -139,44 +174,41 @@ static int cmp_strp(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* Read the child's report into a "state" array (j->state, JSON text). */
-static int collect_child(Ft *ft, CkJob *j, Err *err)
+void ckpt_reap(int fd, pid_t pid, Buf *text)
 {
-    Buf in = BUF_INIT;
     char chunk[65536];
     for (;;) {
-        ssize_t k = read(j->fd, chunk, sizeof(chunk));
+        ssize_t k = read(fd, chunk, sizeof(chunk));
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)
             break;
-        buf_append(&in, chunk, (size_t)k);
+        buf_append(text, chunk, (size_t)k);
     }
-    close(j->fd);
-    j->fd = -1;
+    close(fd);
     int status = 0;
-    while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    j->pid = 0;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 137 && getenv("SLUICE_CRASH_AT"))
         _exit(137); /* an injected crash inside the checkpoint: the pipeline dies there */
-    const char *text = in.n ? buf_cstr(&in) : "";
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        buf_puts(text, "\nDIED\n"); /* whatever it said, it did not finish */
+}
+
+int ckpt_parse_report(const char *text, cJSON *state, int64_t *written, int64_t *reused,
+                      int64_t *bytes, Err *err)
+{
     const char *ok = strstr(text, "OK ");
-    int rc = 0;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !ok) {
+    if (strstr(text, "\nDIED\n") || !ok) {
         const char *e = strstr(text, "ERR ");
-        rc = err_set(err, SL_EIO, "the checkpoint process %s%.*s",
-                     e ? "failed: " : "died",
-                     e ? (int)strcspn(e + 4, "\n") : 0, e ? e + 4 : "");
-        buf_free(&in);
-        return rc;
+        return err_set(err, SL_EIO, "the checkpoint process %s%.*s", e ? "failed: " : "died",
+                       e ? (int)strcspn(e + 4, "\n") : 0, e ? e + 4 : "");
     }
     unsigned long long wr = 0, ru = 0, by = 0;
     sscanf(ok + 3, "%llu %llu %llu", &wr, &ru, &by);
-    j->written = (int64_t)wr;
-    j->reused = (int64_t)ru;
-    j->bytes = (int64_t)by;
-    cJSON *state = cJSON_CreateArray();
+    *written += (int64_t)wr;
+    *reused += (int64_t)ru;
+    *bytes += (int64_t)by;
     cJSON *cur = NULL;
     int cw = -1, cn = -1;
     for (const char *line = text; line < ok;) {
@@ -198,13 +230,40 @@ static int collect_child(Ft *ft, CkJob *j, Err *err)
         }
         line = nl ? nl + 1 : ok;
     }
-    char *st = cJSON_PrintUnformatted(state);
-    j->state = sl_strdup(st);
-    cJSON_free(st);
-    cJSON_Delete(state);
-    buf_free(&in);
-    (void)ft;
     return 0;
+}
+
+/* Read the local child's report, and wait for every other host's, into a
+   "state" array (j->state, JSON text). */
+static int collect_child(Ft *ft, CkJob *j, Err *err)
+{
+    Buf in = BUF_INIT;
+    ckpt_reap(j->fd, j->pid, &in);
+    j->fd = -1;
+    j->pid = 0;
+    cJSON *state = cJSON_CreateArray();
+    int rc = ckpt_parse_report(buf_cstr(&in), state, &j->written, &j->reused, &j->bytes, err);
+    buf_free(&in);
+    /* phase one on the other hosts: each reports its share (dist.c) */
+    pthread_mutex_lock(&ft->mu);
+    while (j->remote_pending > 0 && !ft->quit)
+        pthread_cond_wait(&ft->cv, &ft->mu);
+    pthread_mutex_unlock(&ft->mu);
+    for (int h = 1; h < j->hosts && !rc; h++) {
+        Err he = {0};
+        if (!j->remote[h])
+            rc = err_set(err, SL_EIO, "host %d sent no checkpoint report", h);
+        else if (ckpt_parse_report(j->remote[h], state, &j->written, &j->reused, &j->bytes,
+                                   &he))
+            rc = err_set(err, SL_EIO, "host %d (%s): %s", h, net_host_name(h), he.msg);
+    }
+    if (!rc) {
+        char *st = cJSON_PrintUnformatted(state);
+        j->state = sl_strdup(st);
+        cJSON_free(st);
+    }
+    cJSON_Delete(state);
+    return rc;
 }
 
 /* Finish job j on the writer thread: the state (from the child, or the
@@ -293,6 +352,7 @@ static char *job_meta(Pipeline *p)
     cJSON_AddNumberToObject(m, "format", 1);
     cJSON_AddStringToObject(m, "fingerprint", fp);
     cJSON_AddNumberToObject(m, "workers", p->W);
+    cJSON_AddNumberToObject(m, "hosts", p->H);
     cJSON_AddNumberToObject(m, "nodes", p->c->nnodes);
     cJSON_AddNumberToObject(m, "step", (double)rt_steps(p->rt));
     cJSON_AddNumberToObject(m, "rows", (double)p->rows);
@@ -354,39 +414,29 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
     } else {
         /* which nodes' state must be saved again (the rest keep their files) */
         int nn = p->c->nnodes;
+        bool full = ft->full_next || !ft->last_state;
         bool *dirty = sl_calloc((size_t)nn + 1, sizeof(bool));
         for (int n = 0; n < nn; n++)
-            dirty[n] = ft->full_next || !ft->last_state || rt_node_changed(p->rt, n);
-        int fds[2];
-        if (pipe2(fds, O_CLOEXEC) != 0) {
-            job_free(j);
-            return err_set(err, SL_EIO, "checkpoint: pipe: %s", strerror(errno));
+            dirty[n] = full || rt_node_changed(p->rt, n);
+        if (p->H > 1) { /* phase one everywhere: every host saves its share */
+            j->hosts = p->H;
+            j->remote = sl_calloc((size_t)p->H, sizeof(char *));
+            j->remote_pending = p->H - 1;
+            pthread_mutex_lock(&ft->mu);
+            ft->job_remote = j; /* dist.c hands the reports in (ft_remote_report) */
+            pthread_mutex_unlock(&ft->mu);
+            dist_ckpt(p, j->step, full);
         }
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid < 0) {
-            close(fds[0]);
-            close(fds[1]);
-            sl_free(dirty);
-            job_free(j);
-            return err_set(err, SL_EIO, "checkpoint: fork: %s", strerror(errno));
-        }
-        if (pid == 0) {
-            close(fds[0]);
-            /* dies with the pipeline (a killed pipeline leaves no writer
-               behind), and lets go of the storage lock with it */
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (getppid() == 1)
-                _exit(1);
-            store_forget_lock(ft->st);
-            child_main(p, fds[1], dirty);
-        }
+        int rc = ckpt_fork(ft->st, p->rt, nn, dirty, ft->last_state, &j->pid, &j->fd, err);
         sl_free(dirty);
+        if (rc) {
+            if (p->H > 1)
+                ft_remote_abandon(p, j);
+            job_free(j);
+            return rc;
+        }
         rt_clear_changed(p->rt);
         ft->full_next = false;
-        close(fds[1]);
-        j->pid = pid;
-        j->fd = fds[0];
     }
     ft->last_time = pipe_now();
     j->pause_secs = ft->last_time - t0;
@@ -408,6 +458,8 @@ static void collect_job(Pipeline *p)
     CkJob *j = ft->job;
     ft->job = NULL;
     pthread_mutex_lock(&ft->mu);
+    if (ft->job_remote == j)
+        ft->job_remote = NULL;
     if (j->rc) {
         snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.200s",
                  (long long)j->step, j->err);
@@ -455,11 +507,63 @@ static bool job_finished(Ft *ft)
     return d;
 }
 
-static void job_wait(Ft *ft)
+static void job_wait(Pipeline *p)
 {
+    Ft *ft = p->ft;
     pthread_mutex_lock(&ft->mu);
-    while (ft->job && !ft->job_done)
+    while (ft->job && !ft->job_done) {
+        if (ft->job->remote_pending > 0 && p->H > 1 && p->dstopped) {
+            ft->job->remote_pending = 0; /* they left: the checkpoint fails */
+            pthread_cond_broadcast(&ft->cv);
+            continue;
+        }
+        if (ft->job->remote_pending > 0 && p->H > 1) {
+            /* the other hosts' reports come with their replies: ask */
+            pthread_mutex_unlock(&ft->mu);
+            dist_poll(p);
+            usleep(2000);
+            pthread_mutex_lock(&ft->mu);
+            continue;
+        }
         pthread_cond_wait(&ft->cv, &ft->mu);
+    }
+    pthread_mutex_unlock(&ft->mu);
+}
+
+void ft_remote_report(Pipeline *p, int host, int64_t step, const char *text, size_t n)
+{
+    Ft *ft = p->ft;
+    if (!ft)
+        return;
+    pthread_mutex_lock(&ft->mu);
+    CkJob *j = ft->job_remote;
+    if (j && j->step == step && host > 0 && host < j->hosts && !j->remote[host]) {
+        j->remote[host] = sl_malloc(n + 1);
+        memcpy(j->remote[host], text, n);
+        j->remote[host][n] = 0;
+        j->remote_pending--;
+        pthread_cond_broadcast(&ft->cv);
+    }
+    pthread_mutex_unlock(&ft->mu);
+}
+
+bool ft_remote_waiting(Pipeline *p)
+{
+    Ft *ft = p->ft;
+    if (!ft)
+        return false;
+    pthread_mutex_lock(&ft->mu);
+    bool w = ft->job_remote && ft->job_remote->remote_pending > 0;
+    pthread_mutex_unlock(&ft->mu);
+    return w;
+}
+
+void ft_remote_abandon(Pipeline *p, CkJob *j)
+{
+    Ft *ft = p->ft;
+    pthread_mutex_lock(&ft->mu);
+    if (ft->job_remote == j)
+        ft->job_remote = NULL;
     pthread_mutex_unlock(&ft->mu);
 }
 
@@ -480,7 +584,7 @@ int ft_tick(Pipeline *p, bool final, Err *err)
     if (!ft)
         return 0;
     if (final)
-        job_wait(ft);
+        job_wait(p);
     if (ft->job && job_finished(ft))
         collect_job(p);
     if (ft->job || p->txn != TX_NONE || p->pend.rows > 0)
@@ -500,7 +604,7 @@ int ft_tick(Pipeline *p, bool final, Err *err)
     if (start_job(p, req ? seq : 0, err))
         return err->code;
     if (final) {
-        job_wait(ft);
+        job_wait(p);
         collect_job(p);
         if (ft->done_step == rt_steps(p->rt) && !ft->failure[0])
             fprintf(stderr, "sluice: checkpoint at step %lld written to %s (%.3f s)\n",
@@ -565,7 +669,7 @@ static int64_t jint(const cJSON *o, const char *k)
 /* Load the state of manifest m into p->rt. SL_EIO (err says why) when a
    file is corrupt or does not fit the program: the caller falls back. */
 /* The batches of one "state" entry's files (*n of them; caller unrefs). */
-static int load_files(Ft *ft, const cJSON *e, Batch ***out, int *n, Err *err)
+static int load_files(Store *st, const cJSON *e, Batch ***out, int *n, Err *err)
 {
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(e, "files");
     *n = cJSON_GetArraySize(files);
@@ -574,7 +678,7 @@ static int load_files(Ft *ft, const cJSON *e, Batch ***out, int *n, Err *err)
     const cJSON *f;
     cJSON_ArrayForEach(f, files)
     {
-        if (!cJSON_IsString(f) || (rc = store_get_batch(ft->st, f->valuestring, &bs[k], err)))
+        if (!cJSON_IsString(f) || (rc = store_get_batch(st, f->valuestring, &bs[k], err)))
             break;
         k++;
     }
@@ -594,35 +698,36 @@ static int load_files(Ft *ft, const cJSON *e, Batch ***out, int *n, Err *err)
    SL_EIO (err says why) when a file is corrupt or does not fit the
    program: the caller falls back. With another worker count every node's
    state is re-sharded (op.h load_split). */
-static int load_state(Pipeline *p, const cJSON *m, int W0, Err *err)
+int ckpt_load_state(Store *st, Runtime *rt, int nn, const cJSON *state, int W0, Err *err)
 {
-    Ft *ft = p->ft;
-    int nn = p->c->nnodes, rc = 0;
+    int rc = 0, W = rt_total_workers(rt), first = rt_first_worker(rt), nl = rt_workers(rt);
     /* per (old worker, node): the saved batches */
     Batch ***lists = sl_calloc((size_t)W0 * (size_t)nn, sizeof(Batch **));
     int *counts = sl_calloc((size_t)W0 * (size_t)nn, sizeof(int));
     const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(m, "state"))
+    cJSON_ArrayForEach(e, state)
     {
         int node = (int)jint(e, "node"), w = (int)jint(e, "worker");
-        if (node < 0 || node >= nn || w < 0 || w >= W0 || !rt_stateful(p->rt, node) ||
+        if (node < 0 || node >= nn || w < 0 || w >= W0 || !rt_stateful(rt, node) ||
             lists[w * nn + node]) {
             rc = err_set(err, SL_EIO, "state of node %d, worker %d does not fit the program",
                          node, w);
             break;
         }
-        if ((rc = load_files(ft, e, &lists[w * nn + node], &counts[w * nn + node], err)))
+        if (W0 == W && (w < first || w >= first + nl))
+            continue; /* another host's worker */
+        if ((rc = load_files(st, e, &lists[w * nn + node], &counts[w * nn + node], err)))
             break;
     }
     Batch **col = sl_calloc((size_t)W0 + 1, sizeof(Batch *));
     Batch *const **klist = sl_calloc((size_t)W0 + 1, sizeof(Batch **));
     int *kcount = sl_calloc((size_t)W0 + 1, sizeof(int));
     for (int node = 0; node < nn && !rc; node++) {
-        if (W0 == p->W) {
-            for (int w = 0; w < W0 && !rc; w++)
+        if (W0 == W) {
+            for (int w = first; w < first + nl && !rc; w++)
                 if (lists[w * nn + node])
-                    rc = rt_load(p->rt, w, node, lists[w * nn + node], counts[w * nn + node],
-                                 err);
+                    rc = rt_load(rt, w - first, node, lists[w * nn + node],
+                                 counts[w * nn + node], err);
             continue;
         }
         bool any = false;
@@ -631,8 +736,8 @@ static int load_state(Pipeline *p, const cJSON *m, int W0, Err *err)
             kcount[k] = counts[k * nn + node];
             any |= lists[k * nn + node] != NULL;
         }
-        for (int w = 0; w < p->W && !rc && any; w++)
-            rc = rt_load_split(p->rt, w, node, klist, kcount, W0, err);
+        for (int w = 0; w < nl && !rc && any; w++)
+            rc = rt_load_split(rt, w, node, klist, kcount, W0, err);
     }
     sl_free(col);
     sl_free(klist);
@@ -714,6 +819,16 @@ static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
     if (jint(m, "workers") < 1 || jint(m, "workers") > 4096)
         return err_set(err, SL_EIO, "storage %s: the checkpoint of step %lld names %lld workers",
                        dir, (long long)step, (long long)jint(m, "workers"));
+    int64_t h0 = jint(m, "hosts") > 0 ? jint(m, "hosts") : 1;
+    if ((h0 > 1 || p->H > 1) && (h0 != p->H || jint(m, "workers") != p->W))
+        return err_set(err, SL_ECONFIG,
+                       "storage %s: the checkpoint of step %lld was written by %lld host%s with "
+                       "%lld workers; this run has %d host%s with %d: restart with --hosts %lld "
+                       "--workers %lld (changing the hosts of a scale-out checkpoint is not "
+                       "supported yet)",
+                       dir, (long long)step, (long long)h0, h0 == 1 ? "" : "s",
+                       (long long)jint(m, "workers"), p->H, p->H == 1 ? "" : "s", p->W,
+                       (long long)h0, (long long)jint(m, "workers"));
     if (jint(m, "nodes") != p->c->nnodes)
         return err_set(err, SL_ECONFIG, "storage %s: the checkpoint's circuit has %lld nodes, "
                        "this program's %d", dir, (long long)jint(m, "nodes"), p->c->nnodes);
@@ -746,6 +861,7 @@ int ft_open(Pipeline *p, Err *err)
         return err->code;
     uint64_t below = UINT64_MAX, step = 0;
     cJSON *m = NULL;
+    bool remote_loaded = false;
     for (;;) {
         char *json = NULL, *skipped = NULL;
         int rc = store_manifest_before(ft->st, below, &step, &json, &skipped, err);
@@ -768,7 +884,15 @@ int ft_open(Pipeline *p, Err *err)
         }
         Err le = {0};
         int w0 = (int)jint(m, "workers");
-        if (!load_state(p, m, w0, &le)) {
+        int rrc = ckpt_load_state(ft->st, p->rt, p->c->nnodes,
+                                  cJSON_GetObjectItemCaseSensitive(m, "state"), w0, &le);
+        if (!rrc && p->H > 1) { /* every other host loads its share */
+            char *stext = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
+            rrc = dist_restore(p, (int64_t)step, stext ? stext : "[]", w0, &le);
+            cJSON_free(stext);
+            remote_loaded = true;
+        }
+        if (!rrc) {
             if (w0 != p->W)
                 fprintf(stderr, "sluice: storage: the checkpoint at step %llu was written by %d "
                                 "worker%s; its state is re-sharded for %d\n",
@@ -781,8 +905,13 @@ int ft_open(Pipeline *p, Err *err)
         cJSON_Delete(m);
         m = NULL;
         rt_free(p->rt); /* state may be half loaded: start from fresh instances */
-        p->rt = rt_new(p->c, p->W);
+        p->rt = p->H > 1 ? rt_new_part(p->c, p->W, 0, p->H) : rt_new(p->c, p->W);
         below = step;
+    }
+    if (!m && remote_loaded) { /* the other hosts start afresh too */
+        Err le = {0};
+        if (dist_restore(p, 0, "[]", p->W, &le))
+            return err_set(err, le.code, "%s", le.msg);
     }
     int64_t cstep = m ? (int64_t)step : 0, cseq = m ? jint(m, "ingress_seq") : 0;
     int rc = 0;
@@ -845,7 +974,7 @@ void ft_close(Pipeline *p)
     if (!ft)
         return;
     if (ft->thr_started) {
-        job_wait(ft);
+        job_wait(p);
         pthread_mutex_lock(&ft->mu);
         ft->quit = true;
         pthread_cond_broadcast(&ft->cv);

@@ -28,19 +28,32 @@
  *    the host that owns it (partial updates through HTTP, resolve.c).
  *  - PING: figures only; sent when the coordinator has been idle for a
  *    second, so that followers (and the step watchdog) see it alive.
+ *  - CKPT step: phase one of a checkpoint (ckpt.c): the follower forks a
+ *    child that saves its workers' state into the shared storage, and
+ *    goes on; the child's report (file names per worker and node) rides
+ *    on the follower's next reply after it finished. The coordinator
+ *    writes the manifest (phase two) once every host reported success.
+ *  - RESTORE step: rebuild the follower's workers from a manifest's state.
  *  - STOP: the last figures; the follower leaves.
+ * Every reply carries, after the figures, a finished checkpoint report
+ * when there is one.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../base/mem.h"
 #include "../cluster/net.h"
 #include "../zset/key.h"
+#include "ft_int.h"
 #include "pipeline_int.h"
 
-enum { DC_STEP = 1, DC_CONTENTS, DC_PING, DC_STOP, DC_LOOKUP };
+enum { DC_STEP = 1, DC_CONTENTS, DC_PING, DC_STOP, DC_LOOKUP, DC_CKPT, DC_RESTORE };
 
 /* ---------------------------------------------------------------- encoding */
 
@@ -206,9 +219,20 @@ static int reply_head(Pipeline *p, int h, Rd *r, Err *err)
     int32_t mlen = rd32(r);
     const uint8_t *msg = mlen > 0 ? rdn(r, (size_t)mlen) : NULL;
     if (rc && !r->bad)
-        return err_set(err, rc, "host %d (%s): %.*s", h, net_host_name(h), (int)mlen,
-                       msg ? (const char *)msg : "");
-    read_figures(p->c, r, &p->hf[h]);
+        err_set(err, rc, "host %d (%s): %.*s", h, net_host_name(h), (int)mlen,
+                msg ? (const char *)msg : "");
+    Rd rest = *r;
+    read_figures(p->c, &rest, &p->hf[h]);
+    if (!rest.bad && rd32(&rest)) { /* a checkpoint report */
+        int64_t step = rd64(&rest);
+        int32_t len = rd32(&rest);
+        const uint8_t *text = len >= 0 ? rdn(&rest, (size_t)len) : NULL;
+        if (text)
+            ft_remote_report(p, h, step, (const char *)text, (size_t)len);
+    }
+    if (rc && !r->bad)
+        return rc; /* (a follower that could not start sends no figures) */
+    *r = rest;
     if (r->bad)
         return err_set(err, SL_ERUNTIME, "host %d (%s): malformed reply", h, net_host_name(h));
     return 0;
@@ -366,8 +390,52 @@ static void figures_only(Pipeline *p, int kind)
 
 void dist_tick(Pipeline *p)
 {
-    if (p->H > 1 && pipe_now() - p->last_net >= 1.0)
+    if (p->H < 2 || p->dstopped)
+        return;
+    /* once a second; often while a checkpoint waits for reports */
+    double every = ft_remote_waiting(p) ? 0.01 : 1.0;
+    if (pipe_now() - p->last_net >= every)
         figures_only(p, DC_PING);
+}
+
+void dist_poll(Pipeline *p)
+{
+    if (p->H > 1 && !p->dstopped)
+        figures_only(p, DC_PING);
+}
+
+void dist_ckpt(Pipeline *p, int64_t step, bool full)
+{
+    cmd_begin(p, DC_CKPT, full);
+    for (int h = 1; h < p->H; h++)
+        put64(&p->dsend[h], step);
+    send_cmd(p);
+    gather_replies(p);
+    for (int h = 1; h < p->H; h++) {
+        Rd r = {p->drecv[h].p, p->drecv[h].p + p->drecv[h].n, false};
+        Err e = {0};
+        if (reply_head(p, h, &r, &e))
+            fprintf(stderr, "sluice: %s\n", e.msg);
+    }
+}
+
+int dist_restore(Pipeline *p, int64_t step, const char *state, int W0, Err *err)
+{
+    cmd_begin(p, DC_RESTORE, W0);
+    for (int h = 1; h < p->H; h++) {
+        put64(&p->dsend[h], step);
+        buf_append(&p->dsend[h], state, strlen(state));
+    }
+    send_cmd(p);
+    gather_replies(p);
+    int rc = 0;
+    for (int h = 1; h < p->H; h++) {
+        Rd r = {p->drecv[h].p, p->drecv[h].p + p->drecv[h].n, false};
+        Err e = {0};
+        if (reply_head(p, h, &r, &e) && !rc)
+            rc = err_set(err, SL_EIO, "%s", e.msg);
+    }
+    return rc;
 }
 
 /* Followers told to leave (once per process). */
@@ -447,6 +515,135 @@ void dist_stop(Pipeline *p)
 }
 
 /* ---------------------------------------------------------------- follower */
+
+/* A follower's share of fault tolerance. */
+typedef struct Fol {
+    const PipelineOpts *o;
+    Store *st;
+    pid_t pid;            /* the checkpoint child, or 0 */
+    int fd;
+    int64_t step;         /* its checkpoint's step */
+    Buf report;
+    bool done;            /* report complete, not sent yet */
+    char *prev_state;     /* this host's files of the last checkpoint (JSON) */
+} Fol;
+
+static int fol_store(Fol *f, Err *err)
+{
+    if (f->st)
+        return 0;
+    if (!f->o->storage)
+        return err_set(err, SL_ECONFIG, "no storage configured on this host");
+    return store_open_member(f->o->storage, &f->st, err);
+}
+
+/* Read what the child reported so far; done once it exited. */
+static void fol_poll(Fol *f)
+{
+    if (!f->pid || f->done)
+        return;
+    char chunk[65536];
+    for (;;) {
+        ssize_t k = read(f->fd, chunk, sizeof(chunk));
+        if (k > 0) {
+            buf_append(&f->report, chunk, (size_t)k);
+            continue;
+        }
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && errno == EAGAIN)
+            return;
+        break; /* EOF */
+    }
+    close(f->fd);
+    int status = 0;
+    while (waitpid(f->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 137 && getenv("SLUICE_CRASH_AT"))
+        _exit(137);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        buf_puts(&f->report, "\nDIED\n");
+    f->pid = 0;
+    f->done = true;
+}
+
+/* Append the finished report (if any) to a reply. */
+static void fol_report(Fol *f, Buf *b)
+{
+    fol_poll(f);
+    if (!f->done) {
+        put32(b, 0);
+        return;
+    }
+    put32(b, 1);
+    put64(b, f->step);
+    put32(b, (int32_t)f->report.n);
+    buf_append(b, f->report.p, f->report.n);
+    /* its files are what unchanged nodes keep next time */
+    cJSON *state = cJSON_CreateArray();
+    int64_t a = 0, bb = 0, c = 0;
+    Err e = {0};
+    sl_free(f->prev_state);
+    f->prev_state = NULL;
+    if (!ckpt_parse_report(buf_cstr(&f->report), state, &a, &bb, &c, &e)) {
+        char *t = cJSON_PrintUnformatted(state);
+        f->prev_state = sl_strdup(t);
+        cJSON_free(t);
+    }
+    cJSON_Delete(state);
+    buf_reset(&f->report);
+    f->done = false;
+}
+
+static void fol_ckpt(Fol *f, const Circuit *c, Runtime *rt, int64_t step, bool full)
+{
+    if (f->pid) { /* cannot happen: the coordinator runs one at a time */
+        Buf junk = BUF_INIT;
+        ckpt_reap(f->fd, f->pid, &junk);
+        buf_free(&junk);
+        f->pid = 0;
+    }
+    buf_reset(&f->report);
+    f->step = step;
+    f->done = false;
+    Err e = {0};
+    int nn = c->nnodes;
+    bool *dirty = sl_calloc((size_t)nn + 1, sizeof(bool));
+    for (int n = 0; n < nn; n++)
+        dirty[n] = full || !f->prev_state || rt_node_changed(rt, n);
+    int rc = fol_store(f, &e);
+    if (!rc)
+        rc = ckpt_fork(f->st, rt, nn, dirty, full ? NULL : f->prev_state, &f->pid, &f->fd, &e);
+    sl_free(dirty);
+    if (rc) {
+        buf_printf(&f->report, "ERR %s\n", e.msg);
+        f->done = true;
+        return;
+    }
+    fcntl(f->fd, F_SETFL, fcntl(f->fd, F_GETFL) | O_NONBLOCK);
+    rt_clear_changed(rt);
+}
+
+static int fol_restore(Fol *f, const Circuit *c, Runtime *rt, const uint8_t *text, size_t n,
+                       int W0, Err *err)
+{
+    char *s = sl_malloc(n + 1);
+    memcpy(s, text, n);
+    s[n] = 0;
+    cJSON *state = cJSON_Parse(s);
+    int rc = 0;
+    if (!state)
+        rc = err_set(err, SL_EIO, "the checkpoint state does not parse");
+    else if (cJSON_GetArraySize(state) > 0 && !(rc = fol_store(f, err)))
+        rc = ckpt_load_state(f->st, rt, c->nnodes, state, W0, err);
+    cJSON_Delete(state);
+    sl_free(f->prev_state);
+    f->prev_state = rc ? NULL : s;
+    if (rc)
+        sl_free(s);
+    rt_clear_changed(rt);
+    return rc;
+}
 
 /* Decode a STEP command's pieces into per (local worker, relation) lists. */
 static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Rd *r, Arena *a,
@@ -553,6 +750,7 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     if (connectors_open(c, false, &cs, err)) /* generators, no files */
         return err->code;
     Runtime *rt = rt_new_part(c, o->workers, me, H);
+    Fol fol = {.o = o, .fd = -1};
     Buf *send = sl_calloc((size_t)H, sizeof(Buf));
     Buf *recv = sl_calloc((size_t)H, sizeof(Buf));
     Arena *a = arena_new(1 << 16);
@@ -585,6 +783,15 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             int src2 = rt_step(rt, src ? &(Err){0} : &e);
             if (!src)
                 src = src2;
+        } else if (kind == DC_CKPT) {
+            int64_t ck = rd64(&r);
+            fol_ckpt(&fol, c, rt, ck, arg != 0);
+        } else if (kind == DC_RESTORE) {
+            int64_t at = rd64(&r);
+            rt_free(rt); /* fresh instances, then the saved state */
+            rt = rt_new_part(c, o->workers, me, H);
+            src = fol_restore(&fol, c, rt, r.p, (size_t)(r.end - r.p), arg, &e);
+            rt_set_steps(rt, at);
         }
         Buf *b = &send[0];
         buf_reset(b);
@@ -592,6 +799,7 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
         put32(b, (int32_t)strlen(e.msg));
         buf_append(b, e.msg, strlen(e.msg));
         put_figures(c, rt, b);
+        fol_report(&fol, b);
         if (kind == DC_STEP)
             put_changes(c, rt, b);
         else if (kind == DC_CONTENTS)
@@ -618,6 +826,14 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     sl_free(send);
     sl_free(recv);
     arena_free(a);
+    if (fol.pid) {
+        Buf junk = BUF_INIT;
+        ckpt_reap(fol.fd, fol.pid, &junk);
+        buf_free(&junk);
+    }
+    buf_free(&fol.report);
+    sl_free(fol.prev_state);
+    store_close(fol.st);
     rt_free(rt);
     connectors_close(&cs);
     return rc;

@@ -15,6 +15,8 @@
 
 #include <sys/types.h>
 
+#include <cjson/cJSON.h>
+
 #include "../storage/storage.h"
 #include "pipeline_int.h"
 
@@ -34,6 +36,10 @@ typedef struct CkJob {
     double secs;
     double pause_secs;        /* the part the pipeline waited (the fork) */
     int64_t files, written, reused, bytes;
+    /* scale-out: the other hosts' reports of phase one (ft->mu) */
+    int hosts;
+    char **remote;            /* per host, once it reported */
+    int remote_pending;
 } CkJob;
 
 /* A journal record read back at restart. */
@@ -75,6 +81,7 @@ struct Ft {
     pthread_mutex_t mu;
     pthread_cond_t cv;        /* writer: a job or quit; controller: job done */
     CkJob *job;               /* being written */
+    CkJob *job_remote;        /* ... while it waits for other hosts' reports (mu) */
     bool job_done, quit;
     char *last_state;         /* "state" of the last complete checkpoint */
     bool full_next;           /* the last one failed: save every node again */
@@ -89,5 +96,26 @@ struct Ft {
     int64_t done_files, done_written, done_reused, done_bytes;
     char failure[256];
 };
+
+/* ckpt.c, shared with dist.c (a follower saves and restores its share
+   the same way). */
+/* Fork a child that saves rt's nodes with dirty[n] (the others keep the
+   files prev_state lists) into st and reports "<worker> <node> <file>"
+   lines, then "OK <written> <reused> <bytes>" (or "ERR <why>"), on *fd. */
+int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char *prev_state,
+              pid_t *pid, int *fd, Err *err);
+/* Read a child's report to its end into text and reap the child. */
+void ckpt_reap(int fd, pid_t pid, Buf *text);
+/* Append a report's entries to state (a JSON array) and add its figures;
+   SL_EIO when the child failed. */
+int ckpt_parse_report(const char *text, cJSON *state, int64_t *written, int64_t *reused,
+                      int64_t *bytes, Err *err);
+/* Load the workers of rt (global ids) from a manifest's "state" (written
+   with W0 workers; another count re-shards, single host only). */
+int ckpt_load_state(Store *st, Runtime *rt, int nnodes, const cJSON *state, int W0, Err *err);
+/* dist.c hands in host's report of the checkpoint at step. */
+void ft_remote_report(Pipeline *p, int host, int64_t step, const char *text, size_t n);
+bool ft_remote_waiting(Pipeline *p);
+void ft_remote_abandon(Pipeline *p, CkJob *j);
 
 #endif

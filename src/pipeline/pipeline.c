@@ -74,13 +74,6 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     p->o = *o;
     p->W = o->workers > 0 ? o->workers : 1;
     p->H = o->hosts > 1 ? o->hosts : 1;
-    if (p->H > 1 && o->storage) {
-        err_set(err, SL_ECONFIG,
-                "--storage with more than one host is not built yet: scale-out runs without "
-                "fault tolerance for now");
-        sl_free(p);
-        return NULL;
-    }
     if (p->H > p->W) {
         err_set(err, SL_ECONFIG, "%d hosts need at least %d workers in all (--workers)", p->H,
                 p->H);

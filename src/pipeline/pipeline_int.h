@@ -287,6 +287,16 @@ void dist_contents(Pipeline *p, int rel, Buf *out);
    (another host's), copied into a (NULL: none). */
 const uint8_t *dist_lookup(Pipeline *p, int w, int node, const uint8_t *k, size_t kn, Arena *a);
 void dist_watch(Pipeline *p, int rel, bool on);
+/* Checkpoints, phase one on the other hosts: each forks a child that
+   saves its share (all of it when full) into the storage and sends its
+   report with a later reply (ft_remote_report). */
+void dist_ckpt(Pipeline *p, int64_t step, bool full);
+/* A round trip now (reports of a checkpoint in progress). */
+void dist_poll(Pipeline *p);
+/* Every other host rebuilds its workers from a manifest's "state" (JSON
+   text; "[]": fresh) at step; SL_EIO with err naming the host when one
+   cannot. */
+int dist_restore(Pipeline *p, int64_t step, const char *state, int W0, Err *err);
 /* Keep the followers (and their watchdogs) company when idle. */
 void dist_tick(Pipeline *p);
 /* Tell the followers to leave (last figures); dist_close frees. */

@@ -59,6 +59,11 @@ int store_open(const char *dir, Store **out, Err *err);
  * no lock in the bucket: do not run two pipelines on one prefix.
  */
 int store_open_url(const char *where, Store **out, Err *err);
+/* Another process of a scale-out pipeline (an MPI rank > 0) writing its
+   share of the checkpoints into the coordinator's storage: a directory
+   is opened without its lock (the coordinator holds it) and without
+   clean-up; s3:// works through this process's own cache. */
+int store_open_member(const char *where, Store **out, Err *err);
 /* The directory, or the s3:// URL of a remote store (for messages). */
 const char *store_where(const Store *st);
 

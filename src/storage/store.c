@@ -285,6 +285,28 @@ int store_open(const char *dir, Store **out, Err *err)
     return 0;
 }
 
+int store_open_member(const char *where, Store **out, Err *err)
+{
+    *out = NULL;
+    if (where && !strncmp(where, "s3://", 5))
+        return store_open_url(where, out, err);
+    if (!where || !*where)
+        return err_set(err, SL_ECONFIG, "storage: empty directory name");
+    int rc = mkdir_p(where, err);
+    if (rc)
+        return rc;
+    int dfd = open(where, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return err_set(err, SL_EIO, "storage: cannot open directory %s: %s", where,
+                       strerror(errno));
+    Store *st = sl_calloc(1, sizeof(*st));
+    st->dir = sl_strdup(where);
+    st->dirfd = dfd;
+    st->lockfd = -1;
+    *out = st;
+    return 0;
+}
+
 void store_forget_lock(Store *st)
 {
     if (st->lockfd >= 0)

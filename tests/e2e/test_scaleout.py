@@ -142,13 +142,15 @@ def test_hosts_need_enough_workers(tmp_path):
     assert "3 hosts need at least 3 workers" in p.stderr, p.stderr[-2000:]
 
 
-def test_storage_with_hosts_is_refused_clearly(tmp_path):
-    prog = bank_program(tmp_path, 1000, tmp_path / "o.csv")
-    p = run(["run", prog, "--hosts", 2, "--until-done", "--no-progress", "--storage",
-             tmp_path / "st"])
-    if p.returncode == 0:
-        pytest.skip("storage with hosts is supported")
-    assert "not built yet" in p.stderr, p.stderr[-2000:]
+def test_checkpoint_of_other_host_count_is_refused(tmp_path):
+    prog = bank_program(tmp_path, 20000, tmp_path / "o.csv")
+    st = tmp_path / "st"
+    run_ok(["run", prog, "--hosts", 2, "--until-done", "--no-progress", "--storage", st])
+    p = run(["run", prog, "--hosts", 3, "--until-done", "--no-progress", "--storage", st])
+    assert p.returncode != 0
+    assert "written by 2 hosts" in p.stderr and "--hosts 2" in p.stderr, p.stderr[-2000:]
+    p = run(["run", prog, "--until-done", "--no-progress", "--storage", st])
+    assert p.returncode != 0 and "written by 2 hosts" in p.stderr, p.stderr[-2000:]
 
 
 # ---------------------------------------------------------------- HTTP
@@ -161,9 +163,14 @@ CREATE MATERIALIZED VIEW j AS SELECT t.id, t.v, u.name FROM t JOIN u ON t.g = u.
 """
 
 
-def test_http_api_through_the_coordinator(http_pipeline):
+def hp_storage(tmp_path):
+    return tmp_path / "http_storage"
+
+
+def test_http_api_through_the_coordinator(http_pipeline, tmp_path):
     import requests
-    hp = http_pipeline(HTTP_PROGRAM, "--hosts", 2, "--workers", 3)
+    hp = http_pipeline(HTTP_PROGRAM, "--hosts", 2, "--workers", 3, "--storage",
+                       str(hp_storage(tmp_path)))
     # egress subscription first: it must see every host's changes
     got = []
 
@@ -231,6 +238,18 @@ def test_http_api_through_the_coordinator(http_pipeline):
         time.sleep(0.1)
     assert query("SELECT n FROM s WHERE g = 9") == [{"n": 20}]
 
+    # a checkpoint through the coordinator: every host writes its share
+    hp2_ck = requests.post(hp.url("/checkpoint"), timeout=60)
+    assert hp2_ck.status_code == 200, hp2_ck.text
+    seq = hp2_ck.json()["checkpoint_sequence_number"]
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        cs = requests.get(hp.url("/checkpoint_status"), timeout=60).json()
+        if cs.get("success") == seq or cs.get("failure"):
+            break
+        time.sleep(0.05)
+    assert cs.get("success") == seq, cs
+
     th.join(timeout=30)
     inserted = [d for x in got for d in x.get("json_data", []) if "insert" in d]
     assert len({d["insert"]["id"] for d in inserted}) == 60, got[:3]
@@ -278,14 +297,25 @@ def slow_bank(tmp_path, name):
     return p
 
 
-def test_killed_host_ends_the_job_within_seconds(tmp_path):
-    prog = slow_bank(tmp_path, "kill_me.sql")
+def test_killed_host_ends_the_job_and_a_restart_resumes(tmp_path):
+    """kill -9 one follower mid-run: the job ends within seconds naming it;
+    the same command resumes from the last checkpoint (two-phase: every
+    host's share, then the manifest) and the journal, and the final dump
+    and output file equal an uninterrupted run's."""
+    out = tmp_path / "kill_out.csv"
+    text = bank_program(tmp_path, 600000, out).read_text()
+    prog = tmp_path / "kill_me.sql"
+    prog.write_text(text)
+    st = tmp_path / "st"
+    args = ["run", str(prog), "--hosts", "3", "--no-progress", "--storage", str(st),
+            "--checkpoint-interval", "0.3", "--until-done", "--dump", str(tmp_path / "dump_k"),
+            "--step-rows", "1000"]
     env = dict(os.environ)
     env.update(mpi_env())
     errp = tmp_path / "err"
     with open(errp, "wb") as ef:
-        proc = subprocess.Popen([sluice_bin(), "run", str(prog), "--hosts", "3", "--no-progress"],
-                                stdout=subprocess.DEVNULL, stderr=ef, env=env)
+        proc = subprocess.Popen([sluice_bin()] + args, stdout=subprocess.DEVNULL, stderr=ef,
+                                env=env)
     try:
         pids = {}
         for _ in range(300):  # hang guard
@@ -294,7 +324,11 @@ def test_killed_host_ends_the_job_within_seconds(tmp_path):
                 break
             time.sleep(0.05)
         assert len(pids) == 3, pids
-        time.sleep(1.0)
+        for _ in range(600):  # hang guard: until a checkpoint completed
+            if os.path.isdir(st) and any(f.startswith("manifest-") for f in os.listdir(st)):
+                break
+            time.sleep(0.05)
+        time.sleep(0.4)
         os.kill(pids[2], signal.SIGKILL)
         t0 = time.time()
         rc = proc.wait(timeout=60)
@@ -309,6 +343,11 @@ def test_killed_host_ends_the_job_within_seconds(tmp_path):
     assert took < 30, took  # generous: MPI ends the job within seconds
     time.sleep(0.5)
     assert rank_pids("kill_me.sql") == {}, "processes left behind"
+    p = run_ok(args, timeout=300)
+    assert "resuming from the checkpoint" in p.stderr, p.stderr[-3000:]
+    resumed = (read_dir(tmp_path / "dump_k"), out.read_bytes(), p.stderr)
+    plain = run_hosts(tmp_path, lambda o: bank_program(tmp_path, 600000, o), 1, 3, 1000)
+    assert_same(plain, resumed, "killed and resumed on 3 hosts")
 
 
 # ---------------------------------------------------------------- simulated hosts
