@@ -468,6 +468,8 @@ def http_pipeline(tmp_path):
         errf = open(err_path, "wb")
         argv = [sluice_bin(), "run", str(prog), "--http", "127.0.0.1:0", "--no-progress"] + [
             str(a) for a in args]
+        if "--hosts" in argv:
+            env.update(mpi_env())
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errf, env=env)
         errf.close()
         started.append(proc)

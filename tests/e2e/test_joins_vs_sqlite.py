@@ -10,6 +10,12 @@ the rows they delete); each view's dump is compared as a multiset with
 SQLite's answer to the same (or an equivalent) query, or for EXCEPT ALL /
 INTERSECT ALL (which SQLite lacks) with the multiset difference /
 intersection of SQLite's answers for the two operands.
+
+The program also runs as an MPI job with --hosts 2 --workers 3 and
+--hosts 3 --workers 3 (same small steps; skipped when mpirun is not on
+PATH), whose dumps must be byte-identical to the --workers 3 run's, every
+file included (with the same number of workers, DOUBLE sums may not differ
+either).
 """
 import json
 import os
@@ -19,7 +25,8 @@ import pytest
 
 from conftest import convert_sqlite, convert_text, csv_field, multiset_diff, read_dump, \
     relation_types, run, write_csv
-from test_sql_vs_sqlite import gen_data, sqlite_db, t3_json, t4_json, tables_sql
+from test_sql_vs_sqlite import check_dumps_identical_across_hosts, gen_data, mpirun_missing, \
+    run_on_hosts, sqlite_db, t3_json, t4_json, tables_sql
 
 SEEDS = [314159, 2718]
 STEP_ROWS = 37
@@ -261,12 +268,14 @@ def world(request, tmp_path_factory, sluice):
     w.check = p
     w.types = relation_types(p.stdout) if p.returncode == 0 else {}
     w.dumps, w.runs = {}, {}
+    w.host_runs, w.host_dumps, w.host_errors = {}, {}, {}
     if p.returncode == 0:
         for key, workers in (("w1", 1), ("w3", 3)):
             out = os.path.join(d, "dump_" + key)
             w.runs[key] = run(["run", w.program, "--workers", workers, "--until-done", "--dump",
                                out, "--no-progress", "--step-rows", STEP_ROWS])
             w.dumps[key] = out
+        run_on_hosts(w, w.program, d, STEP_ROWS, seed, SEEDS)
     return w
 
 
@@ -320,6 +329,16 @@ def test_join_dumps_identical_workers_1_and_3(world):
         with open(os.path.join(world.dumps["w1"], fn), "rb") as a, \
                 open(os.path.join(world.dumps["w3"], fn), "rb") as b:
             assert a.read() == b.read(), "%s differs between 1 and 3 workers" % fn
+
+
+def test_dumps_identical_across_hosts(world):
+    """--hosts 2 and --hosts 3 with 3 workers give the dump of --workers 3,
+    byte for byte."""
+    reason = mpirun_missing()
+    if reason:
+        pytest.skip(reason)
+    assert world.dumps, "program did not compile:\n" + world.check.stderr[-3000:]
+    check_dumps_identical_across_hosts(world, "w3")
 
 
 def test_outer_join_columns_become_nullable(world):

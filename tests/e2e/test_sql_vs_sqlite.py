@@ -12,11 +12,20 @@ and retractions land in later steps than the rows they delete); each view's
 dump is converted by the view's column types (from `sluice check`) and
 compared as a multiset with SQLite's answer to the same (or an equivalent)
 query. The two runs' dumps must be byte-identical.
+
+The program also runs as an MPI job with --hosts 2 --workers 3 and
+--hosts 3 --workers 3 (same small steps; skipped when mpirun is not on
+PATH): their dumps must be byte-identical to the --workers 3 run's, as
+results may not depend on how the workers are spread over hosts. The
+helpers for these host runs (HOST_RUNS, run_on_hosts,
+check_dumps_identical_across_hosts) are shared with the other *_vs_sqlite
+modules.
 """
 import datetime
 import json
 import os
 import random
+import shutil
 import sqlite3
 from decimal import Decimal
 
@@ -395,6 +404,47 @@ def view_sql(name):
 # Runs of the program: name -> (workers, --step-rows or None for the default).
 RUNS = {"w1": (1, STEP_ROWS), "w3": (3, STEP_ROWS), "w1_bigstep": (1, None)}
 
+# Scale-out runs of the program: name -> (--hosts, --workers), each with the
+# step size of the "w3" run and compared byte for byte with it.
+HOST_RUNS = {"h2w3": (2, 3), "h3w3": (3, 3)}
+HOST_RUN_TIMEOUT = 300  # hang guard only (mpirun start-up, ASan), not a bound
+
+
+def mpirun_missing():
+    """Reason to skip the --hosts runs, or None when mpirun is on PATH."""
+    if shutil.which("mpirun") is None:
+        return "mpirun is not on PATH: the --hosts runs need Open MPI"
+    return None
+
+
+def run_on_hosts(w, program, d, step, seed=None, seeds=None):
+    """Run program once per HOST_RUNS entry (when mpirun is on PATH) with
+    --until-done, --dump d/dump_<name> and --step-rows step. Sets
+    w.host_runs (name -> CompletedProcess), w.host_dumps (name -> dump dir)
+    and w.host_errors (name -> message when the run crashed, hung or showed
+    a sanitizer report: recorded rather than raised, so that a broken host
+    run fails check_dumps_identical_across_hosts and not every test of the
+    world)."""
+    w.host_runs, w.host_dumps, w.host_errors = {}, {}, {}
+    w.host_skip = None
+    if mpirun_missing():
+        return
+    if seeds and seed != seeds[0] and not os.environ.get("SLUICE_SCALEOUT_ALL"):
+        # each MPI run costs about 2 s of start-up under ASan: the default
+        # test run checks the hosts on the first seed of every module
+        w.host_skip = ("host runs are checked on the first seed only "
+                       "(SLUICE_SCALEOUT_ALL=1 runs every seed)")
+        return
+    for key, (hosts, workers) in HOST_RUNS.items():
+        out = os.path.join(d, "dump_" + key)
+        args = ["run", program, "--hosts", hosts, "--workers", workers, "--until-done",
+                "--dump", out, "--no-progress", "--step-rows", step]
+        w.host_dumps[key] = out
+        try:
+            w.host_runs[key] = run(args, timeout=HOST_RUN_TIMEOUT)
+        except (AssertionError, pytest.fail.Exception) as e:
+            w.host_errors[key] = "sluice %s:\n%s" % (" ".join(map(str, args)), e)
+
 
 @pytest.fixture(scope="module", params=SEEDS, ids=lambda s: "seed%d" % s)
 def world(request, tmp_path_factory, sluice):
@@ -449,6 +499,7 @@ def world(request, tmp_path_factory, sluice):
             args += ["--step-rows", step]
         w.runs[key] = run(args)
         w.dumps[key] = out
+    run_on_hosts(w, w.program, d, STEP_ROWS, seed, SEEDS)
     return w
 
 
@@ -511,10 +562,85 @@ def dump_differences(a, b):
     return differ
 
 
+def dump_differences_by_line(ref, other, max_lines=3, max_files=20):
+    """Differences between two --dump directories, for failure messages:
+    files missing on either side and, per differing file, its name, record
+    counts and first differing records (1-based line numbers; records may
+    span lines inside quotes). Empty when the directories are byte-identical."""
+    fr, fo = sorted(os.listdir(ref)), sorted(os.listdir(other))
+    out = []
+    if not fr:
+        out.append("no dump files in %s" % ref)
+    out += ["%s: missing from %s" % (fn, other) for fn in fr if fn not in fo]
+    out += ["%s: only in %s" % (fn, other) for fn in fo if fn not in fr]
+    for fn in fr:
+        if fn not in fo:
+            continue
+        with open(os.path.join(ref, fn), "rb") as x, open(os.path.join(other, fn), "rb") as y:
+            ra, rb = x.read(), y.read()
+        if ra == rb:
+            continue
+        la, lb = split_lines_keep(ra), split_lines_keep(rb)
+        lines = []
+        for i in range(max(len(la), len(lb))):
+            a = la[i] if i < len(la) else "(no line)"
+            b = lb[i] if i < len(lb) else "(no line)"
+            if a != b:
+                lines.append("line %d: %r != %r" % (i + 1, a, b))
+                if len(lines) == max_lines:
+                    break
+        if not lines:
+            lines.append("same records, %d != %d bytes" % (len(ra), len(rb)))
+        out.append("%s (%d != %d lines):\n      %s" % (fn, len(la), len(lb),
+                                                      "\n      ".join(lines)))
+    if len(out) > max_files:
+        out = out[:max_files] + ["... and %d more" % (len(out) - max_files)]
+    return out
+
+
+def check_dumps_identical_across_hosts(world, ref_key="w3"):
+    """The body of each *_vs_sqlite module's test_dumps_identical_across_hosts:
+    every HOST_RUNS run succeeded and its dump is byte-identical to the
+    dump of world.runs[ref_key] (the --workers 3 run). The caller skips
+    first when mpirun_missing() (so that the skip names its own module)."""
+    reason = mpirun_missing() or getattr(world, "host_skip", None)
+    if reason:
+        pytest.skip(reason)
+    failed = []
+    for key in HOST_RUNS:
+        if key in world.host_errors:
+            failed.append("%s: %s" % (key, world.host_errors[key]))
+            continue
+        p = world.host_runs[key]
+        if p.returncode != 0:
+            failed.append("%s failed (exit %d): %s\nstderr:\n%s" % (
+                key, p.returncode, " ".join(map(str, p.args)), p.stderr[-4000:]))
+    assert not failed, "--hosts runs failed:\n" + "\n\n".join(failed)
+    ref = world.dumps[ref_key]
+    differ = []
+    for key, (hosts, workers) in HOST_RUNS.items():
+        d = dump_differences_by_line(ref, world.host_dumps[key])
+        if d:
+            differ.append("--hosts %d --workers %d (%s) differs from %s (%s); line pairs are "
+                          "%s != %s:\n  %s\ncommand: %s" % (
+                              hosts, workers, world.host_dumps[key], ref_key, ref, ref_key, key,
+                              "\n  ".join(d), " ".join(map(str, world.host_runs[key].args))))
+    assert not differ, "dumps differ across hosts:\n" + "\n".join(differ)
+
+
 def test_dumps_identical_workers_1_and_3(world):
     """README: results are identical for any number of workers."""
     differ = dump_differences(world.dumps["w1"], world.dumps["w3"])
     assert not differ, "dumps differ between --workers 1 and --workers 3:\n" + "\n".join(differ)
+
+
+def test_dumps_identical_across_hosts(world):
+    """README: results are identical for any number of hosts and workers:
+    --hosts 2 and --hosts 3 with 3 workers give the dump of --workers 3."""
+    reason = mpirun_missing()
+    if reason:
+        pytest.skip(reason)
+    check_dumps_identical_across_hosts(world, "w3")
 
 
 def test_dumps_identical_any_step_size(world):

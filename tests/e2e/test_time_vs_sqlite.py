@@ -6,7 +6,10 @@ padding, x's and UTF-8; dates from 1960 to 2030 with month ends and leap
 days over-represented; timestamps from 1965 to 2035 with millisecond
 fractions, some on exact hour boundaries; ~10% NULLs) is fed as JSON
 inserts followed by deletes of some rows, in small steps, with 1 and with 3
-workers. Each view's dump is compared as a multiset with:
+workers (and as an MPI job with --hosts 2 --workers 3 and --hosts 3
+--workers 3, skipped when mpirun is not on PATH, whose dumps must be
+byte-identical to the --workers 3 run's). Each view's dump is compared as a
+multiset with:
   - SQLite's answer for an equivalent query (ILIKE as lower() LIKE lower()
     with case_sensitive_like on, date()/strftime() modifiers for interval
     arithmetic and DATE_TRUNC, instr() for POSITION, trim()/ltrim()/rtrim());
@@ -25,7 +28,8 @@ import sqlite3
 import pytest
 
 from conftest import multiset_diff, read_dump, relation_types, run, run_ok, convert_text
-from test_sql_vs_sqlite import json_input
+from test_sql_vs_sqlite import (check_dumps_identical_across_hosts, json_input, mpirun_missing,
+                                run_on_hosts)
 
 SEEDS = [7, 20241202]
 N, NDEL, STEP_ROWS = 300, 80, 25
@@ -344,6 +348,7 @@ def world(request, tmp_path_factory, sluice):
         w.runs[key] = run(["run", w.program, "--workers", workers, "--until-done", "--dump", out,
                            "--no-progress", "--step-rows", STEP_ROWS])
         w.dumps[key] = out
+    run_on_hosts(w, w.program, d, STEP_ROWS, request.param, SEEDS)
     return w
 
 
@@ -386,6 +391,14 @@ def test_view_w1(world, name):
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_view_w3(world, name):
     compare(world, name, "w3")
+
+
+def test_dumps_identical_across_hosts(world):
+    """--hosts 2 and --hosts 3 with 3 workers give the dump of --workers 3."""
+    reason = mpirun_missing()
+    if reason:
+        pytest.skip(reason)
+    check_dumps_identical_across_hosts(world, "w3")
 
 
 def test_result_types(world):

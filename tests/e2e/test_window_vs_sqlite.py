@@ -10,7 +10,10 @@ per group (ROW_NUMBER() ... WHERE rn <= k). The program runs with
 steps than their rows) and once with the default step size; every view's
 dump is compared as a multiset with SQLite 3's answer to the same query
 (SQLite has window functions since 3.25 and RANGE offsets since 3.28), and
-the dumps must be byte-identical across the runs.
+the dumps must be byte-identical across the runs. It also runs as an MPI
+job with --hosts 2 --workers 3 and --hosts 3 --workers 3 (same small steps;
+skipped when mpirun is not on PATH), whose dumps must be byte-identical to
+the --workers 3 run's.
 
 Every ORDER BY here is total up to identical rows (t1 has a unique id; t3
 is ordered by all its columns), so ROW_NUMBER, ROWS frames, LAG/LEAD and
@@ -25,7 +28,9 @@ import pytest
 
 from conftest import (convert_sqlite, convert_text, csv_field, multiset_diff, read_dump,
                       relation_types, run, run_ok, write_csv)
-from test_sql_vs_sqlite import STEP_ROWS, gen_data, sqlite_db, t3_json, t4_json, tables_sql
+from test_sql_vs_sqlite import (STEP_ROWS, check_dumps_identical_across_hosts, gen_data,
+                                mpirun_missing, run_on_hosts, sqlite_db, t3_json, t4_json,
+                                tables_sql)
 
 SEEDS = [20240611, 4242]
 
@@ -155,6 +160,7 @@ def world(request, tmp_path_factory, sluice):
             args += ["--step-rows", step]
         w.runs[key] = run(args)
         w.dumps[key] = out
+    run_on_hosts(w, w.program, d, STEP_ROWS, seed, SEEDS)
     return w
 
 
@@ -200,6 +206,14 @@ def test_window_dumps_identical_across_workers_and_step_sizes(world):
         for fn in files:
             with open(os.path.join(a, fn), "rb") as x, open(os.path.join(b, fn), "rb") as y:
                 assert x.read() == y.read(), "%s differs between w1 and %s" % (fn, other)
+
+
+def test_dumps_identical_across_hosts(world):
+    """--hosts 2 and --hosts 3 with 3 workers give the dump of --workers 3."""
+    reason = mpirun_missing()
+    if reason:
+        pytest.skip(reason)
+    check_dumps_identical_across_hosts(world, "w3")
 
 
 def test_top_k_queries_plan_top_k_nodes(world):
