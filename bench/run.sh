@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/run.sh - build the benchmark programs and run bench/bench.py, then
-# the HTTP ingest benchmark bench/http_bench.py and the fault-tolerance
-# benchmark bench/ft_bench.py (--quick is passed on).
+# the HTTP ingest benchmark bench/http_bench.py, the fault-tolerance
+# benchmark bench/ft_bench.py and the scale-out benchmark
+# bench/scaleout_bench.py (--quick is passed on).
 set -e
 cd "$(dirname "$0")/.."
 make --no-print-directory build/sluice build/bench/bank_bench build/bench/probe
@@ -9,4 +10,5 @@ make --no-print-directory build/sluice build/bench/bank_bench build/bench/probe
 quick=""
 for a in "$@"; do [ "$a" = "--quick" ] && quick="--quick"; done
 /usr/bin/python3 bench/http_bench.py $quick
-exec /usr/bin/python3 bench/ft_bench.py $quick
+/usr/bin/python3 bench/ft_bench.py $quick
+exec /usr/bin/python3 bench/scaleout_bench.py $quick

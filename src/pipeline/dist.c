@@ -127,8 +127,9 @@ static void put_figures(const Circuit *c, Runtime *rt, Buf *b)
     put64(b, (int64_t)mem_peak_rss_bytes());
     put64(b, state);
     put64(b, cpu_msecs());
-    put64(b, rt_remote_bytes(rt) + net_bytes_sent());
+    put64(b, rt_remote_bytes(rt));
     put64(b, rt_steps(rt));
+    put64(b, (int64_t)(rt_remote_secs(rt) * 1e6));
     for (int i = 0; i < c->nrels; i++) {
         int64_t ch = 0, rows = 0;
         int s = c->rels[i].sink;
@@ -151,6 +152,7 @@ static void read_figures(const Circuit *c, Rd *r, HostFig *f)
     f->cpu_ms = rd64(r);
     f->xbytes = rd64(r);
     f->steps = rd64(r);
+    f->xusecs = rd64(r);
     for (int i = 0; i < c->nrels; i++) {
         f->rel_changes[i] = rd64(r);
         f->rel_rows[i] = rd64(r);

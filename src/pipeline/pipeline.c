@@ -854,17 +854,20 @@ int pipeline_run(Pipeline *p, Err *err)
                 (double)mem_peak_rss_bytes() / 1048576.0);
         if (p->H > 1) {
             int64_t xb = rt_remote_bytes(p->rt);
-            double peak = (double)mem_peak_rss_bytes();
+            double peak = (double)mem_peak_rss_bytes(), xs = rt_remote_secs(p->rt);
             for (int h = 1; h < p->H; h++) {
                 xb += p->hf[h].xbytes;
                 peak += (double)p->hf[h].peak;
+                xs += (double)p->hf[h].xusecs * 1e-6;
             }
+            int64_t steps = rt_steps(p->rt) > 0 ? rt_steps(p->rt) : 1;
             fprintf(stderr,
                     "sluice: %d hosts: %.1f MB exchanged between hosts (%.1f bytes per row), "
-                    "peak memory %.1f MB in all\n",
+                    "%.3f s per host in exchanges between hosts (%.3f ms per step), peak "
+                    "memory %.1f MB in all\n",
                     p->H, (double)xb / 1048576.0,
                     p->rows > p->rows0 ? (double)xb / (double)(p->rows - p->rows0) : 0.0,
-                    peak / 1048576.0);
+                    xs / p->H, xs / p->H / (double)steps * 1e3, peak / 1048576.0);
         }
         if (bad)
             fprintf(stderr, "sluice: %lld bad input record%s skipped (see messages above)\n",

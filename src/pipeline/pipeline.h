@@ -195,6 +195,7 @@ typedef struct HostStats {
     int64_t steps;
     size_t rss_bytes, state_bytes;
     int64_t cpu_msecs, exchanged_bytes;
+    double exchange_secs;   /* in exchanges between hosts */
 } HostStats;
 
 typedef struct PipeStats {

@@ -126,6 +126,7 @@ typedef struct Ft Ft;
 typedef struct HostFig {
     bool valid;
     int64_t rss, peak, state_bytes, cpu_ms, xbytes, steps;
+    int64_t xusecs;                  /* time in exchanges between hosts */
     int64_t *rel_changes, *rel_rows; /* per relation */
     int64_t *divzero;                /* per node */
 } HostFig;

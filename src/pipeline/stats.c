@@ -193,13 +193,15 @@ void stats_publish(Pipeline *p)
             d->state_bytes = bytes;
             for (int k = 1; k < p->H; k++)
                 d->state_bytes -= (size_t)p->hf[k].state_bytes;
-            d->exchanged_bytes = rt_remote_bytes(p->rt) + net_bytes_sent();
+            d->exchanged_bytes = rt_remote_bytes(p->rt);
+            d->exchange_secs = rt_remote_secs(p->rt);
             d->cpu_msecs = -1; /* pipeline_stats measures it */
         } else {
             d->steps = p->hf[h].steps;
             d->rss_bytes = (size_t)p->hf[h].rss;
             d->state_bytes = (size_t)p->hf[h].state_bytes;
             d->exchanged_bytes = p->hf[h].xbytes;
+            d->exchange_secs = (double)p->hf[h].xusecs * 1e-6;
             d->cpu_msecs = p->hf[h].cpu_ms;
         }
     }

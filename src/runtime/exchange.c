@@ -4,6 +4,8 @@
  */
 #include "exchange.h"
 
+#include <time.h>
+
 #include "../base/mem.h"
 #include "../cluster/net.h"
 
@@ -14,7 +16,15 @@ struct Exchange {
     int host, hosts, first, nlocal;
     Buf *send, *recv; /* per host: the all-to-all's buffers (hosts > 1) */
     int64_t remote_bytes;
+    int64_t remote_ns; /* time in host-to-host exchange (packing, network, unpacking) */
 };
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 Exchange *xchg_new(int W, int host, int hosts, int nchannels, pthread_barrier_t *bar)
 {
@@ -35,12 +45,14 @@ Exchange *xchg_new(int W, int host, int hosts, int nchannels, pthread_barrier_t 
 }
 
 int64_t xchg_remote_bytes(const Exchange *x) { return x->remote_bytes; }
+int64_t xchg_remote_ns(const Exchange *x) { return x->remote_ns; }
 
 /* The host-to-host part of an exchange. Host d's message from this host
    is, for every channel, local sender and receiver on d in that order,
    [u64 length][bytes]; the receiver walks the same order. */
 static void remote(Exchange *x)
 {
+    int64_t t0 = mono_ns();
     int H = x->hosts, W = x->n;
     for (int d = 0; d < H; d++) {
         Buf *m = &x->send[d];
@@ -83,6 +95,7 @@ static void remote(Exchange *x)
                     pos += n;
                 }
     }
+    x->remote_ns += mono_ns() - t0;
 }
 
 void xchg_free(Exchange *x)

@@ -40,6 +40,9 @@ Buf *xchg_buf(Exchange *x, int from, int to, int channel);
 void xchg_wait(Exchange *x, int me);
 /* Bytes this process sent to other hosts through exchanges. */
 int64_t xchg_remote_bytes(const Exchange *x);
+/* Nanoseconds this process spent in host-to-host exchanges (packing,
+   waiting for and moving the bytes, unpacking). */
+int64_t xchg_remote_ns(const Exchange *x);
 
 /* Record helpers. */
 void xrec_put(Buf *b, const uint8_t *k, uint32_t kn, const uint8_t *v, uint32_t vn, int64_t w);

@@ -48,6 +48,8 @@ int rt_total_workers(const Runtime *rt);
 int rt_first_worker(const Runtime *rt);
 /* Bytes this process sent to other hosts' workers through exchanges. */
 int64_t rt_remote_bytes(const Runtime *rt);
+/* Seconds spent in exchanges between hosts (xchg_remote_ns). */
+double rt_remote_secs(const Runtime *rt);
 /* Pieces for relation rel on worker w in the next step (the list and its
    chunks must stay valid until rt_step returns). */
 void rt_set_input(Runtime *rt, int w, int rel, Piece *list);

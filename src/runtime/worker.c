@@ -299,6 +299,15 @@ int rt_workers(const Runtime *rt) { return rt->nl; }
 int rt_total_workers(const Runtime *rt) { return rt->W; }
 int rt_first_worker(const Runtime *rt) { return rt->first; }
 
+double rt_remote_secs(const Runtime *rt)
+{
+    int64_t n = 0;
+    for (int i = 0; i < rt->c->nnodes; i++)
+        if (rt->x[i])
+            n += xchg_remote_ns(rt->x[i]);
+    return (double)n * 1e-9;
+}
+
 int64_t rt_remote_bytes(const Runtime *rt)
 {
     int64_t n = 0;

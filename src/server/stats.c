@@ -68,6 +68,7 @@ int stats_json(Req *q)
             cJSON_AddNumberToObject(e, "state_bytes", (double)x->state_bytes);
             cJSON_AddNumberToObject(e, "cpu_msecs", (double)x->cpu_msecs);
             cJSON_AddNumberToObject(e, "exchanged_bytes", (double)x->exchanged_bytes);
+            cJSON_AddNumberToObject(e, "exchange_msecs", x->exchange_secs * 1000.0);
             cJSON_AddItemToArray(hs, e);
         }
     }
