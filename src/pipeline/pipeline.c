@@ -28,6 +28,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,6 +85,13 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
         sl_free(p);
         return NULL;
     }
+    for (int j = 0; j < p->cs.nin && p->H > 1; j++)
+        if (!strcmp(input_transport(p->cs.in[j]), "file_input")) {
+            fprintf(stderr, "sluice: scale-out: file inputs are read and parsed on host 0 (the "
+                            "coordinator), which ships their rows to the workers of every "
+                            "host; reading them on other hosts is not built yet\n");
+            break;
+        }
     p->rt = p->H > 1 ? rt_new_part(c, p->W, 0, p->H) : rt_new(c, p->W);
     p->nl = rt_workers(p->rt);
     if (p->H > 1)
