@@ -282,7 +282,7 @@ static int cmd_run(int argc, char **argv)
     LaunchOpts lo = {0};
     bool workers_given = false, hosts_given = false;
     double deadline = 60;
-    const char **mca = sl_calloc((size_t)argc + 1, sizeof(char *));
+    const char *mca[128]; /* --mca pairs */
     lo.mca = mca;
     char *cfg_storage = NULL;
     for (int i = 0; i + 1 < argc; i++)
@@ -309,6 +309,10 @@ static int cmd_run(int argc, char **argv)
             }
             lo.hostfile = argv[i];
         } else if (!strcmp(a, "--mca")) {
+            if (lo.nmca >= 64) {
+                fprintf(stderr, "sluice: more than 64 --mca options\n");
+                return 2;
+            }
             if (i + 2 >= argc) {
                 fprintf(stderr, "sluice: --mca needs a key and a value\n");
                 return 2;
@@ -396,11 +400,9 @@ static int cmd_run(int argc, char **argv)
     if (!net_launched() && lo.hosts > 1) {
         /* start the MPI job that runs this command as lo.hosts processes */
         int code = launch_mpi(&lo, argc, argv);
-        sl_free(mca);
         sl_free(cfg_storage);
         return code;
     }
-    sl_free(mca);
     if (net_launched()) {
         if (net_init(&e)) {
             fprintf(stderr, "sluice: %s\n", e.msg);

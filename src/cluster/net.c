@@ -96,37 +96,45 @@ static void expired(const char *waiting)
    peer (-1: every host). */
 static void wait_all(int n, MPI_Request *req, const int *who)
 {
-    double t0 = now_secs();
+    double t0 = 0;
+    long naps = 0;
     for (long spins = 0;; spins++) {
         int done = 0;
         MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
         if (done)
             return;
-        if (spins > 1000) {
-            if (net.deadline > 0 && now_secs() - t0 > net.deadline) {
-                char list[256] = "";
-                size_t len = 0;
-                for (int i = 0; i < n; i++) {
-                    int flag = 0;
-                    if (req[i] != MPI_REQUEST_NULL)
-                        MPI_Request_get_status(req[i], &flag, MPI_STATUS_IGNORE);
-                    if (req[i] == MPI_REQUEST_NULL || flag)
-                        continue;
-                    if (who[i] < 0) {
-                        snprintf(list, sizeof(list), "every host");
-                        break;
-                    }
-                    if (len < sizeof(list) - 64 && !strstr(list, net.names[who[i]]))
-                        len += (size_t)snprintf(list + len, sizeof(list) - len, "%shost %d (%s)",
-                                                len ? ", " : "", who[i], net.names[who[i]]);
+        if (spins < 64)
+            continue; /* the answer is usually microseconds away */
+        if (spins < 256) {
+            sched_yield(); /* processes may outnumber cores */
+            continue;
+        }
+        /* then naps growing to 0.5 ms: an idle host sleeps, a busy one
+           answers within a nap */
+        long us = 10L << (naps < 6 ? naps : 6);
+        naps++;
+        struct timespec ts = {0, (us > 500 ? 500 : us) * 1000};
+        nanosleep(&ts, NULL);
+        if (t0 == 0)
+            t0 = now_secs();
+        else if (net.deadline > 0 && now_secs() - t0 > net.deadline) {
+            char list[256] = "";
+            size_t len = 0;
+            for (int i = 0; i < n; i++) {
+                int flag = 0;
+                if (req[i] != MPI_REQUEST_NULL)
+                    MPI_Request_get_status(req[i], &flag, MPI_STATUS_IGNORE);
+                if (req[i] == MPI_REQUEST_NULL || flag)
+                    continue;
+                if (who[i] < 0) {
+                    snprintf(list, sizeof(list), "every host");
+                    break;
                 }
-                expired(list[0] ? list : "another host");
+                if (len < sizeof(list) - 64 && !strstr(list, net.names[who[i]]))
+                    len += (size_t)snprintf(list + len, sizeof(list) - len, "%shost %d (%s)",
+                                            len ? ", " : "", who[i], net.names[who[i]]);
             }
-            if (spins > 20000) {
-                struct timespec ts = {0, 200000}; /* idle: 0.2 ms naps */
-                nanosleep(&ts, NULL);
-            } else
-                sched_yield();
+            expired(list[0] ? list : "another host");
         }
     }
 }

@@ -16,6 +16,7 @@
 #include "../zset/batch.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
+#include "../cluster/net.h"
 #include "oneshot.h"
 
 #define QUERY_VIEW "__oneshot_query"
@@ -58,21 +59,78 @@ static int cmp_rows(const void *a, const void *b, void *arg)
     return x < y ? -1 : x > y; /* stable */
 }
 
+/* SPMD scale-out (oneshot_spmd): every MPI rank runs the same calls. */
+static bool spmd;
+
+void oneshot_spmd(bool on) { spmd = on && net_active() && net_hosts() > 1; }
+
+/* Every host takes the first host's failure (a runtime error may happen
+   on one host only; all must go on alike). */
+static int agree(int rc, Err *err)
+{
+    int H = net_hosts();
+    Buf *send = sl_calloc((size_t)H, sizeof(Buf)), *recv = sl_calloc((size_t)H, sizeof(Buf));
+    Buf mine = BUF_INIT;
+    buf_append(&mine, &rc, sizeof(rc));
+    if (rc)
+        buf_append(&mine, err->msg, strlen(err->msg) + 1);
+    for (int h = 0; h < H; h++)
+        send[h] = mine;
+    net_exchange(send, recv);
+    int me = net_host(), out = 0;
+    for (int h = 0; h < H && !out; h++) {
+        const Buf *b = h == me ? &mine : &recv[h];
+        int v = 0;
+        if (b->n >= sizeof(int))
+            memcpy(&v, b->p, sizeof(int));
+        if (v && h != me)
+            err_set(err, v, "%s", b->n > sizeof(int) ? (const char *)b->p + sizeof(int) : "");
+        out = v;
+    }
+    for (int h = 0; h < H; h++)
+        buf_free(&recv[h]);
+    buf_free(&mine);
+    sl_free(send);
+    sl_free(recv);
+    return out;
+}
+
 /* Contents of relation r: every worker's shard, consolidated (a row's
    weights may be spread over workers when no exchange precedes the sink),
    decoded, weight-expanded, strings copied into a. */
 static Chunk *collect(Runtime *rt, const Relation *r, Arena *a)
 {
     BatchBuilder *bb = bb_new();
+    Buf mine = BUF_INIT;
     for (int w = 0; w < rt_workers(rt); w++) {
         HMap *m = op_sink_contents(rt_op(rt, w, r->sink));
         size_t it = 0;
         const uint8_t *k;
         size_t kn;
         void *pl;
-        while (m && hmap_next(m, &it, &k, &kn, &pl))
+        while (m && hmap_next(m, &it, &k, &kn, &pl)) {
             bb_add(bb, k, kn, NULL, 0, *(int64_t *)pl);
+            if (spmd)
+                xrec_put(&mine, k, (uint32_t)kn, NULL, 0, *(int64_t *)pl);
+        }
     }
+    if (spmd) { /* every host gets every other host's shard */
+        int H = net_hosts();
+        Buf *send = sl_calloc((size_t)H, sizeof(Buf)), *recv = sl_calloc((size_t)H, sizeof(Buf));
+        for (int h = 0; h < H; h++)
+            send[h] = mine;
+        net_exchange(send, recv);
+        for (int h = 0; h < H; h++) {
+            size_t pos = 0;
+            XRec x;
+            while (xrec_next(&recv[h], &pos, &x))
+                bb_add(bb, x.k, x.kn, NULL, 0, x.w);
+            buf_free(&recv[h]);
+        }
+        sl_free(send);
+        sl_free(recv);
+    }
+    buf_free(&mine);
     Batch *b = bb_finish(bb);
     int64_t total = 0;
     for (int64_t i = 0; i < b->n; i++)
@@ -175,7 +233,10 @@ int oneshot_run(const char *prelude, const char *select_sql, const QInput *in, i
     }
     if (workers < 1)
         workers = 1;
-    Runtime *rt = rt_new(c, workers);
+    if (spmd && workers < net_hosts())
+        workers = net_hosts();
+    Runtime *rt = spmd ? rt_new_part(c, workers, net_host(), net_hosts()) : rt_new(c, workers);
+    int first = rt_first_worker(rt), nl = rt_workers(rt);
     Arena *pa = arena_new(4096);
     for (int s = 0; s < nsteps && !rc; s++) {
         arena_reset(pa);
@@ -185,16 +246,18 @@ int oneshot_run(const char *prelude, const char *select_sql, const QInput *in, i
                 continue;
             /* split the rows evenly: every worker feeds its share */
             int64_t n = ch->n, per = (n + workers - 1) / workers;
-            for (int w = 0; w < workers; w++) {
+            for (int w = first; w < first + nl; w++) {
                 int64_t st = (int64_t)w * per;
                 if (st >= n)
                     break;
                 Piece *pc = arena_zalloc(pa, sizeof(Piece));
                 pc->chunk = chunk_slice(pa, ch, st, st + per > n ? n - st : per);
-                rt_set_input(rt, w, i, pc);
+                rt_set_input(rt, w - first, i, pc);
             }
         }
         rc = rt_step(rt, err);
+        if (spmd)
+            rc = agree(rc, err);
         if (!rc && after && s < nsteps - 1) {
             QResult now;
             present(rt, &c->rels[qrel], &now);

@@ -37,6 +37,11 @@ typedef struct QResult {
 int oneshot_query(const char *select_sql, const QInput *in, int nin, int workers,
                   QResult *out, Err *err);
 void qresult_free(QResult *r);
+/* Scale-out test mode (sluice-slt under mpirun): every MPI rank makes the
+   same oneshot calls; each runs its share of the workers, exchanges rows
+   with the others, and gets the whole result. Off by default (the
+   pipeline's /query runs on the coordinator alone). */
+void oneshot_spmd(bool on);
 
 /* Called after step s (0-based) with the query's presented contents so far
    (freed by the caller afterwards); nonzero stops the run with that code. */

@@ -26,6 +26,7 @@
 
 #include "../base/mem.h"
 #include "../expr/text.h"
+#include "../cluster/net.h"
 #include "slt.h"
 
 #define ENGINE "sluice"
@@ -531,6 +532,21 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (net_launched()) {
+        /* under mpirun: every rank runs the same file, each with its share
+           of the workers (scale-out); rank 0 alone prints */
+        Err e = {0};
+        if (net_init(&e)) {
+            fprintf(stderr, "sluice-slt: %s\n", e.msg);
+            return 2;
+        }
+        oneshot_spmd(true);
+        if (net_host() > 0) {
+            if (!freopen("/dev/null", "w", stdout))
+                return 2;
+            o.list_skipped = NULL;
+        }
+    }
     if (o.skip_list)
         load_skips(o.skip_list);
     if (o.list_skipped && !(skipped_out = fopen(o.list_skipped, "w"))) {
@@ -554,6 +570,8 @@ int main(int argc, char **argv)
     }
     printf("%lld passed, %lld failed, %lld skipped\n", (long long)all.passed,
            (long long)all.failed, (long long)all.skipped);
+    fflush(stdout);
+    net_finalize();
     if (skipped_out)
         fclose(skipped_out);
     for (int i = 0; i < nskips; i++) {

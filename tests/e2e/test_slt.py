@@ -7,6 +7,7 @@ Records Sluice does not pass yet are listed with their reasons in
 tests/slt/skips.tsv (tests/slt/make_skips.py regenerates it)."""
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -96,3 +97,36 @@ def test_subqueries_match_sqlite_at_every_step(workers):
     p, passed, failed, skipped = run(DBG, ["--check-steps", "--workers", workers, "--verbose",
                                            os.path.join(CASES, "subquery.test")])
     assert (passed, failed) == (18, 0), p.stdout
+
+
+def mpi_run(hosts, args):
+    """sluice-slt (release) under mpirun with `hosts` ranks: every rank runs
+    the same file with its share of the workers (oneshot_spmd)."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    argv = ["mpirun", "--oversubscribe", "-np", str(hosts), "--mca", "mpi_yield_when_idle", "1",
+            REL] + args
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env)
+    m = FINAL.findall(p.stdout)
+    assert m, "no final line:\n" + p.stdout[-2000:] + p.stderr[-2000:]
+    return p, tuple(int(x) for x in m[-1])
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="no corpus at ../shared/testdata/slt")
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun (Open MPI) is not installed")
+@pytest.mark.parametrize("hosts", [2, 3])
+def test_corpus_part_same_results_on_several_hosts(hosts):
+    """Scale-out: a part of the corpus and the runner's own cases, every
+    step checked, with 3 workers spread over `hosts` MPI processes: the same
+    records pass as on one process (the rest of the corpus on several hosts:
+    SLUICE_SCALEOUT_ALL=1)."""
+    files = [os.path.join(CASES, "subquery.test"), os.path.join(CORPUS, "select1.test")]
+    if os.environ.get("SLUICE_SCALEOUT_ALL"):
+        files = corpus_files()
+    args = ["--incremental", "--workers", "3", "--skip-list", SKIPS] + files
+    one, *counts1 = run(REL, args)
+    many, counts = mpi_run(hosts, args)
+    assert counts == tuple(counts1), (counts, counts1, many.stdout[-3000:], many.stderr[-3000:])
+    assert counts[1] == 0, many.stdout[-4000:]
+    assert counts[0] > 1000
+    per_file = lambda out: [l.split(" (")[0] for l in out.splitlines() if ": " in l and " passed, " in l]
+    assert per_file(many.stdout) == per_file(one.stdout)
