@@ -122,9 +122,18 @@ static void schema_of(const Relation *r, RowSchema *s)
     s->types = r->types;
 }
 
-static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool open,
+/* Where connectors run (scale-out): file inputs go round-robin to the
+   hosts (the k-th file input to host k % hosts), outputs to host 0. */
+typedef struct Place {
+    bool open;
+    int host, hosts;
+    int nfile;
+} Place;
+
+static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *place,
                     Connectors *cs, Err *err)
 {
+    bool open = place->open;
     static const char *const keys[] = {"name", "transport", "format", "max_batch_size",
                                        "max_queued_records", "max_worker_batch_size",
                                        "transaction", "event_time_column", NULL};
@@ -249,7 +258,9 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool op
         if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
                          &ic->csv_header, true, err))
             return err->code;
-        if (open) {
+        ic->owner = place->nfile++ % place->hosts;
+        ic->remote = ic->owner != place->host;
+        if (open && !ic->remote) {
             ic->f = fopen(ic->path, "rb");
             if (!ic->f)
                 return err_set(err, SL_EIO, "%s: cannot open \"%s\": %s", where, ic->path,
@@ -281,7 +292,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, bool op
         if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &oc->fmt, NULL,
                          false, err))
             return err->code;
-        if (open) {
+        if (open && place->host == 0) {
             /* not truncated here: see output_truncate */
             int fd = openat(AT_FDCWD, oc->path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
             oc->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
@@ -311,6 +322,13 @@ void input_gen_piece(const InputConn *ic, Piece *pc)
 
 int connectors_open(const Circuit *c, bool open, Connectors *cs, Err *err)
 {
+    return connectors_open_part(c, open, 0, 1, cs, err);
+}
+
+int connectors_open_part(const Circuit *c, bool open, int host, int hosts, Connectors *cs,
+                         Err *err)
+{
+    Place pl = {open, host, hosts > 0 ? hosts : 1, 0};
     memset(cs, 0, sizeof(*cs));
     for (int i = 0; i < c->nrels; i++) {
         const Relation *r = &c->rels[i];
@@ -318,7 +336,7 @@ int connectors_open(const Circuit *c, bool open, Connectors *cs, Err *err)
             continue;
         int k = 0;
         for (const cJSON *cj = r->connectors->child; cj; cj = cj->next, k++)
-            if (open_one(c, i, k, cj, open, cs, err)) {
+            if (open_one(c, i, k, cj, &pl, cs, err)) {
                 connectors_close(cs);
                 return err->code;
             }
@@ -355,7 +373,7 @@ void connectors_close(Connectors *cs)
 
 int64_t input_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err)
 {
-    if (ic->done)
+    if (ic->done || ic->remote)
         return 0;
     if (ic->max_batch && max > ic->max_batch)
         max = ic->max_batch;
@@ -401,6 +419,10 @@ double input_wait(const InputConn *ic)
 void input_pos(const InputConn *ic, InPos *out)
 {
     memset(out, 0, sizeof(*out));
+    if (ic->remote) {
+        *out = ic->remote_pos;
+        return;
+    }
     if (ic->kind == IN_DATAGEN) {
         out->v[0] = ic->plan;
         out->v[1] = ic->next;
@@ -415,7 +437,10 @@ void input_pos(const InputConn *ic, InPos *out)
 
 int input_seek(InputConn *ic, const InPos *pos, Err *err)
 {
-    if (ic->kind == IN_DATAGEN) {
+    if (ic->remote) { /* its host seeks before it reads again */
+        ic->remote_pos = *pos;
+        ic->seek_pending = true;
+    } else if (ic->kind == IN_DATAGEN) {
         if (pos->v[0] < 0 || pos->v[0] > datagen_nplans(ic->gen) || pos->v[1] < 0)
             return err_set(err, SL_EIO, "%s: saved position (plan %lld, row %lld) does not fit "
                            "its %d plan(s)", ic->name, (long long)pos->v[0],
@@ -439,6 +464,27 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
 }
 
 void input_set_replay(InputConn *ic, bool on) { ic->replay = on; }
+
+int input_owner(const InputConn *ic) { return ic->owner; }
+bool input_remote(const InputConn *ic) { return ic->remote; }
+
+void input_remote_update(InputConn *ic, const InPos *pos, bool done)
+{
+    ic->remote_pos = *pos;
+    ic->rows = pos->rows;
+    ic->errors = pos->errors;
+    ic->bytes = pos->bytes;
+    ic->done = done;
+}
+
+bool input_take_seek(InputConn *ic, InPos *pos)
+{
+    if (!ic->seek_pending)
+        return false;
+    ic->seek_pending = false;
+    *pos = ic->remote_pos;
+    return true;
+}
 
 int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 {

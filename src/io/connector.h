@@ -35,6 +35,13 @@ typedef struct Connectors {
    and build generators. Returns 0 or SL_ECONFIG/SL_EIO with err saying which
    relation and connector (and line:column of its 'connectors' string). */
 int connectors_open(const Circuit *c, bool open, Connectors *out, Err *err);
+/* The same for host `host` of a scale-out pipeline: the k-th file_input
+   (in program order) belongs to host k % hosts and is opened there only;
+   elsewhere it is a proxy (input_remote): input_next gives nothing, and
+   the owner's reports (input_remote_update) keep its position and
+   counters. Output files are opened on host 0 only. */
+int connectors_open_part(const Circuit *c, bool open, int host, int hosts, Connectors *out,
+                         Err *err);
 void connectors_close(Connectors *cs);
 
 /*
@@ -80,6 +87,13 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err);
 /* Replaying journaled steps: ignore datagen rates (rows come as fast as
    asked). */
 void input_set_replay(InputConn *ic, bool on);
+/* Scale-out proxies (connectors_open_part). input_seek on a proxy only
+   records the position; input_take_seek hands it to whoever tells the
+   owner (once). */
+int input_owner(const InputConn *ic);
+bool input_remote(const InputConn *ic);
+void input_remote_update(InputConn *ic, const InPos *pos, bool done);
+bool input_take_seek(InputConn *ic, InPos *pos);
 
 /* Output files are opened without truncation; the controller then calls
    output_truncate: to 0 for a fresh run, to the recorded offset when it

@@ -42,6 +42,12 @@ struct InputConn {
     bool eof;
     int64_t line;       /* line number of the next record */
     Err rowerr;
+    /* scale-out: the host that reads this input; on the others it is a
+       proxy whose position and counters the owner reports */
+    int owner;
+    bool remote;
+    InPos remote_pos;
+    bool seek_pending;
 };
 
 struct OutputConn {

@@ -24,6 +24,13 @@
  *    own (pipeline_changes).
  *  - CONTENTS rel: every host's materialized contents of rel (/query,
  *    snapshots, --dump).
+ *  - READ conn: file inputs belong to hosts round-robin (io's
+ *    connectors_open_part); the owner reads and parses up to N rows and
+ *    keeps them, and replies with their count, its new position and their
+ *    hash (the coordinator journals them); the coordinator's pending input
+ *    holds a placeholder piece, which pend_set_input gives to the owner's
+ *    workers and STEP names as (connector, first row, count). A STEP
+ *    consumes everything kept; DROP (an aborted transaction) discards it.
  *  - LOOKUP node: the current row of one key of a PRIMARY KEY table on
  *    the host that owns it (partial updates through HTTP, resolve.c).
  *  - PING: figures only; sent when the coordinator has been idle for a
@@ -53,7 +60,8 @@
 #include "ft_int.h"
 #include "pipeline_int.h"
 
-enum { DC_STEP = 1, DC_CONTENTS, DC_PING, DC_STOP, DC_LOOKUP, DC_CKPT, DC_RESTORE };
+enum { DC_STEP = 1, DC_CONTENTS, DC_PING, DC_STOP, DC_LOOKUP, DC_CKPT, DC_RESTORE, DC_READ,
+       DC_DROP };
 
 /* ---------------------------------------------------------------- encoding */
 
@@ -247,6 +255,13 @@ static void put_pieces(Pipeline *p, Buf *b, int lw, int rel, Piece *list)
     for (Piece *pc = list; pc; pc = pc->next) {
         put32(b, lw);
         put32(b, rel);
+        if (!pc->chunk && !pc->fill) { /* rows that host read itself */
+            put32(b, 2);
+            put32(b, pc->plan);
+            put64(b, pc->start);
+            put64(b, pc->count);
+            continue;
+        }
         if (!pc->chunk) {
             int conn = -1;
             for (int j = 0; j < p->cs.nin && conn < 0; j++)
@@ -369,6 +384,86 @@ const uint8_t *dist_lookup(Pipeline *p, int w, int node, const uint8_t *k, size_
         }
     }
     return row;
+}
+
+static void figures_only(Pipeline *p, int kind);
+
+static void put_pos(Buf *b, const InPos *pos)
+{
+    put64(b, pos->v[0]);
+    put64(b, pos->v[1]);
+    put64(b, pos->rows);
+    put64(b, pos->errors);
+    put64(b, pos->bytes);
+}
+
+static void rd_pos(Rd *r, InPos *pos)
+{
+    pos->v[0] = rd64(r);
+    pos->v[1] = rd64(r);
+    pos->rows = rd64(r);
+    pos->errors = rd64(r);
+    pos->bytes = rd64(r);
+}
+
+int64_t dist_read(Pipeline *p, int conn, int64_t max, Arena *a, Piece **list, Err *err)
+{
+    InputConn *ic = p->cs.in[conn];
+    int owner = input_owner(ic);
+    InPos seek;
+    bool seeking = input_take_seek(ic, &seek);
+    cmd_begin(p, DC_READ, conn);
+    Buf *b = &p->dsend[owner];
+    put64(b, max);
+    put32(b, seeking);
+    if (seeking)
+        put_pos(b, &seek);
+    send_cmd(p);
+    gather_replies(p);
+    int64_t n = -1;
+    p->read_hash = 0;
+    for (int h = 1; h < p->H; h++) {
+        Rd r = {p->drecv[h].p, p->drecv[h].p + p->drecv[h].n, false};
+        Err e = {0};
+        if (reply_head(p, h, &r, &e)) {
+            if (h == owner && !err->code)
+                err_set(err, e.code ? e.code : SL_EIO, "%s", e.msg);
+            continue;
+        }
+        if (h != owner)
+            continue;
+        int64_t got = rd64(&r);
+        InPos pos;
+        rd_pos(&r, &pos);
+        bool done = rd32(&r) != 0;
+        uint64_t hash = (uint64_t)rd64(&r);
+        if (r.bad || got < 0) {
+            err_set(err, SL_ERUNTIME, "host %d (%s): malformed read reply", h, net_host_name(h));
+            continue;
+        }
+        int64_t first = input_rows(ic);
+        input_remote_update(ic, &pos, done);
+        p->read_hash = hash;
+        n = got;
+        *list = NULL;
+        if (got > 0) {
+            Piece *pc = arena_zalloc(a, sizeof(*pc));
+            pc->plan = conn;
+            pc->start = first;
+            pc->count = got;
+            *list = pc;
+        }
+    }
+    if (n < 0 && !err->code)
+        err_set(err, SL_ERUNTIME, "input %s: its host %d sent no rows", input_name(ic), owner);
+    return n;
+}
+
+void dist_drop(Pipeline *p)
+{
+    if (p->H < 2 || p->dstopped)
+        return;
+    figures_only(p, DC_DROP);
 }
 
 void dist_watch(Pipeline *p, int rel, bool on)
@@ -518,6 +613,14 @@ void dist_stop(Pipeline *p)
 
 /* ---------------------------------------------------------------- follower */
 
+/* Rows a follower read for one of its file inputs, kept until a step
+   takes them. */
+typedef struct Kept {
+    Arena *a;
+    Piece *head, *tail;
+    int64_t base, n;      /* row number of the first, rows kept */
+} Kept;
+
 /* A follower's share of fault tolerance. */
 typedef struct Fol {
     const PipelineOpts *o;
@@ -648,8 +751,42 @@ static int fol_restore(Fol *f, const Circuit *c, Runtime *rt, const uint8_t *tex
 }
 
 /* Decode a STEP command's pieces into per (local worker, relation) lists. */
-static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Rd *r, Arena *a,
-                       Err *err)
+/* Pieces for rows [start, start + count) of what k keeps, from arena a. */
+static Piece *kept_slice(Kept *k, int64_t start, int64_t count, Arena *a)
+{
+    Piece *head = NULL, *tail = NULL;
+    int64_t at = k->base;
+    for (Piece *pc = k->head; pc && count > 0; pc = pc->next) {
+        int64_t n = pc->chunk->n;
+        if (start < at + n) {
+            int64_t off = start - at, take = SL_MIN(n - off, count);
+            Piece *q = arena_zalloc(a, sizeof(*q));
+            q->chunk = chunk_slice(a, pc->chunk, off, take);
+            if (tail)
+                tail->next = q;
+            else
+                head = q;
+            tail = q;
+            start += take;
+            count -= take;
+        }
+        at += n;
+    }
+    return count > 0 ? NULL : head;
+}
+
+static void kept_drop(Kept *k, int n)
+{
+    for (int j = 0; j < n; j++) {
+        if (k[j].a)
+            arena_reset(k[j].a);
+        k[j].head = k[j].tail = NULL;
+        k[j].n = 0;
+    }
+}
+
+static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Kept *kept, Rd *r,
+                       Arena *a, Err *err)
 {
     int nl = rt_workers(rt);
     Piece **tails = arena_zalloc(a, sizeof(Piece *) * (size_t)nl * (size_t)(c->nrels + 1));
@@ -659,6 +796,30 @@ static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Rd *r, Are
             return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
         Piece *pc = arena_zalloc(a, sizeof(*pc));
         const Relation *rr = &c->rels[rel];
+        if (kind == 2) {
+            int conn = rd32(r);
+            int64_t start = rd64(r), count = rd64(r);
+            Piece *l = !r->bad && conn >= 0 && conn < cs->nin && count > 0
+                           ? kept_slice(&kept[conn], start, count, a)
+                           : NULL;
+            if (!l)
+                return err_set(err, SL_ERUNTIME,
+                               "step input names rows %lld..%lld of input %d, which this host "
+                               "does not hold",
+                               (long long)start, (long long)(start + count), conn);
+            Piece **t = &tails[(size_t)lw * (size_t)c->nrels + (size_t)rel];
+            for (Piece *q = l; q;) {
+                Piece *nx = q->next;
+                q->next = NULL;
+                if (*t)
+                    (*t)->next = q;
+                else
+                    rt_set_input(rt, lw, rel, q);
+                *t = q;
+                q = nx;
+            }
+            continue;
+        }
         if (kind == 1) {
             int conn = rd32(r);
             pc->plan = rd32(r);
@@ -749,8 +910,10 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
 {
     int H = net_hosts(), me = net_host();
     Connectors cs;
-    if (connectors_open(c, false, &cs, err)) /* generators, no files */
+    /* generators, and the file inputs this host reads */
+    if (connectors_open_part(c, true, me, H, &cs, err))
         return err->code;
+    Kept *kept = sl_calloc((size_t)cs.nin + 1, sizeof(Kept));
     Runtime *rt = rt_new_part(c, o->workers, me, H);
     Fol fol = {.o = o, .fd = -1};
     Buf *send = sl_calloc((size_t)H, sizeof(Buf));
@@ -781,10 +944,13 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
         if (kind == DC_STEP) {
             if (rt_steps(rt) != step)
                 rt_set_steps(rt, step);
-            src = take_pieces(c, rt, &cs, &r, a, &e);
+            src = take_pieces(c, rt, &cs, kept, &r, a, &e);
             int src2 = rt_step(rt, src ? &(Err){0} : &e);
             if (!src)
                 src = src2;
+            kept_drop(kept, cs.nin); /* a step takes everything read */
+        } else if (kind == DC_DROP) {
+            kept_drop(kept, cs.nin);
         } else if (kind == DC_CKPT) {
             int64_t ck = rd64(&r);
             fol_ckpt(&fol, c, rt, ck, arg != 0);
@@ -806,7 +972,42 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             put_changes(c, rt, b);
         else if (kind == DC_CONTENTS)
             put_contents(c, rt, arg, b);
-        else if (kind == DC_LOOKUP) {
+        else if (kind == DC_READ && arg >= 0 && arg < cs.nin && !input_remote(cs.in[arg])) {
+            InputConn *ic = cs.in[arg];
+            Kept *k = &kept[arg];
+            int64_t max = rd64(&r);
+            Err re = {0};
+            int rrc = 0;
+            if (rd32(&r)) {
+                InPos pos;
+                rd_pos(&r, &pos);
+                rrc = input_seek(ic, &pos, &re);
+            }
+            if (!k->a)
+                k->a = arena_new(1 << 20);
+            if (!k->head)
+                k->base = input_rows(ic);
+            Piece *list = NULL;
+            int64_t n = rrc ? -1 : input_next(ic, max, k->a, 1, &list, &re);
+            if (n < 0) { /* the reply says why instead */
+                buf_reset(b);
+                put32(b, re.code ? re.code : SL_EIO);
+                put32(b, (int32_t)strlen(re.msg));
+                buf_append(b, re.msg, strlen(re.msg));
+            } else {
+                for (Piece *pc = list; pc; pc = pc->next)
+                    if (!pc->chunk)
+                        sl_panic("a file input gave a piece without rows");
+                piece_list_append(&k->head, &k->tail, list);
+                k->n += n;
+                InPos pos;
+                input_pos(ic, &pos);
+                put64(b, n);
+                put_pos(b, &pos);
+                put32(b, input_done(ic));
+                put64(b, (int64_t)ft_hash_pieces(list, 0));
+            }
+        } else if (kind == DC_LOOKUP) {
             int lw = rd32(&r), kn = rd32(&r);
             const uint8_t *k = kn >= 0 ? rdn(&r, (size_t)kn) : NULL;
             uint32_t n = 0;
@@ -835,6 +1036,10 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     }
     buf_free(&fol.report);
     sl_free(fol.prev_state);
+    for (int j = 0; j < cs.nin; j++)
+        if (kept[j].a)
+            arena_free(kept[j].a);
+    sl_free(kept);
     store_close(fol.st);
     rt_free(rt);
     connectors_close(&cs);

@@ -537,7 +537,7 @@ static int replay_input(Pipeline *p, Pending *pd, const JRec *rec, int j, Err *e
     input_set_replay(ic, true);
     while (got < want) {
         Piece *list = NULL;
-        int64_t n = input_next(ic, want - got, pd->a, 1, &list, err);
+        int64_t n = pipe_input_next(p, j, want - got, pd->a, &list, err);
         if (n < 0) {
             input_set_replay(ic, false);
             return err->code;

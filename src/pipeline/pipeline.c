@@ -81,17 +81,10 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
         sl_free(p);
         return NULL;
     }
-    if (connectors_open(c, true, &p->cs, err)) {
+    if (connectors_open_part(c, true, 0, p->H, &p->cs, err)) {
         sl_free(p);
         return NULL;
     }
-    for (int j = 0; j < p->cs.nin && p->H > 1; j++)
-        if (!strcmp(input_transport(p->cs.in[j]), "file_input")) {
-            fprintf(stderr, "sluice: scale-out: file inputs are read and parsed on host 0 (the "
-                            "coordinator), which ships their rows to the workers of every "
-                            "host; reading them on other hosts is not built yet\n");
-            break;
-        }
     p->rt = p->H > 1 ? rt_new_part(c, p->W, 0, p->H) : rt_new(c, p->W);
     p->nl = rt_workers(p->rt);
     if (p->H > 1)
@@ -296,7 +289,7 @@ static void add_unit(Pipeline *p, Pending *pd, int slot, double arrival, int rel
     u->arrival = arrival;
     u->rows = rows;
     int ec = p->slots[slot].event_col; /* constant after start-up */
-    if (ec >= 0 && rows > 0) {
+    if (ec >= 0 && rows > 0 && !(list && !list->chunk && !list->fill)) { /* (not read here) */
         u->nsamp = sample_events(p, rel, list, rows, ec, pd->a, &u->ev, EVENT_SAMPLES);
         u->samp_w = u->nsamp ? (double)rows / u->nsamp : 0;
     }
@@ -326,7 +319,7 @@ static int64_t gather(Pipeline *p, Pending *pd, bool read_conns, int64_t http_ma
                 continue;
             int64_t share = p->step_rows / (active ? active : 1);
             Piece *list = NULL;
-            int64_t n = input_next(ic, share > 0 ? share : 1, pd->a, 1, &list, err);
+            int64_t n = pipe_input_next(p, j, share > 0 ? share : 1, pd->a, &list, err);
             if (n < 0)
                 return -1;
             if (n == 0)
@@ -347,13 +340,23 @@ static int64_t gather(Pipeline *p, Pending *pd, bool read_conns, int64_t http_ma
     return produced;
 }
 
+int64_t pipe_input_next(Pipeline *p, int conn, int64_t max, Arena *a, Piece **list, Err *err)
+{
+    InputConn *ic = p->cs.in[conn];
+    if (input_remote(ic)) /* read on its own host (scale-out) */
+        return dist_read(p, conn, max, a, list, err);
+    return input_next(ic, max, a, 1, list, err);
+}
+
 void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t rows)
 {
     InputConn *ic = p->cs.in[conn];
     add_unit(p, pd, conn, pipe_now(), input_rel(ic), list, rows);
     pend_append(p, pd, input_rel(ic), list, rows);
     pd->conn_rows[conn] += rows;
-    if (p->ft)
+    if (p->ft && input_remote(ic))
+        pd->conn_hash[conn] += p->read_hash; /* its host hashed the rows */
+    else if (p->ft)
         pd->conn_hash[conn] = ft_hash_pieces(list, pd->conn_hash[conn]);
 }
 
@@ -504,6 +507,7 @@ static void handle_cmd(Pipeline *p, Cmd *cmd)
             if (ft_journal_discard(p, &p->pend, &e))
                 fprintf(stderr, "sluice: %s\n", e.msg);
             pend_reset(p, &p->pend);
+            dist_drop(p);
             p->txn = TX_NONE;
             tokens_done(p, tok);
             fprintf(stderr, "sluice: transaction %lld aborted: %lld record%s discarded\n",
@@ -743,6 +747,7 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
             if (ft_journal_discard(p, &p->pend, err))
                 return err->code;
             pend_reset(p, &p->pend);
+            dist_drop(p);
             p->txn = TX_NONE;
             tokens_done(p, tok);
         }

@@ -171,6 +171,7 @@ typedef struct ConnStats {
     int64_t records, bytes, parse_errors, buffered;
     bool end_of_input;
     bool backfill;          /* "transaction": "backfill" */
+    int host;               /* scale-out: the host that reads it */
     LatStats latency;       /* arrival -> end of the step that processed it */
     bool has_lag;
     LatStats lag;           /* outputs delivered (wall clock) - event time */

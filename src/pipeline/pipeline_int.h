@@ -150,6 +150,7 @@ struct Pipeline {
     Buf dwatch;               /* egress watch changes for the next command */
     double last_net;
     bool dstopped;
+    uint64_t read_hash;       /* dist_read: the rows' hash (journal.c) */
     bool tty;
     double t0, last_report;
     int64_t rows;             /* rows processed by completed steps */
@@ -272,6 +273,9 @@ void ft_logs_free(Pipeline *p);
 uint64_t ft_hash_pieces(const Piece *list, uint64_t h);
 
 /* pipeline.c, for journal.c's replay */
+/* Rows of input connector conn (input_next, or its host's through
+   dist_read for a scale-out proxy). */
+int64_t pipe_input_next(Pipeline *p, int conn, int64_t max, Arena *a, Piece **list, Err *err);
 void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t rows);
 int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b);
 int pipe_run_step(Pipeline *p, Pending *pd, Err *err);
@@ -288,6 +292,15 @@ void dist_contents(Pipeline *p, int rel, Buf *out);
    (another host's), copied into a (NULL: none). */
 const uint8_t *dist_lookup(Pipeline *p, int w, int node, const uint8_t *k, size_t kn, Arena *a);
 void dist_watch(Pipeline *p, int rel, bool on);
+/* Scale-out file inputs: host input_owner() reads up to max rows of
+   connector conn and keeps them; *list gets one placeholder piece (chunk
+   and fill NULL, plan = conn, start = first row number, count) that
+   pend_set_input gives to that host's workers. Updates the proxy's
+   position; p->read_hash gets the rows' hash. -1 on an I/O error. */
+int64_t dist_read(Pipeline *p, int conn, int64_t max, Arena *a, Piece **list, Err *err);
+/* Input read and not stepped was thrown away (an aborted transaction):
+   the hosts drop what they keep. */
+void dist_drop(Pipeline *p);
 /* Checkpoints, phase one on the other hosts: each forks a child that
    saves its share (all of it when full) into the storage and sends its
    report with a later reply (ft_remote_report). */

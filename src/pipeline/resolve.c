@@ -117,6 +117,10 @@ static void ov_apply(Pipeline *p, HMap *ov, const Relation *r, const Chunk *c, i
 static void ov_apply_pieces(Pipeline *p, HMap *ov, const Relation *r, Piece *pc, int64_t rows)
 {
     for (int64_t seen = 0; pc && seen < rows; pc = pc->next) {
+        if (!pc->chunk && !pc->fill) { /* rows read on another host (scale-out) */
+            seen += pc->count;
+            continue;
+        }
         if (pc->chunk) {
             for (int64_t i = 0; i < pc->chunk->n; i++)
                 ov_apply(p, ov, r, pc->chunk, i);
@@ -145,14 +149,7 @@ void pend_append(Pipeline *p, Pending *pd, int rel, Piece *list, int64_t rows)
     Seq *s = &pd->seq[rel];
     if (pd->ov[rel])
         ov_apply_pieces(p, pd->ov[rel], &p->c->rels[rel], list, rows);
-    if (s->tail)
-        s->tail->next = list;
-    else
-        s->head = list;
-    Piece *t = list;
-    while (t->next)
-        t = t->next;
-    s->tail = t;
+    piece_list_append(&s->head, &s->tail, list);
     s->rows += rows;
     pd->rows += rows;
 }
@@ -277,6 +274,56 @@ void resolve_batch(Pipeline *p, Pending *pd, InBatch *b)
     }
 }
 
+/* Append a piece for worker w (copied, or a slice [off, off+take) of pc). */
+static void put_piece(Pending *pd, Piece **heads, Piece **tails, int w, const Piece *pc,
+                      int64_t off, int64_t take)
+{
+    Piece *q = arena_zalloc(pd->a, sizeof(*q));
+    if (pc->chunk) {
+        q->chunk = chunk_slice(pd->a, pc->chunk, off, take);
+    } else {
+        *q = *pc;
+        q->next = NULL;
+        q->start = pc->start + off;
+        q->count = take;
+    }
+    if (tails[w])
+        tails[w]->next = q;
+    else
+        heads[w] = q;
+    tails[w] = q;
+}
+
+/* Split the pieces of s (of rows rows) evenly and in order over workers
+   [lo, hi); only pieces with (keep(pc) == want). */
+static void split(Pending *pd, const Seq *s, int64_t rows, int lo, int hi, Piece **heads,
+                  Piece **tails, bool placeholders)
+{
+    int n = hi - lo;
+    if (rows <= 0 || n <= 0)
+        return;
+    int64_t per = (rows + n - 1) / n, room = per;
+    int w = lo;
+    for (Piece *pc = s->head; pc; pc = pc->next) {
+        bool ph = !pc->chunk && !pc->fill;
+        if (ph == placeholders) {
+            int64_t total = pc->chunk ? pc->chunk->n : pc->count;
+            for (int64_t off = 0; off < total;) {
+                int64_t take = SL_MIN(room, total - off);
+                put_piece(pd, heads, tails, w, pc, off, take);
+                off += take;
+                room -= take;
+                if (room == 0 && w < hi - 1) {
+                    w++;
+                    room = per;
+                }
+            }
+        }
+        if (pc == s->tail)
+            break;
+    }
+}
+
 void pend_set_input(Pipeline *p, Pending *pd)
 {
     int W = p->W;
@@ -289,36 +336,39 @@ void pend_set_input(Pipeline *p, Pending *pd)
         if (W == 1) {
             heads[0] = s->head;
         } else if (s->rows > 0) {
-            int64_t per = (s->rows + W - 1) / W, room = per;
-            int w = 0;
+            /* rows read on another host (scale-out placeholders) stay on
+               that host's workers; the rest is spread over all */
+            int64_t ph_rows[256] = {0}, other = 0;
             for (Piece *pc = s->head; pc; pc = pc->next) {
-                int64_t total = pc->chunk ? pc->chunk->n : pc->count;
-                for (int64_t off = 0; off < total;) {
-                    int64_t take = SL_MIN(room, total - off);
-                    Piece *q = arena_zalloc(pd->a, sizeof(*q));
-                    if (pc->chunk) {
-                        q->chunk = chunk_slice(pd->a, pc->chunk, off, take);
-                    } else {
-                        *q = *pc;
-                        q->next = NULL;
-                        q->start = pc->start + off;
-                        q->count = take;
-                    }
-                    if (tails[w])
-                        tails[w]->next = q;
-                    else
-                        heads[w] = q;
-                    tails[w] = q;
-                    off += take;
-                    room -= take;
-                    if (room == 0 && w < W - 1) {
-                        w++;
-                        room = per;
-                    }
-                }
+                if (!pc->chunk && !pc->fill)
+                    ph_rows[input_owner(p->cs.in[pc->plan]) & 255] += pc->count;
+                else
+                    other += pc->chunk ? pc->chunk->n : pc->count;
                 if (pc == s->tail)
                     break;
             }
+            split(pd, s, other, 0, W, heads, tails, false);
+            for (int h = 1; h < p->H && h < 256; h++)
+                if (ph_rows[h]) {
+                    Seq one = {NULL, NULL, 0};
+                    /* this host's placeholders only */
+                    for (Piece *pc = s->head; pc; pc = pc->next) {
+                        if (!pc->chunk && !pc->fill && input_owner(p->cs.in[pc->plan]) == h) {
+                            Piece *q = arena_zalloc(pd->a, sizeof(*q));
+                            *q = *pc;
+                            q->next = NULL;
+                            if (one.tail)
+                                one.tail->next = q;
+                            else
+                                one.head = q;
+                            one.tail = q;
+                        }
+                        if (pc == s->tail)
+                            break;
+                    }
+                    split(pd, &one, ph_rows[h], xchg_first(W, p->H, h),
+                          xchg_first(W, p->H, h + 1), heads, tails, true);
+                }
         }
         for (int w = 0; w < W; w++)
             if (w < p->nl)

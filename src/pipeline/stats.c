@@ -292,6 +292,7 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
         d->buffered = s->queued + s->pending;
         d->end_of_input = s->conn >= 0 ? s->eoi : false;
         d->backfill = s->backfill;
+        d->host = s->conn >= 0 ? input_owner(p->cs.in[s->conn]) : 0;
         hist_summary(&s->lat, &d->latency);
         d->has_lag = s->event_col >= 0;
         if (d->has_lag)

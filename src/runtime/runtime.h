@@ -32,6 +32,20 @@ typedef struct Piece {
     bool negate;        /* generated rows are deletions (weight -1) */
 } Piece;
 
+/* Append the pieces of list (may be NULL) to the list (*head, *tail). */
+static inline void piece_list_append(Piece **head, Piece **tail, Piece *list)
+{
+    if (!list)
+        return;
+    if (*tail)
+        (*tail)->next = list;
+    else
+        *head = list;
+    while (list->next)
+        list = list->next;
+    *tail = list;
+}
+
 typedef struct Runtime Runtime;
 
 Runtime *rt_new(const Circuit *c, int nworkers);

@@ -101,6 +101,8 @@ int stats_json(Req *q)
         cJSON_AddStringToObject(e, "transport", ci->transport);
         if (ci->backfill)
             cJSON_AddStringToObject(e, "transaction", "backfill");
+        if (st.nhosts > 1)
+            cJSON_AddNumberToObject(e, "host", ci->host);
         cJSON *m = cJSON_AddObjectToObject(e, "metrics");
         cJSON_AddNumberToObject(m, "total_records", (double)ci->records);
         cJSON_AddNumberToObject(m, "total_bytes", (double)ci->bytes);
