@@ -760,3 +760,34 @@ def test_primary_key_upserts_vs_sqlite(tmp_path, sluice):
             assert expected
             diff = multiset_diff(actual, expected)
             assert diff is None, "%s (workers=%d, step-rows=%d): %s" % (name, workers, step, diff)
+
+
+def test_dumps_identical_across_network_namespaces(world, tmp_path):
+    """Scale-out across simulated hosts: the program on 3 hosts that are
+    network namespaces joined by a bridge (rows between hosts travel over
+    TCP on virtual links; tests/e2e/netns.py) gives the dump of --workers 3.
+    First seed only (SLUICE_SCALEOUT_ALL=1: every seed)."""
+    import subprocess
+    from conftest import assert_no_crash, mpi_env, sluice_bin
+    from netns import NetnsHosts, netns_available
+    reason = mpirun_missing() or getattr(world, "host_skip", None)
+    if reason:
+        pytest.skip(reason)
+    ok, why = netns_available()
+    if not ok:
+        print("skipped: network namespaces unavailable: %s" % why)
+        pytest.skip("network namespaces unavailable: %s" % why)
+    out = tmp_path / "dump_netns"
+    with NetnsHosts(3) as h:
+        env = dict(os.environ)
+        env.update(mpi_env())
+        argv = h.on_host1([sluice_bin(), "run", world.program, "--hosts", "3", "--workers", "3",
+                           "--until-done", "--dump", str(out), "--no-progress", "--step-rows",
+                           str(STEP_ROWS), "--hostfile", h.hostfile] + h.mca)
+        p = subprocess.run(argv, capture_output=True, timeout=HOST_RUN_TIMEOUT, env=env)
+    p.stdout = p.stdout.decode("utf-8", "replace")
+    p.stderr = p.stderr.decode("utf-8", "replace")
+    assert_no_crash(p)
+    assert p.returncode == 0, p.stderr[-4000:]
+    d = dump_differences_by_line(world.dumps["w3"], str(out))
+    assert not d, "dumps differ across 3 network namespaces:\n  " + "\n  ".join(d)
