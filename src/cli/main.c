@@ -66,8 +66,9 @@ static void usage(FILE *f)
             "                 0 = only on request, POST /checkpoint)\n"
             "  --s3-endpoint URL  with --storage s3://BUCKET/PREFIX: the S3-compatible\n"
             "                 server (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)\n"
-            "  --config FILE  runtime settings as JSON: workers, storage, s3_endpoint,\n"
-            "                 fault_tolerance, checkpoint_interval_secs (flags win)\n"
+            "  --config FILE  runtime settings as JSON: workers, hosts, storage, s3_endpoint,\n"
+            "                 fault_tolerance, checkpoint_interval_secs, step_deadline_secs\n"
+            "                 (flags win)\n"
             "  --hosts H      scale-out: run as H processes (an MPI job started through\n"
             "                 mpirun) that split the workers evenly and step together;\n"
             "                 rank 0 serves the HTTP API (docs/scale-out.md). Under an\n"
@@ -147,7 +148,14 @@ static int parse_ft(const char *v)
 
 /* --config FILE: runtime settings as a JSON object; unknown keys are
    errors. Settings not given keep their values (flags are applied after). */
-static void load_config(const char *path, PipelineOpts *o, char **storage)
+/* Scale-out settings a config may give. */
+typedef struct CfgHosts {
+    int hosts;          /* 0: not given */
+    double deadline;    /* < 0: not given */
+    bool workers;       /* "workers" given */
+} CfgHosts;
+
+static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHosts *ch)
 {
     Err e = {0};
     char *text = path ? read_file(path, &e) : NULL;
@@ -166,8 +174,14 @@ static void load_config(const char *path, PipelineOpts *o, char **storage)
     {
         const char *k = v->string;
         if (!strcmp(k, "workers") && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
-            v->valuedouble <= 256)
+            v->valuedouble <= 256) {
             o->workers = (int)v->valuedouble;
+            ch->workers = true;
+        } else if (!strcmp(k, "hosts") && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
+                   v->valuedouble <= 256)
+            ch->hosts = (int)v->valuedouble;
+        else if (!strcmp(k, "step_deadline_secs") && cJSON_IsNumber(v) && v->valuedouble >= 0)
+            ch->deadline = v->valuedouble;
         else if (!strcmp(k, "storage") && cJSON_IsString(v) && *v->valuestring)
             *storage = sl_strdup(v->valuestring);
         else if (!strcmp(k, "s3_endpoint") && cJSON_IsString(v) && *v->valuestring)
@@ -179,8 +193,8 @@ static void load_config(const char *path, PipelineOpts *o, char **storage)
             o->checkpoint_interval = v->valuedouble;
         else {
             fprintf(stderr, "sluice: --config %s: bad or unknown setting \"%s\" (known: "
-                            "workers, storage, s3_endpoint, fault_tolerance, "
-                            "checkpoint_interval_secs)\n",
+                            "workers, hosts, storage, s3_endpoint, fault_tolerance, "
+                            "checkpoint_interval_secs, step_deadline_secs)\n",
                     path, k);
             exit(2);
         }
@@ -280,14 +294,16 @@ static int cmd_run(int argc, char **argv)
 {
     PipelineOpts o = {.workers = 1, .progress = -1, .checkpoint_interval = 60};
     LaunchOpts lo = {0};
-    bool workers_given = false, hosts_given = false;
-    double deadline = 60;
     const char *mca[128]; /* --mca pairs */
     lo.mca = mca;
     char *cfg_storage = NULL;
+    CfgHosts ch = {0, -1, false};
     for (int i = 0; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--config"))
-            load_config(argv[i + 1], &o, &cfg_storage);
+            load_config(argv[i + 1], &o, &cfg_storage, &ch);
+    bool workers_given = ch.workers, hosts_given = ch.hosts > 0;
+    double deadline = ch.deadline >= 0 ? ch.deadline : 60;
+    lo.hosts = ch.hosts;
     if (cfg_storage)
         o.storage = cfg_storage;
     ServerOpts so = {"127.0.0.1", 8080, 64 << 20, 16 << 20, 5.0};

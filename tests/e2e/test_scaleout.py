@@ -135,11 +135,18 @@ def test_join_heavy_identical_on_1_2_3_hosts(tmp_path):
     assert m and float(m.group(1)) > 0.1, other[2][-2000:]
 
 
-def test_hosts_need_enough_workers(tmp_path):
+def test_hosts_need_enough_workers_and_come_from_the_config_too(tmp_path):
     prog = bank_program(tmp_path, 1000, tmp_path / "o.csv")
     p = run(["run", prog, "--hosts", 3, "--workers", 2, "--until-done", "--no-progress"])
     assert p.returncode != 0
     assert "3 hosts need at least 3 workers" in p.stderr, p.stderr[-2000:]
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"hosts": 2, "workers": 2, "step_deadline_secs": 30}))
+    env = dict(os.environ)
+    env.update(mpi_env())
+    p = subprocess.run([sluice_bin(), "run", str(prog), "--config", str(cfg), "--until-done",
+                        "--no-progress"], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0 and "2 hosts:" in p.stderr, p.stderr[-2000:]
 
 
 def test_checkpoint_of_other_host_count_is_refused(tmp_path):
