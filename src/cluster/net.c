@@ -216,9 +216,21 @@ void net_exchange(const Buf *send, Buf *recv)
         net.scount[h] = h == me ? 0 : send[h].n;
         buf_reset(&recv[h]);
     }
-    MPI_Request a2a;
-    MPI_Ialltoall(net.scount, 1, MPI_UINT64_T, net.rcount, 1, MPI_UINT64_T, net.comm, &a2a);
-    wait_all(1, &a2a, (int[]){-1});
+    /* the sizes, point to point (not MPI_Alltoall): a host that does not
+       answer can then be named */
+    net.nreq = 0;
+    for (int h = 0; h < H; h++) {
+        if (h == me)
+            continue;
+        net.req = sl_realloc(net.req, sizeof(MPI_Request) * (size_t)(net.nreq + 2));
+        req_peer = sl_realloc(req_peer, sizeof(int) * (size_t)(net.nreq + 2));
+        MPI_Irecv(&net.rcount[h], 1, MPI_UINT64_T, h, 6, net.comm, &net.req[net.nreq]);
+        req_peer[net.nreq++] = h;
+        MPI_Isend(&net.scount[h], 1, MPI_UINT64_T, h, 6, net.comm, &net.req[net.nreq]);
+        req_peer[net.nreq++] = h;
+    }
+    if (net.nreq)
+        wait_all(net.nreq, net.req, req_peer);
     net.nreq = 0;
     for (int h = 0; h < H; h++) {
         if (h == me || !net.rcount[h])

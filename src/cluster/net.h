@@ -4,9 +4,10 @@
  *
  * Everything a host sends travels through one primitive, net_exchange: an
  * all-to-all in which every host hands a byte buffer (possibly empty) for
- * every other host and receives one from each. The sizes travel first (one
- * MPI_Alltoall of 8-byte counts), then the bytes point to point, in pieces
- * of at most 256 MiB so that no MPI count overflows. Control messages
+ * every other host and receives one from each. The sizes travel first (8-byte
+ * counts, point to point, so that a host that does not answer can be
+ * named), then the bytes point to point, in pieces of at most 256 MiB so
+ * that no MPI count overflows. Control messages
  * (a coordinator's command to every host, the hosts' replies) are
  * exchanges in which only one side sends.
  *

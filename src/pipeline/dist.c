@@ -307,9 +307,13 @@ int dist_step(Pipeline *p, Err *err)
                 *slot = NULL;
             }
     }
+    char what[96];
+    snprintf(what, sizeof(what), "in step %lld", (long long)rt_steps(p->rt) + 1);
+    net_set_activity(what);
     send_cmd(p);
     int rc = rt_step(p->rt, err);
     gather_replies(p);
+    net_set_activity("between steps");
     for (int i = 0; i < c->nrels; i++)
         buf_reset(&p->rchg[i]);
     for (int h = 1; h < H; h++) {
@@ -923,6 +927,7 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     for (bool stop = false; !stop;) {
         for (int h = 0; h < H; h++)
             buf_reset(&send[h]);
+        net_set_activity("waiting for the coordinator's next command");
         net_exchange(send, recv);
         Rd r = {recv[0].p, recv[0].p + recv[0].n, false};
         int kind = rd32(&r), arg = rd32(&r);
@@ -942,6 +947,9 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
         }
         arena_reset(a);
         if (kind == DC_STEP) {
+            char what[96];
+            snprintf(what, sizeof(what), "in step %lld", (long long)step + 1);
+            net_set_activity(what);
             if (rt_steps(rt) != step)
                 rt_set_steps(rt, step);
             src = take_pieces(c, rt, &cs, kept, &r, a, &e);

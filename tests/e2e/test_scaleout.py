@@ -127,7 +127,7 @@ def test_join_heavy_identical_on_1_2_3_hosts(tmp_path):
         return p
     base = run_hosts(tmp_path, make, 1, 1, 3000)
     assert base[0]["region_sales.csv"].count(b"\n") == 12  # header + regions 1..11
-    for hosts, workers in ((2, 2), (2, 3), (3, 3), (3, 4)):
+    for hosts, workers in ((2, 2), (2, 3), (3, 4)):
         other = run_hosts(tmp_path, make, hosts, workers, 3000)
         assert_same(base, other, "join program, %d hosts, %d workers" % (hosts, workers))
     # more rows crossed hosts than the coordinator shipped: the exchange worked
@@ -414,6 +414,7 @@ def test_partitioned_host_is_caught_by_the_step_watchdog(tmp_path):
     err = errp.read_text()
     assert rc != 0
     assert "no progress for 3 s" in err, err[-3000:]
+    assert "waiting for host 2 (" in err, err[-3000:]  # the cut one is named
     assert took < 3 + 15, took  # the deadline plus MPI's teardown
 
 
