@@ -819,16 +819,6 @@ static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
     if (jint(m, "workers") < 1 || jint(m, "workers") > 4096)
         return err_set(err, SL_EIO, "storage %s: the checkpoint of step %lld names %lld workers",
                        dir, (long long)step, (long long)jint(m, "workers"));
-    int64_t h0 = jint(m, "hosts") > 0 ? jint(m, "hosts") : 1;
-    if ((h0 > 1 || p->H > 1) && (h0 != p->H || jint(m, "workers") != p->W))
-        return err_set(err, SL_ECONFIG,
-                       "storage %s: the checkpoint of step %lld was written by %lld host%s with "
-                       "%lld workers; this run has %d host%s with %d: restart with --hosts %lld "
-                       "--workers %lld (changing the hosts of a scale-out checkpoint is not "
-                       "supported yet)",
-                       dir, (long long)step, (long long)h0, h0 == 1 ? "" : "s",
-                       (long long)jint(m, "workers"), p->H, p->H == 1 ? "" : "s", p->W,
-                       (long long)h0, (long long)jint(m, "workers"));
     if (jint(m, "nodes") != p->c->nnodes)
         return err_set(err, SL_ECONFIG, "storage %s: the checkpoint's circuit has %lld nodes, "
                        "this program's %d", dir, (long long)jint(m, "nodes"), p->c->nnodes);
@@ -893,10 +883,15 @@ int ft_open(Pipeline *p, Err *err)
             remote_loaded = true;
         }
         if (!rrc) {
+            int h0 = jint(m, "hosts") > 0 ? (int)jint(m, "hosts") : 1;
             if (w0 != p->W)
                 fprintf(stderr, "sluice: storage: the checkpoint at step %llu was written by %d "
                                 "worker%s; its state is re-sharded for %d\n",
                         (unsigned long long)step, w0, w0 == 1 ? "" : "s", p->W);
+            else if (h0 != p->H)
+                fprintf(stderr, "sluice: storage: the checkpoint at step %llu was written by %d "
+                                "host%s; its %d workers' state is spread over %d now\n",
+                        (unsigned long long)step, h0, h0 == 1 ? "" : "s", w0, p->H);
             break;
         }
         fprintf(stderr, "sluice: storage: the checkpoint at step %llu is unusable (%s); "

@@ -747,8 +747,9 @@ static int fol_restore(Fol *f, const Circuit *c, Runtime *rt, const uint8_t *tex
         rc = ckpt_load_state(f->st, rt, c->nnodes, state, W0, err);
     cJSON_Delete(state);
     sl_free(f->prev_state);
-    f->prev_state = rc ? NULL : s;
-    if (rc)
+    /* re-sharded state (another worker count) has no files of its own yet */
+    f->prev_state = rc || W0 != rt_total_workers(rt) ? NULL : s;
+    if (!f->prev_state)
         sl_free(s);
     rt_clear_changed(rt);
     return rc;
