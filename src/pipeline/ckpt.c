@@ -257,6 +257,17 @@ static int collect_child(Ft *ft, CkJob *j, Err *err)
                                    &he))
             rc = err_set(err, SL_EIO, "host %d (%s): %s", h, net_host_name(h), he.msg);
     }
+    /* the other hosts wrote into the shared storage; an S3 store's cache
+       must hold their files before its manifest may name them */
+    const cJSON *e, *f;
+    cJSON_ArrayForEach(e, state)
+    {
+        cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
+        {
+            if (!rc && j->hosts > 1)
+                rc = store_fetch(ft->st, f->valuestring, err);
+        }
+    }
     if (!rc) {
         char *st = cJSON_PrintUnformatted(state);
         j->state = sl_strdup(st);

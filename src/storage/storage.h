@@ -64,6 +64,10 @@ int store_open_url(const char *where, Store **out, Err *err);
    is opened without its lock (the coordinator holds it) and without
    clean-up; s3:// works through this process's own cache. */
 int store_open_member(const char *where, Store **out, Err *err);
+/* Make a file another process wrote (store_open_member) present here: a
+   directory's is there already; an S3 store downloads it into its cache.
+   SL_EIO when it exists nowhere. */
+int store_fetch(Store *st, const char *name, Err *err);
 /* The directory, or the s3:// URL of a remote store (for messages). */
 const char *store_where(const Store *st);
 

@@ -698,6 +698,20 @@ static int put_local(Store *st, const char *name, const void *data, size_t n, Er
     return 0;
 }
 
+int store_fetch(Store *st, const char *name, Err *err)
+{
+    if (store_file_exists(st, name))
+        return 0;
+    if (!st->remote)
+        return err_set(err, SL_EIO, "storage %s: %s is missing", st->dir, name);
+    Buf obj = BUF_INIT;
+    int rc = s3_get(st->remote, name, &obj, err);
+    if (!rc)
+        rc = put_local(st, name, obj.p, obj.n, err);
+    buf_free(&obj);
+    return rc;
+}
+
 /* Fill the (empty) local cache from the bucket: files as they are, log
    segments from their parts (NAME.log.<offset>) in offset order. */
 static int pull_remote(Store *st, Err *err)
