@@ -346,7 +346,7 @@ def test_killed_host_ends_the_job_and_a_restart_resumes(tmp_path):
     host's share, then the manifest) and the journal, and the final dump
     and output file equal an uninterrupted run's."""
     out = tmp_path / "kill_out.csv"
-    text = bank_program(tmp_path, 600000, out).read_text()
+    text = bank_program(tmp_path, 300000, out).read_text()
     prog = tmp_path / "kill_me.sql"
     prog.write_text(text)
     st = tmp_path / "st"
@@ -389,7 +389,7 @@ def test_killed_host_ends_the_job_and_a_restart_resumes(tmp_path):
     p = run_ok(args, timeout=300)
     assert "resuming from the checkpoint" in p.stderr, p.stderr[-3000:]
     resumed = (read_dir(tmp_path / "dump_k"), out.read_bytes(), p.stderr)
-    plain = run_hosts(tmp_path, lambda o: bank_program(tmp_path, 600000, o), 1, 3, 1000)
+    plain = run_hosts(tmp_path, lambda o: bank_program(tmp_path, 300000, o), 1, 3, 1000)
     assert_same(plain, resumed, "killed and resumed on 3 hosts")
 
 
@@ -495,7 +495,7 @@ def test_file_inputs_are_read_on_their_hosts_and_survive_a_kill(tmp_path, http_p
     st = tmp_path / "st"
     args = ["run", str(prog), "--hosts", "2", "--workers", "2", "--no-progress", "--storage",
             str(st), "--checkpoint-interval", "0.2", "--until-done", "--dump",
-            str(tmp_path / "dump_k"), "--step-rows", "40"]
+            str(tmp_path / "dump_k"), "--step-rows", "100"]
     env = dict(os.environ)
     env.update(mpi_env())
     with open(tmp_path / "err", "wb") as ef:
@@ -515,7 +515,7 @@ def test_file_inputs_are_read_on_their_hosts_and_survive_a_kill(tmp_path, http_p
             proc.kill()
     p = run_ok(args, timeout=300)
     assert "resuming from the checkpoint" in p.stderr, p.stderr[-3000:]
-    plain = run_hosts(tmp_path, lambda o: file_program(tmp_path, o), 1, 2, 40)
+    plain = run_hosts(tmp_path, lambda o: file_program(tmp_path, o), 1, 2, 100)
     assert_same(plain, (read_dir(tmp_path / "dump_k"), out.read_bytes(), p.stderr),
                 "file inputs, killed and resumed")
 
