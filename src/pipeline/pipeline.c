@@ -85,6 +85,10 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
         sl_free(p);
         return NULL;
     }
+    if (p->H > 1 && p->cs.nout)
+        fprintf(stderr, "sluice: scale-out: output connectors write on host 0 (the coordinator), "
+                        "which gathers their views' changes from every host; writing them on "
+                        "other hosts is not built yet\n");
     p->rt = p->H > 1 ? rt_new_part(c, p->W, 0, p->H) : rt_new(c, p->W);
     p->nl = rt_workers(p->rt);
     if (p->H > 1)
