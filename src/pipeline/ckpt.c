@@ -689,7 +689,8 @@ static int load_files(Store *st, const cJSON *e, Batch ***out, int *n, Err *err)
     const cJSON *f;
     cJSON_ArrayForEach(f, files)
     {
-        if (!cJSON_IsString(f) || (rc = store_get_batch(st, f->valuestring, &bs[k], err)))
+        if (!cJSON_IsString(f) || (rc = store_fetch(st, f->valuestring, err)) ||
+            (rc = store_get_batch(st, f->valuestring, &bs[k], err)))
             break;
         k++;
     }

@@ -62,7 +62,8 @@ int store_open_url(const char *where, Store **out, Err *err);
 /* Another process of a scale-out pipeline (an MPI rank > 0) writing its
    share of the checkpoints into the coordinator's storage: a directory
    is opened without its lock (the coordinator holds it) and without
-   clean-up; s3:// works through this process's own cache. */
+   clean-up; s3:// works through this process's own cache, which starts
+   empty: store_fetch what is to be read. */
 int store_open_member(const char *where, Store **out, Err *err);
 /* Make a file another process wrote (store_open_member) present here: a
    directory's is there already; an S3 store downloads it into its cache.

@@ -285,11 +285,13 @@ int store_open(const char *dir, Store **out, Err *err)
     return 0;
 }
 
+static int open_s3(const char *where, bool pull, Store **out, Err *err);
+
 int store_open_member(const char *where, Store **out, Err *err)
 {
     *out = NULL;
     if (where && !strncmp(where, "s3://", 5))
-        return store_open_url(where, out, err);
+        return open_s3(where, false, out, err); /* files it reads: store_fetch */
     if (!where || !*where)
         return err_set(err, SL_ECONFIG, "storage: empty directory name");
     int rc = mkdir_p(where, err);
@@ -794,11 +796,11 @@ static void remove_dead_caches(const char *tmpd)
     closedir(d);
 }
 
-int store_open_url(const char *where, Store **out, Err *err)
+/* pull: fill the cache from the bucket (else files come on demand,
+   store_fetch). */
+static int open_s3(const char *where, bool pull, Store **out, Err *err)
 {
     *out = NULL;
-    if (strncmp(where, "s3://", 5))
-        return store_open(where, out, err);
     S3 *s3;
     if (s3_open(where, &s3, err))
         return err->code;
@@ -826,12 +828,20 @@ int store_open_url(const char *where, Store **out, Err *err)
     st->remote = s3;
     st->url = sl_strdup(where);
     st->own_dir = true;
-    if (pull_remote(st, err)) {
+    if (pull && pull_remote(st, err)) {
         store_close(st);
         return err->code;
     }
     *out = st;
     return 0;
+}
+
+int store_open_url(const char *where, Store **out, Err *err)
+{
+    *out = NULL;
+    if (strncmp(where, "s3://", 5))
+        return store_open(where, out, err);
+    return open_s3(where, true, out, err);
 }
 
 const char *store_where(const Store *st) { return st->url ? st->url : st->dir; }
