@@ -26,7 +26,6 @@ static struct {
     uint64_t *scount, *rcount;
     MPI_Request *req;
     int nreq;
-    int64_t bytes_sent, exchanges;
     double deadline; /* seconds an exchange may wait, 0 = forever */
     char what[128];  /* what this host is doing (the watchdog's message) */
 } net = {.hosts = 1, .deadline = 60};
@@ -189,8 +188,6 @@ const char *net_host_name(int h)
     return net.names[h];
 }
 
-int64_t net_bytes_sent(void) { return net.bytes_sent; }
-int64_t net_exchanges(void) { return net.exchanges; }
 
 static int *req_peer;
 
@@ -243,11 +240,9 @@ void net_exchange(const Buf *send, Buf *recv)
         if (h == me || !net.scount[h])
             continue;
         post(true, send[h].p, net.scount[h], h);
-        net.bytes_sent += (int64_t)net.scount[h];
     }
     if (net.nreq)
         wait_all(net.nreq, net.req, req_peer);
-    net.exchanges++;
 }
 
 void net_finalize(void)
@@ -265,11 +260,4 @@ void net_finalize(void)
     net.names = NULL;
     net.req = NULL;
     req_peer = NULL;
-}
-
-void net_abort(int code)
-{
-    if (net.on)
-        MPI_Abort(MPI_COMM_WORLD, code);
-    exit(code);
 }

@@ -37,7 +37,7 @@ int net_host(void);    /* this process's rank, 0 when not active */
 const char *net_host_name(int h);
 /* send[h] goes to host h (send[net_host()] is ignored); recv[h] is reset and
    receives what host h sent (recv[net_host()] is left empty). Any failure
-   ends the job (MPI's errors are fatal). Bytes moved are counted. */
+   ends the job (MPI's errors are fatal). */
 void net_exchange(const Buf *send, Buf *recv);
 /* The step watchdog: an exchange that waits longer than secs (0 =
    forever; default 60) ends the job with a message naming the host(s)
@@ -45,12 +45,7 @@ void net_exchange(const Buf *send, Buf *recv);
    detects a dead process, not a partitioned network. */
 void net_set_deadline(double secs);
 void net_set_activity(const char *what);
-/* Counters of this host: bytes sent to other hosts and exchanges. */
-int64_t net_bytes_sent(void);
-int64_t net_exchanges(void);
 /* Leave the job cleanly (every host calls it). */
 void net_finalize(void);
-/* End the whole job from this process with status code. */
-void net_abort(int code);
 
 #endif

@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "../base/mem.h"
+#include "../base/wire.h"
 #include "../cluster/net.h"
 #include "../zset/key.h"
 #include "ft_int.h"
@@ -62,51 +63,6 @@
 
 enum { DC_STEP = 1, DC_CONTENTS, DC_PING, DC_STOP, DC_LOOKUP, DC_CKPT, DC_RESTORE, DC_READ,
        DC_DROP };
-
-/* ---------------------------------------------------------------- encoding */
-
-static void put32(Buf *b, int32_t v) { buf_append(b, &v, 4); }
-static void put64(Buf *b, int64_t v) { buf_append(b, &v, 8); }
-
-typedef struct Rd {
-    const uint8_t *p, *end;
-    bool bad;
-} Rd;
-
-static int64_t rd64(Rd *r)
-{
-    int64_t v = 0;
-    if (r->end - r->p < 8) {
-        r->bad = true;
-        return 0;
-    }
-    memcpy(&v, r->p, 8);
-    r->p += 8;
-    return v;
-}
-
-static int32_t rd32(Rd *r)
-{
-    int32_t v = 0;
-    if (r->end - r->p < 4) {
-        r->bad = true;
-        return 0;
-    }
-    memcpy(&v, r->p, 4);
-    r->p += 4;
-    return v;
-}
-
-static const uint8_t *rdn(Rd *r, size_t n)
-{
-    if ((size_t)(r->end - r->p) < n) {
-        r->bad = true;
-        return NULL;
-    }
-    const uint8_t *p = r->p;
-    r->p += n;
-    return p;
-}
 
 /* ---------------------------------------------------------------- figures */
 
@@ -172,9 +128,8 @@ static void read_figures(const Circuit *c, Rd *r, HostFig *f)
 
 /* ---------------------------------------------------------------- coordinator */
 
-int dist_open(Pipeline *p, Err *err)
+void dist_open(Pipeline *p)
 {
-    (void)err;
     int H = p->H;
     const Circuit *c = p->c;
     p->rin = sl_calloc((size_t)p->W * (size_t)(c->nrels + 1), sizeof(Piece *));
@@ -188,7 +143,6 @@ int dist_open(Pipeline *p, Err *err)
     p->dsend = sl_calloc((size_t)H, sizeof(Buf));
     p->drecv = sl_calloc((size_t)H, sizeof(Buf));
     p->last_net = pipe_now();
-    return 0;
 }
 
 /* Start a command of kind to every follower (header + watch changes). */
@@ -227,7 +181,7 @@ static int reply_head(Pipeline *p, int h, Rd *r, Err *err)
 {
     int rc = rd32(r);
     int32_t mlen = rd32(r);
-    const uint8_t *msg = mlen > 0 ? rdn(r, (size_t)mlen) : NULL;
+    const uint8_t *msg = mlen > 0 ? rd_bytes(r, (size_t)mlen) : NULL;
     if (rc && !r->bad)
         err_set(err, rc, "host %d (%s): %.*s", h, net_host_name(h), (int)mlen,
                 msg ? (const char *)msg : "");
@@ -236,7 +190,7 @@ static int reply_head(Pipeline *p, int h, Rd *r, Err *err)
     if (!rest.bad && rd32(&rest)) { /* a checkpoint report */
         int64_t step = rd64(&rest);
         int32_t len = rd32(&rest);
-        const uint8_t *text = len >= 0 ? rdn(&rest, (size_t)len) : NULL;
+        const uint8_t *text = len >= 0 ? rd_bytes(&rest, (size_t)len) : NULL;
         if (text)
             ft_remote_report(p, h, step, (const char *)text, (size_t)len);
     }
@@ -250,7 +204,6 @@ static int reply_head(Pipeline *p, int h, Rd *r, Err *err)
 
 static void put_pieces(Pipeline *p, Buf *b, int lw, int rel, Piece *list)
 {
-    const Relation *r = &p->c->rels[rel];
     Buf row = BUF_INIT;
     for (Piece *pc = list; pc; pc = pc->next) {
         put32(b, lw);
@@ -287,7 +240,6 @@ static void put_pieces(Pipeline *p, Buf *b, int lw, int rel, Piece *list)
             put32(b, (int32_t)row.n);
             buf_append(b, row.p, row.n);
         }
-        (void)r;
     }
     buf_free(&row);
 }
@@ -328,7 +280,7 @@ int dist_step(Pipeline *p, Err *err)
         for (int k = 0; k < n && !r.bad; k++) {
             int32_t rel = rd32(&r);
             int64_t len = rd64(&r);
-            const uint8_t *d = len >= 0 ? rdn(&r, (size_t)len) : NULL;
+            const uint8_t *d = len >= 0 ? rd_bytes(&r, (size_t)len) : NULL;
             if (r.bad || rel < 0 || rel >= c->nrels)
                 break;
             buf_append(&p->rchg[rel], d, (size_t)len);
@@ -353,7 +305,7 @@ void dist_contents(Pipeline *p, int rel, Buf *out)
             continue;
         }
         int64_t len = rd64(&r);
-        const uint8_t *d = len > 0 ? rdn(&r, (size_t)len) : NULL;
+        const uint8_t *d = len > 0 ? rd_bytes(&r, (size_t)len) : NULL;
         if (d)
             buf_append(out, d, (size_t)len);
     }
@@ -380,7 +332,7 @@ const uint8_t *dist_lookup(Pipeline *p, int w, int node, const uint8_t *k, size_
             continue;
         }
         int32_t len = rd32(&r);
-        const uint8_t *d = len > 0 ? rdn(&r, (size_t)len) : NULL;
+        const uint8_t *d = len > 0 ? rd_bytes(&r, (size_t)len) : NULL;
         if (h == host && d) {
             uint8_t *copy = arena_alloc(a, (size_t)len);
             memcpy(copy, d, (size_t)len);
@@ -842,7 +794,7 @@ static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Kept *kept
             for (int64_t i = 0; i < n && !r->bad; i++) {
                 ch->w[i] = rd64(r);
                 int32_t len = rd32(r);
-                const uint8_t *row = len >= 0 ? rdn(r, (size_t)len) : NULL;
+                const uint8_t *row = len >= 0 ? rd_bytes(r, (size_t)len) : NULL;
                 if (!row) {
                     r->bad = true;
                     break;
@@ -896,15 +848,7 @@ static void put_contents(const Circuit *c, Runtime *rt, int rel, Buf *b)
     put64(b, 0);
     const Relation *r = &c->rels[rel];
     if (rel >= 0 && rel < c->nrels && r->materialized && r->sink >= 0)
-        for (int w = 0; w < rt_workers(rt); w++) {
-            HMap *m = op_sink_contents(rt_op(rt, w, r->sink));
-            size_t it = 0;
-            const uint8_t *k;
-            size_t kn;
-            void *pl;
-            while (m && hmap_next(m, &it, &k, &kn, &pl))
-                xrec_put(b, k, (uint32_t)kn, NULL, 0, *(int64_t *)pl);
-        }
+        rt_sink_contents(rt, r->sink, b);
     int64_t len = (int64_t)(b->n - at - 8);
     memcpy(b->p + at, &len, 8);
 }
@@ -1018,7 +962,7 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             }
         } else if (kind == DC_LOOKUP) {
             int lw = rd32(&r), kn = rd32(&r);
-            const uint8_t *k = kn >= 0 ? rdn(&r, (size_t)kn) : NULL;
+            const uint8_t *k = kn >= 0 ? rd_bytes(&r, (size_t)kn) : NULL;
             uint32_t n = 0;
             const uint8_t *row = NULL;
             if (!r.bad && k && lw >= 0 && lw < rt_workers(rt) && arg >= 0 && arg < c->nnodes &&

@@ -27,44 +27,11 @@
 #include <xxhash.h>
 
 #include "../base/mem.h"
+#include "../base/wire.h"
 #include "../zset/key.h"
 #include "ft_int.h"
 
 enum { J_STEP = 1, J_SKIP = 2 };
-
-/* ---------------------------------------------------------------- bytes */
-
-typedef struct Rd {
-    const uint8_t *p, *end;
-    bool bad;
-} Rd;
-
-static void put64(Buf *b, int64_t v) { buf_append(b, &v, 8); }
-static void put32(Buf *b, int32_t v) { buf_append(b, &v, 4); }
-
-static int64_t get64(Rd *r)
-{
-    int64_t v = 0;
-    if (r->end - r->p < 8) {
-        r->bad = true;
-        return 0;
-    }
-    memcpy(&v, r->p, 8);
-    r->p += 8;
-    return v;
-}
-
-static int32_t get32(Rd *r)
-{
-    int32_t v = 0;
-    if (r->end - r->p < 4) {
-        r->bad = true;
-        return 0;
-    }
-    memcpy(&v, r->p, 4);
-    r->p += 4;
-    return v;
-}
 
 /* ---------------------------------------------------------------- row hashes */
 
@@ -294,9 +261,9 @@ static void ingress_encode(InBatch *b, Buf *out)
 static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, Err *err)
 {
     Rd r = {data, data + n, false};
-    int64_t seq = get64(&r);
-    int rel = get32(&r);
-    int64_t rows = get64(&r);
+    int64_t seq = rd64(&r);
+    int rel = rd32(&r);
+    int64_t rows = rd64(&r);
     if (r.bad || rel < 0 || rel >= p->c->nrels || !p->c->rels[rel].is_table) {
         err_set(err, SL_EIO, "ingress log record %lld names no table", (long long)seq);
         return NULL;
@@ -308,7 +275,7 @@ static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, Err *
     memcpy(copy, data, n);
     r = (Rd){copy + (r.p - data), copy + n, false};
     for (int64_t i = 0; i < rows && !r.bad; i++) {
-        int64_t w = get64(&r);
+        int64_t w = rd64(&r);
         if (r.p >= r.end) {
             r.bad = true;
             break;
@@ -323,7 +290,7 @@ static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, Err *
             present = r.p;
             r.p += b->ncol;
         }
-        int32_t len = get32(&r);
+        int32_t len = rd32(&r);
         if (r.bad || len < 0 || r.end - r.p < len) {
             r.bad = true;
             break;
@@ -393,9 +360,9 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
     Pipeline *p = x->p;
     Ft *ft = p->ft;
     Rd r = {data, data + n, false};
-    int kind = get32(&r);
-    int64_t step = get64(&r), seq_hi = get64(&r);
-    int nin = get32(&r);
+    int kind = rd32(&r);
+    int64_t step = rd64(&r), seq_hi = rd64(&r);
+    int nin = rd32(&r);
     if (r.bad || (kind != J_STEP && kind != J_SKIP) || nin != p->cs.nin)
         return err_set(x->err, SL_EIO, "journal record does not fit the program (%d inputs)",
                        nin);
@@ -404,18 +371,18 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
     j.pos = sl_calloc((size_t)nin + 1, sizeof(InPos));
     j.hash = sl_calloc((size_t)nin + 1, sizeof(uint64_t));
     for (int i = 0; i < nin; i++) {
-        j.rows[i] = get64(&r);
-        j.pos[i].v[0] = get64(&r);
-        j.pos[i].v[1] = get64(&r);
-        j.pos[i].rows = get64(&r);
-        j.pos[i].errors = get64(&r);
-        j.pos[i].bytes = get64(&r);
-        j.hash[i] = (uint64_t)get64(&r);
+        j.rows[i] = rd64(&r);
+        j.pos[i].v[0] = rd64(&r);
+        j.pos[i].v[1] = rd64(&r);
+        j.pos[i].rows = rd64(&r);
+        j.pos[i].errors = rd64(&r);
+        j.pos[i].bytes = rd64(&r);
+        j.hash[i] = (uint64_t)rd64(&r);
     }
-    j.nout = get32(&r);
+    j.nout = rd32(&r);
     j.out_off = sl_calloc((size_t)j.nout + 1, sizeof(int64_t));
     for (int i = 0; i < j.nout && !r.bad; i++)
-        j.out_off[i] = get64(&r);
+        j.out_off[i] = rd64(&r);
     if (kind == J_SKIP)
         j.step = -j.step - 1; /* marks a skip; never a real step */
     bool keep = kind == J_STEP ? step > x->after : step >= x->after;

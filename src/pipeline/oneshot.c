@@ -102,34 +102,25 @@ static Chunk *collect(Runtime *rt, const Relation *r, Arena *a)
 {
     BatchBuilder *bb = bb_new();
     Buf mine = BUF_INIT;
-    for (int w = 0; w < rt_workers(rt); w++) {
-        HMap *m = op_sink_contents(rt_op(rt, w, r->sink));
-        size_t it = 0;
-        const uint8_t *k;
-        size_t kn;
-        void *pl;
-        while (m && hmap_next(m, &it, &k, &kn, &pl)) {
-            bb_add(bb, k, kn, NULL, 0, *(int64_t *)pl);
-            if (spmd)
-                xrec_put(&mine, k, (uint32_t)kn, NULL, 0, *(int64_t *)pl);
-        }
-    }
+    rt_sink_contents(rt, r->sink, &mine);
+    int H = spmd ? net_hosts() : 1;
+    Buf *recv = sl_calloc((size_t)H, sizeof(Buf));
     if (spmd) { /* every host gets every other host's shard */
-        int H = net_hosts();
-        Buf *send = sl_calloc((size_t)H, sizeof(Buf)), *recv = sl_calloc((size_t)H, sizeof(Buf));
+        Buf *send = sl_calloc((size_t)H, sizeof(Buf));
         for (int h = 0; h < H; h++)
             send[h] = mine;
         net_exchange(send, recv);
-        for (int h = 0; h < H; h++) {
-            size_t pos = 0;
-            XRec x;
-            while (xrec_next(&recv[h], &pos, &x))
-                bb_add(bb, x.k, x.kn, NULL, 0, x.w);
-            buf_free(&recv[h]);
-        }
         sl_free(send);
-        sl_free(recv);
     }
+    for (int h = 0; h < H; h++) { /* this host's own shard is mine */
+        const Buf *from = h != net_host() ? &recv[h] : &mine;
+        size_t pos = 0;
+        XRec x;
+        while (xrec_next(from, &pos, &x))
+            bb_add(bb, x.k, x.kn, NULL, 0, x.w);
+        buf_free(&recv[h]);
+    }
+    sl_free(recv);
     buf_free(&mine);
     Batch *b = bb_finish(bb);
     int64_t total = 0;

@@ -92,7 +92,7 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     p->rt = p->H > 1 ? rt_new_part(c, p->W, 0, p->H) : rt_new(c, p->W);
     p->nl = rt_workers(p->rt);
     if (p->H > 1)
-        dist_open(p, err);
+        dist_open(p);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->room, NULL);
@@ -255,15 +255,7 @@ bool pipeline_contents_raw(Pipeline *p, int rel, Buf *out)
     const Relation *r = &p->c->rels[rel];
     if (!r->materialized || r->sink < 0)
         return false;
-    for (int w = 0; w < p->nl; w++) {
-        HMap *m = op_sink_contents(rt_op(p->rt, w, r->sink));
-        size_t it = 0;
-        const uint8_t *k;
-        size_t kn;
-        void *pl;
-        while (m && hmap_next(m, &it, &k, &kn, &pl))
-            xrec_put(out, k, (uint32_t)kn, NULL, 0, *(int64_t *)pl);
-    }
+    rt_sink_contents(p->rt, r->sink, out);
     if (p->H > 1)
         dist_contents(p, rel, out);
     return true;

@@ -283,7 +283,7 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err);
 void inbox_requeue(Pipeline *p, InBatch *b);
 
 /* dist.c: scale-out, the coordinator's side (H > 1) and the followers' */
-int dist_open(Pipeline *p, Err *err);
+void dist_open(Pipeline *p);
 /* rt_step over every host: ships p->rin, steps, gathers changes + figures. */
 int dist_step(Pipeline *p, Err *err);
 /* Append the other hosts' materialized contents of rel (xrec records). */

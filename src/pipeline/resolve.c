@@ -294,10 +294,17 @@ static void put_piece(Pending *pd, Piece **heads, Piece **tails, int w, const Pi
     tails[w] = q;
 }
 
-/* Split the pieces of s (of rows rows) evenly and in order over workers
-   [lo, hi); only pieces with (keep(pc) == want). */
-static void split(Pending *pd, const Seq *s, int64_t rows, int lo, int hi, Piece **heads,
-                  Piece **tails, bool placeholders)
+/* -1 for rows any worker may take; for rows another host read itself (a
+   scale-out placeholder: no chunk, no generator), that host. */
+static int piece_host(const Pipeline *p, const Piece *pc)
+{
+    return !pc->chunk && !pc->fill ? input_owner(p->cs.in[pc->plan]) : -1;
+}
+
+/* Split the pieces of s with piece_host() == host (rows rows in all)
+   evenly and in order over workers [lo, hi). */
+static void split(Pipeline *p, Pending *pd, const Seq *s, int host, int64_t rows, int lo, int hi,
+                  Piece **heads, Piece **tails)
 {
     int n = hi - lo;
     if (rows <= 0 || n <= 0)
@@ -305,8 +312,7 @@ static void split(Pending *pd, const Seq *s, int64_t rows, int lo, int hi, Piece
     int64_t per = (rows + n - 1) / n, room = per;
     int w = lo;
     for (Piece *pc = s->head; pc; pc = pc->next) {
-        bool ph = !pc->chunk && !pc->fill;
-        if (ph == placeholders) {
+        if (piece_host(p, pc) == host) {
             int64_t total = pc->chunk ? pc->chunk->n : pc->count;
             for (int64_t off = 0; off < total;) {
                 int64_t take = SL_MIN(room, total - off);
@@ -329,6 +335,8 @@ void pend_set_input(Pipeline *p, Pending *pd)
     int W = p->W;
     Piece **heads = sl_calloc((size_t)W, sizeof(Piece *));
     Piece **tails = sl_calloc((size_t)W, sizeof(Piece *));
+    /* rows per host that read them itself (index 0: rows for any worker) */
+    int64_t *rows = sl_calloc((size_t)p->H + 1, sizeof(int64_t));
     for (int rel = 0; rel < p->c->nrels; rel++) {
         Seq *s = &pd->seq[rel];
         memset(heads, 0, sizeof(Piece *) * (size_t)W);
@@ -336,39 +344,18 @@ void pend_set_input(Pipeline *p, Pending *pd)
         if (W == 1) {
             heads[0] = s->head;
         } else if (s->rows > 0) {
-            /* rows read on another host (scale-out placeholders) stay on
-               that host's workers; the rest is spread over all */
-            int64_t ph_rows[256] = {0}, other = 0;
+            /* rows another host read (scale-out) stay on its workers; the
+               rest is spread over all */
+            memset(rows, 0, sizeof(int64_t) * (size_t)(p->H + 1));
             for (Piece *pc = s->head; pc; pc = pc->next) {
-                if (!pc->chunk && !pc->fill)
-                    ph_rows[input_owner(p->cs.in[pc->plan]) & 255] += pc->count;
-                else
-                    other += pc->chunk ? pc->chunk->n : pc->count;
+                rows[piece_host(p, pc) + 1] += pc->chunk ? pc->chunk->n : pc->count;
                 if (pc == s->tail)
                     break;
             }
-            split(pd, s, other, 0, W, heads, tails, false);
-            for (int h = 1; h < p->H && h < 256; h++)
-                if (ph_rows[h]) {
-                    Seq one = {NULL, NULL, 0};
-                    /* this host's placeholders only */
-                    for (Piece *pc = s->head; pc; pc = pc->next) {
-                        if (!pc->chunk && !pc->fill && input_owner(p->cs.in[pc->plan]) == h) {
-                            Piece *q = arena_zalloc(pd->a, sizeof(*q));
-                            *q = *pc;
-                            q->next = NULL;
-                            if (one.tail)
-                                one.tail->next = q;
-                            else
-                                one.head = q;
-                            one.tail = q;
-                        }
-                        if (pc == s->tail)
-                            break;
-                    }
-                    split(pd, &one, ph_rows[h], xchg_first(W, p->H, h),
-                          xchg_first(W, p->H, h + 1), heads, tails, true);
-                }
+            split(p, pd, s, -1, rows[0], 0, W, heads, tails);
+            for (int h = 1; h < p->H; h++)
+                split(p, pd, s, h, rows[h + 1], xchg_first(W, p->H, h),
+                      xchg_first(W, p->H, h + 1), heads, tails);
         }
         for (int w = 0; w < W; w++)
             if (w < p->nl)
@@ -376,6 +363,7 @@ void pend_set_input(Pipeline *p, Pending *pd)
             else /* another host's worker: dist_step ships it */
                 p->rin[(size_t)w * (size_t)p->c->nrels + (size_t)rel] = heads[w];
     }
+    sl_free(rows);
     sl_free(heads);
     sl_free(tails);
 }

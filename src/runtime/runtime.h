@@ -60,6 +60,10 @@ void rt_free(Runtime *rt);
 int rt_workers(const Runtime *rt);
 int rt_total_workers(const Runtime *rt);
 int rt_first_worker(const Runtime *rt);
+/* Append this process's workers' materialized contents of sink node
+   `sink` as xrec records (key = row encoding, weight; a row may come more
+   than once, weights add up). Between steps. */
+void rt_sink_contents(Runtime *rt, int sink, Buf *out);
 /* Bytes this process sent to other hosts' workers through exchanges. */
 int64_t rt_remote_bytes(const Runtime *rt);
 /* Seconds spent in exchanges between hosts (xchg_remote_ns). */

@@ -24,6 +24,7 @@
 #include <pthread.h>
 
 #include "../base/mem.h"
+#include "../zset/hmap.h"
 
 /* Rows per morsel: a chunk of this many rows stays in the CPU caches. */
 #define MORSEL_ROWS 65536
@@ -298,6 +299,19 @@ void rt_free(Runtime *rt)
 int rt_workers(const Runtime *rt) { return rt->nl; }
 int rt_total_workers(const Runtime *rt) { return rt->W; }
 int rt_first_worker(const Runtime *rt) { return rt->first; }
+
+void rt_sink_contents(Runtime *rt, int sink, Buf *out)
+{
+    for (int w = 0; w < rt->nl; w++) {
+        HMap *m = op_sink_contents(rt->w[w].ops[sink]);
+        size_t it = 0;
+        const uint8_t *k;
+        size_t kn;
+        void *pl;
+        while (m && hmap_next(m, &it, &k, &kn, &pl))
+            xrec_put(out, k, (uint32_t)kn, NULL, 0, *(int64_t *)pl);
+    }
+}
 
 double rt_remote_secs(const Runtime *rt)
 {

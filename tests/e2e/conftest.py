@@ -492,3 +492,16 @@ def http_pipeline(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A real S3-compatible server on loopback (OpenStack Swift + s3api)."""
+    import s3server
+    ok, why = s3server.available()
+    if not ok:
+        pytest.skip("no S3-compatible server: " + why)
+    srv = s3server.SwiftS3(str(tmp_path_factory.mktemp("swift")))
+    srv.start()
+    yield srv
+    srv.stop()

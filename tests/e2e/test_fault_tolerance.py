@@ -216,19 +216,6 @@ def test_restart_with_other_worker_counts_resumes_identically(tmp_path):
     assert out.read_bytes() == ref_out
 
 
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    """A real S3-compatible server on loopback (OpenStack Swift + s3api)."""
-    import s3server
-    ok, why = s3server.available()
-    if not ok:
-        pytest.skip("no S3-compatible server: " + why)
-    srv = s3server.SwiftS3(str(tmp_path_factory.mktemp("swift")))
-    srv.start()
-    yield srv
-    srv.stop()
-
-
 def s3_env(s3, secret=None):
     env = dict(os.environ, AWS_ACCESS_KEY_ID=s3.access_key,
                AWS_SECRET_ACCESS_KEY=secret or s3.secret_key, AWS_REGION=s3.region)
