@@ -51,6 +51,12 @@ struct Op {
     void (*begin)(Op *op, OpEnv *env);
     int (*push)(Op *op, OpEnv *env, int input, Chunk *c);
     int (*finish)(Op *op, OpEnv *env);
+    /* Rollback of a step that failed before any finish() (a runtime error
+       in a linear operator over the step's input): withdraw what push() of
+       the same chunk changed beyond the step. NULL when push() keeps
+       nothing that the next begin() does not reset (only sinks, which
+       integrate as they go, need it). */
+    void (*unpush)(Op *op, OpEnv *env, int input, Chunk *c);
     void (*step_end)(Op *op);
     void (*free)(Op *op);
     /* Checkpoints (NULL for stateless operators). save() appends the

@@ -59,6 +59,33 @@ static int push_sink(Op *op, OpEnv *env, int input, Chunk *c)
     return 0;
 }
 
+/* The inverse of push_sink for the same chunk: the counters go back and
+   each row's weight is taken out of the contents again (an entry whose
+   weight returns to zero is deleted, as it was absent before). */
+static void unpush_sink(Op *op, OpEnv *env, int input, Chunk *c)
+{
+    SinkSt *s = op->st;
+    (void)env;
+    (void)input;
+    for (int64_t r = 0; r < c->n; r++) {
+        int64_t w = c->w[r];
+        s->count -= w < 0 ? -w : w;
+        s->net -= w;
+        if (!s->mat)
+            continue;
+        buf_reset(&s->kb);
+        key_encode_row(c, r, &s->kb);
+        bool created;
+        uint64_t h = sl_hash(s->kb.p, s->kb.n);
+        int64_t *e = hmap_upsert(s->mat, s->kb.p, s->kb.n, h, &created);
+        *e -= w;
+        if (*e == 0)
+            hmap_delete(s->mat, s->kb.p, s->kb.n, h);
+    }
+    if (s->outputs)
+        buf_reset(&s->changes);
+}
+
 static int finish_sink(Op *op, OpEnv *env)
 {
     op->out = op_empty(env->arena, op->node); /* nothing reads past a sink */
@@ -188,6 +215,7 @@ int op_sink_init(Op *op)
     op->eval = op_eval_streamed;
     op->begin = begin_sink;
     op->push = push_sink;
+    op->unpush = unpush_sink;
     op->finish = finish_sink;
     op->free = free_sink;
     op->save = save_sink;

@@ -64,6 +64,8 @@ static void usage(FILE *f)
             "  --fault-tolerance exactly_once|at_least_once|none  (default exactly_once)\n"
             "  --checkpoint-interval SECS  seconds between checkpoints (default 60;\n"
             "                 0 = only on request, POST /checkpoint)\n"
+            "  --on-error reject|stop  a runtime error (overflow, bad cast) over input\n"
+            "                 records: reject those records and go on (default), or stop\n"
             "  --s3-endpoint URL  with --storage s3://BUCKET/PREFIX: the S3-compatible\n"
             "                 server (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)\n"
             "  --config FILE  runtime settings as JSON: workers, hosts, storage, s3_endpoint,\n"
@@ -126,11 +128,33 @@ static Circuit *compile_file_fp(const char *path, uint64_t *fingerprint)
         *fingerprint = XXH64(text, strlen(text), 0);
     if (circuit_compile(text, &c, &e))
         print_err(path, &e);
+    else if (fingerprint && circuit_find_rel(c, PIPELINE_ERRORS_TABLE) < 0) {
+        /* a running pipeline keeps the records it rejects in a table of
+           its own (docs/errors.md); the program's own text compiles first,
+           so its errors point into it */
+        Buf b = BUF_INIT;
+        buf_printf(&b, "%s\n%s\n", text, PIPELINE_ERRORS_DDL);
+        circuit_free(c);
+        c = NULL;
+        if (circuit_compile((const char *)b.p, &c, &e))
+            print_err(path, &e);
+        buf_free(&b);
+    }
     sl_free(text);
     return c;
 }
 
 static Circuit *compile_file(const char *path) { return compile_file_fp(path, NULL); }
+
+static int parse_on_error(const char *v)
+{
+    if (v && !strcmp(v, "reject"))
+        return ONERR_REJECT;
+    if (v && !strcmp(v, "stop"))
+        return ONERR_STOP;
+    fprintf(stderr, "sluice: --on-error needs reject or stop, not \"%s\"\n", v ? v : "");
+    exit(2);
+}
 
 static int parse_ft(const char *v)
 {
@@ -188,13 +212,15 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
             setenv("SLUICE_S3_ENDPOINT", v->valuestring, 1);
         else if (!strcmp(k, "fault_tolerance") && cJSON_IsString(v))
             o->fault_tolerance = parse_ft(v->valuestring);
+        else if (!strcmp(k, "on_error") && cJSON_IsString(v))
+            o->on_error = parse_on_error(v->valuestring);
         else if (!strcmp(k, "checkpoint_interval_secs") && cJSON_IsNumber(v) &&
                  v->valuedouble >= 0)
             o->checkpoint_interval = v->valuedouble;
         else {
             fprintf(stderr, "sluice: --config %s: bad or unknown setting \"%s\" (known: "
                             "workers, hosts, storage, s3_endpoint, fault_tolerance, "
-                            "checkpoint_interval_secs, step_deadline_secs)\n",
+                            "checkpoint_interval_secs, step_deadline_secs, on_error)\n",
                     path, k);
             exit(2);
         }
@@ -387,6 +413,8 @@ static int cmd_run(int argc, char **argv)
             setenv("SLUICE_S3_ENDPOINT", argv[i], 1);
         } else if (!strcmp(a, "--fault-tolerance"))
             o.fault_tolerance = parse_ft(++i < argc ? argv[i] : NULL);
+        else if (!strcmp(a, "--on-error"))
+            o.on_error = parse_on_error(++i < argc ? argv[i] : NULL);
         else if (!strcmp(a, "--checkpoint-interval")) {
             const char *v = ++i < argc ? argv[i] : NULL;
             char *end;

@@ -89,6 +89,14 @@ static int dump_rel(Pipeline *p, int rel, const char *dir, Err *err)
     return rc;
 }
 
+static bool has_rows(Pipeline *p, int rel)
+{
+    Buf b = BUF_INIT;
+    bool any = pipeline_contents_raw(p, rel, &b) && b.n > 0;
+    buf_free(&b);
+    return any;
+}
+
 int pipeline_dump(Pipeline *p, const char *dir, Err *err)
 {
     const Circuit *c = pipeline_circuit(p);
@@ -96,6 +104,8 @@ int pipeline_dump(Pipeline *p, const char *dir, Err *err)
         return err_set(err, SL_EIO, "cannot create directory \"%s\": %s", dir, strerror(errno));
     for (int i = 0; i < c->nrels; i++) {
         const Relation *r = &c->rels[i];
+        if (!strcmp(r->name, PIPELINE_ERRORS_TABLE) && !has_rows(p, i))
+            continue; /* nothing was rejected: no file */
         if (r->materialized && r->sink >= 0 && dump_rel(p, i, dir, err))
             return err->code;
     }

@@ -68,6 +68,22 @@ static int64_t wall_usecs(void)
 
 /* ---------------------------------------------------------------- life cycle */
 
+/* The table rejected records go to: PIPELINE_ERRORS_TABLE when it has the
+   columns of PIPELINE_ERRORS_DDL, else -1. */
+static int errors_table(const Circuit *c)
+{
+    static const TypeKind want[] = {TK_BIGINT, TK_VARCHAR, TK_VARCHAR, TK_VARCHAR};
+    int rel = circuit_find_rel(c, PIPELINE_ERRORS_TABLE);
+    if (rel < 0 || !c->rels[rel].is_table || c->rels[rel].ncol != 4 || c->rels[rel].npk)
+        return -1;
+    for (int j = 0; j < 4; j++) {
+        SqlType t = c->rels[rel].types[j];
+        if (t.kind != want[j] || (j > 0 && t.len != VARCHAR_UNBOUNDED))
+            return -1;
+    }
+    return rel;
+}
+
 Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
 {
     Pipeline *p = sl_calloc(1, sizeof(*p));
@@ -75,6 +91,7 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     p->o = *o;
     p->W = o->workers > 0 ? o->workers : 1;
     p->H = o->hosts > 1 ? o->hosts : 1;
+    p->err_rel = errors_table(c);
     if (p->H > p->W) {
         err_set(err, SL_ECONFIG, "%d hosts need at least %d workers in all (--workers)", p->H,
                 p->H);
@@ -282,6 +299,7 @@ static void add_unit(Pipeline *p, Pending *pd, int slot, double arrival, int rel
 {
     Unit *u = arena_zalloc(pd->a, sizeof(*u));
     u->slot = slot;
+    u->rel = rel;
     u->arrival = arrival;
     u->rows = rows;
     int ec = p->slots[slot].event_col; /* constant after start-up */
@@ -390,12 +408,27 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
     if (p->ft && ft_journal_step(p, pd, err))
         return err->code;
     pend_set_input(p, pd);
-    if (p->H > 1 ? dist_step(p, err) : rt_step(p->rt, err))
+    int rc = p->H > 1 ? dist_step(p, err) : rt_step(p->rt, err);
+    /* a runtime error over the input: the step undid itself; run it again
+       without the rows that fail (reject.c) */
+    while (rc && p->H == 1 && rt_rolled_back(p->rt) && p->o.on_error == ONERR_REJECT) {
+        if (reject_isolate(p, pd) == 0) {
+            char msg[sizeof(err->msg)];
+            snprintf(msg, sizeof(msg), "%s", err->msg);
+            err_set(err, SL_ERUNTIME, "%.300s (no single input record fails alone: not rejected)",
+                    msg);
+            break;
+        }
+        err_clear(err);
+        pend_set_input(p, pd);
+        rc = rt_step(p->rt, err);
+    }
+    if (rc)
         return err->code;
     double t_end = pipe_now();
     p->rows += pd->rows;
     ft_step_done(p, pd);
-    int rc = p->quiet_outputs ? 0 : deliver(p, err);
+    rc = p->quiet_outputs ? 0 : deliver(p, err);
     if (!rc && p->hooks.after_step)
         p->hooks.after_step(p->hooks.arg, p, rt_steps(p->rt));
     release_changes(p);
@@ -652,7 +685,9 @@ static int do_commit(Pipeline *p, Err *err)
         fputc('\n', stderr);
     fprintf(stderr, "sluice: %stransaction %lld: committing %lld record%s in one step\n",
             backfill ? "backfill " : "", (long long)id, (long long)recs, recs == 1 ? "" : "s");
+    int64_t rej0 = p->rejected_total; /* only the controller changes it */
     int rc = pipe_run_step(p, &p->pend, err);
+    int64_t rejected = p->rejected_total - rej0;
     p->txn = TX_NONE;
     p->txn_backfill = false;
     Cmd *cmd = p->commit_cmd;
@@ -667,9 +702,12 @@ static int do_commit(Pipeline *p, Err *err)
     p->last_commit_step = rt_steps(p->rt);
     if (cmd) {
         cmd->res.txn_id = id;
-        cmd->res.records = recs;
+        cmd->res.records = recs - rejected;
+        cmd->res.rejected = rejected;
         if (rc)
             snprintf(cmd->res.msg, sizeof(cmd->res.msg), "%.200s", err->msg);
+        else if (rejected)
+            snprintf(cmd->res.msg, sizeof(cmd->res.msg), "%.200s", p->last_reject);
         bool detached = cmd->detached;
         cmd_finish(p, cmd, rc ? PIPE_CONFLICT : 0);
         if (detached)

@@ -33,7 +33,23 @@ typedef struct PipelineOpts {
     int fault_tolerance;  /* FT_* (used only with storage) */
     double checkpoint_interval; /* seconds between checkpoints, 0 = on request only */
     uint64_t fingerprint; /* the program's identity (hash of its text) */
+    int on_error;         /* ONERR_*: what a runtime error in a step does */
 } PipelineOpts;
+
+/* The table that receives the records a runtime error rejected: one row
+   per record (the step, the table, the record as JSON, the error). The
+   CLI adds it to every program it runs; a program may declare it itself
+   with these columns. */
+#define PIPELINE_ERRORS_TABLE "sluice_errors"
+#define PIPELINE_ERRORS_DDL                                                                    \
+    "CREATE TABLE sluice_errors (step BIGINT NOT NULL, table_name VARCHAR NOT NULL, "        \
+    "record VARCHAR NOT NULL, error VARCHAR NOT NULL) WITH ('materialized' = 'true');"
+
+/* Runtime errors in a step (overflow, invalid cast) caused by input rows. */
+enum {
+    ONERR_REJECT = 0, /* reject the rows that fail, apply the rest (default) */
+    ONERR_STOP,       /* stop the pipeline with the error */
+};
 
 enum {
     FT_EXACTLY_ONCE = 0, /* checkpoints + journal + ingress log: the default with storage */
@@ -109,6 +125,10 @@ void pipeline_note_rejected(Pipeline *p, int rel, int64_t bytes, int64_t bad);
 bool pipeline_token_done(Pipeline *p, int64_t token);
 /* Block until pipeline_token_done(p, token). */
 void pipeline_token_wait(Pipeline *p, int64_t token);
+/* Records of the batch with this token that a runtime error rejected (0
+   when none or forgotten: the newest 256 batches with rejections are
+   kept); why gets the first error. Any thread, after pipeline_token_wait. */
+int64_t pipeline_token_rejected(Pipeline *p, int64_t token, char *why, size_t whylen);
 
 /* ---------------------------------------------------------------- control */
 
@@ -125,6 +145,7 @@ typedef struct PipeCmdResult {
     int64_t txn_id;   /* the transaction started, committed or aborted */
     int64_t step;     /* steps completed when the command finished */
     int64_t records;  /* records committed or discarded */
+    int64_t rejected; /* a commit: records rejected by runtime errors (msg: the first) */
     char msg[256];    /* why, when the command was refused */
 } PipeCmdResult;
 
@@ -169,6 +190,7 @@ typedef struct ConnStats {
     const char *transport;  /* datagen, file_input, http */
     int rel;
     int64_t records, bytes, parse_errors, buffered;
+    int64_t rejected;       /* parsed, then rejected by a runtime error (reject.c) */
     bool end_of_input;
     bool backfill;          /* "transaction": "backfill" */
     int host;               /* scale-out: the host that reads it */
@@ -216,6 +238,7 @@ typedef struct PipeStats {
     int64_t txn_records;
     double txn_secs, commit_secs;
     int64_t last_commit_id, last_commit_records, last_commit_step;
+    int64_t rejected_records; /* input records rejected by runtime errors */
     int nin, nout, nrels;
     ConnStats *in;
     OutStats *out;

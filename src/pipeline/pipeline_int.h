@@ -38,6 +38,7 @@ typedef struct Slot {
     bool backfill;
     int64_t records, bytes, errors;
     int64_t queued;           /* HTTP: records in the queue */
+    int64_t rejected;         /* records rejected by a runtime error (reject.c) */
     int64_t pending;          /* records in the pending step or transaction */
     bool eoi;
     Hist lat, lag;
@@ -60,6 +61,7 @@ struct InBatch {
     Piece *head, *tail;       /* chunk pieces in row order */
     int64_t rows;             /* counted at push */
     int64_t bytes, bad;
+    int64_t rejected;         /* rows a runtime error rejected (reject.c) */
     UpdMark *upd, *upd_tail;  /* partial updates, in row order */
     double arrival;           /* monotonic seconds when queued */
     int64_t token;
@@ -72,6 +74,7 @@ int64_t inbatch_count(InBatch *b);
 typedef struct Unit {
     struct Unit *next;
     int slot;
+    int rel;
     double arrival;
     int64_t rows;
     int nsamp;
@@ -122,6 +125,17 @@ typedef struct Call {
 
 typedef struct Ft Ft;
 
+/* Rejections per HTTP batch token, newest REJECT_TOKENS kept (reject.c). */
+#define REJECT_TOKENS 256
+typedef struct RejTok {
+    int64_t token, n;
+    char why[200];
+} RejTok;
+typedef struct Rejects {
+    RejTok tok[REJECT_TOKENS];
+    int next;
+} Rejects;
+
 /* A host's figures as of its last reply (dist.c). */
 typedef struct HostFig {
     bool valid;
@@ -170,6 +184,7 @@ struct Pipeline {
     bool txn_backfill;
     double txn_t0;
     Cmd *commit_cmd;
+    int err_rel;              /* the errors table (PIPELINE_ERRORS_TABLE), or -1 */
 
     /* ---- shared (mu) ---- */
     pthread_mutex_t mu;
@@ -194,6 +209,9 @@ struct Pipeline {
     double txn_t0_pub, commit_t0;
     bool txn_backfill_pub;
     int64_t last_commit_id, last_commit_records, last_commit_step;
+    int64_t rejected_total;   /* records rejected by runtime errors (reject.c) */
+    char last_reject[200];    /* ... the newest one's error */
+    Rejects rej;
     RelStats *rels_pub;
     HostStats *hosts_pub;     /* scale-out: per host */
     OutStats *outs_pub;
@@ -225,6 +243,15 @@ void pend_set_input(Pipeline *p, Pending *pd);
 /* Sampled event times of column col in a piece list (at most max). */
 int sample_events(Pipeline *p, int rel, Piece *list, int64_t rows, int col, Arena *a,
                   int64_t **out, int max);
+
+/* reject.c */
+/* After a step that rolled back (rt_rolled_back): find the rows of pd
+   that fail in the linear operators over their table, take them out of
+   pd, report them. Returns the rows taken out (0: none fails alone, the
+   error lies elsewhere). Controller only. */
+int64_t reject_isolate(Pipeline *p, Pending *pd);
+/* Under mu: count a rejection against an HTTP batch token. */
+void rejects_note_token(Rejects *r, int64_t token, const char *why);
 
 /* ckpt.c: checkpoints (state files + manifest) and restore */
 /* Open the storage, restore the newest usable checkpoint into p (runtime,

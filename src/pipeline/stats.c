@@ -276,6 +276,7 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
     o->last_commit_id = p->last_commit_id;
     o->last_commit_records = p->last_commit_records;
     o->last_commit_step = p->last_commit_step;
+    o->rejected_records = p->rejected_total;
     for (int k = 0; k < p->nslots; k++) {
         const Slot *s = &p->slots[k];
         if (s->conn >= 0 && input_is_http(p->cs.in[s->conn]))
@@ -289,6 +290,7 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
         d->records = s->records;
         d->bytes = s->bytes;
         d->parse_errors = s->errors;
+        d->rejected = s->rejected;
         d->buffered = s->queued + s->pending;
         d->end_of_input = s->conn >= 0 ? s->eoi : false;
         d->backfill = s->backfill;

@@ -73,6 +73,17 @@ double rt_remote_secs(const Runtime *rt);
 void rt_set_input(Runtime *rt, int w, int rel, Piece *list);
 /* Run one step; 0, or SL_ERUNTIME with the first worker error in err. */
 int rt_step(Runtime *rt, Err *err);
+/* Did the last rt_step fail in a linear operator over the step's input and
+   undo itself? Then every operator's state is exactly as before that step
+   and the step count did not advance: the step may run again (with other
+   input). One host only (worker.c). */
+bool rt_rolled_back(const Runtime *rt);
+/* Between steps: evaluate the linear operators that read relation rel's
+   input directly (filters, projections, unions before any stateful
+   operator) over `rows`, pushing nothing anywhere. 0 when every row passes;
+   SL_ERUNTIME with the first error otherwise. For finding the rows that
+   made a rolled-back step fail. */
+int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err);
 int64_t rt_steps(const Runtime *rt);
 Op *rt_op(Runtime *rt, int w, int node);
 /* Checkpoints. rt_save appends the state of node's instance on worker w

@@ -18,10 +18,23 @@
  * Exchanges use a second barrier shared by the W workers; every worker
  * finishes every streamed operator, so they reach each exchange in the same
  * order.
+ *
+ * Rollback (one host): a runtime error in phase 1 (overflow, bad cast in a
+ * filter or projection over the input) changes no state beyond the step
+ * but the sinks' contents, which integrate morsel by morsel. The workers
+ * agree at a barrier whether any of them failed; if so each one runs the
+ * morsels it fed again through the same pure linear operators and hands
+ * the sinks' inputs to unpush() (op.h), which takes them out again, skips
+ * phase 2 and leaves the step count alone: the state is exactly as before
+ * the step, and rt_rolled_back() says so. The controller can then find the
+ * failing rows with rt_probe() (linear operators only, nothing pushed) and
+ * run the step again without them. A step without an error pays one flag
+ * test, and with several workers one barrier wait.
  */
 #include "runtime.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "../base/mem.h"
 #include "../zset/hmap.h"
@@ -40,7 +53,10 @@ typedef struct Worker {
     Err err;
     EvalCtx ev;
     int64_t *divzero; /* per node: rows divided by zero */
+    int64_t *divzero0;  /* ... as the step started (rollback) */
+    int64_t ndivzero0;
     bool *pushed;     /* per node: received input this step */
+    bool undo;        /* run_morsel withdraws what it pushed (rollback) */
 } Worker;
 
 struct Runtime {
@@ -57,6 +73,8 @@ struct Runtime {
                                operator, or linear with an input that does) */
     bool quit;
     int64_t steps;
+    atomic_bool mfail;      /* a worker failed in phase 1 of this step */
+    bool rolled_back;       /* the last step failed and was undone */
     bool *changed;          /* per node: received input since rt_clear_changed */
 };
 
@@ -102,8 +120,20 @@ static void push_inputs(Worker *w, OpEnv *env, Op *op, const bool *flag)
     }
 }
 
+/* Rollback: withdraw from op what this phase's inputs pushed into it. */
+static void unpush_inputs(Worker *w, OpEnv *env, Op *op, const bool *flag)
+{
+    const CNode *n = op->node;
+    for (int j = 0; j < n->nin; j++) {
+        Chunk *in = w->ops[n->in[j]]->out;
+        if (flag[n->in[j]] && in->n)
+            op->unpush(op, env, j, in);
+    }
+}
+
 /* The current morsel through the linear operators that carry morsel data,
-   then into the streamed operators that consume them. */
+   then into the streamed operators that consume them (w->undo: out of the
+   ones whose push outlives the step again). */
 static void run_morsel(Worker *w, OpEnv *env)
 {
     Runtime *rt = w->rt;
@@ -111,9 +141,13 @@ static void run_morsel(Worker *w, OpEnv *env)
     for (int i = 0; i < c->nnodes; i++)
         if (rt->sv[i] && c->nodes[i]->k != OPK_SOURCE)
             eval_linear(w, env, w->ops[i], rt->sv);
-    for (int i = 0; i < c->nnodes; i++)
-        if (w->ops[i]->push)
-            push_inputs(w, env, w->ops[i], rt->sv);
+    for (int i = 0; i < c->nnodes; i++) {
+        Op *op = w->ops[i];
+        if (!w->undo && op->push)
+            push_inputs(w, env, op, rt->sv);
+        else if (w->undo && op->unpush)
+            unpush_inputs(w, env, op, rt->sv);
+    }
 }
 
 /* Feed morsel m of the table read by source node `src`: every other source
@@ -127,20 +161,27 @@ static void feed(Worker *w, OpEnv *env, int src, Chunk *m)
     run_morsel(w, env);
 }
 
-static void run_step(Worker *w)
+/* Rows [off, off+cnt) of piece p (of source node n) in the morsel arena. */
+static Chunk *morsel_of(Worker *w, const CNode *n, const Piece *p, int64_t off, int64_t cnt)
 {
-    Runtime *rt = w->rt;
-    const Circuit *c = rt->c;
-    arena_reset(w->arena);
-    OpEnv env = {w->id, rt->W, rt->steps, w->arena, &w->ev};
-    for (int i = 0; i < c->nnodes; i++)
-        if (w->ops[i]->begin)
-            w->ops[i]->begin(w->ops[i], &env);
+    if (p->chunk)
+        return chunk_slice(w->morsel, p->chunk, off, cnt);
+    Chunk *m = chunk_new(w->morsel, n->ncol, n->types, cnt);
+    p->fill(p->src, p->plan, p->start + off, cnt, m, w->morsel);
+    if (p->negate)
+        for (int64_t r = 0; r < m->n; r++)
+            m->w[r] = -m->w[r];
+    return m;
+}
 
-    /* the step's input, a morsel at a time, through the linear operators
-       into the streamed ones: memory stays bounded for any step size */
-    OpEnv menv = env;
-    menv.arena = w->morsel;
+/* Phase 1: the step's input, a morsel at a time, through the linear
+   operators into the streamed ones (memory stays bounded for any step
+   size). Stops after the first morsel that fails, or (limit >= 0) after
+   `limit` morsels; returns the morsels fed. */
+static int64_t run_morsels(Worker *w, OpEnv *menv, int64_t limit)
+{
+    const Circuit *c = w->rt->c;
+    int64_t fed = 0;
     w->ev.arena = w->morsel;
     for (int i = 0; i < c->nnodes; i++) {
         const CNode *n = c->nodes[i];
@@ -149,23 +190,68 @@ static void run_step(Worker *w)
         for (Piece *p = w->input[n->rel]; p; p = p->next) {
             int64_t total = p->chunk ? p->chunk->n : p->count;
             for (int64_t off = 0; off < total; off += MORSEL_ROWS) {
+                if (limit >= 0 && fed == limit)
+                    goto out_done;
                 int64_t cnt = total - off < MORSEL_ROWS ? total - off : MORSEL_ROWS;
                 arena_reset(w->morsel);
-                Chunk *m;
-                if (p->chunk) {
-                    m = chunk_slice(w->morsel, p->chunk, off, cnt);
-                } else {
-                    m = chunk_new(w->morsel, n->ncol, n->types, cnt);
-                    p->fill(p->src, p->plan, p->start + off, cnt, m, w->morsel);
-                    if (p->negate)
-                        for (int64_t r = 0; r < m->n; r++)
-                            m->w[r] = -m->w[r];
-                }
-                feed(w, &menv, i, m);
+                feed(w, menv, i, morsel_of(w, n, p, off, cnt));
+                fed++;
+                if (limit < 0 && w->err.code)
+                    goto out_done;
             }
         }
     }
+out_done:
     w->ev.arena = w->arena;
+    return fed;
+}
+
+/* Did any worker of this host fail in phase 1? With one host the step is
+   then undone; with several, the other hosts' workers wait at exchanges,
+   so the step goes on (and fails as before). */
+static bool phase1_failed(Worker *w)
+{
+    Runtime *rt = w->rt;
+    if (rt->hosts > 1)
+        return false;
+    if (w->err.code)
+        atomic_store(&rt->mfail, true);
+    if (rt->nl > 1)
+        pthread_barrier_wait(&rt->xbar);
+    return atomic_load(&rt->mfail);
+}
+
+static void run_step(Worker *w)
+{
+    Runtime *rt = w->rt;
+    const Circuit *c = rt->c;
+    arena_reset(w->arena);
+    OpEnv env = {w->id, rt->W, rt->steps, w->arena, &w->ev};
+    memcpy(w->divzero0, w->divzero, sizeof(int64_t) * (size_t)c->nnodes);
+    w->ndivzero0 = w->ev.ndivzero;
+    for (int i = 0; i < c->nnodes; i++)
+        if (w->ops[i]->begin)
+            w->ops[i]->begin(w->ops[i], &env);
+
+    OpEnv menv = env;
+    menv.arena = w->morsel;
+    int64_t fed = run_morsels(w, &menv, -1);
+    if (phase1_failed(w)) {
+        /* the same morsels again, out of the sinks: nothing else kept them */
+        Err keep = w->err;
+        w->undo = true;
+        run_morsels(w, &menv, fed);
+        w->undo = false;
+        w->err = keep;
+        memcpy(w->divzero, w->divzero0, sizeof(int64_t) * (size_t)c->nnodes);
+        w->ev.ndivzero = w->ndivzero0;
+        for (int i = 0; i < c->nnodes; i++) {
+            w->ops[i]->out = op_empty(w->arena, c->nodes[i]);
+            if (w->ops[i]->step_end)
+                w->ops[i]->step_end(w->ops[i]);
+        }
+        return;
+    }
 
     /* the rest of the circuit, once, in node order */
     for (int i = 0; i < c->nnodes; i++) {
@@ -252,6 +338,7 @@ Runtime *rt_new_part(const Circuit *c, int W, int host, int hosts)
         w->ev.err = &w->err;
         w->ops = sl_calloc((size_t)c->nnodes, sizeof(Op *));
         w->divzero = sl_calloc((size_t)c->nnodes, sizeof(int64_t));
+        w->divzero0 = sl_calloc((size_t)c->nnodes, sizeof(int64_t));
         w->pushed = sl_calloc((size_t)c->nnodes, sizeof(bool));
         for (int i = 0; i < c->nnodes; i++)
             w->ops[i] = op_new(c, c->nodes[i], rt->x[i]);
@@ -281,6 +368,7 @@ void rt_free(Runtime *rt)
             op_free(w->ops[i]);
         sl_free(w->ops);
         sl_free(w->divzero);
+        sl_free(w->divzero0);
         sl_free(w->pushed);
         sl_free(w->input);
         arena_free(w->arena);
@@ -335,12 +423,15 @@ void rt_set_input(Runtime *rt, int w, int rel, Piece *list) { rt->w[w].input[rel
 
 int rt_step(Runtime *rt, Err *err)
 {
+    atomic_store(&rt->mfail, false);
     if (rt->nl > 1)
         pthread_barrier_wait(&rt->start);
     run_step(&rt->w[0]);
     if (rt->nl > 1)
         pthread_barrier_wait(&rt->done);
-    rt->steps++;
+    rt->rolled_back = atomic_load(&rt->mfail);
+    if (!rt->rolled_back)
+        rt->steps++;
     int rc = 0;
     for (int k = 0; k < rt->nl; k++) {
         Worker *w = &rt->w[k];
@@ -348,13 +439,45 @@ int rt_step(Runtime *rt, Err *err)
             rt->changed[n] |= w->pushed[n] || rt->steps == 1; /* step 0 creates state */
             w->pushed[n] = false;
         }
-        for (int r = 0; r < rt->c->nrels; r++)
-            w->input[r] = NULL;
         if (w->err.code && !rc) {
             rc = SL_ERUNTIME;
             err_set(err, SL_ERUNTIME, "%s", w->err.msg);
         }
+        err_clear(&w->err);
+        for (int r = 0; r < rt->c->nrels; r++)
+            w->input[r] = NULL;
     }
+    return rc;
+}
+
+bool rt_rolled_back(const Runtime *rt) { return rt->rolled_back; }
+
+int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err)
+{
+    Worker *w = &rt->w[0];
+    const Circuit *c = rt->c;
+    OpEnv env = {w->id, rt->W, rt->steps, w->morsel, &w->ev};
+    int64_t dz = w->ev.ndivzero;
+    memcpy(w->divzero0, w->divzero, sizeof(int64_t) * (size_t)c->nnodes);
+    err_clear(&w->err);
+    w->ev.arena = w->morsel;
+    for (int i = 0; i < c->nnodes && !w->err.code; i++) {
+        if (c->nodes[i]->k != OPK_SOURCE || c->nodes[i]->rel != rel)
+            continue;
+        for (int k = 0; k < c->nnodes; k++)
+            if (c->nodes[k]->k == OPK_SOURCE)
+                w->ops[k]->out = k == i ? rows : op_empty(w->morsel, c->nodes[k]);
+        for (int k = 0; k < c->nnodes; k++)
+            if (rt->sv[k] && c->nodes[k]->k != OPK_SOURCE)
+                eval_linear(w, &env, w->ops[k], rt->sv);
+    }
+    w->ev.arena = w->arena;
+    w->ev.ndivzero = dz;
+    memcpy(w->divzero, w->divzero0, sizeof(int64_t) * (size_t)c->nnodes);
+    int rc = 0;
+    if (w->err.code)
+        rc = err_set(err, SL_ERUNTIME, "%s", w->err.msg);
+    err_clear(&w->err);
     return rc;
 }
 

@@ -114,6 +114,10 @@ int api_transaction(Req *q, PipeCmd cmd)
         } else {
             cJSON_AddStringToObject(j, "status", "committed");
             cJSON_AddNumberToObject(j, "records", (double)res.records);
+            if (res.rejected) {
+                cJSON_AddNumberToObject(j, "rejected", (double)res.rejected);
+                cJSON_AddStringToObject(j, "rejected_error", res.msg);
+            }
             cJSON_AddNumberToObject(j, "step", (double)res.step);
         }
         break;
@@ -148,8 +152,12 @@ int api_index(Req *q)
     cJSON_AddStringToObject(j, "documentation", "docs/http.md");
     cJSON *t = cJSON_AddArrayToObject(j, "tables");
     cJSON *v = cJSON_AddArrayToObject(j, "views");
-    for (int i = 0; i < c->nrels; i++)
-        cJSON_AddItemToArray(c->rels[i].is_table ? t : v, cJSON_CreateString(c->rels[i].name));
+    for (int i = 0; i < c->nrels; i++) {
+        if (!strcmp(c->rels[i].name, PIPELINE_ERRORS_TABLE)) /* the pipeline's own */
+            cJSON_AddStringToObject(j, "errors_table", c->rels[i].name);
+        else
+            cJSON_AddItemToArray(c->rels[i].is_table ? t : v, cJSON_CreateString(c->rels[i].name));
+    }
     return req_json(q, MHD_HTTP_OK, j);
 }
 

@@ -100,7 +100,8 @@ int req_relation(Req *q, const char *prefix, const char *what)
     cJSON *known = cJSON_AddArrayToObject(d, "known");
     const Circuit *c = q->s->c;
     for (int i = 0; i < c->nrels; i++)
-        if (c->rels[i].is_table == !strcmp(what, "table"))
+        if (c->rels[i].is_table == !strcmp(what, "table") &&
+            strcmp(c->rels[i].name, PIPELINE_ERRORS_TABLE))
             cJSON_AddItemToArray(known, cJSON_CreateString(c->rels[i].name));
     cJSON_AddStringToObject(d, "name", name);
     if (!*name)

@@ -308,9 +308,13 @@ static int on_done(Req *q)
                          "the input queue is full (%s); nothing was taken: retry later",
                          "the pipeline is paused or behind");
     }
-    if (g->wait && token)
+    char rwhy[200] = "";
+    int64_t rejected = 0;
+    if (g->wait && token) {
         pipeline_token_wait(s->p, token);
-    if (!g->bad) {
+        rejected = pipeline_token_rejected(s->p, token, rwhy, sizeof(rwhy));
+    }
+    if (!g->bad && !rejected) {
         /* the common answer, without building a JSON tree */
         cJSON_Delete(errs);
         char *body = malloc(160);
@@ -328,6 +332,10 @@ static int on_done(Req *q)
     cJSON_AddNumberToObject(j, "token", (double)token);
     if (g->wait)
         cJSON_AddBoolToObject(j, "processed", true);
+    if (rejected) { /* parsed and taken, then refused by a runtime error */
+        cJSON_AddNumberToObject(j, "rejected", (double)rejected);
+        cJSON_AddStringToObject(j, "rejected_error", rwhy);
+    }
     return req_json(q, MHD_HTTP_OK, j);
 }
 
@@ -353,6 +361,10 @@ int ingress_begin(Req *q)
     if (!r->is_table)
         return req_error(q, MHD_HTTP_BAD_REQUEST, "NotATable", NULL,
                          "%s is a view; push rows into a table", r->name);
+    if (!strcmp(r->name, PIPELINE_ERRORS_TABLE))
+        return req_error(q, MHD_HTTP_BAD_REQUEST, "ReadOnlyTable", NULL,
+                         "%s holds the records the pipeline rejected; only the pipeline "
+                         "writes it", r->name);
     const char *fmt = req_arg(q, "format");
     const char *upd = req_arg(q, "update_format");
     bool bad = false;

@@ -46,6 +46,7 @@ int stats_json(Req *q)
     cJSON_AddNumberToObject(g, "total_input_records", (double)st.input_records);
     cJSON_AddNumberToObject(g, "total_input_bytes", (double)st.input_bytes);
     cJSON_AddNumberToObject(g, "total_processed_records", (double)st.processed_records);
+    cJSON_AddNumberToObject(g, "rejected_records", (double)st.rejected_records);
     cJSON_AddNumberToObject(g, "buffered_input_records", (double)st.buffered_records);
     cJSON_AddNumberToObject(g, "buffered_input_bytes", (double)st.buffered_bytes);
     cJSON_AddNumberToObject(g, "input_queue_limit_records", (double)st.queue_limit);
@@ -107,6 +108,7 @@ int stats_json(Req *q)
         cJSON_AddNumberToObject(m, "total_records", (double)ci->records);
         cJSON_AddNumberToObject(m, "total_bytes", (double)ci->bytes);
         cJSON_AddNumberToObject(m, "num_parse_errors", (double)ci->parse_errors);
+        cJSON_AddNumberToObject(m, "rejected_records", (double)ci->rejected);
         cJSON_AddNumberToObject(m, "buffered_records", (double)ci->buffered);
         cJSON_AddBoolToObject(m, "end_of_input", ci->end_of_input);
         cJSON_AddItemToObject(m, "processing_latency_ms", lat_json(&ci->latency));
@@ -297,6 +299,13 @@ int stats_prometheus(Req *q)
         buf_puts(&b, "sluice_connector_parse_errors_total");
         in_labels(&b, c, &st.in[k]);
         buf_printf(&b, "} %lld\n", (long long)st.in[k].parse_errors);
+    }
+    head(&b, "sluice_connector_rejected_records_total", "counter",
+         "Records rejected per input by a runtime error in a step (overflow, bad cast).");
+    for (int k = 0; k < st.nin; k++) {
+        buf_puts(&b, "sluice_connector_rejected_records_total");
+        in_labels(&b, c, &st.in[k]);
+        buf_printf(&b, "} %lld\n", (long long)st.in[k].rejected);
     }
     head(&b, "sluice_connector_buffered_records", "gauge",
          "Records received but not processed yet, per input.");

@@ -491,10 +491,18 @@ def test_integer_overflow_at_run_time(tmp_path):
     lines = ["CREATE TABLE t (a INT) %s;" % csv_input(path),
              "CREATE MATERIALIZED VIEW v AS SELECT a * 1000000000 AS x FROM t;"]
     prog = write_prog(tmp_path, lines)
+    # the default policy rejects the record that overflows and applies the rest
     p = run(["run", prog, "--until-done", "--no-progress", "--dump", str(tmp_path / "dump")])
+    assert p.returncode == 0, p.stderr
+    assert "rejected a record of table t: integer overflow" in p.stderr, p.stderr
+    assert sorted(read_dump(str(tmp_path / "dump" / "v.csv"))[1]) == [
+        ["1000000000"], ["2000000000"]]
+    # --on-error stop: the old behaviour, the pipeline stops with the error
+    p = run(["run", prog, "--until-done", "--no-progress", "--on-error", "stop",
+             "--dump", str(tmp_path / "dump2")])
     assert p.returncode == 1, p.stderr
     assert "overflow" in p.stderr.lower()
-    assert not os.path.exists(tmp_path / "dump" / "v.csv")
+    assert not os.path.exists(tmp_path / "dump2" / "v.csv")
 
 
 def test_integer_overflow_in_addition_after_aggregate(tmp_path):

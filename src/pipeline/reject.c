@@ -1,0 +1,306 @@
+/*
+ * pipeline/reject.c - poison records: when a step fails with a runtime
+ * error (overflow, invalid cast, ...) in a filter or projection over its
+ * input, the runtime undoes the step (rt_rolled_back, worker.c); this file
+ * finds the input rows that fail, takes them out of the pending input and
+ * reports them, so that the step can run again over the rest.
+ *
+ * Finding them: every relation's pending pieces are evaluated again
+ * through the linear operators that read that relation (rt_probe: pure,
+ * nothing pushed, no state touched), a morsel at a time; a morsel that
+ * fails is halved until single rows remain, so k bad rows among n cost
+ * O(n + k log n) row evaluations. The rows are row-local by construction
+ * (filters and projections see one row at a time), so a row that fails
+ * alone is exactly a row that makes the step fail.
+ *
+ * Taking them out: the relation's piece list is rebuilt from slices of the
+ * same chunks (and sub-ranges of generated pieces) around the bad rows.
+ * The journal already holds the step's original input; a replay fails the
+ * same way and rejects the same rows (the probe is deterministic), so the
+ * decision need not be journaled apart.
+ *
+ * Reporting: a log line per rejected row (the first few per step), the
+ * counters per input slot (statistics), per HTTP batch token (the ingress
+ * response of wait=true, the commit of a transaction), and a list of
+ * (relation, record text, error) the controller hands to the error
+ * relation sluice_errors when the program has one.
+ */
+#include <stdio.h>
+
+#include "../base/mem.h"
+#include "../io/format.h"
+#include "pipeline_int.h"
+
+#define PROBE_ROWS 65536
+#define LOG_PER_STEP 10
+
+/* A rejected record for the errors table. */
+typedef struct ErrRow {
+    int rel;
+    char *text, *why;
+} ErrRow;
+
+typedef struct Finder {
+    Pipeline *p;
+    int rel;
+    Arena *a;        /* slices and generated rows for probing */
+    int64_t *bad;    /* row indexes (of the current piece) that fail */
+    char **why;      /* ... and their errors */
+    int64_t nbad, capbad;
+    ErrRow *rows;    /* for the errors table */
+    int64_t nrows, caprows;
+} Finder;
+
+/* Rows [lo, hi) of c fail somewhere: narrow down to the single rows. */
+static void find_bad(Finder *f, const Chunk *c, int64_t base, int64_t lo, int64_t hi)
+{
+    Err e = {0};
+    Chunk *s = chunk_slice(f->a, c, lo, hi - lo);
+    if (!rt_probe(f->p->rt, f->rel, s, &e))
+        return;
+    if (hi - lo == 1) {
+        if (f->nbad == f->capbad) {
+            f->capbad = f->capbad ? f->capbad * 2 : 16;
+            f->bad = sl_realloc(f->bad, sizeof(int64_t) * (size_t)f->capbad);
+            f->why = sl_realloc(f->why, sizeof(char *) * (size_t)f->capbad);
+        }
+        f->bad[f->nbad] = base + lo;
+        f->why[f->nbad++] = sl_strdup(e.msg);
+        return;
+    }
+    int64_t mid = lo + (hi - lo) / 2;
+    find_bad(f, c, base, lo, mid);
+    find_bad(f, c, base, mid, hi);
+}
+
+/* Rows [off, off + n) of piece pc as a chunk in a. */
+static Chunk *piece_rows(const Relation *r, const Piece *pc, int64_t off, int64_t n, Arena *a)
+{
+    if (pc->chunk)
+        return chunk_slice(a, pc->chunk, off, n);
+    Chunk *c = chunk_new(a, r->ncol, r->types, n);
+    pc->fill(pc->src, pc->plan, pc->start + off, n, c, a);
+    if (pc->negate)
+        for (int64_t i = 0; i < c->n; i++)
+            c->w[i] = -c->w[i];
+    return c;
+}
+
+/* Piece for rows [off, off + n) of pc, in pd's arena. */
+static Piece *sub_piece(Pending *pd, const Piece *pc, int64_t off, int64_t n)
+{
+    Piece *q = arena_zalloc(pd->a, sizeof(*q));
+    *q = *pc;
+    q->next = NULL;
+    if (pc->chunk) {
+        q->chunk = chunk_slice(pd->a, pc->chunk, off, n);
+    } else {
+        q->start = pc->start + off;
+        q->count = n;
+    }
+    return q;
+}
+
+/* The statistics slot and HTTP batch each piece of relation rel came
+   from: units of rel cover its pieces in order, row counts tell where one
+   ends; HTTP batches own their pieces. */
+static void piece_origin(Pipeline *p, Pending *pd, int rel, const Piece *pc, int64_t *row0,
+                         int *slot, InBatch **batch)
+{
+    *slot = -1;
+    *batch = NULL;
+    int64_t seen = 0;
+    for (Unit *u = pd->units; u; u = u->next) {
+        if (u->rel != rel)
+            continue;
+        if (*row0 < seen + u->rows) {
+            *slot = u->slot;
+            break;
+        }
+        seen += u->rows;
+    }
+    for (InBatch *b = pd->batches; b; b = b->next) {
+        if (b->rel != rel)
+            continue;
+        for (Piece *q = b->head; q; q = q->next) {
+            if (q == pc) {
+                *batch = b;
+                return;
+            }
+            if (q == b->tail)
+                break;
+        }
+    }
+}
+
+static void note(Pipeline *p, Finder *f, int slot, InBatch *b, const Chunk *rows, int64_t r,
+                 const char *why, int64_t *logged)
+{
+    int rel = f->rel;
+    const Relation *R = &p->c->rels[rel];
+    RowSchema rs = {R->ncol, (const char *const *)R->colnames, R->types};
+    Buf text = {0};
+    fmt_json_row(&rs, rows, r, &text);
+    if (rows->w[r] < 0) { /* a deletion: say so, as the ingress format would */
+        Buf d = {0};
+        buf_printf(&d, "{\"delete\": %.*s}", (int)text.n, (const char *)text.p);
+        buf_free(&text);
+        text = d;
+    }
+    if (*logged < LOG_PER_STEP)
+        fprintf(stderr, "sluice: step %lld: rejected a record of table %s: %s: %.*s\n",
+                (long long)rt_steps(p->rt) + 1, R->name, why, (int)(text.n > 2000 ? 2000 : text.n),
+                (const char *)text.p);
+    (*logged)++;
+    pthread_mutex_lock(&p->mu);
+    if (slot >= 0)
+        p->slots[slot].rejected++;
+    p->rejected_total++;
+    snprintf(p->last_reject, sizeof(p->last_reject), "%s", why);
+    if (b)
+        rejects_note_token(&p->rej, b->token, why);
+    pthread_mutex_unlock(&p->mu);
+    if (b)
+        b->rejected++;
+    if (p->err_rel >= 0 && rel != p->err_rel) {
+        if (f->nrows == f->caprows) {
+            f->caprows = f->caprows ? f->caprows * 2 : 16;
+            f->rows = sl_realloc(f->rows, sizeof(ErrRow) * (size_t)f->caprows);
+        }
+        buf_putc(&text, 0);
+        f->rows[f->nrows++] = (ErrRow){rel, (char *)text.p, sl_strdup(why)};
+        return;
+    }
+    buf_free(&text);
+}
+
+/* A string copied into pd's arena. */
+static Str arena_str(Pending *pd, const char *s)
+{
+    size_t n = strlen(s);
+    char *d = arena_alloc(pd->a, n + 1);
+    memcpy(d, s, n + 1);
+    return (Str){d, (uint32_t)n};
+}
+
+/* The rejected records as rows of the errors table, in this step. */
+static void add_error_rows(Pipeline *p, Pending *pd, Finder *f)
+{
+    const Relation *E = &p->c->rels[p->err_rel];
+    Chunk *c = chunk_new(pd->a, E->ncol, E->types, f->nrows);
+    for (int64_t i = 0; i < f->nrows; i++) {
+        c->col[0].i[i] = rt_steps(p->rt) + 1;
+        c->col[1].s[i] = arena_str(pd, p->c->rels[f->rows[i].rel].name);
+        c->col[2].s[i] = arena_str(pd, f->rows[i].text);
+        c->col[3].s[i] = arena_str(pd, f->rows[i].why);
+        c->w[i] = 1;
+        sl_free(f->rows[i].text);
+        sl_free(f->rows[i].why);
+    }
+    c->n = f->nrows;
+    Piece *pc = arena_zalloc(pd->a, sizeof(*pc));
+    pc->chunk = c;
+    pend_append(p, pd, p->err_rel, pc, c->n);
+}
+
+int64_t reject_isolate(Pipeline *p, Pending *pd)
+{
+    int64_t total = 0, logged = 0;
+    Finder f = {.p = p, .a = arena_new(1 << 20)};
+    for (int rel = 0; rel < p->c->nrels; rel++) {
+        Seq *s = &pd->seq[rel];
+        if (!s->head || s->rows == 0 || rel == p->err_rel)
+            continue;
+        const Relation *R = &p->c->rels[rel];
+        f.rel = rel;
+        Piece *head = NULL, *tail = NULL;
+        int64_t row0 = 0, removed = 0;
+        bool changed = false;
+        for (Piece *pc = s->head; pc; pc = pc == s->tail ? NULL : pc->next) {
+            int64_t n = pc->chunk ? pc->chunk->n : pc->count;
+            int64_t keep_from = 0, nbad0 = 0;
+            f.nbad = 0;
+            for (int64_t off = 0; off < n; off += PROBE_ROWS) {
+                int64_t cnt = n - off < PROBE_ROWS ? n - off : PROBE_ROWS;
+                arena_reset(f.a);
+                Chunk *c = piece_rows(R, pc, off, cnt, f.a);
+                int64_t before = f.nbad;
+                find_bad(&f, c, off, 0, cnt);
+                if (f.nbad > before) {
+                    int slot;
+                    InBatch *b;
+                    int64_t at = row0;
+                    piece_origin(p, pd, rel, pc, &at, &slot, &b);
+                    for (int64_t k = before; k < f.nbad; k++)
+                        note(p, &f, slot, b, c, f.bad[k] - off, f.why[k], &logged);
+                }
+            }
+            /* the piece again, around its bad rows */
+            for (int64_t k = nbad0; k < f.nbad; k++) {
+                if (f.bad[k] > keep_from)
+                    piece_list_append(&head, &tail, sub_piece(pd, pc, keep_from,
+                                                              f.bad[k] - keep_from));
+                keep_from = f.bad[k] + 1;
+                sl_free(f.why[k]);
+            }
+            if (f.nbad == 0) {
+                Piece *q = arena_zalloc(pd->a, sizeof(*q));
+                *q = *pc;
+                q->next = NULL;
+                piece_list_append(&head, &tail, q);
+            } else {
+                changed = true;
+                if (keep_from < n)
+                    piece_list_append(&head, &tail, sub_piece(pd, pc, keep_from, n - keep_from));
+            }
+            removed += f.nbad;
+            row0 += n;
+        }
+        if (changed) {
+            s->head = head;
+            s->tail = tail;
+            s->rows -= removed;
+            pd->rows -= removed;
+            total += removed;
+        }
+    }
+    if (f.nrows)
+        add_error_rows(p, pd, &f);
+    sl_free(f.rows);
+    if (logged > LOG_PER_STEP)
+        fprintf(stderr, "sluice: step %lld: %lld more records rejected (not shown)\n",
+                (long long)rt_steps(p->rt) + 1, (long long)(logged - LOG_PER_STEP));
+    sl_free(f.bad);
+    sl_free(f.why);
+    arena_free(f.a);
+    return total;
+}
+
+/* ---- per-token rejections (the ingress response of wait=true) ---- */
+
+void rejects_note_token(Rejects *r, int64_t token, const char *why)
+{
+    for (int i = 0; i < REJECT_TOKENS; i++)
+        if (r->tok[i].token == token && r->tok[i].n > 0) {
+            r->tok[i].n++;
+            return;
+        }
+    RejTok *t = &r->tok[r->next++ % REJECT_TOKENS];
+    t->token = token;
+    t->n = 1;
+    snprintf(t->why, sizeof(t->why), "%s", why);
+}
+
+int64_t pipeline_token_rejected(Pipeline *p, int64_t token, char *why, size_t whylen)
+{
+    int64_t n = 0;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < REJECT_TOKENS; i++)
+        if (p->rej.tok[i].token == token && p->rej.tok[i].n > 0) {
+            n = p->rej.tok[i].n;
+            if (why && whylen)
+                snprintf(why, whylen, "%s", p->rej.tok[i].why);
+        }
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
