@@ -57,6 +57,11 @@ struct Op {
        nothing that the next begin() does not reset (only sinks, which
        integrate as they go, need it). */
     void (*unpush)(Op *op, OpEnv *env, int input, Chunk *c);
+    /* Rollback of a step that failed after finish(): restore the state as
+       it was before the step's begin(); called before step_end(). NULL when
+       the operator cannot (a failing step that gave it input then stops
+       the pipeline). Stateless operators need none. */
+    void (*undo)(Op *op);
     void (*step_end)(Op *op);
     void (*free)(Op *op);
     /* Checkpoints (NULL for stateless operators). save() appends the

@@ -17,6 +17,14 @@
  * by worker 0, present from the first step on: COUNT(*) is 0 and SUM is
  * NULL over an empty input, and stay so as the input empties again.
  *
+ * Rollback (undo): the first time a step touches a group its bytes are
+ * logged (a created group: its key); emit() never frees an old output
+ * encoding or deletes an emptied group during the step: old encodings go
+ * to the garbage list and emptied groups to the dead list, both acted on
+ * at step_end. undo() copies the logged bytes back, deletes the groups the
+ * step created, frees the encodings it made and rolls the MIN/MAX value
+ * traces back. Cost without an error: one copy of a touched group's bytes.
+ *
  * Checkpoint: batch 0 is a header (key "minmax<j>", weight = how many
  * spine batches of aggregate j's value multiset follow; absent when none),
  * batch 1 holds the groups, then each multiset's own spine batches
@@ -89,6 +97,12 @@ typedef struct AggSt {
     struct Local *local; /* reused local-combine tables */
     int *acols;          /* argument columns (ngroup .. nin-1) */
     bool has_str;        /* the output has string columns */
+    Buf undo;            /* groups as first touched this step: u32 klen, key, Group bytes */
+    Buf created;         /* groups created this step: u32 klen, key */
+    uint8_t **made;      /* output encodings allocated this step */
+    int64_t nmade, capm;
+    Group **dead;        /* groups emptied this step, deleted at step end */
+    int64_t ndead, capd;
     Batch *saved;        /* the groups as of the last save(), while unchanged */
 } AggSt;
 
@@ -359,6 +373,30 @@ static void fold_chunk(Op *op, AggSt *s, const Chunk *c, Local *l)
     }
 }
 
+/* Push p onto a growable pointer array. */
+static void ptr_add(void ***a, int64_t *n, int64_t *cap, void *p)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *a = sl_realloc(*a, sizeof(void *) * (size_t)*cap);
+    }
+    (*a)[(*n)++] = p;
+}
+
+/* Bytes of a Group with its accumulators (the map's payload). */
+static size_t group_size(const AggSt *s) { return sizeof(Group) + s->partsz - sizeof(Part); }
+
+/* Log group g (key k) before the step first changes it (undo). */
+static void log_group(AggSt *s, const uint8_t *k, size_t kn, const Group *g, bool created)
+{
+    uint32_t kl = (uint32_t)kn;
+    Buf *b = created ? &s->created : &s->undo;
+    buf_append(b, &kl, sizeof(kl));
+    buf_append(b, k, kn);
+    if (!created)
+        buf_append(b, g, group_size(s));
+}
+
 static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int64_t step)
 {
     bool created;
@@ -368,6 +406,9 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
         memcpy(g->key, k, kn);
         g->klen = (uint32_t)kn;
         g->touched = -1;
+        log_group(s, k, kn, g, true);
+    } else if (g->touched != step) {
+        log_group(s, k, kn, g, false);
     }
     g->p.count += p->count;
     for (int j = 0; j < s->naggs; j++) {
@@ -597,17 +638,13 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
             key_decode(g->out, n->types, n->ncol, co->c, 0, r);
             co->c->w[r] = -1;
             /* decoded strings point into the old encoding until the step
-               ends; without strings the values were copied */
-            if (s->has_str || !exists) {
-                if (s->has_str)
-                    add_garbage(s, g->out);
-                else
-                    sl_free(g->out);
-                g->out = NULL;
-            }
+               ends, and a rollback needs it back: freed at step end */
+            add_garbage(s, g->out);
+            g->out = NULL;
         }
         if (exists) {
-            g->out = sl_realloc(g->out, s->vb.n ? s->vb.n : 1);
+            g->out = sl_malloc(s->vb.n ? s->vb.n : 1);
+            ptr_add((void ***)&s->made, &s->nmade, &s->capm, g->out);
             if (s->vb.n) /* a global aggregate may have no columns */
                 memcpy(g->out, s->vb.p, s->vb.n);
             g->outlen = (uint32_t)s->vb.n;
@@ -615,10 +652,7 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
             key_decode(g->out, n->types, n->ncol, co->c, 0, r);
             co->c->w[r] = 1;
         } else {
-            uint8_t *k = g->key;
-            uint32_t kl = g->klen;
-            hmap_delete(s->groups, k, kl, sl_hash(k, kl)); /* frees g */
-            sl_free(k);
+            ptr_add((void ***)&s->dead, &s->ndead, &s->capd, g); /* deleted at step end */
         }
     }
     return 0;
@@ -749,15 +783,70 @@ static int finish_agg(Op *op, OpEnv *env)
     return rc;
 }
 
+/* Delete group g (emptied) from the map; frees its key. */
+static void delete_group(AggSt *s, Group *g)
+{
+    uint8_t *k = g->key;
+    uint32_t kl = g->klen;
+    hmap_delete(s->groups, k, kl, sl_hash(k, kl)); /* frees g */
+    sl_free(k);
+}
+
 static void step_end_agg(Op *op)
 {
     AggSt *s = op->st;
     for (int64_t i = 0; i < s->ngarbage; i++)
         sl_free(s->garbage[i]);
     s->ngarbage = 0;
+    for (int64_t i = 0; i < s->ndead; i++)
+        delete_group(s, s->dead[i]);
+    s->ndead = 0;
+    s->nmade = 0;
+    buf_reset(&s->undo);
+    buf_reset(&s->created);
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
             trace_step_end(s->minmax[j]);
+}
+
+/* Rollback of the step: every group as it was, none it created. */
+static void undo_agg(Op *op)
+{
+    AggSt *s = op->st;
+    size_t gsz = group_size(s);
+    for (size_t pos = 0; pos < s->undo.n;) {
+        uint32_t kl;
+        memcpy(&kl, s->undo.p + pos, sizeof(kl));
+        const uint8_t *k = s->undo.p + pos + sizeof(kl);
+        Group *g = hmap_find(s->groups, k, kl, sl_hash(k, kl));
+        if (g) /* always: deletions wait for step end */
+            memcpy(g, k + kl, gsz);
+        pos += sizeof(kl) + kl + gsz;
+    }
+    for (size_t pos = 0; pos < s->created.n;) {
+        uint32_t kl;
+        memcpy(&kl, s->created.p + pos, sizeof(kl));
+        const uint8_t *k = s->created.p + pos + sizeof(kl);
+        Group *g = hmap_find(s->groups, k, kl, sl_hash(k, kl));
+        if (g) /* always: deletions wait for step end */
+            delete_group(s, g);
+        pos += sizeof(kl) + kl;
+    }
+    for (int64_t i = 0; i < s->nmade; i++)
+        sl_free(s->made[i]);
+    s->nmade = 0;
+    s->ngarbage = 0; /* the groups own them again */
+    s->ndead = 0;
+    s->ntouched = 0;
+    buf_reset(&s->undo);
+    buf_reset(&s->created);
+    for (int j = 0; j < s->naggs; j++)
+        if (s->minmax[j])
+            trace_rollback(s->minmax[j]);
+    if (s->saved) {
+        batch_unref(s->saved);
+        s->saved = NULL;
+    }
 }
 
 static void free_agg(Op *op)
@@ -783,6 +872,10 @@ static void free_agg(Op *op)
     sl_free(s->gcols);
     sl_free(s->touched);
     sl_free(s->garbage);
+    sl_free(s->made);
+    sl_free(s->dead);
+    buf_free(&s->undo);
+    buf_free(&s->created);
     buf_free(&s->kb);
     buf_free(&s->vb);
     arena_free(s->scratch_arena);
@@ -1039,6 +1132,7 @@ int op_agg_init(Op *op)
     op->push = push_agg;
     op->finish = finish_agg;
     op->step_end = step_end_agg;
+    op->undo = undo_agg;
     op->free = free_agg;
     op->save = save_agg;
     op->load = load_agg;

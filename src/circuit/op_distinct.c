@@ -95,6 +95,13 @@ static void step_end_distinct(Op *op)
     trace_step_end(s->rows);
 }
 
+/* Rollback: the integral as before the step (trace.h). */
+static void undo_distinct(Op *op)
+{
+    DistinctSt *s = op->st;
+    trace_rollback(s->rows);
+}
+
 static void free_distinct(Op *op)
 {
     DistinctSt *s = op->st;
@@ -174,6 +181,7 @@ int op_distinct_init(Op *op)
     op->push = push_distinct;
     op->finish = finish_distinct;
     op->step_end = step_end_distinct;
+    op->undo = undo_distinct;
     op->free = free_distinct;
     op->save = save_distinct;
     op->load = load_distinct;

@@ -149,6 +149,14 @@ static int finish_join(Op *op, OpEnv *env)
     return 0;
 }
 
+/* Rollback: both integrals as before the step (trace.h). */
+static void undo_join(Op *op)
+{
+    JoinSt *s = op->st;
+    trace_rollback(s->t[0]);
+    trace_rollback(s->t[1]);
+}
+
 static void step_end_join(Op *op)
 {
     JoinSt *s = op->st;
@@ -269,6 +277,7 @@ int op_join_init(Op *op)
     op->push = push_join;
     op->finish = finish_join;
     op->step_end = step_end_join;
+    op->undo = undo_join;
     op->free = free_join;
     op->save = save_join;
     op->load = load_join;

@@ -9,6 +9,12 @@
  * source order and reads the other workers' outboxes in worker order, which
  * is the order the controller split the step's rows in.
  *
+ * Rollback (undo): every change of the step is logged as (key, the row
+ * before) and every encoding allocated in the step is listed; undo()
+ * restores the rows in reverse order, frees what the step allocated and
+ * forgets the retired encodings instead of freeing them. step_end() (the
+ * step stands) frees the retired ones and clears the logs.
+ *
  * Checkpoint: one batch of (key encoding, row encoding, weight 1), one
  * tuple per current row, built from the key index and kept while no row
  * changes, so checkpoints of an unchanged table share it.
@@ -28,6 +34,9 @@ typedef struct UpsertSt {
     HMap *rows;        /* key encoding -> Row */
     uint8_t **garbage; /* replaced encodings, freed at step end */
     int64_t ngarbage, capg;
+    uint8_t **made;    /* encodings allocated this step (freed by undo) */
+    int64_t nmade, capm;
+    Buf undo;          /* this step's changes: u32 kn, key, old enc pointer, u32 old n */
     Buf kb, vb;
     Batch *saved;      /* the rows as of the last save(), while unchanged */
 } UpsertSt;
@@ -39,6 +48,24 @@ static void retire(UpsertSt *s, uint8_t *p)
         s->garbage = sl_realloc(s->garbage, sizeof(uint8_t *) * (size_t)s->capg);
     }
     s->garbage[s->ngarbage++] = p;
+}
+
+static void made(UpsertSt *s, uint8_t *p)
+{
+    if (s->nmade == s->capm) {
+        s->capm = s->capm ? s->capm * 2 : 64;
+        s->made = sl_realloc(s->made, sizeof(uint8_t *) * (size_t)s->capm);
+    }
+    s->made[s->nmade++] = p;
+}
+
+/* Log the row of key k as it is before a change. */
+static void log_row(UpsertSt *s, const uint8_t *k, uint32_t kn, const Row *row)
+{
+    buf_append(&s->undo, &kn, sizeof(kn));
+    buf_append(&s->undo, k, kn);
+    buf_append(&s->undo, &row->enc, sizeof(row->enc));
+    buf_append(&s->undo, &row->n, sizeof(row->n));
 }
 
 static void emit(const CNode *n, ChunkOut *co, const uint8_t *enc, int64_t w)
@@ -92,6 +119,7 @@ static int finish_upsert(Op *op, OpEnv *env)
             for (int64_t k = 0; k < reps; k++) {
                 bool created;
                 Row *row = hmap_upsert(s->rows, r.k, r.kn, h, &created);
+                log_row(s, r.k, r.kn, row);
                 if (row->enc) {
                     emit(n, &co, row->enc, -1);
                     retire(s, row->enc);
@@ -99,6 +127,7 @@ static int finish_upsert(Op *op, OpEnv *env)
                 }
                 if (r.w > 0) {
                     row->enc = sl_malloc(r.vn);
+                    made(s, row->enc);
                     memcpy(row->enc, r.v, r.vn);
                     row->n = r.vn;
                     emit(n, &co, row->enc, 1);
@@ -123,6 +152,60 @@ static void step_end_upsert(Op *op)
     for (int64_t i = 0; i < s->ngarbage; i++)
         sl_free(s->garbage[i]);
     s->ngarbage = 0;
+    s->nmade = 0;
+    buf_reset(&s->undo);
+}
+
+/* Records of the undo log, in order. */
+typedef struct UndoRec {
+    const uint8_t *k;
+    uint32_t kn, n;
+    uint8_t *enc;
+} UndoRec;
+
+static void undo_upsert(Op *op)
+{
+    UpsertSt *s = op->st;
+    size_t nrec = 0, pos = 0;
+    while (pos < s->undo.n) { /* count, to walk them backwards */
+        uint32_t kn;
+        memcpy(&kn, s->undo.p + pos, sizeof(kn));
+        pos += sizeof(kn) + kn + sizeof(uint8_t *) + sizeof(uint32_t);
+        nrec++;
+    }
+    UndoRec *recs = sl_malloc(sizeof(UndoRec) * (nrec ? nrec : 1));
+    pos = 0;
+    for (size_t i = 0; i < nrec; i++) {
+        UndoRec *u = &recs[i];
+        memcpy(&u->kn, s->undo.p + pos, sizeof(u->kn));
+        pos += sizeof(u->kn);
+        u->k = s->undo.p + pos;
+        pos += u->kn;
+        memcpy(&u->enc, s->undo.p + pos, sizeof(u->enc));
+        pos += sizeof(u->enc);
+        memcpy(&u->n, s->undo.p + pos, sizeof(u->n));
+        pos += sizeof(u->n);
+    }
+    for (size_t i = nrec; i-- > 0;) {
+        const UndoRec *u = &recs[i];
+        uint64_t h = sl_hash(u->k, u->kn);
+        bool created;
+        Row *row = hmap_upsert(s->rows, u->k, u->kn, h, &created);
+        row->enc = u->enc;
+        row->n = u->n;
+        if (!u->enc)
+            hmap_delete(s->rows, u->k, u->kn, h);
+    }
+    sl_free(recs);
+    for (int64_t i = 0; i < s->nmade; i++)
+        sl_free(s->made[i]);
+    s->nmade = 0;
+    s->ngarbage = 0; /* the rows own them again */
+    buf_reset(&s->undo);
+    if (nrec && s->saved) {
+        batch_unref(s->saved);
+        s->saved = NULL;
+    }
 }
 
 static void free_upsert(Op *op)
@@ -137,6 +220,8 @@ static void free_upsert(Op *op)
         sl_free(((Row *)pl)->enc);
     hmap_free(s->rows);
     sl_free(s->garbage);
+    sl_free(s->made);
+    buf_free(&s->undo);
     buf_free(&s->kb);
     buf_free(&s->vb);
     if (s->saved)
@@ -221,6 +306,7 @@ int op_upsert_init(Op *op)
     op->push = push_upsert;
     op->finish = finish_upsert;
     op->step_end = step_end_upsert;
+    op->undo = undo_upsert;
     op->free = free_upsert;
     op->save = save_upsert;
     op->load = load_upsert;

@@ -412,9 +412,10 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
     /* a runtime error over the input: the step undid itself; run it again
        without the rows that fail (reject.c) */
     while (rc && p->H == 1 && rt_rolled_back(p->rt) && p->o.on_error == ONERR_REJECT) {
-        if (reject_isolate(p, pd) == 0) {
+        if (reject_isolate(p, pd) == 0 && reject_by_steps(p, pd, err) == 0) {
             char msg[sizeof(err->msg)];
             snprintf(msg, sizeof(msg), "%s", err->msg);
+            err_clear(err); /* the first error wins: this one replaces it */
             err_set(err, SL_ERUNTIME, "%.300s (no single input record fails alone: not rejected)",
                     msg);
             break;

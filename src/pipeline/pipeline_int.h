@@ -250,6 +250,11 @@ int sample_events(Pipeline *p, int rel, Piece *list, int64_t rows, int col, Aren
    pd, report them. Returns the rows taken out (0: none fails alone, the
    error lies elsewhere). Controller only. */
 int64_t reject_isolate(Pipeline *p, Pending *pd);
+/* When reject_isolate found nothing: reject, in input order, each row
+   that makes the step fail after the rows before it (dry steps, see
+   reject.c). Returns the rows rejected; 0 when none is to blame (or the
+   operators cannot undo). */
+int64_t reject_by_steps(Pipeline *p, Pending *pd, Err *err);
 /* Under mu: count a rejection against an HTTP batch token. */
 void rejects_note_token(Rejects *r, int64_t token, const char *why);
 

@@ -19,6 +19,14 @@
  * same way and rejects the same rows (the probe is deterministic), so the
  * decision need not be journaled apart.
  *
+ * When no row fails on its own (an aggregate's SUM past BIGINT, a product
+ * of joined columns), the rows are taken in order - relation by relation,
+ * pieces in order - and the failing prefix is found by bisection over dry
+ * steps (rt_step_dry: run, then undo whatever happened): the row that ends
+ * the longest prefix that succeeds is the one that makes the step fail; it
+ * is rejected and the search goes on past it. Each rejection costs about
+ * log2(rows) dry steps; only with every stateful operator able to undo.
+ *
  * Reporting: a log line per rejected row (the first few per step), the
  * counters per input slot (statistics), per HTTP batch token (the ingress
  * response of wait=true, the commit of a transaction), and a list of
@@ -274,6 +282,145 @@ int64_t reject_isolate(Pipeline *p, Pending *pd)
     sl_free(f.why);
     arena_free(f.a);
     return total;
+}
+
+/* ---- rejection by dry steps ---- */
+
+#define MAX_STEP_REJECTS 64
+
+/* Set pd's input to the first m rows (in relation order) of the original
+   pieces orig, leaving out the rows at the original indexes rej[0..nrej)
+   (ascending). New piece lists; the original pieces are untouched. */
+static void build_prefix(Pipeline *p, Pending *pd, const Seq *orig, const int64_t *rej,
+                         int64_t nrej, int64_t m)
+{
+    int64_t g = 0, k = 0; /* original index of the piece's first row; next rej */
+    for (int rel = 0; rel < p->c->nrels; rel++) {
+        Seq *out = &pd->seq[rel];
+        memset(out, 0, sizeof(*out));
+        for (Piece *pc = orig[rel].head; pc; pc = pc == orig[rel].tail ? NULL : pc->next) {
+            int64_t n = pc->chunk ? pc->chunk->n : pc->count;
+            int64_t from = 0;
+            while (from < n && m > 0) {
+                int64_t to = k < nrej && rej[k] < g + n ? rej[k] - g : n; /* next cut */
+                int64_t take = to - from < m ? to - from : m;
+                if (take > 0) {
+                    piece_list_append(&out->head, &out->tail, sub_piece(pd, pc, from, take));
+                    out->rows += take;
+                    m -= take;
+                }
+                if (to < n && take == to - from) { /* skip the rejected row */
+                    k++;
+                    from = to + 1;
+                } else {
+                    from = to;
+                }
+            }
+            while (k < nrej && rej[k] < g + n) /* (when m ran out) */
+                k++;
+            g += n;
+        }
+    }
+}
+
+/* Dry-run the first m remaining rows; 0 when they pass. */
+static int dry_prefix(Pipeline *p, Pending *pd, const Seq *orig, const int64_t *rej,
+                      int64_t nrej, int64_t m, Err *err)
+{
+    build_prefix(p, pd, orig, rej, nrej, m);
+    pend_set_input(p, pd);
+    return rt_step_dry(p->rt, err);
+}
+
+/* Original row i (in relation order): its relation, piece, offset in the
+   piece and the relation's row index of the piece's first row. */
+static Piece *locate(Pipeline *p, const Seq *orig, int64_t i, int *rel, int64_t *off,
+                     int64_t *row0)
+{
+    for (int r = 0; r < p->c->nrels; r++) {
+        int64_t base = 0;
+        for (Piece *q = orig[r].head; q; q = q == orig[r].tail ? NULL : q->next) {
+            int64_t n = q->chunk ? q->chunk->n : q->count;
+            if (i < n) {
+                *rel = r;
+                *off = i;
+                *row0 = base;
+                return q;
+            }
+            i -= n;
+            base += n;
+        }
+    }
+    return NULL;
+}
+
+int64_t reject_by_steps(Pipeline *p, Pending *pd, Err *err)
+{
+    (void)err;
+    if (!rt_can_undo(p->rt))
+        return 0;
+    int nrels = p->c->nrels;
+    Seq *orig = sl_malloc(sizeof(Seq) * (size_t)nrels);
+    memcpy(orig, pd->seq, sizeof(Seq) * (size_t)nrels);
+    int64_t total = 0, logged = 0, nrej = 0;
+    int64_t rej[MAX_STEP_REJECTS] = {0};
+    for (int r = 0; r < nrels; r++)
+        total += orig[r].rows;
+    Finder f = {.p = p, .a = arena_new(1 << 16)};
+    Err e = {0};
+    int64_t lo = 0; /* the first lo remaining rows pass */
+    if (dry_prefix(p, pd, orig, rej, 0, 0, &e))
+        goto out_restore; /* the step fails without input: no row to blame */
+    while (nrej < MAX_STEP_REJECTS) {
+        err_clear(&e);
+        if (!dry_prefix(p, pd, orig, rej, nrej, total - nrej, &e))
+            break; /* the rest passes */
+        Err why = e;
+        int64_t hi = total - nrej; /* the first hi remaining rows fail */
+        while (hi - lo > 1) {
+            int64_t mid = lo + (hi - lo) / 2;
+            err_clear(&e);
+            if (dry_prefix(p, pd, orig, rej, nrej, mid, &e)) {
+                hi = mid;
+                why = e;
+            } else {
+                lo = mid;
+            }
+        }
+        /* remaining row hi - 1 tips the step over: its original index */
+        int64_t i = hi - 1;
+        for (int64_t k = 0; k < nrej && rej[k] <= i; k++)
+            i++;
+        int rel;
+        int64_t off, row0;
+        Piece *pc = locate(p, orig, i, &rel, &off, &row0);
+        if (!pc)
+            break;
+        arena_reset(f.a);
+        Chunk *c = piece_rows(&p->c->rels[rel], pc, off, 1, f.a);
+        int slot;
+        InBatch *b;
+        int64_t at = row0 + off;
+        f.rel = rel;
+        piece_origin(p, pd, rel, pc, &at, &slot, &b);
+        note(p, &f, slot, b, c, 0, why.msg, &logged);
+        rej[nrej++] = i;
+        lo = hi - 1; /* the rows before the rejected one still pass */
+    }
+out_restore:
+    build_prefix(p, pd, orig, rej, nrej, total - nrej);
+    pd->rows -= nrej;
+    if (f.nrows)
+        add_error_rows(p, pd, &f);
+    sl_free(f.rows);
+    sl_free(orig);
+    arena_free(f.a);
+    if (nrej == MAX_STEP_REJECTS) {
+        fprintf(stderr, "sluice: step %lld: %d records rejected one by one; giving up on "
+                        "this step\n", (long long)rt_steps(p->rt) + 1, MAX_STEP_REJECTS);
+        return 0;
+    }
+    return nrej;
 }
 
 /* ---- per-token rejections (the ingress response of wait=true) ---- */

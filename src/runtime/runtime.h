@@ -84,6 +84,17 @@ bool rt_rolled_back(const Runtime *rt);
    SL_ERUNTIME with the first error otherwise. For finding the rows that
    made a rolled-back step fail. */
 int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err);
+/* Can every stateful operator undo a step (so rt_step_dry is safe)? */
+bool rt_can_undo(const Runtime *rt);
+/* Run the step set by rt_set_input and undo it whatever happens: 0 when it
+   would succeed, SL_ERUNTIME with the error otherwise. Needs rt_can_undo.
+   For finding the input records that make a step fail when no single
+   record fails on its own (an aggregate's overflow). */
+int rt_step_dry(Runtime *rt, Err *err);
+/* Testing undo(): while on, every rt_step first runs the step, fails it
+   at the end and undoes it (when every operator that took input can),
+   then runs it for real; results must be as without. */
+void rt_set_trial(Runtime *rt, bool on);
 int64_t rt_steps(const Runtime *rt);
 Op *rt_op(Runtime *rt, int w, int node);
 /* Checkpoints. rt_save appends the state of node's instance on worker w

@@ -26,13 +26,19 @@
  * morsels it fed again through the same pure linear operators and hands
  * the sinks' inputs to unpush() (op.h), which takes them out again, skips
  * phase 2 and leaves the step count alone: the state is exactly as before
- * the step, and rt_rolled_back() says so. The controller can then find the
- * failing rows with rt_probe() (linear operators only, nothing pushed) and
- * run the step again without them. A step without an error pays one flag
- * test, and with several workers one barrier wait.
+ * the step, and rt_rolled_back() says so. An error in phase 2 is undone
+ * the same way when every stateful operator that received input in the
+ * step can undo() (upserts, joins, aggregates and DISTINCT can; top-k and
+ * windows cannot yet): sinks unpush their phase-2
+ * inputs, the others undo, then phase 1 is withdrawn as above. The
+ * controller can then find the failing rows with rt_probe() (linear
+ * operators only, nothing pushed) and run the step again without them. A
+ * step without an error pays a flag test per phase, and with several
+ * workers two barrier waits.
  */
 #include "runtime.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -71,9 +77,12 @@ struct Runtime {
                                with an input that does) */
     bool *pv;               /* per node: carries post-phase data (a streamed
                                operator, or linear with an input that does) */
+    bool *probe_all;        /* per node: true (rt_probe reads every input) */
     bool quit;
     int64_t steps;
-    atomic_bool mfail;      /* a worker failed in phase 1 of this step */
+    atomic_bool mfail;      /* a worker failed in phase 1 (or 2) of this step */
+    atomic_bool stuck;      /* ... and an operator that cannot undo had input */
+    bool trial, inject;     /* rt_set_trial: fail the next run of the step */
     bool rolled_back;       /* the last step failed and was undone */
     bool *changed;          /* per node: received input since rt_clear_changed */
 };
@@ -221,6 +230,47 @@ static bool phase1_failed(Worker *w)
     return atomic_load(&rt->mfail);
 }
 
+/* Did phase 2 fail on any worker of this host, with every operator that
+   took input able to undo it? (One host only, as phase1_failed.) */
+static bool phase2_failed(Worker *w)
+{
+    Runtime *rt = w->rt;
+    const Circuit *c = rt->c;
+    if (rt->hosts > 1)
+        return false;
+    if (w->err.code)
+        atomic_store(&rt->mfail, true);
+    for (int i = 0; i < c->nnodes; i++) {
+        Op *op = w->ops[i];
+        if (w->pushed[i] && op->save && !op->undo && !op->unpush)
+            atomic_store(&rt->stuck, true);
+    }
+    if (rt->nl > 1)
+        pthread_barrier_wait(&rt->xbar);
+    if (rt->inject && !atomic_load(&rt->stuck))
+        return true; /* every worker reads the same flags */
+    return atomic_load(&rt->mfail) && !atomic_load(&rt->stuck);
+}
+
+/* Withdraw phase 1 (the first `fed` morsels) from the sinks, put the
+   counters back and end the step without a trace of it. */
+static void undo_phase1(Worker *w, OpEnv *menv, int64_t fed)
+{
+    const Circuit *c = w->rt->c;
+    Err keep = w->err;
+    w->undo = true;
+    run_morsels(w, menv, fed);
+    w->undo = false;
+    w->err = keep;
+    memcpy(w->divzero, w->divzero0, sizeof(int64_t) * (size_t)c->nnodes);
+    w->ev.ndivzero = w->ndivzero0;
+    for (int i = 0; i < c->nnodes; i++) {
+        w->ops[i]->out = op_empty(w->arena, c->nodes[i]);
+        if (w->ops[i]->step_end)
+            w->ops[i]->step_end(w->ops[i]);
+    }
+}
+
 static void run_step(Worker *w)
 {
     Runtime *rt = w->rt;
@@ -237,19 +287,7 @@ static void run_step(Worker *w)
     menv.arena = w->morsel;
     int64_t fed = run_morsels(w, &menv, -1);
     if (phase1_failed(w)) {
-        /* the same morsels again, out of the sinks: nothing else kept them */
-        Err keep = w->err;
-        w->undo = true;
-        run_morsels(w, &menv, fed);
-        w->undo = false;
-        w->err = keep;
-        memcpy(w->divzero, w->divzero0, sizeof(int64_t) * (size_t)c->nnodes);
-        w->ev.ndivzero = w->ndivzero0;
-        for (int i = 0; i < c->nnodes; i++) {
-            w->ops[i]->out = op_empty(w->arena, c->nodes[i]);
-            if (w->ops[i]->step_end)
-                w->ops[i]->step_end(w->ops[i]);
-        }
+        undo_phase1(w, &menv, fed);
         return;
     }
 
@@ -271,6 +309,19 @@ static void run_step(Worker *w)
             err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
         if (!op->out)
             op->out = op_empty(w->arena, n);
+    }
+    if (phase2_failed(w)) {
+        /* latest first: sinks give back their phase-2 input, operators
+           that can undo do, then phase 1 is withdrawn */
+        for (int i = c->nnodes; i-- > 0;) {
+            Op *op = w->ops[i];
+            if (op->unpush)
+                unpush_inputs(w, &env, op, rt->pv);
+            else if (op->undo)
+                op->undo(op);
+        }
+        undo_phase1(w, &menv, fed);
+        return;
     }
     for (int i = 0; i < c->nnodes; i++)
         if (w->ops[i]->step_end)
@@ -310,6 +361,8 @@ Runtime *rt_new_part(const Circuit *c, int W, int host, int hosts)
     rt->x = sl_calloc((size_t)c->nnodes, sizeof(Exchange *));
     rt->sv = sl_calloc((size_t)c->nnodes, sizeof(bool));
     rt->pv = sl_calloc((size_t)c->nnodes, sizeof(bool));
+    rt->probe_all = sl_calloc((size_t)c->nnodes, sizeof(bool));
+    memset(rt->probe_all, 1, sizeof(bool) * (size_t)c->nnodes);
     rt->changed = sl_calloc((size_t)c->nnodes, sizeof(bool));
     memset(rt->changed, 1, sizeof(bool) * (size_t)c->nnodes); /* nothing saved yet */
     for (int i = 0; i < c->nnodes; i++) {
@@ -379,6 +432,7 @@ void rt_free(Runtime *rt)
     sl_free(rt->x);
     sl_free(rt->sv);
     sl_free(rt->pv);
+    sl_free(rt->probe_all);
     sl_free(rt->changed);
     sl_free(rt->w);
     sl_free(rt);
@@ -421,15 +475,34 @@ int64_t rt_remote_bytes(const Runtime *rt)
 
 void rt_set_input(Runtime *rt, int w, int rel, Piece *list) { rt->w[w].input[rel] = list; }
 
-int rt_step(Runtime *rt, Err *err)
+/* Every worker runs the step once (its input stays set). */
+static void step_once(Runtime *rt)
 {
     atomic_store(&rt->mfail, false);
+    atomic_store(&rt->stuck, false);
     if (rt->nl > 1)
         pthread_barrier_wait(&rt->start);
     run_step(&rt->w[0]);
     if (rt->nl > 1)
         pthread_barrier_wait(&rt->done);
-    rt->rolled_back = atomic_load(&rt->mfail);
+    rt->rolled_back = (atomic_load(&rt->mfail) || rt->inject) && !atomic_load(&rt->stuck);
+}
+
+int rt_step(Runtime *rt, Err *err)
+{
+    if (rt->trial) { /* testing undo(): run, undo, run for real */
+        rt->inject = true;
+        step_once(rt);
+        rt->inject = false;
+        if (rt->rolled_back) {
+            for (int k = 0; k < rt->nl; k++)
+                for (int n = 0; n < rt->c->nnodes; n++)
+                    rt->w[k].pushed[n] = false;
+            step_once(rt);
+        }
+    } else {
+        step_once(rt);
+    }
     if (!rt->rolled_back)
         rt->steps++;
     int rc = 0;
@@ -450,6 +523,38 @@ int rt_step(Runtime *rt, Err *err)
     return rc;
 }
 
+void rt_set_trial(Runtime *rt, bool on) { rt->trial = on; }
+
+bool rt_can_undo(const Runtime *rt)
+{
+    const Worker *w = &rt->w[0];
+    if (rt->hosts > 1)
+        return false;
+    for (int i = 0; i < rt->c->nnodes; i++)
+        if (w->ops[i]->save && !w->ops[i]->undo && !w->ops[i]->unpush)
+            return false;
+    return true;
+}
+
+int rt_step_dry(Runtime *rt, Err *err)
+{
+    assert(rt_can_undo(rt));
+    rt->inject = true;
+    step_once(rt);
+    rt->inject = false;
+    int rc = 0;
+    for (int k = 0; k < rt->nl; k++) {
+        Worker *w = &rt->w[k];
+        memset(w->pushed, 0, sizeof(bool) * (size_t)rt->c->nnodes);
+        if (w->err.code && !rc)
+            rc = err_set(err, SL_ERUNTIME, "%s", w->err.msg);
+        err_clear(&w->err);
+        for (int r = 0; r < rt->c->nrels; r++)
+            w->input[r] = NULL;
+    }
+    return rc;
+}
+
 bool rt_rolled_back(const Runtime *rt) { return rt->rolled_back; }
 
 int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err)
@@ -460,16 +565,24 @@ int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err)
     int64_t dz = w->ev.ndivzero;
     memcpy(w->divzero0, w->divzero, sizeof(int64_t) * (size_t)c->nnodes);
     err_clear(&w->err);
+    arena_reset(w->morsel);
     w->ev.arena = w->morsel;
+    /* in node order (topological): rel's rows leave its source, and pass
+       a PRIMARY KEY upsert unchanged (its output is the rows it takes);
+       linear operators evaluate; everything else contributes nothing */
     for (int i = 0; i < c->nnodes && !w->err.code; i++) {
-        if (c->nodes[i]->k != OPK_SOURCE || c->nodes[i]->rel != rel)
-            continue;
-        for (int k = 0; k < c->nnodes; k++)
-            if (c->nodes[k]->k == OPK_SOURCE)
-                w->ops[k]->out = k == i ? rows : op_empty(w->morsel, c->nodes[k]);
-        for (int k = 0; k < c->nnodes; k++)
-            if (rt->sv[k] && c->nodes[k]->k != OPK_SOURCE)
-                eval_linear(w, &env, w->ops[k], rt->sv);
+        const CNode *n = c->nodes[i];
+        Op *op = w->ops[i];
+        bool linear = n->k == OPK_MAP || n->k == OPK_UNION || n->k == OPK_NEGATE;
+        if (n->k == OPK_SOURCE && n->rel == rel)
+            op->out = rows;
+        else if (n->k == OPK_UPSERT && c->nodes[n->in[0]]->k == OPK_SOURCE &&
+                 c->nodes[n->in[0]]->rel == rel)
+            op->out = rows;
+        else if (linear)
+            eval_linear(w, &env, op, rt->probe_all);
+        else
+            op->out = op_empty(w->morsel, n);
     }
     w->ev.arena = w->arena;
     w->ev.ndivzero = dz;
@@ -478,6 +591,8 @@ int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err)
     if (w->err.code)
         rc = err_set(err, SL_ERUNTIME, "%s", w->err.msg);
     err_clear(&w->err);
+    for (int i = 0; i < c->nnodes; i++) /* nothing may point into the probe */
+        w->ops[i]->out = NULL;
     return rc;
 }
 

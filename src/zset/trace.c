@@ -8,6 +8,10 @@
  * that was visible to readers (in the spine, or handed in by the caller)
  * and is merged away goes to the retired list until trace_step_end; merge
  * results that never left this file are freed at once.
+ *
+ * Rollback: the first insert after trace_step_end keeps references to the
+ * spine as it was (O(log N) references: the batches are immutable), so
+ * trace_rollback can put it back; trace_step_end drops them.
  */
 #include "trace.h"
 
@@ -18,6 +22,9 @@ struct Trace {
     int n, cap;
     Batch **retired;
     int nretired, capretired;
+    Batch **sp;    /* the spine before the step's first insert (own references) */
+    int nsp, capsp;
+    bool has_sp;   /* sp is set: an insert happened since trace_step_end */
 };
 
 Trace *trace_new(void)
@@ -36,6 +43,7 @@ void trace_free(Trace *t)
     trace_step_end(t);
     sl_free(t->spine);
     sl_free(t->retired);
+    sl_free(t->sp);
     sl_free(t);
 }
 
@@ -66,11 +74,32 @@ static void discard(Trace *t, Batch *cur, bool fresh)
         retire(t, cur);
 }
 
+/* Drop the savepoint's references. */
+static void drop_savepoint(Trace *t)
+{
+    for (int i = 0; i < t->nsp; i++)
+        batch_unref(t->sp[i]);
+    t->nsp = 0;
+    t->has_sp = false;
+}
+
 void trace_insert_take(Trace *t, Batch *b)
 {
     if (b->n == 0) {
         batch_unref(b); /* no bytes a reader could point into */
         return;
+    }
+    if (!t->has_sp) {
+        if (t->capsp < t->n) {
+            t->capsp = t->n;
+            t->sp = sl_realloc(t->sp, (size_t)t->capsp * sizeof(Batch *));
+        }
+        for (int i = 0; i < t->n; i++) {
+            batch_ref(t->spine[i]);
+            t->sp[i] = t->spine[i];
+        }
+        t->nsp = t->n;
+        t->has_sp = true;
     }
     Batch *cur = b;
     bool fresh = false;
@@ -93,6 +122,20 @@ void trace_step_end(Trace *t)
     for (int i = 0; i < t->nretired; i++)
         batch_unref(t->retired[i]);
     t->nretired = 0;
+    drop_savepoint(t);
+}
+
+void trace_rollback(Trace *t)
+{
+    if (!t->has_sp)
+        return;
+    for (int i = 0; i < t->n; i++)
+        batch_unref(t->spine[i]);
+    t->n = 0;
+    for (int i = 0; i < t->nsp; i++)
+        push(t, t->sp[i]); /* the savepoint's references move to the spine */
+    t->nsp = 0;
+    t->has_sp = false;
 }
 
 int64_t trace_count(const Trace *t)

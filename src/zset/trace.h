@@ -20,8 +20,12 @@ Trace *trace_new(void);
 void trace_free(Trace *t);
 /* Add batch b to the integral; takes ownership of the caller's reference. */
 void trace_insert_take(Trace *t, Batch *b);
-/* Release batches retired by merges since the last call. */
+/* Release batches retired by merges since the last call (the step
+   stands: trace_rollback can no longer undo its inserts). */
 void trace_step_end(Trace *t);
+/* Undo every insert since the last trace_step_end: the spine is again what
+   it was (a failed step's rollback). Call before trace_step_end. */
+void trace_rollback(Trace *t);
 
 /* Checkpoints: the spine's batches, oldest (largest) first (borrowed:
    batch_ref what you keep), and appending a saved batch back at the new
