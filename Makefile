@@ -72,15 +72,15 @@ debug: build/debug/sluice build/debug/sluice-slt
 # All tests: unit tests (cmocka) under ASan/UBSan, then end-to-end tests
 # (pytest) driving the debug binary.
 test: deps
-	@$(MAKE) --no-print-directory debug build/sluice-slt $(TEST_BIN) $(TOOL_BIN)
+	@$(MAKE) --no-print-directory debug build/sluice build/sluice-slt $(TEST_BIN) $(TOOL_BIN)
 	@sh scripts/run_unit.sh $(TEST_BIN)
-	@SLUICE_BIN=$(CURDIR)/build/debug/sluice SLUICE_TOOLS=$(CURDIR)/build/debug/tests SLUICE_SLT=$(CURDIR)/build/debug/sluice-slt SLUICE_SLT_RELEASE=$(CURDIR)/build/sluice-slt /usr/bin/pytest -q tests/e2e
+	@SLUICE_BIN=$(CURDIR)/build/debug/sluice SLUICE_RELEASE=$(CURDIR)/build/sluice SLUICE_TOOLS=$(CURDIR)/build/debug/tests SLUICE_SLT=$(CURDIR)/build/debug/sluice-slt SLUICE_SLT_RELEASE=$(CURDIR)/build/sluice-slt /usr/bin/pytest -q tests/e2e
 
 unit: debug $(TEST_BIN)
 	@sh scripts/run_unit.sh $(TEST_BIN)
 
-e2e: debug build/sluice-slt $(TOOL_BIN)
-	@SLUICE_BIN=$(CURDIR)/build/debug/sluice SLUICE_TOOLS=$(CURDIR)/build/debug/tests SLUICE_SLT=$(CURDIR)/build/debug/sluice-slt SLUICE_SLT_RELEASE=$(CURDIR)/build/sluice-slt /usr/bin/pytest -q tests/e2e
+e2e: debug build/sluice build/sluice-slt $(TOOL_BIN)
+	@SLUICE_BIN=$(CURDIR)/build/debug/sluice SLUICE_RELEASE=$(CURDIR)/build/sluice SLUICE_TOOLS=$(CURDIR)/build/debug/tests SLUICE_SLT=$(CURDIR)/build/debug/sluice-slt SLUICE_SLT_RELEASE=$(CURDIR)/build/sluice-slt /usr/bin/pytest -q tests/e2e
 
 # The demo: the bank program with 100M generated transactions, one worker
 # per core.

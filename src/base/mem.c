@@ -5,11 +5,34 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+/* What this thread is doing (mem_set_doing): a printf format and its two
+   numbers, read only when memory runs out. */
+static _Thread_local const char *doing;
+static _Thread_local int64_t doing_a, doing_b;
+
+void mem_set_doing(const char *what, int64_t a, int64_t b)
+{
+    doing = what;
+    doing_a = a;
+    doing_b = b;
+}
+
+/* Out of memory: say what this thread was doing and end the process with
+   status MEM_EXIT_OOM (nothing acknowledged is lost: with storage, the
+   restart resumes from the checkpoint and the journal). No unwinding: the
+   state of a half-done step is not worth saving. */
 static void oom(size_t n)
 {
-    fprintf(stderr, "sluice: out of memory allocating %zu bytes\n", n);
-    abort();
+    char what[256];
+    snprintf(what, sizeof(what), doing ? doing : "running", (long long)doing_a,
+             (long long)doing_b);
+    fprintf(stderr,
+            "sluice: out of memory allocating %zu bytes while %s (resident memory %.1f MB); "
+            "the pipeline stops (exit status %d)\n",
+            n, what, (double)mem_rss_bytes() / 1048576.0, MEM_EXIT_OOM);
+    _exit(MEM_EXIT_OOM);
 }
 
 void *sl_malloc(size_t n)

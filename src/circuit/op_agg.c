@@ -17,13 +17,15 @@
  * by worker 0, present from the first step on: COUNT(*) is 0 and SUM is
  * NULL over an empty input, and stay so as the input empties again.
  *
- * Rollback (undo): the first time a step touches a group its bytes are
- * logged (a created group: its key); emit() never frees an old output
- * encoding or deletes an emptied group during the step: old encodings go
- * to the garbage list and emptied groups to the dead list, both acted on
- * at step_end. undo() copies the logged bytes back, deletes the groups the
- * step created, frees the encodings it made and rolls the MIN/MAX value
- * traces back. Cost without an error: one copy of a touched group's bytes.
+ * Rollback (undo): the first time a step touches a group, a pointer to it
+ * and its bytes are logged (without string columns also its output row's
+ * bytes, which emit() rewrites in place; with them the old encoding waits
+ * in the garbage list until step end anyway); a created group is logged
+ * by pointer. Emptied groups are deleted at step end, not by emit(), so
+ * every logged pointer stays valid for the step. undo() copies the logged
+ * bytes back, deletes the groups the step created and rolls the MIN/MAX
+ * value traces back. Cost without an error: one copy of each touched
+ * group's bytes per step.
  *
  * Checkpoint: batch 0 is a header (key "minmax<j>", weight = how many
  * spine batches of aggregate j's value multiset follow; absent when none),
@@ -97,10 +99,10 @@ typedef struct AggSt {
     struct Local *local; /* reused local-combine tables */
     int *acols;          /* argument columns (ngroup .. nin-1) */
     bool has_str;        /* the output has string columns */
-    Buf undo;            /* groups as first touched this step: u32 klen, key, Group bytes */
-    Buf created;         /* groups created this step: u32 klen, key */
-    uint8_t **made;      /* output encodings allocated this step */
-    int64_t nmade, capm;
+    Buf undo;            /* groups as first touched this step: Group *, its bytes,
+                            without strings its output's bytes (outlen) */
+    Group **created;     /* groups created this step */
+    int64_t ncreated, capc;
     Group **dead;        /* groups emptied this step, deleted at step end */
     int64_t ndead, capd;
     Batch *saved;        /* the groups as of the last save(), while unchanged */
@@ -386,15 +388,17 @@ static void ptr_add(void ***a, int64_t *n, int64_t *cap, void *p)
 /* Bytes of a Group with its accumulators (the map's payload). */
 static size_t group_size(const AggSt *s) { return sizeof(Group) + s->partsz - sizeof(Part); }
 
-/* Log group g (key k) before the step first changes it (undo). */
-static void log_group(AggSt *s, const uint8_t *k, size_t kn, const Group *g, bool created)
+/* Log group g before the step first changes it (undo). */
+static void log_group(AggSt *s, Group *g)
 {
-    uint32_t kl = (uint32_t)kn;
-    Buf *b = created ? &s->created : &s->undo;
-    buf_append(b, &kl, sizeof(kl));
-    buf_append(b, k, kn);
-    if (!created)
-        buf_append(b, g, group_size(s));
+    size_t gsz = group_size(s), on = !s->has_str && g->out ? g->outlen : 0;
+    buf_reserve(&s->undo, sizeof(g) + gsz + on);
+    uint8_t *d = s->undo.p + s->undo.n;
+    memcpy(d, &g, sizeof(g));
+    memcpy(d + sizeof(g), g, gsz);
+    if (on)
+        memcpy(d + sizeof(g) + gsz, g->out, on);
+    s->undo.n += sizeof(g) + gsz + on;
 }
 
 static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int64_t step)
@@ -406,9 +410,9 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
         memcpy(g->key, k, kn);
         g->klen = (uint32_t)kn;
         g->touched = -1;
-        log_group(s, k, kn, g, true);
+        ptr_add((void ***)&s->created, &s->ncreated, &s->capc, g);
     } else if (g->touched != step) {
-        log_group(s, k, kn, g, false);
+        log_group(s, g);
     }
     g->p.count += p->count;
     for (int j = 0; j < s->naggs; j++) {
@@ -638,13 +642,17 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
             key_decode(g->out, n->types, n->ncol, co->c, 0, r);
             co->c->w[r] = -1;
             /* decoded strings point into the old encoding until the step
-               ends, and a rollback needs it back: freed at step end */
-            add_garbage(s, g->out);
-            g->out = NULL;
+               ends; without strings the values were copied */
+            if (s->has_str || !exists) {
+                if (s->has_str)
+                    add_garbage(s, g->out);
+                else
+                    sl_free(g->out);
+                g->out = NULL;
+            }
         }
         if (exists) {
-            g->out = sl_malloc(s->vb.n ? s->vb.n : 1);
-            ptr_add((void ***)&s->made, &s->nmade, &s->capm, g->out);
+            g->out = sl_realloc(g->out, s->vb.n ? s->vb.n : 1);
             if (s->vb.n) /* a global aggregate may have no columns */
                 memcpy(g->out, s->vb.p, s->vb.n);
             g->outlen = (uint32_t)s->vb.n;
@@ -801,9 +809,8 @@ static void step_end_agg(Op *op)
     for (int64_t i = 0; i < s->ndead; i++)
         delete_group(s, s->dead[i]);
     s->ndead = 0;
-    s->nmade = 0;
+    s->ncreated = 0;
     buf_reset(&s->undo);
-    buf_reset(&s->created);
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
             trace_step_end(s->minmax[j]);
@@ -815,31 +822,34 @@ static void undo_agg(Op *op)
     AggSt *s = op->st;
     size_t gsz = group_size(s);
     for (size_t pos = 0; pos < s->undo.n;) {
-        uint32_t kl;
-        memcpy(&kl, s->undo.p + pos, sizeof(kl));
-        const uint8_t *k = s->undo.p + pos + sizeof(kl);
-        Group *g = hmap_find(s->groups, k, kl, sl_hash(k, kl));
-        if (g) /* always: deletions wait for step end */
-            memcpy(g, k + kl, gsz);
-        pos += sizeof(kl) + kl + gsz;
+        Group *g;
+        memcpy(&g, s->undo.p + pos, sizeof(g));
+        const uint8_t *snap = s->undo.p + pos + sizeof(g);
+        uint8_t *cur = g->out; /* what emit() left, owned by the group */
+        memcpy(g, snap, gsz);
+        pos += sizeof(g) + gsz;
+        if (s->has_str) {
+            /* the old encoding waited in the garbage; a new one goes */
+            if (cur && cur != g->out)
+                sl_free(cur);
+        } else if (g->out) { /* rewritten in place (or freed): the bytes again */
+            g->out = sl_realloc(cur, g->outlen ? g->outlen : 1);
+            memcpy(g->out, s->undo.p + pos, g->outlen);
+            pos += g->outlen;
+        } else {
+            sl_free(cur);
+        }
     }
-    for (size_t pos = 0; pos < s->created.n;) {
-        uint32_t kl;
-        memcpy(&kl, s->created.p + pos, sizeof(kl));
-        const uint8_t *k = s->created.p + pos + sizeof(kl);
-        Group *g = hmap_find(s->groups, k, kl, sl_hash(k, kl));
-        if (g) /* always: deletions wait for step end */
-            delete_group(s, g);
-        pos += sizeof(kl) + kl;
+    for (int64_t i = 0; i < s->ncreated; i++) {
+        Group *g = s->created[i];
+        sl_free(g->out);
+        delete_group(s, g);
     }
-    for (int64_t i = 0; i < s->nmade; i++)
-        sl_free(s->made[i]);
-    s->nmade = 0;
+    s->ncreated = 0;
     s->ngarbage = 0; /* the groups own them again */
     s->ndead = 0;
     s->ntouched = 0;
     buf_reset(&s->undo);
-    buf_reset(&s->created);
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
             trace_rollback(s->minmax[j]);
@@ -872,10 +882,9 @@ static void free_agg(Op *op)
     sl_free(s->gcols);
     sl_free(s->touched);
     sl_free(s->garbage);
-    sl_free(s->made);
+    sl_free(s->created);
     sl_free(s->dead);
     buf_free(&s->undo);
-    buf_free(&s->created);
     buf_free(&s->kb);
     buf_free(&s->vb);
     arena_free(s->scratch_arena);

@@ -322,6 +322,7 @@ static void add_unit(Pipeline *p, Pending *pd, int slot, double arrival, int rel
  */
 static int64_t gather(Pipeline *p, Pending *pd, bool read_conns, int64_t http_max, Err *err)
 {
+    mem_set_doing("reading the input of step %lld", rt_steps(p->rt) + 1, 0);
     int64_t produced = 0;
     if (read_conns) {
         int active = 0;
@@ -405,6 +406,7 @@ static void tokens_done(Pipeline *p, int64_t tok)
    holds the step's inputs before it runs (before its outputs can leave). */
 int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
 {
+    mem_set_doing("journaling and splitting the input of step %lld", rt_steps(p->rt) + 1, 0);
     if (p->ft && ft_journal_step(p, pd, err))
         return err->code;
     pend_set_input(p, pd);
@@ -429,6 +431,7 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
     double t_end = pipe_now();
     p->rows += pd->rows;
     ft_step_done(p, pd);
+    mem_set_doing("delivering the outputs of step %lld", rt_steps(p->rt), 0);
     rc = p->quiet_outputs ? 0 : deliver(p, err);
     if (!rc && p->hooks.after_step)
         p->hooks.after_step(p->hooks.arg, p, rt_steps(p->rt));

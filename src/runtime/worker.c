@@ -285,6 +285,8 @@ static void run_step(Worker *w)
 
     OpEnv menv = env;
     menv.arena = w->morsel;
+    mem_set_doing("running step %lld (its input, through the filters and projections)",
+                  rt->steps + 1, 0);
     int64_t fed = run_morsels(w, &menv, -1);
     if (phase1_failed(w)) {
         undo_phase1(w, &menv, fed);
@@ -302,6 +304,8 @@ static void run_step(Worker *w)
                 op->out = op_empty(w->arena, n); /* its data went by in morsels */
             continue;
         }
+        mem_set_doing("running step %lld in operator node %lld (see sluice check)",
+                      rt->steps + 1, i);
         push_inputs(w, &env, op, rt->pv);
         op->out = NULL;
         /* finish even after an error: the other workers wait at its exchange */
@@ -310,6 +314,7 @@ static void run_step(Worker *w)
         if (!op->out)
             op->out = op_empty(w->arena, n);
     }
+    mem_set_doing("ending step %lld", rt->steps + 1, 0);
     if (phase2_failed(w)) {
         /* latest first: sinks give back their phase-2 input, operators
            that can undo do, then phase 1 is withdrawn */
