@@ -128,7 +128,6 @@ static __attribute__((noreturn)) void child_main(Store *st, Runtime *rt, int nno
     Err err = {0};
     StoreStats s0, s1;
     cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
-    avoid_previous(st, prev);
     store_stats(st, &s0);
     int first = rt_first_worker(rt);
     for (int lw = 0; lw < rt_workers(rt); lw++)
@@ -197,6 +196,11 @@ int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char 
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return err_set(err, SL_EIO, "checkpoint: pipe: %s", strerror(errno));
+    /* the files to avoid are found here, not in the child: a child of a
+       threaded process should allocate as little as it can */
+    cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
+    avoid_previous(st, prev);
+    cJSON_Delete(prev);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {

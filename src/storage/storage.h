@@ -187,6 +187,8 @@ int log_cut_tail(Store *st, const char *name, uint64_t at, Err *err);
    journal-write, batch-write, manifest-write, log-truncate, log-sync, and
    "write" for every write. Returns the errno to fail with, or 0. */
 int store_fault_due(const char *point);
+/* Read SLUICE_FAULT again and restart the counts (tests; not thread-safe). */
+void store_fault_reload(void);
 
 /* The fault-injection hook (see above), for other writers of the store
    (the journal, later). */

@@ -100,6 +100,14 @@ static void fault_parse(void)
     }
 }
 
+void store_fault_reload(void)
+{
+    pthread_once(&fault_once, fault_parse);
+    memset(fault_rule, 0, sizeof(fault_rule));
+    fault_nrules = 0;
+    fault_parse();
+}
+
 int store_fault_due(const char *point)
 {
     pthread_once(&fault_once, fault_parse);
@@ -404,7 +412,7 @@ int store_open(const char *dir, Store **out, Err *err)
     if (dfd < 0)
         return err_set(err, SL_EIO, "storage: cannot open directory %s: %s", dir,
                        strerror(errno));
-    int lfd;
+    int lfd = -1;
     if ((rc = lock_dir(dir, dfd, &lfd, err)) != 0) {
         close(dfd);
         return rc;
