@@ -65,34 +65,38 @@ static int64_t jint(const cJSON *o, const char *k)
                : 0;
 }
 
-/* Tell the store which files the checkpoint before this one uses (those
-   of prev, a "state" array, and of the newest manifest in the store), so
-   that this one takes their twins: two kept checkpoints share no file. */
-static void avoid_previous(Store *st, const cJSON *prev)
+/* Tell the store which files the checkpoint that stays kept beside this
+   one uses (the newest manifest of a step before `step`: one of the same
+   step is replaced by this one), so that this one takes their twins: two
+   kept checkpoints share no file. A store that holds no manifest at all
+   (an S3 follower's cache) avoids the files of prev (a "state" array). */
+static void avoid_previous(Store *st, const cJSON *prev, int64_t step)
 {
     size_t n = 0, cap = 64;
     const char **v = sl_malloc(cap * sizeof(char *));
     const cJSON *e, *f;
     cJSON *m = NULL;
-    uint64_t step;
-    char *json = NULL;
+    uint64_t mstep;
+    char *json = NULL, **names;
+    int nm = 0;
     Err err = {0};
-    if (store_latest_manifest(st, &step, &json, NULL, &err) == 0 && json)
+    if (store_manifest_before(st, (uint64_t)step, &mstep, &json, NULL, &err) == 0 && json)
         m = cJSON_Parse(json);
     sl_free(json);
-    const cJSON *lists[2] = {prev, cJSON_GetObjectItemCaseSensitive(m, "state")};
-    for (int k = 0; k < 2; k++)
-        cJSON_ArrayForEach(e, lists[k])
+    if (store_list(st, "manifest-", &names, &nm, &err) == 0)
+        store_list_free(names, nm);
+    const cJSON *list = m ? cJSON_GetObjectItemCaseSensitive(m, "state") : nm ? NULL : prev;
+    cJSON_ArrayForEach(e, list)
+    {
+        cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
         {
-            cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
-            {
-                if (!cJSON_IsString(f))
-                    continue;
-                if (n == cap)
-                    v = sl_realloc(v, (cap *= 2) * sizeof(char *));
-                v[n++] = f->valuestring;
-            }
+            if (!cJSON_IsString(f))
+                continue;
+            if (n == cap)
+                v = sl_realloc(v, (cap *= 2) * sizeof(char *));
+            v[n++] = f->valuestring;
         }
+    }
     store_set_avoid(st, v, n);
     sl_free(v);
     cJSON_Delete(m);
@@ -199,7 +203,7 @@ int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char 
     /* the files to avoid are found here, not in the child: a child of a
        threaded process should allocate as little as it can */
     cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
-    avoid_previous(st, prev);
+    avoid_previous(st, prev, rt_steps(rt)); /* the checkpoint's step */
     cJSON_Delete(prev);
     fflush(NULL);
     pid_t pid = fork();
@@ -340,7 +344,7 @@ static int collect_child(Ft *ft, CkJob *j, Err *err)
 static int reuse_state(Store *st, CkJob *j, Err *err)
 {
     cJSON *state = cJSON_Parse(j->reuse);
-    avoid_previous(st, state);
+    avoid_previous(st, NULL, j->step);
     StoreStats s0, s1;
     store_stats(st, &s0);
     int rc = 0;
