@@ -13,10 +13,18 @@
  * its files; when no step ran at all, its state is reused without a fork.
  * The controller collects the finished job at a later step boundary.
  *
- * At start-up ft_open restores the newest checkpoint that loads (a corrupt
- * file sends it to the one before, saying so), refuses storage written by
- * another program, and has journal.c read the journal and ingress log
- * after it. Layout of the files: ft_int.h; user view:
+ * The two kept checkpoints share no file: before the child forks, the
+ * store is told the files of the checkpoint that stays kept beside the new
+ * one (avoid_previous), and the new one takes the twin name of each of
+ * them (storage.h), copying a reused file (checksum verified; a damaged
+ * one is saved again from memory) once, and then reusing that copy.
+ *
+ * At start-up ft_open restores the newest checkpoint that loads (every
+ * manifest field checked; a malformed manifest or a corrupt file sends it
+ * to the one before, saying so), refuses storage written by another
+ * program, refuses to start when checkpoints exist but none loads (unless
+ * the logs reach back to the beginning), and has journal.c read the
+ * journal and ingress log after it. Layout of the files: ft_int.h; user view:
  * docs/fault-tolerance.md.
  */
 #include <cjson/cJSON.h>

@@ -18,6 +18,16 @@
  * order) and synced before the request is acknowledged (group commit).
  * At restart, records after the checkpoint's watermark feed the journaled
  * steps that consumed them, and the rest go back into the queue.
+ *
+ * Faults. A failed append is cut back by the log (storage/log.c) and is
+ * not acknowledged: the push gets PIPE_IOERR (503) and /status shows why
+ * (ft_storage_note) until an append works again. A journal write that
+ * fails makes the step wait and retry, so a full disk pauses the pipeline
+ * instead of ending it. At restart every field of every record is checked
+ * before use (counts against the program and the record's length, row
+ * encodings against their lengths); only the last record of the last
+ * segment may fail to verify (a torn tail, cut off), anything else is
+ * corruption and the start is refused, naming file and offset.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -185,43 +195,45 @@ static int journal_write(Pipeline *p, Pending *pd, int kind, Err *err)
     Ft *ft = p->ft;
     if (!ft || ft->mode != FT_EXACTLY_ONCE || p->replaying)
         return 0;
-    /* the HTTP input this step takes, and the outputs before it, are
-       durable before the journal says the step happened */
-    if (pd->max_seq > 0) {
-        pthread_mutex_lock(&p->mu);
-        Log *ing = ft->ingress;
-        log_ref(ing);
-        pthread_mutex_unlock(&p->mu);
-        int rc = log_sync(ing, UINT64_MAX, err);
-        log_release(ing);
-        if (rc)
-            return rc;
-    }
-    for (int j = 0; j < p->cs.nout; j++)
-        if (output_sync(p->cs.out[j], err))
-            return err->code;
     Buf b = BUF_INIT;
     put_record(p, pd, kind, &b);
-    /* a full or failing disk makes the step wait, not the pipeline exit:
-       the append cut the log back to its last whole record, so trying
-       again is safe; a stop gives up (the step has not run) */
+    /* a full or failing disk makes the step wait, not the pipeline exit: a
+       failed append cut the log back to its last whole record, so trying
+       again is safe (a record appended whole is not appended again, only
+       synced); a stop gives up (the step has not run) */
     int rc;
+    bool appended = false, failed = false;
     for (double wait = 0.01;; wait = wait < 1 ? wait * 2 : 1) {
-        rc = log_append(ft->journal, b.p, b.n, "journal", NULL, err);
+        rc = 0;
+        /* the HTTP input this step takes, and the outputs before it, are
+           durable before the journal says the step happened */
+        if (pd->max_seq > 0) {
+            pthread_mutex_lock(&p->mu);
+            Log *ing = ft->ingress;
+            log_ref(ing);
+            pthread_mutex_unlock(&p->mu);
+            rc = log_sync(ing, UINT64_MAX, err);
+            log_release(ing);
+        }
+        for (int j = 0; j < p->cs.nout && !rc; j++)
+            rc = output_sync(p->cs.out[j], err);
+        if (!rc && !appended)
+            appended = (rc = log_append(ft->journal, b.p, b.n, "journal", NULL, err)) == 0;
         if (!rc)
             rc = log_sync(ft->journal, UINT64_MAX, err);
         if (!rc || pipeline_stop_requested(p))
             break;
         char why[512];
         snprintf(why, sizeof(why), "%.440s; steps wait until it works", err->msg);
-        if (!atomic_load(&ft->storage_bad))
+        if (!failed)
             fprintf(stderr, "sluice: storage failing: %s\n", why);
+        failed = true;
         ft_storage_note(ft, why);
         *err = (Err){0};
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
         nanosleep(&ts, NULL);
     }
-    if (!rc && atomic_load(&ft->storage_bad)) {
+    if (!rc && failed) {
         fprintf(stderr, "sluice: storage works again; steps continue\n");
         ft_storage_note(ft, NULL);
     }

@@ -19,6 +19,12 @@
  * and a read decompresses in one call into the new batch block, where the
  * four arrays lie end to end in that order.
  *
+ * The same bytes may also live under the twin name batch-<hash>-1.slb
+ * (storage.h, store_set_avoid): a put takes the name the previous
+ * checkpoint does not use, copying the file it has (checksum verified)
+ * rather than compressing again; an existing file is reused only once its
+ * checksum verifies, else it is written again.
+ *
  * A batch read back is one sl_malloc block laid out as batch.c lays it out
  * (header, off, w, klen, data), so batch_unref and batch_bytes work on it.
  */

@@ -1,7 +1,13 @@
 /*
  * storage/store.c - the storage directory: its lock, atomic publication of
- * files (temp + fsync + rename + directory fsync), manifests, pruning and
- * the crash-injection hook. The batch file format is in batchfile.c.
+ * files (temp + fsync + rename + directory fsync), manifests, pruning, the
+ * twin names that keep two checkpoints from sharing a file, and the crash
+ * and I/O fault injection hooks. The batch file format is in batchfile.c.
+ *
+ * The lock is an exclusive flock on a descriptor of the directory itself,
+ * held as long as the Store is open; LOCK only tells a second opener the
+ * holder's pid. Deleting or replacing LOCK therefore frees nothing. Every
+ * file is created 0600 and every directory 0700.
  *
  * A manifest file is the caller's JSON text, a newline, then one line
  *   #sluice-manifest v1 xxh64=<16 hex>
