@@ -462,6 +462,46 @@ def test_a_malformed_only_checkpoint_is_passed_over_when_the_logs_reach_back(
     assert_exactly(rows, range(10))
 
 
+def rewrite_record(path, index, change):
+    """Replace the payload of a log record by change(payload), with a valid
+    checksum: the bytes verify, their fields are nonsense."""
+    data = bytearray(open(path, "rb").read())
+    off, n = log_records(path)[index]
+    payload = change(bytes(data[off + 16:off + n]))
+    rec = data[off:off + 4] + len(payload).to_bytes(4, "little") + \
+        xxh64(payload).to_bytes(8, "little") + payload
+    open(path, "wb").write(bytes(data[:off]) + bytes(rec) + bytes(data[off + n:]))
+
+
+MALFORMED_RECORDS = {
+    # journal: kind u32, step, seq_hi, nin u32, per input 56 bytes, nout u32, offsets
+    "journal_huge_output_count": ("journal-", lambda b: b[:-4] + (0x7fffffff).to_bytes(4, "little")),
+    "journal_kind": ("journal-", lambda b: (9).to_bytes(4, "little") + b[4:]),
+    "journal_cut_short": ("journal-", lambda b: b[:10]),
+    # ingress: seq, rel u32, rows, then rows
+    "ingress_huge_row_count": ("ingress-", lambda b: b[:12] + (1 << 40).to_bytes(8, "little") + b[20:]),
+    "ingress_no_table": ("ingress-", lambda b: b[:8] + (77).to_bytes(4, "little") + b[12:]),
+    "ingress_row_length": ("ingress-", lambda b: b[:20 + 9] + (1 << 30).to_bytes(4, "little") + b[33:]),
+    "ingress_row_encoding": ("ingress-", lambda b: b[:-1]),
+}
+
+
+@pytest.mark.parametrize("how", sorted(MALFORMED_RECORDS))
+def test_a_malformed_log_record_with_a_valid_checksum_is_an_error_not_a_crash(
+        http_pipeline, tmp_path, how):
+    prefix, change = MALFORMED_RECORDS[how]
+    st = tmp_path / "st"
+    p = http_pipeline(PROG, "--storage", st, "--checkpoint-interval", "0")
+    for k in range(3):
+        assert push(p, range(k * 10, k * 10 + 10)).status_code == 200
+    kill9(p)
+    seg = [s for s in segments(st, prefix) if os.path.getsize(st / s) > 0][0]
+    rewrite_record(st / seg, 0, change)
+    res = start_fails(http_pipeline, tmp_path, PROG, st)
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert "malformed" in res.stderr and seg in res.stderr, res.stderr[-2000:]
+
+
 # ---------------------------------------------------------------- (f) permissions
 
 def test_storage_files_are_private_to_the_user(http_pipeline, tmp_path):
