@@ -21,7 +21,7 @@ import time
 import pytest
 import requests
 
-from conftest import read_dump
+from conftest import read_dump, run
 
 PROG = """
 CREATE TABLE t (id BIGINT NOT NULL, v INT);
@@ -69,9 +69,8 @@ def assert_exactly(rows, acked, refused=()):
     assert not dup, "ids reflected more than once: %s" % list(dup.items())[:20]
 
 
-def start_fails(http_pipeline_unused, tmp_path, prog, storage, env=None):
-    """Run the pipeline on storage expecting it to refuse to start."""
-    from conftest import run
+def start_fails(tmp_path, prog, storage):
+    """Run the pipeline on storage (expected to refuse to start)."""
     path = tmp_path / "refused.sql"
     path.write_text(prog)
     res = run(["run", path, "--storage", storage, "--until-done", "--no-progress"])
@@ -235,7 +234,7 @@ def test_a_flipped_byte_in_the_middle_of_a_log_refuses_the_start(http_pipeline, 
     recs = log_records(st / seg[0])
     assert len(recs) >= 3, recs
     flip(st / seg[0], recs[0][0] + 20)
-    res = start_fails(http_pipeline, tmp_path, PROG, st)
+    res = start_fails(tmp_path, PROG, st)
     assert res.returncode == 1, res.stderr[-2000:]
     assert "corrupt" in res.stderr and seg[0] in res.stderr, res.stderr[-2000:]
     assert "offset 0" in res.stderr, res.stderr[-2000:]
@@ -347,7 +346,7 @@ def test_checkpoints_that_all_fail_to_load_refuse_the_start_naming_the_file(
     names = [f for f in os.listdir(st) if f.startswith("batch-")]
     for f in names:
         flip(st / f, os.path.getsize(st / f) // 2)
-    res = start_fails(http_pipeline, tmp_path, TWO, st)
+    res = start_fails(tmp_path, TWO, st)
     assert res.returncode == 1, res.stderr[-3000:]
     assert "none of them can be loaded" in res.stderr, res.stderr[-3000:]
     assert any(n in res.stderr for n in names), res.stderr[-3000:]
@@ -384,17 +383,17 @@ def test_deleting_the_lock_file_does_not_let_a_second_pipeline_in(http_pipeline,
     st = tmp_path / "st"
     p = http_pipeline(PROG, "--storage", st, "--checkpoint-interval", "0")
     os.unlink(st / "LOCK")
-    res = start_fails(http_pipeline, tmp_path, PROG, st)
+    res = start_fails(tmp_path, PROG, st)
     assert res.returncode == 1, res.stderr[-2000:]
     assert "in use by another pipeline" in res.stderr, res.stderr[-2000:]
     (st / "LOCK").write_text("")  # an emptied LOCK file does not help either
-    res = start_fails(http_pipeline, tmp_path, PROG, st)
+    res = start_fails(tmp_path, PROG, st)
     assert res.returncode == 1 and "in use by another pipeline" in res.stderr
     assert p.proc.poll() is None
     p.stop()
     # once it is gone, the storage opens (and names its pid while held)
     q = http_pipeline(PROG, "--storage", st, name="next")
-    res = start_fails(http_pipeline, tmp_path, PROG, st)
+    res = start_fails(tmp_path, PROG, st)
     assert "(pid %d)" % q.proc.pid in res.stderr, res.stderr[-2000:]
     q.stop()
 
@@ -439,7 +438,7 @@ def test_a_malformed_manifest_with_a_valid_checksum_is_an_error_not_a_crash(
     rewrite_manifest(st / name, MALFORMED[how])
     for f in segments(st, "ingress-") + segments(st, "journal-"):
         os.unlink(st / f)  # the checkpoint is the only copy of the state
-    res = start_fails(http_pipeline, tmp_path, PROG, st)
+    res = start_fails(tmp_path, PROG, st)
     assert res.returncode == 1, res.stderr[-2000:]
     assert name in res.stderr and "malformed" in res.stderr, res.stderr[-2000:]
     assert "none of them can be loaded" in res.stderr, res.stderr[-2000:]
@@ -475,13 +474,16 @@ def rewrite_record(path, index, change):
 
 MALFORMED_RECORDS = {
     # journal: kind u32, step, seq_hi, nin u32, per input 56 bytes, nout u32, offsets
-    "journal_huge_output_count": ("journal-", lambda b: b[:-4] + (0x7fffffff).to_bytes(4, "little")),
+    "journal_huge_output_count": ("journal-",
+                                  lambda b: b[:-4] + (0x7fffffff).to_bytes(4, "little")),
     "journal_kind": ("journal-", lambda b: (9).to_bytes(4, "little") + b[4:]),
     "journal_cut_short": ("journal-", lambda b: b[:10]),
     # ingress: seq, rel u32, rows, then rows
-    "ingress_huge_row_count": ("ingress-", lambda b: b[:12] + (1 << 40).to_bytes(8, "little") + b[20:]),
+    "ingress_huge_row_count": ("ingress-",
+                               lambda b: b[:12] + (1 << 40).to_bytes(8, "little") + b[20:]),
     "ingress_no_table": ("ingress-", lambda b: b[:8] + (77).to_bytes(4, "little") + b[12:]),
-    "ingress_row_length": ("ingress-", lambda b: b[:20 + 9] + (1 << 30).to_bytes(4, "little") + b[33:]),
+    "ingress_row_length": ("ingress-",
+                           lambda b: b[:20 + 9] + (1 << 30).to_bytes(4, "little") + b[33:]),
     "ingress_row_encoding": ("ingress-", lambda b: b[:-1]),
 }
 
@@ -497,7 +499,7 @@ def test_a_malformed_log_record_with_a_valid_checksum_is_an_error_not_a_crash(
     kill9(p)
     seg = [s for s in segments(st, prefix) if os.path.getsize(st / s) > 0][0]
     rewrite_record(st / seg, 0, change)
-    res = start_fails(http_pipeline, tmp_path, PROG, st)
+    res = start_fails(tmp_path, PROG, st)
     assert res.returncode == 1, res.stderr[-2000:]
     assert "malformed" in res.stderr and seg in res.stderr, res.stderr[-2000:]
 
