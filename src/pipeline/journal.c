@@ -93,6 +93,10 @@ int ft_rotate(Pipeline *p, int64_t step, Err *err)
     Ft *ft = p->ft;
     char name[96];
     if (ft->mode == FT_EXACTLY_ONCE) {
+        /* a segment whose end could not be cut back after a failed write is
+           never let go: a later segment must not follow a torn record */
+        if (ft->journal && log_sync(ft->journal, UINT64_MAX, err))
+            return err->code;
         snprintf(name, sizeof(name), "journal-%020lld-%016" PRIx64 ".log", (long long)step,
                  uniq());
         Log *l;
