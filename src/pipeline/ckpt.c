@@ -13,10 +13,18 @@
  * its files; when no step ran at all, its state is reused without a fork.
  * The controller collects the finished job at a later step boundary.
  *
- * At start-up ft_open restores the newest checkpoint that loads (a corrupt
- * file sends it to the one before, saying so), refuses storage written by
- * another program, and has journal.c read the journal and ingress log
- * after it. Layout of the files: ft_int.h; user view:
+ * The two kept checkpoints share no file: before the child forks, the
+ * store is told the files of the checkpoint that stays kept beside the new
+ * one (avoid_previous), and the new one takes the twin name of each of
+ * them (storage.h), copying a reused file (checksum verified; a damaged
+ * one is saved again from memory) once, and then reusing that copy.
+ *
+ * At start-up ft_open restores the newest checkpoint that loads (every
+ * manifest field checked; a malformed manifest or a corrupt file sends it
+ * to the one before, saying so), refuses storage written by another
+ * program, refuses to start when checkpoints exist but none loads (unless
+ * the logs reach back to the beginning), and has journal.c read the
+ * journal and ingress log after it. Layout of the files: ft_int.h; user view:
  * docs/fault-tolerance.md.
  */
 #include <cjson/cJSON.h>
@@ -57,6 +65,51 @@ static void job_free(CkJob *j)
     sl_free(j);
 }
 
+static int64_t jint(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) && v->valuedouble >= -9e15 && v->valuedouble <= 9e15
+               ? (int64_t)v->valuedouble
+               : 0;
+}
+
+/* Tell the store which files the checkpoint that stays kept beside this
+   one uses (the newest manifest of a step before `step`: one of the same
+   step is replaced by this one), so that this one takes their twins: two
+   kept checkpoints share no file. A store that holds no manifest at all
+   (an S3 follower's cache) avoids the files of prev (a "state" array). */
+static void avoid_previous(Store *st, const cJSON *prev, int64_t step)
+{
+    size_t n = 0, cap = 64;
+    const char **v = sl_malloc(cap * sizeof(char *));
+    const cJSON *e, *f;
+    cJSON *m = NULL;
+    uint64_t mstep;
+    char *json = NULL, **names;
+    int nm = 0;
+    Err err = {0};
+    if (store_manifest_before(st, (uint64_t)step, &mstep, &json, NULL, &err) == 0 && json)
+        m = cJSON_Parse(json);
+    sl_free(json);
+    if (store_list(st, "manifest-", &names, &nm, &err) == 0)
+        store_list_free(names, nm);
+    const cJSON *list = m ? cJSON_GetObjectItemCaseSensitive(m, "state") : nm ? NULL : prev;
+    cJSON_ArrayForEach(e, list)
+    {
+        cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
+        {
+            if (!cJSON_IsString(f))
+                continue;
+            if (n == cap)
+                v = sl_realloc(v, (cap *= 2) * sizeof(char *));
+            v[n++] = f->valuestring;
+        }
+    }
+    store_set_avoid(st, v, n);
+    sl_free(v);
+    cJSON_Delete(m);
+}
+
 /* ---------------------------------------------------------------- the child */
 
 static void child_write(int fd, const char *s, size_t n)
@@ -83,34 +136,45 @@ static void child_write(int fd, const char *s, size_t n)
 static __attribute__((noreturn)) void child_main(Store *st, Runtime *rt, int nnodes,
                                                  const bool *dirty, const char *prev_state, int fd)
 {
-    Buf out = BUF_INIT;
+    Buf out = BUF_INIT, mine = BUF_INIT;
     Err err = {0};
     StoreStats s0, s1;
-    store_stats(st, &s0);
-    /* nodes that received no input since the last checkpoint keep its files */
     cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
-    unsigned long long kept = 0;
+    store_stats(st, &s0);
     int first = rt_first_worker(rt);
     for (int lw = 0; lw < rt_workers(rt); lw++)
         for (int n = 0; n < nnodes; n++) {
             int w = first + lw; /* manifests name global workers */
+            /* nodes that received no input since the last checkpoint keep
+               its files (under their twin names: kept checkpoints share no
+               file); one whose file turns out damaged is saved again */
             if (!dirty[n] && prev) {
                 const cJSON *e, *f;
-                bool found = false;
+                bool found = false, ok = true;
+                buf_reset(&mine);
                 cJSON_ArrayForEach(e, prev)
                 {
-                    if (cJSON_GetObjectItem(e, "node")->valueint != n ||
-                        cJSON_GetObjectItem(e, "worker")->valueint != w)
+                    if (jint(e, "node") != n || jint(e, "worker") != w)
                         continue;
                     found = true;
                     cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
                     {
-                        buf_printf(&out, "%d %d %s\n", w, n, f->valuestring);
-                        kept++;
+                        char name[STORE_NAME_MAX];
+                        Err re = {0};
+                        if (ok && (!cJSON_IsString(f) ||
+                                   store_reuse_batch(st, f->valuestring, name, &re))) {
+                            ok = false;
+                            fprintf(stderr, "sluice: checkpoint: %s; saving that state again\n",
+                                    re.code ? re.msg : "a malformed file list");
+                        }
+                        if (ok)
+                            buf_printf(&mine, "%d %d %s\n", w, n, name);
                     }
                 }
-                if (found)
+                if (found && ok) {
+                    buf_append(&out, mine.p, mine.n);
                     continue;
+                }
             }
             BatchList l = {0};
             int rc = rt_save(rt, lw, n, &l);
@@ -132,7 +196,7 @@ static __attribute__((noreturn)) void child_main(Store *st, Runtime *rt, int nno
     store_stats(st, &s1);
     buf_printf(&out, "OK %llu %llu %llu\n",
                (unsigned long long)(s1.batches_written - s0.batches_written),
-               (unsigned long long)(s1.batches_reused - s0.batches_reused) + kept,
+               (unsigned long long)(s1.batches_reused - s0.batches_reused),
                (unsigned long long)(s1.bytes_written - s0.bytes_written));
     child_write(fd, (const char *)out.p, out.n);
     _exit(0);
@@ -144,6 +208,11 @@ int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char 
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return err_set(err, SL_EIO, "checkpoint: pipe: %s", strerror(errno));
+    /* the files to avoid are found here, not in the child: a child of a
+       threaded process should allocate as little as it can */
+    cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
+    avoid_previous(st, prev, rt_steps(rt)); /* the checkpoint's step */
+    cJSON_Delete(prev);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -277,6 +346,41 @@ static int collect_child(Ft *ft, CkJob *j, Err *err)
     return rc;
 }
 
+/* The state of the last checkpoint again (j->reuse) into j->state, each
+   file under its twin name (copied when missing): kept checkpoints share
+   no file. A damaged file fails the checkpoint (the next saves it all). */
+static int reuse_state(Store *st, CkJob *j, Err *err)
+{
+    cJSON *state = cJSON_Parse(j->reuse);
+    avoid_previous(st, NULL, j->step);
+    StoreStats s0, s1;
+    store_stats(st, &s0);
+    int rc = 0;
+    cJSON *e, *f;
+    cJSON_ArrayForEach(e, state)
+    {
+        cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
+        {
+            char name[STORE_NAME_MAX];
+            if (rc || !cJSON_IsString(f))
+                continue;
+            if (!(rc = store_reuse_batch(st, f->valuestring, name, err)) &&
+                !cJSON_SetValuestring(f, name))
+                rc = err_set(err, SL_EIO, "checkpoint: out of memory renaming %s", name);
+        }
+    }
+    store_stats(st, &s1);
+    j->reused += (int64_t)(s1.batches_reused - s0.batches_reused);
+    j->bytes += (int64_t)(s1.bytes_written - s0.bytes_written);
+    if (!rc) {
+        char *text = cJSON_PrintUnformatted(state);
+        j->state = sl_strdup(text ? text : "[]");
+        cJSON_free(text);
+    }
+    cJSON_Delete(state);
+    return rc;
+}
+
 /* Finish job j on the writer thread: the state (from the child, or the
    previous checkpoint's when nothing changed), then the manifest. */
 static void write_job(Ft *ft, CkJob *j)
@@ -285,8 +389,8 @@ static void write_job(Ft *ft, CkJob *j)
     Err err = {0};
     int rc = 0;
     if (j->reuse) {
-        j->state = j->reuse;
-        j->reuse = NULL;
+        /* no step ran: the same state, under the files' twin names */
+        rc = reuse_state(ft->st, j, &err);
     } else {
         rc = collect_child(ft, j, &err);
     }
@@ -612,8 +716,22 @@ int ft_tick(Pipeline *p, bool final, Err *err)
     pthread_mutex_lock(&ft->mu);
     ft->requested = false;
     pthread_mutex_unlock(&ft->mu);
-    if (start_job(p, req ? seq : 0, err))
-        return err->code;
+    if (start_job(p, req ? seq : 0, err)) {
+        if (final)
+            return err->code;
+        /* e.g. a full disk: the checkpoint fails, the pipeline goes on
+           (what is acknowledged is in the logs) and tries again later */
+        pthread_mutex_lock(&ft->mu);
+        snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.200s",
+                 (long long)rt_steps(p->rt), err->msg);
+        if (req)
+            ft->req_failed = seq;
+        pthread_mutex_unlock(&ft->mu);
+        fprintf(stderr, "sluice: %s\n", ft->failure);
+        ft->last_time = pipe_now();
+        *err = (Err){0};
+        return 0;
+    }
     if (final) {
         job_wait(p);
         collect_job(p);
@@ -666,16 +784,11 @@ void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out)
     out->last_bytes = ft->done_bytes;
     out->in_progress = ft->job && !ft->job_done;
     snprintf(out->failure, sizeof(out->failure), "%s", ft->failure);
+    snprintf(out->storage_error, sizeof(out->storage_error), "%s", ft->storage_error);
     pthread_mutex_unlock(&ft->mu);
 }
 
 /* ---------------------------------------------------------------- restore */
-
-static int64_t jint(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
-}
 
 /* Load the state of manifest m into p->rt. SL_EIO (err says why) when a
    file is corrupt or does not fit the program: the caller falls back. */
@@ -764,6 +877,18 @@ int ckpt_load_state(Store *st, Runtime *rt, int nn, const cJSON *state, int W0, 
     return rc ? SL_EIO : 0;
 }
 
+/* Does manifest m (manifest_check passed) fit the program's connectors? */
+static int positions_fit(Pipeline *p, const cJSON *m, Err *err)
+{
+    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(m, "inputs");
+    const cJSON *outs = cJSON_GetObjectItemCaseSensitive(m, "outputs");
+    if (cJSON_GetArraySize(ins) != p->cs.nin || cJSON_GetArraySize(outs) != p->cs.nout)
+        return err_set(err, SL_EIO, "the checkpoint has %d inputs and %d outputs, the program "
+                       "%d and %d", cJSON_GetArraySize(ins), cJSON_GetArraySize(outs),
+                       p->cs.nin, p->cs.nout);
+    return 0;
+}
+
 /* Positions and counters of manifest m. */
 static int load_positions(Pipeline *p, const cJSON *m, Err *err)
 {
@@ -814,6 +939,112 @@ static int truncate_outputs(Pipeline *p, const cJSON *m, Err *err)
     return 0;
 }
 
+/* An integer member within [lo, hi]; false (why names it) otherwise. */
+static bool int_field(const cJSON *o, const char *k, int64_t lo, int64_t hi, bool required,
+                      const char *where, char *why, size_t whyn)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!v && !required)
+        return true;
+    if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble || v->valuedouble < (double)lo ||
+        v->valuedouble > (double)hi || v->valuedouble != (double)(int64_t)v->valuedouble) {
+        snprintf(why, whyn, "field \"%s\"%s%s is %s (an integer in [%lld, %lld] expected)", k,
+                 where ? " of " : "", where ? where : "",
+                 !v ? "missing" : "out of range or not an integer", (long long)lo,
+                 (long long)hi);
+        return false;
+    }
+    return true;
+}
+
+/* Check every field of manifest m that a restart uses (types, ranges,
+   counts); false with why naming the field. The checksum only says the
+   file is as written: a manifest is still data from disk. */
+static bool manifest_check(const cJSON *m, char *why, size_t whyn)
+{
+    const int64_t big = (int64_t)1 << 53;
+    char where[64];
+    if (!cJSON_IsObject(m)) {
+        snprintf(why, whyn, "not a JSON object");
+        return false;
+    }
+    if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "fingerprint"))) {
+        snprintf(why, whyn, "field \"fingerprint\" is missing or not a string");
+        return false;
+    }
+    if (!int_field(m, "workers", 1, 4096, true, NULL, why, whyn) ||
+        !int_field(m, "hosts", 1, 4096, false, NULL, why, whyn) ||
+        !int_field(m, "nodes", 0, 1 << 20, true, NULL, why, whyn) ||
+        !int_field(m, "step", 0, big, false, NULL, why, whyn) ||
+        !int_field(m, "rows", 0, big, false, NULL, why, whyn) ||
+        !int_field(m, "txn_id", 0, big, false, NULL, why, whyn) ||
+        !int_field(m, "ingress_seq", 0, big, false, NULL, why, whyn))
+        return false;
+    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(m, "inputs");
+    const cJSON *outs = cJSON_GetObjectItemCaseSensitive(m, "outputs");
+    const cJSON *state = cJSON_GetObjectItemCaseSensitive(m, "state");
+    if (!cJSON_IsArray(ins) || !cJSON_IsArray(outs) || !cJSON_IsArray(state)) {
+        snprintf(why, whyn, "field \"%s\" is missing or not an array",
+                 !cJSON_IsArray(ins) ? "inputs" : !cJSON_IsArray(outs) ? "outputs" : "state");
+        return false;
+    }
+    int i = 0;
+    const cJSON *e, *v;
+    cJSON_ArrayForEach(e, ins)
+    {
+        snprintf(where, sizeof(where), "inputs[%d]", i++);
+        const cJSON *pos = cJSON_GetObjectItemCaseSensitive(e, "pos");
+        if (!cJSON_IsObject(e) || cJSON_GetArraySize(pos) != 2 || !cJSON_IsArray(pos)) {
+            snprintf(why, whyn, "%s is not an object with a two-number \"pos\"", where);
+            return false;
+        }
+        cJSON_ArrayForEach(v, pos)
+        {
+            if (cJSON_IsNumber(v) && v->valuedouble >= -9e18 && v->valuedouble <= 9e18)
+                continue; /* NaN fails both */
+            snprintf(why, whyn, "%s.pos holds something that is not a 64-bit integer", where);
+            return false;
+        }
+        if (!int_field(e, "rows", 0, big, false, where, why, whyn) ||
+            !int_field(e, "errors", 0, big, false, where, why, whyn) ||
+            !int_field(e, "bytes", 0, big, false, where, why, whyn))
+            return false;
+    }
+    i = 0;
+    cJSON_ArrayForEach(e, outs)
+    {
+        snprintf(where, sizeof(where), "outputs[%d]", i++);
+        if (!cJSON_IsObject(e) || !int_field(e, "offset", 0, big, true, where, why, whyn) ||
+            !int_field(e, "records", 0, big, false, where, why, whyn) ||
+            !int_field(e, "bytes", 0, big, false, where, why, whyn)) {
+            if (!cJSON_IsObject(e))
+                snprintf(why, whyn, "%s is not an object", where);
+            return false;
+        }
+    }
+    i = 0;
+    cJSON_ArrayForEach(e, state)
+    {
+        snprintf(where, sizeof(where), "state[%d]", i++);
+        const cJSON *files = cJSON_GetObjectItemCaseSensitive(e, "files");
+        if (!cJSON_IsObject(e) || !cJSON_IsArray(files)) {
+            snprintf(why, whyn, "%s is not an object with a \"files\" array", where);
+            return false;
+        }
+        if (!int_field(e, "node", 0, 1 << 20, true, where, why, whyn) ||
+            !int_field(e, "worker", 0, 4095, true, where, why, whyn))
+            return false;
+        cJSON_ArrayForEach(v, files)
+        {
+            if (cJSON_IsString(v) && store_is_batch_name(v->valuestring))
+                continue;
+            snprintf(why, whyn, "%s.files holds something that is not a batch file name", where);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Refuse storage written by another program or worker count. */
 static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
 {
@@ -835,6 +1066,30 @@ static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
         return err_set(err, SL_ECONFIG, "storage %s: the checkpoint's circuit has %lld nodes, "
                        "this program's %d", dir, (long long)jint(m, "nodes"), p->c->nnodes);
     return 0;
+}
+
+/* Do the logs hold everything since the beginning (the first ingress
+   segment starts at sequence number 1, and in exactly_once the first
+   journal segment at step 0), so that starting from scratch and replaying
+   them loses nothing? */
+static bool logs_from_start(Ft *ft)
+{
+    if (ft->mode == FT_NONE)
+        return false;
+    const char *prefix[2] = {"ingress-", "journal-"};
+    long long first[2] = {1, 0};
+    for (int k = 0; k < (ft->mode == FT_EXACTLY_ONCE ? 2 : 1); k++) {
+        char **names;
+        int n;
+        Err e = {0};
+        if (store_list(ft->st, prefix[k], &names, &n, &e))
+            return false;
+        bool ok = n > 0 && strtoll(names[0] + strlen(prefix[k]), NULL, 10) <= first[k];
+        store_list_free(names, n);
+        if (!ok)
+            return false;
+    }
+    return true;
 }
 
 static void *writer_start(Pipeline *p)
@@ -864,6 +1119,8 @@ int ft_open(Pipeline *p, Err *err)
     uint64_t below = UINT64_MAX, step = 0;
     cJSON *m = NULL;
     bool remote_loaded = false;
+    char *failures = NULL; /* why each checkpoint tried could not be loaded */
+    int rc0;
     for (;;) {
         char *json = NULL, *skipped = NULL;
         int rc = store_manifest_before(ft->st, below, &step, &json, &skipped, err);
@@ -871,23 +1128,31 @@ int ft_open(Pipeline *p, Err *err)
             fprintf(stderr, "sluice: storage: %s", skipped);
             sl_free(skipped);
         }
-        if (rc)
+        if (rc) {
+            sl_free(failures);
             return rc;
+        }
         if (!json)
             break;
         m = cJSON_Parse(json);
         sl_free(json);
-        if (!m)
-            return err_set(err, SL_EIO, "storage %s: manifest of step %llu does not parse", dir,
-                           (unsigned long long)step);
-        if (check_identity(p, m, (int64_t)step, err)) {
+        char why[400];
+        Err le = {0};
+        int rrc = 0;
+        if (!manifest_check(m, why, sizeof(why))) {
+            rrc = err_set(&le, SL_EIO, "storage file %s/manifest-%llu.json is malformed: %s",
+                          dir, (unsigned long long)step, why);
+        } else if (check_identity(p, m, (int64_t)step, err)) {
             cJSON_Delete(m);
+            sl_free(failures);
             return err->code;
         }
-        Err le = {0};
         int w0 = (int)jint(m, "workers");
-        int rrc = ckpt_load_state(ft->st, p->rt, p->c->nnodes,
+        if (!rrc)
+            rrc = ckpt_load_state(ft->st, p->rt, p->c->nnodes,
                                   cJSON_GetObjectItemCaseSensitive(m, "state"), w0, &le);
+        if (!rrc)
+            rrc = positions_fit(p, m, &le);
         if (!rrc && p->H > 1) { /* every other host loads its share */
             char *stext = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
             rrc = dist_restore(p, (int64_t)step, stext ? stext : "[]", w0, &le);
@@ -909,12 +1174,35 @@ int ft_open(Pipeline *p, Err *err)
         fprintf(stderr, "sluice: storage: the checkpoint at step %llu is unusable (%s); "
                         "falling back to the previous one\n",
                 (unsigned long long)step, le.msg);
+        char *more = sl_malloc((failures ? strlen(failures) : 0) + strlen(le.msg) + 64);
+        sprintf(more, "%s\n  step %llu: %s", failures ? failures : "", (unsigned long long)step,
+                le.msg);
+        sl_free(failures);
+        failures = more;
         cJSON_Delete(m);
         m = NULL;
         rt_free(p->rt); /* state may be half loaded: start from fresh instances */
         p->rt = p->H > 1 ? rt_new_part(p->c, p->W, 0, p->H) : rt_new(p->c, p->W);
         below = step;
     }
+    if (!m && failures && logs_from_start(ft)) {
+        fprintf(stderr, "sluice: storage %s: no checkpoint can be loaded, but the logs reach "
+                        "back to the beginning: starting from there and replaying them (nothing "
+                        "is lost)\n",
+                dir);
+    } else if (!m && failures) {
+        /* checkpoints exist but none loads: starting from scratch would
+           drop what they hold (and what was acknowledged since) */
+        rc0 = err_set(err, SL_EIO,
+                      "storage %s holds checkpoints, but none of them can be loaded, so the "
+                      "pipeline does not start (starting from scratch would lose their state "
+                      "and acknowledged input):%s\nrepair or restore the files named, or start "
+                      "with a new storage directory",
+                      dir, failures);
+        sl_free(failures);
+        return rc0;
+    }
+    sl_free(failures);
     if (!m && remote_loaded) { /* the other hosts start afresh too */
         Err le = {0};
         if (dist_restore(p, 0, "[]", p->W, &le))

@@ -13,6 +13,7 @@
 #ifndef SL_PIPELINE_FT_INT_H
 #define SL_PIPELINE_FT_INT_H
 
+#include <stdatomic.h>
 #include <sys/types.h>
 
 #include <cjson/cJSON.h>
@@ -95,7 +96,13 @@ struct Ft {
     double done_secs, done_pause;
     int64_t done_files, done_written, done_reused, done_bytes;
     char failure[256];
+    char storage_error[512];  /* why a log write is failing now, "" when none (mu) */
+    atomic_bool storage_bad;  /* storage_error is set (read without mu) */
 };
+
+/* Say that storage is failing (why, or NULL: it works again); shown in
+   /status and /stats, and in the answer to a refused push. */
+void ft_storage_note(Ft *ft, const char *why);
 
 /* ckpt.c, shared with dist.c (a follower saves and restores its share
    the same way). */

@@ -18,6 +18,16 @@
  * order) and synced before the request is acknowledged (group commit).
  * At restart, records after the checkpoint's watermark feed the journaled
  * steps that consumed them, and the rest go back into the queue.
+ *
+ * Faults. A failed append is cut back by the log (storage/log.c) and is
+ * not acknowledged: the push gets PIPE_IOERR (503) and /status shows why
+ * (ft_storage_note) until an append works again. A journal write that
+ * fails makes the step wait and retry, so a full disk pauses the pipeline
+ * instead of ending it. At restart every field of every record is checked
+ * before use (counts against the program and the record's length, row
+ * encodings against their lengths); only the last record of the last
+ * segment may fail to verify (a torn tail, cut off), anything else is
+ * corruption and the start is refused, naming file and offset.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -83,6 +93,10 @@ int ft_rotate(Pipeline *p, int64_t step, Err *err)
     Ft *ft = p->ft;
     char name[96];
     if (ft->mode == FT_EXACTLY_ONCE) {
+        /* a segment whose end could not be cut back after a failed write is
+           never let go: a later segment must not follow a torn record */
+        if (ft->journal && log_sync(ft->journal, UINT64_MAX, err))
+            return err->code;
         snprintf(name, sizeof(name), "journal-%020lld-%016" PRIx64 ".log", (long long)step,
                  uniq());
         Log *l;
@@ -185,28 +199,58 @@ static int journal_write(Pipeline *p, Pending *pd, int kind, Err *err)
     Ft *ft = p->ft;
     if (!ft || ft->mode != FT_EXACTLY_ONCE || p->replaying)
         return 0;
-    /* the HTTP input this step takes, and the outputs before it, are
-       durable before the journal says the step happened */
-    if (pd->max_seq > 0) {
-        pthread_mutex_lock(&p->mu);
-        Log *ing = ft->ingress;
-        log_ref(ing);
-        pthread_mutex_unlock(&p->mu);
-        int rc = log_sync(ing, UINT64_MAX, err);
-        log_release(ing);
-        if (rc)
-            return rc;
-    }
-    for (int j = 0; j < p->cs.nout; j++)
-        if (output_sync(p->cs.out[j], err))
-            return err->code;
     Buf b = BUF_INIT;
     put_record(p, pd, kind, &b);
-    int rc = log_append(ft->journal, b.p, b.n, "journal", NULL, err);
+    /* a full or failing disk makes the step wait, not the pipeline exit: a
+       failed append cut the log back to its last whole record, so trying
+       again is safe (a record appended whole is not appended again, only
+       synced); a stop gives up (the step has not run) */
+    int rc;
+    bool appended = false, failed = false;
+    for (double wait = 0.01;; wait = wait < 1 ? wait * 2 : 1) {
+        rc = 0;
+        /* the HTTP input this step takes, and the outputs before it, are
+           durable before the journal says the step happened */
+        if (pd->max_seq > 0) {
+            pthread_mutex_lock(&p->mu);
+            Log *ing = ft->ingress;
+            log_ref(ing);
+            pthread_mutex_unlock(&p->mu);
+            rc = log_sync(ing, UINT64_MAX, err);
+            log_release(ing);
+        }
+        for (int j = 0; j < p->cs.nout && !rc; j++)
+            rc = output_sync(p->cs.out[j], err);
+        if (!rc && !appended)
+            appended = (rc = log_append(ft->journal, b.p, b.n, "journal", NULL, err)) == 0;
+        if (!rc)
+            rc = log_sync(ft->journal, UINT64_MAX, err);
+        if (!rc || pipeline_stop_requested(p))
+            break;
+        char why[512];
+        snprintf(why, sizeof(why), "%.440s; steps wait until it works", err->msg);
+        if (!failed)
+            fprintf(stderr, "sluice: storage failing: %s\n", why);
+        failed = true;
+        ft_storage_note(ft, why);
+        *err = (Err){0};
+        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    if (!rc && failed) {
+        fprintf(stderr, "sluice: storage works again; steps continue\n");
+        ft_storage_note(ft, NULL);
+    }
     buf_free(&b);
-    if (!rc)
-        rc = log_sync(ft->journal, UINT64_MAX, err);
     return rc;
+}
+
+void ft_storage_note(Ft *ft, const char *why)
+{
+    pthread_mutex_lock(&ft->mu);
+    snprintf(ft->storage_error, sizeof(ft->storage_error), "%s", why ? why : "");
+    atomic_store(&ft->storage_bad, why != NULL);
+    pthread_mutex_unlock(&ft->mu);
 }
 
 int ft_journal_step(Pipeline *p, Pending *pd, Err *err) { return journal_write(p, pd, J_STEP, err); }
@@ -258,41 +302,65 @@ static void ingress_encode(InBatch *b, Buf *out)
     buf_free(&row);
 }
 
-static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, Err *err)
+/* Decode one ingress log record, validating every field: the table, the
+   row count against the bytes, each flag, and each row's encoding against
+   its length (decoded from a copy padded with zeros, so that a damaged
+   row cannot make key_skip or key_decode read past the record). On error
+   NULL with err naming where (what names the file, may be NULL). */
+static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const char *what,
+                               Err *err)
 {
     Rd r = {data, data + n, false};
     int64_t seq = rd64(&r);
     int rel = rd32(&r);
     int64_t rows = rd64(&r);
-    if (r.bad || rel < 0 || rel >= p->c->nrels || !p->c->rels[rel].is_table) {
-        err_set(err, SL_EIO, "ingress log record %lld names no table", (long long)seq);
+    const char *bad = NULL;
+    if (r.bad)
+        bad = "shorter than its header";
+    else if (seq <= 0)
+        bad = "sequence number is not positive";
+    else if (rel < 0 || rel >= p->c->nrels || !p->c->rels[rel].is_table)
+        bad = "names no table of this program";
+    else if (rows < 0 || (uint64_t)rows > (n - 20) / 13) /* a row takes at least 13 bytes */
+        bad = "row count does not fit the record's length";
+    if (bad) {
+        err_set(err, SL_EIO, "ingress log%s%s: record %lld: %s", what ? " " : "", what ? what : "",
+                (long long)seq, bad);
         return NULL;
     }
     InBatch *b = inbatch_new(p->c, rel);
     b->seq = seq;
     /* the row encodings stay in the batch's arena: decoded strings point there */
-    uint8_t *copy = arena_alloc(b->a, n ? n : 1);
+    size_t pad = 9 * (size_t)b->ncol + 1;
+    uint8_t *copy = arena_alloc(b->a, n + pad);
     memcpy(copy, data, n);
+    memset(copy + n, 0, pad);
     r = (Rd){copy + (r.p - data), copy + n, false};
-    for (int64_t i = 0; i < rows && !r.bad; i++) {
+    for (int64_t i = 0; i < rows && !bad; i++) {
         int64_t w = rd64(&r);
-        if (r.p >= r.end) {
-            r.bad = true;
+        const uint8_t *flag = rd_bytes(&r, 1);
+        if (r.bad || *flag > 1) {
+            bad = r.bad ? "a row is cut short" : "a row's update flag is not 0 or 1";
             break;
         }
-        bool upd = *r.p++;
         const uint8_t *present = NULL;
-        if (upd) {
-            if (r.end - r.p < b->ncol) {
-                r.bad = true;
+        if (*flag) {
+            present = rd_bytes(&r, (size_t)b->ncol);
+            for (int c = 0; present && c < b->ncol; c++)
+                if (present[c] > 1)
+                    present = NULL;
+            if (!present) {
+                bad = "a row's update columns are malformed";
                 break;
             }
-            present = r.p;
-            r.p += b->ncol;
         }
         int32_t len = rd32(&r);
         if (r.bad || len < 0 || r.end - r.p < len) {
-            r.bad = true;
+            bad = "a row's length runs past the record";
+            break;
+        }
+        if (key_skip(r.p, b->types, b->ncol) != r.p + len) {
+            bad = "a row's encoding does not fit the table's columns";
             break;
         }
         Chunk *c = inbatch_room(b);
@@ -300,12 +368,15 @@ static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, Err *
         c->w[c->n] = w;
         c->n++;
         r.p += len;
-        if (upd)
+        if (present)
             inbatch_mark_update(b, present);
     }
-    if (r.bad) {
+    if (!bad && r.p != r.end)
+        bad = "bytes left over after the last row";
+    if (bad) {
         inbatch_free(b);
-        err_set(err, SL_EIO, "ingress log record %lld is malformed", (long long)seq);
+        err_set(err, SL_EIO, "ingress log%s%s: record %lld (table %s) is malformed: %s",
+                what ? " " : "", what ? what : "", (long long)seq, p->c->rels[rel].name, bad);
         return NULL;
     }
     return b;
@@ -329,8 +400,13 @@ int ft_log_ingress(Pipeline *p, InBatch *b, Buf *enc, Log **log, uint64_t *end, 
     if (rc) {
         ft->ing_seq--;
         b->seq = 0;
+        char why[512];
+        snprintf(why, sizeof(why), "%.440s; HTTP input is refused until it works", err->msg);
+        ft_storage_note(ft, why);
         return rc;
     }
+    if (atomic_load(&ft->storage_bad))
+        ft_storage_note(ft, NULL);
     log_ref(ft->ingress);
     *log = ft->ingress;
     return 0;
@@ -352,8 +428,19 @@ typedef struct ReadCtx {
     int64_t after;            /* journal: steps after this; ingress: seqs after */
     int64_t next;             /* journal: the step expected next */
     Err *err;
+    const char *file;         /* the segment being read (for messages) */
 } ReadCtx;
 
+static void jrec_free(JRec *j)
+{
+    sl_free(j->rows);
+    sl_free(j->pos);
+    sl_free(j->hash);
+    sl_free(j->out_off);
+}
+
+/* One journal record, every field checked (kind, step, sequence number,
+   counts against the program and the record's length, no bytes left). */
 static int on_journal(void *arg, const uint8_t *data, size_t n)
 {
     ReadCtx *x = arg;
@@ -363,9 +450,23 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
     int kind = rd32(&r);
     int64_t step = rd64(&r), seq_hi = rd64(&r);
     int nin = rd32(&r);
-    if (r.bad || (kind != J_STEP && kind != J_SKIP) || nin != p->cs.nin)
-        return err_set(x->err, SL_EIO, "journal record does not fit the program (%d inputs)",
-                       nin);
+    const char *bad = NULL;
+    if (r.bad)
+        bad = "shorter than its header";
+    else if (kind != J_STEP && kind != J_SKIP)
+        bad = "unknown record kind";
+    else if (step < 0 || seq_hi < 0)
+        bad = "negative step or ingress sequence number";
+    else if (nin != p->cs.nin)
+        bad = "input count differs from the program's";
+    else if ((size_t)(r.end - r.p) != (size_t)nin * 56 + 4 + (size_t)p->cs.nout * 8)
+        bad = "length does not fit the program's inputs and outputs";
+    if (bad)
+        return err_set(x->err, SL_EIO,
+                       "storage file %s/%s: journal record (step %lld) is malformed: %s (%d "
+                       "inputs and %d outputs expected)",
+                       store_where(ft->st), x->file, (long long)step, bad, p->cs.nin,
+                       p->cs.nout);
     JRec j = {.step = step, .seq_hi = seq_hi, .nin = nin};
     j.rows = sl_calloc((size_t)nin + 1, sizeof(int64_t));
     j.pos = sl_calloc((size_t)nin + 1, sizeof(InPos));
@@ -378,37 +479,34 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
         j.pos[i].errors = rd64(&r);
         j.pos[i].bytes = rd64(&r);
         j.hash[i] = (uint64_t)rd64(&r);
+        if (j.rows[i] < 0 || j.pos[i].rows < 0 || j.pos[i].errors < 0 || j.pos[i].bytes < 0)
+            bad = "a negative row, error or byte count";
     }
     j.nout = rd32(&r);
-    j.out_off = sl_calloc((size_t)j.nout + 1, sizeof(int64_t));
-    for (int i = 0; i < j.nout && !r.bad; i++)
-        j.out_off[i] = rd64(&r);
+    j.out_off = sl_calloc((size_t)p->cs.nout + 1, sizeof(int64_t));
+    for (int i = 0; i < p->cs.nout; i++)
+        if ((j.out_off[i] = rd64(&r)) < 0)
+            bad = "a negative output offset";
+    if (!bad && (r.bad || j.nout != p->cs.nout))
+        bad = "output count differs from the program's";
+    if (bad) {
+        jrec_free(&j);
+        return err_set(x->err, SL_EIO, "storage file %s/%s: journal record of step %lld is "
+                       "malformed: %s",
+                       store_where(ft->st), x->file, (long long)step, bad);
+    }
     if (kind == J_SKIP)
         j.step = -j.step - 1; /* marks a skip; never a real step */
     bool keep = kind == J_STEP ? step > x->after : step >= x->after;
-    if (r.bad || j.nout != p->cs.nout) {
-        sl_free(j.rows);
-        sl_free(j.pos);
-        sl_free(j.hash);
-        sl_free(j.out_off);
-        return err_set(x->err, SL_EIO, "journal record of step %lld is malformed",
-                       (long long)step);
-    }
     if (kind == J_STEP && keep && step != x->next) {
-        sl_free(j.rows);
-        sl_free(j.pos);
-        sl_free(j.hash);
-        sl_free(j.out_off);
+        jrec_free(&j);
         if (step < x->next)
             return 0; /* already have it (cannot happen; be lenient) */
         return err_set(x->err, SL_EIO, "the journal is missing step %lld (next found: %lld)",
                        (long long)x->next, (long long)step);
     }
     if (!keep) {
-        sl_free(j.rows);
-        sl_free(j.pos);
-        sl_free(j.hash);
-        sl_free(j.out_off);
+        jrec_free(&j);
         return 0;
     }
     if (kind == J_STEP)
@@ -418,14 +516,23 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
     return 0;
 }
 
+/* One ingress record: decoded once to check every field (the batch itself
+   is built again when it is queued or replayed), sequence numbers rising. */
 static int on_ingress(void *arg, const uint8_t *data, size_t n)
 {
     ReadCtx *x = arg;
     Ft *ft = x->p->ft;
-    if (n < 8)
-        return 0;
-    int64_t seq;
-    memcpy(&seq, data, 8);
+    char what[300];
+    snprintf(what, sizeof(what), "%s/%s", store_where(ft->st), x->file);
+    InBatch *b = ingress_decode(x->p, data, n, what, x->err);
+    if (!b)
+        return x->err->code;
+    int64_t seq = b->seq;
+    inbatch_free(b);
+    if (seq <= x->next)
+        return err_set(x->err, SL_EIO, "ingress log %s: record %lld follows record %lld "
+                       "(sequence numbers must rise)", what, (long long)seq, (long long)x->next);
+    x->next = seq;
     if (seq > ft->ing_seq)
         ft->ing_seq = seq;
     if (seq <= x->after)
@@ -439,20 +546,39 @@ static int on_ingress(void *arg, const uint8_t *data, size_t n)
     return 0;
 }
 
+/* Read every segment of one log in order. Only the last segment may end
+   in a torn record (the process died writing it); it is cut off, so that
+   the segment started next does not follow a torn record. A torn record
+   in an earlier segment, or a damaged one with valid records after it, is
+   corruption: the start is refused rather than records skipped. */
 static int scan_all(Pipeline *p, const char *prefix, LogFn cb, ReadCtx *x, Err *err)
 {
     char **names;
     int n;
-    if (store_list(p->ft->st, prefix, &names, &n, err))
+    Store *st = p->ft->st;
+    if (store_list(st, prefix, &names, &n, err))
         return err->code;
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
-        bool torn;
-        rc = log_scan(p->ft->st, names[i], cb, x, &torn, err);
-        if (!rc && torn)
-            fprintf(stderr, "sluice: storage: %s ends in a torn record (the process died while "
-                            "writing it); ignoring that record\n", names[i]);
+        uint64_t torn_at;
+        x->file = names[i];
+        rc = log_scan(st, names[i], cb, x, &torn_at, err);
+        if (rc || torn_at == UINT64_MAX)
+            continue;
+        if (i + 1 < n) {
+            rc = err_set(err, SL_EIO,
+                         "storage file %s/%s is corrupt: the record at offset %llu does not "
+                         "verify, and the later segment %s follows it; refusing to skip what "
+                         "follows (see docs/fault-tolerance.md, \"Corruption\")",
+                         store_where(st), names[i], (unsigned long long)torn_at, names[i + 1]);
+            continue;
+        }
+        fprintf(stderr, "sluice: storage: %s ends in a torn record at offset %llu (the process "
+                        "died while writing it; it was never acknowledged); cutting it off\n",
+                names[i], (unsigned long long)torn_at);
+        rc = log_cut_tail(st, names[i], torn_at, err);
     }
+    x->file = NULL;
     store_list_free(names, n);
     return rc;
 }
@@ -461,11 +587,11 @@ int ft_read_logs(Pipeline *p, int64_t ckpt_step, int64_t ckpt_seq, Err *err)
 {
     Ft *ft = p->ft;
     ft->ing_seq = ckpt_seq;
-    ReadCtx x = {p, ckpt_step, ckpt_step + 1, err};
+    ReadCtx x = {p, ckpt_step, ckpt_step + 1, err, NULL};
     if (scan_all(p, "journal-", on_journal, &x, err))
         return err->code;
     /* trailing skip records after the last step stay (they advance inputs) */
-    ReadCtx y = {p, ckpt_seq, 0, err};
+    ReadCtx y = {p, ckpt_seq, 0, err, NULL};
     if (scan_all(p, "ingress-", on_ingress, &y, err))
         return err->code;
     return 0;
@@ -474,12 +600,8 @@ int ft_read_logs(Pipeline *p, int64_t ckpt_step, int64_t ckpt_seq, Err *err)
 void ft_logs_free(Pipeline *p)
 {
     Ft *ft = p->ft;
-    for (int i = 0; i < ft->nrecs; i++) {
-        sl_free(ft->recs[i].rows);
-        sl_free(ft->recs[i].pos);
-        sl_free(ft->recs[i].hash);
-        sl_free(ft->recs[i].out_off);
-    }
+    for (int i = 0; i < ft->nrecs; i++)
+        jrec_free(&ft->recs[i]);
     sl_free(ft->recs);
     ft->recs = NULL;
     ft->nrecs = 0;
@@ -540,7 +662,7 @@ static int replay_ingress(Pipeline *p, Pending *pd, int *next, int64_t hi, bool 
         IRec *r = &ft->irecs[(*next)++];
         if (!keep || !r->p)
             continue;
-        InBatch *b = ingress_decode(p, r->p, r->n, err);
+        InBatch *b = ingress_decode(p, r->p, r->n, NULL, err);
         if (!b)
             return err->code;
         b->rows = inbatch_count(b);
@@ -561,7 +683,7 @@ int ft_requeue(Pipeline *p, Err *err)
         IRec *r = &ft->irecs[i];
         if (r->seq <= hi || !r->p)
             continue;
-        InBatch *b = ingress_decode(p, r->p, r->n, err);
+        InBatch *b = ingress_decode(p, r->p, r->n, NULL, err);
         if (!b)
             return err->code;
         inbox_requeue(p, b);
@@ -617,12 +739,8 @@ int ft_replay(Pipeline *p, Err *err)
     if (!rc && nsteps)
         fprintf(stderr, "sluice: replayed %d journaled step%s in %.3f s; now at step %lld\n",
                 nsteps, nsteps == 1 ? "" : "s", pipe_now() - t0, (long long)rt_steps(p->rt));
-    for (int i = 0; i < ft->nrecs; i++) {
-        sl_free(ft->recs[i].rows);
-        sl_free(ft->recs[i].pos);
-        sl_free(ft->recs[i].hash);
-        sl_free(ft->recs[i].out_off);
-    }
+    for (int i = 0; i < ft->nrecs; i++)
+        jrec_free(&ft->recs[i]);
     sl_free(ft->recs);
     ft->recs = NULL;
     ft->nrecs = 0;

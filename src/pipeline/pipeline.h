@@ -262,6 +262,7 @@ typedef struct CkptStatus {
     bool in_progress;
     char failure[256];     /* the last failure, "" when none */
     int64_t failed;        /* sequence number of the last failed request (0: none) */
+    char storage_error[512]; /* why storage is failing now (input refused), "" when fine */
 } CkptStatus;
 /* Ask for a checkpoint at the next step boundary; *seq identifies the
    request. PIPE_CONFLICT when there is no storage. Any thread. */

@@ -54,6 +54,10 @@ int api_status(Req *q)
         cJSON_AddNumberToObject(t, "step", (double)st.last_commit_step);
     }
     pipestats_free(&st);
+    CkptStatus cs; /* a failing disk: input is refused until it works */
+    pipeline_checkpoint_status(q->s->p, &cs);
+    if (cs.storage_error[0])
+        cJSON_AddStringToObject(j, "storage_error", cs.storage_error);
     return req_json(q, MHD_HTTP_OK, j);
 }
 

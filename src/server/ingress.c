@@ -300,10 +300,14 @@ static int on_done(Req *q)
         if (rc == PIPE_STOPPING)
             return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "PipelineStopping", d,
                              "the pipeline is stopping; nothing was taken");
-        if (rc == PIPE_IOERR)
-            return req_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, "StorageError", d,
+        if (rc == PIPE_IOERR) {
+            CkptStatus cs;
+            pipeline_checkpoint_status(s->p, &cs);
+            return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "StorageError", d,
                              "the input could not be made durable in the pipeline's storage "
-                             "(see the pipeline's log); it may not have been taken: retry");
+                             "(%s); it was not acknowledged: retry once storage works again",
+                             cs.storage_error[0] ? cs.storage_error : "see the pipeline's log");
+        }
         return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "QueueFull", d,
                          "the input queue is full (%s); nothing was taken: retry later",
                          "the pipeline is paused or behind");

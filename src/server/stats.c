@@ -85,6 +85,8 @@ int stats_json(Req *q)
         cJSON_AddNumberToObject(k, "last_bytes_written", (double)ck.last_bytes);
         if (ck.failure[0])
             cJSON_AddStringToObject(k, "failure", ck.failure);
+        if (ck.storage_error[0])
+            cJSON_AddStringToObject(k, "storage_error", ck.storage_error);
     }
     cJSON_AddStringToObject(g, "transaction_status", txn_status(&st));
     cJSON_AddNumberToObject(g, "transaction_id", (double)st.txn_id);

@@ -19,6 +19,12 @@
  * and a read decompresses in one call into the new batch block, where the
  * four arrays lie end to end in that order.
  *
+ * The same bytes may also live under the twin name batch-<hash>-1.slb
+ * (storage.h, store_set_avoid): a put takes the name the previous
+ * checkpoint does not use, copying the file it has (checksum verified)
+ * rather than compressing again; an existing file is reused only once its
+ * checksum verifies, else it is written again.
+ *
  * A batch read back is one sl_malloc block laid out as batch.c lays it out
  * (header, off, w, klen, data), so batch_unref and batch_bytes work on it.
  */
@@ -96,6 +102,8 @@ static uint64_t get_u64(const uint8_t *p)
     return v;
 }
 
+static int corrupt(Store *st, const char *name, Err *err, const char *what);
+
 /* ---- writing ---- */
 
 /* Compress the payload of b into fd after the header; feeds every byte
@@ -148,14 +156,116 @@ static int write_payload(Store *st, int fd, const Batch *b, XXH64_state_t *ck, c
     return rc;
 }
 
+/* Do bytes f[0..n) pass the checks that need no decompression (magic,
+   version, size, the trailing checksum)? On failure why says what failed. */
+static bool bytes_verify(const uint8_t *f, size_t n, char *why, size_t whyn)
+{
+    if (n < HDR_SIZE + 8) {
+        snprintf(why, whyn, "truncated to %zu bytes (header and checksum need %d)", n,
+                 HDR_SIZE + 8);
+        return false;
+    }
+    if (memcmp(f, MAGIC, 8) != 0) {
+        snprintf(why, whyn, "bad magic (not a Sluice batch file)");
+        return false;
+    }
+    if (get_u32(f + 8) != STORE_FORMAT_VERSION) {
+        snprintf(why, whyn, "format version %u; this build reads %d", get_u32(f + 8),
+                 STORE_FORMAT_VERSION);
+        return false;
+    }
+    uint64_t stored = get_u64(f + n - 8), computed = XXH64(f, n - 8, 0);
+    if (stored != computed) {
+        snprintf(why, whyn,
+                 "checksum mismatch over %zu bytes (stored %016llx, computed %016llx): "
+                 "truncated or damaged",
+                 n, (unsigned long long)stored, (unsigned long long)computed);
+        return false;
+    }
+    return true;
+}
+
+/* Is the file there and whole (bytes_verify)? */
+static bool file_verifies(Store *st, const char *name)
+{
+    uint8_t *f;
+    size_t n;
+    Err e = {0};
+    char why[200];
+    if (store_read_file(st, name, &f, &n, &e))
+        return false;
+    bool ok = bytes_verify(f, n, why, sizeof(why));
+    sl_free(f);
+    return ok;
+}
+
+int store_reuse_batch(Store *st, const char *name, char name_out[STORE_NAME_MAX], Err *err)
+{
+    if (!store_is_batch_name(name))
+        return err_set(err, SL_EIO, "storage %s: '%s' is not a batch file name", st->dir, name);
+    if (store_avoided(st, name))
+        store_batch_twin(name, name_out);
+    else
+        snprintf(name_out, STORE_NAME_MAX, "%s", name);
+    if (strcmp(name_out, name) && store_file_exists(st, name_out) &&
+        file_verifies(st, name_out)) {
+        st->batches_reused++;
+        return 0;
+    }
+    uint8_t *f;
+    size_t n;
+    char why[200];
+    int rc = store_read_file(st, name, &f, &n, err);
+    if (rc)
+        return rc;
+    if (!bytes_verify(f, n, why, sizeof(why))) {
+        sl_free(f);
+        return corrupt(st, name, err, why);
+    }
+    if (!strcmp(name_out, name)) { /* nothing to avoid: the file itself */
+        sl_free(f);
+        st->batches_reused++;
+        return 0;
+    }
+    char tmp[96];
+    int fd = store_tmp_open(st, name_out, tmp, err);
+    if (fd < 0) {
+        sl_free(f);
+        return fd;
+    }
+    int e = store_write_all(fd, f, n), fe = e ? 0 : store_fault_due("batch-write");
+    if (fe)
+        e = -fe;
+    sl_free(f);
+    if (e) {
+        store_tmp_discard(st, fd, tmp);
+        return err_set(err, SL_EIO, "storage %s/%s: write: %s", st->dir, tmp, strerror(-e));
+    }
+    st->bytes_written += n;
+    rc = store_publish(st, fd, tmp, name_out, err);
+    if (rc == 0)
+        st->batches_reused++;
+    return rc;
+}
+
 int store_put_batch(Store *st, const Batch *b, char name_out[STORE_NAME_MAX], Err *err)
 {
     XXH128_hash_t h = content_hash(b);
     hash_name(h, name_out);
-    if (store_file_exists(st, name_out)) {
+    if (store_avoided(st, name_out)) {
+        /* the previous checkpoint has this very file: this one takes the
+           twin, copied (no compression) when it is missing */
+        char prev[STORE_NAME_MAX];
+        memcpy(prev, name_out, STORE_NAME_MAX);
+        Err ce = {0};
+        if (store_reuse_batch(st, prev, name_out, &ce) == 0)
+            return 0;
+        store_batch_twin(prev, name_out); /* the previous one is damaged: write it */
+    }
+    if (store_file_exists(st, name_out) && file_verifies(st, name_out)) {
         st->batches_reused++;
         return 0;
-    }
+    } /* missing, or damaged: written (again) */
     size_t n = (size_t)b->n, nbytes = b->off[n];
     uint8_t hdr[HDR_SIZE] = {0};
     memcpy(hdr, MAGIC, 8);
@@ -175,6 +285,9 @@ int store_put_batch(Store *st, const Batch *b, char name_out[STORE_NAME_MAX], Er
     XXH64_state_t *ck = XXH64_createState();
     XXH64_reset(ck, 0);
     int rc = 0, e = store_write_all(fd, hdr, HDR_SIZE);
+    int fe = e ? 0 : store_fault_due("batch-write");
+    if (fe)
+        e = -fe;
     if (e)
         rc = err_set(err, SL_EIO, "storage %s/%s: write: %s", st->dir, tmp, strerror(-e));
     XXH64_update(ck, hdr, HDR_SIZE);
@@ -302,8 +415,8 @@ int store_get_batch(Store *st, const char *name, Batch **out, Err *err)
         XXH128_canonical_t canon;
         memcpy(canon.digest, f + 40, 16);
         XXH128_hash_t h = content_hash(b);
-        hash_name(h, expect);
-        if (!XXH128_isEqual(h, XXH128_hashFromCanonical(&canon)) || strcmp(expect, name) != 0)
+        hash_name(h, expect); /* the twin name (-1) holds the same bytes */
+        if (!XXH128_isEqual(h, XXH128_hashFromCanonical(&canon)) || strncmp(expect, name, 38))
             rc = corrupt(st, name, err, "contents do not match the file's name");
     }
     if (rc) {

@@ -5,6 +5,22 @@
  * a caller that finds its bytes already covered by another caller's
  * fdatasync returns at once. Readers verify each record's checksum and
  * stop at a torn tail. Format in storage.h.
+ *
+ * A failed append (ENOSPC, EIO, a short write) must not leave part of a
+ * record behind: the file is cut back to the end of the last whole record
+ * (every append writes at l->end with pwrite, so nothing depends on the
+ * descriptor's offset). When even that fails, the log is marked failed:
+ * every later append first retries the cut and is refused while it fails,
+ * so nothing is ever written behind a hole, and a sync of a failed log
+ * fails too (nobody is told that a log with a torn middle is durable).
+ *
+ * Reading tells a torn tail from corruption. A record that does not verify
+ * is a torn tail only when it is the last thing in the file: no whole,
+ * verifying record starts anywhere after it (the writer appends one record
+ * per write and never appends behind a failure). Anything else is
+ * corruption, reported with the file, the offset and what failed, and the
+ * caller refuses to start rather than drop the acknowledged records after
+ * it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,13 +47,14 @@ struct Log {
     uint64_t synced;      /* bytes durable (under smu) */
     Buf unsent;           /* remote store: bytes appended, not yet uploaded (mu) */
     uint64_t unsent_off;  /* ... their offset in the file (mu) */
+    char failed[200];     /* why the file holds part of a record past end, "" (mu) */
     atomic_int refs;
 };
 
 int log_create(Store *st, const char *name, Log **out, Err *err)
 {
     *out = NULL;
-    int fd = openat(st->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = openat(st->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, STORE_FILE_MODE);
     if (fd < 0)
         return err_set(err, SL_EIO, "storage %s: cannot create %s: %s", st->dir, name,
                        strerror(errno));
@@ -57,6 +74,41 @@ int log_create(Store *st, const char *name, Log **out, Err *err)
     return 0;
 }
 
+/* pwrite all n bytes at off; 0 or -errno. The fault hook (store_fault_due)
+   makes it write half and fail, as a full disk does. */
+static int pwrite_all(Log *l, const uint8_t *p, size_t n, uint64_t off, const char *what)
+{
+    int fe = store_fault_due(what);
+    size_t lim = fe ? n / 2 : n;
+    while (lim) {
+        ssize_t k = pwrite(l->fd, p, lim, (off_t)off);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += k;
+        off += (uint64_t)k;
+        lim -= (size_t)k;
+        n -= (size_t)k;
+    }
+    return fe ? -fe : 0;
+}
+
+/* Cut the file back to l->end (under mu); 0, or -errno with l->failed set. */
+static int cut_back(Log *l, const char *why)
+{
+    int fe = store_fault_due("log-truncate");
+    if (!fe && ftruncate(l->fd, (off_t)l->end) == 0) {
+        l->failed[0] = 0;
+        return 0;
+    }
+    int e = fe ? fe : errno;
+    snprintf(l->failed, sizeof(l->failed), "%.120s, and cutting it back to %llu bytes failed: %s",
+             why, (unsigned long long)l->end, strerror(e));
+    return -e;
+}
+
 int log_append(Log *l, const void *p, size_t n, const char *crash, uint64_t *end, Err *err)
 {
     if (n > UINT32_MAX)
@@ -71,23 +123,39 @@ int log_append(Log *l, const void *p, size_t n, const char *crash, uint64_t *end
     memcpy(rec + LOG_HDR, p, n);
     pthread_mutex_lock(&l->mu);
     int rc = 0;
+    if (l->failed[0] && cut_back(l, "an earlier write failed") != 0) {
+        /* still part of a record past the end: appending would leave a hole */
+        rc = err_set(err, SL_EIO, "storage %s/%s: %s; refusing to append after it", l->st->dir,
+                     l->name, l->failed);
+        goto out_unlock;
+    }
     if (crash) {
         char point[64];
         snprintf(point, sizeof(point), "%s-write", crash);
         if (store_crash_due(point)) {
             /* tear the record: half of it reaches the file, then the crash */
-            (void)store_write_all(l->fd, rec, (LOG_HDR + n) / 2);
+            (void)pwrite_all(l, rec, (LOG_HDR + n) / 2, l->end, "");
             _exit(137);
         }
     }
-    int e = store_write_all(l->fd, rec, LOG_HDR + n);
-    if (e)
-        rc = err_set(err, SL_EIO, "storage %s/%s: write: %s", l->st->dir, l->name, strerror(-e));
-    else {
+    char what[64];
+    snprintf(what, sizeof(what), "%s-write", crash ? crash : "log");
+    int e = pwrite_all(l, rec, LOG_HDR + n, l->end, what);
+    if (e) {
+        char why[160];
+        snprintf(why, sizeof(why), "%s writing a %zu-byte record at offset %llu", strerror(-e),
+                 LOG_HDR + n, (unsigned long long)l->end);
+        if (cut_back(l, why) == 0)
+            rc = err_set(err, SL_EIO, "storage %s/%s: %s (cut back to the last whole record)",
+                         l->st->dir, l->name, why);
+        else
+            rc = err_set(err, SL_EIO, "storage %s/%s: %s", l->st->dir, l->name, l->failed);
+    } else {
         if (l->st->remote)
             buf_append(&l->unsent, rec, LOG_HDR + n);
         l->end += LOG_HDR + n;
     }
+out_unlock:
     if (end)
         *end = l->end;
     pthread_mutex_unlock(&l->mu);
@@ -105,16 +173,30 @@ int log_sync(Log *l, uint64_t upto, Err *err)
         Buf part = l->unsent;
         l->unsent = (Buf)BUF_INIT;
         l->unsent_off = end;
+        char failed[sizeof(l->failed)];
+        memcpy(failed, l->failed, sizeof(failed));
         pthread_mutex_unlock(&l->mu);
-        if (fdatasync(l->fd) != 0)
+        int fe = store_fault_due("log-sync");
+        if (failed[0])
+            rc = err_set(err, SL_EIO, "storage %s/%s: %s", l->st->dir, l->name, failed);
+        else if (fe || fdatasync(l->fd) != 0)
             rc = err_set(err, SL_EIO, "storage %s/%s: fdatasync: %s", l->st->dir, l->name,
-                         strerror(errno));
+                         strerror(fe ? fe : errno));
         if (!rc && l->st->remote && part.n) {
             /* S3 cannot append: each sync uploads the new bytes as one part,
                NAME.<offset>; a restart concatenates the parts */
             char pn[160];
             snprintf(pn, sizeof(pn), "%s.%020llu", l->name, (unsigned long long)off);
             rc = s3_put(l->st->remote, pn, part.p, part.n, err);
+        }
+        if (rc && part.n) { /* the bytes are uploaded by the next sync that works */
+            pthread_mutex_lock(&l->mu);
+            buf_append(&part, l->unsent.p, l->unsent.n);
+            buf_free(&l->unsent);
+            l->unsent = part;
+            l->unsent_off = off;
+            part = (Buf)BUF_INIT;
+            pthread_mutex_unlock(&l->mu);
         }
         buf_free(&part);
         if (!rc)
@@ -146,35 +228,109 @@ void log_release(Log *l)
     sl_free(l);
 }
 
-int log_scan(Store *st, const char *name, LogFn cb, void *ctx, bool *torn, Err *err)
+/* Does a whole record that verifies start at f[pos..n)? */
+static bool record_at(const uint8_t *f, size_t n, size_t pos, const char **why)
+{
+    uint32_t magic, len;
+    uint64_t h;
+    if (n - pos < LOG_HDR) {
+        *why = "incomplete record header";
+        return false;
+    }
+    memcpy(&magic, f + pos, 4);
+    memcpy(&len, f + pos + 4, 4);
+    memcpy(&h, f + pos + 8, 8);
+    if (magic != LOG_MAGIC) {
+        *why = "bad record magic";
+        return false;
+    }
+    if (n - pos - LOG_HDR < len) {
+        *why = "record length runs past the end of the file";
+        return false;
+    }
+    if (XXH64(f + pos + LOG_HDR, len, 0) != h) {
+        *why = "record checksum mismatch";
+        return false;
+    }
+    return true;
+}
+
+/* The first offset after pos where a verifying record starts, or n. */
+static size_t next_record(const uint8_t *f, size_t n, size_t pos)
+{
+    static const uint32_t magic = LOG_MAGIC;
+    for (size_t q = pos + 1; q + LOG_HDR <= n; q++) {
+        const uint8_t *m = memmem(f + q, n - q, &magic, 4);
+        if (!m)
+            break;
+        q = (size_t)(m - f);
+        const char *why;
+        if (record_at(f, n, q, &why))
+            return q;
+    }
+    return n;
+}
+
+int log_scan(Store *st, const char *name, LogFn cb, void *ctx, uint64_t *torn_at, Err *err)
 {
     uint8_t *f;
     size_t n;
-    *torn = false;
+    *torn_at = UINT64_MAX;
     if (store_read_file(st, name, &f, &n, err))
         return err->code;
     size_t pos = 0;
     int rc = 0;
     while (pos < n) {
-        uint32_t magic, len;
-        uint64_t h;
-        if (n - pos < LOG_HDR) {
-            *torn = true;
+        const char *why;
+        if (!record_at(f, n, pos, &why)) {
+            size_t next = next_record(f, n, pos);
+            if (next == n) {
+                *torn_at = pos; /* nothing whole follows: the tail the writer died in */
+                break;
+            }
+            rc = err_set(err, SL_EIO,
+                         "storage file %s/%s is corrupt: the record at offset %zu does not verify "
+                         "(%s), and a valid record follows at offset %zu (of %zu bytes); "
+                         "refusing to skip the records after it (see docs/fault-tolerance.md, "
+                         "\"Corruption\")",
+                         st->dir, name, pos, why, next, n);
             break;
         }
-        memcpy(&magic, f + pos, 4);
+        uint32_t len;
         memcpy(&len, f + pos + 4, 4);
-        memcpy(&h, f + pos + 8, 8);
-        if (magic != LOG_MAGIC || n - pos - LOG_HDR < len ||
-            XXH64(f + pos + LOG_HDR, len, 0) != h) {
-            *torn = true;
-            break;
-        }
         rc = cb(ctx, f + pos + LOG_HDR, len);
         if (rc)
             break;
         pos += LOG_HDR + len;
     }
     sl_free(f);
+    return rc;
+}
+
+int log_cut_tail(Store *st, const char *name, uint64_t at, Err *err)
+{
+    int fd = openat(st->dirfd, name, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(err, SL_EIO, "storage %s: cannot open %s: %s", st->dir, name,
+                       strerror(errno));
+    int rc = 0;
+    if (ftruncate(fd, (off_t)at) != 0 || fsync(fd) != 0)
+        rc = err_set(err, SL_EIO, "storage %s/%s: cannot cut the torn tail at offset %llu: %s",
+                     st->dir, name, (unsigned long long)at, strerror(errno));
+    close(fd);
+    if (rc || !st->remote)
+        return rc;
+    /* a remote log: its parts are replaced by the whole, cut file */
+    uint8_t *data;
+    size_t n;
+    if (store_read_file(st, name, &data, &n, err))
+        return err->code;
+    rc = store_unlink_remote(st, name, err);
+    if (!rc && n) {
+        char pn[160];
+        snprintf(pn, sizeof(pn), "%s.%020llu", name, 0ull);
+        rc = s3_put(st->remote, pn, data, n, err);
+    }
+    sl_free(data);
     return rc;
 }

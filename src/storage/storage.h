@@ -6,10 +6,14 @@
  * pipeline/journal.c).
  *
  * Files in the directory:
- *   LOCK                 held (flock) by the one process that has it open
+ *   LOCK                 the pid of the process holding the directory's lock
+ *                        (an flock on the directory itself, so deleting
+ *                        LOCK does not free it)
  *   batch-<hash>.slb     one Batch: header, zstd payload, xxHash64 checksum;
  *                        <hash> is the XXH3-128 of the batch's contents, so
  *                        writing an unchanged batch again is a no-op
+ *   batch-<hash>-1.slb   the same bytes under its twin name (see
+ *                        store_set_avoid: kept checkpoints share no file)
  *   manifest-<step>.json a checkpoint: JSON (with a "files" array naming the
  *                        batch files it needs), then a checksum line
  *   tmp-*                a file being written; never read, removed at open
@@ -80,9 +84,31 @@ void store_close(Store *st);
 const char *store_dir(const Store *st);
 void store_stats(const Store *st, StoreStats *out);
 
-/* Write b as an immutable file unless a file with its contents exists;
-   its name goes to name_out either way. */
+/*
+ * Two kept checkpoints never share a file. Every batch has two possible
+ * names, batch-<hash>.slb and its twin batch-<hash>-1.slb (same bytes);
+ * before writing checkpoint N the caller names the files of checkpoint
+ * N-1 (store_set_avoid), and each batch of N takes whichever name N-1
+ * does not use. A file that N-2 left under that name is reused (after
+ * its checksum verifies; a damaged one is written again), so a state that
+ * does not change costs one copy, then nothing. One damaged file thus
+ * spoils at most one kept checkpoint; the other still loads.
+ */
+void store_set_avoid(Store *st, const char *const *names, size_t n);
+/* Is name a well-formed batch file name ("batch-" 32 hex [-1] ".slb")? */
+bool store_is_batch_name(const char *name);
+/* The other name of a batch file (see above). */
+void store_batch_twin(const char *name, char twin[STORE_NAME_MAX]);
+/* Write b as an immutable file unless a verifying file with its contents
+   exists under the name chosen (see above); the name goes to name_out
+   either way. */
 int store_put_batch(Store *st, const Batch *b, char name_out[STORE_NAME_MAX], Err *err);
+/* Keep the batch file `name` (of the previous checkpoint) for the next:
+   its name chosen as above goes to name_out; when that file is missing or
+   damaged it is copied from `name`, whose checksum is verified on the
+   way (SL_EIO naming the file when it fails: the caller saves the state
+   again from memory). */
+int store_reuse_batch(Store *st, const char *name, char name_out[STORE_NAME_MAX], Err *err);
 /* Read a batch file back (refs 1), verifying magic, version, checksum and
    contents; a corrupt or truncated file is SL_EIO naming the file and the
    fault. */
@@ -119,10 +145,12 @@ int store_remove(Store *st, const char *name, Err *err);
  * step journal and the HTTP ingress log. A record is
  *   u32 magic, u32 payload length, u64 xxh64(payload), payload
  * written with one write(); log_sync makes everything appended so far
- * durable (fdatasync). A reader stops at the first record that is
- * incomplete or fails its checksum (a torn tail: the writer died mid-write)
- * and says so. A log is created fresh (never reopened for appending), so a
- * torn tail is always followed by nothing in that file.
+ * durable (fdatasync). A failed append cuts the file back to its last
+ * whole record (or, if that fails too, refuses every later append and
+ * sync until a cut works), so a record that does not verify can only be
+ * the last thing in a file, where the writer died mid-write: a torn tail.
+ * A damaged record anywhere else is reported as corruption. A log is
+ * created fresh (never reopened for appending).
  */
 typedef struct Log Log;
 int log_create(Store *st, const char *name, Log **out, Err *err);
@@ -141,10 +169,26 @@ void log_ref(Log *l);
 void log_release(Log *l);
 void log_close(Log *l);
 /* Call cb for each complete record of the named log in order; cb returns
-   non-zero to stop (that code is returned). *torn is set when the file
-   ends in an incomplete or corrupt record. */
+   non-zero to stop (that code is returned). A record that does not verify
+   and is followed by nothing that does is a torn tail: scanning stops and
+   *torn_at is its offset (else UINT64_MAX). One followed by a record that
+   verifies is corruption: SL_EIO naming the file, the offset and what
+   failed (records after a damaged one are never skipped silently). */
 typedef int (*LogFn)(void *ctx, const uint8_t *p, size_t n);
-int log_scan(Store *st, const char *name, LogFn cb, void *ctx, bool *torn, Err *err);
+int log_scan(Store *st, const char *name, LogFn cb, void *ctx, uint64_t *torn_at, Err *err);
+/* Cut a torn tail off the named log (at the offset log_scan gave) and make
+   that durable, so that later segments never follow a torn record. */
+int log_cut_tail(Store *st, const char *name, uint64_t at, Err *err);
+
+/* I/O fault injection: env SLUICE_FAULT=<point>-<error>:<n>[+<k>][,...]
+   makes the n-th arrival at <point> (and the k-1 after it) fail with
+   <error> (enospc, eio, edquot); log appends then write half the record
+   first, as a disk that fills mid-write does. Points: ingress-write,
+   journal-write, batch-write, manifest-write, log-truncate, log-sync, and
+   "write" for every write. Returns the errno to fail with, or 0. */
+int store_fault_due(const char *point);
+/* Read SLUICE_FAULT again and restart the counts (tests; not thread-safe). */
+void store_fault_reload(void);
 
 /* The fault-injection hook (see above), for other writers of the store
    (the journal, later). */

@@ -1,7 +1,13 @@
 /*
  * storage/store.c - the storage directory: its lock, atomic publication of
- * files (temp + fsync + rename + directory fsync), manifests, pruning and
- * the crash-injection hook. The batch file format is in batchfile.c.
+ * files (temp + fsync + rename + directory fsync), manifests, pruning, the
+ * twin names that keep two checkpoints from sharing a file, and the crash
+ * and I/O fault injection hooks. The batch file format is in batchfile.c.
+ *
+ * The lock is an exclusive flock on a descriptor of the directory itself,
+ * held as long as the Store is open; LOCK only tells a second opener the
+ * holder's pid. Deleting or replacing LOCK therefore frees nothing. Every
+ * file is created 0600 and every directory 0700.
  *
  * A manifest file is the caller's JSON text, a newline, then one line
  *   #sluice-manifest v1 xxh64=<16 hex>
@@ -14,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -44,6 +51,85 @@ bool store_crash_due(const char *point)
     return atomic_fetch_add(&crash_hits, 1) + 1 >= nth;
 }
 
+/*
+ * SLUICE_FAULT=<point>-<error>:<n>[+<k>][,...]: the n-th arrival at <point>
+ * (and the k-1 after it; k defaults to 1) fails with <error> (enospc, eio,
+ * edquot) instead of doing its I/O. A point is "ingress-write",
+ * "journal-write", "log-write" (other logs), "batch-write",
+ * "manifest-write", "log-truncate", "log-sync", or "write" for every
+ * write of the store. Each rule counts its own arrivals.
+ */
+#define FAULT_RULES 8
+static struct {
+    char point[32];
+    int err;
+    int from, count;
+    atomic_int hits;
+} fault_rule[FAULT_RULES];
+static int fault_nrules;
+static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+
+static void fault_parse(void)
+{
+    const char *spec = getenv("SLUICE_FAULT");
+    static const struct {
+        const char *name;
+        int err;
+    } errs[] = {{"enospc", ENOSPC}, {"eio", EIO}, {"edquot", EDQUOT}};
+    while (spec && *spec && fault_nrules < FAULT_RULES) {
+        size_t len = strcspn(spec, ",");
+        char rule[96];
+        snprintf(rule, sizeof(rule), "%.*s", (int)(len < 95 ? len : 95), spec);
+        spec += len + (spec[len] == ',');
+        char *colon = strchr(rule, ':');
+        if (colon)
+            *colon = 0;
+        char *dash = strrchr(rule, '-');
+        if (!dash)
+            continue;
+        *dash = 0;
+        int e = 0;
+        for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+            if (!strcmp(dash + 1, errs[i].name))
+                e = errs[i].err;
+        if (!e || strlen(rule) >= sizeof(fault_rule[0].point))
+            continue;
+        int from = colon ? atoi(colon + 1) : 1, count = 1;
+        const char *plus = colon ? strchr(colon + 1, '+') : NULL;
+        if (plus)
+            count = atoi(plus + 1);
+        strcpy(fault_rule[fault_nrules].point, rule);
+        fault_rule[fault_nrules].err = e;
+        fault_rule[fault_nrules].from = from > 0 ? from : 1;
+        fault_rule[fault_nrules].count = count > 0 ? count : 1;
+        fault_nrules++;
+    }
+}
+
+void store_fault_reload(void)
+{
+    pthread_once(&fault_once, fault_parse);
+    memset(fault_rule, 0, sizeof(fault_rule));
+    fault_nrules = 0;
+    fault_parse();
+}
+
+int store_fault_due(const char *point)
+{
+    pthread_once(&fault_once, fault_parse);
+    size_t pn = strlen(point);
+    bool is_write = pn >= 6 && !strcmp(point + pn - 6, "-write");
+    for (int i = 0; i < fault_nrules; i++) {
+        bool any_write = is_write && !strcmp(fault_rule[i].point, "write");
+        if (strcmp(fault_rule[i].point, point) && !any_write)
+            continue;
+        int hit = atomic_fetch_add(&fault_rule[i].hits, 1) + 1;
+        if (hit >= fault_rule[i].from && hit < fault_rule[i].from + fault_rule[i].count)
+            return fault_rule[i].err;
+    }
+    return 0;
+}
+
 void store_crash_point(const char *point)
 {
     if (store_crash_due(point))
@@ -72,7 +158,7 @@ int store_tmp_open(Store *st, const char *final, char tmp[96], Err *err)
 {
     unsigned long long seq = atomic_fetch_add(&st->tmp_seq, 1);
     snprintf(tmp, 96, TMP_PREFIX "%d-%llu-%s", (int)getpid(), seq, final);
-    int fd = openat(st->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = openat(st->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, STORE_FILE_MODE);
     if (fd < 0)
         return err_set(err, SL_EIO, "storage %s: cannot create %s: %s", st->dir, tmp,
                        strerror(errno));
@@ -162,12 +248,47 @@ int store_read_file(Store *st, const char *name, uint8_t **out, size_t *n, Err *
 
 bool store_is_batch_name(const char *name)
 {
-    if (strncmp(name, "batch-", 6) != 0 || strlen(name) != 6 + 32 + 4)
+    if (strncmp(name, "batch-", 6) != 0)
+        return false;
+    size_t n = strlen(name);
+    if (n != 6 + 32 + 4 && n != 6 + 32 + 2 + 4)
         return false;
     for (int i = 6; i < 38; i++)
         if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
             return false;
-    return strcmp(name + 38, ".slb") == 0;
+    return strcmp(name + 38, n == 42 ? ".slb" : "-1.slb") == 0;
+}
+
+void store_batch_twin(const char *name, char twin[STORE_NAME_MAX])
+{
+    if (strlen(name) == 42)
+        snprintf(twin, STORE_NAME_MAX, "%.38s-1.slb", name);
+    else
+        snprintf(twin, STORE_NAME_MAX, "%.38s.slb", name);
+}
+
+static int cmp_cstrp(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+void store_set_avoid(Store *st, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < st->navoid; i++)
+        sl_free(st->avoid[i]);
+    sl_free(st->avoid);
+    st->avoid = sl_calloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        st->avoid[i] = sl_strdup(names[i]);
+    st->navoid = n;
+    if (n)
+        qsort(st->avoid, n, sizeof(char *), cmp_cstrp);
+}
+
+bool store_avoided(const Store *st, const char *name)
+{
+    return st->navoid &&
+           bsearch(&name, st->avoid, st->navoid, sizeof(char *), cmp_cstrp) != NULL;
 }
 
 bool store_file_exists(Store *st, const char *name)
@@ -201,7 +322,7 @@ static int mkdir_p(const char *dir, Err *err)
             continue;
         char c = *p;
         *p = 0;
-        if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        if (mkdir(path, STORE_DIR_MODE) != 0 && errno != EEXIST) {
             rc = err_set(err, SL_EIO, "storage: cannot create directory %s: %s", path,
                          strerror(errno));
             break;
@@ -239,6 +360,52 @@ static void remove_stale_tmps(Store *st)
     closedir(d);
 }
 
+/*
+ * The lock: an exclusive flock on a descriptor of the directory itself
+ * (not on a file in it), so deleting or replacing LOCK cannot let a
+ * second pipeline in; the kernel drops it when the holder dies. LOCK only
+ * names the holder's pid for the message a second opener gets.
+ */
+static int lock_dir(const char *dir, int dfd, int *lockfd, Err *err)
+{
+    int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (lfd < 0)
+        return err_set(err, SL_EIO, "storage: cannot open directory %s: %s", dir,
+                       strerror(errno));
+    if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(lfd);
+        char holder[32] = "";
+        int pfd = openat(dfd, "LOCK", O_RDONLY | O_CLOEXEC);
+        if (pfd >= 0) {
+            ssize_t k = read(pfd, holder, sizeof(holder) - 1);
+            holder[k > 0 ? k : 0] = 0;
+            holder[strcspn(holder, "\n")] = 0;
+            close(pfd);
+        }
+        if (e == EWOULDBLOCK)
+            return err_set(err, SL_EIO,
+                           "storage directory %s is in use by another pipeline (pid %s); "
+                           "two pipelines cannot share one storage directory",
+                           dir, *holder ? holder : "unknown");
+        return err_set(err, SL_EIO, "storage: cannot lock directory %s: %s", dir, strerror(e));
+    }
+    /* the holder's pid, for messages only: a fresh file, renamed into place */
+    char pid[32];
+    int pn = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    char tmp[64];
+    snprintf(tmp, sizeof(tmp), TMP_PREFIX "%d-LOCK", (int)getpid());
+    int pfd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, STORE_FILE_MODE);
+    if (pfd >= 0) {
+        bool ok = store_write_all(pfd, pid, (size_t)pn) == 0;
+        close(pfd);
+        if (!ok || renameat(dfd, tmp, dfd, "LOCK") != 0)
+            unlinkat(dfd, tmp, 0);
+    }
+    *lockfd = lfd;
+    return 0;
+}
+
 int store_open(const char *dir, Store **out, Err *err)
 {
     *out = NULL;
@@ -251,31 +418,11 @@ int store_open(const char *dir, Store **out, Err *err)
     if (dfd < 0)
         return err_set(err, SL_EIO, "storage: cannot open directory %s: %s", dir,
                        strerror(errno));
-    int lfd = openat(dfd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lfd < 0) {
-        int e = errno;
+    int lfd = -1;
+    if ((rc = lock_dir(dir, dfd, &lfd, err)) != 0) {
         close(dfd);
-        return err_set(err, SL_EIO, "storage: cannot create %s/LOCK: %s", dir, strerror(e));
+        return rc;
     }
-    if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        char holder[32] = "";
-        ssize_t k = pread(lfd, holder, sizeof(holder) - 1, 0);
-        holder[k > 0 ? k : 0] = 0;
-        holder[strcspn(holder, "\n")] = 0;
-        close(lfd);
-        close(dfd);
-        if (e == EWOULDBLOCK)
-            return err_set(err, SL_EIO,
-                           "storage directory %s is in use by another pipeline (pid %s); "
-                           "two pipelines cannot share one storage directory",
-                           dir, *holder ? holder : "unknown");
-        return err_set(err, SL_EIO, "storage: cannot lock %s/LOCK: %s", dir, strerror(e));
-    }
-    char pid[32];
-    int pn = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-    if (ftruncate(lfd, 0) == 0)
-        (void)!pwrite(lfd, pid, (size_t)pn, 0);
     Store *st = sl_calloc(1, sizeof(*st));
     st->dir = sl_strdup(dir);
     st->dirfd = dfd;
@@ -331,6 +478,8 @@ void store_close(Store *st)
         }
         rmdir(st->dir);
     }
+    store_set_avoid(st, NULL, 0);
+    sl_free(st->avoid);
     s3_free(st->remote);
     sl_free(st->url);
     if (st->lockfd >= 0)
@@ -407,7 +556,9 @@ int store_write_manifest(Store *st, uint64_t step, const char *json, Err *err)
         return fd;
     }
     size_t half = b.n / 2;
-    int e = store_write_all(fd, b.p, half);
+    int e = store_write_all(fd, b.p, half), fe;
+    if (e == 0 && (fe = store_fault_due("manifest-write")) != 0)
+        e = -fe;
     if (e == 0) {
         store_crash_point("manifest-write");
         e = store_write_all(fd, b.p + half, b.n - half);
@@ -659,6 +810,11 @@ int store_unlink(Store *st, const char *name, Err *err)
     if (unlinkat(st->dirfd, name, 0) != 0 && errno != ENOENT)
         return err_set(err, SL_EIO, "storage %s: cannot delete %s: %s", st->dir, name,
                        strerror(errno));
+    return store_unlink_remote(st, name, err);
+}
+
+int store_unlink_remote(Store *st, const char *name, Err *err)
+{
     if (!st->remote)
         return 0;
     size_t nl = strlen(name);
@@ -686,7 +842,7 @@ static int cmp_cstr(const void *x, const void *y)
 static int put_local(Store *st, const char *name, const void *data, size_t n, Err *err)
 {
     char tmp[96];
-    int fd = openat(st->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = openat(st->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, STORE_FILE_MODE);
     (void)tmp;
     if (fd < 0)
         return err_set(err, SL_EIO, "storage %s: cannot create %s: %s", st->dir, name,
@@ -778,7 +934,7 @@ static void remove_dead_caches(const char *tmpd)
         int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
             continue;
-        int lfd = openat(dfd, "LOCK", O_RDWR | O_CLOEXEC);
+        int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) == 0) {
             DIR *c = fdopendir(dup(dfd));
             struct dirent *f;

@@ -12,15 +12,21 @@
 
 typedef struct S3 S3;
 
+/* Every file the store creates is private to the pipeline's user. */
+#define STORE_FILE_MODE 0600
+#define STORE_DIR_MODE 0700
+
 struct Store {
     char *dir;                  /* path as given (the local cache of a remote store) */
     char *url;                  /* s3://... for a remote store, else NULL */
     S3 *remote;                 /* mirror every durable file there, or NULL */
     bool own_dir;               /* dir is a temporary cache: removed at close */
     int dirfd;                  /* the directory, for *at() calls */
-    int lockfd;                 /* LOCK, flock'd exclusively */
+    int lockfd;                 /* the directory again, flock'd exclusively */
     atomic_uint_fast64_t tmp_seq;  /* makes temp names unique per process */
     atomic_uint_fast64_t batches_written, batches_reused, bytes_written;
+    char **avoid;               /* sorted: the previous checkpoint's files (store_set_avoid) */
+    size_t navoid;
 };
 
 /* Write all n bytes to fd; 0 or -errno. */
@@ -35,8 +41,8 @@ int store_publish(Store *st, int fd, const char *tmp, const char *final, Err *er
 void store_tmp_discard(Store *st, int fd, const char *tmp);
 /* Read a whole file of the store into a new buffer (sl_free). */
 int store_read_file(Store *st, const char *name, uint8_t **out, size_t *n, Err *err);
-/* Is name a well-formed batch file name ("batch-" 32 hex ".slb")? */
-bool store_is_batch_name(const char *name);
+/* Is name one of the files store_set_avoid named? */
+bool store_avoided(const Store *st, const char *name);
 bool store_file_exists(Store *st, const char *name);
 
 /* s3.c */
@@ -53,5 +59,7 @@ int s3_list(S3 *s, char ***names, int *count, Err *err);
 /* Delete a file locally and, for a remote store, remotely (a log segment:
    all its uploaded parts). */
 int store_unlink(Store *st, const char *name, Err *err);
+/* ... only its remote object(s) (nothing for a local store). */
+int store_unlink_remote(Store *st, const char *name, Err *err);
 
 #endif
