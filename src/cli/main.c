@@ -87,7 +87,8 @@ static void usage(FILE *f)
             "                 progress for SECS (default 60; 0 = never)\n"
             "check   compile the program; print the circuit or the errors\n"
             "query, push, tail, stats  clients of a running pipeline's HTTP API\n"
-            "        (URL like http://127.0.0.1:8080)\n");
+            "        (URL like http://127.0.0.1:8080 or https://...; options --api-key KEY\n"
+            "        or env SLUICE_API_KEY, --cacert FILE, --insecure)\n");
 }
 
 static char *read_file(const char *path, Err *err)
@@ -644,6 +645,20 @@ static int no_more_options(int argc, char **argv, int want)
     return 0;
 }
 
+/* Options every client subcommand takes: --api-key KEY (or env
+   SLUICE_API_KEY), --cacert FILE, --insecure. */
+static const char *cli_key, *cli_cacert;
+static bool cli_insecure;
+
+static void client_opts(int *argc, char **argv)
+{
+    cli_key = opt(argc, argv, "--api-key", true);
+    if (!cli_key)
+        cli_key = getenv("SLUICE_API_KEY");
+    cli_cacert = opt(argc, argv, "--cacert", true);
+    cli_insecure = opt(argc, argv, "--insecure", false) != NULL;
+}
+
 static int client_url(const char *url, HttpUrl *u)
 {
     Err e = {0};
@@ -651,6 +666,9 @@ static int client_url(const char *url, HttpUrl *u)
         fprintf(stderr, "sluice: %s\n", e.msg);
         return 2;
     }
+    u->api_key = cli_key && *cli_key ? cli_key : NULL;
+    u->cacert = cli_cacert;
+    u->insecure = cli_insecure;
     return 0;
 }
 
@@ -672,6 +690,7 @@ static int finish(int rc, Err *e, HttpResp *r, bool print_body)
 
 static int cmd_query(int argc, char **argv)
 {
+    client_opts(&argc, argv);
     const char *fmt = opt(&argc, argv, "--format", true);
     int rc = no_more_options(argc, argv, 2);
     HttpUrl u;
@@ -692,6 +711,7 @@ static int cmd_query(int argc, char **argv)
 
 static int cmd_push(int argc, char **argv)
 {
+    client_opts(&argc, argv);
     const char *fmt = opt(&argc, argv, "--format", true);
     const char *upd = opt(&argc, argv, "--update-format", true);
     bool wait = opt(&argc, argv, "--wait", false) != NULL;
@@ -770,6 +790,7 @@ static void tail_out(void *arg, const char *p, size_t n)
 
 static int cmd_tail(int argc, char **argv)
 {
+    client_opts(&argc, argv);
     const char *fmt = opt(&argc, argv, "--format", true);
     bool snap = opt(&argc, argv, "--snapshot", false) != NULL;
     bool bp = opt(&argc, argv, "--backpressure", false) != NULL;
@@ -797,6 +818,7 @@ static int cmd_tail(int argc, char **argv)
 
 static int cmd_stats(int argc, char **argv)
 {
+    client_opts(&argc, argv);
     const char *fmt = opt(&argc, argv, "--format", true);
     int rc = no_more_options(argc, argv, 1);
     HttpUrl u;
