@@ -19,6 +19,15 @@
  * record was good, 400 when none was, 503 when the queue is full (retry:
  * nothing was taken), 413 past the size limit (http.c). With wait=true the
  * answer comes once the step that processed the rows has run.
+ *
+ * Bounds: a request is refused (503) before its body is read when the
+ * pipeline is paused with a full queue or an open transaction already
+ * holds the queue bound; one request holds at most the queue bound of
+ * records (past it parsing stops and the answer is 413 TooManyRecords);
+ * a push that would take an open transaction past the bound is a 503
+ * TransactionFull. The search for the end of an unfinished record resumes
+ * where the previous piece left it (Scan), so a record spanning many
+ * pieces costs linear time, not quadratic.
  */
 #include <stdio.h>
 #include <stdlib.h>
