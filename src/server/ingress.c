@@ -68,6 +68,7 @@ typedef struct Ingress {
     bool wait;
     int64_t limit;        /* records one request may hold (the queue bound) */
     bool over;            /* more records than limit: the rest was skipped */
+    bool txn;             /* a transaction was open when the request came */
 } Ingress;
 
 static void add_error(Ingress *g, int64_t line, const char *rec, size_t n, const char *why)
@@ -304,27 +305,24 @@ static int on_body(Req *q, const char *data, size_t n)
     return 0;
 }
 
-/* The open transaction (if any) and the queue already hold too much for
-   another `more` records: answer 503 and return true. */
-static bool txn_full(Req *q, int64_t more)
+/* The open transaction (if any, per st) and the queue already hold too
+   much for another `more` records: answer 503 and return true. */
+static bool txn_full(Req *q, const PipeStats *st, int64_t more)
 {
-    PipeStats st;
-    pipeline_stats(q->s->p, &st);
-    bool full = st.txn_id && strcmp(st.txn_status, "open") == 0 &&
-                st.buffered_records + more > st.queue_limit;
+    bool full = st->txn_id && strcmp(st->txn_status, "open") == 0 &&
+                st->buffered_records + more > st->queue_limit;
     if (full) {
         cJSON *d = cJSON_CreateObject();
-        cJSON_AddNumberToObject(d, "transaction_id", (double)st.txn_id);
-        cJSON_AddNumberToObject(d, "transaction_records", (double)st.txn_records);
-        cJSON_AddNumberToObject(d, "limit", (double)st.queue_limit);
+        cJSON_AddNumberToObject(d, "transaction_id", (double)st->txn_id);
+        cJSON_AddNumberToObject(d, "transaction_records", (double)st->txn_records);
+        cJSON_AddNumberToObject(d, "limit", (double)st->queue_limit);
         req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "TransactionFull", d,
                   "the open transaction %lld holds %lld records and the bound is %lld "
                   "(sluice run --http-buffer); nothing was taken: commit or abort it, then "
                   "retry",
-                  (long long)st.txn_id, (long long)st.buffered_records,
-                  (long long)st.queue_limit);
+                  (long long)st->txn_id, (long long)st->buffered_records,
+                  (long long)st->queue_limit);
     }
-    pipestats_free(&st);
     return full;
 }
 
@@ -361,9 +359,18 @@ static int on_done(Req *q)
                          "none of the %lld record%s could be parsed for table %s (see details)",
                          (long long)g->bad, g->bad == 1 ? "" : "s", g->r->name);
     }
-    if (txn_full(q, g->good)) {
-        cJSON_Delete(errs);
-        return 0;
+    if (g->txn) {
+        /* checked again only when a transaction was open at the start (the
+           statistics cost a little; a transaction opened since takes at most
+           this request's records past the bound) */
+        PipeStats st;
+        pipeline_stats(s->p, &st);
+        bool full = txn_full(q, &st, g->good);
+        pipestats_free(&st);
+        if (full) {
+            cJSON_Delete(errs);
+            return 0;
+        }
     }
     inbatch_note(g->b, g->bytes, g->bad);
     int64_t token = 0;
@@ -464,10 +471,12 @@ int ingress_begin(Req *q)
     PipeStats st;
     pipeline_stats(q->s->p, &st);
     g->limit = st.queue_limit;
+    g->txn = st.txn_id != 0;
     bool full = !strcmp(st.state, "paused") && st.buffered_records >= st.queue_limit;
     int64_t buffered = st.buffered_records;
+    bool tfull = txn_full(q, &st, 1);
     pipestats_free(&st);
-    if (txn_full(q, 1))
+    if (tfull)
         return 0;
     if (full)
         return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "QueueFull", NULL,
