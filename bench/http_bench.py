@@ -159,7 +159,8 @@ def follow(port, n_expected, ready, out):
     import socket as so
     seen = {}
     s = so.create_connection(("127.0.0.1", port))
-    s.sendall(b"POST /egress/ids?format=json HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    s.sendall(b"POST /egress/ids?format=json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+              b"Content-Length: 0\r\n\r\n" % port)
     buf = b""
     while b"\r\n\r\n" not in buf:
         buf += s.recv(65536)

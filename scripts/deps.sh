@@ -5,7 +5,7 @@
 # (a real S3-compatible server on loopback, for --storage s3://) and the
 # memcached it needs; installed without recommends.
 set -e
-PKGS="gcc make pkg-config libcjson-dev libxxhash-dev libmicrohttpd-dev libzstd-dev libcmocka-dev sqlite3 python3-pytest python3-requests nettle-dev libcurl4-openssl-dev openmpi-bin libopenmpi-dev iproute2"
+PKGS="gcc make pkg-config libcjson-dev libxxhash-dev libmicrohttpd-dev libzstd-dev libcmocka-dev sqlite3 python3-pytest python3-requests nettle-dev libcurl4-openssl-dev openmpi-bin libopenmpi-dev iproute2 openssl"
 SERVERS="swift swift-proxy swift-object swift-container swift-account memcached"
 missing_of() {
     m=""

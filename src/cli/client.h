@@ -1,9 +1,10 @@
 /*
- * cli/client.h - a minimal HTTP/1.1 client over plain sockets for the
- * `sluice query|push|tail|stats` subcommands: one request per connection
- * (Connection: close), request bodies streamed from memory or a file,
- * responses read whole or handed over piece by piece (chunked transfer
- * encoding decoded).
+ * cli/client.h - a minimal HTTP/1.1 client (libcurl) for the
+ * `sluice query|push|tail|stats` subcommands: one request per connection,
+ * http:// or https:// (system trust store, --cacert FILE, or --insecure),
+ * an optional API key (Authorization: Bearer), request bodies streamed
+ * from memory or a file, responses read whole or handed over piece by
+ * piece as they arrive.
  */
 #ifndef SL_CLI_CLIENT_H
 #define SL_CLI_CLIENT_H
@@ -16,10 +17,15 @@
 typedef struct HttpUrl {
     char host[256];
     char port[16];
+    bool tls;               /* https:// */
+    /* Set by the caller after parsing (all optional): */
+    const char *api_key;    /* sent as Authorization: Bearer KEY */
+    const char *cacert;     /* PEM file of the CA (or self-signed cert) to trust */
+    bool insecure;          /* https without verifying the server's certificate */
 } HttpUrl;
 
-/* "http://HOST:PORT", "HOST:PORT" or ":PORT" (127.0.0.1); a path after it
-   is ignored. 0 or SL_ECONFIG. */
+/* "http://HOST:PORT", "https://HOST:PORT", "HOST:PORT" or ":PORT"
+   (127.0.0.1); a path after it is ignored. 0 or SL_ECONFIG. */
 int http_url_parse(const char *url, HttpUrl *u, Err *err);
 
 typedef struct HttpReq {

@@ -57,6 +57,14 @@ static void usage(FILE *f)
             "  --paused       start paused (POST /start resumes)\n"
             "  --http-max-body BYTES  largest request body (default 64M)\n"
             "  --http-buffer RECORDS  HTTP input queue bound (default 1000000)\n"
+            "  --http-max-connections N  open HTTP connections (default 256)\n"
+            "  --http-idle-timeout SECS  close idle connections (default 60; 0: never)\n"
+            "  --egress-stall-timeout SECS  disconnect a backpressure subscriber that\n"
+            "                 reads nothing this long (default 30)\n"
+            "  --api-key KEY, --api-key-ro KEY  require Authorization: Bearer KEY\n"
+            "                 (read-only keys only read; docs/security.md)\n"
+            "  --allowed-host NAME  a Host/Origin name to accept besides loopback\n"
+            "  --tls-cert FILE --tls-key FILE  serve HTTPS\n"
             "  --egress-buffer BYTES  per-subscriber /egress queue (default 16M)\n"
             "  --storage DIR  keep checkpoints, the journal and logged HTTP input in DIR;\n"
             "                 a restart with the same DIR resumes where the last run\n"
@@ -69,8 +77,9 @@ static void usage(FILE *f)
             "  --s3-endpoint URL  with --storage s3://BUCKET/PREFIX: the S3-compatible\n"
             "                 server (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)\n"
             "  --config FILE  runtime settings as JSON: workers, hosts, storage, s3_endpoint,\n"
-            "                 fault_tolerance, checkpoint_interval_secs, step_deadline_secs\n"
-            "                 (flags win)\n"
+            "                 fault_tolerance, checkpoint_interval_secs, step_deadline_secs,\n"
+            "                 http_max_connections, http_idle_timeout_secs, api_keys\n"
+            "                 (flags win; api_keys add to --api-key)\n"
             "  --hosts H      scale-out: run as H processes (an MPI job started through\n"
             "                 mpirun) that split the workers evenly and step together;\n"
             "                 rank 0 serves the HTTP API (docs/scale-out.md). Under an\n"
@@ -81,7 +90,8 @@ static void usage(FILE *f)
             "                 progress for SECS (default 60; 0 = never)\n"
             "check   compile the program; print the circuit or the errors\n"
             "query, push, tail, stats  clients of a running pipeline's HTTP API\n"
-            "        (URL like http://127.0.0.1:8080)\n");
+            "        (URL like http://127.0.0.1:8080 or https://...; options --api-key KEY\n"
+            "        or env SLUICE_API_KEY, --cacert FILE, --insecure)\n");
 }
 
 static char *read_file(const char *path, Err *err)
@@ -179,6 +189,52 @@ typedef struct CfgHosts {
     bool workers;       /* "workers" given */
 } CfgHosts;
 
+/* HTTP server settings from --config and the flags (keys and hosts add up;
+   other flags win over the config). Static: they live as long as the run. */
+enum { MAX_SRV_LIST = 64 };
+static ServerKey srv_keys[MAX_SRV_LIST];
+static int srv_nkeys;
+static const char *srv_hosts[MAX_SRV_LIST];
+static int srv_nhosts;
+static int cfg_max_conn, cfg_idle;
+
+static void add_key(const char *k, bool ro)
+{
+    if (!k || !*k || srv_nkeys >= MAX_SRV_LIST) {
+        fprintf(stderr, "sluice: an API key must be non-empty (at most %d keys)\n",
+                MAX_SRV_LIST);
+        exit(2);
+    }
+    srv_keys[srv_nkeys++] = (ServerKey){k, ro};
+}
+
+static void add_host(const char *h)
+{
+    if (!h || !*h || srv_nhosts >= MAX_SRV_LIST) {
+        fprintf(stderr, "sluice: --allowed-host needs a name (at most %d)\n", MAX_SRV_LIST);
+        exit(2);
+    }
+    srv_hosts[srv_nhosts++] = h;
+}
+
+/* api_keys: ["KEY", {"key": "KEY", "read_only": true}, ...]; false if bad */
+static bool cfg_keys(const cJSON *v)
+{
+    const cJSON *it;
+    if (!cJSON_IsArray(v))
+        return false;
+    cJSON_ArrayForEach(it, v)
+    {
+        const cJSON *k = cJSON_IsObject(it) ? cJSON_GetObjectItemCaseSensitive(it, "key") : it;
+        const cJSON *ro = cJSON_IsObject(it) ? cJSON_GetObjectItemCaseSensitive(it, "read_only")
+                                             : NULL;
+        if (!cJSON_IsString(k) || (ro && !cJSON_IsBool(ro)))
+            return false;
+        add_key(sl_strdup(k->valuestring), cJSON_IsTrue(ro));
+    }
+    return true;
+}
+
 static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHosts *ch)
 {
     Err e = {0};
@@ -217,10 +273,19 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
         else if (!strcmp(k, "checkpoint_interval_secs") && cJSON_IsNumber(v) &&
                  v->valuedouble >= 0)
             o->checkpoint_interval = v->valuedouble;
+        else if (!strcmp(k, "http_max_connections") && cJSON_IsNumber(v) &&
+                 v->valuedouble >= 1 && v->valuedouble <= 100000)
+            cfg_max_conn = (int)v->valuedouble;
+        else if (!strcmp(k, "http_idle_timeout_secs") && cJSON_IsNumber(v) &&
+                 v->valuedouble >= 0 && v->valuedouble <= 1e6)
+            cfg_idle = v->valuedouble > 0 ? (int)v->valuedouble : -1;
+        else if (!strcmp(k, "api_keys") && cfg_keys(v))
+            ;
         else {
             fprintf(stderr, "sluice: --config %s: bad or unknown setting \"%s\" (known: "
                             "workers, hosts, storage, s3_endpoint, fault_tolerance, "
-                            "checkpoint_interval_secs, step_deadline_secs, on_error)\n",
+                            "checkpoint_interval_secs, step_deadline_secs, on_error, "
+                            "http_max_connections, http_idle_timeout_secs, api_keys)\n",
                     path, k);
             exit(2);
         }
@@ -332,7 +397,9 @@ static int cmd_run(int argc, char **argv)
     lo.hosts = ch.hosts;
     if (cfg_storage)
         o.storage = cfg_storage;
-    ServerOpts so = {"127.0.0.1", 8080, 64 << 20, 16 << 20, 5.0};
+    ServerOpts so = {.host = "127.0.0.1", .port = 8080, .max_body = 64 << 20,
+                     .egress_buffer = 16 << 20, .push_wait = 5.0,
+                     .max_connections = cfg_max_conn, .idle_timeout = cfg_idle};
     char host[256] = "127.0.0.1";
     bool http = false;
     const char *path = NULL;
@@ -397,6 +464,24 @@ static int cmd_run(int argc, char **argv)
             o.queue_records = parse_long(a, ++i < argc ? argv[i] : NULL, 1, 1L << 40);
         else if (!strcmp(a, "--egress-buffer"))
             so.egress_buffer = parse_size(a, ++i < argc ? argv[i] : NULL);
+        else if (!strcmp(a, "--http-max-connections"))
+            so.max_connections = (int)parse_long(a, ++i < argc ? argv[i] : NULL, 1, 100000);
+        else if (!strcmp(a, "--http-idle-timeout")) {
+            long t = parse_long(a, ++i < argc ? argv[i] : NULL, 0, 1000000);
+            so.idle_timeout = t ? (int)t : -1;
+        } else if (!strcmp(a, "--egress-stall-timeout"))
+            so.egress_stall = (double)parse_long(a, ++i < argc ? argv[i] : NULL, 1, 1000000);
+        else if (!strcmp(a, "--api-key") || !strcmp(a, "--api-key-ro"))
+            add_key(++i < argc ? argv[i] : NULL, a[9] == '-');
+        else if (!strcmp(a, "--allowed-host"))
+            add_host(++i < argc ? argv[i] : NULL);
+        else if (!strcmp(a, "--tls-cert") || !strcmp(a, "--tls-key")) {
+            if (++i >= argc || !*argv[i]) {
+                fprintf(stderr, "sluice: %s needs a PEM file\n", a);
+                return 2;
+            }
+            *(a[6] == 'c' ? &so.tls_cert : &so.tls_key) = argv[i];
+        }
         else if (!strcmp(a, "--config"))
             ++i; /* read above */
         else if (!strcmp(a, "--storage")) {
@@ -475,6 +560,10 @@ static int cmd_run(int argc, char **argv)
     }
     Pipeline *p = pipeline_new(c, &o, &e);
     Server *srv = NULL;
+    so.keys = srv_keys;
+    so.nkeys = srv_nkeys;
+    so.allowed_hosts = srv_hosts;
+    so.nallowed = srv_nhosts;
     if (p && http) {
         signal(SIGPIPE, SIG_IGN);
         srv = server_start(p, &so, &e);
@@ -585,6 +674,20 @@ static int no_more_options(int argc, char **argv, int want)
     return 0;
 }
 
+/* Options every client subcommand takes: --api-key KEY (or env
+   SLUICE_API_KEY), --cacert FILE, --insecure. */
+static const char *cli_key, *cli_cacert;
+static bool cli_insecure;
+
+static void client_opts(int *argc, char **argv)
+{
+    cli_key = opt(argc, argv, "--api-key", true);
+    if (!cli_key)
+        cli_key = getenv("SLUICE_API_KEY");
+    cli_cacert = opt(argc, argv, "--cacert", true);
+    cli_insecure = opt(argc, argv, "--insecure", false) != NULL;
+}
+
 static int client_url(const char *url, HttpUrl *u)
 {
     Err e = {0};
@@ -592,6 +695,9 @@ static int client_url(const char *url, HttpUrl *u)
         fprintf(stderr, "sluice: %s\n", e.msg);
         return 2;
     }
+    u->api_key = cli_key && *cli_key ? cli_key : NULL;
+    u->cacert = cli_cacert;
+    u->insecure = cli_insecure;
     return 0;
 }
 
@@ -613,6 +719,7 @@ static int finish(int rc, Err *e, HttpResp *r, bool print_body)
 
 static int cmd_query(int argc, char **argv)
 {
+    client_opts(&argc, argv);
     const char *fmt = opt(&argc, argv, "--format", true);
     int rc = no_more_options(argc, argv, 2);
     HttpUrl u;
@@ -633,6 +740,7 @@ static int cmd_query(int argc, char **argv)
 
 static int cmd_push(int argc, char **argv)
 {
+    client_opts(&argc, argv);
     const char *fmt = opt(&argc, argv, "--format", true);
     const char *upd = opt(&argc, argv, "--update-format", true);
     bool wait = opt(&argc, argv, "--wait", false) != NULL;
@@ -711,6 +819,7 @@ static void tail_out(void *arg, const char *p, size_t n)
 
 static int cmd_tail(int argc, char **argv)
 {
+    client_opts(&argc, argv);
     const char *fmt = opt(&argc, argv, "--format", true);
     bool snap = opt(&argc, argv, "--snapshot", false) != NULL;
     bool bp = opt(&argc, argv, "--backpressure", false) != NULL;
@@ -738,6 +847,7 @@ static int cmd_tail(int argc, char **argv)
 
 static int cmd_stats(int argc, char **argv)
 {
+    client_opts(&argc, argv);
     const char *fmt = opt(&argc, argv, "--format", true);
     int rc = no_more_options(argc, argv, 1);
     HttpUrl u;

@@ -13,10 +13,12 @@
  * field is NULL, "" is the empty string. A record ends at '\n' outside
  * quotes; one '\r' before it is dropped. Parsing is all-or-nothing: values
  * are written into the chunk's next free row and n is bumped only when
- * every field was good.
+ * every field was good. A record that is not valid UTF-8 is refused whole
+ * (io/utf8.h), so every string value is valid UTF-8.
  */
 #include "../expr/text.h"
 #include "format.h"
+#include "utf8.h"
 
 #include <strings.h>
 
@@ -175,6 +177,10 @@ int fmt_csv_parse(const RowSchema *s, const char *p, size_t n, Chunk *out, Arena
         n--;
     if (n > 0 && p[n - 1] == '\r')
         n--;
+    size_t ok = utf8_valid_prefix(p, n);
+    if (ok < n)
+        return err_set(err, SL_EDATA, "invalid UTF-8 at byte %zu of the record (0x%02x)", ok + 1,
+                       (unsigned)(unsigned char)p[ok]);
     while (more) {
         const char *why = next_field(p, n, &pos, &f, &more);
         if (why) {

@@ -16,7 +16,8 @@
  * DECIMAL through text_parse (exact, no double on the way), REAL/DOUBLE
  * with strtof/strtod. true/false fit BOOLEAN only; null and missing members
  * are NULL. Unknown or repeated members, nested values and anything after
- * the object are errors naming what was wrong.
+ * the object are errors naming what was wrong. A record that is not valid
+ * UTF-8 is refused whole (io/utf8.h), so every string value is valid UTF-8.
  */
 #include <errno.h>
 #include <math.h>
@@ -27,6 +28,7 @@
 #include "../base/mem.h"
 #include "../expr/text.h"
 #include "format.h"
+#include "utf8.h"
 
 typedef struct JIn {
     const char *q, *end;
@@ -553,6 +555,13 @@ int fmt_json_parse_rec(const RowSchema *s, const char *p, size_t n, const JsonRe
     int k = JSON_REC_INSERT;
     if (out->n >= out->cap)
         sl_panic("fmt_json_parse: chunk full (%lld rows)", (long long)out->cap);
+    size_t ok = utf8_valid_prefix(p, n);
+    if (ok < n) {
+        if (kind)
+            *kind = k;
+        return err_set(err, SL_EDATA, "invalid UTF-8 at byte %zu of the record (0x%02x)", ok + 1,
+                       (unsigned)(unsigned char)p[ok]);
+    }
     memset(seen, 0, (size_t)s->ncol);
     int rc = parse_record(s, &in, out, out->n, a, seen, o, &k, err);
     if (!rc)

@@ -2,7 +2,9 @@
  * server/api.c - the endpoints that carry no data: GET /status, POST
  * /start, /pause, /stop, the transaction endpoints, GET /completion_status
  * and GET / (what the pipeline serves). Each turns into a pipeline_command
- * or reads pipeline_stats; none touches the runtime.
+ * or reads pipeline_stats; none touches the runtime. /status also says
+ * when the steps wait on an egress subscriber that does not read
+ * ("stalled", from egress.c).
  */
 #include <stdlib.h>
 
@@ -28,6 +30,20 @@ int api_status(Req *q)
     cJSON_AddNumberToObject(j, "processed_records", (double)st.processed_records);
     cJSON_AddBoolToObject(j, "inputs_ended", st.inputs_ended);
     cJSON_AddNumberToObject(j, "uptime_secs", st.uptime_secs);
+    int64_t sub;
+    int rel;
+    double secs;
+    if (egress_stalled(q->s->eg, &sub, &rel, &secs)) {
+        /* the steps wait on a backpressure subscriber that does not read */
+        cJSON *w = cJSON_AddObjectToObject(j, "stalled");
+        cJSON_AddStringToObject(w, "reason", "egress_backpressure");
+        cJSON_AddStringToObject(w, "view", q->s->c->rels[rel].name);
+        cJSON_AddNumberToObject(w, "subscriber", (double)sub);
+        cJSON_AddNumberToObject(w, "waiting_secs", secs);
+        cJSON_AddNumberToObject(w, "timeout_secs", q->s->o.egress_stall);
+    } else {
+        cJSON_AddNullToObject(j, "stalled");
+    }
     cJSON_AddStringToObject(j, "transaction_status", feldera_txn_status(&st));
     cJSON_AddNumberToObject(j, "transaction_id", (double)st.txn_id);
     if (st.txn_id) {

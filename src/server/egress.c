@@ -20,8 +20,13 @@
  * disconnected (its socket shut down) and the reason logged, so a slow
  * client never stalls the pipeline; with backpressure=true the controller
  * waits until the client has read enough (or leaves, or the pipeline
- * stops). Subscribers whose connection ended are unregistered by the next
- * hook.
+ * stops), but not forever: a subscriber that reads nothing for
+ * ServerOpts.egress_stall seconds while the pipeline waits on it is
+ * disconnected too (reason logged) and the steps go on. While it waits,
+ * egress_stalled says on whom (GET /status shows it). Subscribers whose
+ * connection ended are unregistered by the next hook. Streams are exempt
+ * from the connection idle timeout: a view may rightly not change for
+ * long.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +61,7 @@ typedef struct Sub {
     int qhead, qn, qcap;
     size_t off;             /* bytes of q[qhead] already sent */
     size_t qbytes;
+    double last_read;       /* when the client last took bytes (mono secs) */
     int fd;
     pthread_cond_t cv;
 } Sub;
@@ -67,7 +73,29 @@ struct Egress {
     Sub *subs;
     int64_t next_id;
     EgressStats *st;        /* per relation */
+    Sub *stall;             /* the subscriber the hook waits on, or NULL */
+    double stall_since;
 };
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool egress_stalled(Egress *e, int64_t *sub, int *rel, double *secs)
+{
+    pthread_mutex_lock(&e->mu);
+    bool st = e->stall != NULL;
+    if (st) {
+        *sub = e->stall->id;
+        *rel = e->stall->rel;
+        *secs = mono_now() - e->stall_since;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return st;
+}
 
 Egress *egress_new(Server *s)
 {
@@ -256,8 +284,11 @@ static void drop(Egress *e, Sub *u, const char *why)
     const Relation *r = &e->s->c->rels[u->rel];
     fprintf(stderr,
             "sluice: http: egress subscriber %lld of %s disconnected: %s (%zu bytes queued, "
-            "limit %lld; use backpressure=true to make the pipeline wait instead)\n",
-            (long long)u->id, r->name, why, u->qbytes, (long long)e->s->o.egress_buffer);
+            "limit %lld; %s)\n",
+            (long long)u->id, r->name, why, u->qbytes, (long long)e->s->o.egress_buffer,
+            u->backpressure ? "the steps go on without it"
+                            : "use backpressure=true to make the pipeline wait instead");
+    fflush(stderr);
     u->state = SUB_DROPPED;
     e->st[u->rel].dropped++;
     if (u->fd >= 0)
@@ -317,8 +348,21 @@ void egress_after_step(Egress *e, Pipeline *p, int64_t step)
         if (!m || u->state != SUB_ACTIVE)
             continue;
         if (u->backpressure) {
+            double t0 = mono_now();
             while (u->state == SUB_ACTIVE && u->qn > 0 && u->qbytes + m->n > limit &&
                    !pipeline_stop_requested(p)) {
+                double since = u->last_read > t0 ? u->last_read : t0;
+                e->stall = u;
+                e->stall_since = since;
+                if (mono_now() - since >= e->s->o.egress_stall) {
+                    char why[160];
+                    snprintf(why, sizeof(why),
+                             "it read nothing for %.0f s while the pipeline waited on it "
+                             "(backpressure=true; sluice run --egress-stall-timeout)",
+                             mono_now() - since);
+                    drop(e, u, why);
+                    break;
+                }
                 struct timespec dl;
                 clock_gettime(CLOCK_REALTIME, &dl);
                 dl.tv_nsec += 100 * 1000000L;
@@ -328,6 +372,7 @@ void egress_after_step(Egress *e, Pipeline *p, int64_t step)
                 }
                 pthread_cond_timedwait(&e->room, &e->mu, &dl);
             }
+            e->stall = NULL;
             if (u->state != SUB_ACTIVE)
                 continue;
         } else if (u->qn > 0 && u->qbytes + m->n > limit) {
@@ -362,6 +407,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
                 k = max;
             memcpy(buf, m->data + u->off, k);
             u->off += k;
+            u->last_read = mono_now();
             if (u->off == m->n) {
                 u->qhead = (u->qhead + 1) % u->qcap;
                 u->qn--;
@@ -460,7 +506,10 @@ int egress_begin(Req *q)
     u->backpressure = bp;
     u->snapshot = snapshot;
     u->refs = 1; /* the response */
+    u->last_read = mono_now();
     pthread_cond_init(&u->cv, NULL);
+    /* a stream may rightly carry nothing for long: no idle timeout */
+    MHD_set_connection_option(q->conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)0);
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     u->fd = ci ? ci->connect_fd : -1;

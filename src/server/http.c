@@ -6,12 +6,27 @@
  * piece as they arrive, the size limit (413), response and error helpers,
  * and an orderly stop (streams ended, requests in flight finished).
  *
+ * Bounds (docs/http.md): at most max_connections connections (more are
+ * closed as soon as they are accepted), idle ones closed after
+ * idle_timeout seconds (egress streams exempt), and at most max_inflight
+ * bytes of request bodies being read at once (a request that would pass
+ * it gets 503 before its body is read).
+ *
+ * The gate (docs/security.md), checked on a request's first call before
+ * routing: the Host header must name this server (DNS rebinding: 403), a
+ * request that changes state must not come from a foreign Origin (CSRF:
+ * 403), and with API keys the request needs "Authorization: Bearer KEY"
+ * (401), a read-only key only reading endpoints (403). With tls_cert and
+ * tls_key the daemon speaks HTTPS (GnuTLS inside libmicrohttpd).
+ *
  * Errors are JSON: {"error": "what went wrong and what to do",
  * "error_code": "CamelCase", "details": {...}}; an unknown path is a 404
  * that lists the endpoints, a known path with the wrong method a 405 with
  * an Allow header.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <ctype.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -215,6 +230,176 @@ static int route(Req *q)
     return api_index(q);
 }
 
+/* ---------------------------------------------------------------- the gate */
+
+/* Does "NAME" or "NAME:PORT" in v[0..n) match name (case-insensitively)
+   and, when port >= 0, carry exactly that port? */
+static bool host_is(const char *v, size_t n, const char *name, int port)
+{
+    size_t k = strlen(name);
+    if (n < k || strncasecmp(v, name, k))
+        return false;
+    if (n == k)
+        return port < 0;
+    if (v[k] != ':')
+        return false;
+    if (port < 0)
+        return true;
+    char b[16];
+    snprintf(b, sizeof(b), "%d", port);
+    return n - k - 1 == strlen(b) && !memcmp(v + k + 1, b, n - k - 1);
+}
+
+static bool ip_literal(const char *v, size_t n)
+{
+    char b[64];
+    struct in6_addr a6;
+    if (n && v[0] == '[') {
+        const char *e = memchr(v, ']', n);
+        if (!e || (size_t)(e - v) - 1 >= sizeof(b))
+            return false;
+        snprintf(b, sizeof(b), "%.*s", (int)(e - v - 1), v + 1);
+        return inet_pton(AF_INET6, b, &a6) == 1;
+    }
+    const char *c = memchr(v, ':', n);
+    size_t hn = c ? (size_t)(c - v) : n;
+    if (hn >= sizeof(b))
+        return false;
+    snprintf(b, sizeof(b), "%.*s", (int)hn, v);
+    return inet_pton(AF_INET, b, &a6) == 1;
+}
+
+/* host[:port] as a Host header or the authority of an Origin. */
+static bool host_allowed(const Server *s, const char *v, size_t n)
+{
+    static const char *const loop[] = {"localhost", "127.0.0.1", "[::1]"};
+    for (size_t i = 0; i < ARRAY_LEN(loop); i++)
+        if (host_is(v, n, loop[i], s->port))
+            return true;
+    if (host_is(v, n, s->o.host, s->port))
+        return true;
+    /* bound to every address: an IP literal cannot be a rebinding name */
+    if ((!strcmp(s->o.host, "0.0.0.0") || !strcmp(s->o.host, "::")) && ip_literal(v, n))
+        return true;
+    for (int i = 0; i < s->o.nallowed; i++)
+        if (host_is(v, n, s->o.allowed_hosts[i], -1))
+            return true;
+    return false;
+}
+
+/* Compare without an early exit, so that timing does not leak a key. */
+static bool key_equal(const char *a, size_t an, const char *b)
+{
+    size_t bn = strlen(b);
+    unsigned char d = an != bn;
+    for (size_t i = 0; i < an; i++)
+        d |= (unsigned char)(a[i] ^ b[i < bn ? i : 0]);
+    return d == 0;
+}
+
+static bool read_only_ok(const Req *q)
+{
+    static const char *const reads[] = {"/query", "/stats", "/status", "/metrics"};
+    if (!strcmp(q->path, "/egress") || !strncmp(q->path, "/egress/", 8))
+        return true;
+    if (strcmp(q->method, "GET"))
+        return false;
+    for (size_t i = 0; i < ARRAY_LEN(reads); i++)
+        if (!strcmp(q->path, reads[i]))
+            return true;
+    return false;
+}
+
+/* Check the request's Host, Origin and key; false when it was refused (an
+   answer is queued). */
+static bool gate(Req *q)
+{
+    Server *s = q->s;
+    struct MHD_Connection *c = q->conn;
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    if (host && !host_allowed(s, host, strlen(host))) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "host", host);
+        req_error(q, MHD_HTTP_FORBIDDEN, "HostNotAllowed", d,
+                  "the Host header \"%s\" does not name this server; use %s:%d or a loopback "
+                  "name, or start it with --allowed-host NAME",
+                  host, s->o.host, s->port);
+        return false;
+    }
+    bool safe = !strcmp(q->method, "GET") || !strcmp(q->method, "HEAD") ||
+                !strcmp(q->method, "OPTIONS");
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (origin && !safe) {
+        const char *a = strstr(origin, "://");
+        const char *h = a ? a + 3 : "";
+        size_t hn = strcspn(h, "/");
+        bool scheme = a && ((a - origin == 4 && !strncasecmp(origin, "http", 4)) ||
+                            (a - origin == 5 && !strncasecmp(origin, "https", 5)));
+        if (!scheme || !host_allowed(s, h, hn)) {
+            cJSON *d = cJSON_CreateObject();
+            cJSON_AddStringToObject(d, "origin", origin);
+            req_error(q, MHD_HTTP_FORBIDDEN, "OriginNotAllowed", d,
+                      "%s %s from the web origin \"%s\" is refused (cross-site request); "
+                      "start the server with --allowed-host NAME to allow that origin",
+                      q->method, q->path, origin);
+            return false;
+        }
+    }
+    if (s->o.nkeys == 0)
+        return true;
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    const ServerKey *key = NULL;
+    if (auth && !strncasecmp(auth, "Bearer ", 7)) {
+        const char *k = auth + 7;
+        while (*k == ' ')
+            k++;
+        size_t kn = strlen(k);
+        while (kn && isspace((unsigned char)k[kn - 1]))
+            kn--;
+        for (int i = 0; i < s->o.nkeys; i++)
+            if (key_equal(k, kn, s->o.keys[i].key) && !key)
+                key = &s->o.keys[i];
+    }
+    if (!key) {
+        req_error(q, MHD_HTTP_UNAUTHORIZED, "Unauthorized", NULL,
+                  "%s: send \"Authorization: Bearer KEY\" with a key given to --api-key "
+                  "(sluice query/push/tail/stats --api-key KEY, or SLUICE_API_KEY)",
+                  auth ? "the API key is not valid" : "this server needs an API key");
+        return false;
+    }
+    if (key->read_only && !read_only_ok(q)) {
+        req_error(q, MHD_HTTP_FORBIDDEN, "ReadOnlyKey", NULL,
+                  "a read-only API key may only GET /query, /stats, /status and /metrics and "
+                  "follow /egress, not %s %s",
+                  q->method, q->path);
+        return false;
+    }
+    return true;
+}
+
+/* Reserve n bytes of the bodies-in-flight bound; false (nothing
+   reserved) when other bodies already hold it. */
+static bool reserve(Req *q, int64_t n)
+{
+    Server *s = q->s;
+    pthread_mutex_lock(&s->mu);
+    bool ok = s->body_bytes == 0 || s->body_bytes + n <= s->o.max_inflight;
+    if (ok) {
+        s->body_bytes += n;
+        q->reserved += n;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+static int busy(Req *q)
+{
+    return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "ServerBusy", NULL,
+                     "other request bodies being read hold %lld bytes, the bound (4 x "
+                     "--http-max-body); nothing was taken: retry later",
+                     (long long)q->s->o.max_inflight);
+}
+
 /* Endpoints without a body to stream answer once the (ignored) body is in. */
 static int deferred(Req *q) { return route(q); }
 
@@ -247,6 +432,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         const char *ex = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
         long long len = cl ? atoll(cl) : -1;
+        q->started = true;
+        if (!gate(q))
+            return MHD_YES;
         if (len > s->o.max_body) {
             q->too_big = true;
             if (ex || len > s->o.max_body + DISCARD_SLACK)
@@ -256,19 +444,26 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                           len, (long long)s->o.max_body);
             return MHD_YES;
         }
+        if (len > 0 && !reserve(q, len)) {
+            busy(q);
+            return MHD_YES;
+        }
         if (streams_body(q->path))
             route(q); /* sets q->body and q->done, or responds */
         else
             q->done = deferred;
-        q->started = true;
         return MHD_YES;
     }
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
         q->body_bytes += (int64_t)n;
-        if (q->responded || q->too_big)
+        if (q->responded || q->too_big || q->busy)
             return MHD_YES;
+        if (q->body_bytes > q->reserved && !reserve(q, q->body_bytes - q->reserved)) {
+            q->busy = true; /* no Content-Length: counted as it comes */
+            return MHD_YES;
+        }
         if (q->body_bytes > s->o.max_body) {
             q->too_big = true;
             return MHD_YES;
@@ -278,7 +473,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_YES;
     }
     if (!q->responded) {
-        if (q->too_big)
+        if (q->busy)
+            busy(q);
+        else if (q->too_big)
             req_error(q, MHD_HTTP_CONTENT_TOO_LARGE, "PayloadTooLarge", NULL,
                       "the request body has more than %lld bytes, the limit (sluice run "
                       "--http-max-body)",
@@ -304,9 +501,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (q->free)
         q->free(q);
     buf_free(&q->raw);
+    int64_t reserved = q->reserved;
     sl_free(q);
     *con_cls = NULL;
     pthread_mutex_lock(&s->mu);
+    s->body_bytes -= reserved;
     if (--s->inflight == 0)
         pthread_cond_broadcast(&s->idle);
     pthread_mutex_unlock(&s->mu);
@@ -328,6 +527,30 @@ static int resolve_host(const char *host, struct sockaddr_in *sa, Err *err)
     return 0;
 }
 
+/* The whole of a PEM file (NUL-terminated; sl_free), or NULL with err set. */
+static char *read_pem(const char *path, const char *flag, Err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        err_set(err, SL_ECONFIG, "%s: cannot open \"%s\": %s", flag, path, strerror(errno));
+        return NULL;
+    }
+    Buf b = BUF_INIT;
+    char tmp[4096];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+        buf_append(&b, tmp, n);
+    bool bad = ferror(f) || b.n == 0;
+    fclose(f);
+    if (bad) {
+        err_set(err, SL_ECONFIG, "%s: cannot read \"%s\" (empty or unreadable)", flag, path);
+        buf_free(&b);
+        return NULL;
+    }
+    buf_cstr(&b);
+    return (char *)b.p;
+}
+
 static void after_step(void *arg, Pipeline *p, int64_t step)
 {
     Server *s = arg;
@@ -341,22 +564,55 @@ Server *server_start(Pipeline *p, const ServerOpts *o, Err *err)
     sa.sin_port = htons((uint16_t)o->port);
     if (resolve_host(o->host, &sa, err))
         return NULL;
+    if (!o->tls_cert != !o->tls_key) {
+        err_set(err, SL_ECONFIG, "--tls-cert and --tls-key go together: give both or neither");
+        return NULL;
+    }
+    if (o->tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        err_set(err, SL_ECONFIG, "--tls-cert: this libmicrohttpd is built without TLS");
+        return NULL;
+    }
     Server *s = sl_calloc(1, sizeof(*s));
     s->p = p;
     s->c = pipeline_circuit(p);
     s->o = *o;
+    if (s->o.max_connections <= 0)
+        s->o.max_connections = 256;
+    if (s->o.idle_timeout == 0)
+        s->o.idle_timeout = 60;
+    if (s->o.egress_stall <= 0)
+        s->o.egress_stall = 30;
+    if (s->o.max_inflight <= 0)
+        s->o.max_inflight = 4 * s->o.max_body;
+    if (o->tls_cert) {
+        if (!(s->tls_cert = read_pem(o->tls_cert, "--tls-cert", err)) ||
+            !(s->tls_key = read_pem(o->tls_key, "--tls-key", err))) {
+            sl_free(s->tls_cert);
+            sl_free(s);
+            return NULL;
+        }
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->idle, NULL);
     s->eg = egress_new(s);
-    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                MHD_USE_POLL | MHD_USE_ITC,
-                            0, NULL, NULL, on_access, s, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-                            s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ITC | (s->tls_cert ? MHD_USE_TLS : 0);
+    struct MHD_OptionItem tls[] = {
+        {s->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, s->tls_cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    s->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(s->o.idle_timeout > 0 ? s->o.idle_timeout : 0), MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)s->o.max_connections, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (!s->d) {
-        err_set(err, SL_EIO, "--http: cannot listen on %s:%d (address in use or not local?)",
-                o->host, o->port);
+        err_set(err, SL_EIO, "--http: cannot listen on %s:%d (address in use or not local%s?)",
+                o->host, o->port, s->tls_cert ? ", or bad TLS certificate or key" : "");
+        sl_free(s->tls_cert);
+        sl_free(s->tls_key);
         egress_free(s->eg);
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->idle);
@@ -367,7 +623,8 @@ Server *server_start(Pipeline *p, const ServerOpts *o, Err *err)
     s->port = di ? di->port : o->port;
     PipelineHooks h = {s, after_step};
     pipeline_set_hooks(p, &h);
-    fprintf(stderr, "sluice: http: listening on %s:%d\n", o->host, s->port);
+    fprintf(stderr, "sluice: http: listening on %s:%d%s\n", o->host, s->port,
+            s->tls_cert ? " (https)" : "");
     fflush(stderr);
     return s;
 }
@@ -395,5 +652,7 @@ void server_stop(Server *s)
     egress_free(s->eg);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->idle);
+    sl_free(s->tls_cert);
+    sl_free(s->tls_key);
     sl_free(s);
 }

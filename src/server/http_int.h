@@ -25,7 +25,10 @@ struct Server {
     pthread_mutex_t mu;
     pthread_cond_t idle;     /* inflight reached 0 */
     int inflight;            /* requests being handled (egress streams too) */
+    int64_t body_bytes;      /* bytes of request bodies being read (reserved
+                                from Content-Length, or counted as they come) */
     Egress *eg;
+    char *tls_cert, *tls_key; /* PEM text, kept while the daemon runs */
 };
 
 typedef struct Req Req;
@@ -43,7 +46,9 @@ struct Req {
     bool started;
     bool responded;
     int64_t body_bytes;
+    int64_t reserved;        /* of Server.body_bytes, given back at the end */
     bool too_big;
+    bool busy;               /* Server.body_bytes past its bound: 503 */
     BodyFn body;             /* each piece of the body as it arrives, or NULL */
     DoneFn done;             /* the body is complete: respond */
     FreeFn free;             /* free ctx */
@@ -93,6 +98,10 @@ typedef struct EgressStats {
 } EgressStats;
 /* Per relation (indexed like circuit->rels): n entries filled. */
 void egress_stats(Egress *e, EgressStats *out, int n);
+
+/* Whether the pipeline waits on a backpressure subscriber that does not
+   read; then *sub, *rel and *secs say which and for how long. */
+bool egress_stalled(Egress *e, int64_t *sub, int *rel, double *secs);
 
 /* query.c */
 int query_begin(Req *q);

@@ -19,6 +19,15 @@
  * record was good, 400 when none was, 503 when the queue is full (retry:
  * nothing was taken), 413 past the size limit (http.c). With wait=true the
  * answer comes once the step that processed the rows has run.
+ *
+ * Bounds: a request is refused (503) before its body is read when the
+ * pipeline is paused with a full queue or an open transaction already
+ * holds the queue bound; one request holds at most the queue bound of
+ * records (past it parsing stops and the answer is 413 TooManyRecords);
+ * a push that would take an open transaction past the bound is a 503
+ * TransactionFull. The search for the end of an unfinished record resumes
+ * where the previous piece left it (Scan), so a record spanning many
+ * pieces costs linear time, not quadratic.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +41,15 @@
 typedef enum Mode { M_CSV, M_JSON_START, M_JSON_LINES, M_JSON_ARRAY } Mode;
 typedef enum ArrState { A_OPEN, A_VALUE_OR_END, A_VALUE, A_COMMA_OR_END, A_BROKEN } ArrState;
 
+/* Where the scan for the end of an unfinished record stopped, so that
+   the next piece resumes there instead of rescanning the record from its
+   start (a record spanning many pieces would be quadratic otherwise). */
+typedef struct Scan {
+    size_t off;             /* bytes of the record already scanned */
+    int depth;              /* JSON: open objects and arrays */
+    bool in_str;            /* JSON: inside a string */
+} Scan;
+
 typedef struct Ingress {
     int rel;
     const Relation *r;
@@ -43,10 +61,14 @@ typedef struct Ingress {
     InBatch *b;
     Buf carry;            /* bytes of records not complete yet */
     int64_t line;         /* line number of carry[0] */
+    Scan scan;
     int64_t good, bad, bytes;
     cJSON *errors;
     uint8_t *present;
     bool wait;
+    int64_t limit;        /* records one request may hold (the queue bound) */
+    bool over;            /* more records than limit: the rest was skipped */
+    bool txn;             /* a transaction was open when the request came */
 } Ingress;
 
 static void add_error(Ingress *g, int64_t line, const char *rec, size_t n, const char *why)
@@ -128,17 +150,21 @@ static void parse_one(Ingress *g, const char *p, size_t n, int64_t line)
 }
 
 /* End of the JSON value at p[0..n) (an object, array, string or scalar);
-   0 when it is not complete yet. */
-static size_t value_len(const char *p, size_t n, bool at_eof)
+   0 when it is not complete yet, with sc saying where to resume once more
+   bytes follow p[n-1] (sc is zero for a value not scanned yet). */
+static size_t value_len(const char *p, size_t n, bool at_eof, Scan *sc)
 {
-    size_t i = 0;
-    int depth = 0;
-    bool in_str = false;
+    size_t i = sc->off;
+    int depth = sc->depth;
+    bool in_str = sc->in_str;
     if (n && p[0] != '{' && p[0] != '[' && p[0] != '"') {
         while (i < n && p[i] != ',' && p[i] != ']' && p[i] != ' ' && p[i] != '\n' &&
                p[i] != '\t' && p[i] != '\r')
             i++;
-        return i < n || at_eof ? i : 0;
+        if (i < n || at_eof)
+            return i;
+        sc->off = i;
+        return 0;
     }
     for (; i < n; i++) {
         char ch = p[i];
@@ -158,7 +184,10 @@ static size_t value_len(const char *p, size_t n, bool at_eof)
         else if ((ch == '}' || ch == ']') && --depth == 0)
             return i + 1;
     }
-    return at_eof ? n : 0;
+    if (at_eof)
+        return n;
+    *sc = (Scan){i, depth, in_str};
+    return 0;
 }
 
 /* Consume complete records from carry; at_eof: the body has ended. */
@@ -185,11 +214,15 @@ static void drain(Ingress *g, bool at_eof)
             if (g->mode == M_CSV) {
                 len = fmt_csv_record_len(p, avail, at_eof);
             } else {
-                const char *nl = memchr(p, '\n', avail);
+                size_t from = g->scan.off < avail ? g->scan.off : avail;
+                const char *nl = memchr(p + from, '\n', avail - from);
                 len = nl ? (size_t)(nl - p) + 1 : at_eof ? avail : 0;
             }
-            if (!len)
+            if (!len) {
+                g->scan.off = avail;
                 break;
+            }
+            g->scan = (Scan){0, 0, false};
             size_t rn = len;
             while (rn && (p[rn - 1] == '\n' || p[rn - 1] == '\r'))
                 rn--;
@@ -238,9 +271,10 @@ static void drain(Ingress *g, bool at_eof)
             pos++;
             continue;
         }
-        size_t len = value_len(p, avail, at_eof);
+        size_t len = value_len(p, avail, at_eof, &g->scan);
         if (!len)
             break;
+        g->scan = (Scan){0, 0, false};
         parse_one(g, p, len, g->line);
         g->line += count_nl(p, len);
         pos += len;
@@ -258,15 +292,52 @@ static int on_body(Req *q, const char *data, size_t n)
 {
     Ingress *g = q->ctx;
     g->bytes += (int64_t)n;
+    bool partial = g->carry.n > 0;
     buf_append(&g->carry, data, n);
+    /* a CSV record ends at a line end: none in this piece, none complete */
+    if (g->mode == M_CSV && partial && !memchr(data, '\n', n))
+        return 0;
     drain(g, false);
+    if (g->good > g->limit) {
+        g->over = true; /* stop parsing: the rest of the body is discarded */
+        return -1;
+    }
     return 0;
+}
+
+/* The open transaction (if any, per st) and the queue already hold too
+   much for another `more` records: answer 503 and return true. */
+static bool txn_full(Req *q, const PipeStats *st, int64_t more)
+{
+    bool full = st->txn_id && strcmp(st->txn_status, "open") == 0 &&
+                st->buffered_records + more > st->queue_limit;
+    if (full) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddNumberToObject(d, "transaction_id", (double)st->txn_id);
+        cJSON_AddNumberToObject(d, "transaction_records", (double)st->txn_records);
+        cJSON_AddNumberToObject(d, "limit", (double)st->queue_limit);
+        req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "TransactionFull", d,
+                  "the open transaction %lld holds %lld records and the bound is %lld "
+                  "(sluice run --http-buffer); nothing was taken: commit or abort it, then "
+                  "retry",
+                  (long long)st->txn_id, (long long)st->buffered_records,
+                  (long long)st->queue_limit);
+    }
+    return full;
 }
 
 static int on_done(Req *q)
 {
     Ingress *g = q->ctx;
     Server *s = q->s;
+    if (g->over) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddNumberToObject(d, "limit", (double)g->limit);
+        return req_error(q, MHD_HTTP_CONTENT_TOO_LARGE, "TooManyRecords", d,
+                         "the request body holds more than %lld records, the bound of the "
+                         "input queue (sluice run --http-buffer); nothing was taken: split it",
+                         (long long)g->limit);
+    }
     drain(g, true);
     if (g->bytes == 0)
         return req_error(q, MHD_HTTP_BAD_REQUEST, "EmptyBody", NULL,
@@ -287,6 +358,19 @@ static int on_done(Req *q)
         return req_error(q, MHD_HTTP_BAD_REQUEST, "ParseErrors", d,
                          "none of the %lld record%s could be parsed for table %s (see details)",
                          (long long)g->bad, g->bad == 1 ? "" : "s", g->r->name);
+    }
+    if (g->txn) {
+        /* checked again only when a transaction was open at the start (the
+           statistics cost a little; a transaction opened since takes at most
+           this request's records past the bound) */
+        PipeStats st;
+        pipeline_stats(s->p, &st);
+        bool full = txn_full(q, &st, g->good);
+        pipestats_free(&st);
+        if (full) {
+            cJSON_Delete(errs);
+            return 0;
+        }
     }
     inbatch_note(g->b, g->bytes, g->bad);
     int64_t token = 0;
@@ -399,6 +483,22 @@ int ingress_begin(Req *q)
     g->line = 1;
     g->errors = cJSON_CreateArray();
     g->present = calloc((size_t)r->ncol + 1, 1);
+    /* refuse before reading the body when it could not be taken anyway */
+    PipeStats st;
+    pipeline_stats(q->s->p, &st);
+    g->limit = st.queue_limit;
+    g->txn = st.txn_id != 0;
+    bool full = !strcmp(st.state, "paused") && st.buffered_records >= st.queue_limit;
+    int64_t buffered = st.buffered_records;
+    bool tfull = txn_full(q, &st, 1);
+    pipestats_free(&st);
+    if (tfull)
+        return 0;
+    if (full)
+        return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "QueueFull", NULL,
+                         "the input queue is full (%lld records, the pipeline is paused); "
+                         "nothing was taken: retry later",
+                         (long long)buffered);
     q->body = on_body;
     q->done = on_done;
     return 0;

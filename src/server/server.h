@@ -8,6 +8,12 @@
 
 #include "../pipeline/pipeline.h"
 
+/* An API key (--api-key); a read-only one may only read (docs/security.md). */
+typedef struct ServerKey {
+    const char *key;
+    bool read_only;
+} ServerKey;
+
 typedef struct ServerOpts {
     const char *host;       /* address to bind (IPv4 or a name), "127.0.0.1" */
     int port;               /* 0 picks a free port */
@@ -16,12 +22,26 @@ typedef struct ServerOpts {
                                slow one is disconnected (or waited for) */
     double push_wait;       /* seconds an ingress request waits for room in
                                a full queue while running, then 503 */
+    /* Fields below: zero picks the default given. */
+    int max_connections;    /* open connections; more are closed at once (256) */
+    int idle_timeout;       /* seconds a connection may sit idle (60; < 0: none);
+                               egress streams are exempt */
+    double egress_stall;    /* seconds a backpressure subscriber may not read
+                               while the pipeline waits on it (30) */
+    int64_t max_inflight;   /* bytes of request bodies being read at once,
+                               across requests (4 * max_body); more: 503 */
+    const ServerKey *keys;  /* nkeys API keys: every request needs one */
+    int nkeys;
+    const char *const *allowed_hosts; /* extra names the Host header may give */
+    int nallowed;
+    const char *tls_cert, *tls_key;   /* PEM files: serve HTTPS (both or neither) */
 } ServerOpts;
 
 typedef struct Server Server;
 
 /* Bind and serve p; logs "sluice: http: listening on HOST:PORT" on stderr.
-   NULL with err set when the address cannot be bound. */
+   NULL with err set when the address cannot be bound or the TLS files
+   cannot be read. */
 Server *server_start(Pipeline *p, const ServerOpts *o, Err *err);
 int server_port(const Server *s);
 /* After pipeline_run returned: end every egress stream (queued changes are

@@ -55,6 +55,11 @@ int stats_json(Req *q)
     cJSON_AddNumberToObject(g, "uptime_msecs", st.uptime_secs * 1000.0);
     cJSON_AddNumberToObject(g, "state_bytes", (double)st.state_bytes);
     cJSON_AddBoolToObject(g, "pipeline_complete", st.inputs_ended && st.buffered_records == 0);
+    pthread_mutex_lock(&s->mu);
+    int64_t body_bytes = s->body_bytes;
+    pthread_mutex_unlock(&s->mu);
+    cJSON_AddNumberToObject(g, "http_body_bytes_in_flight", (double)body_bytes);
+    cJSON_AddNumberToObject(g, "http_body_bytes_limit", (double)s->o.max_inflight);
     if (st.nhosts > 1) {
         /* scale-out: rss_bytes, cpu_msecs and state_bytes above are sums */
         cJSON *hs = cJSON_AddArrayToObject(g, "hosts");

@@ -87,7 +87,8 @@ def test_slow_client_is_disconnected_and_the_pipeline_goes_on(http_pipeline):
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect(("127.0.0.1", p.port))
-    sock.sendall(b"POST /egress/wide HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    sock.sendall(b"POST /egress/wide HTTP/1.1\r\nHost: localhost:%d\r\n"
+                 b"Content-Length: 0\r\n\r\n" % p.port)
     head = b""
     while b"\r\n\r\n" not in head:
         head += sock.recv(1)
