@@ -1,0 +1,92 @@
+/*
+ * fuzz/fuzz_manifest.c - checkpoint manifests: the store's verifier and
+ * loader (storage/store.c: checksum line, JSON, the "files" it names) and
+ * the checkpoint decoder behind it (pipeline/ckpt.c ft_open: identity,
+ * workers, the "state" entries and the batch files they name, input
+ * positions, output offsets, the ingress watermark), read back the way a
+ * restart reads them: pipeline_new with --storage (fuzz_ft.h) over a
+ * directory holding the template run's batch files and one manifest.
+ *
+ * Input: byte 0 bit 0 clear: the rest is the manifest's JSON, written
+ * with store_write_manifest (a valid checksum line, so malformed fields
+ * reach ckpt.c) when the store accepts it; set, or refused: the rest is
+ * the manifest file's bytes as they are. Byte 0 bits 1-3 choose its step.
+ * Seeds: fuzz/corpus/manifest/, the template run's manifests.
+ */
+#include "fuzz_ft.h"
+
+static void seeds(void)
+{
+    Store *st;
+    Err e;
+    err_init(&e);
+    char **names;
+    int n;
+    if (store_open(ft_tpl, &st, &e) || store_list(st, "manifest-", &names, &n, &e))
+        abort();
+    for (int i = 0; i < n; i++) {
+        Buf b = BUF_INIT, json = BUF_INIT;
+        fz_read(ft_tpl, names[i], &json);
+        buf_putc(&b, 1);
+        buf_append(&b, json.p, json.n);
+        char name[300];
+        snprintf(name, sizeof(name), "raw-%d", i);
+        fz_seed_write(name, &b);
+        /* the JSON alone: the text before the checksum line */
+        const char *t = buf_cstr(&json);
+        const char *tail = strstr(t, "\n#");
+        buf_reset(&b);
+        buf_putc(&b, 2);
+        buf_append(&b, t, tail ? (size_t)(tail - t) : json.n);
+        snprintf(name, sizeof(name), "json-%d", i);
+        fz_seed_write(name, &b);
+        buf_free(&b);
+        buf_free(&json);
+    }
+    store_list_free(names, n);
+    store_close(st);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    fz_ft_init();
+    if (fz_seed_dir()) {
+        seeds();
+        fz_remove_dirs();
+        _exit(0);
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const char *dir;
+    if (!dir)
+        dir = fz_dir("manifest");
+    if (size < 1)
+        return 0;
+    fz_clear(dir);
+    fz_ft_link_batches(dir);
+    uint64_t step = 1 + ((data[0] >> 1) & 7);
+    bool written = false;
+    if (!(data[0] & 1)) {
+        char *json = sl_malloc(size);
+        memcpy(json, data + 1, size - 1);
+        json[size - 1] = 0;
+        Store *st;
+        Err e;
+        err_init(&e);
+        if (store_open(dir, &st, &e))
+            abort();
+        written = !store_write_manifest(st, step, json, &e);
+        store_close(st);
+        sl_free(json);
+    }
+    if (!written) {
+        char name[64];
+        snprintf(name, sizeof(name), "manifest-%llu.json", (unsigned long long)step);
+        fz_write(dir, name, data + 1, size - 1);
+    }
+    fz_ft_open(dir);
+    return 0;
+}
