@@ -37,20 +37,39 @@ for bin in "$@"; do
         opts="-runs=$runs -seed=1"
     fi
     mkdir -p "$corpus"
-    # -close_fd_mask=3: the targets' own output (storage messages) is
-    # dropped; libFuzzer's and the sanitizers' reports still reach the log
-    TMPDIR=$tmp "$bin" $opts -timeout=30 -close_fd_mask=3 -print_final_stats=1 \
-        -artifact_prefix="$art/" "$corpus" "fuzz/corpus/$name" >"$log" 2>&1
-    rc=$?
+    : >"$log"
+    total=0
+    crashes=0
+    t0=$(date +%s)
+    # secs: a crash ends libFuzzer, so go on from the grown corpus until the
+    # time is used up (each crash is kept); runs: one pass
+    while :; do
+        if [ "$mode" = secs ]; then
+            left=$((n - ($(date +%s) - t0)))
+            [ $left -gt 0 ] || break
+            opts="-max_total_time=$left"
+        fi
+        # -close_fd_mask=3: the targets' own output (storage messages) is
+        # dropped; libFuzzer's and the sanitizers' reports still reach the log
+        TMPDIR=$tmp "$bin" $opts -timeout=30 -close_fd_mask=3 -print_final_stats=1 \
+            -artifact_prefix="$art/" "$corpus" "fuzz/corpus/$name" >"$log.part" 2>&1
+        rc=$?
+        cat "$log.part" >>"$log"
+        r=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log.part" | tail -1)
+        [ -n "$r" ] || r=$(sed -n 's/^#\([0-9]*\).*/\1/p' "$log.part" | tail -1)
+        total=$((total + ${r:-0}))
+        [ $rc -ne 0 ] && crashes=$((crashes + 1))
+        [ "$mode" = secs ] && [ $rc -ne 0 ] || break
+    done
+    rm -f "$log.part"
     rm -rf "$tmp"
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-    secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
-    if [ $rc -ne 0 ]; then
+    secs=$(($(date +%s) - t0))
+    if [ $crashes -ne 0 ]; then
         fail=1
-        echo "fuzz_$name: CRASHED after ${runs:-?} executions (log: $log)"
-        grep -E "^(==[0-9]+==ERROR|SUMMARY|artifact_prefix)|Test unit written" "$log" | head -5
+        echo "fuzz_$name: $total executions in $secs s, $crashes CRASH(ES) (log: $log, inputs: $art/)"
+        grep -E "^SUMMARY" "$log" | sort | uniq -c | head -5
     else
-        echo "fuzz_$name: ${runs:-?} executions in ${secs:-?} s, clean"
+        echo "fuzz_$name: $total executions in $secs s, clean"
     fi
 done
 [ $fail -eq 0 ]

@@ -1,7 +1,7 @@
 #!/bin/sh
 # scripts/run_tsan.sh - the checks of `make tsan` (ThreadSanitizer build in
 # build/tsan/): run each threaded unit test given, then a short run of a
-# small version of examples/bank.sql with 3 workers (datagen input, the
+# small version of examples/bank.sql with 3 workers and 40 steps (datagen input, the
 # runtime's exchange between workers, aggregates and a join) to its end.
 # A race report stops the program with exit status 66; exits 1 when any
 # check failed.
@@ -21,7 +21,7 @@ dir=build/tsan/e2e
 rm -rf $dir
 mkdir -p $dir
 sed -e 's/"limit": 100000000,/"limit": 200000,/' examples/bank.sql >$dir/bank.sql
-if ! build/tsan/sluice run $dir/bank.sql --workers 3 --until-done --no-progress \
+if ! build/tsan/sluice run $dir/bank.sql --workers 3 --until-done --no-progress --step-rows 5000 \
         --dump $dir/out >$dir/run.log 2>&1; then
     fail=1
     echo "tsan: FAILED: sluice run bank.sql --workers 3 (log: $dir/run.log)"
@@ -30,6 +30,6 @@ elif [ ! -s $dir/out/balance.csv ]; then
     fail=1
     echo "tsan: FAILED: sluice run bank.sql --workers 3 wrote no balance.csv"
 else
-    echo "tsan: ok: sluice run bank.sql --workers 3 --until-done (200000 rows)"
+    echo "tsan: ok: sluice run bank.sql --workers 3 --until-done (200000 rows, 5000 a step)"
 fi
 [ $fail -eq 0 ]
