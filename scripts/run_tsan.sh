@@ -1,10 +1,11 @@
 #!/bin/sh
 # scripts/run_tsan.sh - the checks of `make tsan` (ThreadSanitizer build in
-# build/tsan/): run each threaded unit test given, then a short run of a
-# small version of examples/bank.sql with 3 workers and 40 steps (datagen input, the
-# runtime's exchange between workers, aggregates and a join) to its end.
-# A race report stops the program with exit status 66; exits 1 when any
-# check failed.
+# build/tsan/): run each threaded unit test given; then a small version of
+# examples/bank.sql with 3 workers in 40 steps (datagen input, the
+# runtime's exchange between workers, aggregates and a join) to its end;
+# then the HTTP server's threads against the controller and the checkpoint
+# writer (scripts/tsan_http.py). A race report stops the program with exit
+# status 66; exits 1 when any check failed.
 set -u
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 fail=0
@@ -31,5 +32,12 @@ elif [ ! -s $dir/out/balance.csv ]; then
     echo "tsan: FAILED: sluice run bank.sql --workers 3 wrote no balance.csv"
 else
     echo "tsan: ok: sluice run bank.sql --workers 3 --until-done (200000 rows, 5000 a step)"
+fi
+if ! python3 scripts/tsan_http.py build/tsan/sluice $dir/http; then
+    fail=1
+    echo "tsan: FAILED: HTTP pushes, queries and checkpoints (log: $dir/http/http.log)"
+    grep -A30 "WARNING: ThreadSanitizer" $dir/http/http.log | head -60
+else
+    echo "tsan: ok: HTTP pushes, queries and a checkpoint with 3 workers"
 fi
 [ $fail -eq 0 ]
