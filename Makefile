@@ -147,8 +147,9 @@ fuzz-smoke: deps
 # ---------------------------------------------------------------- tsan
 # ThreadSanitizer: the binary and the threaded unit tests (the runtime,
 # workers and exchange under tests/circuit/) built with gcc
-# -fsanitize=thread in build/tsan/, then run: the tests, and a short
-# multi-worker run of an example. Any race report fails the target.
+# -fsanitize=thread in build/tsan/, then run (scripts/run_tsan.sh): the
+# tests, a short 3-worker run of an example, and HTTP clients pushing and
+# querying concurrently with checkpoints. Any race report fails the target.
 TSAN_CFLAGS := $(CFLAGS_COMMON) -DSL_DEBUG -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 TSAN_OBJ := $(patsubst src/%.c,build/tsan/obj/%.o,$(LIB_SRC))
 TSAN_CLI := $(patsubst src/%.c,build/tsan/obj/%.o,$(CLI_SRC))
@@ -174,7 +175,7 @@ tsan: deps
 	@$(MAKE) --no-print-directory build/tsan/sluice $(TSAN_TEST)
 	@sh scripts/run_tsan.sh $(TSAN_TEST)
 
--include $(FUZZ_OBJ:.o=.d) $(TSAN_OBJ:.o=.d) $(TSAN_CLI:.o=.d)
+-include $(FUZZ_OBJ:.o=.d) $(FUZZ_BIN:=.d) $(TSAN_OBJ:.o=.d) $(TSAN_CLI:.o=.d)
 -include $(REL_OBJ:.o=.d) $(DBG_OBJ:.o=.d) $(REL_CLI:.o=.d) $(DBG_CLI:.o=.d) $(REL_SLT:.o=.d) $(DBG_SLT:.o=.d)
 
 # Benchmark programs (built by `make bench`, never by `make test`).

@@ -16,6 +16,8 @@
 #ifndef SL_FUZZ_FUZZ_FT_H
 #define SL_FUZZ_FUZZ_FT_H
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <xxhash.h>
 
 #include "fuzz.h"
@@ -69,14 +71,10 @@ static inline void fz_ft_push(Pipeline *p, int rel, const char *lines)
     }
 }
 
-/* Compile the program and write the template storage (once). */
-static inline void fz_ft_init(void)
+/* Two runs of the program into ft_tpl: a checkpoint, then a restart. */
+static inline void fz_ft_build(void)
 {
-    if (ft_c)
-        return;
-    ft_c = fz_compile(FT_PROGRAM);
-    ft_tpl = fz_dir("template");
-    for (int round = 0; round < 2; round++) { /* two runs: a checkpoint, then a restart */
+    for (int round = 0; round < 2; round++) {
         PipelineOpts o = fz_ft_opts(ft_tpl);
         o.until_done = true;
         Err e;
@@ -97,6 +95,56 @@ static inline void fz_ft_init(void)
         }
         pipeline_free(p);
     }
+}
+
+/*
+ * Compile the program and write the template storage (once). The runs
+ * happen in a child process of their own (a process group, so that the
+ * checkpoint's grandchild goes too), retried when one makes no progress
+ * for two minutes: a checkpoint fork()s while threads run, and a child can
+ * then block forever in the sanitizer's allocator (clang 14's ASan is not
+ * fork-safe) - a hang of the harness, not a finding.
+ */
+static inline void fz_ft_init(void)
+{
+    if (ft_c)
+        return;
+    ft_c = fz_compile(FT_PROGRAM);
+    ft_tpl = fz_dir("template");
+    for (int attempt = 0; attempt < 5; attempt++) {
+        fz_clear(ft_tpl);
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid < 0)
+            abort();
+        if (pid == 0) {
+            setpgid(0, 0);
+            fz_ft_build();
+            _exit(0);
+        }
+        setpgid(pid, pid);
+        int status = 0;
+        bool done = false;
+        for (int tick = 0; tick < 1200 && !done; tick++) { /* hang guard: 120 s */
+            pid_t w = waitpid(pid, &status, WNOHANG);
+            if (w == pid)
+                done = true;
+            else
+                usleep(100000);
+        }
+        if (!done) {
+            fprintf(stderr, "fuzz: writing the template storage hung; trying again\n");
+            kill(-pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            continue;
+        }
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            return;
+        fprintf(stderr, "fuzz: writing the template storage failed (status %d)\n", status);
+        abort();
+    }
+    fprintf(stderr, "fuzz: writing the template storage hung 5 times\n");
+    abort();
 }
 
 /* Hard-link the template's batch files into dir (manifests name them). */

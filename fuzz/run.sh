@@ -7,7 +7,8 @@
 #                                  the slow storage targets run N/8;
 #                                  targets in FUZZ_SEEDS_ONLY (names, space
 #                                  separated) only replay their seeds
-# Seeds are read from fuzz/corpus/<name>/ (never written); crashes go to
+# Seeds are read from fuzz/corpus/<name>/ (never written), a dictionary from
+# fuzz/<name>.dict when there is one; crashes go to
 # build/fuzz/crashes/<name>/, logs to build/fuzz/logs/<name>.log. Prints
 # executions per target; exits 1 when any target crashed.
 set -u
@@ -37,6 +38,8 @@ for bin in "$@"; do
         opts="-runs=$runs -seed=1"
     fi
     mkdir -p "$corpus"
+    dict=
+    [ -f "fuzz/$name.dict" ] && dict="-dict=fuzz/$name.dict"
     : >"$log"
     total=0
     crashes=0
@@ -44,16 +47,19 @@ for bin in "$@"; do
     # secs: a crash ends libFuzzer, so go on from the grown corpus until the
     # time is used up (each crash is kept); runs: one pass
     while :; do
+        guard=900 # a hang guard (seconds), never a bound on the work
         if [ "$mode" = secs ]; then
             left=$((n - ($(date +%s) - t0)))
             [ $left -gt 0 ] || break
             opts="-max_total_time=$left"
+            guard=$((left + 600))
         fi
         # -close_fd_mask=3: the targets' own output (storage messages) is
         # dropped; libFuzzer's and the sanitizers' reports still reach the log
-        TMPDIR=$tmp "$bin" $opts -timeout=30 -close_fd_mask=3 -print_final_stats=1 \
+        TMPDIR=$tmp timeout -k 10 $guard "$bin" $opts $dict -timeout=30 -close_fd_mask=3 -print_final_stats=1 \
             -artifact_prefix="$art/" "$corpus" "fuzz/corpus/$name" >"$log.part" 2>&1
         rc=$?
+        [ $rc -eq 124 ] && echo "fuzz/run.sh: fuzz_$name hung for $guard s; killed" >>"$log.part"
         cat "$log.part" >>"$log"
         r=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log.part" | tail -1)
         [ -n "$r" ] || r=$(sed -n 's/^#\([0-9]*\).*/\1/p' "$log.part" | tail -1)
