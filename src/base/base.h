@@ -20,4 +20,27 @@
 __attribute__((noreturn, format(printf, 1, 2)))
 void sl_panic(const char *fmt, ...);
 
+/*
+ * ALWAYS(X) and NEVER(X) (SQLite's): an invariant that the code after them
+ * can nevertheless survive being false. Write
+ *     if (NEVER(n < 0)) return SL_ERUNTIME;   (the recovery is still coded)
+ *     if (!ALWAYS(p != NULL)) return 0;
+ * In debug builds (-DSL_DEBUG: build/debug, build/fuzz, build/tsan) a
+ * broken invariant panics (sl_panic: file, line, the expression, a
+ * backtrace) so that tests and fuzzers stop at the first sign of it; in
+ * release builds X is evaluated once and its value returned, so the
+ * recovery path runs instead of an abort in production. Use assert() when
+ * there is no sensible recovery, sl_panic() for states that must stop the
+ * process, and errors (never these) for anything user input can cause.
+ */
+#ifdef SL_DEBUG
+#define ALWAYS(X) \
+    (likely(X) ? 1 : (sl_panic("%s:%d: ALWAYS(%s) does not hold", __FILE__, __LINE__, #X), 0))
+#define NEVER(X) \
+    (unlikely(X) ? (sl_panic("%s:%d: NEVER(%s) happened", __FILE__, __LINE__, #X), 1) : 0)
+#else
+#define ALWAYS(X) likely(X)
+#define NEVER(X) unlikely(X)
+#endif
+
 #endif

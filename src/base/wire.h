@@ -3,6 +3,11 @@
  * step journal and ingress log (pipeline/journal.c) and the messages
  * between scale-out hosts (pipeline/dist.c). Host byte order: records are
  * read back by the same build on the same kind of machine.
+ *
+ * Readers never trust what they read: a short read sets bad, and a count
+ * that sizes an allocation or a loop is read with rd_count32/rd_count64,
+ * which refuse one the rest of the record cannot hold (fuzz/ finds every
+ * decoder that forgets).
  */
 #ifndef SL_BASE_WIRE_H
 #define SL_BASE_WIRE_H
@@ -49,6 +54,32 @@ static inline int32_t rd32(Rd *r)
     if (p)
         memcpy(&v, p, 4);
     return v;
+}
+
+/* A count of items that each take at least min_item bytes of what
+   follows (min_item 0: only non-negative). A negative count, or one the
+   rest of the record cannot hold, sets bad and yields 0, so that the
+   caller can size an allocation or a loop by it. */
+static inline int64_t rd_count64(Rd *r, size_t min_item)
+{
+    int64_t n = rd64(r);
+    size_t left = (size_t)(r->end - r->p);
+    if (r->bad || n < 0 || (min_item && (uint64_t)n > left / min_item)) {
+        r->bad = true;
+        return 0;
+    }
+    return n;
+}
+
+static inline int32_t rd_count32(Rd *r, size_t min_item)
+{
+    int32_t n = rd32(r);
+    size_t left = (size_t)(r->end - r->p);
+    if (r->bad || n < 0 || (min_item && (uint64_t)n > left / min_item)) {
+        r->bad = true;
+        return 0;
+    }
+    return n;
 }
 
 #endif

@@ -48,4 +48,13 @@ void net_set_activity(const char *what);
 /* Leave the job cleanly (every host calls it). */
 void net_finalize(void);
 
+/*
+ * Testing without MPI (fuzz/fuzz_hostmsg.c): act as host `host` of `hosts`
+ * and hand every net_exchange to fn instead, which gets what this host
+ * sends and fills recv (each already reset; recv[host] must stay empty).
+ * net_active() is then true. fn NULL: back to the single-host state.
+ */
+typedef void (*NetFakeFn)(void *ctx, const Buf *send, Buf *recv);
+void net_fake(int hosts, int host, NetFakeFn fn, void *ctx);
+
 #endif

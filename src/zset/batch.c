@@ -82,11 +82,18 @@ static Batch *batch_shrink(Batch *b, int64_t n)
 
 Batch *batch_empty(void) { return batch_alloc(0, 0); }
 
-void batch_ref(Batch *b) { b->refs++; }
+void batch_ref(Batch *b)
+{
+    if (NEVER(b->refs <= 0))
+        return; /* a freed batch: taking a reference cannot save it */
+    b->refs++;
+}
 
 void batch_unref(Batch *b)
 {
-    if (b && --b->refs == 0)
+    if (!b || NEVER(b->refs <= 0))
+        return; /* one unref too many: leak rather than free twice */
+    if (--b->refs == 0)
         sl_free(b);
 }
 
