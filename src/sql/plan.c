@@ -119,12 +119,7 @@ static Expr **identity_proj(P *p, const CNode *src, int extra)
 
 static Expr *and_all(P *p, Expr **v, int n)
 {
-    if (n == 0)
-        return NULL;
-    Expr *e = v[0];
-    for (int i = 1; i < n; i++)
-        e = sql__nary_bool(p, E_AND, e, v[i]);
-    return e;
+    return sql__and_all(p, v, n);
 }
 
 typedef struct Item {
@@ -197,17 +192,28 @@ static int collect_from(P *p, FromItem *f, FromItem ***leaves, int *nleaves, Ast
     return 0;
 }
 
-static void split_and(P *p, Ast *x, Ast ***v, int *n)
+static int count_and(const Ast *x)
+{
+    return x->k == A_BIN && x->op == OP_AND ? count_and(x->a) + count_and(x->b) : 1;
+}
+
+static void fill_and(Ast *x, Ast **v, int *n)
 {
     if (x->k == A_BIN && x->op == OP_AND) {
-        split_and(p, x->a, v, n);
-        split_and(p, x->b, v, n);
+        fill_and(x->a, v, n);
+        fill_and(x->b, v, n);
         return;
     }
-    Ast **nv = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*n + 1));
-    if (*n)
+    v[(*n)++] = x;
+}
+
+/* Append x's conjuncts to (*v)[0..*n) (one copy, not one per conjunct). */
+static void split_and(P *p, Ast *x, Ast ***v, int *n)
+{
+    Ast **nv = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*n + count_and(x)));
+    if (*n && *v)
         memcpy(nv, *v, sizeof(Ast *) * (size_t)*n);
-    nv[(*n)++] = x;
+    fill_and(x, nv, n);
     *v = nv;
 }
 
@@ -307,15 +313,19 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
     for (int i = 0; i < nconds; i++)
         split_and(p, conds[i], &conj, &nconj);
     /* conjuncts with subqueries are left to plan_core (plan_subq.c) */
-    int nkeep = 0;
+    int nkeep = 0, nsq = 0;
+    for (int i = 0; i < nconj; i++)
+        nsq += sql__has_subquery(conj[i]);
+    if (nsq) {
+        Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*nsubq + nsq));
+        if (*nsubq)
+            memcpy(v, *subq, sizeof(Ast *) * (size_t)*nsubq);
+        *subq = v;
+    }
     for (int i = 0; i < nconj; i++) {
-        if (sql__has_subquery(conj[i])) {
-            Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*nsubq + 1));
-            if (*nsubq)
-                memcpy(v, *subq, sizeof(Ast *) * (size_t)*nsubq);
-            v[(*nsubq)++] = conj[i];
-            *subq = v;
-        } else
+        if (sql__has_subquery(conj[i]))
+            (*subq)[(*nsubq)++] = conj[i];
+        else
             conj[nkeep++] = conj[i];
     }
     nconj = nkeep;
@@ -800,7 +810,26 @@ static int limit_value(P *p, Ast *e, const char *what, int64_t *out)
 
 /* Plan a query. ord (may be NULL) receives its ORDER BY resolved to output
    columns; hidden ORDER BY columns then trail the output (ord->nhidden). */
+static int plan_query_body(P *p, Select *q, PRel *out, OrderOut *ord);
+
+/* Every query, subquery and common table expression is planned through
+   here: their nesting (which WITH lists make without any parentheses,
+   c1 AS (... c0 ...), c2 AS (... c1 ...)) is bounded by
+   SQL_MAX_QUERY_NESTING, the planner's recursion by it. */
 static int plan_query_ord(P *p, Select *q, PRel *out, OrderOut *ord)
+{
+    if (p->depth >= SQL_MAX_QUERY_NESTING)
+        return perr(p, SL_ESEMANTIC, q->line, q->col,
+                    "queries nested too deeply (limit %d subqueries or common table "
+                    "expressions within one another)",
+                    SQL_MAX_QUERY_NESTING);
+    p->depth++;
+    int rc = plan_query_body(p, q, out, ord);
+    p->depth--;
+    return rc;
+}
+
+static int plan_query_body(P *p, Select *q, PRel *out, OrderOut *ord)
 {
     if (q->nctes && !sql__ctes_active(p, q))
         return sql__plan_with(p, q, out, ord);
@@ -1148,7 +1177,7 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
     Program *prog;
     Circuit *c = sl_calloc(1, sizeof(*c));
     c->arena = arena_new(64 * 1024);
-    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL, 0};
+    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL, 0, 0};
     for (int i = 0; i < ndecl; i++) {
         p.owner = c->nrels;
         if (declare_table(&p, &decl[i]))
