@@ -19,6 +19,7 @@
 #include "../base/mem.h"
 #include "../circuit/circuit.h"
 #include "../io/connector.h"
+#include "../pipeline/oneshot.h"
 #include "../pipeline/pipeline.h"
 #include "../server/server.h"
 #include "../cluster/net.h"
@@ -34,6 +35,7 @@ static void usage(FILE *f)
             "                  [--step-rows N] [--progress|--no-progress]\n"
             "                  [--http [HOST:]PORT] [--paused] [--http-max-body BYTES]\n"
             "                  [--http-buffer RECORDS] [--egress-buffer BYTES]\n"
+            "                  [--query-timeout SECS] [--query-memory BYTES]\n"
             "                  [--storage DIR] [--fault-tolerance MODE]\n"
             "                  [--checkpoint-interval SECS] [--s3-endpoint URL]\n"
             "                  [--config FILE] [--hosts H [--hostfile FILE]\n"
@@ -58,6 +60,8 @@ static void usage(FILE *f)
             "  --http-max-body BYTES  largest request body (default 64M)\n"
             "  --http-buffer RECORDS  HTTP input queue bound (default 1000000)\n"
             "  --egress-buffer BYTES  per-subscriber /egress queue (default 16M)\n"
+            "  --query-timeout SECS  time limit of each /query (default 30; 0 = none)\n"
+            "  --query-memory BYTES  memory budget of each /query (default 1G; 0 = none)\n"
             "  --storage DIR  keep checkpoints, the journal and logged HTTP input in DIR;\n"
             "                 a restart with the same DIR resumes where the last run\n"
             "                 stopped or died (docs/fault-tolerance.md)\n"
@@ -67,8 +71,8 @@ static void usage(FILE *f)
             "  --s3-endpoint URL  with --storage s3://BUCKET/PREFIX: the S3-compatible\n"
             "                 server (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)\n"
             "  --config FILE  runtime settings as JSON: workers, hosts, storage, s3_endpoint,\n"
-            "                 fault_tolerance, checkpoint_interval_secs, step_deadline_secs\n"
-            "                 (flags win)\n"
+            "                 fault_tolerance, checkpoint_interval_secs, step_deadline_secs,\n"
+            "                 query_timeout_secs, query_memory_bytes (flags win)\n"
             "  --hosts H      scale-out: run as H processes (an MPI job started through\n"
             "                 mpirun) that split the workers evenly and step together;\n"
             "                 rank 0 serves the HTTP API (docs/scale-out.md). Under an\n"
@@ -155,6 +159,10 @@ typedef struct CfgHosts {
     bool workers;       /* "workers" given */
 } CfgHosts;
 
+/* Bounds of each /query: --query-timeout, --query-memory, and the config's
+   query_timeout_secs, query_memory_bytes (pipeline/oneshot.h). */
+static QueryLimits query_limits = {30, (int64_t)1 << 30};
+
 static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHosts *ch)
 {
     Err e = {0};
@@ -191,10 +199,16 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
         else if (!strcmp(k, "checkpoint_interval_secs") && cJSON_IsNumber(v) &&
                  v->valuedouble >= 0)
             o->checkpoint_interval = v->valuedouble;
+        else if (!strcmp(k, "query_timeout_secs") && cJSON_IsNumber(v) && v->valuedouble >= 0)
+            query_limits.timeout_secs = v->valuedouble;
+        else if (!strcmp(k, "query_memory_bytes") && cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+                 v->valuedouble <= 1e15)
+            query_limits.memory_bytes = (int64_t)v->valuedouble;
         else {
             fprintf(stderr, "sluice: --config %s: bad or unknown setting \"%s\" (known: "
                             "workers, hosts, storage, s3_endpoint, fault_tolerance, "
-                            "checkpoint_interval_secs, step_deadline_secs)\n",
+                            "checkpoint_interval_secs, step_deadline_secs, query_timeout_secs, "
+                            "query_memory_bytes)\n",
                     path, k);
             exit(2);
         }
@@ -371,7 +385,19 @@ static int cmd_run(int argc, char **argv)
             o.queue_records = parse_long(a, ++i < argc ? argv[i] : NULL, 1, 1L << 40);
         else if (!strcmp(a, "--egress-buffer"))
             so.egress_buffer = parse_size(a, ++i < argc ? argv[i] : NULL);
-        else if (!strcmp(a, "--config"))
+        else if (!strcmp(a, "--query-timeout")) {
+            const char *v = ++i < argc ? argv[i] : NULL;
+            char *end;
+            double d = v ? strtod(v, &end) : -1;
+            if (!v || *end || d < 0) {
+                fprintf(stderr, "sluice: --query-timeout needs seconds (>= 0; 0 = none)\n");
+                return 2;
+            }
+            query_limits.timeout_secs = d;
+        } else if (!strcmp(a, "--query-memory")) {
+            const char *v = ++i < argc ? argv[i] : NULL;
+            query_limits.memory_bytes = v && !strcmp(v, "0") ? 0 : parse_size(a, v);
+        } else if (!strcmp(a, "--config"))
             ++i; /* read above */
         else if (!strcmp(a, "--storage")) {
             if (++i >= argc || !*argv[i]) {
@@ -449,6 +475,7 @@ static int cmd_run(int argc, char **argv)
     Server *srv = NULL;
     if (p && http) {
         signal(SIGPIPE, SIG_IGN);
+        oneshot_set_limits(&query_limits);
         srv = server_start(p, &so, &e);
         if (!srv) {
             pipeline_free(p);

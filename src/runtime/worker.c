@@ -23,6 +23,7 @@
 
 #include <pthread.h>
 
+#include "../base/budget.h"
 #include "../base/mem.h"
 #include "../zset/hmap.h"
 
@@ -162,6 +163,11 @@ static void run_step(Worker *w)
                             m->w[r] = -m->w[r];
                 }
                 feed(w, &menv, i, m);
+                if (unlikely(budget_stop())) { /* a /query past its bounds */
+                    if (!w->err.code)
+                        budget_error(&w->err);
+                    break;
+                }
             }
         }
     }

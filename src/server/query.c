@@ -10,14 +10,23 @@
  * the query runs. A query naming a relation that is not materialized gets
  * a 400 naming it and saying how to materialize it.
  *
+ * Bounds: the decoding and the query run under a base/budget.h Budget on
+ * this thread: at most oneshot_limits() seconds and bytes, and cancelled
+ * when the client closes its connection (a peek at the socket, at most
+ * every 50 ms). A query stopped by its memory budget gets 507, by its time
+ * limit 504; each stop is logged. The pipeline goes on either way.
+ *
  * Formats: text (an aligned table like psql's, numbers right-aligned,
  * "(N rows)" at the end), json (one object per row and line), csv (a
  * header line, then the rows).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <sys/socket.h>
 
+#include "../base/budget.h"
 #include "../base/mem.h"
 #include "../expr/text.h"
 #include "../io/format.h"
@@ -172,6 +181,45 @@ static bool names(const Err *e, const char *name)
     return strcasestr(e->msg, quoted) != NULL;
 }
 
+/* Budget.cancelled: has the client of q closed its connection? */
+static bool client_gone(void *arg)
+{
+    Req *q = arg;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return false;
+    char c;
+    ssize_t n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* The response for a query its budget stopped (b->stop set); logs it. */
+static int stopped(Req *q, const Budget *b, const char *sql)
+{
+    switch (b->stop) {
+    case BUDGET_MEMORY:
+        fprintf(stderr, "sluice: query stopped: more than its memory budget of %lld bytes: %.200s\n",
+                (long long)b->limit, sql);
+        return req_error(q, MHD_HTTP_INSUFFICIENT_STORAGE, "QueryMemoryLimit", NULL,
+                         "the query needed more than its memory budget of %lld bytes "
+                         "(--query-memory, query_memory_bytes); the pipeline goes on",
+                         (long long)b->limit);
+    case BUDGET_TIMEOUT:
+        fprintf(stderr, "sluice: query stopped: longer than its time limit of %g s: %.200s\n",
+                b->timeout, sql);
+        return req_error(q, MHD_HTTP_GATEWAY_TIMEOUT, "QueryTimeout", NULL,
+                         "the query ran longer than its time limit of %g s "
+                         "(--query-timeout, query_timeout_secs); the pipeline goes on",
+                         b->timeout);
+    default:
+        fprintf(stderr, "sluice: query cancelled: the client closed the connection: %.200s\n",
+                sql);
+        return req_error(q, MHD_HTTP_BAD_REQUEST, "QueryCancelled", NULL,
+                         "the query was cancelled: the client closed the connection");
+    }
+}
+
 static int run(Req *q)
 {
     Server *s = q->s;
@@ -203,6 +251,10 @@ static int run(Req *q)
                        "the pipeline is stopping; no more queries");
         goto out_free;
     }
+    QueryLimits lim = oneshot_limits();
+    Budget b = {.limit = lim.memory_bytes, .timeout = lim.timeout_secs, .cancelled = client_gone,
+                .arg = q};
+    budget_begin(&b);
     Arena *a = arena_new(1 << 16);
     QInput *in = arena_zalloc(a, sizeof(QInput) * (size_t)(sn.n + 1));
     for (int i = 0; i < sn.n; i++) {
@@ -222,7 +274,14 @@ static int run(Req *q)
     }
     QResult res;
     Err e = {0};
-    if (oneshot_query(sql, in, sn.n, 1, &res, &e)) {
+    int qrc = oneshot_query(sql, in, sn.n, 1, &res, &e);
+    budget_end();
+    if (qrc && b.stop) {
+        rc = stopped(q, &b, sql);
+        arena_free(a);
+        goto out_free;
+    }
+    if (qrc) {
         for (int i = 0; i < ncand; i++) {
             const Relation *r = &c->rels[cand[i]];
             if ((r->materialized && r->sink >= 0) || !names(&e, r->name))
