@@ -87,6 +87,11 @@ struct Ast {
    that use one another), bounded by the planner: each level costs it a few
    KiB of stack. */
 #define SQL_MAX_QUERY_NESTING 500
+/* Relations joined in one FROM clause (tables, subqueries, the items of
+   JOINs and of the comma list): planning a join costs time and memory
+   quadratic in its width (every join node carries the columns of the
+   relations before it). SQLite allows 64, MySQL 61. */
+#define SQL_MAX_FROM 500
 
 typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY, F_NODE, F_TVF } FromKind;
 typedef enum JoinKind { J_INNER, J_CROSS, J_LEFT, J_RIGHT, J_FULL } JoinKind;

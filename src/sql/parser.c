@@ -10,7 +10,10 @@
  * Bounds (ast.h): the parser counts its own nesting (every parse_expr,
  * parse_query and FROM item, every unary minus and NOT) against
  * SQL_MAX_NESTING, and every expression node's height against
- * SQL_MAX_HEIGHT, so that no later pass recurses deeper than that. Binary
+ * SQL_MAX_HEIGHT, so that no later pass recurses deeper than that, and
+ * the relations of each FROM clause (tables, subqueries, joined items)
+ * against SQL_MAX_FROM, which keeps planning a join tree in its bounds.
+ * Arrays grow by doubling (grow, list_push). Binary
  * chains are parsed iteratively; a chain of ANDs (or ORs) becomes a
  * balanced tree, which is the same conjunction (AND and OR are associative
  * in SQL's three-valued logic, and the binder flattens them to one n-ary
@@ -32,6 +35,7 @@ typedef struct Parser {
     Arena *a;
     Err *err;
     int depth; /* nesting now (SQL_MAX_NESTING) */
+    int nfrom; /* relations in the FROM clause being parsed (SQL_MAX_FROM) */
 } Parser;
 
 /* Words that cannot be used as implicit aliases or bare column names. */
@@ -214,10 +218,14 @@ static void list_push(Parser *p, AstList *l, Ast *x)
     l->v[l->n++] = x;
 }
 
-/* Grow an arena array of elements of size sz by one; returns new base. */
+/* Make room for element n of an arena array of elements of size sz that
+   holds n (always grown through here); returns the (new) base. Capacity
+   doubles, so n appends cost O(n), not O(n^2). */
 static void *grow(Parser *p, void *base, int n, size_t sz)
 {
-    void *v = arena_alloc(p->a, sz * (size_t)(n + 1));
+    if (n && (n < 4 || (n & (n - 1)))) /* room left: capacity is 4, 8, 16, ... */
+        return base;
+    void *v = arena_alloc(p->a, sz * (size_t)(n ? 2 * n : 4));
     if (n)
         memcpy(v, base, sz * (size_t)n);
     return v;
@@ -1114,6 +1122,11 @@ static int parse_tvf(Parser *p, FromItem *f)
 static FromItem *parse_from_primary(Parser *p)
 {
     Token *t = cur(p);
+    if (++p->nfrom > SQL_MAX_FROM) {
+        err_setpos(p->err, SL_EPARSE, t->line, t->col,
+                   "too many relations in one FROM clause (limit %d)", SQL_MAX_FROM);
+        return NULL;
+    }
     FromItem *f = arena_zalloc(p->a, sizeof(*f));
     f->line = t->line;
     f->col = t->col;
@@ -1302,6 +1315,8 @@ static Select *parse_values(Parser *p, const Token *t)
     return s;
 }
 
+static Select *parse_select_body(Parser *p, const Token *t);
+
 static Select *parse_select_core(Parser *p)
 {
     Token *t = cur(p);
@@ -1317,6 +1332,15 @@ static Select *parse_select_core(Parser *p)
         return parse_values(p, t);
     if (expect_kw(p, "select"))
         return NULL;
+    int outer_nfrom = p->nfrom; /* this FROM counts its own relations */
+    p->nfrom = 0;
+    Select *s = parse_select_body(p, t);
+    p->nfrom = outer_nfrom;
+    return s;
+}
+
+static Select *parse_select_body(Parser *p, const Token *t)
+{
     Select *s = arena_zalloc(p->a, sizeof(*s));
     s->line = t->line;
     s->col = t->col;
@@ -1703,7 +1727,7 @@ static int parse_stmt(Parser *p, Stmt **out)
 int sql_parse(const char *text, Arena *a, Program **out, Err *err)
 {
     Err local;
-    Parser p = {NULL, 0, 0, a, err ? err : &local, 0};
+    Parser p = {NULL, 0, 0, a, err ? err : &local, 0, 0};
     err_clear(&local);
     if (lex(text, a, &p.t, &p.n, p.err))
         return p.err->code;

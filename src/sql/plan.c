@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "../base/budget.h"
 #include "../base/mem.h"
 #include "../circuit/circuit.h"
 #include "ast.h"
@@ -129,6 +130,8 @@ typedef struct Item {
 
 static int plan_from_leaf(P *p, FromItem *f, PRel *out, PushDown *cand)
 {
+    if (budget_stop())
+        return budget_error(p->err);
     if (f->k == F_JOIN)
         return sql__plan_join_unit(p, f, out, cand);
     if (f->k == F_TVF) /* TUMBLE / HOP (plan_tvf.c) */
@@ -818,6 +821,8 @@ static int plan_query_body(P *p, Select *q, PRel *out, OrderOut *ord);
    SQL_MAX_QUERY_NESTING, the planner's recursion by it. */
 static int plan_query_ord(P *p, Select *q, PRel *out, OrderOut *ord)
 {
+    if (budget_stop()) /* a /query past its bounds (base/budget.h) */
+        return budget_error(p->err);
     if (p->depth >= SQL_MAX_QUERY_NESTING)
         return perr(p, SL_ESEMANTIC, q->line, q->col,
                     "queries nested too deeply (limit %d subqueries or common table "
@@ -925,6 +930,28 @@ static int plan_query(P *p, Select *q, PRel *out)
 }
 
 /* ---- statements ---- */
+
+static int cmp_name_index(const void *a, const void *b, void *arg)
+{
+    char *const *names = arg;
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = strcasecmp(names[x], names[y]);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* The first i (in order) such that names[i] equals an earlier name (case
+   folded), or -1: sorted, in O(n log n) (a select list may be long). */
+static int first_repeated_name(P *p, char *const *names, int n)
+{
+    int *ix = arena_alloc(p->a, sizeof(int) * (size_t)(n + 1)), first = -1;
+    for (int i = 0; i < n; i++)
+        ix[i] = i;
+    qsort_r(ix, (size_t)n, sizeof(int), cmp_name_index, (void *)names);
+    for (int k = 1; k < n; k++) /* ix[k] repeats ix[k-1]'s name at a later index */
+        if (!strcasecmp(names[ix[k]], names[ix[k - 1]]) && (first < 0 || ix[k] < first))
+            first = ix[k];
+    return first;
+}
 
 static Relation *add_rel(P *p, const char *name, int line, int col)
 {
@@ -1120,12 +1147,13 @@ static int plan_view(P *p, Stmt *s)
     for (int i = 0; i < q.s.n; i++) {
         r->colnames[i] = s->ncol_aliases ? s->col_aliases[i] : (char *)q.s.c[i].name;
         r->types[i] = q.s.c[i].t;
-        for (int j = 0; j < i && !present; j++) /* a query's result may repeat names */
-            if (!strcasecmp(r->colnames[i], r->colnames[j]))
-                return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
-                            "view %s has two columns named \"%s\"; give one an alias", s->name,
-                            r->colnames[i]);
     }
+    int dup = present ? -1 : first_repeated_name(p, r->colnames, q.s.n); /* a query's
+                                                          result may repeat names */
+    if (dup >= 0)
+        return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
+                    "view %s has two columns named \"%s\"; give one an alias", s->name,
+                    r->colnames[dup]);
     if (apply_props(p, s, r))
         return p->err->code;
     /* every view gets a sink: it counts the view's changes (stats), feeds

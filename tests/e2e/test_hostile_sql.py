@@ -68,6 +68,12 @@ def test_deep_nesting_in_query_is_an_error_naming_the_limit_and_the_pipeline_goe
         assert body["details"]["column"] > 1
         # the pipeline still answers
         assert count_rows(p, "t") == 0
+    # 20000 joins: planning them was quadratic (seconds and gigabytes)
+    r = query(p, "SELECT t0.a FROM t t0" + "".join(
+        " LEFT JOIN t t%d ON t%d.a = t%d.a" % (i, i, i - 1) for i in range(1, 20000)))
+    assert r.status_code == 400, r.text[:500]
+    assert "too many relations in one FROM clause (limit 500)" in r.json()["error"]
+    assert count_rows(p, "t") == 0
     p.stop()
 
 

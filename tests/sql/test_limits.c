@@ -155,6 +155,41 @@ static void test_common_table_expressions_chained_past_the_limit_are_an_error(vo
     assert_non_null(strstr(e.msg, "queries nested too deeply (limit 500"));
 }
 
+static void test_a_from_clause_of_more_than_500_relations_is_an_error(void **state)
+{
+    (void)state;
+    start();
+    buf_puts(&text, "t0.a FROM t t0");
+    for (int i = 1; i < 20000; i++)
+        buf_printf(&text, " LEFT JOIN t t%d ON t%d.a = t%d.a", i, i, i - 1);
+    buf_puts(&text, ";");
+    Err e = compile(NULL);
+    assert_int_equal(e.code, SL_EPARSE);
+    assert_int_equal(e.line, 2);
+    assert_non_null(strstr(e.msg, "too many relations in one FROM clause (limit 500)"));
+    /* a subquery's FROM counts its own */
+    start();
+    buf_puts(&text, "x.a FROM (SELECT t0.a FROM t t0");
+    for (int i = 1; i < 400; i++)
+        buf_printf(&text, " JOIN t t%d ON t%d.a = t%d.a", i, i, i - 1);
+    buf_puts(&text, ") x");
+    for (int i = 1; i < 400; i++)
+        buf_printf(&text, " JOIN t u%d ON u%d.a = x.a", i, i);
+    buf_puts(&text, ";");
+    expect_ok();
+}
+
+static void test_a_select_list_of_100000_items_compiles(void **state)
+{
+    (void)state;
+    /* the parser's arrays grow by doubling (they were copied per item) */
+    start();
+    for (int i = 0; i < 100000; i++)
+        buf_printf(&text, "%sa AS c%d", i ? ", " : "", i);
+    buf_puts(&text, " FROM t;");
+    expect_ok();
+}
+
 /* The view's filter: the MAP node's. */
 static const Expr *view_filter(const Circuit *c)
 {
@@ -205,6 +240,8 @@ int main(void)
         cmocka_unit_test(test_nested_subqueries_and_case_hit_the_nesting_limit),
         cmocka_unit_test(test_a_chain_of_ten_thousand_operators_is_the_limit),
         cmocka_unit_test(test_common_table_expressions_chained_past_the_limit_are_an_error),
+        cmocka_unit_test(test_a_from_clause_of_more_than_500_relations_is_an_error),
+        cmocka_unit_test(test_a_select_list_of_100000_items_compiles),
         cmocka_unit_test(test_twenty_thousand_conjuncts_bind_to_one_and),
         cmocka_unit_test(test_conjuncts_still_name_the_operand_that_is_not_boolean),
     };
