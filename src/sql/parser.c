@@ -1122,7 +1122,10 @@ static int parse_tvf(Parser *p, FromItem *f)
 static FromItem *parse_from_primary(Parser *p)
 {
     Token *t = cur(p);
-    if (++p->nfrom > SQL_MAX_FROM) {
+    const Token *u = &p->t[p->i + (t->k != T_EOF)];
+    bool group = is_op(t, "(") && !is_kw(u, "select") && !is_kw(u, "with") &&
+                 !is_kw(u, "values"); /* ( join ): its items count */
+    if (!group && ++p->nfrom > SQL_MAX_FROM) {
         err_setpos(p->err, SL_EPARSE, t->line, t->col,
                    "too many relations in one FROM clause (limit %d)", SQL_MAX_FROM);
         return NULL;
