@@ -154,9 +154,18 @@ def two_tables(tmp_path, n=100000):
     return sql
 
 
+def status(p):
+    r = requests.get(p.url("/status"), timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
 def wait_loaded(p, n=100000):
+    """Both tables read (observed in /status, not by a query, which a short
+    --query-timeout could stop)."""
     for _ in range(6000):  # hang guard only
-        if count_rows(p, "l") == n and count_rows(p, "r") == n:
+        st = status(p)
+        if st["inputs_ended"] and st["processed_records"] == 2 * n:
             return
         time.sleep(0.05)
     pytest.fail("the tables never filled")
@@ -188,8 +197,7 @@ def test_a_cross_join_in_query_gets_the_memory_budget_error_and_the_pipeline_goe
         assert "memory budget of 134217728 bytes" in body["error"]
     wait_log(p, r"query stopped: more than its memory budget of 134217728 bytes")
     assert count_rows(p, "l") == 100000
-    st = requests.get(p.url("/status"), timeout=60).json()
-    assert st["state"] == "running", st
+    assert status(p)["state"] == "running"
     p.stop()
 
 
@@ -204,7 +212,8 @@ def test_a_query_past_its_time_limit_gets_a_timeout_error(http_pipeline, tmp_pat
     assert r.status_code == 504, r.text[:500]
     assert r.json()["error_code"] == "QueryTimeout"
     assert "time limit of 0.1 s" in r.json()["error"]
-    assert count_rows(p, "r") == 100000
+    wait_log(p, r"query stopped: longer than its time limit of 0.1 s")
+    assert status(p)["state"] == "running"
     p.stop()
 
 
