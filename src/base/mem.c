@@ -3,6 +3,7 @@
  */
 #include "mem.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -17,6 +18,16 @@ void mem_set_doing(const char *what, int64_t a, int64_t b)
     doing = what;
     doing_a = a;
     doing_b = b;
+}
+
+#include "budget.h"
+
+/* Bytes of p (sign -1: being freed) to the calling thread's budget, if it
+   has one (budget.h: the bound of an HTTP /query). */
+static inline void budget_note(void *p, int sign)
+{
+    if (unlikely(budget__cur != NULL) && p)
+        budget__count(sign * (int64_t)malloc_usable_size(p));
 }
 
 /* Out of memory: say what this thread was doing and end the process with
@@ -40,6 +51,7 @@ void *sl_malloc(size_t n)
     void *p = malloc(n ? n : 1);
     if (unlikely(!p))
         oom(n);
+    budget_note(p, 1);
     return p;
 }
 
@@ -48,18 +60,25 @@ void *sl_calloc(size_t count, size_t size)
     void *p = calloc(count ? count : 1, size ? size : 1);
     if (unlikely(!p))
         oom(count * size);
+    budget_note(p, 1);
     return p;
 }
 
 void *sl_realloc(void *p, size_t n)
 {
+    budget_note(p, -1);
     void *q = realloc(p, n ? n : 1);
     if (unlikely(!q))
         oom(n);
+    budget_note(q, 1);
     return q;
 }
 
-void sl_free(void *p) { free(p); }
+void sl_free(void *p)
+{
+    budget_note(p, -1);
+    free(p);
+}
 
 char *sl_strdup(const char *s) { return sl_strndup(s, strlen(s)); }
 

@@ -19,6 +19,7 @@
  */
 #include "op.h"
 
+#include "../base/budget.h"
 #include "../base/mem.h"
 #include "../zset/batch.h"
 #include "../zset/key.h"
@@ -64,10 +65,13 @@ static void emit(Op *op, JoinSt *s, ChunkOut *co, const uint8_t *l, const uint8_
 
 /* For each run of equal keys in delta d (side `side`), join with the
    matches of the other side found in trace t (and in delta `dother` when
-   non-NULL). */
-static void join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side, Trace *t,
+   non-NULL). Returns false, or true when the thread's budget (a /query's,
+   base/budget.h) stopped it part way. */
+static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side, Trace *t,
                        const Batch *dother, Matches *ms)
 {
+    bool stopped = false;
+    unsigned emitted = 0;
     TraceCursor *cur = trace_cursor_new(t); /* d's keys ascend */
     for (int64_t i = 0; i < d->n;) {
         const uint8_t *k = batch_key(d, i);
@@ -82,8 +86,12 @@ static void join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
                  o < dother->n && batch_key_cmp(dother, o, k, kn) == 0; o++)
                 add_match(ms, batch_val(dother, o), batch_vlen(dother, o), dother->w[o]);
         }
-        for (int64_t a = i; a < j; a++)
+        for (int64_t a = i; a < j && !stopped; a++)
             for (int64_t b = 0; b < ms->n; b++) {
+                if (unlikely(++emitted % 4096 == 0) && budget_stop()) {
+                    stopped = true;
+                    break;
+                }
                 const uint8_t *mine = batch_val(d, a), *other = ms->m[b].v;
                 int64_t w = d->w[a] * ms->m[b].w;
                 if (side == 0)
@@ -92,8 +100,11 @@ static void join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
                     emit(op, s, co, other, mine, w);
             }
         i = j;
+        if (stopped)
+            break;
     }
     trace_cursor_free(cur);
+    return stopped;
 }
 
 static void begin_join(Op *op, OpEnv *env)
@@ -140,13 +151,13 @@ static int finish_join(Op *op, OpEnv *env)
     ChunkOut co;
     Matches ms = {0};
     cout_init(&co, env->arena, op->node->ncol, op->node->types, 64);
-    join_delta(op, s, &co, delta[0], 0, s->t[1], delta[1], &ms);
-    join_delta(op, s, &co, delta[1], 1, s->t[0], NULL, &ms);
+    bool stopped = join_delta(op, s, &co, delta[0], 0, s->t[1], delta[1], &ms) ||
+                   join_delta(op, s, &co, delta[1], 1, s->t[0], NULL, &ms);
     sl_free(ms.m);
     trace_insert_take(s->t[0], delta[0]);
     trace_insert_take(s->t[1], delta[1]);
     op->out = co.c;
-    return 0;
+    return stopped ? budget_error(env->ev->err) : 0;
 }
 
 /* Rollback: both integrals as before the step (trace.h). */

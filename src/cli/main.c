@@ -19,6 +19,7 @@
 #include "../base/mem.h"
 #include "../circuit/circuit.h"
 #include "../io/connector.h"
+#include "../pipeline/oneshot.h"
 #include "../pipeline/pipeline.h"
 #include "../server/server.h"
 #include "../cluster/net.h"
@@ -34,6 +35,7 @@ static void usage(FILE *f)
             "                  [--step-rows N] [--progress|--no-progress]\n"
             "                  [--http [HOST:]PORT] [--paused] [--http-max-body BYTES]\n"
             "                  [--http-buffer RECORDS] [--egress-buffer BYTES]\n"
+            "                  [--query-timeout SECS] [--query-memory BYTES]\n"
             "                  [--storage DIR] [--fault-tolerance MODE]\n"
             "                  [--checkpoint-interval SECS] [--s3-endpoint URL]\n"
             "                  [--config FILE] [--hosts H [--hostfile FILE]\n"
@@ -66,6 +68,8 @@ static void usage(FILE *f)
             "  --allowed-host NAME  a Host/Origin name to accept besides loopback\n"
             "  --tls-cert FILE --tls-key FILE  serve HTTPS\n"
             "  --egress-buffer BYTES  per-subscriber /egress queue (default 16M)\n"
+            "  --query-timeout SECS  time limit of each /query (default 30; 0 = none)\n"
+            "  --query-memory BYTES  memory budget of each /query (default 1G; 0 = none)\n"
             "  --storage DIR  keep checkpoints, the journal and logged HTTP input in DIR;\n"
             "                 a restart with the same DIR resumes where the last run\n"
             "                 stopped or died (docs/fault-tolerance.md)\n"
@@ -78,7 +82,8 @@ static void usage(FILE *f)
             "                 server (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)\n"
             "  --config FILE  runtime settings as JSON: workers, hosts, storage, s3_endpoint,\n"
             "                 fault_tolerance, checkpoint_interval_secs, step_deadline_secs,\n"
-            "                 http_max_connections, http_idle_timeout_secs, api_keys\n"
+            "                 http_max_connections, http_idle_timeout_secs, api_keys,\n"
+            "                 query_timeout_secs, query_memory_bytes, on_error\n"
             "                 (flags win; api_keys add to --api-key)\n"
             "  --hosts H      scale-out: run as H processes (an MPI job started through\n"
             "                 mpirun) that split the workers evenly and step together;\n"
@@ -235,6 +240,10 @@ static bool cfg_keys(const cJSON *v)
     return true;
 }
 
+/* Bounds of each /query: --query-timeout, --query-memory, and the config's
+   query_timeout_secs, query_memory_bytes (pipeline/oneshot.h). */
+static QueryLimits query_limits = {30, (int64_t)1 << 30};
+
 static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHosts *ch)
 {
     Err e = {0};
@@ -281,11 +290,17 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
             cfg_idle = v->valuedouble > 0 ? (int)v->valuedouble : -1;
         else if (!strcmp(k, "api_keys") && cfg_keys(v))
             ;
+        else if (!strcmp(k, "query_timeout_secs") && cJSON_IsNumber(v) && v->valuedouble >= 0)
+            query_limits.timeout_secs = v->valuedouble;
+        else if (!strcmp(k, "query_memory_bytes") && cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+                 v->valuedouble <= 1e15)
+            query_limits.memory_bytes = (int64_t)v->valuedouble;
         else {
             fprintf(stderr, "sluice: --config %s: bad or unknown setting \"%s\" (known: "
                             "workers, hosts, storage, s3_endpoint, fault_tolerance, "
                             "checkpoint_interval_secs, step_deadline_secs, on_error, "
-                            "http_max_connections, http_idle_timeout_secs, api_keys)\n",
+                            "http_max_connections, http_idle_timeout_secs, api_keys, "
+                            "query_timeout_secs, query_memory_bytes)\n",
                     path, k);
             exit(2);
         }
@@ -482,7 +497,19 @@ static int cmd_run(int argc, char **argv)
             }
             *(a[6] == 'c' ? &so.tls_cert : &so.tls_key) = argv[i];
         }
-        else if (!strcmp(a, "--config"))
+        else if (!strcmp(a, "--query-timeout")) {
+            const char *v = ++i < argc ? argv[i] : NULL;
+            char *end;
+            double d = v ? strtod(v, &end) : -1;
+            if (!v || *end || d < 0) {
+                fprintf(stderr, "sluice: --query-timeout needs seconds (>= 0; 0 = none)\n");
+                return 2;
+            }
+            query_limits.timeout_secs = d;
+        } else if (!strcmp(a, "--query-memory")) {
+            const char *v = ++i < argc ? argv[i] : NULL;
+            query_limits.memory_bytes = v && !strcmp(v, "0") ? 0 : parse_size(a, v);
+        } else if (!strcmp(a, "--config"))
             ++i; /* read above */
         else if (!strcmp(a, "--storage")) {
             if (++i >= argc || !*argv[i]) {
@@ -566,6 +593,7 @@ static int cmd_run(int argc, char **argv)
     so.nallowed = srv_nhosts;
     if (p && http) {
         signal(SIGPIPE, SIG_IGN);
+        oneshot_set_limits(&query_limits);
         srv = server_start(p, &so, &e);
         if (!srv) {
             pipeline_free(p);

@@ -382,7 +382,7 @@ double *expr__as_f64(EvalCtx *cx, const Vec *v, int64_t n)
 
 /* ----------------------------------------------------------------- leaves */
 
-static int eval_col(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, EvalCtx *cx,
+static __attribute__((noinline)) int eval_col(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, EvalCtx *cx,
                     Vec *out)
 {
     if (e->col < 0 || e->col >= in->ncol)
@@ -430,7 +430,7 @@ static int eval_col(const Expr *e, const Chunk *in, const int32_t *sel, int64_t 
     return 0;
 }
 
-static int eval_const(const Expr *e, int64_t n, EvalCtx *cx, Vec *out)
+static __attribute__((noinline)) int eval_const(const Expr *e, int64_t n, EvalCtx *cx, Vec *out)
 {
     expr__vec(cx, e->t, n, out);
     switch (type_phys(e->t.kind)) {
@@ -787,7 +787,7 @@ static void rows_init(EvalCtx *cx, const int32_t *sel, int64_t n, int32_t **pos,
  * not yet decided (AND: not FALSE; OR: not TRUE). Values: v = "not FALSE"
  * for AND and "TRUE" for OR; NULL rows keep their flag in nul.
  */
-static int eval_logic(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n,
+static __attribute__((noinline)) int eval_logic(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n,
                       EvalCtx *cx, Vec *out)
 {
     bool is_and = e->k == E_AND;
@@ -840,7 +840,7 @@ static int eval_logic(const Expr *e, const Chunk *in, const int32_t *sel, int64_
     return 0;
 }
 
-static int eval_case(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, EvalCtx *cx,
+static __attribute__((noinline)) int eval_case(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, EvalCtx *cx,
                      Vec *out)
 {
     expr__vec(cx, e->t, n, out);
@@ -890,7 +890,7 @@ static int eval_case(const Expr *e, const Chunk *in, const int32_t *sel, int64_t
     return expr__check_nulls(cx, out, "CASE without ELSE gives NULL", m);
 }
 
-static int eval_coalesce(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n,
+static __attribute__((noinline)) int eval_coalesce(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n,
                          EvalCtx *cx, Vec *out)
 {
     expr__vec(cx, e->t, n, out);
@@ -1040,6 +1040,9 @@ static bool shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
     }
 }
 
+static int eval_node(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n,
+                     EvalCtx *cx, Vec *a, int na, Vec *out);
+
 int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, EvalCtx *cx,
               Vec *out)
 {
@@ -1065,6 +1068,16 @@ int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, Eva
         if (rc)
             return rc;
     }
+    return eval_node(e, in, sel, n, cx, a, na, out);
+}
+
+/* e over its operands' values a[0..na): the kernels, kept out of
+   expr_eval's frame so that its recursion (one frame per level of a chain
+   such as a + b + ..., up to SQL_MAX_HEIGHT levels) stays small. */
+static __attribute__((noinline)) int eval_node(const Expr *e, const Chunk *in,
+                                               const int32_t *sel, int64_t n, EvalCtx *cx,
+                                               Vec *a, int na, Vec *out)
+{
     expr__vec(cx, e->t, n, out);
     uint8_t *m = expr__mask(cx, out, n);
 

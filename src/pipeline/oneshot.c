@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/budget.h"
 #include "../base/mem.h"
 #include "../runtime/runtime.h"
 #include "../zset/batch.h"
@@ -144,7 +145,11 @@ static Chunk *collect(Runtime *rt, const Relation *r, Arena *a)
         for (int64_t d = 1; d < wt; d++) {
             chunk_append_row(c, c, row);
             c->w[c->n - 1] = 1;
+            if (unlikely(d % 4096 == 0) && budget_stop())
+                break;
         }
+        if (unlikely(i % 4096 == 0) && budget_stop())
+            break; /* oneshot_run reports it */
     }
     batch_unref(b);
     return c;
@@ -258,6 +263,10 @@ int oneshot_run(const char *prelude, const char *select_sql, const QInput *in, i
     }
     if (!rc)
         present(rt, &c->rels[qrel], out);
+    if (!rc && budget_stop()) { /* the result may be cut short */
+        qresult_free(out);
+        rc = budget_error(err);
+    }
     rt_free(rt);
     arena_free(pa);
     circuit_free(c);
@@ -274,6 +283,12 @@ int oneshot_query(const char *select_sql, const QInput *in, int nin, int workers
     sl_free(steps);
     return rc;
 }
+
+static QueryLimits limits = {30, (int64_t)1 << 30};
+
+void oneshot_set_limits(const QueryLimits *l) { limits = *l; }
+
+QueryLimits oneshot_limits(void) { return limits; }
 
 void qresult_free(QResult *r)
 {

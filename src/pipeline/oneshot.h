@@ -8,6 +8,10 @@
  * inputs, the contents are fed as one step, and the view's integrated
  * output is returned with duplicates expanded, in the query's ORDER BY
  * order (LIMIT/OFFSET applied) or unordered when it has none.
+ *
+ * A run on a thread with a budget (base/budget.h) stops when the budget
+ * says so, with its error: the runtime checks it per morsel and in the
+ * join's output loop, collecting the result every few thousand rows.
  */
 #ifndef SL_PIPELINE_ONESHOT_H
 #define SL_PIPELINE_ONESHOT_H
@@ -37,6 +41,18 @@ typedef struct QResult {
 int oneshot_query(const char *select_sql, const QInput *in, int nin, int workers,
                   QResult *out, Err *err);
 void qresult_free(QResult *r);
+
+/* The bounds of each HTTP /query (server/query.c runs it under a
+   base/budget.h Budget made of these): seconds (0 = none) and bytes the
+   query may allocate (0 = none). Defaults: 30 s, 1 GiB. Set at start-up
+   (--query-timeout, --query-memory; query_timeout_secs,
+   query_memory_bytes in --config). */
+typedef struct QueryLimits {
+    double timeout_secs;
+    int64_t memory_bytes;
+} QueryLimits;
+void oneshot_set_limits(const QueryLimits *l);
+QueryLimits oneshot_limits(void);
 /* Scale-out test mode (sluice-slt under mpirun): every MPI rank makes the
    same oneshot calls; each runs its share of the workers, exchanges rows
    with the others, and gets the whole result. Off by default (the

@@ -42,6 +42,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "../base/budget.h"
 #include "../base/mem.h"
 #include "../zset/hmap.h"
 
@@ -207,6 +208,11 @@ static int64_t run_morsels(Worker *w, OpEnv *menv, int64_t limit)
                 fed++;
                 if (limit < 0 && w->err.code)
                     goto out_done;
+                if (unlikely(budget_stop())) { /* a /query past its bounds */
+                    if (!w->err.code)
+                        budget_error(&w->err);
+                    goto out_done;
+                }
             }
         }
     }

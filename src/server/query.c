@@ -10,14 +10,24 @@
  * the query runs. A query naming a relation that is not materialized gets
  * a 400 naming it and saying how to materialize it.
  *
+ * Bounds: the decoding and the query run on a thread of their own (a 16
+ * MiB stack, whatever the connection threads have) under a base/budget.h
+ * Budget: at most oneshot_limits() seconds and bytes, and cancelled
+ * when the client closes its connection (a peek at the socket, at most
+ * every 50 ms). A query stopped by its memory budget gets 507, by its time
+ * limit 504; each stop is logged. The pipeline goes on either way.
+ *
  * Formats: text (an aligned table like psql's, numbers right-aligned,
  * "(N rows)" at the end), json (one object per row and line), csv (a
  * header line, then the rows).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <sys/socket.h>
 
+#include "../base/budget.h"
 #include "../base/mem.h"
 #include "../expr/text.h"
 #include "../io/format.h"
@@ -28,6 +38,7 @@
 #include "http_int.h"
 
 #define MAX_SQL (1 << 20)
+#define QUERY_STACK ((size_t)16 << 20)
 
 typedef struct Snap {
     int n;
@@ -172,6 +183,99 @@ static bool names(const Err *e, const char *name)
     return strcasestr(e->msg, quoted) != NULL;
 }
 
+/* Budget.cancelled: has the client closed the connection (arg: its fd)? */
+static bool client_gone(void *arg)
+{
+    char c;
+    ssize_t n = recv(*(const int *)arg, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* One query's run: the snapshot's decoding and oneshot_query, under b, on
+   a thread of its own (run_job). */
+typedef struct Job {
+    const Circuit *c;
+    const Snap *sn;
+    const char *sql;
+    int fd;     /* the client's socket (client_gone), or -1 */
+    Budget b;   /* set by the caller; its stop says why the run ended */
+    QResult res;
+    Err e;
+    int rc;     /* oneshot_query's */
+} Job;
+
+static void *job_main(void *arg)
+{
+    Job *j = arg;
+    const Snap *sn = j->sn;
+    budget_begin(&j->b);
+    Arena *a = arena_new(1 << 16);
+    QInput *in = arena_zalloc(a, sizeof(QInput) * (size_t)(sn->n + 1));
+    for (int i = 0; i < sn->n; i++) {
+        const Relation *r = &j->c->rels[sn->rels[i]];
+        int64_t nrec = 0;
+        size_t pos = 0;
+        XRec x;
+        while (xrec_next(&sn->raw[i], &pos, &x))
+            nrec++;
+        Chunk *ch = chunk_new(a, r->ncol, r->types, nrec ? nrec : 1);
+        pos = 0;
+        while (xrec_next(&sn->raw[i], &pos, &x)) {
+            key_decode(x.k, r->types, r->ncol, ch, 0, ch->n);
+            ch->w[ch->n++] = x.w;
+        }
+        in[i] = (QInput){r->name, r->ncol, (const char *const *)r->colnames, r->types, ch};
+    }
+    j->rc = oneshot_query(j->sql, in, sn->n, 1, &j->res, &j->e);
+    arena_free(a);
+    budget_end();
+    return NULL;
+}
+
+/* Run j on a thread with a stack of QUERY_STACK bytes: the front end's
+   limits (sql/ast.h) are sized for 8 MiB with room to spare, and a
+   connection thread's stack is the default, which is 2 MiB under
+   `ulimit -s unlimited`. Runs it on this thread if none can be made. */
+static void run_job(Job *j)
+{
+    pthread_attr_t at;
+    pthread_t t;
+    bool ok = pthread_attr_init(&at) == 0;
+    ok = ok && pthread_attr_setstacksize(&at, QUERY_STACK) == 0 &&
+         pthread_create(&t, &at, job_main, j) == 0;
+    pthread_attr_destroy(&at);
+    if (ok)
+        pthread_join(t, NULL);
+    else
+        job_main(j);
+}
+
+/* The response for a query its budget stopped (b->stop set); logs it. */
+static int stopped(Req *q, const Budget *b, const char *sql)
+{
+    switch (b->stop) {
+    case BUDGET_MEMORY:
+        fprintf(stderr, "sluice: query stopped: more than its memory budget of %lld bytes: %.200s\n",
+                (long long)b->limit, sql);
+        return req_error(q, MHD_HTTP_INSUFFICIENT_STORAGE, "QueryMemoryLimit", NULL,
+                         "the query needed more than its memory budget of %lld bytes "
+                         "(--query-memory, query_memory_bytes); the pipeline goes on",
+                         (long long)b->limit);
+    case BUDGET_TIMEOUT:
+        fprintf(stderr, "sluice: query stopped: longer than its time limit of %g s: %.200s\n",
+                b->timeout, sql);
+        return req_error(q, MHD_HTTP_GATEWAY_TIMEOUT, "QueryTimeout", NULL,
+                         "the query ran longer than its time limit of %g s "
+                         "(--query-timeout, query_timeout_secs); the pipeline goes on",
+                         b->timeout);
+    default:
+        fprintf(stderr, "sluice: query cancelled: the client closed the connection: %.200s\n",
+                sql);
+        return req_error(q, MHD_HTTP_BAD_REQUEST, "QueryCancelled", NULL,
+                         "the query was cancelled: the client closed the connection");
+    }
+}
+
 static int run(Req *q)
 {
     Server *s = q->s;
@@ -203,26 +307,22 @@ static int run(Req *q)
                        "the pipeline is stopping; no more queries");
         goto out_free;
     }
-    Arena *a = arena_new(1 << 16);
-    QInput *in = arena_zalloc(a, sizeof(QInput) * (size_t)(sn.n + 1));
-    for (int i = 0; i < sn.n; i++) {
-        const Relation *r = &c->rels[sn.rels[i]];
-        int64_t nrec = 0;
-        size_t pos = 0;
-        XRec x;
-        while (xrec_next(&sn.raw[i], &pos, &x))
-            nrec++;
-        Chunk *ch = chunk_new(a, r->ncol, r->types, nrec ? nrec : 1);
-        pos = 0;
-        while (xrec_next(&sn.raw[i], &pos, &x)) {
-            key_decode(x.k, r->types, r->ncol, ch, 0, ch->n);
-            ch->w[ch->n++] = x.w;
-        }
-        in[i] = (QInput){r->name, r->ncol, (const char *const *)r->colnames, r->types, ch};
+    QueryLimits lim = oneshot_limits();
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    Job job = {c, &sn, sql, ci ? ci->connect_fd : -1, {0}, {0}, {0}, 0};
+    job.b = (Budget){.limit = lim.memory_bytes, .timeout = lim.timeout_secs,
+                     .cancelled = ci ? client_gone : NULL, .arg = &job.fd};
+    run_job(&job);
+    Budget b = job.b;
+    QResult res = job.res;
+    Err e = job.e;
+    int qrc = job.rc;
+    if (qrc && b.stop) {
+        rc = stopped(q, &b, sql);
+        goto out_free;
     }
-    QResult res;
-    Err e = {0};
-    if (oneshot_query(sql, in, sn.n, 1, &res, &e)) {
+    if (qrc) {
         for (int i = 0; i < ncand; i++) {
             const Relation *r = &c->rels[cand[i]];
             if ((r->materialized && r->sink >= 0) || !names(&e, r->name))
@@ -239,7 +339,6 @@ static int run(Req *q)
                                "view %s is not materialized, so /query cannot read it: declare "
                                "it as CREATE MATERIALIZED VIEW %s",
                                r->name, r->name);
-            arena_free(a);
             goto out_free;
         }
         cJSON *d = cJSON_CreateObject();
@@ -254,10 +353,8 @@ static int run(Req *q)
         else
             rc = req_error(q, MHD_HTTP_BAD_REQUEST, "SqlError", d, "%s: %s", err_kind(e.code),
                            e.msg);
-        arena_free(a);
         goto out_free;
     }
-    arena_free(a);
     Buf out = BUF_INIT;
     const char *ctype = "text/plain; charset=utf-8";
     if (!strcmp(fmt, "text")) {

@@ -67,7 +67,31 @@ struct Ast {
     int subcol;         /* subquery expressions: 1 + the column holding its value
                            (set by the planner, plan_subq.c), 0 until then */
     struct WinDef *over; /* A_FUNC with OVER (...): a window function */
+    int height;         /* levels of the tree below and including this node
+                           (parser.c; 0 until computed) */
 };
+
+/* Limits that keep every recursive pass over a program (parser, binder,
+   planner, expression evaluation) far from the end of the smallest thread
+   stack we compile or evaluate on (8 MiB by default, ASan builds included):
+   deeper input is an error "expression nested too deeply (limit N)" at its
+   line and column, never a crash. SQL_MAX_NESTING bounds nested
+   parentheses, subqueries, function calls, CASE, unary minus and NOT (the
+   parser's own recursion); SQL_MAX_HEIGHT bounds the height of an
+   expression tree, which a chain of binary operators such as a + b + ...
+   grows by one per operator. Chains of AND and of OR are parsed into
+   balanced trees, so thousands of conjuncts stay shallow. */
+#define SQL_MAX_NESTING 1000
+#define SQL_MAX_HEIGHT 10000
+/* Queries within one another (subqueries, and common table expressions
+   that use one another), bounded by the planner: each level costs it a few
+   KiB of stack. */
+#define SQL_MAX_QUERY_NESTING 500
+/* Relations joined in one FROM clause (tables, subqueries, the items of
+   JOINs and of the comma list): planning a join costs time and memory
+   quadratic in its width (every join node carries the columns of the
+   relations before it). SQLite allows 64, MySQL 61. */
+#define SQL_MAX_FROM 500
 
 typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY, F_NODE, F_TVF } FromKind;
 typedef enum JoinKind { J_INNER, J_CROSS, J_LEFT, J_RIGHT, J_FULL } JoinKind;

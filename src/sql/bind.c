@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "../expr/text.h"
+#include "../base/mem.h"
 #include "sql_int.h"
 
 /* ---- types ---- */
@@ -436,6 +437,27 @@ Expr *sql__nary_bool(P *p, ExprKind k, Expr *l, Expr *r)
     return e;
 }
 
+Expr *sql__and_all(P *p, Expr *const *v, int n)
+{
+    if (n <= 1)
+        return n ? v[0] : NULL;
+    int total = 0;
+    bool nullable = false;
+    for (int i = 0; i < n; i++) {
+        total += v[i]->k == E_AND ? v[i]->na : 1;
+        nullable = nullable || v[i]->t.nullable;
+    }
+    Expr *e = sql__mk(p, E_AND, type_make(TK_BOOL, nullable), total);
+    int j = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i]->k == E_AND)
+            for (int m = 0; m < v[i]->na; m++)
+                e->a[j++] = v[i]->a[m];
+        else
+            e->a[j++] = v[i];
+    return e;
+}
+
 bool sql__is_agg_name(const char *n)
 {
     return !strcmp(n, "count") || !strcmp(n, "sum") || !strcmp(n, "avg") || !strcmp(n, "min") ||
@@ -852,7 +874,89 @@ static Expr *bind_subquery(P *p, BindCtx *bc, Ast *x)
     return e;
 }
 
-static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
+/* x is an AND (or OR): its operands, the maximal subtrees not themselves
+   of x's operator, in written order, into v (grown in the plan arena). */
+static int chain_operands(P *p, Ast *x, Ast ***v)
+{
+    int n = 0, cap = 16, top = 0, scap = 16;
+    Ast **out = arena_alloc(p->a, sizeof(Ast *) * (size_t)cap);
+    Ast **stack = sl_malloc(sizeof(Ast *) * (size_t)scap);
+    stack[top++] = x;
+    while (top) {
+        Ast *y = stack[--top];
+        if (y->k == A_BIN && y->op == x->op) {
+            if (top + 2 > scap) {
+                scap *= 2;
+                stack = sl_realloc(stack, sizeof(Ast *) * (size_t)scap);
+            }
+            stack[top++] = y->b; /* popped after y->a */
+            stack[top++] = y->a;
+            continue;
+        }
+        if (n == cap) {
+            Ast **g = arena_alloc(p->a, sizeof(Ast *) * (size_t)cap * 2);
+            memcpy(g, out, sizeof(Ast *) * (size_t)n);
+            out = g;
+            cap *= 2;
+        }
+        out[n++] = y;
+    }
+    sl_free(stack);
+    *v = out;
+    return n;
+}
+
+/* x AND ... AND y (or OR): one n-ary node over every operand, nested
+   nodes of the same kind (BETWEEN's AND) flattened into it, in linear time
+   whatever the shape of the tree. */
+static Expr *bind_chain(P *p, BindCtx *bc, Ast *x)
+{
+    ExprKind k = x->op == OP_AND ? E_AND : E_OR;
+    const char *what = x->op == OP_AND ? "AND" : "OR";
+    Ast **ops;
+    int n = chain_operands(p, x, &ops), total = 0;
+    Expr **v = arena_alloc(p->a, sizeof(Expr *) * (size_t)n);
+    bool nullable = false;
+    for (int i = 0; i < n; i++) {
+        if (!(v[i] = sql__bind(p, bc, ops[i])) ||
+            !(v[i] = sql__bool_operand(p, v[i], ops[i], what)))
+            return NULL;
+        total += v[i]->k == k ? v[i]->na : 1;
+        nullable = nullable || v[i]->t.nullable;
+    }
+    Expr *e = sql__mk(p, k, type_make(TK_BOOL, nullable), total);
+    int j = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i]->k == k)
+            for (int m = 0; m < v[i]->na; m++)
+                e->a[j++] = v[i]->a[m];
+        else
+            e->a[j++] = v[i];
+    return e;
+}
+
+/* x op y. A chain such as a + b + ... recurses here once per operator (up
+   to SQL_MAX_HEIGHT levels): sql__bind comes straight here, so that the
+   recursion's frames are these two small ones, not bind_inner's. */
+static __attribute__((noinline)) Expr *bind_binary(P *p, BindCtx *bc, Ast *x)
+{
+    Expr *l, *r;
+    if (x->op == OP_AND || x->op == OP_OR)
+        return bind_chain(p, bc, x);
+    if (!(l = sql__bind(p, bc, x->a)) || !(r = sql__bind(p, bc, x->b)))
+        return NULL;
+    switch (x->op) {
+    case OP_EQ: return sql__compare(p, x, E_EQ, l, r);
+    case OP_NE: return sql__compare(p, x, E_NE, l, r);
+    case OP_LT: return sql__compare(p, x, E_LT, l, r);
+    case OP_LE: return sql__compare(p, x, E_LE, l, r);
+    case OP_GT: return sql__compare(p, x, E_GT, l, r);
+    case OP_GE: return sql__compare(p, x, E_GE, l, r);
+    default: return arith(p, x, x->op, l, r);
+    }
+}
+
+static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
 {
     Expr *l, *r;
     switch (x->k) {
@@ -868,22 +972,7 @@ static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
     case A_INT: case A_NUM: case A_STR: case A_NULL: case A_BOOL: case A_TYPED:
         return literal(p, x);
     case A_BIN:
-        if (!(l = sql__bind(p, bc, x->a)) || !(r = sql__bind(p, bc, x->b)))
-            return NULL;
-        switch (x->op) {
-        case OP_AND: case OP_OR:
-            if (!(l = sql__bool_operand(p, l, x->a, x->op == OP_AND ? "AND" : "OR")) ||
-                !(r = sql__bool_operand(p, r, x->b, x->op == OP_AND ? "AND" : "OR")))
-                return NULL;
-            return sql__nary_bool(p, x->op == OP_AND ? E_AND : E_OR, l, r);
-        case OP_EQ: return sql__compare(p, x, E_EQ, l, r);
-        case OP_NE: return sql__compare(p, x, E_NE, l, r);
-        case OP_LT: return sql__compare(p, x, E_LT, l, r);
-        case OP_LE: return sql__compare(p, x, E_LE, l, r);
-        case OP_GT: return sql__compare(p, x, E_GT, l, r);
-        case OP_GE: return sql__compare(p, x, E_GE, l, r);
-        default: return arith(p, x, x->op, l, r);
-        }
+        return bind_binary(p, bc, x);
     case A_UN:
         if (!(l = sql__bind(p, bc, x->a)))
             return NULL;
@@ -1052,6 +1141,40 @@ static Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
     return NULL;
 }
 
+/* Above an aggregation: x bound as a reference to the GROUP BY expression
+   it equals (*out set, returns 0), or *out NULL when it is none (returns
+   0), or -1 with p->err set (a bare column not grouped). Kept out of
+   sql__bind's frame (two Errs) so that the binder's recursion stays small. */
+static __attribute__((noinline)) int group_ref(P *p, BindCtx *bc, Ast *x, Expr **out)
+{
+    AggCtx *ag = bc->agg;
+    Err save = *p->err, tmp = {0};
+    Err *orig = p->err;
+    AggCtx none = {0};
+    BindCtx plain = {bc->s, &none, bc->clause};
+    *out = NULL;
+    p->err = &tmp;
+    Expr *e = bind_inner(p, &plain, x);
+    p->err = orig;
+    *p->err = save;
+    if (e) {
+        for (int i = 0; i < ag->ngroup; i++)
+            if (sql__expr_equal(e, ag->group[i])) {
+                *out = expr_col(p->a, i, ag->group[i]->t);
+                return 0;
+            }
+    }
+    if (x->k == A_COL) {
+        if (!e) /* unknown column: report that */
+            return (*out = bind_inner(p, &plain, x)) ? 0 : -1;
+        perr(p, SL_ESEMANTIC, x->line, x->col,
+             "column \"%s\" must appear in GROUP BY or be used in an aggregate function",
+             x->name);
+        return -1;
+    }
+    return 0;
+}
+
 /* Bind x. Above an aggregation, a subtree equal to a GROUP BY expression
    becomes a reference to the group column; bare columns elsewhere are an
    error; aggregate calls become references to their output column. */
@@ -1059,7 +1182,7 @@ Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
 {
     AggCtx *ag = bc->agg;
     if (!ag || !ag->allowed)
-        return bind_inner(p, bc, x);
+        return x->k == A_BIN ? bind_binary(p, bc, x) : bind_inner(p, bc, x);
     if (x->k == A_FUNC && x->over) /* plan_window.c */
         return sql__bind_window(p, bc, x);
     if (x->k == A_FUNC && sql__is_agg_name(x->name))
@@ -1067,29 +1190,12 @@ Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
     /* try as a group expression */
     if (x->k != A_INT && x->k != A_NUM && x->k != A_STR && x->k != A_NULL && x->k != A_BOOL &&
         x->k != A_TYPED) {
-        Err save = *p->err, tmp = {0};
-        Err *orig = p->err;
-        AggCtx none = {0};
-        BindCtx plain = {bc->s, &none, bc->clause};
-        p->err = &tmp;
-        Expr *e = bind_inner(p, &plain, x);
-        p->err = orig;
-        *p->err = save;
-        if (e) {
-            for (int i = 0; i < ag->ngroup; i++)
-                if (sql__expr_equal(e, ag->group[i]))
-                    return expr_col(p->a, i, ag->group[i]->t);
-        }
-        if (x->k == A_COL) {
-            if (!e) /* unknown column: report that */
-                return bind_inner(p, &plain, x);
-            perr(p, SL_ESEMANTIC, x->line, x->col,
-                 "column \"%s\" must appear in GROUP BY or be used in an aggregate function",
-                 x->name);
+        Expr *e;
+        if (group_ref(p, bc, x, &e))
             return NULL;
-        }
+        if (e)
+            return e;
     }
     /* not a group expression as a whole: bind its children in agg mode */
-    BindCtx up = {bc->s, ag, bc->clause};
-    return bind_inner(p, &up, x);
+    return x->k == A_BIN ? bind_binary(p, bc, x) : bind_inner(p, bc, x);
 }

@@ -6,6 +6,18 @@
  *
  * Expression precedence, loosest first: OR, AND, NOT, comparison / IS /
  * BETWEEN / IN / LIKE, ||, + -, * / %, unary + -, primary.
+ *
+ * Bounds (ast.h): the parser counts its own nesting (every parse_expr,
+ * parse_query and FROM item, every unary minus and NOT) against
+ * SQL_MAX_NESTING, and every expression node's height against
+ * SQL_MAX_HEIGHT, so that no later pass recurses deeper than that, and
+ * the relations of each FROM clause (tables, subqueries, joined items)
+ * against SQL_MAX_FROM, which keeps planning a join tree in its bounds.
+ * Arrays grow by doubling (grow, list_push). Binary
+ * chains are parsed iteratively; a chain of ANDs (or ORs) becomes a
+ * balanced tree, which is the same conjunction (AND and OR are associative
+ * in SQL's three-valued logic, and the binder flattens them to one n-ary
+ * node in the written order) at logarithmic height.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +34,8 @@ typedef struct Parser {
     int n, i;
     Arena *a;
     Err *err;
+    int depth; /* nesting now (SQL_MAX_NESTING) */
+    int nfrom; /* relations in the FROM clause being parsed (SQL_MAX_FROM) */
 } Parser;
 
 /* Words that cannot be used as implicit aliases or bare column names. */
@@ -134,6 +148,54 @@ static char *ident(Parser *p, const char *what)
     return s;
 }
 
+/* Enter one level of nesting at the current token: 0, or SL_EPARSE past
+   SQL_MAX_NESTING. Every successful enter() is paired with a leave(). */
+static int enter(Parser *p)
+{
+    if (p->depth >= SQL_MAX_NESTING) {
+        Token *t = cur(p);
+        return err_setpos(p->err, SL_EPARSE, t->line, t->col,
+                          "expression nested too deeply (limit %d)", SQL_MAX_NESTING);
+    }
+    p->depth++;
+    return 0;
+}
+
+static void leave(Parser *p) { p->depth--; }
+
+/* Height of the tree at x (1 for a leaf), memoized in x->height. Children
+   built by parse_expr and binary() already carry theirs, so the recursion
+   only walks the few levels built in between (unary operators, function
+   calls: bounded by SQL_MAX_NESTING). */
+static int height(Ast *x)
+{
+    if (!x)
+        return 0;
+    if (x->height)
+        return x->height;
+    int h = height(x->a);
+    int hb = height(x->b), hc = height(x->c);
+    h = hb > h ? hb : h;
+    h = hc > h ? hc : h;
+    for (int i = 0; i < x->args.n; i++) {
+        int ha = height(x->args.v[i]);
+        h = ha > h ? ha : h;
+    }
+    x->height = h + 1;
+    return x->height;
+}
+
+/* x, or NULL with an error at token t when x is higher than SQL_MAX_HEIGHT. */
+static Ast *check_height(Parser *p, const Token *t, Ast *x)
+{
+    if (x && height(x) > SQL_MAX_HEIGHT) {
+        err_setpos(p->err, SL_EPARSE, t->line, t->col,
+                   "expression nested too deeply (limit %d)", SQL_MAX_HEIGHT);
+        return NULL;
+    }
+    return x;
+}
+
 static Ast *node(Parser *p, AstKind k, const Token *at)
 {
     Ast *n = arena_zalloc(p->a, sizeof(*n));
@@ -156,10 +218,14 @@ static void list_push(Parser *p, AstList *l, Ast *x)
     l->v[l->n++] = x;
 }
 
-/* Grow an arena array of elements of size sz by one; returns new base. */
+/* Make room for element n of an arena array of elements of size sz that
+   holds n (always grown through here); returns the (new) base. Capacity
+   doubles, so n appends cost O(n), not O(n^2). */
 static void *grow(Parser *p, void *base, int n, size_t sz)
 {
-    void *v = arena_alloc(p->a, sz * (size_t)(n + 1));
+    if (n && (n < 4 || (n & (n - 1)))) /* room left: capacity is 4, 8, 16, ... */
+        return base;
+    void *v = arena_alloc(p->a, sz * (size_t)(n ? 2 * n : 4));
     if (n)
         memcpy(v, base, sz * (size_t)n);
     return v;
@@ -701,8 +767,11 @@ static Ast *parse_unary(Parser *p)
 {
     Token *t = cur(p);
     if (is_op(t, "-") || is_op(t, "+")) {
+        if (enter(p))
+            return NULL;
         p->i++;
         Ast *x = parse_unary(p);
+        leave(p);
         if (!x)
             return NULL;
         if (is_op(t, "+"))
@@ -752,7 +821,7 @@ static Ast *binary(Parser *p, Token *t, int op, Ast *l, Ast *r)
     n->b = r;
     n->line = l->line;
     n->col = l->col;
-    return n;
+    return check_height(p, t, n);
 }
 
 static Ast *parse_mul(Parser *p)
@@ -908,8 +977,12 @@ static Ast *parse_cmp(Parser *p)
 static Ast *parse_not(Parser *p)
 {
     Token *t = cur(p);
-    if (accept_kw(p, "not")) {
+    if (is_kw(t, "not")) {
+        if (enter(p))
+            return NULL;
+        p->i++;
         Ast *x = parse_not(p);
+        leave(p);
         if (!x)
             return NULL;
         Ast *n = node(p, A_UN, t);
@@ -920,26 +993,55 @@ static Ast *parse_not(Parser *p)
     return parse_cmp(p);
 }
 
-static Ast *parse_and(Parser *p)
+/* Operands v[0..n) joined by op (AND or OR) as a balanced tree; ops[i] is
+   the operator token before v[i]. */
+static Ast *balanced(Parser *p, int op, Ast **v, Token **ops, int n)
 {
-    Ast *l = parse_not(p);
-    while (l && is_kw(cur(p), "and")) {
-        Token *t = cur(p);
-        p->i++;
-        l = binary(p, t, OP_AND, l, parse_not(p));
-    }
-    return l;
+    if (n == 1)
+        return v[0];
+    int m = n / 2;
+    Ast *l = balanced(p, op, v, ops, m), *r = balanced(p, op, v + m, ops + m, n - m);
+    return binary(p, ops[m], op, l, r);
 }
+
+/* operand (kw operand)*: a chain of ANDs or ORs, as a balanced tree. */
+static Ast *parse_chain(Parser *p, const char *kw, int op, Ast *(*operand)(Parser *))
+{
+    Ast *x = operand(p);
+    if (!x || !is_kw(cur(p), kw))
+        return x;
+    int n = 0, cap = 8;
+    Ast **v = sl_malloc(sizeof(Ast *) * (size_t)cap);
+    Token **ops = sl_malloc(sizeof(Token *) * (size_t)cap);
+    v[n] = x;
+    ops[n++] = NULL;
+    while (x && is_kw(cur(p), kw)) {
+        if (n == cap) {
+            cap *= 2;
+            v = sl_realloc(v, sizeof(Ast *) * (size_t)cap);
+            ops = sl_realloc(ops, sizeof(Token *) * (size_t)cap);
+        }
+        ops[n] = cur(p);
+        p->i++;
+        x = operand(p);
+        v[n++] = x;
+    }
+    Ast *out = x ? balanced(p, op, v, ops, n) : NULL;
+    sl_free(v);
+    sl_free(ops);
+    return out;
+}
+
+static Ast *parse_and(Parser *p) { return parse_chain(p, "and", OP_AND, parse_not); }
 
 static Ast *parse_expr(Parser *p)
 {
-    Ast *l = parse_and(p);
-    while (l && is_kw(cur(p), "or")) {
-        Token *t = cur(p);
-        p->i++;
-        l = binary(p, t, OP_OR, l, parse_and(p));
-    }
-    return l;
+    Token *t = cur(p);
+    if (enter(p))
+        return NULL;
+    Ast *x = check_height(p, t, parse_chain(p, "or", OP_OR, parse_and));
+    leave(p);
+    return x;
 }
 
 /* ---- queries ---- */
@@ -1020,6 +1122,14 @@ static int parse_tvf(Parser *p, FromItem *f)
 static FromItem *parse_from_primary(Parser *p)
 {
     Token *t = cur(p);
+    const Token *u = &p->t[p->i + (t->k != T_EOF)];
+    bool group = is_op(t, "(") && !is_kw(u, "select") && !is_kw(u, "with") &&
+                 !is_kw(u, "values"); /* ( join ): its items count */
+    if (!group && ++p->nfrom > SQL_MAX_FROM) {
+        err_setpos(p->err, SL_EPARSE, t->line, t->col,
+                   "too many relations in one FROM clause (limit %d)", SQL_MAX_FROM);
+        return NULL;
+    }
     FromItem *f = arena_zalloc(p->a, sizeof(*f));
     f->line = t->line;
     f->col = t->col;
@@ -1075,7 +1185,18 @@ static FromItem *parse_from_primary(Parser *p)
     return f;
 }
 
+static FromItem *parse_from_item_in(Parser *p);
+
 static FromItem *parse_from_item(Parser *p)
+{
+    if (enter(p))
+        return NULL;
+    FromItem *f = parse_from_item_in(p);
+    leave(p);
+    return f;
+}
+
+static FromItem *parse_from_item_in(Parser *p)
 {
     FromItem *l = parse_from_primary(p);
     for (;;) {
@@ -1197,6 +1318,8 @@ static Select *parse_values(Parser *p, const Token *t)
     return s;
 }
 
+static Select *parse_select_body(Parser *p, const Token *t);
+
 static Select *parse_select_core(Parser *p)
 {
     Token *t = cur(p);
@@ -1212,6 +1335,15 @@ static Select *parse_select_core(Parser *p)
         return parse_values(p, t);
     if (expect_kw(p, "select"))
         return NULL;
+    int outer_nfrom = p->nfrom; /* this FROM counts its own relations */
+    p->nfrom = 0;
+    Select *s = parse_select_body(p, t);
+    p->nfrom = outer_nfrom;
+    return s;
+}
+
+static Select *parse_select_body(Parser *p, const Token *t)
+{
     Select *s = arena_zalloc(p->a, sizeof(*s));
     s->line = t->line;
     s->col = t->col;
@@ -1340,7 +1472,18 @@ static int parse_with(Parser *p, const Token *w, Cte **out, int *nout)
     return 0;
 }
 
+static Select *parse_query_in(Parser *p);
+
 static Select *parse_query(Parser *p)
+{
+    if (enter(p))
+        return NULL;
+    Select *q = parse_query_in(p);
+    leave(p);
+    return q;
+}
+
+static Select *parse_query_in(Parser *p)
 {
     Cte *ctes = NULL;
     int nctes = 0;
@@ -1587,7 +1730,7 @@ static int parse_stmt(Parser *p, Stmt **out)
 int sql_parse(const char *text, Arena *a, Program **out, Err *err)
 {
     Err local;
-    Parser p = {NULL, 0, 0, a, err ? err : &local};
+    Parser p = {NULL, 0, 0, a, err ? err : &local, 0, 0};
     err_clear(&local);
     if (lex(text, a, &p.t, &p.n, p.err))
         return p.err->code;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "../base/budget.h"
 #include "../base/mem.h"
 #include "../circuit/circuit.h"
 #include "ast.h"
@@ -119,12 +120,7 @@ static Expr **identity_proj(P *p, const CNode *src, int extra)
 
 static Expr *and_all(P *p, Expr **v, int n)
 {
-    if (n == 0)
-        return NULL;
-    Expr *e = v[0];
-    for (int i = 1; i < n; i++)
-        e = sql__nary_bool(p, E_AND, e, v[i]);
-    return e;
+    return sql__and_all(p, v, n);
 }
 
 typedef struct Item {
@@ -134,6 +130,8 @@ typedef struct Item {
 
 static int plan_from_leaf(P *p, FromItem *f, PRel *out, PushDown *cand)
 {
+    if (budget_stop())
+        return budget_error(p->err);
     if (f->k == F_JOIN)
         return sql__plan_join_unit(p, f, out, cand);
     if (f->k == F_TVF) /* TUMBLE / HOP (plan_tvf.c) */
@@ -197,17 +195,28 @@ static int collect_from(P *p, FromItem *f, FromItem ***leaves, int *nleaves, Ast
     return 0;
 }
 
-static void split_and(P *p, Ast *x, Ast ***v, int *n)
+static int count_and(const Ast *x)
+{
+    return x->k == A_BIN && x->op == OP_AND ? count_and(x->a) + count_and(x->b) : 1;
+}
+
+static void fill_and(Ast *x, Ast **v, int *n)
 {
     if (x->k == A_BIN && x->op == OP_AND) {
-        split_and(p, x->a, v, n);
-        split_and(p, x->b, v, n);
+        fill_and(x->a, v, n);
+        fill_and(x->b, v, n);
         return;
     }
-    Ast **nv = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*n + 1));
-    if (*n)
+    v[(*n)++] = x;
+}
+
+/* Append x's conjuncts to (*v)[0..*n) (one copy, not one per conjunct). */
+static void split_and(P *p, Ast *x, Ast ***v, int *n)
+{
+    Ast **nv = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*n + count_and(x)));
+    if (*n && *v)
         memcpy(nv, *v, sizeof(Ast *) * (size_t)*n);
-    nv[(*n)++] = x;
+    fill_and(x, nv, n);
     *v = nv;
 }
 
@@ -307,15 +316,19 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
     for (int i = 0; i < nconds; i++)
         split_and(p, conds[i], &conj, &nconj);
     /* conjuncts with subqueries are left to plan_core (plan_subq.c) */
-    int nkeep = 0;
+    int nkeep = 0, nsq = 0;
+    for (int i = 0; i < nconj; i++)
+        nsq += sql__has_subquery(conj[i]);
+    if (nsq) {
+        Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*nsubq + nsq));
+        if (*nsubq)
+            memcpy(v, *subq, sizeof(Ast *) * (size_t)*nsubq);
+        *subq = v;
+    }
     for (int i = 0; i < nconj; i++) {
-        if (sql__has_subquery(conj[i])) {
-            Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*nsubq + 1));
-            if (*nsubq)
-                memcpy(v, *subq, sizeof(Ast *) * (size_t)*nsubq);
-            v[(*nsubq)++] = conj[i];
-            *subq = v;
-        } else
+        if (sql__has_subquery(conj[i]))
+            (*subq)[(*nsubq)++] = conj[i];
+        else
             conj[nkeep++] = conj[i];
     }
     nconj = nkeep;
@@ -800,7 +813,28 @@ static int limit_value(P *p, Ast *e, const char *what, int64_t *out)
 
 /* Plan a query. ord (may be NULL) receives its ORDER BY resolved to output
    columns; hidden ORDER BY columns then trail the output (ord->nhidden). */
+static int plan_query_body(P *p, Select *q, PRel *out, OrderOut *ord);
+
+/* Every query, subquery and common table expression is planned through
+   here: their nesting (which WITH lists make without any parentheses,
+   c1 AS (... c0 ...), c2 AS (... c1 ...)) is bounded by
+   SQL_MAX_QUERY_NESTING, the planner's recursion by it. */
 static int plan_query_ord(P *p, Select *q, PRel *out, OrderOut *ord)
+{
+    if (budget_stop()) /* a /query past its bounds (base/budget.h) */
+        return budget_error(p->err);
+    if (p->depth >= SQL_MAX_QUERY_NESTING)
+        return perr(p, SL_ESEMANTIC, q->line, q->col,
+                    "queries nested too deeply (limit %d subqueries or common table "
+                    "expressions within one another)",
+                    SQL_MAX_QUERY_NESTING);
+    p->depth++;
+    int rc = plan_query_body(p, q, out, ord);
+    p->depth--;
+    return rc;
+}
+
+static int plan_query_body(P *p, Select *q, PRel *out, OrderOut *ord)
 {
     if (q->nctes && !sql__ctes_active(p, q))
         return sql__plan_with(p, q, out, ord);
@@ -896,6 +930,28 @@ static int plan_query(P *p, Select *q, PRel *out)
 }
 
 /* ---- statements ---- */
+
+static int cmp_name_index(const void *a, const void *b, void *arg)
+{
+    char *const *names = arg;
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = strcasecmp(names[x], names[y]);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* The first i (in order) such that names[i] equals an earlier name (case
+   folded), or -1: sorted, in O(n log n) (a select list may be long). */
+static int first_repeated_name(P *p, char *const *names, int n)
+{
+    int *ix = arena_alloc(p->a, sizeof(int) * (size_t)(n + 1)), first = -1;
+    for (int i = 0; i < n; i++)
+        ix[i] = i;
+    qsort_r(ix, (size_t)n, sizeof(int), cmp_name_index, (void *)names);
+    for (int k = 1; k < n; k++) /* ix[k] repeats ix[k-1]'s name at a later index */
+        if (!strcasecmp(names[ix[k]], names[ix[k - 1]]) && (first < 0 || ix[k] < first))
+            first = ix[k];
+    return first;
+}
 
 static Relation *add_rel(P *p, const char *name, int line, int col)
 {
@@ -1091,12 +1147,13 @@ static int plan_view(P *p, Stmt *s)
     for (int i = 0; i < q.s.n; i++) {
         r->colnames[i] = s->ncol_aliases ? s->col_aliases[i] : (char *)q.s.c[i].name;
         r->types[i] = q.s.c[i].t;
-        for (int j = 0; j < i && !present; j++) /* a query's result may repeat names */
-            if (!strcasecmp(r->colnames[i], r->colnames[j]))
-                return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
-                            "view %s has two columns named \"%s\"; give one an alias", s->name,
-                            r->colnames[i]);
     }
+    int dup = present ? -1 : first_repeated_name(p, r->colnames, q.s.n); /* a query's
+                                                          result may repeat names */
+    if (dup >= 0)
+        return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
+                    "view %s has two columns named \"%s\"; give one an alias", s->name,
+                    r->colnames[dup]);
     if (apply_props(p, s, r))
         return p->err->code;
     /* every view gets a sink: it counts the view's changes (stats), feeds
@@ -1148,7 +1205,7 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
     Program *prog;
     Circuit *c = sl_calloc(1, sizeof(*c));
     c->arena = arena_new(64 * 1024);
-    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL, 0};
+    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL, 0, 0};
     for (int i = 0; i < ndecl; i++) {
         p.owner = c->nrels;
         if (declare_table(&p, &decl[i]))

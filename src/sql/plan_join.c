@@ -227,23 +227,31 @@ static Expr *remap(P *p, const Expr *e, int from, int delta)
 
 static Expr *and_all(P *p, Expr **v, int n)
 {
-    Expr *e = n ? v[0] : NULL;
-    for (int i = 1; i < n; i++)
-        e = sql__nary_bool(p, E_AND, e, v[i]);
-    return e;
+    return sql__and_all(p, v, n);
 }
 
-static void split_and(P *p, Ast *x, Ast ***v, int *n)
+static int count_and(const Ast *x)
+{
+    return x->k == A_BIN && x->op == OP_AND ? count_and(x->a) + count_and(x->b) : 1;
+}
+
+static void fill_and(Ast *x, Ast **v, int *n)
 {
     if (x->k == A_BIN && x->op == OP_AND) {
-        split_and(p, x->a, v, n);
-        split_and(p, x->b, v, n);
+        fill_and(x->a, v, n);
+        fill_and(x->b, v, n);
         return;
     }
-    Ast **nv = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*n + 1));
-    if (*n)
+    v[(*n)++] = x;
+}
+
+/* Append x's conjuncts to (*v)[0..*n) (one copy, not one per conjunct). */
+static void split_and(P *p, Ast *x, Ast ***v, int *n)
+{
+    Ast **nv = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*n + count_and(x)));
+    if (*n && *v)
         memcpy(nv, *v, sizeof(Ast *) * (size_t)*n);
-    nv[(*n)++] = x;
+    fill_and(x, nv, n);
     *v = nv;
 }
 

@@ -70,6 +70,7 @@ typedef struct P {
     struct CteScope *ctes; /* WITH lists in scope, innermost first (plan_join.c) */
     int unresolved; /* column names resolve_col could not resolve: how
                        plan_subq.c tells a correlated subquery */
+    int depth; /* queries being planned within one another (plan.c) */
 } P;
 
 /* ORDER BY of a query resolved to output columns (plan.c). */
@@ -184,6 +185,9 @@ bool sql__common_type(SqlType a, SqlType b, SqlType *out);
 bool sql__same_repr(SqlType a, SqlType b);
 Expr *sql__compare(P *p, Ast *at, ExprKind k, Expr *l, Expr *r);
 Expr *sql__nary_bool(P *p, ExprKind k, Expr *l, Expr *r);
+/* v[0] AND ... AND v[n-1] as one n-ary node (nested ANDs flattened), in
+   time linear in the operands; v[0] itself when n is 1, NULL when 0. */
+Expr *sql__and_all(P *p, Expr *const *v, int n);
 Expr *sql__bool_operand(P *p, Expr *e, Ast *at, const char *what);
 Expr *sql__mk(P *p, ExprKind k, SqlType t, int na);
 bool sql__is_agg_name(const char *n);
