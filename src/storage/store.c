@@ -50,6 +50,26 @@ void store_crash_point(const char *point)
         _exit(137);
 }
 
+/* Points counted by the caller ("after-step:N" is step N, "after-checkpoint:N"
+   the N-th checkpoint): SLUICE_CRASH_AT=<point>:<N>[@<rank>] exits when n == N,
+   on MPI rank <rank> only when given. */
+void store_crash_at_count(const char *point, int64_t n)
+{
+    const char *at = getenv("SLUICE_CRASH_AT");
+    size_t pn = strlen(point);
+    if (!at || strncmp(at, point, pn) != 0 || at[pn] != ':')
+        return;
+    char *end;
+    long long want = strtoll(at + pn + 1, &end, 10);
+    if (*end == '@') {
+        const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+        if (atoi(end + 1) != (rank ? atoi(rank) : 0))
+            return;
+    }
+    if (n == want)
+        _exit(137);
+}
+
 /* ---- file helpers ---- */
 
 int store_write_all(int fd, const void *p, size_t n)
