@@ -209,7 +209,7 @@ def test_http_api_through_the_coordinator(http_pipeline, tmp_path):
 
     def subscribed():
         st = requests.get(hp.url("/stats"), timeout=60).json()
-        return [o for o in st["outputs"] if o["view"] == "j"][0]["metrics"]["subscribers"]
+        return any(o["view"] == "j" and o["metrics"]["subscribers"] for o in st["outputs"])
     wait_until(subscribed, "the /egress subscription registering")
     rows = "\n".join(json.dumps({"insert": {"id": i, "g": i % 5, "v": i}}) for i in range(1, 61))
     r = requests.post(hp.url("/ingress/t?format=json&update_format=insert_delete"), data=rows,
@@ -284,8 +284,8 @@ def test_http_api_through_the_coordinator(http_pipeline, tmp_path):
 
 # ---------------------------------------------------------------- failure
 
-# how mpirun names a rank that died with the injected crash (exit 137)
-RANK_DIED = r"rank %d .*exited on signal 9|\[\[\d+,\d+\],%d\].*Exit code: *137"
+# how mpirun names the rank that died with the injected crash (exit 137)
+RANK_DIED = r"Process name: *\[\[\d+,\d+\],%d\] *Exit code: *137"
 
 
 def rank_pids(marker):
@@ -344,7 +344,7 @@ def test_killed_host_ends_the_job_and_a_restart_resumes(tmp_path):
             "--step-rows", "1000"]
     crash_run(args, "after-step:120@2", tmp_path)
     err = (tmp_path / "err").read_text()
-    assert re.search(RANK_DIED % (2, 2), err.replace("\n", " ")), err[-3000:]
+    assert re.search(RANK_DIED % 2, err.replace("\n", " ")), err[-3000:]
     assert "run the same command again" in err, err[-3000:]
     wait_until(lambda: rank_pids("kill_me.sql") == {}, "every process of the job ending")
     p = run_ok(args, timeout=300)
