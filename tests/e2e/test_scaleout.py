@@ -162,15 +162,15 @@ def test_restart_on_other_host_and_worker_counts(tmp_path):
     st = tmp_path / "st"
     base = ["run", prog, "--no-progress", "--storage", st, "--checkpoint-interval", "0",
             "--until-done", "--step-rows", "1000"]
-    # checkpoints at steps 50 and 100, then host 1 dies after step 120
-    crash_run(base + ["--hosts", 2, "--workers", 2], "after-step:120@1", tmp_path)
-    # resumed from step 100, checkpoints at 150 and 200, host 0 dies after step 250
-    crash_run(base + ["--hosts", 3, "--workers", 3], "after-step:250@0", tmp_path)
+    # checkpoints at steps 20 and 40, then host 1 dies after step 50
+    crash_run(base + ["--hosts", 2, "--workers", 2], "after-step:50@1", tmp_path)
+    # resumed from step 40, checkpoints at 60 and 80, host 0 dies after step 90
+    crash_run(base + ["--hosts", 3, "--workers", 3], "after-step:90@0", tmp_path)
     err = (tmp_path / "err").read_text()
-    assert "at step 100 was written by 2 workers; its state is re-sharded for 3" in err, \
+    assert "at step 40 was written by 2 workers; its state is re-sharded for 3" in err, \
         err[-3000:]
     p = run_ok(base + ["--dump", tmp_path / "dump_hw"], timeout=300)
-    assert "resuming from the checkpoint at step 200" in p.stderr, p.stderr[-3000:]
+    assert "resuming from the checkpoint at step 80" in p.stderr, p.stderr[-3000:]
     plain = run_hosts(tmp_path, lambda o: bank_program(tmp_path, 400000, o), 1, 3, 1000)
     assert_same(plain, (read_dir(tmp_path / "dump_hw"), out.read_bytes(), p.stderr),
                 "2 hosts, then 3, then 1")
@@ -315,10 +315,10 @@ def slow_bank(tmp_path, name):
     return p
 
 
-def crash_run(args, at, tmp_path, every=50):
+def crash_run(args, at, tmp_path, every=20):
     """Run sluice with args, a checkpoint every `every` steps (waited for)
-    and the injected crash SLUICE_CRASH_AT=at (e.g. after-step:120@2: MPI
-    rank 2 exits with 137 after step 120); the job must then end, nonzero.
+    and the injected crash SLUICE_CRASH_AT=at (e.g. after-step:50@2: MPI
+    rank 2 exits with 137 after step 50); the job must then end, nonzero.
     stderr appends to tmp_path/err; returns the job's exit status."""
     env = dict(os.environ, SLUICE_CRASH_AT=at, SLUICE_CHECKPOINT_EVERY_STEPS=str(every))
     env.update(mpi_env())
@@ -330,8 +330,8 @@ def crash_run(args, at, tmp_path, every=50):
 
 
 def test_killed_host_ends_the_job_and_a_restart_resumes(tmp_path):
-    """One follower dies mid-run (after step 120; checkpoints at 50 and
-    100): the job ends naming it; the same command resumes from the last
+    """One follower dies mid-run (after step 50; checkpoints at 20 and
+    40): the job ends naming it; the same command resumes from the last
     checkpoint (two-phase: every host's share, then the manifest) and the
     journal, and the final dump and output file equal an uninterrupted
     run's."""
@@ -342,13 +342,13 @@ def test_killed_host_ends_the_job_and_a_restart_resumes(tmp_path):
     args = ["run", str(prog), "--hosts", "3", "--no-progress", "--storage", str(st),
             "--checkpoint-interval", "0", "--until-done", "--dump", str(tmp_path / "dump_k"),
             "--step-rows", "1000"]
-    crash_run(args, "after-step:120@2", tmp_path)
+    crash_run(args, "after-step:50@2", tmp_path)
     err = (tmp_path / "err").read_text()
     assert re.search(RANK_DIED % 2, err.replace("\n", " ")), err[-3000:]
     assert "run the same command again" in err, err[-3000:]
     wait_until(lambda: rank_pids("kill_me.sql") == {}, "every process of the job ending")
     p = run_ok(args, timeout=300)
-    assert "resuming from the checkpoint at step 100" in p.stderr, p.stderr[-3000:]
+    assert "resuming from the checkpoint at step 40" in p.stderr, p.stderr[-3000:]
     resumed = (read_dir(tmp_path / "dump_k"), out.read_bytes(), p.stderr)
     plain = run_hosts(tmp_path, lambda o: bank_program(tmp_path, 300000, o), 1, 3, 1000)
     assert_same(plain, resumed, "killed and resumed on 3 hosts")
@@ -456,9 +456,9 @@ def test_file_inputs_are_read_on_their_hosts_and_survive_a_kill(tmp_path, http_p
     args = ["run", str(prog), "--hosts", "2", "--workers", "2", "--no-progress", "--storage",
             str(st), "--checkpoint-interval", "0", "--until-done", "--dump",
             str(tmp_path / "dump_k"), "--step-rows", "100"]
-    crash_run(args, "after-step:120@1", tmp_path)  # checkpoints at 50 and 100
+    crash_run(args, "after-step:50@1", tmp_path)  # checkpoints at 20 and 40
     p = run_ok(args, timeout=300)
-    assert "resuming from the checkpoint at step 100" in p.stderr, p.stderr[-3000:]
+    assert "resuming from the checkpoint at step 40" in p.stderr, p.stderr[-3000:]
     plain = run_hosts(tmp_path, lambda o: file_program(tmp_path, o), 1, 2, 100)
     assert_same(plain, (read_dir(tmp_path / "dump_k"), out.read_bytes(), p.stderr),
                 "file inputs, killed and resumed")
