@@ -85,6 +85,30 @@ def crash(args, at, every=None, env=None):
     return err
 
 
+def processes_using(path):
+    """Pids of processes whose command line names path (a pipeline and the
+    checkpoint process it forked)."""
+    pids = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and str(path).encode() in open("/proc/%s/cmdline" % pid,
+                                                            "rb").read():
+                pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+def kill9(proc, storage):
+    """kill -9 the pipeline, then wait until every process of it has gone:
+    a checkpoint process it forked dies with it (PR_SET_PDEATHSIG) but
+    not at the same instant, and holds the storage lock until it does."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    wait_until(lambda: not processes_using(storage), "the killed pipeline's processes ending")
+
+
 def finish(args, timeout=1200):
     p = run(args, timeout=timeout)
     assert p.returncode == 0, p.stderr[-4000:]
@@ -125,9 +149,7 @@ def test_bank_killed_at_random_moments_equals_an_uninterrupted_run(tmp_path, pro
         wait_until(lambda: p.poll() is not None or resumed() > before,
                    "the restarted pipeline saying where it resumes")
         time.sleep(rng.uniform(0.0, 0.5))
-        if p.poll() is None:
-            p.send_signal(signal.SIGKILL)
-        p.wait()
+        kill9(p, st)
         assert p.returncode in (0, -signal.SIGKILL), \
             open(log, encoding="utf-8", errors="replace").read()[-3000:]
     res = finish(args)
@@ -363,8 +385,7 @@ def test_acknowledged_http_input_is_reflected_exactly_once_across_kills(tmp_path
                 acked.update(batch)
             if rng.random() < 0.1:
                 requests.post("http://127.0.0.1:%d/checkpoint" % port, timeout=10)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill9(proc, st)
     before = len(listening(log))
     proc = start(args + ["--dump", tmp_path / "dump"], log=log)
     procs.append(proc)
@@ -520,8 +541,7 @@ def test_transactions_survive_a_kill(tmp_path, procs):
     assert r.status_code == 200, r.text
     assert requests.post(base + "/start_transaction", timeout=10).status_code == 200
     push(base, range(200, 300))  # acknowledged, never committed
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill9(proc, st)
     proc, base = start_one(["--dump", tmp_path / "dump"])
     assert requests.post(base + "/stop", timeout=60).status_code == 200
     assert proc.wait(timeout=120) == 0
