@@ -381,6 +381,14 @@ static int reuse_state(Store *st, CkJob *j, Err *err)
     return rc;
 }
 
+/* SLUICE_CRASH_AT=after-checkpoint:N (storage.h): the N-th manifest this
+   process published. Called on the writer thread only. */
+static void crash_after_checkpoint(void)
+{
+    static int64_t published;
+    store_crash_at_count("after-checkpoint", ++published);
+}
+
 /* Finish job j on the writer thread: the state (from the child, or the
    previous checkpoint's when nothing changed), then the manifest. */
 static void write_job(Ft *ft, CkJob *j)
@@ -421,6 +429,8 @@ static void write_job(Ft *ft, CkJob *j)
         cJSON_Delete(m);
         rc = store_write_manifest(ft->st, (uint64_t)j->step, text, &err);
         cJSON_free(text);
+        if (!rc)
+            crash_after_checkpoint();
         if (!rc)
             rc = store_prune(ft->st, 2, NULL, 0, &err);
     }
@@ -693,12 +703,25 @@ bool ft_wants(Pipeline *p)
     return w;
 }
 
+/* SLUICE_CHECKPOINT_EVERY_STEPS=K (tests): a checkpoint every K steps,
+   waited for, so which checkpoints exist depends on step counts alone. */
+static bool forced_due(Pipeline *p)
+{
+    static int every = -1; /* the controller thread's alone */
+    if (every < 0)
+        every = getenv("SLUICE_CHECKPOINT_EVERY_STEPS") ?
+                    atoi(getenv("SLUICE_CHECKPOINT_EVERY_STEPS")) : 0;
+    int64_t last = p->ft->last_step > 0 ? p->ft->last_step : 0;
+    return every > 0 && rt_steps(p->rt) - last >= every;
+}
+
 int ft_tick(Pipeline *p, bool final, Err *err)
 {
     Ft *ft = p->ft;
     if (!ft)
         return 0;
-    if (final)
+    bool forced = forced_due(p);
+    if (final || forced)
         job_wait(p);
     if (ft->job && job_finished(ft))
         collect_job(p);
@@ -711,7 +734,7 @@ int ft_tick(Pipeline *p, bool final, Err *err)
     bool periodic = ft->mode != FT_NONE && ft->interval > 0 && ft->dirty &&
                     pipe_now() - ft->last_time >= ft->interval;
     bool at_stop = final && (ft->dirty || ft->last_step != rt_steps(p->rt));
-    if (!req && !periodic && !at_stop)
+    if (!req && !periodic && !at_stop && !forced)
         return 0;
     pthread_mutex_lock(&ft->mu);
     ft->requested = false;
@@ -732,10 +755,10 @@ int ft_tick(Pipeline *p, bool final, Err *err)
         *err = (Err){0};
         return 0;
     }
-    if (final) {
+    if (final || forced) {
         job_wait(p);
         collect_job(p);
-        if (ft->done_step == rt_steps(p->rt) && !ft->failure[0])
+        if (final && ft->done_step == rt_steps(p->rt) && !ft->failure[0])
             fprintf(stderr, "sluice: checkpoint at step %lld written to %s (%.3f s)\n",
                     (long long)ft->done_step, store_where(ft->st), ft->last_secs);
     }

@@ -598,6 +598,14 @@ static int fol_store(Fol *f, Err *err)
     return store_open_member(f->o->storage, &f->st, err);
 }
 
+/* SLUICE_CRASH_AT=after-checkpoint:N (storage.h): a follower's N-th share
+   of a checkpoint is written. */
+static void crash_after_share(void)
+{
+    static int64_t shares;
+    store_crash_at_count("after-checkpoint", ++shares);
+}
+
 /* Read what the child reported so far; done once it exited. */
 static void fol_poll(Fol *f)
 {
@@ -624,6 +632,8 @@ static void fol_poll(Fol *f)
         _exit(137);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         buf_puts(&f->report, "\nDIED\n");
+    else
+        crash_after_share();
     f->pid = 0;
     f->done = true;
 }
@@ -901,6 +911,8 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             int src2 = rt_step(rt, src ? &(Err){0} : &e);
             if (!src)
                 src = src2;
+            if (!src)
+                store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
             kept_drop(kept, cs.nin); /* a step takes everything read */
         } else if (kind == DC_DROP) {
             kept_drop(kept, cs.nin);

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "../base/mem.h"
+#include "../storage/storage.h"
 #include "../zset/key.h"
 #include "pipeline_int.h"
 
@@ -435,6 +436,8 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
     rc = p->quiet_outputs ? 0 : deliver(p, err);
     if (!rc && p->hooks.after_step)
         p->hooks.after_step(p->hooks.arg, p, rt_steps(p->rt));
+    if (!rc)
+        store_crash_at_count("after-step", rt_steps(p->rt)); /* tests: storage.h */
     release_changes(p);
     if (rc)
         return rc;

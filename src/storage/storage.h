@@ -28,7 +28,10 @@
  * Fault injection: env SLUICE_CRASH_AT=<point>[:<n>] makes the process
  * _exit(137) the n-th time (default 1st) it reaches <point>: "batch-write"
  * (temp file half written), "batch-rename" (temp file complete, not yet
- * renamed), "manifest-write", "manifest-rename".
+ * renamed), "manifest-write", "manifest-rename". Counted points (the
+ * number is compared, not counted): "after-step:N" (step N's outputs are
+ * delivered), "after-checkpoint:N" (this process published its N-th
+ * manifest, or a follower wrote its share); "@R" limits them to MPI rank R.
  */
 #ifndef SL_STORAGE_STORAGE_H
 #define SL_STORAGE_STORAGE_H
@@ -196,5 +199,8 @@ void store_crash_point(const char *point);
 /* Whether this arrival at point is the one to crash at (counts it); for
    writers that tear a write before calling _exit(137) themselves. */
 bool store_crash_due(const char *point);
+/* For points the caller counts itself (a step number, a checkpoint count):
+   _exit(137) when SLUICE_CRASH_AT is "<point>:<n>[@<rank>]". */
+void store_crash_at_count(const char *point, int64_t n);
 
 #endif

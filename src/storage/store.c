@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -133,6 +134,26 @@ int store_fault_due(const char *point)
 void store_crash_point(const char *point)
 {
     if (store_crash_due(point))
+        _exit(137);
+}
+
+/* Points counted by the caller ("after-step:N" is step N, "after-checkpoint:N"
+   the N-th checkpoint): SLUICE_CRASH_AT=<point>:<N>[@<rank>] exits when n == N,
+   on MPI rank <rank> only when given. */
+void store_crash_at_count(const char *point, int64_t n)
+{
+    const char *at = getenv("SLUICE_CRASH_AT");
+    size_t pn = strlen(point);
+    if (!at || strncmp(at, point, pn) != 0 || at[pn] != ':')
+        return;
+    char *end;
+    long long want = strtoll(at + pn + 1, &end, 10);
+    if (*end == '@') {
+        const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+        if (atoi(end + 1) != (rank ? atoi(rank) : 0))
+            return;
+    }
+    if (n == want)
         _exit(137);
 }
 
@@ -372,10 +393,15 @@ static int lock_dir(const char *dir, int dfd, int *lockfd, Err *err)
     if (lfd < 0)
         return err_set(err, SL_EIO, "storage: cannot open directory %s: %s", dir,
                        strerror(errno));
-    if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        close(lfd);
-        char holder[32] = "";
+    /* A pipeline killed with kill -9 may leave its checkpoint child (which
+       shares the lock) alive for a moment: it dies with its parent
+       (PR_SET_PDEATHSIG), so when the pid in LOCK is gone, wait for it,
+       up to 10 s. A live holder is refused at once. */
+    int tries = 0, e = 0;
+    char holder[32] = "";
+    while (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
+        e = errno;
+        holder[0] = 0;
         int pfd = openat(dfd, "LOCK", O_RDONLY | O_CLOEXEC);
         if (pfd >= 0) {
             ssize_t k = read(pfd, holder, sizeof(holder) - 1);
@@ -383,6 +409,15 @@ static int lock_dir(const char *dir, int dfd, int *lockfd, Err *err)
             holder[strcspn(holder, "\n")] = 0;
             close(pfd);
         }
+        long hp = atol(holder);
+        if (e != EWOULDBLOCK || hp <= 0 || kill((pid_t)hp, 0) == 0 || errno != ESRCH ||
+            ++tries > 1000)
+            break;
+        usleep(10000);
+        e = 0;
+    }
+    if (e) {
+        close(lfd);
         if (e == EWOULDBLOCK)
             return err_set(err, SL_EIO,
                            "storage directory %s is in use by another pipeline (pid %s); "

@@ -87,6 +87,21 @@ def assert_no_crash(p):
         p.returncode, p.stderr[-4000:])
 
 
+def wait_until(pred, what, hang_guard=120, poll=0.02):
+    """Poll pred() until it returns something true and return that. The
+    limit is a hang guard (a test that reaches it is broken, not slow),
+    never a bound the test relies on."""
+    import time
+    end = time.monotonic() + hang_guard
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > end:
+            pytest.fail("hung: %s (nothing after %d s)" % (what, hang_guard))
+        time.sleep(poll)
+
+
 def run_ok(args, binary=None, timeout=120):
     p = run(args, binary=binary, timeout=timeout)
     assert p.returncode == 0, "sluice %s failed (exit %d):\n%s" % (
@@ -456,7 +471,6 @@ def http_pipeline(tmp_path):
     """Factory: http_pipeline(sql_text, *extra_args) starts a pipeline that
     serves HTTP on a free loopback port and returns an HttpPipeline. Every
     pipeline started is killed at the end of the test if still running."""
-    import time
     started = []
 
     def start(sql, *args, name="prog"):
@@ -473,19 +487,15 @@ def http_pipeline(tmp_path):
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errf, env=env)
         errf.close()
         started.append(proc)
-        port = None
-        for _ in range(3000):  # hang guard only, not a performance bound
+
+        def port():
             text = open(err_path, "rb").read().decode("utf-8", "replace")
             m = re.search(r"sluice: http: listening on 127\.0\.0\.1:(\d+)", text)
-            if m:
-                port = int(m.group(1))
-                break
-            if proc.poll() is not None:
+            if not m and proc.poll() is not None:
                 pytest.fail("sluice exited (%d) before listening:\n%s" % (proc.returncode, text))
-            time.sleep(0.01)
-        if port is None:
-            pytest.fail("sluice never printed its port:\n%s" % text)
-        return HttpPipeline(proc, port, err_path, prog)
+            return int(m.group(1)) if m else None
+        return HttpPipeline(proc, wait_until(port, "sluice printing its port", poll=0.01),
+                            err_path, prog)
 
     yield start
     for proc in started:

@@ -232,8 +232,8 @@ def test_a_query_whose_client_hangs_up_is_cancelled(http_pipeline, tmp_path):
     wait_loaded(p)
     before = rss_kb(p.proc.pid)
     s = socket.create_connection(("127.0.0.1", p.port))
-    s.sendall(("GET /query?sql=%s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-               % urllib.parse.quote(CROSS)).encode())
+    s.sendall(("GET /query?sql=%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n"
+               % (urllib.parse.quote(CROSS), p.port)).encode())
     # the query is running once the join's output grows the process
     for _ in range(6000):  # hang guard only
         if rss_kb(p.proc.pid) > before + 64 * 1024:

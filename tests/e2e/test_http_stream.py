@@ -9,6 +9,8 @@ import threading
 
 import requests
 
+from conftest import wait_until
+
 PROG = """
 CREATE TABLE e (id BIGINT NOT NULL, src INT, s VARCHAR) WITH ('materialized' = 'true');
 CREATE VIEW allv AS SELECT id, src FROM e;
@@ -158,16 +160,17 @@ def test_disconnecting_clients_are_forgotten(http_pipeline):
         first = next(r.iter_lines())
         assert json.loads(first)["json_data"] == [{"insert": {"id": 0, "src": 0}}]
         r.close()
-    subs = None
-    for i in range(1, 200):  # each step lets the server notice closed sockets
-        push(p, lines({"id": i, "src": i}), wait="true")
+    pushed = [0]
+
+    def forgotten():  # each step lets the server notice closed sockets
+        pushed[0] += 1
+        push(p, lines({"id": pushed[0], "src": pushed[0]}), wait="true")
         st = requests.get(p.url("/stats")).json()
-        subs = [o for o in st["outputs"] if o["view"] == "allv"][0]["metrics"]["subscribers"]
-        if subs == 0:
-            break
-    assert subs == 0
+        return [o for o in st["outputs"] if o["view"] == "allv"][0]["metrics"][
+            "subscribers"] == 0
+    wait_until(forgotten, "the closed subscribers being forgotten")
     assert json.loads(requests.get(p.url("/query"), params={
-        "sql": "SELECT * FROM cnt", "format": "json"}).text)["n"] == i + 1
+        "sql": "SELECT * FROM cnt", "format": "json"}).text)["n"] == pushed[0] + 1
     p.stop()
 
 
@@ -189,10 +192,10 @@ def test_fifty_pushers_ten_subscribers_count_every_record(http_pipeline):
                 else:
                     body = lines(*[{"insert": {"id": base + k, "src": w}} for k in range(nrows)])
                     params = {}
-                for _ in range(1000):  # 503 = queue full: retry, nothing was taken
-                    r = s.post(p.url("/ingress/e"), params=params, data=body, timeout=120)
-                    if r.status_code != 503:
-                        break
+                # 503 = queue full: retry (nothing was taken) until the queue drains
+                r = wait_until(lambda: (lambda x: x if x.status_code != 503 else None)(
+                    s.post(p.url("/ingress/e"), params=params, data=body, timeout=120)),
+                    "room in the ingress queue", poll=0.005)
                 assert r.status_code == 200 and r.json()["accepted"] == nrows, r.text
         except Exception as e:  # noqa: BLE001
             errors.append(e)

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from conftest import wait_until
 from netns import NetnsHosts, mpirun_available, netns_available
 
 
@@ -94,15 +95,12 @@ def test_cut_and_heal(hosts):
 
     srv = subprocess.Popen(hosts.on_host(3, [sys.executable, "-c", LISTEN]))
     try:
-        for _ in range(50):                  # wait for the listener
-            if connect(1) == "connected":
-                break
-        else:
-            pytest.fail("cannot reach host 3 before the cut")
+        # wait for the listener (hang guard, not a bound)
+        wait_until(lambda: connect(1) == "connected", "reaching host 3 before the cut")
         hosts.cut(3)
-        assert connect(0.5).startswith("failed")
+        assert connect(0.5).startswith("failed")  # dropped packets: no wait would connect
         hosts.heal(3)
-        assert connect(2) == "connected"
+        assert connect(30) == "connected"  # at once on a healed link; 30 s is a hang guard
     finally:
         srv.kill()
         srv.wait()
@@ -115,6 +113,6 @@ def test_down_is_idempotent():
         with h:
             bg = subprocess.Popen(h.on_host(2, ["sleep", "60"]))
             raise RuntimeError("boom")      # teardown must still happen
-    assert bg.wait(timeout=5) != 0          # killed by down
+    assert bg.wait(timeout=60) != 0         # killed by down
     assert h.prefix not in _ns_list()
     h.down()                                # again: no error
