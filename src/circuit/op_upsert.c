@@ -115,8 +115,12 @@ static int finish_upsert(Op *op, OpEnv *env)
         XRec r;
         while (xrec_next(b, &pos, &r)) {
             uint64_t h = sl_hash(r.k, r.kn);
-            int64_t reps = r.w < 0 ? -r.w : r.w;
-            for (int64_t k = 0; k < reps; k++) {
+            /* an insertion of weight k > 1 is k upserts of one row: after
+               the first, each replaces the row with itself (-row +row), so
+               one is the same change */
+            if (r.w == 0)
+                continue;
+            do {
                 bool created;
                 Row *row = hmap_upsert(s->rows, r.k, r.kn, h, &created);
                 log_row(s, r.k, r.kn, row);
@@ -135,7 +139,7 @@ static int finish_upsert(Op *op, OpEnv *env)
                     hmap_delete(s->rows, r.k, r.kn, h);
                     break;
                 }
-            }
+            } while (0);
         }
     }
     if (co.c->n > 0 && s->saved) { /* rows changed */

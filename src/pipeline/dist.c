@@ -797,8 +797,8 @@ static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Kept *kept
                 return err_set(err, SL_ERUNTIME, "step input names no generator");
             input_gen_piece(cs->in[conn], pc);
         } else {
-            int64_t n = rd64(r);
-            if (r->bad || n < 0)
+            int64_t n = rd_count64(r, 12); /* a row: 8 bytes of weight, 4 of length, ... */
+            if (r->bad)
                 return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
             Chunk *ch = chunk_new(a, rr->ncol, rr->types, n ? n : 1);
             for (int64_t i = 0; i < n && !r->bad; i++) {
@@ -811,6 +811,8 @@ static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Kept *kept
                 }
                 key_decode(row, rr->types, rr->ncol, ch, 0, i);
             }
+            if (r->bad)
+                return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
             ch->n = n;
             pc->chunk = ch;
         }

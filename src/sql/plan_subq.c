@@ -450,7 +450,8 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
     *q = *S;
     q->from = arena_alloc(p->a, sizeof(FromItem *) * (size_t)(S->nfrom + 1));
     q->from[0] = fi;
-    memcpy(q->from + 1, S->from, sizeof(FromItem *) * (size_t)S->nfrom);
+    if (S->nfrom) /* a subquery without FROM has no array to copy */
+        memcpy(q->from + 1, S->from, sizeof(FromItem *) * (size_t)S->nfrom);
     q->nfrom = S->nfrom + 1;
     int nit = nd + (x->k == A_EXISTS ? 0 : 1);
     q->items = arena_zalloc(p->a, sizeof(SelectItem) * (size_t)(nit + 1));

@@ -244,3 +244,13 @@ def test_a_query_whose_client_hangs_up_is_cancelled(http_pipeline, tmp_path):
     assert "memory budget" not in p.stderr()
     assert count_rows(p, "l") == 100000
     p.stop()
+
+
+def test_scalar_subquery_without_from_is_a_clean_error(tmp_path):
+    """Found by fuzz_sql: a scalar subquery with no FROM inside a view
+    without FROM made the planner copy from a NULL array (UBSan)."""
+    prog = tmp_path / "s.sql"
+    prog.write_text("CREATE TABLE t (a INT);\nCREATE VIEW k AS SELECT (SELECT a);\n")
+    p = run(["check", prog])
+    assert p.returncode == 1
+    assert 'column "a" not found' in p.stderr
