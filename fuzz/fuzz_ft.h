@@ -213,7 +213,7 @@ static inline void fz_ft_log_seeds(const char *prefix)
     for (int i = 0; i < n; i++) {
         SeedCtx x = {BUF_INIT};
         buf_putc(&x.framed, 0);
-        bool torn;
+        uint64_t torn;
         if (log_scan(st, names[i], fz_seed_rec, &x, &torn, &e))
             abort();
         if (x.framed.n <= 1) {

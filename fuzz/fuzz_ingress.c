@@ -25,6 +25,10 @@
 #define pipeline_push_take fz_push_take
 #define pipeline_note_rejected fz_note_rejected
 #define pipeline_token_wait fz_token_wait
+#define pipeline_token_rejected fz_token_rejected
+#define pipeline_stats fz_stats
+#define pipestats_free fz_stats_free
+#define pipeline_checkpoint_status fz_checkpoint_status
 #include "../src/server/ingress.c"
 
 #include <stdarg.h>
@@ -110,6 +114,17 @@ int fz_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token)
 
 void fz_note_rejected(Pipeline *p, int rel, int64_t bytes, int64_t bad) {}
 void fz_token_wait(Pipeline *p, int64_t token) {}
+int64_t fz_token_rejected(Pipeline *p, int64_t token, char *why, size_t whylen) { return 0; }
+/* A running pipeline with room, no transaction: the early refusals pass. */
+void fz_stats(Pipeline *p, PipeStats *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->state = "running";
+    o->queue_limit = 1000000;
+    o->txn_status = "none";
+}
+void fz_stats_free(PipeStats *s) { memset(s, 0, sizeof(*s)); }
+void fz_checkpoint_status(Pipeline *p, CkptStatus *out) { memset(out, 0, sizeof(*out)); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

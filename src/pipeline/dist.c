@@ -766,14 +766,15 @@ static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Kept *kept
         if (kind == 2) {
             int conn = rd32(r);
             int64_t start = rd64(r), count = rd64(r);
-            Piece *l = !r->bad && conn >= 0 && conn < cs->nin && count > 0
+            Piece *l = !r->bad && conn >= 0 && conn < cs->nin && count > 0 && start >= 0 &&
+                               start <= INT64_MAX - count
                            ? kept_slice(&kept[conn], start, count, a)
                            : NULL;
             if (!l)
                 return err_set(err, SL_ERUNTIME,
-                               "step input names rows %lld..%lld of input %d, which this host "
-                               "does not hold",
-                               (long long)start, (long long)(start + count), conn);
+                               "step input names %lld rows from row %lld of input %d, which this "
+                               "host does not hold",
+                               (long long)count, (long long)start, conn);
             Piece **t = &tails[(size_t)lw * (size_t)c->nrels + (size_t)rel];
             for (Piece *q = l; q;) {
                 Piece *nx = q->next;
@@ -801,6 +802,7 @@ static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Kept *kept
             if (r->bad)
                 return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
             Chunk *ch = chunk_new(a, rr->ncol, rr->types, n ? n : 1);
+            size_t pad = 9 * (size_t)rr->ncol + 1;
             for (int64_t i = 0; i < n && !r->bad; i++) {
                 ch->w[i] = rd64(r);
                 int32_t len = rd32(r);
@@ -809,7 +811,17 @@ static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Kept *kept
                     r->bad = true;
                     break;
                 }
-                key_decode(row, rr->types, rr->ncol, ch, 0, i);
+                /* checked against its length on a zero-padded copy, so that
+                   a damaged row cannot make the decoder read past it; the
+                   decoded strings point into the copy (in a) */
+                uint8_t *copy = arena_alloc(a, (size_t)len + pad);
+                memcpy(copy, row, (size_t)len);
+                memset(copy + len, 0, pad);
+                if (key_skip(copy, rr->types, rr->ncol) != copy + len) {
+                    r->bad = true;
+                    break;
+                }
+                key_decode(copy, rr->types, rr->ncol, ch, 0, i);
             }
             if (r->bad)
                 return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
@@ -886,7 +898,8 @@ int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             buf_reset(&send[h]);
         net_set_activity("waiting for the coordinator's next command");
         net_exchange(send, recv);
-        Rd r = {recv[0].p, recv[0].p + recv[0].n, false};
+        const uint8_t *msg = recv[0].p ? recv[0].p : (const uint8_t *)""; /* empty: no NULL+0 */
+        Rd r = {msg, msg + recv[0].n, false};
         int kind = rd32(&r), arg = rd32(&r);
         int64_t step = rd64(&r);
         int nw = rd32(&r);
