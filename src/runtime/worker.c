@@ -46,6 +46,9 @@
 #include "../base/mem.h"
 #include "../zset/hmap.h"
 
+/* Stack of a worker thread (worker 0 is the caller's thread). */
+#define WORKER_STACK ((size_t)16 << 20)
+
 /* Rows per morsel: a chunk of this many rows stays in the CPU caches. */
 #define MORSEL_ROWS 65536
 
@@ -408,8 +411,16 @@ Runtime *rt_new_part(const Circuit *c, int W, int host, int hosts)
             w->ops[i] = op_new(c, c->nodes[i], rt->x[i]);
         w->input = sl_calloc((size_t)(c->nrels + 1), sizeof(Piece *));
     }
+    /* an explicit stack: the default follows ulimit -s (2 MiB when it is
+       unlimited), and evaluating an expression as deep as the compiler
+       allows needs more under the sanitizers; untouched pages cost nothing */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, WORKER_STACK);
     for (int k = 1; k < nworkers; k++)
-        pthread_create(&rt->w[k].thread, NULL, worker_main, &rt->w[k]);
+        if (pthread_create(&rt->w[k].thread, &attr, worker_main, &rt->w[k]))
+            sl_panic("cannot start worker thread %d of %d", k, nworkers);
+    pthread_attr_destroy(&attr);
     return rt;
 }
 
