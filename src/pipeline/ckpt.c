@@ -917,10 +917,8 @@ static int load_positions(Pipeline *p, const cJSON *m, Err *err)
 {
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(m, "inputs");
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(m, "outputs");
-    if (cJSON_GetArraySize(ins) != p->cs.nin || cJSON_GetArraySize(outs) != p->cs.nout)
-        return err_set(err, SL_EIO, "the checkpoint has %d inputs and %d outputs, the program "
-                       "%d and %d", cJSON_GetArraySize(ins), cJSON_GetArraySize(outs),
-                       p->cs.nin, p->cs.nout);
+    if (positions_fit(p, m, err))
+        return err->code;
     for (int j = 0; j < p->cs.nin; j++) {
         const cJSON *e = cJSON_GetArrayItem(ins, j);
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
