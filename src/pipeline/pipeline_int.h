@@ -61,7 +61,6 @@ struct InBatch {
     Piece *head, *tail;       /* chunk pieces in row order */
     int64_t rows;             /* counted at push */
     int64_t bytes, bad;
-    int64_t rejected;         /* rows a runtime error rejected (reject.c) */
     UpdMark *upd, *upd_tail;  /* partial updates, in row order */
     double arrival;           /* monotonic seconds when queued */
     int64_t token;

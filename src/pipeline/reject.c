@@ -168,8 +168,6 @@ static void note(Pipeline *p, Finder *f, int slot, InBatch *b, const Chunk *rows
     if (b)
         rejects_note_token(&p->rej, b->token, why);
     pthread_mutex_unlock(&p->mu);
-    if (b)
-        b->rejected++;
     if (p->err_rel >= 0 && rel != p->err_rel) {
         if (f->nrows == f->caprows) {
             f->caprows = f->caprows ? f->caprows * 2 : 16;
@@ -226,7 +224,7 @@ int64_t reject_isolate(Pipeline *p, Pending *pd)
         bool changed = false;
         for (Piece *pc = s->head; pc; pc = pc == s->tail ? NULL : pc->next) {
             int64_t n = pc->chunk ? pc->chunk->n : pc->count;
-            int64_t keep_from = 0, nbad0 = 0;
+            int64_t keep_from = 0;
             f.nbad = 0;
             for (int64_t off = 0; off < n; off += PROBE_ROWS) {
                 int64_t cnt = n - off < PROBE_ROWS ? n - off : PROBE_ROWS;
@@ -244,7 +242,7 @@ int64_t reject_isolate(Pipeline *p, Pending *pd)
                 }
             }
             /* the piece again, around its bad rows */
-            for (int64_t k = nbad0; k < f.nbad; k++) {
+            for (int64_t k = 0; k < f.nbad; k++) {
                 if (f.bad[k] > keep_from)
                     piece_list_append(&head, &tail, sub_piece(pd, pc, keep_from,
                                                               f.bad[k] - keep_from));
