@@ -477,9 +477,9 @@ static char *job_meta(Pipeline *p)
     cJSON_AddNumberToObject(m, "format", 1);
     cJSON_AddStringToObject(m, "fingerprint", fp);
     cJSON_AddNumberToObject(m, "workers", p->W);
-    cJSON_AddNumberToObject(m, "hosts", p->H);
+    cJSON_AddNumberToObject(m, "hosts", p->be->hosts);
     cJSON_AddNumberToObject(m, "nodes", p->c->nnodes);
-    cJSON_AddNumberToObject(m, "step", (double)rt_steps(p->rt));
+    cJSON_AddNumberToObject(m, "step", (double)rt_steps(p->be->rt));
     cJSON_AddNumberToObject(m, "rows", (double)p->rows);
     cJSON_AddNumberToObject(m, "txn_id", (double)p->txn_id);
     cJSON_AddNumberToObject(m, "ingress_seq", (double)ft->ing_consumed);
@@ -527,7 +527,7 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
     CkJob *j = sl_calloc(1, sizeof(*j));
     j->fd = -1;
     j->seq = seq;
-    j->step = rt_steps(p->rt);
+    j->step = rt_steps(p->be->rt);
     j->meta = job_meta(p);
     j->ingress_seq = ft->ing_consumed;
     if (ft_rotate(p, j->step, err)) {
@@ -542,25 +542,24 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
         bool full = ft->full_next || !ft->last_state;
         bool *dirty = sl_calloc((size_t)nn + 1, sizeof(bool));
         for (int n = 0; n < nn; n++)
-            dirty[n] = full || rt_node_changed(p->rt, n);
-        if (p->H > 1) { /* phase one everywhere: every host saves its share */
-            j->hosts = p->H;
-            j->remote = sl_calloc((size_t)p->H, sizeof(char *));
-            j->remote_pending = p->H - 1;
-            pthread_mutex_lock(&ft->mu);
-            ft->job_remote = j; /* dist.c hands the reports in (ft_remote_report) */
-            pthread_mutex_unlock(&ft->mu);
-            dist_ckpt(p, j->step, full);
-        }
-        int rc = ckpt_fork(ft->st, p->rt, nn, dirty, ft->last_state, &j->pid, &j->fd, err);
+            dirty[n] = full || rt_node_changed(p->be->rt, n);
+        /* phase one everywhere: every host saves its share, the others'
+           reports come in through ft_remote_report */
+        j->hosts = p->be->hosts;
+        j->remote = sl_calloc((size_t)j->hosts, sizeof(char *));
+        pthread_mutex_lock(&ft->mu);
+        j->remote_pending = j->hosts - 1;
+        ft->job_remote = j;
+        pthread_mutex_unlock(&ft->mu);
+        p->be->ops->ckpt_begin(p->be, j->step, full, ft_remote_report, ft);
+        int rc = ckpt_fork(ft->st, p->be->rt, nn, dirty, ft->last_state, &j->pid, &j->fd, err);
         sl_free(dirty);
         if (rc) {
-            if (p->H > 1)
-                ft_remote_abandon(p, j);
+            ft_remote_abandon(p, j);
             job_free(j);
             return rc;
         }
-        rt_clear_changed(p->rt);
+        rt_clear_changed(p->be->rt);
         ft->full_next = false;
     }
     ft->last_time = pipe_now();
@@ -583,7 +582,8 @@ static void collect_job(Pipeline *p)
     CkJob *j = ft->job;
     ft->job = NULL;
     pthread_mutex_lock(&ft->mu);
-    if (ft->job_remote == j)
+    bool remote = ft->job_remote == j;
+    if (remote)
         ft->job_remote = NULL;
     if (j->rc) {
         snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.200s",
@@ -603,6 +603,8 @@ static void collect_job(Pipeline *p)
             ft->req_done = j->seq;
     }
     pthread_mutex_unlock(&ft->mu);
+    if (remote)
+        p->be->ops->ckpt_abandon(p->be);
     if (j->rc) {
         fprintf(stderr, "sluice: %s\n", ft->failure);
         ft->dirty = true; /* the next one must write the whole state */
@@ -637,15 +639,15 @@ static void job_wait(Pipeline *p)
     Ft *ft = p->ft;
     pthread_mutex_lock(&ft->mu);
     while (ft->job && !ft->job_done) {
-        if (ft->job->remote_pending > 0 && p->H > 1 && p->dstopped) {
+        if (ft->job->remote_pending > 0 && p->be->ops->gone(p->be)) {
             ft->job->remote_pending = 0; /* they left: the checkpoint fails */
             pthread_cond_broadcast(&ft->cv);
             continue;
         }
-        if (ft->job->remote_pending > 0 && p->H > 1) {
+        if (ft->job->remote_pending > 0) {
             /* the other hosts' reports come with their replies: ask */
             pthread_mutex_unlock(&ft->mu);
-            dist_poll(p);
+            p->be->ops->poll(p->be);
             usleep(2000);
             pthread_mutex_lock(&ft->mu);
             continue;
@@ -655,11 +657,9 @@ static void job_wait(Pipeline *p)
     pthread_mutex_unlock(&ft->mu);
 }
 
-void ft_remote_report(Pipeline *p, int host, int64_t step, const char *text, size_t n)
+void ft_remote_report(void *arg, int host, int64_t step, const char *text, size_t n)
 {
-    Ft *ft = p->ft;
-    if (!ft)
-        return;
+    Ft *ft = arg;
     pthread_mutex_lock(&ft->mu);
     CkJob *j = ft->job_remote;
     if (j && j->step == step && host > 0 && host < j->hosts && !j->remote[host]) {
@@ -672,17 +672,6 @@ void ft_remote_report(Pipeline *p, int host, int64_t step, const char *text, siz
     pthread_mutex_unlock(&ft->mu);
 }
 
-bool ft_remote_waiting(Pipeline *p)
-{
-    Ft *ft = p->ft;
-    if (!ft)
-        return false;
-    pthread_mutex_lock(&ft->mu);
-    bool w = ft->job_remote && ft->job_remote->remote_pending > 0;
-    pthread_mutex_unlock(&ft->mu);
-    return w;
-}
-
 void ft_remote_abandon(Pipeline *p, CkJob *j)
 {
     Ft *ft = p->ft;
@@ -690,6 +679,7 @@ void ft_remote_abandon(Pipeline *p, CkJob *j)
     if (ft->job_remote == j)
         ft->job_remote = NULL;
     pthread_mutex_unlock(&ft->mu);
+    p->be->ops->ckpt_abandon(p->be);
 }
 
 bool ft_wants(Pipeline *p)
@@ -712,7 +702,7 @@ static bool forced_due(Pipeline *p)
         every = getenv("SLUICE_CHECKPOINT_EVERY_STEPS") ?
                     atoi(getenv("SLUICE_CHECKPOINT_EVERY_STEPS")) : 0;
     int64_t last = p->ft->last_step > 0 ? p->ft->last_step : 0;
-    return every > 0 && rt_steps(p->rt) - last >= every;
+    return every > 0 && rt_steps(p->be->rt) - last >= every;
 }
 
 int ft_tick(Pipeline *p, bool final, Err *err)
@@ -733,7 +723,7 @@ int ft_tick(Pipeline *p, bool final, Err *err)
     pthread_mutex_unlock(&ft->mu);
     bool periodic = ft->mode != FT_NONE && ft->interval > 0 && ft->dirty &&
                     pipe_now() - ft->last_time >= ft->interval;
-    bool at_stop = final && (ft->dirty || ft->last_step != rt_steps(p->rt));
+    bool at_stop = final && (ft->dirty || ft->last_step != rt_steps(p->be->rt));
     if (!req && !periodic && !at_stop && !forced)
         return 0;
     pthread_mutex_lock(&ft->mu);
@@ -746,7 +736,7 @@ int ft_tick(Pipeline *p, bool final, Err *err)
            (what is acknowledged is in the logs) and tries again later */
         pthread_mutex_lock(&ft->mu);
         snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.200s",
-                 (long long)rt_steps(p->rt), err->msg);
+                 (long long)rt_steps(p->be->rt), err->msg);
         if (req)
             ft->req_failed = seq;
         pthread_mutex_unlock(&ft->mu);
@@ -758,7 +748,7 @@ int ft_tick(Pipeline *p, bool final, Err *err)
     if (final || forced) {
         job_wait(p);
         collect_job(p);
-        if (final && ft->done_step == rt_steps(p->rt) && !ft->failure[0])
+        if (final && ft->done_step == rt_steps(p->be->rt) && !ft->failure[0])
             fprintf(stderr, "sluice: checkpoint at step %lld written to %s (%.3f s)\n",
                     (long long)ft->done_step, store_where(ft->st), ft->last_secs);
     }
@@ -813,7 +803,7 @@ void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out)
 
 /* ---------------------------------------------------------------- restore */
 
-/* Load the state of manifest m into p->rt. SL_EIO (err says why) when a
+/* Load the state of manifest m into p->be->rt. SL_EIO (err says why) when a
    file is corrupt or does not fit the program: the caller falls back. */
 /* The batches of one "state" entry's files (*n of them; caller unrefs). */
 static int load_files(Store *st, const cJSON *e, Batch ***out, int *n, Err *err)
@@ -842,7 +832,7 @@ static int load_files(Store *st, const cJSON *e, Batch ***out, int *n, Err *err)
     return 0;
 }
 
-/* Load the state of manifest m (written with W0 workers) into p->rt.
+/* Load the state of manifest m (written with W0 workers) into p->be->rt.
    SL_EIO (err says why) when a file is corrupt or does not fit the
    program: the caller falls back. With another worker count every node's
    state is re-sharded (op.h load_split). */
@@ -1170,13 +1160,13 @@ int ft_open(Pipeline *p, Err *err)
         }
         int w0 = (int)jint(m, "workers");
         if (!rrc)
-            rrc = ckpt_load_state(ft->st, p->rt, p->c->nnodes,
+            rrc = ckpt_load_state(ft->st, p->be->rt, p->c->nnodes,
                                   cJSON_GetObjectItemCaseSensitive(m, "state"), w0, &le);
         if (!rrc)
             rrc = positions_fit(p, m, &le);
-        if (!rrc && p->H > 1) { /* every other host loads its share */
+        if (!rrc) { /* every other host (if any) loads its share */
             char *stext = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
-            rrc = dist_restore(p, (int64_t)step, stext ? stext : "[]", w0, &le);
+            rrc = p->be->ops->restore(p->be, (int64_t)step, stext ? stext : "[]", w0, &le);
             cJSON_free(stext);
             remote_loaded = true;
         }
@@ -1186,10 +1176,10 @@ int ft_open(Pipeline *p, Err *err)
                 fprintf(stderr, "sluice: storage: the checkpoint at step %llu was written by %d "
                                 "worker%s; its state is re-sharded for %d\n",
                         (unsigned long long)step, w0, w0 == 1 ? "" : "s", p->W);
-            else if (h0 != p->H)
+            else if (h0 != p->be->hosts)
                 fprintf(stderr, "sluice: storage: the checkpoint at step %llu was written by %d "
                                 "host%s; its %d workers' state is spread over %d now\n",
-                        (unsigned long long)step, h0, h0 == 1 ? "" : "s", w0, p->H);
+                        (unsigned long long)step, h0, h0 == 1 ? "" : "s", w0, p->be->hosts);
             break;
         }
         fprintf(stderr, "sluice: storage: the checkpoint at step %llu is unusable (%s); "
@@ -1202,8 +1192,7 @@ int ft_open(Pipeline *p, Err *err)
         failures = more;
         cJSON_Delete(m);
         m = NULL;
-        rt_free(p->rt); /* state may be half loaded: start from fresh instances */
-        p->rt = p->H > 1 ? rt_new_part(p->c, p->W, 0, p->H) : rt_new(p->c, p->W);
+        p->be->ops->reset(p->be); /* state may be half loaded: fresh instances */
         below = step;
     }
     if (!m && failures && logs_from_start(ft)) {
@@ -1226,7 +1215,7 @@ int ft_open(Pipeline *p, Err *err)
     sl_free(failures);
     if (!m && remote_loaded) { /* the other hosts start afresh too */
         Err le = {0};
-        if (dist_restore(p, 0, "[]", p->W, &le))
+        if (p->be->ops->restore(p->be, 0, "[]", p->W, &le))
             return err_set(err, le.code, "%s", le.msg);
     }
     int64_t cstep = m ? (int64_t)step : 0, cseq = m ? jint(m, "ingress_seq") : 0;
@@ -1238,9 +1227,9 @@ int ft_open(Pipeline *p, Err *err)
             char *st = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
             ft->last_state = sl_strdup(st ? st : "[]");
             cJSON_free(st);
-            rt_clear_changed(p->rt);
+            rt_clear_changed(p->be->rt);
         }
-        rt_set_steps(p->rt, cstep);
+        rt_set_steps(p->be->rt, cstep);
         rc = load_positions(p, m, err);
     }
     if (!rc)

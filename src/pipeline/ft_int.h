@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "../storage/storage.h"
+#include "journal.h"
 #include "pipeline_int.h"
 
 /* One checkpoint on its way to storage. */
@@ -120,9 +121,9 @@ int ckpt_parse_report(const char *text, cJSON *state, int64_t *written, int64_t 
 /* Load the workers of rt (global ids) from a manifest's "state" (written
    with W0 workers; another count re-shards, single host only). */
 int ckpt_load_state(Store *st, Runtime *rt, int nnodes, const cJSON *state, int W0, Err *err);
-/* dist.c hands in host's report of the checkpoint at step. */
-void ft_remote_report(Pipeline *p, int host, int64_t step, const char *text, size_t n);
-bool ft_remote_waiting(Pipeline *p);
+/* The backend hands in host's report of the checkpoint at step
+   (BackendReportFn; arg is the Ft). */
+void ft_remote_report(void *arg, int host, int64_t step, const char *text, size_t n);
 void ft_remote_abandon(Pipeline *p, CkJob *j);
 
 #endif

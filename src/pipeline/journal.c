@@ -175,7 +175,7 @@ void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq)
 static void put_record(Pipeline *p, Pending *pd, int kind, Buf *b)
 {
     put32(b, kind);
-    put64(b, rt_steps(p->rt) + (kind == J_STEP));
+    put64(b, rt_steps(p->be->rt) + (kind == J_STEP));
     put64(b, pd->max_seq > p->ft->ing_consumed ? pd->max_seq : p->ft->ing_consumed);
     put32(b, p->cs.nin);
     for (int j = 0; j < p->cs.nin; j++) {
@@ -626,14 +626,15 @@ static int replay_input(Pipeline *p, Pending *pd, const JRec *rec, int j, Err *e
     input_set_replay(ic, true);
     while (got < want) {
         Piece *list = NULL;
-        int64_t n = pipe_input_next(p, j, want - got, pd->a, &list, err);
+        uint64_t hash = 0;
+        int64_t n = pipe_input_next(p, j, want - got, pd->a, &list, &hash, err);
         if (n < 0) {
             input_set_replay(ic, false);
             return err->code;
         }
         if (n == 0)
             break;
-        pipe_add_input(p, pd, j, list, n);
+        pipe_add_input(p, pd, j, list, n, hash);
         got += n;
     }
     input_set_replay(ic, false);
@@ -738,7 +739,7 @@ int ft_replay(Pipeline *p, Err *err)
     p->replaying = false;
     if (!rc && nsteps)
         fprintf(stderr, "sluice: replayed %d journaled step%s in %.3f s; now at step %lld\n",
-                nsteps, nsteps == 1 ? "" : "s", pipe_now() - t0, (long long)rt_steps(p->rt));
+                nsteps, nsteps == 1 ? "" : "s", pipe_now() - t0, (long long)rt_steps(p->be->rt));
     for (int i = 0; i < ft->nrecs; i++)
         jrec_free(&ft->recs[i]);
     sl_free(ft->recs);

@@ -91,26 +91,12 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     p->c = c;
     p->o = *o;
     p->W = o->workers > 0 ? o->workers : 1;
-    p->H = o->hosts > 1 ? o->hosts : 1;
     p->err_rel = errors_table(c);
-    if (p->H > p->W) {
-        err_set(err, SL_ECONFIG, "%d hosts need at least %d workers in all (--workers)", p->H,
-                p->H);
+    p->be = backend_open(c, o, &p->cs, err); /* opens the connectors too */
+    if (!p->be) {
         sl_free(p);
         return NULL;
     }
-    if (connectors_open_part(c, true, 0, p->H, &p->cs, err)) {
-        sl_free(p);
-        return NULL;
-    }
-    if (p->H > 1 && p->cs.nout)
-        fprintf(stderr, "sluice: scale-out: output connectors write on host 0 (the coordinator), "
-                        "which gathers their views' changes from every host; writing them on "
-                        "other hosts is not built yet\n");
-    p->rt = p->H > 1 ? rt_new_part(c, p->W, 0, p->H) : rt_new(c, p->W);
-    p->nl = rt_workers(p->rt);
-    if (p->H > 1)
-        dist_open(p);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->room, NULL);
@@ -128,7 +114,7 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     pend_init(p, &p->pend);
     int rc = 0;
     if (o->storage) {
-        rc = ft_open(p, err); /* may restore a checkpoint into p->rt */
+        rc = ft_open(p, err); /* may restore a checkpoint into p->be->rt */
     } else {
         for (int j = 0; j < p->cs.nout && !rc; j++)
             rc = output_truncate(p->cs.out[j], 0, err);
@@ -146,13 +132,13 @@ void pipeline_free(Pipeline *p)
     if (!p)
         return;
     inbox_clear(p);
-    dist_close(p);
+    p->be->ops->stop(p->be);
     ft_close(p);
     pend_free(p, &p->pend);
     for (int i = 0; i < p->c->nrels; i++)
         if (p->chg[i])
             batch_unref(p->chg[i]);
-    rt_free(p->rt);
+    p->be->ops->free(p->be);
     connectors_close(&p->cs);
     stats_free(p);
     sl_free(p->watch);
@@ -170,7 +156,7 @@ void pipeline_free(Pipeline *p)
 
 const Circuit *pipeline_circuit(const Pipeline *p) { return p->c; }
 int pipeline_workers(const Pipeline *p) { return p->W; }
-int64_t pipeline_step(const Pipeline *p) { return rt_steps(p->rt); }
+int64_t pipeline_step(const Pipeline *p) { return rt_steps(p->be->rt); }
 
 void pipeline_set_hooks(Pipeline *p, const PipelineHooks *h) { p->hooks = *h; }
 
@@ -214,7 +200,7 @@ static void progress(Pipeline *p, bool final)
     }
     buf_printf(&line, "%s rows/s | step %lld | mem %.0f MB | %.1f s",
                human(el > 0 ? (double)(p->rows - p->rows0) / el : 0, b2, sizeof(b2)),
-               (long long)rt_steps(p->rt), (double)mem_rss_bytes() / 1048576.0, el);
+               (long long)rt_steps(p->be->rt), (double)mem_rss_bytes() / 1048576.0, el);
     if (p->tty)
         fprintf(stderr, "\r\033[K%s", buf_cstr(&line));
     else
@@ -231,17 +217,10 @@ const Batch *pipeline_changes(Pipeline *p, int rel)
         return p->chg[rel];
     p->chg_done[rel] = true;
     const Relation *r = &p->c->rels[rel];
-    if (r->sink < 0 || !op_sink_changes(rt_op(p->rt, 0, r->sink)))
+    if (r->sink < 0 || !op_sink_changes(rt_op(p->be->rt, 0, r->sink)))
         return NULL;
     BatchBuilder *bb = bb_new();
-    for (int w = 0; w <= p->nl; w++) {
-        Buf *ch = w < p->nl ? op_sink_changes(rt_op(p->rt, w, r->sink))
-                            : p->H > 1 ? &p->rchg[rel] : NULL; /* other hosts' */
-        size_t pos = 0;
-        XRec x;
-        while (ch && xrec_next(ch, &pos, &x))
-            bb_add(bb, x.k, x.kn, NULL, 0, x.w);
-    }
+    p->be->ops->changes(p->be, rel, bb); /* every host's */
     p->chg[rel] = bb_finish(bb);
     return p->chg[rel];
 }
@@ -262,10 +241,7 @@ void pipeline_track_changes(Pipeline *p, int rel, bool on)
     if (r->sink < 0)
         return;
     p->watch[rel] += on ? 1 : -1;
-    for (int w = 0; w < p->nl; w++)
-        op_sink_watch(rt_op(p->rt, w, r->sink), on);
-    if (p->H > 1)
-        dist_watch(p, rel, on);
+    p->be->ops->watch(p->be, rel, on);
 }
 
 bool pipeline_contents_raw(Pipeline *p, int rel, Buf *out)
@@ -273,9 +249,7 @@ bool pipeline_contents_raw(Pipeline *p, int rel, Buf *out)
     const Relation *r = &p->c->rels[rel];
     if (!r->materialized || r->sink < 0)
         return false;
-    rt_sink_contents(p->rt, r->sink, out);
-    if (p->H > 1)
-        dist_contents(p, rel, out);
+    p->be->ops->contents(p->be, rel, out);
     return true;
 }
 
@@ -287,7 +261,7 @@ static int deliver(Pipeline *p, Err *err)
         const Batch *b = pipeline_changes(p, output_rel(oc));
         if (!b)
             continue;
-        if (output_write(oc, rt_steps(p->rt), b, err) || output_flush(oc, err))
+        if (output_write(oc, rt_steps(p->be->rt), b, err) || output_flush(oc, err))
             return err->code;
     }
     return 0;
@@ -323,7 +297,7 @@ static void add_unit(Pipeline *p, Pending *pd, int slot, double arrival, int rel
  */
 static int64_t gather(Pipeline *p, Pending *pd, bool read_conns, int64_t http_max, Err *err)
 {
-    mem_set_doing("reading the input of step %lld", rt_steps(p->rt) + 1, 0);
+    mem_set_doing("reading the input of step %lld", rt_steps(p->be->rt) + 1, 0);
     int64_t produced = 0;
     if (read_conns) {
         int active = 0;
@@ -335,12 +309,13 @@ static int64_t gather(Pipeline *p, Pending *pd, bool read_conns, int64_t http_ma
                 continue;
             int64_t share = p->step_rows / (active ? active : 1);
             Piece *list = NULL;
-            int64_t n = pipe_input_next(p, j, share > 0 ? share : 1, pd->a, &list, err);
+            uint64_t hash = 0;
+            int64_t n = pipe_input_next(p, j, share > 0 ? share : 1, pd->a, &list, &hash, err);
             if (n < 0)
                 return -1;
             if (n == 0)
                 continue;
-            pipe_add_input(p, pd, j, list, n);
+            pipe_add_input(p, pd, j, list, n, hash);
             produced += n;
         }
     }
@@ -356,24 +331,21 @@ static int64_t gather(Pipeline *p, Pending *pd, bool read_conns, int64_t http_ma
     return produced;
 }
 
-int64_t pipe_input_next(Pipeline *p, int conn, int64_t max, Arena *a, Piece **list, Err *err)
+int64_t pipe_input_next(Pipeline *p, int conn, int64_t max, Arena *a, Piece **list,
+                        uint64_t *hash, Err *err)
 {
-    InputConn *ic = p->cs.in[conn];
-    if (input_remote(ic)) /* read on its own host (scale-out) */
-        return dist_read(p, conn, max, a, list, err);
-    return input_next(ic, max, a, 1, list, err);
+    /* the rows' hash only when the journal checks it */
+    return p->be->ops->read(p->be, conn, max, a, list, p->ft ? hash : NULL, err);
 }
 
-void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t rows)
+void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t rows,
+                    uint64_t hash)
 {
     InputConn *ic = p->cs.in[conn];
     add_unit(p, pd, conn, pipe_now(), input_rel(ic), list, rows);
     pend_append(p, pd, input_rel(ic), list, rows);
     pd->conn_rows[conn] += rows;
-    if (p->ft && input_remote(ic))
-        pd->conn_hash[conn] += p->read_hash; /* its host hashed the rows */
-    else if (p->ft)
-        pd->conn_hash[conn] = ft_hash_pieces(list, pd->conn_hash[conn]);
+    pd->conn_hash[conn] += hash; /* a sum: ft_hash_pieces */
 }
 
 int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b)
@@ -407,14 +379,14 @@ static void tokens_done(Pipeline *p, int64_t tok)
    holds the step's inputs before it runs (before its outputs can leave). */
 int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
 {
-    mem_set_doing("journaling and splitting the input of step %lld", rt_steps(p->rt) + 1, 0);
+    mem_set_doing("journaling and splitting the input of step %lld", rt_steps(p->be->rt) + 1, 0);
     if (p->ft && ft_journal_step(p, pd, err))
         return err->code;
     pend_set_input(p, pd);
-    int rc = p->H > 1 ? dist_step(p, err) : rt_step(p->rt, err);
+    int rc = p->be->ops->step(p->be, p->quiet_outputs, err);
     /* a runtime error over the input: the step undid itself; run it again
        without the rows that fail (reject.c) */
-    while (rc && p->H == 1 && rt_rolled_back(p->rt) && p->o.on_error == ONERR_REJECT) {
+    while (rc && p->be->ops->rolled_back(p->be) && p->o.on_error == ONERR_REJECT) {
         if (reject_isolate(p, pd) == 0 && reject_by_steps(p, pd, err) == 0) {
             char msg[sizeof(err->msg)];
             snprintf(msg, sizeof(msg), "%s", err->msg);
@@ -425,19 +397,19 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
         }
         err_clear(err);
         pend_set_input(p, pd);
-        rc = rt_step(p->rt, err);
+        rc = p->be->ops->step(p->be, p->quiet_outputs, err);
     }
     if (rc)
         return err->code;
     double t_end = pipe_now();
     p->rows += pd->rows;
     ft_step_done(p, pd);
-    mem_set_doing("delivering the outputs of step %lld", rt_steps(p->rt), 0);
+    mem_set_doing("delivering the outputs of step %lld", rt_steps(p->be->rt), 0);
     rc = p->quiet_outputs ? 0 : deliver(p, err);
     if (!rc && p->hooks.after_step)
-        p->hooks.after_step(p->hooks.arg, p, rt_steps(p->rt));
+        p->hooks.after_step(p->hooks.arg, p, rt_steps(p->be->rt));
     if (!rc)
-        store_crash_at_count("after-step", rt_steps(p->rt)); /* tests: storage.h */
+        store_crash_at_count("after-step", rt_steps(p->be->rt)); /* tests: storage.h */
     release_changes(p);
     if (rc)
         return rc;
@@ -465,7 +437,7 @@ static void cmd_finish(Pipeline *p, Cmd *cmd, int rc)
 {
     cmd->rc = rc;
     cmd->done = cmd->accepted = true;
-    cmd->res.step = rt_steps(p->rt);
+    cmd->res.step = rt_steps(p->be->rt);
     pthread_cond_broadcast(&p->done);
 }
 
@@ -543,7 +515,7 @@ static void handle_cmd(Pipeline *p, Cmd *cmd)
             if (ft_journal_discard(p, &p->pend, &e))
                 fprintf(stderr, "sluice: %s\n", e.msg);
             pend_reset(p, &p->pend);
-            dist_drop(p);
+            p->be->ops->drop(p->be);
             p->txn = TX_NONE;
             tokens_done(p, tok);
             fprintf(stderr, "sluice: transaction %lld aborted: %lld record%s discarded\n",
@@ -701,12 +673,12 @@ static int do_commit(Pipeline *p, Err *err)
     p->commit_cmd = NULL;
     if (!rc)
         fprintf(stderr, "sluice: transaction %lld committed at step %lld in %.3f s\n",
-                (long long)id, (long long)rt_steps(p->rt), pipe_now() - t0);
+                (long long)id, (long long)rt_steps(p->be->rt), pipe_now() - t0);
     stats_publish(p);
     pthread_mutex_lock(&p->mu);
     p->last_commit_id = id;
     p->last_commit_records = recs;
-    p->last_commit_step = rt_steps(p->rt);
+    p->last_commit_step = rt_steps(p->be->rt);
     if (cmd) {
         cmd->res.txn_id = id;
         cmd->res.records = recs - rejected;
@@ -770,7 +742,7 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
         if (p->tty && p->o.progress)
             fputc('\n', stderr);
         fprintf(stderr, "sluice: stop requested; finishing at step %lld\n",
-                (long long)rt_steps(p->rt));
+                (long long)rt_steps(p->be->rt));
     }
     service(p);
     if (p->txn != TX_NONE) {
@@ -788,7 +760,7 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
             if (ft_journal_discard(p, &p->pend, err))
                 return err->code;
             pend_reset(p, &p->pend);
-            dist_drop(p);
+            p->be->ops->drop(p->be);
             p->txn = TX_NONE;
             tokens_done(p, tok);
         }
@@ -820,7 +792,7 @@ static int run_loop(Pipeline *p, Err *err)
         }
     for (;;) {
         service(p);
-        dist_tick(p);
+        p->be->ops->tick(p->be);
         if (stop_signal || pipeline_stop_requested(p))
             return final_drain(p, true, err);
         if (ft_tick(p, false, err))
@@ -853,7 +825,7 @@ static int run_loop(Pipeline *p, Err *err)
                 wait_wake(p, input_due(p));
             continue;
         }
-        if (got == 0 && rt_steps(p->rt) > 0) {
+        if (got == 0 && rt_steps(p->be->rt) > 0) {
             stats_publish(p);
             if (all_done) {
                 if (p->o.until_done)
@@ -904,25 +876,9 @@ int pipeline_run(Pipeline *p, Err *err)
                 "memory %.1f MB\n",
                 human((double)p->rows, b1, sizeof(b1)), el,
                 human(el > 0 ? (double)(p->rows - p->rows0) / el : 0, b2, sizeof(b2)),
-                (long long)rt_steps(p->rt), p->W, p->W == 1 ? "" : "s",
+                (long long)rt_steps(p->be->rt), p->W, p->W == 1 ? "" : "s",
                 (double)mem_peak_rss_bytes() / 1048576.0);
-        if (p->H > 1) {
-            int64_t xb = rt_remote_bytes(p->rt);
-            double peak = (double)mem_peak_rss_bytes(), xs = rt_remote_secs(p->rt);
-            for (int h = 1; h < p->H; h++) {
-                xb += p->hf[h].xbytes;
-                peak += (double)p->hf[h].peak;
-                xs += (double)p->hf[h].xusecs * 1e-6;
-            }
-            int64_t steps = rt_steps(p->rt) > 0 ? rt_steps(p->rt) : 1;
-            fprintf(stderr,
-                    "sluice: %d hosts: %.1f MB exchanged between hosts (%.1f bytes per row), "
-                    "%.3f s per host in exchanges between hosts (%.3f ms per step), peak "
-                    "memory %.1f MB in all\n",
-                    p->H, (double)xb / 1048576.0,
-                    p->rows > p->rows0 ? (double)xb / (double)(p->rows - p->rows0) : 0.0,
-                    xs / p->H, xs / p->H / (double)steps * 1e3, peak / 1048576.0);
-        }
+        p->be->ops->summary(p->be, p->rows - p->rows0, stderr);
         if (bad)
             fprintf(stderr, "sluice: %lld bad input record%s skipped (see messages above)\n",
                     (long long)bad, bad == 1 ? "" : "s");
@@ -937,11 +893,8 @@ int pipeline_run(Pipeline *p, Err *err)
         for (int i = 0; i < c->nrels; i++) {
             int64_t dz = 0;
             for (int j = 0; j < c->nnodes; j++)
-                if (c->nodes[j]->owner == i) {
-                    dz += rt_divzero_node(p->rt, j);
-                    for (int h = 1; h < p->H; h++)
-                        dz += p->hf[h].divzero[j];
-                }
+                if (c->nodes[j]->owner == i)
+                    dz += p->be->ops->divzero(p->be, j);
             if (dz)
                 fprintf(stderr, "sluice: %s %s: %lld division%s by zero gave NULL\n",
                         c->rels[i].is_table ? "table" : "view", c->rels[i].name, (long long)dz,
@@ -950,11 +903,11 @@ int pipeline_run(Pipeline *p, Err *err)
         if (p->o.dump_dir)
             rc = pipeline_dump(p, p->o.dump_dir, err);
     }
-    dist_stop(p); /* the followers leave */
+    p->be->ops->stop(p->be); /* the other hosts leave */
     /* stopped: fail whatever still waits for the controller */
     pthread_mutex_lock(&p->mu);
     p->state = PS_STOPPED;
-    p->steps_pub = rt_steps(p->rt);
+    p->steps_pub = rt_steps(p->be->rt);
     for (Call *cl = p->calls; cl;) {
         Call *n = cl->next;
         cl->rc = PIPE_STOPPING;

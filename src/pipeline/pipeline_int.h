@@ -16,6 +16,7 @@
 #include "../io/connector.h"
 #include "../runtime/runtime.h"
 #include "../zset/hmap.h"
+#include "backend.h"
 #include "pipeline.h"
 
 /* A log-bucketed histogram of durations in microseconds (8 buckets per
@@ -135,35 +136,15 @@ typedef struct Rejects {
     int next;
 } Rejects;
 
-/* A host's figures as of its last reply (dist.c). */
-typedef struct HostFig {
-    bool valid;
-    int64_t rss, peak, state_bytes, cpu_ms, xbytes, steps;
-    int64_t xusecs;                  /* time in exchanges between hosts */
-    int64_t *rel_changes, *rel_rows; /* per relation */
-    int64_t *divzero;                /* per node */
-} HostFig;
-
 struct Pipeline {
     const Circuit *c;
     Ft *ft;                   /* fault tolerance, or NULL without storage */
     bool replaying;           /* running journaled steps after a restart */
     bool quiet_outputs;       /* replay: this step's outputs are already written */
     PipelineOpts o;
-    Runtime *rt;
+    Backend *be;              /* where steps run: this process, or every host */
     Connectors cs;
     int W;                    /* workers in all (every host) */
-    int nl;                   /* ... of which this process runs 0..nl-1 */
-    /* scale-out (dist.c; H > 1 on the coordinator, rank 0) */
-    int H;
-    Piece **rin;              /* [global worker][relation]: other hosts' step input */
-    Buf *rchg;                /* per relation: this step's changes from other hosts */
-    HostFig *hf;              /* per host */
-    Buf *dsend, *drecv;       /* per host: message buffers */
-    Buf dwatch;               /* egress watch changes for the next command */
-    double last_net;
-    bool dstopped;
-    uint64_t read_hash;       /* dist_read: the rows' hash (journal.c) */
     bool tty;
     double t0, last_report;
     int64_t rows;             /* rows processed by completed steps */
@@ -212,7 +193,8 @@ struct Pipeline {
     char last_reject[200];    /* ... the newest one's error */
     Rejects rej;
     RelStats *rels_pub;
-    HostStats *hosts_pub;     /* scale-out: per host */
+    HostStats *hosts_pub;     /* per host (be->ops->host_stats) */
+    int nhosts_pub;           /* ... how many (0: one process) */
     OutStats *outs_pub;
 };
 
@@ -300,55 +282,17 @@ int ft_rotate(Pipeline *p, int64_t step, Err *err);
 int ft_read_logs(Pipeline *p, int64_t ckpt_step, int64_t ckpt_seq, Err *err);
 void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq);
 void ft_logs_free(Pipeline *p);
-/* A hash of a connector's rows (datagen ranges or parsed chunks). */
-uint64_t ft_hash_pieces(const Piece *list, uint64_t h);
 
 /* pipeline.c, for journal.c's replay */
-/* Rows of input connector conn (input_next, or its host's through
-   dist_read for a scale-out proxy). */
-int64_t pipe_input_next(Pipeline *p, int conn, int64_t max, Arena *a, Piece **list, Err *err);
-void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t rows);
+/* Rows of input connector conn (the backend reads them) into pd. */
+int64_t pipe_input_next(Pipeline *p, int conn, int64_t max, Arena *a, Piece **list,
+                        uint64_t *hash, Err *err);
+void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t rows,
+                    uint64_t hash);
 int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b);
 int pipe_run_step(Pipeline *p, Pending *pd, Err *err);
 /* Queue a batch recovered from the ingress log (no logging, no waiting). */
 void inbox_requeue(Pipeline *p, InBatch *b);
-
-/* dist.c: scale-out, the coordinator's side (H > 1) and the followers' */
-void dist_open(Pipeline *p);
-/* rt_step over every host: ships p->rin, steps, gathers changes + figures. */
-int dist_step(Pipeline *p, Err *err);
-/* Append the other hosts' materialized contents of rel (xrec records). */
-void dist_contents(Pipeline *p, int rel, Buf *out);
-/* The current row of PRIMARY KEY table node's key on global worker w
-   (another host's), copied into a (NULL: none). */
-const uint8_t *dist_lookup(Pipeline *p, int w, int node, const uint8_t *k, size_t kn, Arena *a);
-void dist_watch(Pipeline *p, int rel, bool on);
-/* Scale-out file inputs: host input_owner() reads up to max rows of
-   connector conn and keeps them; *list gets one placeholder piece (chunk
-   and fill NULL, plan = conn, start = first row number, count) that
-   pend_set_input gives to that host's workers. Updates the proxy's
-   position; p->read_hash gets the rows' hash. -1 on an I/O error. */
-int64_t dist_read(Pipeline *p, int conn, int64_t max, Arena *a, Piece **list, Err *err);
-/* Input read and not stepped was thrown away (an aborted transaction):
-   the hosts drop what they keep. */
-void dist_drop(Pipeline *p);
-/* Checkpoints, phase one on the other hosts: each forks a child that
-   saves its share (all of it when full) into the storage and sends its
-   report with a later reply (ft_remote_report). */
-void dist_ckpt(Pipeline *p, int64_t step, bool full);
-/* A round trip now (reports of a checkpoint in progress). */
-void dist_poll(Pipeline *p);
-/* Every other host rebuilds its workers from a manifest's "state" (JSON
-   text; "[]": fresh) at step; SL_EIO with err naming the host when one
-   cannot. */
-int dist_restore(Pipeline *p, int64_t step, const char *state, int W0, Err *err);
-/* Keep the followers (and their watchdogs) company when idle. */
-void dist_tick(Pipeline *p);
-/* Tell the followers to leave (last figures); dist_close frees. */
-void dist_stop(Pipeline *p);
-void dist_close(Pipeline *p);
-/* A follower's whole life (ranks > 0). */
-int dist_follow(const Circuit *c, const PipelineOpts *o, Err *err);
 
 /* stats.c */
 void stats_init(Pipeline *p);

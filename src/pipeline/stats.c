@@ -16,7 +16,6 @@
 #include <time.h>
 
 #include "../base/mem.h"
-#include "../cluster/net.h"
 #include "pipeline_int.h"
 
 double pipe_now(void)
@@ -107,7 +106,7 @@ void stats_init(Pipeline *p)
             }
     }
     p->rels_pub = sl_calloc((size_t)c->nrels + 1, sizeof(RelStats));
-    p->hosts_pub = sl_calloc((size_t)p->H, sizeof(HostStats));
+    p->hosts_pub = sl_calloc((size_t)p->be->ops->host_stats(p->be, NULL) + 1, sizeof(HostStats));
     p->outs_pub = sl_calloc((size_t)p->cs.nout + 1, sizeof(OutStats));
     for (int j = 0; j < p->cs.nout; j++) {
         snprintf(p->outs_pub[j].name, sizeof(p->outs_pub[j].name), "%s",
@@ -127,16 +126,8 @@ void stats_free(Pipeline *p)
 void stats_publish(Pipeline *p)
 {
     const Circuit *c = p->c;
-    size_t bytes = 0;
-    for (int h = 1; h < p->H; h++)
-        bytes += (size_t)p->hf[h].state_bytes;
-    for (int w = 0; w < p->nl; w++)
-        for (int n = 0; n < c->nnodes; n++) {
-            if (c->nodes[n]->k == OPK_SINK)
-                bytes += op_sink_bytes(rt_op(p->rt, w, n));
-            else if (c->nodes[n]->k == OPK_UPSERT)
-                bytes += op_upsert_bytes(rt_op(p->rt, w, n));
-        }
+    Backend *be = p->be;
+    size_t bytes = be->ops->state_bytes(be); /* every host's */
     bool ended = true;
     for (int j = 0; j < p->cs.nin; j++)
         ended = ended && input_done(p->cs.in[j]);
@@ -158,53 +149,21 @@ void stats_publish(Pipeline *p)
     for (int j = 0; j < p->cs.nout; j++) {
         p->outs_pub[j].records = output_records(p->cs.out[j]);
         p->outs_pub[j].bytes = output_bytes(p->cs.out[j]);
-        p->outs_pub[j].steps = rt_steps(p->rt);
+        p->outs_pub[j].steps = rt_steps(p->be->rt);
     }
     for (int i = 0; i < c->nrels; i++) {
         RelStats *r = &p->rels_pub[i];
         const Relation *rel = &c->rels[i];
         r->has_sink = rel->sink >= 0;
-        r->changes = r->rows = 0;
-        for (int w = 0; w < p->nl && rel->sink >= 0; w++) {
-            r->changes += op_sink_count(rt_op(p->rt, w, rel->sink));
-            r->rows += op_sink_net(rt_op(p->rt, w, rel->sink));
-        }
-        for (int h = 1; h < p->H; h++) {
-            r->changes += p->hf[h].rel_changes[i];
-            r->rows += p->hf[h].rel_rows[i];
-        }
+        be->ops->rel_figures(be, i, &r->changes, &r->rows);
         r->divzero = 0;
         for (int n = 0; n < c->nnodes; n++)
-            if (c->nodes[n]->owner == i) {
-                r->divzero += rt_divzero_node(p->rt, n);
-                for (int h = 1; h < p->H; h++)
-                    r->divzero += p->hf[h].divzero[n];
-            }
+            if (c->nodes[n]->owner == i)
+                r->divzero += be->ops->divzero(be, n);
     }
-    p->steps_pub = rt_steps(p->rt);
+    p->steps_pub = rt_steps(p->be->rt);
     p->state_bytes = bytes;
-    for (int h = 0; h < p->H && p->H > 1; h++) {
-        HostStats *d = &p->hosts_pub[h];
-        snprintf(d->name, sizeof(d->name), "%s", net_host_name(h));
-        d->workers = xchg_first(p->W, p->H, h + 1) - xchg_first(p->W, p->H, h);
-        if (h == 0) {
-            d->steps = rt_steps(p->rt);
-            d->rss_bytes = mem_rss_bytes();
-            d->state_bytes = bytes;
-            for (int k = 1; k < p->H; k++)
-                d->state_bytes -= (size_t)p->hf[k].state_bytes;
-            d->exchanged_bytes = rt_remote_bytes(p->rt);
-            d->exchange_secs = rt_remote_secs(p->rt);
-            d->cpu_msecs = -1; /* pipeline_stats measures it */
-        } else {
-            d->steps = p->hf[h].steps;
-            d->rss_bytes = (size_t)p->hf[h].rss;
-            d->state_bytes = (size_t)p->hf[h].state_bytes;
-            d->exchanged_bytes = p->hf[h].xbytes;
-            d->exchange_secs = (double)p->hf[h].xusecs * 1e-6;
-            d->cpu_msecs = p->hf[h].cpu_ms;
-        }
-    }
+    p->nhosts_pub = be->ops->host_stats(be, p->hosts_pub);
     p->inputs_ended = ended;
     p->pend_rows = p->pend.rows;
     p->txn_pub = p->txn;
@@ -301,13 +260,13 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
             hist_summary(&s->lag, &d->lag);
     }
     memcpy(o->rels, p->rels_pub, sizeof(RelStats) * (size_t)c->nrels);
-    if (p->H > 1) {
-        o->nhosts = p->H;
-        o->hosts = sl_calloc((size_t)p->H, sizeof(HostStats));
-        memcpy(o->hosts, p->hosts_pub, sizeof(HostStats) * (size_t)p->H);
+    if (p->nhosts_pub > 0) { /* scale-out: this process is host 0 */
+        o->nhosts = p->nhosts_pub;
+        o->hosts = sl_calloc((size_t)o->nhosts, sizeof(HostStats));
+        memcpy(o->hosts, p->hosts_pub, sizeof(HostStats) * (size_t)o->nhosts);
         o->hosts[0].cpu_msecs = o->cpu_msecs;
         o->hosts[0].rss_bytes = o->rss_bytes;
-        for (int h = 1; h < p->H; h++) {
+        for (int h = 1; h < o->nhosts; h++) {
             o->rss_bytes += o->hosts[h].rss_bytes;
             o->cpu_msecs += o->hosts[h].cpu_msecs;
         }
