@@ -11,7 +11,10 @@
  * prunes what no kept checkpoint needs (the newest two are kept). Nodes
  * that received no input since the last checkpoint (rt_node_changed) keep
  * its files; when no step ran at all, its state is reused without a fork.
- * The controller collects the finished job at a later step boundary.
+ * The controller collects the finished job at a later step boundary. The
+ * child and the loading of a saved state are snapshot.c's (every host of
+ * a scale-out pipeline saves its share that way); the other hosts' shares
+ * are begun and reported through the step backend (backend.h).
  *
  * The two kept checkpoints share no file: before the child forks, the
  * store is told the files of the checkpoint that stays kept beside the new
@@ -65,176 +68,7 @@ static void job_free(CkJob *j)
     sl_free(j);
 }
 
-static int64_t jint(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) && v->valuedouble >= -9e15 && v->valuedouble <= 9e15
-               ? (int64_t)v->valuedouble
-               : 0;
-}
 
-/* Tell the store which files the checkpoint that stays kept beside this
-   one uses (the newest manifest of a step before `step`: one of the same
-   step is replaced by this one), so that this one takes their twins: two
-   kept checkpoints share no file. A store that holds no manifest at all
-   (an S3 follower's cache) avoids the files of prev (a "state" array). */
-static void avoid_previous(Store *st, const cJSON *prev, int64_t step)
-{
-    size_t n = 0, cap = 64;
-    const char **v = sl_malloc(cap * sizeof(char *));
-    const cJSON *e, *f;
-    cJSON *m = NULL;
-    uint64_t mstep;
-    char *json = NULL, **names;
-    int nm = 0;
-    Err err = {0};
-    if (store_manifest_before(st, (uint64_t)step, &mstep, &json, NULL, &err) == 0 && json)
-        m = cJSON_Parse(json);
-    sl_free(json);
-    if (store_list(st, "manifest-", &names, &nm, &err) == 0)
-        store_list_free(names, nm);
-    const cJSON *list = m ? cJSON_GetObjectItemCaseSensitive(m, "state") : nm ? NULL : prev;
-    cJSON_ArrayForEach(e, list)
-    {
-        cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
-        {
-            if (!cJSON_IsString(f))
-                continue;
-            if (n == cap)
-                v = sl_realloc(v, (cap *= 2) * sizeof(char *));
-            v[n++] = f->valuestring;
-        }
-    }
-    store_set_avoid(st, v, n);
-    sl_free(v);
-    cJSON_Delete(m);
-}
-
-/* ---------------------------------------------------------------- the child */
-
-static void child_write(int fd, const char *s, size_t n)
-{
-    while (n) {
-        ssize_t k = write(fd, s, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            _exit(1);
-        s += k;
-        n -= (size_t)k;
-    }
-}
-
-/*
- * The forked child: it has a frozen copy of the whole state (copy-on-write
- * pages) while the parent keeps stepping. It saves every operator instance,
- * writes the batch files (store_put_batch skips files that exist: their
- * names are their contents' hash) and reports one line per file,
- * "<worker> <node> <name>", then "OK <written> <reused> <bytes>", or
- * "ERR <message>". It never returns and runs no exit handlers.
- */
-static __attribute__((noreturn)) void child_main(Store *st, Runtime *rt, int nnodes,
-                                                 const bool *dirty, const char *prev_state, int fd)
-{
-    Buf out = BUF_INIT, mine = BUF_INIT;
-    Err err = {0};
-    StoreStats s0, s1;
-    cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
-    store_stats(st, &s0);
-    int first = rt_first_worker(rt);
-    for (int lw = 0; lw < rt_workers(rt); lw++)
-        for (int n = 0; n < nnodes; n++) {
-            int w = first + lw; /* manifests name global workers */
-            /* nodes that received no input since the last checkpoint keep
-               its files (under their twin names: kept checkpoints share no
-               file); one whose file turns out damaged is saved again */
-            if (!dirty[n] && prev) {
-                const cJSON *e, *f;
-                bool found = false, ok = true;
-                buf_reset(&mine);
-                cJSON_ArrayForEach(e, prev)
-                {
-                    if (jint(e, "node") != n || jint(e, "worker") != w)
-                        continue;
-                    found = true;
-                    cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
-                    {
-                        char name[STORE_NAME_MAX];
-                        Err re = {0};
-                        if (ok && (!cJSON_IsString(f) ||
-                                   store_reuse_batch(st, f->valuestring, name, &re))) {
-                            ok = false;
-                            fprintf(stderr, "sluice: checkpoint: %s; saving that state again\n",
-                                    re.code ? re.msg : "a malformed file list");
-                        }
-                        if (ok)
-                            buf_printf(&mine, "%d %d %s\n", w, n, name);
-                    }
-                }
-                if (found && ok) {
-                    buf_append(&out, mine.p, mine.n);
-                    continue;
-                }
-            }
-            BatchList l = {0};
-            int rc = rt_save(rt, lw, n, &l);
-            for (int i = 0; i < l.n && !rc; i++) {
-                char name[STORE_NAME_MAX];
-                rc = store_put_batch(st, l.b[i], name, &err);
-                if (!rc)
-                    buf_printf(&out, "%d %d %s\n", w, n, name);
-            }
-            if (rc) {
-                buf_reset(&out);
-                buf_printf(&out, "ERR %s\n", err.code ? err.msg : "saving an operator failed");
-                child_write(fd, (const char *)out.p, out.n);
-                _exit(1);
-            }
-            /* the state stays: the child exits without freeing anything */
-            (void)l;
-        }
-    store_stats(st, &s1);
-    buf_printf(&out, "OK %llu %llu %llu\n",
-               (unsigned long long)(s1.batches_written - s0.batches_written),
-               (unsigned long long)(s1.batches_reused - s0.batches_reused),
-               (unsigned long long)(s1.bytes_written - s0.bytes_written));
-    child_write(fd, (const char *)out.p, out.n);
-    _exit(0);
-}
-
-int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char *prev_state,
-              pid_t *pid_out, int *fd_out, Err *err)
-{
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return err_set(err, SL_EIO, "checkpoint: pipe: %s", strerror(errno));
-    /* the files to avoid are found here, not in the child: a child of a
-       threaded process should allocate as little as it can */
-    cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
-    avoid_previous(st, prev, rt_steps(rt)); /* the checkpoint's step */
-    cJSON_Delete(prev);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return err_set(err, SL_EIO, "checkpoint: fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        /* dies with the pipeline (a killed pipeline leaves no writer
-           behind), and lets go of the storage lock with it */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() == 1)
-            _exit(1);
-        store_forget_lock(st);
-        child_main(st, rt, nnodes, dirty, prev_state, fds[1]);
-    }
-    close(fds[1]);
-    *pid_out = pid;
-    *fd_out = fds[0];
-    return 0;
-}
 
 /* ---------------------------------------------------------------- the writer */
 
@@ -243,64 +77,7 @@ static int cmp_strp(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-void ckpt_reap(int fd, pid_t pid, Buf *text)
-{
-    char chunk[65536];
-    for (;;) {
-        ssize_t k = read(fd, chunk, sizeof(chunk));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        buf_append(text, chunk, (size_t)k);
-    }
-    close(fd);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 137 && getenv("SLUICE_CRASH_AT"))
-        _exit(137); /* an injected crash inside the checkpoint: the pipeline dies there */
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        buf_puts(text, "\nDIED\n"); /* whatever it said, it did not finish */
-}
 
-int ckpt_parse_report(const char *text, cJSON *state, int64_t *written, int64_t *reused,
-                      int64_t *bytes, Err *err)
-{
-    const char *ok = strstr(text, "OK ");
-    if (strstr(text, "\nDIED\n") || !ok) {
-        const char *e = strstr(text, "ERR ");
-        return err_set(err, SL_EIO, "the checkpoint process %s%.*s", e ? "failed: " : "died",
-                       e ? (int)strcspn(e + 4, "\n") : 0, e ? e + 4 : "");
-    }
-    unsigned long long wr = 0, ru = 0, by = 0;
-    sscanf(ok + 3, "%llu %llu %llu", &wr, &ru, &by);
-    *written += (int64_t)wr;
-    *reused += (int64_t)ru;
-    *bytes += (int64_t)by;
-    cJSON *cur = NULL;
-    int cw = -1, cn = -1;
-    for (const char *line = text; line < ok;) {
-        const char *nl = strchr(line, '\n');
-        int w, n;
-        char name[STORE_NAME_MAX + 8];
-        if (sscanf(line, "%d %d %70s", &w, &n, name) == 3) {
-            if (!cur || w != cw || n != cn) {
-                cur = cJSON_CreateObject();
-                cJSON_AddNumberToObject(cur, "node", n);
-                cJSON_AddNumberToObject(cur, "worker", w);
-                cJSON_AddArrayToObject(cur, "files");
-                cJSON_AddItemToArray(state, cur);
-                cw = w;
-                cn = n;
-            }
-            cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(cur, "files"),
-                                 cJSON_CreateString(name));
-        }
-        line = nl ? nl + 1 : ok;
-    }
-    return 0;
-}
 
 /* Read the local child's report, and wait for every other host's, into a
    "state" array (j->state, JSON text). */
@@ -352,7 +129,7 @@ static int collect_child(Ft *ft, CkJob *j, Err *err)
 static int reuse_state(Store *st, CkJob *j, Err *err)
 {
     cJSON *state = cJSON_Parse(j->reuse);
-    avoid_previous(st, NULL, j->step);
+    ckpt_avoid_previous(st, NULL, j->step);
     StoreStats s0, s1;
     store_stats(st, &s0);
     int rc = 0;
@@ -803,92 +580,10 @@ void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out)
 
 /* ---------------------------------------------------------------- restore */
 
-/* Load the state of manifest m into p->be->rt. SL_EIO (err says why) when a
-   file is corrupt or does not fit the program: the caller falls back. */
-/* The batches of one "state" entry's files (*n of them; caller unrefs). */
-static int load_files(Store *st, const cJSON *e, Batch ***out, int *n, Err *err)
-{
-    const cJSON *files = cJSON_GetObjectItemCaseSensitive(e, "files");
-    *n = cJSON_GetArraySize(files);
-    Batch **bs = sl_calloc((size_t)*n + 1, sizeof(Batch *));
-    int k = 0, rc = 0;
-    const cJSON *f;
-    cJSON_ArrayForEach(f, files)
-    {
-        if (!cJSON_IsString(f) || (rc = store_fetch(st, f->valuestring, err)) ||
-            (rc = store_get_batch(st, f->valuestring, &bs[k], err)))
-            break;
-        k++;
-    }
-    if (!rc && k != *n)
-        rc = err_set(err, SL_EIO, "a state entry lists a file that is not a name");
-    if (rc) {
-        for (int i = 0; i < k; i++)
-            batch_unref(bs[i]);
-        sl_free(bs);
-        return SL_EIO;
-    }
-    *out = bs;
-    return 0;
-}
-
 /* Load the state of manifest m (written with W0 workers) into p->be->rt.
    SL_EIO (err says why) when a file is corrupt or does not fit the
    program: the caller falls back. With another worker count every node's
    state is re-sharded (op.h load_split). */
-int ckpt_load_state(Store *st, Runtime *rt, int nn, const cJSON *state, int W0, Err *err)
-{
-    int rc = 0, W = rt_total_workers(rt), first = rt_first_worker(rt), nl = rt_workers(rt);
-    /* per (old worker, node): the saved batches */
-    Batch ***lists = sl_calloc((size_t)W0 * (size_t)nn, sizeof(Batch **));
-    int *counts = sl_calloc((size_t)W0 * (size_t)nn, sizeof(int));
-    const cJSON *e;
-    cJSON_ArrayForEach(e, state)
-    {
-        int node = (int)jint(e, "node"), w = (int)jint(e, "worker");
-        if (node < 0 || node >= nn || w < 0 || w >= W0 || !rt_stateful(rt, node) ||
-            lists[w * nn + node]) {
-            rc = err_set(err, SL_EIO, "state of node %d, worker %d does not fit the program",
-                         node, w);
-            break;
-        }
-        if (W0 == W && (w < first || w >= first + nl))
-            continue; /* another host's worker */
-        if ((rc = load_files(st, e, &lists[w * nn + node], &counts[w * nn + node], err)))
-            break;
-    }
-    Batch **col = sl_calloc((size_t)W0 + 1, sizeof(Batch *));
-    Batch *const **klist = sl_calloc((size_t)W0 + 1, sizeof(Batch **));
-    int *kcount = sl_calloc((size_t)W0 + 1, sizeof(int));
-    for (int node = 0; node < nn && !rc; node++) {
-        if (W0 == W) {
-            for (int w = first; w < first + nl && !rc; w++)
-                if (lists[w * nn + node])
-                    rc = rt_load(rt, w - first, node, lists[w * nn + node],
-                                 counts[w * nn + node], err);
-            continue;
-        }
-        bool any = false;
-        for (int k = 0; k < W0; k++) {
-            klist[k] = lists[k * nn + node] ? lists[k * nn + node] : col;
-            kcount[k] = counts[k * nn + node];
-            any |= lists[k * nn + node] != NULL;
-        }
-        for (int w = 0; w < nl && !rc && any; w++)
-            rc = rt_load_split(rt, w, node, klist, kcount, W0, err);
-    }
-    sl_free(col);
-    sl_free(klist);
-    sl_free(kcount);
-    for (int i = 0; i < W0 * nn; i++) {
-        for (int j = 0; j < counts[i] && lists[i]; j++)
-            batch_unref(lists[i][j]);
-        sl_free(lists[i]);
-    }
-    sl_free(lists);
-    sl_free(counts);
-    return rc ? SL_EIO : 0;
-}
 
 /* Does manifest m (manifest_check passed) fit the program's connectors? */
 static int positions_fit(Pipeline *p, const cJSON *m, Err *err)
@@ -914,16 +609,16 @@ static int load_positions(Pipeline *p, const cJSON *m, Err *err)
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
         InPos pos = {{(int64_t)cJSON_GetArrayItem(v, 0)->valuedouble,
                       (int64_t)cJSON_GetArrayItem(v, 1)->valuedouble},
-                     jint(e, "rows"), jint(e, "errors"), jint(e, "bytes")};
+                     ckpt_jint(e, "rows"), ckpt_jint(e, "errors"), ckpt_jint(e, "bytes")};
         if (input_seek(p->cs.in[j], &pos, err))
             return err->code;
     }
     for (int j = 0; j < p->cs.nout; j++) {
         const cJSON *e = cJSON_GetArrayItem(outs, j);
-        output_set_counts(p->cs.out[j], jint(e, "records"), jint(e, "bytes"));
+        output_set_counts(p->cs.out[j], ckpt_jint(e, "records"), ckpt_jint(e, "bytes"));
     }
-    p->rows = jint(m, "rows");
-    p->txn_id = jint(m, "txn_id");
+    p->rows = ckpt_jint(m, "rows");
+    p->txn_id = ckpt_jint(m, "txn_id");
     return 0;
 }
 
@@ -941,7 +636,7 @@ static int truncate_outputs(Pipeline *p, const cJSON *m, Err *err)
         if (last >= 0)
             off = ft->recs[last].out_off[j];
         else if (outs)
-            off = jint(cJSON_GetArrayItem(outs, j), "offset");
+            off = ckpt_jint(cJSON_GetArrayItem(outs, j), "offset");
         if (off < 0)
             off = 0;
         if (output_truncate(p->cs.out[j], off, err))
@@ -1070,12 +765,12 @@ static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
                        "wrote it, or use a new storage directory",
                        dir, (long long)step, cJSON_IsString(fp) ? fp->valuestring : "missing",
                        mine);
-    if (jint(m, "workers") < 1 || jint(m, "workers") > 4096)
+    if (ckpt_jint(m, "workers") < 1 || ckpt_jint(m, "workers") > 4096)
         return err_set(err, SL_EIO, "storage %s: the checkpoint of step %lld names %lld workers",
-                       dir, (long long)step, (long long)jint(m, "workers"));
-    if (jint(m, "nodes") != p->c->nnodes)
+                       dir, (long long)step, (long long)ckpt_jint(m, "workers"));
+    if (ckpt_jint(m, "nodes") != p->c->nnodes)
         return err_set(err, SL_ECONFIG, "storage %s: the checkpoint's circuit has %lld nodes, "
-                       "this program's %d", dir, (long long)jint(m, "nodes"), p->c->nnodes);
+                       "this program's %d", dir, (long long)ckpt_jint(m, "nodes"), p->c->nnodes);
     return 0;
 }
 
@@ -1158,7 +853,7 @@ int ft_open(Pipeline *p, Err *err)
             sl_free(failures);
             return err->code;
         }
-        int w0 = (int)jint(m, "workers");
+        int w0 = (int)ckpt_jint(m, "workers");
         if (!rrc)
             rrc = ckpt_load_state(ft->st, p->be->rt, p->c->nnodes,
                                   cJSON_GetObjectItemCaseSensitive(m, "state"), w0, &le);
@@ -1171,7 +866,7 @@ int ft_open(Pipeline *p, Err *err)
             remote_loaded = true;
         }
         if (!rrc) {
-            int h0 = jint(m, "hosts") > 0 ? (int)jint(m, "hosts") : 1;
+            int h0 = ckpt_jint(m, "hosts") > 0 ? (int)ckpt_jint(m, "hosts") : 1;
             if (w0 != p->W)
                 fprintf(stderr, "sluice: storage: the checkpoint at step %llu was written by %d "
                                 "worker%s; its state is re-sharded for %d\n",
@@ -1218,12 +913,12 @@ int ft_open(Pipeline *p, Err *err)
         if (p->be->ops->restore(p->be, 0, "[]", p->W, &le))
             return err_set(err, le.code, "%s", le.msg);
     }
-    int64_t cstep = m ? (int64_t)step : 0, cseq = m ? jint(m, "ingress_seq") : 0;
+    int64_t cstep = m ? (int64_t)step : 0, cseq = m ? ckpt_jint(m, "ingress_seq") : 0;
     int rc = 0;
     if (m) {
         /* the state is that of its files: the next checkpoint keeps the
            files of nodes that receive no input meanwhile */
-        if (jint(m, "workers") == p->W) { /* re-sharded state has no files yet */
+        if (ckpt_jint(m, "workers") == p->W) { /* re-sharded state has no files yet */
             char *st = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
             ft->last_state = sl_strdup(st ? st : "[]");
             cJSON_free(st);
@@ -1266,8 +961,6 @@ int ft_open(Pipeline *p, Err *err)
                 after = ft->recs[i].step;
         rc = ft_rotate(p, after, err);
     }
-    if (!rc)
-        rc = ft_requeue(p, err);
     if (!rc)
         writer_start(p);
     return rc;

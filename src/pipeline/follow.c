@@ -22,7 +22,8 @@
 #include "../zset/key.h"
 #include "backend.h"
 #include "dist_wire.h"
-#include "ft_int.h"
+#include "journal.h"
+#include "snapshot.h"
 
 
 static int64_t cpu_msecs(void)

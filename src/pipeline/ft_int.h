@@ -20,6 +20,7 @@
 
 #include "../storage/storage.h"
 #include "journal.h"
+#include "snapshot.h"
 #include "pipeline_int.h"
 
 /* One checkpoint on its way to storage. */
@@ -101,26 +102,13 @@ struct Ft {
     atomic_bool storage_bad;  /* storage_error is set (read without mu) */
 };
 
+/* Free the records read back at restart (after replay). */
+void ft_records_free(Ft *ft);
+
 /* Say that storage is failing (why, or NULL: it works again); shown in
    /status and /stats, and in the answer to a refused push. */
 void ft_storage_note(Ft *ft, const char *why);
 
-/* ckpt.c, shared with dist.c (a follower saves and restores its share
-   the same way). */
-/* Fork a child that saves rt's nodes with dirty[n] (the others keep the
-   files prev_state lists) into st and reports "<worker> <node> <file>"
-   lines, then "OK <written> <reused> <bytes>" (or "ERR <why>"), on *fd. */
-int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char *prev_state,
-              pid_t *pid, int *fd, Err *err);
-/* Read a child's report to its end into text and reap the child. */
-void ckpt_reap(int fd, pid_t pid, Buf *text);
-/* Append a report's entries to state (a JSON array) and add its figures;
-   SL_EIO when the child failed. */
-int ckpt_parse_report(const char *text, cJSON *state, int64_t *written, int64_t *reused,
-                      int64_t *bytes, Err *err);
-/* Load the workers of rt (global ids) from a manifest's "state" (written
-   with W0 workers; another count re-shards, single host only). */
-int ckpt_load_state(Store *st, Runtime *rt, int nnodes, const cJSON *state, int W0, Err *err);
 /* The backend hands in host's report of the checkpoint at step
    (BackendReportFn; arg is the Ft). */
 void ft_remote_report(void *arg, int host, int64_t step, const char *text, size_t n);

@@ -7,7 +7,7 @@
  * and every output file's offset before the step's output — and is made
  * durable (with the outputs written so far) before the step's outputs can
  * leave. A record of kind SKIP says input was read and thrown away (an
- * aborted transaction). Replay (ft_replay) re-reads exactly those rows,
+ * aborted transaction). Replay (ft_replay, replay.c) re-reads exactly those rows,
  * checks count, position and hash, and runs the same steps; outputs of
  * all but the last replayed step are already in the files, which were
  * truncated to the last record's offsets, so the files come out
@@ -194,7 +194,8 @@ static void put_record(Pipeline *p, Pending *pd, int kind, Buf *b)
         put64(b, output_offset(p->cs.out[j]));
 }
 
-static int journal_write(Pipeline *p, Pending *pd, int kind, Err *err)
+static int journal_write(Pipeline *p, Pending *pd, int kind, bool (*stop)(Pipeline *p),
+                         Err *err)
 {
     Ft *ft = p->ft;
     if (!ft || ft->mode != FT_EXACTLY_ONCE || p->replaying)
@@ -225,7 +226,7 @@ static int journal_write(Pipeline *p, Pending *pd, int kind, Err *err)
             appended = (rc = log_append(ft->journal, b.p, b.n, "journal", NULL, err)) == 0;
         if (!rc)
             rc = log_sync(ft->journal, UINT64_MAX, err);
-        if (!rc || pipeline_stop_requested(p))
+        if (!rc || (stop && stop(p)))
             break;
         char why[512];
         snprintf(why, sizeof(why), "%.440s; steps wait until it works", err->msg);
@@ -253,13 +254,16 @@ void ft_storage_note(Ft *ft, const char *why)
     pthread_mutex_unlock(&ft->mu);
 }
 
-int ft_journal_step(Pipeline *p, Pending *pd, Err *err) { return journal_write(p, pd, J_STEP, err); }
+int ft_journal_step(Pipeline *p, Pending *pd, bool (*stop)(Pipeline *p), Err *err)
+{
+    return journal_write(p, pd, J_STEP, stop, err);
+}
 
 int ft_journal_discard(Pipeline *p, Pending *pd, Err *err)
 {
     if (p->ft && pd->max_seq > p->ft->ing_consumed)
         p->ft->ing_consumed = pd->max_seq;
-    return journal_write(p, pd, J_SKIP, err);
+    return journal_write(p, pd, J_SKIP, NULL, err);
 }
 
 void ft_step_done(Pipeline *p, Pending *pd)
@@ -307,7 +311,7 @@ static void ingress_encode(InBatch *b, Buf *out)
    its length (decoded from a copy padded with zeros, so that a damaged
    row cannot make key_skip or key_decode read past the record). On error
    NULL with err naming where (what names the file, may be NULL). */
-static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const char *what,
+InBatch *ft_ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const char *what,
                                Err *err)
 {
     Rd r = {data, data + n, false};
@@ -524,7 +528,7 @@ static int on_ingress(void *arg, const uint8_t *data, size_t n)
     Ft *ft = x->p->ft;
     char what[300];
     snprintf(what, sizeof(what), "%s/%s", store_where(ft->st), x->file);
-    InBatch *b = ingress_decode(x->p, data, n, what, x->err);
+    InBatch *b = ft_ingress_decode(x->p, data, n, what, x->err);
     if (!b)
         return x->err->code;
     int64_t seq = b->seq;
@@ -597,9 +601,8 @@ int ft_read_logs(Pipeline *p, int64_t ckpt_step, int64_t ckpt_seq, Err *err)
     return 0;
 }
 
-void ft_logs_free(Pipeline *p)
+void ft_records_free(Ft *ft)
 {
-    Ft *ft = p->ft;
     for (int i = 0; i < ft->nrecs; i++)
         jrec_free(&ft->recs[i]);
     sl_free(ft->recs);
@@ -610,6 +613,12 @@ void ft_logs_free(Pipeline *p)
     sl_free(ft->irecs);
     ft->irecs = NULL;
     ft->nirecs = 0;
+}
+
+void ft_logs_free(Pipeline *p)
+{
+    Ft *ft = p->ft;
+    ft_records_free(ft);
     log_close(ft->journal);
     ft->journal = NULL;
     if (ft->ingress)
@@ -617,138 +626,6 @@ void ft_logs_free(Pipeline *p)
     ft->ingress = NULL;
 }
 
-/* Read exactly rec's rows of connector j into pd, checking where they end
-   and what they hash to. */
-static int replay_input(Pipeline *p, Pending *pd, const JRec *rec, int j, Err *err)
-{
-    InputConn *ic = p->cs.in[j];
-    int64_t want = rec->rows[j], got = 0;
-    input_set_replay(ic, true);
-    while (got < want) {
-        Piece *list = NULL;
-        uint64_t hash = 0;
-        int64_t n = pipe_input_next(p, j, want - got, pd->a, &list, &hash, err);
-        if (n < 0) {
-            input_set_replay(ic, false);
-            return err->code;
-        }
-        if (n == 0)
-            break;
-        pipe_add_input(p, pd, j, list, n, hash);
-        got += n;
-    }
-    input_set_replay(ic, false);
-    InPos pos;
-    input_pos(ic, &pos);
-    if (got != want || pos.v[0] != rec->pos[j].v[0] || pos.v[1] != rec->pos[j].v[1] ||
-        pd->conn_hash[j] != rec->hash[j])
-        return err_set(err, SL_EIO,
-                       "replaying step %lld: %s gave %lld rows ending at (%lld, %lld), but the "
-                       "journal recorded %lld rows ending at (%lld, %lld)%s; its input changed "
-                       "since the step ran, so replaying it would give different results. "
-                       "Restore the input or start over with a new storage directory",
-                       (long long)rec->step, input_name(ic), (long long)got,
-                       (long long)pos.v[0], (long long)pos.v[1], (long long)want,
-                       (long long)rec->pos[j].v[0], (long long)rec->pos[j].v[1],
-                       got == want && pd->conn_hash[j] != rec->hash[j] ? " with other contents"
-                                                                       : "");
-    return 0;
-}
 
-/* Logged HTTP input with seq <= hi, in order, into pd (or dropped). */
-static int replay_ingress(Pipeline *p, Pending *pd, int *next, int64_t hi, bool keep, Err *err)
-{
-    Ft *ft = p->ft;
-    while (*next < ft->nirecs && ft->irecs[*next].seq <= hi) {
-        IRec *r = &ft->irecs[(*next)++];
-        if (!keep || !r->p)
-            continue;
-        InBatch *b = ingress_decode(p, r->p, r->n, NULL, err);
-        if (!b)
-            return err->code;
-        b->rows = inbatch_count(b);
-        pipe_add_batch(p, pd, b);
-    }
-    return 0;
-}
 
-int ft_requeue(Pipeline *p, Err *err)
-{
-    Ft *ft = p->ft;
-    int64_t hi = ft->ing_consumed;
-    for (int i = 0; i < ft->nrecs; i++)
-        if (ft->recs[i].seq_hi > hi)
-            hi = ft->recs[i].seq_hi;
-    int requeued = 0;
-    for (int i = 0; i < ft->nirecs; i++) {
-        IRec *r = &ft->irecs[i];
-        if (r->seq <= hi || !r->p)
-            continue;
-        InBatch *b = ingress_decode(p, r->p, r->n, NULL, err);
-        if (!b)
-            return err->code;
-        inbox_requeue(p, b);
-        sl_free(r->p);
-        r->p = NULL;
-        requeued++;
-    }
-    if (requeued)
-        fprintf(stderr, "sluice: %d acknowledged HTTP input batch%s from before the restart "
-                        "queued again\n",
-                requeued, requeued == 1 ? "" : "es");
-    return 0;
-}
 
-int ft_replay(Pipeline *p, Err *err)
-{
-    Ft *ft = p->ft;
-    if (!ft)
-        return 0;
-    int rc = 0, next = 0, last = -1;
-    for (int i = 0; i < ft->nrecs; i++)
-        if (ft->recs[i].step >= 0)
-            last = i;
-    double t0 = pipe_now();
-    int nsteps = 0;
-    p->replaying = true;
-    for (int i = 0; i < ft->nrecs && !rc; i++) {
-        JRec *rec = &ft->recs[i];
-        Pending *pd = &p->pend;
-        if (rec->step < 0) { /* a discarded transaction: skip what it read */
-            for (int j = 0; j < p->cs.nin && !rc; j++)
-                if (rec->rows[j] > 0)
-                    rc = input_seek(p->cs.in[j], &rec->pos[j], err);
-            if (!rc)
-                rc = replay_ingress(p, pd, &next, rec->seq_hi, false, err);
-            if (rec->seq_hi > ft->ing_consumed)
-                ft->ing_consumed = rec->seq_hi;
-            continue;
-        }
-        for (int j = 0; j < p->cs.nin && !rc; j++)
-            if (rec->rows[j] > 0)
-                rc = replay_input(p, pd, rec, j, err);
-        if (!rc)
-            rc = replay_ingress(p, pd, &next, rec->seq_hi, true, err);
-        if (rc)
-            break;
-        p->quiet_outputs = i != last;
-        rc = pipe_run_step(p, pd, err);
-        p->quiet_outputs = false;
-        nsteps++;
-    }
-    p->replaying = false;
-    if (!rc && nsteps)
-        fprintf(stderr, "sluice: replayed %d journaled step%s in %.3f s; now at step %lld\n",
-                nsteps, nsteps == 1 ? "" : "s", pipe_now() - t0, (long long)rt_steps(p->be->rt));
-    for (int i = 0; i < ft->nrecs; i++)
-        jrec_free(&ft->recs[i]);
-    sl_free(ft->recs);
-    ft->recs = NULL;
-    ft->nrecs = 0;
-    for (int i = 0; i < ft->nirecs; i++)
-        sl_free(ft->irecs[i].p);
-    sl_free(ft->irecs);
-    ft->irecs = NULL;
-    ft->nirecs = 0;
-    return rc;
-}

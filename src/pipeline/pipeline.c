@@ -3,9 +3,9 @@
  * threads asked for between steps (pipeline_call, transaction commands),
  * then gather input - every input connector's next rows (at most
  * step_rows in all) and the HTTP queue's batches - into the pending input
- * (resolve.c), run one step over it, deliver each view's consolidated
- * changes to its output connectors and to the after-step hook (HTTP
- * egress), publish statistics, report progress.
+ * (resolve.c), run one step over it on the step backend (step.c, which
+ * also delivers each view's consolidated changes to its output connectors
+ * and to the after-step hook, publishes statistics, reports progress).
  *
  * States: running; paused (connectors are not read, the HTTP queue only
  * fills, no step runs); stopping (SIGINT/SIGTERM or PC_STOP: no new HTTP
@@ -36,36 +36,6 @@
 #include "../storage/storage.h"
 #include "../zset/key.h"
 #include "pipeline_int.h"
-
-#define EVENT_SAMPLES 64
-
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_signal = 1;
-}
-
-static const char *human(double v, char *b, size_t n)
-{
-    if (v >= 1e9)
-        snprintf(b, n, "%.2fG", v / 1e9);
-    else if (v >= 1e6)
-        snprintf(b, n, "%.2fM", v / 1e6);
-    else if (v >= 1e3)
-        snprintf(b, n, "%.1fK", v / 1e3);
-    else
-        snprintf(b, n, "%.0f", v);
-    return b;
-}
-
-static int64_t wall_usecs(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* ---------------------------------------------------------------- life cycle */
 
@@ -115,6 +85,8 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     int rc = 0;
     if (o->storage) {
         rc = ft_open(p, err); /* may restore a checkpoint into p->be->rt */
+        if (!rc)
+            rc = ft_requeue(p, err);
     } else {
         for (int j = 0; j < p->cs.nout && !rc; j++)
             rc = output_truncate(p->cs.out[j], 0, err);
@@ -154,273 +126,7 @@ void pipeline_free(Pipeline *p)
     sl_free(p);
 }
 
-const Circuit *pipeline_circuit(const Pipeline *p) { return p->c; }
-int pipeline_workers(const Pipeline *p) { return p->W; }
-int64_t pipeline_step(const Pipeline *p) { return rt_steps(p->be->rt); }
-
 void pipeline_set_hooks(Pipeline *p, const PipelineHooks *h) { p->hooks = *h; }
-
-bool pipeline_stop_requested(Pipeline *p)
-{
-    pthread_mutex_lock(&p->mu);
-    bool s = p->stop_req || stop_signal;
-    pthread_mutex_unlock(&p->mu);
-    return s;
-}
-
-/* ---------------------------------------------------------------- progress */
-
-static void progress(Pipeline *p, bool final)
-{
-    double t = pipe_now(), el = t - p->t0;
-    char b1[32], b2[32];
-    if (p->o.progress == 0)
-        return;
-    if (!final && t - p->last_report < (p->tty ? 1.0 : 5.0))
-        return;
-    p->last_report = t;
-    Buf line = BUF_INIT;
-    for (int i = 0; i < p->c->nrels; i++) {
-        const Relation *r = &p->c->rels[i];
-        if (!r->is_table)
-            continue;
-        int64_t n = 0;
-        bool any = false;
-        for (int j = 0; j < p->cs.nin; j++)
-            if (input_rel(p->cs.in[j]) == i && !input_is_http(p->cs.in[j])) {
-                n += input_rows(p->cs.in[j]);
-                any = true;
-            }
-        pthread_mutex_lock(&p->mu);
-        int64_t h = p->slots[p->cs.nin + i].records;
-        pthread_mutex_unlock(&p->mu);
-        n += h;
-        if (any || h)
-            buf_printf(&line, "%s: %s rows | ", r->name, human((double)n, b1, sizeof(b1)));
-    }
-    buf_printf(&line, "%s rows/s | step %lld | mem %.0f MB | %.1f s",
-               human(el > 0 ? (double)(p->rows - p->rows0) / el : 0, b2, sizeof(b2)),
-               (long long)rt_steps(p->be->rt), (double)mem_rss_bytes() / 1048576.0, el);
-    if (p->tty)
-        fprintf(stderr, "\r\033[K%s", buf_cstr(&line));
-    else
-        fprintf(stderr, "sluice: progress: %s\n", buf_cstr(&line));
-    fflush(stderr);
-    buf_free(&line);
-}
-
-/* ---------------------------------------------------------------- changes */
-
-const Batch *pipeline_changes(Pipeline *p, int rel)
-{
-    if (p->chg_done[rel])
-        return p->chg[rel];
-    p->chg_done[rel] = true;
-    const Relation *r = &p->c->rels[rel];
-    if (r->sink < 0 || !op_sink_changes(rt_op(p->be->rt, 0, r->sink)))
-        return NULL;
-    BatchBuilder *bb = bb_new();
-    p->be->ops->changes(p->be, rel, bb); /* every host's */
-    p->chg[rel] = bb_finish(bb);
-    return p->chg[rel];
-}
-
-static void release_changes(Pipeline *p)
-{
-    for (int i = 0; i < p->c->nrels; i++) {
-        if (p->chg[i])
-            batch_unref(p->chg[i]);
-        p->chg[i] = NULL;
-        p->chg_done[i] = false;
-    }
-}
-
-void pipeline_track_changes(Pipeline *p, int rel, bool on)
-{
-    const Relation *r = &p->c->rels[rel];
-    if (r->sink < 0)
-        return;
-    p->watch[rel] += on ? 1 : -1;
-    p->be->ops->watch(p->be, rel, on);
-}
-
-bool pipeline_contents_raw(Pipeline *p, int rel, Buf *out)
-{
-    const Relation *r = &p->c->rels[rel];
-    if (!r->materialized || r->sink < 0)
-        return false;
-    p->be->ops->contents(p->be, rel, out);
-    return true;
-}
-
-/* Deliver this step's changes to every output connector. */
-static int deliver(Pipeline *p, Err *err)
-{
-    for (int j = 0; j < p->cs.nout; j++) {
-        OutputConn *oc = p->cs.out[j];
-        const Batch *b = pipeline_changes(p, output_rel(oc));
-        if (!b)
-            continue;
-        if (output_write(oc, rt_steps(p->be->rt), b, err) || output_flush(oc, err))
-            return err->code;
-    }
-    return 0;
-}
-
-/* ---------------------------------------------------------------- input */
-
-static void add_unit(Pipeline *p, Pending *pd, int slot, double arrival, int rel, Piece *list,
-                     int64_t rows)
-{
-    Unit *u = arena_zalloc(pd->a, sizeof(*u));
-    u->slot = slot;
-    u->rel = rel;
-    u->arrival = arrival;
-    u->rows = rows;
-    int ec = p->slots[slot].event_col; /* constant after start-up */
-    if (ec >= 0 && rows > 0 && !(list && !list->chunk && !list->fill)) { /* (not read here) */
-        u->nsamp = sample_events(p, rel, list, rows, ec, pd->a, &u->ev, EVENT_SAMPLES);
-        u->samp_w = u->nsamp ? (double)rows / u->nsamp : 0;
-    }
-    if (pd->units_tail)
-        pd->units_tail->next = u;
-    else
-        pd->units = u;
-    pd->units_tail = u;
-    pd->slot_rows[slot] += rows;
-}
-
-/*
- * Read the connectors (when read_conns) and take HTTP batches (up to
- * http_max rows, all when < 0, none when 0) into pd. Returns the rows
- * gathered, or -1 on an I/O error.
- */
-static int64_t gather(Pipeline *p, Pending *pd, bool read_conns, int64_t http_max, Err *err)
-{
-    mem_set_doing("reading the input of step %lld", rt_steps(p->be->rt) + 1, 0);
-    int64_t produced = 0;
-    if (read_conns) {
-        int active = 0;
-        for (int j = 0; j < p->cs.nin; j++)
-            active += !input_done(p->cs.in[j]);
-        for (int j = 0; j < p->cs.nin; j++) {
-            InputConn *ic = p->cs.in[j];
-            if (input_done(ic))
-                continue;
-            int64_t share = p->step_rows / (active ? active : 1);
-            Piece *list = NULL;
-            uint64_t hash = 0;
-            int64_t n = pipe_input_next(p, j, share > 0 ? share : 1, pd->a, &list, &hash, err);
-            if (n < 0)
-                return -1;
-            if (n == 0)
-                continue;
-            pipe_add_input(p, pd, j, list, n, hash);
-            produced += n;
-        }
-    }
-    if (http_max == 0)
-        return produced;
-    InBatch *b = inbox_take(p, http_max);
-    while (b) {
-        InBatch *next = b->next;
-        b->next = NULL;
-        produced += pipe_add_batch(p, pd, b);
-        b = next;
-    }
-    return produced;
-}
-
-int64_t pipe_input_next(Pipeline *p, int conn, int64_t max, Arena *a, Piece **list,
-                        uint64_t *hash, Err *err)
-{
-    /* the rows' hash only when the journal checks it */
-    return p->be->ops->read(p->be, conn, max, a, list, p->ft ? hash : NULL, err);
-}
-
-void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t rows,
-                    uint64_t hash)
-{
-    InputConn *ic = p->cs.in[conn];
-    add_unit(p, pd, conn, pipe_now(), input_rel(ic), list, rows);
-    pend_append(p, pd, input_rel(ic), list, rows);
-    pd->conn_rows[conn] += rows;
-    pd->conn_hash[conn] += hash; /* a sum: ft_hash_pieces */
-}
-
-int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b)
-{
-    resolve_batch(p, pd, b);
-    int64_t rows = inbatch_count(b);
-    add_unit(p, pd, p->cs.nin + b->rel, b->arrival, b->rel, b->head, rows);
-    pend_append(p, pd, b->rel, b->head, rows);
-    if (pd->batches_tail)
-        pd->batches_tail->next = b;
-    else
-        pd->batches = b;
-    pd->batches_tail = b;
-    if (b->token > pd->max_token)
-        pd->max_token = b->token;
-    if (b->seq > pd->max_seq)
-        pd->max_seq = b->seq;
-    return rows;
-}
-
-static void tokens_done(Pipeline *p, int64_t tok)
-{
-    pthread_mutex_lock(&p->mu);
-    if (tok > p->done_token)
-        p->done_token = tok;
-    pthread_cond_broadcast(&p->done);
-    pthread_mutex_unlock(&p->mu);
-}
-
-/* One step over pd; pd is reset afterwards. With storage, the journal
-   holds the step's inputs before it runs (before its outputs can leave). */
-int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
-{
-    mem_set_doing("journaling and splitting the input of step %lld", rt_steps(p->be->rt) + 1, 0);
-    if (p->ft && ft_journal_step(p, pd, err))
-        return err->code;
-    pend_set_input(p, pd);
-    int rc = p->be->ops->step(p->be, p->quiet_outputs, err);
-    /* a runtime error over the input: the step undid itself; run it again
-       without the rows that fail (reject.c) */
-    while (rc && p->be->ops->rolled_back(p->be) && p->o.on_error == ONERR_REJECT) {
-        if (reject_isolate(p, pd) == 0 && reject_by_steps(p, pd, err) == 0) {
-            char msg[sizeof(err->msg)];
-            snprintf(msg, sizeof(msg), "%s", err->msg);
-            err_clear(err); /* the first error wins: this one replaces it */
-            err_set(err, SL_ERUNTIME, "%.300s (no single input record fails alone: not rejected)",
-                    msg);
-            break;
-        }
-        err_clear(err);
-        pend_set_input(p, pd);
-        rc = p->be->ops->step(p->be, p->quiet_outputs, err);
-    }
-    if (rc)
-        return err->code;
-    double t_end = pipe_now();
-    p->rows += pd->rows;
-    ft_step_done(p, pd);
-    mem_set_doing("delivering the outputs of step %lld", rt_steps(p->be->rt), 0);
-    rc = p->quiet_outputs ? 0 : deliver(p, err);
-    if (!rc && p->hooks.after_step)
-        p->hooks.after_step(p->hooks.arg, p, rt_steps(p->be->rt));
-    if (!rc)
-        store_crash_at_count("after-step", rt_steps(p->be->rt)); /* tests: storage.h */
-    release_changes(p);
-    if (rc)
-        return rc;
-    stats_units_done(p, pd->units, t_end, wall_usecs());
-    int64_t tok = pd->max_token;
-    pend_reset(p, pd);
-    tokens_done(p, tok);
-    stats_publish(p);
-    progress(p, false);
-    return 0;
-}
 
 /* ---------------------------------------------------------------- commands */
 
@@ -508,7 +214,7 @@ static void handle_cmd(Pipeline *p, Cmd *cmd)
         } else {
             /* abort: take what is queued too, then forget all of it */
             Err e = {0};
-            gather(p, &p->pend, false, -1, &e);
+            pipe_gather(p, &p->pend, false, -1, &e);
             cmd->res.txn_id = p->txn_id;
             cmd->res.records = p->pend.rows;
             int64_t tok = p->pend.max_token;
@@ -517,7 +223,7 @@ static void handle_cmd(Pipeline *p, Cmd *cmd)
             pend_reset(p, &p->pend);
             p->be->ops->drop(p->be);
             p->txn = TX_NONE;
-            tokens_done(p, tok);
+            pipe_tokens_done(p, tok);
             fprintf(stderr, "sluice: transaction %lld aborted: %lld record%s discarded\n",
                     (long long)cmd->res.txn_id, (long long)cmd->res.records,
                     cmd->res.records == 1 ? "" : "s");
@@ -583,7 +289,7 @@ int pipeline_command(Pipeline *p, PipeCmd cmd, bool wait, PipeCmdResult *res)
 {
     memset(res, 0, sizeof(*res));
     pthread_mutex_lock(&p->mu);
-    if (p->state == PS_STOPPED || ((p->stop_req || stop_signal) && cmd != PC_STOP)) {
+    if (p->state == PS_STOPPED || ((p->stop_req || pipe_signalled()) && cmd != PC_STOP)) {
         res->step = p->steps_pub;
         pthread_mutex_unlock(&p->mu);
         return PIPE_STOPPING;
@@ -631,7 +337,7 @@ int pipeline_command(Pipeline *p, PipeCmd cmd, bool wait, PipeCmdResult *res)
 static void wait_wake(Pipeline *p, double secs)
 {
     pthread_mutex_lock(&p->mu);
-    bool work = p->calls || p->cmds || p->stop_req || stop_signal ||
+    bool work = p->calls || p->cmds || p->stop_req || pipe_signalled() ||
                 (p->qhead && p->state == PS_RUNNING) || ft_wants(p);
     if (!work) {
         struct timespec ts;
@@ -654,7 +360,7 @@ static int do_commit(Pipeline *p, Err *err)
     pthread_mutex_lock(&p->mu);
     p->commit_t0 = pipe_now();
     pthread_mutex_unlock(&p->mu);
-    if (gather(p, &p->pend, false, -1, err) < 0)
+    if (pipe_gather(p, &p->pend, false, -1, err) < 0)
         return err->code;
     int64_t id = p->txn_id, recs = p->pend.rows;
     bool backfill = p->txn_backfill;
@@ -750,7 +456,7 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
             if (do_commit(p, err))
                 return err->code;
         } else {
-            gather(p, &p->pend, false, -1, err);
+            pipe_gather(p, &p->pend, false, -1, err);
             fprintf(stderr,
                     "sluice: transaction %lld was still open at the stop: its %lld record%s "
                     "discarded (not committed)\n",
@@ -762,11 +468,11 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
             pend_reset(p, &p->pend);
             p->be->ops->drop(p->be);
             p->txn = TX_NONE;
-            tokens_done(p, tok);
+            pipe_tokens_done(p, tok);
         }
     }
     for (;;) {
-        int64_t got = gather(p, &p->pend, false, p->step_rows, err);
+        int64_t got = pipe_gather(p, &p->pend, false, p->step_rows, err);
         if (got < 0)
             return err->code;
         if (got == 0)
@@ -793,7 +499,7 @@ static int run_loop(Pipeline *p, Err *err)
     for (;;) {
         service(p);
         p->be->ops->tick(p->be);
-        if (stop_signal || pipeline_stop_requested(p))
+        if (pipe_signalled() || pipeline_stop_requested(p))
             return final_drain(p, true, err);
         if (ft_tick(p, false, err))
             return err->code;
@@ -808,7 +514,7 @@ static int run_loop(Pipeline *p, Err *err)
             continue;
         }
         bool in_txn = p->txn != TX_NONE;
-        int64_t got = gather(p, &p->pend, true, in_txn ? -1 : p->step_rows, err);
+        int64_t got = pipe_gather(p, &p->pend, true, in_txn ? -1 : p->step_rows, err);
         if (got < 0)
             return err->code;
         bool all_done = inputs_done(p);
@@ -853,11 +559,7 @@ static int run_loop(Pipeline *p, Err *err)
 int pipeline_run(Pipeline *p, Err *err)
 {
     const Circuit *c = p->c;
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL); /* a scale-out launcher's stop */
+    pipe_catch_signals();
     p->t0 = p->last_report = pipe_now();
     p->rows0 = p->rows; /* restored from a checkpoint: rates count this run */
     int rc = ft_replay(p, err);
@@ -874,8 +576,8 @@ int pipeline_run(Pipeline *p, Err *err)
         fprintf(stderr,
                 "sluice: done: %s rows in %.2f s (%s rows/s), %lld steps, %d worker%s, peak "
                 "memory %.1f MB\n",
-                human((double)p->rows, b1, sizeof(b1)), el,
-                human(el > 0 ? (double)(p->rows - p->rows0) / el : 0, b2, sizeof(b2)),
+                pipe_human((double)p->rows, b1, sizeof(b1)), el,
+                pipe_human(el > 0 ? (double)(p->rows - p->rows0) / el : 0, b2, sizeof(b2)),
                 (long long)rt_steps(p->be->rt), p->W, p->W == 1 ? "" : "s",
                 (double)mem_peak_rss_bytes() / 1048576.0);
         p->be->ops->summary(p->be, p->rows - p->rows0, stderr);

@@ -1,9 +1,10 @@
 /*
  * pipeline/pipeline_int.h - the Pipeline object shared by the controller's
- * files: pipeline.c (the loop, lifecycle, transactions), inbox.c (HTTP
- * input batches and their bounded queue), resolve.c (partial updates of
- * PRIMARY KEY tables, order-preserving split of a step's input across
- * workers), stats.c (latency histograms and the published figures).
+ * files: pipeline.c (the loop, lifecycle, transactions), step.c (one
+ * step), inbox.c (the bounded HTTP input queue), inbatch.c (its batches),
+ * resolve.c (partial updates of PRIMARY KEY tables, order-preserving split
+ * of a step's input across workers), stats.c (latency histograms and the
+ * published figures), and the fault tolerance files (ft_int.h).
  *
  * Locking: everything under "shared" is protected by mu; the rest belongs
  * to the controller thread alone.
@@ -68,7 +69,7 @@ struct InBatch {
     InBatch *next;            /* queue / pending list */
 };
 
-int64_t inbatch_count(InBatch *b);
+int64_t inbatch_count(InBatch *b); /* inbatch.c */
 
 /* Rows of one input source that entered the pending input together. */
 typedef struct Unit {
@@ -199,6 +200,8 @@ struct Pipeline {
 };
 
 /* inbox.c */
+/* Queue a batch recovered from the ingress log (no logging, no waiting). */
+void inbox_requeue(Pipeline *p, InBatch *b);
 /* Pop queued batches (at least one when any, up to max_rows in all, every
    one when max_rows < 0) in order; NULL when none. Controller only. */
 InBatch *inbox_take(Pipeline *p, int64_t max_rows);
@@ -253,8 +256,10 @@ int ft_tick(Pipeline *p, bool final, Err *err);
 bool ft_wants(Pipeline *p);
 
 /* journal.c: the step journal and the HTTP ingress log */
-/* Record pd's inputs (before the step runs; durable on return). */
-int ft_journal_step(Pipeline *p, Pending *pd, Err *err);
+/* Record pd's inputs (before the step runs; durable on return). A failing
+   storage makes it wait and retry until it works or stop(p) says the
+   pipeline is stopping. */
+int ft_journal_step(Pipeline *p, Pending *pd, bool (*stop)(Pipeline *p), Err *err);
 /* The step consumed ingress records up to pd->max_seq. */
 void ft_step_done(Pipeline *p, Pending *pd);
 /* Input read and thrown away (an aborted transaction), before pend_reset. */
@@ -269,8 +274,9 @@ void ft_encode_ingress(Pipeline *p, InBatch *b, Buf *enc);
 int ft_log_ingress(Pipeline *p, InBatch *b, Buf *enc, struct Log **log, uint64_t *end,
                    Err *err);
 int ft_sync_ingress(struct Log *log, uint64_t end, Err *err);
+/* replay.c */
 /* Queue the logged HTTP input no journaled step consumed, before anything
-   new can be queued (queue order must stay log order). End of ft_open. */
+   new can be queued (queue order must stay log order). After ft_open. */
 int ft_requeue(Pipeline *p, Err *err);
 /* Replay the journaled steps after the checkpoint. Start of pipeline_run. */
 int ft_replay(Pipeline *p, Err *err);
@@ -282,8 +288,22 @@ int ft_rotate(Pipeline *p, int64_t step, Err *err);
 int ft_read_logs(Pipeline *p, int64_t ckpt_step, int64_t ckpt_seq, Err *err);
 void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq);
 void ft_logs_free(Pipeline *p);
+/* Decode an ingress log record (every field checked; what names the file
+   in messages, may be NULL); NULL with err set when malformed. */
+InBatch *ft_ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const char *what,
+                           Err *err);
 
-/* pipeline.c, for journal.c's replay */
+/* step.c: one step (pipeline.c's loop, replay.c) */
+/* Read the connectors (when read_conns) and take HTTP batches (up to
+   http_max rows, all when < 0, none when 0) into pd. Returns the rows
+   gathered, or -1 on an I/O error. */
+int64_t pipe_gather(Pipeline *p, Pending *pd, bool read_conns, int64_t http_max, Err *err);
+/* HTTP batches up to token tok are done (processed or discarded). */
+void pipe_tokens_done(Pipeline *p, int64_t tok);
+/* SIGINT, SIGTERM, SIGUSR1 stop the pipeline; pipe_signalled says one came. */
+void pipe_catch_signals(void);
+bool pipe_signalled(void);
+const char *pipe_human(double v, char *b, size_t n);
 /* Rows of input connector conn (the backend reads them) into pd. */
 int64_t pipe_input_next(Pipeline *p, int conn, int64_t max, Arena *a, Piece **list,
                         uint64_t *hash, Err *err);
@@ -291,8 +311,7 @@ void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t row
                     uint64_t hash);
 int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b);
 int pipe_run_step(Pipeline *p, Pending *pd, Err *err);
-/* Queue a batch recovered from the ingress log (no logging, no waiting). */
-void inbox_requeue(Pipeline *p, InBatch *b);
+
 
 /* stats.c */
 void stats_init(Pipeline *p);
