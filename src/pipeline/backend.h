@@ -98,6 +98,8 @@ struct Backend {
 /* Open the connectors (this host's share: io's connectors_open_part) and
    the backend for o (distributed when o->hosts > 1). NULL with err set. */
 Backend *backend_open(const Circuit *c, const PipelineOpts *o, Connectors *cs, Err *err);
+/* The distributed backend: rank 0 of H hosts (dist.c). */
+Backend *backend_dist_new(const Circuit *c, Connectors *cs, int W, int H);
 /* The local backend over a new runtime of W workers (hosts = 1). */
 Backend *backend_local_new(const Circuit *c, Connectors *cs, int W);
 /* Local figures of runtime rt (this process's workers), for the

@@ -669,7 +669,7 @@ static const BackendOps dist_ops = {
     .free = d_free,
 };
 
-static Backend *dist_new(const Circuit *c, Connectors *cs, int W, int H)
+Backend *backend_dist_new(const Circuit *c, Connectors *cs, int W, int H)
 {
     Dist *d = sl_calloc(1, sizeof(*d));
     d->be.ops = &dist_ops;
@@ -693,23 +693,6 @@ static Backend *dist_new(const Circuit *c, Connectors *cs, int W, int H)
     return &d->be;
 }
 
-Backend *backend_open(const Circuit *c, const PipelineOpts *o, Connectors *cs, Err *err)
-{
-    int W = o->workers > 0 ? o->workers : 1, H = o->hosts > 1 ? o->hosts : 1;
-    if (H > W) {
-        err_set(err, SL_ECONFIG, "%d hosts need at least %d workers in all (--workers)", H, H);
-        return NULL;
-    }
-    if (connectors_open_part(c, true, 0, H, cs, err))
-        return NULL;
-    if (H == 1)
-        return backend_local_new(c, cs, W);
-    if (cs->nout)
-        fprintf(stderr, "sluice: scale-out: output connectors write on host 0 (the coordinator), "
-                        "which gathers their views' changes from every host; writing them on "
-                        "other hosts is not built yet\n");
-    return dist_new(c, cs, W, H);
-}
 
 void pipeline_dismiss_followers(void)
 {
