@@ -219,8 +219,7 @@ static void write_job(Ft *ft, CkJob *j)
 
 static void *writer_main(void *arg)
 {
-    Pipeline *p = arg;
-    Ft *ft = p->ft;
+    Ft *ft = arg;
     pthread_mutex_lock(&ft->mu);
     for (;;) {
         while (!ft->quit && (!ft->job || ft->job_done))
@@ -233,10 +232,10 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&ft->mu);
         ft->job_done = true;
         pthread_cond_broadcast(&ft->cv);
-        pthread_mutex_unlock(&ft->mu); /* lock order: p->mu before ft->mu */
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_signal(&p->wake);
-        pthread_mutex_unlock(&p->mu);
+        pthread_mutex_unlock(&ft->mu); /* lock order: the queue's before ft->mu */
+        pthread_mutex_lock(ft->qmu);
+        pthread_cond_signal(ft->wake);
+        pthread_mutex_unlock(ft->qmu);
         pthread_mutex_lock(&ft->mu);
     }
     pthread_mutex_unlock(&ft->mu);
@@ -245,27 +244,26 @@ static void *writer_main(void *arg)
 
 /* ---------------------------------------------------------------- taking one */
 
-static char *job_meta(Pipeline *p)
+static char *job_meta(Ft *ft, FtCounts n)
 {
-    Ft *ft = p->ft;
     cJSON *m = cJSON_CreateObject();
     char fp[32];
-    snprintf(fp, sizeof(fp), "%016" PRIx64, p->o.fingerprint);
+    snprintf(fp, sizeof(fp), "%016" PRIx64, ft->fingerprint);
     cJSON_AddNumberToObject(m, "format", 1);
     cJSON_AddStringToObject(m, "fingerprint", fp);
-    cJSON_AddNumberToObject(m, "workers", p->W);
-    cJSON_AddNumberToObject(m, "hosts", p->be->hosts);
-    cJSON_AddNumberToObject(m, "nodes", p->c->nnodes);
-    cJSON_AddNumberToObject(m, "step", (double)rt_steps(p->be->rt));
-    cJSON_AddNumberToObject(m, "rows", (double)p->rows);
-    cJSON_AddNumberToObject(m, "txn_id", (double)p->txn_id);
+    cJSON_AddNumberToObject(m, "workers", ft->be->workers);
+    cJSON_AddNumberToObject(m, "hosts", ft->be->hosts);
+    cJSON_AddNumberToObject(m, "nodes", ft->c->nnodes);
+    cJSON_AddNumberToObject(m, "step", (double)rt_steps(ft->be->rt));
+    cJSON_AddNumberToObject(m, "rows", (double)n.rows);
+    cJSON_AddNumberToObject(m, "txn_id", (double)n.txn_id);
     cJSON_AddNumberToObject(m, "ingress_seq", (double)ft->ing_consumed);
     cJSON *ins = cJSON_AddArrayToObject(m, "inputs");
-    for (int j = 0; j < p->cs.nin; j++) {
+    for (int j = 0; j < ft->cs->nin; j++) {
         InPos pos;
-        input_pos(p->cs.in[j], &pos);
+        input_pos(ft->cs->in[j], &pos);
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "name", input_name(p->cs.in[j]));
+        cJSON_AddStringToObject(e, "name", input_name(ft->cs->in[j]));
         cJSON *v = cJSON_AddArrayToObject(e, "pos");
         cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.v[0]));
         cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.v[1]));
@@ -275,8 +273,8 @@ static char *job_meta(Pipeline *p)
         cJSON_AddItemToArray(ins, e);
     }
     cJSON *outs = cJSON_AddArrayToObject(m, "outputs");
-    for (int j = 0; j < p->cs.nout; j++) {
-        OutputConn *oc = p->cs.out[j];
+    for (int j = 0; j < ft->cs->nout; j++) {
+        OutputConn *oc = ft->cs->out[j];
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", output_name(oc));
         cJSON_AddNumberToObject(e, "offset", (double)output_offset(oc));
@@ -294,20 +292,19 @@ static char *job_meta(Pipeline *p)
 /* Take the state (fork a child that writes it from its frozen copy, or
    reuse the last checkpoint's when no step ran since) and hand the job to
    the writer. The pipeline waits only for the fork. */
-static int start_job(Pipeline *p, int64_t seq, Err *err)
+static int start_job(Ft *ft, int64_t seq, FtCounts n, Err *err)
 {
-    Ft *ft = p->ft;
     double t0 = pipe_now();
-    for (int j = 0; j < p->cs.nout; j++)
-        if (output_sync(p->cs.out[j], err))
+    for (int j = 0; j < ft->cs->nout; j++)
+        if (output_sync(ft->cs->out[j], err))
             return err->code;
     CkJob *j = sl_calloc(1, sizeof(*j));
     j->fd = -1;
     j->seq = seq;
-    j->step = rt_steps(p->be->rt);
-    j->meta = job_meta(p);
+    j->step = rt_steps(ft->be->rt);
+    j->meta = job_meta(ft, n);
     j->ingress_seq = ft->ing_consumed;
-    if (ft_rotate(p, j->step, err)) {
+    if (ft_rotate(ft, j->step, err)) {
         job_free(j);
         return err->code;
     }
@@ -315,28 +312,28 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
         j->reuse = sl_strdup(ft->last_state);
     } else {
         /* which nodes' state must be saved again (the rest keep their files) */
-        int nn = p->c->nnodes;
+        int nn = ft->c->nnodes;
         bool full = ft->full_next || !ft->last_state;
         bool *dirty = sl_calloc((size_t)nn + 1, sizeof(bool));
-        for (int n = 0; n < nn; n++)
-            dirty[n] = full || rt_node_changed(p->be->rt, n);
+        for (int k = 0; k < nn; k++)
+            dirty[k] = full || rt_node_changed(ft->be->rt, k);
         /* phase one everywhere: every host saves its share, the others'
            reports come in through ft_remote_report */
-        j->hosts = p->be->hosts;
+        j->hosts = ft->be->hosts;
         j->remote = sl_calloc((size_t)j->hosts, sizeof(char *));
         pthread_mutex_lock(&ft->mu);
         j->remote_pending = j->hosts - 1;
         ft->job_remote = j;
         pthread_mutex_unlock(&ft->mu);
-        p->be->ops->ckpt_begin(p->be, j->step, full, ft_remote_report, ft);
-        int rc = ckpt_fork(ft->st, p->be->rt, nn, dirty, ft->last_state, &j->pid, &j->fd, err);
+        ft->be->ops->ckpt_begin(ft->be, j->step, full, ft_remote_report, ft);
+        int rc = ckpt_fork(ft->st, ft->be->rt, nn, dirty, ft->last_state, &j->pid, &j->fd, err);
         sl_free(dirty);
         if (rc) {
-            ft_remote_abandon(p, j);
+            ft_remote_abandon(ft, j);
             job_free(j);
             return rc;
         }
-        rt_clear_changed(p->be->rt);
+        rt_clear_changed(ft->be->rt);
         ft->full_next = false;
     }
     ft->last_time = pipe_now();
@@ -353,9 +350,8 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
 
 /* The writer finished: publish, remember the state for unchanged
    checkpoints, prune logs. */
-static void collect_job(Pipeline *p)
+static void collect_job(Ft *ft)
 {
-    Ft *ft = p->ft;
     CkJob *j = ft->job;
     ft->job = NULL;
     pthread_mutex_lock(&ft->mu);
@@ -381,7 +377,7 @@ static void collect_job(Pipeline *p)
     }
     pthread_mutex_unlock(&ft->mu);
     if (remote)
-        p->be->ops->ckpt_abandon(p->be);
+        ft->be->ops->ckpt_abandon(ft->be);
     if (j->rc) {
         fprintf(stderr, "sluice: %s\n", ft->failure);
         ft->dirty = true; /* the next one must write the whole state */
@@ -400,7 +396,7 @@ static void collect_job(Pipeline *p)
         ft->kept_seqs[1] = j->ingress_seq;
     }
     job_free(j);
-    ft_prune_logs(p, ft->kept_steps[0], ft->kept_seqs[0]);
+    ft_prune_logs(ft, ft->kept_steps[0], ft->kept_seqs[0]);
 }
 
 static bool job_finished(Ft *ft)
@@ -411,12 +407,11 @@ static bool job_finished(Ft *ft)
     return d;
 }
 
-static void job_wait(Pipeline *p)
+static void job_wait(Ft *ft)
 {
-    Ft *ft = p->ft;
     pthread_mutex_lock(&ft->mu);
     while (ft->job && !ft->job_done) {
-        if (ft->job->remote_pending > 0 && p->be->ops->gone(p->be)) {
+        if (ft->job->remote_pending > 0 && ft->be->ops->gone(ft->be)) {
             ft->job->remote_pending = 0; /* they left: the checkpoint fails */
             pthread_cond_broadcast(&ft->cv);
             continue;
@@ -424,7 +419,7 @@ static void job_wait(Pipeline *p)
         if (ft->job->remote_pending > 0) {
             /* the other hosts' reports come with their replies: ask */
             pthread_mutex_unlock(&ft->mu);
-            p->be->ops->poll(p->be);
+            ft->be->ops->poll(ft->be);
             usleep(2000);
             pthread_mutex_lock(&ft->mu);
             continue;
@@ -449,19 +444,17 @@ void ft_remote_report(void *arg, int host, int64_t step, const char *text, size_
     pthread_mutex_unlock(&ft->mu);
 }
 
-void ft_remote_abandon(Pipeline *p, CkJob *j)
+void ft_remote_abandon(Ft *ft, CkJob *j)
 {
-    Ft *ft = p->ft;
     pthread_mutex_lock(&ft->mu);
     if (ft->job_remote == j)
         ft->job_remote = NULL;
     pthread_mutex_unlock(&ft->mu);
-    p->be->ops->ckpt_abandon(p->be);
+    ft->be->ops->ckpt_abandon(ft->be);
 }
 
-bool ft_wants(Pipeline *p)
+bool ft_wants(Ft *ft)
 {
-    Ft *ft = p->ft;
     if (!ft)
         return false;
     pthread_mutex_lock(&ft->mu);
@@ -472,27 +465,26 @@ bool ft_wants(Pipeline *p)
 
 /* SLUICE_CHECKPOINT_EVERY_STEPS=K (tests): a checkpoint every K steps,
    waited for, so which checkpoints exist depends on step counts alone. */
-static bool forced_due(Pipeline *p)
+static bool forced_due(Ft *ft)
 {
     static int every = -1; /* the controller thread's alone */
     if (every < 0)
         every = getenv("SLUICE_CHECKPOINT_EVERY_STEPS") ?
                     atoi(getenv("SLUICE_CHECKPOINT_EVERY_STEPS")) : 0;
-    int64_t last = p->ft->last_step > 0 ? p->ft->last_step : 0;
-    return every > 0 && rt_steps(p->be->rt) - last >= every;
+    int64_t last = ft->last_step > 0 ? ft->last_step : 0;
+    return every > 0 && rt_steps(ft->be->rt) - last >= every;
 }
 
-int ft_tick(Pipeline *p, bool final, Err *err)
+int ft_tick(Ft *ft, bool busy, FtCounts n, bool final, Err *err)
 {
-    Ft *ft = p->ft;
     if (!ft)
         return 0;
-    bool forced = forced_due(p);
+    bool forced = forced_due(ft);
     if (final || forced)
-        job_wait(p);
+        job_wait(ft);
     if (ft->job && job_finished(ft))
-        collect_job(p);
-    if (ft->job || p->txn != TX_NONE || p->pend.rows > 0)
+        collect_job(ft);
+    if (ft->job || busy)
         return 0;
     pthread_mutex_lock(&ft->mu);
     bool req = ft->requested;
@@ -500,20 +492,20 @@ int ft_tick(Pipeline *p, bool final, Err *err)
     pthread_mutex_unlock(&ft->mu);
     bool periodic = ft->mode != FT_NONE && ft->interval > 0 && ft->dirty &&
                     pipe_now() - ft->last_time >= ft->interval;
-    bool at_stop = final && (ft->dirty || ft->last_step != rt_steps(p->be->rt));
+    bool at_stop = final && (ft->dirty || ft->last_step != rt_steps(ft->be->rt));
     if (!req && !periodic && !at_stop && !forced)
         return 0;
     pthread_mutex_lock(&ft->mu);
     ft->requested = false;
     pthread_mutex_unlock(&ft->mu);
-    if (start_job(p, req ? seq : 0, err)) {
+    if (start_job(ft, req ? seq : 0, n, err)) {
         if (final)
             return err->code;
         /* e.g. a full disk: the checkpoint fails, the pipeline goes on
            (what is acknowledged is in the logs) and tries again later */
         pthread_mutex_lock(&ft->mu);
         snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.200s",
-                 (long long)rt_steps(p->be->rt), err->msg);
+                 (long long)rt_steps(ft->be->rt), err->msg);
         if (req)
             ft->req_failed = seq;
         pthread_mutex_unlock(&ft->mu);
@@ -523,18 +515,17 @@ int ft_tick(Pipeline *p, bool final, Err *err)
         return 0;
     }
     if (final || forced) {
-        job_wait(p);
-        collect_job(p);
-        if (final && ft->done_step == rt_steps(p->be->rt) && !ft->failure[0])
+        job_wait(ft);
+        collect_job(ft);
+        if (final && ft->done_step == rt_steps(ft->be->rt) && !ft->failure[0])
             fprintf(stderr, "sluice: checkpoint at step %lld written to %s (%.3f s)\n",
                     (long long)ft->done_step, store_where(ft->st), ft->last_secs);
     }
     return 0;
 }
 
-int pipeline_checkpoint(Pipeline *p, int64_t *seq)
+int ft_request(Ft *ft, int64_t *seq)
 {
-    Ft *ft = p->ft;
     *seq = 0;
     if (!ft)
         return PIPE_CONFLICT;
@@ -544,16 +535,15 @@ int pipeline_checkpoint(Pipeline *p, int64_t *seq)
     ft->requested = true;
     *seq = ft->req_seq;
     pthread_mutex_unlock(&ft->mu);
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_signal(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_lock(ft->qmu);
+    pthread_cond_signal(ft->wake);
+    pthread_mutex_unlock(ft->qmu);
     return 0;
 }
 
-void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out)
+void ft_status(Ft *ft, CkptStatus *out)
 {
     memset(out, 0, sizeof(*out));
-    Ft *ft = p->ft;
     out->last_step = -1;
     if (!ft) {
         out->mode = "none";
@@ -580,55 +570,54 @@ void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out)
 
 /* ---------------------------------------------------------------- restore */
 
-/* Load the state of manifest m (written with W0 workers) into p->be->rt.
+/* Load the state of manifest m (written with W0 workers) into ft->be->rt.
    SL_EIO (err says why) when a file is corrupt or does not fit the
    program: the caller falls back. With another worker count every node's
    state is re-sharded (op.h load_split). */
 
 /* Does manifest m (manifest_check passed) fit the program's connectors? */
-static int positions_fit(Pipeline *p, const cJSON *m, Err *err)
+static int positions_fit(Ft *ft, const cJSON *m, Err *err)
 {
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(m, "inputs");
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(m, "outputs");
-    if (cJSON_GetArraySize(ins) != p->cs.nin || cJSON_GetArraySize(outs) != p->cs.nout)
+    if (cJSON_GetArraySize(ins) != ft->cs->nin || cJSON_GetArraySize(outs) != ft->cs->nout)
         return err_set(err, SL_EIO, "the checkpoint has %d inputs and %d outputs, the program "
                        "%d and %d", cJSON_GetArraySize(ins), cJSON_GetArraySize(outs),
-                       p->cs.nin, p->cs.nout);
+                       ft->cs->nin, ft->cs->nout);
     return 0;
 }
 
 /* Positions and counters of manifest m. */
-static int load_positions(Pipeline *p, const cJSON *m, Err *err)
+static int load_positions(Ft *ft, const cJSON *m, FtCounts *n, Err *err)
 {
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(m, "inputs");
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(m, "outputs");
-    if (positions_fit(p, m, err))
+    if (positions_fit(ft, m, err))
         return err->code;
-    for (int j = 0; j < p->cs.nin; j++) {
+    for (int j = 0; j < ft->cs->nin; j++) {
         const cJSON *e = cJSON_GetArrayItem(ins, j);
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
         InPos pos = {{(int64_t)cJSON_GetArrayItem(v, 0)->valuedouble,
                       (int64_t)cJSON_GetArrayItem(v, 1)->valuedouble},
                      ckpt_jint(e, "rows"), ckpt_jint(e, "errors"), ckpt_jint(e, "bytes")};
-        if (input_seek(p->cs.in[j], &pos, err))
+        if (input_seek(ft->cs->in[j], &pos, err))
             return err->code;
     }
-    for (int j = 0; j < p->cs.nout; j++) {
+    for (int j = 0; j < ft->cs->nout; j++) {
         const cJSON *e = cJSON_GetArrayItem(outs, j);
-        output_set_counts(p->cs.out[j], ckpt_jint(e, "records"), ckpt_jint(e, "bytes"));
+        output_set_counts(ft->cs->out[j], ckpt_jint(e, "records"), ckpt_jint(e, "bytes"));
     }
-    p->rows = ckpt_jint(m, "rows");
-    p->txn_id = ckpt_jint(m, "txn_id");
+    n->rows = ckpt_jint(m, "rows");
+    n->txn_id = ckpt_jint(m, "txn_id");
     return 0;
 }
 
 /* Output offsets to truncate to: the last journal record's (before its
    step, which runs again), else the checkpoint's, else 0. */
-static int truncate_outputs(Pipeline *p, const cJSON *m, Err *err)
+static int truncate_outputs(Ft *ft, const cJSON *m, Err *err)
 {
-    Ft *ft = p->ft;
     const cJSON *outs = m ? cJSON_GetObjectItemCaseSensitive(m, "outputs") : NULL;
-    for (int j = 0; j < p->cs.nout; j++) {
+    for (int j = 0; j < ft->cs->nout; j++) {
         int64_t off = 0;
         int last = ft->nrecs - 1;
         while (last >= 0 && ft->recs[last].step < 0) /* skip records */
@@ -639,7 +628,7 @@ static int truncate_outputs(Pipeline *p, const cJSON *m, Err *err)
             off = ckpt_jint(cJSON_GetArrayItem(outs, j), "offset");
         if (off < 0)
             off = 0;
-        if (output_truncate(p->cs.out[j], off, err))
+        if (output_truncate(ft->cs->out[j], off, err))
             return err->code;
     }
     return 0;
@@ -752,12 +741,12 @@ static bool manifest_check(const cJSON *m, char *why, size_t whyn)
 }
 
 /* Refuse storage written by another program or worker count. */
-static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
+static int check_identity(Ft *ft, const cJSON *m, int64_t step, Err *err)
 {
     const cJSON *fp = cJSON_GetObjectItemCaseSensitive(m, "fingerprint");
     char mine[32];
-    snprintf(mine, sizeof(mine), "%016" PRIx64, p->o.fingerprint);
-    const char *dir = store_where(p->ft->st);
+    snprintf(mine, sizeof(mine), "%016" PRIx64, ft->fingerprint);
+    const char *dir = store_where(ft->st);
     if (!cJSON_IsString(fp) || strcmp(fp->valuestring, mine))
         return err_set(err, SL_ECONFIG,
                        "storage %s holds a checkpoint (step %lld) of a different program "
@@ -768,9 +757,9 @@ static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
     if (ckpt_jint(m, "workers") < 1 || ckpt_jint(m, "workers") > 4096)
         return err_set(err, SL_EIO, "storage %s: the checkpoint of step %lld names %lld workers",
                        dir, (long long)step, (long long)ckpt_jint(m, "workers"));
-    if (ckpt_jint(m, "nodes") != p->c->nnodes)
+    if (ckpt_jint(m, "nodes") != ft->c->nnodes)
         return err_set(err, SL_ECONFIG, "storage %s: the checkpoint's circuit has %lld nodes, "
-                       "this program's %d", dir, (long long)ckpt_jint(m, "nodes"), p->c->nnodes);
+                       "this program's %d", dir, (long long)ckpt_jint(m, "nodes"), ft->c->nnodes);
     return 0;
 }
 
@@ -798,28 +787,37 @@ static bool logs_from_start(Ft *ft)
     return true;
 }
 
-static void *writer_start(Pipeline *p)
+static void *writer_start(Ft *ft)
 {
-    Ft *ft = p->ft;
-    if (pthread_create(&ft->thr, NULL, writer_main, p) == 0)
+    if (pthread_create(&ft->thr, NULL, writer_main, ft) == 0)
         ft->thr_started = true;
     return NULL;
 }
 
-int ft_open(Pipeline *p, Err *err)
+Ft *ft_new(const Circuit *c, Connectors *cs, Backend *be, const PipelineOpts *o,
+           pthread_mutex_t *qmu, pthread_cond_t *wake)
 {
-    const char *dir = p->o.storage;
-    if (!dir)
-        return 0;
     Ft *ft = sl_calloc(1, sizeof(*ft));
-    p->ft = ft;
-    ft->mode = p->o.fault_tolerance;
-    ft->interval = p->o.checkpoint_interval;
+    ft->c = c;
+    ft->cs = cs;
+    ft->be = be;
+    ft->qmu = qmu;
+    ft->wake = wake;
+    ft->dir = o->storage;
+    ft->fingerprint = o->fingerprint;
+    ft->mode = o->fault_tolerance;
+    ft->interval = o->checkpoint_interval;
     ft->last_step = -1;
     ft->done_step = -1;
     ft->kept_steps[0] = ft->kept_steps[1] = -1;
     pthread_mutex_init(&ft->mu, NULL);
     pthread_cond_init(&ft->cv, NULL);
+    return ft;
+}
+
+int ft_open(Ft *ft, FtCounts *n, Err *err)
+{
+    const char *dir = ft->dir;
     if (store_open_url(dir, &ft->st, err))
         return err->code;
     uint64_t below = UINT64_MAX, step = 0;
@@ -848,33 +846,33 @@ int ft_open(Pipeline *p, Err *err)
         if (!manifest_check(m, why, sizeof(why))) {
             rrc = err_set(&le, SL_EIO, "storage file %s/manifest-%llu.json is malformed: %s",
                           dir, (unsigned long long)step, why);
-        } else if (check_identity(p, m, (int64_t)step, err)) {
+        } else if (check_identity(ft, m, (int64_t)step, err)) {
             cJSON_Delete(m);
             sl_free(failures);
             return err->code;
         }
         int w0 = (int)ckpt_jint(m, "workers");
         if (!rrc)
-            rrc = ckpt_load_state(ft->st, p->be->rt, p->c->nnodes,
+            rrc = ckpt_load_state(ft->st, ft->be->rt, ft->c->nnodes,
                                   cJSON_GetObjectItemCaseSensitive(m, "state"), w0, &le);
         if (!rrc)
-            rrc = positions_fit(p, m, &le);
+            rrc = positions_fit(ft, m, &le);
         if (!rrc) { /* every other host (if any) loads its share */
             char *stext = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
-            rrc = p->be->ops->restore(p->be, (int64_t)step, stext ? stext : "[]", w0, &le);
+            rrc = ft->be->ops->restore(ft->be, (int64_t)step, stext ? stext : "[]", w0, &le);
             cJSON_free(stext);
             remote_loaded = true;
         }
         if (!rrc) {
             int h0 = ckpt_jint(m, "hosts") > 0 ? (int)ckpt_jint(m, "hosts") : 1;
-            if (w0 != p->W)
+            if (w0 != ft->be->workers)
                 fprintf(stderr, "sluice: storage: the checkpoint at step %llu was written by %d "
                                 "worker%s; its state is re-sharded for %d\n",
-                        (unsigned long long)step, w0, w0 == 1 ? "" : "s", p->W);
-            else if (h0 != p->be->hosts)
+                        (unsigned long long)step, w0, w0 == 1 ? "" : "s", ft->be->workers);
+            else if (h0 != ft->be->hosts)
                 fprintf(stderr, "sluice: storage: the checkpoint at step %llu was written by %d "
                                 "host%s; its %d workers' state is spread over %d now\n",
-                        (unsigned long long)step, h0, h0 == 1 ? "" : "s", w0, p->be->hosts);
+                        (unsigned long long)step, h0, h0 == 1 ? "" : "s", w0, ft->be->hosts);
             break;
         }
         fprintf(stderr, "sluice: storage: the checkpoint at step %llu is unusable (%s); "
@@ -887,7 +885,7 @@ int ft_open(Pipeline *p, Err *err)
         failures = more;
         cJSON_Delete(m);
         m = NULL;
-        p->be->ops->reset(p->be); /* state may be half loaded: fresh instances */
+        ft->be->ops->reset(ft->be); /* state may be half loaded: fresh instances */
         below = step;
     }
     if (!m && failures && logs_from_start(ft)) {
@@ -910,7 +908,7 @@ int ft_open(Pipeline *p, Err *err)
     sl_free(failures);
     if (!m && remote_loaded) { /* the other hosts start afresh too */
         Err le = {0};
-        if (p->be->ops->restore(p->be, 0, "[]", p->W, &le))
+        if (ft->be->ops->restore(ft->be, 0, "[]", ft->be->workers, &le))
             return err_set(err, le.code, "%s", le.msg);
     }
     int64_t cstep = m ? (int64_t)step : 0, cseq = m ? ckpt_jint(m, "ingress_seq") : 0;
@@ -918,21 +916,21 @@ int ft_open(Pipeline *p, Err *err)
     if (m) {
         /* the state is that of its files: the next checkpoint keeps the
            files of nodes that receive no input meanwhile */
-        if (ckpt_jint(m, "workers") == p->W) { /* re-sharded state has no files yet */
+        if (ckpt_jint(m, "workers") == ft->be->workers) { /* re-sharded state has no files yet */
             char *st = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
             ft->last_state = sl_strdup(st ? st : "[]");
             cJSON_free(st);
-            rt_clear_changed(p->be->rt);
+            rt_clear_changed(ft->be->rt);
         }
-        rt_set_steps(p->be->rt, cstep);
-        rc = load_positions(p, m, err);
+        rt_set_steps(ft->be->rt, cstep);
+        rc = load_positions(ft, m, n, err);
     }
     if (!rc)
-        rc = ft_read_logs(p, cstep, cseq, err);
+        rc = ft_read_logs(ft, cstep, cseq, err);
     if (!rc && !m && below != UINT64_MAX && ft->nrecs == 0 && cstep == 0)
         fprintf(stderr, "sluice: storage: no usable checkpoint; starting from the beginning\n");
     if (!rc)
-        rc = truncate_outputs(p, m, err);
+        rc = truncate_outputs(ft, m, err);
     ft->ing_consumed = cseq;
     ft->kept_steps[0] = ft->kept_steps[1] = m ? cstep : -1;
     ft->kept_seqs[0] = ft->kept_seqs[1] = cseq;
@@ -959,20 +957,19 @@ int ft_open(Pipeline *p, Err *err)
         for (int i = 0; i < ft->nrecs; i++)
             if (ft->recs[i].step > after)
                 after = ft->recs[i].step;
-        rc = ft_rotate(p, after, err);
+        rc = ft_rotate(ft, after, err);
     }
     if (!rc)
-        writer_start(p);
+        writer_start(ft);
     return rc;
 }
 
-void ft_close(Pipeline *p)
+void ft_close(Ft *ft)
 {
-    Ft *ft = p->ft;
     if (!ft)
         return;
     if (ft->thr_started) {
-        job_wait(p);
+        job_wait(ft);
         pthread_mutex_lock(&ft->mu);
         ft->quit = true;
         pthread_cond_broadcast(&ft->cv);
@@ -982,10 +979,9 @@ void ft_close(Pipeline *p)
     if (ft->job)
         job_free(ft->job);
     sl_free(ft->last_state);
-    ft_logs_free(p);
+    ft_logs_free(ft);
     store_close(ft->st);
     pthread_mutex_destroy(&ft->mu);
     pthread_cond_destroy(&ft->cv);
     sl_free(ft);
-    p->ft = NULL;
 }

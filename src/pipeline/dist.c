@@ -59,10 +59,10 @@
 #include "../base/wire.h"
 #include "../cluster/net.h"
 #include "../zset/key.h"
-#include "ft_int.h"
-#include "pipeline_int.h"
-
+#include "backend.h"
 #include "dist_wire.h"
+#include "journal.h"
+#include "stats.h"
 
 
 /* ---------------------------------------------------------------- coordinator */

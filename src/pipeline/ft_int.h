@@ -19,9 +19,10 @@
 #include <cjson/cJSON.h>
 
 #include "../storage/storage.h"
+#include "ft.h"
 #include "journal.h"
 #include "snapshot.h"
-#include "pipeline_int.h"
+#include "stats.h"
 
 /* One checkpoint on its way to storage. */
 typedef struct CkJob {
@@ -63,6 +64,15 @@ typedef struct IRec {
 } IRec;
 
 struct Ft {
+    /* what it works on (ft_new) */
+    const Circuit *c;
+    Connectors *cs;
+    Backend *be;
+    pthread_mutex_t *qmu;     /* the HTTP queue's lock (the ingress log's order) */
+    pthread_cond_t *wake;     /* the controller's: a checkpoint was written */
+    const char *dir;          /* the storage (o->storage) */
+    uint64_t fingerprint;     /* the program's */
+    bool replaying;           /* replay.c runs journaled steps: not journaled again */
     Store *st;
     int mode;                 /* FT_* */
     double interval;
@@ -71,13 +81,13 @@ struct Ft {
     bool dirty;               /* a step ran since */
     /* logs */
     Log *journal;             /* current journal segment (exactly_once) */
-    Log *ingress;             /* current ingress segment (p->mu) */
-    int64_t ing_seq;          /* last ingress sequence number given (p->mu) */
+    Log *ingress;             /* current ingress segment (qmu) */
+    int64_t ing_seq;          /* last ingress sequence number given (qmu) */
     int64_t ing_consumed;     /* newest one a completed step consumed */
     JRec *recs;               /* restart: journaled steps to replay */
-    int nrecs;
+    int nrecs, caprecs;
     IRec *irecs;              /* restart: logged input after the checkpoint */
-    int nirecs;
+    int nirecs, capirecs;
     /* the writer thread */
     pthread_t thr;
     bool thr_started;
@@ -102,6 +112,19 @@ struct Ft {
     atomic_bool storage_bad;  /* storage_error is set (read without mu) */
 };
 
+/* journal.c internals for ckpt.c: start new journal and ingress segments
+   (at a checkpoint, and after a restart); read them back at restart.
+   step: the last step the new journal segment follows (its records are
+   of later steps; segments are read in name order). */
+int ft_rotate(Ft *ft, int64_t step, Err *err);
+int ft_read_logs(Ft *ft, int64_t ckpt_step, int64_t ckpt_seq, Err *err);
+void ft_prune_logs(Ft *ft, int64_t oldest_step, int64_t oldest_seq);
+void ft_logs_free(Ft *ft);
+/* Decode an ingress log record of program c (every field checked; what
+   names the file in messages, may be NULL); NULL with err set when
+   malformed (replay.c too). */
+InBatch *ft_ingress_decode(const Circuit *c, const uint8_t *data, size_t n, const char *what,
+                           Err *err);
 /* Free the records read back at restart (after replay). */
 void ft_records_free(Ft *ft);
 
@@ -112,6 +135,6 @@ void ft_storage_note(Ft *ft, const char *why);
 /* The backend hands in host's report of the checkpoint at step
    (BackendReportFn; arg is the Ft). */
 void ft_remote_report(void *arg, int host, int64_t step, const char *text, size_t n);
-void ft_remote_abandon(Pipeline *p, CkJob *j);
+void ft_remote_abandon(Ft *ft, CkJob *j);
 
 #endif

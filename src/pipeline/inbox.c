@@ -47,7 +47,7 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
     /* with storage: the log record is built before taking the lock */
     Buf enc = BUF_INIT;
     if (p->ft && rows)
-        ft_encode_ingress(p, b, &enc);
+        ft_encode_ingress(p->ft, b, &enc);
     pthread_mutex_lock(&p->mu);
     for (;;) {
         if (p->state == PS_STOPPING || p->state == PS_STOPPED || p->stop_req) {
@@ -82,7 +82,7 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
     struct Log *log = NULL;
     uint64_t end = 0;
     Err lerr = {0};
-    int lrc = enc.n ? ft_log_ingress(p, b, &enc, &log, &end, &lerr) : 0;
+    int lrc = enc.n ? ft_log_ingress(p->ft, b, &enc, &log, &end, &lerr) : 0;
     buf_free(&enc);
     if (lrc) {
         pthread_mutex_unlock(&p->mu);

@@ -37,6 +37,7 @@
 #include <xxhash.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../base/wire.h"
 #include "../zset/key.h"
 #include "ft_int.h"
@@ -88,9 +89,8 @@ static uint64_t uniq(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int ft_rotate(Pipeline *p, int64_t step, Err *err)
+int ft_rotate(Ft *ft, int64_t step, Err *err)
 {
-    Ft *ft = p->ft;
     char name[96];
     if (ft->mode == FT_EXACTLY_ONCE) {
         /* a segment whose end could not be cut back after a failed write is
@@ -106,7 +106,7 @@ int ft_rotate(Pipeline *p, int64_t step, Err *err)
         ft->journal = l;
     }
     if (ft->mode != FT_NONE) {
-        pthread_mutex_lock(&p->mu);
+        pthread_mutex_lock(ft->qmu);
         snprintf(name, sizeof(name), "ingress-%020lld-%016" PRIx64 ".log",
                  (long long)ft->ing_seq + 1, uniq());
         Log *l;
@@ -119,7 +119,7 @@ int ft_rotate(Pipeline *p, int64_t step, Err *err)
             log_release(ft->ingress);
             ft->ingress = l;
         }
-        pthread_mutex_unlock(&p->mu);
+        pthread_mutex_unlock(ft->qmu);
         if (rc)
             return rc;
     }
@@ -139,9 +139,8 @@ static bool seg_start(const char *name, const char *prefix, int64_t *start)
     return true;
 }
 
-void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq)
+void ft_prune_logs(Ft *ft, int64_t oldest_step, int64_t oldest_seq)
 {
-    Ft *ft = p->ft;
     if (oldest_step < 0)
         return;
     char **names;
@@ -157,7 +156,7 @@ void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq)
         store_list_free(names, n);
     }
     if (store_list(ft->st, "ingress-", &names, &n, &err) == 0) {
-        pthread_mutex_lock(&p->mu);
+        pthread_mutex_lock(ft->qmu);
         const char *cur = ft->ingress ? log_name(ft->ingress) : "";
         for (int i = 0; i + 1 < n; i++) {
             int64_t next;
@@ -165,22 +164,22 @@ void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq)
                 strcmp(names[i], cur))
                 store_remove(ft->st, names[i], &err);
         }
-        pthread_mutex_unlock(&p->mu);
+        pthread_mutex_unlock(ft->qmu);
         store_list_free(names, n);
     }
 }
 
 /* ---------------------------------------------------------------- the journal */
 
-static void put_record(Pipeline *p, Pending *pd, int kind, Buf *b)
+static void put_record(Ft *ft, Pending *pd, int kind, Buf *b)
 {
     put32(b, kind);
-    put64(b, rt_steps(p->be->rt) + (kind == J_STEP));
-    put64(b, pd->max_seq > p->ft->ing_consumed ? pd->max_seq : p->ft->ing_consumed);
-    put32(b, p->cs.nin);
-    for (int j = 0; j < p->cs.nin; j++) {
+    put64(b, rt_steps(ft->be->rt) + (kind == J_STEP));
+    put64(b, pd->max_seq > ft->ing_consumed ? pd->max_seq : ft->ing_consumed);
+    put32(b, ft->cs->nin);
+    for (int j = 0; j < ft->cs->nin; j++) {
         InPos pos;
-        input_pos(p->cs.in[j], &pos);
+        input_pos(ft->cs->in[j], &pos);
         put64(b, pd->conn_rows[j]);
         put64(b, pos.v[0]);
         put64(b, pos.v[1]);
@@ -189,19 +188,18 @@ static void put_record(Pipeline *p, Pending *pd, int kind, Buf *b)
         put64(b, pos.bytes);
         put64(b, (int64_t)pd->conn_hash[j]);
     }
-    put32(b, p->cs.nout);
-    for (int j = 0; j < p->cs.nout; j++)
-        put64(b, output_offset(p->cs.out[j]));
+    put32(b, ft->cs->nout);
+    for (int j = 0; j < ft->cs->nout; j++)
+        put64(b, output_offset(ft->cs->out[j]));
 }
 
-static int journal_write(Pipeline *p, Pending *pd, int kind, bool (*stop)(Pipeline *p),
+static int journal_write(Ft *ft, Pending *pd, int kind, bool (*stop)(void *arg), void *arg,
                          Err *err)
 {
-    Ft *ft = p->ft;
-    if (!ft || ft->mode != FT_EXACTLY_ONCE || p->replaying)
+    if (!ft || ft->mode != FT_EXACTLY_ONCE || ft->replaying)
         return 0;
     Buf b = BUF_INIT;
-    put_record(p, pd, kind, &b);
+    put_record(ft, pd, kind, &b);
     /* a full or failing disk makes the step wait, not the pipeline exit: a
        failed append cut the log back to its last whole record, so trying
        again is safe (a record appended whole is not appended again, only
@@ -213,20 +211,20 @@ static int journal_write(Pipeline *p, Pending *pd, int kind, bool (*stop)(Pipeli
         /* the HTTP input this step takes, and the outputs before it, are
            durable before the journal says the step happened */
         if (pd->max_seq > 0) {
-            pthread_mutex_lock(&p->mu);
+            pthread_mutex_lock(ft->qmu);
             Log *ing = ft->ingress;
             log_ref(ing);
-            pthread_mutex_unlock(&p->mu);
+            pthread_mutex_unlock(ft->qmu);
             rc = log_sync(ing, UINT64_MAX, err);
             log_release(ing);
         }
-        for (int j = 0; j < p->cs.nout && !rc; j++)
-            rc = output_sync(p->cs.out[j], err);
+        for (int j = 0; j < ft->cs->nout && !rc; j++)
+            rc = output_sync(ft->cs->out[j], err);
         if (!rc && !appended)
             appended = (rc = log_append(ft->journal, b.p, b.n, "journal", NULL, err)) == 0;
         if (!rc)
             rc = log_sync(ft->journal, UINT64_MAX, err);
-        if (!rc || (stop && stop(p)))
+        if (!rc || (stop && stop(arg)))
             break;
         char why[512];
         snprintf(why, sizeof(why), "%.440s; steps wait until it works", err->msg);
@@ -254,21 +252,20 @@ void ft_storage_note(Ft *ft, const char *why)
     pthread_mutex_unlock(&ft->mu);
 }
 
-int ft_journal_step(Pipeline *p, Pending *pd, bool (*stop)(Pipeline *p), Err *err)
+int ft_journal_step(Ft *ft, Pending *pd, bool (*stop)(void *arg), void *arg, Err *err)
 {
-    return journal_write(p, pd, J_STEP, stop, err);
+    return journal_write(ft, pd, J_STEP, stop, arg, err);
 }
 
-int ft_journal_discard(Pipeline *p, Pending *pd, Err *err)
+int ft_journal_discard(Ft *ft, Pending *pd, Err *err)
 {
-    if (p->ft && pd->max_seq > p->ft->ing_consumed)
-        p->ft->ing_consumed = pd->max_seq;
-    return journal_write(p, pd, J_SKIP, NULL, err);
+    if (ft && pd->max_seq > ft->ing_consumed)
+        ft->ing_consumed = pd->max_seq;
+    return journal_write(ft, pd, J_SKIP, NULL, NULL, err);
 }
 
-void ft_step_done(Pipeline *p, Pending *pd)
+void ft_step_done(Ft *ft, Pending *pd)
 {
-    Ft *ft = p->ft;
     if (!ft)
         return;
     if (pd->max_seq > ft->ing_consumed)
@@ -311,7 +308,7 @@ static void ingress_encode(InBatch *b, Buf *out)
    its length (decoded from a copy padded with zeros, so that a damaged
    row cannot make key_skip or key_decode read past the record). On error
    NULL with err naming where (what names the file, may be NULL). */
-InBatch *ft_ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const char *what,
+InBatch *ft_ingress_decode(const Circuit *cir, const uint8_t *data, size_t n, const char *what,
                                Err *err)
 {
     Rd r = {data, data + n, false};
@@ -323,7 +320,7 @@ InBatch *ft_ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const cha
         bad = "shorter than its header";
     else if (seq <= 0)
         bad = "sequence number is not positive";
-    else if (rel < 0 || rel >= p->c->nrels || !p->c->rels[rel].is_table)
+    else if (rel < 0 || rel >= cir->nrels || !cir->rels[rel].is_table)
         bad = "names no table of this program";
     else if (rows < 0 || (uint64_t)rows > (n - 20) / 13) /* a row takes at least 13 bytes */
         bad = "row count does not fit the record's length";
@@ -332,7 +329,7 @@ InBatch *ft_ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const cha
                 (long long)seq, bad);
         return NULL;
     }
-    InBatch *b = inbatch_new(p->c, rel);
+    InBatch *b = inbatch_new(cir, rel);
     b->seq = seq;
     /* the row encodings stay in the batch's arena: decoded strings point there */
     size_t pad = 9 * (size_t)b->ncol + 1;
@@ -380,21 +377,20 @@ InBatch *ft_ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const cha
     if (bad) {
         inbatch_free(b);
         err_set(err, SL_EIO, "ingress log%s%s: record %lld (table %s) is malformed: %s",
-                what ? " " : "", what ? what : "", (long long)seq, p->c->rels[rel].name, bad);
+                what ? " " : "", what ? what : "", (long long)seq, cir->rels[rel].name, bad);
         return NULL;
     }
     return b;
 }
 
-void ft_encode_ingress(Pipeline *p, InBatch *b, Buf *enc)
+void ft_encode_ingress(Ft *ft, InBatch *b, Buf *enc)
 {
-    if (p->ft && p->ft->mode != FT_NONE)
+    if (ft && ft->mode != FT_NONE)
         ingress_encode(b, enc); /* the sequence number is filled in when logged */
 }
 
-int ft_log_ingress(Pipeline *p, InBatch *b, Buf *enc, Log **log, uint64_t *end, Err *err)
+int ft_log_ingress(Ft *ft, InBatch *b, Buf *enc, Log **log, uint64_t *end, Err *err)
 {
-    Ft *ft = p->ft;
     *log = NULL;
     if (!ft || ft->mode == FT_NONE)
         return 0;
@@ -428,7 +424,7 @@ int ft_sync_ingress(Log *log, uint64_t end, Err *err)
 /* ---------------------------------------------------------------- restart */
 
 typedef struct ReadCtx {
-    Pipeline *p;
+    Ft *ft;
     int64_t after;            /* journal: steps after this; ingress: seqs after */
     int64_t next;             /* journal: the step expected next */
     Err *err;
@@ -448,8 +444,7 @@ static void jrec_free(JRec *j)
 static int on_journal(void *arg, const uint8_t *data, size_t n)
 {
     ReadCtx *x = arg;
-    Pipeline *p = x->p;
-    Ft *ft = p->ft;
+    Ft *ft = x->ft;
     Rd r = {data, data + n, false};
     int kind = rd32(&r);
     int64_t step = rd64(&r), seq_hi = rd64(&r);
@@ -461,16 +456,16 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
         bad = "unknown record kind";
     else if (step < 0 || seq_hi < 0)
         bad = "negative step or ingress sequence number";
-    else if (nin != p->cs.nin)
+    else if (nin != ft->cs->nin)
         bad = "input count differs from the program's";
-    else if ((size_t)(r.end - r.p) != (size_t)nin * 56 + 4 + (size_t)p->cs.nout * 8)
+    else if ((size_t)(r.end - r.p) != (size_t)nin * 56 + 4 + (size_t)ft->cs->nout * 8)
         bad = "length does not fit the program's inputs and outputs";
     if (bad)
         return err_set(x->err, SL_EIO,
                        "storage file %s/%s: journal record (step %lld) is malformed: %s (%d "
                        "inputs and %d outputs expected)",
-                       store_where(ft->st), x->file, (long long)step, bad, p->cs.nin,
-                       p->cs.nout);
+                       store_where(ft->st), x->file, (long long)step, bad, ft->cs->nin,
+                       ft->cs->nout);
     JRec j = {.step = step, .seq_hi = seq_hi, .nin = nin};
     j.rows = sl_calloc((size_t)nin + 1, sizeof(int64_t));
     j.pos = sl_calloc((size_t)nin + 1, sizeof(InPos));
@@ -487,11 +482,11 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
             bad = "a negative row, error or byte count";
     }
     j.nout = rd32(&r);
-    j.out_off = sl_calloc((size_t)p->cs.nout + 1, sizeof(int64_t));
-    for (int i = 0; i < p->cs.nout; i++)
+    j.out_off = sl_calloc((size_t)ft->cs->nout + 1, sizeof(int64_t));
+    for (int i = 0; i < ft->cs->nout; i++)
         if ((j.out_off[i] = rd64(&r)) < 0)
             bad = "a negative output offset";
-    if (!bad && (r.bad || j.nout != p->cs.nout))
+    if (!bad && (r.bad || j.nout != ft->cs->nout))
         bad = "output count differs from the program's";
     if (bad) {
         jrec_free(&j);
@@ -515,8 +510,7 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
     }
     if (kind == J_STEP)
         x->next++;
-    ft->recs = sl_realloc(ft->recs, sizeof(JRec) * (size_t)(ft->nrecs + 1));
-    ft->recs[ft->nrecs++] = j;
+    *VEC_PUSH(ft->recs, ft->nrecs, ft->caprecs) = j;
     return 0;
 }
 
@@ -525,10 +519,10 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
 static int on_ingress(void *arg, const uint8_t *data, size_t n)
 {
     ReadCtx *x = arg;
-    Ft *ft = x->p->ft;
+    Ft *ft = x->ft;
     char what[300];
     snprintf(what, sizeof(what), "%s/%s", store_where(ft->st), x->file);
-    InBatch *b = ft_ingress_decode(x->p, data, n, what, x->err);
+    InBatch *b = ft_ingress_decode(ft->c, data, n, what, x->err);
     if (!b)
         return x->err->code;
     int64_t seq = b->seq;
@@ -541,8 +535,7 @@ static int on_ingress(void *arg, const uint8_t *data, size_t n)
         ft->ing_seq = seq;
     if (seq <= x->after)
         return 0;
-    ft->irecs = sl_realloc(ft->irecs, sizeof(IRec) * (size_t)(ft->nirecs + 1));
-    IRec *r = &ft->irecs[ft->nirecs++];
+    IRec *r = VEC_PUSH(ft->irecs, ft->nirecs, ft->capirecs);
     r->seq = seq;
     r->n = n;
     r->p = sl_malloc(n);
@@ -555,11 +548,11 @@ static int on_ingress(void *arg, const uint8_t *data, size_t n)
    the segment started next does not follow a torn record. A torn record
    in an earlier segment, or a damaged one with valid records after it, is
    corruption: the start is refused rather than records skipped. */
-static int scan_all(Pipeline *p, const char *prefix, LogFn cb, ReadCtx *x, Err *err)
+static int scan_all(Ft *ft, const char *prefix, LogFn cb, ReadCtx *x, Err *err)
 {
     char **names;
     int n;
-    Store *st = p->ft->st;
+    Store *st = ft->st;
     if (store_list(st, prefix, &names, &n, err))
         return err->code;
     int rc = 0;
@@ -587,16 +580,15 @@ static int scan_all(Pipeline *p, const char *prefix, LogFn cb, ReadCtx *x, Err *
     return rc;
 }
 
-int ft_read_logs(Pipeline *p, int64_t ckpt_step, int64_t ckpt_seq, Err *err)
+int ft_read_logs(Ft *ft, int64_t ckpt_step, int64_t ckpt_seq, Err *err)
 {
-    Ft *ft = p->ft;
     ft->ing_seq = ckpt_seq;
-    ReadCtx x = {p, ckpt_step, ckpt_step + 1, err, NULL};
-    if (scan_all(p, "journal-", on_journal, &x, err))
+    ReadCtx x = {ft, ckpt_step, ckpt_step + 1, err, NULL};
+    if (scan_all(ft, "journal-", on_journal, &x, err))
         return err->code;
     /* trailing skip records after the last step stay (they advance inputs) */
-    ReadCtx y = {p, ckpt_seq, 0, err, NULL};
-    if (scan_all(p, "ingress-", on_ingress, &y, err))
+    ReadCtx y = {ft, ckpt_seq, 0, err, NULL};
+    if (scan_all(ft, "ingress-", on_ingress, &y, err))
         return err->code;
     return 0;
 }
@@ -607,17 +599,16 @@ void ft_records_free(Ft *ft)
         jrec_free(&ft->recs[i]);
     sl_free(ft->recs);
     ft->recs = NULL;
-    ft->nrecs = 0;
+    ft->nrecs = ft->caprecs = 0;
     for (int i = 0; i < ft->nirecs; i++)
         sl_free(ft->irecs[i].p);
     sl_free(ft->irecs);
     ft->irecs = NULL;
-    ft->nirecs = 0;
+    ft->nirecs = ft->capirecs = 0;
 }
 
-void ft_logs_free(Pipeline *p)
+void ft_logs_free(Ft *ft)
 {
-    Ft *ft = p->ft;
     ft_records_free(ft);
     log_close(ft->journal);
     ft->journal = NULL;

@@ -84,7 +84,11 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     pend_init(p, &p->pend);
     int rc = 0;
     if (o->storage) {
-        rc = ft_open(p, err); /* may restore a checkpoint into p->be->rt */
+        p->ft = ft_new(c, &p->cs, p->be, o, &p->mu, &p->wake);
+        FtCounts n = {0, 0};
+        rc = ft_open(p->ft, &n, err); /* may restore a checkpoint into p->be->rt */
+        p->rows = n.rows;
+        p->txn_id = n.txn_id;
         if (!rc)
             rc = ft_requeue(p, err);
     } else {
@@ -105,7 +109,7 @@ void pipeline_free(Pipeline *p)
         return;
     inbox_clear(p);
     p->be->ops->stop(p->be);
-    ft_close(p);
+    ft_close(p->ft);
     pend_free(p, &p->pend);
     for (int i = 0; i < p->c->nrels; i++)
         if (p->chg[i])
@@ -127,6 +131,16 @@ void pipeline_free(Pipeline *p)
 }
 
 void pipeline_set_hooks(Pipeline *p, const PipelineHooks *h) { p->hooks = *h; }
+
+int pipeline_checkpoint(Pipeline *p, int64_t *seq) { return ft_request(p->ft, seq); }
+
+void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out) { ft_status(p->ft, out); }
+
+/* A checkpoint waits while a transaction is open or input is pending. */
+static bool ft_busy(Pipeline *p) { return p->txn != TX_NONE || p->pend.rows > 0; }
+
+/* What a checkpoint's manifest records of the controller. */
+static FtCounts ft_counts(Pipeline *p) { return (FtCounts){p->rows, p->txn_id}; }
 
 /* ---------------------------------------------------------------- commands */
 
@@ -218,7 +232,7 @@ static void handle_cmd(Pipeline *p, Cmd *cmd)
             cmd->res.txn_id = p->txn_id;
             cmd->res.records = p->pend.rows;
             int64_t tok = p->pend.max_token;
-            if (ft_journal_discard(p, &p->pend, &e))
+            if (ft_journal_discard(p->ft, &p->pend, &e))
                 fprintf(stderr, "sluice: %s\n", e.msg);
             pend_reset(p, &p->pend);
             p->be->ops->drop(p->be);
@@ -338,7 +352,7 @@ static void wait_wake(Pipeline *p, double secs)
 {
     pthread_mutex_lock(&p->mu);
     bool work = p->calls || p->cmds || p->stop_req || pipe_signalled() ||
-                (p->qhead && p->state == PS_RUNNING) || ft_wants(p);
+                (p->qhead && p->state == PS_RUNNING) || ft_wants(p->ft);
     if (!work) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -463,7 +477,7 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
                     (long long)p->txn_id, (long long)p->pend.rows,
                     p->pend.rows == 1 ? " was" : "s were");
             int64_t tok = p->pend.max_token;
-            if (ft_journal_discard(p, &p->pend, err))
+            if (ft_journal_discard(p->ft, &p->pend, err))
                 return err->code;
             pend_reset(p, &p->pend);
             p->be->ops->drop(p->be);
@@ -480,7 +494,7 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
         if (pipe_run_step(p, &p->pend, err))
             return err->code;
     }
-    if (ft_tick(p, true, err))
+    if (ft_tick(p->ft, ft_busy(p), ft_counts(p), true, err))
         return err->code;
     stats_publish(p);
     return 0;
@@ -501,7 +515,7 @@ static int run_loop(Pipeline *p, Err *err)
         p->be->ops->tick(p->be);
         if (pipe_signalled() || pipeline_stop_requested(p))
             return final_drain(p, true, err);
-        if (ft_tick(p, false, err))
+        if (ft_tick(p->ft, ft_busy(p), ft_counts(p), false, err))
             return err->code;
         if (p->commit_cmd) {
             if (do_commit(p, err))

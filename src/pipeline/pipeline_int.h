@@ -4,7 +4,8 @@
  * step), inbox.c (the bounded HTTP input queue), inbatch.c (its batches),
  * resolve.c (partial updates of PRIMARY KEY tables, order-preserving split
  * of a step's input across workers), stats.c (latency histograms and the
- * published figures), and the fault tolerance files (ft_int.h).
+ * published figures) and replay.c; fault tolerance keeps its own state
+ * behind ft.h.
  *
  * Locking: everything under "shared" is protected by mu; the rest belongs
  * to the controller thread alone.
@@ -18,91 +19,11 @@
 #include "../runtime/runtime.h"
 #include "../zset/hmap.h"
 #include "backend.h"
+#include "ft.h"
+#include "inbatch.h"
+#include "pending.h"
+#include "stats.h"
 #include "pipeline.h"
-
-/* A log-bucketed histogram of durations in microseconds (8 buckets per
-   power of two: values within 12.5%), weighted by records. */
-#define HIST_BUCKETS (8 * 52)
-typedef struct Hist {
-    int64_t n;
-    int64_t b[HIST_BUCKETS];
-} Hist;
-void hist_add(Hist *h, double usecs, int64_t weight);
-void hist_summary(const Hist *h, LatStats *out);
-
-/* Statistics of one input: a connector (conn >= 0) or a table's HTTP
-   ingress (conn == -1). All fields under mu. */
-typedef struct Slot {
-    char name[192];
-    const char *transport;
-    int rel, conn;
-    int event_col;            /* TIMESTAMP column for lag, or -1 */
-    bool backfill;
-    int64_t records, bytes, errors;
-    int64_t queued;           /* HTTP: records in the queue */
-    int64_t rejected;         /* records rejected by a runtime error (reject.c) */
-    int64_t pending;          /* records in the pending step or transaction */
-    bool eoi;
-    Hist lat, lag;
-} Slot;
-
-/* A partial update: row `row` of chunk c gives the columns in present[]. */
-typedef struct UpdMark {
-    struct UpdMark *next;
-    Chunk *c;
-    int64_t row;
-    uint8_t *present;
-} UpdMark;
-
-struct InBatch {
-    int rel;
-    int64_t seq;              /* ingress log sequence number (0: not logged) */
-    int ncol;
-    const SqlType *types;
-    Arena *a;                 /* owns pieces, chunks, strings, marks */
-    Piece *head, *tail;       /* chunk pieces in row order */
-    int64_t rows;             /* counted at push */
-    int64_t bytes, bad;
-    UpdMark *upd, *upd_tail;  /* partial updates, in row order */
-    double arrival;           /* monotonic seconds when queued */
-    int64_t token;
-    InBatch *next;            /* queue / pending list */
-};
-
-int64_t inbatch_count(InBatch *b); /* inbatch.c */
-
-/* Rows of one input source that entered the pending input together. */
-typedef struct Unit {
-    struct Unit *next;
-    int slot;
-    int rel;
-    double arrival;
-    int64_t rows;
-    int nsamp;
-    int64_t *ev;              /* sampled event times (microseconds since epoch) */
-    double samp_w;            /* records each sample stands for */
-} Unit;
-
-/* A table's pending input: pieces in the order they apply. */
-typedef struct Seq {
-    Piece *head, *tail;
-    int64_t rows;
-} Seq;
-
-/* The input of the next step, or of the open transaction. */
-typedef struct Pending {
-    Arena *a;                 /* pieces, connector chunks, units */
-    Seq *seq;                 /* per relation */
-    Unit *units, *units_tail;
-    InBatch *batches, *batches_tail; /* HTTP batches (their arenas) */
-    int64_t rows;
-    int64_t max_token;
-    int64_t max_seq;          /* newest ingress log record taken */
-    int64_t *conn_rows;       /* per input connector: rows taken */
-    uint64_t *conn_hash;      /* ... and a hash of them (the journal's check) */
-    HMap **ov;                /* per relation: key -> Overlay (resolve.c), lazily */
-    int64_t *slot_rows;       /* per statistics slot: records pending */
-} Pending;
 
 typedef enum PState { PS_RUNNING, PS_PAUSED, PS_STOPPING, PS_STOPPED } PState;
 typedef enum TxnState { TX_NONE, TX_OPEN, TX_COMMITTING } TxnState;
@@ -124,7 +45,6 @@ typedef struct Call {
     bool done;
 } Call;
 
-typedef struct Ft Ft;
 
 /* Rejections per HTTP batch token, newest REJECT_TOKENS kept (reject.c). */
 #define REJECT_TOKENS 256
@@ -208,26 +128,6 @@ InBatch *inbox_take(Pipeline *p, int64_t max_rows);
 /* Fail every queued batch (stopped pipeline). */
 void inbox_clear(Pipeline *p);
 
-/* resolve.c */
-void pend_init(Pipeline *p, Pending *pd);
-/* Forget everything pending (after its step ran, or an abort): frees the
-   batches and the overlays, resets the arena. */
-void pend_reset(Pipeline *p, Pending *pd);
-void pend_free(Pipeline *p, Pending *pd);
-/* Append pieces (a list in order) to relation rel's pending input,
-   keeping the update overlay of rel current when it exists. */
-void pend_append(Pipeline *p, Pending *pd, int rel, Piece *list, int64_t rows);
-/* Resolve b's partial updates against the table's current rows and the
-   pending changes before it; updates of missing keys are dropped (counted,
-   logged). Controller only, before b's rows are appended. */
-void resolve_batch(Pipeline *p, Pending *pd, InBatch *b);
-/* Split every relation's pending pieces evenly and in order across the
-   workers and hand them to the runtime. */
-void pend_set_input(Pipeline *p, Pending *pd);
-/* Sampled event times of column col in a piece list (at most max). */
-int sample_events(Pipeline *p, int rel, Piece *list, int64_t rows, int col, Arena *a,
-                  int64_t **out, int max);
-
 /* reject.c */
 /* After a step that rolled back (rt_rolled_back): find the rows of pd
    that fail in the linear operators over their table, take them out of
@@ -242,56 +142,12 @@ int64_t reject_by_steps(Pipeline *p, Pending *pd, Err *err);
 /* Under mu: count a rejection against an HTTP batch token. */
 void rejects_note_token(Rejects *r, int64_t token, const char *why);
 
-/* ckpt.c: checkpoints (state files + manifest) and restore */
-/* Open the storage, restore the newest usable checkpoint into p (runtime,
-   connectors, counters) and read the journal and ingress log after it.
-   Called by pipeline_new once the runtime exists. */
-int ft_open(Pipeline *p, Err *err);
-void ft_close(Pipeline *p);
-/* Between steps (controller): take a checkpoint when one is due or
-   requested and none is being written; collect finished ones. final: the
-   pipeline is stopping: write one and wait for it. */
-int ft_tick(Pipeline *p, bool final, Err *err);
-/* Something for the controller to do (a request is pending). */
-bool ft_wants(Pipeline *p);
-
-/* journal.c: the step journal and the HTTP ingress log */
-/* Record pd's inputs (before the step runs; durable on return). A failing
-   storage makes it wait and retry until it works or stop(p) says the
-   pipeline is stopping. */
-int ft_journal_step(Pipeline *p, Pending *pd, bool (*stop)(Pipeline *p), Err *err);
-/* The step consumed ingress records up to pd->max_seq. */
-void ft_step_done(Pipeline *p, Pending *pd);
-/* Input read and thrown away (an aborted transaction), before pend_reset. */
-int ft_journal_discard(Pipeline *p, Pending *pd, Err *err);
-/* Under p->mu, for pipeline_push_take: log b (sets b->seq); *log and *end
-   say what to sync (ft_sync_ingress, outside the lock) before the request
-   is acknowledged. *log is NULL when nothing was logged. */
-struct Log;
-/* The record of b for the ingress log (outside any lock; empty when
-   nothing is logged), then its logging under p->mu. */
-void ft_encode_ingress(Pipeline *p, InBatch *b, Buf *enc);
-int ft_log_ingress(Pipeline *p, InBatch *b, Buf *enc, struct Log **log, uint64_t *end,
-                   Err *err);
-int ft_sync_ingress(struct Log *log, uint64_t end, Err *err);
 /* replay.c */
 /* Queue the logged HTTP input no journaled step consumed, before anything
    new can be queued (queue order must stay log order). After ft_open. */
 int ft_requeue(Pipeline *p, Err *err);
 /* Replay the journaled steps after the checkpoint. Start of pipeline_run. */
 int ft_replay(Pipeline *p, Err *err);
-/* journal.c internals for ckpt.c: start new journal and ingress segments
-   (at a checkpoint, and after a restart); read them back at restart. */
-/* step: the last step the new journal segment follows (its records are
-   of later steps; segments are read in name order). */
-int ft_rotate(Pipeline *p, int64_t step, Err *err);
-int ft_read_logs(Pipeline *p, int64_t ckpt_step, int64_t ckpt_seq, Err *err);
-void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq);
-void ft_logs_free(Pipeline *p);
-/* Decode an ingress log record (every field checked; what names the file
-   in messages, may be NULL); NULL with err set when malformed. */
-InBatch *ft_ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const char *what,
-                           Err *err);
 
 /* step.c: one step (pipeline.c's loop, replay.c) */
 /* Read the connectors (when read_conns) and take HTTP batches (up to
@@ -312,17 +168,5 @@ void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t row
 int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b);
 int pipe_run_step(Pipeline *p, Pending *pd, Err *err);
 
-
-/* stats.c */
-void stats_init(Pipeline *p);
-void stats_free(Pipeline *p);
-/* Copy connector counters, relation figures and state size into the
-   shared block (controller, between steps). */
-void stats_publish(Pipeline *p);
-/* A completed step consumed these units: latency now, lag at wall clock
-   wall_us (microseconds since epoch). */
-void stats_units_done(Pipeline *p, Unit *u, double now, int64_t wall_us);
-
-double pipe_now(void);
 
 #endif

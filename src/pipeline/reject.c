@@ -36,6 +36,7 @@
 #include <stdio.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../io/format.h"
 #include "pipeline_int.h"
 
@@ -54,7 +55,7 @@ typedef struct Finder {
     Arena *a;        /* slices and generated rows for probing */
     int64_t *bad;    /* row indexes (of the current piece) that fail */
     char **why;      /* ... and their errors */
-    int64_t nbad, capbad;
+    int64_t nbad, capbad, capwhy;
     ErrRow *rows;    /* for the errors table */
     int64_t nrows, caprows;
 } Finder;
@@ -67,11 +68,8 @@ static void find_bad(Finder *f, const Chunk *c, int64_t base, int64_t lo, int64_
     if (!rt_probe(f->p->be->rt, f->rel, s, &e))
         return;
     if (hi - lo == 1) {
-        if (f->nbad == f->capbad) {
-            f->capbad = f->capbad ? f->capbad * 2 : 16;
-            f->bad = sl_realloc(f->bad, sizeof(int64_t) * (size_t)f->capbad);
-            f->why = sl_realloc(f->why, sizeof(char *) * (size_t)f->capbad);
-        }
+        VEC_RESERVE(f->bad, f->capbad, f->nbad + 1);
+        VEC_RESERVE(f->why, f->capwhy, f->nbad + 1);
         f->bad[f->nbad] = base + lo;
         f->why[f->nbad++] = sl_strdup(e.msg);
         return;
@@ -169,12 +167,8 @@ static void note(Pipeline *p, Finder *f, int slot, InBatch *b, const Chunk *rows
         rejects_note_token(&p->rej, b->token, why);
     pthread_mutex_unlock(&p->mu);
     if (p->err_rel >= 0 && rel != p->err_rel) {
-        if (f->nrows == f->caprows) {
-            f->caprows = f->caprows ? f->caprows * 2 : 16;
-            f->rows = sl_realloc(f->rows, sizeof(ErrRow) * (size_t)f->caprows);
-        }
         buf_putc(&text, 0);
-        f->rows[f->nrows++] = (ErrRow){rel, (char *)text.p, sl_strdup(why)};
+        *VEC_PUSH(f->rows, f->nrows, f->caprows) = (ErrRow){rel, (char *)text.p, sl_strdup(why)};
         return;
     }
     buf_free(&text);

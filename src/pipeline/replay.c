@@ -12,6 +12,7 @@
 
 #include "../base/mem.h"
 #include "ft_int.h"
+#include "pipeline_int.h"
 
 /* Read exactly rec's rows of connector j into pd, checking where they end
    and what they hash to. */
@@ -59,7 +60,7 @@ static int replay_ingress(Pipeline *p, Pending *pd, int *next, int64_t hi, bool 
         IRec *r = &ft->irecs[(*next)++];
         if (!keep || !r->p)
             continue;
-        InBatch *b = ft_ingress_decode(p, r->p, r->n, NULL, err);
+        InBatch *b = ft_ingress_decode(p->c, r->p, r->n, NULL, err);
         if (!b)
             return err->code;
         b->rows = inbatch_count(b);
@@ -80,7 +81,7 @@ int ft_requeue(Pipeline *p, Err *err)
         IRec *r = &ft->irecs[i];
         if (r->seq <= hi || !r->p)
             continue;
-        InBatch *b = ft_ingress_decode(p, r->p, r->n, NULL, err);
+        InBatch *b = ft_ingress_decode(p->c, r->p, r->n, NULL, err);
         if (!b)
             return err->code;
         inbox_requeue(p, b);
@@ -106,7 +107,7 @@ int ft_replay(Pipeline *p, Err *err)
             last = i;
     double t0 = pipe_now();
     int nsteps = 0;
-    p->replaying = true;
+    ft->replaying = true;
     for (int i = 0; i < ft->nrecs && !rc; i++) {
         JRec *rec = &ft->recs[i];
         Pending *pd = &p->pend;
@@ -132,7 +133,7 @@ int ft_replay(Pipeline *p, Err *err)
         p->quiet_outputs = false;
         nsteps++;
     }
-    p->replaying = false;
+    ft->replaying = false;
     if (!rc && nsteps)
         fprintf(stderr, "sluice: replayed %d journaled step%s in %.3f s; now at step %lld\n",
                 nsteps, nsteps == 1 ? "" : "s", pipe_now() - t0, (long long)rt_steps(p->be->rt));

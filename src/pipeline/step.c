@@ -72,6 +72,9 @@ int pipeline_workers(const Pipeline *p) { return p->W; }
 int64_t pipeline_step(const Pipeline *p) { return rt_steps(p->be->rt); }
 
 
+/* The journal's stop predicate (arg: the pipeline). */
+static bool stop_requested(void *arg) { return pipeline_stop_requested(arg); }
+
 bool pipeline_stop_requested(Pipeline *p)
 {
     pthread_mutex_lock(&p->mu);
@@ -292,7 +295,7 @@ void pipe_tokens_done(Pipeline *p, int64_t tok)
 int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
 {
     mem_set_doing("journaling and splitting the input of step %lld", rt_steps(p->be->rt) + 1, 0);
-    if (p->ft && ft_journal_step(p, pd, pipeline_stop_requested, err))
+    if (p->ft && ft_journal_step(p->ft, pd, stop_requested, p, err))
         return err->code;
     pend_set_input(p, pd);
     int rc = p->be->ops->step(p->be, p->quiet_outputs, err);
@@ -315,7 +318,7 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
         return err->code;
     double t_end = pipe_now();
     p->rows += pd->rows;
-    ft_step_done(p, pd);
+    ft_step_done(p->ft, pd);
     mem_set_doing("delivering the outputs of step %lld", rt_steps(p->be->rt), 0);
     rc = p->quiet_outputs ? 0 : deliver(p, err);
     if (!rc && p->hooks.after_step)
