@@ -30,12 +30,12 @@ static void deadline_in(struct timespec *ts, double secs)
 
 static void account(Pipeline *p, int rel, int64_t rows, int64_t bytes, int64_t bad)
 {
-    Slot *s = &p->slots[p->cs.nin + rel];
+    Slot *s = &p->fig.slots[p->cs.nin + rel];
     s->records += rows;
     s->bytes += bytes;
     s->errors += bad;
-    p->input_records += rows;
-    p->input_bytes += bytes;
+    p->fig.input_records += rows;
+    p->fig.input_bytes += bytes;
 }
 
 int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token)
@@ -56,7 +56,7 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
             buf_free(&enc);
             return PIPE_STOPPING;
         }
-        if (p->qrows == 0 || p->qrows + rows <= p->qlimit)
+        if (p->q.rows == 0 || p->q.rows + rows <= p->q.limit)
             break;
         if (p->state == PS_PAUSED || wait_secs <= 0) {
             pthread_mutex_unlock(&p->mu);
@@ -93,17 +93,17 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
     account(p, b->rel, rows, b->bytes, b->bad);
     b->rows = rows;
     b->arrival = pipe_now();
-    b->token = ++p->next_token;
+    b->token = ++p->q.next_token;
     *token = b->token;
     b->next = NULL;
-    if (p->qtail)
-        p->qtail->next = b;
+    if (p->q.tail)
+        p->q.tail->next = b;
     else
-        p->qhead = b;
-    p->qtail = b;
-    p->qrows += rows;
-    p->qbytes += b->bytes;
-    p->slots[p->cs.nin + b->rel].queued += rows;
+        p->q.head = b;
+    p->q.tail = b;
+    p->q.rows += rows;
+    p->q.bytes += b->bytes;
+    p->fig.slots[p->cs.nin + b->rel].queued += rows;
     pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
     /* acknowledged only once durable (group commit with concurrent pushes) */
@@ -121,15 +121,15 @@ void inbox_requeue(Pipeline *p, InBatch *b)
     account(p, b->rel, rows, 0, 0);
     b->rows = rows;
     b->arrival = pipe_now();
-    b->token = ++p->next_token;
+    b->token = ++p->q.next_token;
     b->next = NULL;
-    if (p->qtail)
-        p->qtail->next = b;
+    if (p->q.tail)
+        p->q.tail->next = b;
     else
-        p->qhead = b;
-    p->qtail = b;
-    p->qrows += rows;
-    p->slots[p->cs.nin + b->rel].queued += rows;
+        p->q.head = b;
+    p->q.tail = b;
+    p->q.rows += rows;
+    p->fig.slots[p->cs.nin + b->rel].queued += rows;
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -143,7 +143,7 @@ void pipeline_note_rejected(Pipeline *p, int rel, int64_t bytes, int64_t bad)
 bool pipeline_token_done(Pipeline *p, int64_t token)
 {
     pthread_mutex_lock(&p->mu);
-    bool d = token <= p->done_token || p->state == PS_STOPPED;
+    bool d = token <= p->q.done_token || p->state == PS_STOPPED;
     pthread_mutex_unlock(&p->mu);
     return d;
 }
@@ -151,7 +151,7 @@ bool pipeline_token_done(Pipeline *p, int64_t token)
 void pipeline_token_wait(Pipeline *p, int64_t token)
 {
     pthread_mutex_lock(&p->mu);
-    while (token > p->done_token && p->state != PS_STOPPED)
+    while (token > p->q.done_token && p->state != PS_STOPPED)
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }
@@ -161,18 +161,18 @@ InBatch *inbox_take(Pipeline *p, int64_t max_rows)
     InBatch *first = NULL, **tail = &first;
     int64_t taken = 0;
     pthread_mutex_lock(&p->mu);
-    while (p->qhead && (max_rows < 0 || taken == 0 || taken + p->qhead->rows <= max_rows)) {
-        InBatch *b = p->qhead;
-        p->qhead = b->next;
-        if (!p->qhead)
-            p->qtail = NULL;
+    while (p->q.head && (max_rows < 0 || taken == 0 || taken + p->q.head->rows <= max_rows)) {
+        InBatch *b = p->q.head;
+        p->q.head = b->next;
+        if (!p->q.head)
+            p->q.tail = NULL;
         b->next = NULL;
         *tail = b;
         tail = &b->next;
         taken += b->rows;
-        p->qrows -= b->rows;
-        p->qbytes -= b->bytes;
-        p->slots[p->cs.nin + b->rel].queued -= b->rows;
+        p->q.rows -= b->rows;
+        p->q.bytes -= b->bytes;
+        p->fig.slots[p->cs.nin + b->rel].queued -= b->rows;
     }
     if (first)
         pthread_cond_broadcast(&p->room);
@@ -183,9 +183,9 @@ InBatch *inbox_take(Pipeline *p, int64_t max_rows)
 void inbox_clear(Pipeline *p)
 {
     pthread_mutex_lock(&p->mu);
-    InBatch *b = p->qhead;
-    p->qhead = p->qtail = NULL;
-    p->qrows = p->qbytes = 0;
+    InBatch *b = p->q.head;
+    p->q.head = p->q.tail = NULL;
+    p->q.rows = p->q.bytes = 0;
     pthread_mutex_unlock(&p->mu);
     while (b) {
         InBatch *n = b->next;

@@ -71,7 +71,7 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->room, NULL);
     pthread_cond_init(&p->done, NULL);
-    p->qlimit = o->queue_records > 0 ? o->queue_records : 1000000;
+    p->q.limit = o->queue_records > 0 ? o->queue_records : 1000000;
     p->step_rows = o->step_rows > 0 ? o->step_rows : (int64_t)p->W * 1048576;
     p->state = o->start_paused ? PS_PAUSED : PS_RUNNING;
     p->watch = sl_calloc((size_t)c->nrels + 1, sizeof(int));
@@ -88,7 +88,7 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
         FtCounts n = {0, 0};
         rc = ft_open(p->ft, &n, err); /* may restore a checkpoint into p->be->rt */
         p->rows = n.rows;
-        p->txn_id = n.txn_id;
+        p->tx.id = n.txn_id;
         if (!rc)
             rc = ft_requeue(p, err);
     } else {
@@ -137,10 +137,10 @@ int pipeline_checkpoint(Pipeline *p, int64_t *seq) { return ft_request(p->ft, se
 void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out) { ft_status(p->ft, out); }
 
 /* A checkpoint waits while a transaction is open or input is pending. */
-static bool ft_busy(Pipeline *p) { return p->txn != TX_NONE || p->pend.rows > 0; }
+static bool ft_busy(Pipeline *p) { return p->tx.state != TX_NONE || p->pend.rows > 0; }
 
 /* What a checkpoint's manifest records of the controller. */
-static FtCounts ft_counts(Pipeline *p) { return (FtCounts){p->rows, p->txn_id}; }
+static FtCounts ft_counts(Pipeline *p) { return (FtCounts){p->rows, p->tx.id}; }
 
 /* ---------------------------------------------------------------- commands */
 
@@ -163,10 +163,10 @@ static void cmd_finish(Pipeline *p, Cmd *cmd, int rc)
 
 static void txn_open(Pipeline *p, bool backfill)
 {
-    p->txn = TX_OPEN;
-    p->txn_id++;
-    p->txn_backfill = backfill;
-    p->txn_t0 = pipe_now();
+    p->tx.state = TX_OPEN;
+    p->tx.id++;
+    p->tx.backfill = backfill;
+    p->tx.t0 = pipe_now();
 }
 
 /* Refuse cmd with a message (fmt may use %lld once, for a). */
@@ -185,41 +185,41 @@ static void handle_cmd(Pipeline *p, Cmd *cmd)
     bool paused = get_state(p) == PS_PAUSED;
     switch (cmd->cmd) {
     case PC_TXN_START:
-        if (p->txn != TX_NONE && p->txn_backfill)
+        if (p->tx.state != TX_NONE && p->tx.backfill)
             rc = conflict(cmd,
                           "the backfill transaction %lld is in progress; it commits itself when "
                           "its connectors reach the end of their input",
-                          (long long)p->txn_id);
-        else if (p->txn != TX_NONE)
+                          (long long)p->tx.id);
+        else if (p->tx.state != TX_NONE)
             rc = conflict(cmd, "transaction %lld is already open; commit or abort it first",
-                          (long long)p->txn_id);
+                          (long long)p->tx.id);
         else {
             txn_open(p, false);
-            cmd->res.txn_id = p->txn_id;
+            cmd->res.txn_id = p->tx.id;
             pthread_mutex_lock(&p->mu);
-            cmd->res.records = p->pend.rows + p->qrows; /* queued input joins it */
+            cmd->res.records = p->pend.rows + p->q.rows; /* queued input joins it */
             pthread_mutex_unlock(&p->mu);
         }
         break;
     case PC_TXN_COMMIT:
     case PC_TXN_ABORT:
-        if (p->txn == TX_NONE)
+        if (p->tx.state == TX_NONE)
             rc = conflict(cmd, "no transaction is open; POST /start_transaction first", 0);
-        else if (p->txn_backfill)
+        else if (p->tx.backfill)
             rc = conflict(cmd,
                           "transaction %lld is the backfill transaction; it commits itself when "
                           "its connectors reach the end of their input",
-                          (long long)p->txn_id);
-        else if (p->commit_cmd)
-            rc = conflict(cmd, "transaction %lld is already committing", (long long)p->txn_id);
+                          (long long)p->tx.id);
+        else if (p->tx.commit_cmd)
+            rc = conflict(cmd, "transaction %lld is already committing", (long long)p->tx.id);
         else if (cmd->cmd == PC_TXN_COMMIT && paused)
             rc = conflict(cmd,
                           "the pipeline is paused; POST /start first (transaction %lld stays "
                           "open)",
-                          (long long)p->txn_id);
+                          (long long)p->tx.id);
         else if (cmd->cmd == PC_TXN_COMMIT) {
-            cmd->res.txn_id = p->txn_id;
-            p->commit_cmd = cmd;
+            cmd->res.txn_id = p->tx.id;
+            p->tx.commit_cmd = cmd;
             pthread_mutex_lock(&p->mu);
             cmd->accepted = true;
             pthread_cond_broadcast(&p->done);
@@ -229,14 +229,14 @@ static void handle_cmd(Pipeline *p, Cmd *cmd)
             /* abort: take what is queued too, then forget all of it */
             Err e = {0};
             pipe_gather(p, &p->pend, false, -1, &e);
-            cmd->res.txn_id = p->txn_id;
+            cmd->res.txn_id = p->tx.id;
             cmd->res.records = p->pend.rows;
             int64_t tok = p->pend.max_token;
             if (ft_journal_discard(p->ft, &p->pend, &e))
                 fprintf(stderr, "sluice: %s\n", e.msg);
             pend_reset(p, &p->pend);
             p->be->ops->drop(p->be);
-            p->txn = TX_NONE;
+            p->tx.state = TX_NONE;
             pipe_tokens_done(p, tok);
             fprintf(stderr, "sluice: transaction %lld aborted: %lld record%s discarded\n",
                     (long long)cmd->res.txn_id, (long long)cmd->res.records,
@@ -304,14 +304,14 @@ int pipeline_command(Pipeline *p, PipeCmd cmd, bool wait, PipeCmdResult *res)
     memset(res, 0, sizeof(*res));
     pthread_mutex_lock(&p->mu);
     if (p->state == PS_STOPPED || ((p->stop_req || pipe_signalled()) && cmd != PC_STOP)) {
-        res->step = p->steps_pub;
+        res->step = p->fig.steps;
         pthread_mutex_unlock(&p->mu);
         return PIPE_STOPPING;
     }
     if (cmd == PC_START || cmd == PC_PAUSE) {
         if (p->state == PS_RUNNING || p->state == PS_PAUSED)
             p->state = cmd == PC_START ? PS_RUNNING : PS_PAUSED;
-        res->step = p->steps_pub;
+        res->step = p->fig.steps;
         pthread_cond_signal(&p->wake);
         pthread_mutex_unlock(&p->mu);
         return 0;
@@ -322,7 +322,7 @@ int pipeline_command(Pipeline *p, PipeCmd cmd, bool wait, PipeCmdResult *res)
         pthread_cond_broadcast(&p->room);
         while (wait && p->state != PS_STOPPED)
             pthread_cond_wait(&p->done, &p->mu);
-        res->step = p->steps_pub;
+        res->step = p->fig.steps;
         pthread_mutex_unlock(&p->mu);
         return 0;
     }
@@ -352,7 +352,7 @@ static void wait_wake(Pipeline *p, double secs)
 {
     pthread_mutex_lock(&p->mu);
     bool work = p->calls || p->cmds || p->stop_req || pipe_signalled() ||
-                (p->qhead && p->state == PS_RUNNING) || ft_wants(p->ft);
+                (p->q.head && p->state == PS_RUNNING) || ft_wants(p->ft);
     if (!work) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -370,35 +370,35 @@ static void wait_wake(Pipeline *p, double secs)
    step. */
 static int do_commit(Pipeline *p, Err *err)
 {
-    p->txn = TX_COMMITTING;
+    p->tx.state = TX_COMMITTING;
     pthread_mutex_lock(&p->mu);
-    p->commit_t0 = pipe_now();
+    p->tx_pub.commit_t0 = pipe_now();
     pthread_mutex_unlock(&p->mu);
     if (pipe_gather(p, &p->pend, false, -1, err) < 0)
         return err->code;
-    int64_t id = p->txn_id, recs = p->pend.rows;
-    bool backfill = p->txn_backfill;
+    int64_t id = p->tx.id, recs = p->pend.rows;
+    bool backfill = p->tx.backfill;
     double t0 = pipe_now();
     stats_publish(p);
     if (p->tty && p->o.progress)
         fputc('\n', stderr);
     fprintf(stderr, "sluice: %stransaction %lld: committing %lld record%s in one step\n",
             backfill ? "backfill " : "", (long long)id, (long long)recs, recs == 1 ? "" : "s");
-    int64_t rej0 = p->rejected_total; /* only the controller changes it */
+    int64_t rej0 = p->rej.total; /* only the controller changes it */
     int rc = pipe_run_step(p, &p->pend, err);
-    int64_t rejected = p->rejected_total - rej0;
-    p->txn = TX_NONE;
-    p->txn_backfill = false;
-    Cmd *cmd = p->commit_cmd;
-    p->commit_cmd = NULL;
+    int64_t rejected = p->rej.total - rej0;
+    p->tx.state = TX_NONE;
+    p->tx.backfill = false;
+    Cmd *cmd = p->tx.commit_cmd;
+    p->tx.commit_cmd = NULL;
     if (!rc)
         fprintf(stderr, "sluice: transaction %lld committed at step %lld in %.3f s\n",
                 (long long)id, (long long)rt_steps(p->be->rt), pipe_now() - t0);
     stats_publish(p);
     pthread_mutex_lock(&p->mu);
-    p->last_commit_id = id;
-    p->last_commit_records = recs;
-    p->last_commit_step = rt_steps(p->be->rt);
+    p->tx_pub.last_commit_id = id;
+    p->tx_pub.last_commit_records = recs;
+    p->tx_pub.last_commit_step = rt_steps(p->be->rt);
     if (cmd) {
         cmd->res.txn_id = id;
         cmd->res.records = recs - rejected;
@@ -406,7 +406,7 @@ static int do_commit(Pipeline *p, Err *err)
         if (rc)
             snprintf(cmd->res.msg, sizeof(cmd->res.msg), "%.200s", err->msg);
         else if (rejected)
-            snprintf(cmd->res.msg, sizeof(cmd->res.msg), "%.200s", p->last_reject);
+            snprintf(cmd->res.msg, sizeof(cmd->res.msg), "%.200s", p->rej.last);
         bool detached = cmd->detached;
         cmd_finish(p, cmd, rc ? PIPE_CONFLICT : 0);
         if (detached)
@@ -465,8 +465,8 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
                 (long long)rt_steps(p->be->rt));
     }
     service(p);
-    if (p->txn != TX_NONE) {
-        if (p->txn_backfill || p->commit_cmd) {
+    if (p->tx.state != TX_NONE) {
+        if (p->tx.backfill || p->tx.commit_cmd) {
             if (do_commit(p, err))
                 return err->code;
         } else {
@@ -474,14 +474,14 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
             fprintf(stderr,
                     "sluice: transaction %lld was still open at the stop: its %lld record%s "
                     "discarded (not committed)\n",
-                    (long long)p->txn_id, (long long)p->pend.rows,
+                    (long long)p->tx.id, (long long)p->pend.rows,
                     p->pend.rows == 1 ? " was" : "s were");
             int64_t tok = p->pend.max_token;
             if (ft_journal_discard(p->ft, &p->pend, err))
                 return err->code;
             pend_reset(p, &p->pend);
             p->be->ops->drop(p->be);
-            p->txn = TX_NONE;
+            p->tx.state = TX_NONE;
             pipe_tokens_done(p, tok);
         }
     }
@@ -504,11 +504,11 @@ static int run_loop(Pipeline *p, Err *err)
 {
     bool announced = false;
     for (int j = 0; j < p->cs.nin; j++)
-        if (input_backfill(p->cs.in[j]) && p->txn == TX_NONE) {
+        if (input_backfill(p->cs.in[j]) && p->tx.state == TX_NONE) {
             txn_open(p, true);
             fprintf(stderr, "sluice: backfill: transaction %lld holds the input until every "
                             "backfill connector has ended\n",
-                    (long long)p->txn_id);
+                    (long long)p->tx.id);
         }
     for (;;) {
         service(p);
@@ -517,7 +517,7 @@ static int run_loop(Pipeline *p, Err *err)
             return final_drain(p, true, err);
         if (ft_tick(p->ft, ft_busy(p), ft_counts(p), false, err))
             return err->code;
-        if (p->commit_cmd) {
+        if (p->tx.commit_cmd) {
             if (do_commit(p, err))
                 return err->code;
             continue;
@@ -527,13 +527,13 @@ static int run_loop(Pipeline *p, Err *err)
             wait_wake(p, 0.05);
             continue;
         }
-        bool in_txn = p->txn != TX_NONE;
+        bool in_txn = p->tx.state != TX_NONE;
         int64_t got = pipe_gather(p, &p->pend, true, in_txn ? -1 : p->step_rows, err);
         if (got < 0)
             return err->code;
         bool all_done = inputs_done(p);
         if (in_txn) {
-            if (p->txn_backfill && backfill_done(p)) {
+            if (p->tx.backfill && backfill_done(p)) {
                 if (do_commit(p, err))
                     return err->code;
                 if (all_done && p->o.until_done)
@@ -601,7 +601,7 @@ int pipeline_run(Pipeline *p, Err *err)
         pthread_mutex_lock(&p->mu);
         int64_t hbad = 0;
         for (int i = 0; i < c->nrels; i++)
-            hbad += p->slots[p->cs.nin + i].errors;
+            hbad += p->fig.slots[p->cs.nin + i].errors;
         pthread_mutex_unlock(&p->mu);
         if (hbad)
             fprintf(stderr, "sluice: %lld bad HTTP input record%s rejected\n", (long long)hbad,
@@ -623,7 +623,7 @@ int pipeline_run(Pipeline *p, Err *err)
     /* stopped: fail whatever still waits for the controller */
     pthread_mutex_lock(&p->mu);
     p->state = PS_STOPPED;
-    p->steps_pub = rt_steps(p->be->rt);
+    p->fig.steps = rt_steps(p->be->rt);
     for (Call *cl = p->calls; cl;) {
         Call *n = cl->next;
         cl->rc = PIPE_STOPPING;
@@ -641,12 +641,12 @@ int pipeline_run(Pipeline *p, Err *err)
         cmd = n;
     }
     p->cmds = NULL;
-    if (p->commit_cmd) {
-        bool detached = p->commit_cmd->detached;
-        cmd_finish(p, p->commit_cmd, PIPE_STOPPING);
+    if (p->tx.commit_cmd) {
+        bool detached = p->tx.commit_cmd->detached;
+        cmd_finish(p, p->tx.commit_cmd, PIPE_STOPPING);
         if (detached)
-            sl_free(p->commit_cmd);
-        p->commit_cmd = NULL;
+            sl_free(p->tx.commit_cmd);
+        p->tx.commit_cmd = NULL;
     }
     pthread_cond_broadcast(&p->done);
     pthread_cond_broadcast(&p->room);

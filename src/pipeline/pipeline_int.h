@@ -22,11 +22,13 @@
 #include "ft.h"
 #include "inbatch.h"
 #include "pending.h"
+#include "inbox.h"
+#include "reject.h"
 #include "stats.h"
+#include "txn.h"
 #include "pipeline.h"
 
 typedef enum PState { PS_RUNNING, PS_PAUSED, PS_STOPPING, PS_STOPPED } PState;
-typedef enum TxnState { TX_NONE, TX_OPEN, TX_COMMITTING } TxnState;
 
 typedef struct Cmd {
     struct Cmd *next;
@@ -46,21 +48,10 @@ typedef struct Call {
 } Call;
 
 
-/* Rejections per HTTP batch token, newest REJECT_TOKENS kept (reject.c). */
-#define REJECT_TOKENS 256
-typedef struct RejTok {
-    int64_t token, n;
-    char why[200];
-} RejTok;
-typedef struct Rejects {
-    RejTok tok[REJECT_TOKENS];
-    int next;
-} Rejects;
 
 struct Pipeline {
     const Circuit *c;
     Ft *ft;                   /* fault tolerance, or NULL without storage */
-    bool replaying;           /* running journaled steps after a restart */
     bool quiet_outputs;       /* replay: this step's outputs are already written */
     PipelineOpts o;
     Backend *be;              /* where steps run: this process, or every host */
@@ -79,12 +70,7 @@ struct Pipeline {
     Buf kb, vb;               /* scratch encodings (resolve.c) */
     Arena *scratch;           /* resolve.c, reset per use */
     int64_t upd_missing;      /* updates of missing keys (logged) */
-    /* transaction (controller; mirrored into the shared block) */
-    TxnState txn;
-    int64_t txn_id;
-    bool txn_backfill;
-    double txn_t0;
-    Cmd *commit_cmd;
+    Txn tx;                   /* the transaction (controller; mirrored in tx_pub) */
     int err_rel;              /* the errors table (PIPELINE_ERRORS_TABLE), or -1 */
 
     /* ---- shared (mu) ---- */
@@ -94,53 +80,13 @@ struct Pipeline {
     pthread_cond_t done;      /* commands, calls, tokens finished */
     PState state;
     bool stop_req;
-    InBatch *qhead, *qtail;
-    int64_t qrows, qbytes, qlimit;
-    int64_t next_token, done_token;
+    Inbox q;                  /* the HTTP input queue */
     Cmd *cmds;
     Call *calls;
-    int nslots;
-    Slot *slots;              /* cs.nin connectors, then one per relation (HTTP) */
-    int64_t steps_pub, processed, input_records, input_bytes;
-    int64_t pend_rows;
-    size_t state_bytes;
-    bool inputs_ended;
-    TxnState txn_pub;
-    int64_t txn_id_pub, txn_records;
-    double txn_t0_pub, commit_t0;
-    bool txn_backfill_pub;
-    int64_t last_commit_id, last_commit_records, last_commit_step;
-    int64_t rejected_total;   /* records rejected by runtime errors (reject.c) */
-    char last_reject[200];    /* ... the newest one's error */
-    Rejects rej;
-    RelStats *rels_pub;
-    HostStats *hosts_pub;     /* per host (be->ops->host_stats) */
-    int nhosts_pub;           /* ... how many (0: one process) */
-    OutStats *outs_pub;
+    Figures fig;              /* the published figures (stats.c) */
+    TxnPub tx_pub;            /* the transaction as /stats shows it */
+    Rejects rej;              /* rejected records (reject.c) */
 };
-
-/* inbox.c */
-/* Queue a batch recovered from the ingress log (no logging, no waiting). */
-void inbox_requeue(Pipeline *p, InBatch *b);
-/* Pop queued batches (at least one when any, up to max_rows in all, every
-   one when max_rows < 0) in order; NULL when none. Controller only. */
-InBatch *inbox_take(Pipeline *p, int64_t max_rows);
-/* Fail every queued batch (stopped pipeline). */
-void inbox_clear(Pipeline *p);
-
-/* reject.c */
-/* After a step that rolled back (rt_rolled_back): find the rows of pd
-   that fail in the linear operators over their table, take them out of
-   pd, report them. Returns the rows taken out (0: none fails alone, the
-   error lies elsewhere). Controller only. */
-int64_t reject_isolate(Pipeline *p, Pending *pd);
-/* When reject_isolate found nothing: reject, in input order, each row
-   that makes the step fail after the rows before it (dry steps, see
-   reject.c). Returns the rows rejected; 0 when none is to blame (or the
-   operators cannot undo). */
-int64_t reject_by_steps(Pipeline *p, Pending *pd, Err *err);
-/* Under mu: count a rejection against an HTTP batch token. */
-void rejects_note_token(Rejects *r, int64_t token, const char *why);
 
 /* replay.c */
 /* Queue the logged HTTP input no journaled step consumed, before anything

@@ -160,9 +160,9 @@ static void note(Pipeline *p, Finder *f, int slot, InBatch *b, const Chunk *rows
     (*logged)++;
     pthread_mutex_lock(&p->mu);
     if (slot >= 0)
-        p->slots[slot].rejected++;
-    p->rejected_total++;
-    snprintf(p->last_reject, sizeof(p->last_reject), "%s", why);
+        p->fig.slots[slot].rejected++;
+    p->rej.total++;
+    snprintf(p->rej.last, sizeof(p->rej.last), "%s", why);
     if (b)
         rejects_note_token(&p->rej, b->token, why);
     pthread_mutex_unlock(&p->mu);

@@ -40,7 +40,7 @@ void pend_init(Pipeline *p, Pending *pd)
     pd->a = arena_new(1 << 20);
     pd->seq = sl_calloc((size_t)p->c->nrels + 1, sizeof(Seq));
     pd->ov = sl_calloc((size_t)p->c->nrels + 1, sizeof(HMap *));
-    pd->slot_rows = sl_calloc((size_t)p->nslots + 1, sizeof(int64_t));
+    pd->slot_rows = sl_calloc((size_t)p->fig.nslots + 1, sizeof(int64_t));
     pd->conn_rows = sl_calloc((size_t)p->cs.nin + 1, sizeof(int64_t));
     pd->conn_hash = sl_calloc((size_t)p->cs.nin + 1, sizeof(uint64_t));
 }
@@ -69,7 +69,7 @@ void pend_reset(Pipeline *p, Pending *pd)
             pd->ov[i] = NULL;
         }
     memset(pd->seq, 0, sizeof(Seq) * (size_t)p->c->nrels);
-    memset(pd->slot_rows, 0, sizeof(int64_t) * (size_t)p->nslots);
+    memset(pd->slot_rows, 0, sizeof(int64_t) * (size_t)p->fig.nslots);
     pd->batches = pd->batches_tail = NULL;
     pd->units = pd->units_tail = NULL;
     pd->rows = 0;
@@ -266,7 +266,7 @@ void resolve_batch(Pipeline *p, Pending *pd, InBatch *b)
     b->upd = b->upd_tail = NULL;
     if (missing) {
         pthread_mutex_lock(&p->mu);
-        p->slots[p->cs.nin + rel].errors += missing;
+        p->fig.slots[p->cs.nin + rel].errors += missing;
         pthread_mutex_unlock(&p->mu);
     }
 }

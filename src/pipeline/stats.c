@@ -79,11 +79,11 @@ void hist_summary(const Hist *h, LatStats *out)
 void stats_init(Pipeline *p)
 {
     const Circuit *c = p->c;
-    p->nslots = p->cs.nin + c->nrels;
-    p->slots = sl_calloc((size_t)p->nslots, sizeof(Slot));
+    p->fig.nslots = p->cs.nin + c->nrels;
+    p->fig.slots = sl_calloc((size_t)p->fig.nslots, sizeof(Slot));
     for (int j = 0; j < p->cs.nin; j++) {
         InputConn *ic = p->cs.in[j];
-        Slot *s = &p->slots[j];
+        Slot *s = &p->fig.slots[j];
         snprintf(s->name, sizeof(s->name), "%s", input_name(ic));
         s->transport = input_transport(ic);
         s->rel = input_rel(ic);
@@ -92,7 +92,7 @@ void stats_init(Pipeline *p)
         s->backfill = input_backfill(ic);
     }
     for (int i = 0; i < c->nrels; i++) {
-        Slot *s = &p->slots[p->cs.nin + i];
+        Slot *s = &p->fig.slots[p->cs.nin + i];
         snprintf(s->name, sizeof(s->name), "http");
         s->transport = "http";
         s->rel = i;
@@ -105,22 +105,22 @@ void stats_init(Pipeline *p)
                 s->event_col = input_event_col(p->cs.in[j]);
             }
     }
-    p->rels_pub = sl_calloc((size_t)c->nrels + 1, sizeof(RelStats));
-    p->hosts_pub = sl_calloc((size_t)p->be->ops->host_stats(p->be, NULL) + 1, sizeof(HostStats));
-    p->outs_pub = sl_calloc((size_t)p->cs.nout + 1, sizeof(OutStats));
+    p->fig.rels = sl_calloc((size_t)c->nrels + 1, sizeof(RelStats));
+    p->fig.hosts = sl_calloc((size_t)p->be->ops->host_stats(p->be, NULL) + 1, sizeof(HostStats));
+    p->fig.outs = sl_calloc((size_t)p->cs.nout + 1, sizeof(OutStats));
     for (int j = 0; j < p->cs.nout; j++) {
-        snprintf(p->outs_pub[j].name, sizeof(p->outs_pub[j].name), "%s",
+        snprintf(p->fig.outs[j].name, sizeof(p->fig.outs[j].name), "%s",
                  output_name(p->cs.out[j]));
-        p->outs_pub[j].rel = output_rel(p->cs.out[j]);
+        p->fig.outs[j].rel = output_rel(p->cs.out[j]);
     }
 }
 
 void stats_free(Pipeline *p)
 {
-    sl_free(p->slots);
-    sl_free(p->rels_pub);
-    sl_free(p->hosts_pub);
-    sl_free(p->outs_pub);
+    sl_free(p->fig.slots);
+    sl_free(p->fig.rels);
+    sl_free(p->fig.hosts);
+    sl_free(p->fig.outs);
 }
 
 void stats_publish(Pipeline *p)
@@ -134,25 +134,25 @@ void stats_publish(Pipeline *p)
     pthread_mutex_lock(&p->mu);
     for (int j = 0; j < p->cs.nin; j++) {
         InputConn *ic = p->cs.in[j];
-        Slot *s = &p->slots[j];
+        Slot *s = &p->fig.slots[j];
         if (input_is_http(ic))
             continue;
-        p->input_records += input_rows(ic) - s->records;
-        p->input_bytes += input_bytes(ic) - s->bytes;
+        p->fig.input_records += input_rows(ic) - s->records;
+        p->fig.input_bytes += input_bytes(ic) - s->bytes;
         s->records = input_rows(ic);
         s->bytes = input_bytes(ic);
         s->errors = input_errors(ic);
         s->eoi = input_done(ic);
     }
-    for (int k = 0; k < p->nslots; k++)
-        p->slots[k].pending = p->pend.slot_rows[k];
+    for (int k = 0; k < p->fig.nslots; k++)
+        p->fig.slots[k].pending = p->pend.slot_rows[k];
     for (int j = 0; j < p->cs.nout; j++) {
-        p->outs_pub[j].records = output_records(p->cs.out[j]);
-        p->outs_pub[j].bytes = output_bytes(p->cs.out[j]);
-        p->outs_pub[j].steps = rt_steps(p->be->rt);
+        p->fig.outs[j].records = output_records(p->cs.out[j]);
+        p->fig.outs[j].bytes = output_bytes(p->cs.out[j]);
+        p->fig.outs[j].steps = rt_steps(p->be->rt);
     }
     for (int i = 0; i < c->nrels; i++) {
-        RelStats *r = &p->rels_pub[i];
+        RelStats *r = &p->fig.rels[i];
         const Relation *rel = &c->rels[i];
         r->has_sink = rel->sink >= 0;
         be->ops->rel_figures(be, i, &r->changes, &r->rows);
@@ -161,16 +161,16 @@ void stats_publish(Pipeline *p)
             if (c->nodes[n]->owner == i)
                 r->divzero += be->ops->divzero(be, n);
     }
-    p->steps_pub = rt_steps(p->be->rt);
-    p->state_bytes = bytes;
-    p->nhosts_pub = be->ops->host_stats(be, p->hosts_pub);
-    p->inputs_ended = ended;
-    p->pend_rows = p->pend.rows;
-    p->txn_pub = p->txn;
-    p->txn_id_pub = p->txn_id;
-    p->txn_backfill_pub = p->txn_backfill;
-    p->txn_t0_pub = p->txn_t0;
-    p->txn_records = p->txn != TX_NONE ? p->pend.rows : 0;
+    p->fig.steps = rt_steps(p->be->rt);
+    p->fig.state_bytes = bytes;
+    p->fig.nhosts = be->ops->host_stats(be, p->fig.hosts);
+    p->fig.inputs_ended = ended;
+    p->fig.pend_rows = p->pend.rows;
+    p->tx_pub.state = p->tx.state;
+    p->tx_pub.id = p->tx.id;
+    p->tx_pub.backfill = p->tx.backfill;
+    p->tx_pub.t0 = p->tx.t0;
+    p->tx_pub.records = p->tx.state != TX_NONE ? p->pend.rows : 0;
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -178,13 +178,13 @@ void stats_units_done(Pipeline *p, Unit *u, double now, int64_t wall_us)
 {
     pthread_mutex_lock(&p->mu);
     for (; u; u = u->next) {
-        Slot *s = &p->slots[u->slot];
+        Slot *s = &p->fig.slots[u->slot];
         hist_add(&s->lat, (now - u->arrival) * 1e6, u->rows);
         for (int i = 0; i < u->nsamp; i++) {
             int64_t w = (int64_t)(u->samp_w + 0.5);
             hist_add(&s->lag, (double)(wall_us - u->ev[i]), w > 0 ? w : 1);
         }
-        p->processed += u->rows;
+        p->fig.processed += u->rows;
     }
     pthread_mutex_unlock(&p->mu);
 }
@@ -209,35 +209,35 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
     o->cpu_msecs = (int64_t)ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000 +
                    (int64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
     o->rss_bytes = mem_rss_bytes();
-    o->in = sl_calloc((size_t)p->nslots + 1, sizeof(ConnStats));
+    o->in = sl_calloc((size_t)p->fig.nslots + 1, sizeof(ConnStats));
     o->out = sl_calloc((size_t)p->cs.nout + 1, sizeof(OutStats));
     o->rels = sl_calloc((size_t)c->nrels + 1, sizeof(RelStats));
     o->nrels = c->nrels;
     double now = pipe_now();
     pthread_mutex_lock(&p->mu);
     o->state = p->stop_req && p->state != PS_STOPPED ? "stopping" : state_name(p->state);
-    o->step = p->steps_pub;
-    o->input_records = p->input_records;
-    o->input_bytes = p->input_bytes;
-    o->processed_records = p->processed;
-    o->buffered_records = p->qrows + p->pend_rows;
-    o->buffered_bytes = p->qbytes;
-    o->queue_limit = p->qlimit;
-    o->state_bytes = p->state_bytes;
+    o->step = p->fig.steps;
+    o->input_records = p->fig.input_records;
+    o->input_bytes = p->fig.input_bytes;
+    o->processed_records = p->fig.processed;
+    o->buffered_records = p->q.rows + p->fig.pend_rows;
+    o->buffered_bytes = p->q.bytes;
+    o->queue_limit = p->q.limit;
+    o->state_bytes = p->fig.state_bytes;
     o->uptime_secs = now - p->t0;
-    o->inputs_ended = p->inputs_ended;
-    o->txn_id = p->txn_pub != TX_NONE ? p->txn_id_pub : 0;
-    o->txn_status = p->txn_pub == TX_NONE ? "none" : p->txn_pub == TX_OPEN ? "open" : "committing";
-    o->txn_initiator = p->txn_pub == TX_NONE ? NULL : p->txn_backfill_pub ? "backfill" : "api";
-    o->txn_records = p->txn_records;
-    o->txn_secs = p->txn_pub != TX_NONE ? now - p->txn_t0_pub : 0;
-    o->commit_secs = p->txn_pub == TX_COMMITTING ? now - p->commit_t0 : 0;
-    o->last_commit_id = p->last_commit_id;
-    o->last_commit_records = p->last_commit_records;
-    o->last_commit_step = p->last_commit_step;
-    o->rejected_records = p->rejected_total;
-    for (int k = 0; k < p->nslots; k++) {
-        const Slot *s = &p->slots[k];
+    o->inputs_ended = p->fig.inputs_ended;
+    o->txn_id = p->tx_pub.state != TX_NONE ? p->tx_pub.id : 0;
+    o->txn_status = p->tx_pub.state == TX_NONE ? "none" : p->tx_pub.state == TX_OPEN ? "open" : "committing";
+    o->txn_initiator = p->tx_pub.state == TX_NONE ? NULL : p->tx_pub.backfill ? "backfill" : "api";
+    o->txn_records = p->tx_pub.records;
+    o->txn_secs = p->tx_pub.state != TX_NONE ? now - p->tx_pub.t0 : 0;
+    o->commit_secs = p->tx_pub.state == TX_COMMITTING ? now - p->tx_pub.commit_t0 : 0;
+    o->last_commit_id = p->tx_pub.last_commit_id;
+    o->last_commit_records = p->tx_pub.last_commit_records;
+    o->last_commit_step = p->tx_pub.last_commit_step;
+    o->rejected_records = p->rej.total;
+    for (int k = 0; k < p->fig.nslots; k++) {
+        const Slot *s = &p->fig.slots[k];
         if (s->conn >= 0 && input_is_http(p->cs.in[s->conn]))
             continue; /* shown as the table's HTTP input */
         if (s->conn < 0 && !c->rels[s->rel].is_table)
@@ -259,11 +259,11 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
         if (d->has_lag)
             hist_summary(&s->lag, &d->lag);
     }
-    memcpy(o->rels, p->rels_pub, sizeof(RelStats) * (size_t)c->nrels);
-    if (p->nhosts_pub > 0) { /* scale-out: this process is host 0 */
-        o->nhosts = p->nhosts_pub;
+    memcpy(o->rels, p->fig.rels, sizeof(RelStats) * (size_t)c->nrels);
+    if (p->fig.nhosts > 0) { /* scale-out: this process is host 0 */
+        o->nhosts = p->fig.nhosts;
         o->hosts = sl_calloc((size_t)o->nhosts, sizeof(HostStats));
-        memcpy(o->hosts, p->hosts_pub, sizeof(HostStats) * (size_t)o->nhosts);
+        memcpy(o->hosts, p->fig.hosts, sizeof(HostStats) * (size_t)o->nhosts);
         o->hosts[0].cpu_msecs = o->cpu_msecs;
         o->hosts[0].rss_bytes = o->rss_bytes;
         for (int h = 1; h < o->nhosts; h++) {
@@ -272,7 +272,7 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
         }
     }
     o->nout = p->cs.nout;
-    memcpy(o->out, p->outs_pub, sizeof(OutStats) * (size_t)p->cs.nout);
+    memcpy(o->out, p->fig.outs, sizeof(OutStats) * (size_t)p->cs.nout);
     pthread_mutex_unlock(&p->mu);
 }
 

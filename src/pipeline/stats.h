@@ -10,6 +10,21 @@
 #include "pending.h"
 #include "pipeline.h"
 
+/* The figures the controller publishes between steps (under the
+   pipeline's mu), which pipeline_stats copies. */
+typedef struct Figures {
+    int nslots;
+    struct Slot *slots;       /* cs.nin connectors, then one per relation (HTTP) */
+    int64_t steps, processed, input_records, input_bytes;
+    int64_t pend_rows;
+    size_t state_bytes;
+    bool inputs_ended;
+    RelStats *rels;
+    HostStats *hosts;         /* per host (be->ops->host_stats) */
+    int nhosts;               /* ... how many (0: one process) */
+    OutStats *outs;
+} Figures;
+
 /* Monotonic seconds (the controller's clock for latencies and timings). */
 double pipe_now(void);
 

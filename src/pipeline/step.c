@@ -107,7 +107,7 @@ static void progress(Pipeline *p, bool final)
                 any = true;
             }
         pthread_mutex_lock(&p->mu);
-        int64_t h = p->slots[p->cs.nin + i].records;
+        int64_t h = p->fig.slots[p->cs.nin + i].records;
         pthread_mutex_unlock(&p->mu);
         n += h;
         if (any || h)
@@ -192,7 +192,7 @@ static void add_unit(Pipeline *p, Pending *pd, int slot, double arrival, int rel
     u->rel = rel;
     u->arrival = arrival;
     u->rows = rows;
-    int ec = p->slots[slot].event_col; /* constant after start-up */
+    int ec = p->fig.slots[slot].event_col; /* constant after start-up */
     if (ec >= 0 && rows > 0 && !(list && !list->chunk && !list->fill)) { /* (not read here) */
         u->nsamp = sample_events(p, rel, list, rows, ec, pd->a, &u->ev, EVENT_SAMPLES);
         u->samp_w = u->nsamp ? (double)rows / u->nsamp : 0;
@@ -284,8 +284,8 @@ int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b)
 void pipe_tokens_done(Pipeline *p, int64_t tok)
 {
     pthread_mutex_lock(&p->mu);
-    if (tok > p->done_token)
-        p->done_token = tok;
+    if (tok > p->q.done_token)
+        p->q.done_token = tok;
     pthread_cond_broadcast(&p->done);
     pthread_mutex_unlock(&p->mu);
 }

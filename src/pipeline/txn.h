@@ -1,0 +1,35 @@
+/*
+ * pipeline/txn.h - the state of a transaction (pipeline.c runs them:
+ * start, commit, abort, and the backfill transaction of connectors with
+ * "transaction": "backfill"): the controller's own, and the copy it
+ * publishes under the pipeline's mu for /stats.
+ */
+#ifndef SL_PIPELINE_TXN_H
+#define SL_PIPELINE_TXN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum TxnState { TX_NONE, TX_OPEN, TX_COMMITTING } TxnState;
+
+struct Cmd;
+
+/* The controller's. */
+typedef struct Txn {
+    TxnState state;
+    int64_t id;               /* the open one's, else the last one's */
+    bool backfill;            /* opened by backfill connectors, commits itself */
+    double t0;                /* when it opened (pipe_now) */
+    struct Cmd *commit_cmd;   /* the commit accepted, run next by the loop */
+} Txn;
+
+/* Published (under mu). */
+typedef struct TxnPub {
+    TxnState state;
+    int64_t id, records;
+    double t0, commit_t0;
+    bool backfill;
+    int64_t last_commit_id, last_commit_records, last_commit_step;
+} TxnPub;
+
+#endif
