@@ -90,29 +90,31 @@ static int collect_child(Ft *ft, CkJob *j, Err *err)
     cJSON *state = cJSON_CreateArray();
     int rc = ckpt_parse_report(buf_cstr(&in), state, &j->written, &j->reused, &j->bytes, err);
     buf_free(&in);
-    /* phase one on the other hosts: each reports its share (dist.c) */
+    /* phase one on the other hosts (if any): each reports its share */
     pthread_mutex_lock(&ft->mu);
     while (j->remote_pending > 0 && !ft->quit)
         pthread_cond_wait(&ft->cv, &ft->mu);
     pthread_mutex_unlock(&ft->mu);
     for (int h = 1; h < j->hosts && !rc; h++) {
         Err he = {0};
+        cJSON *theirs = cJSON_CreateArray(), *e;
+        const cJSON *f;
         if (!j->remote[h])
             rc = err_set(err, SL_EIO, "host %d sent no checkpoint report", h);
-        else if (ckpt_parse_report(j->remote[h], state, &j->written, &j->reused, &j->bytes,
+        else if (ckpt_parse_report(j->remote[h], theirs, &j->written, &j->reused, &j->bytes,
                                    &he))
             rc = err_set(err, SL_EIO, "host %d (%s): %s", h, net_host_name(h), he.msg);
-    }
-    /* the other hosts wrote into the shared storage; an S3 store's cache
-       must hold their files before its manifest may name them */
-    const cJSON *e, *f;
-    cJSON_ArrayForEach(e, state)
-    {
-        cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
-        {
-            if (!rc && j->hosts > 1)
-                rc = store_fetch(ft->st, f->valuestring, err);
+        /* that host wrote into the shared storage; an S3 store's cache
+           must hold its files before the manifest may name them */
+        while (!rc && (e = cJSON_DetachItemFromArray(theirs, 0))) {
+            cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
+            {
+                if (!rc)
+                    rc = store_fetch(ft->st, f->valuestring, err);
+            }
+            cJSON_AddItemToArray(state, e);
         }
+        cJSON_Delete(theirs);
     }
     if (!rc) {
         char *st = cJSON_PrintUnformatted(state);

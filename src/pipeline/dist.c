@@ -628,15 +628,13 @@ static void d_free(Backend *be)
         sl_free(d->hf[h].rel_changes);
         sl_free(d->hf[h].rel_rows);
         sl_free(d->hf[h].divzero);
-        buf_free(&d->dsend[h]);
-        buf_free(&d->drecv[h]);
     }
+    host_bufs_free(d->dsend, be->hosts);
+    host_bufs_free(d->drecv, be->hosts);
     for (int i = 0; i < d->c->nrels; i++)
         buf_free(&d->rchg[i]);
     buf_free(&d->dwatch);
     sl_free(d->hf);
-    sl_free(d->dsend);
-    sl_free(d->drecv);
     sl_free(d->rchg);
     sl_free(d->rin);
     rt_free(be->rt);
@@ -687,8 +685,8 @@ Backend *backend_dist_new(const Circuit *c, Connectors *cs, int W, int H)
         d->hf[h].rel_rows = sl_calloc((size_t)c->nrels + 1, sizeof(int64_t));
         d->hf[h].divzero = sl_calloc((size_t)c->nnodes + 1, sizeof(int64_t));
     }
-    d->dsend = sl_calloc((size_t)H, sizeof(Buf));
-    d->drecv = sl_calloc((size_t)H, sizeof(Buf));
+    d->dsend = host_bufs_new(H);
+    d->drecv = host_bufs_new(H);
     d->last_net = pipe_now();
     return &d->be;
 }
@@ -699,7 +697,7 @@ void pipeline_dismiss_followers(void)
     if (dismissed || !net_active() || net_host() != 0)
         return;
     int H = net_hosts();
-    Buf *send = sl_calloc((size_t)H, sizeof(Buf)), *recv = sl_calloc((size_t)H, sizeof(Buf));
+    Buf *send = host_bufs_new(H), *recv = host_bufs_new(H);
     for (int h = 1; h < H; h++) {
         put32(&send[h], DC_STOP);
         put32(&send[h], 0);
@@ -710,11 +708,7 @@ void pipeline_dismiss_followers(void)
     for (int h = 0; h < H; h++)
         buf_reset(&send[h]);
     net_exchange(send, recv);
-    for (int h = 0; h < H; h++) {
-        buf_free(&send[h]);
-        buf_free(&recv[h]);
-    }
-    sl_free(send);
-    sl_free(recv);
+    host_bufs_free(send, H);
+    host_bufs_free(recv, H);
     dismissed = true;
 }

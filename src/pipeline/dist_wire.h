@@ -8,11 +8,22 @@
 #ifndef SL_PIPELINE_DIST_WIRE_H
 #define SL_PIPELINE_DIST_WIRE_H
 
+#include "../base/mem.h"
 #include "../base/wire.h"
 #include "../io/connector.h"
 
 enum { DC_STEP = 1, DC_CONTENTS, DC_PING, DC_STOP, DC_LOOKUP, DC_CKPT, DC_RESTORE, DC_READ,
        DC_DROP };
+
+/* One message buffer per host (net_exchange's send or receive side). */
+static inline Buf *host_bufs_new(int H) { return sl_calloc((size_t)H, sizeof(Buf)); }
+
+static inline void host_bufs_free(Buf *b, int H)
+{
+    for (int h = 0; h < H && b; h++)
+        buf_free(&b[h]);
+    sl_free(b);
+}
 
 static inline void put_pos(Buf *b, const InPos *pos)
 {

@@ -58,18 +58,14 @@ static void put_figures(const Circuit *c, Runtime *rt, Buf *b)
 void pipeline_follow_failed(const char *why)
 {
     int H = net_hosts();
-    Buf *send = sl_calloc((size_t)H, sizeof(Buf)), *recv = sl_calloc((size_t)H, sizeof(Buf));
+    Buf *send = host_bufs_new(H), *recv = host_bufs_new(H);
     net_exchange(send, recv); /* the first command, whatever it is */
     put32(&send[0], SL_ECONFIG);
     put32(&send[0], (int32_t)strlen(why));
     buf_append(&send[0], why, strlen(why));
     net_exchange(send, recv);
-    for (int h = 0; h < H; h++) {
-        buf_free(&send[h]);
-        buf_free(&recv[h]);
-    }
-    sl_free(send);
-    sl_free(recv);
+    host_bufs_free(send, H);
+    host_bufs_free(recv, H);
 }
 
 /* ---------------------------------------------------------------- follower */
@@ -392,8 +388,8 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     Kept *kept = sl_calloc((size_t)cs.nin + 1, sizeof(Kept));
     Runtime *rt = rt_new_part(c, o->workers, me, H);
     Fol fol = {.o = o, .fd = -1};
-    Buf *send = sl_calloc((size_t)H, sizeof(Buf));
-    Buf *recv = sl_calloc((size_t)H, sizeof(Buf));
+    Buf *send = host_bufs_new(H);
+    Buf *recv = host_bufs_new(H);
     Arena *a = arena_new(1 << 16);
     int rc = 0;
     for (bool stop = false; !stop;) {
@@ -505,12 +501,8 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             stop = true;
         net_exchange(send, recv);
     }
-    for (int h = 0; h < H; h++) {
-        buf_free(&send[h]);
-        buf_free(&recv[h]);
-    }
-    sl_free(send);
-    sl_free(recv);
+    host_bufs_free(send, H);
+    host_bufs_free(recv, H);
     arena_free(a);
     if (fol.pid) {
         Buf junk = BUF_INIT;

@@ -38,6 +38,23 @@ static void account(Pipeline *p, int rel, int64_t rows, int64_t bytes, int64_t b
     p->fig.input_bytes += bytes;
 }
 
+/* Append b (rows rows) to the queue with the next token (under mu). */
+static void enqueue(Pipeline *p, InBatch *b, int64_t rows)
+{
+    b->rows = rows;
+    b->arrival = pipe_now();
+    b->token = ++p->q.next_token;
+    b->next = NULL;
+    if (p->q.tail)
+        p->q.tail->next = b;
+    else
+        p->q.head = b;
+    p->q.tail = b;
+    p->q.rows += rows;
+    p->q.bytes += b->bytes;
+    p->fig.slots[p->cs.nin + b->rel].queued += rows;
+}
+
 int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token)
 {
     int64_t rows = inbatch_count(b);
@@ -91,19 +108,8 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
         return PIPE_IOERR;
     }
     account(p, b->rel, rows, b->bytes, b->bad);
-    b->rows = rows;
-    b->arrival = pipe_now();
-    b->token = ++p->q.next_token;
+    enqueue(p, b, rows);
     *token = b->token;
-    b->next = NULL;
-    if (p->q.tail)
-        p->q.tail->next = b;
-    else
-        p->q.head = b;
-    p->q.tail = b;
-    p->q.rows += rows;
-    p->q.bytes += b->bytes;
-    p->fig.slots[p->cs.nin + b->rel].queued += rows;
     pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
     /* acknowledged only once durable (group commit with concurrent pushes) */
@@ -119,17 +125,7 @@ void inbox_requeue(Pipeline *p, InBatch *b)
     int64_t rows = inbatch_count(b);
     pthread_mutex_lock(&p->mu);
     account(p, b->rel, rows, 0, 0);
-    b->rows = rows;
-    b->arrival = pipe_now();
-    b->token = ++p->q.next_token;
-    b->next = NULL;
-    if (p->q.tail)
-        p->q.tail->next = b;
-    else
-        p->q.head = b;
-    p->q.tail = b;
-    p->q.rows += rows;
-    p->fig.slots[p->cs.nin + b->rel].queued += rows;
+    enqueue(p, b, rows); /* (a batch from the log counts no bytes) */
     pthread_mutex_unlock(&p->mu);
 }
 

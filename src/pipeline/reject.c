@@ -155,8 +155,8 @@ static void note(Pipeline *p, Finder *f, int slot, InBatch *b, const Chunk *rows
     }
     if (*logged < LOG_PER_STEP)
         fprintf(stderr, "sluice: step %lld: rejected a record of table %s: %s: %.*s\n",
-                (long long)rt_steps(p->be->rt) + 1, R->name, why, (int)(text.n > 2000 ? 2000 : text.n),
-                (const char *)text.p);
+                (long long)rt_steps(p->be->rt) + 1, R->name, why,
+                (int)(text.n > 2000 ? 2000 : text.n), (const char *)text.p);
     (*logged)++;
     pthread_mutex_lock(&p->mu);
     if (slot >= 0)

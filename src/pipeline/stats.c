@@ -227,7 +227,9 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
     o->uptime_secs = now - p->t0;
     o->inputs_ended = p->fig.inputs_ended;
     o->txn_id = p->tx_pub.state != TX_NONE ? p->tx_pub.id : 0;
-    o->txn_status = p->tx_pub.state == TX_NONE ? "none" : p->tx_pub.state == TX_OPEN ? "open" : "committing";
+    o->txn_status = p->tx_pub.state == TX_NONE   ? "none"
+                    : p->tx_pub.state == TX_OPEN ? "open"
+                                                 : "committing";
     o->txn_initiator = p->tx_pub.state == TX_NONE ? NULL : p->tx_pub.backfill ? "backfill" : "api";
     o->txn_records = p->tx_pub.records;
     o->txn_secs = p->tx_pub.state != TX_NONE ? now - p->tx_pub.t0 : 0;
