@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../base/mem.h"
-#include "pipeline_int.h"
+#include "inbatch.h"
 
 InBatch *inbatch_new(const Circuit *c, int rel)
 {

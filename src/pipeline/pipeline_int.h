@@ -1,11 +1,12 @@
 /*
- * pipeline/pipeline_int.h - the Pipeline object shared by the controller's
- * files: pipeline.c (the loop, lifecycle, transactions), step.c (one
- * step), inbox.c (the bounded HTTP input queue), inbatch.c (its batches),
- * resolve.c (partial updates of PRIMARY KEY tables, order-preserving split
- * of a step's input across workers), stats.c (latency histograms and the
- * published figures) and replay.c; fault tolerance keeps its own state
- * behind ft.h.
+ * pipeline/pipeline_int.h - the Pipeline object of the controller's files:
+ * pipeline.c (the loop, lifecycle, commands, transactions), step.c (one
+ * step), inbox.c (the bounded HTTP input queue), resolve.c (the pending
+ * input), reject.c (poison records), stats.c (the published figures) and
+ * replay.c (journaled steps after a restart). Each concern's state is a
+ * struct of its own header, embedded here (Inbox, Pending, Txn, Figures,
+ * Rejects); where steps run is the backend (backend.h), fault tolerance
+ * is behind ft.h and sees none of this.
  *
  * Locking: everything under "shared" is protected by mu; the rest belongs
  * to the controller thread alone.
@@ -15,18 +16,14 @@
 
 #include <pthread.h>
 
-#include "../io/connector.h"
-#include "../runtime/runtime.h"
-#include "../zset/hmap.h"
 #include "backend.h"
 #include "ft.h"
-#include "inbatch.h"
-#include "pending.h"
 #include "inbox.h"
+#include "pending.h"
+#include "pipeline.h"
 #include "reject.h"
 #include "stats.h"
 #include "txn.h"
-#include "pipeline.h"
 
 typedef enum PState { PS_RUNNING, PS_PAUSED, PS_STOPPING, PS_STOPPED } PState;
 
@@ -112,7 +109,7 @@ int64_t pipe_input_next(Pipeline *p, int conn, int64_t max, Arena *a, Piece **li
 void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t rows,
                     uint64_t hash);
 int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b);
+/* One step over pd (journaled first with storage); pd is reset after. */
 int pipe_run_step(Pipeline *p, Pending *pd, Err *err);
-
 
 #endif
