@@ -11,13 +11,10 @@
  * fills, no step runs); stopping (SIGINT/SIGTERM or PC_STOP: no new HTTP
  * input, the queue is drained in final steps, outputs flushed); stopped.
  *
- * Transactions: while one is open, gathered input accumulates in the
- * pending input and no step runs, so views emit nothing; the commit is one
- * step over all of it (every view computed once, one change each); an
- * abort discards it, so the state is exactly as before (no operator saw
- * any of it). Input already queued when a transaction starts joins it. A
- * connector with "transaction": "backfill" opens one at start-up that
- * commits itself once every such connector has reached its end.
+ * Transactions (txn.c): while one is open, gathered input accumulates in
+ * the pending input and no step runs; its commit is one step. A connector
+ * with "transaction": "backfill" opens one at start-up that commits
+ * itself once every such connector has reached its end.
  *
  * With until_done the loop ends after the step in which the last input
  * connector ended (HTTP ingress does not end; an open API transaction
@@ -142,115 +139,10 @@ static bool ft_busy(Pipeline *p) { return p->tx.state != TX_NONE || p->pend.rows
 /* What a checkpoint's manifest records of the controller. */
 static FtCounts ft_counts(Pipeline *p) { return (FtCounts){p->rows, p->tx.id}; }
 
-/* ---------------------------------------------------------------- commands */
 
-static PState get_state(Pipeline *p)
-{
-    pthread_mutex_lock(&p->mu);
-    PState s = p->state;
-    pthread_mutex_unlock(&p->mu);
-    return s;
-}
 
-/* Finish cmd (under mu). */
-static void cmd_finish(Pipeline *p, Cmd *cmd, int rc)
-{
-    cmd->rc = rc;
-    cmd->done = cmd->accepted = true;
-    cmd->res.step = rt_steps(p->be->rt);
-    pthread_cond_broadcast(&p->done);
-}
 
-static void txn_open(Pipeline *p, bool backfill)
-{
-    p->tx.state = TX_OPEN;
-    p->tx.id++;
-    p->tx.backfill = backfill;
-    p->tx.t0 = pipe_now();
-}
 
-/* Refuse cmd with a message (fmt may use %lld once, for a). */
-__attribute__((format(printf, 2, 0)))
-static int conflict(Cmd *cmd, const char *fmt, long long a)
-{
-    snprintf(cmd->res.msg, sizeof(cmd->res.msg), fmt, a);
-    return PIPE_CONFLICT;
-}
-
-/* A transaction command, on the controller. Returns with the command
-   finished, or accepted (a commit, which the loop runs next). */
-static void handle_cmd(Pipeline *p, Cmd *cmd)
-{
-    int rc = 0;
-    bool paused = get_state(p) == PS_PAUSED;
-    switch (cmd->cmd) {
-    case PC_TXN_START:
-        if (p->tx.state != TX_NONE && p->tx.backfill)
-            rc = conflict(cmd,
-                          "the backfill transaction %lld is in progress; it commits itself when "
-                          "its connectors reach the end of their input",
-                          (long long)p->tx.id);
-        else if (p->tx.state != TX_NONE)
-            rc = conflict(cmd, "transaction %lld is already open; commit or abort it first",
-                          (long long)p->tx.id);
-        else {
-            txn_open(p, false);
-            cmd->res.txn_id = p->tx.id;
-            pthread_mutex_lock(&p->mu);
-            cmd->res.records = p->pend.rows + p->q.rows; /* queued input joins it */
-            pthread_mutex_unlock(&p->mu);
-        }
-        break;
-    case PC_TXN_COMMIT:
-    case PC_TXN_ABORT:
-        if (p->tx.state == TX_NONE)
-            rc = conflict(cmd, "no transaction is open; POST /start_transaction first", 0);
-        else if (p->tx.backfill)
-            rc = conflict(cmd,
-                          "transaction %lld is the backfill transaction; it commits itself when "
-                          "its connectors reach the end of their input",
-                          (long long)p->tx.id);
-        else if (p->tx.commit_cmd)
-            rc = conflict(cmd, "transaction %lld is already committing", (long long)p->tx.id);
-        else if (cmd->cmd == PC_TXN_COMMIT && paused)
-            rc = conflict(cmd,
-                          "the pipeline is paused; POST /start first (transaction %lld stays "
-                          "open)",
-                          (long long)p->tx.id);
-        else if (cmd->cmd == PC_TXN_COMMIT) {
-            cmd->res.txn_id = p->tx.id;
-            p->tx.commit_cmd = cmd;
-            pthread_mutex_lock(&p->mu);
-            cmd->accepted = true;
-            pthread_cond_broadcast(&p->done);
-            pthread_mutex_unlock(&p->mu);
-            return;
-        } else {
-            /* abort: take what is queued too, then forget all of it */
-            Err e = {0};
-            pipe_gather(p, &p->pend, false, -1, &e);
-            cmd->res.txn_id = p->tx.id;
-            cmd->res.records = p->pend.rows;
-            int64_t tok = p->pend.max_token;
-            if (ft_journal_discard(p->ft, &p->pend, &e))
-                fprintf(stderr, "sluice: %s\n", e.msg);
-            pend_reset(p, &p->pend);
-            p->be->ops->drop(p->be);
-            p->tx.state = TX_NONE;
-            pipe_tokens_done(p, tok);
-            fprintf(stderr, "sluice: transaction %lld aborted: %lld record%s discarded\n",
-                    (long long)cmd->res.txn_id, (long long)cmd->res.records,
-                    cmd->res.records == 1 ? "" : "s");
-        }
-        break;
-    default:
-        break;
-    }
-    stats_publish(p);
-    pthread_mutex_lock(&p->mu);
-    cmd_finish(p, cmd, rc);
-    pthread_mutex_unlock(&p->mu);
-}
 
 /* Run pending calls and commands (between steps). */
 static void service(Pipeline *p)
@@ -271,7 +163,7 @@ static void service(Pipeline *p)
             Cmd *cmd = p->cmds;
             p->cmds = cmd->next;
             pthread_mutex_unlock(&p->mu);
-            handle_cmd(p, cmd);
+            txn_command(p, cmd);
             pthread_mutex_lock(&p->mu);
             continue;
         }
@@ -364,57 +256,6 @@ static void wait_wake(Pipeline *p, double secs)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* ---------------------------------------------------------------- transactions */
-
-/* Run the open transaction's commit: everything queued joins it, then one
-   step. */
-static int do_commit(Pipeline *p, Err *err)
-{
-    p->tx.state = TX_COMMITTING;
-    pthread_mutex_lock(&p->mu);
-    p->tx_pub.commit_t0 = pipe_now();
-    pthread_mutex_unlock(&p->mu);
-    if (pipe_gather(p, &p->pend, false, -1, err) < 0)
-        return err->code;
-    int64_t id = p->tx.id, recs = p->pend.rows;
-    bool backfill = p->tx.backfill;
-    double t0 = pipe_now();
-    stats_publish(p);
-    if (p->tty && p->o.progress)
-        fputc('\n', stderr);
-    fprintf(stderr, "sluice: %stransaction %lld: committing %lld record%s in one step\n",
-            backfill ? "backfill " : "", (long long)id, (long long)recs, recs == 1 ? "" : "s");
-    int64_t rej0 = p->rej.total; /* only the controller changes it */
-    int rc = pipe_run_step(p, &p->pend, err);
-    int64_t rejected = p->rej.total - rej0;
-    p->tx.state = TX_NONE;
-    p->tx.backfill = false;
-    Cmd *cmd = p->tx.commit_cmd;
-    p->tx.commit_cmd = NULL;
-    if (!rc)
-        fprintf(stderr, "sluice: transaction %lld committed at step %lld in %.3f s\n",
-                (long long)id, (long long)rt_steps(p->be->rt), pipe_now() - t0);
-    stats_publish(p);
-    pthread_mutex_lock(&p->mu);
-    p->tx_pub.last_commit_id = id;
-    p->tx_pub.last_commit_records = recs;
-    p->tx_pub.last_commit_step = rt_steps(p->be->rt);
-    if (cmd) {
-        cmd->res.txn_id = id;
-        cmd->res.records = recs - rejected;
-        cmd->res.rejected = rejected;
-        if (rc)
-            snprintf(cmd->res.msg, sizeof(cmd->res.msg), "%.200s", err->msg);
-        else if (rejected)
-            snprintf(cmd->res.msg, sizeof(cmd->res.msg), "%.200s", p->rej.last);
-        bool detached = cmd->detached;
-        cmd_finish(p, cmd, rc ? PIPE_CONFLICT : 0);
-        if (detached)
-            sl_free(cmd);
-    }
-    pthread_mutex_unlock(&p->mu);
-    return rc;
-}
 
 static bool backfill_done(Pipeline *p)
 {
@@ -467,7 +308,7 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
     service(p);
     if (p->tx.state != TX_NONE) {
         if (p->tx.backfill || p->tx.commit_cmd) {
-            if (do_commit(p, err))
+            if (txn_commit(p, err))
                 return err->code;
         } else {
             pipe_gather(p, &p->pend, false, -1, err);
@@ -518,11 +359,11 @@ static int run_loop(Pipeline *p, Err *err)
         if (ft_tick(p->ft, ft_busy(p), ft_counts(p), false, err))
             return err->code;
         if (p->tx.commit_cmd) {
-            if (do_commit(p, err))
+            if (txn_commit(p, err))
                 return err->code;
             continue;
         }
-        if (get_state(p) == PS_PAUSED) {
+        if (pipe_state(p) == PS_PAUSED) {
             stats_publish(p);
             wait_wake(p, 0.05);
             continue;
@@ -534,7 +375,7 @@ static int run_loop(Pipeline *p, Err *err)
         bool all_done = inputs_done(p);
         if (in_txn) {
             if (p->tx.backfill && backfill_done(p)) {
-                if (do_commit(p, err))
+                if (txn_commit(p, err))
                     return err->code;
                 if (all_done && p->o.until_done)
                     return final_drain(p, false, err);
@@ -635,7 +476,7 @@ int pipeline_run(Pipeline *p, Err *err)
         Cmd *n = cmd->next;
         bool detached = cmd->detached;
         snprintf(cmd->res.msg, sizeof(cmd->res.msg), "the pipeline has stopped");
-        cmd_finish(p, cmd, PIPE_STOPPING);
+        pipe_cmd_finish(p, cmd, PIPE_STOPPING);
         if (detached)
             sl_free(cmd);
         cmd = n;
@@ -643,7 +484,7 @@ int pipeline_run(Pipeline *p, Err *err)
     p->cmds = NULL;
     if (p->tx.commit_cmd) {
         bool detached = p->tx.commit_cmd->detached;
-        cmd_finish(p, p->tx.commit_cmd, PIPE_STOPPING);
+        pipe_cmd_finish(p, p->tx.commit_cmd, PIPE_STOPPING);
         if (detached)
             sl_free(p->tx.commit_cmd);
         p->tx.commit_cmd = NULL;

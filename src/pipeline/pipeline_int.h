@@ -85,6 +85,12 @@ struct Pipeline {
     Rejects rej;              /* rejected records (reject.c) */
 };
 
+/* txn.c, for pipeline.c */
+/* The state (takes mu). */
+PState pipe_state(Pipeline *p);
+/* Finish cmd with rc (under mu): its waiter wakes. */
+void pipe_cmd_finish(Pipeline *p, Cmd *cmd, int rc);
+
 /* replay.c */
 /* Queue the logged HTTP input no journaled step consumed, before anything
    new can be queued (queue order must stay log order). After ft_open. */
