@@ -12,7 +12,8 @@
  * Partial updates ({"update": {...}} over HTTP) name the key and some
  * columns; the others keep their current values. The current row of a key
  * is the latest pending change of that key if any, else the upsert
- * operator's row (between steps; op_upsert_row). Pending changes are
+ * operator's row (between steps, on whichever host owns the key: the step
+ * backend's lookup, op_upsert_row). Pending changes are
  * indexed lazily: the first update for a table in a step builds an
  * overlay (key -> row encoding, or deleted) from the table's pending
  * pieces, and every later piece keeps it current. A resolved update is an

@@ -7,9 +7,11 @@
  * log histograms; per output records and bytes; per relation changes, net
  * rows and divisions by zero; process figures.
  *
- * The controller publishes into the shared block under the mutex between
- * steps (stats_publish, stats_units_done); pipeline_stats copies it for
- * any thread, turning histograms into percentiles.
+ * The controller publishes into the shared block (Figures, stats.h)
+ * under the mutex between steps (stats_publish, stats_units_done);
+ * pipeline_stats copies it for any thread, turning histograms into
+ * percentiles. State, relation and per host figures are every host's: the
+ * step backend (backend.h) sums them.
  */
 #include <stdio.h>
 #include <sys/resource.h>
