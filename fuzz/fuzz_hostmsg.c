@@ -1,7 +1,7 @@
 /*
  * fuzz/fuzz_hostmsg.c - the messages between the hosts of a scale-out
  * pipeline, as a follower reads them: the coordinator's commands
- * (pipeline/dist.c dist_follow: STEP with its encoded input pieces,
+ * (pipeline/follow.c pipeline_follow: STEP with its encoded input pieces,
  * CONTENTS, LOOKUP, READ, CKPT, RESTORE, DROP, STOP; base/wire.h readers)
  * and, during a step, the rows other hosts' workers exchange
  * (runtime/exchange.c), all through cluster/net.c's net_exchange.

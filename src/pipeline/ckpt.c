@@ -11,7 +11,10 @@
  * prunes what no kept checkpoint needs (the newest two are kept). Nodes
  * that received no input since the last checkpoint (rt_node_changed) keep
  * its files; when no step ran at all, its state is reused without a fork.
- * The controller collects the finished job at a later step boundary.
+ * The controller collects the finished job at a later step boundary. The
+ * child and the loading of a saved state are snapshot.c's (every host of
+ * a scale-out pipeline saves its share that way); the other hosts' shares
+ * are begun and reported through the step backend (backend.h).
  *
  * The two kept checkpoints share no file: before the child forks, the
  * store is told the files of the checkpoint that stays kept beside the new
@@ -65,176 +68,7 @@ static void job_free(CkJob *j)
     sl_free(j);
 }
 
-static int64_t jint(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) && v->valuedouble >= -9e15 && v->valuedouble <= 9e15
-               ? (int64_t)v->valuedouble
-               : 0;
-}
 
-/* Tell the store which files the checkpoint that stays kept beside this
-   one uses (the newest manifest of a step before `step`: one of the same
-   step is replaced by this one), so that this one takes their twins: two
-   kept checkpoints share no file. A store that holds no manifest at all
-   (an S3 follower's cache) avoids the files of prev (a "state" array). */
-static void avoid_previous(Store *st, const cJSON *prev, int64_t step)
-{
-    size_t n = 0, cap = 64;
-    const char **v = sl_malloc(cap * sizeof(char *));
-    const cJSON *e, *f;
-    cJSON *m = NULL;
-    uint64_t mstep;
-    char *json = NULL, **names;
-    int nm = 0;
-    Err err = {0};
-    if (store_manifest_before(st, (uint64_t)step, &mstep, &json, NULL, &err) == 0 && json)
-        m = cJSON_Parse(json);
-    sl_free(json);
-    if (store_list(st, "manifest-", &names, &nm, &err) == 0)
-        store_list_free(names, nm);
-    const cJSON *list = m ? cJSON_GetObjectItemCaseSensitive(m, "state") : nm ? NULL : prev;
-    cJSON_ArrayForEach(e, list)
-    {
-        cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
-        {
-            if (!cJSON_IsString(f))
-                continue;
-            if (n == cap)
-                v = sl_realloc(v, (cap *= 2) * sizeof(char *));
-            v[n++] = f->valuestring;
-        }
-    }
-    store_set_avoid(st, v, n);
-    sl_free(v);
-    cJSON_Delete(m);
-}
-
-/* ---------------------------------------------------------------- the child */
-
-static void child_write(int fd, const char *s, size_t n)
-{
-    while (n) {
-        ssize_t k = write(fd, s, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            _exit(1);
-        s += k;
-        n -= (size_t)k;
-    }
-}
-
-/*
- * The forked child: it has a frozen copy of the whole state (copy-on-write
- * pages) while the parent keeps stepping. It saves every operator instance,
- * writes the batch files (store_put_batch skips files that exist: their
- * names are their contents' hash) and reports one line per file,
- * "<worker> <node> <name>", then "OK <written> <reused> <bytes>", or
- * "ERR <message>". It never returns and runs no exit handlers.
- */
-static __attribute__((noreturn)) void child_main(Store *st, Runtime *rt, int nnodes,
-                                                 const bool *dirty, const char *prev_state, int fd)
-{
-    Buf out = BUF_INIT, mine = BUF_INIT;
-    Err err = {0};
-    StoreStats s0, s1;
-    cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
-    store_stats(st, &s0);
-    int first = rt_first_worker(rt);
-    for (int lw = 0; lw < rt_workers(rt); lw++)
-        for (int n = 0; n < nnodes; n++) {
-            int w = first + lw; /* manifests name global workers */
-            /* nodes that received no input since the last checkpoint keep
-               its files (under their twin names: kept checkpoints share no
-               file); one whose file turns out damaged is saved again */
-            if (!dirty[n] && prev) {
-                const cJSON *e, *f;
-                bool found = false, ok = true;
-                buf_reset(&mine);
-                cJSON_ArrayForEach(e, prev)
-                {
-                    if (jint(e, "node") != n || jint(e, "worker") != w)
-                        continue;
-                    found = true;
-                    cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
-                    {
-                        char name[STORE_NAME_MAX];
-                        Err re = {0};
-                        if (ok && (!cJSON_IsString(f) ||
-                                   store_reuse_batch(st, f->valuestring, name, &re))) {
-                            ok = false;
-                            fprintf(stderr, "sluice: checkpoint: %s; saving that state again\n",
-                                    re.code ? re.msg : "a malformed file list");
-                        }
-                        if (ok)
-                            buf_printf(&mine, "%d %d %s\n", w, n, name);
-                    }
-                }
-                if (found && ok) {
-                    buf_append(&out, mine.p, mine.n);
-                    continue;
-                }
-            }
-            BatchList l = {0};
-            int rc = rt_save(rt, lw, n, &l);
-            for (int i = 0; i < l.n && !rc; i++) {
-                char name[STORE_NAME_MAX];
-                rc = store_put_batch(st, l.b[i], name, &err);
-                if (!rc)
-                    buf_printf(&out, "%d %d %s\n", w, n, name);
-            }
-            if (rc) {
-                buf_reset(&out);
-                buf_printf(&out, "ERR %s\n", err.code ? err.msg : "saving an operator failed");
-                child_write(fd, (const char *)out.p, out.n);
-                _exit(1);
-            }
-            /* the state stays: the child exits without freeing anything */
-            (void)l;
-        }
-    store_stats(st, &s1);
-    buf_printf(&out, "OK %llu %llu %llu\n",
-               (unsigned long long)(s1.batches_written - s0.batches_written),
-               (unsigned long long)(s1.batches_reused - s0.batches_reused),
-               (unsigned long long)(s1.bytes_written - s0.bytes_written));
-    child_write(fd, (const char *)out.p, out.n);
-    _exit(0);
-}
-
-int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char *prev_state,
-              pid_t *pid_out, int *fd_out, Err *err)
-{
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return err_set(err, SL_EIO, "checkpoint: pipe: %s", strerror(errno));
-    /* the files to avoid are found here, not in the child: a child of a
-       threaded process should allocate as little as it can */
-    cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
-    avoid_previous(st, prev, rt_steps(rt)); /* the checkpoint's step */
-    cJSON_Delete(prev);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return err_set(err, SL_EIO, "checkpoint: fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        /* dies with the pipeline (a killed pipeline leaves no writer
-           behind), and lets go of the storage lock with it */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() == 1)
-            _exit(1);
-        store_forget_lock(st);
-        child_main(st, rt, nnodes, dirty, prev_state, fds[1]);
-    }
-    close(fds[1]);
-    *pid_out = pid;
-    *fd_out = fds[0];
-    return 0;
-}
 
 /* ---------------------------------------------------------------- the writer */
 
@@ -243,64 +77,7 @@ static int cmp_strp(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-void ckpt_reap(int fd, pid_t pid, Buf *text)
-{
-    char chunk[65536];
-    for (;;) {
-        ssize_t k = read(fd, chunk, sizeof(chunk));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        buf_append(text, chunk, (size_t)k);
-    }
-    close(fd);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 137 && getenv("SLUICE_CRASH_AT"))
-        _exit(137); /* an injected crash inside the checkpoint: the pipeline dies there */
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        buf_puts(text, "\nDIED\n"); /* whatever it said, it did not finish */
-}
 
-int ckpt_parse_report(const char *text, cJSON *state, int64_t *written, int64_t *reused,
-                      int64_t *bytes, Err *err)
-{
-    const char *ok = strstr(text, "OK ");
-    if (strstr(text, "\nDIED\n") || !ok) {
-        const char *e = strstr(text, "ERR ");
-        return err_set(err, SL_EIO, "the checkpoint process %s%.*s", e ? "failed: " : "died",
-                       e ? (int)strcspn(e + 4, "\n") : 0, e ? e + 4 : "");
-    }
-    unsigned long long wr = 0, ru = 0, by = 0;
-    sscanf(ok + 3, "%llu %llu %llu", &wr, &ru, &by);
-    *written += (int64_t)wr;
-    *reused += (int64_t)ru;
-    *bytes += (int64_t)by;
-    cJSON *cur = NULL;
-    int cw = -1, cn = -1;
-    for (const char *line = text; line < ok;) {
-        const char *nl = strchr(line, '\n');
-        int w, n;
-        char name[STORE_NAME_MAX + 8];
-        if (sscanf(line, "%d %d %70s", &w, &n, name) == 3) {
-            if (!cur || w != cw || n != cn) {
-                cur = cJSON_CreateObject();
-                cJSON_AddNumberToObject(cur, "node", n);
-                cJSON_AddNumberToObject(cur, "worker", w);
-                cJSON_AddArrayToObject(cur, "files");
-                cJSON_AddItemToArray(state, cur);
-                cw = w;
-                cn = n;
-            }
-            cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(cur, "files"),
-                                 cJSON_CreateString(name));
-        }
-        line = nl ? nl + 1 : ok;
-    }
-    return 0;
-}
 
 /* Read the local child's report, and wait for every other host's, into a
    "state" array (j->state, JSON text). */
@@ -313,29 +90,31 @@ static int collect_child(Ft *ft, CkJob *j, Err *err)
     cJSON *state = cJSON_CreateArray();
     int rc = ckpt_parse_report(buf_cstr(&in), state, &j->written, &j->reused, &j->bytes, err);
     buf_free(&in);
-    /* phase one on the other hosts: each reports its share (dist.c) */
+    /* phase one on the other hosts (if any): each reports its share */
     pthread_mutex_lock(&ft->mu);
     while (j->remote_pending > 0 && !ft->quit)
         pthread_cond_wait(&ft->cv, &ft->mu);
     pthread_mutex_unlock(&ft->mu);
     for (int h = 1; h < j->hosts && !rc; h++) {
         Err he = {0};
+        cJSON *theirs = cJSON_CreateArray(), *e;
+        const cJSON *f;
         if (!j->remote[h])
             rc = err_set(err, SL_EIO, "host %d sent no checkpoint report", h);
-        else if (ckpt_parse_report(j->remote[h], state, &j->written, &j->reused, &j->bytes,
+        else if (ckpt_parse_report(j->remote[h], theirs, &j->written, &j->reused, &j->bytes,
                                    &he))
             rc = err_set(err, SL_EIO, "host %d (%s): %s", h, net_host_name(h), he.msg);
-    }
-    /* the other hosts wrote into the shared storage; an S3 store's cache
-       must hold their files before its manifest may name them */
-    const cJSON *e, *f;
-    cJSON_ArrayForEach(e, state)
-    {
-        cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
-        {
-            if (!rc && j->hosts > 1)
-                rc = store_fetch(ft->st, f->valuestring, err);
+        /* that host wrote into the shared storage; an S3 store's cache
+           must hold its files before the manifest may name them */
+        while (!rc && (e = cJSON_DetachItemFromArray(theirs, 0))) {
+            cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "files"))
+            {
+                if (!rc)
+                    rc = store_fetch(ft->st, f->valuestring, err);
+            }
+            cJSON_AddItemToArray(state, e);
         }
+        cJSON_Delete(theirs);
     }
     if (!rc) {
         char *st = cJSON_PrintUnformatted(state);
@@ -352,7 +131,7 @@ static int collect_child(Ft *ft, CkJob *j, Err *err)
 static int reuse_state(Store *st, CkJob *j, Err *err)
 {
     cJSON *state = cJSON_Parse(j->reuse);
-    avoid_previous(st, NULL, j->step);
+    ckpt_avoid_previous(st, NULL, j->step);
     StoreStats s0, s1;
     store_stats(st, &s0);
     int rc = 0;
@@ -442,8 +221,7 @@ static void write_job(Ft *ft, CkJob *j)
 
 static void *writer_main(void *arg)
 {
-    Pipeline *p = arg;
-    Ft *ft = p->ft;
+    Ft *ft = arg;
     pthread_mutex_lock(&ft->mu);
     for (;;) {
         while (!ft->quit && (!ft->job || ft->job_done))
@@ -456,10 +234,10 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&ft->mu);
         ft->job_done = true;
         pthread_cond_broadcast(&ft->cv);
-        pthread_mutex_unlock(&ft->mu); /* lock order: p->mu before ft->mu */
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_signal(&p->wake);
-        pthread_mutex_unlock(&p->mu);
+        pthread_mutex_unlock(&ft->mu); /* lock order: the queue's before ft->mu */
+        pthread_mutex_lock(ft->qmu);
+        pthread_cond_signal(ft->wake);
+        pthread_mutex_unlock(ft->qmu);
         pthread_mutex_lock(&ft->mu);
     }
     pthread_mutex_unlock(&ft->mu);
@@ -468,27 +246,26 @@ static void *writer_main(void *arg)
 
 /* ---------------------------------------------------------------- taking one */
 
-static char *job_meta(Pipeline *p)
+static char *job_meta(Ft *ft, FtCounts n)
 {
-    Ft *ft = p->ft;
     cJSON *m = cJSON_CreateObject();
     char fp[32];
-    snprintf(fp, sizeof(fp), "%016" PRIx64, p->o.fingerprint);
+    snprintf(fp, sizeof(fp), "%016" PRIx64, ft->fingerprint);
     cJSON_AddNumberToObject(m, "format", 1);
     cJSON_AddStringToObject(m, "fingerprint", fp);
-    cJSON_AddNumberToObject(m, "workers", p->W);
-    cJSON_AddNumberToObject(m, "hosts", p->H);
-    cJSON_AddNumberToObject(m, "nodes", p->c->nnodes);
-    cJSON_AddNumberToObject(m, "step", (double)rt_steps(p->rt));
-    cJSON_AddNumberToObject(m, "rows", (double)p->rows);
-    cJSON_AddNumberToObject(m, "txn_id", (double)p->txn_id);
+    cJSON_AddNumberToObject(m, "workers", ft->be->workers);
+    cJSON_AddNumberToObject(m, "hosts", ft->be->hosts);
+    cJSON_AddNumberToObject(m, "nodes", ft->c->nnodes);
+    cJSON_AddNumberToObject(m, "step", (double)rt_steps(ft->be->rt));
+    cJSON_AddNumberToObject(m, "rows", (double)n.rows);
+    cJSON_AddNumberToObject(m, "txn_id", (double)n.txn_id);
     cJSON_AddNumberToObject(m, "ingress_seq", (double)ft->ing_consumed);
     cJSON *ins = cJSON_AddArrayToObject(m, "inputs");
-    for (int j = 0; j < p->cs.nin; j++) {
+    for (int j = 0; j < ft->cs->nin; j++) {
         InPos pos;
-        input_pos(p->cs.in[j], &pos);
+        input_pos(ft->cs->in[j], &pos);
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "name", input_name(p->cs.in[j]));
+        cJSON_AddStringToObject(e, "name", input_name(ft->cs->in[j]));
         cJSON *v = cJSON_AddArrayToObject(e, "pos");
         cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.v[0]));
         cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.v[1]));
@@ -498,8 +275,8 @@ static char *job_meta(Pipeline *p)
         cJSON_AddItemToArray(ins, e);
     }
     cJSON *outs = cJSON_AddArrayToObject(m, "outputs");
-    for (int j = 0; j < p->cs.nout; j++) {
-        OutputConn *oc = p->cs.out[j];
+    for (int j = 0; j < ft->cs->nout; j++) {
+        OutputConn *oc = ft->cs->out[j];
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", output_name(oc));
         cJSON_AddNumberToObject(e, "offset", (double)output_offset(oc));
@@ -517,20 +294,19 @@ static char *job_meta(Pipeline *p)
 /* Take the state (fork a child that writes it from its frozen copy, or
    reuse the last checkpoint's when no step ran since) and hand the job to
    the writer. The pipeline waits only for the fork. */
-static int start_job(Pipeline *p, int64_t seq, Err *err)
+static int start_job(Ft *ft, int64_t seq, FtCounts n, Err *err)
 {
-    Ft *ft = p->ft;
     double t0 = pipe_now();
-    for (int j = 0; j < p->cs.nout; j++)
-        if (output_sync(p->cs.out[j], err))
+    for (int j = 0; j < ft->cs->nout; j++)
+        if (output_sync(ft->cs->out[j], err))
             return err->code;
     CkJob *j = sl_calloc(1, sizeof(*j));
     j->fd = -1;
     j->seq = seq;
-    j->step = rt_steps(p->rt);
-    j->meta = job_meta(p);
+    j->step = rt_steps(ft->be->rt);
+    j->meta = job_meta(ft, n);
     j->ingress_seq = ft->ing_consumed;
-    if (ft_rotate(p, j->step, err)) {
+    if (ft_rotate(ft, j->step, err)) {
         job_free(j);
         return err->code;
     }
@@ -538,29 +314,28 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
         j->reuse = sl_strdup(ft->last_state);
     } else {
         /* which nodes' state must be saved again (the rest keep their files) */
-        int nn = p->c->nnodes;
+        int nn = ft->c->nnodes;
         bool full = ft->full_next || !ft->last_state;
         bool *dirty = sl_calloc((size_t)nn + 1, sizeof(bool));
-        for (int n = 0; n < nn; n++)
-            dirty[n] = full || rt_node_changed(p->rt, n);
-        if (p->H > 1) { /* phase one everywhere: every host saves its share */
-            j->hosts = p->H;
-            j->remote = sl_calloc((size_t)p->H, sizeof(char *));
-            j->remote_pending = p->H - 1;
-            pthread_mutex_lock(&ft->mu);
-            ft->job_remote = j; /* dist.c hands the reports in (ft_remote_report) */
-            pthread_mutex_unlock(&ft->mu);
-            dist_ckpt(p, j->step, full);
-        }
-        int rc = ckpt_fork(ft->st, p->rt, nn, dirty, ft->last_state, &j->pid, &j->fd, err);
+        for (int k = 0; k < nn; k++)
+            dirty[k] = full || rt_node_changed(ft->be->rt, k);
+        /* phase one everywhere: every host saves its share, the others'
+           reports come in through ft_remote_report */
+        j->hosts = ft->be->hosts;
+        j->remote = sl_calloc((size_t)j->hosts, sizeof(char *));
+        pthread_mutex_lock(&ft->mu);
+        j->remote_pending = j->hosts - 1;
+        ft->job_remote = j;
+        pthread_mutex_unlock(&ft->mu);
+        ft->be->ops->ckpt_begin(ft->be, j->step, full, ft_remote_report, ft);
+        int rc = ckpt_fork(ft->st, ft->be->rt, nn, dirty, ft->last_state, &j->pid, &j->fd, err);
         sl_free(dirty);
         if (rc) {
-            if (p->H > 1)
-                ft_remote_abandon(p, j);
+            ft_remote_abandon(ft, j);
             job_free(j);
             return rc;
         }
-        rt_clear_changed(p->rt);
+        rt_clear_changed(ft->be->rt);
         ft->full_next = false;
     }
     ft->last_time = pipe_now();
@@ -577,13 +352,13 @@ static int start_job(Pipeline *p, int64_t seq, Err *err)
 
 /* The writer finished: publish, remember the state for unchanged
    checkpoints, prune logs. */
-static void collect_job(Pipeline *p)
+static void collect_job(Ft *ft)
 {
-    Ft *ft = p->ft;
     CkJob *j = ft->job;
     ft->job = NULL;
     pthread_mutex_lock(&ft->mu);
-    if (ft->job_remote == j)
+    bool remote = ft->job_remote == j;
+    if (remote)
         ft->job_remote = NULL;
     if (j->rc) {
         snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.200s",
@@ -603,6 +378,8 @@ static void collect_job(Pipeline *p)
             ft->req_done = j->seq;
     }
     pthread_mutex_unlock(&ft->mu);
+    if (remote)
+        ft->be->ops->ckpt_abandon(ft->be);
     if (j->rc) {
         fprintf(stderr, "sluice: %s\n", ft->failure);
         ft->dirty = true; /* the next one must write the whole state */
@@ -621,7 +398,7 @@ static void collect_job(Pipeline *p)
         ft->kept_seqs[1] = j->ingress_seq;
     }
     job_free(j);
-    ft_prune_logs(p, ft->kept_steps[0], ft->kept_seqs[0]);
+    ft_prune_logs(ft, ft->kept_steps[0], ft->kept_seqs[0]);
 }
 
 static bool job_finished(Ft *ft)
@@ -632,20 +409,19 @@ static bool job_finished(Ft *ft)
     return d;
 }
 
-static void job_wait(Pipeline *p)
+static void job_wait(Ft *ft)
 {
-    Ft *ft = p->ft;
     pthread_mutex_lock(&ft->mu);
     while (ft->job && !ft->job_done) {
-        if (ft->job->remote_pending > 0 && p->H > 1 && p->dstopped) {
+        if (ft->job->remote_pending > 0 && ft->be->ops->gone(ft->be)) {
             ft->job->remote_pending = 0; /* they left: the checkpoint fails */
             pthread_cond_broadcast(&ft->cv);
             continue;
         }
-        if (ft->job->remote_pending > 0 && p->H > 1) {
+        if (ft->job->remote_pending > 0) {
             /* the other hosts' reports come with their replies: ask */
             pthread_mutex_unlock(&ft->mu);
-            dist_poll(p);
+            ft->be->ops->poll(ft->be);
             usleep(2000);
             pthread_mutex_lock(&ft->mu);
             continue;
@@ -655,11 +431,9 @@ static void job_wait(Pipeline *p)
     pthread_mutex_unlock(&ft->mu);
 }
 
-void ft_remote_report(Pipeline *p, int host, int64_t step, const char *text, size_t n)
+void ft_remote_report(void *arg, int host, int64_t step, const char *text, size_t n)
 {
-    Ft *ft = p->ft;
-    if (!ft)
-        return;
+    Ft *ft = arg;
     pthread_mutex_lock(&ft->mu);
     CkJob *j = ft->job_remote;
     if (j && j->step == step && host > 0 && host < j->hosts && !j->remote[host]) {
@@ -672,29 +446,17 @@ void ft_remote_report(Pipeline *p, int host, int64_t step, const char *text, siz
     pthread_mutex_unlock(&ft->mu);
 }
 
-bool ft_remote_waiting(Pipeline *p)
+void ft_remote_abandon(Ft *ft, CkJob *j)
 {
-    Ft *ft = p->ft;
-    if (!ft)
-        return false;
-    pthread_mutex_lock(&ft->mu);
-    bool w = ft->job_remote && ft->job_remote->remote_pending > 0;
-    pthread_mutex_unlock(&ft->mu);
-    return w;
-}
-
-void ft_remote_abandon(Pipeline *p, CkJob *j)
-{
-    Ft *ft = p->ft;
     pthread_mutex_lock(&ft->mu);
     if (ft->job_remote == j)
         ft->job_remote = NULL;
     pthread_mutex_unlock(&ft->mu);
+    ft->be->ops->ckpt_abandon(ft->be);
 }
 
-bool ft_wants(Pipeline *p)
+bool ft_wants(Ft *ft)
 {
-    Ft *ft = p->ft;
     if (!ft)
         return false;
     pthread_mutex_lock(&ft->mu);
@@ -705,27 +467,26 @@ bool ft_wants(Pipeline *p)
 
 /* SLUICE_CHECKPOINT_EVERY_STEPS=K (tests): a checkpoint every K steps,
    waited for, so which checkpoints exist depends on step counts alone. */
-static bool forced_due(Pipeline *p)
+static bool forced_due(Ft *ft)
 {
     static int every = -1; /* the controller thread's alone */
     if (every < 0)
         every = getenv("SLUICE_CHECKPOINT_EVERY_STEPS") ?
                     atoi(getenv("SLUICE_CHECKPOINT_EVERY_STEPS")) : 0;
-    int64_t last = p->ft->last_step > 0 ? p->ft->last_step : 0;
-    return every > 0 && rt_steps(p->rt) - last >= every;
+    int64_t last = ft->last_step > 0 ? ft->last_step : 0;
+    return every > 0 && rt_steps(ft->be->rt) - last >= every;
 }
 
-int ft_tick(Pipeline *p, bool final, Err *err)
+int ft_tick(Ft *ft, bool busy, FtCounts n, bool final, Err *err)
 {
-    Ft *ft = p->ft;
     if (!ft)
         return 0;
-    bool forced = forced_due(p);
+    bool forced = forced_due(ft);
     if (final || forced)
-        job_wait(p);
+        job_wait(ft);
     if (ft->job && job_finished(ft))
-        collect_job(p);
-    if (ft->job || p->txn != TX_NONE || p->pend.rows > 0)
+        collect_job(ft);
+    if (ft->job || busy)
         return 0;
     pthread_mutex_lock(&ft->mu);
     bool req = ft->requested;
@@ -733,20 +494,20 @@ int ft_tick(Pipeline *p, bool final, Err *err)
     pthread_mutex_unlock(&ft->mu);
     bool periodic = ft->mode != FT_NONE && ft->interval > 0 && ft->dirty &&
                     pipe_now() - ft->last_time >= ft->interval;
-    bool at_stop = final && (ft->dirty || ft->last_step != rt_steps(p->rt));
+    bool at_stop = final && (ft->dirty || ft->last_step != rt_steps(ft->be->rt));
     if (!req && !periodic && !at_stop && !forced)
         return 0;
     pthread_mutex_lock(&ft->mu);
     ft->requested = false;
     pthread_mutex_unlock(&ft->mu);
-    if (start_job(p, req ? seq : 0, err)) {
+    if (start_job(ft, req ? seq : 0, n, err)) {
         if (final)
             return err->code;
         /* e.g. a full disk: the checkpoint fails, the pipeline goes on
            (what is acknowledged is in the logs) and tries again later */
         pthread_mutex_lock(&ft->mu);
         snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.200s",
-                 (long long)rt_steps(p->rt), err->msg);
+                 (long long)rt_steps(ft->be->rt), err->msg);
         if (req)
             ft->req_failed = seq;
         pthread_mutex_unlock(&ft->mu);
@@ -756,18 +517,17 @@ int ft_tick(Pipeline *p, bool final, Err *err)
         return 0;
     }
     if (final || forced) {
-        job_wait(p);
-        collect_job(p);
-        if (final && ft->done_step == rt_steps(p->rt) && !ft->failure[0])
+        job_wait(ft);
+        collect_job(ft);
+        if (final && ft->done_step == rt_steps(ft->be->rt) && !ft->failure[0])
             fprintf(stderr, "sluice: checkpoint at step %lld written to %s (%.3f s)\n",
                     (long long)ft->done_step, store_where(ft->st), ft->last_secs);
     }
     return 0;
 }
 
-int pipeline_checkpoint(Pipeline *p, int64_t *seq)
+int ft_request(Ft *ft, int64_t *seq)
 {
-    Ft *ft = p->ft;
     *seq = 0;
     if (!ft)
         return PIPE_CONFLICT;
@@ -777,16 +537,15 @@ int pipeline_checkpoint(Pipeline *p, int64_t *seq)
     ft->requested = true;
     *seq = ft->req_seq;
     pthread_mutex_unlock(&ft->mu);
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_signal(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_lock(ft->qmu);
+    pthread_cond_signal(ft->wake);
+    pthread_mutex_unlock(ft->qmu);
     return 0;
 }
 
-void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out)
+void ft_status(Ft *ft, CkptStatus *out)
 {
     memset(out, 0, sizeof(*out));
-    Ft *ft = p->ft;
     out->last_step = -1;
     if (!ft) {
         out->mode = "none";
@@ -813,137 +572,54 @@ void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out)
 
 /* ---------------------------------------------------------------- restore */
 
-/* Load the state of manifest m into p->rt. SL_EIO (err says why) when a
-   file is corrupt or does not fit the program: the caller falls back. */
-/* The batches of one "state" entry's files (*n of them; caller unrefs). */
-static int load_files(Store *st, const cJSON *e, Batch ***out, int *n, Err *err)
-{
-    const cJSON *files = cJSON_GetObjectItemCaseSensitive(e, "files");
-    *n = cJSON_GetArraySize(files);
-    Batch **bs = sl_calloc((size_t)*n + 1, sizeof(Batch *));
-    int k = 0, rc = 0;
-    const cJSON *f;
-    cJSON_ArrayForEach(f, files)
-    {
-        if (!cJSON_IsString(f) || (rc = store_fetch(st, f->valuestring, err)) ||
-            (rc = store_get_batch(st, f->valuestring, &bs[k], err)))
-            break;
-        k++;
-    }
-    if (!rc && k != *n)
-        rc = err_set(err, SL_EIO, "a state entry lists a file that is not a name");
-    if (rc) {
-        for (int i = 0; i < k; i++)
-            batch_unref(bs[i]);
-        sl_free(bs);
-        return SL_EIO;
-    }
-    *out = bs;
-    return 0;
-}
-
-/* Load the state of manifest m (written with W0 workers) into p->rt.
+/* Load the state of manifest m (written with W0 workers) into ft->be->rt.
    SL_EIO (err says why) when a file is corrupt or does not fit the
    program: the caller falls back. With another worker count every node's
    state is re-sharded (op.h load_split). */
-int ckpt_load_state(Store *st, Runtime *rt, int nn, const cJSON *state, int W0, Err *err)
-{
-    int rc = 0, W = rt_total_workers(rt), first = rt_first_worker(rt), nl = rt_workers(rt);
-    /* per (old worker, node): the saved batches */
-    Batch ***lists = sl_calloc((size_t)W0 * (size_t)nn, sizeof(Batch **));
-    int *counts = sl_calloc((size_t)W0 * (size_t)nn, sizeof(int));
-    const cJSON *e;
-    cJSON_ArrayForEach(e, state)
-    {
-        int node = (int)jint(e, "node"), w = (int)jint(e, "worker");
-        if (node < 0 || node >= nn || w < 0 || w >= W0 || !rt_stateful(rt, node) ||
-            lists[w * nn + node]) {
-            rc = err_set(err, SL_EIO, "state of node %d, worker %d does not fit the program",
-                         node, w);
-            break;
-        }
-        if (W0 == W && (w < first || w >= first + nl))
-            continue; /* another host's worker */
-        if ((rc = load_files(st, e, &lists[w * nn + node], &counts[w * nn + node], err)))
-            break;
-    }
-    Batch **col = sl_calloc((size_t)W0 + 1, sizeof(Batch *));
-    Batch *const **klist = sl_calloc((size_t)W0 + 1, sizeof(Batch **));
-    int *kcount = sl_calloc((size_t)W0 + 1, sizeof(int));
-    for (int node = 0; node < nn && !rc; node++) {
-        if (W0 == W) {
-            for (int w = first; w < first + nl && !rc; w++)
-                if (lists[w * nn + node])
-                    rc = rt_load(rt, w - first, node, lists[w * nn + node],
-                                 counts[w * nn + node], err);
-            continue;
-        }
-        bool any = false;
-        for (int k = 0; k < W0; k++) {
-            klist[k] = lists[k * nn + node] ? lists[k * nn + node] : col;
-            kcount[k] = counts[k * nn + node];
-            any |= lists[k * nn + node] != NULL;
-        }
-        for (int w = 0; w < nl && !rc && any; w++)
-            rc = rt_load_split(rt, w, node, klist, kcount, W0, err);
-    }
-    sl_free(col);
-    sl_free(klist);
-    sl_free(kcount);
-    for (int i = 0; i < W0 * nn; i++) {
-        for (int j = 0; j < counts[i] && lists[i]; j++)
-            batch_unref(lists[i][j]);
-        sl_free(lists[i]);
-    }
-    sl_free(lists);
-    sl_free(counts);
-    return rc ? SL_EIO : 0;
-}
 
 /* Does manifest m (manifest_check passed) fit the program's connectors? */
-static int positions_fit(Pipeline *p, const cJSON *m, Err *err)
+static int positions_fit(Ft *ft, const cJSON *m, Err *err)
 {
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(m, "inputs");
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(m, "outputs");
-    if (cJSON_GetArraySize(ins) != p->cs.nin || cJSON_GetArraySize(outs) != p->cs.nout)
+    if (cJSON_GetArraySize(ins) != ft->cs->nin || cJSON_GetArraySize(outs) != ft->cs->nout)
         return err_set(err, SL_EIO, "the checkpoint has %d inputs and %d outputs, the program "
                        "%d and %d", cJSON_GetArraySize(ins), cJSON_GetArraySize(outs),
-                       p->cs.nin, p->cs.nout);
+                       ft->cs->nin, ft->cs->nout);
     return 0;
 }
 
 /* Positions and counters of manifest m. */
-static int load_positions(Pipeline *p, const cJSON *m, Err *err)
+static int load_positions(Ft *ft, const cJSON *m, FtCounts *n, Err *err)
 {
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(m, "inputs");
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(m, "outputs");
-    if (positions_fit(p, m, err))
+    if (positions_fit(ft, m, err))
         return err->code;
-    for (int j = 0; j < p->cs.nin; j++) {
+    for (int j = 0; j < ft->cs->nin; j++) {
         const cJSON *e = cJSON_GetArrayItem(ins, j);
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
         InPos pos = {{(int64_t)cJSON_GetArrayItem(v, 0)->valuedouble,
                       (int64_t)cJSON_GetArrayItem(v, 1)->valuedouble},
-                     jint(e, "rows"), jint(e, "errors"), jint(e, "bytes")};
-        if (input_seek(p->cs.in[j], &pos, err))
+                     ckpt_jint(e, "rows"), ckpt_jint(e, "errors"), ckpt_jint(e, "bytes")};
+        if (input_seek(ft->cs->in[j], &pos, err))
             return err->code;
     }
-    for (int j = 0; j < p->cs.nout; j++) {
+    for (int j = 0; j < ft->cs->nout; j++) {
         const cJSON *e = cJSON_GetArrayItem(outs, j);
-        output_set_counts(p->cs.out[j], jint(e, "records"), jint(e, "bytes"));
+        output_set_counts(ft->cs->out[j], ckpt_jint(e, "records"), ckpt_jint(e, "bytes"));
     }
-    p->rows = jint(m, "rows");
-    p->txn_id = jint(m, "txn_id");
+    n->rows = ckpt_jint(m, "rows");
+    n->txn_id = ckpt_jint(m, "txn_id");
     return 0;
 }
 
 /* Output offsets to truncate to: the last journal record's (before its
    step, which runs again), else the checkpoint's, else 0. */
-static int truncate_outputs(Pipeline *p, const cJSON *m, Err *err)
+static int truncate_outputs(Ft *ft, const cJSON *m, Err *err)
 {
-    Ft *ft = p->ft;
     const cJSON *outs = m ? cJSON_GetObjectItemCaseSensitive(m, "outputs") : NULL;
-    for (int j = 0; j < p->cs.nout; j++) {
+    for (int j = 0; j < ft->cs->nout; j++) {
         int64_t off = 0;
         int last = ft->nrecs - 1;
         while (last >= 0 && ft->recs[last].step < 0) /* skip records */
@@ -951,10 +627,10 @@ static int truncate_outputs(Pipeline *p, const cJSON *m, Err *err)
         if (last >= 0)
             off = ft->recs[last].out_off[j];
         else if (outs)
-            off = jint(cJSON_GetArrayItem(outs, j), "offset");
+            off = ckpt_jint(cJSON_GetArrayItem(outs, j), "offset");
         if (off < 0)
             off = 0;
-        if (output_truncate(p->cs.out[j], off, err))
+        if (output_truncate(ft->cs->out[j], off, err))
             return err->code;
     }
     return 0;
@@ -1067,12 +743,12 @@ static bool manifest_check(const cJSON *m, char *why, size_t whyn)
 }
 
 /* Refuse storage written by another program or worker count. */
-static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
+static int check_identity(Ft *ft, const cJSON *m, int64_t step, Err *err)
 {
     const cJSON *fp = cJSON_GetObjectItemCaseSensitive(m, "fingerprint");
     char mine[32];
-    snprintf(mine, sizeof(mine), "%016" PRIx64, p->o.fingerprint);
-    const char *dir = store_where(p->ft->st);
+    snprintf(mine, sizeof(mine), "%016" PRIx64, ft->fingerprint);
+    const char *dir = store_where(ft->st);
     if (!cJSON_IsString(fp) || strcmp(fp->valuestring, mine))
         return err_set(err, SL_ECONFIG,
                        "storage %s holds a checkpoint (step %lld) of a different program "
@@ -1080,12 +756,12 @@ static int check_identity(Pipeline *p, const cJSON *m, int64_t step, Err *err)
                        "wrote it, or use a new storage directory",
                        dir, (long long)step, cJSON_IsString(fp) ? fp->valuestring : "missing",
                        mine);
-    if (jint(m, "workers") < 1 || jint(m, "workers") > 4096)
+    if (ckpt_jint(m, "workers") < 1 || ckpt_jint(m, "workers") > 4096)
         return err_set(err, SL_EIO, "storage %s: the checkpoint of step %lld names %lld workers",
-                       dir, (long long)step, (long long)jint(m, "workers"));
-    if (jint(m, "nodes") != p->c->nnodes)
+                       dir, (long long)step, (long long)ckpt_jint(m, "workers"));
+    if (ckpt_jint(m, "nodes") != ft->c->nnodes)
         return err_set(err, SL_ECONFIG, "storage %s: the checkpoint's circuit has %lld nodes, "
-                       "this program's %d", dir, (long long)jint(m, "nodes"), p->c->nnodes);
+                       "this program's %d", dir, (long long)ckpt_jint(m, "nodes"), ft->c->nnodes);
     return 0;
 }
 
@@ -1113,28 +789,37 @@ static bool logs_from_start(Ft *ft)
     return true;
 }
 
-static void *writer_start(Pipeline *p)
+static void *writer_start(Ft *ft)
 {
-    Ft *ft = p->ft;
-    if (pthread_create(&ft->thr, NULL, writer_main, p) == 0)
+    if (pthread_create(&ft->thr, NULL, writer_main, ft) == 0)
         ft->thr_started = true;
     return NULL;
 }
 
-int ft_open(Pipeline *p, Err *err)
+Ft *ft_new(const Circuit *c, Connectors *cs, Backend *be, const PipelineOpts *o,
+           pthread_mutex_t *qmu, pthread_cond_t *wake)
 {
-    const char *dir = p->o.storage;
-    if (!dir)
-        return 0;
     Ft *ft = sl_calloc(1, sizeof(*ft));
-    p->ft = ft;
-    ft->mode = p->o.fault_tolerance;
-    ft->interval = p->o.checkpoint_interval;
+    ft->c = c;
+    ft->cs = cs;
+    ft->be = be;
+    ft->qmu = qmu;
+    ft->wake = wake;
+    ft->dir = o->storage;
+    ft->fingerprint = o->fingerprint;
+    ft->mode = o->fault_tolerance;
+    ft->interval = o->checkpoint_interval;
     ft->last_step = -1;
     ft->done_step = -1;
     ft->kept_steps[0] = ft->kept_steps[1] = -1;
     pthread_mutex_init(&ft->mu, NULL);
     pthread_cond_init(&ft->cv, NULL);
+    return ft;
+}
+
+int ft_open(Ft *ft, FtCounts *n, Err *err)
+{
+    const char *dir = ft->dir;
     if (store_open_url(dir, &ft->st, err))
         return err->code;
     uint64_t below = UINT64_MAX, step = 0;
@@ -1163,33 +848,33 @@ int ft_open(Pipeline *p, Err *err)
         if (!manifest_check(m, why, sizeof(why))) {
             rrc = err_set(&le, SL_EIO, "storage file %s/manifest-%llu.json is malformed: %s",
                           dir, (unsigned long long)step, why);
-        } else if (check_identity(p, m, (int64_t)step, err)) {
+        } else if (check_identity(ft, m, (int64_t)step, err)) {
             cJSON_Delete(m);
             sl_free(failures);
             return err->code;
         }
-        int w0 = (int)jint(m, "workers");
+        int w0 = (int)ckpt_jint(m, "workers");
         if (!rrc)
-            rrc = ckpt_load_state(ft->st, p->rt, p->c->nnodes,
+            rrc = ckpt_load_state(ft->st, ft->be->rt, ft->c->nnodes,
                                   cJSON_GetObjectItemCaseSensitive(m, "state"), w0, &le);
         if (!rrc)
-            rrc = positions_fit(p, m, &le);
-        if (!rrc && p->H > 1) { /* every other host loads its share */
+            rrc = positions_fit(ft, m, &le);
+        if (!rrc) { /* every other host (if any) loads its share */
             char *stext = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
-            rrc = dist_restore(p, (int64_t)step, stext ? stext : "[]", w0, &le);
+            rrc = ft->be->ops->restore(ft->be, (int64_t)step, stext ? stext : "[]", w0, &le);
             cJSON_free(stext);
             remote_loaded = true;
         }
         if (!rrc) {
-            int h0 = jint(m, "hosts") > 0 ? (int)jint(m, "hosts") : 1;
-            if (w0 != p->W)
+            int h0 = ckpt_jint(m, "hosts") > 0 ? (int)ckpt_jint(m, "hosts") : 1;
+            if (w0 != ft->be->workers)
                 fprintf(stderr, "sluice: storage: the checkpoint at step %llu was written by %d "
                                 "worker%s; its state is re-sharded for %d\n",
-                        (unsigned long long)step, w0, w0 == 1 ? "" : "s", p->W);
-            else if (h0 != p->H)
+                        (unsigned long long)step, w0, w0 == 1 ? "" : "s", ft->be->workers);
+            else if (h0 != ft->be->hosts)
                 fprintf(stderr, "sluice: storage: the checkpoint at step %llu was written by %d "
                                 "host%s; its %d workers' state is spread over %d now\n",
-                        (unsigned long long)step, h0, h0 == 1 ? "" : "s", w0, p->H);
+                        (unsigned long long)step, h0, h0 == 1 ? "" : "s", w0, ft->be->hosts);
             break;
         }
         fprintf(stderr, "sluice: storage: the checkpoint at step %llu is unusable (%s); "
@@ -1202,8 +887,7 @@ int ft_open(Pipeline *p, Err *err)
         failures = more;
         cJSON_Delete(m);
         m = NULL;
-        rt_free(p->rt); /* state may be half loaded: start from fresh instances */
-        p->rt = p->H > 1 ? rt_new_part(p->c, p->W, 0, p->H) : rt_new(p->c, p->W);
+        ft->be->ops->reset(ft->be); /* state may be half loaded: fresh instances */
         below = step;
     }
     if (!m && failures && logs_from_start(ft)) {
@@ -1226,29 +910,29 @@ int ft_open(Pipeline *p, Err *err)
     sl_free(failures);
     if (!m && remote_loaded) { /* the other hosts start afresh too */
         Err le = {0};
-        if (dist_restore(p, 0, "[]", p->W, &le))
+        if (ft->be->ops->restore(ft->be, 0, "[]", ft->be->workers, &le))
             return err_set(err, le.code, "%s", le.msg);
     }
-    int64_t cstep = m ? (int64_t)step : 0, cseq = m ? jint(m, "ingress_seq") : 0;
+    int64_t cstep = m ? (int64_t)step : 0, cseq = m ? ckpt_jint(m, "ingress_seq") : 0;
     int rc = 0;
     if (m) {
         /* the state is that of its files: the next checkpoint keeps the
            files of nodes that receive no input meanwhile */
-        if (jint(m, "workers") == p->W) { /* re-sharded state has no files yet */
+        if (ckpt_jint(m, "workers") == ft->be->workers) { /* re-sharded state has no files yet */
             char *st = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
             ft->last_state = sl_strdup(st ? st : "[]");
             cJSON_free(st);
-            rt_clear_changed(p->rt);
+            rt_clear_changed(ft->be->rt);
         }
-        rt_set_steps(p->rt, cstep);
-        rc = load_positions(p, m, err);
+        rt_set_steps(ft->be->rt, cstep);
+        rc = load_positions(ft, m, n, err);
     }
     if (!rc)
-        rc = ft_read_logs(p, cstep, cseq, err);
+        rc = ft_read_logs(ft, cstep, cseq, err);
     if (!rc && !m && below != UINT64_MAX && ft->nrecs == 0 && cstep == 0)
         fprintf(stderr, "sluice: storage: no usable checkpoint; starting from the beginning\n");
     if (!rc)
-        rc = truncate_outputs(p, m, err);
+        rc = truncate_outputs(ft, m, err);
     ft->ing_consumed = cseq;
     ft->kept_steps[0] = ft->kept_steps[1] = m ? cstep : -1;
     ft->kept_seqs[0] = ft->kept_seqs[1] = cseq;
@@ -1275,22 +959,19 @@ int ft_open(Pipeline *p, Err *err)
         for (int i = 0; i < ft->nrecs; i++)
             if (ft->recs[i].step > after)
                 after = ft->recs[i].step;
-        rc = ft_rotate(p, after, err);
+        rc = ft_rotate(ft, after, err);
     }
     if (!rc)
-        rc = ft_requeue(p, err);
-    if (!rc)
-        writer_start(p);
+        writer_start(ft);
     return rc;
 }
 
-void ft_close(Pipeline *p)
+void ft_close(Ft *ft)
 {
-    Ft *ft = p->ft;
     if (!ft)
         return;
     if (ft->thr_started) {
-        job_wait(p);
+        job_wait(ft);
         pthread_mutex_lock(&ft->mu);
         ft->quit = true;
         pthread_cond_broadcast(&ft->cv);
@@ -1300,10 +981,9 @@ void ft_close(Pipeline *p)
     if (ft->job)
         job_free(ft->job);
     sl_free(ft->last_state);
-    ft_logs_free(p);
+    ft_logs_free(ft);
     store_close(ft->st);
     pthread_mutex_destroy(&ft->mu);
     pthread_cond_destroy(&ft->cv);
     sl_free(ft);
-    p->ft = NULL;
 }

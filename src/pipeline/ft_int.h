@@ -19,7 +19,10 @@
 #include <cjson/cJSON.h>
 
 #include "../storage/storage.h"
-#include "pipeline_int.h"
+#include "ft.h"
+#include "journal.h"
+#include "snapshot.h"
+#include "stats.h"
 
 /* One checkpoint on its way to storage. */
 typedef struct CkJob {
@@ -61,6 +64,15 @@ typedef struct IRec {
 } IRec;
 
 struct Ft {
+    /* what it works on (ft_new) */
+    const Circuit *c;
+    Connectors *cs;
+    Backend *be;
+    pthread_mutex_t *qmu;     /* the HTTP queue's lock (the ingress log's order) */
+    pthread_cond_t *wake;     /* the controller's: a checkpoint was written */
+    const char *dir;          /* the storage (o->storage) */
+    uint64_t fingerprint;     /* the program's */
+    bool replaying;           /* replay.c runs journaled steps: not journaled again */
     Store *st;
     int mode;                 /* FT_* */
     double interval;
@@ -69,13 +81,13 @@ struct Ft {
     bool dirty;               /* a step ran since */
     /* logs */
     Log *journal;             /* current journal segment (exactly_once) */
-    Log *ingress;             /* current ingress segment (p->mu) */
-    int64_t ing_seq;          /* last ingress sequence number given (p->mu) */
+    Log *ingress;             /* current ingress segment (qmu) */
+    int64_t ing_seq;          /* last ingress sequence number given (qmu) */
     int64_t ing_consumed;     /* newest one a completed step consumed */
     JRec *recs;               /* restart: journaled steps to replay */
-    int nrecs;
+    int nrecs, caprecs;
     IRec *irecs;              /* restart: logged input after the checkpoint */
-    int nirecs;
+    int nirecs, capirecs;
     /* the writer thread */
     pthread_t thr;
     bool thr_started;
@@ -100,29 +112,29 @@ struct Ft {
     atomic_bool storage_bad;  /* storage_error is set (read without mu) */
 };
 
+/* journal.c internals for ckpt.c: start new journal and ingress segments
+   (at a checkpoint, and after a restart); read them back at restart.
+   step: the last step the new journal segment follows (its records are
+   of later steps; segments are read in name order). */
+int ft_rotate(Ft *ft, int64_t step, Err *err);
+int ft_read_logs(Ft *ft, int64_t ckpt_step, int64_t ckpt_seq, Err *err);
+void ft_prune_logs(Ft *ft, int64_t oldest_step, int64_t oldest_seq);
+void ft_logs_free(Ft *ft);
+/* Decode an ingress log record of program c (every field checked; what
+   names the file in messages, may be NULL); NULL with err set when
+   malformed (replay.c too). */
+InBatch *ft_ingress_decode(const Circuit *c, const uint8_t *data, size_t n, const char *what,
+                           Err *err);
+/* Free the records read back at restart (after replay). */
+void ft_records_free(Ft *ft);
+
 /* Say that storage is failing (why, or NULL: it works again); shown in
    /status and /stats, and in the answer to a refused push. */
 void ft_storage_note(Ft *ft, const char *why);
 
-/* ckpt.c, shared with dist.c (a follower saves and restores its share
-   the same way). */
-/* Fork a child that saves rt's nodes with dirty[n] (the others keep the
-   files prev_state lists) into st and reports "<worker> <node> <file>"
-   lines, then "OK <written> <reused> <bytes>" (or "ERR <why>"), on *fd. */
-int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char *prev_state,
-              pid_t *pid, int *fd, Err *err);
-/* Read a child's report to its end into text and reap the child. */
-void ckpt_reap(int fd, pid_t pid, Buf *text);
-/* Append a report's entries to state (a JSON array) and add its figures;
-   SL_EIO when the child failed. */
-int ckpt_parse_report(const char *text, cJSON *state, int64_t *written, int64_t *reused,
-                      int64_t *bytes, Err *err);
-/* Load the workers of rt (global ids) from a manifest's "state" (written
-   with W0 workers; another count re-shards, single host only). */
-int ckpt_load_state(Store *st, Runtime *rt, int nnodes, const cJSON *state, int W0, Err *err);
-/* dist.c hands in host's report of the checkpoint at step. */
-void ft_remote_report(Pipeline *p, int host, int64_t step, const char *text, size_t n);
-bool ft_remote_waiting(Pipeline *p);
-void ft_remote_abandon(Pipeline *p, CkJob *j);
+/* The backend hands in host's report of the checkpoint at step
+   (BackendReportFn; arg is the Ft). */
+void ft_remote_report(void *arg, int host, int64_t step, const char *text, size_t n);
+void ft_remote_abandon(Ft *ft, CkJob *j);
 
 #endif

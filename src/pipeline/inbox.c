@@ -9,7 +9,8 @@
  * refused whole (the client retries) unless the queue is empty, so one
  * request larger than the bound still gets in. Out: the controller pops
  * batches in order (inbox_take) and, once the step that consumed them has
- * run, publishes their tokens as done (pipeline_token_done).
+ * run, publishes their tokens as done (pipeline_token_done). The batch
+ * object itself is inbatch.c's.
  */
 #include <errno.h>
 #include <time.h>
@@ -18,75 +19,6 @@
 #include <stdio.h>
 
 #include "pipeline_int.h"
-
-InBatch *inbatch_new(const Circuit *c, int rel)
-{
-    InBatch *b = sl_calloc(1, sizeof(*b));
-    b->rel = rel;
-    b->ncol = c->rels[rel].ncol;
-    b->types = c->rels[rel].types;
-    b->a = arena_new(1 << 16);
-    return b;
-}
-
-void inbatch_free(InBatch *b)
-{
-    if (!b)
-        return;
-    arena_free(b->a);
-    sl_free(b);
-}
-
-Chunk *inbatch_room(InBatch *b)
-{
-    if (b->tail && b->tail->chunk->n < b->tail->chunk->cap)
-        return b->tail->chunk;
-    /* chunks grow with the batch: small requests stay small */
-    int64_t cap = b->tail ? b->tail->chunk->cap * 2 : 64;
-    if (cap > 16384)
-        cap = 16384;
-    Piece *pc = arena_zalloc(b->a, sizeof(*pc));
-    pc->chunk = chunk_new(b->a, b->ncol, b->types, cap);
-    if (b->tail)
-        b->tail->next = pc;
-    else
-        b->head = pc;
-    b->tail = pc;
-    return pc->chunk;
-}
-
-Arena *inbatch_arena(InBatch *b) { return b->a; }
-int inbatch_rel(const InBatch *b) { return b->rel; }
-
-void inbatch_mark_update(InBatch *b, const uint8_t *present)
-{
-    UpdMark *m = arena_zalloc(b->a, sizeof(*m));
-    m->c = b->tail->chunk;
-    m->row = m->c->n - 1;
-    m->present = arena_alloc(b->a, (size_t)b->ncol);
-    memcpy(m->present, present, (size_t)b->ncol);
-    if (b->upd_tail)
-        b->upd_tail->next = m;
-    else
-        b->upd = m;
-    b->upd_tail = m;
-}
-
-void inbatch_note(InBatch *b, int64_t bytes, int64_t bad)
-{
-    b->bytes += bytes;
-    b->bad += bad;
-}
-
-int64_t inbatch_count(InBatch *b)
-{
-    int64_t n = 0;
-    for (Piece *pc = b->head; pc; pc = pc->next)
-        n += pc->chunk->n;
-    return n;
-}
-
-int64_t inbatch_rows(const InBatch *b) { return inbatch_count((InBatch *)b); }
 
 static void deadline_in(struct timespec *ts, double secs)
 {
@@ -98,12 +30,29 @@ static void deadline_in(struct timespec *ts, double secs)
 
 static void account(Pipeline *p, int rel, int64_t rows, int64_t bytes, int64_t bad)
 {
-    Slot *s = &p->slots[p->cs.nin + rel];
+    Slot *s = &p->fig.slots[p->cs.nin + rel];
     s->records += rows;
     s->bytes += bytes;
     s->errors += bad;
-    p->input_records += rows;
-    p->input_bytes += bytes;
+    p->fig.input_records += rows;
+    p->fig.input_bytes += bytes;
+}
+
+/* Append b (rows rows) to the queue with the next token (under mu). */
+static void enqueue(Pipeline *p, InBatch *b, int64_t rows)
+{
+    b->rows = rows;
+    b->arrival = pipe_now();
+    b->token = ++p->q.next_token;
+    b->next = NULL;
+    if (p->q.tail)
+        p->q.tail->next = b;
+    else
+        p->q.head = b;
+    p->q.tail = b;
+    p->q.rows += rows;
+    p->q.bytes += b->bytes;
+    p->fig.slots[p->cs.nin + b->rel].queued += rows;
 }
 
 int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token)
@@ -115,7 +64,7 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
     /* with storage: the log record is built before taking the lock */
     Buf enc = BUF_INIT;
     if (p->ft && rows)
-        ft_encode_ingress(p, b, &enc);
+        ft_encode_ingress(p->ft, b, &enc);
     pthread_mutex_lock(&p->mu);
     for (;;) {
         if (p->state == PS_STOPPING || p->state == PS_STOPPED || p->stop_req) {
@@ -124,7 +73,7 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
             buf_free(&enc);
             return PIPE_STOPPING;
         }
-        if (p->qrows == 0 || p->qrows + rows <= p->qlimit)
+        if (p->q.rows == 0 || p->q.rows + rows <= p->q.limit)
             break;
         if (p->state == PS_PAUSED || wait_secs <= 0) {
             pthread_mutex_unlock(&p->mu);
@@ -150,7 +99,7 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
     struct Log *log = NULL;
     uint64_t end = 0;
     Err lerr = {0};
-    int lrc = enc.n ? ft_log_ingress(p, b, &enc, &log, &end, &lerr) : 0;
+    int lrc = enc.n ? ft_log_ingress(p->ft, b, &enc, &log, &end, &lerr) : 0;
     buf_free(&enc);
     if (lrc) {
         pthread_mutex_unlock(&p->mu);
@@ -159,19 +108,8 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
         return PIPE_IOERR;
     }
     account(p, b->rel, rows, b->bytes, b->bad);
-    b->rows = rows;
-    b->arrival = pipe_now();
-    b->token = ++p->next_token;
+    enqueue(p, b, rows);
     *token = b->token;
-    b->next = NULL;
-    if (p->qtail)
-        p->qtail->next = b;
-    else
-        p->qhead = b;
-    p->qtail = b;
-    p->qrows += rows;
-    p->qbytes += b->bytes;
-    p->slots[p->cs.nin + b->rel].queued += rows;
     pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
     /* acknowledged only once durable (group commit with concurrent pushes) */
@@ -187,17 +125,7 @@ void inbox_requeue(Pipeline *p, InBatch *b)
     int64_t rows = inbatch_count(b);
     pthread_mutex_lock(&p->mu);
     account(p, b->rel, rows, 0, 0);
-    b->rows = rows;
-    b->arrival = pipe_now();
-    b->token = ++p->next_token;
-    b->next = NULL;
-    if (p->qtail)
-        p->qtail->next = b;
-    else
-        p->qhead = b;
-    p->qtail = b;
-    p->qrows += rows;
-    p->slots[p->cs.nin + b->rel].queued += rows;
+    enqueue(p, b, rows); /* (a batch from the log counts no bytes) */
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -211,7 +139,7 @@ void pipeline_note_rejected(Pipeline *p, int rel, int64_t bytes, int64_t bad)
 bool pipeline_token_done(Pipeline *p, int64_t token)
 {
     pthread_mutex_lock(&p->mu);
-    bool d = token <= p->done_token || p->state == PS_STOPPED;
+    bool d = token <= p->q.done_token || p->state == PS_STOPPED;
     pthread_mutex_unlock(&p->mu);
     return d;
 }
@@ -219,7 +147,7 @@ bool pipeline_token_done(Pipeline *p, int64_t token)
 void pipeline_token_wait(Pipeline *p, int64_t token)
 {
     pthread_mutex_lock(&p->mu);
-    while (token > p->done_token && p->state != PS_STOPPED)
+    while (token > p->q.done_token && p->state != PS_STOPPED)
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }
@@ -229,18 +157,18 @@ InBatch *inbox_take(Pipeline *p, int64_t max_rows)
     InBatch *first = NULL, **tail = &first;
     int64_t taken = 0;
     pthread_mutex_lock(&p->mu);
-    while (p->qhead && (max_rows < 0 || taken == 0 || taken + p->qhead->rows <= max_rows)) {
-        InBatch *b = p->qhead;
-        p->qhead = b->next;
-        if (!p->qhead)
-            p->qtail = NULL;
+    while (p->q.head && (max_rows < 0 || taken == 0 || taken + p->q.head->rows <= max_rows)) {
+        InBatch *b = p->q.head;
+        p->q.head = b->next;
+        if (!p->q.head)
+            p->q.tail = NULL;
         b->next = NULL;
         *tail = b;
         tail = &b->next;
         taken += b->rows;
-        p->qrows -= b->rows;
-        p->qbytes -= b->bytes;
-        p->slots[p->cs.nin + b->rel].queued -= b->rows;
+        p->q.rows -= b->rows;
+        p->q.bytes -= b->bytes;
+        p->fig.slots[p->cs.nin + b->rel].queued -= b->rows;
     }
     if (first)
         pthread_cond_broadcast(&p->room);
@@ -251,9 +179,9 @@ InBatch *inbox_take(Pipeline *p, int64_t max_rows)
 void inbox_clear(Pipeline *p)
 {
     pthread_mutex_lock(&p->mu);
-    InBatch *b = p->qhead;
-    p->qhead = p->qtail = NULL;
-    p->qrows = p->qbytes = 0;
+    InBatch *b = p->q.head;
+    p->q.head = p->q.tail = NULL;
+    p->q.rows = p->q.bytes = 0;
     pthread_mutex_unlock(&p->mu);
     while (b) {
         InBatch *n = b->next;

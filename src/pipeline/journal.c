@@ -7,7 +7,7 @@
  * and every output file's offset before the step's output — and is made
  * durable (with the outputs written so far) before the step's outputs can
  * leave. A record of kind SKIP says input was read and thrown away (an
- * aborted transaction). Replay (ft_replay) re-reads exactly those rows,
+ * aborted transaction). Replay (ft_replay, replay.c) re-reads exactly those rows,
  * checks count, position and hash, and runs the same steps; outputs of
  * all but the last replayed step are already in the files, which were
  * truncated to the last record's offsets, so the files come out
@@ -37,6 +37,7 @@
 #include <xxhash.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../base/wire.h"
 #include "../zset/key.h"
 #include "ft_int.h"
@@ -88,9 +89,8 @@ static uint64_t uniq(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int ft_rotate(Pipeline *p, int64_t step, Err *err)
+int ft_rotate(Ft *ft, int64_t step, Err *err)
 {
-    Ft *ft = p->ft;
     char name[96];
     if (ft->mode == FT_EXACTLY_ONCE) {
         /* a segment whose end could not be cut back after a failed write is
@@ -106,7 +106,7 @@ int ft_rotate(Pipeline *p, int64_t step, Err *err)
         ft->journal = l;
     }
     if (ft->mode != FT_NONE) {
-        pthread_mutex_lock(&p->mu);
+        pthread_mutex_lock(ft->qmu);
         snprintf(name, sizeof(name), "ingress-%020lld-%016" PRIx64 ".log",
                  (long long)ft->ing_seq + 1, uniq());
         Log *l;
@@ -119,7 +119,7 @@ int ft_rotate(Pipeline *p, int64_t step, Err *err)
             log_release(ft->ingress);
             ft->ingress = l;
         }
-        pthread_mutex_unlock(&p->mu);
+        pthread_mutex_unlock(ft->qmu);
         if (rc)
             return rc;
     }
@@ -139,9 +139,8 @@ static bool seg_start(const char *name, const char *prefix, int64_t *start)
     return true;
 }
 
-void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq)
+void ft_prune_logs(Ft *ft, int64_t oldest_step, int64_t oldest_seq)
 {
-    Ft *ft = p->ft;
     if (oldest_step < 0)
         return;
     char **names;
@@ -157,7 +156,7 @@ void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq)
         store_list_free(names, n);
     }
     if (store_list(ft->st, "ingress-", &names, &n, &err) == 0) {
-        pthread_mutex_lock(&p->mu);
+        pthread_mutex_lock(ft->qmu);
         const char *cur = ft->ingress ? log_name(ft->ingress) : "";
         for (int i = 0; i + 1 < n; i++) {
             int64_t next;
@@ -165,22 +164,22 @@ void ft_prune_logs(Pipeline *p, int64_t oldest_step, int64_t oldest_seq)
                 strcmp(names[i], cur))
                 store_remove(ft->st, names[i], &err);
         }
-        pthread_mutex_unlock(&p->mu);
+        pthread_mutex_unlock(ft->qmu);
         store_list_free(names, n);
     }
 }
 
 /* ---------------------------------------------------------------- the journal */
 
-static void put_record(Pipeline *p, Pending *pd, int kind, Buf *b)
+static void put_record(Ft *ft, Pending *pd, int kind, Buf *b)
 {
     put32(b, kind);
-    put64(b, rt_steps(p->rt) + (kind == J_STEP));
-    put64(b, pd->max_seq > p->ft->ing_consumed ? pd->max_seq : p->ft->ing_consumed);
-    put32(b, p->cs.nin);
-    for (int j = 0; j < p->cs.nin; j++) {
+    put64(b, rt_steps(ft->be->rt) + (kind == J_STEP));
+    put64(b, pd->max_seq > ft->ing_consumed ? pd->max_seq : ft->ing_consumed);
+    put32(b, ft->cs->nin);
+    for (int j = 0; j < ft->cs->nin; j++) {
         InPos pos;
-        input_pos(p->cs.in[j], &pos);
+        input_pos(ft->cs->in[j], &pos);
         put64(b, pd->conn_rows[j]);
         put64(b, pos.v[0]);
         put64(b, pos.v[1]);
@@ -189,18 +188,18 @@ static void put_record(Pipeline *p, Pending *pd, int kind, Buf *b)
         put64(b, pos.bytes);
         put64(b, (int64_t)pd->conn_hash[j]);
     }
-    put32(b, p->cs.nout);
-    for (int j = 0; j < p->cs.nout; j++)
-        put64(b, output_offset(p->cs.out[j]));
+    put32(b, ft->cs->nout);
+    for (int j = 0; j < ft->cs->nout; j++)
+        put64(b, output_offset(ft->cs->out[j]));
 }
 
-static int journal_write(Pipeline *p, Pending *pd, int kind, Err *err)
+static int journal_write(Ft *ft, Pending *pd, int kind, bool (*stop)(void *arg), void *arg,
+                         Err *err)
 {
-    Ft *ft = p->ft;
-    if (!ft || ft->mode != FT_EXACTLY_ONCE || p->replaying)
+    if (!ft || ft->mode != FT_EXACTLY_ONCE || ft->replaying)
         return 0;
     Buf b = BUF_INIT;
-    put_record(p, pd, kind, &b);
+    put_record(ft, pd, kind, &b);
     /* a full or failing disk makes the step wait, not the pipeline exit: a
        failed append cut the log back to its last whole record, so trying
        again is safe (a record appended whole is not appended again, only
@@ -212,20 +211,20 @@ static int journal_write(Pipeline *p, Pending *pd, int kind, Err *err)
         /* the HTTP input this step takes, and the outputs before it, are
            durable before the journal says the step happened */
         if (pd->max_seq > 0) {
-            pthread_mutex_lock(&p->mu);
+            pthread_mutex_lock(ft->qmu);
             Log *ing = ft->ingress;
             log_ref(ing);
-            pthread_mutex_unlock(&p->mu);
+            pthread_mutex_unlock(ft->qmu);
             rc = log_sync(ing, UINT64_MAX, err);
             log_release(ing);
         }
-        for (int j = 0; j < p->cs.nout && !rc; j++)
-            rc = output_sync(p->cs.out[j], err);
+        for (int j = 0; j < ft->cs->nout && !rc; j++)
+            rc = output_sync(ft->cs->out[j], err);
         if (!rc && !appended)
             appended = (rc = log_append(ft->journal, b.p, b.n, "journal", NULL, err)) == 0;
         if (!rc)
             rc = log_sync(ft->journal, UINT64_MAX, err);
-        if (!rc || pipeline_stop_requested(p))
+        if (!rc || (stop && stop(arg)))
             break;
         char why[512];
         snprintf(why, sizeof(why), "%.440s; steps wait until it works", err->msg);
@@ -253,18 +252,20 @@ void ft_storage_note(Ft *ft, const char *why)
     pthread_mutex_unlock(&ft->mu);
 }
 
-int ft_journal_step(Pipeline *p, Pending *pd, Err *err) { return journal_write(p, pd, J_STEP, err); }
-
-int ft_journal_discard(Pipeline *p, Pending *pd, Err *err)
+int ft_journal_step(Ft *ft, Pending *pd, bool (*stop)(void *arg), void *arg, Err *err)
 {
-    if (p->ft && pd->max_seq > p->ft->ing_consumed)
-        p->ft->ing_consumed = pd->max_seq;
-    return journal_write(p, pd, J_SKIP, err);
+    return journal_write(ft, pd, J_STEP, stop, arg, err);
 }
 
-void ft_step_done(Pipeline *p, Pending *pd)
+int ft_journal_discard(Ft *ft, Pending *pd, Err *err)
 {
-    Ft *ft = p->ft;
+    if (ft && pd->max_seq > ft->ing_consumed)
+        ft->ing_consumed = pd->max_seq;
+    return journal_write(ft, pd, J_SKIP, NULL, NULL, err);
+}
+
+void ft_step_done(Ft *ft, Pending *pd)
+{
     if (!ft)
         return;
     if (pd->max_seq > ft->ing_consumed)
@@ -307,7 +308,7 @@ static void ingress_encode(InBatch *b, Buf *out)
    its length (decoded from a copy padded with zeros, so that a damaged
    row cannot make key_skip or key_decode read past the record). On error
    NULL with err naming where (what names the file, may be NULL). */
-static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const char *what,
+InBatch *ft_ingress_decode(const Circuit *cir, const uint8_t *data, size_t n, const char *what,
                                Err *err)
 {
     Rd r = {data, data + n, false};
@@ -319,7 +320,7 @@ static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const
         bad = "shorter than its header";
     else if (seq <= 0)
         bad = "sequence number is not positive";
-    else if (rel < 0 || rel >= p->c->nrels || !p->c->rels[rel].is_table)
+    else if (rel < 0 || rel >= cir->nrels || !cir->rels[rel].is_table)
         bad = "names no table of this program";
     else if (rows < 0 || (uint64_t)rows > (n - 20) / 13) /* a row takes at least 13 bytes */
         bad = "row count does not fit the record's length";
@@ -328,7 +329,7 @@ static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const
                 (long long)seq, bad);
         return NULL;
     }
-    InBatch *b = inbatch_new(p->c, rel);
+    InBatch *b = inbatch_new(cir, rel);
     b->seq = seq;
     /* the row encodings stay in the batch's arena: decoded strings point there */
     size_t pad = 9 * (size_t)b->ncol + 1;
@@ -376,21 +377,20 @@ static InBatch *ingress_decode(Pipeline *p, const uint8_t *data, size_t n, const
     if (bad) {
         inbatch_free(b);
         err_set(err, SL_EIO, "ingress log%s%s: record %lld (table %s) is malformed: %s",
-                what ? " " : "", what ? what : "", (long long)seq, p->c->rels[rel].name, bad);
+                what ? " " : "", what ? what : "", (long long)seq, cir->rels[rel].name, bad);
         return NULL;
     }
     return b;
 }
 
-void ft_encode_ingress(Pipeline *p, InBatch *b, Buf *enc)
+void ft_encode_ingress(Ft *ft, InBatch *b, Buf *enc)
 {
-    if (p->ft && p->ft->mode != FT_NONE)
+    if (ft && ft->mode != FT_NONE)
         ingress_encode(b, enc); /* the sequence number is filled in when logged */
 }
 
-int ft_log_ingress(Pipeline *p, InBatch *b, Buf *enc, Log **log, uint64_t *end, Err *err)
+int ft_log_ingress(Ft *ft, InBatch *b, Buf *enc, Log **log, uint64_t *end, Err *err)
 {
-    Ft *ft = p->ft;
     *log = NULL;
     if (!ft || ft->mode == FT_NONE)
         return 0;
@@ -424,7 +424,7 @@ int ft_sync_ingress(Log *log, uint64_t end, Err *err)
 /* ---------------------------------------------------------------- restart */
 
 typedef struct ReadCtx {
-    Pipeline *p;
+    Ft *ft;
     int64_t after;            /* journal: steps after this; ingress: seqs after */
     int64_t next;             /* journal: the step expected next */
     Err *err;
@@ -444,8 +444,7 @@ static void jrec_free(JRec *j)
 static int on_journal(void *arg, const uint8_t *data, size_t n)
 {
     ReadCtx *x = arg;
-    Pipeline *p = x->p;
-    Ft *ft = p->ft;
+    Ft *ft = x->ft;
     Rd r = {data, data + n, false};
     int kind = rd32(&r);
     int64_t step = rd64(&r), seq_hi = rd64(&r);
@@ -457,16 +456,16 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
         bad = "unknown record kind";
     else if (step < 0 || seq_hi < 0)
         bad = "negative step or ingress sequence number";
-    else if (nin != p->cs.nin)
+    else if (nin != ft->cs->nin)
         bad = "input count differs from the program's";
-    else if ((size_t)(r.end - r.p) != (size_t)nin * 56 + 4 + (size_t)p->cs.nout * 8)
+    else if ((size_t)(r.end - r.p) != (size_t)nin * 56 + 4 + (size_t)ft->cs->nout * 8)
         bad = "length does not fit the program's inputs and outputs";
     if (bad)
         return err_set(x->err, SL_EIO,
                        "storage file %s/%s: journal record (step %lld) is malformed: %s (%d "
                        "inputs and %d outputs expected)",
-                       store_where(ft->st), x->file, (long long)step, bad, p->cs.nin,
-                       p->cs.nout);
+                       store_where(ft->st), x->file, (long long)step, bad, ft->cs->nin,
+                       ft->cs->nout);
     JRec j = {.step = step, .seq_hi = seq_hi, .nin = nin};
     j.rows = sl_calloc((size_t)nin + 1, sizeof(int64_t));
     j.pos = sl_calloc((size_t)nin + 1, sizeof(InPos));
@@ -483,11 +482,11 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
             bad = "a negative row, error or byte count";
     }
     j.nout = rd32(&r);
-    j.out_off = sl_calloc((size_t)p->cs.nout + 1, sizeof(int64_t));
-    for (int i = 0; i < p->cs.nout; i++)
+    j.out_off = sl_calloc((size_t)ft->cs->nout + 1, sizeof(int64_t));
+    for (int i = 0; i < ft->cs->nout; i++)
         if ((j.out_off[i] = rd64(&r)) < 0)
             bad = "a negative output offset";
-    if (!bad && (r.bad || j.nout != p->cs.nout))
+    if (!bad && (r.bad || j.nout != ft->cs->nout))
         bad = "output count differs from the program's";
     if (bad) {
         jrec_free(&j);
@@ -511,8 +510,7 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
     }
     if (kind == J_STEP)
         x->next++;
-    ft->recs = sl_realloc(ft->recs, sizeof(JRec) * (size_t)(ft->nrecs + 1));
-    ft->recs[ft->nrecs++] = j;
+    *VEC_PUSH(ft->recs, ft->nrecs, ft->caprecs) = j;
     return 0;
 }
 
@@ -521,10 +519,10 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
 static int on_ingress(void *arg, const uint8_t *data, size_t n)
 {
     ReadCtx *x = arg;
-    Ft *ft = x->p->ft;
+    Ft *ft = x->ft;
     char what[300];
     snprintf(what, sizeof(what), "%s/%s", store_where(ft->st), x->file);
-    InBatch *b = ingress_decode(x->p, data, n, what, x->err);
+    InBatch *b = ft_ingress_decode(ft->c, data, n, what, x->err);
     if (!b)
         return x->err->code;
     int64_t seq = b->seq;
@@ -537,8 +535,7 @@ static int on_ingress(void *arg, const uint8_t *data, size_t n)
         ft->ing_seq = seq;
     if (seq <= x->after)
         return 0;
-    ft->irecs = sl_realloc(ft->irecs, sizeof(IRec) * (size_t)(ft->nirecs + 1));
-    IRec *r = &ft->irecs[ft->nirecs++];
+    IRec *r = VEC_PUSH(ft->irecs, ft->nirecs, ft->capirecs);
     r->seq = seq;
     r->n = n;
     r->p = sl_malloc(n);
@@ -551,11 +548,11 @@ static int on_ingress(void *arg, const uint8_t *data, size_t n)
    the segment started next does not follow a torn record. A torn record
    in an earlier segment, or a damaged one with valid records after it, is
    corruption: the start is refused rather than records skipped. */
-static int scan_all(Pipeline *p, const char *prefix, LogFn cb, ReadCtx *x, Err *err)
+static int scan_all(Ft *ft, const char *prefix, LogFn cb, ReadCtx *x, Err *err)
 {
     char **names;
     int n;
-    Store *st = p->ft->st;
+    Store *st = ft->st;
     if (store_list(st, prefix, &names, &n, err))
         return err->code;
     int rc = 0;
@@ -583,33 +580,36 @@ static int scan_all(Pipeline *p, const char *prefix, LogFn cb, ReadCtx *x, Err *
     return rc;
 }
 
-int ft_read_logs(Pipeline *p, int64_t ckpt_step, int64_t ckpt_seq, Err *err)
+int ft_read_logs(Ft *ft, int64_t ckpt_step, int64_t ckpt_seq, Err *err)
 {
-    Ft *ft = p->ft;
     ft->ing_seq = ckpt_seq;
-    ReadCtx x = {p, ckpt_step, ckpt_step + 1, err, NULL};
-    if (scan_all(p, "journal-", on_journal, &x, err))
+    ReadCtx x = {ft, ckpt_step, ckpt_step + 1, err, NULL};
+    if (scan_all(ft, "journal-", on_journal, &x, err))
         return err->code;
     /* trailing skip records after the last step stay (they advance inputs) */
-    ReadCtx y = {p, ckpt_seq, 0, err, NULL};
-    if (scan_all(p, "ingress-", on_ingress, &y, err))
+    ReadCtx y = {ft, ckpt_seq, 0, err, NULL};
+    if (scan_all(ft, "ingress-", on_ingress, &y, err))
         return err->code;
     return 0;
 }
 
-void ft_logs_free(Pipeline *p)
+void ft_records_free(Ft *ft)
 {
-    Ft *ft = p->ft;
     for (int i = 0; i < ft->nrecs; i++)
         jrec_free(&ft->recs[i]);
     sl_free(ft->recs);
     ft->recs = NULL;
-    ft->nrecs = 0;
+    ft->nrecs = ft->caprecs = 0;
     for (int i = 0; i < ft->nirecs; i++)
         sl_free(ft->irecs[i].p);
     sl_free(ft->irecs);
     ft->irecs = NULL;
-    ft->nirecs = 0;
+    ft->nirecs = ft->capirecs = 0;
+}
+
+void ft_logs_free(Ft *ft)
+{
+    ft_records_free(ft);
     log_close(ft->journal);
     ft->journal = NULL;
     if (ft->ingress)
@@ -617,137 +617,6 @@ void ft_logs_free(Pipeline *p)
     ft->ingress = NULL;
 }
 
-/* Read exactly rec's rows of connector j into pd, checking where they end
-   and what they hash to. */
-static int replay_input(Pipeline *p, Pending *pd, const JRec *rec, int j, Err *err)
-{
-    InputConn *ic = p->cs.in[j];
-    int64_t want = rec->rows[j], got = 0;
-    input_set_replay(ic, true);
-    while (got < want) {
-        Piece *list = NULL;
-        int64_t n = pipe_input_next(p, j, want - got, pd->a, &list, err);
-        if (n < 0) {
-            input_set_replay(ic, false);
-            return err->code;
-        }
-        if (n == 0)
-            break;
-        pipe_add_input(p, pd, j, list, n);
-        got += n;
-    }
-    input_set_replay(ic, false);
-    InPos pos;
-    input_pos(ic, &pos);
-    if (got != want || pos.v[0] != rec->pos[j].v[0] || pos.v[1] != rec->pos[j].v[1] ||
-        pd->conn_hash[j] != rec->hash[j])
-        return err_set(err, SL_EIO,
-                       "replaying step %lld: %s gave %lld rows ending at (%lld, %lld), but the "
-                       "journal recorded %lld rows ending at (%lld, %lld)%s; its input changed "
-                       "since the step ran, so replaying it would give different results. "
-                       "Restore the input or start over with a new storage directory",
-                       (long long)rec->step, input_name(ic), (long long)got,
-                       (long long)pos.v[0], (long long)pos.v[1], (long long)want,
-                       (long long)rec->pos[j].v[0], (long long)rec->pos[j].v[1],
-                       got == want && pd->conn_hash[j] != rec->hash[j] ? " with other contents"
-                                                                       : "");
-    return 0;
-}
 
-/* Logged HTTP input with seq <= hi, in order, into pd (or dropped). */
-static int replay_ingress(Pipeline *p, Pending *pd, int *next, int64_t hi, bool keep, Err *err)
-{
-    Ft *ft = p->ft;
-    while (*next < ft->nirecs && ft->irecs[*next].seq <= hi) {
-        IRec *r = &ft->irecs[(*next)++];
-        if (!keep || !r->p)
-            continue;
-        InBatch *b = ingress_decode(p, r->p, r->n, NULL, err);
-        if (!b)
-            return err->code;
-        b->rows = inbatch_count(b);
-        pipe_add_batch(p, pd, b);
-    }
-    return 0;
-}
 
-int ft_requeue(Pipeline *p, Err *err)
-{
-    Ft *ft = p->ft;
-    int64_t hi = ft->ing_consumed;
-    for (int i = 0; i < ft->nrecs; i++)
-        if (ft->recs[i].seq_hi > hi)
-            hi = ft->recs[i].seq_hi;
-    int requeued = 0;
-    for (int i = 0; i < ft->nirecs; i++) {
-        IRec *r = &ft->irecs[i];
-        if (r->seq <= hi || !r->p)
-            continue;
-        InBatch *b = ingress_decode(p, r->p, r->n, NULL, err);
-        if (!b)
-            return err->code;
-        inbox_requeue(p, b);
-        sl_free(r->p);
-        r->p = NULL;
-        requeued++;
-    }
-    if (requeued)
-        fprintf(stderr, "sluice: %d acknowledged HTTP input batch%s from before the restart "
-                        "queued again\n",
-                requeued, requeued == 1 ? "" : "es");
-    return 0;
-}
 
-int ft_replay(Pipeline *p, Err *err)
-{
-    Ft *ft = p->ft;
-    if (!ft)
-        return 0;
-    int rc = 0, next = 0, last = -1;
-    for (int i = 0; i < ft->nrecs; i++)
-        if (ft->recs[i].step >= 0)
-            last = i;
-    double t0 = pipe_now();
-    int nsteps = 0;
-    p->replaying = true;
-    for (int i = 0; i < ft->nrecs && !rc; i++) {
-        JRec *rec = &ft->recs[i];
-        Pending *pd = &p->pend;
-        if (rec->step < 0) { /* a discarded transaction: skip what it read */
-            for (int j = 0; j < p->cs.nin && !rc; j++)
-                if (rec->rows[j] > 0)
-                    rc = input_seek(p->cs.in[j], &rec->pos[j], err);
-            if (!rc)
-                rc = replay_ingress(p, pd, &next, rec->seq_hi, false, err);
-            if (rec->seq_hi > ft->ing_consumed)
-                ft->ing_consumed = rec->seq_hi;
-            continue;
-        }
-        for (int j = 0; j < p->cs.nin && !rc; j++)
-            if (rec->rows[j] > 0)
-                rc = replay_input(p, pd, rec, j, err);
-        if (!rc)
-            rc = replay_ingress(p, pd, &next, rec->seq_hi, true, err);
-        if (rc)
-            break;
-        p->quiet_outputs = i != last;
-        rc = pipe_run_step(p, pd, err);
-        p->quiet_outputs = false;
-        nsteps++;
-    }
-    p->replaying = false;
-    if (!rc && nsteps)
-        fprintf(stderr, "sluice: replayed %d journaled step%s in %.3f s; now at step %lld\n",
-                nsteps, nsteps == 1 ? "" : "s", pipe_now() - t0, (long long)rt_steps(p->rt));
-    for (int i = 0; i < ft->nrecs; i++)
-        jrec_free(&ft->recs[i]);
-    sl_free(ft->recs);
-    ft->recs = NULL;
-    ft->nrecs = 0;
-    for (int i = 0; i < ft->nirecs; i++)
-        sl_free(ft->irecs[i].p);
-    sl_free(ft->irecs);
-    ft->irecs = NULL;
-    ft->nirecs = 0;
-    return rc;
-}

@@ -36,6 +36,7 @@
 #include <stdio.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../io/format.h"
 #include "pipeline_int.h"
 
@@ -54,7 +55,7 @@ typedef struct Finder {
     Arena *a;        /* slices and generated rows for probing */
     int64_t *bad;    /* row indexes (of the current piece) that fail */
     char **why;      /* ... and their errors */
-    int64_t nbad, capbad;
+    int64_t nbad, capbad, capwhy;
     ErrRow *rows;    /* for the errors table */
     int64_t nrows, caprows;
 } Finder;
@@ -64,14 +65,11 @@ static void find_bad(Finder *f, const Chunk *c, int64_t base, int64_t lo, int64_
 {
     Err e = {0};
     Chunk *s = chunk_slice(f->a, c, lo, hi - lo);
-    if (!rt_probe(f->p->rt, f->rel, s, &e))
+    if (!rt_probe(f->p->be->rt, f->rel, s, &e))
         return;
     if (hi - lo == 1) {
-        if (f->nbad == f->capbad) {
-            f->capbad = f->capbad ? f->capbad * 2 : 16;
-            f->bad = sl_realloc(f->bad, sizeof(int64_t) * (size_t)f->capbad);
-            f->why = sl_realloc(f->why, sizeof(char *) * (size_t)f->capbad);
-        }
+        VEC_RESERVE(f->bad, f->capbad, f->nbad + 1);
+        VEC_RESERVE(f->why, f->capwhy, f->nbad + 1);
         f->bad[f->nbad] = base + lo;
         f->why[f->nbad++] = sl_strdup(e.msg);
         return;
@@ -157,24 +155,20 @@ static void note(Pipeline *p, Finder *f, int slot, InBatch *b, const Chunk *rows
     }
     if (*logged < LOG_PER_STEP)
         fprintf(stderr, "sluice: step %lld: rejected a record of table %s: %s: %.*s\n",
-                (long long)rt_steps(p->rt) + 1, R->name, why, (int)(text.n > 2000 ? 2000 : text.n),
-                (const char *)text.p);
+                (long long)rt_steps(p->be->rt) + 1, R->name, why,
+                (int)(text.n > 2000 ? 2000 : text.n), (const char *)text.p);
     (*logged)++;
     pthread_mutex_lock(&p->mu);
     if (slot >= 0)
-        p->slots[slot].rejected++;
-    p->rejected_total++;
-    snprintf(p->last_reject, sizeof(p->last_reject), "%s", why);
+        p->fig.slots[slot].rejected++;
+    p->rej.total++;
+    snprintf(p->rej.last, sizeof(p->rej.last), "%s", why);
     if (b)
         rejects_note_token(&p->rej, b->token, why);
     pthread_mutex_unlock(&p->mu);
     if (p->err_rel >= 0 && rel != p->err_rel) {
-        if (f->nrows == f->caprows) {
-            f->caprows = f->caprows ? f->caprows * 2 : 16;
-            f->rows = sl_realloc(f->rows, sizeof(ErrRow) * (size_t)f->caprows);
-        }
         buf_putc(&text, 0);
-        f->rows[f->nrows++] = (ErrRow){rel, (char *)text.p, sl_strdup(why)};
+        *VEC_PUSH(f->rows, f->nrows, f->caprows) = (ErrRow){rel, (char *)text.p, sl_strdup(why)};
         return;
     }
     buf_free(&text);
@@ -195,7 +189,7 @@ static void add_error_rows(Pipeline *p, Pending *pd, Finder *f)
     const Relation *E = &p->c->rels[p->err_rel];
     Chunk *c = chunk_new(pd->a, E->ncol, E->types, f->nrows);
     for (int64_t i = 0; i < f->nrows; i++) {
-        c->col[0].i[i] = rt_steps(p->rt) + 1;
+        c->col[0].i[i] = rt_steps(p->be->rt) + 1;
         c->col[1].s[i] = arena_str(pd, p->c->rels[f->rows[i].rel].name);
         c->col[2].s[i] = arena_str(pd, f->rows[i].text);
         c->col[3].s[i] = arena_str(pd, f->rows[i].why);
@@ -275,7 +269,7 @@ int64_t reject_isolate(Pipeline *p, Pending *pd)
     sl_free(f.rows);
     if (logged > LOG_PER_STEP)
         fprintf(stderr, "sluice: step %lld: %lld more records rejected (not shown)\n",
-                (long long)rt_steps(p->rt) + 1, (long long)(logged - LOG_PER_STEP));
+                (long long)rt_steps(p->be->rt) + 1, (long long)(logged - LOG_PER_STEP));
     sl_free(f.bad);
     sl_free(f.why);
     arena_free(f.a);
@@ -327,7 +321,7 @@ static int dry_prefix(Pipeline *p, Pending *pd, const Seq *orig, const int64_t *
 {
     build_prefix(p, pd, orig, rej, nrej, m);
     pend_set_input(p, pd);
-    return rt_step_dry(p->rt, err);
+    return rt_step_dry(p->be->rt, err);
 }
 
 /* Original row i (in relation order): its relation, piece, offset in the
@@ -355,7 +349,7 @@ static Piece *locate(Pipeline *p, const Seq *orig, int64_t i, int *rel, int64_t 
 int64_t reject_by_steps(Pipeline *p, Pending *pd, Err *err)
 {
     (void)err;
-    if (!rt_can_undo(p->rt))
+    if (!rt_can_undo(p->be->rt))
         return 0;
     int nrels = p->c->nrels;
     Seq *orig = sl_malloc(sizeof(Seq) * (size_t)nrels);
@@ -415,7 +409,7 @@ out_restore:
     arena_free(f.a);
     if (nrej == MAX_STEP_REJECTS) {
         fprintf(stderr, "sluice: step %lld: %d records rejected one by one; giving up on "
-                        "this step\n", (long long)rt_steps(p->rt) + 1, MAX_STEP_REJECTS);
+                        "this step\n", (long long)rt_steps(p->be->rt) + 1, MAX_STEP_REJECTS);
         return 0;
     }
     return nrej;

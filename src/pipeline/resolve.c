@@ -12,7 +12,8 @@
  * Partial updates ({"update": {...}} over HTTP) name the key and some
  * columns; the others keep their current values. The current row of a key
  * is the latest pending change of that key if any, else the upsert
- * operator's row (between steps; op_upsert_row). Pending changes are
+ * operator's row (between steps, on whichever host owns the key: the step
+ * backend's lookup, op_upsert_row). Pending changes are
  * indexed lazily: the first update for a table in a step builds an
  * overlay (key -> row encoding, or deleted) from the table's pending
  * pieces, and every later piece keeps it current. A resolved update is an
@@ -40,7 +41,7 @@ void pend_init(Pipeline *p, Pending *pd)
     pd->a = arena_new(1 << 20);
     pd->seq = sl_calloc((size_t)p->c->nrels + 1, sizeof(Seq));
     pd->ov = sl_calloc((size_t)p->c->nrels + 1, sizeof(HMap *));
-    pd->slot_rows = sl_calloc((size_t)p->nslots + 1, sizeof(int64_t));
+    pd->slot_rows = sl_calloc((size_t)p->fig.nslots + 1, sizeof(int64_t));
     pd->conn_rows = sl_calloc((size_t)p->cs.nin + 1, sizeof(int64_t));
     pd->conn_hash = sl_calloc((size_t)p->cs.nin + 1, sizeof(uint64_t));
 }
@@ -69,7 +70,7 @@ void pend_reset(Pipeline *p, Pending *pd)
             pd->ov[i] = NULL;
         }
     memset(pd->seq, 0, sizeof(Seq) * (size_t)p->c->nrels);
-    memset(pd->slot_rows, 0, sizeof(int64_t) * (size_t)p->nslots);
+    memset(pd->slot_rows, 0, sizeof(int64_t) * (size_t)p->fig.nslots);
     pd->batches = pd->batches_tail = NULL;
     pd->units = pd->units_tail = NULL;
     pd->rows = 0;
@@ -163,15 +164,12 @@ static bool merge_update(Pipeline *p, Pending *pd, InBatch *b, const Relation *r
     buf_reset(&p->kb);
     key_encode(c, r->pk, r->npk, row, &p->kb);
     const uint8_t *cur = NULL;
-    uint32_t n = 0;
     Ov *e = pd->ov[rel] ? hmap_find(pd->ov[rel], p->kb.p, p->kb.n, sl_hash(p->kb.p, p->kb.n))
                         : NULL;
     if (e) {
         cur = e->enc;
-    } else {
-        int w = op_route(p->kb.p, p->kb.n, p->W);
-        cur = w < p->nl ? op_upsert_row(rt_op(p->rt, w, r->node), p->kb.p, p->kb.n, &n)
-                        : dist_lookup(p, w, r->node, p->kb.p, p->kb.n, b->a);
+    } else { /* on the worker that owns the key, on whichever host */
+        cur = p->be->ops->lookup(p->be, r->node, p->kb.p, p->kb.n, b->a);
     }
     if (!cur)
         return false;
@@ -269,7 +267,7 @@ void resolve_batch(Pipeline *p, Pending *pd, InBatch *b)
     b->upd = b->upd_tail = NULL;
     if (missing) {
         pthread_mutex_lock(&p->mu);
-        p->slots[p->cs.nin + rel].errors += missing;
+        p->fig.slots[p->cs.nin + rel].errors += missing;
         pthread_mutex_unlock(&p->mu);
     }
 }
@@ -336,7 +334,8 @@ void pend_set_input(Pipeline *p, Pending *pd)
     Piece **heads = sl_calloc((size_t)W, sizeof(Piece *));
     Piece **tails = sl_calloc((size_t)W, sizeof(Piece *));
     /* rows per host that read them itself (index 0: rows for any worker) */
-    int64_t *rows = sl_calloc((size_t)p->H + 1, sizeof(int64_t));
+    Backend *be = p->be;
+    int64_t *rows = sl_calloc((size_t)be->hosts + 1, sizeof(int64_t));
     for (int rel = 0; rel < p->c->nrels; rel++) {
         Seq *s = &pd->seq[rel];
         memset(heads, 0, sizeof(Piece *) * (size_t)W);
@@ -346,22 +345,19 @@ void pend_set_input(Pipeline *p, Pending *pd)
         } else if (s->rows > 0) {
             /* rows another host read (scale-out) stay on its workers; the
                rest is spread over all */
-            memset(rows, 0, sizeof(int64_t) * (size_t)(p->H + 1));
+            memset(rows, 0, sizeof(int64_t) * (size_t)(be->hosts + 1));
             for (Piece *pc = s->head; pc; pc = pc->next) {
                 rows[piece_host(p, pc) + 1] += pc->chunk ? pc->chunk->n : pc->count;
                 if (pc == s->tail)
                     break;
             }
             split(p, pd, s, -1, rows[0], 0, W, heads, tails);
-            for (int h = 1; h < p->H; h++)
-                split(p, pd, s, h, rows[h + 1], xchg_first(W, p->H, h),
-                      xchg_first(W, p->H, h + 1), heads, tails);
+            for (int h = 1; h < be->hosts; h++)
+                split(p, pd, s, h, rows[h + 1], be_first_worker(be, h),
+                      be_first_worker(be, h + 1), heads, tails);
         }
         for (int w = 0; w < W; w++)
-            if (w < p->nl)
-                rt_set_input(p->rt, w, rel, heads[w]);
-            else /* another host's worker: dist_step ships it */
-                p->rin[(size_t)w * (size_t)p->c->nrels + (size_t)rel] = heads[w];
+            be->ops->set_input(be, w, rel, heads[w]);
     }
     sl_free(rows);
     sl_free(heads);

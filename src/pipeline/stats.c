@@ -7,16 +7,17 @@
  * log histograms; per output records and bytes; per relation changes, net
  * rows and divisions by zero; process figures.
  *
- * The controller publishes into the shared block under the mutex between
- * steps (stats_publish, stats_units_done); pipeline_stats copies it for
- * any thread, turning histograms into percentiles.
+ * The controller publishes into the shared block (Figures, stats.h)
+ * under the mutex between steps (stats_publish, stats_units_done);
+ * pipeline_stats copies it for any thread, turning histograms into
+ * percentiles. State, relation and per host figures are every host's: the
+ * step backend (backend.h) sums them.
  */
 #include <stdio.h>
 #include <sys/resource.h>
 #include <time.h>
 
 #include "../base/mem.h"
-#include "../cluster/net.h"
 #include "pipeline_int.h"
 
 double pipe_now(void)
@@ -80,11 +81,11 @@ void hist_summary(const Hist *h, LatStats *out)
 void stats_init(Pipeline *p)
 {
     const Circuit *c = p->c;
-    p->nslots = p->cs.nin + c->nrels;
-    p->slots = sl_calloc((size_t)p->nslots, sizeof(Slot));
+    p->fig.nslots = p->cs.nin + c->nrels;
+    p->fig.slots = sl_calloc((size_t)p->fig.nslots, sizeof(Slot));
     for (int j = 0; j < p->cs.nin; j++) {
         InputConn *ic = p->cs.in[j];
-        Slot *s = &p->slots[j];
+        Slot *s = &p->fig.slots[j];
         snprintf(s->name, sizeof(s->name), "%s", input_name(ic));
         s->transport = input_transport(ic);
         s->rel = input_rel(ic);
@@ -93,7 +94,7 @@ void stats_init(Pipeline *p)
         s->backfill = input_backfill(ic);
     }
     for (int i = 0; i < c->nrels; i++) {
-        Slot *s = &p->slots[p->cs.nin + i];
+        Slot *s = &p->fig.slots[p->cs.nin + i];
         snprintf(s->name, sizeof(s->name), "http");
         s->transport = "http";
         s->rel = i;
@@ -106,112 +107,72 @@ void stats_init(Pipeline *p)
                 s->event_col = input_event_col(p->cs.in[j]);
             }
     }
-    p->rels_pub = sl_calloc((size_t)c->nrels + 1, sizeof(RelStats));
-    p->hosts_pub = sl_calloc((size_t)p->H, sizeof(HostStats));
-    p->outs_pub = sl_calloc((size_t)p->cs.nout + 1, sizeof(OutStats));
+    p->fig.rels = sl_calloc((size_t)c->nrels + 1, sizeof(RelStats));
+    p->fig.hosts = sl_calloc((size_t)p->be->ops->host_stats(p->be, NULL) + 1, sizeof(HostStats));
+    p->fig.outs = sl_calloc((size_t)p->cs.nout + 1, sizeof(OutStats));
     for (int j = 0; j < p->cs.nout; j++) {
-        snprintf(p->outs_pub[j].name, sizeof(p->outs_pub[j].name), "%s",
+        snprintf(p->fig.outs[j].name, sizeof(p->fig.outs[j].name), "%s",
                  output_name(p->cs.out[j]));
-        p->outs_pub[j].rel = output_rel(p->cs.out[j]);
+        p->fig.outs[j].rel = output_rel(p->cs.out[j]);
     }
 }
 
 void stats_free(Pipeline *p)
 {
-    sl_free(p->slots);
-    sl_free(p->rels_pub);
-    sl_free(p->hosts_pub);
-    sl_free(p->outs_pub);
+    sl_free(p->fig.slots);
+    sl_free(p->fig.rels);
+    sl_free(p->fig.hosts);
+    sl_free(p->fig.outs);
 }
 
 void stats_publish(Pipeline *p)
 {
     const Circuit *c = p->c;
-    size_t bytes = 0;
-    for (int h = 1; h < p->H; h++)
-        bytes += (size_t)p->hf[h].state_bytes;
-    for (int w = 0; w < p->nl; w++)
-        for (int n = 0; n < c->nnodes; n++) {
-            if (c->nodes[n]->k == OPK_SINK)
-                bytes += op_sink_bytes(rt_op(p->rt, w, n));
-            else if (c->nodes[n]->k == OPK_UPSERT)
-                bytes += op_upsert_bytes(rt_op(p->rt, w, n));
-        }
+    Backend *be = p->be;
+    size_t bytes = be->ops->state_bytes(be); /* every host's */
     bool ended = true;
     for (int j = 0; j < p->cs.nin; j++)
         ended = ended && input_done(p->cs.in[j]);
     pthread_mutex_lock(&p->mu);
     for (int j = 0; j < p->cs.nin; j++) {
         InputConn *ic = p->cs.in[j];
-        Slot *s = &p->slots[j];
+        Slot *s = &p->fig.slots[j];
         if (input_is_http(ic))
             continue;
-        p->input_records += input_rows(ic) - s->records;
-        p->input_bytes += input_bytes(ic) - s->bytes;
+        p->fig.input_records += input_rows(ic) - s->records;
+        p->fig.input_bytes += input_bytes(ic) - s->bytes;
         s->records = input_rows(ic);
         s->bytes = input_bytes(ic);
         s->errors = input_errors(ic);
         s->eoi = input_done(ic);
     }
-    for (int k = 0; k < p->nslots; k++)
-        p->slots[k].pending = p->pend.slot_rows[k];
+    for (int k = 0; k < p->fig.nslots; k++)
+        p->fig.slots[k].pending = p->pend.slot_rows[k];
     for (int j = 0; j < p->cs.nout; j++) {
-        p->outs_pub[j].records = output_records(p->cs.out[j]);
-        p->outs_pub[j].bytes = output_bytes(p->cs.out[j]);
-        p->outs_pub[j].steps = rt_steps(p->rt);
+        p->fig.outs[j].records = output_records(p->cs.out[j]);
+        p->fig.outs[j].bytes = output_bytes(p->cs.out[j]);
+        p->fig.outs[j].steps = rt_steps(p->be->rt);
     }
     for (int i = 0; i < c->nrels; i++) {
-        RelStats *r = &p->rels_pub[i];
+        RelStats *r = &p->fig.rels[i];
         const Relation *rel = &c->rels[i];
         r->has_sink = rel->sink >= 0;
-        r->changes = r->rows = 0;
-        for (int w = 0; w < p->nl && rel->sink >= 0; w++) {
-            r->changes += op_sink_count(rt_op(p->rt, w, rel->sink));
-            r->rows += op_sink_net(rt_op(p->rt, w, rel->sink));
-        }
-        for (int h = 1; h < p->H; h++) {
-            r->changes += p->hf[h].rel_changes[i];
-            r->rows += p->hf[h].rel_rows[i];
-        }
+        be->ops->rel_figures(be, i, &r->changes, &r->rows);
         r->divzero = 0;
         for (int n = 0; n < c->nnodes; n++)
-            if (c->nodes[n]->owner == i) {
-                r->divzero += rt_divzero_node(p->rt, n);
-                for (int h = 1; h < p->H; h++)
-                    r->divzero += p->hf[h].divzero[n];
-            }
+            if (c->nodes[n]->owner == i)
+                r->divzero += be->ops->divzero(be, n);
     }
-    p->steps_pub = rt_steps(p->rt);
-    p->state_bytes = bytes;
-    for (int h = 0; h < p->H && p->H > 1; h++) {
-        HostStats *d = &p->hosts_pub[h];
-        snprintf(d->name, sizeof(d->name), "%s", net_host_name(h));
-        d->workers = xchg_first(p->W, p->H, h + 1) - xchg_first(p->W, p->H, h);
-        if (h == 0) {
-            d->steps = rt_steps(p->rt);
-            d->rss_bytes = mem_rss_bytes();
-            d->state_bytes = bytes;
-            for (int k = 1; k < p->H; k++)
-                d->state_bytes -= (size_t)p->hf[k].state_bytes;
-            d->exchanged_bytes = rt_remote_bytes(p->rt);
-            d->exchange_secs = rt_remote_secs(p->rt);
-            d->cpu_msecs = -1; /* pipeline_stats measures it */
-        } else {
-            d->steps = p->hf[h].steps;
-            d->rss_bytes = (size_t)p->hf[h].rss;
-            d->state_bytes = (size_t)p->hf[h].state_bytes;
-            d->exchanged_bytes = p->hf[h].xbytes;
-            d->exchange_secs = (double)p->hf[h].xusecs * 1e-6;
-            d->cpu_msecs = p->hf[h].cpu_ms;
-        }
-    }
-    p->inputs_ended = ended;
-    p->pend_rows = p->pend.rows;
-    p->txn_pub = p->txn;
-    p->txn_id_pub = p->txn_id;
-    p->txn_backfill_pub = p->txn_backfill;
-    p->txn_t0_pub = p->txn_t0;
-    p->txn_records = p->txn != TX_NONE ? p->pend.rows : 0;
+    p->fig.steps = rt_steps(p->be->rt);
+    p->fig.state_bytes = bytes;
+    p->fig.nhosts = be->ops->host_stats(be, p->fig.hosts);
+    p->fig.inputs_ended = ended;
+    p->fig.pend_rows = p->pend.rows;
+    p->tx_pub.state = p->tx.state;
+    p->tx_pub.id = p->tx.id;
+    p->tx_pub.backfill = p->tx.backfill;
+    p->tx_pub.t0 = p->tx.t0;
+    p->tx_pub.records = p->tx.state != TX_NONE ? p->pend.rows : 0;
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -219,13 +180,13 @@ void stats_units_done(Pipeline *p, Unit *u, double now, int64_t wall_us)
 {
     pthread_mutex_lock(&p->mu);
     for (; u; u = u->next) {
-        Slot *s = &p->slots[u->slot];
+        Slot *s = &p->fig.slots[u->slot];
         hist_add(&s->lat, (now - u->arrival) * 1e6, u->rows);
         for (int i = 0; i < u->nsamp; i++) {
             int64_t w = (int64_t)(u->samp_w + 0.5);
             hist_add(&s->lag, (double)(wall_us - u->ev[i]), w > 0 ? w : 1);
         }
-        p->processed += u->rows;
+        p->fig.processed += u->rows;
     }
     pthread_mutex_unlock(&p->mu);
 }
@@ -250,35 +211,37 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
     o->cpu_msecs = (int64_t)ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000 +
                    (int64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
     o->rss_bytes = mem_rss_bytes();
-    o->in = sl_calloc((size_t)p->nslots + 1, sizeof(ConnStats));
+    o->in = sl_calloc((size_t)p->fig.nslots + 1, sizeof(ConnStats));
     o->out = sl_calloc((size_t)p->cs.nout + 1, sizeof(OutStats));
     o->rels = sl_calloc((size_t)c->nrels + 1, sizeof(RelStats));
     o->nrels = c->nrels;
     double now = pipe_now();
     pthread_mutex_lock(&p->mu);
     o->state = p->stop_req && p->state != PS_STOPPED ? "stopping" : state_name(p->state);
-    o->step = p->steps_pub;
-    o->input_records = p->input_records;
-    o->input_bytes = p->input_bytes;
-    o->processed_records = p->processed;
-    o->buffered_records = p->qrows + p->pend_rows;
-    o->buffered_bytes = p->qbytes;
-    o->queue_limit = p->qlimit;
-    o->state_bytes = p->state_bytes;
+    o->step = p->fig.steps;
+    o->input_records = p->fig.input_records;
+    o->input_bytes = p->fig.input_bytes;
+    o->processed_records = p->fig.processed;
+    o->buffered_records = p->q.rows + p->fig.pend_rows;
+    o->buffered_bytes = p->q.bytes;
+    o->queue_limit = p->q.limit;
+    o->state_bytes = p->fig.state_bytes;
     o->uptime_secs = now - p->t0;
-    o->inputs_ended = p->inputs_ended;
-    o->txn_id = p->txn_pub != TX_NONE ? p->txn_id_pub : 0;
-    o->txn_status = p->txn_pub == TX_NONE ? "none" : p->txn_pub == TX_OPEN ? "open" : "committing";
-    o->txn_initiator = p->txn_pub == TX_NONE ? NULL : p->txn_backfill_pub ? "backfill" : "api";
-    o->txn_records = p->txn_records;
-    o->txn_secs = p->txn_pub != TX_NONE ? now - p->txn_t0_pub : 0;
-    o->commit_secs = p->txn_pub == TX_COMMITTING ? now - p->commit_t0 : 0;
-    o->last_commit_id = p->last_commit_id;
-    o->last_commit_records = p->last_commit_records;
-    o->last_commit_step = p->last_commit_step;
-    o->rejected_records = p->rejected_total;
-    for (int k = 0; k < p->nslots; k++) {
-        const Slot *s = &p->slots[k];
+    o->inputs_ended = p->fig.inputs_ended;
+    o->txn_id = p->tx_pub.state != TX_NONE ? p->tx_pub.id : 0;
+    o->txn_status = p->tx_pub.state == TX_NONE   ? "none"
+                    : p->tx_pub.state == TX_OPEN ? "open"
+                                                 : "committing";
+    o->txn_initiator = p->tx_pub.state == TX_NONE ? NULL : p->tx_pub.backfill ? "backfill" : "api";
+    o->txn_records = p->tx_pub.records;
+    o->txn_secs = p->tx_pub.state != TX_NONE ? now - p->tx_pub.t0 : 0;
+    o->commit_secs = p->tx_pub.state == TX_COMMITTING ? now - p->tx_pub.commit_t0 : 0;
+    o->last_commit_id = p->tx_pub.last_commit_id;
+    o->last_commit_records = p->tx_pub.last_commit_records;
+    o->last_commit_step = p->tx_pub.last_commit_step;
+    o->rejected_records = p->rej.total;
+    for (int k = 0; k < p->fig.nslots; k++) {
+        const Slot *s = &p->fig.slots[k];
         if (s->conn >= 0 && input_is_http(p->cs.in[s->conn]))
             continue; /* shown as the table's HTTP input */
         if (s->conn < 0 && !c->rels[s->rel].is_table)
@@ -300,20 +263,20 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
         if (d->has_lag)
             hist_summary(&s->lag, &d->lag);
     }
-    memcpy(o->rels, p->rels_pub, sizeof(RelStats) * (size_t)c->nrels);
-    if (p->H > 1) {
-        o->nhosts = p->H;
-        o->hosts = sl_calloc((size_t)p->H, sizeof(HostStats));
-        memcpy(o->hosts, p->hosts_pub, sizeof(HostStats) * (size_t)p->H);
+    memcpy(o->rels, p->fig.rels, sizeof(RelStats) * (size_t)c->nrels);
+    if (p->fig.nhosts > 0) { /* scale-out: this process is host 0 */
+        o->nhosts = p->fig.nhosts;
+        o->hosts = sl_calloc((size_t)o->nhosts, sizeof(HostStats));
+        memcpy(o->hosts, p->fig.hosts, sizeof(HostStats) * (size_t)o->nhosts);
         o->hosts[0].cpu_msecs = o->cpu_msecs;
         o->hosts[0].rss_bytes = o->rss_bytes;
-        for (int h = 1; h < p->H; h++) {
+        for (int h = 1; h < o->nhosts; h++) {
             o->rss_bytes += o->hosts[h].rss_bytes;
             o->cpu_msecs += o->hosts[h].cpu_msecs;
         }
     }
     o->nout = p->cs.nout;
-    memcpy(o->out, p->outs_pub, sizeof(OutStats) * (size_t)p->cs.nout);
+    memcpy(o->out, p->fig.outs, sizeof(OutStats) * (size_t)p->cs.nout);
     pthread_mutex_unlock(&p->mu);
 }
 

@@ -1,0 +1,120 @@
+/*
+ * pipeline/backend.h - where the controller's steps run: one interface,
+ * two implementations. The `local` backend (backend_local.c) is this
+ * process's Runtime, every worker here. The `distributed` one (dist.c) is
+ * the coordinator of a scale-out pipeline: this process runs its share of
+ * the workers through a local backend and drives the other hosts' shares
+ * with one command per operation (dist.c's wire protocol). The controller
+ * (pipeline.c), the checkpoints (ckpt.c), the pending input (resolve.c)
+ * and the statistics (stats.c) read the same for one host and many; no
+ * other file asks how many hosts there are.
+ *
+ * Workers are numbered globally, 0..workers-1; those of host h are
+ * [be_first_worker(be, h), be_first_worker(be, h + 1)). Only the
+ * controller thread calls a backend.
+ */
+#ifndef SL_PIPELINE_BACKEND_H
+#define SL_PIPELINE_BACKEND_H
+
+#include <stdio.h>
+
+#include "../io/connector.h"
+#include "../runtime/exchange.h"
+#include "../runtime/runtime.h"
+#include "../zset/batch.h"
+#include "pipeline.h"
+
+typedef struct Backend Backend;
+
+/* Another host's report of its share of a checkpoint (dist.c hands it in
+   when a reply brings it). */
+typedef void (*BackendReportFn)(void *arg, int host, int64_t step, const char *text, size_t n);
+
+typedef struct BackendOps {
+    /* One step over the input set with set_input (quiet: a replayed step
+       whose outputs are already written). */
+    int (*step)(Backend *be, bool quiet, Err *err);
+    /* The last step failed and undid itself (it may run again). */
+    bool (*rolled_back)(Backend *be);
+    /* Global worker w's input of relation rel for the next step. */
+    void (*set_input)(Backend *be, int w, int rel, Piece *list);
+    /* Up to max rows of input connector conn into *list (from arena a);
+       *hash (when not NULL) gets the rows' hash (ft_hash_pieces). Returns
+       the rows, -1 on an I/O error. */
+    int64_t (*read)(Backend *be, int conn, int64_t max, Arena *a, Piece **list, uint64_t *hash,
+                    Err *err);
+    /* Input read and not stepped was thrown away (an aborted transaction). */
+    void (*drop)(Backend *be);
+    /* Add the last step's changes of relation rel's sink, every host's,
+       to bb (the sink collects them: pipeline_track_changes). */
+    void (*changes)(Backend *be, int rel, BatchBuilder *bb);
+    /* Collect (or stop collecting) the changes of relation rel. */
+    void (*watch)(Backend *be, int rel, bool on);
+    /* Append relation rel's materialized contents, every host's (xrec). */
+    void (*contents)(Backend *be, int rel, Buf *out);
+    /* The current row of PRIMARY KEY table node's key (encoded k) on the
+       worker that owns it: valid until the next step (another host's is
+       copied into a); NULL when none. */
+    const uint8_t *(*lookup)(Backend *be, int node, const uint8_t *k, size_t kn, Arena *a);
+    /* Checkpoints, phase one on the other hosts: each saves its share
+       (every node when full) and hands its report to fn later, one per
+       other host. */
+    void (*ckpt_begin)(Backend *be, int64_t step, bool full, BackendReportFn fn, void *arg);
+    /* The reports of the checkpoint begun last are no longer wanted. */
+    void (*ckpt_abandon)(Backend *be);
+    /* A round trip now (reports of a checkpoint in progress). */
+    void (*poll)(Backend *be);
+    /* The other hosts' shares restart from a manifest's "state" (JSON;
+       "[]": fresh) written by W0 workers, at step. */
+    int (*restore)(Backend *be, int64_t step, const char *state, int W0, Err *err);
+    /* Fresh workers (the state of a half-loaded checkpoint is dropped). */
+    void (*reset)(Backend *be);
+    /* Between steps, idle or not: keep the other hosts company. */
+    void (*tick)(Backend *be);
+    /* The other hosts have left (reports will not come). */
+    bool (*gone)(Backend *be);
+    /* Tell the other hosts to leave (last figures). */
+    void (*stop)(Backend *be);
+    /* Figures over every host: bytes of materialized state; per relation
+       changes and net rows; per node divisions by zero. */
+    size_t (*state_bytes)(Backend *be);
+    void (*rel_figures)(Backend *be, int rel, int64_t *changes, int64_t *rows);
+    int64_t (*divzero)(Backend *be, int node);
+    /* Per host figures into out[hosts] (NULL: the count only); 0 when the
+       pipeline has no hosts to show (one process). */
+    int (*host_stats)(Backend *be, HostStats *out);
+    /* The end-of-run lines about the hosts (rows: processed this run). */
+    void (*summary)(Backend *be, int64_t rows, FILE *f);
+    void (*free)(Backend *be);
+} BackendOps;
+
+struct Backend {
+    const BackendOps *ops;
+    Runtime *rt;              /* this process's workers (reset replaces it) */
+    int workers;              /* in all, every host */
+    int hosts;                /* processes the workers are spread over */
+};
+
+/* Open the connectors (this host's share: io's connectors_open_part) and
+   the backend for o (distributed when o->hosts > 1). NULL with err set. */
+Backend *backend_open(const Circuit *c, const PipelineOpts *o, Connectors *cs, Err *err);
+/* The distributed backend: rank 0 of H hosts (dist.c). */
+Backend *backend_dist_new(const Circuit *c, Connectors *cs, int W, int H);
+/* The local backend over a new runtime of W workers (hosts = 1). */
+Backend *backend_local_new(const Circuit *c, Connectors *cs, int W);
+/* Local figures of runtime rt (this process's workers), for the
+   distributed backend's own share. */
+size_t backend_local_state_bytes(const Circuit *c, Runtime *rt);
+void backend_local_rel_figures(const Circuit *c, Runtime *rt, int rel, int64_t *changes,
+                               int64_t *rows);
+/* The changes of sink on every worker of rt into bb. */
+void backend_local_changes(Runtime *rt, int sink, BatchBuilder *bb);
+void backend_local_watch(Runtime *rt, int sink, bool on);
+
+static inline int be_first_worker(const Backend *be, int h)
+{
+    return xchg_first(be->workers, be->hosts, h);
+}
+static inline int64_t be_steps(const Backend *be) { return rt_steps(be->rt); }
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * pipeline/backend_local.c - the local step backend (backend.h): every
+ * worker in this process, so each operation is the Runtime's own. Also
+ * the figures of a runtime's workers, which the distributed backend
+ * (dist.c) uses for the coordinator's share.
+ */
+#include <string.h>
+
+#include "../base/mem.h"
+#include "../zset/key.h"
+#include "journal.h"
+#include "backend.h"
+
+typedef struct Local {
+    Backend be;
+    const Circuit *c;
+    Connectors *cs;
+} Local;
+
+size_t backend_local_state_bytes(const Circuit *c, Runtime *rt)
+{
+    size_t bytes = 0;
+    for (int w = 0; w < rt_workers(rt); w++)
+        for (int n = 0; n < c->nnodes; n++) {
+            if (c->nodes[n]->k == OPK_SINK)
+                bytes += op_sink_bytes(rt_op(rt, w, n));
+            else if (c->nodes[n]->k == OPK_UPSERT)
+                bytes += op_upsert_bytes(rt_op(rt, w, n));
+        }
+    return bytes;
+}
+
+void backend_local_rel_figures(const Circuit *c, Runtime *rt, int rel, int64_t *changes,
+                               int64_t *rows)
+{
+    int s = c->rels[rel].sink;
+    *changes = *rows = 0;
+    for (int w = 0; w < rt_workers(rt) && s >= 0; w++) {
+        *changes += op_sink_count(rt_op(rt, w, s));
+        *rows += op_sink_net(rt_op(rt, w, s));
+    }
+}
+
+void backend_local_changes(Runtime *rt, int sink, BatchBuilder *bb)
+{
+    for (int w = 0; w < rt_workers(rt); w++) {
+        Buf *ch = op_sink_changes(rt_op(rt, w, sink));
+        size_t pos = 0;
+        XRec x;
+        while (ch && xrec_next(ch, &pos, &x))
+            bb_add(bb, x.k, x.kn, NULL, 0, x.w);
+    }
+}
+
+void backend_local_watch(Runtime *rt, int sink, bool on)
+{
+    for (int w = 0; w < rt_workers(rt); w++)
+        op_sink_watch(rt_op(rt, w, sink), on);
+}
+
+static int l_step(Backend *be, bool quiet, Err *err)
+{
+    (void)quiet;
+    return rt_step(be->rt, err);
+}
+
+static bool l_rolled_back(Backend *be) { return rt_rolled_back(be->rt); }
+
+static void l_set_input(Backend *be, int w, int rel, Piece *list)
+{
+    rt_set_input(be->rt, w, rel, list);
+}
+
+static int64_t l_read(Backend *be, int conn, int64_t max, Arena *a, Piece **list, uint64_t *hash,
+                      Err *err)
+{
+    Local *l = (Local *)be;
+    int64_t n = input_next(l->cs->in[conn], max, a, 1, list, err);
+    if (hash && n > 0)
+        *hash = ft_hash_pieces(*list, 0);
+    return n;
+}
+
+static void l_nothing(Backend *be) { (void)be; }
+
+static void l_changes(Backend *be, int rel, BatchBuilder *bb)
+{
+    Local *l = (Local *)be;
+    backend_local_changes(be->rt, l->c->rels[rel].sink, bb);
+}
+
+static void l_watch(Backend *be, int rel, bool on)
+{
+    Local *l = (Local *)be;
+    backend_local_watch(be->rt, l->c->rels[rel].sink, on);
+}
+
+static void l_contents(Backend *be, int rel, Buf *out)
+{
+    Local *l = (Local *)be;
+    rt_sink_contents(be->rt, l->c->rels[rel].sink, out);
+}
+
+static const uint8_t *l_lookup(Backend *be, int node, const uint8_t *k, size_t kn, Arena *a)
+{
+    (void)a;
+    uint32_t n = 0;
+    int w = op_route(k, kn, be->workers);
+    return op_upsert_row(rt_op(be->rt, w, node), k, kn, &n);
+}
+
+static void l_ckpt_begin(Backend *be, int64_t step, bool full, BackendReportFn fn, void *arg)
+{
+}
+
+static int l_restore(Backend *be, int64_t step, const char *state, int W0, Err *err)
+{
+    return 0;
+}
+
+static void l_reset(Backend *be)
+{
+    Local *l = (Local *)be;
+    rt_free(be->rt);
+    be->rt = rt_new(l->c, be->workers);
+}
+
+static bool l_gone(Backend *be) { return false; }
+
+static size_t l_state_bytes(Backend *be)
+{
+    return backend_local_state_bytes(((Local *)be)->c, be->rt);
+}
+
+static void l_rel_figures(Backend *be, int rel, int64_t *changes, int64_t *rows)
+{
+    backend_local_rel_figures(((Local *)be)->c, be->rt, rel, changes, rows);
+}
+
+static int64_t l_divzero(Backend *be, int node) { return rt_divzero_node(be->rt, node); }
+
+static int l_host_stats(Backend *be, HostStats *out) { return 0; }
+
+static void l_summary(Backend *be, int64_t rows, FILE *f) {}
+
+static void l_free(Backend *be)
+{
+    rt_free(be->rt);
+    sl_free(be);
+}
+
+static const BackendOps local_ops = {
+    .step = l_step,
+    .rolled_back = l_rolled_back,
+    .set_input = l_set_input,
+    .read = l_read,
+    .drop = l_nothing,
+    .changes = l_changes,
+    .watch = l_watch,
+    .contents = l_contents,
+    .lookup = l_lookup,
+    .ckpt_begin = l_ckpt_begin,
+    .ckpt_abandon = l_nothing,
+    .poll = l_nothing,
+    .restore = l_restore,
+    .reset = l_reset,
+    .tick = l_nothing,
+    .gone = l_gone,
+    .stop = l_nothing,
+    .state_bytes = l_state_bytes,
+    .rel_figures = l_rel_figures,
+    .divzero = l_divzero,
+    .host_stats = l_host_stats,
+    .summary = l_summary,
+    .free = l_free,
+};
+
+Backend *backend_local_new(const Circuit *c, Connectors *cs, int W)
+{
+    Local *l = sl_calloc(1, sizeof(*l));
+    l->be.ops = &local_ops;
+    l->be.rt = rt_new(c, W);
+    l->be.workers = W;
+    l->be.hosts = 1;
+    l->c = c;
+    l->cs = cs;
+    return &l->be;
+}

@@ -1,0 +1,524 @@
+/*
+ * pipeline/follow.c - a follower of a scale-out pipeline (ranks > 0): the
+ * loop that receives one command at a time from the coordinator (dist.c,
+ * whose header describes the protocol) and answers it over this host's
+ * share of the workers, the file inputs this host reads (kept until a
+ * step takes them) and this host's share of every checkpoint (a child
+ * forked by snapshot.c's ckpt_fork, its report sent with a later reply).
+ * Every reply carries the host's figures; pipeline_follow_failed answers
+ * the first command when this rank could not even start.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../base/mem.h"
+#include "../cluster/net.h"
+#include "../zset/key.h"
+#include "backend.h"
+#include "dist_wire.h"
+#include "journal.h"
+#include "snapshot.h"
+
+
+static int64_t cpu_msecs(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (int64_t)ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000 +
+           (int64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
+}
+
+/* This host's figures: fixed part, then per relation (changes, net rows),
+   then per node the divisions by zero. */
+static void put_figures(const Circuit *c, Runtime *rt, Buf *b)
+{
+    put64(b, (int64_t)mem_rss_bytes());
+    put64(b, (int64_t)mem_peak_rss_bytes());
+    put64(b, (int64_t)backend_local_state_bytes(c, rt));
+    put64(b, cpu_msecs());
+    put64(b, rt_remote_bytes(rt));
+    put64(b, rt_steps(rt));
+    put64(b, (int64_t)(rt_remote_secs(rt) * 1e6));
+    for (int i = 0; i < c->nrels; i++) {
+        int64_t ch, rows;
+        backend_local_rel_figures(c, rt, i, &ch, &rows);
+        put64(b, ch);
+        put64(b, rows);
+    }
+    for (int n = 0; n < c->nnodes; n++)
+        put64(b, rt_divzero_node(rt, n));
+}
+
+void pipeline_follow_failed(const char *why)
+{
+    int H = net_hosts();
+    Buf *send = host_bufs_new(H), *recv = host_bufs_new(H);
+    net_exchange(send, recv); /* the first command, whatever it is */
+    put32(&send[0], SL_ECONFIG);
+    put32(&send[0], (int32_t)strlen(why));
+    buf_append(&send[0], why, strlen(why));
+    net_exchange(send, recv);
+    host_bufs_free(send, H);
+    host_bufs_free(recv, H);
+}
+
+/* ---------------------------------------------------------------- follower */
+
+/* Rows a follower read for one of its file inputs, kept until a step
+   takes them. */
+typedef struct Kept {
+    Arena *a;
+    Piece *head, *tail;
+    int64_t base, n;      /* row number of the first, rows kept */
+} Kept;
+
+/* A follower's share of fault tolerance. */
+typedef struct Fol {
+    const PipelineOpts *o;
+    Store *st;
+    pid_t pid;            /* the checkpoint child, or 0 */
+    int fd;
+    int64_t step;         /* its checkpoint's step */
+    Buf report;
+    bool done;            /* report complete, not sent yet */
+    char *prev_state;     /* this host's files of the last checkpoint (JSON) */
+} Fol;
+
+static int fol_store(Fol *f, Err *err)
+{
+    if (f->st)
+        return 0;
+    if (!f->o->storage)
+        return err_set(err, SL_ECONFIG, "no storage configured on this host");
+    return store_open_member(f->o->storage, &f->st, err);
+}
+
+/* SLUICE_CRASH_AT=after-checkpoint:N (storage.h): a follower's N-th share
+   of a checkpoint is written. */
+static void crash_after_share(void)
+{
+    static int64_t shares;
+    store_crash_at_count("after-checkpoint", ++shares);
+}
+
+/* Read what the child reported so far; done once it exited. */
+static void fol_poll(Fol *f)
+{
+    if (!f->pid || f->done)
+        return;
+    char chunk[65536];
+    for (;;) {
+        ssize_t k = read(f->fd, chunk, sizeof(chunk));
+        if (k > 0) {
+            buf_append(&f->report, chunk, (size_t)k);
+            continue;
+        }
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && errno == EAGAIN)
+            return;
+        break; /* EOF */
+    }
+    close(f->fd);
+    int status = 0;
+    while (waitpid(f->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 137 && getenv("SLUICE_CRASH_AT"))
+        _exit(137);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        buf_puts(&f->report, "\nDIED\n");
+    else
+        crash_after_share();
+    f->pid = 0;
+    f->done = true;
+}
+
+/* Append the finished report (if any) to a reply. */
+static void fol_report(Fol *f, Buf *b)
+{
+    fol_poll(f);
+    if (!f->done) {
+        put32(b, 0);
+        return;
+    }
+    put32(b, 1);
+    put64(b, f->step);
+    put32(b, (int32_t)f->report.n);
+    buf_append(b, f->report.p, f->report.n);
+    /* its files are what unchanged nodes keep next time */
+    cJSON *state = cJSON_CreateArray();
+    int64_t a = 0, bb = 0, c = 0;
+    Err e = {0};
+    sl_free(f->prev_state);
+    f->prev_state = NULL;
+    if (!ckpt_parse_report(buf_cstr(&f->report), state, &a, &bb, &c, &e)) {
+        char *t = cJSON_PrintUnformatted(state);
+        f->prev_state = sl_strdup(t);
+        cJSON_free(t);
+    }
+    cJSON_Delete(state);
+    buf_reset(&f->report);
+    f->done = false;
+}
+
+static void fol_ckpt(Fol *f, const Circuit *c, Runtime *rt, int64_t step, bool full)
+{
+    if (f->pid) { /* cannot happen: the coordinator runs one at a time */
+        Buf junk = BUF_INIT;
+        ckpt_reap(f->fd, f->pid, &junk);
+        buf_free(&junk);
+        f->pid = 0;
+    }
+    buf_reset(&f->report);
+    f->step = step;
+    f->done = false;
+    Err e = {0};
+    int nn = c->nnodes;
+    bool *dirty = sl_calloc((size_t)nn + 1, sizeof(bool));
+    for (int n = 0; n < nn; n++)
+        dirty[n] = full || !f->prev_state || rt_node_changed(rt, n);
+    int rc = fol_store(f, &e);
+    if (!rc)
+        rc = ckpt_fork(f->st, rt, nn, dirty, full ? NULL : f->prev_state, &f->pid, &f->fd, &e);
+    sl_free(dirty);
+    if (rc) {
+        buf_printf(&f->report, "ERR %s\n", e.msg);
+        f->done = true;
+        return;
+    }
+    fcntl(f->fd, F_SETFL, fcntl(f->fd, F_GETFL) | O_NONBLOCK);
+    rt_clear_changed(rt);
+}
+
+static int fol_restore(Fol *f, const Circuit *c, Runtime *rt, const uint8_t *text, size_t n,
+                       int W0, Err *err)
+{
+    char *s = sl_malloc(n + 1);
+    memcpy(s, text, n);
+    s[n] = 0;
+    cJSON *state = cJSON_Parse(s);
+    int rc = 0;
+    if (!state)
+        rc = err_set(err, SL_EIO, "the checkpoint state does not parse");
+    else if (cJSON_GetArraySize(state) > 0 && !(rc = fol_store(f, err)))
+        rc = ckpt_load_state(f->st, rt, c->nnodes, state, W0, err);
+    cJSON_Delete(state);
+    sl_free(f->prev_state);
+    /* re-sharded state (another worker count) has no files of its own yet */
+    f->prev_state = rc || W0 != rt_total_workers(rt) ? NULL : s;
+    if (!f->prev_state)
+        sl_free(s);
+    rt_clear_changed(rt);
+    return rc;
+}
+
+/* Decode a STEP command's pieces into per (local worker, relation) lists. */
+/* Pieces for rows [start, start + count) of what k keeps, from arena a. */
+static Piece *kept_slice(Kept *k, int64_t start, int64_t count, Arena *a)
+{
+    Piece *head = NULL, *tail = NULL;
+    int64_t at = k->base;
+    for (Piece *pc = k->head; pc && count > 0; pc = pc->next) {
+        int64_t n = pc->chunk->n;
+        if (start < at + n) {
+            int64_t off = start - at, take = SL_MIN(n - off, count);
+            Piece *q = arena_zalloc(a, sizeof(*q));
+            q->chunk = chunk_slice(a, pc->chunk, off, take);
+            if (tail)
+                tail->next = q;
+            else
+                head = q;
+            tail = q;
+            start += take;
+            count -= take;
+        }
+        at += n;
+    }
+    return count > 0 ? NULL : head;
+}
+
+static void kept_drop(Kept *k, int n)
+{
+    for (int j = 0; j < n; j++) {
+        if (k[j].a)
+            arena_reset(k[j].a);
+        k[j].head = k[j].tail = NULL;
+        k[j].n = 0;
+    }
+}
+
+static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Kept *kept, Rd *r,
+                       Arena *a, Err *err)
+{
+    int nl = rt_workers(rt);
+    Piece **tails = arena_zalloc(a, sizeof(Piece *) * (size_t)nl * (size_t)(c->nrels + 1));
+    while (r->p < r->end && !r->bad) {
+        int lw = rd32(r), rel = rd32(r), kind = rd32(r);
+        if (r->bad || lw < 0 || lw >= nl || rel < 0 || rel >= c->nrels)
+            return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
+        Piece *pc = arena_zalloc(a, sizeof(*pc));
+        const Relation *rr = &c->rels[rel];
+        if (kind == 2) {
+            int conn = rd32(r);
+            int64_t start = rd64(r), count = rd64(r);
+            Piece *l = !r->bad && conn >= 0 && conn < cs->nin && count > 0 && start >= 0 &&
+                               start <= INT64_MAX - count
+                           ? kept_slice(&kept[conn], start, count, a)
+                           : NULL;
+            if (!l)
+                return err_set(err, SL_ERUNTIME,
+                               "step input names %lld rows from row %lld of input %d, which this "
+                               "host does not hold",
+                               (long long)count, (long long)start, conn);
+            Piece **t = &tails[(size_t)lw * (size_t)c->nrels + (size_t)rel];
+            for (Piece *q = l; q;) {
+                Piece *nx = q->next;
+                q->next = NULL;
+                if (*t)
+                    (*t)->next = q;
+                else
+                    rt_set_input(rt, lw, rel, q);
+                *t = q;
+                q = nx;
+            }
+            continue;
+        }
+        if (kind == 1) {
+            int conn = rd32(r);
+            pc->plan = rd32(r);
+            pc->negate = rd32(r) != 0;
+            pc->start = rd64(r);
+            pc->count = rd64(r);
+            if (r->bad || conn < 0 || conn >= cs->nin || !input_gen(cs->in[conn]))
+                return err_set(err, SL_ERUNTIME, "step input names no generator");
+            input_gen_piece(cs->in[conn], pc);
+        } else {
+            int64_t n = rd_count64(r, 12); /* a row: 8 bytes of weight, 4 of length, ... */
+            if (r->bad)
+                return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
+            Chunk *ch = chunk_new(a, rr->ncol, rr->types, n ? n : 1);
+            size_t pad = 9 * (size_t)rr->ncol + 1;
+            for (int64_t i = 0; i < n && !r->bad; i++) {
+                ch->w[i] = rd64(r);
+                int32_t len = rd32(r);
+                const uint8_t *row = len >= 0 ? rd_bytes(r, (size_t)len) : NULL;
+                if (!row) {
+                    r->bad = true;
+                    break;
+                }
+                /* checked against its length on a zero-padded copy, so that
+                   a damaged row cannot make the decoder read past it; the
+                   decoded strings point into the copy (in a) */
+                uint8_t *copy = arena_alloc(a, (size_t)len + pad);
+                memcpy(copy, row, (size_t)len);
+                memset(copy + len, 0, pad);
+                if (key_skip(copy, rr->types, rr->ncol) != copy + len) {
+                    r->bad = true;
+                    break;
+                }
+                key_decode(copy, rr->types, rr->ncol, ch, 0, i);
+            }
+            if (r->bad)
+                return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
+            ch->n = n;
+            pc->chunk = ch;
+        }
+        if (r->bad)
+            return err_set(err, SL_ERUNTIME, "malformed step input from the coordinator");
+        Piece **t = &tails[(size_t)lw * (size_t)c->nrels + (size_t)rel];
+        if (*t)
+            (*t)->next = pc;
+        else
+            rt_set_input(rt, lw, rel, pc);
+        *t = pc;
+    }
+    return 0;
+}
+
+static void put_changes(const Circuit *c, Runtime *rt, Buf *b)
+{
+    size_t at = b->n;
+    int32_t n = 0;
+    put32(b, 0);
+    for (int i = 0; i < c->nrels; i++) {
+        int s = c->rels[i].sink;
+        if (s < 0 || !op_sink_changes(rt_op(rt, 0, s)))
+            continue;
+        int64_t len = 0;
+        for (int w = 0; w < rt_workers(rt); w++) {
+            Buf *ch = op_sink_changes(rt_op(rt, w, s));
+            len += ch ? (int64_t)ch->n : 0;
+        }
+        put32(b, i);
+        put64(b, len);
+        for (int w = 0; w < rt_workers(rt); w++) {
+            Buf *ch = op_sink_changes(rt_op(rt, w, s));
+            if (ch && ch->n)
+                buf_append(b, ch->p, ch->n);
+        }
+        n++;
+    }
+    memcpy(b->p + at, &n, 4);
+}
+
+static void put_contents(const Circuit *c, Runtime *rt, int rel, Buf *b)
+{
+    size_t at = b->n;
+    put64(b, 0);
+    const Relation *r = &c->rels[rel];
+    if (rel >= 0 && rel < c->nrels && r->materialized && r->sink >= 0)
+        rt_sink_contents(rt, r->sink, b);
+    int64_t len = (int64_t)(b->n - at - 8);
+    memcpy(b->p + at, &len, 8);
+}
+
+int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
+{
+    int H = net_hosts(), me = net_host();
+    Connectors cs;
+    /* generators, and the file inputs this host reads */
+    if (connectors_open_part(c, true, me, H, &cs, err))
+        return err->code;
+    Kept *kept = sl_calloc((size_t)cs.nin + 1, sizeof(Kept));
+    Runtime *rt = rt_new_part(c, o->workers, me, H);
+    Fol fol = {.o = o, .fd = -1};
+    Buf *send = host_bufs_new(H);
+    Buf *recv = host_bufs_new(H);
+    Arena *a = arena_new(1 << 16);
+    int rc = 0;
+    for (bool stop = false; !stop;) {
+        for (int h = 0; h < H; h++)
+            buf_reset(&send[h]);
+        net_set_activity("waiting for the coordinator's next command");
+        net_exchange(send, recv);
+        const uint8_t *msg = recv[0].p ? recv[0].p : (const uint8_t *)""; /* empty: no NULL+0 */
+        Rd r = {msg, msg + recv[0].n, false};
+        int kind = rd32(&r), arg = rd32(&r);
+        int64_t step = rd64(&r);
+        int nw = rd32(&r);
+        for (int k = 0; k < nw && !r.bad; k++) {
+            int rel = rd32(&r), on = rd32(&r);
+            if (rel >= 0 && rel < c->nrels && c->rels[rel].sink >= 0)
+                for (int w = 0; w < rt_workers(rt); w++)
+                    op_sink_watch(rt_op(rt, w, c->rels[rel].sink), on != 0);
+        }
+        Err e = {0};
+        int src = 0;
+        if (r.bad) {
+            src = err_set(&e, SL_ERUNTIME, "malformed command from the coordinator");
+            kind = DC_STOP;
+        }
+        arena_reset(a);
+        if (kind == DC_STEP) {
+            char what[96];
+            snprintf(what, sizeof(what), "in step %lld", (long long)step + 1);
+            net_set_activity(what);
+            if (rt_steps(rt) != step)
+                rt_set_steps(rt, step);
+            src = take_pieces(c, rt, &cs, kept, &r, a, &e);
+            int src2 = rt_step(rt, src ? &(Err){0} : &e);
+            if (!src)
+                src = src2;
+            if (!src)
+                store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
+            kept_drop(kept, cs.nin); /* a step takes everything read */
+        } else if (kind == DC_DROP) {
+            kept_drop(kept, cs.nin);
+        } else if (kind == DC_CKPT) {
+            int64_t ck = rd64(&r);
+            fol_ckpt(&fol, c, rt, ck, arg != 0);
+        } else if (kind == DC_RESTORE) {
+            int64_t at = rd64(&r);
+            rt_free(rt); /* fresh instances, then the saved state */
+            rt = rt_new_part(c, o->workers, me, H);
+            src = fol_restore(&fol, c, rt, r.p, (size_t)(r.end - r.p), arg, &e);
+            rt_set_steps(rt, at);
+        }
+        Buf *b = &send[0];
+        buf_reset(b);
+        put32(b, src);
+        put32(b, (int32_t)strlen(e.msg));
+        buf_append(b, e.msg, strlen(e.msg));
+        put_figures(c, rt, b);
+        fol_report(&fol, b);
+        if (kind == DC_STEP)
+            put_changes(c, rt, b);
+        else if (kind == DC_CONTENTS)
+            put_contents(c, rt, arg, b);
+        else if (kind == DC_READ && arg >= 0 && arg < cs.nin && !input_remote(cs.in[arg])) {
+            InputConn *ic = cs.in[arg];
+            Kept *k = &kept[arg];
+            int64_t max = rd64(&r);
+            Err re = {0};
+            int rrc = 0;
+            if (rd32(&r)) {
+                InPos pos;
+                rd_pos(&r, &pos);
+                rrc = input_seek(ic, &pos, &re);
+            }
+            if (!k->a)
+                k->a = arena_new(1 << 20);
+            if (!k->head)
+                k->base = input_rows(ic);
+            Piece *list = NULL;
+            int64_t n = rrc ? -1 : input_next(ic, max, k->a, 1, &list, &re);
+            if (n < 0) { /* the reply says why instead */
+                buf_reset(b);
+                put32(b, re.code ? re.code : SL_EIO);
+                put32(b, (int32_t)strlen(re.msg));
+                buf_append(b, re.msg, strlen(re.msg));
+            } else {
+                for (Piece *pc = list; pc; pc = pc->next)
+                    if (!pc->chunk)
+                        sl_panic("a file input gave a piece without rows");
+                piece_list_append(&k->head, &k->tail, list);
+                k->n += n;
+                InPos pos;
+                input_pos(ic, &pos);
+                put64(b, n);
+                put_pos(b, &pos);
+                put32(b, input_done(ic));
+                put64(b, (int64_t)ft_hash_pieces(list, 0));
+            }
+        } else if (kind == DC_LOOKUP) {
+            int lw = rd32(&r), kn = rd32(&r);
+            const uint8_t *k = kn >= 0 ? rd_bytes(&r, (size_t)kn) : NULL;
+            uint32_t n = 0;
+            const uint8_t *row = NULL;
+            if (!r.bad && k && lw >= 0 && lw < rt_workers(rt) && arg >= 0 && arg < c->nnodes &&
+                c->nodes[arg]->k == OPK_UPSERT)
+                row = op_upsert_row(rt_op(rt, lw, arg), k, (size_t)kn, &n);
+            put32(b, row ? (int32_t)n : 0);
+            if (row)
+                buf_append(b, row, n);
+        } else if (kind == DC_STOP)
+            stop = true;
+        net_exchange(send, recv);
+    }
+    host_bufs_free(send, H);
+    host_bufs_free(recv, H);
+    arena_free(a);
+    if (fol.pid) {
+        Buf junk = BUF_INIT;
+        ckpt_reap(fol.fd, fol.pid, &junk);
+        buf_free(&junk);
+    }
+    buf_free(&fol.report);
+    sl_free(fol.prev_state);
+    for (int j = 0; j < cs.nin; j++)
+        if (kept[j].a)
+            arena_free(kept[j].a);
+    sl_free(kept);
+    store_close(fol.st);
+    rt_free(rt);
+    connectors_close(&cs);
+    return rc;
+}
+
+
