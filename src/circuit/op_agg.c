@@ -669,90 +669,74 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
 static void begin_agg(Op *op, OpEnv *env)
 {
     AggSt *s = op->st;
-    for (int d = 0; d < env->nworkers; d++)
-        buf_reset(xchg_buf(op->x, env->worker, d, 0));
     local_reset(s->local);
 }
 
-/* Phase 1, per morsel: linear aggregates fold into local partials; others
+/* A row's record: key = its group key, value = the aggregates' arguments. */
+static void enc_agg(void *ctx, int ch, const Chunk *c, int64_t r, Buf *k, Buf *v)
+{
+    const AggSt *s = ((Op *)ctx)->st;
+    key_encode(c, s->gcols, s->ngroup, r, k);
+    key_encode(c, s->acols, s->nin - s->ngroup, r, v);
+}
+
+/* Routing, per morsel: linear aggregates fold into local partials; others
    route each row to its group's owner. */
 static int push_agg(Op *op, OpEnv *env, int input, Chunk *c)
 {
-    const CNode *n = op->node;
     AggSt *s = op->st;
-    int W = env->nworkers, me = env->worker;
-    (void)input;
-    if (n->linear) {
+    if (op->node->linear)
         fold_chunk(op, s, c, s->local);
-        return 0;
-    }
-    for (int64_t r = 0; r < c->n; r++) {
-        buf_reset(&s->kb);
-        buf_reset(&s->vb);
-        key_encode(c, s->gcols, s->ngroup, r, &s->kb);
-        key_encode(c, s->acols, s->nin - s->ngroup, r, &s->vb);
-        int d = s->ngroup ? op_route(s->kb.p, s->kb.n, W) : 0;
-        xrec_put(xchg_buf(op->x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, s->vb.p,
-                 (uint32_t)s->vb.n, c->w[r]);
-    }
+    else
+        shard_rows(op->sh, 0, c, s->ngroup == 0, enc_agg, op);
     return 0;
+}
+
+/* The end of routing: the local partials go to their groups' owners. */
+static void flush_agg(Op *op, OpEnv *env)
+{
+    AggSt *s = op->st;
+    Local *l = s->local;
+    if (!op->node->linear)
+        return;
+    for (int64_t i = 0; i < l->nslots; i++) {
+        size_t kn;
+        const uint8_t *k = local_key(l, i, &kn);
+        shard_put(op->sh, 0, shard_owner(op->sh, k, kn, s->ngroup == 0), k, kn,
+                  (const uint8_t *)local_part(s, l, i), s->partsz, 1);
+    }
 }
 
 static int finish_agg(Op *op, OpEnv *env)
 {
     const CNode *n = op->node;
     AggSt *s = op->st;
-    int W = env->nworkers, me = env->worker;
-    Exchange *x = op->x;
-    if (n->linear) {
-        Local *l = s->local;
-        for (int64_t i = 0; i < l->nslots; i++) {
-            size_t kn;
-            const uint8_t *k = local_key(l, i, &kn);
-            int d = s->ngroup ? op_route(k, kn, W) : 0;
-            xrec_put(xchg_buf(x, me, d, 0), k, (uint32_t)kn,
-                     (const uint8_t *)local_part(s, l, i), (uint32_t)s->partsz, 1);
-        }
-    }
-    xchg_wait(x, me);
-
-    /* phase 2: fold what this worker owns into the groups */
+    int me = env->worker;
+    ShardPos p = SHARD_POS_INIT;
+    XRec r;
+    /* fold what this worker owns into the groups */
     s->ntouched = 0;
     if (n->global && env->step == 0 && me == 0) {
         Part *zero = arena_zalloc(env->arena, s->partsz);
         merge_part(s, (const uint8_t *)"", 0, zero, env->step);
     }
     if (n->linear) {
-        for (int f = 0; f < W; f++) {
-            const Buf *b = xchg_buf(x, f, me, 0);
-            size_t pos = 0;
-            XRec r;
-            while (xrec_next(b, &pos, &r)) {
-                Part *p = arena_alloc(env->arena, s->partsz);
-                memcpy(p, r.v, s->partsz); /* align */
-                merge_part(s, r.k, r.kn, p, env->step);
-            }
+        while (shard_next(op->sh, 0, &p, &r)) {
+            Part *part = arena_alloc(env->arena, s->partsz);
+            memcpy(part, r.v, s->partsz); /* align */
+            merge_part(s, r.k, r.kn, part, env->step);
         }
     } else {
         int64_t nrec = 0;
-        for (int f = 0; f < W; f++) {
-            const Buf *b = xchg_buf(x, f, me, 0);
-            size_t pos = 0;
-            XRec r;
-            while (xrec_next(b, &pos, &r))
-                nrec++;
-        }
+        while (shard_next(op->sh, 0, &p, &r))
+            nrec++;
         Chunk *rows = chunk_new(env->arena, s->nin, s->in_types, nrec);
-        for (int f = 0; f < W; f++) {
-            const Buf *b = xchg_buf(x, f, me, 0);
-            size_t pos = 0;
-            XRec r;
-            while (xrec_next(b, &pos, &r)) {
-                int64_t i = rows->n++;
-                key_decode(r.k, s->in_types, s->ngroup, rows, 0, i);
-                key_decode(r.v, s->in_types + s->ngroup, s->nin - s->ngroup, rows, s->ngroup, i);
-                rows->w[i] = r.w;
-            }
+        p = (ShardPos)SHARD_POS_INIT;
+        while (shard_next(op->sh, 0, &p, &r)) {
+            int64_t i = rows->n++;
+            key_decode(r.k, s->in_types, s->ngroup, rows, 0, i);
+            key_decode(r.v, s->in_types + s->ngroup, s->nin - s->ngroup, rows, s->ngroup, i);
+            rows->w[i] = r.w;
         }
         Local *l = s->local;
         local_reset(l);
@@ -1136,9 +1120,9 @@ int op_agg_init(Op *op)
     for (int j = s->ngroup; j < s->nin; j++)
         s->acols[j - s->ngroup] = j;
     op->st = s;
-    op->eval = op_eval_streamed;
     op->begin = begin_agg;
     op->push = push_agg;
+    op->flush = flush_agg;
     op->finish = finish_agg;
     op->step_end = step_end_agg;
     op->undo = undo_agg;

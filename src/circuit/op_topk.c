@@ -68,29 +68,20 @@ typedef struct TopkSt {
     Batch *saved; /* the state as of the last save() or load(), while unchanged */
 } TopkSt;
 
-static void begin_topk(Op *op, OpEnv *env)
+/* A row's record: key = its partition key, value = sort key || row. */
+static void enc_topk(void *ctx, int ch, const Chunk *c, int64_t r, Buf *k, Buf *v)
 {
-    for (int d = 0; d < env->nworkers; d++)
-        buf_reset(xchg_buf(op->x, env->worker, d, 0));
-}
-
-/* Rows are routed as (partition key, sort key || row). */
-static int push_topk(Op *op, OpEnv *env, int input, Chunk *c)
-{
+    Op *op = ctx;
     TopkSt *s = op->st;
     const CNode *n = op->node;
-    int W = env->nworkers, me = env->worker;
-    (void)input;
-    for (int64_t r = 0; r < c->n; r++) {
-        buf_reset(&s->kb);
-        buf_reset(&s->vb);
-        key_encode(c, n->part, n->npart, r, &s->kb);
-        otree_sortkey(c, r, n->ord, n->ord_desc, n->ord_nulls_first, n->nord, &s->vb, &s->tmp);
-        key_encode_row(c, r, &s->vb);
-        int d = n->npart ? op_route(s->kb.p, s->kb.n, W) : 0;
-        xrec_put(xchg_buf(op->x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, s->vb.p,
-                 (uint32_t)s->vb.n, c->w[r]);
-    }
+    key_encode(c, n->part, n->npart, r, k);
+    otree_sortkey(c, r, n->ord, n->ord_desc, n->ord_nulls_first, n->nord, v, &s->tmp);
+    key_encode_row(c, r, v);
+}
+
+static int push_topk(Op *op, OpEnv *env, int input, Chunk *c)
+{
+    shard_rows(op->sh, 0, c, op->node->npart == 0, enc_topk, op);
     return 0;
 }
 
@@ -245,18 +236,8 @@ static int finish_topk(Op *op, OpEnv *env)
 {
     TopkSt *s = op->st;
     const CNode *n = op->node;
-    Exchange *x = op->x;
-    int W = env->nworkers, me = env->worker, rc = 0;
-    xchg_wait(x, me);
-    BatchBuilder *bb = bb_new();
-    for (int f = 0; f < W; f++) {
-        const Buf *b = xchg_buf(x, f, me, 0);
-        size_t pos = 0;
-        XRec r;
-        while (xrec_next(b, &pos, &r))
-            bb_add(bb, r.k, r.kn, r.v, r.vn, r.w);
-    }
-    Batch *delta = bb_finish(bb);
+    int rc = 0;
+    Batch *delta = shard_batch(op->sh, 0);
     if (delta->n && s->saved) {
         batch_unref(s->saved);
         s->saved = NULL;
@@ -446,8 +427,6 @@ int op_topk_init(Op *op)
     for (int j = 0; j < n->nord; j++)
         s->ord_types[j] = src->types[n->ord[j]];
     op->st = s;
-    op->eval = op_eval_streamed;
-    op->begin = begin_topk;
     op->push = push_topk;
     op->finish = finish_topk;
     op->step_end = step_end_topk;
