@@ -44,6 +44,7 @@
 #include <stdlib.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../zset/batch.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
@@ -113,22 +114,13 @@ static void touch(AggSt *s, Group *g, int64_t step)
     if (g->touched == step)
         return;
     g->touched = step;
-    if (s->ntouched == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 64;
-        s->touched = sl_realloc(s->touched, sizeof(Group *) * (size_t)s->cap);
-    }
-    s->touched[s->ntouched++] = g;
+    *VEC_PUSH(s->touched, s->ntouched, s->cap) = g;
 }
 
 static void add_garbage(AggSt *s, uint8_t *p)
 {
-    if (!p)
-        return;
-    if (s->ngarbage == s->capg) {
-        s->capg = s->capg ? s->capg * 2 : 64;
-        s->garbage = sl_realloc(s->garbage, sizeof(uint8_t *) * (size_t)s->capg);
-    }
-    s->garbage[s->ngarbage++] = p;
+    if (p)
+        *VEC_PUSH(s->garbage, s->ngarbage, s->capg) = p;
 }
 
 /*
@@ -145,7 +137,9 @@ typedef struct Local {
     size_t *koff;        /* per slot + 1: offsets into keys */
     int64_t *ikey;       /* per slot: the integer key (integer paths) */
     uint8_t *parts;      /* per slot: Part of partsz bytes */
-    int64_t nslots, capslots;
+    int64_t nslots;
+    int64_t capk, capi;  /* of koff and ikey */
+    size_t capp;         /* bytes of parts */
     int64_t *hk;         /* integer key table: keys */
     int64_t *hv;         /* ... slot + 1, 0 = empty */
     size_t hcap;
@@ -166,12 +160,9 @@ static Part *local_part(AggSt *s, Local *l, int64_t slot)
    encoded now (the chunk may be gone when the slots are sent). */
 static int64_t local_new_slot(AggSt *s, Local *l, const Chunk *c, int64_t r, int64_t ikey)
 {
-    if (l->nslots == l->capslots) {
-        l->capslots = l->capslots ? l->capslots * 2 : 64;
-        l->koff = sl_realloc(l->koff, sizeof(size_t) * (size_t)(l->capslots + 1));
-        l->ikey = sl_realloc(l->ikey, sizeof(int64_t) * (size_t)l->capslots);
-        l->parts = sl_realloc(l->parts, s->partsz * (size_t)l->capslots);
-    }
+    VEC_RESERVE(l->koff, l->capk, l->nslots + 2);
+    VEC_RESERVE(l->ikey, l->capi, l->nslots + 1);
+    VEC_RESERVE(l->parts, l->capp, (size_t)(l->nslots + 1) * s->partsz);
     memset(l->parts + (size_t)l->nslots * s->partsz, 0, s->partsz);
     if (l->nslots == 0) {
         buf_reset(&l->keys);
@@ -244,10 +235,7 @@ static void int_table_grow(Local *l)
 static void assign_slots(AggSt *s, Local *l, const Chunk *c)
 {
     int64_t n = c->n;
-    if (n > l->cap) {
-        l->cap = n;
-        l->slot = sl_realloc(l->slot, sizeof(int64_t) * (size_t)n);
-    }
+    VEC_RESERVE(l->slot, l->cap, n);
     if (s->ngroup == 0) {
         if (n && l->nslots == 0)
             local_new_slot(s, l, c, 0, 0);
@@ -375,16 +363,6 @@ static void fold_chunk(Op *op, AggSt *s, const Chunk *c, Local *l)
     }
 }
 
-/* Push p onto a growable pointer array. */
-static void ptr_add(void ***a, int64_t *n, int64_t *cap, void *p)
-{
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 64;
-        *a = sl_realloc(*a, sizeof(void *) * (size_t)*cap);
-    }
-    (*a)[(*n)++] = p;
-}
-
 /* Bytes of a Group with its accumulators (the map's payload). */
 static size_t group_size(const AggSt *s) { return sizeof(Group) + s->partsz - sizeof(Part); }
 
@@ -410,7 +388,7 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
         memcpy(g->key, k, kn);
         g->klen = (uint32_t)kn;
         g->touched = -1;
-        ptr_add((void ***)&s->created, &s->ncreated, &s->capc, g);
+        *VEC_PUSH(s->created, s->ncreated, s->capc) = g;
     } else if (g->touched != step) {
         log_group(s, g);
     }
@@ -445,11 +423,7 @@ typedef struct Collect {
 static void collect_cb(void *ctx, const uint8_t *val, size_t vn, int64_t w)
 {
     Collect *c = ctx;
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 16;
-        c->v = sl_realloc(c->v, sizeof(ValW) * (size_t)c->cap);
-    }
-    c->v[c->n++] = (ValW){val, vn, w};
+    *VEC_PUSH(c->v, c->n, c->cap) = (ValW){val, vn, w};
 }
 
 static int valw_cmp(const void *a, const void *b)
@@ -660,7 +634,7 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
             key_decode(g->out, n->types, n->ncol, co->c, 0, r);
             co->c->w[r] = 1;
         } else {
-            ptr_add((void ***)&s->dead, &s->ndead, &s->capd, g); /* deleted at step end */
+            *VEC_PUSH(s->dead, s->ndead, s->capd) = g; /* deleted at step end */
         }
     }
     return 0;
