@@ -114,8 +114,6 @@ void xchg_free(Exchange *x)
     sl_free(x);
 }
 
-int xchg_workers(const Exchange *x) { return x->n; }
-
 Buf *xchg_buf(Exchange *x, int from, int to, int channel)
 {
     return &x->bufs[(from * x->n + to) * x->nch + channel];

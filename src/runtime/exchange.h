@@ -34,7 +34,6 @@ static inline int xchg_first(int W, int H, int h) { return (int)((int64_t)h * W 
    barrier shared by this host's workers (NULL when it runs one). */
 Exchange *xchg_new(int W, int host, int hosts, int nchannels, pthread_barrier_t *bar);
 void xchg_free(Exchange *x);
-int xchg_workers(const Exchange *x);
 Buf *xchg_buf(Exchange *x, int from, int to, int channel);
 /* Every local worker (global id me) calls this once per step per
    exchange, after writing. */
