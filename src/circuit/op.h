@@ -21,6 +21,7 @@
 #ifndef SL_CIRCUIT_OP_H
 #define SL_CIRCUIT_OP_H
 
+#include "../base/vec.h"
 #include "../zset/batch.h"
 #include "circuit.h"
 #include "shard.h"
@@ -31,6 +32,23 @@ typedef struct OpEnv {
     Arena *arena;      /* step arena (reset when a step starts) */
     EvalCtx *ev;       /* ev->arena == arena; runtime errors go to ev->err */
 } OpEnv;
+
+/* Values with their weights, as trace_for_key and trace_cursor_for_key
+   hand them over for one key: op_valw_add (ctx = the ValWs) appends one. */
+typedef struct ValW {
+    const uint8_t *v;
+    size_t n;
+    int64_t w;
+} ValW;
+typedef struct ValWs {
+    ValW *v;
+    int64_t n, cap;
+} ValWs;
+static inline void op_valw_add(void *ctx, const uint8_t *val, size_t vn, int64_t w)
+{
+    ValWs *l = ctx;
+    *VEC_PUSH(l->v, l->n, l->cap) = (ValW){val, vn, w};
+}
 
 /* A growable list of batch references (checkpoints). */
 typedef struct BatchList {

@@ -409,23 +409,6 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
     touch(s, g, step);
 }
 
-typedef struct ValW {
-    const uint8_t *v;
-    size_t n;
-    int64_t w;
-} ValW;
-
-typedef struct Collect {
-    ValW *v;
-    int64_t n, cap;
-} Collect;
-
-static void collect_cb(void *ctx, const uint8_t *val, size_t vn, int64_t w)
-{
-    Collect *c = ctx;
-    *VEC_PUSH(c->v, c->n, c->cap) = (ValW){val, vn, w};
-}
-
 static int valw_cmp(const void *a, const void *b)
 {
     const ValW *x = a, *y = b;
@@ -440,9 +423,9 @@ static int valw_cmp(const void *a, const void *b)
    with a positive total weight, or NULL. */
 static const uint8_t *minmax_value(Trace *t, const Group *g, bool want_max)
 {
-    Collect c = {0};
+    ValWs c = {0};
     const uint8_t *best = NULL;
-    trace_for_key(t, g->key, g->klen, collect_cb, &c);
+    trace_for_key(t, g->key, g->klen, op_valw_add, &c);
     if (c.n) {
         qsort(c.v, (size_t)c.n, sizeof(ValW), valw_cmp);
         for (int64_t i = 0; i < c.n;) {
@@ -466,11 +449,11 @@ static const uint8_t *minmax_value(Trace *t, const Group *g, bool want_max)
 static void distinct_fold(Trace *t, const Group *g, SqlType in_t, Chunk *one, int64_t *cnt,
                           __int128 *isum, XSum *fsum)
 {
-    Collect c = {0};
+    ValWs c = {0};
     *cnt = 0;
     *isum = 0;
     memset(fsum, 0, sizeof(*fsum));
-    trace_for_key(t, g->key, g->klen, collect_cb, &c);
+    trace_for_key(t, g->key, g->klen, op_valw_add, &c);
     if (c.n)
         qsort(c.v, (size_t)c.n, sizeof(ValW), valw_cmp);
     for (int64_t i = 0; i < c.n;) {

@@ -21,7 +21,6 @@
 
 #include "../base/budget.h"
 #include "../base/mem.h"
-#include "../base/vec.h"
 #include "../zset/batch.h"
 #include "../zset/key.h"
 #include "../zset/trace.h"
@@ -33,23 +32,6 @@ typedef struct JoinSt {
     const int *keys[2];
     int nkeys;
 } JoinSt;
-
-typedef struct Match {
-    const uint8_t *v;
-    int64_t w;
-} Match;
-
-typedef struct Matches {
-    Match *m;
-    int64_t n, cap;
-} Matches;
-
-static void add_match(void *ctx, const uint8_t *val, size_t vn, int64_t w)
-{
-    Matches *ms = ctx;
-    (void)vn;
-    *VEC_PUSH(ms->m, ms->n, ms->cap) = (Match){val, w};
-}
 
 static void emit(Op *op, JoinSt *s, ChunkOut *co, const uint8_t *l, const uint8_t *r, int64_t w)
 {
@@ -64,7 +46,7 @@ static void emit(Op *op, JoinSt *s, ChunkOut *co, const uint8_t *l, const uint8_
    non-NULL). Returns false, or true when the thread's budget (a /query's,
    base/budget.h) stopped it part way. */
 static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side, Trace *t,
-                       const Batch *dother, Matches *ms)
+                       const Batch *dother, ValWs *ms)
 {
     bool stopped = false;
     unsigned emitted = 0;
@@ -76,11 +58,11 @@ static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
         while (j < d->n && batch_klen(d, j) == kn && !memcmp(batch_key(d, j), k, kn))
             j++;
         ms->n = 0;
-        trace_cursor_for_key(cur, k, kn, add_match, ms);
+        trace_cursor_for_key(cur, k, kn, op_valw_add, ms);
         if (dother) {
             for (int64_t o = batch_seek(dother, k, kn);
                  o < dother->n && batch_key_cmp(dother, o, k, kn) == 0; o++)
-                add_match(ms, batch_val(dother, o), batch_vlen(dother, o), dother->w[o]);
+                op_valw_add(ms, batch_val(dother, o), batch_vlen(dother, o), dother->w[o]);
         }
         for (int64_t a = i; a < j && !stopped; a++)
             for (int64_t b = 0; b < ms->n; b++) {
@@ -88,8 +70,8 @@ static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
                     stopped = true;
                     break;
                 }
-                const uint8_t *mine = batch_val(d, a), *other = ms->m[b].v;
-                int64_t w = d->w[a] * ms->m[b].w;
+                const uint8_t *mine = batch_val(d, a), *other = ms->v[b].v;
+                int64_t w = d->w[a] * ms->v[b].w;
                 if (side == 0)
                     emit(op, s, co, mine, other, w);
                 else
@@ -122,11 +104,11 @@ static int finish_join(Op *op, OpEnv *env)
     JoinSt *s = op->st;
     Batch *delta[2] = {shard_batch(op->sh, 0), shard_batch(op->sh, 1)};
     ChunkOut co;
-    Matches ms = {0};
+    ValWs ms = {0};
     cout_init(&co, env->arena, op->node->ncol, op->node->types, 64);
     bool stopped = join_delta(op, s, &co, delta[0], 0, s->t[1], delta[1], &ms) ||
                    join_delta(op, s, &co, delta[1], 1, s->t[0], NULL, &ms);
-    sl_free(ms.m);
+    sl_free(ms.v);
     trace_insert_take(s->t[0], delta[0]);
     trace_insert_take(s->t[1], delta[1]);
     op->out = co.c;
