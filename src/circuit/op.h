@@ -15,8 +15,8 @@
  * routed records) finish(), which reads the records routed to its worker,
  * updates the state and sets op->out. push() must copy whatever it keeps:
  * a morsel's memory is reused for the next one. Chunks set as op->out live
- * in the worker's step arena. After all operators ran, step_end() lets stateful
- * operators release what the step's chunks pointed into.
+ * in the worker's step arena. After all operators ran, step_end() lets
+ * stateful operators release what the step's chunks pointed into.
  */
 #ifndef SL_CIRCUIT_OP_H
 #define SL_CIRCUIT_OP_H

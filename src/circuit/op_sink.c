@@ -9,6 +9,7 @@
 #include "../base/mem.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
+#include "../zset/xrec.h"
 
 typedef struct SinkSt {
     HMap *mat;      /* materialized contents, or NULL */

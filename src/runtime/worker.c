@@ -50,6 +50,7 @@
 #include "../base/budget.h"
 #include "../base/mem.h"
 #include "../zset/hmap.h"
+#include "../zset/xrec.h"
 
 /* Stack of a worker thread (worker 0 is the caller's thread). */
 #define WORKER_STACK ((size_t)16 << 20)
