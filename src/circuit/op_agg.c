@@ -9,9 +9,10 @@
  * group and read it for touched groups.
  *
  * Combine before exchange: when every aggregate is linear, each worker
- * first folds its input into local partial accumulators per group, and
- * only the partials (a few per group, not one per row) cross to the group's
- * owner worker. Otherwise rows are exchanged and folded by the owner.
+ * first folds its input into local partial accumulators per group (push),
+ * and only the partials (a few per group, not one per row) cross to the
+ * group's owner worker (flush, shard.h). Otherwise rows are routed to the
+ * owner and folded there.
  *
  * A global aggregate (no GROUP BY) has one group with an empty key, owned
  * by worker 0, present from the first step on: COUNT(*) is 0 and SUM is
