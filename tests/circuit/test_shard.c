@@ -26,11 +26,14 @@ enum { W = 3, NCH = 2, NROWS = 200 };
 typedef struct Grid {
     Buf bufs[W][W][NCH]; /* [from][to][channel], as an Exchange holds them */
     Shard *sh[W];
+    Arena *a;            /* the routed chunks */
 } Grid;
 
-static void grid_init(Grid *g)
+/* cmocka setup: a Grid in *state. */
+static int grid_setup(void **state)
 {
-    memset(g, 0, sizeof(*g));
+    Grid *g = sl_calloc(1, sizeof(*g));
+    g->a = arena_new(1 << 16);
     for (int me = 0; me < W; me++) {
         g->sh[me] = shard_new(W, me, NCH);
         for (int ch = 0; ch < NCH; ch++)
@@ -39,16 +42,22 @@ static void grid_init(Grid *g)
                 g->sh[me]->in[ch * W + k] = &g->bufs[k][me][ch];
             }
     }
+    *state = g;
+    return 0;
 }
 
-static void grid_free(Grid *g)
+static int grid_teardown(void **state)
 {
+    Grid *g = *state;
+    arena_free(g->a);
     for (int me = 0; me < W; me++)
         shard_free(g->sh[me]);
     for (int f = 0; f < W; f++)
         for (int t = 0; t < W; t++)
             for (int ch = 0; ch < NCH; ch++)
                 buf_free(&g->bufs[f][t][ch]);
+    sl_free(g);
+    return 0;
 }
 
 /* Rows (k, v) = (r % 17, r) with weight r % 5 - 2 (zeros too). */
@@ -89,8 +98,9 @@ static int64_t decode1(const uint8_t *p)
 
 /* Worker `from` routes rows [from * NROWS, (from + 1) * NROWS) on channel
    ch in two morsels. */
-static void route(Grid *g, Arena *a, int ch, bool global)
+static void route(Grid *g, int ch, bool global)
 {
+    Arena *a = g->a;
     for (int from = 0; from < W; from++) {
         shard_rows(g->sh[from], ch, rows(a, from * NROWS, NROWS / 2), global, enc_test, NULL);
         shard_rows(g->sh[from], ch, rows(a, from * NROWS + NROWS / 2, NROWS / 2), global,
@@ -100,19 +110,16 @@ static void route(Grid *g, Arena *a, int ch, bool global)
 
 static void test_records_reach_their_key_owner_in_worker_then_write_order(void **state)
 {
-    (void)state;
-    Grid g;
-    grid_init(&g);
-    Arena *a = arena_new(1 << 16);
-    route(&g, a, 1, false);
+    Grid *g = *state;
+    route(g, 1, false);
     int64_t seen = 0;
     for (int me = 0; me < W; me++) {
         ShardPos p = SHARD_POS_INIT;
         XRec r;
         int64_t last = -1;
-        assert_false(shard_next(g.sh[me], 0, &p, &r)); /* nothing on channel 0 */
+        assert_false(shard_next(g->sh[me], 0, &p, &r)); /* nothing on channel 0 */
         p = (ShardPos)SHARD_POS_INIT;
-        while (shard_next(g.sh[me], 1, &p, &r)) {
+        while (shard_next(g->sh[me], 1, &p, &r)) {
             int64_t v = decode1(r.v);
             assert_int_equal(op_route(r.k, r.kn, W), me);
             assert_int_equal(decode1(r.k), v % 17);
@@ -123,39 +130,29 @@ static void test_records_reach_their_key_owner_in_worker_then_write_order(void *
         }
     }
     assert_int_equal(seen, W * NROWS);
-    arena_free(a);
-    grid_free(&g);
 }
 
 static void test_a_global_operator_sends_everything_to_worker_0(void **state)
 {
-    (void)state;
-    Grid g;
-    grid_init(&g);
-    Arena *a = arena_new(1 << 16);
-    route(&g, a, 0, true);
+    Grid *g = *state;
+    route(g, 0, true);
     for (int me = 0; me < W; me++) {
         int64_t n = 0;
         ShardPos p = SHARD_POS_INIT;
         XRec r;
-        while (shard_next(g.sh[me], 0, &p, &r))
+        while (shard_next(g->sh[me], 0, &p, &r))
             n++;
         assert_int_equal(n, me == 0 ? W * NROWS : 0);
     }
-    arena_free(a);
-    grid_free(&g);
 }
 
 static void test_shard_batch_consolidates_what_a_worker_is_handed(void **state)
 {
-    (void)state;
-    Grid g;
-    grid_init(&g);
-    Arena *a = arena_new(1 << 16);
-    route(&g, a, 0, false);
-    route(&g, a, 0, false); /* every record twice: weights double */
+    Grid *g = *state;
+    route(g, 0, false);
+    route(g, 0, false); /* every record twice: weights double */
     for (int me = 0; me < W; me++) {
-        Batch *b = shard_batch(g.sh[me], 0);
+        Batch *b = shard_batch(g->sh[me], 0);
         for (int64_t i = 0; i < b->n; i++) {
             int64_t v = decode1(batch_val(b, i));
             assert_int_equal(b->w[i], 2 * (v % 5 - 2)); /* zero weights are gone */
@@ -166,39 +163,34 @@ static void test_shard_batch_consolidates_what_a_worker_is_handed(void **state)
         }
         batch_unref(b);
     }
-    arena_free(a);
-    grid_free(&g);
 }
 
 static void test_shard_reset_empties_only_the_workers_own_outboxes(void **state)
 {
-    (void)state;
-    Grid g;
-    grid_init(&g);
-    Arena *a = arena_new(1 << 16);
-    route(&g, a, 0, false);
-    route(&g, a, 1, false);
-    shard_reset(g.sh[1]);
+    Grid *g = *state;
+    route(g, 0, false);
+    route(g, 1, false);
+    shard_reset(g->sh[1]);
     for (int f = 0; f < W; f++)
         for (int t = 0; t < W; t++)
             for (int ch = 0; ch < NCH; ch++)
                 if (f == 1)
-                    assert_int_equal(g.bufs[f][t][ch].n, 0);
+                    assert_int_equal(g->bufs[f][t][ch].n, 0);
     size_t others = 0;
     for (int t = 0; t < W; t++)
-        others += g.bufs[0][t][0].n + g.bufs[2][t][1].n;
+        others += g->bufs[0][t][0].n + g->bufs[2][t][1].n;
     assert_true(others > 0);
-    arena_free(a);
-    grid_free(&g);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_records_reach_their_key_owner_in_worker_then_write_order),
-        cmocka_unit_test(test_a_global_operator_sends_everything_to_worker_0),
-        cmocka_unit_test(test_shard_batch_consolidates_what_a_worker_is_handed),
-        cmocka_unit_test(test_shard_reset_empties_only_the_workers_own_outboxes),
+#define T(f) cmocka_unit_test_setup_teardown(f, grid_setup, grid_teardown)
+        T(test_records_reach_their_key_owner_in_worker_then_write_order),
+        T(test_a_global_operator_sends_everything_to_worker_0),
+        T(test_shard_batch_consolidates_what_a_worker_is_handed),
+        T(test_shard_reset_empties_only_the_workers_own_outboxes),
+#undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
