@@ -5,9 +5,10 @@
 #include "op.h"
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../zset/trace.h"
 
-int op_exchange_channels(const CNode *n)
+int op_shard_channels(const CNode *n)
 {
     switch (n->k) {
     case OPK_AGG:
@@ -25,12 +26,12 @@ int op_exchange_channels(const CNode *n)
     }
 }
 
-Op *op_new(const Circuit *c, const CNode *n, Exchange *x)
+Op *op_new(const Circuit *c, const CNode *n, Shard *sh)
 {
     Op *op = sl_calloc(1, sizeof(*op));
     op->node = n;
     op->circuit = c;
-    op->x = x;
+    op->sh = sh;
     switch (n->k) {
     case OPK_SOURCE:
     case OPK_CONST:
@@ -75,11 +76,7 @@ void op_free(Op *op)
 
 void batchlist_add(BatchList *l, Batch *b)
 {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 8;
-        l->b = sl_realloc(l->b, sizeof(Batch *) * (size_t)l->cap);
-    }
-    l->b[l->n++] = b;
+    *VEC_PUSH(l->b, l->n, l->cap) = b;
 }
 
 void batchlist_free(BatchList *l)
@@ -127,18 +124,6 @@ Batch *op_header(const char *const *names, const int64_t *counts, int n)
     for (int i = 0; i < n; i++)
         bb_add(bb, (const uint8_t *)names[i], strlen(names[i]), NULL, 0, counts[i]);
     return bb_finish(bb);
-}
-
-int op_eval_streamed(Op *op, OpEnv *env, Chunk **in)
-{
-    int rc = 0;
-    op->begin(op, env);
-    for (int i = 0; i < op->node->nin && !rc; i++)
-        if (in[i]->n)
-            rc = op->push(op, env, i, in[i]);
-    /* finish even after an error: the other workers wait at its exchange */
-    int rc2 = op->finish(op, env);
-    return rc ? rc : rc2;
 }
 
 Chunk *op_empty(Arena *a, const CNode *n)

@@ -2,26 +2,29 @@
  * circuit/op.h - the shape every operator instance shares (PostgreSQL's
  * Init/Exec/End, DBSP's operator traits). One instance per (node, worker);
  * instances are single-threaded. Stateful operators meet the other
- * workers' instances only through their Exchange.
+ * workers' instances only through their Shard (shard.h): they route
+ * records to the worker that owns their key and are handed the records
+ * routed to theirs; the runtime moves them in between.
  *
  * Linear operators have eval(): it reads the input chunks (outputs of the
  * input nodes this step) and sets op->out. Stateful operators and sinks are
  * streamed instead: begin() at the step's start, push() once per morsel of
  * input (a bounded chunk: the worker feeds a large step through the linear
  * operators a morsel at a time, so memory does not grow with the step),
- * finish() at the end, which exchanges with the other workers, updates the
- * state and sets op->out. push() must copy whatever it keeps: a morsel's
- * memory is reused for the next one. Chunks set as op->out live in the
- * worker's step arena. After all operators ran, step_end() lets stateful
- * operators release what the step's chunks pointed into.
+ * flush() after the last push(), then (once the runtime has moved the
+ * routed records) finish(), which reads the records routed to its worker,
+ * updates the state and sets op->out. push() must copy whatever it keeps:
+ * a morsel's memory is reused for the next one. Chunks set as op->out live
+ * in the worker's step arena. After all operators ran, step_end() lets
+ * stateful operators release what the step's chunks pointed into.
  */
 #ifndef SL_CIRCUIT_OP_H
 #define SL_CIRCUIT_OP_H
 
-#include "../base/hash.h"
-#include "../runtime/exchange.h"
+#include "../base/vec.h"
 #include "../zset/batch.h"
 #include "circuit.h"
+#include "shard.h"
 
 typedef struct OpEnv {
     int worker, nworkers;
@@ -29,6 +32,23 @@ typedef struct OpEnv {
     Arena *arena;      /* step arena (reset when a step starts) */
     EvalCtx *ev;       /* ev->arena == arena; runtime errors go to ev->err */
 } OpEnv;
+
+/* Values with their weights, as trace_for_key and trace_cursor_for_key
+   hand them over for one key: op_valw_add (ctx = the ValWs) appends one. */
+typedef struct ValW {
+    const uint8_t *v;
+    size_t n;
+    int64_t w;
+} ValW;
+typedef struct ValWs {
+    ValW *v;
+    int64_t n, cap;
+} ValWs;
+static inline void op_valw_add(void *ctx, const uint8_t *val, size_t vn, int64_t w)
+{
+    ValWs *l = ctx;
+    *VEC_PUSH(l->v, l->n, l->cap) = (ValW){val, vn, w};
+}
 
 /* A growable list of batch references (checkpoints). */
 typedef struct BatchList {
@@ -46,10 +66,13 @@ struct Op {
     const Circuit *circuit;
     Chunk *out;        /* output of the current step */
     void *st;          /* operator state */
-    Exchange *x;       /* shared with the other workers' instances, or NULL */
+    Shard *sh;         /* its outboxes and inboxes (owned by the runtime), or NULL */
     int (*eval)(Op *op, OpEnv *env, Chunk **in);
     void (*begin)(Op *op, OpEnv *env);
     int (*push)(Op *op, OpEnv *env, int input, Chunk *c);
+    /* The end of the routing phase (NULL: nothing to do): send what push()
+       kept back (the aggregate's local partials). */
+    void (*flush)(Op *op, OpEnv *env);
     int (*finish)(Op *op, OpEnv *env);
     /* Rollback of a step that failed before any finish() (a runtime error
        in a linear operator over the step's input): withdraw what push() of
@@ -84,10 +107,11 @@ struct Op {
                       int nold, Err *err);
 };
 
-/* How many exchange channels node n needs (0 = no exchange). */
-int op_exchange_channels(const CNode *n);
-/* New instance of node n for one worker; x is the node's shared exchange. */
-Op *op_new(const Circuit *c, const CNode *n, Exchange *x);
+/* How many shard channels node n needs (0 = it exchanges nothing). */
+int op_shard_channels(const CNode *n);
+/* New instance of node n for one worker; sh (NULL when n needs no
+   channels) stays the caller's and must outlive the instance. */
+Op *op_new(const Circuit *c, const CNode *n, Shard *sh);
 void op_free(Op *op);
 
 /* Checkpoint helpers: append references to t's spine batches to out, and
@@ -104,16 +128,8 @@ Batch *op_owned_sum(Batch *const *b, int n, int w, int W, bool global);
    counts vanish), as save() functions write them. */
 Batch *op_header(const char *const *names, const int64_t *counts, int n);
 
-/* Whole-step evaluation of a streamed operator: begin, push each input,
-   finish (installed as eval by the streamed operators). */
-int op_eval_streamed(Op *op, OpEnv *env, Chunk **in);
 /* An empty chunk with n's output types. */
 Chunk *op_empty(Arena *a, const CNode *n);
-/* Destination worker of an encoded key. */
-static inline int op_route(const uint8_t *k, size_t kn, int nworkers)
-{
-    return nworkers == 1 ? 0 : (int)(sl_hash(k, kn) % (uint64_t)nworkers);
-}
 
 /* Growable output chunk in a step arena. */
 typedef struct ChunkOut {

@@ -9,9 +9,10 @@
  * group and read it for touched groups.
  *
  * Combine before exchange: when every aggregate is linear, each worker
- * first folds its input into local partial accumulators per group, and
- * only the partials (a few per group, not one per row) cross to the group's
- * owner worker. Otherwise rows are exchanged and folded by the owner.
+ * first folds its input into local partial accumulators per group (push),
+ * and only the partials (a few per group, not one per row) cross to the
+ * group's owner worker (flush, shard.h). Otherwise rows are routed to the
+ * owner and folded there.
  *
  * A global aggregate (no GROUP BY) has one group with an empty key, owned
  * by worker 0, present from the first step on: COUNT(*) is 0 and SUM is
@@ -44,6 +45,7 @@
 #include <stdlib.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../zset/batch.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
@@ -113,22 +115,13 @@ static void touch(AggSt *s, Group *g, int64_t step)
     if (g->touched == step)
         return;
     g->touched = step;
-    if (s->ntouched == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 64;
-        s->touched = sl_realloc(s->touched, sizeof(Group *) * (size_t)s->cap);
-    }
-    s->touched[s->ntouched++] = g;
+    *VEC_PUSH(s->touched, s->ntouched, s->cap) = g;
 }
 
 static void add_garbage(AggSt *s, uint8_t *p)
 {
-    if (!p)
-        return;
-    if (s->ngarbage == s->capg) {
-        s->capg = s->capg ? s->capg * 2 : 64;
-        s->garbage = sl_realloc(s->garbage, sizeof(uint8_t *) * (size_t)s->capg);
-    }
-    s->garbage[s->ngarbage++] = p;
+    if (p)
+        *VEC_PUSH(s->garbage, s->ngarbage, s->capg) = p;
 }
 
 /*
@@ -145,7 +138,9 @@ typedef struct Local {
     size_t *koff;        /* per slot + 1: offsets into keys */
     int64_t *ikey;       /* per slot: the integer key (integer paths) */
     uint8_t *parts;      /* per slot: Part of partsz bytes */
-    int64_t nslots, capslots;
+    int64_t nslots;
+    int64_t capk, capi;  /* of koff and ikey */
+    size_t capp;         /* bytes of parts */
     int64_t *hk;         /* integer key table: keys */
     int64_t *hv;         /* ... slot + 1, 0 = empty */
     size_t hcap;
@@ -166,12 +161,9 @@ static Part *local_part(AggSt *s, Local *l, int64_t slot)
    encoded now (the chunk may be gone when the slots are sent). */
 static int64_t local_new_slot(AggSt *s, Local *l, const Chunk *c, int64_t r, int64_t ikey)
 {
-    if (l->nslots == l->capslots) {
-        l->capslots = l->capslots ? l->capslots * 2 : 64;
-        l->koff = sl_realloc(l->koff, sizeof(size_t) * (size_t)(l->capslots + 1));
-        l->ikey = sl_realloc(l->ikey, sizeof(int64_t) * (size_t)l->capslots);
-        l->parts = sl_realloc(l->parts, s->partsz * (size_t)l->capslots);
-    }
+    VEC_RESERVE(l->koff, l->capk, l->nslots + 2);
+    VEC_RESERVE(l->ikey, l->capi, l->nslots + 1);
+    VEC_RESERVE(l->parts, l->capp, (size_t)(l->nslots + 1) * s->partsz);
     memset(l->parts + (size_t)l->nslots * s->partsz, 0, s->partsz);
     if (l->nslots == 0) {
         buf_reset(&l->keys);
@@ -244,10 +236,7 @@ static void int_table_grow(Local *l)
 static void assign_slots(AggSt *s, Local *l, const Chunk *c)
 {
     int64_t n = c->n;
-    if (n > l->cap) {
-        l->cap = n;
-        l->slot = sl_realloc(l->slot, sizeof(int64_t) * (size_t)n);
-    }
+    VEC_RESERVE(l->slot, l->cap, n);
     if (s->ngroup == 0) {
         if (n && l->nslots == 0)
             local_new_slot(s, l, c, 0, 0);
@@ -375,16 +364,6 @@ static void fold_chunk(Op *op, AggSt *s, const Chunk *c, Local *l)
     }
 }
 
-/* Push p onto a growable pointer array. */
-static void ptr_add(void ***a, int64_t *n, int64_t *cap, void *p)
-{
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 64;
-        *a = sl_realloc(*a, sizeof(void *) * (size_t)*cap);
-    }
-    (*a)[(*n)++] = p;
-}
-
 /* Bytes of a Group with its accumulators (the map's payload). */
 static size_t group_size(const AggSt *s) { return sizeof(Group) + s->partsz - sizeof(Part); }
 
@@ -410,7 +389,7 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
         memcpy(g->key, k, kn);
         g->klen = (uint32_t)kn;
         g->touched = -1;
-        ptr_add((void ***)&s->created, &s->ncreated, &s->capc, g);
+        *VEC_PUSH(s->created, s->ncreated, s->capc) = g;
     } else if (g->touched != step) {
         log_group(s, g);
     }
@@ -431,27 +410,6 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
     touch(s, g, step);
 }
 
-typedef struct ValW {
-    const uint8_t *v;
-    size_t n;
-    int64_t w;
-} ValW;
-
-typedef struct Collect {
-    ValW *v;
-    int64_t n, cap;
-} Collect;
-
-static void collect_cb(void *ctx, const uint8_t *val, size_t vn, int64_t w)
-{
-    Collect *c = ctx;
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 16;
-        c->v = sl_realloc(c->v, sizeof(ValW) * (size_t)c->cap);
-    }
-    c->v[c->n++] = (ValW){val, vn, w};
-}
-
 static int valw_cmp(const void *a, const void *b)
 {
     const ValW *x = a, *y = b;
@@ -466,9 +424,9 @@ static int valw_cmp(const void *a, const void *b)
    with a positive total weight, or NULL. */
 static const uint8_t *minmax_value(Trace *t, const Group *g, bool want_max)
 {
-    Collect c = {0};
+    ValWs c = {0};
     const uint8_t *best = NULL;
-    trace_for_key(t, g->key, g->klen, collect_cb, &c);
+    trace_for_key(t, g->key, g->klen, op_valw_add, &c);
     if (c.n) {
         qsort(c.v, (size_t)c.n, sizeof(ValW), valw_cmp);
         for (int64_t i = 0; i < c.n;) {
@@ -492,11 +450,11 @@ static const uint8_t *minmax_value(Trace *t, const Group *g, bool want_max)
 static void distinct_fold(Trace *t, const Group *g, SqlType in_t, Chunk *one, int64_t *cnt,
                           __int128 *isum, XSum *fsum)
 {
-    Collect c = {0};
+    ValWs c = {0};
     *cnt = 0;
     *isum = 0;
     memset(fsum, 0, sizeof(*fsum));
-    trace_for_key(t, g->key, g->klen, collect_cb, &c);
+    trace_for_key(t, g->key, g->klen, op_valw_add, &c);
     if (c.n)
         qsort(c.v, (size_t)c.n, sizeof(ValW), valw_cmp);
     for (int64_t i = 0; i < c.n;) {
@@ -660,7 +618,7 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
             key_decode(g->out, n->types, n->ncol, co->c, 0, r);
             co->c->w[r] = 1;
         } else {
-            ptr_add((void ***)&s->dead, &s->ndead, &s->capd, g); /* deleted at step end */
+            *VEC_PUSH(s->dead, s->ndead, s->capd) = g; /* deleted at step end */
         }
     }
     return 0;
@@ -669,90 +627,74 @@ static int emit(Op *op, OpEnv *env, AggSt *s, ChunkOut *co)
 static void begin_agg(Op *op, OpEnv *env)
 {
     AggSt *s = op->st;
-    for (int d = 0; d < env->nworkers; d++)
-        buf_reset(xchg_buf(op->x, env->worker, d, 0));
     local_reset(s->local);
 }
 
-/* Phase 1, per morsel: linear aggregates fold into local partials; others
+/* A row's record: key = its group key, value = the aggregates' arguments. */
+static void enc_agg(void *ctx, int ch, const Chunk *c, int64_t r, Buf *k, Buf *v)
+{
+    const AggSt *s = ((Op *)ctx)->st;
+    key_encode(c, s->gcols, s->ngroup, r, k);
+    key_encode(c, s->acols, s->nin - s->ngroup, r, v);
+}
+
+/* Routing, per morsel: linear aggregates fold into local partials; others
    route each row to its group's owner. */
 static int push_agg(Op *op, OpEnv *env, int input, Chunk *c)
 {
-    const CNode *n = op->node;
     AggSt *s = op->st;
-    int W = env->nworkers, me = env->worker;
-    (void)input;
-    if (n->linear) {
+    if (op->node->linear)
         fold_chunk(op, s, c, s->local);
-        return 0;
-    }
-    for (int64_t r = 0; r < c->n; r++) {
-        buf_reset(&s->kb);
-        buf_reset(&s->vb);
-        key_encode(c, s->gcols, s->ngroup, r, &s->kb);
-        key_encode(c, s->acols, s->nin - s->ngroup, r, &s->vb);
-        int d = s->ngroup ? op_route(s->kb.p, s->kb.n, W) : 0;
-        xrec_put(xchg_buf(op->x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, s->vb.p,
-                 (uint32_t)s->vb.n, c->w[r]);
-    }
+    else
+        shard_rows(op->sh, 0, c, s->ngroup == 0, enc_agg, op);
     return 0;
+}
+
+/* The end of routing: the local partials go to their groups' owners. */
+static void flush_agg(Op *op, OpEnv *env)
+{
+    AggSt *s = op->st;
+    Local *l = s->local;
+    if (!op->node->linear)
+        return;
+    for (int64_t i = 0; i < l->nslots; i++) {
+        size_t kn;
+        const uint8_t *k = local_key(l, i, &kn);
+        shard_put(op->sh, 0, shard_owner(op->sh, k, kn, s->ngroup == 0), k, kn,
+                  (const uint8_t *)local_part(s, l, i), s->partsz, 1);
+    }
 }
 
 static int finish_agg(Op *op, OpEnv *env)
 {
     const CNode *n = op->node;
     AggSt *s = op->st;
-    int W = env->nworkers, me = env->worker;
-    Exchange *x = op->x;
-    if (n->linear) {
-        Local *l = s->local;
-        for (int64_t i = 0; i < l->nslots; i++) {
-            size_t kn;
-            const uint8_t *k = local_key(l, i, &kn);
-            int d = s->ngroup ? op_route(k, kn, W) : 0;
-            xrec_put(xchg_buf(x, me, d, 0), k, (uint32_t)kn,
-                     (const uint8_t *)local_part(s, l, i), (uint32_t)s->partsz, 1);
-        }
-    }
-    xchg_wait(x, me);
-
-    /* phase 2: fold what this worker owns into the groups */
+    int me = env->worker;
+    ShardPos p = SHARD_POS_INIT;
+    XRec r;
+    /* fold what this worker owns into the groups */
     s->ntouched = 0;
     if (n->global && env->step == 0 && me == 0) {
         Part *zero = arena_zalloc(env->arena, s->partsz);
         merge_part(s, (const uint8_t *)"", 0, zero, env->step);
     }
     if (n->linear) {
-        for (int f = 0; f < W; f++) {
-            const Buf *b = xchg_buf(x, f, me, 0);
-            size_t pos = 0;
-            XRec r;
-            while (xrec_next(b, &pos, &r)) {
-                Part *p = arena_alloc(env->arena, s->partsz);
-                memcpy(p, r.v, s->partsz); /* align */
-                merge_part(s, r.k, r.kn, p, env->step);
-            }
+        while (shard_next(op->sh, 0, &p, &r)) {
+            Part *part = arena_alloc(env->arena, s->partsz);
+            memcpy(part, r.v, s->partsz); /* align */
+            merge_part(s, r.k, r.kn, part, env->step);
         }
     } else {
         int64_t nrec = 0;
-        for (int f = 0; f < W; f++) {
-            const Buf *b = xchg_buf(x, f, me, 0);
-            size_t pos = 0;
-            XRec r;
-            while (xrec_next(b, &pos, &r))
-                nrec++;
-        }
+        while (shard_next(op->sh, 0, &p, &r))
+            nrec++;
         Chunk *rows = chunk_new(env->arena, s->nin, s->in_types, nrec);
-        for (int f = 0; f < W; f++) {
-            const Buf *b = xchg_buf(x, f, me, 0);
-            size_t pos = 0;
-            XRec r;
-            while (xrec_next(b, &pos, &r)) {
-                int64_t i = rows->n++;
-                key_decode(r.k, s->in_types, s->ngroup, rows, 0, i);
-                key_decode(r.v, s->in_types + s->ngroup, s->nin - s->ngroup, rows, s->ngroup, i);
-                rows->w[i] = r.w;
-            }
+        p = (ShardPos)SHARD_POS_INIT;
+        while (shard_next(op->sh, 0, &p, &r)) {
+            int64_t i = rows->n++;
+            key_decode(r.k, s->in_types, s->ngroup, rows, 0, i);
+            key_decode(r.v, s->in_types + s->ngroup, s->nin - s->ngroup, rows, s->ngroup, i);
+            rows->w[i] = r.w;
         }
         Local *l = s->local;
         local_reset(l);
@@ -1136,9 +1078,9 @@ int op_agg_init(Op *op)
     for (int j = s->ngroup; j < s->nin; j++)
         s->acols[j - s->ngroup] = j;
     op->st = s;
-    op->eval = op_eval_streamed;
     op->begin = begin_agg;
     op->push = push_agg;
+    op->flush = flush_agg;
     op->finish = finish_agg;
     op->step_end = step_end_agg;
     op->undo = undo_agg;

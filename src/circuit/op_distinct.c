@@ -23,26 +23,17 @@
 
 typedef struct DistinctSt {
     Trace *rows; /* integral: key = row encoding, empty value */
-    Buf kb;
 } DistinctSt;
 
-static void begin_distinct(Op *op, OpEnv *env)
+/* A row's record: key = the row's encoding, no value. */
+static void enc_distinct(void *ctx, int ch, const Chunk *c, int64_t r, Buf *k, Buf *v)
 {
-    for (int d = 0; d < env->nworkers; d++)
-        buf_reset(xchg_buf(op->x, env->worker, d, 0));
+    key_encode_row(c, r, k);
 }
 
 static int push_distinct(Op *op, OpEnv *env, int input, Chunk *c)
 {
-    DistinctSt *s = op->st;
-    int W = env->nworkers, me = env->worker;
-    (void)input;
-    for (int64_t r = 0; r < c->n; r++) {
-        buf_reset(&s->kb);
-        key_encode_row(c, r, &s->kb);
-        int d = op_route(s->kb.p, s->kb.n, W);
-        xrec_put(xchg_buf(op->x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, NULL, 0, c->w[r]);
-    }
+    shard_rows(op->sh, 0, c, false, enc_distinct, op);
     return 0;
 }
 
@@ -57,18 +48,7 @@ static int finish_distinct(Op *op, OpEnv *env)
 {
     DistinctSt *s = op->st;
     const CNode *n = op->node;
-    Exchange *x = op->x;
-    int W = env->nworkers, me = env->worker;
-    xchg_wait(x, me);
-    BatchBuilder *bb = bb_new();
-    for (int f = 0; f < W; f++) {
-        const Buf *b = xchg_buf(x, f, me, 0);
-        size_t pos = 0;
-        XRec r;
-        while (xrec_next(b, &pos, &r))
-            bb_add(bb, r.k, r.kn, NULL, 0, r.w);
-    }
-    Batch *delta = bb_finish(bb);
+    Batch *delta = shard_batch(op->sh, 0);
     ChunkOut co;
     cout_init(&co, env->arena, n->ncol, n->types, delta->n);
     TraceCursor *cur = trace_cursor_new(s->rows);
@@ -106,7 +86,6 @@ static void free_distinct(Op *op)
 {
     DistinctSt *s = op->st;
     trace_free(s->rows);
-    buf_free(&s->kb);
     sl_free(s);
 }
 
@@ -176,8 +155,6 @@ int op_distinct_init(Op *op)
     DistinctSt *s = sl_calloc(1, sizeof(*s));
     s->rows = trace_new();
     op->st = s;
-    op->eval = op_eval_streamed;
-    op->begin = begin_distinct;
     op->push = push_distinct;
     op->finish = finish_distinct;
     op->step_end = step_end_distinct;

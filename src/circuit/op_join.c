@@ -31,29 +31,7 @@ typedef struct JoinSt {
     const SqlType *types[2];
     const int *keys[2];
     int nkeys;
-    Buf kb, vb;
 } JoinSt;
-
-typedef struct Match {
-    const uint8_t *v;
-    int64_t w;
-} Match;
-
-typedef struct Matches {
-    Match *m;
-    int64_t n, cap;
-} Matches;
-
-static void add_match(void *ctx, const uint8_t *val, size_t vn, int64_t w)
-{
-    Matches *ms = ctx;
-    (void)vn;
-    if (ms->n == ms->cap) {
-        ms->cap = ms->cap ? ms->cap * 2 : 16;
-        ms->m = sl_realloc(ms->m, sizeof(Match) * (size_t)ms->cap);
-    }
-    ms->m[ms->n++] = (Match){val, w};
-}
 
 static void emit(Op *op, JoinSt *s, ChunkOut *co, const uint8_t *l, const uint8_t *r, int64_t w)
 {
@@ -68,7 +46,7 @@ static void emit(Op *op, JoinSt *s, ChunkOut *co, const uint8_t *l, const uint8_
    non-NULL). Returns false, or true when the thread's budget (a /query's,
    base/budget.h) stopped it part way. */
 static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side, Trace *t,
-                       const Batch *dother, Matches *ms)
+                       const Batch *dother, ValWs *ms)
 {
     bool stopped = false;
     unsigned emitted = 0;
@@ -80,11 +58,11 @@ static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
         while (j < d->n && batch_klen(d, j) == kn && !memcmp(batch_key(d, j), k, kn))
             j++;
         ms->n = 0;
-        trace_cursor_for_key(cur, k, kn, add_match, ms);
+        trace_cursor_for_key(cur, k, kn, op_valw_add, ms);
         if (dother) {
             for (int64_t o = batch_seek(dother, k, kn);
                  o < dother->n && batch_key_cmp(dother, o, k, kn) == 0; o++)
-                add_match(ms, batch_val(dother, o), batch_vlen(dother, o), dother->w[o]);
+                op_valw_add(ms, batch_val(dother, o), batch_vlen(dother, o), dother->w[o]);
         }
         for (int64_t a = i; a < j && !stopped; a++)
             for (int64_t b = 0; b < ms->n; b++) {
@@ -92,8 +70,8 @@ static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
                     stopped = true;
                     break;
                 }
-                const uint8_t *mine = batch_val(d, a), *other = ms->m[b].v;
-                int64_t w = d->w[a] * ms->m[b].w;
+                const uint8_t *mine = batch_val(d, a), *other = ms->v[b].v;
+                int64_t w = d->w[a] * ms->v[b].w;
                 if (side == 0)
                     emit(op, s, co, mine, other, w);
                 else
@@ -107,53 +85,30 @@ static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
     return stopped;
 }
 
-static void begin_join(Op *op, OpEnv *env)
+/* A row of side ch: key = its join key, value = the row's encoding. */
+static void enc_join(void *ctx, int ch, const Chunk *c, int64_t r, Buf *k, Buf *v)
 {
-    for (int side = 0; side < 2; side++)
-        for (int d = 0; d < env->nworkers; d++)
-            buf_reset(xchg_buf(op->x, env->worker, d, side));
+    const JoinSt *s = ((Op *)ctx)->st;
+    key_encode(c, s->keys[ch], s->nkeys, r, k);
+    key_encode_row(c, r, v);
 }
 
 static int push_join(Op *op, OpEnv *env, int side, Chunk *c)
 {
-    JoinSt *s = op->st;
-    int W = env->nworkers, me = env->worker;
-    for (int64_t r = 0; r < c->n; r++) {
-        buf_reset(&s->kb);
-        buf_reset(&s->vb);
-        key_encode(c, s->keys[side], s->nkeys, r, &s->kb);
-        key_encode_row(c, r, &s->vb);
-        int d = op_route(s->kb.p, s->kb.n, W);
-        xrec_put(xchg_buf(op->x, me, d, side), s->kb.p, (uint32_t)s->kb.n, s->vb.p,
-                 (uint32_t)s->vb.n, c->w[r]);
-    }
+    shard_rows(op->sh, side, c, false, enc_join, op);
     return 0;
 }
 
 static int finish_join(Op *op, OpEnv *env)
 {
     JoinSt *s = op->st;
-    Exchange *x = op->x;
-    int W = env->nworkers, me = env->worker;
-    xchg_wait(x, me);
-    Batch *delta[2];
-    for (int side = 0; side < 2; side++) {
-        BatchBuilder *bb = bb_new();
-        for (int f = 0; f < W; f++) {
-            const Buf *b = xchg_buf(x, f, me, side);
-            size_t pos = 0;
-            XRec r;
-            while (xrec_next(b, &pos, &r))
-                bb_add(bb, r.k, r.kn, r.v, r.vn, r.w);
-        }
-        delta[side] = bb_finish(bb);
-    }
+    Batch *delta[2] = {shard_batch(op->sh, 0), shard_batch(op->sh, 1)};
     ChunkOut co;
-    Matches ms = {0};
+    ValWs ms = {0};
     cout_init(&co, env->arena, op->node->ncol, op->node->types, 64);
     bool stopped = join_delta(op, s, &co, delta[0], 0, s->t[1], delta[1], &ms) ||
                    join_delta(op, s, &co, delta[1], 1, s->t[0], NULL, &ms);
-    sl_free(ms.m);
+    sl_free(ms.v);
     trace_insert_take(s->t[0], delta[0]);
     trace_insert_take(s->t[1], delta[1]);
     op->out = co.c;
@@ -180,8 +135,6 @@ static void free_join(Op *op)
     JoinSt *s = op->st;
     trace_free(s->t[0]);
     trace_free(s->t[1]);
-    buf_free(&s->kb);
-    buf_free(&s->vb);
     sl_free(s);
 }
 
@@ -283,8 +236,6 @@ int op_join_init(Op *op)
     s->keys[1] = n->rkeys;
     s->nkeys = n->nkeys;
     op->st = s;
-    op->eval = op_eval_streamed;
-    op->begin = begin_join;
     op->push = push_join;
     op->finish = finish_join;
     op->step_end = step_end_join;

@@ -9,6 +9,7 @@
 #include "../base/mem.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
+#include "../zset/xrec.h"
 
 typedef struct SinkSt {
     HMap *mat;      /* materialized contents, or NULL */
@@ -212,7 +213,6 @@ int op_sink_init(Op *op)
     s->conns = !r->is_table && r->connectors && cJSON_GetArraySize(r->connectors) > 0;
     s->outputs = s->conns;
     op->st = s;
-    op->eval = op_eval_streamed;
     op->begin = begin_sink;
     op->push = push_sink;
     op->unpush = unpush_sink;

@@ -6,7 +6,7 @@
  * are kept by key, sharded across workers by the key's hash.
  *
  * Changes are applied in input order: each worker receives its inputs in
- * source order and reads the other workers' outboxes in worker order, which
+ * source order and reads the records routed to it in worker order, which
  * is the order the controller split the step's rows in.
  *
  * Rollback (undo): every change of the step is logged as (key, the row
@@ -22,6 +22,7 @@
 #include "op.h"
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
 
@@ -37,27 +38,12 @@ typedef struct UpsertSt {
     uint8_t **made;    /* encodings allocated this step (freed by undo) */
     int64_t nmade, capm;
     Buf undo;          /* this step's changes: u32 kn, key, old enc pointer, u32 old n */
-    Buf kb, vb;
     Batch *saved;      /* the rows as of the last save(), while unchanged */
 } UpsertSt;
 
-static void retire(UpsertSt *s, uint8_t *p)
-{
-    if (s->ngarbage == s->capg) {
-        s->capg = s->capg ? s->capg * 2 : 64;
-        s->garbage = sl_realloc(s->garbage, sizeof(uint8_t *) * (size_t)s->capg);
-    }
-    s->garbage[s->ngarbage++] = p;
-}
+static void retire(UpsertSt *s, uint8_t *p) { *VEC_PUSH(s->garbage, s->ngarbage, s->capg) = p; }
 
-static void made(UpsertSt *s, uint8_t *p)
-{
-    if (s->nmade == s->capm) {
-        s->capm = s->capm ? s->capm * 2 : 64;
-        s->made = sl_realloc(s->made, sizeof(uint8_t *) * (size_t)s->capm);
-    }
-    s->made[s->nmade++] = p;
-}
+static void made(UpsertSt *s, uint8_t *p) { *VEC_PUSH(s->made, s->nmade, s->capm) = p; }
 
 /* Log the row of key k as it is before a change. */
 static void log_row(UpsertSt *s, const uint8_t *k, uint32_t kn, const Row *row)
@@ -75,28 +61,17 @@ static void emit(const CNode *n, ChunkOut *co, const uint8_t *enc, int64_t w)
     co->c->w[r] = w;
 }
 
-static void begin_upsert(Op *op, OpEnv *env)
+/* A row's record: key = its primary key, value = the row's encoding. */
+static void enc_upsert(void *ctx, int ch, const Chunk *c, int64_t r, Buf *k, Buf *v)
 {
-    for (int d = 0; d < env->nworkers; d++)
-        buf_reset(xchg_buf(op->x, env->worker, d, 0));
+    const CNode *n = ((Op *)ctx)->node;
+    key_encode(c, n->pk, n->npk, r, k);
+    key_encode_row(c, r, v);
 }
 
 static int push_upsert(Op *op, OpEnv *env, int input, Chunk *c)
 {
-    UpsertSt *s = op->st;
-    const CNode *n = op->node;
-    Exchange *x = op->x;
-    int W = env->nworkers, me = env->worker;
-    (void)input;
-    for (int64_t r = 0; r < c->n; r++) {
-        buf_reset(&s->kb);
-        buf_reset(&s->vb);
-        key_encode(c, n->pk, n->npk, r, &s->kb);
-        key_encode_row(c, r, &s->vb);
-        int d = op_route(s->kb.p, s->kb.n, W);
-        xrec_put(xchg_buf(x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, s->vb.p, (uint32_t)s->vb.n,
-                 c->w[r]);
-    }
+    shard_rows(op->sh, 0, c, false, enc_upsert, op);
     return 0;
 }
 
@@ -104,43 +79,37 @@ static int finish_upsert(Op *op, OpEnv *env)
 {
     UpsertSt *s = op->st;
     const CNode *n = op->node;
-    Exchange *x = op->x;
-    int W = env->nworkers, me = env->worker;
-    xchg_wait(x, me);
     ChunkOut co;
     cout_init(&co, env->arena, n->ncol, n->types, 64);
-    for (int f = 0; f < W; f++) {
-        const Buf *b = xchg_buf(x, f, me, 0);
-        size_t pos = 0;
-        XRec r;
-        while (xrec_next(b, &pos, &r)) {
-            uint64_t h = sl_hash(r.k, r.kn);
-            /* an insertion of weight k > 1 is k upserts of one row: after
-               the first, each replaces the row with itself (-row +row), so
-               one is the same change */
-            if (r.w == 0)
-                continue;
-            do {
-                bool created;
-                Row *row = hmap_upsert(s->rows, r.k, r.kn, h, &created);
-                log_row(s, r.k, r.kn, row);
-                if (row->enc) {
-                    emit(n, &co, row->enc, -1);
-                    retire(s, row->enc);
-                    row->enc = NULL;
-                }
-                if (r.w > 0) {
-                    row->enc = sl_malloc(r.vn);
-                    made(s, row->enc);
-                    memcpy(row->enc, r.v, r.vn);
-                    row->n = r.vn;
-                    emit(n, &co, row->enc, 1);
-                } else {
-                    hmap_delete(s->rows, r.k, r.kn, h);
-                    break;
-                }
-            } while (0);
-        }
+    ShardPos p = SHARD_POS_INIT;
+    XRec r;
+    while (shard_next(op->sh, 0, &p, &r)) {
+        uint64_t h = sl_hash(r.k, r.kn);
+        /* an insertion of weight k > 1 is k upserts of one row: after
+           the first, each replaces the row with itself (-row +row), so
+           one is the same change */
+        if (r.w == 0)
+            continue;
+        do {
+            bool created;
+            Row *row = hmap_upsert(s->rows, r.k, r.kn, h, &created);
+            log_row(s, r.k, r.kn, row);
+            if (row->enc) {
+                emit(n, &co, row->enc, -1);
+                retire(s, row->enc);
+                row->enc = NULL;
+            }
+            if (r.w > 0) {
+                row->enc = sl_malloc(r.vn);
+                made(s, row->enc);
+                memcpy(row->enc, r.v, r.vn);
+                row->n = r.vn;
+                emit(n, &co, row->enc, 1);
+            } else {
+                hmap_delete(s->rows, r.k, r.kn, h);
+                break;
+            }
+        } while (0);
     }
     if (co.c->n > 0 && s->saved) { /* rows changed */
         batch_unref(s->saved);
@@ -226,8 +195,6 @@ static void free_upsert(Op *op)
     sl_free(s->garbage);
     sl_free(s->made);
     buf_free(&s->undo);
-    buf_free(&s->kb);
-    buf_free(&s->vb);
     if (s->saved)
         batch_unref(s->saved);
     sl_free(s);
@@ -305,8 +272,6 @@ int op_upsert_init(Op *op)
     UpsertSt *s = sl_calloc(1, sizeof(*s));
     s->rows = hmap_new(sizeof(Row));
     op->st = s;
-    op->eval = op_eval_streamed;
-    op->begin = begin_upsert;
     op->push = push_upsert;
     op->finish = finish_upsert;
     op->step_end = step_end_upsert;

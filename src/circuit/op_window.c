@@ -6,10 +6,13 @@
  *
  * Delta rule: for every partition touched in a step, each row whose output
  * can have changed is emitted as -(old output) +(new output), unchanged
- * outputs cancelling. Rows are exchanged by the hash of their partition key
- * (all to worker 0 without PARTITION BY); a partition lives on one worker
- * in an ordered tree (otree.h) that answers for the state before the step
- * (version 0) and after it (version 1), so both outputs come from one tree.
+ * outputs cancelling. The state, its routing by partition key, its step
+ * and its checkpoints are the partitioned ordered state of pstate.h: a
+ * partition lives on one worker in an ordered tree (otree.h) that answers
+ * for the state before the step (version 0) and after it (version 1), so
+ * both outputs come from one tree; this file computes what a touched
+ * partition emits. Its nodes carry the decoded values the functions read
+ * (set_vals) and prefix sums of the integer ones.
  *
  * Which rows can change: for every changed row e and function f, an
  * interval of the partition (in row order) that contains e and every row
@@ -37,34 +40,18 @@
  * PRECEDING change every row after (before) a change: there m is the
  * size of the output change itself.
  *
- * Checkpoints: the state is the partitions' rows, saved as one batch of
- * (partition key, row encoding, multiplicity) (otree.h), kept while no step
- * changes it; load() inserts them as finish() does, without output. The
- * evaluators (FEval) hold nothing between steps.
+ * Checkpoints (pstate.h) hold the partitions' rows: the evaluators (FEval)
+ * hold nothing between steps.
  */
-#include "op.h"
+#include "pstate.h"
 
 #include <math.h>
 #include <stdlib.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../expr/xsum.h"
-#include "../zset/batch.h"
-#include "../zset/hmap.h"
 #include "../zset/key.h"
-#include "otree.h"
-
-typedef struct WPart {
-    uint8_t *key; /* partition key encoding (owned) */
-    uint32_t klen;
-    int64_t stamp; /* last step in which the partition changed */
-    OTree t;
-} WPart;
-
-typedef struct Changed {
-    WPart *part;
-    ONode *n;
-} Changed;
 
 typedef struct PCur { /* a row of one version: node, copy, position */
     ONode *n;
@@ -97,19 +84,12 @@ typedef struct Ival {
 } Ival;
 
 typedef struct WinSt {
-    HMap *parts;
-    OLayout lay;
-    const SqlType *in_types;
-    int nin, nfn;
-    SqlType *ord_types;
+    PState ps;           /* must be first (pstate.h) */
+    int nfn;
     int nval;
     int *val_col;        /* per value slot: the input column decoded into nodes */
     int *sum_of;         /* per sum slot: its value slot */
     int *fn_arg, *fn_def, *fn_key, *fn_sum; /* per function: value/sum slot or -1 */
-    Changed *chg;
-    int64_t nchg, capchg;
-    WPart **touched;
-    int64_t ntouched, captouched;
     FEval *ev;           /* [function * 2 + version] */
     Ival *iv;
     int64_t niv, capiv;
@@ -118,8 +98,7 @@ typedef struct WinSt {
     Arena *scratch_arena;
     Chunk *scratch;      /* one input row, for decoding values into nodes */
     Chunk *kscratch;     /* one order key value, for RANGE bound keys */
-    Buf kb, vb, tmp, key[2];
-    Batch *saved;        /* the state as of the last save() or load(), while unchanged */
+    Buf tmp, key[2];     /* scratch of RANGE bound keys */
 } WinSt;
 
 /* ---- cursors --------------------------------------------------------------- */
@@ -195,7 +174,7 @@ static void set_val(Vec *v, int64_t r, const OVal *x)
 
 static const OVal *node_val(const WinSt *s, const ONode *x, int slot)
 {
-    return &onode_vals(&s->lay, x)[slot];
+    return &onode_vals(&s->ps.lay, x)[slot];
 }
 
 /* ---- frame accumulators ------------------------------------------------- */
@@ -242,11 +221,7 @@ static void acc_row(const WinSt *s, const WinFunc *f, int fi, FEval *e, const PC
             e->dqt -= e->dqh;
             e->dqh = 0;
         }
-        if (e->dqt == e->dqcap) {
-            e->dqcap = e->dqcap ? e->dqcap * 2 : 64;
-            e->dq = sl_realloc(e->dq, sizeof(DQ) * (size_t)e->dqcap);
-        }
-        e->dq[e->dqt++] = (DQ){c->pos, x};
+        *VEC_PUSH(e->dq, e->dqt, e->dqcap) = (DQ){c->pos, x};
         return;
     }
     if (x->null)
@@ -387,8 +362,8 @@ static void acc_init(WinSt *s, const WinFunc *f, int fi, FEval *e, const OTree *
         }
         __int128 s1, s0;
         int64_t n1, n0;
-        otree_prefix_sum(&s->lay, t, v, s->fn_sum[fi], E, &s1, &n1);
-        otree_prefix_sum(&s->lay, t, v, s->fn_sum[fi], S, &s0, &n0);
+        otree_prefix_sum(&s->ps.lay, t, v, s->fn_sum[fi], E, &s1, &n1);
+        otree_prefix_sum(&s->ps.lay, t, v, s->fn_sum[fi], S, &s0, &n0);
         e->isum = s1 - s0;
         e->nn = n1 - n0;
         return;
@@ -539,9 +514,9 @@ static void emit_copy(WinSt *s, const CNode *nd, ChunkOut *co, const ONode *x, c
                       int64_t w)
 {
     int64_t r = cout_row(co);
-    key_decode(x->enc + x->sklen, s->in_types, s->nin, co->c, 0, r);
+    key_decode(x->enc + x->sklen, s->ps.in_types, s->ps.nin, co->c, 0, r);
     for (int f = 0; f < s->nfn; f++)
-        set_val(&co->c->col[s->nin + f], r, &vals[f]);
+        set_val(&co->c->col[s->ps.nin + f], r, &vals[f]);
     co->c->w[r] = w;
 }
 
@@ -560,10 +535,7 @@ static int eval_interval(OpEnv *env, WinSt *s, const CNode *nd, const OTree *t, 
         q[v] = otree_before(lo, v);
     for (ONode *x = lo;; x = otree_next(x)) {
         int64_t n0 = x->w[0], n1 = x->w[1], need = (n0 + n1) * nf;
-        if (need > s->capvals) {
-            s->capvals = need * 2;
-            s->vals = sl_realloc(s->vals, sizeof(OVal) * (size_t)s->capvals);
-        }
+        VEC_RESERVE(s->vals, s->capvals, need);
         OVal *ov = s->vals, *nv = s->vals + n0 * nf;
         for (int64_t c = 0; c < n0; c++, q[0]++)
             for (int f = 0; f < nf; f++)
@@ -592,11 +564,7 @@ static int eval_interval(OpEnv *env, WinSt *s, const CNode *nd, const OTree *t, 
 
 static void add_ival(WinSt *s, ONode *lo, ONode *hi)
 {
-    if (s->niv == s->capiv) {
-        s->capiv = s->capiv ? s->capiv * 2 : 64;
-        s->iv = sl_realloc(s->iv, sizeof(Ival) * (size_t)s->capiv);
-    }
-    s->iv[s->niv++] = (Ival){lo, hi};
+    *VEC_PUSH(s->iv, s->niv, s->capiv) = (Ival){lo, hi};
 }
 
 static int node_cmp(const ONode *a, const ONode *b)
@@ -708,10 +676,12 @@ static int ival_cmp(const void *a, const void *b)
     return node_cmp(x->lo, y->lo);
 }
 
-/* The output changes of one touched partition. */
-static int emit_part(OpEnv *env, WinSt *s, const CNode *nd, WPart *part, const Changed *chg,
-                     int64_t nc, ChunkOut *co)
+/* The output changes of one touched partition (PState.emit). */
+static int emit_part(Op *op, OpEnv *env, PPart *part, const PChanged *chg, int64_t nc,
+                     ChunkOut *co)
 {
+    WinSt *s = op->st;
+    const CNode *nd = op->node;
     OTree *t = &part->t;
     int64_t n = otree_count(t, 0) > otree_count(t, 1) ? otree_count(t, 0) : otree_count(t, 1);
     s->niv = 0;
@@ -742,39 +712,15 @@ static int emit_part(OpEnv *env, WinSt *s, const CNode *nd, WPart *part, const C
 
 /* ---- the operator ---------------------------------------------------------- */
 
-static void begin_window(Op *op, OpEnv *env)
-{
-    for (int d = 0; d < env->nworkers; d++)
-        buf_reset(xchg_buf(op->x, env->worker, d, 0));
-}
-
-/* Rows are routed as (partition key, sort key || row). */
-static int push_window(Op *op, OpEnv *env, int input, Chunk *c)
+/* A new node's values, decoded from its own bytes before it has weight
+   (PState.fresh). */
+static void set_vals(Op *op, ONode *x)
 {
     WinSt *s = op->st;
-    const CNode *n = op->node;
-    int W = env->nworkers, me = env->worker;
-    (void)input;
-    for (int64_t r = 0; r < c->n; r++) {
-        buf_reset(&s->kb);
-        buf_reset(&s->vb);
-        key_encode(c, n->part, n->npart, r, &s->kb);
-        otree_sortkey(c, r, n->ord, n->ord_desc, n->ord_nulls_first, n->nord, &s->vb, &s->tmp);
-        key_encode_row(c, r, &s->vb);
-        int d = n->npart ? op_route(s->kb.p, s->kb.n, W) : 0;
-        xrec_put(xchg_buf(op->x, me, d, 0), s->kb.p, (uint32_t)s->kb.n, s->vb.p,
-                 (uint32_t)s->vb.n, c->w[r]);
-    }
-    return 0;
-}
-
-/* A new node's values, decoded from its own bytes (before it has weight). */
-static void set_vals(WinSt *s, ONode *x)
-{
     if (!s->nval)
         return;
-    key_decode(x->enc + x->sklen, s->in_types, s->nin, s->scratch, 0, 0);
-    OVal *val = onode_vals(&s->lay, x);
+    key_decode(x->enc + x->sklen, s->ps.in_types, s->ps.nin, s->scratch, 0, 0);
+    OVal *val = onode_vals(&s->ps.lay, x);
     for (int j = 0; j < s->nval; j++) {
         const Vec *c = &s->scratch->col[s->val_col[j]];
         val[j].null = vec_is_null(c, 0);
@@ -787,214 +733,28 @@ static void set_vals(WinSt *s, ONode *x)
     }
 }
 
-/* The partition of key k, created empty when absent. */
-static WPart *part_of(WinSt *s, const uint8_t *k, size_t kn)
-{
-    bool created;
-    WPart *part = hmap_upsert(s->parts, k, kn, sl_hash(k, kn), &created);
-    if (created) {
-        part->key = sl_malloc(kn ? kn : 1);
-        memcpy(part->key, k, kn);
-        part->klen = (uint32_t)kn;
-        part->stamp = -1;
-    }
-    return part;
-}
-
-/* The node of encoding enc (sort key || row) in part, created with its
-   values when absent (*fresh set then). */
-static ONode *node_of(WinSt *s, WPart *part, const uint8_t *enc, size_t len, size_t sklen,
-                      bool *fresh)
-{
-    ONode *nd = otree_upsert(&s->lay, &part->t, enc, len, sklen, fresh);
-    if (*fresh)
-        set_vals(s, nd);
-    return nd;
-}
-
-static int finish_window(Op *op, OpEnv *env)
-{
-    WinSt *s = op->st;
-    const CNode *n = op->node;
-    Exchange *x = op->x;
-    int W = env->nworkers, me = env->worker, rc = 0;
-    xchg_wait(x, me);
-    BatchBuilder *bb = bb_new();
-    for (int f = 0; f < W; f++) {
-        const Buf *b = xchg_buf(x, f, me, 0);
-        size_t pos = 0;
-        XRec r;
-        while (xrec_next(b, &pos, &r))
-            bb_add(bb, r.k, r.kn, r.v, r.vn, r.w);
-    }
-    Batch *delta = bb_finish(bb);
-    if (delta->n && s->saved) {
-        batch_unref(s->saved);
-        s->saved = NULL;
-    }
-    ChunkOut co;
-    cout_init(&co, env->arena, n->ncol, n->types, 16);
-    for (int64_t i = 0; i < delta->n && !rc;) {
-        const uint8_t *k = batch_key(delta, i);
-        size_t kn = batch_klen(delta, i);
-        WPart *part = part_of(s, k, kn);
-        if (part->stamp != env->step) {
-            part->stamp = env->step;
-            if (s->ntouched == s->captouched) {
-                s->captouched = s->captouched ? s->captouched * 2 : 64;
-                s->touched = sl_realloc(s->touched, sizeof(WPart *) * (size_t)s->captouched);
-            }
-            s->touched[s->ntouched++] = part;
-        }
-        int64_t first = s->nchg;
-        for (; i < delta->n && batch_klen(delta, i) == kn && !batch_key_cmp(delta, i, k, kn); i++) {
-            const uint8_t *v = batch_val(delta, i);
-            size_t vn = batch_vlen(delta, i);
-            bool fresh;
-            size_t sk = otree_sortkey_len(v, s->ord_types, n->ord_desc, n->nord);
-            ONode *nd = node_of(s, part, v, vn, sk, &fresh);
-            otree_add(&s->lay, nd, 1, delta->w[i]);
-            if (!nd->changed) {
-                nd->changed = true;
-                if (s->nchg == s->capchg) {
-                    s->capchg = s->capchg ? s->capchg * 2 : 64;
-                    s->chg = sl_realloc(s->chg, sizeof(Changed) * (size_t)s->capchg);
-                }
-                s->chg[s->nchg++] = (Changed){part, nd};
-            }
-            if (nd->w[1] < 0)
-                rc = err_set(env->ev->err, SL_ERUNTIME,
-                             "window node %d: a row has negative multiplicity %lld (more "
-                             "deletions than insertions)", n->id, (long long)nd->w[1]);
-        }
-        if (!rc)
-            rc = emit_part(env, s, n, part, s->chg + first, s->nchg - first, &co);
-    }
-    batch_unref(delta);
-    op->out = co.c;
-    return rc;
-}
-
-/* The step is over: deleted rows leave the trees, weights become "before". */
-static void step_end_window(Op *op)
-{
-    WinSt *s = op->st;
-    for (int64_t i = 0; i < s->nchg; i++) {
-        ONode *nd = s->chg[i].n;
-        nd->changed = false;
-        if (nd->w[1] < 0) /* after an error: drop the row's weight */
-            otree_add(&s->lay, nd, 1, -nd->w[1]);
-        otree_add(&s->lay, nd, 0, nd->w[1] - nd->w[0]);
-        if (nd->w[1] == 0) {
-            otree_remove(&s->lay, &s->chg[i].part->t, nd);
-            sl_free(nd);
-        }
-    }
-    s->nchg = 0;
-    for (int64_t i = 0; i < s->ntouched; i++) {
-        WPart *p = s->touched[i];
-        if (!p->t.root) {
-            uint8_t *k = p->key;
-            uint32_t kl = p->klen;
-            hmap_delete(s->parts, k, kl, sl_hash(k, kl)); /* frees p */
-            sl_free(k);
-        }
-    }
-    s->ntouched = 0;
-}
-
 static void free_window(Op *op)
 {
     WinSt *s = op->st;
-    size_t it = 0;
-    const uint8_t *k;
-    size_t kn;
-    void *pl;
-    while (hmap_next(s->parts, &it, &k, &kn, &pl)) {
-        WPart *p = pl;
-        otree_free(&p->t);
-        sl_free(p->key);
-    }
-    hmap_free(s->parts);
+    pstate_free(&s->ps);
     for (int i = 0; i < 2 * s->nfn; i++) {
         sl_free(s->ev[i].xs);
         sl_free(s->ev[i].dq);
     }
     sl_free(s->ev);
-    sl_free(s->ord_types);
     sl_free(s->val_col);
     sl_free(s->sum_of);
     sl_free(s->fn_arg);
     sl_free(s->fn_def);
     sl_free(s->fn_key);
     sl_free(s->fn_sum);
-    sl_free(s->chg);
-    sl_free(s->touched);
     sl_free(s->iv);
     sl_free(s->vals);
     arena_free(s->scratch_arena);
-    buf_free(&s->kb);
-    buf_free(&s->vb);
     buf_free(&s->tmp);
     buf_free(&s->key[0]);
     buf_free(&s->key[1]);
-    if (s->saved)
-        batch_unref(s->saved);
     sl_free(s);
-}
-
-/* State: one batch of every partition's rows (otree_save), built once and
-   kept while unchanged. Between steps both weight versions are equal. */
-static int save_window(Op *op, BatchList *out)
-{
-    WinSt *s = op->st;
-    if (!s->saved) {
-        BatchBuilder *bb = bb_new();
-        size_t it = 0;
-        const uint8_t *k;
-        size_t kn;
-        void *pl;
-        while (hmap_next(s->parts, &it, &k, &kn, &pl))
-            otree_save(&((WPart *)pl)->t, k, kn, bb);
-        s->saved = bb_finish(bb);
-    }
-    batch_ref(s->saved);
-    batchlist_add(out, s->saved);
-    return 0;
-}
-
-static int load_window(Op *op, Batch *const *b, int n, Err *err)
-{
-    WinSt *s = op->st;
-    int id = op->node->id, rc = 0;
-    if (n != 1)
-        return err_set(err, SL_EIO, "window node %d: state has %d batches, expected 1", id, n);
-    const Batch *m = b[0];
-    ORow r;
-    orow_init(&r, s->in_types, s->nin);
-    for (int64_t i = 0; i < m->n; i++) {
-        const uint8_t *k = batch_key(m, i);
-        size_t kn = batch_klen(m, i);
-        if (m->w[i] <= 0 || !orow_read(&r, op->node, k, kn, batch_val(m, i), batch_vlen(m, i))) {
-            rc = err_set(err, SL_EIO, "window node %d: saved tuple %lld is not a row of the "
-                         "node's input with its partition key", id, (long long)i);
-            break;
-        }
-        bool fresh;
-        ONode *nd = node_of(s, part_of(s, k, kn), r.enc.p, r.enc.n, r.sklen, &fresh);
-        if (!fresh) {
-            rc = err_set(err, SL_EIO, "window node %d: a row is saved twice", id);
-            break;
-        }
-        otree_add(&s->lay, nd, 0, m->w[i]);
-        otree_add(&s->lay, nd, 1, m->w[i]);
-    }
-    orow_free(&r);
-    if (rc)
-        return rc;
-    batch_ref(b[0]);
-    s->saved = b[0];
-    return 0;
 }
 
 /* Value slot of input column col (added when new). */
@@ -1007,40 +767,16 @@ static int val_slot(WinSt *s, int col)
     return s->nval++;
 }
 
-/* Another worker count: the rows of the partitions this worker owns (all
-   of them on worker 0 without PARTITION BY). */
-static int load_split_window(Op *op, int w, int W, Batch *const *const *lists, const int *counts,
-                         int nold, Err *err)
-{
-    Batch **all = sl_calloc((size_t)nold + 1, sizeof(Batch *));
-    for (int k = 0; k < nold; k++) {
-        if (counts[k] != 1) {
-            sl_free(all);
-            return err_set(err, SL_EIO, "window node %d: state has %d batches, expected 1",
-                           op->node->id, counts[k]);
-        }
-        all[k] = lists[k][0];
-    }
-    Batch *b = op_owned_sum(all, nold, w, W, op->node->npart == 0);
-    sl_free(all);
-    int rc = load_window(op, &b, 1, err);
-    batch_unref(b);
-    return rc;
-}
-
 int op_window_init(Op *op)
 {
     const CNode *n = op->node;
-    const CNode *src = op->circuit->nodes[n->in[0]];
     WinSt *s = sl_calloc(1, sizeof(*s));
     int nf = n->nwfn;
-    s->parts = hmap_new(sizeof(WPart));
-    s->in_types = src->types;
-    s->nin = src->ncol;
+    op->st = s;
+    pstate_init(op, &s->ps, "window");
+    s->ps.emit = emit_part;
+    s->ps.fresh = set_vals;
     s->nfn = nf;
-    s->ord_types = sl_malloc(sizeof(SqlType) * (size_t)(n->nord + 1));
-    for (int j = 0; j < n->nord; j++)
-        s->ord_types[j] = src->types[n->ord[j]];
     s->val_col = sl_malloc(sizeof(int) * (size_t)(3 * nf + 1));
     s->sum_of = sl_malloc(sizeof(int) * (size_t)(nf + 1));
     s->fn_arg = sl_malloc(sizeof(int) * (size_t)(nf + 1));
@@ -1071,22 +807,13 @@ int op_window_init(Op *op)
             for (int v = 0; v < 2; v++)
                 s->ev[i * 2 + v].xs = sl_calloc(1, sizeof(XSum));
     }
-    olayout_init(&s->lay, s->nval, nsum, s->sum_of);
+    olayout_init(&s->ps.lay, s->nval, nsum, s->sum_of);
     s->scratch_arena = arena_new(4096);
-    s->scratch = chunk_new(s->scratch_arena, s->nin, s->in_types, 1);
+    s->scratch = chunk_new(s->scratch_arena, s->ps.nin, s->ps.in_types, 1);
     s->scratch->n = 1;
-    SqlType kt = n->nord ? s->ord_types[0] : type_make(TK_INT, false);
+    SqlType kt = n->nord ? s->ps.ord_types[0] : type_make(TK_INT, false);
     s->kscratch = chunk_new(s->scratch_arena, 1, &kt, 1);
     s->kscratch->n = 1;
-    op->st = s;
-    op->eval = op_eval_streamed;
-    op->begin = begin_window;
-    op->push = push_window;
-    op->finish = finish_window;
-    op->step_end = step_end_window;
     op->free = free_window;
-    op->save = save_window;
-    op->load = load_window;
-    op->load_split = load_split_window;
     return 0;
 }

@@ -1,13 +1,14 @@
 /*
  * runtime/exchange.h - N x N in-process shuffle between worker threads.
  *
- * Each stateful operator owns one Exchange shared by all workers. In a step,
- * worker `from` appends encoded records to outbox(from, to, channel) for
- * every destination, all workers meet at xchg_wait(), then worker `to`
- * reads inbox(from, to, channel) for every source. Records are key.h
- * encodings: [u32 klen][u32 vlen][i64 weight][key][val]. The buffers are
- * reused every step (the step-end barrier separates a read from the next
- * step's writes).
+ * Each stateful operator node has one Exchange shared by all workers; the
+ * workers' instances see it through their Shard (circuit/shard.h), whose
+ * boxes worker.c points at its buffers. In a step, worker `from` appends
+ * records to buffer(from, to, channel) for every destination, all workers
+ * meet at xchg_wait(), then worker `to` reads buffer(from, to, channel)
+ * for every source. The exchange moves bytes: what they hold (zset/xrec.h
+ * records) is the operators' business. The buffers are reused every step
+ * (the step-end barrier separates a read from the next step's writes).
  *
  * Across hosts (scale-out): worker ids are global; this process runs
  * workers [first, first + nlocal) of all W. At xchg_wait, after the local
@@ -33,7 +34,6 @@ static inline int xchg_first(int W, int H, int h) { return (int)((int64_t)h * W 
    barrier shared by this host's workers (NULL when it runs one). */
 Exchange *xchg_new(int W, int host, int hosts, int nchannels, pthread_barrier_t *bar);
 void xchg_free(Exchange *x);
-int xchg_workers(const Exchange *x);
 Buf *xchg_buf(Exchange *x, int from, int to, int channel);
 /* Every local worker (global id me) calls this once per step per
    exchange, after writing. */
@@ -43,15 +43,5 @@ int64_t xchg_remote_bytes(const Exchange *x);
 /* Nanoseconds this process spent in host-to-host exchanges (packing,
    waiting for and moving the bytes, unpacking). */
 int64_t xchg_remote_ns(const Exchange *x);
-
-/* Record helpers. */
-void xrec_put(Buf *b, const uint8_t *k, uint32_t kn, const uint8_t *v, uint32_t vn, int64_t w);
-typedef struct XRec {
-    const uint8_t *k, *v;
-    uint32_t kn, vn;
-    int64_t w;
-} XRec;
-/* Read the record at *pos of b into r; false at the end. */
-bool xrec_next(const Buf *b, size_t *pos, XRec *r);
 
 #endif

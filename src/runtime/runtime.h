@@ -13,6 +13,7 @@
 #define SL_RUNTIME_RUNTIME_H
 
 #include "../circuit/op.h"
+#include "exchange.h" /* xchg_first: the workers of each host */
 
 /* Appends rows [start, start+count) of plan `plan` of generator src to out
    (room for count rows), strings from a; must be thread-safe. The datagen

@@ -13,8 +13,13 @@
  *     for the exchange, sinks integrate it). Memory is bounded by the
  *     morsel, not by the step.
  *  2. the rest: every other operator runs once in node order; streamed
- *     operators finish (exchange with the other workers, update state, emit
- *     the step's changes), linear ones evaluate their inputs.
+ *     operators finish, linear ones evaluate their inputs. Before a
+ *     stateful operator's finish(), this file runs its exchange: the
+ *     records its push() and flush() routed to other workers (through the
+ *     operator's Shard, circuit/shard.h, whose boxes point at the node's
+ *     Exchange) move to them, and finish() reads those addressed to its
+ *     worker (update state, emit the step's changes). Operators never
+ *     touch the Exchange.
  * Exchanges use a second barrier shared by the W workers; every worker
  * finishes every streamed operator, so they reach each exchange in the same
  * order.
@@ -45,6 +50,7 @@
 #include "../base/budget.h"
 #include "../base/mem.h"
 #include "../zset/hmap.h"
+#include "../zset/xrec.h"
 
 /* Stack of a worker thread (worker 0 is the caller's thread). */
 #define WORKER_STACK ((size_t)16 << 20)
@@ -59,6 +65,7 @@ typedef struct Worker {
     Arena *arena;   /* step arena */
     Arena *morsel;  /* morsel arena, reset for every morsel */
     Op **ops;
+    Shard **shards; /* per node: its instance's view of rt->x[node], or NULL */
     Piece **input;  /* per relation */
     Err err;
     EvalCtx ev;
@@ -288,9 +295,12 @@ static void run_step(Worker *w)
     OpEnv env = {w->id, rt->W, rt->steps, w->arena, &w->ev};
     memcpy(w->divzero0, w->divzero, sizeof(int64_t) * (size_t)c->nnodes);
     w->ndivzero0 = w->ev.ndivzero;
-    for (int i = 0; i < c->nnodes; i++)
+    for (int i = 0; i < c->nnodes; i++) {
+        if (w->shards[i])
+            shard_reset(w->shards[i]);
         if (w->ops[i]->begin)
             w->ops[i]->begin(w->ops[i], &env);
+    }
 
     OpEnv menv = env;
     menv.arena = w->morsel;
@@ -316,8 +326,13 @@ static void run_step(Worker *w)
         mem_set_doing("running step %lld in operator node %lld (see sluice check)",
                       rt->steps + 1, i);
         push_inputs(w, &env, op, rt->pv);
+        if (op->flush)
+            op->flush(op, &env);
+        /* exchange and finish even after an error: the other workers wait
+           at the exchange */
+        if (rt->x[i])
+            xchg_wait(rt->x[i], w->id);
         op->out = NULL;
-        /* finish even after an error: the other workers wait at its exchange */
         if ((op->finish(op, &env) || !op->out) && !w->err.code)
             err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
         if (!op->out)
@@ -340,6 +355,19 @@ static void run_step(Worker *w)
     for (int i = 0; i < c->nnodes; i++)
         if (w->ops[i]->step_end)
             w->ops[i]->step_end(w->ops[i]);
+}
+
+/* Worker me's view of exchange x (nch channels, W workers): its boxes are
+   the exchange's buffers from it and to it. */
+static Shard *shard_of(Exchange *x, int W, int me, int nch)
+{
+    Shard *sh = shard_new(W, me, nch);
+    for (int ch = 0; ch < nch; ch++)
+        for (int k = 0; k < W; k++) {
+            sh->out[ch * W + k] = xchg_buf(x, me, k, ch);
+            sh->in[ch * W + k] = xchg_buf(x, k, me, ch);
+        }
+    return sh;
 }
 
 static void *worker_main(void *arg)
@@ -390,7 +418,7 @@ Runtime *rt_new_part(const Circuit *c, int W, int host, int hosts)
         }
     }
     for (int i = 0; i < c->nnodes; i++) {
-        int ch = op_exchange_channels(c->nodes[i]);
+        int ch = op_shard_channels(c->nodes[i]);
         if (ch)
             rt->x[i] = xchg_new(W, host, hosts, ch, nworkers > 1 ? &rt->xbar : NULL);
     }
@@ -407,8 +435,12 @@ Runtime *rt_new_part(const Circuit *c, int W, int host, int hosts)
         w->divzero = sl_calloc((size_t)c->nnodes, sizeof(int64_t));
         w->divzero0 = sl_calloc((size_t)c->nnodes, sizeof(int64_t));
         w->pushed = sl_calloc((size_t)c->nnodes, sizeof(bool));
-        for (int i = 0; i < c->nnodes; i++)
-            w->ops[i] = op_new(c, c->nodes[i], rt->x[i]);
+        w->shards = sl_calloc((size_t)c->nnodes, sizeof(Shard *));
+        for (int i = 0; i < c->nnodes; i++) {
+            if (rt->x[i])
+                w->shards[i] = shard_of(rt->x[i], W, w->id, op_shard_channels(c->nodes[i]));
+            w->ops[i] = op_new(c, c->nodes[i], w->shards[i]);
+        }
         w->input = sl_calloc((size_t)(c->nrels + 1), sizeof(Piece *));
     }
     /* an explicit stack: the default follows ulimit -s (2 MiB when it is
@@ -439,9 +471,12 @@ void rt_free(Runtime *rt)
     }
     for (int k = 0; k < rt->nl; k++) {
         Worker *w = &rt->w[k];
-        for (int i = 0; i < rt->c->nnodes; i++)
+        for (int i = 0; i < rt->c->nnodes; i++) {
             op_free(w->ops[i]);
+            shard_free(w->shards[i]);
+        }
         sl_free(w->ops);
+        sl_free(w->shards);
         sl_free(w->divzero);
         sl_free(w->divzero0);
         sl_free(w->pushed);

@@ -35,7 +35,7 @@
 
 #include "../base/mem.h"
 #include "../io/format.h"
-#include "../runtime/exchange.h"
+#include "../zset/xrec.h"
 #include "../zset/key.h"
 #include "http_int.h"
 

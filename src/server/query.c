@@ -31,7 +31,7 @@
 #include "../base/mem.h"
 #include "../expr/text.h"
 #include "../io/format.h"
-#include "../runtime/exchange.h"
+#include "../zset/xrec.h"
 #include "../pipeline/oneshot.h"
 #include "../sql/lexer.h"
 #include "../zset/key.h"

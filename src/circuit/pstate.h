@@ -1,0 +1,82 @@
+/*
+ * circuit/pstate.h - partitioned ordered state: the state and the step of
+ * the operators that see their input as partitions of ordered rows, top-k
+ * (op_topk.c) and window functions (op_window.c). They differ only in what
+ * a touched partition emits.
+ *
+ * The state is the operator's input integral grouped by partition key,
+ * each partition an ordered tree (otree.h) of `sort key || row` nodes
+ * with their weights before the step and now. A step:
+ *  - push(): rows are routed by the hash of their partition key (all to
+ *    worker 0 without PARTITION BY) as records (partition key, sort key ||
+ *    row) (shard.h), so a partition lives on one worker;
+ *  - finish(): the records routed to this worker, consolidated, are added
+ *    to their partitions' trees (weights "now"); every changed row and
+ *    touched partition is listed; each touched partition goes to the
+ *    operator's emit() with its changed rows, which appends the output
+ *    changes (-old +new) computed from both versions of the same tree;
+ *  - step_end(): weights "now" become "before", rows with no weight leave
+ *    their trees, empty partitions their map.
+ * A row with negative multiplicity (more deletions than insertions) is a
+ * runtime error of the step; step_end drops its weight.
+ *
+ * Checkpoints: the state is the partitions' rows, saved as one batch of
+ * (partition key, row encoding, multiplicity) (otree_save), kept while no
+ * step changes it; load() inserts them as finish() does, without output;
+ * load_split() keeps the partitions the new worker owns.
+ *
+ * An operator using it keeps a PState as the first member of its state
+ * (op->st points at both), calls pstate_init() (which installs push,
+ * finish, step_end, save, load and load_split), sets emit (and fresh when
+ * its nodes carry decoded values) and frees with pstate_free().
+ */
+#ifndef SL_CIRCUIT_PSTATE_H
+#define SL_CIRCUIT_PSTATE_H
+
+#include "op.h"
+#include "otree.h"
+
+typedef struct HMap HMap;
+
+typedef struct PPart {
+    uint8_t *key; /* partition key encoding (owned) */
+    uint32_t klen;
+    int64_t stamp; /* last step in which the partition changed */
+    OTree t;
+} PPart;
+
+/* A row changed in the step, and its partition. */
+typedef struct PChanged {
+    PPart *part;
+    ONode *n;
+} PChanged;
+
+typedef struct PState {
+    const char *what;     /* the operator in messages: "top-k", "window" */
+    HMap *parts;          /* partition key -> PPart */
+    OLayout lay;          /* node layout (pstate_init: no values, no sums) */
+    const SqlType *in_types; /* the input's columns */
+    int nin;
+    SqlType *ord_types;   /* types of the order columns */
+    PChanged *chg;        /* rows changed this step */
+    int64_t nchg, capchg;
+    PPart **touched;      /* partitions changed this step */
+    int64_t ntouched, captouched;
+    Buf tmp;              /* scratch of sort keys */
+    Batch *saved;         /* the state as of the last save() or load(), while unchanged */
+    /* The output changes of touched partition part, whose changed rows are
+       chg[0..nc), appended to co; 0 or SL_ERUNTIME (env->ev->err set). */
+    int (*emit)(Op *op, OpEnv *env, PPart *part, const PChanged *chg, int64_t nc,
+                ChunkOut *co);
+    /* Set the values of node n, new in a tree and without weight yet
+       (NULL: nodes carry none). */
+    void (*fresh)(Op *op, ONode *n);
+} PState;
+
+/* Set up ps (op's state begins with it) for node op->node and install its
+   step and checkpoint functions in op. */
+void pstate_init(Op *op, PState *ps, const char *what);
+/* Free every partition and what ps owns (not ps itself). */
+void pstate_free(PState *ps);
+
+#endif
