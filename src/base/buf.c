@@ -35,21 +35,27 @@ void buf_putc(Buf *b, char c)
 
 void buf_puts(Buf *b, const char *s) { buf_append(b, s, strlen(s)); }
 
+void buf_vprintf(Buf *b, const char *fmt, va_list ap)
+{
+    va_list again;
+    int n;
+    buf_reserve(b, 64);
+    va_copy(again, ap);
+    n = vsnprintf((char *)b->p + b->n, b->cap - b->n, fmt, ap);
+    if ((size_t)n >= b->cap - b->n) {
+        buf_reserve(b, (size_t)n + 1);
+        vsnprintf((char *)b->p + b->n, b->cap - b->n, fmt, again);
+    }
+    va_end(again);
+    b->n += (size_t)n;
+}
+
 void buf_printf(Buf *b, const char *fmt, ...)
 {
     va_list ap;
-    int n;
-    buf_reserve(b, 64);
     va_start(ap, fmt);
-    n = vsnprintf((char *)b->p + b->n, b->cap - b->n, fmt, ap);
+    buf_vprintf(b, fmt, ap);
     va_end(ap);
-    if ((size_t)n >= b->cap - b->n) {
-        buf_reserve(b, (size_t)n + 1);
-        va_start(ap, fmt);
-        vsnprintf((char *)b->p + b->n, b->cap - b->n, fmt, ap);
-        va_end(ap);
-    }
-    b->n += (size_t)n;
 }
 
 void buf_free(Buf *b)
