@@ -7,16 +7,11 @@
 #include <stdio.h>
 
 #include "mem.h"
+#include "vec.h"
 
 void buf_reserve(Buf *b, size_t extra)
 {
-    if (b->n + extra <= b->cap)
-        return;
-    size_t cap = b->cap ? b->cap * 2 : 256;
-    while (cap < b->n + extra)
-        cap *= 2;
-    b->p = sl_realloc(b->p, cap);
-    b->cap = cap;
+    VEC_RESERVE(b->p, b->cap, b->n + extra); /* first 256 bytes, then doubling */
 }
 
 void buf_append(Buf *b, const void *data, size_t n)

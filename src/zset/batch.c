@@ -23,6 +23,7 @@
 
 #include "../base/buf.h"
 #include "../base/mem.h"
+#include "../base/vec.h"
 
 /* A builder record: this header, then the tuple bytes padded to 8. */
 typedef struct Rec {
@@ -261,11 +262,7 @@ static void insertion_sort(const SortCtx *x, SortEnt *a, size_t n, size_t cend)
 
 static void push_range(SortCtx *x, SortRange r)
 {
-    if (x->nstack == x->capstack) {
-        x->capstack = x->capstack ? x->capstack * 2 : 1024;
-        x->stack = sl_realloc(x->stack, x->capstack * sizeof(SortRange));
-    }
-    x->stack[x->nstack++] = r;
+    *VEC_PUSH(x->stack, x->nstack, x->capstack) = r;
 }
 
 /* Entries ahead of the current one whose records are prefetched. */
