@@ -102,14 +102,37 @@ static cJSON *lat_json(const LatStats *l)
     return j;
 }
 
+/* What both endpoints read: a copy of the pipeline's figures, the egress
+   counters of each relation and the checkpoint status. */
+typedef struct Figures {
+    PipeStats st;
+    EgressStats *eg; /* indexed like circuit->rels */
+    CkptStatus ck;
+} Figures;
+
+static void figures_get(Server *s, Figures *f)
+{
+    pipeline_stats(s->p, &f->st);
+    f->eg = sl_calloc((size_t)s->c->nrels + 1, sizeof(EgressStats));
+    egress_stats(s->eg, f->eg, s->c->nrels);
+    pipeline_checkpoint_status(s->p, &f->ck);
+}
+
+static void figures_free(Figures *f)
+{
+    pipestats_free(&f->st);
+    sl_free(f->eg);
+}
+
 int stats_json(Req *q)
 {
     Server *s = q->s;
     const Circuit *c = s->c;
-    PipeStats st;
-    pipeline_stats(s->p, &st);
-    EgressStats *eg = sl_calloc((size_t)c->nrels + 1, sizeof(EgressStats));
-    egress_stats(s->eg, eg, c->nrels);
+    Figures fig;
+    figures_get(s, &fig);
+    const PipeStats st = fig.st;
+    const EgressStats *eg = fig.eg;
+    const CkptStatus *ck = &fig.ck;
     cJSON *j = cJSON_CreateObject();
     cJSON *g = cJSON_AddObjectToObject(j, "global_metrics");
     cJSON_AddStringToObject(g, "state", st.state);
@@ -149,20 +172,18 @@ int stats_json(Req *q)
             cJSON_AddItemToArray(hs, e);
         }
     }
-    CkptStatus ck;
-    pipeline_checkpoint_status(s->p, &ck);
-    if (ck.enabled) {
+    if (ck->enabled) {
         cJSON *k = cJSON_AddObjectToObject(g, "checkpoint");
-        cJSON_AddStringToObject(k, "fault_tolerance", ck.mode);
-        cJSON_AddBoolToObject(k, "in_progress", ck.in_progress);
-        cJSON_AddNumberToObject(k, "last_step", (double)ck.last_step);
-        cJSON_AddNumberToObject(k, "last_secs", ck.last_secs);
-        cJSON_AddNumberToObject(k, "last_pause_secs", ck.last_pause_secs);
-        cJSON_AddNumberToObject(k, "last_bytes_written", (double)ck.last_bytes);
-        if (ck.failure[0])
-            cJSON_AddStringToObject(k, "failure", ck.failure);
-        if (ck.storage_error[0])
-            cJSON_AddStringToObject(k, "storage_error", ck.storage_error);
+        cJSON_AddStringToObject(k, "fault_tolerance", ck->mode);
+        cJSON_AddBoolToObject(k, "in_progress", ck->in_progress);
+        cJSON_AddNumberToObject(k, "last_step", (double)ck->last_step);
+        cJSON_AddNumberToObject(k, "last_secs", ck->last_secs);
+        cJSON_AddNumberToObject(k, "last_pause_secs", ck->last_pause_secs);
+        cJSON_AddNumberToObject(k, "last_bytes_written", (double)ck->last_bytes);
+        if (ck->failure[0])
+            cJSON_AddStringToObject(k, "failure", ck->failure);
+        if (ck->storage_error[0])
+            cJSON_AddStringToObject(k, "storage_error", ck->storage_error);
     }
     cJSON_AddStringToObject(g, "transaction_status", api_txn_status(&st));
     cJSON_AddNumberToObject(g, "transaction_id", (double)st.txn_id);
@@ -241,8 +262,7 @@ int stats_json(Req *q)
         }
         cJSON_AddNumberToObject(v, "division_by_zero", (double)rs->divzero);
     }
-    pipestats_free(&st);
-    sl_free(eg);
+    figures_free(&fig);
     return req_json(q, MHD_HTTP_OK, j);
 }
 
@@ -335,18 +355,17 @@ int stats_prometheus(Req *q)
 {
     Server *s = q->s;
     const Circuit *c = s->c;
-    PipeStats st;
-    pipeline_stats(s->p, &st);
-    EgressStats *eg = sl_calloc((size_t)c->nrels + 1, sizeof(EgressStats));
-    egress_stats(s->eg, eg, c->nrels);
+    Figures fig;
+    figures_get(s, &fig);
+    const PipeStats st = fig.st;
+    const EgressStats *eg = fig.eg;
+    const CkptStatus ck = fig.ck;
     Buf b = BUF_INIT;
     static const char *const states[] = {"running", "paused", "stopping", "stopped"};
     head(&b, "sluice_pipeline_state", "gauge", "1 for the pipeline's current state.");
     for (size_t i = 0; i < ARRAY_LEN(states); i++)
         buf_printf(&b, "sluice_pipeline_state{state=\"%s\"} %d\n", states[i],
                    !strcmp(st.state, states[i]));
-    CkptStatus ck;
-    pipeline_checkpoint_status(s->p, &ck);
     if (ck.enabled) {
         scalar(&b, "sluice_checkpoint_step", "gauge",
                "Step of the newest complete checkpoint (-1: none yet).", "%lld",
@@ -446,8 +465,7 @@ int stats_prometheus(Req *q)
         rel_sample(&b, "sluice_division_by_zero_total", r->is_table ? "table" : "view", r->name,
                    (long long)rs->divzero);
     }
-    pipestats_free(&st);
-    sl_free(eg);
+    figures_free(&fig);
     char *body = malloc(b.n + 1);
     if (!body)
         sl_panic("out of memory");
