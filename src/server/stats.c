@@ -124,15 +124,13 @@ static void figures_free(Figures *f)
     sl_free(f->eg);
 }
 
-int stats_json(Req *q)
+/* The /stats document of figures f. */
+static cJSON *stats_doc(Server *s, const Figures *f)
 {
-    Server *s = q->s;
     const Circuit *c = s->c;
-    Figures fig;
-    figures_get(s, &fig);
-    const PipeStats st = fig.st;
-    const EgressStats *eg = fig.eg;
-    const CkptStatus *ck = &fig.ck;
+    const PipeStats st = f->st;
+    const EgressStats *eg = f->eg;
+    const CkptStatus *ck = &f->ck;
     cJSON *j = cJSON_CreateObject();
     cJSON *g = cJSON_AddObjectToObject(j, "global_metrics");
     cJSON_AddStringToObject(g, "state", st.state);
@@ -262,7 +260,15 @@ int stats_json(Req *q)
         }
         cJSON_AddNumberToObject(v, "division_by_zero", (double)rs->divzero);
     }
-    figures_free(&fig);
+    return j;
+}
+
+int stats_json(Req *q)
+{
+    Figures f;
+    figures_get(q->s, &f);
+    cJSON *j = stats_doc(q->s, &f);
+    figures_free(&f);
     return req_json(q, MHD_HTTP_OK, j);
 }
 
@@ -351,121 +357,126 @@ static void host_metric(Buf *b, const PipeStats *st, const char *name, const cha
     }
 }
 
-int stats_prometheus(Req *q)
+/* The /metrics text of figures f, appended to *out. */
+static void prom_text(Server *s, const Figures *f, Buf *b)
 {
-    Server *s = q->s;
     const Circuit *c = s->c;
-    Figures fig;
-    figures_get(s, &fig);
-    const PipeStats st = fig.st;
-    const EgressStats *eg = fig.eg;
-    const CkptStatus ck = fig.ck;
-    Buf b = BUF_INIT;
+    const PipeStats st = f->st;
+    const EgressStats *eg = f->eg;
+    const CkptStatus *ck = &f->ck;
     static const char *const states[] = {"running", "paused", "stopping", "stopped"};
-    head(&b, "sluice_pipeline_state", "gauge", "1 for the pipeline's current state.");
+    head(b, "sluice_pipeline_state", "gauge", "1 for the pipeline's current state.");
     for (size_t i = 0; i < ARRAY_LEN(states); i++)
-        buf_printf(&b, "sluice_pipeline_state{state=\"%s\"} %d\n", states[i],
+        buf_printf(b, "sluice_pipeline_state{state=\"%s\"} %d\n", states[i],
                    !strcmp(st.state, states[i]));
-    if (ck.enabled) {
-        scalar(&b, "sluice_checkpoint_step", "gauge",
+    if (ck->enabled) {
+        scalar(b, "sluice_checkpoint_step", "gauge",
                "Step of the newest complete checkpoint (-1: none yet).", "%lld",
-               (long long)ck.last_step);
-        scalar(&b, "sluice_checkpoint_duration_seconds", "gauge",
-               "How long the newest complete checkpoint took.", "%.6f", ck.last_secs);
-        scalar(&b, "sluice_checkpoint_pause_seconds", "gauge",
+               (long long)ck->last_step);
+        scalar(b, "sluice_checkpoint_duration_seconds", "gauge",
+               "How long the newest complete checkpoint took.", "%.6f", ck->last_secs);
+        scalar(b, "sluice_checkpoint_pause_seconds", "gauge",
                "How long the pipeline waited for the newest complete checkpoint.", "%.6f",
-               ck.last_pause_secs);
-        scalar(&b, "sluice_checkpoint_bytes_written", "gauge",
-               "Bytes the newest complete checkpoint wrote.", "%lld", (long long)ck.last_bytes);
+               ck->last_pause_secs);
+        scalar(b, "sluice_checkpoint_bytes_written", "gauge",
+               "Bytes the newest complete checkpoint wrote.", "%lld", (long long)ck->last_bytes);
     }
-    scalar(&b, "sluice_steps_total", "counter", "Steps completed.", "%lld", (long long)st.step);
-    scalar(&b, "sluice_input_records_total", "counter", "Records received by all inputs.",
+    scalar(b, "sluice_steps_total", "counter", "Steps completed.", "%lld", (long long)st.step);
+    scalar(b, "sluice_input_records_total", "counter", "Records received by all inputs.",
            "%lld", (long long)st.input_records);
-    scalar(&b, "sluice_input_bytes_total", "counter", "Bytes received by all inputs.", "%lld",
+    scalar(b, "sluice_input_bytes_total", "counter", "Bytes received by all inputs.", "%lld",
            (long long)st.input_bytes);
-    scalar(&b, "sluice_processed_records_total", "counter",
+    scalar(b, "sluice_processed_records_total", "counter",
            "Records processed by completed steps.", "%lld", (long long)st.processed_records);
-    scalar(&b, "sluice_buffered_records", "gauge",
+    scalar(b, "sluice_buffered_records", "gauge",
            "Records received but not processed yet (queue and open transaction).", "%lld",
            (long long)st.buffered_records);
-    scalar(&b, "sluice_state_bytes", "gauge",
+    scalar(b, "sluice_state_bytes", "gauge",
            "Bytes of operator state (materialized contents and primary-key indexes).", "%zu",
            st.state_bytes);
-    scalar(&b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", "%zu",
+    scalar(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", "%zu",
            st.rss_bytes);
-    scalar(&b, "process_cpu_seconds_total", "counter", "User and system CPU time in seconds.",
+    scalar(b, "process_cpu_seconds_total", "counter", "User and system CPU time in seconds.",
            "%.3f", (double)st.cpu_msecs / 1000.0);
     if (st.nhosts > 1) {
-        host_metric(&b, &st, "sluice_host_resident_memory_bytes", "gauge",
+        host_metric(b, &st, "sluice_host_resident_memory_bytes", "gauge",
                     "Resident memory per host (scale-out).", offsetof(HostStats, rss_bytes),
                     true);
-        host_metric(&b, &st, "sluice_host_exchanged_bytes_total", "counter",
+        host_metric(b, &st, "sluice_host_exchanged_bytes_total", "counter",
                     "Bytes a host sent to other hosts (scale-out).",
                     offsetof(HostStats, exchanged_bytes), false);
     }
-    scalar(&b, "sluice_uptime_seconds", "gauge", "Seconds since the pipeline started.", "%.3f",
+    scalar(b, "sluice_uptime_seconds", "gauge", "Seconds since the pipeline started.", "%.3f",
            st.uptime_secs);
-    scalar(&b, "sluice_transaction_open", "gauge", "1 while a transaction is open or committing.",
+    scalar(b, "sluice_transaction_open", "gauge", "1 while a transaction is open or committing.",
            "%d", st.txn_id != 0);
-    scalar(&b, "sluice_transaction_records", "gauge", "Records held by the open transaction.",
+    scalar(b, "sluice_transaction_records", "gauge", "Records held by the open transaction.",
            "%lld", (long long)st.txn_records);
 
     for (size_t i = 0; i < ARRAY_LEN(in_metrics); i++) {
         const InMetric *m = &in_metrics[i];
-        head(&b, m->prom, m->type, m->help);
+        head(b, m->prom, m->type, m->help);
         for (int k = 0; k < st.nin; k++) {
-            buf_puts(&b, m->prom);
-            in_labels(&b, c, &st.in[k]);
-            buf_printf(&b, "} %lld\n", in_value(&st.in[k], m));
+            buf_puts(b, m->prom);
+            in_labels(b, c, &st.in[k]);
+            buf_printf(b, "} %lld\n", in_value(&st.in[k], m));
         }
     }
     for (size_t i = 0; i < ARRAY_LEN(lat_metrics); i++)
-        summary(&b, &lat_metrics[i], c, &st);
+        summary(b, &lat_metrics[i], c, &st);
 
     for (size_t m = 0; m < ARRAY_LEN(out_metrics); m++) {
         const OutMetric *om = &out_metrics[m];
-        head(&b, om->prom, "counter", om->help);
+        head(b, om->prom, "counter", om->help);
         for (int k = 0; k < st.nout; k++) {
-            buf_printf(&b, "%s{view=\"", om->prom);
-            label(&b, c->rels[st.out[k].rel].name);
-            buf_puts(&b, "\",endpoint=\"");
-            label(&b, st.out[k].name);
-            buf_printf(&b, "\"} %lld\n", field_i64(&st.out[k], om->out_off));
+            buf_printf(b, "%s{view=\"", om->prom);
+            label(b, c->rels[st.out[k].rel].name);
+            buf_puts(b, "\",endpoint=\"");
+            label(b, st.out[k].name);
+            buf_printf(b, "\"} %lld\n", field_i64(&st.out[k], om->out_off));
         }
         for (int i = 0; i < c->nrels; i++) {
             long long v = field_i64(&eg[i], om->eg_off);
             if (eg[i].subscribers || v) {
-                buf_printf(&b, "%s{view=\"", om->prom);
-                label(&b, c->rels[i].name);
-                buf_printf(&b, "\",endpoint=\"http\"} %lld\n", v);
+                buf_printf(b, "%s{view=\"", om->prom);
+                label(b, c->rels[i].name);
+                buf_printf(b, "\",endpoint=\"http\"} %lld\n", v);
             }
         }
     }
-    head(&b, "sluice_egress_subscribers", "gauge", "Open /egress streams per view.");
-    head(&b, "sluice_egress_dropped_total", "counter",
+    head(b, "sluice_egress_subscribers", "gauge", "Open /egress streams per view.");
+    head(b, "sluice_egress_dropped_total", "counter",
          "/egress streams disconnected for reading too slowly, per view.");
     for (int i = 0; i < c->nrels; i++) {
         if (c->rels[i].sink < 0)
             continue;
-        rel_sample(&b, "sluice_egress_subscribers", "view", c->rels[i].name, eg[i].subscribers);
-        rel_sample(&b, "sluice_egress_dropped_total", "view", c->rels[i].name,
+        rel_sample(b, "sluice_egress_subscribers", "view", c->rels[i].name, eg[i].subscribers);
+        rel_sample(b, "sluice_egress_dropped_total", "view", c->rels[i].name,
                    (long long)eg[i].dropped);
     }
-    head(&b, "sluice_view_rows", "gauge", "Rows in each view (net of its changes).");
-    head(&b, "sluice_view_changes_total", "counter", "Changed rows emitted by each view.");
-    head(&b, "sluice_division_by_zero_total", "counter",
+    head(b, "sluice_view_rows", "gauge", "Rows in each view (net of its changes).");
+    head(b, "sluice_view_changes_total", "counter", "Changed rows emitted by each view.");
+    head(b, "sluice_division_by_zero_total", "counter",
          "Divisions by zero that gave NULL, per table or view.");
     for (int i = 0; i < c->nrels; i++) {
         const Relation *r = &c->rels[i];
         const RelStats *rs = &st.rels[i];
         if (rs->has_sink && !r->is_table) {
-            rel_sample(&b, "sluice_view_rows", "view", r->name, (long long)rs->rows);
-            rel_sample(&b, "sluice_view_changes_total", "view", r->name, (long long)rs->changes);
+            rel_sample(b, "sluice_view_rows", "view", r->name, (long long)rs->rows);
+            rel_sample(b, "sluice_view_changes_total", "view", r->name, (long long)rs->changes);
         }
-        rel_sample(&b, "sluice_division_by_zero_total", r->is_table ? "table" : "view", r->name,
+        rel_sample(b, "sluice_division_by_zero_total", r->is_table ? "table" : "view", r->name,
                    (long long)rs->divzero);
     }
-    figures_free(&fig);
+}
+
+int stats_prometheus(Req *q)
+{
+    Figures f;
+    Buf b = BUF_INIT;
+    figures_get(q->s, &f);
+    prom_text(q->s, &f, &b);
+    figures_free(&f);
     char *body = malloc(b.n + 1);
     if (!body)
         sl_panic("out of memory");
