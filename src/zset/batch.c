@@ -128,7 +128,11 @@ int batch_key_cmp(const Batch *b, int64_t i, const uint8_t *k, size_t kn)
 
 int64_t batch_seek(const Batch *b, const uint8_t *k, size_t kn)
 {
-    int64_t lo = 0, hi = b->n;
+    return batch_seek_range(b, 0, b->n, k, kn);
+}
+
+int64_t batch_seek_range(const Batch *b, int64_t lo, int64_t hi, const uint8_t *k, size_t kn)
+{
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (batch_key_cmp(b, mid, k, kn) < 0)

@@ -187,15 +187,7 @@ static int64_t gallop(const Batch *b, int64_t from, const uint8_t *k, size_t kn)
         step *= 2;
     }
     int64_t hi = lo + step < b->n ? lo + step : b->n; /* key(hi) >= k or hi == n */
-    lo++;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (batch_key_cmp(b, mid, k, kn) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return batch_seek_range(b, lo + 1, hi, k, kn);
 }
 
 void trace_cursor_for_key(TraceCursor *c, const uint8_t *k, size_t kn, TraceFn cb, void *ctx)
