@@ -9,9 +9,16 @@
 #include "mem.h"
 #include "vec.h"
 
+/* Out of line, so that buf_reserve's common case saves no register. */
+static __attribute__((noinline)) void buf_grow(Buf *b, size_t need)
+{
+    VEC_RESERVE(b->p, b->cap, need); /* first 256 bytes, then doubling */
+}
+
 void buf_reserve(Buf *b, size_t extra)
 {
-    VEC_RESERVE(b->p, b->cap, b->n + extra); /* first 256 bytes, then doubling */
+    if (b->n + extra > b->cap)
+        buf_grow(b, b->n + extra);
 }
 
 void buf_append(Buf *b, const void *data, size_t n)

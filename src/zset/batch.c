@@ -264,7 +264,7 @@ static void insertion_sort(const SortCtx *x, SortEnt *a, size_t n, size_t cend)
     }
 }
 
-static void push_range(SortCtx *x, SortRange r)
+static inline __attribute__((always_inline)) void push_range(SortCtx *x, SortRange r)
 {
     *VEC_PUSH(x->stack, x->nstack, x->capstack) = r;
 }
