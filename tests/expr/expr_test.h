@@ -102,19 +102,16 @@ static inline void want_strs(const Vec *v, int64_t n, const char *const *want)
     }
 }
 
-/* Evaluate e over c and check the results. */
-#define CHECK_INTS(e, c, ...)                                                                   \
+/* Evaluate e over c and check the results with want_fn against the
+   values given (of type T). */
+#define CHECK_VALUES(T, want_fn, e, c, ...)                                                     \
     do {                                                                                        \
-        const int64_t want_[] = {__VA_ARGS__};                                                  \
+        T const want_[] = {__VA_ARGS__};                                                        \
         Vec v_ = ev((e), (c));                                                                  \
-        want_ints(&v_, (int64_t)ARRAY_LEN(want_), want_);                                       \
+        want_fn(&v_, (int64_t)ARRAY_LEN(want_), want_);                                         \
     } while (0)
 
-#define CHECK_STRS(e, c, ...)                                                                   \
-    do {                                                                                        \
-        const char *const want_[] = {__VA_ARGS__};                                              \
-        Vec v_ = ev((e), (c));                                                                  \
-        want_strs(&v_, (int64_t)ARRAY_LEN(want_), want_);                                       \
-    } while (0)
+#define CHECK_INTS(e, c, ...) CHECK_VALUES(int64_t, want_ints, e, c, __VA_ARGS__)
+#define CHECK_STRS(e, c, ...) CHECK_VALUES(const char *, want_strs, e, c, __VA_ARGS__)
 
 #endif

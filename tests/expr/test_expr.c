@@ -184,12 +184,7 @@ static void want_f64(const Vec *v, int64_t n, const double *want)
     }
 }
 
-#define CHECK_F64(e, c, ...)                                                                    \
-    do {                                                                                        \
-        const double want_[] = {__VA_ARGS__};                                                   \
-        Vec v_ = ev((e), (c));                                                                  \
-        want_f64(&v_, (int64_t)ARRAY_LEN(want_), want_);                                        \
-    } while (0)
+#define CHECK_F64(e, c, ...) CHECK_VALUES(double, want_f64, e, c, __VA_ARGS__)
 
 /* ================================================================= logic */
 

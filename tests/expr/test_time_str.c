@@ -67,12 +67,7 @@ static void want_text(const Vec *v, int64_t n, const char *const *want)
     }
 }
 
-#define CHECK_TEXT(e, c, ...)                                                                   \
-    do {                                                                                        \
-        const char *const w_[] = {__VA_ARGS__};                                                 \
-        Vec v_ = ev((e), (c));                                                                  \
-        want_text(&v_, (int64_t)ARRAY_LEN(w_), w_);                                             \
-    } while (0)
+#define CHECK_TEXT(e, c, ...) CHECK_VALUES(const char *, want_text, e, c, __VA_ARGS__)
 
 static int64_t D(int y, int m, int d) { return date_from_ymd(y, m, d); }
 static int64_t TS(int y, int mo, int d, int h, int mi, int s)
