@@ -454,12 +454,7 @@ static int parse_row(const RowSchema *s, JIn *in, Chunk *out, int64_t r, Arena *
         if (v->nul) {
             vec_set_null(v, r);
         } else if (partial) {
-            if (v->i)
-                v->i[r] = 0;
-            else if (v->f)
-                v->f[r] = 0;
-            else
-                v->s[r] = (Str){"", 0};
+            vec_zero(v, r);
         } else {
             return err_set(err, SL_EDATA, "column \"%s\" is NOT NULL", s->names[j]);
         }
