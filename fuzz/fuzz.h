@@ -20,6 +20,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "circuit/circuit.h"
+#include "io/format.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -35,6 +36,29 @@ static inline Circuit *fz_compile(const char *sql)
         abort();
     }
     return c;
+}
+
+/* The format targets' tables (fuzz_csv.c, fuzz_json.c): n has a column of
+   every type, all nullable; m_sql is the target's own table m. */
+#define FZ_FORMAT_PROGRAM(m_sql)                                                                 \
+    "CREATE TABLE n (b BOOLEAN, ti TINYINT, si SMALLINT, i INT, bi BIGINT, d DECIMAL(12,3),\n"  \
+    "  r REAL, f DOUBLE, c CHAR(3), v VARCHAR(8), s VARCHAR, dt DATE, tm TIME,\n"               \
+    "  ts TIMESTAMP);\n" m_sql
+
+/* A format target's table: program compiled on the first call (into *c),
+   the relation that bit 0 of the input's first byte chooses (*rel) and its
+   row schema (*s). False for an empty input. */
+static inline bool fz_format_table(Circuit **c, const char *program, const uint8_t *data,
+                                   size_t size, int *rel, RowSchema *s)
+{
+    if (!*c)
+        *c = fz_compile(program);
+    if (size < 1)
+        return false;
+    *rel = data[0] & 1;
+    const Relation *r = &(*c)->rels[*rel];
+    *s = (RowSchema){r->ncol, (const char *const *)r->colnames, r->types};
+    return true;
 }
 
 static inline void fz_clear(const char *dir);

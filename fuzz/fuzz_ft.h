@@ -235,4 +235,62 @@ static inline void fz_ft_log_seeds(const char *prefix)
     store_close(st);
 }
 
+/*
+ * The log targets (fuzz_journal, fuzz_ingress_log): one segment named
+ * segment (its prefix up to the first '-' names the kind) in a scratch
+ * directory, read back by fz_ft_open. Input byte 0 bit 0 clear: the rest
+ * is records framed as in fuzz.h, each appended with log_append (so they
+ * pass the checksum and reach the decoder); set: the segment's bytes as
+ * they are.
+ */
+static inline void fz_ft_write_log(const char *dir, const char *segment, const uint8_t *data,
+                                   size_t size)
+{
+    if (data[0] & 1) {
+        fz_write(dir, segment, data + 1, size - 1);
+        return;
+    }
+    Store *st;
+    Log *l;
+    Err e;
+    err_init(&e);
+    if (store_open(dir, &st, &e) || log_create(st, segment, &l, &e))
+        abort();
+    const uint8_t *p = data + 1, *rec;
+    size_t n;
+    while (fz_next(&p, data + size, &rec, &n))
+        if (log_append(l, rec, n, NULL, NULL, &e))
+            abort();
+    log_close(l);
+    store_close(st);
+}
+
+/* LLVMFuzzerInitialize of a log target: the template, and with
+   SLUICE_FUZZ_SEEDS the seeds of the logs named prefix* (then exit). */
+static inline int fz_ft_log_init(const char *prefix)
+{
+    fz_ft_init();
+    if (fz_seed_dir()) {
+        fz_ft_log_seeds(prefix);
+        fz_remove_dirs();
+        _exit(0);
+    }
+    return 0;
+}
+
+/* LLVMFuzzerTestOneInput of a log target: scratch directory *dir (made
+   on the first call, named for what), segment written, storage read. */
+static inline int fz_ft_log_run(const char **dir, const char *what, const char *segment,
+                                const uint8_t *data, size_t size)
+{
+    if (!*dir)
+        *dir = fz_dir(what);
+    if (size < 1)
+        return 0;
+    fz_clear(*dir);
+    fz_ft_write_log(*dir, segment, data, size);
+    fz_ft_open(*dir);
+    return 0;
+}
+
 #endif

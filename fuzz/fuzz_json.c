@@ -13,27 +13,21 @@
 #include "io/format.h"
 #include "pipeline/pipeline.h"
 
-static const char *const PROGRAM =
-    "CREATE TABLE n (b BOOLEAN, ti TINYINT, si SMALLINT, i INT, bi BIGINT, d DECIMAL(12,3),\n"
-    "  r REAL, f DOUBLE, c CHAR(3), v VARCHAR(8), s VARCHAR, dt DATE, tm TIME,\n"
-    "  ts TIMESTAMP);\n"
+static const char *const PROGRAM = FZ_FORMAT_PROGRAM(
     "CREATE TABLE m (i INT NOT NULL PRIMARY KEY, s VARCHAR NOT NULL, d DECIMAL(5,2),\n"
-    "  ts TIMESTAMP NOT NULL);\n";
+    "  ts TIMESTAMP NOT NULL);\n");
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static Circuit *c;
-    if (!c)
-        c = fz_compile(PROGRAM);
-    if (size < 1)
+    int rel;
+    RowSchema s;
+    if (!fz_format_table(&c, PROGRAM, data, size, &rel, &s))
         return 0;
-    int rel = data[0] & 1;
     bool plain = data[0] & 2;
     JsonRecOpts o = {.raw = data[0] & 4, .update = data[0] & 8, .partial_delete = data[0] & 16};
-    const Relation *r = &c->rels[rel];
-    RowSchema s = {r->ncol, (const char *const *)r->colnames, r->types};
     InBatch *b = inbatch_new(c, rel);
-    uint8_t *present = calloc((size_t)r->ncol + 1, 1);
+    uint8_t *present = calloc((size_t)s.ncol + 1, 1);
     const char *p = (const char *)data + 1, *end = (const char *)data + size;
     Buf out = BUF_INIT;
     while (p < end) {

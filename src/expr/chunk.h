@@ -45,16 +45,22 @@ void chunk_append_row(Chunk *dst, const Chunk *src, int64_t r);
 /* View of rows [start, start+n) of c, sharing its memory (header from a). */
 Chunk *chunk_slice(Arena *a, const Chunk *c, int64_t start, int64_t n);
 static inline bool vec_is_null(const Vec *v, int64_t r) { return v->nul && v->nul[r]; }
-/* Make row r of nullable v NULL (its value slot zeroed). */
-static inline void vec_set_null(Vec *v, int64_t r)
+/* Zero the value slot of row r of v (0, 0.0 or the empty string). */
+static inline void vec_zero(Vec *v, int64_t r)
 {
-    v->nul[r] = 1;
     if (v->i)
         v->i[r] = 0;
     else if (v->f)
         v->f[r] = 0;
     else
         v->s[r] = (Str){"", 0};
+}
+
+/* Make row r of nullable v NULL (its value slot zeroed). */
+static inline void vec_set_null(Vec *v, int64_t r)
+{
+    v->nul[r] = 1;
+    vec_zero(v, r);
 }
 
 #endif

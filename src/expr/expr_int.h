@@ -1,7 +1,8 @@
 /*
  * expr/expr_int.h - declarations shared by the files of the expression
  * evaluator (expr.c: dispatch, arithmetic, logic; eval_cast.c: CAST;
- * fn_str.c, fn_num.c, fn_time.c: built-in functions, LIKE, ||).
+ * fn_str.c, fn_num.c, fn_time.c: built-in functions, LIKE, ||) and of
+ * expr_tree.c (constructors, EXPLAIN text, operator and function names).
  *
  * Kernel convention: the caller has evaluated the operands into dense
  * vectors of n entries, allocated `out` with the node's type (expr__vec) and
@@ -67,6 +68,11 @@ static inline size_t expr__utf8_offset(const char *s, size_t n, size_t chars)
 }
 
 /* a op b for op in E_ADD..E_MOD (expr.c). */
+/* expr_tree.c: the operator text of k ("+", "<=", "AND"; "?" for others),
+   and the SQL name of function fn (NULL when fn is not an FN_* value). */
+const char *expr__op_text(ExprKind k);
+const char *expr__fn_name(int fn);
+
 int expr__arith(int op, const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, Vec *out,
                 uint8_t *m);
 /* a converted to out->t (eval_cast.c); m holds a's NULLs. */

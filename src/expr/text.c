@@ -659,6 +659,23 @@ static void format_interval(TypeKind k, int64_t i, Buf *out)
     format_time((int64_t)(a % US_PER_DAY), out);
 }
 
+int text_parse_vec(Vec *v, int64_t r, const char *s, size_t n, Arena *a, Err *err)
+{
+    int64_t iv = 0;
+    double fv = 0;
+    Str sv = {"", 0};
+    int rc = text_parse(v->t, s, n, a, &iv, &fv, &sv, err);
+    if (rc)
+        return rc;
+    if (v->i)
+        v->i[r] = iv;
+    else if (v->f)
+        v->f[r] = fv;
+    else
+        v->s[r] = sv;
+    return 0;
+}
+
 bool text_format_vec(const Vec *v, int64_t r, Buf *out)
 {
     if (vec_is_null(v, r))

@@ -37,6 +37,8 @@
  */
 int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double *f, Str *str,
                Err *err);
+/* The same into row r of v (of type v->t; its NULL flag is left alone). */
+int text_parse_vec(Vec *v, int64_t r, const char *s, size_t n, Arena *a, Err *err);
 
 /* Append value (i, f or s per type_phys(t.kind)) in canonical text to out. */
 void text_format(SqlType t, int64_t i, double f, Str s, Buf *out);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "io_int.h"
 
 double io_now(void)
@@ -207,8 +208,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         ic->backfill = txn != NULL;
         ic->event_col = event_col;
         /* add first so that connectors_close frees it on any error */
-        cs->in = sl_realloc(cs->in, sizeof(InputConn *) * (size_t)(cs->nin + 1));
-        cs->in[cs->nin++] = ic;
+        *VEC_PUSH(cs->in, cs->nin, cs->capin) = ic;
         if (!strcmp(t, "http_input")) {
             /* declares the table's HTTP ingress endpoint (its name and
                event-time column); it reads nothing itself */
@@ -278,8 +278,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         oc->rel = rel;
         snprintf(oc->name, sizeof(oc->name), "%s", where);
         schema_of(r, &oc->schema);
-        cs->out = sl_realloc(cs->out, sizeof(OutputConn *) * (size_t)(cs->nout + 1));
-        cs->out[cs->nout++] = oc;
+        *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
         static const char *const okeys[] = {"path", NULL};
         if (!cfg)
             return cerr(err, r, "%s: %s", where, "file_output needs a config with \"path\"");

@@ -26,9 +26,9 @@ typedef struct OutputConn OutputConn;
 
 typedef struct Connectors {
     InputConn **in;
-    int nin;
+    int nin, capin;
     OutputConn **out;
-    int nout;
+    int nout, capout;
 } Connectors;
 
 /* Validate every relation's connectors; when open is true also open files

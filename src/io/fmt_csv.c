@@ -153,17 +153,8 @@ static int put_field(const RowSchema *s, int j, const CsvField *f, Chunk *out, i
         return 0;
     Err e;
     err_init(&e);
-    int64_t iv = 0;
-    double fv = 0;
-    Str sv = {"", 0};
-    if (text_parse(v->t, p, n, a, &iv, &fv, &sv, &e))
+    if (text_parse_vec(v, r, p, n, a, &e))
         return err_set(err, SL_EDATA, "column \"%s\": %s", s->names[j], e.msg);
-    if (v->i)
-        v->i[r] = iv;
-    else if (v->f)
-        v->f[r] = fv;
-    else
-        v->s[r] = sv;
     return 0;
 }
 

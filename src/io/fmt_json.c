@@ -215,17 +215,8 @@ static int put_text(const RowSchema *s, int j, Vec *v, int64_t r, const char *te
 {
     Err e;
     err_init(&e);
-    int64_t iv = 0;
-    double fv = 0;
-    Str sv = {"", 0};
-    if (text_parse(v->t, text, n, a, &iv, &fv, &sv, &e))
+    if (text_parse_vec(v, r, text, n, a, &e))
         return col_err(err, s, j, e.msg);
-    if (v->i)
-        v->i[r] = iv;
-    else if (v->f)
-        v->f[r] = fv;
-    else
-        v->s[r] = sv;
     return 0;
 }
 
@@ -463,12 +454,7 @@ static int parse_row(const RowSchema *s, JIn *in, Chunk *out, int64_t r, Arena *
         if (v->nul) {
             vec_set_null(v, r);
         } else if (partial) {
-            if (v->i)
-                v->i[r] = 0;
-            else if (v->f)
-                v->f[r] = 0;
-            else
-                v->s[r] = (Str){"", 0};
+            vec_zero(v, r);
         } else {
             return err_set(err, SL_EDATA, "column \"%s\" is NOT NULL", s->names[j]);
         }

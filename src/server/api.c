@@ -10,7 +10,7 @@
 
 #include "http_int.h"
 
-static const char *feldera_txn_status(const PipeStats *st)
+const char *api_txn_status(const PipeStats *st)
 {
     if (!strcmp(st->txn_status, "open"))
         return "TransactionInProgress";
@@ -44,7 +44,7 @@ int api_status(Req *q)
     } else {
         cJSON_AddNullToObject(j, "stalled");
     }
-    cJSON_AddStringToObject(j, "transaction_status", feldera_txn_status(&st));
+    cJSON_AddStringToObject(j, "transaction_status", api_txn_status(&st));
     cJSON_AddNumberToObject(j, "transaction_id", (double)st.txn_id);
     if (st.txn_id) {
         cJSON *t = cJSON_AddObjectToObject(j, "transaction");
@@ -114,7 +114,7 @@ int api_transaction(Req *q, PipeCmd cmd)
         PipeStats st;
         pipeline_stats(q->s->p, &st);
         cJSON *d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "transaction_status", feldera_txn_status(&st));
+        cJSON_AddStringToObject(d, "transaction_status", api_txn_status(&st));
         cJSON_AddNumberToObject(d, "transaction_id", (double)st.txn_id);
         cJSON_AddStringToObject(d, "state", st.state);
         pipestats_free(&st);

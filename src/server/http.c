@@ -2,7 +2,9 @@
  * server/http.c - libmicrohttpd glue: the daemon (one thread per
  * connection, so a handler may block: an ingress request waiting for room
  * in the queue, an egress stream waiting for the next step), routing of
- * method + path to the endpoint files, request bodies handed over piece by
+ * method + path to the endpoint files through one table (routes[]: path,
+ * methods, handler, what a read-only key may use, whether the body
+ * streams; the 404 lists it), request bodies handed over piece by
  * piece as they arrive, the size limit (413), response and error helpers,
  * and an orderly stop (streams ended, requests in flight finished).
  *
@@ -130,29 +132,58 @@ int req_relation(Req *q, const char *prefix, const char *what)
 
 /* ---------------------------------------------------------------- routing */
 
+/* One endpoint: the single source of routing, of the 404's list of
+   endpoints, of the 405's Allow header, of what a read-only key may do and
+   of which requests stream their body. */
 typedef struct Route {
-    const char *path;   /* exact, or a prefix ending in '/' */
-    const char *allow;  /* "GET", "POST", "GET, POST" */
+    const char *path;     /* exact, or a prefix ending in '/' ("/ingress/"
+                             serves "/ingress/NAME" and "/ingress") */
+    const char *allow;    /* "GET", "POST", "GET, POST" */
+    const char *ro_allow; /* methods a read-only key may use: NULL none, "*" any */
+    bool streams;         /* the handler takes the body as it arrives */
+    int (*fn)(Req *q);    /* the handler, or NULL when cmd_fn is set */
+    int (*cmd_fn)(Req *q, PipeCmd cmd);
+    PipeCmd cmd;          /* cmd_fn's command */
 } Route;
 
 static const Route routes[] = {
-    {"/status", "GET"},
-    {"/start", "POST"},
-    {"/pause", "POST"},
-    {"/stop", "POST"},
-    {"/start_transaction", "POST"},
-    {"/commit_transaction", "POST"},
-    {"/abort_transaction", "POST"},
-    {"/completion_status", "GET"},
-    {"/checkpoint", "POST"},
-    {"/checkpoint_status", "GET"},
-    {"/ingress/", "POST"},
-    {"/egress/", "GET, POST"},
-    {"/query", "GET, POST"},
-    {"/stats", "GET"},
-    {"/metrics", "GET"},
-    {"/", "GET"},
+    {"/status", "GET", "GET", false, api_status, NULL, 0},
+    {"/start", "POST", NULL, false, NULL, api_lifecycle, PC_START},
+    {"/pause", "POST", NULL, false, NULL, api_lifecycle, PC_PAUSE},
+    {"/stop", "POST", NULL, false, NULL, api_lifecycle, PC_STOP},
+    {"/start_transaction", "POST", NULL, false, NULL, api_transaction, PC_TXN_START},
+    {"/commit_transaction", "POST", NULL, false, NULL, api_transaction, PC_TXN_COMMIT},
+    {"/abort_transaction", "POST", NULL, false, NULL, api_transaction, PC_TXN_ABORT},
+    {"/completion_status", "GET", NULL, false, api_completion, NULL, 0},
+    {"/checkpoint", "POST", NULL, false, api_checkpoint, NULL, 0},
+    {"/checkpoint_status", "GET", NULL, false, api_checkpoint_status, NULL, 0},
+    {"/ingress/", "POST", NULL, true, ingress_begin, NULL, 0},
+    {"/egress/", "GET, POST", "*", false, egress_begin, NULL, 0},
+    {"/query", "GET, POST", "GET", true, query_begin, NULL, 0},
+    {"/stats", "GET", "GET", false, stats_json, NULL, 0},
+    {"/metrics", "GET", "GET", false, stats_prometheus, NULL, 0},
+    {"/", "GET", NULL, false, api_index, NULL, 0},
 };
+
+static bool route_is_prefix(const Route *rt)
+{
+    size_t n = strlen(rt->path);
+    return rt->path[n - 1] == '/' && n > 1;
+}
+
+/* The route serving path, or NULL. */
+static const Route *route_find(const char *path)
+{
+    for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
+        const Route *rt = &routes[i];
+        size_t n = strlen(rt->path);
+        if (route_is_prefix(rt) ? !strncmp(path, rt->path, n) ||
+                                      (!strncmp(path, rt->path, n - 1) && !path[n - 1])
+                                : !strcmp(path, rt->path))
+            return rt;
+    }
+    return NULL;
+}
 
 static bool method_allowed(const char *allow, const char *m)
 {
@@ -165,29 +196,18 @@ static bool method_allowed(const char *allow, const char *m)
 
 static int route(Req *q)
 {
-    const char *path = q->path;
-    const Route *rt = NULL;
-    for (size_t i = 0; i < ARRAY_LEN(routes) && !rt; i++) {
-        size_t n = strlen(routes[i].path);
-        bool prefix = routes[i].path[n - 1] == '/' && n > 1;
-        /* "/ingress/" matches "/ingress/NAME" and "/ingress" itself */
-        if (prefix ? !strncmp(path, routes[i].path, n) ||
-                         (!strncmp(path, routes[i].path, n - 1) && !path[n - 1])
-                   : !strcmp(path, routes[i].path))
-            rt = &routes[i];
-    }
+    const Route *rt = route_find(q->path);
     if (!rt) {
         cJSON *d = cJSON_CreateObject();
         cJSON *eps = cJSON_AddArrayToObject(d, "endpoints");
         for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
             char b[96];
-            size_t n = strlen(routes[i].path);
             snprintf(b, sizeof(b), "%s %s%s", routes[i].allow, routes[i].path,
-                     routes[i].path[n - 1] == '/' && n > 1 ? "{name}" : "");
+                     route_is_prefix(&routes[i]) ? "{name}" : "");
             cJSON_AddItemToArray(eps, cJSON_CreateString(b));
         }
         return req_error(q, MHD_HTTP_NOT_FOUND, "UnknownEndpoint", d,
-                         "no endpoint %s (see \"endpoints\" in details)", path);
+                         "no endpoint %s (see \"endpoints\" in details)", q->path);
     }
     if (!method_allowed(rt->allow, q->method)) {
         q->ctx = (void *)rt->allow;
@@ -196,38 +216,7 @@ static int route(Req *q)
         q->ctx = NULL;
         return rc;
     }
-    const char *p = rt->path;
-    if (!strcmp(p, "/status"))
-        return api_status(q);
-    if (!strcmp(p, "/start"))
-        return api_lifecycle(q, PC_START);
-    if (!strcmp(p, "/pause"))
-        return api_lifecycle(q, PC_PAUSE);
-    if (!strcmp(p, "/stop"))
-        return api_lifecycle(q, PC_STOP);
-    if (!strcmp(p, "/start_transaction"))
-        return api_transaction(q, PC_TXN_START);
-    if (!strcmp(p, "/commit_transaction"))
-        return api_transaction(q, PC_TXN_COMMIT);
-    if (!strcmp(p, "/abort_transaction"))
-        return api_transaction(q, PC_TXN_ABORT);
-    if (!strcmp(p, "/completion_status"))
-        return api_completion(q);
-    if (!strcmp(p, "/checkpoint"))
-        return api_checkpoint(q);
-    if (!strcmp(p, "/checkpoint_status"))
-        return api_checkpoint_status(q);
-    if (!strcmp(p, "/ingress/"))
-        return ingress_begin(q);
-    if (!strcmp(p, "/egress/"))
-        return egress_begin(q);
-    if (!strcmp(p, "/query"))
-        return query_begin(q);
-    if (!strcmp(p, "/stats"))
-        return stats_json(q);
-    if (!strcmp(p, "/metrics"))
-        return stats_prometheus(q);
-    return api_index(q);
+    return rt->cmd_fn ? rt->cmd_fn(q, rt->cmd) : rt->fn(q);
 }
 
 /* ---------------------------------------------------------------- the gate */
@@ -299,15 +288,10 @@ static bool key_equal(const char *a, size_t an, const char *b)
 
 static bool read_only_ok(const Req *q)
 {
-    static const char *const reads[] = {"/query", "/stats", "/status", "/metrics"};
-    if (!strcmp(q->path, "/egress") || !strncmp(q->path, "/egress/", 8))
-        return true;
-    if (strcmp(q->method, "GET"))
+    const Route *rt = route_find(q->path);
+    if (!rt || !rt->ro_allow)
         return false;
-    for (size_t i = 0; i < ARRAY_LEN(reads); i++)
-        if (!strcmp(q->path, reads[i]))
-            return true;
-    return false;
+    return !strcmp(rt->ro_allow, "*") || method_allowed(rt->ro_allow, q->method);
 }
 
 /* Check the request's Host, Origin and key; false when it was refused (an
@@ -405,7 +389,18 @@ static int deferred(Req *q) { return route(q); }
 
 static bool streams_body(const char *path)
 {
-    return !strncmp(path, "/ingress", 8) || !strcmp(path, "/query");
+    const Route *rt = route_find(path);
+    return rt && rt->streams;
+}
+
+/* A trailing '/' is dropped, except under a prefix route ("/egress/"). */
+static bool under_prefix_route(const char *path)
+{
+    for (size_t i = 0; i < ARRAY_LEN(routes); i++)
+        if (route_is_prefix(&routes[i]) &&
+            !strncmp(path, routes[i].path, strlen(routes[i].path)))
+            return true;
+    return false;
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -422,8 +417,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         q->method = method;
         snprintf(q->path, sizeof(q->path), "%s", url);
         size_t n = strlen(q->path);
-        while (n > 1 && q->path[n - 1] == '/' && strncmp(q->path, "/ingress/", 9) &&
-               strncmp(q->path, "/egress/", 8))
+        while (n > 1 && q->path[n - 1] == '/' && !under_prefix_route(q->path))
             q->path[--n] = 0;
         *con_cls = q;
         pthread_mutex_lock(&s->mu);

@@ -5,20 +5,91 @@
  * counters ending in _total, latency and lag as summaries with quantiles).
  * Both read a copy of the pipeline's published figures (pipeline_stats)
  * and the egress counters; neither waits for a step.
+ *
+ * Each figure is declared once: the per-input, latency and per-output
+ * figures in tables (in_metrics, lat_metrics, out_metrics) that give the
+ * /stats key and the Prometheus name, type and help together; the
+ * pipeline-wide Prometheus figures as one scalar() call each.
  */
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "../base/mem.h"
 #include "http_int.h"
 
-static const char *txn_status(const PipeStats *st)
+/* The figures of each input connector, in the order both outputs give
+   them: /stats inputs[].metrics[json] and /metrics prom{table, endpoint}. */
+typedef struct InMetric {
+    const char *json, *prom, *type, *help;
+    size_t off;   /* of an int64_t in ConnStats, or of a bool when is_bool */
+    bool is_bool;
+} InMetric;
+
+static const InMetric in_metrics[] = {
+    {"total_records", "sluice_connector_input_records_total", "counter",
+     "Records received per input.", offsetof(ConnStats, records), false},
+    {"total_bytes", "sluice_connector_input_bytes_total", "counter", "Bytes received per input.",
+     offsetof(ConnStats, bytes), false},
+    {"num_parse_errors", "sluice_connector_parse_errors_total", "counter",
+     "Records rejected per input (malformed or invalid).", offsetof(ConnStats, parse_errors),
+     false},
+    {"rejected_records", "sluice_connector_rejected_records_total", "counter",
+     "Records rejected per input by a runtime error in a step (overflow, bad cast).",
+     offsetof(ConnStats, rejected), false},
+    {"buffered_records", "sluice_connector_buffered_records", "gauge",
+     "Records received but not processed yet, per input.", offsetof(ConnStats, buffered), false},
+    {"end_of_input", "sluice_connector_end_of_input", "gauge",
+     "1 once an input has reached its end.", offsetof(ConnStats, end_of_input), true},
+};
+
+static long long in_value(const ConnStats *ci, const InMetric *m)
 {
-    if (!strcmp(st->txn_status, "open"))
-        return "TransactionInProgress";
-    if (!strcmp(st->txn_status, "committing"))
-        return "CommitInProgress";
-    return "NoTransaction";
+    const char *p = (const char *)ci + m->off;
+    return m->is_bool ? *(const bool *)p : (long long)*(const int64_t *)p;
+}
+
+/* The latency figures of each input (milliseconds in /stats, seconds in
+   /metrics); the event-time lag only for inputs that have one. */
+typedef struct LatMetric {
+    const char *json, *prom, *help;
+    bool lag;
+} LatMetric;
+
+static const LatMetric lat_metrics[] = {
+    {"processing_latency_ms", "sluice_connector_processing_latency_seconds",
+     "Time from a record's arrival to the end of the step that processed it.", false},
+    {"event_time_lag_ms", "sluice_connector_event_time_lag_seconds",
+     "Wall-clock time when a step's outputs were delivered minus the record's event time.",
+     true},
+};
+
+/* The figures of an input connector's lat metric, or NULL when it has none. */
+static const LatStats *lat_of(const ConnStats *ci, const LatMetric *m)
+{
+    if (!m->lag)
+        return &ci->latency;
+    return ci->has_lag ? &ci->lag : NULL;
+}
+
+/* The figures of each output, file outputs (OutStats) and /egress streams
+   (EgressStats) alike. */
+typedef struct OutMetric {
+    const char *json, *prom, *help;
+    size_t out_off, eg_off; /* of an int64_t in OutStats, EgressStats */
+} OutMetric;
+
+static const OutMetric out_metrics[] = {
+    {"transmitted_records", "sluice_output_records_total", "Records written per output.",
+     offsetof(OutStats, records), offsetof(EgressStats, records)},
+    {"transmitted_bytes", "sluice_output_bytes_total", "Bytes written per output.",
+     offsetof(OutStats, bytes), offsetof(EgressStats, bytes)},
+};
+
+static long long field_i64(const void *base, size_t off)
+{
+    return (long long)*(const int64_t *)((const char *)base + off);
 }
 
 static cJSON *lat_json(const LatStats *l)
@@ -31,14 +102,35 @@ static cJSON *lat_json(const LatStats *l)
     return j;
 }
 
-int stats_json(Req *q)
-{
-    Server *s = q->s;
-    const Circuit *c = s->c;
+/* What both endpoints read: a copy of the pipeline's figures, the egress
+   counters of each relation and the checkpoint status. */
+typedef struct Figures {
     PipeStats st;
-    pipeline_stats(s->p, &st);
-    EgressStats *eg = sl_calloc((size_t)c->nrels + 1, sizeof(EgressStats));
-    egress_stats(s->eg, eg, c->nrels);
+    EgressStats *eg; /* indexed like circuit->rels */
+    CkptStatus ck;
+} Figures;
+
+static void figures_get(Server *s, Figures *f)
+{
+    pipeline_stats(s->p, &f->st);
+    f->eg = sl_calloc((size_t)s->c->nrels + 1, sizeof(EgressStats));
+    egress_stats(s->eg, f->eg, s->c->nrels);
+    pipeline_checkpoint_status(s->p, &f->ck);
+}
+
+static void figures_free(Figures *f)
+{
+    pipestats_free(&f->st);
+    sl_free(f->eg);
+}
+
+/* The /stats document of figures f. */
+static cJSON *stats_doc(Server *s, const Figures *f)
+{
+    const Circuit *c = s->c;
+    const PipeStats st = f->st;
+    const EgressStats *eg = f->eg;
+    const CkptStatus *ck = &f->ck;
     cJSON *j = cJSON_CreateObject();
     cJSON *g = cJSON_AddObjectToObject(j, "global_metrics");
     cJSON_AddStringToObject(g, "state", st.state);
@@ -78,22 +170,20 @@ int stats_json(Req *q)
             cJSON_AddItemToArray(hs, e);
         }
     }
-    CkptStatus ck;
-    pipeline_checkpoint_status(s->p, &ck);
-    if (ck.enabled) {
+    if (ck->enabled) {
         cJSON *k = cJSON_AddObjectToObject(g, "checkpoint");
-        cJSON_AddStringToObject(k, "fault_tolerance", ck.mode);
-        cJSON_AddBoolToObject(k, "in_progress", ck.in_progress);
-        cJSON_AddNumberToObject(k, "last_step", (double)ck.last_step);
-        cJSON_AddNumberToObject(k, "last_secs", ck.last_secs);
-        cJSON_AddNumberToObject(k, "last_pause_secs", ck.last_pause_secs);
-        cJSON_AddNumberToObject(k, "last_bytes_written", (double)ck.last_bytes);
-        if (ck.failure[0])
-            cJSON_AddStringToObject(k, "failure", ck.failure);
-        if (ck.storage_error[0])
-            cJSON_AddStringToObject(k, "storage_error", ck.storage_error);
+        cJSON_AddStringToObject(k, "fault_tolerance", ck->mode);
+        cJSON_AddBoolToObject(k, "in_progress", ck->in_progress);
+        cJSON_AddNumberToObject(k, "last_step", (double)ck->last_step);
+        cJSON_AddNumberToObject(k, "last_secs", ck->last_secs);
+        cJSON_AddNumberToObject(k, "last_pause_secs", ck->last_pause_secs);
+        cJSON_AddNumberToObject(k, "last_bytes_written", (double)ck->last_bytes);
+        if (ck->failure[0])
+            cJSON_AddStringToObject(k, "failure", ck->failure);
+        if (ck->storage_error[0])
+            cJSON_AddStringToObject(k, "storage_error", ck->storage_error);
     }
-    cJSON_AddStringToObject(g, "transaction_status", txn_status(&st));
+    cJSON_AddStringToObject(g, "transaction_status", api_txn_status(&st));
     cJSON_AddNumberToObject(g, "transaction_id", (double)st.txn_id);
     if (st.txn_id) {
         cJSON_AddStringToObject(g, "transaction_initiator", st.txn_initiator);
@@ -112,15 +202,18 @@ int stats_json(Req *q)
         if (st.nhosts > 1)
             cJSON_AddNumberToObject(e, "host", ci->host);
         cJSON *m = cJSON_AddObjectToObject(e, "metrics");
-        cJSON_AddNumberToObject(m, "total_records", (double)ci->records);
-        cJSON_AddNumberToObject(m, "total_bytes", (double)ci->bytes);
-        cJSON_AddNumberToObject(m, "num_parse_errors", (double)ci->parse_errors);
-        cJSON_AddNumberToObject(m, "rejected_records", (double)ci->rejected);
-        cJSON_AddNumberToObject(m, "buffered_records", (double)ci->buffered);
-        cJSON_AddBoolToObject(m, "end_of_input", ci->end_of_input);
-        cJSON_AddItemToObject(m, "processing_latency_ms", lat_json(&ci->latency));
-        if (ci->has_lag)
-            cJSON_AddItemToObject(m, "event_time_lag_ms", lat_json(&ci->lag));
+        for (size_t i = 0; i < ARRAY_LEN(in_metrics); i++) {
+            const InMetric *im = &in_metrics[i];
+            if (im->is_bool)
+                cJSON_AddBoolToObject(m, im->json, in_value(ci, im));
+            else
+                cJSON_AddNumberToObject(m, im->json, (double)in_value(ci, im));
+        }
+        for (size_t i = 0; i < ARRAY_LEN(lat_metrics); i++) {
+            const LatStats *l = lat_of(ci, &lat_metrics[i]);
+            if (l)
+                cJSON_AddItemToObject(m, lat_metrics[i].json, lat_json(l));
+        }
         cJSON_AddItemToArray(ins, e);
     }
     cJSON *outs = cJSON_AddArrayToObject(j, "outputs");
@@ -131,8 +224,9 @@ int stats_json(Req *q)
         cJSON_AddStringToObject(e, "view", c->rels[o->rel].name);
         cJSON_AddStringToObject(e, "transport", "file_output");
         cJSON *m = cJSON_AddObjectToObject(e, "metrics");
-        cJSON_AddNumberToObject(m, "transmitted_records", (double)o->records);
-        cJSON_AddNumberToObject(m, "transmitted_bytes", (double)o->bytes);
+        for (size_t i = 0; i < ARRAY_LEN(out_metrics); i++)
+            cJSON_AddNumberToObject(m, out_metrics[i].json,
+                                    (double)field_i64(o, out_metrics[i].out_off));
         cJSON_AddNumberToObject(m, "total_processed_steps", (double)o->steps);
         cJSON_AddItemToArray(outs, e);
     }
@@ -146,8 +240,9 @@ int stats_json(Req *q)
         cJSON_AddStringToObject(o, "transport", "http");
         cJSON *m = cJSON_AddObjectToObject(o, "metrics");
         cJSON_AddNumberToObject(m, "subscribers", e->subscribers);
-        cJSON_AddNumberToObject(m, "transmitted_records", (double)e->records);
-        cJSON_AddNumberToObject(m, "transmitted_bytes", (double)e->bytes);
+        for (size_t k = 0; k < ARRAY_LEN(out_metrics); k++)
+            cJSON_AddNumberToObject(m, out_metrics[k].json,
+                                    (double)field_i64(e, out_metrics[k].eg_off));
         cJSON_AddNumberToObject(m, "total_processed_steps", (double)e->steps);
         cJSON_AddNumberToObject(m, "dropped_subscribers", (double)e->dropped);
         cJSON_AddItemToArray(outs, o);
@@ -165,8 +260,15 @@ int stats_json(Req *q)
         }
         cJSON_AddNumberToObject(v, "division_by_zero", (double)rs->divzero);
     }
-    pipestats_free(&st);
-    sl_free(eg);
+    return j;
+}
+
+int stats_json(Req *q)
+{
+    Figures f;
+    figures_get(q->s, &f);
+    cJSON *j = stats_doc(q->s, &f);
+    figures_free(&f);
     return req_json(q, MHD_HTTP_OK, j);
 }
 
@@ -191,6 +293,28 @@ static void head(Buf *b, const char *name, const char *type, const char *help)
     buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A metric without labels: its HELP and TYPE lines, then "name value". */
+__attribute__((format(printf, 5, 6)))
+static void scalar(Buf *b, const char *name, const char *type, const char *help,
+                   const char *fmt, ...)
+{
+    va_list ap;
+    head(b, name, type, help);
+    buf_printf(b, "%s ", name);
+    va_start(ap, fmt);
+    buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    buf_putc(b, '\n');
+}
+
+/* One sample labelled with a relation: name{kind="rel"} v. */
+static void rel_sample(Buf *b, const char *name, const char *kind, const char *rel, long long v)
+{
+    buf_printf(b, "%s{%s=\"", name, kind);
+    label(b, rel);
+    buf_printf(b, "\"} %lld\n", v);
+}
+
 static void in_labels(Buf *b, const Circuit *c, const ConnStats *ci)
 {
     buf_puts(b, "{table=\"");
@@ -200,203 +324,159 @@ static void in_labels(Buf *b, const Circuit *c, const ConnStats *ci)
     buf_puts(b, "\"");
 }
 
-static void summary(Buf *b, const char *name, const Circuit *c, const PipeStats *st, bool lag)
+static void summary(Buf *b, const LatMetric *lm, const Circuit *c, const PipeStats *st)
 {
+    head(b, lm->prom, "summary", lm->help);
     for (int k = 0; k < st->nin; k++) {
         const ConnStats *ci = &st->in[k];
-        if (lag && !ci->has_lag)
+        const LatStats *l = lat_of(ci, lm);
+        if (!l)
             continue;
-        const LatStats *l = lag ? &ci->lag : &ci->latency;
         const double qs[3] = {l->p50, l->p95, l->p99};
         const char *qn[3] = {"0.5", "0.95", "0.99"};
         for (int i = 0; i < 3; i++) {
-            buf_puts(b, name);
+            buf_puts(b, lm->prom);
             in_labels(b, c, ci);
             buf_printf(b, ",quantile=\"%s\"} %.6f\n", qn[i], qs[i] / 1000.0);
         }
-        buf_printf(b, "%s_count", name);
+        buf_printf(b, "%s_count", lm->prom);
         in_labels(b, c, ci);
         buf_printf(b, "} %lld\n", (long long)l->n);
     }
 }
 
-int stats_prometheus(Req *q)
+/* The figures every host reports (scale-out). */
+static void host_metric(Buf *b, const PipeStats *st, const char *name, const char *type,
+                        const char *help, size_t off, bool is_size)
 {
-    Server *s = q->s;
+    head(b, name, type, help);
+    for (int h = 0; h < st->nhosts; h++) {
+        const char *x = (const char *)&st->hosts[h] + off;
+        buf_printf(b, "%s{host=\"%d\"} %lld\n", name, h,
+                   is_size ? (long long)*(const size_t *)x : (long long)*(const int64_t *)x);
+    }
+}
+
+/* The /metrics text of figures f, appended to *out. */
+static void prom_text(Server *s, const Figures *f, Buf *b)
+{
     const Circuit *c = s->c;
-    PipeStats st;
-    pipeline_stats(s->p, &st);
-    EgressStats *eg = sl_calloc((size_t)c->nrels + 1, sizeof(EgressStats));
-    egress_stats(s->eg, eg, c->nrels);
-    Buf b = BUF_INIT;
+    const PipeStats st = f->st;
+    const EgressStats *eg = f->eg;
+    const CkptStatus *ck = &f->ck;
     static const char *const states[] = {"running", "paused", "stopping", "stopped"};
-    head(&b, "sluice_pipeline_state", "gauge", "1 for the pipeline's current state.");
+    head(b, "sluice_pipeline_state", "gauge", "1 for the pipeline's current state.");
     for (size_t i = 0; i < ARRAY_LEN(states); i++)
-        buf_printf(&b, "sluice_pipeline_state{state=\"%s\"} %d\n", states[i],
+        buf_printf(b, "sluice_pipeline_state{state=\"%s\"} %d\n", states[i],
                    !strcmp(st.state, states[i]));
-    CkptStatus ck;
-    pipeline_checkpoint_status(s->p, &ck);
-    if (ck.enabled) {
-        head(&b, "sluice_checkpoint_step", "gauge",
-             "Step of the newest complete checkpoint (-1: none yet).");
-        buf_printf(&b, "sluice_checkpoint_step %lld\n", (long long)ck.last_step);
-        head(&b, "sluice_checkpoint_duration_seconds", "gauge",
-             "How long the newest complete checkpoint took.");
-        buf_printf(&b, "sluice_checkpoint_duration_seconds %.6f\n", ck.last_secs);
-        head(&b, "sluice_checkpoint_pause_seconds", "gauge",
-             "How long the pipeline waited for the newest complete checkpoint.");
-        buf_printf(&b, "sluice_checkpoint_pause_seconds %.6f\n", ck.last_pause_secs);
-        head(&b, "sluice_checkpoint_bytes_written", "gauge",
-             "Bytes the newest complete checkpoint wrote.");
-        buf_printf(&b, "sluice_checkpoint_bytes_written %lld\n", (long long)ck.last_bytes);
+    if (ck->enabled) {
+        scalar(b, "sluice_checkpoint_step", "gauge",
+               "Step of the newest complete checkpoint (-1: none yet).", "%lld",
+               (long long)ck->last_step);
+        scalar(b, "sluice_checkpoint_duration_seconds", "gauge",
+               "How long the newest complete checkpoint took.", "%.6f", ck->last_secs);
+        scalar(b, "sluice_checkpoint_pause_seconds", "gauge",
+               "How long the pipeline waited for the newest complete checkpoint.", "%.6f",
+               ck->last_pause_secs);
+        scalar(b, "sluice_checkpoint_bytes_written", "gauge",
+               "Bytes the newest complete checkpoint wrote.", "%lld", (long long)ck->last_bytes);
     }
-    head(&b, "sluice_steps_total", "counter", "Steps completed.");
-    buf_printf(&b, "sluice_steps_total %lld\n", (long long)st.step);
-    head(&b, "sluice_input_records_total", "counter", "Records received by all inputs.");
-    buf_printf(&b, "sluice_input_records_total %lld\n", (long long)st.input_records);
-    head(&b, "sluice_input_bytes_total", "counter", "Bytes received by all inputs.");
-    buf_printf(&b, "sluice_input_bytes_total %lld\n", (long long)st.input_bytes);
-    head(&b, "sluice_processed_records_total", "counter", "Records processed by completed steps.");
-    buf_printf(&b, "sluice_processed_records_total %lld\n", (long long)st.processed_records);
-    head(&b, "sluice_buffered_records", "gauge",
-         "Records received but not processed yet (queue and open transaction).");
-    buf_printf(&b, "sluice_buffered_records %lld\n", (long long)st.buffered_records);
-    head(&b, "sluice_state_bytes", "gauge",
-         "Bytes of operator state (materialized contents and primary-key indexes).");
-    buf_printf(&b, "sluice_state_bytes %zu\n", st.state_bytes);
-    head(&b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
-    buf_printf(&b, "process_resident_memory_bytes %zu\n", st.rss_bytes);
-    head(&b, "process_cpu_seconds_total", "counter", "User and system CPU time in seconds.");
-    buf_printf(&b, "process_cpu_seconds_total %.3f\n", (double)st.cpu_msecs / 1000.0);
+    scalar(b, "sluice_steps_total", "counter", "Steps completed.", "%lld", (long long)st.step);
+    scalar(b, "sluice_input_records_total", "counter", "Records received by all inputs.",
+           "%lld", (long long)st.input_records);
+    scalar(b, "sluice_input_bytes_total", "counter", "Bytes received by all inputs.", "%lld",
+           (long long)st.input_bytes);
+    scalar(b, "sluice_processed_records_total", "counter",
+           "Records processed by completed steps.", "%lld", (long long)st.processed_records);
+    scalar(b, "sluice_buffered_records", "gauge",
+           "Records received but not processed yet (queue and open transaction).", "%lld",
+           (long long)st.buffered_records);
+    scalar(b, "sluice_state_bytes", "gauge",
+           "Bytes of operator state (materialized contents and primary-key indexes).", "%zu",
+           st.state_bytes);
+    scalar(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", "%zu",
+           st.rss_bytes);
+    scalar(b, "process_cpu_seconds_total", "counter", "User and system CPU time in seconds.",
+           "%.3f", (double)st.cpu_msecs / 1000.0);
     if (st.nhosts > 1) {
-        head(&b, "sluice_host_resident_memory_bytes", "gauge",
-             "Resident memory per host (scale-out).");
-        for (int h = 0; h < st.nhosts; h++)
-            buf_printf(&b, "sluice_host_resident_memory_bytes{host=\"%d\"} %zu\n", h,
-                       st.hosts[h].rss_bytes);
-        head(&b, "sluice_host_exchanged_bytes_total", "counter",
-             "Bytes a host sent to other hosts (scale-out).");
-        for (int h = 0; h < st.nhosts; h++)
-            buf_printf(&b, "sluice_host_exchanged_bytes_total{host=\"%d\"} %lld\n", h,
-                       (long long)st.hosts[h].exchanged_bytes);
+        host_metric(b, &st, "sluice_host_resident_memory_bytes", "gauge",
+                    "Resident memory per host (scale-out).", offsetof(HostStats, rss_bytes),
+                    true);
+        host_metric(b, &st, "sluice_host_exchanged_bytes_total", "counter",
+                    "Bytes a host sent to other hosts (scale-out).",
+                    offsetof(HostStats, exchanged_bytes), false);
     }
-    head(&b, "sluice_uptime_seconds", "gauge", "Seconds since the pipeline started.");
-    buf_printf(&b, "sluice_uptime_seconds %.3f\n", st.uptime_secs);
-    head(&b, "sluice_transaction_open", "gauge",
-         "1 while a transaction is open or committing.");
-    buf_printf(&b, "sluice_transaction_open %d\n", st.txn_id != 0);
-    head(&b, "sluice_transaction_records", "gauge", "Records held by the open transaction.");
-    buf_printf(&b, "sluice_transaction_records %lld\n", (long long)st.txn_records);
+    scalar(b, "sluice_uptime_seconds", "gauge", "Seconds since the pipeline started.", "%.3f",
+           st.uptime_secs);
+    scalar(b, "sluice_transaction_open", "gauge", "1 while a transaction is open or committing.",
+           "%d", st.txn_id != 0);
+    scalar(b, "sluice_transaction_records", "gauge", "Records held by the open transaction.",
+           "%lld", (long long)st.txn_records);
 
-    head(&b, "sluice_connector_input_records_total", "counter", "Records received per input.");
-    for (int k = 0; k < st.nin; k++) {
-        buf_puts(&b, "sluice_connector_input_records_total");
-        in_labels(&b, c, &st.in[k]);
-        buf_printf(&b, "} %lld\n", (long long)st.in[k].records);
+    for (size_t i = 0; i < ARRAY_LEN(in_metrics); i++) {
+        const InMetric *m = &in_metrics[i];
+        head(b, m->prom, m->type, m->help);
+        for (int k = 0; k < st.nin; k++) {
+            buf_puts(b, m->prom);
+            in_labels(b, c, &st.in[k]);
+            buf_printf(b, "} %lld\n", in_value(&st.in[k], m));
+        }
     }
-    head(&b, "sluice_connector_input_bytes_total", "counter", "Bytes received per input.");
-    for (int k = 0; k < st.nin; k++) {
-        buf_puts(&b, "sluice_connector_input_bytes_total");
-        in_labels(&b, c, &st.in[k]);
-        buf_printf(&b, "} %lld\n", (long long)st.in[k].bytes);
-    }
-    head(&b, "sluice_connector_parse_errors_total", "counter",
-         "Records rejected per input (malformed or invalid).");
-    for (int k = 0; k < st.nin; k++) {
-        buf_puts(&b, "sluice_connector_parse_errors_total");
-        in_labels(&b, c, &st.in[k]);
-        buf_printf(&b, "} %lld\n", (long long)st.in[k].parse_errors);
-    }
-    head(&b, "sluice_connector_rejected_records_total", "counter",
-         "Records rejected per input by a runtime error in a step (overflow, bad cast).");
-    for (int k = 0; k < st.nin; k++) {
-        buf_puts(&b, "sluice_connector_rejected_records_total");
-        in_labels(&b, c, &st.in[k]);
-        buf_printf(&b, "} %lld\n", (long long)st.in[k].rejected);
-    }
-    head(&b, "sluice_connector_buffered_records", "gauge",
-         "Records received but not processed yet, per input.");
-    for (int k = 0; k < st.nin; k++) {
-        buf_puts(&b, "sluice_connector_buffered_records");
-        in_labels(&b, c, &st.in[k]);
-        buf_printf(&b, "} %lld\n", (long long)st.in[k].buffered);
-    }
-    head(&b, "sluice_connector_end_of_input", "gauge", "1 once an input has reached its end.");
-    for (int k = 0; k < st.nin; k++) {
-        buf_puts(&b, "sluice_connector_end_of_input");
-        in_labels(&b, c, &st.in[k]);
-        buf_printf(&b, "} %d\n", st.in[k].end_of_input);
-    }
-    head(&b, "sluice_connector_processing_latency_seconds", "summary",
-         "Time from a record's arrival to the end of the step that processed it.");
-    summary(&b, "sluice_connector_processing_latency_seconds", c, &st, false);
-    head(&b, "sluice_connector_event_time_lag_seconds", "summary",
-         "Wall-clock time when a step's outputs were delivered minus the record's event time.");
-    summary(&b, "sluice_connector_event_time_lag_seconds", c, &st, true);
+    for (size_t i = 0; i < ARRAY_LEN(lat_metrics); i++)
+        summary(b, &lat_metrics[i], c, &st);
 
-    head(&b, "sluice_output_records_total", "counter", "Records written per output.");
-    for (int k = 0; k < st.nout; k++) {
-        buf_puts(&b, "sluice_output_records_total{view=\"");
-        label(&b, c->rels[st.out[k].rel].name);
-        buf_puts(&b, "\",endpoint=\"");
-        label(&b, st.out[k].name);
-        buf_printf(&b, "\"} %lld\n", (long long)st.out[k].records);
-    }
-    for (int i = 0; i < c->nrels; i++)
-        if (eg[i].subscribers || eg[i].records) {
-            buf_puts(&b, "sluice_output_records_total{view=\"");
-            label(&b, c->rels[i].name);
-            buf_printf(&b, "\",endpoint=\"http\"} %lld\n", (long long)eg[i].records);
+    for (size_t m = 0; m < ARRAY_LEN(out_metrics); m++) {
+        const OutMetric *om = &out_metrics[m];
+        head(b, om->prom, "counter", om->help);
+        for (int k = 0; k < st.nout; k++) {
+            buf_printf(b, "%s{view=\"", om->prom);
+            label(b, c->rels[st.out[k].rel].name);
+            buf_puts(b, "\",endpoint=\"");
+            label(b, st.out[k].name);
+            buf_printf(b, "\"} %lld\n", field_i64(&st.out[k], om->out_off));
         }
-    head(&b, "sluice_output_bytes_total", "counter", "Bytes written per output.");
-    for (int k = 0; k < st.nout; k++) {
-        buf_puts(&b, "sluice_output_bytes_total{view=\"");
-        label(&b, c->rels[st.out[k].rel].name);
-        buf_puts(&b, "\",endpoint=\"");
-        label(&b, st.out[k].name);
-        buf_printf(&b, "\"} %lld\n", (long long)st.out[k].bytes);
-    }
-    for (int i = 0; i < c->nrels; i++)
-        if (eg[i].subscribers || eg[i].bytes) {
-            buf_puts(&b, "sluice_output_bytes_total{view=\"");
-            label(&b, c->rels[i].name);
-            buf_printf(&b, "\",endpoint=\"http\"} %lld\n", (long long)eg[i].bytes);
+        for (int i = 0; i < c->nrels; i++) {
+            long long v = field_i64(&eg[i], om->eg_off);
+            if (eg[i].subscribers || v) {
+                buf_printf(b, "%s{view=\"", om->prom);
+                label(b, c->rels[i].name);
+                buf_printf(b, "\",endpoint=\"http\"} %lld\n", v);
+            }
         }
-    head(&b, "sluice_egress_subscribers", "gauge", "Open /egress streams per view.");
-    head(&b, "sluice_egress_dropped_total", "counter",
+    }
+    head(b, "sluice_egress_subscribers", "gauge", "Open /egress streams per view.");
+    head(b, "sluice_egress_dropped_total", "counter",
          "/egress streams disconnected for reading too slowly, per view.");
     for (int i = 0; i < c->nrels; i++) {
         if (c->rels[i].sink < 0)
             continue;
-        buf_puts(&b, "sluice_egress_subscribers{view=\"");
-        label(&b, c->rels[i].name);
-        buf_printf(&b, "\"} %d\n", eg[i].subscribers);
-        buf_puts(&b, "sluice_egress_dropped_total{view=\"");
-        label(&b, c->rels[i].name);
-        buf_printf(&b, "\"} %lld\n", (long long)eg[i].dropped);
+        rel_sample(b, "sluice_egress_subscribers", "view", c->rels[i].name, eg[i].subscribers);
+        rel_sample(b, "sluice_egress_dropped_total", "view", c->rels[i].name,
+                   (long long)eg[i].dropped);
     }
-    head(&b, "sluice_view_rows", "gauge", "Rows in each view (net of its changes).");
-    head(&b, "sluice_view_changes_total", "counter", "Changed rows emitted by each view.");
-    head(&b, "sluice_division_by_zero_total", "counter",
+    head(b, "sluice_view_rows", "gauge", "Rows in each view (net of its changes).");
+    head(b, "sluice_view_changes_total", "counter", "Changed rows emitted by each view.");
+    head(b, "sluice_division_by_zero_total", "counter",
          "Divisions by zero that gave NULL, per table or view.");
     for (int i = 0; i < c->nrels; i++) {
         const Relation *r = &c->rels[i];
         const RelStats *rs = &st.rels[i];
-        const char *kind = r->is_table ? "table" : "view";
         if (rs->has_sink && !r->is_table) {
-            buf_puts(&b, "sluice_view_rows{view=\"");
-            label(&b, r->name);
-            buf_printf(&b, "\"} %lld\n", (long long)rs->rows);
-            buf_puts(&b, "sluice_view_changes_total{view=\"");
-            label(&b, r->name);
-            buf_printf(&b, "\"} %lld\n", (long long)rs->changes);
+            rel_sample(b, "sluice_view_rows", "view", r->name, (long long)rs->rows);
+            rel_sample(b, "sluice_view_changes_total", "view", r->name, (long long)rs->changes);
         }
-        buf_printf(&b, "sluice_division_by_zero_total{%s=\"", kind);
-        label(&b, r->name);
-        buf_printf(&b, "\"} %lld\n", (long long)rs->divzero);
+        rel_sample(b, "sluice_division_by_zero_total", r->is_table ? "table" : "view", r->name,
+                   (long long)rs->divzero);
     }
-    pipestats_free(&st);
-    sl_free(eg);
+}
+
+int stats_prometheus(Req *q)
+{
+    Figures f;
+    Buf b = BUF_INIT;
+    figures_get(q->s, &f);
+    prom_text(q->s, &f, &b);
+    figures_free(&f);
     char *body = malloc(b.n + 1);
     if (!body)
         sl_panic("out of memory");

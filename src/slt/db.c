@@ -25,6 +25,7 @@
 #include <strings.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../circuit/circuit.h"
 #include "../expr/text.h"
 #include "../zset/key.h"
@@ -557,11 +558,7 @@ static int create_table(SltDb *db, const char *sql, Err *err)
             rc = err_set(err, SL_ESEMANTIC, "table %s already exists", rel->name);
             break;
         }
-        if (db->nt == db->capt) {
-            db->capt = db->capt ? db->capt * 2 : 8;
-            db->t = sl_realloc(db->t, sizeof(SltTable) * (size_t)db->capt);
-        }
-        SltTable *t = &db->t[db->nt++];
+        SltTable *t = VEC_PUSH(db->t, db->nt, db->capt);
         memset(t, 0, sizeof(*t));
         t->a = arena_new(1 << 14);
         t->name = arena_strndup(t->a, rel->name, strlen(rel->name));
@@ -678,10 +675,7 @@ static int create_view(SltDb *db, const char *sql, const char *after_view, Err *
         buf_free(&text);
         return rc;
     }
-    if (db->nv == db->capv) {
-        db->capv = db->capv ? db->capv * 2 : 8;
-        db->v = sl_realloc(db->v, sizeof(SltView) * (size_t)db->capv);
-    }
+    VEC_RESERVE(db->v, db->capv, db->nv + 1);
     db->v[db->nv].name = sl_malloc(strlen(name) + 1);
     strcpy(db->v[db->nv].name, name);
     db->v[db->nv].sql = (char *)buf_cstr(&text);
@@ -702,11 +696,9 @@ static int create_index(SltDb *db, const char *s, Err *err)
     for (int i = 0; i < db->nidx; i++)
         if (!strcasecmp(db->idx[i], name))
             return if_not ? 0 : err_set(err, SL_ESEMANTIC, "index %s already exists", name);
-    if (db->nidx == db->capidx) {
-        db->capidx = db->capidx ? db->capidx * 2 : 8;
-        db->idx = sl_realloc(db->idx, sizeof(char *) * (size_t)db->capidx);
-        db->idx_table = sl_realloc(db->idx_table, sizeof(char *) * (size_t)db->capidx);
-    }
+    int cap_table = db->capidx; /* idx and idx_table grow together */
+    VEC_RESERVE(db->idx, db->capidx, db->nidx + 1);
+    VEC_RESERVE(db->idx_table, cap_table, db->nidx + 1);
     db->idx[db->nidx] = sl_malloc(strlen(name) + 1);
     strcpy(db->idx[db->nidx], name);
     db->idx_table[db->nidx] = sl_malloc(strlen(tab) + 1);

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../expr/text.h"
 #include "../cluster/net.h"
 #include "slt.h"
@@ -47,7 +48,7 @@ typedef struct Skip {
 } Skip;
 
 static Skip *skips;
-static int nskips;
+static int nskips, capskips;
 static FILE *skipped_out;
 
 static char *slurp(const char *path, size_t *len)
@@ -105,10 +106,9 @@ static void load_skips(const char *path)
         if (!tab)
             continue;
         *tab = 0;
-        skips = sl_realloc(skips, sizeof(Skip) * (size_t)(nskips + 1));
-        skips[nskips].key = strdup(line);
-        skips[nskips].reason = strdup(tab + 1);
-        nskips++;
+        Skip *sk = VEC_PUSH(skips, nskips, capskips);
+        sk->key = strdup(line);
+        sk->reason = strdup(tab + 1);
     }
     sl_free(t);
 }
@@ -216,9 +216,10 @@ typedef struct Lines {
 
 static void split_lines(char *text, Lines *out)
 {
-    int cap = 1024;
-    out->v = sl_malloc(sizeof(char *) * (size_t)cap);
+    int cap = 0;
+    out->v = NULL;
     out->n = 0;
+    VEC_RESERVE(out->v, cap, 1024);
     char *p = text;
     while (*p) {
         char *e = strchr(p, '\n');
@@ -227,11 +228,7 @@ static void split_lines(char *text, Lines *out)
         size_t n = strlen(p);
         if (n && p[n - 1] == '\r')
             p[n - 1] = 0;
-        if (out->n == cap) {
-            cap *= 2;
-            out->v = sl_realloc(out->v, sizeof(char *) * (size_t)cap);
-        }
-        out->v[out->n++] = p;
+        *VEC_PUSH(out->v, out->n, cap) = p;
         if (!e)
             break;
         p = e + 1;
@@ -432,11 +429,7 @@ static Counts run_file(const char *path, const Opts *o)
                 continue;
             }
             if (in_result) {
-                if (nexpect == cap) {
-                    cap = cap ? cap * 2 : 16;
-                    expect = sl_realloc(expect, sizeof(char *) * (size_t)cap);
-                }
-                expect[nexpect++] = l;
+                *VEC_PUSH(expect, nexpect, cap) = l;
             } else {
                 if (sql.n)
                     buf_putc(&sql, '\n');

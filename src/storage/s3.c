@@ -18,6 +18,7 @@
 
 #include "../base/buf.h"
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "store_int.h"
 
 struct S3 {
@@ -277,9 +278,7 @@ int s3_list(S3 *s, char ***names, int *count, Err *err)
         char *k;
         while ((k = xml_next(xml, "Key", &pos)) != NULL) {
             if (strlen(k) > pl && !strchr(k + pl, '/')) {
-                if (n == cap)
-                    v = sl_realloc(v, sizeof(char *) * (size_t)(cap = cap ? cap * 2 : 16));
-                v[n++] = sl_strdup(k + pl);
+                *VEC_PUSH(v, n, cap) = sl_strdup(k + pl);
             }
             sl_free(k);
         }

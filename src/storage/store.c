@@ -31,6 +31,7 @@
 
 #include "../base/buf.h"
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "store_int.h"
 
 #define TMP_PREFIX "tmp-"
@@ -683,15 +684,15 @@ static MEnt *list_manifests(Store *st, size_t *count, Err *err)
         err_set(err, SL_EIO, "storage %s: cannot list: %s", st->dir, strerror(errno));
         return NULL;
     }
-    size_t n = 0, cap = 8;
-    MEnt *m = sl_malloc(cap * sizeof(*m));
+    size_t n = 0, cap = 0;
+    MEnt *m = NULL;
+    VEC_RESERVE(m, cap, 8); /* never NULL, even for no manifest */
     struct dirent *e;
     uint64_t step;
     while ((e = readdir(d)) != NULL) {
         if (!manifest_step(e->d_name, &step))
             continue;
-        if (n == cap)
-            m = sl_realloc(m, (cap *= 2) * sizeof(*m));
+        VEC_RESERVE(m, cap, n + 1);
         m[n].step = step;
         snprintf(m[n].name, sizeof(m[n].name), "%.63s", e->d_name); /* <= 34 chars */
         n++;
@@ -752,8 +753,9 @@ int store_prune(Store *st, int keep, const char *const *refs, size_t nrefs, Err 
     if (!m)
         return SL_EIO;
     /* Referenced names: refs, then the files of the kept manifests. */
-    size_t nk = 0, cap = nrefs + 16;
-    char **keepn = sl_malloc(cap * sizeof(char *));
+    size_t nk = 0, cap = 0;
+    char **keepn = NULL;
+    VEC_RESERVE(keepn, cap, nrefs + 16);
     for (size_t i = 0; i < nrefs; i++)
         keepn[nk++] = sl_strdup(refs[i]);
     int kept = 0, rc = 0;
@@ -765,9 +767,7 @@ int store_prune(Store *st, int keep, const char *const *refs, size_t nrefs, Err 
             const cJSON *f;
             cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(j, "files"))
             {
-                if (nk == cap)
-                    keepn = sl_realloc(keepn, (cap *= 2) * sizeof(char *));
-                keepn[nk++] = sl_strdup(f->valuestring);
+                *VEC_PUSH(keepn, nk, cap) = sl_strdup(f->valuestring);
             }
             cJSON_Delete(j);
             sl_free(json);
@@ -819,9 +819,7 @@ int store_list(Store *st, const char *prefix, char ***names, int *count, Err *er
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, prefix, pn) != 0 || e->d_name[0] == '.')
             continue;
-        if (n == cap)
-            v = sl_realloc(v, sizeof(char *) * (size_t)(cap = cap ? cap * 2 : 8));
-        v[n++] = sl_strdup(e->d_name);
+        *VEC_PUSH(v, n, cap) = sl_strdup(e->d_name);
     }
     closedir(d);
     if (n)

@@ -23,6 +23,7 @@
 
 #include "../base/buf.h"
 #include "../base/mem.h"
+#include "../base/vec.h"
 
 /* A builder record: this header, then the tuple bytes padded to 8. */
 typedef struct Rec {
@@ -127,7 +128,11 @@ int batch_key_cmp(const Batch *b, int64_t i, const uint8_t *k, size_t kn)
 
 int64_t batch_seek(const Batch *b, const uint8_t *k, size_t kn)
 {
-    int64_t lo = 0, hi = b->n;
+    return batch_seek_range(b, 0, b->n, k, kn);
+}
+
+int64_t batch_seek_range(const Batch *b, int64_t lo, int64_t hi, const uint8_t *k, size_t kn)
+{
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (batch_key_cmp(b, mid, k, kn) < 0)
@@ -259,13 +264,9 @@ static void insertion_sort(const SortCtx *x, SortEnt *a, size_t n, size_t cend)
     }
 }
 
-static void push_range(SortCtx *x, SortRange r)
+static inline __attribute__((always_inline)) void push_range(SortCtx *x, SortRange r)
 {
-    if (x->nstack == x->capstack) {
-        x->capstack = x->capstack ? x->capstack * 2 : 1024;
-        x->stack = sl_realloc(x->stack, x->capstack * sizeof(SortRange));
-    }
-    x->stack[x->nstack++] = r;
+    *VEC_PUSH(x->stack, x->nstack, x->capstack) = r;
 }
 
 /* Entries ahead of the current one whose records are prefetched. */

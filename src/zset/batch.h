@@ -56,6 +56,9 @@ size_t batch_bytes(const Batch *b);
 
 /* Index of the first tuple whose key is >= k (n when none). */
 int64_t batch_seek(const Batch *b, const uint8_t *k, size_t kn);
+/* The same within [lo, hi): the first index there whose key is >= k, hi
+   when none (the keys below lo must be < k, those from hi on >= k). */
+int64_t batch_seek_range(const Batch *b, int64_t lo, int64_t hi, const uint8_t *k, size_t kn);
 /* Compare tuple i's key with k: <0, 0, >0. */
 int batch_key_cmp(const Batch *b, int64_t i, const uint8_t *k, size_t kn);
 

@@ -14,6 +14,7 @@
 #include "hmap.h"
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 
 typedef struct HEntry {
     size_t klen;
@@ -81,12 +82,8 @@ static void *ent_alloc(HMap *m, size_t sz)
     }
     size_t need = cls * 16;
     if (m->bump_left < need) {
-        if (m->nslabs == m->capslabs) {
-            m->capslabs = m->capslabs ? m->capslabs * 2 : 16;
-            m->slabs = sl_realloc(m->slabs, sizeof(void *) * m->capslabs);
-        }
         m->bump = sl_malloc(SLAB_BYTES); /* malloc aligns to 16 */
-        m->slabs[m->nslabs++] = m->bump;
+        *VEC_PUSH(m->slabs, m->nslabs, m->capslabs) = m->bump;
         m->bump_left = SLAB_BYTES;
     }
     void *p = m->bump;

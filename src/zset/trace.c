@@ -16,6 +16,7 @@
 #include "trace.h"
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 
 struct Trace {
     Batch **spine; /* oldest (largest) first */
@@ -49,20 +50,12 @@ void trace_free(Trace *t)
 
 static void retire(Trace *t, Batch *b)
 {
-    if (t->nretired == t->capretired) {
-        t->capretired = t->capretired ? t->capretired * 2 : 8;
-        t->retired = sl_realloc(t->retired, (size_t)t->capretired * sizeof(Batch *));
-    }
-    t->retired[t->nretired++] = b;
+    *VEC_PUSH(t->retired, t->nretired, t->capretired) = b;
 }
 
 static void push(Trace *t, Batch *b)
 {
-    if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 8;
-        t->spine = sl_realloc(t->spine, (size_t)t->cap * sizeof(Batch *));
-    }
-    t->spine[t->n++] = b;
+    *VEC_PUSH(t->spine, t->n, t->cap) = b;
 }
 
 /* Drop the caller-visible batch cur, or free it when fresh (made here). */
@@ -90,10 +83,7 @@ void trace_insert_take(Trace *t, Batch *b)
         return;
     }
     if (!t->has_sp) {
-        if (t->capsp < t->n) {
-            t->capsp = t->n;
-            t->sp = sl_realloc(t->sp, (size_t)t->capsp * sizeof(Batch *));
-        }
+        VEC_RESERVE(t->sp, t->capsp, t->n);
         for (int i = 0; i < t->n; i++) {
             batch_ref(t->spine[i]);
             t->sp[i] = t->spine[i];
@@ -197,15 +187,7 @@ static int64_t gallop(const Batch *b, int64_t from, const uint8_t *k, size_t kn)
         step *= 2;
     }
     int64_t hi = lo + step < b->n ? lo + step : b->n; /* key(hi) >= k or hi == n */
-    lo++;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (batch_key_cmp(b, mid, k, kn) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return batch_seek_range(b, lo + 1, hi, k, kn);
 }
 
 void trace_cursor_for_key(TraceCursor *c, const uint8_t *k, size_t kn, TraceFn cb, void *ctx)

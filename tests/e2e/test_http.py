@@ -15,6 +15,8 @@ import pytest
 import requests
 
 from conftest import assert_no_crash, conn_clause, read_dump, run_ok, sluice_bin
+from httpkit import ingress as push
+from httpkit import lines, query
 
 PROG = """
 CREATE TABLE t (id INT NOT NULL PRIMARY KEY, name VARCHAR, v INT)
@@ -24,24 +26,6 @@ CREATE MATERIALIZED VIEW agg AS SELECT COUNT(*) AS n, SUM(v) AS total FROM t;
 CREATE MATERIALIZED VIEW ev AS SELECT k, s FROM e WHERE k > 0;
 CREATE VIEW plain AS SELECT k FROM e;
 """
-
-
-def lines(*objs):
-    return "".join(json.dumps(o) + "\n" for o in objs)
-
-
-def push(p, table, body, status=200, **params):
-    r = requests.post(p.url("/ingress/" + table), params=params, data=body, timeout=60)
-    assert r.status_code == status, r.text
-    return r.json()
-
-
-def query(p, sql, fmt="json"):
-    r = requests.get(p.url("/query"), params={"sql": sql, "format": fmt}, timeout=60)
-    assert r.status_code == 200, r.text
-    if fmt == "json":
-        return [json.loads(l) for l in r.text.splitlines() if l.strip()]
-    return r.text
 
 
 def error(r, status, code):

@@ -10,6 +10,7 @@ import threading
 import requests
 
 from conftest import wait_until
+from httpkit import Follower, ingress, lines
 
 PROG = """
 CREATE TABLE e (id BIGINT NOT NULL, src INT, s VARCHAR) WITH ('materialized' = 'true');
@@ -19,38 +20,8 @@ CREATE VIEW wide AS SELECT id, s FROM e;
 """
 
 
-def lines(*objs):
-    return "".join(json.dumps(o) + "\n" for o in objs)
-
-
 def push(p, body, status=200, **params):
-    r = requests.post(p.url("/ingress/e"), params=params, data=body, timeout=60)
-    assert r.status_code == status, r.text
-    return r.json()
-
-
-class Follower:
-    def __init__(self, p, view, **params):
-        self.r = requests.post(p.url("/egress/" + view), params=params, stream=True, timeout=120)
-        assert self.r.status_code == 200, self.r.text
-        self.chunks = []
-        self.error = None
-        self.t = threading.Thread(target=self.run)
-        self.t.start()
-
-    def run(self):
-        try:
-            for line in self.r.iter_lines():
-                if line:
-                    self.chunks.append(json.loads(line))
-        except Exception as e:  # noqa: BLE001 - reported by join
-            self.error = e
-
-    def join(self):
-        self.t.join(timeout=120)
-        assert not self.t.is_alive()
-        assert self.error is None, self.error
-        return self.chunks
+    return ingress(p, "e", body, status, **params)
 
 
 def test_formats_snapshot_and_several_subscribers(http_pipeline):

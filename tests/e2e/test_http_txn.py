@@ -5,11 +5,12 @@ state exactly as before, and a connector with "transaction": "backfill"
 runs its whole input as one step.
 """
 import json
-import threading
 
 import requests
 
 from conftest import conn_clause, read_dump, run_ok, wait_until
+from httpkit import Follower, ingress, lines
+from httpkit import query as query_rows
 
 PROG = """
 CREATE TABLE t (id INT NOT NULL PRIMARY KEY, name VARCHAR, v INT)
@@ -19,41 +20,12 @@ CREATE MATERIALIZED VIEW big AS SELECT id, name FROM t WHERE v >= 100;
 """
 
 
-def lines(*objs):
-    return "".join(json.dumps(o) + "\n" for o in objs)
-
-
 def push(p, body, status=200, **params):
-    r = requests.post(p.url("/ingress/t"), params=params, data=body, timeout=60)
-    assert r.status_code == status, r.text
-    return r.json()
+    return ingress(p, "t", body, status, **params)
 
 
 def query(p, sql):
-    r = requests.get(p.url("/query"), params={"sql": sql, "format": "json"}, timeout=60)
-    assert r.status_code == 200, r.text
-    return sorted(json.dumps(json.loads(l), sort_keys=True) for l in r.text.splitlines())
-
-
-class Follower:
-    """Reads an /egress stream in a thread; chunks collects every message."""
-
-    def __init__(self, p, view, **params):
-        self.r = requests.post(p.url("/egress/" + view), params=params, stream=True, timeout=60)
-        assert self.r.status_code == 200, self.r.text
-        self.chunks = []
-        self.t = threading.Thread(target=self.run)
-        self.t.start()
-
-    def run(self):
-        for line in self.r.iter_lines():
-            if line:
-                self.chunks.append(json.loads(line))
-
-    def join(self):
-        self.t.join(timeout=60)
-        assert not self.t.is_alive()
-        return self.chunks
+    return sorted(json.dumps(r, sort_keys=True) for r in query_rows(p, sql))
 
 
 def norm(changes):

@@ -87,6 +87,27 @@ def test_a_read_only_key_reads_but_changes_nothing(http_pipeline):
     term(p)
 
 
+def test_what_a_read_only_key_may_do_comes_with_each_route(http_pipeline):
+    """The route table says which methods a read-only key may use: any on
+    /egress (the route then answers 404 or 405), GET on the reading ones,
+    nothing on a path no route serves."""
+    p = http_pipeline(PROG, "--api-key", KEY, "--api-key-ro", RO)
+    r = requests.get(p.url("/egress"), headers=auth(RO), timeout=60)
+    assert r.status_code == 404 and r.json()["error_code"] == "UnknownView", r.text
+    r = requests.delete(p.url("/egress/ev"), headers=auth(RO), timeout=60)
+    assert r.status_code == 405 and r.headers["Allow"] == "GET, POST", r.text
+    r = requests.get(p.url("/status/"), headers=auth(RO), timeout=60)
+    assert r.status_code == 200 and r.json()["state"] == "running", r.text
+    for method, path in [("GET", "/nowhere"), ("GET", "/completion_status"),
+                         ("PUT", "/query"), ("GET", "/ingress/e")]:
+        r = requests.request(method, p.url(path), headers=auth(RO), timeout=60)
+        assert r.status_code == 403 and r.json()["error_code"] == "ReadOnlyKey", (path, r.text)
+    r = requests.get(p.url("/nowhere"), headers=auth(KEY), timeout=60)
+    listed = r.json()["details"]["endpoints"]
+    assert r.status_code == 404 and "GET, POST /egress/{name}" in listed and "GET /" in listed
+    term(p)
+
+
 def test_api_keys_come_from_the_config_as_strings_or_objects(http_pipeline, tmp_path):
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({"api_keys": ["k1", {"key": "k2", "read_only": True}],

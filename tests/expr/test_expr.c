@@ -13,43 +13,13 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "base/arena.h"
-#include "base/buf.h"
-#include "expr/expr.h"
-#include "expr/text.h"
+#include "expr_test.h"
 
-/* Marks a NULL in expected/input int64 arrays. */
-#define NV INT64_C(-0x7ffffffffffffff0)
 #define TV 1 /* TRUE */
 #define FV 0 /* FALSE */
 
-static Arena *A;
-static Err err;
-static EvalCtx cx;
-
-static int setup(void **state)
-{
-    A = arena_new(1 << 16);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    arena_free(A);
-    return 0;
-}
-
-static int reset(void **state)
-{
-    arena_reset(A);
-    err_clear(&err);
-    cx = (EvalCtx){.arena = A, .ndivzero = 0, .err = &err};
-    return 0;
-}
-
 /* ---------------------------------------------------------------- types */
 
-static SqlType T(TypeKind k) { return type_make(k, true); }
 static SqlType TN(TypeKind k) { return type_make(k, false); }
 
 static SqlType DEC(int p, int s)
@@ -72,7 +42,6 @@ static SqlType STR(TypeKind k, int len)
 
 /* ---------------------------------------------------------- expressions */
 
-static Expr *col(int j, SqlType t) { return expr_col(A, j, t); }
 static Expr *ci(SqlType t, int64_t v) { t.nullable = 0; return expr_const_i64(A, t, v); }
 static Expr *cf(SqlType t, double v) { t.nullable = 0; return expr_const_f64(A, t, v); }
 static Expr *cnull(SqlType t) { return expr_const_null(A, t); }
@@ -97,28 +66,8 @@ static Expr *op2(ExprKind k, SqlType t, Expr *a, Expr *b)
     return e;
 }
 
-static Expr *opn(ExprKind k, SqlType t, int na, ...)
-{
-    Expr *e = expr_new(A, k, t, na);
-    va_list ap;
-    va_start(ap, na);
-    for (int j = 0; j < na; j++)
-        e->a[j] = va_arg(ap, Expr *);
-    va_end(ap);
-    return e;
-}
-
-static Expr *fn(FuncId f, SqlType t, int na, ...)
-{
-    Expr *e = expr_new(A, E_FUNC, t, na);
-    e->fn = f;
-    va_list ap;
-    va_start(ap, na);
-    for (int j = 0; j < na; j++)
-        e->a[j] = va_arg(ap, Expr *);
-    va_end(ap);
-    return e;
-}
+#define opn(k, t, ...) mk(k, 0, t, __VA_ARGS__)
+#define fn(f, t, ...) mk(E_FUNC, f, t, __VA_ARGS__)
 
 static Expr *cast(SqlType t, Expr *a) { return op1(E_CAST, t, a); }
 
@@ -210,20 +159,6 @@ static Chunk *one_row(void) { return chunk(0, NULL, 1); }
 
 /* ------------------------------------------------------------ evaluation */
 
-static Vec ev_sel(const Expr *e, const Chunk *c, const int32_t *sel, int64_t n)
-{
-    Vec v;
-    int rc = expr_eval(e, c, sel, n, &cx, &v);
-    if (rc)
-        fail_msg("expr_eval failed (%d): %s", rc, err.msg);
-    if ((v.nul != NULL) != (e->t.nullable != 0))
-        fail_msg("nul is %s but the type is %s", v.nul ? "set" : "NULL",
-                 e->t.nullable ? "nullable" : "NOT NULL");
-    return v;
-}
-
-static Vec ev(const Expr *e, const Chunk *c) { return ev_sel(e, c, NULL, c->n); }
-
 /* Evaluation must fail with SL_ERUNTIME and exactly this message. */
 static void ev_fails(const Expr *e, const Chunk *c, const char *msg)
 {
@@ -235,20 +170,6 @@ static void ev_fails(const Expr *e, const Chunk *c, const char *msg)
     if (msg && strcmp(err.msg, msg) != 0)
         fail_msg("message \"%s\", want \"%s\"", err.msg, msg);
     err_clear(&err);
-}
-
-static void want_ints(const Vec *v, int64_t n, const int64_t *want)
-{
-    for (int64_t k = 0; k < n; k++) {
-        bool null = vec_is_null(v, k);
-        if (want[k] == NV && !null)
-            fail_msg("row %lld: got %lld, want NULL", (long long)k, (long long)v->i[k]);
-        if (want[k] != NV && null)
-            fail_msg("row %lld: got NULL, want %lld", (long long)k, (long long)want[k]);
-        if (want[k] != NV && v->i[k] != want[k])
-            fail_msg("row %lld: got %lld, want %lld", (long long)k, (long long)v->i[k],
-                     (long long)want[k]);
-    }
 }
 
 /* Expected doubles; NAN in want means NULL unless nan_ok. */
@@ -263,41 +184,7 @@ static void want_f64(const Vec *v, int64_t n, const double *want)
     }
 }
 
-static void want_strs(const Vec *v, int64_t n, const char *const *want)
-{
-    for (int64_t k = 0; k < n; k++) {
-        bool null = vec_is_null(v, k);
-        if (!want[k] != null)
-            fail_msg("row %lld: NULL is %d, want %s", (long long)k, null,
-                     want[k] ? want[k] : "NULL");
-        if (want[k] && (v->s[k].n != strlen(want[k]) ||
-                        memcmp(v->s[k].p, want[k], v->s[k].n) != 0))
-            fail_msg("row %lld: got \"%.*s\", want \"%s\"", (long long)k, (int)v->s[k].n,
-                     v->s[k].p, want[k]);
-    }
-}
-
-/* Evaluate e over c and check int results. */
-#define CHECK_INTS(e, c, ...)                                                                   \
-    do {                                                                                        \
-        const int64_t want_[] = {__VA_ARGS__};                                                  \
-        Vec v_ = ev((e), (c));                                                                  \
-        want_ints(&v_, (int64_t)ARRAY_LEN(want_), want_);                                       \
-    } while (0)
-
-#define CHECK_STRS(e, c, ...)                                                                   \
-    do {                                                                                        \
-        const char *const want_[] = {__VA_ARGS__};                                              \
-        Vec v_ = ev((e), (c));                                                                  \
-        want_strs(&v_, (int64_t)ARRAY_LEN(want_), want_);                                       \
-    } while (0)
-
-#define CHECK_F64(e, c, ...)                                                                    \
-    do {                                                                                        \
-        const double want_[] = {__VA_ARGS__};                                                   \
-        Vec v_ = ev((e), (c));                                                                  \
-        want_f64(&v_, (int64_t)ARRAY_LEN(want_), want_);                                        \
-    } while (0)
+#define CHECK_F64(e, c, ...) CHECK_VALUES(double, want_f64, e, c, __VA_ARGS__)
 
 /* ================================================================= logic */
 

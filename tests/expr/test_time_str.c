@@ -15,57 +15,16 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "base/arena.h"
-#include "base/buf.h"
-#include "expr/expr.h"
-#include "expr/text.h"
+#include "expr_test.h"
 
-#define NV INT64_C(-0x7ffffffffffffff0) /* NULL in int arrays */
 #define DAY_US INT64_C(86400000000)
 #define H_US INT64_C(3600000000)
 
-static Arena *A;
-static Err err;
-static EvalCtx cx;
-
-static int setup(void **state)
-{
-    A = arena_new(1 << 16);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    arena_free(A);
-    return 0;
-}
-
-static int reset(void **state)
-{
-    arena_reset(A);
-    err_clear(&err);
-    cx = (EvalCtx){.arena = A, .ndivzero = 0, .err = &err};
-    return 0;
-}
-
-static SqlType T(TypeKind k) { return type_make(k, true); }
 #define VC T(TK_VARCHAR)
 
-static Expr *col(int j, SqlType t) { return expr_col(A, j, t); }
 static Expr *ci(TypeKind k, int64_t v) { return expr_const_i64(A, type_make(k, false), v); }
 static Expr *cs(const char *s) { return expr_const_str(A, type_make(TK_VARCHAR, false), s, strlen(s)); }
 
-static Expr *mk(ExprKind k, int f, SqlType t, int na, ...)
-{
-    Expr *e = expr_new(A, k, t, na);
-    e->fn = f;
-    va_list ap;
-    va_start(ap, na);
-    for (int j = 0; j < na; j++)
-        e->a[j] = va_arg(ap, Expr *);
-    va_end(ap);
-    return e;
-}
 #define FN(f, t, ...) mk(E_FUNC, f, t, __VA_ARGS__)
 
 /* One column of n values; NV / NULL pointer = NULL. */
@@ -94,37 +53,6 @@ static Chunk *strs(int64_t n, const char *const *v)
     return c;
 }
 
-static Vec ev(const Expr *e, const Chunk *c)
-{
-    Vec v;
-    int rc = expr_eval(e, c, NULL, c->n, &cx, &v);
-    if (rc)
-        fail_msg("expr_eval failed (%d): %s", rc, err.msg);
-    return v;
-}
-
-static void want_ints(const Vec *v, int64_t n, const int64_t *want)
-{
-    for (int64_t k = 0; k < n; k++) {
-        bool null = vec_is_null(v, k);
-        if ((want[k] == NV) != null || (!null && v->i[k] != want[k]))
-            fail_msg("row %lld: got %s%lld, want %lld", (long long)k, null ? "NULL " : "",
-                     (long long)v->i[k], (long long)want[k]);
-    }
-}
-
-static void want_strs(const Vec *v, int64_t n, const char *const *want)
-{
-    for (int64_t k = 0; k < n; k++) {
-        bool null = vec_is_null(v, k);
-        if (!want[k] != null)
-            fail_msg("row %lld: NULL is %d, want %s", (long long)k, null, want[k] ? want[k] : "NULL");
-        if (want[k] && (v->s[k].n != strlen(want[k]) || memcmp(v->s[k].p, want[k], v->s[k].n)))
-            fail_msg("row %lld: got \"%.*s\", want \"%s\"", (long long)k, (int)v->s[k].n,
-                     v->s[k].p, want[k]);
-    }
-}
-
 /* Values as canonical text (NULL as "NULL"), compared with want. */
 static void want_text(const Vec *v, int64_t n, const char *const *want)
 {
@@ -139,24 +67,7 @@ static void want_text(const Vec *v, int64_t n, const char *const *want)
     }
 }
 
-#define CHECK_INTS(e, c, ...)                                                                   \
-    do {                                                                                        \
-        const int64_t w_[] = {__VA_ARGS__};                                                     \
-        Vec v_ = ev((e), (c));                                                                  \
-        want_ints(&v_, (int64_t)ARRAY_LEN(w_), w_);                                             \
-    } while (0)
-#define CHECK_STRS(e, c, ...)                                                                   \
-    do {                                                                                        \
-        const char *const w_[] = {__VA_ARGS__};                                                 \
-        Vec v_ = ev((e), (c));                                                                  \
-        want_strs(&v_, (int64_t)ARRAY_LEN(w_), w_);                                             \
-    } while (0)
-#define CHECK_TEXT(e, c, ...)                                                                   \
-    do {                                                                                        \
-        const char *const w_[] = {__VA_ARGS__};                                                 \
-        Vec v_ = ev((e), (c));                                                                  \
-        want_text(&v_, (int64_t)ARRAY_LEN(w_), w_);                                             \
-    } while (0)
+#define CHECK_TEXT(e, c, ...) CHECK_VALUES(const char *, want_text, e, c, __VA_ARGS__)
 
 static int64_t D(int y, int m, int d) { return date_from_ymd(y, m, d); }
 static int64_t TS(int y, int mo, int d, int h, int mi, int s)

@@ -10,28 +10,9 @@
 
 #include <cmocka.h>
 
-#include "base/arena.h"
-#include "base/buf.h"
-#include "expr/text.h"
-#include "io/format.h"
-
-static SqlType ty(TypeKind k, bool nullable) { return type_make(k, nullable); }
-
-static SqlType dec(int p, int s, bool nullable)
-{
-    SqlType t = type_make(TK_DECIMAL, nullable);
-    t.prec = (uint8_t)p;
-    t.scale = (uint8_t)s;
-    return t;
-}
+#include "format_test.h"
 
 static size_t rlen(const char *s, bool eof) { return fmt_csv_record_len(s, strlen(s), eof); }
-
-static void expect_str(Str s, const char *want)
-{
-    if (s.n != strlen(want) || memcmp(s.p, want, s.n) != 0)
-        fail_msg("got \"%.*s\", want \"%s\"", (int)s.n, s.p, want);
-}
 
 /* Table (id INT NOT NULL, name VARCHAR, amount INT NOT NULL, ok BOOLEAN). */
 static const char *names4[] = {"id", "name", "amount", "ok"};

@@ -11,26 +11,7 @@
 
 #include <cmocka.h>
 
-#include "base/arena.h"
-#include "base/buf.h"
-#include "expr/text.h"
-#include "io/format.h"
-
-static SqlType ty(TypeKind k, bool nullable) { return type_make(k, nullable); }
-
-static SqlType dec(int p, int s, bool nullable)
-{
-    SqlType t = type_make(TK_DECIMAL, nullable);
-    t.prec = (uint8_t)p;
-    t.scale = (uint8_t)s;
-    return t;
-}
-
-static void expect_str(Str s, const char *want)
-{
-    if (s.n != strlen(want) || memcmp(s.p, want, s.n) != 0)
-        fail_msg("got \"%.*s\" (%u bytes), want \"%s\"", (int)s.n, s.p, s.n, want);
-}
+#include "format_test.h"
 
 static int parse(const RowSchema *s, const char *rec, Chunk *c, Arena *a, Err *err)
 {

@@ -21,15 +21,11 @@
 #include <unistd.h>
 
 #include "base/mem.h"
-#include "storage/storage.h"
-
-static char tmpdir[256];
+#include "store_test.h"
 
 static int setup_dir(void **state)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/sluice-faults-XXXXXX");
-    assert_non_null(mkdtemp(tmpdir));
-    strcat(tmpdir, "/st");
+    st_make_dir("faults");
     unsetenv("SLUICE_FAULT");
     store_fault_reload();
     return 0;
@@ -37,47 +33,10 @@ static int setup_dir(void **state)
 
 static int teardown_dir(void **state)
 {
-    char cmd[300];
     unsetenv("SLUICE_FAULT");
     store_fault_reload();
-    tmpdir[strlen(tmpdir) - 3] = 0;
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    assert_int_equal(system(cmd), 0);
+    st_remove_dir();
     return 0;
-}
-
-static Store *open_store(void)
-{
-    Store *st;
-    Err e = {0};
-    if (store_open(tmpdir, &st, &e) != 0)
-        fail_msg("store_open: %s", e.msg);
-    return st;
-}
-
-static const char *path_of(const char *name)
-{
-    static char p[512];
-    snprintf(p, sizeof(p), "%s/%s", tmpdir, name);
-    return p;
-}
-
-static off_t size_of(const char *name)
-{
-    struct stat sb;
-    assert_int_equal(stat(path_of(name), &sb), 0);
-    return sb.st_size;
-}
-
-static void flip_byte(const char *name, off_t at)
-{
-    int fd = open(path_of(name), O_RDWR);
-    assert_true(fd >= 0);
-    uint8_t c;
-    assert_int_equal(pread(fd, &c, 1, at), 1);
-    c ^= 0x40;
-    assert_int_equal(pwrite(fd, &c, 1, at), 1);
-    close(fd);
 }
 
 /* Records seen by a scan, concatenated as "<first byte>" characters. */
@@ -124,7 +83,7 @@ static void test_a_failed_append_is_cut_back_and_later_records_are_read(void **s
     append(l, "c", 0);
     assert_int_equal(log_sync(l, UINT64_MAX, NULL), 0);
     log_close(l);
-    assert_int_equal(size_of("t.log"), 2 * 116);
+    assert_int_equal(file_size("t.log"), 2 * 116);
     Seen x;
     uint64_t torn;
     Err e = {0};
@@ -203,7 +162,7 @@ static void test_a_damaged_last_record_is_a_torn_tail_and_can_be_cut(void **stat
     assert_string_equal(x.s, "ab");
     assert_int_equal(torn, 2 * 116);
     assert_int_equal(log_cut_tail(st, "t.log", torn, &e), 0);
-    assert_int_equal(size_of("t.log"), 2 * 116);
+    assert_int_equal(file_size("t.log"), 2 * 116);
     assert_int_equal(scan(st, "t.log", &x, &torn, &e), 0);
     assert_true(torn == UINT64_MAX);
     store_close(st);
@@ -265,7 +224,7 @@ static void test_a_batch_of_the_previous_checkpoint_is_kept_under_its_twin_name(
     assert_string_equal(n3, n1);
     /* a damaged file is never copied: the caller saves the state again */
     assert_int_equal(unlink(path_of(n1)), 0);
-    flip_byte(n2, size_of(n2) / 2);
+    flip_byte(n2, file_size(n2) / 2);
     err_clear(&e);
     assert_int_equal(store_reuse_batch(st, n2, n3, &e), SL_EIO);
     assert_non_null(strstr(e.msg, "corrupt"));

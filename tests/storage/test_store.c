@@ -20,36 +20,20 @@
 #include <unistd.h>
 
 #include "base/mem.h"
-#include "storage/storage.h"
+#include "store_test.h"
 
 /* ---- helpers ---- */
 
-static char tmpdir[256];
-
 static int setup_dir(void **state)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/sluice-store-XXXXXX");
-    assert_non_null(mkdtemp(tmpdir));
-    strcat(tmpdir, "/st"); /* store_open creates it */
+    st_make_dir("store");
     return 0;
 }
 
 static int teardown_dir(void **state)
 {
-    char cmd[300];
-    tmpdir[strlen(tmpdir) - 3] = 0;
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    assert_int_equal(system(cmd), 0);
+    st_remove_dir();
     return 0;
-}
-
-static Store *open_store(void)
-{
-    Store *st;
-    Err e = {0};
-    if (store_open(tmpdir, &st, &e) != 0)
-        fail_msg("store_open: %s", e.msg);
-    return st;
 }
 
 /* A batch of n tuples: key = sign-flipped big-endian int, val = a string
@@ -81,31 +65,6 @@ static void assert_batches_equal(const Batch *a, const Batch *b)
         assert_memory_equal(a->data, b->data, a->off[a->n]);
     }
     assert_int_equal(batch_bytes(a), batch_bytes(b));
-}
-
-static char *path_of(const char *name)
-{
-    static char p[512];
-    snprintf(p, sizeof(p), "%s/%s", tmpdir, name);
-    return p;
-}
-
-static off_t file_size(const char *name)
-{
-    struct stat sb;
-    assert_int_equal(stat(path_of(name), &sb), 0);
-    return sb.st_size;
-}
-
-static void flip_byte(const char *name, off_t at)
-{
-    int fd = open(path_of(name), O_RDWR);
-    assert_true(fd >= 0);
-    uint8_t c;
-    assert_int_equal(pread(fd, &c, 1, at), 1);
-    c ^= 0x40;
-    assert_int_equal(pwrite(fd, &c, 1, at), 1);
-    close(fd);
 }
 
 static void put(Store *st, const Batch *b, char name[STORE_NAME_MAX])

@@ -15,51 +15,11 @@
 
 #include "zset/batch.h"
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+#define ZT_SEED 0x9E3779B97F4A7C15ull
+#define ZT_TUP_BYTES 64
+#include "zset_test.h"
 
 /* ---- reference model ---- */
-
-typedef struct Tup {
-    uint8_t p[64];
-    size_t n;
-    uint32_t klen;
-    int64_t w;
-} Tup;
-
-static int tup_cmp(const void *x, const void *y)
-{
-    const Tup *a = x, *b = y;
-    size_t m = a->n < b->n ? a->n : b->n;
-    int d = memcmp(a->p, b->p, m);
-    if (d)
-        return d;
-    return (a->n > b->n) - (a->n < b->n);
-}
-
-/* Sort and consolidate t[0..n) in place; returns the surviving count. */
-static size_t ref_consolidate(Tup *t, size_t n)
-{
-    qsort(t, n, sizeof(Tup), tup_cmp);
-    size_t m = 0;
-    for (size_t i = 0; i < n;) {
-        Tup acc = t[i];
-        size_t j = i + 1;
-        for (; j < n && tup_cmp(&t[j], &acc) == 0; j++)
-            acc.w += t[j].w;
-        if (acc.w != 0)
-            t[m++] = acc;
-        i = j;
-    }
-    return m;
-}
 
 static void assert_batch_equals(const Batch *b, const Tup *t, size_t n)
 {

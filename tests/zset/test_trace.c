@@ -11,67 +11,21 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include "base/vec.h"
 #include "zset/trace.h"
 
-static uint64_t rng_state = 0x7F4A7C159E3779B9ull;
-
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+#define ZT_SEED 0x7F4A7C159E3779B9ull
+#define ZT_TUP_BYTES 16
+#include "zset_test.h"
 
 /* ---- reference model ---- */
-
-typedef struct Tup {
-    uint8_t p[16];
-    size_t n;
-    uint32_t klen;
-    int64_t w;
-} Tup;
 
 typedef struct TupVec {
     Tup *t;
     size_t n, cap;
 } TupVec;
 
-static void tv_push(TupVec *v, Tup t)
-{
-    if (v->n == v->cap) {
-        v->cap = v->cap ? v->cap * 2 : 256;
-        v->t = realloc(v->t, v->cap * sizeof(Tup));
-    }
-    v->t[v->n++] = t;
-}
-
-static int tup_cmp(const void *x, const void *y)
-{
-    const Tup *a = x, *b = y;
-    size_t m = a->n < b->n ? a->n : b->n;
-    int d = memcmp(a->p, b->p, m);
-    if (d)
-        return d;
-    return (a->n > b->n) - (a->n < b->n);
-}
-
-/* Sort and consolidate v in place. */
-static void ref_consolidate(TupVec *v)
-{
-    qsort(v->t, v->n, sizeof(Tup), tup_cmp);
-    size_t m = 0;
-    for (size_t i = 0; i < v->n;) {
-        Tup acc = v->t[i];
-        size_t j = i + 1;
-        for (; j < v->n && tup_cmp(&v->t[j], &acc) == 0; j++)
-            acc.w += v->t[j].w;
-        if (acc.w != 0)
-            v->t[m++] = acc;
-        i = j;
-    }
-    v->n = m;
-}
+static void tv_push(TupVec *v, Tup t) { *VEC_PUSH(v->t, v->n, v->cap) = t; }
 
 /* Key: 1-3 letters of {a,b,c,d} then NUL; val: 0-2 letters of {x,y} then NUL. */
 static Tup random_tup(void)
@@ -129,7 +83,7 @@ static void assert_key_matches(const Trace *tr, const TupVec *ref, const uint8_t
 {
     TupVec got = {0}, want = {0};
     trace_for_key(tr, k, kn, collect, &got);
-    ref_consolidate(&got);
+    got.n = ref_consolidate(got.t, got.n);
     for (size_t i = 0; i < ref->n; i++)
         if (ref->t[i].klen == kn && memcmp(ref->t[i].p, k, kn) == 0) {
             Tup t = {.n = ref->t[i].n - kn, .w = ref->t[i].w};
@@ -141,8 +95,8 @@ static void assert_key_matches(const Trace *tr, const TupVec *ref, const uint8_t
         assert_int_equal(tup_cmp(&got.t[i], &want.t[i]), 0);
         assert_int_equal(got.t[i].w, want.t[i].w);
     }
-    free(got.t);
-    free(want.t);
+    sl_free(got.t);
+    sl_free(want.t);
 }
 
 /* ---- tests ---- */
@@ -166,16 +120,16 @@ static void test_trace_for_key_sums_equal_the_reference_integral(void **state)
             TupVec ref = {0};
             for (size_t i = 0; i < all.n; i++)
                 tv_push(&ref, all.t[i]);
-            ref_consolidate(&ref);
+            ref.n = ref_consolidate(ref.t, ref.n);
             for (int probe = 0; probe < 40; probe++) {
                 Tup q = random_tup();
                 assert_key_matches(tr, &ref, q.p, q.klen);
             }
-            free(ref.t);
+            sl_free(ref.t);
         }
     }
     trace_free(tr);
-    free(all.t);
+    sl_free(all.t);
 }
 
 static void test_trace_consolidate_equals_the_reference(void **state)
@@ -197,7 +151,7 @@ static void test_trace_consolidate_equals_the_reference(void **state)
         TupVec ref = {0};
         for (size_t i = 0; i < all.n; i++)
             tv_push(&ref, all.t[i]);
-        ref_consolidate(&ref);
+        ref.n = ref_consolidate(ref.t, ref.n);
         assert_batch_equals(c, &ref);
         assert_int_equal(trace_count(tr), c->n);
         /* the trace's only batch is the consolidated one */
@@ -206,10 +160,10 @@ static void test_trace_consolidate_equals_the_reference(void **state)
         batch_unref(again);
         batch_unref(c);
         trace_step_end(tr);
-        free(ref.t);
+        sl_free(ref.t);
     }
     trace_free(tr);
-    free(all.t);
+    sl_free(all.t);
 }
 
 static void test_trace_keeps_a_logarithmic_number_of_batches(void **state)
@@ -246,7 +200,7 @@ static void test_trace_keeps_a_logarithmic_number_of_batches(void **state)
     for (size_t i = 0; i < got.n; i++)
         sum += got.t[i].w;
     assert_int_equal(sum, inserted);
-    free(got.t);
+    sl_free(got.t);
     trace_free(tr);
 }
 

@@ -1,0 +1,292 @@
+/*
+ * expr/expr_tree.c - the Expr tree outside evaluation: constructors the
+ * binder and planner call to build bound expressions (in the plan arena),
+ * and their EXPLAIN text (expr_print), which `sluice check`, plan dumps and
+ * error messages show. Function names (FN_* -> "NAME") live here.
+ * Evaluation is expr.c.
+ */
+#include "expr.h"
+
+#include "expr_int.h"
+
+/* ----------------------------------------------------------- constructors */
+
+Expr *expr_new(Arena *a, ExprKind k, SqlType t, int na)
+{
+    Expr *e = arena_zalloc(a, sizeof(*e));
+    e->k = k;
+    e->t = t;
+    e->na = na;
+    if (na > 0)
+        e->a = arena_zalloc(a, sizeof(Expr *) * (size_t)na);
+    return e;
+}
+
+Expr *expr_col(Arena *a, int col, SqlType t)
+{
+    Expr *e = expr_new(a, E_COL, t, 0);
+    e->col = col;
+    return e;
+}
+
+Expr *expr_const_null(Arena *a, SqlType t)
+{
+    Expr *e = expr_new(a, E_CONST, t, 0);
+    e->t.nullable = 1;
+    e->cnull = true;
+    return e;
+}
+
+Expr *expr_const_i64(Arena *a, SqlType t, int64_t v)
+{
+    Expr *e = expr_new(a, E_CONST, t, 0);
+    e->ci = v;
+    return e;
+}
+
+Expr *expr_const_f64(Arena *a, SqlType t, double v)
+{
+    Expr *e = expr_new(a, E_CONST, t, 0);
+    e->cf = v;
+    return e;
+}
+
+Expr *expr_const_str(Arena *a, SqlType t, const char *s, size_t n)
+{
+    Expr *e = expr_new(a, E_CONST, t, 0);
+    e->cs.p = arena_strndup(a, s, n);
+    e->cs.n = (uint32_t)n;
+    return e;
+}
+
+/* ------------------------------------------------------------ EXPLAIN text */
+
+const char *expr__op_text(ExprKind k)
+{
+    switch (k) {
+    case E_NEG: return "-";
+    case E_ADD: return "+";
+    case E_SUB: return "-";
+    case E_MUL: return "*";
+    case E_DIV: return "/";
+    case E_MOD: return "%";
+    case E_EQ: return "=";
+    case E_NE: return "<>";
+    case E_LT: return "<";
+    case E_LE: return "<=";
+    case E_GT: return ">";
+    case E_GE: return ">=";
+    case E_AND: return "AND";
+    case E_OR: return "OR";
+    case E_CONCAT: return "||";
+    default: return "?";
+    }
+}
+
+static const char *const fn_names[FN__COUNT] = {
+    [FN_ABS] = "ABS",
+    [FN_LOWER] = "LOWER",
+    [FN_UPPER] = "UPPER",
+    [FN_CHAR_LENGTH] = "CHAR_LENGTH",
+    [FN_SUBSTRING] = "SUBSTRING",
+    [FN_TRIM] = "TRIM",
+    [FN_LTRIM] = "LTRIM",
+    [FN_RTRIM] = "RTRIM",
+    [FN_POSITION] = "POSITION",
+    [FN_REPLACE] = "REPLACE",
+    [FN_FLOOR] = "FLOOR",
+    [FN_CEIL] = "CEIL",
+    [FN_ROUND] = "ROUND",
+    [FN_MOD] = "MOD",
+    [FN_POWER] = "POWER",
+    [FN_SQRT] = "SQRT",
+    [FN_LN] = "LN",
+    [FN_EXP] = "EXP",
+    [FN_SIGN] = "SIGN",
+    [FN_EXTRACT_YEAR] = "YEAR",
+    [FN_EXTRACT_MONTH] = "MONTH",
+    [FN_EXTRACT_DAY] = "DAY",
+    [FN_EXTRACT_HOUR] = "HOUR",
+    [FN_EXTRACT_MINUTE] = "MINUTE",
+    [FN_EXTRACT_SECOND] = "SECOND",
+    [FN_EXTRACT_DOW] = "DOW",
+    [FN_EXTRACT_DOY] = "DOY",
+    [FN_EXTRACT_EPOCH] = "EPOCH",
+    [FN_EXTRACT_WEEK] = "WEEK",
+    [FN_EXTRACT_QUARTER] = "QUARTER",
+    [FN_EXTRACT_MILLISECOND] = "MILLISECOND",
+    [FN_EXTRACT_MICROSECOND] = "MICROSECOND",
+    [FN_LEFT] = "LEFT",
+    [FN_RIGHT] = "RIGHT",
+    [FN_CONCAT] = "CONCAT",
+    [FN_INITCAP] = "INITCAP",
+    [FN_TRIM_CHARS] = "TRIM",
+    [FN_ADD_MONTHS] = "ADD_MONTHS",
+    [FN_DATE_TRUNC] = "DATE_TRUNC",
+    [FN_TIMESTAMPDIFF] = "TIMESTAMPDIFF",
+    [FN_TUMBLE_START] = "TUMBLE_START",
+    [FN_TIME_ADD] = "TIME_ADD",
+};
+
+const char *expr__fn_name(int fn) { return fn >= 0 && fn < FN__COUNT ? fn_names[fn] : NULL; }
+
+static void print_const(const Expr *e, Buf *out)
+{
+    if (e->cnull) {
+        buf_puts(out, "NULL");
+        return;
+    }
+    switch ((TypeKind)e->t.kind) {
+    case TK_BOOL: buf_puts(out, e->ci ? "TRUE" : "FALSE"); return;
+    case TK_CHAR:
+    case TK_VARCHAR:
+        buf_putc(out, '\'');
+        for (uint32_t j = 0; j < e->cs.n; j++) {
+            if (e->cs.p[j] == '\'')
+                buf_putc(out, '\'');
+            buf_putc(out, e->cs.p[j]);
+        }
+        buf_putc(out, '\'');
+        return;
+    case TK_DATE: buf_puts(out, "DATE '"); break;
+    case TK_TIME: buf_puts(out, "TIME '"); break;
+    case TK_TIMESTAMP: buf_puts(out, "TIMESTAMP '"); break;
+    case TK_INTERVAL_DT:
+    case TK_INTERVAL_YM: buf_puts(out, "INTERVAL '"); break;
+    default: break;
+    }
+    text_format(e->t, e->ci, e->cf, e->cs, out);
+    if (type_is_interval((TypeKind)e->t.kind))
+        buf_puts(out, e->t.kind == TK_INTERVAL_DT ? "' DAY TO SECOND" : "' YEAR TO MONTH");
+    else if (type_is_temporal((TypeKind)e->t.kind))
+        buf_putc(out, '\'');
+}
+
+static void print_list(const Expr *e, int from, Buf *out)
+{
+    for (int j = from; j < e->na; j++) {
+        if (j > from)
+            buf_puts(out, ", ");
+        expr_print(e->a[j], out);
+    }
+}
+
+void expr_print(const Expr *e, Buf *out)
+{
+    char tn[48];
+    if (!e) {
+        buf_puts(out, "<null>");
+        return;
+    }
+    switch (e->k) {
+    case E_COL: buf_printf(out, "#%d", e->col); return;
+    case E_CONST: print_const(e, out); return;
+    case E_NEG:
+        buf_puts(out, "(-");
+        expr_print(e->a[0], out);
+        buf_putc(out, ')');
+        return;
+    case E_NOT:
+        buf_puts(out, "(NOT ");
+        expr_print(e->a[0], out);
+        buf_putc(out, ')');
+        return;
+    case E_ADD:
+    case E_SUB:
+    case E_MUL:
+    case E_DIV:
+    case E_MOD:
+    case E_EQ:
+    case E_NE:
+    case E_LT:
+    case E_LE:
+    case E_GT:
+    case E_GE:
+    case E_AND:
+    case E_OR:
+    case E_CONCAT:
+        buf_putc(out, '(');
+        for (int j = 0; j < e->na; j++) {
+            if (j > 0)
+                buf_printf(out, " %s ", expr__op_text(e->k));
+            expr_print(e->a[j], out);
+        }
+        buf_putc(out, ')');
+        return;
+    case E_ISNULL:
+    case E_ISNOTNULL:
+    case E_ISTRUE:
+    case E_ISFALSE: {
+        static const char *const what[] = {"IS NULL", "IS NOT NULL", "IS TRUE", "IS FALSE"};
+        buf_putc(out, '(');
+        expr_print(e->a[0], out);
+        buf_printf(out, " %s)", what[e->k - E_ISNULL]);
+        return;
+    }
+    case E_CASE:
+        buf_puts(out, "CASE");
+        for (int j = 0; j + 1 < e->na; j += 2) {
+            buf_puts(out, " WHEN ");
+            expr_print(e->a[j], out);
+            buf_puts(out, " THEN ");
+            expr_print(e->a[j + 1], out);
+        }
+        if (e->na % 2) {
+            buf_puts(out, " ELSE ");
+            expr_print(e->a[e->na - 1], out);
+        }
+        buf_puts(out, " END");
+        return;
+    case E_CAST:
+        buf_puts(out, "CAST(");
+        expr_print(e->a[0], out);
+        buf_printf(out, " AS %s)", type_name(e->t, tn, sizeof(tn)));
+        return;
+    case E_IN:
+        buf_putc(out, '(');
+        expr_print(e->a[0], out);
+        buf_puts(out, " IN (");
+        print_list(e, 1, out);
+        buf_puts(out, "))");
+        return;
+    case E_COALESCE:
+    case E_NULLIF:
+        buf_puts(out, e->k == E_COALESCE ? "COALESCE(" : "NULLIF(");
+        print_list(e, 0, out);
+        buf_putc(out, ')');
+        return;
+    case E_LIKE:
+        buf_putc(out, '(');
+        expr_print(e->a[0], out);
+        buf_puts(out, " LIKE ");
+        expr_print(e->a[1], out);
+        if (e->na > 2) {
+            buf_puts(out, " ESCAPE ");
+            expr_print(e->a[2], out);
+        }
+        buf_putc(out, ')');
+        return;
+    case E_FUNC:
+        if (e->fn < 0 || e->fn >= FN__COUNT) {
+            buf_printf(out, "FUNC%d(", e->fn);
+        } else if (e->fn >= FN_EXTRACT_YEAR && e->fn <= FN_EXTRACT_MICROSECOND) {
+            buf_printf(out, "EXTRACT(%s FROM ", fn_names[e->fn]);
+            print_list(e, 0, out);
+            buf_putc(out, ')');
+            return;
+        } else if (e->fn == FN_POSITION && e->na == 2) {
+            buf_puts(out, "POSITION(");
+            expr_print(e->a[0], out);
+            buf_puts(out, " IN ");
+            expr_print(e->a[1], out);
+            buf_putc(out, ')');
+            return;
+        } else {
+            buf_printf(out, "%s(", fn_names[e->fn]);
+        }
+        print_list(e, 0, out);
+        buf_putc(out, ')');
+        return;
+    }
+    buf_printf(out, "<expr %d>", (int)e->k);
+}
