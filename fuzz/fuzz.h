@@ -20,6 +20,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "circuit/circuit.h"
+#include "sql/sql.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

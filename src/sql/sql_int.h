@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <strings.h>
 
-#include "../circuit/circuit.h"
 #include "ast.h"
+#include "sql.h"
 
 typedef struct SCol {
     const char *qual; /* relation name or alias (may be NULL) */

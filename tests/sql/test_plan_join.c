@@ -19,6 +19,7 @@
 #include "base/mem.h"
 #include "circuit/circuit.h"
 #include "sql/ast.h"
+#include "sql/sql.h"
 
 #define TABLES                                                                          \
     "CREATE TABLE t (a INT, b INT NOT NULL, s VARCHAR);\n"                              \
