@@ -13,6 +13,7 @@
 
 #include "../expr/text.h"
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "sql_int.h"
 
 /* ---- types ---- */
@@ -552,28 +553,18 @@ static Expr *bind_subquery(P *p, BindCtx *bc, Ast *x)
    of x's operator, in written order, into v (grown in the plan arena). */
 static int chain_operands(P *p, Ast *x, Ast ***v)
 {
-    int n = 0, cap = 16, top = 0, scap = 16;
-    Ast **out = arena_alloc(p->a, sizeof(Ast *) * (size_t)cap);
-    Ast **stack = sl_malloc(sizeof(Ast *) * (size_t)scap);
-    stack[top++] = x;
+    int n = 0, cap = 0, top = 0, scap = 0;
+    Ast **out = NULL, **stack = NULL;
+    *VEC_PUSH(stack, top, scap) = x;
     while (top) {
         Ast *y = stack[--top];
         if (y->k == A_BIN && y->op == x->op) {
-            if (top + 2 > scap) {
-                scap *= 2;
-                stack = sl_realloc(stack, sizeof(Ast *) * (size_t)scap);
-            }
+            VEC_RESERVE(stack, scap, top + 2);
             stack[top++] = y->b; /* popped after y->a */
             stack[top++] = y->a;
             continue;
         }
-        if (n == cap) {
-            Ast **g = arena_alloc(p->a, sizeof(Ast *) * (size_t)cap * 2);
-            memcpy(g, out, sizeof(Ast *) * (size_t)n);
-            out = g;
-            cap *= 2;
-        }
-        out[n++] = y;
+        *VEC_PUSH_ARENA(p->a, out, n, cap) = y;
     }
     sl_free(stack);
     *v = out;

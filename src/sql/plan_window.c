@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "../base/vec.h"
 #include "../expr/text.h"
 #include "sql_int.h"
 
@@ -319,15 +320,8 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
              x->name);
         return NULL;
     }
-    if (w->n == w->cap) {
-        w->cap = w->cap ? w->cap * 2 : 8;
-        WinCall *v = arena_alloc(p->a, sizeof(WinCall) * (size_t)w->cap);
-        if (w->n)
-            memcpy(v, w->calls, sizeof(WinCall) * (size_t)w->n);
-        w->calls = v;
-    }
-    w->calls[w->n] = c;
-    return expr_col(p->a, PH_BASE + w->n++, f->out_t);
+    *VEC_PUSH_ARENA(p->a, w->calls, w->n, w->cap) = c;
+    return expr_col(p->a, PH_BASE + w->n - 1, f->out_t);
 }
 
 /* ---- planning ------------------------------------------------------------------ */
