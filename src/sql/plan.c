@@ -272,15 +272,7 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
         int lnode = sql__join_side(p, cur, lk, nk, kt, &lcols);
         int rnode = sql__join_side(p, it->r.node, rk, nk, kt, &rcols);
         CNode *ln = p->c->nodes[lnode], *rn = p->c->nodes[rnode];
-        CNode *j = sql__add_node(p, OPK_JOIN, 2, ln->ncol + rn->ncol);
-        j->in[0] = lnode;
-        j->in[1] = rnode;
-        j->nkeys = nk;
-        j->lkeys = lcols;
-        j->rkeys = rcols;
-        memcpy(j->types, ln->types, sizeof(SqlType) * (size_t)ln->ncol);
-        memcpy(j->types + ln->ncol, rn->types, sizeof(SqlType) * (size_t)rn->ncol);
-        cur = j->id;
+        cur = sql__join(p, lnode, rnode, lcols, rcols, nk);
         if (ln->ncol != curcols || rn->ncol != it->r.s.n) {
             /* drop computed key columns */
             Expr **proj = arena_alloc(p->a, sizeof(Expr *) * (size_t)(curcols + it->r.s.n));
@@ -314,22 +306,6 @@ static const char *item_name(P *p, SelectItem *si, int i)
     char *b = arena_alloc(p->a, 24);
     snprintf(b, 24, "EXPR$%d", i);
     return b;
-}
-
-static bool has_agg(Ast *x)
-{
-    if (!x)
-        return false;
-    if (x->k == A_FUNC && x->over) /* a window function, maybe over aggregates */
-        return sql__window_has_agg(x);
-    if (x->k == A_FUNC && sql__is_agg_name(x->name))
-        return true;
-    if (has_agg(x->a) || has_agg(x->b) || has_agg(x->c))
-        return true;
-    for (int i = 0; i < x->args.n; i++)
-        if (has_agg(x->args.v[i]))
-            return true;
-    return false;
 }
 
 /* An ORDER BY key that is a constant integer: a select-list position. */
@@ -449,9 +425,9 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         }
     }
 
-    bool agg = q->group.n > 0 || has_agg(q->having);
+    bool agg = q->group.n > 0 || sql__has_agg(q->having);
     for (int i = 0; i < n && !agg; i++)
-        agg = has_agg(exprs[i]);
+        agg = sql__has_agg(exprs[i]);
 
     /* subqueries in WHERE and (without aggregation) in the select list:
        their values become hidden columns of the FROM relation */

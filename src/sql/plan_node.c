@@ -141,8 +141,10 @@ int sql__join(P *p, int l, int r, const int *lk, const int *rk, int nk)
     j->nkeys = nk;
     j->lkeys = arena_alloc(p->a, sizeof(int) * (size_t)(nk + 1));
     j->rkeys = arena_alloc(p->a, sizeof(int) * (size_t)(nk + 1));
-    memcpy(j->lkeys, lk, sizeof(int) * (size_t)nk);
-    memcpy(j->rkeys, rk, sizeof(int) * (size_t)nk);
+    if (nk) {
+        memcpy(j->lkeys, lk, sizeof(int) * (size_t)nk);
+        memcpy(j->rkeys, rk, sizeof(int) * (size_t)nk);
+    }
     memcpy(j->types, lt, sizeof(SqlType) * (size_t)nl);
     memcpy(j->types + nl, rt, sizeof(SqlType) * (size_t)nr);
     return j->id;
@@ -199,7 +201,21 @@ Expr *sql__remap(P *p, const Expr *e, int from, int delta)
     return c;
 }
 
-/* ---- conjuncts ---- */
+/* ---- the AST ---- */
+
+bool sql__ast_any(const Ast *x, bool (*hit)(const Ast *))
+{
+    if (!x)
+        return false;
+    if (hit(x))
+        return true;
+    if (sql__ast_any(x->a, hit) || sql__ast_any(x->b, hit) || sql__ast_any(x->c, hit))
+        return true;
+    for (int i = 0; i < x->args.n; i++)
+        if (sql__ast_any(x->args.v[i], hit))
+            return true;
+    return false;
+}
 
 static int count_and(const Ast *x)
 {

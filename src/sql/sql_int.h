@@ -161,7 +161,8 @@ int sql__minus(P *p, int a, int b);
 /* Columns [first, first + n) of node `in` (typed t[] when t is non-NULL),
    rows passing filter (may be NULL). */
 int sql__cols(P *p, int in, Expr *filter, int first, int n, const SqlType *t);
-/* A JOIN of l and r on key columns lk[i] = rk[i]: l's columns, then r's. */
+/* A JOIN of l and r on key columns lk[i] = rk[i] (copied; NULL when nk
+   is 0: a cross join): l's columns, then r's. */
 int sql__join(P *p, int l, int r, const int *lk, const int *rk, int nk);
 /* first, first + 1, ..., first + n - 1 (arena). */
 int *sql__iota(P *p, int n, int first);
@@ -173,6 +174,9 @@ bool sql__refs_any(const Expr *e);
 bool sql__refs_within(const Expr *e, int lo, int hi);
 /* Copy of e with every column index >= from moved by delta. */
 Expr *sql__remap(P *p, const Expr *e, int from, int delta);
+/* Does hit(y) hold for x or an expression below it? (Not looking into
+   subqueries nor into a window's PARTITION BY / ORDER BY.) */
+bool sql__ast_any(const Ast *x, bool (*hit)(const Ast *));
 /* Append x's conjuncts to (*v)[0..*n) (one copy, not one per conjunct). */
 void sql__split_and(P *p, Ast *x, Ast ***v, int *n);
 
@@ -217,6 +221,8 @@ Expr *sql__bind_window(P *p, BindCtx *bc, Ast *x);
 /* Window function x (x->over set): does an aggregate call appear in its
    arguments, PARTITION BY or ORDER BY (SUM(SUM(b)) OVER ...)? */
 bool sql__window_has_agg(const Ast *x);
+/* Does an aggregate call appear in x (in a window function: as above)? */
+bool sql__has_agg(const Ast *x);
 /* Plan w's windows over `node` (rows passing filter first) and point the
    placeholders in proj[0..nproj) at their columns. Returns the new node,
    or -1 with p->err set. Without window functions: returns node. */
