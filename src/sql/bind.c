@@ -188,6 +188,16 @@ Expr *sql__mk(P *p, ExprKind k, SqlType t, int na)
     return expr_new(p->a, k, t, na);
 }
 
+/* NOT e when neg, else e. */
+static Expr *negate_if(P *p, Expr *e, bool neg)
+{
+    if (!neg)
+        return e;
+    Expr *n = sql__mk(p, E_NOT, e->t, 1);
+    n->a[0] = e;
+    return n;
+}
+
 static Expr *literal(P *p, Ast *x)
 {
     switch (x->k) {
@@ -268,6 +278,20 @@ static Expr *mk2(P *p, ExprKind k, TypeKind tk, bool nul, Expr *a, Expr *b)
     return e;
 }
 
+/* l + r, or l - r when sub (as l + -r), computed by function fn with a
+   result of kind t. */
+static Expr *add_by_fn(P *p, int fn, TypeKind t, bool nul, Expr *l, Expr *r, bool sub)
+{
+    if (sub) {
+        Expr *ng = sql__mk(p, E_NEG, r->t, 1);
+        ng->a[0] = r;
+        r = ng;
+    }
+    Expr *e = mk2(p, E_FUNC, t, nul, l, r);
+    e->fn = fn;
+    return e;
+}
+
 /* Date/time arithmetic (docs/sql.md, "Dates, times and intervals"):
    DATE/TIMESTAMP +- INTERVAL, TIMESTAMP - TIMESTAMP, INTERVAL +- INTERVAL,
    INTERVAL * / integer. DATE + a constant whole-day interval stays a DATE
@@ -297,16 +321,8 @@ static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
             l = sql__cast_to(p, l, type_make(TK_TIMESTAMP, l->t.nullable));
         return mk2(p, add ? E_ADD : E_SUB, TK_TIMESTAMP, nul, l, r);
     }
-    if ((add || sub) && (a == TK_DATE || a == TK_TIMESTAMP) && b == TK_INTERVAL_YM) {
-        if (sub) {
-            Expr *ng = sql__mk(p, E_NEG, r->t, 1);
-            ng->a[0] = r;
-            r = ng;
-        }
-        Expr *e = mk2(p, E_FUNC, a, nul, l, r);
-        e->fn = FN_ADD_MONTHS;
-        return e;
-    }
+    if ((add || sub) && (a == TK_DATE || a == TK_TIMESTAMP) && b == TK_INTERVAL_YM)
+        return add_by_fn(p, FN_ADD_MONTHS, a, nul, l, r, sub);
     if (sub && (a == TK_DATE || a == TK_TIMESTAMP) && (b == TK_DATE || b == TK_TIMESTAMP)) {
         if (a == TK_DATE && b == TK_DATE) {
             perr(p, SL_EUNSUPPORTED, x->line, x->col,
@@ -322,16 +338,8 @@ static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
         return mk2(p, add ? E_ADD : E_SUB, a, nul, l, r);
     if (add && b == TK_TIME && a == TK_INTERVAL_DT)
         return time_arith(p, x, op, r, l);
-    if ((add || sub) && a == TK_TIME && b == TK_INTERVAL_DT) { /* wraps around midnight */
-        if (sub) {
-            Expr *ng = sql__mk(p, E_NEG, r->t, 1);
-            ng->a[0] = r;
-            r = ng;
-        }
-        Expr *e = mk2(p, E_FUNC, TK_TIME, nul, l, r);
-        e->fn = FN_TIME_ADD;
-        return e;
-    }
+    if ((add || sub) && a == TK_TIME && b == TK_INTERVAL_DT) /* wraps around midnight */
+        return add_by_fn(p, FN_TIME_ADD, TK_TIME, nul, l, r, sub);
     if (sub && a == TK_TIME && b == TK_TIME)
         return mk2(p, E_SUB, TK_INTERVAL_DT, nul, l, r);
     if (op == OP_MUL && type_is_integer(a) && type_is_interval(b))
@@ -437,25 +445,32 @@ Expr *sql__nary_bool(P *p, ExprKind k, Expr *l, Expr *r)
     return e;
 }
 
-Expr *sql__and_all(P *p, Expr *const *v, int n)
+/* One n-ary node of kind k (E_AND or E_OR) over v[0..n), operands of
+   that kind flattened into it. */
+static Expr *nary_flat(P *p, ExprKind k, Expr *const *v, int n)
 {
-    if (n <= 1)
-        return n ? v[0] : NULL;
     int total = 0;
     bool nullable = false;
     for (int i = 0; i < n; i++) {
-        total += v[i]->k == E_AND ? v[i]->na : 1;
+        total += v[i]->k == k ? v[i]->na : 1;
         nullable = nullable || v[i]->t.nullable;
     }
-    Expr *e = sql__mk(p, E_AND, type_make(TK_BOOL, nullable), total);
+    Expr *e = sql__mk(p, k, type_make(TK_BOOL, nullable), total);
     int j = 0;
     for (int i = 0; i < n; i++)
-        if (v[i]->k == E_AND)
+        if (v[i]->k == k)
             for (int m = 0; m < v[i]->na; m++)
                 e->a[j++] = v[i]->a[m];
         else
             e->a[j++] = v[i];
     return e;
+}
+
+Expr *sql__and_all(P *p, Expr *const *v, int n)
+{
+    if (n <= 1)
+        return n ? v[0] : NULL;
+    return nary_flat(p, E_AND, v, n);
 }
 
 bool sql__expr_equal(const Expr *a, const Expr *b)
@@ -541,12 +556,7 @@ static Expr *bind_subquery(P *p, BindCtx *bc, Ast *x)
         return NULL;
     }
     Expr *e = expr_col(p->a, x->subcol - 1, bc->s->c[x->subcol - 1].t);
-    if (x->k == A_IN && x->negated) {
-        Expr *ne = sql__mk(p, E_NOT, e->t, 1);
-        ne->a[0] = e;
-        return ne;
-    }
-    return e;
+    return negate_if(p, e, x->k == A_IN && x->negated);
 }
 
 /* x is an AND (or OR): its operands, the maximal subtrees not themselves
@@ -579,25 +589,13 @@ static Expr *bind_chain(P *p, BindCtx *bc, Ast *x)
     ExprKind k = x->op == OP_AND ? E_AND : E_OR;
     const char *what = x->op == OP_AND ? "AND" : "OR";
     Ast **ops;
-    int n = chain_operands(p, x, &ops), total = 0;
+    int n = chain_operands(p, x, &ops);
     Expr **v = arena_alloc(p->a, sizeof(Expr *) * (size_t)n);
-    bool nullable = false;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (!(v[i] = sql__bind(p, bc, ops[i])) ||
             !(v[i] = sql__bool_operand(p, v[i], ops[i], what)))
             return NULL;
-        total += v[i]->k == k ? v[i]->na : 1;
-        nullable = nullable || v[i]->t.nullable;
-    }
-    Expr *e = sql__mk(p, k, type_make(TK_BOOL, nullable), total);
-    int j = 0;
-    for (int i = 0; i < n; i++)
-        if (v[i]->k == k)
-            for (int m = 0; m < v[i]->na; m++)
-                e->a[j++] = v[i]->a[m];
-        else
-            e->a[j++] = v[i];
-    return e;
+    return nary_flat(p, k, v, n);
 }
 
 /* x op y. A chain such as a + b + ... recurses here once per operator (up
@@ -644,9 +642,7 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         if (x->op == OP_NOT) {
             if (!(l = sql__bool_operand(p, l, x->a, "NOT")))
                 return NULL;
-            Expr *e = sql__mk(p, E_NOT, l->t, 1);
-            e->a[0] = l;
-            return e;
+            return negate_if(p, l, true);
         }
         if (l->t.kind == TK_NULL)
             l = sql__cast_to(p, l, type_make(TK_INT, true));
@@ -685,12 +681,7 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         if (!b)
             return NULL;
         Expr *e = sql__nary_bool(p, E_AND, a, b);
-        if (x->negated) {
-            Expr *n = sql__mk(p, E_NOT, e->t, 1);
-            n->a[0] = e;
-            e = n;
-        }
-        return e;
+        return negate_if(p, e, x->negated);
     }
     case A_IN: {
         if (x->sub)
@@ -718,12 +709,7 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         e->a[0] = sql__cast_to(p, v, t);
         for (int i = 0; i < n; i++)
             e->a[i + 1] = sql__cast_to(p, items[i], t);
-        if (x->negated) {
-            Expr *ne = sql__mk(p, E_NOT, e->t, 1);
-            ne->a[0] = e;
-            e = ne;
-        }
-        return e;
+        return negate_if(p, e, x->negated);
     }
     case A_ISNULL: {
         if (!(l = sql__bind(p, bc, x->a)))
@@ -738,12 +724,7 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         /* IS NOT TRUE = NOT (IS TRUE), never NULL */
         Expr *e = sql__mk(p, x->ival ? E_ISTRUE : E_ISFALSE, type_make(TK_BOOL, false), 1);
         e->a[0] = l;
-        if (x->negated) {
-            Expr *n = sql__mk(p, E_NOT, e->t, 1);
-            n->a[0] = e;
-            e = n;
-        }
-        return e;
+        return negate_if(p, e, x->negated);
     }
     case A_LIKE: {
         Expr *esc = NULL;
@@ -764,12 +745,7 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
             lo->a[0] = e->a[i];
             e->a[i] = lo;
         }
-        if (x->negated) {
-            Expr *n = sql__mk(p, E_NOT, e->t, 1);
-            n->a[0] = e;
-            e = n;
-        }
-        return e;
+        return negate_if(p, e, x->negated);
     }
     case A_EXTRACT: {
         static const struct { const char *n; int fn; } fields[] = {

@@ -464,41 +464,44 @@ static Ast *binary(Parser *p, Token *t, int op, Ast *l, Ast *r)
     return sql__check_height(p, t, n);
 }
 
-static Ast *parse_mul(Parser *p)
+/* A left-associative level: operand {op operand}, the operators being
+   the symbols sym[] (NULL-terminated) standing for the AstOps ops[]. */
+static Ast *parse_level(Parser *p, Ast *(*operand)(Parser *), const char *const *sym,
+                        const int *ops)
 {
-    Ast *l = parse_unary(p);
+    Ast *l = operand(p);
     for (;;) {
         Token *t = cur(p);
-        int op = is_op(t, "*") ? OP_MUL : is_op(t, "/") ? OP_DIV : is_op(t, "%") ? OP_MOD : -1;
+        int op = -1;
+        for (int i = 0; sym[i] && op < 0; i++)
+            if (is_op(t, sym[i]))
+                op = ops[i];
         if (!l || op < 0)
             return l;
         p->i++;
-        l = binary(p, t, op, l, parse_unary(p));
+        l = binary(p, t, op, l, operand(p));
     }
+}
+
+static Ast *parse_mul(Parser *p)
+{
+    static const char *const sym[] = {"*", "/", "%", NULL};
+    static const int ops[] = {OP_MUL, OP_DIV, OP_MOD};
+    return parse_level(p, parse_unary, sym, ops);
 }
 
 static Ast *parse_add(Parser *p)
 {
-    Ast *l = parse_mul(p);
-    for (;;) {
-        Token *t = cur(p);
-        int op = is_op(t, "+") ? OP_ADD : is_op(t, "-") ? OP_SUB : -1;
-        if (!l || op < 0)
-            return l;
-        p->i++;
-        l = binary(p, t, op, l, parse_mul(p));
-    }
+    static const char *const sym[] = {"+", "-", NULL};
+    static const int ops[] = {OP_ADD, OP_SUB};
+    return parse_level(p, parse_mul, sym, ops);
 }
 
 static Ast *parse_concat(Parser *p)
 {
-    Ast *l = parse_add(p);
-    while (l && is_op(cur(p), "||")) {
-        Token *t = cur(p);
-        p->i++;
-        l = binary(p, t, OP_CONCAT, l, parse_add(p));
-    }
-    return l;
+    static const char *const sym[] = {"||", NULL};
+    static const int ops[] = {OP_CONCAT};
+    return parse_level(p, parse_add, sym, ops);
 }
 
 static Ast *parse_cmp(Parser *p)
