@@ -464,18 +464,14 @@ static Ast *binary(Parser *p, Token *t, int op, Ast *l, Ast *r)
     return sql__check_height(p, t, n);
 }
 
-/* A left-associative level: operand {op operand}, the operators being
-   the symbols sym[] (NULL-terminated) standing for the AstOps ops[]. */
-static Ast *parse_level(Parser *p, Ast *(*operand)(Parser *), const char *const *sym,
-                        const int *ops)
+/* A left-associative level: operand {op operand}, op_of(t) giving the
+   AstOp of an operator token t of this level, or -1. */
+static Ast *parse_level(Parser *p, Ast *(*operand)(Parser *), int (*op_of)(const Token *))
 {
     Ast *l = operand(p);
     for (;;) {
         Token *t = cur(p);
-        int op = -1;
-        for (int i = 0; sym[i] && op < 0; i++)
-            if (is_op(t, sym[i]))
-                op = ops[i];
+        int op = op_of(t);
         if (!l || op < 0)
             return l;
         p->i++;
@@ -483,26 +479,17 @@ static Ast *parse_level(Parser *p, Ast *(*operand)(Parser *), const char *const 
     }
 }
 
-static Ast *parse_mul(Parser *p)
+static int mul_op(const Token *t)
 {
-    static const char *const sym[] = {"*", "/", "%", NULL};
-    static const int ops[] = {OP_MUL, OP_DIV, OP_MOD};
-    return parse_level(p, parse_unary, sym, ops);
+    return is_op(t, "*") ? OP_MUL : is_op(t, "/") ? OP_DIV : is_op(t, "%") ? OP_MOD : -1;
 }
 
-static Ast *parse_add(Parser *p)
-{
-    static const char *const sym[] = {"+", "-", NULL};
-    static const int ops[] = {OP_ADD, OP_SUB};
-    return parse_level(p, parse_mul, sym, ops);
-}
+static int add_op(const Token *t) { return is_op(t, "+") ? OP_ADD : is_op(t, "-") ? OP_SUB : -1; }
+static int concat_op(const Token *t) { return is_op(t, "||") ? OP_CONCAT : -1; }
 
-static Ast *parse_concat(Parser *p)
-{
-    static const char *const sym[] = {"||", NULL};
-    static const int ops[] = {OP_CONCAT};
-    return parse_level(p, parse_add, sym, ops);
-}
+static Ast *parse_mul(Parser *p) { return parse_level(p, parse_unary, mul_op); }
+static Ast *parse_add(Parser *p) { return parse_level(p, parse_mul, add_op); }
+static Ast *parse_concat(Parser *p) { return parse_level(p, parse_add, concat_op); }
 
 static Ast *parse_cmp(Parser *p)
 {
