@@ -403,15 +403,23 @@ static Ast *parse_primary(Parser *p)
     return NULL;
 }
 
+/* The operand of the prefix operator at the current token, parsed by
+   operand one level of nesting deeper; NULL on an error. */
+static Ast *prefix_operand(Parser *p, Ast *(*operand)(Parser *))
+{
+    if (sql__enter(p))
+        return NULL;
+    p->i++;
+    Ast *x = operand(p);
+    leave(p);
+    return x;
+}
+
 static Ast *parse_unary(Parser *p)
 {
     Token *t = cur(p);
     if (is_op(t, "-") || is_op(t, "+")) {
-        if (sql__enter(p))
-            return NULL;
-        p->i++;
-        Ast *x = parse_unary(p);
-        leave(p);
+        Ast *x = prefix_operand(p, parse_unary);
         if (!x)
             return NULL;
         if (is_op(t, "+"))
@@ -602,11 +610,7 @@ static Ast *parse_not(Parser *p)
 {
     Token *t = cur(p);
     if (is_kw(t, "not")) {
-        if (sql__enter(p))
-            return NULL;
-        p->i++;
-        Ast *x = parse_not(p);
-        leave(p);
+        Ast *x = prefix_operand(p, parse_not);
         if (!x)
             return NULL;
         Ast *n = sql__new_ast(p, A_UN, t);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/arena.h"
@@ -42,7 +43,21 @@ static void fixture_init(Fixture *f)
     f->src = s->id;
 }
 
-static void fixture_free(Fixture *f) { arena_free(f->c.arena); }
+static int setup(void **state)
+{
+    Fixture *f = malloc(sizeof(*f));
+    fixture_init(f);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    Fixture *f = *state;
+    arena_free(f->c.arena);
+    free(f);
+    return 0;
+}
 
 static void assert_types_equal(const CNode *a, const CNode *b)
 {
@@ -55,53 +70,45 @@ static void assert_types_equal(const CNode *a, const CNode *b)
 
 static void test_nodes_get_their_index_as_id_and_inputs_before_them(void **state)
 {
-    (void)state;
-    Fixture f;
-    fixture_init(&f);
-    int prev = f.src;
+    Fixture *f = *state;
+    int prev = f->src;
     for (int i = 0; i < 1000; i++) /* the node array grows many times */
-        prev = sql__unary(&f.p, OPK_DISTINCT, prev);
-    assert_int_equal(f.c.nnodes, 1001);
-    for (int i = 0; i < f.c.nnodes; i++) {
-        assert_int_equal(f.c.nodes[i]->id, i);
-        for (int k = 0; k < f.c.nodes[i]->nin; k++)
-            assert_true(f.c.nodes[i]->in[k] < i);
+        prev = sql__unary(&f->p, OPK_DISTINCT, prev);
+    assert_int_equal(f->c.nnodes, 1001);
+    for (int i = 0; i < f->c.nnodes; i++) {
+        assert_int_equal(f->c.nodes[i]->id, i);
+        for (int k = 0; k < f->c.nodes[i]->nin; k++)
+            assert_true(f->c.nodes[i]->in[k] < i);
     }
-    assert_types_equal(f.c.nodes[1000], f.c.nodes[f.src]);
-    fixture_free(&f);
+    assert_types_equal(f->c.nodes[1000], f->c.nodes[f->src]);
 }
 
 static void test_minus_is_a_union_with_the_negated_input(void **state)
 {
-    (void)state;
-    Fixture f;
-    fixture_init(&f);
-    int d = sql__unary(&f.p, OPK_DISTINCT, f.src);
-    int m = sql__minus(&f.p, f.src, d);
-    const CNode *u = f.c.nodes[m];
+    Fixture *f = *state;
+    int d = sql__unary(&f->p, OPK_DISTINCT, f->src);
+    int m = sql__minus(&f->p, f->src, d);
+    const CNode *u = f->c.nodes[m];
     assert_int_equal(u->k, OPK_UNION);
     assert_int_equal(u->nin, 2);
-    assert_int_equal(u->in[0], f.src);
-    const CNode *neg = f.c.nodes[u->in[1]];
+    assert_int_equal(u->in[0], f->src);
+    const CNode *neg = f->c.nodes[u->in[1]];
     assert_int_equal(neg->k, OPK_NEGATE);
     assert_int_equal(neg->in[0], d);
-    assert_types_equal(u, f.c.nodes[f.src]);
-    int one[1] = {f.src};
-    assert_int_equal(sql__sum(&f.p, one, 1), f.src); /* a sum of one is itself */
-    fixture_free(&f);
+    assert_types_equal(u, f->c.nodes[f->src]);
+    int one[1] = {f->src};
+    assert_int_equal(sql__sum(&f->p, one, 1), f->src); /* a sum of one is itself */
 }
 
 static void test_semi_join_on_all_columns_keeps_the_left_columns(void **state)
 {
-    (void)state;
-    Fixture f;
-    fixture_init(&f);
-    int s = sql__unary(&f.p, OPK_DISTINCT, f.src);
-    const CNode *map = f.c.nodes[sql__semi_all(&f.p, f.src, s)];
+    Fixture *f = *state;
+    int s = sql__unary(&f->p, OPK_DISTINCT, f->src);
+    const CNode *map = f->c.nodes[sql__semi_all(&f->p, f->src, s)];
     assert_int_equal(map->k, OPK_MAP);
     assert_null(map->filter);
-    assert_types_equal(map, f.c.nodes[f.src]);
-    const CNode *j = f.c.nodes[map->in[0]];
+    assert_types_equal(map, f->c.nodes[f->src]);
+    const CNode *j = f->c.nodes[map->in[0]];
     assert_int_equal(j->k, OPK_JOIN);
     assert_int_equal(j->nkeys, 2);
     for (int k = 0; k < 2; k++) {
@@ -110,30 +117,26 @@ static void test_semi_join_on_all_columns_keeps_the_left_columns(void **state)
     }
     assert_int_equal(j->ncol, 4);
     /* a cross join (no keys) takes no key arrays from the caller */
-    const CNode *x = f.c.nodes[sql__join(&f.p, f.src, s, NULL, NULL, 0)];
+    const CNode *x = f->c.nodes[sql__join(&f->p, f->src, s, NULL, NULL, 0)];
     assert_int_equal(x->nkeys, 0);
     assert_non_null(x->lkeys);
     assert_int_equal(x->ncol, 4);
-    fixture_free(&f);
 }
 
 static void test_remap_moves_only_columns_from_the_boundary(void **state)
 {
-    (void)state;
-    Fixture f;
-    fixture_init(&f);
-    Expr *e = sql__mk(&f.p, E_EQ, type_make(TK_BOOL, false), 2);
-    e->a[0] = expr_col(f.p.a, 1, type_make(TK_INT, false));
-    e->a[1] = expr_col(f.p.a, 5, type_make(TK_INT, false));
-    Expr *r = sql__remap(&f.p, e, 3, -3);
+    Fixture *f = *state;
+    Expr *e = sql__mk(&f->p, E_EQ, type_make(TK_BOOL, false), 2);
+    e->a[0] = expr_col(f->p.a, 1, type_make(TK_INT, false));
+    e->a[1] = expr_col(f->p.a, 5, type_make(TK_INT, false));
+    Expr *r = sql__remap(&f->p, e, 3, -3);
     assert_int_equal(r->a[0]->col, 1);
     assert_int_equal(r->a[1]->col, 2);
     assert_int_equal(e->a[1]->col, 5); /* a copy: e is unchanged */
     assert_true(sql__refs_within(r, 0, 3));
     assert_false(sql__refs_within(e, 0, 3));
     assert_true(sql__refs_any(e));
-    assert_false(sql__refs_any(expr_const_i64(f.p.a, type_make(TK_BIGINT, false), 7)));
-    fixture_free(&f);
+    assert_false(sql__refs_any(expr_const_i64(f->p.a, type_make(TK_BIGINT, false), 7)));
 }
 
 /* The first select item of the one view in sql. */
@@ -255,13 +258,15 @@ static void test_long_lists_of_every_kind_parse_in_order(void **state)
     buf_free(&b);
 }
 
+#define WITH_FIXTURE(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nodes_get_their_index_as_id_and_inputs_before_them),
-        cmocka_unit_test(test_minus_is_a_union_with_the_negated_input),
-        cmocka_unit_test(test_semi_join_on_all_columns_keeps_the_left_columns),
-        cmocka_unit_test(test_remap_moves_only_columns_from_the_boundary),
+        WITH_FIXTURE(test_nodes_get_their_index_as_id_and_inputs_before_them),
+        WITH_FIXTURE(test_minus_is_a_union_with_the_negated_input),
+        WITH_FIXTURE(test_semi_join_on_all_columns_keeps_the_left_columns),
+        WITH_FIXTURE(test_remap_moves_only_columns_from_the_boundary),
         cmocka_unit_test(test_walker_sees_aggregates_and_subqueries_but_not_inside_them),
         cmocka_unit_test(test_long_lists_of_every_kind_parse_in_order),
     };
