@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include "../base/budget.h"
+#include "../base/vec.h"
 #include "sql_int.h"
 
 /* ---- FROM ---- */
@@ -77,31 +78,27 @@ static int plan_from_leaf(P *p, FromItem *f, PRel *out, PushDown *cand)
     return sql__apply_col_aliases(p, f, out);
 }
 
-/* Flatten the FROM clause into leaves; ON conditions go to *conds. */
-static int collect_from(P *p, FromItem *f, FromItem ***leaves, int *nleaves, Ast ***conds,
-                        int *nconds)
+/* A FROM clause flattened: its leaves and its inner joins' ON conditions. */
+typedef struct FromFlat {
+    FromItem **leaves;
+    int nleaves, cap_leaves;
+    Ast **conds;
+    int nconds, cap_conds;
+} FromFlat;
+
+/* Flatten the FROM item f into ff. */
+static void collect_from(P *p, FromItem *f, FromFlat *ff)
 {
     /* outer, NATURAL, USING and aliased joins are units (plan_join.c) */
     if (f->k != F_JOIN || f->jk == J_LEFT || f->jk == J_RIGHT || f->jk == J_FULL ||
         f->natural || f->nusing || f->alias) {
-        FromItem **v = arena_alloc(p->a, sizeof(FromItem *) * (size_t)(*nleaves + 1));
-        if (*nleaves)
-            memcpy(v, *leaves, sizeof(FromItem *) * (size_t)*nleaves);
-        v[(*nleaves)++] = f;
-        *leaves = v;
-        return 0;
+        *VEC_PUSH_ARENA(p->a, ff->leaves, ff->nleaves, ff->cap_leaves) = f;
+        return;
     }
-    if (collect_from(p, f->l, leaves, nleaves, conds, nconds) ||
-        collect_from(p, f->r, leaves, nleaves, conds, nconds))
-        return p->err->code;
-    if (f->on) {
-        Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*nconds + 1));
-        if (*nconds)
-            memcpy(v, *conds, sizeof(Ast *) * (size_t)*nconds);
-        v[(*nconds)++] = f->on;
-        *conds = v;
-    }
-    return 0;
+    collect_from(p, f->l, ff);
+    collect_from(p, f->r, ff);
+    if (f->on)
+        *VEC_PUSH_ARENA(p->a, ff->conds, ff->nconds, ff->cap_conds) = f->on;
 }
 
 /* No FROM: one constant row without columns; WHERE filters it. */
@@ -149,12 +146,12 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
 {
     if (q->nfrom == 0)
         return plan_no_from(p, q, out, residual, subq, nsubq);
-    FromItem **leaves = NULL;
-    Ast **conds = NULL, **conj = NULL;
-    int nleaves = 0, nconds = 0, nconj = 0;
+    FromFlat ff = {0};
     for (int i = 0; i < q->nfrom; i++)
-        if (collect_from(p, q->from[i], &leaves, &nleaves, &conds, &nconds))
-            return p->err->code;
+        collect_from(p, q->from[i], &ff);
+    FromItem **leaves = ff.leaves;
+    Ast **conds = ff.conds, **conj = NULL;
+    int nleaves = ff.nleaves, nconds = ff.nconds, nconj = 0;
     if (q->where)
         sql__split_and(p, q->where, &conj, &nconj);
     for (int i = 0; i < nconds; i++)
