@@ -19,6 +19,7 @@
 #include "../src/circuit/circuit.h"
 #include "../src/io/datagen.h"
 #include "../src/runtime/runtime.h"
+#include "../src/sql/sql.h"
 #include "../src/zset/hmap.h"
 
 static double now(void)

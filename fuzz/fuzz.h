@@ -21,6 +21,7 @@
 #include "base/err.h"
 #include "circuit/circuit.h"
 #include "io/format.h"
+#include "sql/sql.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -2,7 +2,7 @@
  * circuit/circuit.h - the compiled form of a program: relations (tables and
  * views) and a DAG of operator descriptions that every worker instantiates.
  *
- * Built by sql/plan.c from the AST; read-only afterwards (PostgreSQL's
+ * Built by the SQL compiler (sql/) from the AST; read-only afterwards (PostgreSQL's
  * plan/state split): per-worker mutable state lives in runtime/ op
  * instances. Node ids are their index; a node's inputs have smaller ids,
  * so index order is a topological order.
@@ -153,27 +153,7 @@ typedef struct Circuit {
     int nrels;
 } Circuit;
 
-/* Compile SQL program text. Returns 0 or an SL_E* code with err holding
-   line, column and message. */
-int circuit_compile(const char *sql, Circuit **out, Err *err);
-
-/* A table declared ahead of the program text (one-shot queries). */
-typedef struct TableDecl {
-    const char *name;
-    int ncol;
-    const char *const *colnames;
-    const SqlType *types;
-} TableDecl;
-/* Flags of circuit_compile_with. */
-#define CC_PRESENT 1 /* views keep ORDER BY keys (hidden trailing columns) and
-                        LIMIT/OFFSET for a reader that presents them in order */
-/* Compile sql after declaring tables decl[0..ndecl) (no connectors). */
-int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int flags,
-                         Circuit **out, Err *err);
-void circuit_free(Circuit *c);
 /* Human-readable circuit (sluice check). */
 void circuit_explain(const Circuit *c, Buf *out);
-/* Index of the relation called name (case-insensitive), or -1. */
-int circuit_find_rel(const Circuit *c, const char *name);
 
 #endif

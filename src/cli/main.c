@@ -22,6 +22,7 @@
 #include "../pipeline/oneshot.h"
 #include "../pipeline/pipeline.h"
 #include "../server/server.h"
+#include "../sql/sql.h"
 #include "../cluster/net.h"
 #include "client.h"
 #include "launch.h"

@@ -14,6 +14,7 @@
 #include "../base/budget.h"
 #include "../base/mem.h"
 #include "../runtime/runtime.h"
+#include "../sql/sql.h"
 #include "../zset/batch.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"

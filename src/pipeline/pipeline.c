@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "../base/mem.h"
+#include "../sql/sql.h"
 #include "../storage/storage.h"
 #include "../zset/key.h"
 #include "pipeline_int.h"

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "../base/mem.h"
+#include "../sql/sql.h"
 #include "http_int.h"
 
 /* Bodies this much past the limit are refused at once (the connection is

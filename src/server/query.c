@@ -34,6 +34,7 @@
 #include "../zset/xrec.h"
 #include "../pipeline/oneshot.h"
 #include "../sql/lexer.h"
+#include "../sql/sql.h"
 #include "../zset/key.h"
 #include "http_int.h"
 

@@ -27,6 +27,7 @@
 #include "../base/mem.h"
 #include "../base/vec.h"
 #include "../circuit/circuit.h"
+#include "../sql/sql.h"
 #include "../expr/text.h"
 #include "../zset/key.h"
 #include "slt.h"

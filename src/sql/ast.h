@@ -1,6 +1,7 @@
 /*
  * sql/ast.h - syntax tree of a Sluice program, as written (names not yet
- * resolved). Built by parser.c in the plan arena; read by plan.c.
+ * resolved). Built by the parser (parse*.c) in the plan arena; read by the
+ * planner (compile.c, plan*.c).
  * Every node carries the line and column where it starts, for messages.
  */
 #ifndef SL_SQL_AST_H
@@ -68,7 +69,7 @@ struct Ast {
                            (set by the planner, plan_subq.c), 0 until then */
     struct WinDef *over; /* A_FUNC with OVER (...): a window function */
     int height;         /* levels of the tree below and including this node
-                           (parser.c; 0 until computed) */
+                           (parse.c; 0 until computed) */
 };
 
 /* Limits that keep every recursive pass over a program (parser, binder,

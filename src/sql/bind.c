@@ -2,8 +2,9 @@
  * sql/bind.c - the binder: resolves names in expressions against a scope,
  * types them with implicit numeric widening (operands of an arithmetic or
  * comparison operator are cast to a common type here, so the evaluator sees
- * same-typed operands, expr.h), and collects aggregate calls when binding
- * above a GROUP BY. Called by plan.c.
+ * same-typed operands, expr.h). Function calls, and the aggregate calls
+ * collected when binding above a GROUP BY, are bound by bind_fn.c. Called
+ * by every planner file (plan*.c) through sql__bind.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 
 #include "../expr/text.h"
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "sql_int.h"
 
 /* ---- types ---- */
@@ -186,6 +188,16 @@ Expr *sql__mk(P *p, ExprKind k, SqlType t, int na)
     return expr_new(p->a, k, t, na);
 }
 
+/* NOT e when neg, else e. */
+static Expr *negate_if(P *p, Expr *e, bool neg)
+{
+    if (!neg)
+        return e;
+    Expr *n = sql__mk(p, E_NOT, e->t, 1);
+    n->a[0] = e;
+    return n;
+}
+
 static Expr *literal(P *p, Ast *x)
 {
     switch (x->k) {
@@ -258,13 +270,25 @@ static Expr *literal(P *p, Ast *x)
     }
 }
 
-static Expr *arith(P *p, Ast *x, int op, Expr *l, Expr *r);
-
 static Expr *mk2(P *p, ExprKind k, TypeKind tk, bool nul, Expr *a, Expr *b)
 {
     Expr *e = sql__mk(p, k, type_make(tk, nul), 2);
     e->a[0] = a;
     e->a[1] = b;
+    return e;
+}
+
+/* l + r, or l - r when sub (as l + -r), computed by function fn with a
+   result of kind t. */
+static Expr *add_by_fn(P *p, int fn, TypeKind t, bool nul, Expr *l, Expr *r, bool sub)
+{
+    if (sub) {
+        Expr *ng = sql__mk(p, E_NEG, r->t, 1);
+        ng->a[0] = r;
+        r = ng;
+    }
+    Expr *e = mk2(p, E_FUNC, t, nul, l, r);
+    e->fn = fn;
     return e;
 }
 
@@ -297,16 +321,8 @@ static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
             l = sql__cast_to(p, l, type_make(TK_TIMESTAMP, l->t.nullable));
         return mk2(p, add ? E_ADD : E_SUB, TK_TIMESTAMP, nul, l, r);
     }
-    if ((add || sub) && (a == TK_DATE || a == TK_TIMESTAMP) && b == TK_INTERVAL_YM) {
-        if (sub) {
-            Expr *ng = sql__mk(p, E_NEG, r->t, 1);
-            ng->a[0] = r;
-            r = ng;
-        }
-        Expr *e = mk2(p, E_FUNC, a, nul, l, r);
-        e->fn = FN_ADD_MONTHS;
-        return e;
-    }
+    if ((add || sub) && (a == TK_DATE || a == TK_TIMESTAMP) && b == TK_INTERVAL_YM)
+        return add_by_fn(p, FN_ADD_MONTHS, a, nul, l, r, sub);
     if (sub && (a == TK_DATE || a == TK_TIMESTAMP) && (b == TK_DATE || b == TK_TIMESTAMP)) {
         if (a == TK_DATE && b == TK_DATE) {
             perr(p, SL_EUNSUPPORTED, x->line, x->col,
@@ -322,16 +338,8 @@ static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
         return mk2(p, add ? E_ADD : E_SUB, a, nul, l, r);
     if (add && b == TK_TIME && a == TK_INTERVAL_DT)
         return time_arith(p, x, op, r, l);
-    if ((add || sub) && a == TK_TIME && b == TK_INTERVAL_DT) { /* wraps around midnight */
-        if (sub) {
-            Expr *ng = sql__mk(p, E_NEG, r->t, 1);
-            ng->a[0] = r;
-            r = ng;
-        }
-        Expr *e = mk2(p, E_FUNC, TK_TIME, nul, l, r);
-        e->fn = FN_TIME_ADD;
-        return e;
-    }
+    if ((add || sub) && a == TK_TIME && b == TK_INTERVAL_DT) /* wraps around midnight */
+        return add_by_fn(p, FN_TIME_ADD, TK_TIME, nul, l, r, sub);
     if (sub && a == TK_TIME && b == TK_TIME)
         return mk2(p, E_SUB, TK_INTERVAL_DT, nul, l, r);
     if (op == OP_MUL && type_is_integer(a) && type_is_interval(b))
@@ -346,7 +354,7 @@ static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
     return NULL;
 }
 
-static Expr *arith(P *p, Ast *x, int op, Expr *l, Expr *r)
+Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r)
 {
     SqlType lt = l->t, rt = r->t, t;
     if (op != OP_CONCAT && (type_is_temporal(lt.kind) || type_is_temporal(rt.kind) ||
@@ -437,20 +445,20 @@ Expr *sql__nary_bool(P *p, ExprKind k, Expr *l, Expr *r)
     return e;
 }
 
-Expr *sql__and_all(P *p, Expr *const *v, int n)
+/* One n-ary node of kind k (E_AND or E_OR) over v[0..n), operands of
+   that kind flattened into it. */
+static Expr *nary_flat(P *p, ExprKind k, Expr *const *v, int n)
 {
-    if (n <= 1)
-        return n ? v[0] : NULL;
     int total = 0;
     bool nullable = false;
     for (int i = 0; i < n; i++) {
-        total += v[i]->k == E_AND ? v[i]->na : 1;
+        total += v[i]->k == k ? v[i]->na : 1;
         nullable = nullable || v[i]->t.nullable;
     }
-    Expr *e = sql__mk(p, E_AND, type_make(TK_BOOL, nullable), total);
+    Expr *e = sql__mk(p, k, type_make(TK_BOOL, nullable), total);
     int j = 0;
     for (int i = 0; i < n; i++)
-        if (v[i]->k == E_AND)
+        if (v[i]->k == k)
             for (int m = 0; m < v[i]->na; m++)
                 e->a[j++] = v[i]->a[m];
         else
@@ -458,10 +466,11 @@ Expr *sql__and_all(P *p, Expr *const *v, int n)
     return e;
 }
 
-bool sql__is_agg_name(const char *n)
+Expr *sql__and_all(P *p, Expr *const *v, int n)
 {
-    return !strcmp(n, "count") || !strcmp(n, "sum") || !strcmp(n, "avg") || !strcmp(n, "min") ||
-           !strcmp(n, "max");
+    if (n <= 1)
+        return n ? v[0] : NULL;
+    return nary_flat(p, E_AND, v, n);
 }
 
 bool sql__expr_equal(const Expr *a, const Expr *b)
@@ -490,325 +499,6 @@ bool sql__expr_equal(const Expr *a, const Expr *b)
         if (!sql__expr_equal(a->a[i], b->a[i]))
             return false;
     return true;
-}
-
-static Expr *bind_agg_call(P *p, BindCtx *bc, Ast *x)
-{
-    AggCtx *ag = bc->agg;
-    if (!ag || !ag->allowed) {
-        perr(p, SL_ESEMANTIC, x->line, x->col, "aggregate function %s is not allowed in %s",
-             x->name, bc->clause);
-        return NULL;
-    }
-    AggSpec sp = {0};
-    Expr *arg = NULL;
-    if (x->star) {
-        if (strcmp(x->name, "count")) {
-            perr(p, SL_ESEMANTIC, x->line, x->col, "%s(*) is not valid; only COUNT(*)", x->name);
-            return NULL;
-        }
-        sp.kind = AGG_COUNT_STAR;
-        sp.out_t = type_make(TK_BIGINT, false);
-    } else {
-        if (x->args.n != 1) {
-            perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes exactly one argument", x->name);
-            return NULL;
-        }
-        BindCtx inner = {bc->s, NULL, "an aggregate argument"};
-        AggCtx none = {0};
-        inner.agg = &none; /* nested aggregates are not allowed */
-        arg = sql__bind(p, &inner, x->args.v[0]);
-        if (!arg)
-            return NULL;
-        SqlType at = arg->t;
-        if (at.kind == TK_NULL)
-            arg = sql__cast_to(p, arg, at = type_make(TK_INT, true));
-        sp.in_t = arg->t;
-        if (!strcmp(x->name, "count")) {
-            sp.kind = AGG_COUNT;
-            sp.out_t = type_make(TK_BIGINT, false);
-        } else if (!strcmp(x->name, "min") || !strcmp(x->name, "max")) {
-            sp.kind = !strcmp(x->name, "min") ? AGG_MIN : AGG_MAX;
-            sp.out_t = arg->t;
-            sp.out_t.nullable = 1;
-        } else {
-            if (!type_is_numeric(at.kind)) {
-                perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs a numeric argument, not %s",
-                     x->name, tname(at));
-                return NULL;
-            }
-            sp.kind = !strcmp(x->name, "sum") ? AGG_SUM : AGG_AVG;
-            if (type_is_integer(at.kind))
-                sp.out_t = type_make(sp.kind == AGG_SUM ? TK_BIGINT : TK_DOUBLE, true);
-            else if (at.kind == TK_DECIMAL) {
-                sp.out_t = at;
-                sp.out_t.prec = DECIMAL_MAX_PREC;
-            } else
-                sp.out_t = type_make(TK_DOUBLE, true);
-            sp.out_t.nullable = 1;
-        }
-        /* MIN/MAX(DISTINCT x) = MIN/MAX(x) */
-        sp.distinct = x->distinct && sp.kind != AGG_MIN && sp.kind != AGG_MAX;
-    }
-    /* reuse an identical call */
-    for (int i = 0; i < ag->ncalls; i++) {
-        AggCall *c = &ag->calls[i];
-        if (c->spec.kind == sp.kind && c->spec.distinct == sp.distinct && ((!c->arg && !arg) || (c->arg && arg && sql__expr_equal(c->arg, arg))))
-            return expr_col(p->a, ag->ngroup + i, c->spec.out_t);
-    }
-    if (ag->ncalls == ag->cap) {
-        ag->cap = ag->cap ? ag->cap * 2 : 8;
-        AggCall *v = arena_alloc(p->a, sizeof(AggCall) * (size_t)ag->cap);
-        if (ag->ncalls)
-            memcpy(v, ag->calls, sizeof(AggCall) * (size_t)ag->ncalls);
-        ag->calls = v;
-    }
-    AggCall *c = &ag->calls[ag->ncalls++];
-    c->ast = x;
-    c->spec = sp;
-    c->arg = arg;
-    return expr_col(p->a, ag->ngroup + ag->ncalls - 1, sp.out_t);
-}
-
-typedef struct FnDef {
-    const char *name;
-    int fn;
-    int minargs, maxargs;
-} FnDef;
-
-static const FnDef fns[] = {
-    {"abs", FN_ABS, 1, 1},        {"lower", FN_LOWER, 1, 1},      {"upper", FN_UPPER, 1, 1},
-    {"char_length", FN_CHAR_LENGTH, 1, 1}, {"character_length", FN_CHAR_LENGTH, 1, 1},
-    {"length", FN_CHAR_LENGTH, 1, 1}, {"substring", FN_SUBSTRING, 2, 3},
-    {"substr", FN_SUBSTRING, 2, 3}, {"trim", FN_TRIM, 1, 3},      {"ltrim", FN_LTRIM, 1, 2},
-    {"rtrim", FN_RTRIM, 1, 2},     {"replace", FN_REPLACE, 3, 3}, {"floor", FN_FLOOR, 1, 1},
-    {"ceil", FN_CEIL, 1, 1},       {"ceiling", FN_CEIL, 1, 1},    {"round", FN_ROUND, 1, 2},
-    {"mod", FN_MOD, 2, 2},         {"power", FN_POWER, 2, 2},     {"sqrt", FN_SQRT, 1, 1},
-    {"ln", FN_LN, 1, 1},           {"exp", FN_EXP, 1, 1},         {"sign", FN_SIGN, 1, 1},
-    {"position", FN_POSITION, 2, 2}, {"left", FN_LEFT, 2, 2},     {"right", FN_RIGHT, 2, 2},
-    {"concat", FN_CONCAT, 1, 8},   {"initcap", FN_INITCAP, 1, 1}, {"btrim", FN_TRIM, 1, 2},
-};
-
-/* The unit argument of DATE_TRUNC / TIMESTAMPDIFF: a bare word (DAY) or a
-   string literal ('day'); -1 when x is neither. */
-static int unit_arg(Ast *x)
-{
-    if (x->k == A_COL && !x->qual)
-        return time_unit_parse(x->name);
-    if (x->k == A_STR)
-        return time_unit_parse(x->str);
-    return -1;
-}
-
-/* DATE_TRUNC(unit, x) (PostgreSQL order) or DATE_TRUNC(x, unit) (Calcite
-   order), TIMESTAMP_TRUNC(x, unit), TIMESTAMPDIFF(unit, a, b). */
-static Expr *bind_time_fn(P *p, BindCtx *bc, Ast *x)
-{
-    bool diff = !strcmp(x->name, "timestampdiff");
-    int n = x->args.n;
-    if (n != (diff ? 3 : 2)) {
-        perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
-        return NULL;
-    }
-    int ui = unit_arg(x->args.v[0]) >= 0 || diff ? 0 : 1;
-    int unit = unit_arg(x->args.v[ui]);
-    if (unit < 0) {
-        perr(p, SL_ESEMANTIC, x->args.v[ui]->line, x->args.v[ui]->col,
-             "%s needs a unit (YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, "
-             "MILLISECOND or MICROSECOND)", x->name);
-        return NULL;
-    }
-    Expr *u = expr_const_i64(p->a, type_make(TK_BIGINT, false), unit);
-    Expr *v[2];
-    bool nul = false;
-    for (int i = 0; i < n - 1; i++) {
-        Ast *ax = x->args.v[diff ? i + 1 : 1 - ui];
-        if (!(v[i] = sql__bind(p, bc, ax)))
-            return NULL;
-        TypeKind k = (TypeKind)v[i]->t.kind;
-        if (k == TK_NULL)
-            v[i] = sql__cast_to(p, v[i], type_make(k = diff ? TK_TIMESTAMP : TK_DATE, true));
-        else if (type_is_string(k))
-            v[i] = sql__cast_to(p, v[i], type_make(k = TK_TIMESTAMP, false));
-        if (k != TK_DATE && k != TK_TIMESTAMP) {
-            perr(p, SL_ESEMANTIC, ax->line, ax->col, "%s needs a DATE or TIMESTAMP, not %s",
-                 x->name, tname(v[i]->t));
-            return NULL;
-        }
-        if (diff)
-            v[i] = sql__cast_to(p, v[i], type_make(TK_TIMESTAMP, false));
-        nul = nul || v[i]->t.nullable;
-    }
-    Expr *e;
-    if (diff) {
-        e = sql__mk(p, E_FUNC, type_make(TK_BIGINT, nul), 3);
-        e->a[0] = u;
-        e->a[1] = v[0];
-        e->a[2] = v[1];
-        e->fn = FN_TIMESTAMPDIFF;
-    } else {
-        if (v[0]->t.kind == TK_DATE && unit > TU_DAY) /* finer than a day: no-op on a DATE */
-            return v[0];
-        e = mk2(p, E_FUNC, (TypeKind)v[0]->t.kind, nul, v[0], u);
-        e->fn = FN_DATE_TRUNC;
-    }
-    return e;
-}
-
-static Expr *bind_func(P *p, BindCtx *bc, Ast *x)
-{
-    int n = x->args.n;
-    Expr *args[8];
-    if (x->over) /* plan_window.c */
-        return sql__bind_window(p, bc, x);
-    if (sql__is_agg_name(x->name))
-        return bind_agg_call(p, bc, x);
-    if (x->star || x->distinct) {
-        perr(p, SL_ESEMANTIC, x->line, x->col, "%s is not an aggregate function", x->name);
-        return NULL;
-    }
-    if (n > 8) {
-        perr(p, SL_ESEMANTIC, x->line, x->col, "too many arguments to %s", x->name);
-        return NULL;
-    }
-    if (!strcmp(x->name, "date_trunc") || !strcmp(x->name, "timestamp_trunc") ||
-        !strcmp(x->name, "timestampdiff"))
-        return bind_time_fn(p, bc, x);
-    /* COALESCE never evaluates what follows its first non-NULL literal, so
-       an argument there that is not valid where it stands (e.g. a column
-       outside GROUP BY, as SQLite allows) is dropped instead of rejected */
-    int lit = -1;
-    for (int i = 0; i < n; i++) {
-        if (lit >= 0 && !strcmp(x->name, "coalesce")) {
-            Err saved = *p->err;
-            if (!(args[i] = sql__bind(p, bc, x->args.v[i]))) {
-                *p->err = saved;
-                n = i;
-                break;
-            }
-            continue;
-        }
-        if (!(args[i] = sql__bind(p, bc, x->args.v[i])))
-            return NULL;
-        AstKind k = x->args.v[i]->k;
-        if (lit < 0 && (k == A_INT || k == A_NUM || k == A_STR || k == A_BOOL || k == A_TYPED))
-            lit = i;
-    }
-    if (!strcmp(x->name, "coalesce") || !strcmp(x->name, "nullif")) {
-        bool co = !strcmp(x->name, "coalesce");
-        if ((co && n < 1) || (!co && n != 2)) {
-            perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
-            return NULL;
-        }
-        SqlType t = args[0]->t;
-        for (int i = 1; i < n; i++)
-            if (!sql__common_type(t, args[i]->t, &t)) {
-                perr(p, SL_ESEMANTIC, x->line, x->col, "%s arguments have incompatible types",
-                     x->name);
-                return NULL;
-            }
-        if (t.kind == TK_NULL)
-            t = type_make(TK_INT, true);
-        bool nul = true;
-        if (co)
-            for (int i = 0; i < n; i++)
-                nul = nul && args[i]->t.nullable;
-        t.nullable = co ? nul : true;
-        Expr *e = sql__mk(p, co ? E_COALESCE : E_NULLIF, t, n);
-        for (int i = 0; i < n; i++)
-            e->a[i] = sql__cast_to(p, args[i], t);
-        return e;
-    }
-    for (size_t i = 0; i < ARRAY_LEN(fns); i++) {
-        const FnDef *f = &fns[i];
-        if (strcmp(f->name, x->name))
-            continue;
-        if (n < f->minargs || n > f->maxargs) {
-            perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
-            return NULL;
-        }
-        bool nul = false;
-        for (int j = 0; j < n; j++) {
-            if (args[j]->t.kind == TK_NULL)
-                args[j] = sql__cast_to(p, args[j], type_make(TK_INT, true));
-            nul = nul || args[j]->t.nullable;
-        }
-        SqlType t;
-        SqlType a0 = args[0]->t;
-        if ((f->fn == FN_TRIM || f->fn == FN_LTRIM || f->fn == FN_RTRIM) && n >= 2) {
-            /* TRIM(s, chars), TRIM(side chars FROM s) = trim(s, chars, side) */
-            Expr *e = sql__mk(p, E_FUNC, type_make(TK_VARCHAR, nul), 3);
-            e->fn = FN_TRIM_CHARS;
-            e->a[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
-            e->a[1] = sql__cast_to(p, args[1], type_make(TK_VARCHAR, false));
-            e->a[2] = n == 3 ? sql__cast_to(p, args[2], type_make(TK_BIGINT, false))
-                             : expr_const_i64(p->a, type_make(TK_BIGINT, false),
-                                              f->fn == FN_LTRIM ? 1 : f->fn == FN_RTRIM ? 2 : 0);
-            if (n == 3 && (!x->ival || f->fn != FN_TRIM)) {
-                perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
-                return NULL;
-            }
-            return e;
-        }
-        switch (f->fn) {
-        case FN_POSITION:
-            t = type_make(TK_INT, nul);
-            args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
-            args[1] = sql__cast_to(p, args[1], type_make(TK_VARCHAR, false));
-            break;
-        case FN_LEFT: case FN_RIGHT: case FN_CONCAT: case FN_INITCAP:
-            t = type_make(TK_VARCHAR, nul);
-            for (int j = 0; j < n; j++)
-                args[j] = sql__cast_to(p, args[j], (f->fn == FN_LEFT || f->fn == FN_RIGHT) && j == 1
-                                                       ? type_make(TK_INT, false)
-                                                       : type_make(TK_VARCHAR, false));
-            break;
-        case FN_LOWER: case FN_UPPER: case FN_TRIM: case FN_LTRIM: case FN_RTRIM:
-        case FN_SUBSTRING: case FN_REPLACE:
-            t = type_make(TK_VARCHAR, nul);
-            args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
-            for (int j = 1; j < n; j++)
-                args[j] = sql__cast_to(p, args[j], f->fn == FN_SUBSTRING ? type_make(TK_INT, false)
-                                                                    : type_make(TK_VARCHAR, false));
-            break;
-        case FN_CHAR_LENGTH:
-            t = type_make(TK_INT, nul);
-            args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
-            break;
-        case FN_ABS: case FN_FLOOR: case FN_CEIL: case FN_SIGN: case FN_ROUND:
-            if (!type_is_numeric(a0.kind)) {
-                perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs a numeric argument, not %s",
-                     x->name, tname(a0));
-                return NULL;
-            }
-            t = a0;
-            t.nullable = nul;
-            if (n == 2)
-                args[1] = sql__cast_to(p, args[1], type_make(TK_INT, false));
-            break;
-        case FN_MOD: {
-            Ast fake = *x;
-            return arith(p, &fake, OP_MOD, args[0], args[1]);
-        }
-        default: /* POWER, SQRT, LN, EXP: DOUBLE */
-            t = type_make(TK_DOUBLE, true);
-            for (int j = 0; j < n; j++) {
-                if (!type_is_numeric(args[j]->t.kind)) {
-                    perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs numeric arguments", x->name);
-                    return NULL;
-                }
-                args[j] = sql__cast_to(p, args[j], type_make(TK_DOUBLE, false));
-            }
-            break;
-        }
-        Expr *e = sql__mk(p, E_FUNC, t, n);
-        e->fn = f->fn;
-        for (int j = 0; j < n; j++)
-            e->a[j] = args[j];
-        return e;
-    }
-    perr(p, SL_EUNSUPPORTED, x->line, x->col, "function %s is not supported yet", x->name);
-    return NULL;
 }
 
 static Expr *bind_case(P *p, BindCtx *bc, Ast *x)
@@ -866,40 +556,25 @@ static Expr *bind_subquery(P *p, BindCtx *bc, Ast *x)
         return NULL;
     }
     Expr *e = expr_col(p->a, x->subcol - 1, bc->s->c[x->subcol - 1].t);
-    if (x->k == A_IN && x->negated) {
-        Expr *ne = sql__mk(p, E_NOT, e->t, 1);
-        ne->a[0] = e;
-        return ne;
-    }
-    return e;
+    return negate_if(p, e, x->k == A_IN && x->negated);
 }
 
 /* x is an AND (or OR): its operands, the maximal subtrees not themselves
    of x's operator, in written order, into v (grown in the plan arena). */
 static int chain_operands(P *p, Ast *x, Ast ***v)
 {
-    int n = 0, cap = 16, top = 0, scap = 16;
-    Ast **out = arena_alloc(p->a, sizeof(Ast *) * (size_t)cap);
-    Ast **stack = sl_malloc(sizeof(Ast *) * (size_t)scap);
-    stack[top++] = x;
+    int n = 0, cap = 0, top = 0, scap = 0;
+    Ast **out = NULL, **stack = NULL;
+    *VEC_PUSH(stack, top, scap) = x;
     while (top) {
         Ast *y = stack[--top];
         if (y->k == A_BIN && y->op == x->op) {
-            if (top + 2 > scap) {
-                scap *= 2;
-                stack = sl_realloc(stack, sizeof(Ast *) * (size_t)scap);
-            }
+            VEC_RESERVE(stack, scap, top + 2);
             stack[top++] = y->b; /* popped after y->a */
             stack[top++] = y->a;
             continue;
         }
-        if (n == cap) {
-            Ast **g = arena_alloc(p->a, sizeof(Ast *) * (size_t)cap * 2);
-            memcpy(g, out, sizeof(Ast *) * (size_t)n);
-            out = g;
-            cap *= 2;
-        }
-        out[n++] = y;
+        *VEC_PUSH_ARENA(p->a, out, n, cap) = y;
     }
     sl_free(stack);
     *v = out;
@@ -914,25 +589,13 @@ static Expr *bind_chain(P *p, BindCtx *bc, Ast *x)
     ExprKind k = x->op == OP_AND ? E_AND : E_OR;
     const char *what = x->op == OP_AND ? "AND" : "OR";
     Ast **ops;
-    int n = chain_operands(p, x, &ops), total = 0;
+    int n = chain_operands(p, x, &ops);
     Expr **v = arena_alloc(p->a, sizeof(Expr *) * (size_t)n);
-    bool nullable = false;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (!(v[i] = sql__bind(p, bc, ops[i])) ||
             !(v[i] = sql__bool_operand(p, v[i], ops[i], what)))
             return NULL;
-        total += v[i]->k == k ? v[i]->na : 1;
-        nullable = nullable || v[i]->t.nullable;
-    }
-    Expr *e = sql__mk(p, k, type_make(TK_BOOL, nullable), total);
-    int j = 0;
-    for (int i = 0; i < n; i++)
-        if (v[i]->k == k)
-            for (int m = 0; m < v[i]->na; m++)
-                e->a[j++] = v[i]->a[m];
-        else
-            e->a[j++] = v[i];
-    return e;
+    return nary_flat(p, k, v, n);
 }
 
 /* x op y. A chain such as a + b + ... recurses here once per operator (up
@@ -952,7 +615,7 @@ static __attribute__((noinline)) Expr *bind_binary(P *p, BindCtx *bc, Ast *x)
     case OP_LE: return sql__compare(p, x, E_LE, l, r);
     case OP_GT: return sql__compare(p, x, E_GT, l, r);
     case OP_GE: return sql__compare(p, x, E_GE, l, r);
-    default: return arith(p, x, x->op, l, r);
+    default: return sql__arith(p, x, x->op, l, r);
     }
 }
 
@@ -979,9 +642,7 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         if (x->op == OP_NOT) {
             if (!(l = sql__bool_operand(p, l, x->a, "NOT")))
                 return NULL;
-            Expr *e = sql__mk(p, E_NOT, l->t, 1);
-            e->a[0] = l;
-            return e;
+            return negate_if(p, l, true);
         }
         if (l->t.kind == TK_NULL)
             l = sql__cast_to(p, l, type_make(TK_INT, true));
@@ -995,7 +656,7 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
             return e;
         }
     case A_FUNC:
-        return bind_func(p, bc, x);
+        return sql__bind_func(p, bc, x);
     case A_CASE:
         return bind_case(p, bc, x);
     case A_CAST: {
@@ -1020,12 +681,7 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         if (!b)
             return NULL;
         Expr *e = sql__nary_bool(p, E_AND, a, b);
-        if (x->negated) {
-            Expr *n = sql__mk(p, E_NOT, e->t, 1);
-            n->a[0] = e;
-            e = n;
-        }
-        return e;
+        return negate_if(p, e, x->negated);
     }
     case A_IN: {
         if (x->sub)
@@ -1053,12 +709,7 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         e->a[0] = sql__cast_to(p, v, t);
         for (int i = 0; i < n; i++)
             e->a[i + 1] = sql__cast_to(p, items[i], t);
-        if (x->negated) {
-            Expr *ne = sql__mk(p, E_NOT, e->t, 1);
-            ne->a[0] = e;
-            e = ne;
-        }
-        return e;
+        return negate_if(p, e, x->negated);
     }
     case A_ISNULL: {
         if (!(l = sql__bind(p, bc, x->a)))
@@ -1073,12 +724,7 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         /* IS NOT TRUE = NOT (IS TRUE), never NULL */
         Expr *e = sql__mk(p, x->ival ? E_ISTRUE : E_ISFALSE, type_make(TK_BOOL, false), 1);
         e->a[0] = l;
-        if (x->negated) {
-            Expr *n = sql__mk(p, E_NOT, e->t, 1);
-            n->a[0] = e;
-            e = n;
-        }
-        return e;
+        return negate_if(p, e, x->negated);
     }
     case A_LIKE: {
         Expr *esc = NULL;
@@ -1099,12 +745,7 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
             lo->a[0] = e->a[i];
             e->a[i] = lo;
         }
-        if (x->negated) {
-            Expr *n = sql__mk(p, E_NOT, e->t, 1);
-            n->a[0] = e;
-            e = n;
-        }
-        return e;
+        return negate_if(p, e, x->negated);
     }
     case A_EXTRACT: {
         static const struct { const char *n; int fn; } fields[] = {
@@ -1186,7 +827,7 @@ Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
     if (x->k == A_FUNC && x->over) /* plan_window.c */
         return sql__bind_window(p, bc, x);
     if (x->k == A_FUNC && sql__is_agg_name(x->name))
-        return bind_agg_call(p, bc, x);
+        return sql__bind_agg_call(p, bc, x);
     /* try as a group expression */
     if (x->k != A_INT && x->k != A_NUM && x->k != A_STR && x->k != A_NULL && x->k != A_BOOL &&
         x->k != A_TYPED) {

@@ -1,12 +1,14 @@
 /*
- * sql/lexer.c - splits SQL text into tokens for parser.c, tracking line and
- * column (1-based, columns in bytes) so every message can point at its place.
+ * sql/lexer.c - splits SQL text into tokens for the parser (parse*.c),
+ * tracking line and column (1-based, columns in bytes) so every message
+ * can point at its place.
  */
 #include "lexer.h"
 
 #include <ctype.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 
 typedef struct Lexer {
     const char *p, *start;
@@ -19,15 +21,7 @@ typedef struct Lexer {
 
 static void push(Lexer *lx, TokKind k, const char *s, size_t n, int line, int col)
 {
-    if (lx->n == lx->cap) {
-        int cap = lx->cap ? lx->cap * 2 : 256;
-        Token *v = arena_alloc(lx->a, sizeof(Token) * (size_t)cap);
-        if (lx->n)
-            memcpy(v, lx->v, sizeof(Token) * (size_t)lx->n);
-        lx->v = v;
-        lx->cap = cap;
-    }
-    Token *t = &lx->v[lx->n++];
+    Token *t = VEC_PUSH_ARENA(lx->a, lx->v, lx->n, lx->cap);
     t->k = k;
     t->s = s;
     t->n = n;
@@ -109,8 +103,9 @@ int lex(const char *text, Arena *a, Token **toks, int *ntoks, Err *err)
         }
         if (*p == '\'' || *p == '"') {
             char q = *p;
-            size_t cap = 64, n = 0;
-            char *s = sl_malloc(cap);
+            size_t cap = 0, n = 0;
+            char *s = NULL;
+            VEC_RESERVE(s, cap, 64);
             advance(&lx);
             for (;;) {
                 if (!*lx.p) {
@@ -126,9 +121,7 @@ int lex(const char *text, Arena *a, Token **toks, int *ntoks, Err *err)
                         break;
                     }
                 }
-                if (n + 1 >= cap)
-                    s = sl_realloc(s, cap *= 2);
-                s[n++] = *lx.p;
+                *VEC_PUSH(s, n, cap) = *lx.p;
                 advance(&lx);
             }
             push(&lx, q == '\'' ? T_STR : T_QIDENT, arena_strndup(a, s, n), n, line, col);

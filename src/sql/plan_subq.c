@@ -28,19 +28,12 @@
 
 #include "sql_int.h"
 
-bool sql__has_subquery(const Ast *x)
+static bool is_subquery(const Ast *x)
 {
-    if (!x)
-        return false;
-    if (x->k == A_SUBQUERY || x->k == A_EXISTS || (x->k == A_IN && x->sub))
-        return true;
-    if (sql__has_subquery(x->a) || sql__has_subquery(x->b) || sql__has_subquery(x->c))
-        return true;
-    for (int i = 0; i < x->args.n; i++)
-        if (sql__has_subquery(x->args.v[i]))
-            return true;
-    return false;
+    return x->k == A_SUBQUERY || x->k == A_EXISTS || (x->k == A_IN && x->sub);
 }
+
+bool sql__has_subquery(const Ast *x) { return sql__ast_any(x, is_subquery); }
 
 static Expr *mk2(P *p, ExprKind k, SqlType t, Expr *a, Expr *b)
 {
@@ -55,19 +48,7 @@ static Expr *const_i(P *p, int64_t v) { return expr_const_i64(p->a, type_make(TK
 static Expr *const_b(P *p, bool v) { return expr_const_i64(p->a, type_make(TK_BOOL, false), v); }
 
 /* R x G (a cross join with a one-row relation): R's columns, then G's. */
-static int cross(P *p, int r, int g)
-{
-    CNode *ln = p->c->nodes[r], *rn = p->c->nodes[g];
-    CNode *j = sql__add_node(p, OPK_JOIN, 2, ln->ncol + rn->ncol);
-    j->in[0] = r;
-    j->in[1] = g;
-    j->nkeys = 0;
-    j->lkeys = arena_alloc(p->a, sizeof(int));
-    j->rkeys = arena_alloc(p->a, sizeof(int));
-    memcpy(j->types, ln->types, sizeof(SqlType) * (size_t)ln->ncol);
-    memcpy(j->types + ln->ncol, rn->types, sizeof(SqlType) * (size_t)rn->ncol);
-    return j->id;
-}
+static int cross(P *p, int r, int g) { return sql__join(p, r, g, NULL, NULL, 0); }
 
 /* Aggregate over node s grouped by its first ngroup columns: the listed
    aggregates (of columns cols[i]). Without groups: one row, always. */
@@ -244,15 +225,8 @@ static int lookup_join(P *p, int r, const int *rk, int nk, int q, const int *qk,
     int *lcols, *rcols;
     int ln = sql__join_side(p, r, le, m, kt, &lcols);
     int qn2 = sql__join_side(p, q, re, m, kt, &rcols);
-    CNode *lnn = p->c->nodes[ln], *qnn = p->c->nodes[qn2];
-    CNode *j = sql__add_node(p, OPK_JOIN, 2, lnn->ncol + qnn->ncol);
-    j->in[0] = ln;
-    j->in[1] = qn2;
-    j->nkeys = m;
-    j->lkeys = lcols;
-    j->rkeys = rcols;
-    memcpy(j->types, lnn->types, sizeof(SqlType) * (size_t)lnn->ncol);
-    memcpy(j->types + lnn->ncol, qnn->types, sizeof(SqlType) * (size_t)qnn->ncol);
+    CNode *lnn = p->c->nodes[ln];
+    int j = sql__join(p, ln, qn2, lcols, rcols, m);
     /* result types: Q's value types, nullable when a default is NULL */
     SqlType *vt = arena_alloc(p->a, sizeof(SqlType) * (size_t)(nv + 1));
     for (int k = 0; k < nv; k++) {
@@ -264,18 +238,12 @@ static int lookup_join(P *p, int r, const int *rk, int nk, int q, const int *qk,
         pm[i] = expr_col(p->a, i, rn->types[i]);
     for (int k = 0; k < nv; k++)
         pm[nr + k] = expr_col(p->a, lnn->ncol + qv[k], vt[k]);
-    int matched = sql__add_map(p, j->id, NULL, pm, nr + nv);
+    int matched = sql__add_map(p, j, NULL, pm, nr + nv);
     Expr **pr = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nr + 1));
     for (int i = 0; i < nr; i++)
         pr[i] = expr_col(p->a, i, rn->types[i]);
     int back = sql__add_map(p, matched, NULL, pr, nr);
-    CNode *neg = sql__add_node(p, OPK_NEGATE, 1, nr);
-    neg->in[0] = back;
-    memcpy(neg->types, rn->types, sizeof(SqlType) * (size_t)nr);
-    CNode *un = sql__add_node(p, OPK_UNION, 2, nr);
-    un->in[0] = r;
-    un->in[1] = neg->id;
-    memcpy(un->types, rn->types, sizeof(SqlType) * (size_t)nr);
+    int un = sql__minus(p, r, back); /* R's rows without a match */
     Expr **pd = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nr + nv + 1));
     for (int i = 0; i < nr; i++)
         pd[i] = expr_col(p->a, i, rn->types[i]);
@@ -288,29 +256,12 @@ static int lookup_join(P *p, int r, const int *rk, int nk, int q, const int *qk,
         d->t.nullable = vt[k].nullable;
         pd[nr + k] = d;
     }
-    int unm = sql__add_map(p, un->id, NULL, pd, nr + nv);
-    CNode *u = sql__add_node(p, OPK_UNION, 2, nr + nv);
-    u->in[0] = matched;
-    u->in[1] = unm;
-    memcpy(u->types, p->c->nodes[matched]->types, sizeof(SqlType) * (size_t)(nr + nv));
-    return u->id;
+    int unm = sql__add_map(p, un, NULL, pd, nr + nv);
+    return sql__sum2(p, matched, unm);
 }
 
-static bool ast_has_agg(const Ast *x)
-{
-    if (!x)
-        return false;
-    if (x->k == A_FUNC && sql__is_agg_name(x->name))
-        return true;
-    if (x->k == A_SUBQUERY || x->k == A_EXISTS)
-        return false;
-    if (ast_has_agg(x->a) || ast_has_agg(x->b) || ast_has_agg(x->c))
-        return true;
-    for (int i = 0; i < x->args.n; i++)
-        if (ast_has_agg(x->args.v[i]))
-            return true;
-    return false;
-}
+/* A call of an aggregate function (also over a window). */
+static bool agg_call(const Ast *x) { return x->k == A_FUNC && sql__is_agg_name(x->name); }
 
 /* Mark the columns of outer scope o that a name in the subquery could
    refer to (an over-approximation: a column left out could only turn a
@@ -419,9 +370,7 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
     for (int k = 0; k < nd; k++)
         pd[k] = expr_col(p->a, dcols[k], rn->types[dcols[k]]);
     int dm = sql__add_map(p, r->node, NULL, pd, nd);
-    CNode *dd = sql__add_node(p, OPK_DISTINCT, 1, nd);
-    dd->in[0] = dm;
-    memcpy(dd->types, p->c->nodes[dm]->types, sizeof(SqlType) * (size_t)nd);
+    int dd = sql__unary(p, OPK_DISTINCT, dm);
     Scope *ds = arena_alloc(p->a, sizeof(Scope));
     ds->n = nd;
     ds->c = arena_zalloc(p->a, sizeof(SCol) * (size_t)(nd + 1));
@@ -434,12 +383,12 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
     fi->k = F_NODE;
     fi->line = x->line;
     fi->col = x->col;
-    fi->node = dd->id;
+    fi->node = dd;
     fi->scope = ds;
 
     bool aggq = S->group.n > 0 || S->having != NULL;
     for (int i = 0; i < S->nitems; i++)
-        aggq = aggq || ast_has_agg(S->items[i].e);
+        aggq = aggq || sql__ast_any(S->items[i].e, agg_call);
     if (x->k != A_EXISTS && (S->nitems != 1 || S->items[0].e->k == A_STAR))
         return perr(p, SL_EUNSUPPORTED, x->line, x->col,
                     "a correlated subquery used as a value must select one expression");
@@ -532,9 +481,7 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
     Expr **p2 = sql__identity_proj(p, svn, 0);
     p2[nd] = expr_col(p->a, nd, ctn);
     int s2 = sql__add_map(p, sv, nn, p2, nd + 1);
-    CNode *d = sql__add_node(p, OPK_DISTINCT, 1, nd + 1);
-    d->in[0] = s2;
-    memcpy(d->types, p->c->nodes[s2]->types, sizeof(SqlType) * (size_t)(nd + 1));
+    CNode *d = p->c->nodes[sql__unary(p, OPK_DISTINCT, s2)];
     Expr **p3 = sql__identity_proj(p, d, 1);
     p3[nd + 1] = const_b(p, true);
     int q1 = sql__add_map(p, d->id, NULL, p3, nd + 2);
@@ -642,9 +589,7 @@ static int one_subquery(P *p, PRel *r, Ast *x)
     Expr **sp2 = arena_alloc(p->a, sizeof(Expr *));
     sp2[0] = expr_col(p->a, 0, ctn);
     int snn = sql__add_map(p, svals, nn, sp2, 1);
-    CNode *d = sql__add_node(p, OPK_DISTINCT, 1, 1);
-    d->in[0] = snn;
-    d->types[0] = ctn;
+    int d = sql__unary(p, OPK_DISTINCT, snn); /* of type ctn */
     /* R1 = R + k */
     CNode *rn = p->c->nodes[r->node];
     Expr **p1 = sql__identity_proj(p, rn, 1);
@@ -655,41 +600,24 @@ static int one_subquery(P *p, PRel *r, Ast *x)
     Expr *kc = expr_col(p->a, nr, ct);
     int *lcols;
     int ln = sql__join_side(p, r1, &kc, 1, &ctn, &lcols);
-    CNode *lnn = p->c->nodes[ln];
-    CNode *j = sql__add_node(p, OPK_JOIN, 2, lnn->ncol + 1);
-    j->in[0] = ln;
-    j->in[1] = d->id;
-    j->nkeys = 1;
-    j->lkeys = lcols;
-    j->rkeys = arena_zalloc(p->a, sizeof(int));
-    memcpy(j->types, lnn->types, sizeof(SqlType) * (size_t)lnn->ncol);
-    j->types[lnn->ncol] = ctn;
+    int zero = 0;
+    int j = sql__join(p, ln, d, lcols, &zero, 1);
     Expr **pm = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nr + 2));
     for (int i = 0; i <= nr; i++)
         pm[i] = expr_col(p->a, i, r1n->types[i]);
-    int m = sql__add_map(p, j->id, NULL, pm, nr + 1);
-    /* unmatched = R1 - M */
-    CNode *neg = sql__add_node(p, OPK_NEGATE, 1, nr + 1);
-    neg->in[0] = m;
-    memcpy(neg->types, r1n->types, sizeof(SqlType) * (size_t)(nr + 1));
-    CNode *un = sql__add_node(p, OPK_UNION, 2, nr + 1);
-    un->in[0] = r1;
-    un->in[1] = neg->id;
-    memcpy(un->types, r1n->types, sizeof(SqlType) * (size_t)(nr + 1));
+    int m = sql__add_map(p, j, NULL, pm, nr + 1);
+    int un = sql__minus(p, r1, m); /* unmatched = R1 - M */
     /* R2 = M + TRUE  UNION  unmatched + FALSE */
     Expr **pt = sql__identity_proj(p, r1n, 1), **pf = sql__identity_proj(p, r1n, 1);
     pt[nr + 1] = const_b(p, true);
     pf[nr + 1] = const_b(p, false);
     int mt = sql__add_map(p, m, NULL, pt, nr + 2);
-    int mf = sql__add_map(p, un->id, NULL, pf, nr + 2);
-    CNode *r2 = sql__add_node(p, OPK_UNION, 2, nr + 2);
-    r2->in[0] = mt;
-    r2->in[1] = mf;
-    memcpy(r2->types, p->c->nodes[mt]->types, sizeof(SqlType) * (size_t)(nr + 2));
+    int mf = sql__add_map(p, un, NULL, pf, nr + 2);
+    int r2 = sql__sum2(p, mt, mf);
     /* x G: COUNT(*) c, COUNT(v) cv */
     AggKind ks[2] = {AGG_COUNT_STAR, AGG_COUNT};
     int g = global_agg(p, svals, ks, 2, 0);
-    int r3 = cross(p, r2->id, g);
+    int r3 = cross(p, r2, g);
     Expr *kk = expr_col(p->a, nr, ct);
     Expr *matched = expr_col(p->a, nr + 1, type_make(TK_BOOL, false));
     Expr *c = expr_col(p->a, nr + 2, type_make(TK_BIGINT, false));

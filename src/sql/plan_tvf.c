@@ -126,14 +126,7 @@ int sql__plan_tvf(P *p, FromItem *f, PRel *out)
         proj[nc + 1] = end;
         maps[k] = sql__add_map(p, in.node, keep, proj, nc + 2);
     }
-    int node = maps[0];
-    if (nwin > 1) {
-        CNode *u = sql__add_node(p, OPK_UNION, (int)nwin, nc + 2);
-        memcpy(u->in, maps, sizeof(int) * (size_t)nwin);
-        memcpy(u->types, p->c->nodes[maps[0]]->types, sizeof(SqlType) * (size_t)(nc + 2));
-        node = u->id;
-    }
-    out->node = node;
+    out->node = sql__sum(p, maps, (int)nwin); /* a HOP row is in every window it overlaps */
     out->s.n = nc + 2;
     out->s.c = arena_zalloc(p->a, sizeof(SCol) * (size_t)(nc + 2));
     for (int i = 0; i < nc; i++) {

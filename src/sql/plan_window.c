@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "../base/vec.h"
 #include "../expr/text.h"
 #include "sql_int.h"
 
@@ -51,33 +52,25 @@ WinCtx *sql__win_new(P *p)
     return arena_zalloc(p->a, sizeof(WinCtx));
 }
 
-static bool has_agg_ast(const Ast *x)
+/* An aggregate call, or a window function over one. */
+static bool agg_here(const Ast *x)
 {
-    if (!x)
-        return false;
-    if (x->k == A_FUNC && !x->over && sql__is_agg_name(x->name))
-        return true;
-    if (x->k == A_FUNC && x->over && sql__window_has_agg(x))
-        return true;
-    if (has_agg_ast(x->a) || has_agg_ast(x->b) || has_agg_ast(x->c))
-        return true;
-    for (int i = 0; i < x->args.n; i++)
-        if (has_agg_ast(x->args.v[i]))
-            return true;
-    return false;
+    return x->k == A_FUNC && (x->over ? sql__window_has_agg(x) : sql__is_agg_name(x->name));
 }
+
+bool sql__has_agg(const Ast *x) { return sql__ast_any(x, agg_here); }
 
 bool sql__window_has_agg(const Ast *x)
 {
     const WinDef *w = x->over;
     for (int i = 0; i < x->args.n; i++)
-        if (has_agg_ast(x->args.v[i]))
+        if (sql__has_agg(x->args.v[i]))
             return true;
     for (int i = 0; w && i < w->part.n; i++)
-        if (has_agg_ast(w->part.v[i]))
+        if (sql__has_agg(w->part.v[i]))
             return true;
     for (int i = 0; w && i < w->norder; i++)
-        if (has_agg_ast(w->order[i].e))
+        if (sql__has_agg(w->order[i].e))
             return true;
     return false;
 }
@@ -319,15 +312,8 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
              x->name);
         return NULL;
     }
-    if (w->n == w->cap) {
-        w->cap = w->cap ? w->cap * 2 : 8;
-        WinCall *v = arena_alloc(p->a, sizeof(WinCall) * (size_t)w->cap);
-        if (w->n)
-            memcpy(v, w->calls, sizeof(WinCall) * (size_t)w->n);
-        w->calls = v;
-    }
-    w->calls[w->n] = c;
-    return expr_col(p->a, PH_BASE + w->n++, f->out_t);
+    *VEC_PUSH_ARENA(p->a, w->calls, w->n, w->cap) = c;
+    return expr_col(p->a, PH_BASE + w->n - 1, f->out_t);
 }
 
 /* ---- planning ------------------------------------------------------------------ */

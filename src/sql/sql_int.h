@@ -1,7 +1,22 @@
 /*
- * sql/sql_int.h - what the binder (bind.c) and the planner (plan.c) share:
- * scopes of named columns, the planner context, aggregate collection, and
- * the binder's entry points. Private to src/sql/.
+ * sql/sql_int.h - what the files of the compiler share (private to
+ * src/sql/; callers outside use sql.h). The parser has its own internal
+ * header (parse_int.h); from its AST (ast.h) on, the files are:
+ *
+ *   compile.c      the entry (sql.h): statements to relations, properties
+ *   plan.c         a query: FROM and WHERE, GROUP BY, select list, ORDER BY
+ *   plan_node.c    adding nodes, the Z-set algebra, conjunct helpers
+ *   plan_join.c    OUTER, NATURAL and USING joins; FROM column aliases
+ *   plan_set.c     UNION / INTERSECT / EXCEPT, WITH, VALUES
+ *   plan_subq.c    subqueries in expressions (decorrelated)
+ *   plan_window.c  window functions, LIMIT (top-k)
+ *   plan_tvf.c     TUMBLE and HOP in FROM
+ *   bind.c         names and types of expressions, operators, casts
+ *   bind_fn.c      function calls: aggregates, scalar and date functions
+ *
+ * Below: scopes of named columns, the planner context P, aggregate
+ * collection, then each file's entry points, grouped by the file that
+ * defines them.
  */
 #ifndef SL_SQL_SQL_INT_H
 #define SL_SQL_SQL_INT_H
@@ -10,8 +25,8 @@
 #include <stdio.h>
 #include <strings.h>
 
-#include "../circuit/circuit.h"
 #include "ast.h"
+#include "sql.h"
 
 typedef struct SCol {
     const char *qual; /* relation name or alias (may be NULL) */
@@ -64,10 +79,10 @@ typedef struct P {
     Arena *a;
     Circuit *c;
     Err *err;
-    int cap_nodes, cap_rels;
+    int cap_nodes, cap_rels; /* capacities of c->nodes, c->rels (base/vec.h) */
     int owner; /* relation being planned (its index once added) */
     int flags; /* CC_* */
-    struct CteScope *ctes; /* WITH lists in scope, innermost first (plan_join.c) */
+    struct CteScope *ctes; /* WITH lists in scope, innermost first (plan_set.c) */
     int unresolved; /* column names resolve_col could not resolve: how
                        plan_subq.c tells a correlated subquery */
     int depth; /* queries being planned within one another (plan.c) */
@@ -105,7 +120,98 @@ typedef struct BindCtx {
     const char *clause; /* "WHERE", "GROUP BY", ... for messages */
 } BindCtx;
 
-/* Window functions and top-k (plan_window.c). A WinCtx collects the window
+/* ---- plan.c ---- */
+
+/* Plan a query (its LIMIT/OFFSET as a top-k), for subqueries and WITH. */
+int sql__plan_query(P *p, struct Select *q, PRel *out);
+/* Plan a query with its ORDER BY resolved into ord (may be NULL). */
+int sql__plan_query_ord(P *p, struct Select *q, PRel *out, OrderOut *ord);
+/* One SELECT (or VALUES) block without its set operations; oq and ord (may
+   be NULL) ask for oq's ORDER BY resolved against its select list. */
+int sql__plan_core(P *p, struct Select *q, PRel *out, struct Select *oq, OrderOut *ord);
+/* WHERE conjuncts offered to a FROM item to apply below its joins when
+   they refer to its columns only: pushed[i] is set for each one applied. */
+typedef struct PushDown {
+    Ast **v;
+    int n;
+    bool *pushed;
+} PushDown;
+/* One FROM item (a table, a subquery or a join tree; inner joins
+   flattened as in a FROM list, their ON conditions applied); cand (may be
+   NULL) offers WHERE conjuncts. */
+int sql__plan_from_item(P *p, FromItem *f, PRel *out, PushDown *cand);
+
+/* ---- plan_node.c ---- */
+
+CNode *sql__add_node(P *p, OpKind k, int nin, int ncol);
+/* A MAP over node in: rows passing filter (may be NULL), then proj. */
+int sql__add_map(P *p, int in, Expr *filter, Expr **proj, int nproj);
+/* Column references to every column of src, with room for `extra` more. */
+Expr **sql__identity_proj(P *p, const CNode *src, int extra);
+/* Make key expressions into plain NOT NULL columns of types kt: appends
+   computed columns (and filters NULL keys) with a MAP when needed. Returns
+   the node to join, the key columns in *cols_out. */
+int sql__join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, int **cols_out);
+/* A one-input node of kind k (NEGATE, DISTINCT) with in's columns. */
+int sql__unary(P *p, OpKind k, int in);
+/* Sum of inputs in[0..n) (all with the same column types); a + b; a - b. */
+int sql__sum(P *p, const int *in, int n);
+int sql__sum2(P *p, int a, int b);
+int sql__minus(P *p, int a, int b);
+/* Columns [first, first + n) of node `in` (typed t[] when t is non-NULL),
+   rows passing filter (may be NULL). */
+int sql__cols(P *p, int in, Expr *filter, int first, int n, const SqlType *t);
+/* A JOIN of l and r on key columns lk[i] = rk[i] (copied; NULL when nk
+   is 0: a cross join): l's columns, then r's. */
+int sql__join(P *p, int l, int r, const int *lk, const int *rk, int nk);
+/* first, first + 1, ..., first + n - 1 (arena). */
+int *sql__iota(P *p, int n, int first);
+/* The rows of a whose value also appears in s (a set with a's column
+   types), with a's weights: a joined with s on all columns, null-safe. */
+int sql__semi_all(P *p, int a, int s);
+/* Does e reference a column at all; only columns in [lo, hi)? */
+bool sql__refs_any(const Expr *e);
+bool sql__refs_within(const Expr *e, int lo, int hi);
+/* Copy of e with every column index >= from moved by delta. */
+Expr *sql__remap(P *p, const Expr *e, int from, int delta);
+/* Does hit(y) hold for x or an expression below it? (Not looking into
+   subqueries nor into a window's PARTITION BY / ORDER BY.) */
+bool sql__ast_any(const Ast *x, bool (*hit)(const Ast *));
+/* Append x's conjuncts to (*v)[0..*n) (one copy, not one per conjunct). */
+void sql__split_and(P *p, Ast *x, Ast ***v, int *n);
+
+/* ---- plan_join.c ---- */
+
+/* A join planned as a unit: OUTER, NATURAL, USING, or a parenthesised
+   join with an alias. */
+int sql__plan_join_unit(P *p, FromItem *f, PRel *out, PushDown *cand);
+/* FROM item `AS alias (c1, ...)`: rename r's first columns. */
+int sql__apply_col_aliases(P *p, const FromItem *f, PRel *r);
+
+/* ---- plan_set.c ---- */
+
+/* q's set operations: combine out (q planned) with q->next, ... */
+int sql__plan_setops(P *p, struct Select *q, PRel *out);
+/* f names a common table expression in scope: plan it (once) and set
+   *out, *found = true; else *found = false. */
+int sql__plan_cte_ref(P *p, FromItem *f, PRel *out, bool *found);
+/* Is q's WITH list already in scope (sql__plan_with has pushed it)? */
+bool sql__ctes_active(const P *p, const struct Select *q);
+/* Bring q's WITH list into scope and plan q (sql__plan_query_ord). */
+int sql__plan_with(P *p, struct Select *q, PRel *out, OrderOut *ord);
+/* VALUES (...), ...: a constant relation. */
+int sql__plan_values(P *p, struct Select *q, PRel *out);
+
+/* ---- plan_subq.c ---- */
+
+bool sql__has_subquery(const Ast *x);
+/* Add a column to r for every subquery expression in exprs[0..n) (not
+   inside nested subqueries), setting their Ast.subcol. */
+int sql__plan_subqueries(P *p, PRel *r, Ast **exprs, int n);
+
+/* ---- plan_window.c ---- */
+
+/* Window functions and top-k. A WinCtx collects the window
    functions of one select list: binding one returns a placeholder column
    that sql__plan_windows resolves once the windows are planned. */
 typedef struct WinCtx WinCtx;
@@ -115,6 +221,8 @@ Expr *sql__bind_window(P *p, BindCtx *bc, Ast *x);
 /* Window function x (x->over set): does an aggregate call appear in its
    arguments, PARTITION BY or ORDER BY (SUM(SUM(b)) OVER ...)? */
 bool sql__window_has_agg(const Ast *x);
+/* Does an aggregate call appear in x (in a window function: as above)? */
+bool sql__has_agg(const Ast *x);
 /* Plan w's windows over `node` (rows passing filter first) and point the
    placeholders in proj[0..nproj) at their columns. Returns the new node,
    or -1 with p->err set. Without window functions: returns node. */
@@ -131,54 +239,13 @@ int sql__plan_limited(P *p, struct Select *q, PRel *out);
    become top-k nodes. */
 void sql__topk_rewrite(P *p, int first);
 
-/* Subqueries in expressions (plan_subq.c). */
-bool sql__has_subquery(const Ast *x);
-/* Add a column to r for every subquery expression in exprs[0..n) (not
-   inside nested subqueries), setting their Ast.subcol. */
-int sql__plan_subqueries(P *p, PRel *r, Ast **exprs, int n);
-/* plan.c's query planner, for subqueries. */
-int sql__plan_query(P *p, struct Select *q, PRel *out);
-int sql__add_map(P *p, int in, Expr *filter, Expr **proj, int nproj);
-CNode *sql__add_node(P *p, OpKind k, int nin, int ncol);
-/* Column references to every column of src, with room for `extra` more. */
-Expr **sql__identity_proj(P *p, const CNode *src, int extra);
-int sql__join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, int **cols_out);
-/* plan.c: plan_query with its ORDER BY resolved (ord may be NULL). */
-int sql__plan_query_ord(P *p, struct Select *q, PRel *out, OrderOut *ord);
-/* WHERE conjuncts offered to a FROM item to apply below its joins when
-   they refer to its columns only: pushed[i] is set for each one applied. */
-typedef struct PushDown {
-    Ast **v;
-    int n;
-    bool *pushed;
-} PushDown;
-/* plan.c: one FROM item (a table, a subquery or a join tree; inner joins
-   flattened as in a FROM list, their ON conditions applied); cand (may be
-   NULL) offers WHERE conjuncts. */
-int sql__plan_from_item(P *p, FromItem *f, PRel *out, PushDown *cand);
+/* ---- plan_tvf.c ---- */
 
-/* Joins, set operations, WITH and VALUES (plan_join.c). */
-/* A join planned as a unit: OUTER, NATURAL, USING, or a parenthesised
-   join with an alias. */
-int sql__plan_join_unit(P *p, FromItem *f, PRel *out, PushDown *cand);
-/* f names a common table expression in scope: plan it (once) and set
-   *out, *found = true; else *found = false. */
-int sql__plan_cte_ref(P *p, FromItem *f, PRel *out, bool *found);
-/* Is q's WITH list already in scope (sql__plan_with has pushed it)? */
-bool sql__ctes_active(const P *p, const struct Select *q);
-/* Bring q's WITH list into scope and plan q (sql__plan_query_ord). */
-int sql__plan_with(P *p, struct Select *q, PRel *out, OrderOut *ord);
-/* VALUES (...), ...: a constant relation. */
-int sql__plan_values(P *p, struct Select *q, PRel *out);
-/* Combine a and b (both with ncol columns of types t) by op into *node. */
-int sql__plan_setop(P *p, SetOp op, int a, int b, int ncol, const SqlType *t, int *node);
-const char *sql__setop_name(SetOp op);
-/* TABLE(TUMBLE(...)) / TABLE(HOP(...)) in FROM (plan_tvf.c). */
+/* TABLE(TUMBLE(...)) / TABLE(HOP(...)) in FROM. */
 int sql__plan_tvf(P *p, FromItem *f, PRel *out);
-/* FROM item `AS alias (c1, ...)`: rename r's first columns. */
-int sql__apply_col_aliases(P *p, const FromItem *f, PRel *r);
 
-/* Binder (bind.c). */
+/* ---- bind.c ---- */
+
 Expr *sql__bind(P *p, BindCtx *bc, Ast *x);
 Expr *sql__cast_to(P *p, Expr *e, SqlType t);
 bool sql__common_type(SqlType a, SqlType b, SqlType *out);
@@ -190,7 +257,17 @@ Expr *sql__nary_bool(P *p, ExprKind k, Expr *l, Expr *r);
 Expr *sql__and_all(P *p, Expr *const *v, int n);
 Expr *sql__bool_operand(P *p, Expr *e, Ast *at, const char *what);
 Expr *sql__mk(P *p, ExprKind k, SqlType t, int na);
-bool sql__is_agg_name(const char *n);
 bool sql__expr_equal(const Expr *a, const Expr *b);
+/* l op r for an arithmetic AstOp (numbers, dates, times and intervals). */
+Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r);
+
+/* ---- bind_fn.c ---- */
+
+/* A function call x (A_FUNC): an aggregate (collected on bc->agg), a
+   window function (plan_window.c) or a scalar function. */
+Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x);
+/* An aggregate call x: its column in the aggregation's output. */
+Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x);
+bool sql__is_agg_name(const char *n);
 
 #endif

@@ -46,6 +46,7 @@
 #include "base/mem.h"
 #include "circuit/circuit.h"
 #include "runtime/runtime.h"
+#include "sql/sql.h"
 #include "zset/hmap.h"
 #include "zset/key.h"
 

@@ -19,6 +19,7 @@
 #include "circuit/circuit.h"
 #include "expr/expr.h"
 #include "sql/ast.h"
+#include "sql/sql.h"
 
 #define TABLE "CREATE TABLE t (a INT, b BOOLEAN);\n"
 #define VIEW "CREATE VIEW v AS SELECT " /* 24 characters: the select list starts in column 25 */

@@ -15,6 +15,7 @@
 #include "base/mem.h"
 #include "circuit/circuit.h"
 #include "sql/ast.h"
+#include "sql/sql.h"
 
 static Err compile(const char *sql)
 {

@@ -1,9 +1,9 @@
 /*
  * tests/sql/test_plan_join.c - the planner's joins, set operations, WITH and
- * VALUES (src/sql/plan_join.c): the shapes that matter (a WITH query planned
- * once, outer-join conditions kept off the preserved side, set-operation
- * precedence), the result columns and types, and the errors with their
- * positions. Results against SQLite: tests/e2e/test_joins_vs_sqlite.py.
+ * VALUES (src/sql/plan_join.c, plan_set.c): the shapes that matter (a WITH
+ * query planned once, outer-join conditions kept off the preserved side,
+ * set-operation precedence), the result columns and types, and the errors
+ * with their positions. Results against SQLite: tests/e2e/test_joins_vs_sqlite.py.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +19,7 @@
 #include "base/mem.h"
 #include "circuit/circuit.h"
 #include "sql/ast.h"
+#include "sql/sql.h"
 
 #define TABLES                                                                          \
     "CREATE TABLE t (a INT, b INT NOT NULL, s VARCHAR);\n"                              \

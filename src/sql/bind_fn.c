@@ -1,0 +1,335 @@
+/*
+ * sql/bind_fn.c - binding function calls (bind.c hands every A_FUNC
+ * here): aggregate calls, collected on the AggCtx of the GROUP BY being
+ * planned (plan.c turns them into an OPK_AGG node) with identical calls
+ * shared; window functions go to plan_window.c; scalar functions are
+ * looked up by name in fns[] (arity, then argument casts and the result
+ * type per family), with COALESCE/NULLIF and the date functions
+ * (DATE_TRUNC, TIMESTAMP_TRUNC, TIMESTAMPDIFF) handled apart. Their
+ * evaluation lives in expr/fn_*.c (HACKING.md, "Add a function").
+ */
+#include <string.h>
+
+#include "../base/vec.h"
+#include "../expr/text.h"
+#include "sql_int.h"
+
+bool sql__is_agg_name(const char *n)
+{
+    return !strcmp(n, "count") || !strcmp(n, "sum") || !strcmp(n, "avg") || !strcmp(n, "min") ||
+           !strcmp(n, "max");
+}
+
+Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x)
+{
+    AggCtx *ag = bc->agg;
+    if (!ag || !ag->allowed) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "aggregate function %s is not allowed in %s",
+             x->name, bc->clause);
+        return NULL;
+    }
+    AggSpec sp = {0};
+    Expr *arg = NULL;
+    if (x->star) {
+        if (strcmp(x->name, "count")) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s(*) is not valid; only COUNT(*)", x->name);
+            return NULL;
+        }
+        sp.kind = AGG_COUNT_STAR;
+        sp.out_t = type_make(TK_BIGINT, false);
+    } else {
+        if (x->args.n != 1) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes exactly one argument", x->name);
+            return NULL;
+        }
+        BindCtx inner = {bc->s, NULL, "an aggregate argument"};
+        AggCtx none = {0};
+        inner.agg = &none; /* nested aggregates are not allowed */
+        arg = sql__bind(p, &inner, x->args.v[0]);
+        if (!arg)
+            return NULL;
+        SqlType at = arg->t;
+        if (at.kind == TK_NULL)
+            arg = sql__cast_to(p, arg, at = type_make(TK_INT, true));
+        sp.in_t = arg->t;
+        if (!strcmp(x->name, "count")) {
+            sp.kind = AGG_COUNT;
+            sp.out_t = type_make(TK_BIGINT, false);
+        } else if (!strcmp(x->name, "min") || !strcmp(x->name, "max")) {
+            sp.kind = !strcmp(x->name, "min") ? AGG_MIN : AGG_MAX;
+            sp.out_t = arg->t;
+            sp.out_t.nullable = 1;
+        } else {
+            if (!type_is_numeric(at.kind)) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs a numeric argument, not %s",
+                     x->name, tname(at));
+                return NULL;
+            }
+            sp.kind = !strcmp(x->name, "sum") ? AGG_SUM : AGG_AVG;
+            if (type_is_integer(at.kind))
+                sp.out_t = type_make(sp.kind == AGG_SUM ? TK_BIGINT : TK_DOUBLE, true);
+            else if (at.kind == TK_DECIMAL) {
+                sp.out_t = at;
+                sp.out_t.prec = DECIMAL_MAX_PREC;
+            } else
+                sp.out_t = type_make(TK_DOUBLE, true);
+            sp.out_t.nullable = 1;
+        }
+        /* MIN/MAX(DISTINCT x) = MIN/MAX(x) */
+        sp.distinct = x->distinct && sp.kind != AGG_MIN && sp.kind != AGG_MAX;
+    }
+    /* reuse an identical call */
+    for (int i = 0; i < ag->ncalls; i++) {
+        AggCall *c = &ag->calls[i];
+        if (c->spec.kind == sp.kind && c->spec.distinct == sp.distinct && ((!c->arg && !arg) || (c->arg && arg && sql__expr_equal(c->arg, arg))))
+            return expr_col(p->a, ag->ngroup + i, c->spec.out_t);
+    }
+    AggCall *c = VEC_PUSH_ARENA(p->a, ag->calls, ag->ncalls, ag->cap);
+    c->ast = x;
+    c->spec = sp;
+    c->arg = arg;
+    return expr_col(p->a, ag->ngroup + ag->ncalls - 1, sp.out_t);
+}
+
+typedef struct FnDef {
+    const char *name;
+    int fn;
+    int minargs, maxargs;
+} FnDef;
+
+static const FnDef fns[] = {
+    {"abs", FN_ABS, 1, 1},        {"lower", FN_LOWER, 1, 1},      {"upper", FN_UPPER, 1, 1},
+    {"char_length", FN_CHAR_LENGTH, 1, 1}, {"character_length", FN_CHAR_LENGTH, 1, 1},
+    {"length", FN_CHAR_LENGTH, 1, 1}, {"substring", FN_SUBSTRING, 2, 3},
+    {"substr", FN_SUBSTRING, 2, 3}, {"trim", FN_TRIM, 1, 3},      {"ltrim", FN_LTRIM, 1, 2},
+    {"rtrim", FN_RTRIM, 1, 2},     {"replace", FN_REPLACE, 3, 3}, {"floor", FN_FLOOR, 1, 1},
+    {"ceil", FN_CEIL, 1, 1},       {"ceiling", FN_CEIL, 1, 1},    {"round", FN_ROUND, 1, 2},
+    {"mod", FN_MOD, 2, 2},         {"power", FN_POWER, 2, 2},     {"sqrt", FN_SQRT, 1, 1},
+    {"ln", FN_LN, 1, 1},           {"exp", FN_EXP, 1, 1},         {"sign", FN_SIGN, 1, 1},
+    {"position", FN_POSITION, 2, 2}, {"left", FN_LEFT, 2, 2},     {"right", FN_RIGHT, 2, 2},
+    {"concat", FN_CONCAT, 1, 8},   {"initcap", FN_INITCAP, 1, 1}, {"btrim", FN_TRIM, 1, 2},
+};
+
+/* The unit argument of DATE_TRUNC / TIMESTAMPDIFF: a bare word (DAY) or a
+   string literal ('day'); -1 when x is neither. */
+static int unit_arg(Ast *x)
+{
+    if (x->k == A_COL && !x->qual)
+        return time_unit_parse(x->name);
+    if (x->k == A_STR)
+        return time_unit_parse(x->str);
+    return -1;
+}
+
+/* DATE_TRUNC(unit, x) (PostgreSQL order) or DATE_TRUNC(x, unit) (Calcite
+   order), TIMESTAMP_TRUNC(x, unit), TIMESTAMPDIFF(unit, a, b). */
+static Expr *bind_time_fn(P *p, BindCtx *bc, Ast *x)
+{
+    bool diff = !strcmp(x->name, "timestampdiff");
+    int n = x->args.n;
+    if (n != (diff ? 3 : 2)) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
+        return NULL;
+    }
+    int ui = unit_arg(x->args.v[0]) >= 0 || diff ? 0 : 1;
+    int unit = unit_arg(x->args.v[ui]);
+    if (unit < 0) {
+        perr(p, SL_ESEMANTIC, x->args.v[ui]->line, x->args.v[ui]->col,
+             "%s needs a unit (YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, "
+             "MILLISECOND or MICROSECOND)", x->name);
+        return NULL;
+    }
+    Expr *u = expr_const_i64(p->a, type_make(TK_BIGINT, false), unit);
+    Expr *v[2];
+    bool nul = false;
+    for (int i = 0; i < n - 1; i++) {
+        Ast *ax = x->args.v[diff ? i + 1 : 1 - ui];
+        if (!(v[i] = sql__bind(p, bc, ax)))
+            return NULL;
+        TypeKind k = (TypeKind)v[i]->t.kind;
+        if (k == TK_NULL)
+            v[i] = sql__cast_to(p, v[i], type_make(k = diff ? TK_TIMESTAMP : TK_DATE, true));
+        else if (type_is_string(k))
+            v[i] = sql__cast_to(p, v[i], type_make(k = TK_TIMESTAMP, false));
+        if (k != TK_DATE && k != TK_TIMESTAMP) {
+            perr(p, SL_ESEMANTIC, ax->line, ax->col, "%s needs a DATE or TIMESTAMP, not %s",
+                 x->name, tname(v[i]->t));
+            return NULL;
+        }
+        if (diff)
+            v[i] = sql__cast_to(p, v[i], type_make(TK_TIMESTAMP, false));
+        nul = nul || v[i]->t.nullable;
+    }
+    Expr *e;
+    if (diff) {
+        e = sql__mk(p, E_FUNC, type_make(TK_BIGINT, nul), 3);
+        e->a[0] = u;
+        e->a[1] = v[0];
+        e->a[2] = v[1];
+        e->fn = FN_TIMESTAMPDIFF;
+    } else {
+        if (v[0]->t.kind == TK_DATE && unit > TU_DAY) /* finer than a day: no-op on a DATE */
+            return v[0];
+        e = sql__mk(p, E_FUNC, type_make((TypeKind)v[0]->t.kind, nul), 2);
+        e->a[0] = v[0];
+        e->a[1] = u;
+        e->fn = FN_DATE_TRUNC;
+    }
+    return e;
+}
+
+Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
+{
+    int n = x->args.n;
+    Expr *args[8];
+    if (x->over) /* plan_window.c */
+        return sql__bind_window(p, bc, x);
+    if (sql__is_agg_name(x->name))
+        return sql__bind_agg_call(p, bc, x);
+    if (x->star || x->distinct) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "%s is not an aggregate function", x->name);
+        return NULL;
+    }
+    if (n > 8) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "too many arguments to %s", x->name);
+        return NULL;
+    }
+    if (!strcmp(x->name, "date_trunc") || !strcmp(x->name, "timestamp_trunc") ||
+        !strcmp(x->name, "timestampdiff"))
+        return bind_time_fn(p, bc, x);
+    /* COALESCE never evaluates what follows its first non-NULL literal, so
+       an argument there that is not valid where it stands (e.g. a column
+       outside GROUP BY, as SQLite allows) is dropped instead of rejected */
+    int lit = -1;
+    for (int i = 0; i < n; i++) {
+        if (lit >= 0 && !strcmp(x->name, "coalesce")) {
+            Err saved = *p->err;
+            if (!(args[i] = sql__bind(p, bc, x->args.v[i]))) {
+                *p->err = saved;
+                n = i;
+                break;
+            }
+            continue;
+        }
+        if (!(args[i] = sql__bind(p, bc, x->args.v[i])))
+            return NULL;
+        AstKind k = x->args.v[i]->k;
+        if (lit < 0 && (k == A_INT || k == A_NUM || k == A_STR || k == A_BOOL || k == A_TYPED))
+            lit = i;
+    }
+    if (!strcmp(x->name, "coalesce") || !strcmp(x->name, "nullif")) {
+        bool co = !strcmp(x->name, "coalesce");
+        if ((co && n < 1) || (!co && n != 2)) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
+            return NULL;
+        }
+        SqlType t = args[0]->t;
+        for (int i = 1; i < n; i++)
+            if (!sql__common_type(t, args[i]->t, &t)) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "%s arguments have incompatible types",
+                     x->name);
+                return NULL;
+            }
+        if (t.kind == TK_NULL)
+            t = type_make(TK_INT, true);
+        bool nul = true;
+        if (co)
+            for (int i = 0; i < n; i++)
+                nul = nul && args[i]->t.nullable;
+        t.nullable = co ? nul : true;
+        Expr *e = sql__mk(p, co ? E_COALESCE : E_NULLIF, t, n);
+        for (int i = 0; i < n; i++)
+            e->a[i] = sql__cast_to(p, args[i], t);
+        return e;
+    }
+    for (size_t i = 0; i < ARRAY_LEN(fns); i++) {
+        const FnDef *f = &fns[i];
+        if (strcmp(f->name, x->name))
+            continue;
+        if (n < f->minargs || n > f->maxargs) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
+            return NULL;
+        }
+        bool nul = false;
+        for (int j = 0; j < n; j++) {
+            if (args[j]->t.kind == TK_NULL)
+                args[j] = sql__cast_to(p, args[j], type_make(TK_INT, true));
+            nul = nul || args[j]->t.nullable;
+        }
+        SqlType t;
+        SqlType a0 = args[0]->t;
+        if ((f->fn == FN_TRIM || f->fn == FN_LTRIM || f->fn == FN_RTRIM) && n >= 2) {
+            /* TRIM(s, chars), TRIM(side chars FROM s) = trim(s, chars, side) */
+            Expr *e = sql__mk(p, E_FUNC, type_make(TK_VARCHAR, nul), 3);
+            e->fn = FN_TRIM_CHARS;
+            e->a[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
+            e->a[1] = sql__cast_to(p, args[1], type_make(TK_VARCHAR, false));
+            e->a[2] = n == 3 ? sql__cast_to(p, args[2], type_make(TK_BIGINT, false))
+                             : expr_const_i64(p->a, type_make(TK_BIGINT, false),
+                                              f->fn == FN_LTRIM ? 1 : f->fn == FN_RTRIM ? 2 : 0);
+            if (n == 3 && (!x->ival || f->fn != FN_TRIM)) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", x->name);
+                return NULL;
+            }
+            return e;
+        }
+        switch (f->fn) {
+        case FN_POSITION:
+            t = type_make(TK_INT, nul);
+            args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
+            args[1] = sql__cast_to(p, args[1], type_make(TK_VARCHAR, false));
+            break;
+        case FN_LEFT: case FN_RIGHT: case FN_CONCAT: case FN_INITCAP:
+            t = type_make(TK_VARCHAR, nul);
+            for (int j = 0; j < n; j++)
+                args[j] = sql__cast_to(p, args[j], (f->fn == FN_LEFT || f->fn == FN_RIGHT) && j == 1
+                                                       ? type_make(TK_INT, false)
+                                                       : type_make(TK_VARCHAR, false));
+            break;
+        case FN_LOWER: case FN_UPPER: case FN_TRIM: case FN_LTRIM: case FN_RTRIM:
+        case FN_SUBSTRING: case FN_REPLACE:
+            t = type_make(TK_VARCHAR, nul);
+            args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
+            for (int j = 1; j < n; j++)
+                args[j] = sql__cast_to(p, args[j], f->fn == FN_SUBSTRING ? type_make(TK_INT, false)
+                                                                    : type_make(TK_VARCHAR, false));
+            break;
+        case FN_CHAR_LENGTH:
+            t = type_make(TK_INT, nul);
+            args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
+            break;
+        case FN_ABS: case FN_FLOOR: case FN_CEIL: case FN_SIGN: case FN_ROUND:
+            if (!type_is_numeric(a0.kind)) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs a numeric argument, not %s",
+                     x->name, tname(a0));
+                return NULL;
+            }
+            t = a0;
+            t.nullable = nul;
+            if (n == 2)
+                args[1] = sql__cast_to(p, args[1], type_make(TK_INT, false));
+            break;
+        case FN_MOD: {
+            Ast fake = *x;
+            return sql__arith(p, &fake, OP_MOD, args[0], args[1]);
+        }
+        default: /* POWER, SQRT, LN, EXP: DOUBLE */
+            t = type_make(TK_DOUBLE, true);
+            for (int j = 0; j < n; j++) {
+                if (!type_is_numeric(args[j]->t.kind)) {
+                    perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs numeric arguments", x->name);
+                    return NULL;
+                }
+                args[j] = sql__cast_to(p, args[j], type_make(TK_DOUBLE, false));
+            }
+            break;
+        }
+        Expr *e = sql__mk(p, E_FUNC, t, n);
+        e->fn = f->fn;
+        for (int j = 0; j < n; j++)
+            e->a[j] = args[j];
+        return e;
+    }
+    perr(p, SL_EUNSUPPORTED, x->line, x->col, "function %s is not supported yet", x->name);
+    return NULL;
+}

@@ -1,0 +1,337 @@
+/*
+ * sql/compile.c - the compiler's entry (sql.h): parses a program
+ * (parse*.c) and plans it statement by statement into a Circuit.
+ *
+ * CREATE TABLE declares a relation fed by an OPK_SOURCE node (plus
+ * OPK_UPSERT with a PRIMARY KEY); CREATE VIEW plans its query (plan.c),
+ * adds a top-k node for ORDER BY ... LIMIT (plan_window.c) and a sink.
+ * Both take their WITH properties ('connectors', 'materialized',
+ * 'append_only') here. One-shot queries declare their input tables ahead
+ * of the text (TableDecl) and keep each view's presentation order
+ * (CC_PRESENT). Everything lives in the circuit's arena; circuit_free
+ * releases it and the parsed connector JSON.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include "../base/mem.h"
+#include "../base/vec.h"
+#include "sql_int.h"
+
+/* A LIMIT/OFFSET operand: a non-negative integer literal. */
+static int limit_value(P *p, Ast *e, const char *what, int64_t *out)
+{
+    if (!e) {
+        *out = -1;
+        return 0;
+    }
+    if (e->k != A_INT)
+        return perr(p, SL_EUNSUPPORTED, e->line, e->col,
+                    "%s must be an integer literal (expressions are not supported yet)", what);
+    *out = strtoll(e->str, NULL, 10);
+    return 0;
+}
+
+static int cmp_name_index(const void *a, const void *b, void *arg)
+{
+    char *const *names = arg;
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = strcasecmp(names[x], names[y]);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* The first i (in order) such that names[i] equals an earlier name (case
+   folded), or -1: sorted, in O(n log n) (a select list may be long). */
+static int first_repeated_name(P *p, char *const *names, int n)
+{
+    int *ix = arena_alloc(p->a, sizeof(int) * (size_t)(n + 1)), first = -1;
+    for (int i = 0; i < n; i++)
+        ix[i] = i;
+    qsort_r(ix, (size_t)n, sizeof(int), cmp_name_index, (void *)names);
+    for (int k = 1; k < n; k++) /* ix[k] repeats ix[k-1]'s name at a later index */
+        if (!strcasecmp(names[ix[k]], names[ix[k - 1]]) && (first < 0 || ix[k] < first))
+            first = ix[k];
+    return first;
+}
+
+static Relation *add_rel(P *p, const char *name, int line, int col)
+{
+    Circuit *c = p->c;
+    if (circuit_find_rel(c, name) >= 0) {
+        perr(p, SL_ESEMANTIC, line, col, "a table or view named \"%s\" already exists", name);
+        return NULL;
+    }
+    Relation *r = VEC_PUSH_ARENA(p->a, c->rels, c->nrels, p->cap_rels);
+    memset(r, 0, sizeof(*r));
+    r->name = (char *)name;
+    r->limit = r->offset = -1;
+    r->line = line;
+    r->col = col;
+    r->sink = -1;
+    return r;
+}
+
+/* Position in the SQL text of byte `off` inside a property value. */
+static void value_pos(const Property *pr, size_t off, int *line, int *col)
+{
+    *line = pr->vline;
+    *col = pr->vcol;
+    for (size_t i = 0; i < off && pr->value[i]; i++) {
+        if (pr->value[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else
+            (*col)++;
+    }
+}
+
+static int apply_props(P *p, Stmt *s, Relation *r)
+{
+    for (int i = 0; i < s->nprops; i++) {
+        Property *pr = &s->props[i];
+        if (!strcasecmp(pr->key, "connectors")) {
+            cJSON *j = cJSON_ParseWithOpts(pr->value, NULL, 1);
+            if (!j) {
+                const char *e = cJSON_GetErrorPtr();
+                size_t off = e && e >= pr->value ? (size_t)(e - pr->value) : 0;
+                int line, col;
+                value_pos(pr, off, &line, &col);
+                return perr(p, SL_ECONFIG, line, col,
+                            "invalid JSON in 'connectors' of %s near \"%.20s\"", r->name,
+                            pr->value + off);
+            }
+            if (!cJSON_IsArray(j)) {
+                cJSON_Delete(j);
+                return perr(p, SL_ECONFIG, pr->vline, pr->vcol,
+                            "'connectors' of %s must be a JSON array", r->name);
+            }
+            if (r->connectors)
+                cJSON_Delete(r->connectors);
+            r->connectors = j;
+            r->conn_line = pr->vline;
+            r->conn_col = pr->vcol;
+        } else if (!strcasecmp(pr->key, "materialized")) {
+            if (strcasecmp(pr->value, "true") && strcasecmp(pr->value, "false"))
+                return perr(p, SL_ECONFIG, pr->vline, pr->vcol,
+                            "'materialized' must be 'true' or 'false', not '%s'", pr->value);
+            r->materialized = r->materialized || !strcasecmp(pr->value, "true");
+        } else if (!strcasecmp(pr->key, "append_only")) {
+            /* a promise about the input; accepted, no optimisation uses it yet */
+        } else {
+            return perr(p, SL_ECONFIG, pr->line, pr->col,
+                        "unknown property '%s' on %s (known: connectors, materialized, "
+                        "append_only)", pr->key, r->name);
+        }
+    }
+    return 0;
+}
+
+static void add_sink(P *p, Relation *r, int rel_index)
+{
+    CNode *src = p->c->nodes[r->node];
+    CNode *s = sql__add_node(p, OPK_SINK, 1, src->ncol);
+    s->in[0] = r->node;
+    s->rel = rel_index;
+    s->label = r->name;
+    memcpy(s->types, src->types, sizeof(SqlType) * (size_t)src->ncol);
+    r->sink = s->id;
+}
+
+static int plan_table(P *p, Stmt *s)
+{
+    Relation *r = add_rel(p, s->name, s->name_line, s->name_col);
+    if (!r)
+        return p->err->code;
+    r->is_table = true;
+    r->ncol = s->ncols;
+    r->colnames = arena_alloc(p->a, sizeof(char *) * (size_t)s->ncols);
+    r->types = arena_alloc(p->a, sizeof(SqlType) * (size_t)s->ncols);
+    for (int i = 0; i < s->ncols; i++) {
+        for (int j = 0; j < i; j++)
+            if (!strcasecmp(s->cols[i].name, s->cols[j].name))
+                return perr(p, SL_ESEMANTIC, s->cols[i].line, s->cols[i].col,
+                            "column \"%s\" specified more than once", s->cols[i].name);
+        r->colnames[i] = s->cols[i].name;
+        r->types[i] = s->cols[i].type;
+    }
+    if (s->npk) {
+        r->pk = arena_alloc(p->a, sizeof(int) * (size_t)s->npk);
+        r->npk = s->npk;
+        for (int k = 0; k < s->npk; k++) {
+            int found = -1;
+            for (int i = 0; i < s->ncols; i++)
+                if (!strcasecmp(s->cols[i].name, s->pk[k]))
+                    found = i;
+            if (found < 0)
+                return perr(p, SL_ESEMANTIC, s->line, s->col,
+                            "PRIMARY KEY column \"%s\" is not a column of %s", s->pk[k], s->name);
+            r->pk[k] = found;
+            r->types[found].nullable = 0; /* key columns are NOT NULL */
+        }
+    }
+    if (apply_props(p, s, r))
+        return p->err->code;
+    CNode *n = sql__add_node(p, OPK_SOURCE, 0, r->ncol);
+    n->rel = (int)(r - p->c->rels);
+    n->label = r->name;
+    memcpy(n->types, r->types, sizeof(SqlType) * (size_t)r->ncol);
+    r->node = n->id;
+    if (r->npk) {
+        CNode *u = sql__add_node(p, OPK_UPSERT, 1, r->ncol);
+        u->in[0] = n->id;
+        u->rel = n->rel;
+        u->pk = r->pk;
+        u->npk = r->npk;
+        u->label = r->name;
+        memcpy(u->types, r->types, sizeof(SqlType) * (size_t)r->ncol);
+        r->node = u->id;
+    }
+    if (r->materialized)
+        add_sink(p, r, n->rel);
+    return 0;
+}
+
+static int plan_view(P *p, Stmt *s)
+{
+    PRel q;
+    OrderOut ord;
+    int64_t limit = -1, offset = -1;
+    Select *sq = s->query;
+    bool present = p->flags & CC_PRESENT;
+    if (limit_value(p, sq->limit, "LIMIT", &limit) || limit_value(p, sq->offset, "OFFSET", &offset))
+        return p->err->code;
+    bool lim = sq->limit || sq->offset;
+    int first_node = p->c->nnodes;
+    if (sql__plan_query_ord(p, sq, &q, present || lim ? &ord : NULL))
+        return p->err->code;
+    /* ORDER BY ... LIMIT: a top-k node (plan_window.c) */
+    if (lim && sql__plan_topk(p, &q, &ord, limit, offset, present))
+        return p->err->code;
+    if (!present)
+        limit = offset = -1;
+    Relation *r = add_rel(p, s->name, s->name_line, s->name_col);
+    if (!r)
+        return p->err->code;
+    int idx = (int)(r - p->c->rels);
+    r->materialized = s->materialized;
+    r->ncol = q.s.n;
+    r->node = q.node;
+    if (s->ncol_aliases && s->ncol_aliases != q.s.n)
+        return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
+                    "view %s names %d columns but its query has %d", s->name, s->ncol_aliases,
+                    q.s.n);
+    r->limit = limit;
+    r->offset = offset;
+    if (present) {
+        r->norder = ord.n;
+        r->order_col = ord.col;
+        r->order_desc = ord.desc;
+        r->order_nulls_first = ord.nulls_first;
+        r->nhidden = ord.nhidden;
+        r->ncol += ord.nhidden;
+    }
+    r->colnames = arena_alloc(p->a, sizeof(char *) * (size_t)(r->ncol + 1));
+    r->types = arena_alloc(p->a, sizeof(SqlType) * (size_t)(r->ncol + 1));
+    for (int i = q.s.n; i < r->ncol; i++) {
+        char *b = arena_alloc(p->a, 32);
+        snprintf(b, 32, "$order%d", i - q.s.n + 1);
+        r->colnames[i] = b;
+        r->types[i] = p->c->nodes[q.node]->types[i];
+    }
+    for (int i = 0; i < q.s.n; i++) {
+        r->colnames[i] = s->ncol_aliases ? s->col_aliases[i] : (char *)q.s.c[i].name;
+        r->types[i] = q.s.c[i].t;
+    }
+    int dup = present ? -1 : first_repeated_name(p, r->colnames, q.s.n); /* a query's
+                                                          result may repeat names */
+    if (dup >= 0)
+        return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
+                    "view %s has two columns named \"%s\"; give one an alias", s->name,
+                    r->colnames[dup]);
+    if (apply_props(p, s, r))
+        return p->err->code;
+    /* every view gets a sink: it counts the view's changes (stats), feeds
+       its output connectors and, when materialized, keeps its contents */
+    add_sink(p, r, idx);
+    sql__topk_rewrite(p, first_node); /* rank <= k over a window: top-k */
+    return 0;
+}
+
+int circuit_find_rel(const Circuit *c, const char *name)
+{
+    for (int i = 0; i < c->nrels; i++)
+        if (!strcasecmp(c->rels[i].name, name))
+            return i;
+    return -1;
+}
+
+static int declare_table(P *p, const TableDecl *d)
+{
+    Relation *r = add_rel(p, arena_strndup(p->a, d->name, strlen(d->name)), 1, 1);
+    if (!r)
+        return p->err->code;
+    r->is_table = true;
+    r->ncol = d->ncol;
+    r->limit = r->offset = -1;
+    r->colnames = arena_alloc(p->a, sizeof(char *) * (size_t)(d->ncol + 1));
+    r->types = arena_alloc(p->a, sizeof(SqlType) * (size_t)(d->ncol + 1));
+    for (int i = 0; i < d->ncol; i++) {
+        r->colnames[i] = arena_strndup(p->a, d->colnames[i], strlen(d->colnames[i]));
+        r->types[i] = d->types[i];
+    }
+    CNode *n = sql__add_node(p, OPK_SOURCE, 0, r->ncol);
+    n->rel = (int)(r - p->c->rels);
+    n->label = r->name;
+    memcpy(n->types, r->types, sizeof(SqlType) * (size_t)r->ncol);
+    r->node = n->id;
+    return 0;
+}
+
+int circuit_compile(const char *sql, Circuit **out, Err *err)
+{
+    return circuit_compile_with(sql, NULL, 0, 0, out, err);
+}
+
+int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int flags,
+                         Circuit **out, Err *err)
+{
+    Err local = {0};
+    Program *prog;
+    Circuit *c = sl_calloc(1, sizeof(*c));
+    c->arena = arena_new(64 * 1024);
+    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL, 0, 0};
+    for (int i = 0; i < ndecl; i++) {
+        p.owner = c->nrels;
+        if (declare_table(&p, &decl[i]))
+            goto out_fail;
+    }
+    if (sql_parse(sql, c->arena, &prog, p.err))
+        goto out_fail;
+    if (prog->n == 0) {
+        err_setpos(p.err, SL_ESEMANTIC, 1, 1, "the program is empty: no CREATE TABLE or VIEW");
+        goto out_fail;
+    }
+    for (int i = 0; i < prog->n; i++) {
+        Stmt *s = prog->stmts[i];
+        p.owner = c->nrels; /* the relation this statement adds */
+        if ((s->k == S_CREATE_TABLE ? plan_table(&p, s) : plan_view(&p, s)))
+            goto out_fail;
+    }
+    *out = c;
+    return 0;
+out_fail:
+    circuit_free(c);
+    return p.err->code;
+}
+
+void circuit_free(Circuit *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < c->nrels; i++)
+        if (c->rels[i].connectors)
+            cJSON_Delete(c->rels[i].connectors);
+    arena_free(c->arena);
+    sl_free(c);
+}

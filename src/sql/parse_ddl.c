@@ -1,0 +1,304 @@
+/*
+ * sql/parse_ddl.c - the parser's entry (sql_parse, ast.h): a program is
+ * statements separated by semicolons, each CREATE TABLE (columns with
+ * their types and constraints, PRIMARY KEY) or CREATE [MATERIALIZED]
+ * VIEW (column names, query: parse_query.c), either with WITH ('key' =
+ * 'value', ...) properties. Column types are parsed here for CAST too
+ * (sql__parse_type). Tokens come from lexer.c; statements we recognise
+ * but do not support yet are reported as such.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../base/err.h"
+#include "../base/vec.h"
+#include "parse_int.h"
+
+static int parse_int_arg(Parser *p, int *out)
+{
+    Token *t = cur(p);
+    if (t->k != T_INT)
+        return sql__fail(p, "an integer");
+    long v = strtol(t->s, NULL, 10);
+    if (v < 0 || v > 1000000000)
+        return err_setpos(p->err, SL_EPARSE, t->line, t->col, "number %s out of range", t->s);
+    *out = (int)v;
+    p->i++;
+    return 0;
+}
+
+int sql__parse_type(Parser *p, SqlType *out)
+{
+    Token *t = cur(p);
+    SqlType ty = type_make(TK_NULL, true);
+    if (t->k != T_IDENT)
+        return sql__fail(p, "a type name");
+    const char *s = t->s;
+    p->i++;
+    if (!strcasecmp(s, "boolean") || !strcasecmp(s, "bool"))
+        ty.kind = TK_BOOL;
+    else if (!strcasecmp(s, "tinyint"))
+        ty.kind = TK_TINYINT;
+    else if (!strcasecmp(s, "smallint"))
+        ty.kind = TK_SMALLINT;
+    else if (!strcasecmp(s, "int") || !strcasecmp(s, "integer"))
+        ty.kind = TK_INT;
+    else if (!strcasecmp(s, "bigint"))
+        ty.kind = TK_BIGINT;
+    else if (!strcasecmp(s, "real"))
+        ty.kind = TK_REAL;
+    else if (!strcasecmp(s, "float") || !strcasecmp(s, "double")) {
+        ty.kind = TK_DOUBLE;
+        if (!strcasecmp(s, "double"))
+            accept_kw(p, "precision");
+    } else if (!strcasecmp(s, "decimal") || !strcasecmp(s, "numeric") || !strcasecmp(s, "dec")) {
+        int prec = DECIMAL_MAX_PREC, scale = 0;
+        ty.kind = TK_DECIMAL;
+        if (accept_op(p, "(")) {
+            Token *pt = cur(p);
+            if (parse_int_arg(p, &prec))
+                return p->err->code;
+            if (accept_op(p, ",") && parse_int_arg(p, &scale))
+                return p->err->code;
+            if (sql__expect_op(p, ")"))
+                return p->err->code;
+            if (prec < 1 || prec > DECIMAL_MAX_PREC) {
+                if (prec > DECIMAL_MAX_PREC)
+                    return err_setpos(p->err, SL_EUNSUPPORTED, pt->line, pt->col,
+                                      "DECIMAL precision %d is not supported yet (at most %d)",
+                                      prec, DECIMAL_MAX_PREC);
+                return err_setpos(p->err, SL_EPARSE, pt->line, pt->col,
+                                  "DECIMAL precision must be at least 1");
+            }
+            if (scale > prec)
+                return err_setpos(p->err, SL_EPARSE, pt->line, pt->col,
+                                  "DECIMAL scale %d exceeds precision %d", scale, prec);
+        }
+        ty.prec = (uint8_t)prec;
+        ty.scale = (uint8_t)scale;
+    } else if (!strcasecmp(s, "varchar") || !strcasecmp(s, "char") ||
+               !strcasecmp(s, "character") || !strcasecmp(s, "text") ||
+               !strcasecmp(s, "string")) {
+        bool is_char = !strcasecmp(s, "char") || !strcasecmp(s, "character");
+        if (is_char && accept_kw(p, "varying"))
+            is_char = false;
+        ty.kind = is_char ? TK_CHAR : TK_VARCHAR;
+        ty.len = is_char ? 1 : VARCHAR_UNBOUNDED;
+        if ((!strcasecmp(s, "varchar") || !strcasecmp(s, "char") ||
+             !strcasecmp(s, "character")) && accept_op(p, "(")) {
+            int len;
+            if (parse_int_arg(p, &len) || sql__expect_op(p, ")"))
+                return p->err->code;
+            if (len < 1)
+                return err_setpos(p->err, SL_EPARSE, t->line, t->col,
+                                  "length of %s must be at least 1", s);
+            ty.len = len;
+        }
+    } else if (!strcasecmp(s, "date"))
+        ty.kind = TK_DATE;
+    else if (!strcasecmp(s, "time"))
+        ty.kind = TK_TIME;
+    else if (!strcasecmp(s, "timestamp")) {
+        ty.kind = TK_TIMESTAMP;
+        if (accept_kw(p, "with")) {
+            p->i--;
+            return sql__unsupported(p, t, "TIMESTAMP WITH TIME ZONE");
+        }
+        if (accept_kw(p, "without") && (sql__expect_kw(p, "time") || sql__expect_kw(p, "zone")))
+            return p->err->code;
+    } else {
+        static const char *later[] = {"interval", "array", "map", "variant", "binary",
+                                      "varbinary", "uuid", "row", "geometry", "bytea",
+                                      "blob", "json"};
+        for (size_t i = 0; i < ARRAY_LEN(later); i++)
+            if (!strcasecmp(s, later[i])) {
+                char b[64];
+                snprintf(b, sizeof(b), "type %s", s);
+                for (char *c = b + 5; *c; c++)
+                    *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+                return sql__unsupported(p, t, b);
+            }
+        p->i--;
+        return sql__fail(p, "a type name");
+    }
+    if (accept_kw(p, "array")) {
+        p->i--;
+        return sql__unsupported(p, cur(p), "type ARRAY");
+    }
+    *out = ty;
+    return 0;
+}
+
+static int parse_props(Parser *p, Property **out, int *nout)
+{
+    if (sql__expect_op(p, "("))
+        return p->err->code;
+    int cap = *nout; /* full: the first one grows it */
+    do {
+        Token *k = cur(p), *v;
+        if (k->k != T_STR)
+            return sql__fail(p, "a property name in single quotes");
+        p->i++;
+        if (sql__expect_op(p, "="))
+            return p->err->code;
+        v = cur(p);
+        if (v->k != T_STR)
+            return sql__fail(p, "a property value in single quotes");
+        p->i++;
+        Property *pr = VEC_PUSH_ARENA(p->a, *out, *nout, cap);
+        pr->key = (char *)k->s;
+        pr->value = (char *)v->s;
+        pr->line = k->line;
+        pr->col = k->col;
+        pr->vline = v->line;
+        pr->vcol = v->col + 1;
+    } while (accept_op(p, ","));
+    return sql__expect_op(p, ")");
+}
+
+static int parse_create_table(Parser *p, Stmt *s)
+{
+    Token *nt = cur(p);
+    s->k = S_CREATE_TABLE;
+    s->name_line = nt->line;
+    s->name_col = nt->col;
+    if (!(s->name = sql__ident(p, "a table name")) || sql__expect_op(p, "("))
+        return p->err->code;
+    int cap = 0;
+    do {
+        Token *t = cur(p);
+        if (is_kw(t, "primary")) {
+            p->i++;
+            if (sql__expect_kw(p, "key") || sql__expect_op(p, "("))
+                return p->err->code;
+            if (s->npk)
+                return err_setpos(p->err, SL_ESEMANTIC, t->line, t->col,
+                                  "table %s has more than one PRIMARY KEY", s->name);
+            if (sql__parse_names(p, &s->pk, &s->npk))
+                return p->err->code;
+            continue;
+        }
+        if (is_kw(t, "foreign") || is_kw(t, "constraint") || is_kw(t, "unique") ||
+            is_kw(t, "check"))
+            return sql__unsupported(p, t, "table constraints other than PRIMARY KEY");
+        ColumnDef *c = VEC_PUSH_ARENA(p->a, s->cols, s->ncols, cap);
+        c->line = t->line;
+        c->col = t->col;
+        if (!(c->name = sql__ident(p, "a column name or PRIMARY KEY")) ||
+            sql__parse_type(p, &c->type))
+            return p->err->code;
+        c->type.nullable = 1;
+        for (;;) {
+            Token *ct = cur(p);
+            if (accept_kw(p, "not")) {
+                if (sql__expect_kw(p, "null"))
+                    return p->err->code;
+                c->type.nullable = 0;
+            } else if (accept_kw(p, "null")) {
+                c->type.nullable = 1;
+            } else if (accept_kw(p, "primary")) {
+                if (sql__expect_kw(p, "key"))
+                    return p->err->code;
+                if (s->npk)
+                    return err_setpos(p->err, SL_ESEMANTIC, ct->line, ct->col,
+                                      "table %s has more than one PRIMARY KEY", s->name);
+                s->pk = arena_alloc(p->a, sizeof(char *));
+                s->pk[s->npk++] = c->name;
+                c->primary_key = true;
+            } else if (is_kw(ct, "default") || is_kw(ct, "lateness") ||
+                       is_kw(ct, "foreign") || is_kw(ct, "references") ||
+                       is_kw(ct, "unique") || is_kw(ct, "check") || is_kw(ct, "watermark")) {
+                char b[64];
+                snprintf(b, sizeof(b), "column constraint %s", ct->s);
+                return sql__unsupported(p, ct, b);
+            } else
+                break;
+        }
+    } while (accept_op(p, ","));
+    if (sql__expect_op(p, ")"))
+        return p->err->code;
+    if (accept_kw(p, "with"))
+        return parse_props(p, &s->props, &s->nprops);
+    return 0;
+}
+
+static int parse_create_view(Parser *p, Stmt *s)
+{
+    Token *nt = cur(p);
+    s->k = S_CREATE_VIEW;
+    s->name_line = nt->line;
+    s->name_col = nt->col;
+    if (!(s->name = sql__ident(p, "a view name")))
+        return p->err->code;
+    if (accept_op(p, "(") && sql__parse_names(p, &s->col_aliases, &s->ncol_aliases))
+        return p->err->code;
+    if (accept_kw(p, "with") && parse_props(p, &s->props, &s->nprops))
+        return p->err->code;
+    if (sql__expect_kw(p, "as"))
+        return p->err->code;
+    s->query = sql__parse_query(p);
+    return s->query ? 0 : p->err->code;
+}
+
+static int parse_stmt(Parser *p, Stmt **out)
+{
+    Token *t = cur(p);
+    Stmt *s = arena_zalloc(p->a, sizeof(*s));
+    s->line = t->line;
+    s->col = t->col;
+    *out = s;
+    if (!accept_kw(p, "create")) {
+        if (is_kw(t, "insert") || is_kw(t, "declare") || is_kw(t, "set") ||
+            is_kw(t, "select") || is_kw(t, "drop") || is_kw(t, "lateness")) {
+            char b[64];
+            snprintf(b, sizeof(b), "statement %s", t->s);
+            return sql__unsupported(p, t, b);
+        }
+        return sql__fail(p, "CREATE TABLE or CREATE VIEW");
+    }
+    if (accept_kw(p, "table"))
+        return parse_create_table(p, s);
+    if (accept_kw(p, "materialized")) {
+        s->materialized = true;
+        if (sql__expect_kw(p, "view"))
+            return p->err->code;
+        return parse_create_view(p, s);
+    }
+    if (accept_kw(p, "local")) {
+        if (sql__expect_kw(p, "view"))
+            return p->err->code;
+        return parse_create_view(p, s);
+    }
+    if (accept_kw(p, "view"))
+        return parse_create_view(p, s);
+    if (is_kw(cur(p), "function") || is_kw(cur(p), "aggregate") || is_kw(cur(p), "type") ||
+        is_kw(cur(p), "index") || is_kw(cur(p), "linear")) {
+        char b[64];
+        snprintf(b, sizeof(b), "CREATE %s", cur(p)->s);
+        return sql__unsupported(p, cur(p), b);
+    }
+    return sql__fail(p, "TABLE, VIEW or MATERIALIZED VIEW after CREATE");
+}
+
+int sql_parse(const char *text, Arena *a, Program **out, Err *err)
+{
+    Err local;
+    Parser p = {NULL, 0, 0, a, err ? err : &local, 0, 0};
+    err_clear(&local);
+    if (lex(text, a, &p.t, &p.n, p.err))
+        return p.err->code;
+    Program *prog = arena_zalloc(a, sizeof(*prog));
+    int cap = 0;
+    while (cur(&p)->k != T_EOF) {
+        if (accept_op(&p, ";"))
+            continue;
+        Stmt *s;
+        if (parse_stmt(&p, &s))
+            return p.err->code;
+        *VEC_PUSH_ARENA(a, prog->stmts, prog->n, cap) = s;
+        if (cur(&p)->k != T_EOF && sql__expect_op(&p, ";"))
+            return p.err->code;
+    }
+    *out = prog;
+    return 0;
+}

@@ -1,0 +1,707 @@
+/*
+ * sql/parse_expr.c - the grammar of expressions (parse_int.h): operators
+ * by precedence, loosest first: OR, AND, NOT, comparison / IS / BETWEEN /
+ * IN / LIKE, ||, + -, * / %, unary + -, primary (literals, columns,
+ * CASE, CAST, typed literals and INTERVALs, EXTRACT, EXISTS and scalar
+ * subqueries, function calls with their special argument forms and an
+ * OVER (...) window). Called by parse_query.c and parse_ddl.c wherever
+ * an expression may stand; builds ast.h nodes.
+ *
+ * Binary chains are parsed iteratively; a chain of ANDs (or ORs) becomes
+ * a balanced tree, which is the same conjunction (AND and OR are
+ * associative in SQL's three-valued logic, and the binder flattens them
+ * to one n-ary node in the written order) at logarithmic height. Nesting
+ * and height are bounded (parse.c).
+ */
+#include <stdio.h>
+
+#include "../base/err.h"
+#include "../base/mem.h"
+#include "../base/vec.h"
+#include "../expr/text.h"
+#include "parse_int.h"
+
+static Ast *parse_primary(Parser *p);
+
+/* One frame bound of OVER (... ROWS|RANGE ...): kind and n into *kind, *n. */
+static int parse_frame_bound(Parser *p, int *kind, Ast **n)
+{
+    if (accept_kw(p, "unbounded")) {
+        if (accept_kw(p, "preceding"))
+            *kind = 0;
+        else if (accept_kw(p, "following"))
+            *kind = 4;
+        else
+            return sql__fail(p, "PRECEDING or FOLLOWING");
+        return 0;
+    }
+    if (accept_kw(p, "current")) {
+        *kind = 2;
+        return sql__expect_kw(p, "row");
+    }
+    if (!(*n = parse_primary(p)))
+        return p->err->code;
+    if (accept_kw(p, "preceding"))
+        *kind = 1;
+    else if (accept_kw(p, "following"))
+        *kind = 3;
+    else
+        return sql__fail(p, "PRECEDING or FOLLOWING");
+    return 0;
+}
+
+/* OVER (PARTITION BY ... ORDER BY ... [ROWS|RANGE frame]) after function f. */
+static int parse_over(Parser *p, Ast *f)
+{
+    Token *t = cur(p);
+    p->i++; /* OVER */
+    if (cur(p)->k == T_IDENT && !is_op(cur(p), "("))
+        return sql__unsupported(p, cur(p), "named windows (OVER name)");
+    if (sql__expect_op(p, "("))
+        return p->err->code;
+    WinDef *w = arena_zalloc(p->a, sizeof(*w));
+    w->line = t->line;
+    w->col = t->col;
+    w->end = 2;
+    if (cur(p)->k == T_IDENT && !is_kw(cur(p), "partition") && !is_kw(cur(p), "order") &&
+        !is_kw(cur(p), "rows") && !is_kw(cur(p), "range"))
+        return sql__unsupported(p, cur(p), "named windows (OVER (name ...))");
+    if (accept_kw(p, "partition") &&
+        (sql__expect_kw(p, "by") || sql__parse_exprs(p, &w->part)))
+        return p->err->code;
+    if (accept_kw(p, "order") &&
+        (sql__expect_kw(p, "by") || sql__parse_order_by(p, &w->order, &w->norder)))
+        return p->err->code;
+    if (is_kw(cur(p), "rows") || is_kw(cur(p), "range") || is_kw(cur(p), "groups")) {
+        if (is_kw(cur(p), "groups"))
+            return sql__unsupported(p, cur(p), "GROUPS frames");
+        w->frame = is_kw(cur(p), "rows") ? 1 : 2;
+        w->frame_line = cur(p)->line;
+        w->frame_col = cur(p)->col;
+        p->i++;
+        if (accept_kw(p, "between")) {
+            if (parse_frame_bound(p, &w->start, &w->start_n) || sql__expect_kw(p, "and") ||
+                parse_frame_bound(p, &w->end, &w->end_n))
+                return p->err->code;
+        } else if (parse_frame_bound(p, &w->start, &w->start_n)) {
+            return p->err->code;
+        }
+        if (is_kw(cur(p), "exclude"))
+            return sql__unsupported(p, cur(p), "frame EXCLUDE");
+    }
+    if (sql__expect_op(p, ")"))
+        return p->err->code;
+    f->over = w;
+    return 0;
+}
+
+static Ast *parse_concat(Parser *p);
+
+/* Special argument syntax of POSITION(a IN b) and
+   TRIM([BOTH|LEADING|TRAILING] [chars] FROM s) after the "(": TRIM becomes
+   trim(s, chars, side) with side 0/1/2 (an A_INT). Returns 1 when handled
+   (the ")" is left to the caller), 0 for ordinary arguments, -1 on error. */
+static int special_args(Parser *p, Ast *f)
+{
+    if (!strcmp(f->name, "position")) {
+        int save = p->i;
+        Ast *a = parse_concat(p), *b;
+        if (!a)
+            return -1;
+        if (!accept_kw(p, "in")) {
+            p->i = save;
+            return 0;
+        }
+        if (!(b = parse_concat(p)))
+            return -1;
+        if (is_kw(cur(p), "from")) {
+            sql__unsupported(p, cur(p), "POSITION(... FROM start)");
+            return -1;
+        }
+        sql__list_push(p, &f->args, a);
+        sql__list_push(p, &f->args, b);
+        return 1;
+    }
+    if (strcmp(f->name, "trim"))
+        return 0;
+    Token *at = cur(p);
+    int side = accept_kw(p, "both") ? 0 : accept_kw(p, "leading") ? 1
+               : accept_kw(p, "trailing") ? 2 : -1;
+    Ast *chars = NULL, *s;
+    if (!accept_kw(p, "from")) {
+        if (!(chars = parse_concat(p)))
+            return -1;
+        if (!accept_kw(p, "from")) {
+            if (side >= 0) {
+                sql__fail(p, "FROM");
+                return -1;
+            }
+            sql__list_push(p, &f->args, chars); /* TRIM(s) or TRIM(s, chars) */
+            while (accept_op(p, ",")) {
+                Ast *x = sql__parse_expr(p);
+                if (!x)
+                    return -1;
+                sql__list_push(p, &f->args, x);
+            }
+            return 1;
+        }
+    }
+    if (!(s = parse_concat(p)))
+        return -1;
+    Ast *sd = sql__new_ast(p, A_INT, at);
+    sd->str = (char *)(side == 1 ? "1" : side == 2 ? "2" : "0");
+    sd->slen = 1;
+    sql__list_push(p, &f->args, s);
+    if (!chars) {
+        chars = sql__new_ast(p, A_STR, at);
+        chars->str = (char *)" ";
+        chars->slen = 1;
+    }
+    sql__list_push(p, &f->args, chars);
+    sql__list_push(p, &f->args, sd);
+    f->ival = 1; /* TRIM(... FROM ...) form */
+    return 1;
+}
+
+/* INTERVAL 'text' unit [TO unit] or INTERVAL n unit, after INTERVAL: an
+   A_TYPED node with the text in str and ival = from | (to + 1) << 8. */
+static Ast *parse_interval(Parser *p, Token *t)
+{
+    Ast *n = sql__new_ast(p, A_TYPED, t);
+    Token *v = cur(p);
+    if (v->k != T_STR && v->k != T_INT) {
+        sql__fail(p, "a quoted interval value after INTERVAL");
+        return NULL;
+    }
+    n->str = (char *)v->s;
+    n->slen = v->n;
+    p->i++;
+    Token *u = cur(p);
+    int from = u->k == T_IDENT ? time_unit_parse(u->s) : -1, to = -1;
+    if (from < 0 || from == TU_QUARTER || from == TU_WEEK || from > TU_SECOND) {
+        sql__fail(p, "an interval unit (YEAR, MONTH, DAY, HOUR, MINUTE or SECOND)");
+        return NULL;
+    }
+    p->i++;
+    if (accept_kw(p, "to")) {
+        Token *u2 = cur(p);
+        to = u2->k == T_IDENT ? time_unit_parse(u2->s) : -1;
+        if (to <= from || to == TU_WEEK || to > TU_SECOND || (from <= TU_MONTH) != (to <= TU_MONTH)) {
+            sql__fail(p, "a finer interval unit after TO (YEAR TO MONTH, "
+                         "DAY/HOUR/MINUTE TO SECOND...)");
+            return NULL;
+        }
+        p->i++;
+    }
+    n->type = type_make(from <= TU_MONTH ? TK_INTERVAL_YM : TK_INTERVAL_DT, false);
+    n->ival = from | (to + 1) << 8;
+    return n;
+}
+
+static Ast *parse_primary(Parser *p)
+{
+    Token *t = cur(p);
+    Ast *n;
+    if (t->k == T_INT || t->k == T_NUM) {
+        n = sql__new_ast(p, t->k == T_INT ? A_INT : A_NUM, t);
+        n->str = (char *)t->s;
+        n->slen = t->n;
+        p->i++;
+        return n;
+    }
+    if (t->k == T_STR) {
+        n = sql__new_ast(p, A_STR, t);
+        n->str = (char *)t->s;
+        n->slen = t->n;
+        p->i++;
+        return n;
+    }
+    if (accept_op(p, "(")) {
+        if (is_kw(cur(p), "select") || is_kw(cur(p), "with")) {
+            n = sql__new_ast(p, A_SUBQUERY, t);
+            n->sub = sql__parse_query(p);
+            if (!n->sub || sql__expect_op(p, ")"))
+                return NULL;
+            return n;
+        }
+        n = sql__parse_expr(p);
+        if (!n)
+            return NULL;
+        if (is_op(cur(p), ",")) {
+            sql__unsupported(p, cur(p), "a row value (a, b, ...)");
+            return NULL;
+        }
+        if (sql__expect_op(p, ")"))
+            return NULL;
+        return n;
+    }
+    if (t->k == T_OP && strcmp(t->s, "*") == 0) {
+        p->i++;
+        return sql__new_ast(p, A_STAR, t);
+    }
+    if (t->k == T_QIDENT || t->k == T_IDENT) {
+        if (t->k == T_IDENT) {
+            if (accept_kw(p, "null"))
+                return sql__new_ast(p, A_NULL, t);
+            if (is_kw(t, "true") || is_kw(t, "false")) {
+                p->i++;
+                n = sql__new_ast(p, A_BOOL, t);
+                n->ival = is_kw(t, "true");
+                return n;
+            }
+            if (is_kw(t, "case")) {
+                p->i++;
+                n = sql__new_ast(p, A_CASE, t);
+                if (!is_kw(cur(p), "when") && !(n->a = sql__parse_expr(p)))
+                    return NULL;
+                if (!is_kw(cur(p), "when")) {
+                    sql__fail(p, "WHEN");
+                    return NULL;
+                }
+                while (accept_kw(p, "when")) {
+                    Ast *w = sql__parse_expr(p), *th;
+                    if (!w || sql__expect_kw(p, "then") || !(th = sql__parse_expr(p)))
+                        return NULL;
+                    sql__list_push(p, &n->args, w);
+                    sql__list_push(p, &n->args, th);
+                }
+                if (accept_kw(p, "else") && !(n->b = sql__parse_expr(p)))
+                    return NULL;
+                if (sql__expect_kw(p, "end"))
+                    return NULL;
+                return n;
+            }
+            if (is_kw(t, "cast") && is_op(&p->t[p->i + 1], "(")) {
+                p->i += 2;
+                n = sql__new_ast(p, A_CAST, t);
+                if (!(n->a = sql__parse_expr(p)) || sql__expect_kw(p, "as") ||
+                    sql__parse_type(p, &n->type) || sql__expect_op(p, ")"))
+                    return NULL;
+                return n;
+            }
+            if ((is_kw(t, "date") || is_kw(t, "time") || is_kw(t, "timestamp")) &&
+                p->t[p->i + 1].k == T_STR) {
+                n = sql__new_ast(p, A_TYPED, t);
+                n->type = type_make(is_kw(t, "date") ? TK_DATE
+                                    : is_kw(t, "time") ? TK_TIME : TK_TIMESTAMP, false);
+                p->i++;
+                n->str = (char *)cur(p)->s;
+                n->slen = cur(p)->n;
+                p->i++;
+                return n;
+            }
+            if (is_kw(t, "interval")) {
+                p->i++;
+                return parse_interval(p, t);
+            }
+            static const char *const clock_fns[] = {"current_date", "current_time",
+                "current_timestamp", "localtime", "localtimestamp", "now"};
+            for (size_t i = 0; i < ARRAY_LEN(clock_fns); i++)
+                if (is_kw(t, clock_fns[i]) && (i < 5 || is_op(&p->t[p->i + 1], "("))) {
+                    err_setpos(p->err, SL_EUNSUPPORTED, t->line, t->col,
+                               "%s is not allowed: a view must be deterministic, and its value "
+                               "would change with the clock, without any change to the input "
+                               "(use a timestamp column of the input instead)",
+                               (const char *const[]){"CURRENT_DATE", "CURRENT_TIME",
+                                   "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP",
+                                   "NOW()"}[i]);
+                    return NULL;
+                }
+            if (is_kw(t, "extract") && is_op(&p->t[p->i + 1], "(")) {
+                p->i += 2;
+                n = sql__new_ast(p, A_EXTRACT, t);
+                if (!(n->name = sql__ident(p, "a date/time field")) || sql__expect_kw(p, "from") ||
+                    !(n->a = sql__parse_expr(p)) || sql__expect_op(p, ")"))
+                    return NULL;
+                return n;
+            }
+            if (is_kw(t, "exists") && is_op(&p->t[p->i + 1], "(")) {
+                p->i += 2;
+                n = sql__new_ast(p, A_EXISTS, t);
+                if (!is_kw(cur(p), "select") && !is_kw(cur(p), "with")) {
+                    sql__fail(p, "SELECT after EXISTS (");
+                    return NULL;
+                }
+                if (!(n->sub = sql__parse_query(p)) || sql__expect_op(p, ")"))
+                    return NULL;
+                return n;
+            }
+        }
+        /* function call? */
+        if (t->k == T_IDENT && is_op(&p->t[p->i + 1], "(") &&
+            (!sql__is_reserved(t) || is_kw(t, "left") || is_kw(t, "right"))) {
+            n = sql__new_ast(p, A_FUNC, t);
+            n->name = arena_strndup(p->a, t->s, t->n);
+            for (char *c = n->name; *c; c++)
+                if (*c >= 'A' && *c <= 'Z')
+                    *c = (char)(*c + 32);
+            p->i += 2;
+            int sp = special_args(p, n);
+            if (sp < 0)
+                return NULL;
+            if (sp > 0)
+                return sql__expect_op(p, ")") ? NULL : n;
+            if (accept_op(p, "*")) {
+                n->star = true;
+            } else if (!is_op(cur(p), ")")) {
+                if (accept_kw(p, "distinct"))
+                    n->distinct = true;
+                else
+                    accept_kw(p, "all");
+                do {
+                    Ast *x;
+                    if (!(x = sql__parse_expr(p)))
+                        return NULL;
+                    sql__list_push(p, &n->args, x);
+                    /* SUBSTRING(s FROM a FOR b), POSITION(a IN b), TRIM(...) */
+                    if (!strcmp(n->name, "substring") || !strcmp(n->name, "substr")) {
+                        if (accept_kw(p, "from")) {
+                            if (!(x = sql__parse_expr(p)))
+                                return NULL;
+                            sql__list_push(p, &n->args, x);
+                            if (accept_kw(p, "for")) {
+                                if (!(x = sql__parse_expr(p)))
+                                    return NULL;
+                                sql__list_push(p, &n->args, x);
+                            }
+                        }
+                    }
+                } while (accept_op(p, ","));
+            }
+            if (sql__expect_op(p, ")"))
+                return NULL;
+            if (is_kw(cur(p), "over") && parse_over(p, n))
+                return NULL;
+            if (is_kw(cur(p), "filter")) {
+                sql__unsupported(p, cur(p), "aggregate FILTER clauses");
+                return NULL;
+            }
+            return n;
+        }
+        n = sql__new_ast(p, A_COL, t);
+        if (!(n->name = sql__ident(p, "an expression")))
+            return NULL;
+        if (is_op(cur(p), ".")) {
+            p->i++;
+            if (accept_op(p, "*")) {
+                n->k = A_STAR;
+                n->qual = n->name;
+                n->name = NULL;
+                return n;
+            }
+            n->qual = n->name;
+            if (!(n->name = sql__ident(p, "a column name")))
+                return NULL;
+            if (is_op(cur(p), ".")) {
+                sql__unsupported(p, cur(p), "schema-qualified names");
+                return NULL;
+            }
+        }
+        return n;
+    }
+    sql__fail(p, "an expression");
+    return NULL;
+}
+
+/* The operand of the prefix operator at the current token, parsed by
+   operand one level of nesting deeper; NULL on an error. */
+static Ast *prefix_operand(Parser *p, Ast *(*operand)(Parser *))
+{
+    if (sql__enter(p))
+        return NULL;
+    p->i++;
+    Ast *x = operand(p);
+    leave(p);
+    return x;
+}
+
+static Ast *parse_unary(Parser *p)
+{
+    Token *t = cur(p);
+    if (is_op(t, "-") || is_op(t, "+")) {
+        Ast *x = prefix_operand(p, parse_unary);
+        if (!x)
+            return NULL;
+        if (is_op(t, "+"))
+            return x;
+        /* fold -literal so that -9223372036854775808 is representable */
+        if ((x->k == A_INT || x->k == A_NUM) && x->str[0] == '-') { /* - -5 */
+            x->str++;
+            x->slen--;
+            x->line = t->line;
+            x->col = t->col;
+            return x;
+        }
+        if (x->k == A_INT || x->k == A_NUM) {
+            char *s = arena_alloc(p->a, x->slen + 2);
+            s[0] = '-';
+            memcpy(s + 1, x->str, x->slen + 1);
+            x->str = s;
+            x->slen++;
+            x->line = t->line;
+            x->col = t->col;
+            return x;
+        }
+        Ast *n = sql__new_ast(p, A_UN, t);
+        n->op = OP_NEG;
+        n->a = x;
+        return n;
+    }
+    Ast *x = parse_primary(p);
+    if (x && is_op(cur(p), "::")) {
+        sql__unsupported(p, cur(p), "the :: cast operator (use CAST(x AS type))");
+        return NULL;
+    }
+    if (x && is_op(cur(p), "[")) {
+        sql__unsupported(p, cur(p), "array indexing");
+        return NULL;
+    }
+    return x;
+}
+
+static Ast *binary(Parser *p, Token *t, int op, Ast *l, Ast *r)
+{
+    if (!l || !r)
+        return NULL;
+    Ast *n = sql__new_ast(p, A_BIN, t);
+    n->op = op;
+    n->a = l;
+    n->b = r;
+    n->line = l->line;
+    n->col = l->col;
+    return sql__check_height(p, t, n);
+}
+
+/* A left-associative level: operand {op operand}, op_of(t) giving the
+   AstOp of an operator token t of this level, or -1. */
+static Ast *parse_level(Parser *p, Ast *(*operand)(Parser *), int (*op_of)(const Token *))
+{
+    Ast *l = operand(p);
+    for (;;) {
+        Token *t = cur(p);
+        int op = op_of(t);
+        if (!l || op < 0)
+            return l;
+        p->i++;
+        l = binary(p, t, op, l, operand(p));
+    }
+}
+
+static int mul_op(const Token *t)
+{
+    return is_op(t, "*") ? OP_MUL : is_op(t, "/") ? OP_DIV : is_op(t, "%") ? OP_MOD : -1;
+}
+
+static int add_op(const Token *t) { return is_op(t, "+") ? OP_ADD : is_op(t, "-") ? OP_SUB : -1; }
+static int concat_op(const Token *t) { return is_op(t, "||") ? OP_CONCAT : -1; }
+
+static Ast *parse_mul(Parser *p) { return parse_level(p, parse_unary, mul_op); }
+static Ast *parse_add(Parser *p) { return parse_level(p, parse_mul, add_op); }
+static Ast *parse_concat(Parser *p) { return parse_level(p, parse_add, concat_op); }
+
+static Ast *parse_cmp(Parser *p)
+{
+    Ast *l = parse_concat(p);
+    for (;;) {
+        Token *t = cur(p);
+        int op = -1;
+        if (!l)
+            return NULL;
+        if (is_op(t, "=") || is_op(t, "=="))
+            op = OP_EQ;
+        else if (is_op(t, "<>") || is_op(t, "!="))
+            op = OP_NE;
+        else if (is_op(t, "<"))
+            op = OP_LT;
+        else if (is_op(t, "<="))
+            op = OP_LE;
+        else if (is_op(t, ">"))
+            op = OP_GT;
+        else if (is_op(t, ">="))
+            op = OP_GE;
+        if (op >= 0) {
+            p->i++;
+            if (is_kw(cur(p), "any") || is_kw(cur(p), "all") || is_kw(cur(p), "some")) {
+                sql__unsupported(p, cur(p), "quantified comparisons (ANY/ALL/SOME)");
+                return NULL;
+            }
+            l = binary(p, t, op, l, parse_concat(p));
+            continue;
+        }
+        if (is_kw(t, "is")) {
+            p->i++;
+            bool neg = accept_kw(p, "not");
+            Ast *n;
+            if (accept_kw(p, "null")) {
+                n = sql__new_ast(p, A_ISNULL, t);
+            } else if (is_kw(cur(p), "true") || is_kw(cur(p), "false")) {
+                n = sql__new_ast(p, A_ISBOOL, t);
+                n->ival = is_kw(cur(p), "true");
+                p->i++;
+            } else if (is_kw(cur(p), "distinct")) {
+                sql__unsupported(p, cur(p), "IS [NOT] DISTINCT FROM");
+                return NULL;
+            } else {
+                sql__fail(p, "NULL, TRUE or FALSE after IS");
+                return NULL;
+            }
+            n->negated = neg;
+            n->a = l;
+            l = n;
+            continue;
+        }
+        bool neg = false;
+        int save = p->i;
+        if (is_kw(t, "not") && (is_kw(&p->t[p->i + 1], "between") || is_kw(&p->t[p->i + 1], "in") ||
+                                is_kw(&p->t[p->i + 1], "like") || is_kw(&p->t[p->i + 1], "ilike"))) {
+            neg = true;
+            p->i++;
+        }
+        Token *k = cur(p);
+        if (accept_kw(p, "between")) {
+            Ast *n = sql__new_ast(p, A_BETWEEN, t);
+            accept_kw(p, "symmetric") ? (void)sql__unsupported(p, k, "BETWEEN SYMMETRIC") : (void)0;
+            if (p->err->code)
+                return NULL;
+            accept_kw(p, "asymmetric");
+            n->a = l;
+            if (!(n->b = parse_concat(p)) || sql__expect_kw(p, "and") || !(n->c = parse_concat(p)))
+                return NULL;
+            n->negated = neg;
+            l = n;
+            continue;
+        }
+        if (accept_kw(p, "in")) {
+            Ast *n = sql__new_ast(p, A_IN, t);
+            n->a = l;
+            n->negated = neg;
+            if (sql__expect_op(p, "("))
+                return NULL;
+            if (is_kw(cur(p), "select") || is_kw(cur(p), "with")) {
+                if (!(n->sub = sql__parse_query(p)) || sql__expect_op(p, ")"))
+                    return NULL;
+                l = n;
+                continue;
+            }
+            if (sql__parse_exprs(p, &n->args) || sql__expect_op(p, ")"))
+                return NULL;
+            l = n;
+            continue;
+        }
+        if (is_kw(k, "like") || is_kw(k, "ilike")) {
+            p->i++;
+            Ast *n = sql__new_ast(p, A_LIKE, t);
+            n->ival = is_kw(k, "ilike"); /* case-insensitive */
+            n->a = l;
+            n->negated = neg;
+            if (!(n->b = parse_concat(p)))
+                return NULL;
+            if (accept_kw(p, "escape") && !(n->c = parse_concat(p)))
+                return NULL;
+            l = n;
+            continue;
+        }
+        p->i = save;
+        return l;
+    }
+}
+
+static Ast *parse_not(Parser *p)
+{
+    Token *t = cur(p);
+    if (is_kw(t, "not")) {
+        Ast *x = prefix_operand(p, parse_not);
+        if (!x)
+            return NULL;
+        Ast *n = sql__new_ast(p, A_UN, t);
+        n->op = OP_NOT;
+        n->a = x;
+        return n;
+    }
+    return parse_cmp(p);
+}
+
+/* Operands v[0..n) joined by op (AND or OR) as a balanced tree; ops[i] is
+   the operator token before v[i]. */
+static Ast *balanced(Parser *p, int op, Ast **v, Token **ops, int n)
+{
+    if (n == 1)
+        return v[0];
+    int m = n / 2;
+    Ast *l = balanced(p, op, v, ops, m), *r = balanced(p, op, v + m, ops + m, n - m);
+    return binary(p, ops[m], op, l, r);
+}
+
+/* operand (kw operand)*: a chain of ANDs or ORs, as a balanced tree. */
+static Ast *parse_chain(Parser *p, const char *kw, int op, Ast *(*operand)(Parser *))
+{
+    Ast *x = operand(p);
+    if (!x || !is_kw(cur(p), kw))
+        return x;
+    int n = 0, vcap = 0, ocap = 0;
+    Ast **v = NULL;
+    Token **ops = NULL;
+    VEC_RESERVE(ops, ocap, 1);
+    *VEC_PUSH(v, n, vcap) = x;
+    ops[0] = NULL;
+    while (x && is_kw(cur(p), kw)) {
+        VEC_RESERVE(ops, ocap, n + 1);
+        ops[n] = cur(p);
+        p->i++;
+        x = operand(p);
+        *VEC_PUSH(v, n, vcap) = x;
+    }
+    Ast *out = x ? balanced(p, op, v, ops, n) : NULL;
+    sl_free(v);
+    sl_free(ops);
+    return out;
+}
+
+static Ast *parse_and(Parser *p) { return parse_chain(p, "and", OP_AND, parse_not); }
+
+Ast *sql__parse_expr(Parser *p)
+{
+    Token *t = cur(p);
+    if (sql__enter(p))
+        return NULL;
+    Ast *x = sql__check_height(p, t, parse_chain(p, "or", OP_OR, parse_and));
+    leave(p);
+    return x;
+}
+
+int sql__parse_exprs(Parser *p, AstList *l)
+{
+    do {
+        Ast *x = sql__parse_expr(p);
+        if (!x)
+            return p->err->code;
+        sql__list_push(p, l, x);
+    } while (accept_op(p, ","));
+    return 0;
+}
+
+int sql__parse_order_by(Parser *p, OrderItem **out, int *n)
+{
+    int cap = *n; /* full: the first item grows it */
+    do {
+        Ast *e = sql__parse_expr(p);
+        if (!e)
+            return p->err->code;
+        OrderItem *o = VEC_PUSH_ARENA(p->a, *out, *n, cap);
+        memset(o, 0, sizeof(*o));
+        o->e = e;
+        if (accept_kw(p, "desc"))
+            o->desc = true;
+        else
+            accept_kw(p, "asc");
+        if (accept_kw(p, "nulls")) {
+            if (accept_kw(p, "first"))
+                o->nulls = 1;
+            else if (accept_kw(p, "last"))
+                o->nulls = 2;
+            else
+                return sql__fail(p, "FIRST or LAST");
+        }
+    } while (accept_op(p, ","));
+    return 0;
+}

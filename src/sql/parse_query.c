@@ -1,0 +1,468 @@
+/*
+ * sql/parse_query.c - the grammar of queries (parse_int.h): WITH, then
+ * SELECT blocks (select list, FROM with its joins and table functions,
+ * WHERE, GROUP BY, HAVING) or VALUES rows, combined by UNION / EXCEPT /
+ * INTERSECT (INTERSECT binding tighter), then ORDER BY, LIMIT and OFFSET.
+ * Called for views (parse_ddl.c) and for subqueries in expressions
+ * (parse_expr.c); builds ast.h's Select and FromItem.
+ *
+ * A parenthesised operand keeps its own ORDER BY, LIMIT and WITH by
+ * becoming `SELECT * FROM (q)` (wrap_query). The relations of each FROM
+ * clause count against SQL_MAX_FROM (ast.h), which keeps planning a join
+ * tree in its bounds.
+ */
+#include "../base/err.h"
+#include "../base/vec.h"
+#include "parse_int.h"
+
+static char *opt_alias(Parser *p)
+{
+    if (accept_kw(p, "as"))
+        return sql__ident(p, "an alias");
+    Token *t = cur(p);
+    if (t->k == T_QIDENT || (t->k == T_IDENT && !sql__is_reserved(t)))
+        return sql__ident(p, "an alias");
+    return NULL;
+}
+
+/* After a FROM item's alias: an optional column alias list (c1, c2, ...). */
+static int parse_col_aliases(Parser *p, FromItem *f)
+{
+    if (!accept_op(p, "("))
+        return 0;
+    return sql__parse_names(p, &f->col_aliases, &f->ncol_aliases);
+}
+
+static FromItem *parse_from_item(Parser *p);
+
+/* TABLE(TUMBLE(TABLE t, DESCRIPTOR(col), size[, offset])) or
+   TABLE(HOP(TABLE t, DESCRIPTOR(col), slide, size[, offset])), at TABLE. */
+static int parse_tvf(Parser *p, FromItem *f)
+{
+    p->i += 2;
+    Token *fn = cur(p);
+    if (!is_kw(fn, "tumble") && !is_kw(fn, "hop")) {
+        if (fn->k == T_IDENT && is_op(&p->t[p->i + 1], "(")) {
+            return err_setpos(p->err, SL_EUNSUPPORTED, fn->line, fn->col,
+                              "table function %.40s is not supported yet (only TUMBLE and HOP)",
+                              fn->s);
+        }
+        return sql__fail(p, "TUMBLE or HOP after TABLE (");
+    }
+    f->k = F_TVF;
+    f->name = (char *)(is_kw(fn, "tumble") ? "tumble" : "hop");
+    p->i++;
+    if (sql__expect_op(p, "("))
+        return p->err->code;
+    accept_kw(p, "table");
+    FromItem *in = arena_zalloc(p->a, sizeof(*in));
+    in->k = F_TABLE;
+    in->line = cur(p)->line;
+    in->col = cur(p)->col;
+    if (!(in->name = sql__ident(p, "a table or view name")) || sql__expect_op(p, ","))
+        return p->err->code;
+    f->tvf_input = in;
+    if (!accept_kw(p, "descriptor"))
+        return sql__fail(p, "DESCRIPTOR(column)");
+    if (sql__expect_op(p, "("))
+        return p->err->code;
+    f->tvf_col_line = cur(p)->line;
+    f->tvf_col_col = cur(p)->col;
+    if (!(f->tvf_col = sql__ident(p, "a column name")) || sql__expect_op(p, ")"))
+        return p->err->code;
+    while (accept_op(p, ",")) {
+        Ast *x = sql__parse_expr(p);
+        if (!x)
+            return p->err->code;
+        sql__list_push(p, &f->tvf_args, x);
+    }
+    if (sql__expect_op(p, ")") || sql__expect_op(p, ")"))
+        return p->err->code;
+    return 0;
+}
+
+static FromItem *parse_from_primary(Parser *p)
+{
+    Token *t = cur(p);
+    const Token *u = &p->t[p->i + (t->k != T_EOF)];
+    bool group = is_op(t, "(") && !is_kw(u, "select") && !is_kw(u, "with") &&
+                 !is_kw(u, "values"); /* ( join ): its items count */
+    if (!group && ++p->nfrom > SQL_MAX_FROM) {
+        err_setpos(p->err, SL_EPARSE, t->line, t->col,
+                   "too many relations in one FROM clause (limit %d)", SQL_MAX_FROM);
+        return NULL;
+    }
+    FromItem *f = arena_zalloc(p->a, sizeof(*f));
+    f->line = t->line;
+    f->col = t->col;
+    if (accept_op(p, "(")) {
+        if (is_kw(cur(p), "select") || is_kw(cur(p), "with") || is_kw(cur(p), "values")) {
+            f->k = F_SUBQUERY;
+            if (!(f->sub = sql__parse_query(p)) || sql__expect_op(p, ")"))
+                return NULL;
+        } else {
+            /* a parenthesised join (or table): the item itself */
+            FromItem *in = parse_from_item(p);
+            if (!in || sql__expect_op(p, ")"))
+                return NULL;
+            if (in->k == F_SUBQUERY || (in->k == F_TABLE && !in->alias)) {
+                if (!in->alias) {
+                    in->alias = opt_alias(p);
+                    if (p->err->code || (in->alias && parse_col_aliases(p, in)))
+                        return NULL;
+                }
+                return in;
+            }
+            if (in->k == F_JOIN && (is_kw(cur(p), "as") || cur(p)->k == T_QIDENT ||
+                                    (cur(p)->k == T_IDENT && !sql__is_reserved(cur(p))))) {
+                in->alias = opt_alias(p); /* (a JOIN b) AS j: a unit named j */
+                if (p->err->code || parse_col_aliases(p, in))
+                    return NULL;
+            }
+            return in;
+        }
+    } else if (is_kw(t, "table") && is_op(&p->t[p->i + 1], "(")) {
+        if (parse_tvf(p, f))
+            return NULL;
+    } else {
+        if (is_kw(t, "lateral") || is_kw(t, "unnest")) {
+            sql__unsupported(p, t, "LATERAL / UNNEST");
+            return NULL;
+        }
+        f->k = F_TABLE;
+        if (!(f->name = sql__ident(p, "a table or view name")))
+            return NULL;
+        if (is_op(cur(p), ".")) {
+            sql__unsupported(p, cur(p), "schema-qualified names");
+            return NULL;
+        }
+        if (is_op(cur(p), "(")) {
+            sql__unsupported(p, cur(p), "table functions");
+            return NULL;
+        }
+    }
+    f->alias = opt_alias(p);
+    if (p->err->code || (f->alias && parse_col_aliases(p, f)))
+        return NULL;
+    return f;
+}
+
+static FromItem *parse_from_item_in(Parser *p);
+
+static FromItem *parse_from_item(Parser *p)
+{
+    if (sql__enter(p))
+        return NULL;
+    FromItem *f = parse_from_item_in(p);
+    leave(p);
+    return f;
+}
+
+static FromItem *parse_from_item_in(Parser *p)
+{
+    FromItem *l = parse_from_primary(p);
+    for (;;) {
+        if (!l)
+            return NULL;
+        Token *t = cur(p);
+        bool natural = accept_kw(p, "natural");
+        JoinKind jk;
+        if (accept_kw(p, "join"))
+            jk = J_INNER;
+        else if (accept_kw(p, "inner")) {
+            if (sql__expect_kw(p, "join"))
+                return NULL;
+            jk = J_INNER;
+        } else if (!natural && accept_kw(p, "cross")) {
+            if (sql__expect_kw(p, "join"))
+                return NULL;
+            jk = J_CROSS;
+        } else if (is_kw(cur(p), "left") || is_kw(cur(p), "right") || is_kw(cur(p), "full")) {
+            jk = is_kw(cur(p), "left") ? J_LEFT : is_kw(cur(p), "right") ? J_RIGHT : J_FULL;
+            p->i++;
+            accept_kw(p, "outer");
+            if (sql__expect_kw(p, "join"))
+                return NULL;
+        } else {
+            if (natural) {
+                sql__fail(p, "JOIN");
+                return NULL;
+            }
+            return l;
+        }
+        FromItem *j = arena_zalloc(p->a, sizeof(*j));
+        j->k = F_JOIN;
+        j->line = t->line;
+        j->col = t->col;
+        j->jk = jk;
+        j->natural = natural;
+        j->l = l;
+        if (!(j->r = parse_from_primary(p)))
+            return NULL;
+        if (jk != J_CROSS && !natural) {
+            if (accept_kw(p, "on")) {
+                if (!(j->on = sql__parse_expr(p)))
+                    return NULL;
+            } else if (accept_kw(p, "using")) {
+                if (sql__expect_op(p, "(") || sql__parse_names(p, &j->using_cols, &j->nusing))
+                    return NULL;
+            } else {
+                sql__fail(p, "ON or USING");
+                return NULL;
+            }
+        }
+        l = j;
+    }
+}
+
+/* SELECT * FROM (q): q as one operand of a set operation (so that a
+   parenthesised set operation, ORDER BY, LIMIT or WITH stays its own). */
+static Select *wrap_query(Parser *p, Select *q, const Token *t)
+{
+    Select *s = arena_zalloc(p->a, sizeof(*s));
+    s->line = t->line;
+    s->col = t->col;
+    s->items = arena_zalloc(p->a, sizeof(SelectItem));
+    s->nitems = 1;
+    s->items[0].e = sql__new_ast(p, A_STAR, t);
+    s->items[0].line = t->line;
+    s->items[0].col = t->col;
+    FromItem *f = arena_zalloc(p->a, sizeof(*f));
+    f->k = F_SUBQUERY;
+    f->line = t->line;
+    f->col = t->col;
+    f->sub = q;
+    s->from = arena_alloc(p->a, sizeof(FromItem *));
+    s->from[0] = f;
+    s->nfrom = 1;
+    return s;
+}
+
+/* Is s `SELECT * FROM (q)` as wrap_query() makes it? */
+static bool is_wrapper(const Select *s)
+{
+    return s->nitems == 1 && s->items[0].e->k == A_STAR && !s->items[0].e->qual &&
+           s->nfrom == 1 && s->from[0]->k == F_SUBQUERY && !s->from[0]->alias &&
+           !s->from[0]->ncol_aliases && !s->where && !s->group.n && !s->having &&
+           !s->distinct && !s->nvalues && !s->nctes;
+}
+
+/* VALUES (e, ...), (e, ...): rows of expressions (after the keyword). */
+static Select *parse_values(Parser *p, const Token *t)
+{
+    Select *s = arena_zalloc(p->a, sizeof(*s));
+    s->line = t->line;
+    s->col = t->col;
+    int cap = 0;
+    do {
+        AstList row = {0};
+        if (sql__expect_op(p, "(") || sql__parse_exprs(p, &row) || sql__expect_op(p, ")"))
+            return NULL;
+        *VEC_PUSH_ARENA(p->a, s->values, s->nvalues, cap) = row;
+    } while (accept_op(p, ","));
+    return s;
+}
+
+static Select *parse_select_body(Parser *p, const Token *t);
+
+static Select *parse_select_core(Parser *p)
+{
+    Token *t = cur(p);
+    if (accept_op(p, "(")) {
+        Select *s = sql__parse_query(p);
+        if (!s || sql__expect_op(p, ")"))
+            return NULL;
+        if (s->next || s->norder || s->limit || s->offset || s->nctes)
+            return wrap_query(p, s, t);
+        return s;
+    }
+    if (accept_kw(p, "values"))
+        return parse_values(p, t);
+    if (sql__expect_kw(p, "select"))
+        return NULL;
+    int outer_nfrom = p->nfrom; /* this FROM counts its own relations */
+    p->nfrom = 0;
+    Select *s = parse_select_body(p, t);
+    p->nfrom = outer_nfrom;
+    return s;
+}
+
+static Select *parse_select_body(Parser *p, const Token *t)
+{
+    Select *s = arena_zalloc(p->a, sizeof(*s));
+    s->line = t->line;
+    s->col = t->col;
+    if (accept_kw(p, "distinct")) {
+        s->distinct = true;
+        if (is_kw(cur(p), "on")) {
+            sql__unsupported(p, cur(p), "DISTINCT ON");
+            return NULL;
+        }
+    } else
+        accept_kw(p, "all");
+    int cap = 0;
+    do {
+        Token *it = cur(p);
+        Ast *e = sql__parse_expr(p);
+        if (!e)
+            return NULL;
+        SelectItem *si = VEC_PUSH_ARENA(p->a, s->items, s->nitems, cap);
+        si->e = e;
+        si->line = it->line;
+        si->col = it->col;
+        si->alias = e->k == A_STAR ? NULL : opt_alias(p);
+        if (p->err->code)
+            return NULL;
+    } while (accept_op(p, ","));
+    if (accept_kw(p, "from")) {
+        cap = 0;
+        do {
+            FromItem *f = parse_from_item(p);
+            if (!f)
+                return NULL;
+            *VEC_PUSH_ARENA(p->a, s->from, s->nfrom, cap) = f;
+        } while (accept_op(p, ","));
+    }
+    if (accept_kw(p, "where") && !(s->where = sql__parse_expr(p)))
+        return NULL;
+    if (is_kw(cur(p), "group")) {
+        p->i++;
+        if (sql__expect_kw(p, "by"))
+            return NULL;
+        if (is_kw(cur(p), "rollup") || is_kw(cur(p), "cube") || is_kw(cur(p), "grouping")) {
+            sql__unsupported(p, cur(p), "ROLLUP / CUBE / GROUPING SETS");
+            return NULL;
+        }
+        if (sql__parse_exprs(p, &s->group))
+            return NULL;
+    }
+    if (accept_kw(p, "having") && !(s->having = sql__parse_expr(p)))
+        return NULL;
+    if (is_kw(cur(p), "window") || is_kw(cur(p), "qualify")) {
+        sql__unsupported(p, cur(p), "WINDOW / QUALIFY");
+        return NULL;
+    }
+    return s;
+}
+
+/* A set operation keyword (only INTERSECT when intersect_only) with its
+   optional ALL / DISTINCT; false (nothing consumed) when there is none. */
+static bool accept_setop(Parser *p, bool intersect_only, SetOp *op)
+{
+    if (!intersect_only && accept_kw(p, "union"))
+        *op = accept_kw(p, "all") ? SET_UNION_ALL : (accept_kw(p, "distinct"), SET_UNION);
+    else if (!intersect_only && accept_kw(p, "except"))
+        *op = accept_kw(p, "all") ? SET_EXCEPT_ALL : (accept_kw(p, "distinct"), SET_EXCEPT);
+    else if (accept_kw(p, "intersect"))
+        *op = accept_kw(p, "all") ? SET_INTERSECT_ALL : (accept_kw(p, "distinct"), SET_INTERSECT);
+    else
+        return false;
+    return true;
+}
+
+/* core { INTERSECT core }: INTERSECT binds tighter than UNION and EXCEPT.
+   Returns the chain (its operands never have chains of their own). */
+static Select *parse_intersect_term(Parser *p)
+{
+    Select *first = parse_select_core(p), *last = first;
+    while (last) {
+        Token *t = cur(p);
+        SetOp op;
+        if (!accept_setop(p, true, &op))
+            break;
+        last->setop = op;
+        last->setop_line = t->line;
+        last->setop_col = t->col;
+        if (!(last->next = parse_select_core(p)))
+            return NULL;
+        last = last->next;
+    }
+    return first;
+}
+
+/* WITH name [(c, ...)] AS (query), ... (after the keyword). */
+static int parse_with(Parser *p, const Token *w, Cte **out, int *nout)
+{
+    if (is_kw(cur(p), "recursive"))
+        return sql__unsupported(p, w, "WITH RECURSIVE");
+    int cap = *nout; /* full: the first one grows it */
+    do {
+        Token *nt = cur(p);
+        Cte c = {0};
+        c.line = nt->line;
+        c.col = nt->col;
+        if (!(c.name = sql__ident(p, "a name for a WITH query")))
+            return p->err->code;
+        if (accept_op(p, "(") && sql__parse_names(p, &c.col_aliases, &c.ncol_aliases))
+            return p->err->code;
+        if (sql__expect_kw(p, "as") || sql__expect_op(p, "("))
+            return p->err->code;
+        if (!(c.q = sql__parse_query(p)) || sql__expect_op(p, ")"))
+            return p->err->code;
+        *VEC_PUSH_ARENA(p->a, *out, *nout, cap) = c;
+    } while (accept_op(p, ","));
+    return 0;
+}
+
+static Select *parse_query_in(Parser *p);
+
+Select *sql__parse_query(Parser *p)
+{
+    if (sql__enter(p))
+        return NULL;
+    Select *q = parse_query_in(p);
+    leave(p);
+    return q;
+}
+
+static Select *parse_query_in(Parser *p)
+{
+    Cte *ctes = NULL;
+    int nctes = 0;
+    Token *w = cur(p);
+    if (accept_kw(p, "with") && parse_with(p, w, &ctes, &nctes))
+        return NULL;
+    Select *first = parse_intersect_term(p), *last = first;
+    while (last) {
+        SetOp op;
+        Token *t = cur(p);
+        while (last->next)
+            last = last->next;
+        if (!accept_setop(p, false, &op))
+            break;
+        Token *rt = cur(p);
+        Select *rhs = parse_intersect_term(p);
+        if (!rhs)
+            return NULL;
+        if (rhs->next) /* a UNION b INTERSECT c = a UNION (b INTERSECT c) */
+            rhs = wrap_query(p, rhs, rt);
+        last->setop = op;
+        last->setop_line = t->line;
+        last->setop_col = t->col;
+        last->next = rhs;
+    }
+    if (!first)
+        return NULL;
+    first->ctes = ctes;
+    first->nctes = nctes;
+    if (is_kw(cur(p), "order")) {
+        first->order_line = cur(p)->line;
+        first->order_col = cur(p)->col;
+        p->i++;
+        if (sql__expect_kw(p, "by") || sql__parse_order_by(p, &first->order, &first->norder))
+            return NULL;
+    }
+    if (is_kw(cur(p), "limit") || is_kw(cur(p), "offset")) {
+        first->limit_line = cur(p)->line;
+        first->limit_col = cur(p)->col;
+    }
+    if (accept_kw(p, "limit") && !(first->limit = sql__parse_expr(p)))
+        return NULL;
+    if (accept_kw(p, "offset") && !(first->offset = sql__parse_expr(p)))
+        return NULL;
+    /* (q) on its own: q itself, so that its ORDER BY / LIMIT stay the query's */
+    if (!first->next && !first->norder && !first->limit && !first->offset && !nctes &&
+        is_wrapper(first))
+        return first->from[0]->sub;
+    return first;
+}
