@@ -43,13 +43,6 @@ ALLOWED = {
     "slt": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "cluster"},
 }
 
-# The compiler's entry points, declared in circuit/circuit.h and defined in
-# sql/: issue 14 moves them to sql/sql.h (the sql branch). Delete this set
-# once that lands; until then they are the only declarations allowed away
-# from their definitions.
-MOVING_TO_SQL = {("circuit", n) for n in
-                 ("circuit_compile", "circuit_compile_with", "circuit_free", "circuit_find_rel")}
-
 INCLUDE = re.compile(r'^\s*#\s*include\s+"\.\./([a-z]+)/([^"]+)"', re.M)
 IDENT = re.compile(r"[A-Za-z_]\w*")
 
@@ -224,7 +217,7 @@ def test_each_module_defines_what_its_headers_declare():
                 continue
             for name in declared_names(open(os.path.join(d, f), encoding="utf-8").read()):
                 where = defs.get(name, set())
-                if mod in where or ((mod, name) in MOVING_TO_SQL and where == {"sql"}):
+                if mod in where:
                     continue
                 bad.append("src/%s/%s declares %s, defined in %s" % (
                     mod, f, name, ", ".join(sorted(where)) or "no module"))
