@@ -43,6 +43,9 @@ int connectors_open(const Circuit *c, bool open, Connectors *out, Err *err);
 int connectors_open_part(const Circuit *c, bool open, int host, int hosts, Connectors *out,
                          Err *err);
 void connectors_close(Connectors *cs);
+/* Parse file input on up to n threads (the pipeline's workers on this
+   host: they are idle while it gathers input). Default 1. */
+void connectors_set_parse_threads(Connectors *cs, int n);
 
 /*
  * Rows for the next step: at most max, split into nworkers lists appended

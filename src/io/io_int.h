@@ -41,6 +41,7 @@ struct InputConn {
     size_t rpos;        /* start of the unparsed part */
     bool eof;
     int64_t line;       /* line number of the next record */
+    int par;            /* parse threads (connectors_set_parse_threads), 0 = 1 */
     Err rowerr;
     /* scale-out: the host that reads this input; on the others it is a
        proxy whose position and counters the owner reports */
