@@ -11,7 +11,7 @@
 #include "datagen.h"
 #include "format.h"
 
-typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP } InKind;
+typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP, IN_S3 } InKind;
 typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
 
 struct InputConn {
@@ -49,6 +49,8 @@ struct InputConn {
     bool remote;
     InPos remote_pos;
     bool seek_pending;
+    /* s3_input (tr_s3.c); reads through the file fields above */
+    struct S3In *s3;
 };
 
 struct OutputConn {
@@ -69,6 +71,15 @@ void datagen_piece_fill(const void *src, int plan, int64_t start, int64_t count,
                         Arena *a);
 int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists);
 int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
+/* s3_input (tr_s3.c). config: 0, or -1 with why; fill: 0 (bytes added, or
+   ic->eof at the object's end), 1 (nothing yet), -1 (err set). */
+struct cJSON;
+int tr_s3_config(InputConn *ic, const struct cJSON *cfg, char *why, size_t n);
+int tr_s3_fill(InputConn *ic, Err *err);
+bool tr_s3_next_object(InputConn *ic);
+void tr_s3_pos(const InputConn *ic, InPos *out);
+int tr_s3_seek(InputConn *ic, const InPos *pos, Err *err);
+void tr_s3_close(InputConn *ic);
 /* Append piece p to the list *l (at the end, keeping order). */
 void piece_append(Piece **l, Piece *p);
 

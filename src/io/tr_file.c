@@ -194,15 +194,21 @@ int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece *
         int64_t want = max - total, qnext = -1;
         size_t off = 0;
         int nr = 0;
+        bool stalled = false;
         for (;;) {
             char *p = ic->rbuf + ic->rpos + off;
             size_t len = cut(ic, p, ic->rlen - ic->rpos - off, off, &qnext);
             if (len == 0) {
                 if (ic->eof)
                     break;
-                if (fill(ic, err)) {
+                int rc = ic->kind == IN_S3 ? tr_s3_fill(ic, err) : fill(ic, err);
+                if (rc < 0) {
                     sl_free(rg);
                     return -1;
+                }
+                if (rc > 0) { /* nothing yet (s3_input): come back later */
+                    stalled = true;
+                    break;
                 }
                 qnext = -1;
                 continue;
@@ -218,8 +224,12 @@ int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece *
             if (--want == 0)
                 break;
         }
-        if (nr == 0) { /* nothing left */
-            ic->done = true;
+        if (nr == 0) {
+            if (stalled)
+                break;
+            if (ic->kind == IN_S3 && tr_s3_next_object(ic))
+                continue;
+            ic->done = true; /* nothing left */
             break;
         }
         Round rd = {.ic = ic, .r = rg, .n = nr, .header = ic->csv_header && ic->line == 1};
@@ -255,6 +265,8 @@ int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece *
         ic->rpos += off;
         ic->bytes += (int64_t)off;
         memset(rg, 0, (size_t)nr * sizeof(*rg));
+        if (stalled)
+            break;
     }
     sl_free(rg);
     return total;

@@ -349,7 +349,8 @@ static void path_encode(Buf *tail, const char *s)
     }
 }
 
-int s3_get_range(S3 *s, const char *name, int64_t off, int64_t len, Buf *out, Err *err)
+int s3_get_range(S3 *s, const char *name, int64_t off, int64_t len, Buf *out, long *status,
+                 Err *err)
 {
     Buf tail = BUF_INIT;
     buf_putc(&tail, '/');
@@ -360,6 +361,7 @@ int s3_get_range(S3 *s, const char *name, int64_t off, int64_t len, Buf *out, Er
              (long long)(off + len - 1));
     buf_reset(out);
     long st = request_h(s, "GET", buf_cstr(&tail), NULL, 0, range, out, err);
+    *status = st;
     /* 416: the range starts at or past the end (an empty remainder) */
     int rc = !st ? err->code : st == 416 ? (buf_reset(out), 0)
            : (st != 206 && st != 200) ? fail(st, "GET", name, out, err) : 0;

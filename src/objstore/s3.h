@@ -30,8 +30,10 @@ const char *s3_describe(const S3 *s, char *b, size_t n);
 int s3_ensure_bucket(S3 *s, Err *err);
 int s3_put(S3 *s, const char *name, const void *data, size_t n, Err *err);
 int s3_get(S3 *s, const char *name, Buf *out, Err *err);
-/* Bytes [off, off + len) of the object (fewer at its end) into out. */
-int s3_get_range(S3 *s, const char *name, int64_t off, int64_t len, Buf *out, Err *err);
+/* Bytes [off, off + len) of the object (fewer at its end) into out.
+   *status gets the HTTP status (0: no answer, a transport error). */
+int s3_get_range(S3 *s, const char *name, int64_t off, int64_t len, Buf *out, long *status,
+                 Err *err);
 int s3_delete(S3 *s, const char *name, Err *err);
 /* Names (without the prefix) of the objects directly under the prefix. */
 int s3_list(S3 *s, char ***names, int *count, Err *err);
