@@ -246,7 +246,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         if (!strcmp(t, "s3_input")) {
             ic->kind = IN_S3;
             char why[512];
-            if (tr_s3_config(ic, cfg, why, sizeof(why)))
+            if (tr_s3_config(ic, cfg, open, why, sizeof(why)))
                 return cerr(err, r, "%s: %s", where, why);
             if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
                              &ic->csv_header, true, err))

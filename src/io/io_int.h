@@ -71,10 +71,11 @@ void datagen_piece_fill(const void *src, int plan, int64_t start, int64_t count,
                         Arena *a);
 int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists);
 int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
-/* s3_input (tr_s3.c). config: 0, or -1 with why; fill: 0 (bytes added, or
+/* s3_input (tr_s3.c). config: 0, or -1 with why (open: also make the
+   client, which needs the endpoint and credentials); fill: 0 (bytes added, or
    ic->eof at the object's end), 1 (nothing yet), -1 (err set). */
 struct cJSON;
-int tr_s3_config(InputConn *ic, const struct cJSON *cfg, char *why, size_t n);
+int tr_s3_config(InputConn *ic, const struct cJSON *cfg, bool open, char *why, size_t n);
 int tr_s3_fill(InputConn *ic, Err *err);
 bool tr_s3_next_object(InputConn *ic);
 void tr_s3_pos(const InputConn *ic, InPos *out);

@@ -100,7 +100,7 @@ static const char *cfg_str(const cJSON *cfg, const char *k)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-int tr_s3_config(InputConn *ic, const cJSON *cfg, char *why, size_t n)
+int tr_s3_config(InputConn *ic, const cJSON *cfg, bool open, char *why, size_t n)
 {
     static const char *const keys[] = {"bucket_name", "prefix", "region", "endpoint_url",
                                        "aws_access_key_id", "aws_secret_access_key",
@@ -161,7 +161,7 @@ int tr_s3_config(InputConn *ic, const cJSON *cfg, char *why, size_t n)
     S3Config sc = {.endpoint = cfg_str(cfg, "endpoint_url"), .bucket = bucket, .prefix = s->prefix,
                    .region = cfg_str(cfg, "region"), .key = cfg_str(cfg, "aws_access_key_id"),
                    .secret = cfg_str(cfg, "aws_secret_access_key")};
-    if (s3_new(&sc, "s3_input", &s->s3, &e)) {
+    if (open && s3_new(&sc, "s3_input", &s->s3, &e)) {
         snprintf(why, n, "%s", e.msg);
         return -1;
     }
@@ -592,7 +592,8 @@ void tr_s3_close(InputConn *ic)
     if (s->zd)
         ZSTD_freeDStream(s->zd);
     s3_objects_free(s->objs, s->nobj);
-    s3_free(s->s3);
+    if (s->s3)
+        s3_free(s->s3);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     sl_free(s->bucket);
