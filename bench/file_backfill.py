@@ -8,7 +8,10 @@ threads, io/tr_file.c). Prints rows/s (median of --runs) and the 2/1
 speed-up; checks the view's count and sum against Python's. Writes
 bench/results/file_backfill.json.
 
-usage: bench/file_backfill.py [--rows 10000000] [--runs 3] [--formats csv,json]
+With --s3 the same CSV, cut into 8 objects, is also read by s3_input
+from a throw-away OpenStack Swift server (tests/e2e/s3server.py).
+
+usage: bench/file_backfill.py [--rows 10000000] [--runs 3] [--formats csv,json] [--s3]
 """
 import argparse
 import json
@@ -41,9 +44,11 @@ def write_data(d, rows):
     return {"csv": csv_path, "json": json_path}, total
 
 
-def run_one(d, path, fmt, workers):
+def run_one(d, path, fmt, workers, s3cfg=None):
     conn = [{"transport": {"name": "file_input", "config": {"path": path}},
              "format": {"name": fmt}}]
+    if s3cfg:
+        conn = [{"transport": {"name": "s3_input", "config": s3cfg}, "format": {"name": fmt}}]
     prog = os.path.join(d, "p.sql")
     with open(prog, "w") as f:
         f.write("CREATE TABLE t (id BIGINT, v BIGINT, s VARCHAR, d DECIMAL(12,2)) "
@@ -89,31 +94,61 @@ def main():
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--formats", default="csv,json")
+    ap.add_argument("--s3", action="store_true")
     a = ap.parse_args()
     cpus = cpus_available()
     print("CPUs available to 2 busy processes now: %.2f (of %d)" % (cpus, os.cpu_count()))
     out = {"rows": a.rows, "runs": a.runs, "cpus_available": cpus, "results": {}}
     with tempfile.TemporaryDirectory(prefix="sluice-fb-") as d:
         paths, total = write_data(d, a.rows)
-        for fmt in a.formats.split(","):
-            rate = {}
-            for w in (1, 2):
-                walls = []
-                for _ in range(a.runs):
-                    wall, n, sv = run_one(d, paths[fmt], fmt, w)
-                    if n != a.rows or sv != total:
-                        sys.exit("wrong result: count %d sum %d, expected %d %d"
-                                 % (n, sv, a.rows, total))
-                    walls.append(wall)
-                rate[w] = a.rows / statistics.median(walls)
-                print("%-4s workers=%d  %6.2fM rows/s  (median of %d, %.2f s)"
-                      % (fmt, w, rate[w] / 1e6, a.runs, statistics.median(walls)), flush=True)
-            print("%-4s speed-up 2/1 workers: %.2fx" % (fmt, rate[2] / rate[1]), flush=True)
-            out["results"][fmt] = {"rows_per_s_w1": rate[1], "rows_per_s_w2": rate[2],
-                                   "speedup": rate[2] / rate[1]}
+        cases = [(fmt, fmt, None) for fmt in a.formats.split(",")]
+        srv = None
+        if a.s3:
+            sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+            import s3server
+            srv = s3server.SwiftS3(os.path.join(d, "swift"))
+            srv.start()
+            srv.create_bucket("bench")
+            with open(paths["csv"], "rb") as f:
+                data = f.read()
+            cuts = [0]
+            for k in range(1, 8):
+                cuts.append(data.index(b"\n", len(data) * k // 8) + 1)
+            cuts.append(len(data))
+            for k in range(8):
+                srv.put_object("bench", "rows/%02d.csv" % k, data[cuts[k]:cuts[k + 1]])
+            del data
+            cases.append(("s3-csv", "csv", {
+                "bucket_name": "bench", "prefix": "rows/", "endpoint_url": srv.endpoint,
+                "region": srv.region, "aws_access_key_id": srv.access_key,
+                "aws_secret_access_key": srv.secret_key}))
+        try:
+            run_cases(a, d, paths, total, cases, out)
+        finally:
+            if srv:
+                srv.stop()
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "file_backfill.json"), "w") as f:
         json.dump(out, f, indent=1)
+
+
+def run_cases(a, d, paths, total, cases, out):
+    for label, fmt, s3cfg in cases:
+        rate = {}
+        for w in (1, 2):
+            walls = []
+            for _ in range(a.runs):
+                wall, n, sv = run_one(d, paths[fmt], fmt, w, s3cfg)
+                if n != a.rows or sv != total:
+                    sys.exit("wrong result: count %d sum %d, expected %d %d"
+                             % (n, sv, a.rows, total))
+                walls.append(wall)
+            rate[w] = a.rows / statistics.median(walls)
+            print("%-6s workers=%d  %6.2fM rows/s  (median of %d, %.2f s)"
+                  % (label, w, rate[w] / 1e6, a.runs, statistics.median(walls)), flush=True)
+        print("%-6s speed-up 2/1 workers: %.2fx" % (label, rate[2] / rate[1]), flush=True)
+        out["results"][label] = {"rows_per_s_w1": rate[1], "rows_per_s_w2": rate[2],
+                                 "speedup": rate[2] / rate[1]}
 
 
 if __name__ == "__main__":

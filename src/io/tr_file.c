@@ -168,6 +168,43 @@ static size_t cut(const InputConn *ic, const char *p, size_t avail, size_t off, 
     return nl ? (size_t)(nl - p) + 1 : (ic->eof ? avail : 0);
 }
 
+/* Line ends in p[0..n): eight bytes at a time (a zero byte of w ^ '\n'
+   has its high bit clear in t). */
+static int64_t count_nl(const char *p, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ull, nl = ones * '\n';
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7full, high = 0x8080808080808080ull;
+    int64_t k = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        uint64_t x = w ^ nl;
+        uint64_t t = ((x & low7) + low7) | x;
+        k += (int64_t)((((~t & high) >> 7) * ones) >> 56); /* sum of the 0/1 bytes */
+    }
+    for (; i < n; i++)
+        k += p[i] == '\n';
+    return k;
+}
+
+/* Bytes of whole lines at p (at most lim, ending at a line end) that are
+   whole records too: JSON lines, or CSV without quotes there (*qnext as
+   for cut). 0 when there are none. */
+static size_t bulk(const InputConn *ic, const char *p, size_t lim, size_t off, int64_t *qnext)
+{
+    if (ic->fmt == FMT_CSV) {
+        if (*qnext < 0 || *qnext < (int64_t)off) {
+            const char *qq = memchr(p, '"', ic->rlen - ic->rpos - off);
+            *qnext = qq ? (int64_t)(off + (size_t)(qq - p)) : INT64_MAX;
+        }
+        if (*qnext - (int64_t)off < (int64_t)lim) /* up to the quote's line */
+            lim = (size_t)(*qnext - (int64_t)off);
+    }
+    const char *q = lim ? memrchr(p, '\n', lim) : NULL;
+    return q ? (size_t)(q - p) + 1 : 0;
+}
+
 /* Rows [0, c->n) of c for the workers' lists. */
 static void deal(Arena *a, Chunk *c, int nworkers, Piece **lists)
 {
@@ -194,10 +231,29 @@ int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece *
         int64_t want = max - total, qnext = -1;
         size_t off = 0;
         int nr = 0;
-        bool stalled = false;
+        bool stalled = false, exact = false;
         for (;;) {
             char *p = ic->rbuf + ic->rpos + off;
-            size_t len = cut(ic, p, ic->rlen - ic->rpos - off, off, &qnext);
+            size_t avail = ic->rlen - ic->rpos - off;
+            if (avail && !exact && (nr < maxr || rg[nr - 1].len < RANGE_BYTES)) {
+                /* whole lines at once, where records are lines */
+                size_t lim = nr && rg[nr - 1].len < RANGE_BYTES ? RANGE_BYTES - rg[nr - 1].len
+                                                                 : RANGE_BYTES;
+                size_t blen = bulk(ic, p, avail < lim ? avail : lim, off, &qnext);
+                int64_t k = blen ? count_nl(p, blen) : 0;
+                exact = k > want; /* the last records one by one */
+                if (blen && !exact) {
+                    if (!nr || rg[nr - 1].len >= RANGE_BYTES)
+                        rg[nr++] = (Range){.off = off};
+                    rg[nr - 1].len += blen;
+                    rg[nr - 1].nrec += k;
+                    off += blen;
+                    if ((want -= k) == 0)
+                        break;
+                    continue;
+                }
+            }
+            size_t len = cut(ic, p, avail, off, &qnext);
             if (len == 0) {
                 if (ic->eof)
                     break;
