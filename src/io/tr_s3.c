@@ -162,7 +162,12 @@ int tr_s3_config(InputConn *ic, const cJSON *cfg, bool open, char *why, size_t n
                    .region = cfg_str(cfg, "region"), .key = cfg_str(cfg, "aws_access_key_id"),
                    .secret = cfg_str(cfg, "aws_secret_access_key")};
     if (open && s3_new(&sc, "s3_input", &s->s3, &e)) {
-        snprintf(why, n, "%s", e.msg);
+        if (strstr(e.msg, "no S3 endpoint"))
+            snprintf(why, n, "s3_input needs \"endpoint_url\" (or AWS_ENDPOINT_URL, or "
+                     "--s3-endpoint URL)");
+        else
+            snprintf(why, n, "%s (or give \"aws_access_key_id\" and "
+                     "\"aws_secret_access_key\")", e.msg);
         return -1;
     }
     pthread_mutex_init(&s->mu, NULL);
