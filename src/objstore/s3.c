@@ -163,6 +163,10 @@ static long request_h(S3 *s, const char *method, const char *url_tail, const uin
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
+    /* a server that stops sending (half-open connection) is an error
+       within 30 s, not a 300 s wait: callers retry or report */
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, resp ? resp : &sink);
     if (!strcmp(method, "PUT")) {
