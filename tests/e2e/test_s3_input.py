@@ -23,14 +23,18 @@ def zstd(data):
                           check=True).stdout
 
 
-def s3_conn(s3, bucket, prefix, fmt="csv", endpoint=None, **extra):
+def s3_conn_dict(s3, bucket, prefix, fmt="csv", endpoint=None, **extra):
     cfg = {"bucket_name": bucket, "prefix": prefix, "region": s3.region,
            "endpoint_url": endpoint or s3.endpoint, "aws_access_key_id": s3.access_key,
            "aws_secret_access_key": s3.secret_key}
     cfg.update(extra)
     f = {"name": "csv", "config": {"headers": True}} if fmt == "csv" else \
         {"name": "json", "config": {"update_format": "insert_delete"}}
-    return conn_clause([{"transport": {"name": "s3_input", "config": cfg}, "format": f}])
+    return {"transport": {"name": "s3_input", "config": cfg}, "format": f}
+
+
+def s3_conn(s3, bucket, prefix, fmt="csv", endpoint=None, **extra):
+    return conn_clause([s3_conn_dict(s3, bucket, prefix, fmt, endpoint, **extra)])
 
 
 def program(tmp_path, clause):
@@ -245,3 +249,15 @@ def test_server_away_and_back(tmp_path, s3):
         assert rows == [[str(n), str(total)]]
     finally:
         proxy.down()
+
+
+def test_two_hosts(tmp_path, s3):
+    """--hosts 2: two s3_input connectors over disjoint prefixes, one read
+    on each host; every record once."""
+    n1, t1 = upload(s3, "s3in5", [("p1/a.csv", None), ("p1/b.csv", None)], rows_per=5_000)
+    s3.put_object("s3in5", "p2/c.csv", csv_object(10_000, 17_000)[0])
+    _, n2, t2 = csv_object(10_000, 17_000)
+    conns = [s3_conn_dict(s3, "s3in5", p) for p in ("p1/", "p2/")]
+    prog = program(tmp_path, conn_clause(conns))
+    _, rows = dump_agg(tmp_path, ["run", prog, "--hosts", "2", "--workers", "2"])
+    assert rows == [[str(n1 + n2), str(t1 + t2)]]
