@@ -487,6 +487,13 @@ int tr_s3_fill(InputConn *ic, Err *err)
     }
     pthread_mutex_lock(&s->mu);
     Slot *sl = &s->ring[s->head % s->nring];
+    if ((s->head == s->tail && s->sched_obj >= s->nobj) ||
+        (s->head < s->tail && sl->obj != s->cur)) {
+        /* the object gave fewer bytes than listed (it changed): it ends here */
+        pthread_mutex_unlock(&s->mu);
+        ic->eof = true;
+        return 0;
+    }
     double until = now_s() + 0.05;
     while (s->head == s->tail || (sl->state != SLOT_DONE && sl->state != SLOT_FAIL)) {
         if (!ic->replay && now_s() >= until) {

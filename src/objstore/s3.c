@@ -369,6 +369,13 @@ int s3_get_range(S3 *s, const char *name, int64_t off, int64_t len, Buf *out, lo
     /* 416: the range starts at or past the end (an empty remainder) */
     int rc = !st ? err->code : st == 416 ? (buf_reset(out), 0)
            : (st != 206 && st != 200) ? fail(st, "GET", name, out, err) : 0;
+    if (!rc && st == 200 && (off > 0 || (int64_t)out->n > len)) {
+        /* a server that ignores Range sends the whole object: cut it */
+        size_t a = off < (int64_t)out->n ? (size_t)off : out->n;
+        size_t b = off + len < (int64_t)out->n ? (size_t)(off + len) : out->n;
+        memmove(out->p, out->p + a, b - a);
+        out->n = b - a;
+    }
     buf_free(&tail);
     return rc;
 }
