@@ -131,6 +131,18 @@ typedef struct Place {
     int nfile;
 } Place;
 
+/* "<where> part h+1/H" in name[n] (where shortened if need be). */
+static void part_name(char *name, size_t n, const char *where, int h, int H)
+{
+    char tag[32];
+    snprintf(tag, sizeof(tag), " part %d/%d", h + 1, H);
+    size_t wl = strlen(where), tl = strlen(tag);
+    if (wl + tl >= n)
+        wl = n - tl - 1;
+    memcpy(name, where, wl);
+    memcpy(name + wl, tag, tl + 1);
+}
+
 static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *place,
                     Connectors *cs, Err *err)
 {
@@ -253,6 +265,26 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
                 return err->code;
             ic->owner = place->nfile++ % place->hosts;
             ic->remote = ic->owner != place->host;
+            /* scale-out: one part per host, each reading every H-th object */
+            int H = place->hosts;
+            for (int h = 1; h < H; h++) {
+                InputConn *pc = sl_calloc(1, sizeof(*pc));
+                *pc = (InputConn){.kind = IN_S3, .rel = ic->rel, .schema = ic->schema,
+                                  .max_batch = ic->max_batch, .plan_start = -1,
+                                  .backfill = ic->backfill, .event_col = ic->event_col,
+                                  .fmt = ic->fmt, .csv_header = ic->csv_header};
+                part_name(pc->name, sizeof(pc->name), where, h, H);
+                *VEC_PUSH(cs->in, cs->nin, cs->capin) = pc;
+                if (tr_s3_config(pc, cfg, open, why, sizeof(why)))
+                    return cerr(err, r, "%s: %s", where, why);
+                tr_s3_set_part(pc, h, H);
+                pc->owner = place->nfile++ % place->hosts;
+                pc->remote = pc->owner != place->host;
+            }
+            if (H > 1) {
+                part_name(ic->name, sizeof(ic->name), where, 0, H);
+                tr_s3_set_part(ic, 0, H);
+            }
             return 0;
         }
         ic->kind = IN_FILE;

@@ -77,6 +77,8 @@ int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece *
 struct cJSON;
 int tr_s3_config(InputConn *ic, const struct cJSON *cfg, bool open, char *why, size_t n);
 int tr_s3_fill(InputConn *ic, Err *err);
+/* Read only the objects i (in key order) with i % nparts == part. */
+void tr_s3_set_part(InputConn *ic, int part, int nparts);
 bool tr_s3_next_object(InputConn *ic);
 void tr_s3_pos(const InputConn *ic, InPos *out);
 int tr_s3_seek(InputConn *ic, const InPos *pos, Err *err);

@@ -20,6 +20,9 @@
  * offset (a compressed object is read from its start and the bytes before
  * the offset dropped).
  *
+ * Scale-out (--hosts H): connector.c makes H parts of the connector, one
+ * per host; part h reads the objects h, h + H, h + 2H, ... of the list.
+ *
  * Failures: a transport error or a 5xx/429 answer is retried with backoff
  * (0.1 s doubling to 2 s) for as long as it takes; the input simply has
  * nothing meanwhile (a replay waits). Other answers (403, 404, ...) stop
@@ -58,6 +61,7 @@ struct S3In {
     S3 *s3;
     char *bucket, *prefix;
     int comp_cfg, conc;
+    int part, nparts;  /* scale-out: every nparts-th object from part */
     /* objects (listed at the first read) */
     bool listed;
     S3Object *objs;
@@ -177,6 +181,12 @@ int tr_s3_config(InputConn *ic, const cJSON *cfg, bool open, char *why, size_t n
     ic->path = sl_strdup(path);
     ic->line = 1;
     return 0;
+}
+
+void tr_s3_set_part(InputConn *ic, int part, int nparts)
+{
+    ic->s3->part = part;
+    ic->s3->nparts = nparts;
 }
 
 /* ---------------------------------------------------------------- fetchers */
@@ -446,6 +456,16 @@ static int list_objects(InputConn *ic, Err *err)
                 s3_objects_free(objs, n);
                 return err_set(err, SL_EIO, "%s: more than %d objects under the prefix",
                                ic->name, MAX_OBJECTS);
+            }
+            if (s->nparts > 1) { /* this part's share: objects part, part + nparts, ... */
+                int k = 0;
+                for (int i = 0; i < n; i++) {
+                    if (i % s->nparts == s->part)
+                        objs[k++] = objs[i];
+                    else
+                        sl_free(objs[i].name);
+                }
+                n = k;
             }
             s->objs = objs;
             s->nobj = n;

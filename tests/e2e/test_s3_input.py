@@ -252,12 +252,17 @@ def test_server_away_and_back(tmp_path, s3):
 
 
 def test_two_hosts(tmp_path, s3):
-    """--hosts 2: two s3_input connectors over disjoint prefixes, one read
-    on each host; every record once."""
-    n1, t1 = upload(s3, "s3in5", [("p1/a.csv", None), ("p1/b.csv", None)], rows_per=5_000)
-    s3.put_object("s3in5", "p2/c.csv", csv_object(10_000, 17_000)[0])
-    _, n2, t2 = csv_object(10_000, 17_000)
+    """--hosts 2: an s3_input's objects are divided among the hosts (and a
+    second connector's single object goes to one of them); every record
+    once."""
+    n1, t1 = upload(s3, "s3in5", [("p1/a.csv", None), ("p1/b.csv.gz", "gzip"),
+                                  ("p1/c.csv", None)], rows_per=5_000, bad={100, 5100})
+    s3.put_object("s3in5", "p2/c.csv", csv_object(20_000, 27_000)[0])
+    _, n2, t2 = csv_object(20_000, 27_000)
     conns = [s3_conn_dict(s3, "s3in5", p) for p in ("p1/", "p2/")]
     prog = program(tmp_path, conn_clause(conns))
-    _, rows = dump_agg(tmp_path, ["run", prog, "--hosts", "2", "--workers", "2"])
+    p, rows = dump_agg(tmp_path, ["run", prog, "--hosts", "2", "--workers", "2"])
     assert rows == [[str(n1 + n2), str(t1 + t2)]]
+    # objects 0 and 2 are the first part's, object 1 the second's
+    assert '(s3_input) part 1/2: "s3://s3in5/p1/a.csv" line 102' in p.stderr, p.stderr
+    assert '(s3_input) part 2/2: "s3://s3in5/p1/b.csv.gz" line 102' in p.stderr, p.stderr
