@@ -135,4 +135,41 @@ void arena_reset(Arena *a)
     a->used = 0;
 }
 
+Arena *arena_borrow(Arena *parent, size_t want)
+{
+    Arena *a = sl_malloc(sizeof(*a));
+    a->block_size = parent->block_size;
+    a->spare = NULL;
+    a->used = 0;
+    size_t have = 0;
+    while (parent->spare && have < want) {
+        Block *b = parent->spare;
+        parent->spare = b->next;
+        b->next = a->spare;
+        a->spare = b;
+        have += b->size;
+    }
+    a->head = block_get(a, a->block_size);
+    return a;
+}
+
+void arena_adopt(Arena *dst, Arena *src)
+{
+    /* src's blocks in use go behind dst's current one (which keeps
+       filling), its spares join dst's */
+    Block *last = src->head;
+    while (last->next)
+        last = last->next;
+    last->next = dst->head->next;
+    dst->head->next = src->head;
+    while (src->spare) {
+        Block *b = src->spare;
+        src->spare = b->next;
+        b->next = dst->spare;
+        dst->spare = b;
+    }
+    dst->used += src->used;
+    sl_free(src);
+}
+
 size_t arena_used(const Arena *a) { return a->used; }

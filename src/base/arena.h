@@ -18,6 +18,13 @@ void *arena_zalloc(Arena *a, size_t n);
 char *arena_strndup(Arena *a, const char *s, size_t n);
 /* Forget every allocation; keeps the first block for reuse. */
 void arena_reset(Arena *a);
+/* An arena for another thread to fill (a parser's), stocked with spare
+   blocks taken from parent until it holds at least `want` bytes of them;
+   only the caller's thread may touch parent until arena_adopt. */
+Arena *arena_borrow(Arena *parent, size_t want);
+/* Give src's blocks to dst and free src: its allocations live until dst
+   is reset or freed, its unused spares become dst's. */
+void arena_adopt(Arena *dst, Arena *src);
 /* Bytes handed out since the last reset. */
 size_t arena_used(const Arena *a);
 

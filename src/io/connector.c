@@ -131,6 +131,18 @@ typedef struct Place {
     int nfile;
 } Place;
 
+/* "<where> part h+1/H" in name[n] (where shortened if need be). */
+static void part_name(char *name, size_t n, const char *where, int h, int H)
+{
+    char tag[32];
+    snprintf(tag, sizeof(tag), " part %d/%d", h + 1, H);
+    size_t wl = strlen(where), tl = strlen(tag);
+    if (wl + tl >= n)
+        wl = n - tl - 1;
+    memcpy(name, where, wl);
+    memcpy(name + wl, tag, tl + 1);
+}
+
 static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *place,
                     Connectors *cs, Err *err)
 {
@@ -167,7 +179,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
 
     const cJSON *txn = cJSON_GetObjectItemCaseSensitive(cj, "transaction");
     const cJSON *etc = cJSON_GetObjectItemCaseSensitive(cj, "event_time_column");
-    bool is_input = !strcmp(t, "datagen") || !strcmp(t, "file_input") || !strcmp(t, "http_input");
+    bool is_input = !strcmp(t, "datagen") || !strcmp(t, "file_input") ||
+                    !strcmp(t, "http_input") || !strcmp(t, "s3_input");
     if ((txn || etc) && !is_input)
         return cerr(err, r, "%s: %s", where,
                     "\"transaction\" and \"event_time_column\" belong to input connectors");
@@ -242,6 +255,38 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
                                     "but a datagen plan has no \"limit\"");
             return 0;
         }
+        if (!strcmp(t, "s3_input")) {
+            ic->kind = IN_S3;
+            char why[512];
+            if (tr_s3_config(ic, cfg, open, why, sizeof(why)))
+                return cerr(err, r, "%s: %s", where, why);
+            if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
+                             &ic->csv_header, true, err))
+                return err->code;
+            ic->owner = place->nfile++ % place->hosts;
+            ic->remote = ic->owner != place->host;
+            /* scale-out: one part per host, each reading every H-th object */
+            int H = place->hosts;
+            for (int h = 1; h < H; h++) {
+                InputConn *pc = sl_calloc(1, sizeof(*pc));
+                *pc = (InputConn){.kind = IN_S3, .rel = ic->rel, .schema = ic->schema,
+                                  .max_batch = ic->max_batch, .plan_start = -1,
+                                  .backfill = ic->backfill, .event_col = ic->event_col,
+                                  .fmt = ic->fmt, .csv_header = ic->csv_header};
+                part_name(pc->name, sizeof(pc->name), where, h, H);
+                *VEC_PUSH(cs->in, cs->nin, cs->capin) = pc;
+                if (tr_s3_config(pc, cfg, open, why, sizeof(why)))
+                    return cerr(err, r, "%s: %s", where, why);
+                tr_s3_set_part(pc, h, H);
+                pc->owner = place->nfile++ % place->hosts;
+                pc->remote = pc->owner != place->host;
+            }
+            if (H > 1) {
+                part_name(ic->name, sizeof(ic->name), where, 0, H);
+                tr_s3_set_part(ic, 0, H);
+            }
+            return 0;
+        }
         ic->kind = IN_FILE;
         static const char *const fkeys[] = {"path", "buffer_size_bytes", "follow", NULL};
         if (!cfg)
@@ -306,7 +351,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
     }
     char d[160];
     snprintf(d, sizeof(d),
-             "unknown transport \"%s\" (supported: datagen, file_input, http_input, file_output)",
+             "unknown transport \"%s\" (supported: datagen, file_input, s3_input, http_input, "
+             "file_output)",
              t);
     return cerr(err, r, "%s: %s", where, d);
 }
@@ -349,6 +395,7 @@ void connectors_close(Connectors *cs)
         InputConn *ic = cs->in[i];
         if (ic->gen)
             datagen_free(ic->gen);
+        tr_s3_close(ic);
         if (ic->f)
             fclose(ic->f);
         sl_free(ic->path);
@@ -394,7 +441,8 @@ int input_event_col(const InputConn *ic) { return ic->event_col; }
 bool input_is_http(const InputConn *ic) { return ic->kind == IN_HTTP; }
 const char *input_transport(const InputConn *ic)
 {
-    return ic->kind == IN_DATAGEN ? "datagen" : ic->kind == IN_FILE ? "file_input" : "http_input";
+    return ic->kind == IN_DATAGEN ? "datagen" : ic->kind == IN_FILE ? "file_input"
+         : ic->kind == IN_S3 ? "s3_input" : "http_input";
 }
 int output_rel(const OutputConn *oc) { return oc->rel; }
 const char *output_name(const OutputConn *oc) { return oc->name; }
@@ -428,6 +476,8 @@ void input_pos(const InputConn *ic, InPos *out)
     } else if (ic->kind == IN_FILE && ic->f) {
         out->v[0] = (int64_t)ftello(ic->f) - (int64_t)(ic->rlen - ic->rpos);
         out->v[1] = ic->line;
+    } else if (ic->kind == IN_S3) {
+        tr_s3_pos(ic, out);
     }
     out->rows = ic->rows;
     out->errors = ic->errors;
@@ -447,6 +497,9 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
         ic->plan = (int)pos->v[0];
         ic->next = pos->v[1];
         ic->plan_start = -1;
+    } else if (ic->kind == IN_S3) {
+        if (tr_s3_seek(ic, pos, err))
+            return err->code;
     } else if (ic->kind == IN_FILE) {
         if (fseeko(ic->f, (off_t)pos->v[0], SEEK_SET))
             return err_set(err, SL_EIO, "%s: cannot seek \"%s\" to byte %lld: %s", ic->name,

@@ -3,7 +3,8 @@
  * relation's WITH ('connectors' = '[...]'), Feldera-compatible:
  *   {"name": ..., "transport": {"name": T, "config": {...}},
  *    "format": {"name": "csv"|"json", "config": {...}}, "max_batch_size": N}
- * Input transports (tables): datagen, file_input {"path": P}, and
+ * Input transports (tables): datagen, file_input {"path": P}, s3_input
+ * {"bucket_name": B, "prefix": P, ...} (docs/connectors.md), and
  * http_input (declares the table's HTTP ingress endpoint; reads nothing).
  * Output transports (views): file_output {"path": P}.
  * Input connectors also take "transaction": "backfill" (the whole input
@@ -35,7 +36,9 @@ typedef struct Connectors {
    and build generators. Returns 0 or SL_ECONFIG/SL_EIO with err saying which
    relation and connector (and line:column of its 'connectors' string). */
 int connectors_open(const Circuit *c, bool open, Connectors *out, Err *err);
-/* The same for host `host` of a scale-out pipeline: the k-th file_input
+/* The same for host `host` of a scale-out pipeline (an s3_input becomes
+   `hosts` parts, each reading every hosts-th object): the k-th file input
+   or S3 part
    (in program order) belongs to host k % hosts and is opened there only;
    elsewhere it is a proxy (input_remote): input_next gives nothing, and
    the owner's reports (input_remote_update) keep its position and
@@ -43,6 +46,9 @@ int connectors_open(const Circuit *c, bool open, Connectors *out, Err *err);
 int connectors_open_part(const Circuit *c, bool open, int host, int hosts, Connectors *out,
                          Err *err);
 void connectors_close(Connectors *cs);
+/* Parse file input on up to n threads (the pipeline's workers on this
+   host: they are idle while it gathers input). Default 1. */
+void connectors_set_parse_threads(Connectors *cs, int n);
 
 /*
  * Rows for the next step: at most max, split into nworkers lists appended
@@ -65,7 +71,8 @@ int input_event_col(const InputConn *ic);
 /* An http_input declaration: never produces rows (the controller's HTTP
    queue does), input_done is always true. */
 bool input_is_http(const InputConn *ic);
-const char *input_transport(const InputConn *ic); /* datagen, file_input, http_input */
+/* datagen, file_input, s3_input, http_input */
+const char *input_transport(const InputConn *ic);
 /* A datagen input's generator (the src of its Pieces), else NULL. */
 const void *input_gen(const InputConn *ic);
 /* Make pc a piece of ic's generator (set fill and src; scale-out hosts
@@ -74,7 +81,8 @@ void input_gen_piece(const InputConn *ic, Piece *pc);
 
 /* ---- resume positions (checkpoints and the journal, issue 6) ----
    An input's position says where its next row comes from: datagen
-   (plan, next row index), file_input (byte offset of the next record,
+   (plan, next row index), s3_input (line << 24 | object index, offset of
+   the next record in the object), file_input (byte offset of the next record,
    its line number). The counters ride along so statistics continue. */
 typedef struct InPos {
     int64_t v[2];

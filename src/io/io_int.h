@@ -11,7 +11,7 @@
 #include "datagen.h"
 #include "format.h"
 
-typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP } InKind;
+typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP, IN_S3 } InKind;
 typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
 
 struct InputConn {
@@ -41,6 +41,7 @@ struct InputConn {
     size_t rpos;        /* start of the unparsed part */
     bool eof;
     int64_t line;       /* line number of the next record */
+    int par;            /* parse threads (connectors_set_parse_threads), 0 = 1 */
     Err rowerr;
     /* scale-out: the host that reads this input; on the others it is a
        proxy whose position and counters the owner reports */
@@ -48,6 +49,8 @@ struct InputConn {
     bool remote;
     InPos remote_pos;
     bool seek_pending;
+    /* s3_input (tr_s3.c); reads through the file fields above */
+    struct S3In *s3;
 };
 
 struct OutputConn {
@@ -68,6 +71,18 @@ void datagen_piece_fill(const void *src, int plan, int64_t start, int64_t count,
                         Arena *a);
 int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists);
 int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
+/* s3_input (tr_s3.c). config: 0, or -1 with why (open: also make the
+   client, which needs the endpoint and credentials); fill: 0 (bytes added, or
+   ic->eof at the object's end), 1 (nothing yet), -1 (err set). */
+struct cJSON;
+int tr_s3_config(InputConn *ic, const struct cJSON *cfg, bool open, char *why, size_t n);
+int tr_s3_fill(InputConn *ic, Err *err);
+/* Read only the objects i (in key order) with i % nparts == part. */
+void tr_s3_set_part(InputConn *ic, int part, int nparts);
+bool tr_s3_next_object(InputConn *ic);
+void tr_s3_pos(const InputConn *ic, InPos *out);
+int tr_s3_seek(InputConn *ic, const InPos *pos, Err *err);
+void tr_s3_close(InputConn *ic);
 /* Append piece p to the list *l (at the end, keeping order). */
 void piece_append(Piece **l, Piece *p);
 

@@ -17,6 +17,7 @@ Backend *backend_open(const Circuit *c, const PipelineOpts *o, Connectors *cs, E
     }
     if (connectors_open_part(c, true, 0, H, cs, err))
         return NULL;
+    connectors_set_parse_threads(cs, (W + H - 1) / H); /* this host's workers */
     if (H == 1)
         return backend_local_new(c, cs, W);
     if (cs->nout)

@@ -385,6 +385,7 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     /* generators, and the file inputs this host reads */
     if (connectors_open_part(c, true, me, H, &cs, err))
         return err->code;
+    connectors_set_parse_threads(&cs, o->workers > H ? (o->workers + H - 1) / H : 1);
     Kept *kept = sl_calloc((size_t)cs.nin + 1, sizeof(Kept));
     Runtime *rt = rt_new_part(c, o->workers, me, H);
     Fol fol = {.o = o, .fd = -1};

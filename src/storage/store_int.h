@@ -8,9 +8,8 @@
 #include <stdatomic.h>
 
 #include "../base/buf.h"
+#include "../objstore/s3.h"
 #include "storage.h"
-
-typedef struct S3 S3;
 
 /* Every file the store creates is private to the pipeline's user. */
 #define STORE_FILE_MODE 0600
@@ -44,17 +43,6 @@ int store_read_file(Store *st, const char *name, uint8_t **out, size_t *n, Err *
 /* Is name one of the files store_set_avoid named? */
 bool store_avoided(const Store *st, const char *name);
 bool store_file_exists(Store *st, const char *name);
-
-/* s3.c */
-int s3_open(const char *url, S3 **out, Err *err);
-void s3_free(S3 *s);
-const char *s3_describe(const S3 *s, char *b, size_t n);
-int s3_ensure_bucket(S3 *s, Err *err);
-int s3_put(S3 *s, const char *name, const void *data, size_t n, Err *err);
-int s3_get(S3 *s, const char *name, Buf *out, Err *err);
-int s3_delete(S3 *s, const char *name, Err *err);
-/* Names (without the prefix) of the objects directly under the prefix. */
-int s3_list(S3 *s, char ***names, int *count, Err *err);
 
 /* Delete a file locally and, for a remote store, remotely (a log segment:
    all its uploaded parts). */

@@ -1,10 +1,11 @@
 /*
  * tests/base/test_arena.c - the bump allocator: alignment, large requests,
- * and reuse of its blocks after a reset.
+ * reuse of its blocks after a reset, and arenas lent to other threads.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <string.h>
@@ -47,11 +48,53 @@ static void test_arena_reset_reuses_blocks_of_the_largest_step(void **state)
     arena_free(a);
 }
 
+/* Blocks lent by arena_borrow come back with arena_adopt: what the
+   borrower wrote lives until the parent's reset, and the blocks circulate
+   (round after round the same memory, no growth). */
+static void test_arena_borrow_adopt_keeps_data_and_recycles_blocks(void **state)
+{
+    (void)state;
+    Arena *a = arena_new(4096);
+    uint8_t *bigs[8];
+    int nbig = 0;
+    for (int round = 0; round < 20; round++) {
+        arena_reset(a);
+        Arena *kid[3];
+        for (int k = 0; k < 3; k++)
+            kid[k] = arena_borrow(a, 64 << 10);
+        char *s[3];
+        for (int k = 0; k < 3; k++) {
+            for (int i = 0; i < 8; i++)
+                memset(arena_alloc(kid[k], 7000), k, 7000);
+            s[k] = arena_strndup(kid[k], "kid", 3);
+        }
+        uint8_t *mine = arena_alloc(a, 100);
+        memset(mine, 9, 100);
+        for (int k = 0; k < 3; k++)
+            arena_adopt(a, kid[k]);
+        assert_true(arena_used(a) >= 3 * 8 * 7000);
+        for (int k = 0; k < 3; k++)
+            assert_string_equal(s[k], "kid");
+        uint8_t *big = arena_alloc(a, 1 << 20);
+        memset(big, round, 1 << 20);
+        /* the blocks circulate: a bounded set of big blocks (a borrower may take one) */
+        bool seen = false;
+        for (int i = 0; i < nbig; i++)
+            seen |= bigs[i] == big;
+        if (!seen) {
+            assert_true(nbig < 8);
+            bigs[nbig++] = big;
+        }
+    }
+    arena_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arena_allocations_are_aligned_and_disjoint),
         cmocka_unit_test(test_arena_reset_reuses_blocks_of_the_largest_step),
+        cmocka_unit_test(test_arena_borrow_adopt_keeps_data_and_recycles_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

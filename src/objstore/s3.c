@@ -1,14 +1,15 @@
 /*
- * storage/s3.c - a minimal S3 client (PUT, GET, DELETE, ListObjectsV2 with
- * paging, create bucket) over libcurl, signed with libcurl's built-in AWS
+ * objstore/s3.c - a minimal S3 client (PUT, GET with ranges, DELETE,
+ * ListObjectsV2 with paging, create bucket) over libcurl, signed with libcurl's built-in AWS
  * SigV4 (CURLOPT_AWS_SIGV4). Path-style URLs: ENDPOINT/BUCKET/PREFIX/NAME,
  * so any S3-compatible server on any address works (tested against
  * OpenStack Swift's s3api). Payloads are sent as UNSIGNED-PAYLOAD (the
  * transport's integrity plus our own checksums in every file).
  *
- * Used by store.c to mirror a storage directory into a bucket (see
- * storage.h, "Remote storage"). Each call uses its own easy handle, so
- * calls may run on any thread.
+ * Used by storage/store.c to mirror a storage directory into a bucket
+ * (storage.h, "Remote storage") and by io/tr_s3.c to read the objects of
+ * an s3_input. Each call uses its own easy handle, so calls may run on any
+ * thread.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -19,7 +20,7 @@
 #include "../base/buf.h"
 #include "../base/mem.h"
 #include "../base/vec.h"
-#include "store_int.h"
+#include "s3.h"
 
 struct S3 {
     char *endpoint;   /* http://host:port, no trailing slash */
@@ -32,6 +33,42 @@ struct S3 {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+int s3_new(const S3Config *cfg, const char *what, S3 **out, Err *err)
+{
+    *out = NULL;
+    const char *ep = cfg->endpoint ? cfg->endpoint : env("SLUICE_S3_ENDPOINT");
+    if (!ep)
+        ep = env("AWS_ENDPOINT_URL");
+    if (!ep)
+        return err_set(err, SL_ECONFIG, "%s: no S3 endpoint: give --s3-endpoint URL "
+                       "(or set AWS_ENDPOINT_URL)", what);
+    const char *key = cfg->key ? cfg->key : env("AWS_ACCESS_KEY_ID");
+    const char *secret = cfg->secret ? cfg->secret : env("AWS_SECRET_ACCESS_KEY");
+    if (!key || !secret)
+        return err_set(err, SL_ECONFIG, "%s: set AWS_ACCESS_KEY_ID and "
+                       "AWS_SECRET_ACCESS_KEY to the bucket's credentials", what);
+    const char *region = cfg->region ? cfg->region : env("AWS_REGION");
+    pthread_once(&curl_once, curl_init_once);
+    S3 *s = sl_calloc(1, sizeof(*s));
+    size_t en = strlen(ep);
+    while (en && ep[en - 1] == '/')
+        en--;
+    s->endpoint = sl_strndup(ep, en);
+    s->bucket = sl_strdup(cfg->bucket);
+    s->prefix = sl_strdup(cfg->prefix ? cfg->prefix : "");
+    s->region = sl_strdup(region ? region : "us-east-1");
+    s->key = sl_strdup(key);
+    s->secret = sl_strdup(secret);
+    *out = s;
+    return 0;
+}
+
 int s3_open(const char *url, S3 **out, Err *err)
 {
     *out = NULL;
@@ -41,38 +78,21 @@ int s3_open(const char *url, S3 **out, Err *err)
     size_t bn = slash ? (size_t)(slash - b) : strlen(b);
     if (bn == 0)
         return err_set(err, SL_ECONFIG, "storage %s: no bucket name (s3://BUCKET/PREFIX)", url);
-    const char *ep = getenv("SLUICE_S3_ENDPOINT");
-    if (!ep || !*ep)
-        ep = getenv("AWS_ENDPOINT_URL");
-    if (!ep || !*ep)
-        return err_set(err, SL_ECONFIG, "storage %s: no S3 endpoint: give --s3-endpoint URL "
-                       "(or set AWS_ENDPOINT_URL)", url);
-    const char *key = getenv("AWS_ACCESS_KEY_ID"), *secret = getenv("AWS_SECRET_ACCESS_KEY");
-    if (!key || !*key || !secret || !*secret)
-        return err_set(err, SL_ECONFIG, "storage %s: set AWS_ACCESS_KEY_ID and "
-                       "AWS_SECRET_ACCESS_KEY to the bucket's credentials", url);
-    const char *region = getenv("AWS_REGION");
-    pthread_once(&curl_once, curl_init_once);
-    S3 *s = sl_calloc(1, sizeof(*s));
-    size_t en = strlen(ep);
-    while (en && ep[en - 1] == '/')
-        en--;
-    s->endpoint = sl_strndup(ep, en);
-    s->bucket = sl_strndup(b, bn);
     const char *pre = slash ? slash + 1 : "";
     size_t pn = strlen(pre);
     while (pn && pre[pn - 1] == '/')
         pn--;
-    Buf pb = BUF_INIT;
+    Buf pb = BUF_INIT, what = BUF_INIT;
     if (pn)
         buf_printf(&pb, "%.*s/", (int)pn, pre);
-    s->prefix = sl_strdup(pb.n ? buf_cstr(&pb) : "");
+    buf_printf(&what, "storage %s", url);
+    char *bucket = sl_strndup(b, bn);
+    S3Config cfg = {.bucket = bucket, .prefix = pb.n ? buf_cstr(&pb) : ""};
+    int rc = s3_new(&cfg, buf_cstr(&what), out, err);
+    sl_free(bucket);
     buf_free(&pb);
-    s->region = sl_strdup(region && *region ? region : "us-east-1");
-    s->key = sl_strdup(key);
-    s->secret = sl_strdup(secret);
-    *out = s;
-    return 0;
+    buf_free(&what);
+    return rc;
 }
 
 void s3_free(S3 *s)
@@ -119,8 +139,8 @@ static size_t on_write(char *src, size_t size, size_t nmemb, void *arg)
 /* One request. url_tail follows ENDPOINT/BUCKET (may be "" for the bucket).
    Returns the HTTP status (0 on a transport error, err set) and the
    response body in *resp (when given). */
-static long request(S3 *s, const char *method, const char *url_tail, const uint8_t *body,
-                    size_t bn, Buf *resp, Err *err)
+static long request_h(S3 *s, const char *method, const char *url_tail, const uint8_t *body,
+                      size_t bn, const char *header, Buf *resp, Err *err)
 {
     CURL *c = curl_easy_init();
     if (!c) {
@@ -132,6 +152,8 @@ static long request(S3 *s, const char *method, const char *url_tail, const uint8
     char sig[128];
     snprintf(sig, sizeof(sig), "aws:amz:%s:s3", s->region);
     struct curl_slist *h = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (header)
+        h = curl_slist_append(h, header);
     Body b = {body, bn, 0};
     curl_easy_setopt(c, CURLOPT_URL, buf_cstr(&url));
     curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sig);
@@ -141,6 +163,10 @@ static long request(S3 *s, const char *method, const char *url_tail, const uint8
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
+    /* a server that stops sending (half-open connection) is an error
+       within 30 s, not a 300 s wait: callers retry or report */
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, resp ? resp : &sink);
     if (!strcmp(method, "PUT")) {
@@ -162,6 +188,12 @@ static long request(S3 *s, const char *method, const char *url_tail, const uint8
     buf_free(&url);
     buf_free(&sink);
     return status;
+}
+
+static long request(S3 *s, const char *method, const char *url_tail, const uint8_t *body,
+                    size_t bn, Buf *resp, Err *err)
+{
+    return request_h(s, method, url_tail, body, bn, NULL, resp, err);
 }
 
 /* A failed status as an error naming the object and S3's own message. */
@@ -304,6 +336,137 @@ int s3_list(S3 *s, char ***names, int *count, Err *err)
         return rc;
     }
     *names = v;
+    *count = n;
+    return 0;
+}
+
+/* Append the URL-encoded key (path segments: '/' kept). */
+static void path_encode(Buf *tail, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == '/')
+            buf_append(tail, s, 1);
+        else
+            buf_printf(tail, "%%%02X", ch);
+    }
+}
+
+int s3_get_range(S3 *s, const char *name, int64_t off, int64_t len, Buf *out, long *status,
+                 Err *err)
+{
+    Buf tail = BUF_INIT;
+    buf_putc(&tail, '/');
+    path_encode(&tail, s->prefix);
+    path_encode(&tail, name);
+    char range[80];
+    snprintf(range, sizeof(range), "Range: bytes=%lld-%lld", (long long)off,
+             (long long)(off + len - 1));
+    buf_reset(out);
+    long st = request_h(s, "GET", buf_cstr(&tail), NULL, 0, range, out, err);
+    *status = st;
+    /* 416: the range starts at or past the end (an empty remainder) */
+    int rc = !st ? err->code : st == 416 ? (buf_reset(out), 0)
+           : (st != 206 && st != 200) ? fail(st, "GET", name, out, err) : 0;
+    if (!rc && st == 200 && (off > 0 || (int64_t)out->n > len)) {
+        /* a server that ignores Range sends the whole object: cut it */
+        size_t a = off < (int64_t)out->n ? (size_t)off : out->n;
+        size_t b = off + len < (int64_t)out->n ? (size_t)(off + len) : out->n;
+        memmove(out->p, out->p + a, b - a);
+        out->n = b - a;
+    }
+    buf_free(&tail);
+    return rc;
+}
+
+/* XML text with the five predefined entities decoded (in place). */
+static void xml_unescape(char *t)
+{
+    static const struct { const char *e; char c; } ents[] = {
+        {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+    char *w = t;
+    for (const char *r = t; *r;) {
+        bool done = false;
+        if (*r == '&')
+            for (size_t i = 0; i < sizeof(ents) / sizeof(ents[0]) && !done; i++)
+                if (!strncmp(r, ents[i].e, strlen(ents[i].e))) {
+                    *w++ = ents[i].c;
+                    r += strlen(ents[i].e);
+                    done = true;
+                }
+        if (!done)
+            *w++ = *r++;
+    }
+    *w = 0;
+}
+
+void s3_objects_free(S3Object *objs, int count)
+{
+    for (int i = 0; i < count; i++)
+        sl_free(objs[i].name);
+    sl_free(objs);
+}
+
+int s3_list_all(S3 *s, S3Object **objs, int *count, Err *err)
+{
+    *objs = NULL;
+    *count = 0;
+    char *token = NULL;
+    int n = 0, cap = 0, rc = 0;
+    S3Object *v = NULL;
+    size_t pl = strlen(s->prefix);
+    for (;;) {
+        Buf tail = BUF_INIT, r = BUF_INIT;
+        buf_puts(&tail, "?list-type=2&prefix=");
+        url_encode(&tail, s->prefix);
+        if (token) {
+            buf_puts(&tail, "&continuation-token=");
+            url_encode(&tail, token);
+        }
+        long st = request(s, "GET", buf_cstr(&tail), NULL, 0, &r, err);
+        buf_free(&tail);
+        if (!st || st != 200) {
+            rc = st ? fail(st, "LIST", s->prefix, &r, err) : err->code;
+            buf_free(&r);
+            break;
+        }
+        const char *xml = buf_cstr(&r), *pos = xml;
+        char *obj;
+        while ((obj = xml_next(xml, "Contents", &pos)) != NULL) {
+            const char *q = obj;
+            char *k = xml_next(obj, "Key", &q);
+            q = obj;
+            char *sz = xml_next(obj, "Size", &q);
+            if (k) {
+                xml_unescape(k);
+                if (strlen(k) > pl && k[strlen(k) - 1] != '/') /* not a "directory" marker */
+                    *VEC_PUSH(v, n, cap) = (S3Object){sl_strdup(k + pl), sz ? atoll(sz) : 0};
+            }
+            sl_free(k);
+            sl_free(sz);
+            sl_free(obj);
+        }
+        pos = xml;
+        char *trunc = xml_next(xml, "IsTruncated", &pos);
+        bool more = trunc && !strcmp(trunc, "true");
+        sl_free(trunc);
+        sl_free(token);
+        token = NULL;
+        if (more) {
+            pos = xml;
+            token = xml_next(xml, "NextContinuationToken", &pos);
+        }
+        buf_free(&r);
+        if (!more || !token)
+            break;
+    }
+    sl_free(token);
+    if (rc) {
+        s3_objects_free(v, n);
+        return rc;
+    }
+    *objs = v;
     *count = n;
     return 0;
 }
