@@ -269,6 +269,26 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         ic->line = 1;
         return 0;
     }
+    if (!strcmp(t, "postgres_output")) {
+        if (r->is_table)
+            return cerr(err, r, "%s: %s", where,
+                        "output transports belong to views; declare a view over the table");
+        OutputConn *oc = sl_calloc(1, sizeof(*oc));
+        oc->rel = rel;
+        snprintf(oc->name, sizeof(oc->name), "%s", where);
+        schema_of(r, &oc->schema);
+        *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
+        oc->scratch = arena_new(16 * 1024);
+        if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
+            return cerr(err, r, "%s: %s", where,
+                        "postgres_output takes no \"format\" (rows go to the table's columns)");
+        Err e = {0};
+        if (tr_pg_out_config(oc, cfg, where, &e))
+            return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+        if (open && place->host == 0 && tr_pg_out_open(oc, err))
+            return err->code;
+        return 0;
+    }
     if (!strcmp(t, "file_output")) {
         if (r->is_table)
             return cerr(err, r, "%s: %s", where,
@@ -304,9 +324,10 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         oc->scratch = arena_new(16 * 1024);
         return 0;
     }
-    char d[160];
+    char d[224];
     snprintf(d, sizeof(d),
-             "unknown transport \"%s\" (supported: datagen, file_input, http_input, file_output)",
+             "unknown transport \"%s\" (supported: datagen, file_input, http_input, file_output, "
+             "postgres_output)",
              t);
     return cerr(err, r, "%s: %s", where, d);
 }
@@ -359,6 +380,7 @@ void connectors_close(Connectors *cs)
         OutputConn *oc = cs->out[i];
         if (oc->f)
             fclose(oc->f);
+        tr_pg_out_free(oc->pg);
         sl_free(oc->path);
         buf_free(&oc->line);
         if (oc->scratch)
@@ -487,6 +509,8 @@ bool input_take_seek(InputConn *ic, InPos *pos)
 
 int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 {
+    if (oc->pg)
+        return tr_pg_out_truncate(oc, offset, err);
     if (!oc->f)
         return 0;
     if (fflush(oc->f) || ftruncate(fileno(oc->f), (off_t)offset) ||
@@ -498,6 +522,8 @@ int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 
 int64_t output_offset(OutputConn *oc)
 {
+    if (oc->pg)
+        return tr_pg_out_offset(oc);
     if (!oc->f)
         return -1;
     fflush(oc->f);

@@ -1,6 +1,6 @@
 /*
  * io/io_int.h - connector internals shared by connector.c (registry and
- * validation) and the transports tr_datagen.c and tr_file.c.
+ * validation) and the transports tr_datagen.c, tr_file.c and tr_pg_out.c.
  */
 #ifndef SL_IO_IO_INT_H
 #define SL_IO_IO_INT_H
@@ -13,6 +13,7 @@
 
 typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP } InKind;
 typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
+typedef struct PgOut PgOut; /* postgres_output (tr_pg_out.c) */
 
 struct InputConn {
     InKind kind;
@@ -60,6 +61,7 @@ struct OutputConn {
     Buf line;
     Arena *scratch;
     int64_t records, bytes; /* written so far */
+    PgOut *pg;              /* postgres_output, else NULL */
 };
 
 double io_now(void);
@@ -68,6 +70,14 @@ void datagen_piece_fill(const void *src, int plan, int64_t start, int64_t count,
                         Arena *a);
 int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists);
 int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
+/* postgres_output (tr_pg_out.c): config (sets oc->pg; validation only),
+   connect and create/check the tables, and the output_* operations. */
+int tr_pg_out_config(OutputConn *oc, const cJSON *cfg, const char *where, Err *err);
+int tr_pg_out_open(OutputConn *oc, Err *err);
+void tr_pg_out_free(PgOut *po);
+int tr_pg_out_truncate(OutputConn *oc, int64_t off, Err *err);
+int64_t tr_pg_out_offset(const OutputConn *oc);
+int tr_pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err);
 /* Append piece p to the list *l (at the end, keeping order). */
 void piece_append(Piece **l, Piece *p);
 

@@ -111,7 +111,8 @@ int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece *
 
 int output_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
 {
-    (void)step;
+    if (oc->pg)
+        return tr_pg_out_write(oc, step, b, err);
     arena_reset(oc->scratch);
     Chunk *row = chunk_new(oc->scratch, oc->schema.ncol, oc->schema.types, 1);
     row->n = 1;
