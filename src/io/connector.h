@@ -5,7 +5,8 @@
  *    "format": {"name": "csv"|"json", "config": {...}}, "max_batch_size": N}
  * Input transports (tables): datagen, file_input {"path": P}, and
  * http_input (declares the table's HTTP ingress endpoint; reads nothing).
- * Output transports (views): file_output {"path": P}.
+ * Output transports (views): file_output {"path": P}, postgres_output
+ * {"uri", "table", "key_columns"} (tr_pg_out.c).
  * Input connectors also take "transaction": "backfill" (the whole input
  * runs as one transaction) and "event_time_column": "ts" (a TIMESTAMP
  * column whose lag behind the wall clock is measured).
