@@ -167,7 +167,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
 
     const cJSON *txn = cJSON_GetObjectItemCaseSensitive(cj, "transaction");
     const cJSON *etc = cJSON_GetObjectItemCaseSensitive(cj, "event_time_column");
-    bool is_input = !strcmp(t, "datagen") || !strcmp(t, "file_input") || !strcmp(t, "http_input");
+    bool is_input = !strcmp(t, "datagen") || !strcmp(t, "file_input") ||
+                    !strcmp(t, "http_input") || !strcmp(t, "postgres_cdc_input");
     if ((txn || etc) && !is_input)
         return cerr(err, r, "%s: %s", where,
                     "\"transaction\" and \"event_time_column\" belong to input connectors");
@@ -240,6 +241,24 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
                         return cerr(err, r, "%s: %s", where,
                                     "\"transaction\": \"backfill\" needs an input that ends, "
                                     "but a datagen plan has no \"limit\"");
+            return 0;
+        }
+        if (!strcmp(t, "postgres_cdc_input")) {
+            ic->kind = IN_PGCDC;
+            if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
+                return cerr(err, r, "%s: %s", where,
+                            "postgres_cdc_input takes no \"format\" (values come as text)");
+            if (txn)
+                return cerr(err, r, "%s: %s", where,
+                            "\"transaction\": \"backfill\" needs an input that ends; a change "
+                            "stream does not");
+            Err e = {0};
+            if (tr_pg_cdc_config(ic, cfg, where, &e))
+                return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+            ic->owner = 0; /* scale-out: host 0 reads it */
+            ic->remote = place->host != 0;
+            if (open && !ic->remote && tr_pg_cdc_open(ic, err))
+                return err->code;
             return 0;
         }
         ic->kind = IN_FILE;
@@ -326,8 +345,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
     }
     char d[224];
     snprintf(d, sizeof(d),
-             "unknown transport \"%s\" (supported: datagen, file_input, http_input, file_output, "
-             "postgres_output)",
+             "unknown transport \"%s\" (supported: datagen, file_input, http_input, "
+             "postgres_cdc_input, file_output, postgres_output)",
              t);
     return cerr(err, r, "%s: %s", where, d);
 }
@@ -372,6 +391,7 @@ void connectors_close(Connectors *cs)
             datagen_free(ic->gen);
         if (ic->f)
             fclose(ic->f);
+        tr_pg_cdc_free(ic->cdc);
         sl_free(ic->path);
         sl_free(ic->rbuf);
         sl_free(ic);
@@ -402,6 +422,8 @@ int64_t input_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **l
         return 0;
     if (ic->kind == IN_DATAGEN)
         return tr_datagen_next(ic, max, a, nworkers, lists);
+    if (ic->kind == IN_PGCDC)
+        return tr_pg_cdc_next(ic, max, a, nworkers, lists, err);
     return tr_file_next(ic, max, a, nworkers, lists, err);
 }
 
@@ -416,7 +438,10 @@ int input_event_col(const InputConn *ic) { return ic->event_col; }
 bool input_is_http(const InputConn *ic) { return ic->kind == IN_HTTP; }
 const char *input_transport(const InputConn *ic)
 {
-    return ic->kind == IN_DATAGEN ? "datagen" : ic->kind == IN_FILE ? "file_input" : "http_input";
+    return ic->kind == IN_DATAGEN ? "datagen"
+         : ic->kind == IN_FILE    ? "file_input"
+         : ic->kind == IN_PGCDC   ? "postgres_cdc_input"
+                                  : "http_input";
 }
 int output_rel(const OutputConn *oc) { return oc->rel; }
 const char *output_name(const OutputConn *oc) { return oc->name; }
@@ -425,6 +450,8 @@ int64_t output_bytes(const OutputConn *oc) { return oc->bytes; }
 
 double input_wait(const InputConn *ic)
 {
+    if (ic->kind == IN_PGCDC && !ic->remote) /* polls the stream */
+        return tr_pg_cdc_idle(ic) ? 0.005 : 0;
     if (ic->done || ic->kind != IN_DATAGEN || ic->plan_start < 0)
         return 0;
     double rate = datagen_plan_rate(ic->gen, ic->plan);
@@ -450,6 +477,8 @@ void input_pos(const InputConn *ic, InPos *out)
     } else if (ic->kind == IN_FILE && ic->f) {
         out->v[0] = (int64_t)ftello(ic->f) - (int64_t)(ic->rlen - ic->rpos);
         out->v[1] = ic->line;
+    } else if (ic->kind == IN_PGCDC) {
+        out->v[0] = (int64_t)tr_pg_cdc_lsn(ic);
     }
     out->rows = ic->rows;
     out->errors = ic->errors;
@@ -469,6 +498,10 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
         ic->plan = (int)pos->v[0];
         ic->next = pos->v[1];
         ic->plan_start = -1;
+    } else if (ic->kind == IN_PGCDC) {
+        return err_set(err, SL_EIO, "%s: resuming postgres_cdc_input from storage is not "
+                       "supported yet (start with a new storage directory, or without "
+                       "--storage: a fresh start takes a new snapshot)", ic->name);
     } else if (ic->kind == IN_FILE) {
         if (fseeko(ic->f, (off_t)pos->v[0], SEEK_SET))
             return err_set(err, SL_EIO, "%s: cannot seek \"%s\" to byte %lld: %s", ic->name,

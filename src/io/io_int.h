@@ -11,9 +11,10 @@
 #include "datagen.h"
 #include "format.h"
 
-typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP } InKind;
+typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP, IN_PGCDC } InKind;
 typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
 typedef struct PgOut PgOut; /* postgres_output (tr_pg_out.c) */
+typedef struct PgCdc PgCdc; /* postgres_cdc_input (tr_pg_cdc.c) */
 
 struct InputConn {
     InKind kind;
@@ -49,6 +50,7 @@ struct InputConn {
     bool remote;
     InPos remote_pos;
     bool seek_pending;
+    PgCdc *cdc;         /* postgres_cdc_input, else NULL */
 };
 
 struct OutputConn {
@@ -78,6 +80,16 @@ void tr_pg_out_free(PgOut *po);
 int tr_pg_out_truncate(OutputConn *oc, int64_t off, Err *err);
 int64_t tr_pg_out_offset(const OutputConn *oc);
 int tr_pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err);
+/* postgres_cdc_input (tr_pg_cdc.c): config (sets ic->cdc), open (slot,
+   snapshot, stream), rows for a step, the LSN confirmed, and whether
+   nothing is queued. */
+int tr_pg_cdc_config(InputConn *ic, const cJSON *cfg, const char *where, Err *err);
+int tr_pg_cdc_open(InputConn *ic, Err *err);
+void tr_pg_cdc_free(PgCdc *pc);
+int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
+                       Err *err);
+uint64_t tr_pg_cdc_lsn(const InputConn *ic);
+bool tr_pg_cdc_idle(const InputConn *ic);
 /* Append piece p to the list *l (at the end, keeping order). */
 void piece_append(Piece **l, Piece *p);
 

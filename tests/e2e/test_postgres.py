@@ -16,6 +16,8 @@ import signal
 import subprocess
 
 import pytest
+import requests
+
 from conftest import conn_clause, run, run_ok, sluice_bin, wait_until
 from httpkit import ingress, lines
 
@@ -325,3 +327,104 @@ def test_a_value_the_table_refuses_stops_with_postgresql_s_message(pg, tmp_path)
     assert "narrow" in r.stderr and "too long" in r.stderr, r.stderr
     # nothing of the failed step is in the table (one transaction per step)
     assert pg.query("SELECT count(*) FROM narrow") == [["0"]]
+
+
+# ---------------------------------------------------------------- postgres_cdc_input
+
+def cdc_in(pg, table, **extra):
+    cfg = {"uri": pg.uri, "table": table}
+    cfg.update(extra)
+    return conn_clause([{"transport": {"name": "postgres_cdc_input", "config": cfg}}])
+
+
+CDC_SQL = """
+CREATE TABLE t (id BIGINT NOT NULL, grp INT NOT NULL, v BIGINT, s VARCHAR) {inp};
+CREATE MATERIALIZED VIEW agg {out} AS SELECT grp, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY grp;
+"""
+
+
+def pg_source_groups(pg, src):
+    return {int(g): (int(n), int(s) if s is not None else None) for g, n, s in pg.query(
+        "SELECT grp, count(*), sum(v) FROM %s GROUP BY grp" % src)}
+
+
+def view_groups(p):
+    from httpkit import query
+    return {r["grp"]: (r["n"], r["s"]) for r in query(p, "SELECT grp, n, s FROM agg")}
+
+
+def test_cdc_snapshot_then_changes_reach_the_view_and_a_postgres_table(pg, http_pipeline):
+    """Rows present at start (the snapshot), then inserts, updates (also of
+    the group, moving a row between groups) and deletes in several
+    transactions: the view equals PostgreSQL's own GROUP BY over the source,
+    and so does the postgres_output table fed by the view (CDC -> view ->
+    PostgreSQL)."""
+    pg.psql("CREATE TABLE src1 (id bigint PRIMARY KEY, grp integer NOT NULL, v bigint, s text);"
+            "INSERT INTO src1 SELECT i, i % 9, i * 3, 'r' || i FROM generate_series(1, 500) i")
+    p = http_pipeline(CDC_SQL.format(inp=cdc_in(pg, "src1"),
+                                     out=pg_out(pg, "agg_cdc", ["grp"])))
+    wait_until(lambda: view_groups(p) == pg_source_groups(pg, "src1"), "the snapshot in the view")
+    rng = random.Random(3)
+    for k in range(30):
+        stmts = []
+        for _ in range(rng.randrange(1, 20)):
+            i = rng.randrange(1, 800)
+            op = rng.random()
+            if op < 0.4:
+                stmts.append("INSERT INTO src1 VALUES (%d, %d, %d, 'n%d') ON CONFLICT (id) DO "
+                             "UPDATE SET v = EXCLUDED.v" % (i, rng.randrange(9), rng.randrange(-50, 50), i))
+            elif op < 0.7:
+                stmts.append("UPDATE src1 SET v = v + 1, grp = (grp + %d) %% 9 WHERE id = %d"
+                             % (rng.randrange(2), i))
+            else:
+                stmts.append("DELETE FROM src1 WHERE id = %d" % i)
+        pg.psql("BEGIN; %s; COMMIT" % "; ".join(stmts))
+    want = pg_source_groups(pg, "src1")
+    wait_until(lambda: view_groups(p) == want, "the changes in the view")
+    wait_until(lambda: pg_groups(pg, "agg_cdc") == want, "the changes in the output table")
+    p.stop()
+
+
+def test_cdc_unsupported_values_are_reported_counted_and_skipped(pg, http_pipeline):
+    pg.psql("CREATE TABLE src2 (id bigint PRIMARY KEY, grp text NOT NULL, v bigint, s text);"
+            "INSERT INTO src2 VALUES (1, '1', 10, 'a'), (2, 'two', 20, 'b'), (3, '1', 30, NULL)")
+    p = http_pipeline(CDC_SQL.format(inp=cdc_in(pg, "src2"), out=""))
+    wait_until(lambda: view_groups(p) == {1: (2, 40)}, "the good snapshot rows")
+    pg.psql("INSERT INTO src2 VALUES (4, 'x4', 1, 'c'), (5, '2', 5, 'd')")
+    wait_until(lambda: view_groups(p) == {1: (2, 40), 2: (1, 5)}, "the good changes")
+    err = p.stderr()
+    assert "two" in err and "x4" in err and "column grp" in err, err
+    # counted in /stats: the snapshot's row and the streamed one
+    text = requests.get(p.url("/stats"), timeout=30).text
+    assert '"num_parse_errors":2' in text.replace(" ", ""), text
+    p.stop()
+
+
+def test_cdc_follows_across_a_database_restart(pg, http_pipeline):
+    pg.psql("CREATE TABLE src3 (id bigint PRIMARY KEY, grp integer NOT NULL, v bigint, s text);"
+            "INSERT INTO src3 SELECT i, i % 4, i, NULL FROM generate_series(1, 100) i")
+    p = http_pipeline(CDC_SQL.format(inp=cdc_in(pg, "src3"), out=""))
+    wait_until(lambda: view_groups(p) == pg_source_groups(pg, "src3"), "the snapshot")
+    pg.restart()
+    wait_until(lambda: "lost the replication connection" in p.stderr(),
+               "the pipeline noticing the restart")
+    pg.psql("INSERT INTO src3 SELECT i, i % 4, i, NULL FROM generate_series(101, 300) i;"
+            "DELETE FROM src3 WHERE id % 10 = 0")
+    want = pg_source_groups(pg, "src3")
+    wait_until(lambda: view_groups(p) == want, "the changes after the restart")
+    assert "replication resumed" in p.stderr()
+    p.stop()
+
+
+def test_cdc_configuration_errors(pg, tmp_path):
+    prog = tmp_path / "p.sql"
+    for inp, words in [
+        (cdc_in(pg, "no_such_table"), ["no_such_table"]),
+        (cdc_in(pg, "src1", slot="Bad-Name"), ["slot"]),
+        (cdc_in(pg, "src1", lsn=5), ["unknown key \"lsn\""]),
+    ]:
+        prog.write_text(CDC_SQL.format(inp=inp, out=""))
+        r = run(["run", prog, "--no-progress"])
+        assert r.returncode != 0
+        for w in words:
+            assert w in r.stderr, r.stderr
