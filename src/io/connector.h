@@ -3,8 +3,9 @@
  * relation's WITH ('connectors' = '[...]'), Feldera-compatible:
  *   {"name": ..., "transport": {"name": T, "config": {...}},
  *    "format": {"name": "csv"|"json", "config": {...}}, "max_batch_size": N}
- * Input transports (tables): datagen, file_input {"path": P}, and
- * http_input (declares the table's HTTP ingress endpoint; reads nothing).
+ * Input transports (tables): datagen, file_input {"path": P},
+ * postgres_cdc_input {"uri", "table"} (tr_pg_cdc.c), and http_input
+ * (declares the table's HTTP ingress endpoint; reads nothing).
  * Output transports (views): file_output {"path": P}, postgres_output
  * {"uri", "table", "key_columns"} (tr_pg_out.c).
  * Input connectors also take "transaction": "backfill" (the whole input
