@@ -92,6 +92,8 @@ CREATE VIEW agg {out} AS SELECT grp, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY 
 
 
 def pg_groups(pg, table):
+    if pg.query("SELECT to_regclass('%s') IS NULL" % table) == [["t"]]:
+        return None  # not created yet
     return {int(g): (int(n), int(s)) for g, n, s in pg.query(
         "SELECT grp, n, s FROM %s" % table)}
 
@@ -428,3 +430,38 @@ def test_cdc_configuration_errors(pg, tmp_path):
         assert r.returncode != 0
         for w in words:
             assert w in r.stderr, r.stderr
+
+
+def test_cdc_to_postgres_output_on_two_hosts(pg, tmp_path):
+    """--hosts 2: host 0 reads the slot and writes the table, both hosts
+    compute; the table equals PostgreSQL's GROUP BY over the source."""
+    import shutil
+    if not shutil.which("mpirun"):
+        pytest.skip("mpirun not installed (Debian package openmpi-bin)")
+    pg.psql("CREATE TABLE src4 (id bigint PRIMARY KEY, grp integer NOT NULL, v bigint, s text);"
+            "INSERT INTO src4 SELECT i, i % 13, i * 7 % 101, 'x' FROM generate_series(1, 3000) i;"
+            "DELETE FROM src4 WHERE id % 7 = 0")
+    prog = tmp_path / "p.sql"
+    prog.write_text(CDC_SQL.format(inp=cdc_in(pg, "src4"), out=pg_out(pg, "agg_hosts", ["grp"])))
+    from conftest import mpi_env
+    env = dict(os.environ, **mpi_env())
+    p = subprocess.Popen([sluice_bin(), "run", str(prog), "--no-progress", "--hosts", "2",
+                          "--workers", "2", "--step-rows", "500"], stdout=subprocess.DEVNULL,
+                         stderr=open(tmp_path / "err", "wb"), env=env, start_new_session=True)
+    try:
+        want = pg_source_groups(pg, "src4")
+        wait_until(lambda: pg_groups(pg, "agg_hosts") == want or p.poll() is not None,
+                   "the snapshot through two hosts")
+        pg.psql("UPDATE src4 SET grp = grp + 1 WHERE id % 5 = 0; DELETE FROM src4 WHERE id < 100")
+        want = pg_source_groups(pg, "src4")
+        wait_until(lambda: pg_groups(pg, "agg_hosts") == want or p.poll() is not None,
+                   "the changes through two hosts")
+        assert p.poll() is None, (tmp_path / "err").read_text()[-3000:]
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=120) == 0, (tmp_path / "err").read_text()[-3000:]
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    err = (tmp_path / "err").read_text()
+    assert "Sanitizer" not in err, err[-3000:]
