@@ -563,6 +563,12 @@ int64_t output_offset(OutputConn *oc)
     return (int64_t)ftello(oc->f);
 }
 
+void output_set_stop(OutputConn *oc, bool (*stop)(void *arg), void *arg)
+{
+    oc->stop = stop;
+    oc->stop_arg = arg;
+}
+
 void output_set_counts(OutputConn *oc, int64_t records, int64_t bytes)
 {
     oc->records = records;

@@ -115,6 +115,10 @@ const char *output_name(const OutputConn *oc);
 /* Records (units of weight) and bytes written so far. */
 int64_t output_records(const OutputConn *oc);
 int64_t output_bytes(const OutputConn *oc);
+/* An output that waits for its destination (postgres_output, while the
+   server is unreachable) asks stop(arg) between attempts and gives up
+   with an error when it says true (the pipeline is stopping). */
+void output_set_stop(OutputConn *oc, bool (*stop)(void *arg), void *arg);
 /* Flush buffered output (end of step). */
 int output_flush(OutputConn *oc, Err *err);
 

@@ -64,6 +64,8 @@ struct OutputConn {
     Arena *scratch;
     int64_t records, bytes; /* written so far */
     PgOut *pg;              /* postgres_output, else NULL */
+    bool (*stop)(void *arg); /* output_set_stop */
+    void *stop_arg;
 };
 
 double io_now(void);

@@ -30,7 +30,8 @@
  *   S < off   the table was changed behind the pipeline: refused.
  *
  * Failures. Losing the connection (the server restarted, the network) is
- * retried with backoff, reconnecting, forever; after a reconnect a step
+ * retried with backoff, reconnecting, until it works or the pipeline stops
+ * (output_set_stop: then the step's write fails); after a reconnect a step
  * whose commit may have happened is checked against the progress table.
  * Any other error (a value the table's column refuses, two rows of a step
  * with the same key) stops the pipeline with PostgreSQL's message.
@@ -372,6 +373,8 @@ static int ensure(PgOut *po, OutputConn *oc, Err *err)
         }
         if (e.code != SL_EIO)
             return err_set(err, e.code, "%s", e.msg);
+        if (oc->stop && oc->stop(oc->stop_arg))
+            return err_set(err, SL_EIO, "%.400s; stopped while waiting for it", e.msg);
         if (!said)
             fprintf(stderr, "sluice: %s; retrying until it is back\n", e.msg);
         said = true;
@@ -434,6 +437,10 @@ static int with_retry(PgOut *po, OutputConn *oc, PgFn fn, void *arg, const char 
         if (!tr)
             return err_set(err, SL_EIO, "%s: %s in PostgreSQL table %s failed: %s", oc->name,
                            what, po->table, m);
+        if (oc->stop && oc->stop(oc->stop_arg))
+            return err_set(err, SL_EIO, "%s: %s in PostgreSQL table %s failed (%s), and the "
+                           "pipeline stopped while waiting for the server", oc->name, what,
+                           po->table, m);
         if (!said)
             fprintf(stderr, "sluice: %s: %s failed (%s); retrying\n", oc->name, what, m);
         said = true;

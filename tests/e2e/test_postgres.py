@@ -280,6 +280,25 @@ def test_database_restarted_under_the_pipeline(pg, http_pipeline):
     p.stop()
 
 
+def test_a_stop_while_the_database_is_down_ends_the_wait(pg, http_pipeline):
+    """SIGTERM while the output waits for an unreachable server: the
+    pipeline gives up the wait and exits, saying the step was not written."""
+    p = http_pipeline(HTTP_SQL % pg_out(pg, "agg_stop", ["grp"]))
+    ingress(p, "t", lines({"id": 1, "grp": 1, "v": 1}))
+    wait_until(lambda: pg_groups(pg, "agg_stop") == {1: (1, 1)}, "the first row")
+    pg.stop()
+    try:
+        ingress(p, "t", lines({"id": 2, "grp": 1, "v": 1}))
+        wait_until(lambda: "retrying" in p.stderr(), "the pipeline waiting for the server")
+        p.proc.send_signal(signal.SIGTERM)
+        r = p.wait_exit(timeout=120)
+        assert r.returncode != 0
+        assert "stopped while waiting" in r.stderr, r.stderr
+    finally:
+        pg.start()
+    assert pg_groups(pg, "agg_stop") == {1: (1, 1)}
+
+
 def test_configuration_errors_are_clear(pg, tmp_path):
     data = tmp_path / "t.json"
     data.write_text(lines({"id": 1, "grp": 1, "v": 1}))
