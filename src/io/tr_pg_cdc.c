@@ -628,30 +628,36 @@ static int pump(InputConn *ic, PgCdc *pc, Err *err)
         if (!pc->streaming)
             return 0;
     }
-    if (!PQconsumeInput(pc->conn)) {
-        lost(ic, pc, PQerrorMessage(pc->conn));
-        return 0;
-    }
-    for (;;) {
-        char *m;
-        int n = PQgetCopyData(pc->conn, &m, 1);
-        if (n == 0)
-            break;
-        if (n < 0) {
-            lost(ic, pc, n == -1 ? "the server ended the stream" : PQerrorMessage(pc->conn));
+    /* libpq reads one buffer per PQconsumeInput: read again while the
+       socket has more, up to a bound per call (a step's worth) */
+    for (int64_t got = 0, before = -1; got != before && pc->q.n < (64u << 20);) {
+        before = got;
+        if (!PQconsumeInput(pc->conn)) {
+            lost(ic, pc, PQerrorMessage(pc->conn));
             return 0;
         }
-        const uint8_t *u = (const uint8_t *)m;
-        int rc = 0;
-        if (u[0] == 'w' && n >= 25) {
-            ic->bytes += n;
-            rc = decode(ic, pc, u + 25, (size_t)n - 25, err);
-        } else if (u[0] == 'k' && n >= 18 && u[17]) {
-            send_status(pc, false);
+        for (;;) {
+            char *m;
+            int n = PQgetCopyData(pc->conn, &m, 1);
+            if (n == 0)
+                break;
+            if (n < 0) {
+                lost(ic, pc, n == -1 ? "the server ended the stream" : PQerrorMessage(pc->conn));
+                return 0;
+            }
+            got++;
+            const uint8_t *u = (const uint8_t *)m;
+            int rc = 0;
+            if (u[0] == 'w' && n >= 25) {
+                ic->bytes += n;
+                rc = decode(ic, pc, u + 25, (size_t)n - 25, err);
+            } else if (u[0] == 'k' && n >= 18 && u[17]) {
+                send_status(pc, false);
+            }
+            PQfreemem(m);
+            if (rc)
+                return rc;
         }
-        PQfreemem(m);
-        if (rc)
-            return rc;
     }
     if (io_now() - pc->last_status > 1.0)
         send_status(pc, false);
@@ -665,7 +671,9 @@ int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece
     if (pump(ic, pc, err))
         return -1;
     int ncol = ic->schema.ncol;
-    Chunk *c = chunk_new(a, ncol, ic->schema.types, max);
+    if (pc->qn == 0) /* nothing queued: no chunk (the arena lives until a step) */
+        return 0;
+    Chunk *c = chunk_new(a, ncol, ic->schema.types, max < pc->qn ? max : pc->qn);
     while (c->n < max && pc->qn > 0) {
         const char *p = (const char *)pc->q.p + pc->qpos;
         size_t i = 1;
