@@ -478,7 +478,7 @@ void input_pos(const InputConn *ic, InPos *out)
         out->v[0] = (int64_t)ftello(ic->f) - (int64_t)(ic->rlen - ic->rpos);
         out->v[1] = ic->line;
     } else if (ic->kind == IN_PGCDC) {
-        out->v[0] = (int64_t)tr_pg_cdc_lsn(ic);
+        tr_pg_cdc_pos(ic, out);
     }
     out->rows = ic->rows;
     out->errors = ic->errors;
@@ -499,9 +499,8 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
         ic->next = pos->v[1];
         ic->plan_start = -1;
     } else if (ic->kind == IN_PGCDC) {
-        return err_set(err, SL_EIO, "%s: resuming postgres_cdc_input from storage is not "
-                       "supported yet (start with a new storage directory, or without "
-                       "--storage: a fresh start takes a new snapshot)", ic->name);
+        if (tr_pg_cdc_seek(ic, pos, err))
+            return err->code;
     } else if (ic->kind == IN_FILE) {
         if (fseeko(ic->f, (off_t)pos->v[0], SEEK_SET))
             return err_set(err, SL_EIO, "%s: cannot seek \"%s\" to byte %lld: %s", ic->name,
@@ -518,6 +517,12 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
 }
 
 void input_set_replay(InputConn *ic, bool on) { ic->replay = on; }
+
+void input_release(InputConn *ic, const InPos *pos)
+{
+    if (ic->kind == IN_PGCDC && !ic->remote)
+        tr_pg_cdc_release(ic, pos);
+}
 
 int input_owner(const InputConn *ic) { return ic->owner; }
 bool input_remote(const InputConn *ic) { return ic->remote; }

@@ -86,6 +86,11 @@ void input_pos(const InputConn *ic, InPos *out);
 /* Continue from pos (an input that has produced nothing yet, or any time
    for a replay). SL_EIO when the file cannot be positioned. */
 int input_seek(InputConn *ic, const InPos *pos, Err *err);
+/* The oldest checkpoint a restart may fall back to holds pos (or, at the
+   start, the run begins there): a source that keeps data for restarts may
+   let go of what comes before it (postgres_cdc_input confirms its slot no
+   further). Never called without storage. */
+void input_release(InputConn *ic, const InPos *pos);
 /* Replaying journaled steps: ignore datagen rates (rows come as fast as
    asked). */
 void input_set_replay(InputConn *ic, bool on);

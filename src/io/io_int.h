@@ -83,14 +83,16 @@ int tr_pg_out_truncate(OutputConn *oc, int64_t off, Err *err);
 int64_t tr_pg_out_offset(const OutputConn *oc);
 int tr_pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err);
 /* postgres_cdc_input (tr_pg_cdc.c): config (sets ic->cdc), open (slot,
-   snapshot, stream), rows for a step, the LSN confirmed, and whether
-   nothing is queued. */
+   snapshot, stream: at the first read), rows for a step, its position
+   (input_pos/input_seek/input_release), and whether nothing is queued. */
 int tr_pg_cdc_config(InputConn *ic, const cJSON *cfg, const char *where, Err *err);
 int tr_pg_cdc_open(InputConn *ic, Err *err);
 void tr_pg_cdc_free(PgCdc *pc);
 int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
                        Err *err);
-uint64_t tr_pg_cdc_lsn(const InputConn *ic);
+void tr_pg_cdc_pos(const InputConn *ic, InPos *out);
+int tr_pg_cdc_seek(InputConn *ic, const InPos *pos, Err *err);
+void tr_pg_cdc_release(InputConn *ic, const InPos *pos);
 bool tr_pg_cdc_idle(const InputConn *ic);
 /* Append piece p to the list *l (at the end, keeping order). */
 void piece_append(Piece **l, Piece *p);

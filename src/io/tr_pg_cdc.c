@@ -4,8 +4,9 @@
  *
  * How data reaches it. At start the connector makes sure the table has
  * REPLICA IDENTITY FULL (old rows in full on update and delete), creates
- * the publication when missing, and (re)creates its replication slot over
- * a replication connection (replication=database) with an exported
+ * the publication when missing; at the first read (unless it resumes) it
+ * (re)creates its replication slot over a replication connection
+ * (replication=database) with an exported
  * snapshot; a second connection COPYs the table's rows in that snapshot
  * (the initial snapshot), then the replication connection streams every
  * transaction that committed after it (START_REPLICATION ... LOGICAL at the
@@ -19,13 +20,22 @@
  * skipped. Truncate cannot be a Z-set change without the table's contents:
  * it is reported and counted.
  *
- * The slot is confirmed (standby status updates) up to the end of the last
- * transaction whose changes all went into steps. A lost connection is
- * retried (at most once per backoff interval, without blocking the
- * pipeline): streaming resumes after the last transaction received whole,
- * so nothing is lost or repeated. Resuming from --storage is not supported
- * yet: a restart that would restore this input's position is refused
- * (input_seek), and a fresh start takes a new snapshot.
+ * Position and exactly once. The position (input_pos) is (pos_lsn, k):
+ * the end of the last transaction (or of the snapshot) whose records all
+ * went into steps, and the records handed out after it. A restart
+ * (input_seek) resumes streaming at pos_lsn and drops the first k records
+ * (a transaction cut between steps continues where it was cut); replayed
+ * steps wait for the server to stream their records again. The slot is
+ * confirmed (standby status updates) up to pos_lsn, but with storage no
+ * further than the position of the oldest checkpoint kept (input_release),
+ * so the WAL a restart needs stays. The slot and its snapshot are set up at
+ * the first read, after the restart has said where to resume; a fresh
+ * start drops an old slot of the same name. The snapshot cannot be read
+ * again: a restart inside it is refused.
+ *
+ * A lost connection is retried (at most once per backoff interval, without
+ * blocking the pipeline): streaming resumes after the last transaction
+ * received whole, so nothing is lost or repeated.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -33,6 +43,8 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+
+#include <poll.h>
 
 #include <libpq-fe.h>
 
@@ -45,6 +57,7 @@
 
 typedef struct TxEnd {
     size_t qend;       /* offset in q after the transaction's records */
+    int64_t rec_end;   /* rec_in after them */
     uint64_t lsn;      /* its end */
 } TxEnd;
 
@@ -69,6 +82,17 @@ struct PgCdc {
     int nends, capends;
     uint64_t received; /* end of the last transaction received whole */
     uint64_t confirmed;
+    char *cols;        /* the table's columns, quoted, for COPY */
+    bool started;      /* the slot is set up (lazily, at the first read) */
+    /* the position: pos_lsn is the end of the last transaction (or of the
+       snapshot) whose records were all handed out (0: in the snapshot),
+       and rec_out - pos_base records after it were handed out too */
+    uint64_t pos_lsn;
+    int64_t pos_base, rec_in, rec_out;
+    uint64_t seek_lsn; /* input_seek: resume there ... */
+    int64_t skip;      /* ... skipping this many records */
+    bool durable_known; /* input_release was called (storage): */
+    uint64_t durable;  /* the slot is confirmed no further than this */
     double next_try, backoff, last_status;
     bool said_lost;
     int64_t truncates;
@@ -156,6 +180,7 @@ void tr_pg_cdc_free(PgCdc *pc)
     sl_free(pc->slot);
     sl_free(pc->map);
     sl_free(pc->ends);
+    sl_free(pc->cols);
     buf_free(&pc->q);
     buf_free(&pc->tx);
     sl_free(pc);
@@ -214,7 +239,24 @@ static void wr64(uint8_t *p, uint64_t v)
         p[i] = (uint8_t)v;
 }
 
+static void pause_ms(int ms)
+{
+    struct timespec ts = {0, (long)ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 static void rec_begin(Buf *b, int w) { buf_putc(b, (char)w); }
+/* Bytes of the record at p. */
+static size_t rec_len(const char *p, int ncol)
+{
+    size_t i = 1;
+    for (int j = 0; j < ncol; j++) {
+        int32_t n;
+        memcpy(&n, p + i, 4);
+        i += 4 + (n > 0 ? (size_t)n : 0);
+    }
+    return i;
+}
 static void rec_field(Buf *b, const char *p, int32_t n)
 {
     buf_append(b, &n, 4);
@@ -253,6 +295,7 @@ static void copy_line_to_rec(PgCdc *pc, int ncol, const char *p, size_t n)
     }
     buf_free(&field);
     pc->qn++;
+    pc->rec_in++;
 }
 
 static int start_stream(InputConn *ic, PgCdc *pc, const char *from, Err *err)
@@ -327,26 +370,46 @@ int tr_pg_cdc_open(InputConn *ic, Err *err)
         }
         PQclear(r);
     }
+    pc->cols = sl_strdup(buf_cstr(&cols));
+out_cols:
+    buf_free(&cols);
+out_finish:
+    PQfinish(c);
+    return rc;
+}
+
+/* A fresh start: a new slot (an old one of that name is dropped), the
+   table's rows in its snapshot, then the stream from its consistent point. */
+static int begin_fresh(InputConn *ic, PgCdc *pc, Err *err)
+{
+    PGconn *c = connect_to(pc->uri, false);
+    char sql[1024];
+    PGresult *r;
+    int rc = 0;
+    if (PQstatus(c) != CONNECTION_OK) {
+        rc = fail(ic, c, NULL, "cannot connect to PostgreSQL", err);
+        goto out_finish;
+    }
     /* a fresh start: a new slot, and its snapshot */
     snprintf(sql, sizeof(sql), "SELECT pg_drop_replication_slot('%s') FROM pg_replication_slots "
              "WHERE slot_name = '%s'", pc->slot, pc->slot);
     r = PQexec(c, sql);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = fail(ic, c, r, "cannot drop the old replication slot", err);
-        goto out_cols;
+        goto out_finish;
     }
     PQclear(r);
     pc->conn = connect_to(pc->uri, true);
     if (PQstatus(pc->conn) != CONNECTION_OK) {
         rc = fail(ic, pc->conn, NULL, "cannot open a replication connection", err);
-        goto out_cols;
+        goto out_finish;
     }
     snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput EXPORT_SNAPSHOT",
              pc->slot);
     r = PQexec(pc->conn, sql);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         rc = fail(ic, pc->conn, r, "cannot create the replication slot", err);
-        goto out_cols;
+        goto out_finish;
     }
     char point[64], snap[128];
     snprintf(point, sizeof(point), "%s", PQgetvalue(r, 0, 1));
@@ -359,15 +422,15 @@ int tr_pg_cdc_open(InputConn *ic, Err *err)
     r = PQexec(c, sql);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         rc = fail(ic, c, r, "cannot read the slot's snapshot", err);
-        goto out_cols;
+        goto out_finish;
     }
     PQclear(r);
-    snprintf(sql, sizeof(sql), "COPY (SELECT %s FROM %s) TO STDOUT", buf_cstr(&cols),
+    snprintf(sql, sizeof(sql), "COPY (SELECT %s FROM %s) TO STDOUT", pc->cols,
              pc->qtable);
     r = PQexec(c, sql);
     if (PQresultStatus(r) != PGRES_COPY_OUT) {
         rc = fail(ic, c, r, "cannot copy the source table", err);
-        goto out_cols;
+        goto out_finish;
     }
     PQclear(r);
     char *line;
@@ -383,16 +446,61 @@ int tr_pg_cdc_open(InputConn *ic, Err *err)
     r = PQgetResult(c);
     if (n == -2 || PQresultStatus(r) != PGRES_COMMAND_OK) {
         rc = fail(ic, c, r, "copying the source table failed", err);
-        goto out_cols;
+        goto out_finish;
     }
     PQclear(r);
     PQclear(PQexec(c, "COMMIT"));
+    /* the snapshot ends at the slot's consistent point */
+    TxEnd *e = VEC_PUSH(pc->ends, pc->nends, pc->capends);
+    e->qend = pc->q.n;
+    e->rec_end = pc->rec_in;
+    e->lsn = pc->received;
     rc = start_stream(ic, pc, point, err);
-out_cols:
-    buf_free(&cols);
 out_finish:
     PQfinish(c);
     return rc;
+}
+
+/* A restart: the slot must still hold what follows the position. */
+static int begin_resume(InputConn *ic, PgCdc *pc, Err *err)
+{
+    char sql[512], from[40];
+    pc->conn = connect_to(pc->uri, true);
+    if (PQstatus(pc->conn) != CONNECTION_OK)
+        return fail(ic, pc->conn, NULL, "cannot open a replication connection", err);
+    snprintf(sql, sizeof(sql), "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE "
+             "slot_name = '%s'", pc->slot);
+    PGresult *r = PQexec(pc->conn, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return fail(ic, pc->conn, r, "cannot read the replication slot", err);
+    snprintf(from, sizeof(from), "%X/%X", (unsigned)(pc->seek_lsn >> 32), (unsigned)pc->seek_lsn);
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return err_set(err, SL_EIO, "%s: replication slot \"%s\" is gone, so the changes after "
+                       "%s (where the pipeline resumes) cannot be read again; start with a new "
+                       "storage directory (a new snapshot)", ic->name, pc->slot, from);
+    }
+    char cf[40];
+    snprintf(cf, sizeof(cf), "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (lsn_parse(cf) > pc->seek_lsn)
+        return err_set(err, SL_EIO, "%s: replication slot \"%s\" was confirmed up to %s, past "
+                       "%s where the pipeline resumes: the changes between are gone; start "
+                       "with a new storage directory (a new snapshot)", ic->name, pc->slot,
+                       cf, from);
+    pc->received = pc->confirmed = pc->pos_lsn = pc->seek_lsn;
+    int rc = start_stream(ic, pc, from, err);
+    if (!rc)
+        fprintf(stderr, "sluice: %s: resuming replication at %s (%lld change%s after it "
+                        "already read)\n", ic->name, from, (long long)pc->skip,
+                pc->skip == 1 ? "" : "s");
+    return rc;
+}
+
+static int begin(InputConn *ic, PgCdc *pc, Err *err)
+{
+    pc->started = true;
+    return pc->seek_lsn ? begin_resume(ic, pc, err) : begin_fresh(ic, pc, err);
 }
 
 /* ---------------------------------------------------------------- stream */
@@ -474,12 +582,22 @@ static int decode(InputConn *ic, PgCdc *pc, const uint8_t *p, size_t n, Err *err
         pc->txn = 0;
     } else if (kind == 'C' && n >= 26) {
         uint64_t end = rd64(p + 10);
-        buf_append(&pc->q, pc->tx.p, pc->tx.n);
-        pc->qn += pc->txn;
+        /* resuming: the first records after the position were read before */
+        size_t off = 0;
+        int64_t drop = pc->skip < pc->txn ? pc->skip : pc->txn;
+        for (int64_t d = 0; d < drop; d++)
+            off += rec_len((const char *)pc->tx.p + off, ncol);
+        pc->skip -= drop;
+        pc->rec_in += drop;
+        pc->rec_out += drop;
+        buf_append(&pc->q, pc->tx.p + off, pc->tx.n - off);
+        pc->qn += pc->txn - drop;
+        pc->rec_in += pc->txn - drop;
         buf_reset(&pc->tx);
         pc->txn = 0;
         TxEnd *e = VEC_PUSH(pc->ends, pc->nends, pc->capends);
         e->qend = pc->q.n;
+        e->rec_end = pc->rec_in;
         e->lsn = end;
         pc->received = end;
     } else if (kind == 'R' && n >= 7) {
@@ -668,8 +786,23 @@ int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece
                        Err *err)
 {
     PgCdc *pc = ic->cdc;
+    if (!pc->started && begin(ic, pc, err))
+        return -1;
     if (pump(ic, pc, err))
         return -1;
+    /* replaying journaled steps: the records they took come again, but
+       the server streams them at its pace; wait for them (a while: what
+       never comes makes the replay's check fail) */
+    for (double until = io_now() + 30; ic->replay && pc->qn == 0 && io_now() < until;) {
+        if (pc->conn && pc->streaming) {
+            struct pollfd fd = {PQsocket(pc->conn), POLLIN, 0};
+            poll(&fd, 1, 100);
+        } else {
+            pause_ms(20);
+        }
+        if (pump(ic, pc, err))
+            return -1;
+    }
     int ncol = ic->schema.ncol;
     if (pc->qn == 0) /* nothing queued: no chunk (the arena lives until a step) */
         return 0;
@@ -709,6 +842,7 @@ int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece
         }
         pc->qpos += i;
         pc->qn--;
+        pc->rec_out++;
         if (ok) {
             c->w[r] = w;
             c->n++;
@@ -722,8 +856,12 @@ int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece
     }
     /* transactions now wholly in steps: the slot may move past them */
     int k = 0;
-    while (k < pc->nends && pc->ends[k].qend <= pc->qpos)
-        pc->confirmed = pc->ends[k++].lsn;
+    while (k < pc->nends && pc->ends[k].qend <= pc->qpos) {
+        pc->pos_lsn = pc->ends[k].lsn;
+        pc->pos_base = pc->ends[k++].rec_end;
+    }
+    /* with storage, no further than the oldest checkpoint kept */
+    pc->confirmed = pc->durable_known && pc->durable < pc->pos_lsn ? pc->durable : pc->pos_lsn;
     if (k) {
         memmove(pc->ends, pc->ends + k, (size_t)(pc->nends - k) * sizeof(TxEnd));
         pc->nends -= k;
@@ -747,5 +885,43 @@ int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece
     return total;
 }
 
-uint64_t tr_pg_cdc_lsn(const InputConn *ic) { return ic->cdc->confirmed; }
+void tr_pg_cdc_pos(const InputConn *ic, InPos *out)
+{
+    const PgCdc *pc = ic->cdc;
+    if (!pc->started && pc->seek_lsn) { /* not resumed yet: where it will */
+        out->v[0] = (int64_t)pc->seek_lsn;
+        out->v[1] = pc->skip;
+        return;
+    }
+    out->v[0] = (int64_t)pc->pos_lsn;
+    out->v[1] = pc->rec_out - pc->pos_base;
+}
+
+int tr_pg_cdc_seek(InputConn *ic, const InPos *pos, Err *err)
+{
+    PgCdc *pc = ic->cdc;
+    if (pc->started)
+        return err_set(err, SL_EIO, "%s: cannot move a change stream already being read",
+                       ic->name);
+    if (pos->v[0] == 0 && pos->v[1] == 0)
+        return 0; /* nothing read yet: a fresh start */
+    if (pos->v[0] == 0)
+        return err_set(err, SL_EIO, "%s: the pipeline stopped during the initial snapshot of "
+                       "%s (%lld rows read), which cannot be read again; start with a new "
+                       "storage directory (a new snapshot)", ic->name, pc->table,
+                       (long long)pos->v[1]);
+    if (pos->v[1] < 0)
+        return err_set(err, SL_EIO, "%s: saved position (%lld, %lld) is invalid", ic->name,
+                       (long long)pos->v[0], (long long)pos->v[1]);
+    pc->seek_lsn = (uint64_t)pos->v[0];
+    pc->skip = pos->v[1];
+    return 0;
+}
+
+void tr_pg_cdc_release(InputConn *ic, const InPos *pos)
+{
+    PgCdc *pc = ic->cdc;
+    pc->durable_known = true;
+    pc->durable = (uint64_t)pos->v[0];
+}
 bool tr_pg_cdc_idle(const InputConn *ic) { return ic->cdc->qn == 0; }
