@@ -77,7 +77,9 @@ void input_gen_piece(const InputConn *ic, Piece *pc);
 /* ---- resume positions (checkpoints and the journal, issue 6) ----
    An input's position says where its next row comes from: datagen
    (plan, next row index), file_input (byte offset of the next record,
-   its line number). The counters ride along so statistics continue. */
+   its line number), postgres_cdc_input (end LSN of the last transaction
+   wholly read, changes read after it). The counters ride along so
+   statistics continue. */
 typedef struct InPos {
     int64_t v[2];
     int64_t rows, errors, bytes;

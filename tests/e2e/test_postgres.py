@@ -536,6 +536,8 @@ def test_cdc_to_postgres_output_exactly_once_across_kill9(pg, tmp_path, procs):
             wait_until(lambda: any(int(os.path.basename(m)[9:-5]) >= snap for m in glob.glob(
                 str(st / "manifest-*.json"))) or p.poll() is not None,
                 "a checkpoint after the snapshot")
+            start_lsn = pg.query("SELECT confirmed_flush_lsn FROM pg_replication_slots "
+                                 "WHERE slot_name = 'sluice_src5'")[0][0]
         before = progress_step(pg, "agg_k")
         churn(rng.randrange(5, 25))
         wait_until(lambda: progress_step(pg, "agg_k") > before or p.poll() is not None,
@@ -559,3 +561,6 @@ def test_cdc_to_postgres_output_exactly_once_across_kill9(pg, tmp_path, procs):
     assert rc == 0, text[-3000:]
     assert pg_groups(pg, "agg_k") == want, text[-3000:]
     assert "resuming replication at" in text, text[-3000:]
+    # the slot was confirmed past the snapshot (PostgreSQL may recycle WAL)
+    assert pg.query("SELECT confirmed_flush_lsn > '%s'::pg_lsn FROM pg_replication_slots "
+                    "WHERE slot_name = 'sluice_src5'" % start_lsn) == [["t"]]
