@@ -67,6 +67,7 @@ struct PgOut {
     uint64_t resync_hash;
     Buf copy, sql;
     int64_t retries;  /* transient failures retried */
+    bool uncertain;   /* a write failed: its COMMIT may have happened */
 };
 
 /* ---------------------------------------------------------------- names */
@@ -445,6 +446,7 @@ static int with_retry(PgOut *po, OutputConn *oc, PgFn fn, void *arg, const char 
             fprintf(stderr, "sluice: %s: %s failed (%s); retrying\n", oc->name, what, m);
         said = true;
         po->retries++;
+        po->uncertain = true;
         PQfinish(po->conn);
         po->conn = NULL;
         pause_for(wait);
@@ -652,10 +654,12 @@ static int do_write(PgOut *po, OutputConn *oc, void *arg, PGresult **fail)
     int64_t s0;
     uint64_t h0;
     /* after a lost connection the commit may have happened */
-    if (read_progress(po, &s0, &h0, fail))
-        return -1;
-    if (s0 == wa->step && h0 == wa->hash)
-        return 0;
+    if (po->uncertain) {
+        if (read_progress(po, &s0, &h0, fail))
+            return -1;
+        if (s0 == wa->step && h0 == wa->hash)
+            return 0;
+    }
     if (exec_ok(po, "BEGIN", fail))
         return -1;
     PQclear(*fail);
@@ -750,8 +754,10 @@ int tr_pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
             return 0;
         }
     }
+    po->uncertain = false;
     if (with_retry(po, oc, do_write, &wa, "writing a step", err))
         return err->code;
+    po->uncertain = false;
     po->committed = step;
     oc->records += wa.ups + wa.dels;
     oc->bytes += (int64_t)po->copy.n;
