@@ -10,6 +10,10 @@ by postgres_output, then measures:
 - stream: N rows inserted in transactions of T rows after the snapshot,
   from the first insert until the output table equals the GROUP BY again
   (records/s through logical replication, the view, and the upserts);
+- backlog: the pipeline stopped (SIGTERM, with --storage), N rows inserted
+  in transactions of T rows, then the pipeline restarted: from the restart
+  until the output table equals the GROUP BY (the pipeline's own speed
+  through decoding, the view and the upserts, the inserts being done);
 - lag: single-row inserts at a steady rate while the pipeline runs; for
   each, the time until the output table shows it (p50/p95), polled with
   psql; each sample includes at least two psql launches (the insert and
@@ -82,8 +86,8 @@ def main():
         p_path = os.path.join(tmp, "p.sql")
         open(p_path, "w").write(prog(pg.uri))
         t0 = time.monotonic()
-        proc = subprocess.Popen([SLUICE, "run", p_path, "--no-progress"],
-                                stderr=open(os.path.join(tmp, "err"), "wb"))
+        argv = [SLUICE, "run", p_path, "--no-progress", "--storage", os.path.join(tmp, "st")]
+        proc = subprocess.Popen(argv, stderr=open(os.path.join(tmp, "err"), "wb"))
         wait(lambda: equal(pg))
         res["snapshot_secs"] = time.monotonic() - t0
         res["snapshot_rows_per_s"] = a.rows / res["snapshot_secs"]
@@ -96,6 +100,17 @@ def main():
         wait(lambda: equal(pg))
         res["stream_secs"] = time.monotonic() - t0
         res["stream_rows_per_s"] = a.rows / res["stream_secs"]
+        proc.terminate()
+        proc.wait()
+        base = 2 * a.rows
+        for k in range(0, a.rows, a.txn):
+            pg.psql("INSERT INTO src SELECT i, i %% 1000, i %% 83 FROM generate_series(%d, %d) i"
+                    % (base + k + 1, base + k + a.txn))
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, stderr=open(os.path.join(tmp, "err2"), "wb"))
+        wait(lambda: equal(pg))
+        res["backlog_secs"] = time.monotonic() - t0
+        res["backlog_rows_per_s"] = a.rows / res["backlog_secs"]
         lags = []
         nid = 10 * a.rows
         for k in range(50):
