@@ -361,8 +361,6 @@ static int start_job(Ft *ft, int64_t seq, FtCounts n, Err *err)
     return 0;
 }
 
-/* The writer finished: publish, remember the state for unchanged
-   checkpoints, prune logs. */
 /* Tell the inputs what the oldest checkpoint kept holds (input_release). */
 static void release_inputs(Ft *ft)
 {
@@ -372,6 +370,8 @@ static void release_inputs(Ft *ft)
         input_release(ft->cs->in[j], old ? &old[j] : &zero);
 }
 
+/* The writer finished: publish, remember the state for unchanged
+   checkpoints, prune logs. */
 static void collect_job(Ft *ft)
 {
     CkJob *j = ft->job;
