@@ -103,7 +103,7 @@ static char *quoted(const char *s)
     Buf b = BUF_INIT;
     const char *dot = strchr(s, '.');
     for (const char *p = s; *p; p++) {
-        if (p == s || p == dot + 1)
+        if (p == s || (dot && p == dot + 1))
             buf_putc(&b, '"');
         if (p == dot) {
             buf_puts(&b, "\".");
@@ -557,6 +557,20 @@ static size_t tuple(PgCdc *pc, const InputConn *ic, const uint8_t *p, size_t n, 
     return i;
 }
 
+/* The NUL-terminated string at p[*i] within n bytes (*i moves past it),
+   or NULL when it has no terminator. */
+static const char *cstr(const uint8_t *p, size_t n, size_t *i)
+{
+    if (*i >= n)
+        return NULL;
+    const uint8_t *z = memchr(p + *i, 0, n - *i);
+    if (!z)
+        return NULL;
+    const char *s = (const char *)p + *i;
+    *i = (size_t)(z - p) + 1;
+    return s;
+}
+
 static void put_rec(Buf *b, int w, const Field *f, const Field *old, int ncol)
 {
     rec_begin(b, w);
@@ -590,7 +604,8 @@ static int decode(InputConn *ic, PgCdc *pc, const uint8_t *p, size_t n, Err *err
         pc->skip -= drop;
         pc->rec_in += drop;
         pc->rec_out += drop;
-        buf_append(&pc->q, pc->tx.p + off, pc->tx.n - off);
+        if (pc->tx.n > off) /* (an empty transaction has no buffer) */
+            buf_append(&pc->q, pc->tx.p + off, pc->tx.n - off);
         pc->qn += pc->txn - drop;
         pc->rec_in += pc->txn - drop;
         buf_reset(&pc->tx);
@@ -603,29 +618,34 @@ static int decode(InputConn *ic, PgCdc *pc, const uint8_t *p, size_t n, Err *err
     } else if (kind == 'R' && n >= 7) {
         uint32_t rel = rd32(p + 1);
         size_t i = 5;
-        const char *ns = (const char *)p + i;
-        i += strnlen(ns, n - i) + 1;
-        const char *name = (const char *)p + i;
-        i += strnlen(name, n - i) + 1;
+        const char *ns = cstr(p, n, &i), *name = ns ? cstr(p, n, &i) : NULL;
         const char *want = strchr(pc->table, '.') ? strchr(pc->table, '.') + 1 : pc->table;
-        if (strcasecmp(name, want) || i + 3 > n)
-            goto out;
+        if (!name || strcasecmp(name, want) || i + 3 > n)
+            goto out; /* another table's (or malformed: nothing of ours) */
         i += 1; /* replica identity */
         int nc = p[i] << 8 | p[i + 1];
         i += 2;
-        pc->relid = rel;
-        sl_free(pc->map);
-        pc->map = sl_calloc((size_t)nc + 1, sizeof(int));
-        pc->nmap = nc;
-        for (int k = 0; k < nc && i < n; k++) {
-            i += 1; /* flags */
-            const char *cn = (const char *)p + i;
-            i += strnlen(cn, n - i) + 1 + 8;
-            pc->map[k] = -1;
+        int *map = sl_calloc((size_t)nc + 1, sizeof(int));
+        for (int k = 0; k < nc; k++) {
+            const char *cn = NULL;
+            if (i < n) {
+                i += 1; /* flags */
+                cn = cstr(p, n, &i);
+            }
+            if (!cn || i + 8 > n) {
+                sl_free(map);
+                goto bad;
+            }
+            i += 8; /* type, modifier */
+            map[k] = -1;
             for (int j = 0; j < ncol; j++)
                 if (!strcasecmp(ic->schema.names[j], cn))
-                    pc->map[k] = j;
+                    map[k] = j;
         }
+        pc->relid = rel;
+        sl_free(pc->map);
+        pc->map = map;
+        pc->nmap = nc;
     } else if ((kind == 'I' || kind == 'U' || kind == 'D') && n >= 6) {
         uint32_t rel = rd32(p + 1);
         if (rel != pc->relid)
@@ -866,7 +886,7 @@ int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece
         memmove(pc->ends, pc->ends + k, (size_t)(pc->nends - k) * sizeof(TxEnd));
         pc->nends -= k;
     }
-    if (pc->qn == 0 || pc->qpos > (1u << 20)) { /* compact */
+    if (pc->qpos > 0 && (pc->qn == 0 || pc->qpos > (1u << 20))) { /* compact */
         for (int t = 0; t < pc->nends; t++)
             pc->ends[t].qend -= pc->qpos;
         memmove(pc->q.p, pc->q.p + pc->qpos, pc->q.n - pc->qpos);
