@@ -802,18 +802,36 @@ static int pump(InputConn *ic, PgCdc *pc, Err *err)
     return 0;
 }
 
-int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
-                       Err *err)
+/* Transactions now wholly handed out: the position moves past them, the
+   slot may be confirmed up to it (with storage, no further than the oldest
+   checkpoint kept); the queue is compacted. */
+static void settle(PgCdc *pc)
 {
-    PgCdc *pc = ic->cdc;
-    if (!pc->started && begin(ic, pc, err))
-        return -1;
-    if (pump(ic, pc, err))
-        return -1;
-    /* replaying journaled steps: the records they took come again, but
-       the server streams them at its pace; wait for them (a while: what
-       never comes makes the replay's check fail) */
-    for (double until = io_now() + 30; ic->replay && pc->qn == 0 && io_now() < until;) {
+    int k = 0;
+    while (k < pc->nends && pc->ends[k].qend <= pc->qpos) {
+        pc->pos_lsn = pc->ends[k].lsn;
+        pc->pos_base = pc->ends[k++].rec_end;
+    }
+    /* with storage, no further than the oldest checkpoint kept */
+    pc->confirmed = pc->durable_known && pc->durable < pc->pos_lsn ? pc->durable : pc->pos_lsn;
+    if (k) {
+        memmove(pc->ends, pc->ends + k, (size_t)(pc->nends - k) * sizeof(TxEnd));
+        pc->nends -= k;
+    }
+    if (pc->qpos > 0 && (pc->qn == 0 || pc->qpos > (1u << 20))) { /* compact */
+        for (int t = 0; t < pc->nends; t++)
+            pc->ends[t].qend -= pc->qpos;
+        memmove(pc->q.p, pc->q.p + pc->qpos, pc->q.n - pc->qpos);
+        pc->q.n -= pc->qpos;
+        pc->qpos = 0;
+    }
+}
+
+/* Wait (a while: what never comes makes the caller's check fail) until
+   records are queued. */
+static int wait_records(InputConn *ic, PgCdc *pc, Err *err)
+{
+    for (double until = io_now() + 30; pc->qn == 0 && io_now() < until;) {
         if (pc->conn && pc->streaming) {
             struct pollfd fd = {PQsocket(pc->conn), POLLIN, 0};
             poll(&fd, 1, 100);
@@ -823,6 +841,21 @@ int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece
         if (pump(ic, pc, err))
             return -1;
     }
+    return 0;
+}
+
+int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
+                       Err *err)
+{
+    PgCdc *pc = ic->cdc;
+    if (!pc->started && begin(ic, pc, err))
+        return -1;
+    if (pump(ic, pc, err))
+        return -1;
+    /* replaying journaled steps: the records they took come again, but
+       the server streams them at its pace; wait for them */
+    if (ic->replay && wait_records(ic, pc, err))
+        return -1;
     int ncol = ic->schema.ncol;
     if (pc->qn == 0) /* nothing queued: no chunk (the arena lives until a step) */
         return 0;
@@ -874,25 +907,7 @@ int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece
             report(ic, why, p, 0);
         }
     }
-    /* transactions now wholly in steps: the slot may move past them */
-    int k = 0;
-    while (k < pc->nends && pc->ends[k].qend <= pc->qpos) {
-        pc->pos_lsn = pc->ends[k].lsn;
-        pc->pos_base = pc->ends[k++].rec_end;
-    }
-    /* with storage, no further than the oldest checkpoint kept */
-    pc->confirmed = pc->durable_known && pc->durable < pc->pos_lsn ? pc->durable : pc->pos_lsn;
-    if (k) {
-        memmove(pc->ends, pc->ends + k, (size_t)(pc->nends - k) * sizeof(TxEnd));
-        pc->nends -= k;
-    }
-    if (pc->qpos > 0 && (pc->qn == 0 || pc->qpos > (1u << 20))) { /* compact */
-        for (int t = 0; t < pc->nends; t++)
-            pc->ends[t].qend -= pc->qpos;
-        memmove(pc->q.p, pc->q.p + pc->qpos, pc->q.n - pc->qpos);
-        pc->q.n -= pc->qpos;
-        pc->qpos = 0;
-    }
+    settle(pc);
     int64_t total = c->n, per = (total + nworkers - 1) / nworkers;
     for (int wk = 0; wk < nworkers && total; wk++) {
         int64_t s = (int64_t)wk * per, e = s + per < total ? s + per : total;
@@ -917,12 +932,38 @@ void tr_pg_cdc_pos(const InputConn *ic, InPos *out)
     out->v[1] = pc->rec_out - pc->pos_base;
 }
 
+/* Drop records until the position is pos (only forward). */
+static int skip_to(InputConn *ic, PgCdc *pc, const InPos *pos, Err *err)
+{
+    for (;;) {
+        InPos cur;
+        tr_pg_cdc_pos(ic, &cur);
+        if (cur.v[0] == pos->v[0] && cur.v[1] == pos->v[1])
+            return 0;
+        if ((uint64_t)cur.v[0] > (uint64_t)pos->v[0] ||
+            (cur.v[0] == pos->v[0] && cur.v[1] > pos->v[1]))
+            return err_set(err, SL_EIO, "%s: cannot move the change stream back from (%lld, "
+                           "%lld) to (%lld, %lld)", ic->name, (long long)cur.v[0],
+                           (long long)cur.v[1], (long long)pos->v[0], (long long)pos->v[1]);
+        if (pump(ic, pc, err) || wait_records(ic, pc, err))
+            return err->code ? err->code : SL_EIO;
+        if (pc->qn == 0)
+            return err_set(err, SL_EIO, "%s: the change stream ended at (%lld, %lld) before "
+                           "(%lld, %lld), where the journal says the input was", ic->name,
+                           (long long)cur.v[0], (long long)cur.v[1], (long long)pos->v[0],
+                           (long long)pos->v[1]);
+        pc->qpos += rec_len((const char *)pc->q.p + pc->qpos, ic->schema.ncol);
+        pc->qn--;
+        pc->rec_out++;
+        settle(pc);
+    }
+}
+
 int tr_pg_cdc_seek(InputConn *ic, const InPos *pos, Err *err)
 {
     PgCdc *pc = ic->cdc;
-    if (pc->started)
-        return err_set(err, SL_EIO, "%s: cannot move a change stream already being read",
-                       ic->name);
+    if (pc->started) /* replay: records read and thrown away (a discarded transaction) */
+        return skip_to(ic, pc, pos, err);
     if (pos->v[0] == 0 && pos->v[1] == 0)
         return 0; /* nothing read yet: a fresh start */
     if (pos->v[0] == 0)
