@@ -857,8 +857,10 @@ int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece
     if (ic->replay && wait_records(ic, pc, err))
         return -1;
     int ncol = ic->schema.ncol;
-    if (pc->qn == 0) /* nothing queued: no chunk (the arena lives until a step) */
+    if (pc->qn == 0) { /* nothing queued: no chunk (the arena lives until a step) */
+        settle(pc);    /* (a checkpoint may have let the slot move) */
         return 0;
+    }
     Chunk *c = chunk_new(a, ncol, ic->schema.types, max < pc->qn ? max : pc->qn);
     while (c->n < max && pc->qn > 0) {
         const char *p = (const char *)pc->q.p + pc->qpos;
