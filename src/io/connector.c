@@ -180,7 +180,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
     const cJSON *txn = cJSON_GetObjectItemCaseSensitive(cj, "transaction");
     const cJSON *etc = cJSON_GetObjectItemCaseSensitive(cj, "event_time_column");
     bool is_input = !strcmp(t, "datagen") || !strcmp(t, "file_input") ||
-                    !strcmp(t, "http_input") || !strcmp(t, "s3_input");
+                    !strcmp(t, "http_input") || !strcmp(t, "s3_input") ||
+                    !strcmp(t, "postgres_cdc_input");
     if ((txn || etc) && !is_input)
         return cerr(err, r, "%s: %s", where,
                     "\"transaction\" and \"event_time_column\" belong to input connectors");
@@ -287,6 +288,24 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
             }
             return 0;
         }
+        if (!strcmp(t, "postgres_cdc_input")) {
+            ic->kind = IN_PGCDC;
+            if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
+                return cerr(err, r, "%s: %s", where,
+                            "postgres_cdc_input takes no \"format\" (values come as text)");
+            if (txn)
+                return cerr(err, r, "%s: %s", where,
+                            "\"transaction\": \"backfill\" needs an input that ends; a change "
+                            "stream does not");
+            Err e = {0};
+            if (tr_pg_cdc_config(ic, cfg, where, &e))
+                return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+            ic->owner = 0; /* scale-out: host 0 reads it */
+            ic->remote = place->host != 0;
+            if (open && !ic->remote && tr_pg_cdc_open(ic, err))
+                return err->code;
+            return 0;
+        }
         ic->kind = IN_FILE;
         static const char *const fkeys[] = {"path", "buffer_size_bytes", "follow", NULL};
         if (!cfg)
@@ -312,6 +331,26 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
                                strerror(errno));
         }
         ic->line = 1;
+        return 0;
+    }
+    if (!strcmp(t, "postgres_output")) {
+        if (r->is_table)
+            return cerr(err, r, "%s: %s", where,
+                        "output transports belong to views; declare a view over the table");
+        OutputConn *oc = sl_calloc(1, sizeof(*oc));
+        oc->rel = rel;
+        snprintf(oc->name, sizeof(oc->name), "%s", where);
+        schema_of(r, &oc->schema);
+        *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
+        oc->scratch = arena_new(16 * 1024);
+        if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
+            return cerr(err, r, "%s: %s", where,
+                        "postgres_output takes no \"format\" (rows go to the table's columns)");
+        Err e = {0};
+        if (tr_pg_out_config(oc, cfg, where, &e))
+            return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+        if (open && place->host == 0 && tr_pg_out_open(oc, err))
+            return err->code;
         return 0;
     }
     if (!strcmp(t, "file_output")) {
@@ -349,10 +388,10 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         oc->scratch = arena_new(16 * 1024);
         return 0;
     }
-    char d[160];
+    char d[224];
     snprintf(d, sizeof(d),
              "unknown transport \"%s\" (supported: datagen, file_input, s3_input, http_input, "
-             "file_output)",
+             "postgres_cdc_input, file_output, postgres_output)",
              t);
     return cerr(err, r, "%s: %s", where, d);
 }
@@ -398,6 +437,7 @@ void connectors_close(Connectors *cs)
         tr_s3_close(ic);
         if (ic->f)
             fclose(ic->f);
+        tr_pg_cdc_free(ic->cdc);
         sl_free(ic->path);
         sl_free(ic->rbuf);
         sl_free(ic);
@@ -406,6 +446,7 @@ void connectors_close(Connectors *cs)
         OutputConn *oc = cs->out[i];
         if (oc->f)
             fclose(oc->f);
+        tr_pg_out_free(oc->pg);
         sl_free(oc->path);
         buf_free(&oc->line);
         if (oc->scratch)
@@ -427,6 +468,8 @@ int64_t input_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **l
         return 0;
     if (ic->kind == IN_DATAGEN)
         return tr_datagen_next(ic, max, a, nworkers, lists);
+    if (ic->kind == IN_PGCDC)
+        return tr_pg_cdc_next(ic, max, a, nworkers, lists, err);
     return tr_file_next(ic, max, a, nworkers, lists, err);
 }
 
@@ -441,8 +484,11 @@ int input_event_col(const InputConn *ic) { return ic->event_col; }
 bool input_is_http(const InputConn *ic) { return ic->kind == IN_HTTP; }
 const char *input_transport(const InputConn *ic)
 {
-    return ic->kind == IN_DATAGEN ? "datagen" : ic->kind == IN_FILE ? "file_input"
-         : ic->kind == IN_S3 ? "s3_input" : "http_input";
+    return ic->kind == IN_DATAGEN ? "datagen"
+         : ic->kind == IN_FILE    ? "file_input"
+         : ic->kind == IN_S3      ? "s3_input"
+         : ic->kind == IN_PGCDC   ? "postgres_cdc_input"
+                                  : "http_input";
 }
 int output_rel(const OutputConn *oc) { return oc->rel; }
 const char *output_name(const OutputConn *oc) { return oc->name; }
@@ -451,6 +497,8 @@ int64_t output_bytes(const OutputConn *oc) { return oc->bytes; }
 
 double input_wait(const InputConn *ic)
 {
+    if (ic->kind == IN_PGCDC && !ic->remote) /* polls the stream */
+        return tr_pg_cdc_idle(ic) ? 0.005 : 0;
     if (ic->done || ic->kind != IN_DATAGEN || ic->plan_start < 0)
         return 0;
     double rate = datagen_plan_rate(ic->gen, ic->plan);
@@ -478,6 +526,8 @@ void input_pos(const InputConn *ic, InPos *out)
         out->v[1] = ic->line;
     } else if (ic->kind == IN_S3) {
         tr_s3_pos(ic, out);
+    } else if (ic->kind == IN_PGCDC) {
+        tr_pg_cdc_pos(ic, out);
     }
     out->rows = ic->rows;
     out->errors = ic->errors;
@@ -500,6 +550,9 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
     } else if (ic->kind == IN_S3) {
         if (tr_s3_seek(ic, pos, err))
             return err->code;
+    } else if (ic->kind == IN_PGCDC) {
+        if (tr_pg_cdc_seek(ic, pos, err))
+            return err->code;
     } else if (ic->kind == IN_FILE) {
         if (fseeko(ic->f, (off_t)pos->v[0], SEEK_SET))
             return err_set(err, SL_EIO, "%s: cannot seek \"%s\" to byte %lld: %s", ic->name,
@@ -516,6 +569,12 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
 }
 
 void input_set_replay(InputConn *ic, bool on) { ic->replay = on; }
+
+void input_release(InputConn *ic, const InPos *pos)
+{
+    if (ic->kind == IN_PGCDC && !ic->remote)
+        tr_pg_cdc_release(ic, pos);
+}
 
 int input_owner(const InputConn *ic) { return ic->owner; }
 bool input_remote(const InputConn *ic) { return ic->remote; }
@@ -540,6 +599,8 @@ bool input_take_seek(InputConn *ic, InPos *pos)
 
 int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 {
+    if (oc->pg)
+        return tr_pg_out_truncate(oc, offset, err);
     if (!oc->f)
         return 0;
     if (fflush(oc->f) || ftruncate(fileno(oc->f), (off_t)offset) ||
@@ -551,10 +612,18 @@ int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 
 int64_t output_offset(OutputConn *oc)
 {
+    if (oc->pg)
+        return tr_pg_out_offset(oc);
     if (!oc->f)
         return -1;
     fflush(oc->f);
     return (int64_t)ftello(oc->f);
+}
+
+void output_set_stop(OutputConn *oc, bool (*stop)(void *arg), void *arg)
+{
+    oc->stop = stop;
+    oc->stop_arg = arg;
 }
 
 void output_set_counts(OutputConn *oc, int64_t records, int64_t bytes)

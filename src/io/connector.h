@@ -4,9 +4,11 @@
  *   {"name": ..., "transport": {"name": T, "config": {...}},
  *    "format": {"name": "csv"|"json", "config": {...}}, "max_batch_size": N}
  * Input transports (tables): datagen, file_input {"path": P}, s3_input
- * {"bucket_name": B, "prefix": P, ...} (docs/connectors.md), and
- * http_input (declares the table's HTTP ingress endpoint; reads nothing).
- * Output transports (views): file_output {"path": P}.
+ * {"bucket_name": B, "prefix": P, ...} (tr_s3.c), postgres_cdc_input
+ * {"uri", "table"} (tr_pg_cdc.c), and http_input (declares the table's
+ * HTTP ingress endpoint; reads nothing).
+ * Output transports (views): file_output {"path": P}, postgres_output
+ * {"uri", "table", "key_columns"} (tr_pg_out.c).
  * Input connectors also take "transaction": "backfill" (the whole input
  * runs as one transaction) and "event_time_column": "ts" (a TIMESTAMP
  * column whose lag behind the wall clock is measured).
@@ -83,7 +85,9 @@ void input_gen_piece(const InputConn *ic, Piece *pc);
    An input's position says where its next row comes from: datagen
    (plan, next row index), s3_input (line << 24 | object index, offset of
    the next record in the object), file_input (byte offset of the next record,
-   its line number). The counters ride along so statistics continue. */
+   its line number), postgres_cdc_input (end LSN of the last transaction
+   wholly read, changes read after it). The counters ride along so
+   statistics continue. */
 typedef struct InPos {
     int64_t v[2];
     int64_t rows, errors, bytes;
@@ -92,6 +96,11 @@ void input_pos(const InputConn *ic, InPos *out);
 /* Continue from pos (an input that has produced nothing yet, or any time
    for a replay). SL_EIO when the file cannot be positioned. */
 int input_seek(InputConn *ic, const InPos *pos, Err *err);
+/* The oldest checkpoint a restart may fall back to holds pos (or, at the
+   start, the run begins there): a source that keeps data for restarts may
+   let go of what comes before it (postgres_cdc_input confirms its slot no
+   further). Never called without storage. */
+void input_release(InputConn *ic, const InPos *pos);
 /* Replaying journaled steps: ignore datagen rates (rows come as fast as
    asked). */
 void input_set_replay(InputConn *ic, bool on);
@@ -121,6 +130,10 @@ const char *output_name(const OutputConn *oc);
 /* Records (units of weight) and bytes written so far. */
 int64_t output_records(const OutputConn *oc);
 int64_t output_bytes(const OutputConn *oc);
+/* An output that waits for its destination (postgres_output, while the
+   server is unreachable) asks stop(arg) between attempts and gives up
+   with an error when it says true (the pipeline is stopping). */
+void output_set_stop(OutputConn *oc, bool (*stop)(void *arg), void *arg);
 /* Flush buffered output (end of step). */
 int output_flush(OutputConn *oc, Err *err);
 

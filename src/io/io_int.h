@@ -1,6 +1,6 @@
 /*
  * io/io_int.h - connector internals shared by connector.c (registry and
- * validation) and the transports tr_datagen.c and tr_file.c.
+ * validation) and the transports tr_datagen.c, tr_file.c and tr_pg_out.c.
  */
 #ifndef SL_IO_IO_INT_H
 #define SL_IO_IO_INT_H
@@ -11,8 +11,10 @@
 #include "datagen.h"
 #include "format.h"
 
-typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP, IN_S3 } InKind;
+typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP, IN_S3, IN_PGCDC } InKind;
 typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
+typedef struct PgOut PgOut; /* postgres_output (tr_pg_out.c) */
+typedef struct PgCdc PgCdc; /* postgres_cdc_input (tr_pg_cdc.c) */
 
 struct InputConn {
     InKind kind;
@@ -51,6 +53,7 @@ struct InputConn {
     bool seek_pending;
     /* s3_input (tr_s3.c); reads through the file fields above */
     struct S3In *s3;
+    PgCdc *cdc;         /* postgres_cdc_input, else NULL */
 };
 
 struct OutputConn {
@@ -63,6 +66,9 @@ struct OutputConn {
     Buf line;
     Arena *scratch;
     int64_t records, bytes; /* written so far */
+    PgOut *pg;              /* postgres_output, else NULL */
+    bool (*stop)(void *arg); /* output_set_stop */
+    void *stop_arg;
 };
 
 double io_now(void);
@@ -83,6 +89,26 @@ bool tr_s3_next_object(InputConn *ic);
 void tr_s3_pos(const InputConn *ic, InPos *out);
 int tr_s3_seek(InputConn *ic, const InPos *pos, Err *err);
 void tr_s3_close(InputConn *ic);
+/* postgres_output (tr_pg_out.c): config (sets oc->pg; validation only),
+   connect and create/check the tables, and the output_* operations. */
+int tr_pg_out_config(OutputConn *oc, const cJSON *cfg, const char *where, Err *err);
+int tr_pg_out_open(OutputConn *oc, Err *err);
+void tr_pg_out_free(PgOut *po);
+int tr_pg_out_truncate(OutputConn *oc, int64_t off, Err *err);
+int64_t tr_pg_out_offset(const OutputConn *oc);
+int tr_pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err);
+/* postgres_cdc_input (tr_pg_cdc.c): config (sets ic->cdc), open (slot,
+   snapshot, stream: at the first read), rows for a step, its position
+   (input_pos/input_seek/input_release), and whether nothing is queued. */
+int tr_pg_cdc_config(InputConn *ic, const cJSON *cfg, const char *where, Err *err);
+int tr_pg_cdc_open(InputConn *ic, Err *err);
+void tr_pg_cdc_free(PgCdc *pc);
+int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
+                       Err *err);
+void tr_pg_cdc_pos(const InputConn *ic, InPos *out);
+int tr_pg_cdc_seek(InputConn *ic, const InPos *pos, Err *err);
+void tr_pg_cdc_release(InputConn *ic, const InPos *pos);
+bool tr_pg_cdc_idle(const InputConn *ic);
 /* Append piece p to the list *l (at the end, keeping order). */
 void piece_append(Piece **l, Piece *p);
 

@@ -336,7 +336,8 @@ void connectors_set_parse_threads(Connectors *cs, int n)
 
 int output_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
 {
-    (void)step;
+    if (oc->pg)
+        return tr_pg_out_write(oc, step, b, err);
     arena_reset(oc->scratch);
     Chunk *row = chunk_new(oc->scratch, oc->schema.ncol, oc->schema.types, 1);
     row->n = 1;

@@ -65,6 +65,7 @@ static void job_free(CkJob *j)
     sl_free(j->meta);
     sl_free(j->reuse);
     sl_free(j->state);
+    sl_free(j->pos);
     sl_free(j);
 }
 
@@ -291,6 +292,15 @@ static char *job_meta(Ft *ft, FtCounts n)
     return r;
 }
 
+/* Every input's position now (sl_free it). */
+static InPos *positions_now(Ft *ft)
+{
+    InPos *p = sl_calloc((size_t)ft->cs->nin + 1, sizeof(InPos));
+    for (int j = 0; j < ft->cs->nin; j++)
+        input_pos(ft->cs->in[j], &p[j]);
+    return p;
+}
+
 /* Take the state (fork a child that writes it from its frozen copy, or
    reuse the last checkpoint's when no step ran since) and hand the job to
    the writer. The pipeline waits only for the fork. */
@@ -306,6 +316,7 @@ static int start_job(Ft *ft, int64_t seq, FtCounts n, Err *err)
     j->step = rt_steps(ft->be->rt);
     j->meta = job_meta(ft, n);
     j->ingress_seq = ft->ing_consumed;
+    j->pos = positions_now(ft);
     if (ft_rotate(ft, j->step, err)) {
         job_free(j);
         return err->code;
@@ -348,6 +359,15 @@ static int start_job(Ft *ft, int64_t seq, FtCounts n, Err *err)
     pthread_cond_broadcast(&ft->cv);
     pthread_mutex_unlock(&ft->mu);
     return 0;
+}
+
+/* Tell the inputs what the oldest checkpoint kept holds (input_release). */
+static void release_inputs(Ft *ft)
+{
+    InPos zero = {{0, 0}, 0, 0, 0};
+    const InPos *old = ft->kept_pos[0] ? ft->kept_pos[0] : ft->kept_pos[1];
+    for (int j = 0; j < ft->cs->nin; j++)
+        input_release(ft->cs->in[j], old ? &old[j] : &zero);
 }
 
 /* The writer finished: publish, remember the state for unchanged
@@ -396,6 +416,11 @@ static void collect_job(Ft *ft)
         ft->kept_seqs[0] = ft->kept_seqs[1];
         ft->kept_steps[1] = j->step;
         ft->kept_seqs[1] = j->ingress_seq;
+        sl_free(ft->kept_pos[0]);
+        ft->kept_pos[0] = ft->kept_pos[1];
+        ft->kept_pos[1] = j->pos;
+        j->pos = NULL;
+        release_inputs(ft);
     }
     job_free(j);
     ft_prune_logs(ft, ft->kept_steps[0], ft->kept_seqs[0]);
@@ -936,6 +961,9 @@ int ft_open(Ft *ft, FtCounts *n, Err *err)
     ft->ing_consumed = cseq;
     ft->kept_steps[0] = ft->kept_steps[1] = m ? cstep : -1;
     ft->kept_seqs[0] = ft->kept_seqs[1] = cseq;
+    if (m) /* the restored positions (the checkpoint and its fallback: none older) */
+        ft->kept_pos[1] = positions_now(ft);
+    release_inputs(ft);
     ft->last_step = m ? cstep : -1;
     ft->last_time = pipe_now();
     if (m)
@@ -981,6 +1009,8 @@ void ft_close(Ft *ft)
     if (ft->job)
         job_free(ft->job);
     sl_free(ft->last_state);
+    sl_free(ft->kept_pos[0]);
+    sl_free(ft->kept_pos[1]);
     ft_logs_free(ft);
     store_close(ft->st);
     pthread_mutex_destroy(&ft->mu);

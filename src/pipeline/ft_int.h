@@ -30,6 +30,7 @@ typedef struct CkJob {
     int64_t step;
     char *meta;               /* manifest JSON members besides state/files */
     int64_t ingress_seq;
+    InPos *pos;               /* the input positions it records */
     pid_t pid;                /* the child writing the state, or 0 */
     int fd;                   /* its report (pipe), or -1 */
     char *reuse;              /* nothing changed: the last checkpoint's state */
@@ -101,6 +102,7 @@ struct Ft {
     double last_secs;
     int64_t kept_steps[2];    /* steps of the checkpoints kept (-1: none) */
     int64_t kept_seqs[2];     /* their ingress watermarks */
+    InPos *kept_pos[2];       /* their input positions (input_release) */
     /* status (mu) */
     int64_t req_seq, req_done, req_failed;
     bool requested;

@@ -53,6 +53,9 @@ static int errors_table(const Circuit *c)
     return rel;
 }
 
+/* A sink waiting for its server (io's output_set_stop) gives up on a stop. */
+static bool stop_hook(void *arg) { return pipeline_stop_requested(arg); }
+
 Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
 {
     Pipeline *p = sl_calloc(1, sizeof(*p));
@@ -69,6 +72,8 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->room, NULL);
     pthread_cond_init(&p->done, NULL);
+    for (int j = 0; j < p->cs.nout; j++)
+        output_set_stop(p->cs.out[j], stop_hook, p);
     p->q.limit = o->queue_records > 0 ? o->queue_records : 1000000;
     p->step_rows = o->step_rows > 0 ? o->step_rows : (int64_t)p->W * 1048576;
     p->state = o->start_paused ? PS_PAUSED : PS_RUNNING;
