@@ -56,7 +56,7 @@ static int check_keys(const cJSON *obj, const char *const *allowed, const Relati
 }
 
 static int parse_format(const cJSON *fmt, const Relation *r, const char *where, FmtKind *out,
-                        bool *csv_header, bool input, Err *err)
+                        bool *csv_header, JsonUpd *upd, Err *err)
 {
     static const char *const fkeys[] = {"name", "config", NULL};
     if (!fmt) {
@@ -98,17 +98,20 @@ static int parse_format(const cJSON *fmt, const Relation *r, const char *where, 
             if (check_keys(cfg, jkeys, r, where, "json format config", err))
                 return err->code;
             const cJSON *u = cJSON_GetObjectItemCaseSensitive(cfg, "update_format");
-            if (u && (!cJSON_IsString(u) || (strcmp(u->valuestring, "insert_delete") &&
-                                             strcmp(u->valuestring, "raw"))))
+            bool dbz = u && cJSON_IsString(u) && !strcmp(u->valuestring, "debezium") && upd;
+            if (u && !dbz && (!cJSON_IsString(u) || (strcmp(u->valuestring, "insert_delete") &&
+                                                     strcmp(u->valuestring, "raw"))))
                 return cerr(err, r, "%s: %s", where,
-                            "json \"update_format\" must be \"insert_delete\" or \"raw\" (others "
-                            "are not supported yet)");
+                            "json \"update_format\" must be \"insert_delete\" or \"raw\" "
+                            "(\"debezium\" with kafka_input; others are not supported yet)");
+            if (upd && u)
+                *upd = dbz ? JU_DEBEZIUM : !strcmp(u->valuestring, "raw") ? JU_RAW
+                                                                          : JU_INSERT_DELETE;
             const cJSON *a = cJSON_GetObjectItemCaseSensitive(cfg, "array");
             if (a && cJSON_IsTrue(a))
                 return cerr(err, r, "%s: %s", where,
                             "json \"array\": true is not supported yet (use one JSON object per line)");
         }
-        (void)input;
         return 0;
     }
     char d[128];
@@ -167,7 +170,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
 
     const cJSON *txn = cJSON_GetObjectItemCaseSensitive(cj, "transaction");
     const cJSON *etc = cJSON_GetObjectItemCaseSensitive(cj, "event_time_column");
-    bool is_input = !strcmp(t, "datagen") || !strcmp(t, "file_input") || !strcmp(t, "http_input");
+    bool is_input = !strcmp(t, "datagen") || !strcmp(t, "file_input") || !strcmp(t, "http_input") ||
+                    !strcmp(t, "kafka_input");
     if ((txn || etc) && !is_input)
         return cerr(err, r, "%s: %s", where,
                     "\"transaction\" and \"event_time_column\" belong to input connectors");
@@ -242,6 +246,19 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
                                     "but a datagen plan has no \"limit\"");
             return 0;
         }
+        if (!strcmp(t, "kafka_input")) {
+            /* read on host 0 (a proxy elsewhere, like a file input's) */
+            ic->kind = IN_KAFKA;
+            ic->owner = 0;
+            ic->remote = place->host != 0;
+            if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
+                             &ic->csv_header, &ic->json_upd, err))
+                return err->code;
+            Err e = {0};
+            if (tr_kafka_open(ic, cfg, open && !ic->remote, &e))
+                return err_setpos(err, e.code, r->conn_line, r->conn_col, "%s", e.msg);
+            return 0;
+        }
         ic->kind = IN_FILE;
         static const char *const fkeys[] = {"path", "buffer_size_bytes", "follow", NULL};
         if (!cfg)
@@ -256,7 +273,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
             return cerr(err, r, "%s: %s", where, "\"follow\": true is not supported yet");
         ic->path = sl_strdup(path->valuestring);
         if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
-                         &ic->csv_header, true, err))
+                         &ic->csv_header, NULL, err))
             return err->code;
         ic->owner = place->nfile++ % place->hosts;
         ic->remote = ic->owner != place->host;
@@ -289,7 +306,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
             return cerr(err, r, "%s: %s", where, "file_output needs a \"path\" string");
         oc->path = sl_strdup(path->valuestring);
         if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &oc->fmt, NULL,
-                         false, err))
+                         NULL, err))
             return err->code;
         if (open && place->host == 0) {
             /* not truncated here: see output_truncate */
@@ -306,7 +323,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
     }
     char d[160];
     snprintf(d, sizeof(d),
-             "unknown transport \"%s\" (supported: datagen, file_input, http_input, file_output)",
+             "unknown transport \"%s\" (supported: datagen, file_input, http_input, kafka_input, "
+             "file_output)",
              t);
     return cerr(err, r, "%s: %s", where, d);
 }
@@ -349,6 +367,7 @@ void connectors_close(Connectors *cs)
         InputConn *ic = cs->in[i];
         if (ic->gen)
             datagen_free(ic->gen);
+        tr_kafka_close(ic);
         if (ic->f)
             fclose(ic->f);
         sl_free(ic->path);
@@ -380,6 +399,8 @@ int64_t input_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **l
         return 0;
     if (ic->kind == IN_DATAGEN)
         return tr_datagen_next(ic, max, a, nworkers, lists);
+    if (ic->kind == IN_KAFKA)
+        return tr_kafka_next(ic, max, a, nworkers, lists, err);
     return tr_file_next(ic, max, a, nworkers, lists, err);
 }
 
@@ -394,7 +415,10 @@ int input_event_col(const InputConn *ic) { return ic->event_col; }
 bool input_is_http(const InputConn *ic) { return ic->kind == IN_HTTP; }
 const char *input_transport(const InputConn *ic)
 {
-    return ic->kind == IN_DATAGEN ? "datagen" : ic->kind == IN_FILE ? "file_input" : "http_input";
+    return ic->kind == IN_DATAGEN ? "datagen"
+           : ic->kind == IN_FILE  ? "file_input"
+           : ic->kind == IN_KAFKA ? "kafka_input"
+                                  : "http_input";
 }
 int output_rel(const OutputConn *oc) { return oc->rel; }
 const char *output_name(const OutputConn *oc) { return oc->name; }
@@ -403,6 +427,8 @@ int64_t output_bytes(const OutputConn *oc) { return oc->bytes; }
 
 double input_wait(const InputConn *ic)
 {
+    if (ic->kind == IN_KAFKA)
+        return tr_kafka_wait(ic);
     if (ic->done || ic->kind != IN_DATAGEN || ic->plan_start < 0)
         return 0;
     double rate = datagen_plan_rate(ic->gen, ic->plan);
@@ -428,6 +454,8 @@ void input_pos(const InputConn *ic, InPos *out)
     } else if (ic->kind == IN_FILE && ic->f) {
         out->v[0] = (int64_t)ftello(ic->f) - (int64_t)(ic->rlen - ic->rpos);
         out->v[1] = ic->line;
+    } else if (ic->kind == IN_KAFKA) {
+        tr_kafka_pos(ic, out);
     }
     out->rows = ic->rows;
     out->errors = ic->errors;
@@ -454,6 +482,9 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
         ic->rlen = ic->rpos = 0;
         ic->eof = false;
         ic->line = pos->v[1];
+    } else if (ic->kind == IN_KAFKA) {
+        if (tr_kafka_seek(ic, pos, err))
+            return err->code;
     }
     ic->done = false;
     ic->rows = pos->rows;
@@ -462,7 +493,18 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
     return 0;
 }
 
-void input_set_replay(InputConn *ic, bool on) { ic->replay = on; }
+void input_set_replay(InputConn *ic, bool on)
+{
+    ic->replay = on;
+    if (!on && ic->kind == IN_KAFKA)
+        tr_kafka_replay_end(ic);
+}
+
+void input_replay_to(InputConn *ic, const InPos *to)
+{
+    if (ic->kind == IN_KAFKA)
+        tr_kafka_replay_to(ic, to);
+}
 
 int input_owner(const InputConn *ic) { return ic->owner; }
 bool input_remote(const InputConn *ic) { return ic->remote; }

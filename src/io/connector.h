@@ -75,10 +75,17 @@ void input_gen_piece(const InputConn *ic, Piece *pc);
 /* ---- resume positions (checkpoints and the journal, issue 6) ----
    An input's position says where its next row comes from: datagen
    (plan, next row index), file_input (byte offset of the next record,
-   its line number). The counters ride along so statistics continue. */
+   its line number), kafka_input (partition count, sum of offsets) with
+   the next offset of every partition in x. The counters ride along so
+   statistics continue. Checkpoints store v and x as one array "pos"
+   (two numbers when nx is 0, as before x existed); journal records with
+   x have their own kinds, so old storage still loads. */
+#define INPOS_MAX 256
 typedef struct InPos {
     int64_t v[2];
     int64_t rows, errors, bytes;
+    int nx;                /* words in x (0 for datagen and files) */
+    int64_t x[INPOS_MAX];
 } InPos;
 void input_pos(const InputConn *ic, InPos *out);
 /* Continue from pos (an input that has produced nothing yet, or any time
@@ -87,6 +94,10 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err);
 /* Replaying journaled steps: ignore datagen rates (rows come as fast as
    asked). */
 void input_set_replay(InputConn *ic, bool on);
+/* While replaying: the position the replayed step ended at, for inputs
+   whose rows do not come in one fixed order (kafka_input reads each
+   partition exactly up to its offset in to->x). */
+void input_replay_to(InputConn *ic, const InPos *to);
 /* Scale-out proxies (connectors_open_part). input_seek on a proxy only
    records the position; input_take_seek hands it to whoever tells the
    owner (once). */

@@ -7,12 +7,17 @@
 
 #include <stdio.h>
 
+#include <cjson/cJSON.h>
+
 #include "connector.h"
 #include "datagen.h"
 #include "format.h"
 
-typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP } InKind;
+typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP, IN_KAFKA } InKind;
 typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
+/* json "update_format" of an input */
+typedef enum JsonUpd { JU_INSERT_DELETE, JU_RAW, JU_DEBEZIUM } JsonUpd;
+typedef struct KafkaIn KafkaIn;
 
 struct InputConn {
     InKind kind;
@@ -33,6 +38,7 @@ struct InputConn {
     bool replay;        /* replaying the journal: rates do not apply */
     /* file */
     FmtKind fmt;
+    JsonUpd json_upd;
     bool csv_header;    /* skip the first record */
     FILE *f;
     char *path;
@@ -42,6 +48,8 @@ struct InputConn {
     bool eof;
     int64_t line;       /* line number of the next record */
     Err rowerr;
+    /* kafka (tr_kafka.c) */
+    KafkaIn *kin;
     /* scale-out: the host that reads this input; on the others it is a
        proxy whose position and counters the owner reports */
     int owner;
@@ -68,6 +76,16 @@ void datagen_piece_fill(const void *src, int plan, int64_t start, int64_t count,
                         Arena *a);
 int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists);
 int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
+/* kafka_input (tr_kafka.c): validate cfg and, when open, connect, read
+   the topics' partitions and resolve "start_from". */
+int tr_kafka_open(InputConn *ic, const cJSON *cfg, bool open, Err *err);
+void tr_kafka_close(InputConn *ic);
+int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
+double tr_kafka_wait(const InputConn *ic);
+void tr_kafka_pos(const InputConn *ic, InPos *out);
+int tr_kafka_seek(InputConn *ic, const InPos *pos, Err *err);
+void tr_kafka_replay_to(InputConn *ic, const InPos *to);
+void tr_kafka_replay_end(InputConn *ic);
 /* Append piece p to the list *l (at the end, keeping order). */
 void piece_append(Piece **l, Piece *p);
 
