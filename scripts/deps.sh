@@ -7,7 +7,7 @@
 # libraries build the libFuzzer targets (`make fuzz`, fuzz/README.md).
 set -e
 PKGS="gcc make pkg-config clang libclang-rt-14-dev libcjson-dev libxxhash-dev libmicrohttpd-dev libzstd-dev libcmocka-dev sqlite3 python3-pytest python3-requests nettle-dev libcurl4-openssl-dev librdkafka-dev openmpi-bin libopenmpi-dev iproute2 openssl"
-SERVERS="kcat swift swift-proxy swift-object swift-container swift-account memcached"
+SERVERS="swift swift-proxy swift-object swift-container swift-account memcached"
 missing_of() {
     m=""
     for p in $1; do

@@ -59,11 +59,24 @@ struct KafkaIn {
     bool down;          /* a transport error was reported, no message since */
     double last_note;
     int64_t transport_errors;
+    char err_note[256];  /* an error on_error saw, not reported yet */
 };
 
 static void quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     (void)rk, (void)level, (void)fac, (void)buf; /* errors arrive as events */
+}
+
+/* Client-level errors (brokers unreachable), served by consumer_poll on
+   the controller's thread. */
+static void on_error(rd_kafka_t *rk, int code, const char *reason, void *opaque)
+{
+    (void)rk;
+    KafkaIn *k = opaque;
+    k->transport_errors++;
+    if (code == RD_KAFKA_RESP_ERR__FATAL || k->err_note[0])
+        return;
+    snprintf(k->err_note, sizeof(k->err_note), "%s", reason);
 }
 
 static int part_of(const KafkaIn *k, const char *topic, int32_t part)
@@ -247,6 +260,8 @@ int tr_kafka_open(InputConn *ic, const cJSON *cfg, bool open, Err *err)
         return 0;
     }
     rd_kafka_conf_set_log_cb(conf, quiet_log);
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_opaque(conf, k);
     k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, es, sizeof(es));
     if (!k->rk) /* conf is freed by rd_kafka_new only on success */
         return rd_kafka_conf_destroy(conf),
@@ -429,6 +444,23 @@ static rd_kafka_message_t *next_message(KafkaIn *k, int timeout_ms)
     }
 }
 
+/* Say (at most every 30 s) that the brokers fail and reading waits. */
+static void note_error(InputConn *ic)
+{
+    KafkaIn *k = ic->kin;
+    if (!k->err_note[0])
+        return;
+    double now = io_now();
+    if (!k->down || now - k->last_note > 30) {
+        fprintf(stderr, "sluice: %s: %s; waiting for the brokers (nothing is lost: reading "
+                        "resumes at the same offsets)\n",
+                ic->name, k->err_note);
+        k->last_note = now;
+    }
+    k->down = true;
+    k->err_note[0] = 0;
+}
+
 static bool replay_reached(const KafkaIn *k)
 {
     for (int i = 0; i < k->nparts; i++)
@@ -449,6 +481,7 @@ int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece 
     while (replay ? !replay_reached(k) : o.rows < max) {
         rd_kafka_message_t *m = next_message(k, replay ? 100 : 0);
         if (!m) {
+            note_error(ic);
             if (!replay) {
                 k->idle = true;
                 break;
@@ -463,16 +496,12 @@ int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece 
         if (m->err) {
             if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
                 k->transport_errors++;
-                double now = io_now();
-                if (!k->down || now - k->last_note > 30) {
-                    fprintf(stderr, "sluice: %s: %s; waiting for the brokers (nothing is "
-                                    "lost: reading resumes at the same offsets)\n",
-                            ic->name, rd_kafka_message_errstr(m));
-                    k->last_note = now;
-                }
-                k->down = true;
+                if (!k->err_note[0])
+                    snprintf(k->err_note, sizeof(k->err_note), "%s",
+                             rd_kafka_message_errstr(m));
             }
             rd_kafka_message_destroy(m);
+            note_error(ic);
             if (!replay) {
                 k->idle = true;
                 break;

@@ -11,6 +11,13 @@
  * why"): "down" takes every broker off the network (connections are
  * closed and refused), "up" brings them back, "quit" (or end of input, or
  * SIGTERM) stops. Nothing is persisted.
+ *
+ *   tool_kafka_mock produce BOOTSTRAP TOPIC [PARTITION]
+ *
+ * sends every line of stdin (without its line end) as one message, to
+ * PARTITION or, without it, to partitions chosen at random; waits until
+ * every message is acknowledged, prints "PRODUCED n" and exits 0 (1 when a
+ * message failed).
  */
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -20,8 +27,69 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int failed;
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk, (void)opaque;
+    if (m->err) {
+        if (!failed++)
+            fprintf(stderr, "kafka_mock: delivery failed: %s\n", rd_kafka_err2str(m->err));
+    }
+}
+
+static int produce(const char *bs, const char *topic, int32_t part)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", bs, errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, "partitioner", "random", errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, "linger.ms", "5", errstr, sizeof(errstr))) {
+        fprintf(stderr, "kafka_mock: %s\n", errstr);
+        return 1;
+    }
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        fprintf(stderr, "kafka_mock: %s\n", errstr);
+        return 1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    long count = 0;
+    while ((n = getline(&line, &cap, stdin)) >= 0) {
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            n--;
+        for (;;) {
+            rd_kafka_resp_err_t e = rd_kafka_producev(
+                rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(part),
+                RD_KAFKA_V_VALUE(line, (size_t)n), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                RD_KAFKA_V_END);
+            if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                rd_kafka_poll(rk, 10);
+                continue;
+            }
+            if (e) {
+                fprintf(stderr, "kafka_mock: produce: %s\n", rd_kafka_err2str(e));
+                return 1;
+            }
+            break;
+        }
+        count++;
+        rd_kafka_poll(rk, 0);
+    }
+    free(line);
+    rd_kafka_flush(rk, 60000);
+    rd_kafka_destroy(rk);
+    printf("PRODUCED %ld\n", count);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && !strcmp(argv[1], "produce"))
+        return produce(argv[2], argv[3], argc > 4 ? atoi(argv[4]) : RD_KAFKA_PARTITION_UA);
     if (argc < 2 || atoi(argv[1]) < 1) {
         fprintf(stderr, "usage: %s BROKERS [TOPIC:PARTITIONS ...]\n", argv[0]);
         return 2;
