@@ -3,7 +3,8 @@
  * relation's WITH ('connectors' = '[...]'), Feldera-compatible:
  *   {"name": ..., "transport": {"name": T, "config": {...}},
  *    "format": {"name": "csv"|"json", "config": {...}}, "max_batch_size": N}
- * Input transports (tables): datagen, file_input {"path": P}, and
+ * Input transports (tables): datagen, file_input {"path": P},
+ * kafka_input {"bootstrap.servers", "topic", "start_from", ...} and
  * http_input (declares the table's HTTP ingress endpoint; reads nothing).
  * Output transports (views): file_output {"path": P}.
  * Input connectors also take "transaction": "backfill" (the whole input
