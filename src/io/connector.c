@@ -321,10 +321,28 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         oc->scratch = arena_new(16 * 1024);
         return 0;
     }
+    if (!strcmp(t, "kafka_output")) {
+        if (r->is_table)
+            return cerr(err, r, "%s: %s", where,
+                        "output transports belong to views; declare a view over the table");
+        OutputConn *oc = sl_calloc(1, sizeof(*oc));
+        oc->rel = rel;
+        snprintf(oc->name, sizeof(oc->name), "%s", where);
+        schema_of(r, &oc->schema);
+        oc->scratch = arena_new(16 * 1024);
+        *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
+        if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &oc->fmt, NULL,
+                         NULL, err))
+            return err->code;
+        Err e = {0};
+        if (tr_kafka_out_open(oc, cfg, open && place->host == 0, &e))
+            return err_setpos(err, e.code, r->conn_line, r->conn_col, "%s", e.msg);
+        return 0;
+    }
     char d[160];
     snprintf(d, sizeof(d),
              "unknown transport \"%s\" (supported: datagen, file_input, http_input, kafka_input, "
-             "file_output)",
+             "file_output, kafka_output)",
              t);
     return cerr(err, r, "%s: %s", where, d);
 }
@@ -376,6 +394,7 @@ void connectors_close(Connectors *cs)
     }
     for (int i = 0; i < cs->nout; i++) {
         OutputConn *oc = cs->out[i];
+        tr_kafka_out_close(oc);
         if (oc->f)
             fclose(oc->f);
         sl_free(oc->path);
@@ -529,6 +548,8 @@ bool input_take_seek(InputConn *ic, InPos *pos)
 
 int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 {
+    if (oc->kout)
+        return tr_kafka_out_truncate(oc, offset, err);
     if (!oc->f)
         return 0;
     if (fflush(oc->f) || ftruncate(fileno(oc->f), (off_t)offset) ||
@@ -540,6 +561,8 @@ int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 
 int64_t output_offset(OutputConn *oc)
 {
+    if (oc->kout)
+        return tr_kafka_out_offset(oc);
     if (!oc->f)
         return -1;
     fflush(oc->f);

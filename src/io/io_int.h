@@ -18,6 +18,7 @@ typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
 /* json "update_format" of an input */
 typedef enum JsonUpd { JU_INSERT_DELETE, JU_RAW, JU_DEBEZIUM } JsonUpd;
 typedef struct KafkaIn KafkaIn;
+typedef struct KafkaOut KafkaOut;
 
 struct InputConn {
     InKind kind;
@@ -68,6 +69,7 @@ struct OutputConn {
     Buf line;
     Arena *scratch;
     int64_t records, bytes; /* written so far */
+    KafkaOut *kout;         /* kafka_output (tr_kafka_out.c), else NULL */
 };
 
 double io_now(void);
@@ -86,6 +88,13 @@ void tr_kafka_pos(const InputConn *ic, InPos *out);
 int tr_kafka_seek(InputConn *ic, const InPos *pos, Err *err);
 void tr_kafka_replay_to(InputConn *ic, const InPos *to);
 void tr_kafka_replay_end(InputConn *ic);
+/* kafka_output (tr_kafka_out.c) */
+int tr_kafka_out_open(OutputConn *oc, const cJSON *cfg, bool open, Err *err);
+void tr_kafka_out_close(OutputConn *oc);
+int tr_kafka_out_truncate(OutputConn *oc, int64_t offset, Err *err);
+int64_t tr_kafka_out_offset(const OutputConn *oc);
+int tr_kafka_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err);
+int tr_kafka_out_flush(OutputConn *oc, Err *err);
 /* Append piece p to the list *l (at the end, keeping order). */
 void piece_append(Piece **l, Piece *p);
 

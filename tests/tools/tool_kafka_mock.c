@@ -18,6 +18,12 @@
  * PARTITION or, without it, to partitions chosen at random; waits until
  * every message is acknowledged, prints "PRODUCED n" and exits 0 (1 when a
  * message failed).
+ *
+ *   tool_kafka_mock consume BOOTSTRAP TOPIC
+ *
+ * reads every partition of TOPIC from the beginning to its end
+ * (read_committed) and prints one line per message: partition, offset, the
+ * sluice_step and sluice_seq headers ("-" when absent) and the value.
  */
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -86,8 +92,76 @@ static int produce(const char *bs, const char *topic, int32_t part)
     return failed ? 1 : 0;
 }
 
+static const char *header(rd_kafka_message_t *m, const char *name, char *buf, size_t cap)
+{
+    rd_kafka_headers_t *h;
+    const void *v;
+    size_t n;
+    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, name, &v, &n) ||
+        n >= cap)
+        return "-";
+    memcpy(buf, v, n);
+    buf[n] = 0;
+    return buf;
+}
+
+static int consume(const char *bs, const char *topic)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", bs, errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, "group.id", "kafka-mock-consume", errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, "isolation.level", "read_committed", errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, "enable.partition.eof", "true", errstr, sizeof(errstr))) {
+        fprintf(stderr, "kafka_mock: %s\n", errstr);
+        return 1;
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        fprintf(stderr, "kafka_mock: %s\n", errstr);
+        return 1;
+    }
+    rd_kafka_poll_set_consumer(rk);
+    const struct rd_kafka_metadata *md;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) || md->topics[0].err) {
+        fprintf(stderr, "kafka_mock: no topic %s\n", topic);
+        return 1;
+    }
+    int n = md->topics[0].partition_cnt, eofs = 0;
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
+    for (int p = 0; p < n; p++)
+        rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    while (eofs < n) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 1000);
+        if (!m)
+            continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            eofs++;
+        } else if (m->err) {
+            fprintf(stderr, "kafka_mock: %s\n", rd_kafka_message_errstr(m));
+        } else {
+            char a[32], b[32];
+            printf("%d %lld %s %s %.*s\n", (int)m->partition, (long long)m->offset,
+                   header(m, "sluice_step", a, sizeof(a)), header(m, "sluice_seq", b, sizeof(b)),
+                   (int)m->len, (const char *)m->payload);
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_assign(rk, NULL);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && !strcmp(argv[1], "consume"))
+        return consume(argv[2], argv[3]);
     if (argc >= 4 && !strcmp(argv[1], "produce"))
         return produce(argv[2], argv[3], argc > 4 ? atoi(argv[4]) : RD_KAFKA_PARTITION_UA);
     if (argc < 2 || atoi(argv[1]) < 1) {
