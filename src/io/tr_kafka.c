@@ -140,7 +140,8 @@ static int add_topic(KafkaIn *k, int t, const cJSON *only, const char *where, Er
 static bool pass_through(const char *key)
 {
     static const char *const ours[] = {"enable.auto.commit", "enable.auto.offset.store",
-                                       "group.id", "enable.partition.eof", NULL};
+                                       "group.id", "enable.partition.eof", "auto.offset.reset",
+                                       NULL};
     for (const char *const *o = ours; *o; o++)
         if (!strcmp(key, *o))
             return false;
@@ -232,6 +233,7 @@ int tr_kafka_open(InputConn *ic, const cJSON *cfg, bool open, Err *err)
                               {"enable.auto.commit", "false"},
                               {"enable.auto.offset.store", "false"},
                               {"enable.partition.eof", "false"},
+                              {"auto.offset.reset", "error"},
                               {"bootstrap.servers", bs->valuestring}};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (rd_kafka_conf_set(conf, fixed[i][0], fixed[i][1], es, sizeof(es)) != RD_KAFKA_CONF_OK) {
@@ -492,6 +494,19 @@ int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece 
                                "no message for %.0f s", ic->name, REPLAY_PATIENCE), -1;
             }
             continue;
+        }
+        if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+            m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+            /* the messages at our offset are gone: going on would lose them */
+            int pi = m->rkt ? part_of(k, rd_kafka_topic_name(m->rkt), m->partition) : -1;
+            err_set(err, SL_EIO, "%s: topic \"%s\" partition %d: offset %lld is no longer on "
+                    "the brokers (deleted by retention?): %s; stopping rather than skipping "
+                    "messages", ic->name, pi >= 0 ? k->topics[k->parts[pi].topic] : "?",
+                    (int)m->partition, pi >= 0 ? (long long)k->parts[pi].next : -1LL,
+                    rd_kafka_message_errstr(m));
+            rd_kafka_message_destroy(m);
+            sl_free(o.c);
+            return -1;
         }
         if (m->err) {
             if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
