@@ -3,8 +3,8 @@
 
 Builds tests/tools/tool_kafka_mock.c with -O2 (librdkafka's mock cluster in
 a process of its own, on loopback), produces N JSON records into a topic
-(one partition per 80,000 records, at least 4: the mock keeps only the
-newest 100,000 messages of a partition), then starts the release binary on
+(one partition per 25,000 records, at least 4: the mock keeps only the
+newest few MB of a partition and silently drops older messages), then starts the release binary on
 
     t (kafka_input, earliest)  ->  big = SELECT id, v FROM t WHERE v >= 500
                                    (kafka_output, transactional, to "out")
@@ -63,7 +63,7 @@ def main():
     ap.add_argument("--storage", action="store_true")
     a = ap.parse_args()
     n = a.records or (200_000 if a.quick else 1_000_000)
-    parts = max(4, n // 80_000 + 1)  # the mock keeps at most 100,000 messages per partition
+    parts = max(4, n // 25_000 + 1)  # the mock keeps a partition's newest ~5 MB only
     subprocess.check_call(["make", "--no-print-directory", "-C", ROOT, "build/sluice"])
     build_mock()
     tmp = tempfile.mkdtemp(prefix="kafka_bench.")

@@ -431,6 +431,11 @@ int64_t input_errors(const InputConn *ic) { return ic->errors; }
 int64_t input_bytes(const InputConn *ic) { return ic->bytes; }
 bool input_backfill(const InputConn *ic) { return ic->backfill; }
 int input_event_col(const InputConn *ic) { return ic->event_col; }
+bool input_has_source_times(const InputConn *ic) { return ic->kind == IN_KAFKA; }
+int input_source_times(const InputConn *ic, int64_t *out, int max)
+{
+    return ic->kind == IN_KAFKA ? tr_kafka_times(ic, out, max) : 0;
+}
 bool input_is_http(const InputConn *ic) { return ic->kind == IN_HTTP; }
 const char *input_transport(const InputConn *ic)
 {

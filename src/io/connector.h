@@ -63,6 +63,12 @@ int64_t input_bytes(const InputConn *ic);
 bool input_backfill(const InputConn *ic);
 /* The "event_time_column" (a TIMESTAMP column index), or -1. */
 int input_event_col(const InputConn *ic);
+/* Whether the source stamps its records with times (kafka_input: message
+   timestamps); then, after input_next, up to max of the times of the
+   records it gave (a uniform sample; microseconds since the epoch) go to
+   out, and the count is returned. */
+bool input_has_source_times(const InputConn *ic);
+int input_source_times(const InputConn *ic, int64_t *out, int max);
 /* An http_input declaration: never produces rows (the controller's HTTP
    queue does), input_done is always true. */
 bool input_is_http(const InputConn *ic);

@@ -86,6 +86,7 @@ int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece 
 double tr_kafka_wait(const InputConn *ic);
 void tr_kafka_pos(const InputConn *ic, InPos *out);
 int tr_kafka_seek(InputConn *ic, const InPos *pos, Err *err);
+int tr_kafka_times(const InputConn *ic, int64_t *out, int max);
 void tr_kafka_replay_to(InputConn *ic, const InPos *to);
 void tr_kafka_replay_end(InputConn *ic);
 /* kafka_output (tr_kafka_out.c) */

@@ -59,6 +59,10 @@ struct KafkaIn {
     bool down;          /* a transport error was reported, no message since */
     double last_note;
     int64_t transport_errors;
+    int64_t ts[64];     /* a sample of the last read's message timestamps (us) */
+    int nts;
+    int64_t nseen;      /* messages with a timestamp in the last read */
+    uint64_t rng;
     char err_note[256];  /* an error on_error saw, not reported yet */
 };
 
@@ -480,6 +484,8 @@ int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece 
     double waited_since = io_now();
     bool replay = ic->replay && k->replay_to;
     k->idle = false;
+    k->nts = 0;
+    k->nseen = 0;
     while (replay ? !replay_reached(k) : o.rows < max) {
         rd_kafka_message_t *m = next_message(k, replay ? 100 : 0);
         if (!m) {
@@ -534,6 +540,14 @@ int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece 
         }
         parse_message(ic, m, &o);
         k->parts[pi].next = m->offset + 1;
+        int64_t ms = rd_kafka_message_timestamp(m, NULL);
+        if (ms > 0) { /* reservoir sampling */
+            k->nseen++;
+            k->rng = k->rng * 6364136223846793005ull + 1442695040888963407ull;
+            int64_t slot = k->nts < 64 ? k->nts++ : (int64_t)((k->rng >> 33) % (uint64_t)k->nseen);
+            if (slot < 64)
+                k->ts[slot] = ms * 1000;
+        }
         rd_kafka_message_destroy(m);
     }
     int64_t total = 0;
@@ -552,6 +566,15 @@ int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece 
     }
     sl_free(o.c);
     return total;
+}
+
+int tr_kafka_times(const InputConn *ic, int64_t *out, int max)
+{
+    const KafkaIn *k = ic->kin;
+    int n = k ? (k->nts < max ? k->nts : max) : 0;
+    for (int i = 0; i < n; i++)
+        out[i] = k->ts[i];
+    return n;
 }
 
 double tr_kafka_wait(const InputConn *ic)

@@ -199,6 +199,8 @@ def test_every_record_is_applied_once_and_bad_ones_are_reported(tmp_path, kafka,
     assert "not json" in text and "offset" in text, text[-2000:]
     assert "3 bad input records skipped" in text
     assert json.dumps(stats).count("kafka_input") >= 1
+    # no event_time_column: the message timestamps give the event-time lag
+    assert "event_time_lag_ms" in json.dumps(stats), stats
 
 
 def test_csv_messages_and_explicit_offsets(tmp_path, kafka, pipelines):
