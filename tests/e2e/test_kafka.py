@@ -18,7 +18,7 @@ import subprocess
 import pytest
 import requests
 
-from conftest import assert_no_crash, conn_clause, run, sluice_bin, wait_until
+from conftest import assert_no_crash, conn_clause, mpi_env, run, sluice_bin, wait_until
 
 TOOLS = os.environ.get("SLUICE_TOOLS") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "debug", "tests")
@@ -89,6 +89,8 @@ class Pipeline:
     def start(self, extra=()):
         env = dict(os.environ)
         env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+        if "--hosts" in [str(a) for a in extra]:
+            env.update(mpi_env())
         before = self.text().count("listening on")
         self.proc = subprocess.Popen(
             [sluice_bin(), "run", str(self.prog), "--http", "127.0.0.1:0", "--no-progress"] +
@@ -418,4 +420,19 @@ def test_output_killed_at_random_moments(tmp_path, kafka, pipelines):
     for s, q, v in msgs:
         assert first.setdefault((s, q), v) == v, "two different messages for step %d seq %d" % (s, q)
     assert ids_of([(s, q, v) for (s, q), v in first.items()]) == want
+    p.stop()
+
+
+def test_in_and_out_on_two_hosts(tmp_path, kafka, pipelines):
+    """--hosts 2: both connectors run on host 0, the views' work is shared."""
+    k = kafka((("ev", 3), ("out", 2)))
+    k.produce("ev", records(0, 2000))
+    p = Pipeline(tmp_path, out_program(k.bootstrap), ["--hosts", "2", "--workers", "2"])
+    pipelines.append(p)
+    c = p.wait_count(2000)
+    assert c["s"] == sum(r["v"] for r in records(0, 2000))
+    want = expected_out(2000)
+    msgs = wait_until(lambda: (lambda m: m if len(m) >= len(want) else None)(consume(k, "out")),
+                      "the output reaching the topic")
+    assert ids_of(msgs) == want
     p.stop()
