@@ -251,6 +251,10 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
             ic->kind = IN_KAFKA;
             ic->owner = 0;
             ic->remote = place->host != 0;
+            if (txn)
+                return cerr(err, r, "%s: %s", where,
+                            "\"transaction\": \"backfill\" needs an input that ends; a Kafka "
+                            "topic does not");
             if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
                              &ic->csv_header, &ic->json_upd, err))
                 return err->code;

@@ -294,12 +294,15 @@ def test_brokers_away_and_back(tmp_path, kafka, pipelines):
     ({"topic": "ev", "start_from": {"timestamp": 5}}, '"timestamp" is not supported'),
     ({}, 'needs one of "topic"'),
     ({"topic": "ev", "no.such.property": "1"}, 'librdkafka property "no.such.property"'),
+    ({"topic": "ev", "backfill": 1}, 'needs an input that ends'),
 ])
 def test_config_errors_name_the_key(tmp_path, cfg, msg):
     c = {"bootstrap.servers": "127.0.0.1:1"}
     c.update(cfg)
+    extra = {"transaction": "backfill"} if c.pop("backfill", None) else {}
     sql = "CREATE TABLE t (id BIGINT) %s;\n" % conn_clause(
-        [{"transport": {"name": "kafka_input", "config": c}, "format": {"name": "json"}}])
+        [dict({"transport": {"name": "kafka_input", "config": c}, "format": {"name": "json"}},
+              **extra)])
     f = tmp_path / "p.sql"
     f.write_text(sql)
     r = run(["check", f])
