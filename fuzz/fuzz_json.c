@@ -2,7 +2,8 @@
  * fuzz/fuzz_json.c - JSON records (io/fmt_json.c): the DOM-less record
  * parser behind the file connector (fmt_json_parse) and HTTP ingress
  * (fmt_json_parse_rec with its options: insert/delete/update wrappers,
- * raw rows, partial deletes), and for each accepted row the formatter
+ * raw rows, partial deletes), Debezium change events (kafka_input,
+ * fmt_json_parse_debezium), and for each accepted row the formatter
  * (fmt_json_row) that output connectors and egress use.
  *
  * Input: byte 0 chooses the table and the options; the rest is JSON lines,
@@ -33,10 +34,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        Chunk *ch = inbatch_room(b);
-        int64_t before = ch->n;
         Err e;
         err_init(&e);
+        if (data[0] & 32) { /* debezium: 0 to 2 rows per record */
+            Chunk *dc = chunk_new(inbatch_arena(b), s.ncol, s.types, 2);
+            int rows = -1;
+            int rc = fmt_json_parse_debezium(&s, p, len, dc, inbatch_arena(b), &rows, &e);
+            if (rc ? dc->n != 0 || !e.msg[0] : dc->n != rows || rows < 1 || rows > 2)
+                abort();
+            for (int64_t r = 0; r < dc->n; r++) {
+                buf_reset(&out);
+                fmt_json_row(&s, dc, r, &out);
+            }
+            p += len + (nl ? 1 : 0);
+            continue;
+        }
+        Chunk *ch = inbatch_room(b);
+        int64_t before = ch->n;
         int kind = -1;
         int rc = plain ? fmt_json_parse(&s, p, len, ch, inbatch_arena(b), &e)
                        : fmt_json_parse_rec(&s, p, len, &o, ch, inbatch_arena(b), present, &kind,

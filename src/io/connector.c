@@ -56,7 +56,7 @@ static int check_keys(const cJSON *obj, const char *const *allowed, const Relati
 }
 
 static int parse_format(const cJSON *fmt, const Relation *r, const char *where, FmtKind *out,
-                        bool *csv_header, bool input, Err *err)
+                        bool *csv_header, JsonUpd *upd, Err *err)
 {
     static const char *const fkeys[] = {"name", "config", NULL};
     if (!fmt) {
@@ -98,17 +98,20 @@ static int parse_format(const cJSON *fmt, const Relation *r, const char *where, 
             if (check_keys(cfg, jkeys, r, where, "json format config", err))
                 return err->code;
             const cJSON *u = cJSON_GetObjectItemCaseSensitive(cfg, "update_format");
-            if (u && (!cJSON_IsString(u) || (strcmp(u->valuestring, "insert_delete") &&
-                                             strcmp(u->valuestring, "raw"))))
+            bool dbz = u && cJSON_IsString(u) && !strcmp(u->valuestring, "debezium") && upd;
+            if (u && !dbz && (!cJSON_IsString(u) || (strcmp(u->valuestring, "insert_delete") &&
+                                                     strcmp(u->valuestring, "raw"))))
                 return cerr(err, r, "%s: %s", where,
-                            "json \"update_format\" must be \"insert_delete\" or \"raw\" (others "
-                            "are not supported yet)");
+                            "json \"update_format\" must be \"insert_delete\" or \"raw\" "
+                            "(\"debezium\" with kafka_input; others are not supported yet)");
+            if (upd && u)
+                *upd = dbz ? JU_DEBEZIUM : !strcmp(u->valuestring, "raw") ? JU_RAW
+                                                                          : JU_INSERT_DELETE;
             const cJSON *a = cJSON_GetObjectItemCaseSensitive(cfg, "array");
             if (a && cJSON_IsTrue(a))
                 return cerr(err, r, "%s: %s", where,
                             "json \"array\": true is not supported yet (use one JSON object per line)");
         }
-        (void)input;
         return 0;
     }
     char d[128];
@@ -181,7 +184,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
     const cJSON *etc = cJSON_GetObjectItemCaseSensitive(cj, "event_time_column");
     bool is_input = !strcmp(t, "datagen") || !strcmp(t, "file_input") ||
                     !strcmp(t, "http_input") || !strcmp(t, "s3_input") ||
-                    !strcmp(t, "postgres_cdc_input");
+                    !strcmp(t, "postgres_cdc_input") || !strcmp(t, "kafka_input");
     if ((txn || etc) && !is_input)
         return cerr(err, r, "%s: %s", where,
                     "\"transaction\" and \"event_time_column\" belong to input connectors");
@@ -262,7 +265,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
             if (tr_s3_config(ic, cfg, open, why, sizeof(why)))
                 return cerr(err, r, "%s: %s", where, why);
             if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
-                             &ic->csv_header, true, err))
+                             &ic->csv_header, NULL, err))
                 return err->code;
             ic->owner = place->nfile++ % place->hosts;
             ic->remote = ic->owner != place->host;
@@ -306,6 +309,23 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
                 return err->code;
             return 0;
         }
+        if (!strcmp(t, "kafka_input")) {
+            /* read on host 0 (a proxy elsewhere, like a file input's) */
+            ic->kind = IN_KAFKA;
+            ic->owner = 0;
+            ic->remote = place->host != 0;
+            if (txn)
+                return cerr(err, r, "%s: %s", where,
+                            "\"transaction\": \"backfill\" needs an input that ends; a Kafka "
+                            "topic does not");
+            if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
+                             &ic->csv_header, &ic->json_upd, err))
+                return err->code;
+            Err e = {0};
+            if (tr_kafka_open(ic, cfg, open && !ic->remote, &e))
+                return err_setpos(err, e.code, r->conn_line, r->conn_col, "%s", e.msg);
+            return 0;
+        }
         ic->kind = IN_FILE;
         static const char *const fkeys[] = {"path", "buffer_size_bytes", "follow", NULL};
         if (!cfg)
@@ -320,7 +340,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
             return cerr(err, r, "%s: %s", where, "\"follow\": true is not supported yet");
         ic->path = sl_strdup(path->valuestring);
         if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
-                         &ic->csv_header, true, err))
+                         &ic->csv_header, NULL, err))
             return err->code;
         ic->owner = place->nfile++ % place->hosts;
         ic->remote = ic->owner != place->host;
@@ -373,7 +393,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
             return cerr(err, r, "%s: %s", where, "file_output needs a \"path\" string");
         oc->path = sl_strdup(path->valuestring);
         if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &oc->fmt, NULL,
-                         false, err))
+                         NULL, err))
             return err->code;
         if (open && place->host == 0) {
             /* not truncated here: see output_truncate */
@@ -388,10 +408,28 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         oc->scratch = arena_new(16 * 1024);
         return 0;
     }
-    char d[224];
+    if (!strcmp(t, "kafka_output")) {
+        if (r->is_table)
+            return cerr(err, r, "%s: %s", where,
+                        "output transports belong to views; declare a view over the table");
+        OutputConn *oc = sl_calloc(1, sizeof(*oc));
+        oc->rel = rel;
+        snprintf(oc->name, sizeof(oc->name), "%s", where);
+        schema_of(r, &oc->schema);
+        oc->scratch = arena_new(16 * 1024);
+        *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
+        if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &oc->fmt, NULL,
+                         NULL, err))
+            return err->code;
+        Err e = {0};
+        if (tr_kafka_out_open(oc, cfg, open && place->host == 0, &e))
+            return err_setpos(err, e.code, r->conn_line, r->conn_col, "%s", e.msg);
+        return 0;
+    }
+    char d[256];
     snprintf(d, sizeof(d),
              "unknown transport \"%s\" (supported: datagen, file_input, s3_input, http_input, "
-             "postgres_cdc_input, file_output, postgres_output)",
+             "postgres_cdc_input, kafka_input, file_output, postgres_output, kafka_output)",
              t);
     return cerr(err, r, "%s: %s", where, d);
 }
@@ -435,6 +473,7 @@ void connectors_close(Connectors *cs)
         if (ic->gen)
             datagen_free(ic->gen);
         tr_s3_close(ic);
+        tr_kafka_close(ic);
         if (ic->f)
             fclose(ic->f);
         tr_pg_cdc_free(ic->cdc);
@@ -444,6 +483,7 @@ void connectors_close(Connectors *cs)
     }
     for (int i = 0; i < cs->nout; i++) {
         OutputConn *oc = cs->out[i];
+        tr_kafka_out_close(oc);
         if (oc->f)
             fclose(oc->f);
         tr_pg_out_free(oc->pg);
@@ -470,6 +510,8 @@ int64_t input_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **l
         return tr_datagen_next(ic, max, a, nworkers, lists);
     if (ic->kind == IN_PGCDC)
         return tr_pg_cdc_next(ic, max, a, nworkers, lists, err);
+    if (ic->kind == IN_KAFKA)
+        return tr_kafka_next(ic, max, a, nworkers, lists, err);
     return tr_file_next(ic, max, a, nworkers, lists, err);
 }
 
@@ -481,6 +523,11 @@ int64_t input_errors(const InputConn *ic) { return ic->errors; }
 int64_t input_bytes(const InputConn *ic) { return ic->bytes; }
 bool input_backfill(const InputConn *ic) { return ic->backfill; }
 int input_event_col(const InputConn *ic) { return ic->event_col; }
+bool input_has_source_times(const InputConn *ic) { return ic->kind == IN_KAFKA; }
+int input_source_times(const InputConn *ic, int64_t *out, int max)
+{
+    return ic->kind == IN_KAFKA ? tr_kafka_times(ic, out, max) : 0;
+}
 bool input_is_http(const InputConn *ic) { return ic->kind == IN_HTTP; }
 const char *input_transport(const InputConn *ic)
 {
@@ -488,6 +535,7 @@ const char *input_transport(const InputConn *ic)
          : ic->kind == IN_FILE    ? "file_input"
          : ic->kind == IN_S3      ? "s3_input"
          : ic->kind == IN_PGCDC   ? "postgres_cdc_input"
+         : ic->kind == IN_KAFKA   ? "kafka_input"
                                   : "http_input";
 }
 int output_rel(const OutputConn *oc) { return oc->rel; }
@@ -497,6 +545,8 @@ int64_t output_bytes(const OutputConn *oc) { return oc->bytes; }
 
 double input_wait(const InputConn *ic)
 {
+    if (ic->kind == IN_KAFKA)
+        return tr_kafka_wait(ic);
     if (ic->kind == IN_PGCDC && !ic->remote) /* polls the stream */
         return tr_pg_cdc_idle(ic) ? 0.005 : 0;
     if (ic->done || ic->kind != IN_DATAGEN || ic->plan_start < 0)
@@ -528,6 +578,8 @@ void input_pos(const InputConn *ic, InPos *out)
         tr_s3_pos(ic, out);
     } else if (ic->kind == IN_PGCDC) {
         tr_pg_cdc_pos(ic, out);
+    } else if (ic->kind == IN_KAFKA) {
+        tr_kafka_pos(ic, out);
     }
     out->rows = ic->rows;
     out->errors = ic->errors;
@@ -560,6 +612,9 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
         ic->rlen = ic->rpos = 0;
         ic->eof = false;
         ic->line = pos->v[1];
+    } else if (ic->kind == IN_KAFKA) {
+        if (tr_kafka_seek(ic, pos, err))
+            return err->code;
     }
     ic->done = false;
     ic->rows = pos->rows;
@@ -568,7 +623,18 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
     return 0;
 }
 
-void input_set_replay(InputConn *ic, bool on) { ic->replay = on; }
+void input_set_replay(InputConn *ic, bool on)
+{
+    ic->replay = on;
+    if (!on && ic->kind == IN_KAFKA)
+        tr_kafka_replay_end(ic);
+}
+
+void input_replay_to(InputConn *ic, const InPos *to)
+{
+    if (ic->kind == IN_KAFKA)
+        tr_kafka_replay_to(ic, to);
+}
 
 void input_release(InputConn *ic, const InPos *pos)
 {
@@ -601,6 +667,8 @@ int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 {
     if (oc->pg)
         return tr_pg_out_truncate(oc, offset, err);
+    if (oc->kout)
+        return tr_kafka_out_truncate(oc, offset, err);
     if (!oc->f)
         return 0;
     if (fflush(oc->f) || ftruncate(fileno(oc->f), (off_t)offset) ||
@@ -614,6 +682,8 @@ int64_t output_offset(OutputConn *oc)
 {
     if (oc->pg)
         return tr_pg_out_offset(oc);
+    if (oc->kout)
+        return tr_kafka_out_offset(oc);
     if (!oc->f)
         return -1;
     fflush(oc->f);

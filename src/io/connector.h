@@ -5,10 +5,12 @@
  *    "format": {"name": "csv"|"json", "config": {...}}, "max_batch_size": N}
  * Input transports (tables): datagen, file_input {"path": P}, s3_input
  * {"bucket_name": B, "prefix": P, ...} (tr_s3.c), postgres_cdc_input
- * {"uri", "table"} (tr_pg_cdc.c), and http_input (declares the table's
- * HTTP ingress endpoint; reads nothing).
+ * {"uri", "table"} (tr_pg_cdc.c), kafka_input {"bootstrap.servers",
+ * "topic", "start_from", ...} (tr_kafka.c), and http_input (declares the
+ * table's HTTP ingress endpoint; reads nothing).
  * Output transports (views): file_output {"path": P}, postgres_output
- * {"uri", "table", "key_columns"} (tr_pg_out.c).
+ * {"uri", "table", "key_columns"} (tr_pg_out.c), kafka_output
+ * {"bootstrap.servers", "topic"} (tr_kafka_out.c).
  * Input connectors also take "transaction": "backfill" (the whole input
  * runs as one transaction) and "event_time_column": "ts" (a TIMESTAMP
  * column whose lag behind the wall clock is measured).
@@ -70,6 +72,12 @@ int64_t input_bytes(const InputConn *ic);
 bool input_backfill(const InputConn *ic);
 /* The "event_time_column" (a TIMESTAMP column index), or -1. */
 int input_event_col(const InputConn *ic);
+/* Whether the source stamps its records with times (kafka_input: message
+   timestamps); then, after input_next, up to max of the times of the
+   records it gave (a uniform sample; microseconds since the epoch) go to
+   out, and the count is returned. */
+bool input_has_source_times(const InputConn *ic);
+int input_source_times(const InputConn *ic, int64_t *out, int max);
 /* An http_input declaration: never produces rows (the controller's HTTP
    queue does), input_done is always true. */
 bool input_is_http(const InputConn *ic);
@@ -86,11 +94,17 @@ void input_gen_piece(const InputConn *ic, Piece *pc);
    (plan, next row index), s3_input (line << 24 | object index, offset of
    the next record in the object), file_input (byte offset of the next record,
    its line number), postgres_cdc_input (end LSN of the last transaction
-   wholly read, changes read after it). The counters ride along so
-   statistics continue. */
+   wholly read, changes read after it), kafka_input (partition count, sum of
+   offsets) with the next offset of every partition in x. The counters ride
+   along so statistics continue. Checkpoints store v and x as one array "pos"
+   (two numbers when nx is 0, as before x existed); journal records with
+   x have their own kinds, so old storage still loads. */
+#define INPOS_MAX 256
 typedef struct InPos {
     int64_t v[2];
     int64_t rows, errors, bytes;
+    int nx;                /* words in x (0 for datagen and files) */
+    int64_t x[INPOS_MAX];
 } InPos;
 void input_pos(const InputConn *ic, InPos *out);
 /* Continue from pos (an input that has produced nothing yet, or any time
@@ -104,6 +118,10 @@ void input_release(InputConn *ic, const InPos *pos);
 /* Replaying journaled steps: ignore datagen rates (rows come as fast as
    asked). */
 void input_set_replay(InputConn *ic, bool on);
+/* While replaying: the position the replayed step ended at, for inputs
+   whose rows do not come in one fixed order (kafka_input reads each
+   partition exactly up to its offset in to->x). */
+void input_replay_to(InputConn *ic, const InPos *to);
 /* Scale-out proxies (connectors_open_part). input_seek on a proxy only
    records the position; input_take_seek hands it to whoever tells the
    owner (once). */

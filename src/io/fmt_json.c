@@ -565,6 +565,164 @@ int fmt_json_parse(const RowSchema *s, const char *p, size_t n, Chunk *out, Aren
     return fmt_json_parse_rec(s, p, n, &plain, out, a, NULL, NULL, err);
 }
 
+/* ---------------------------------------------------------------- debezium */
+
+/* Skip the JSON value at in->q (objects and arrays to any depth); NULL or
+   why not. Only the envelope's members we do not read go through here. */
+static const char *skip_value(JIn *in)
+{
+    int depth = 0;
+    do {
+        skip_ws(in);
+        if (in->q == in->end)
+            return "unexpected end of the record";
+        char c = *in->q;
+        const char *raw, *why;
+        size_t n;
+        bool esc, plain;
+        if (c == '{' || c == '[') {
+            depth++;
+            in->q++;
+        } else if (c == '}' || c == ']') {
+            if (--depth < 0)
+                return "unbalanced brackets";
+            in->q++;
+        } else if (c == '"') {
+            if ((why = scan_string(in, &raw, &n, &esc)))
+                return why;
+        } else if (c == ',' || c == ':') {
+            if (!depth)
+                return "unexpected ',' or ':'";
+            in->q++;
+        } else if (!match_word(in, "true", 4) && !match_word(in, "false", 5) &&
+                   !match_word(in, "null", 4) && !scan_number(in, &plain)) {
+            return "malformed value";
+        }
+    } while (depth > 0);
+    return NULL;
+}
+
+typedef struct Envelope {
+    const char *op;
+    size_t opn;
+    const char *before, *after; /* object spans, NULL when absent or null */
+    size_t beforen, aftern;
+    bool payload;
+} Envelope;
+
+/* Members of the object at in->q: op, before, after (and payload, when
+   top is set: the envelope of Kafka Connect's JSON converter with schemas). */
+static int scan_envelope(JIn *in, Envelope *e, bool top, Err *err)
+{
+    skip_ws(in);
+    if (in->q == in->end || *in->q != '{')
+        return err_set(err, SL_EDATA, "expected a JSON object");
+    in->q++;
+    skip_ws(in);
+    if (in->q < in->end && *in->q == '}') {
+        in->q++;
+        return 0;
+    }
+    for (;;) {
+        const char *raw, *why;
+        size_t n;
+        bool esc;
+        skip_ws(in);
+        if (in->q == in->end || *in->q != '"')
+            return err_set(err, SL_EDATA, "expected a member name");
+        if ((why = scan_string(in, &raw, &n, &esc)))
+            return err_set(err, SL_EDATA, "member name: %s", why);
+        skip_ws(in);
+        if (in->q == in->end || *in->q != ':')
+            return err_set(err, SL_EDATA, "expected ':' after member \"%.*s\"",
+                           (int)SL_MIN(n, 64), raw);
+        in->q++;
+        skip_ws(in);
+        const char *v = in->q;
+#define IS(w) (n == sizeof(w) - 1 && !esc && memcmp(raw, w, n) == 0)
+        if (top && IS("payload") && in->q < in->end && *in->q == '{') {
+            e->payload = true;
+            int rc = scan_envelope(in, e, false, err);
+            if (rc)
+                return rc;
+        } else if (IS("op") && in->q < in->end && *in->q == '"') {
+            if ((why = scan_string(in, &e->op, &e->opn, &esc)))
+                return err_set(err, SL_EDATA, "\"op\": %s", why);
+        } else if ((IS("before") || IS("after")) && match_word(in, "null", 4)) {
+            /* absent row image */
+        } else {
+            if ((why = skip_value(in)))
+                return err_set(err, SL_EDATA, "member \"%.*s\": %s", (int)SL_MIN(n, 64), raw,
+                               why);
+            if (IS("before")) {
+                e->before = v;
+                e->beforen = (size_t)(in->q - v);
+            } else if (IS("after")) {
+                e->after = v;
+                e->aftern = (size_t)(in->q - v);
+            }
+        }
+#undef IS
+        skip_ws(in);
+        if (in->q < in->end && *in->q == ',') {
+            in->q++;
+            continue;
+        }
+        if (in->q < in->end && *in->q == '}') {
+            in->q++;
+            return 0;
+        }
+        return err_set(err, SL_EDATA, "expected ',' or '}' in the change event");
+    }
+}
+
+int fmt_json_parse_debezium(const RowSchema *s, const char *p, size_t n, Chunk *out, Arena *a,
+                            int *rows, Err *err)
+{
+    static const JsonRecOpts raw = {true, false, false};
+    Envelope e = {0};
+    JIn in = {p, p + n};
+    *rows = 0;
+    int rc = scan_envelope(&in, &e, true, err);
+    if (rc)
+        return rc;
+    skip_ws(&in);
+    if (in.q != in.end)
+        return err_set(err, SL_EDATA, "unexpected text after the JSON object");
+    if (!e.op)
+        return err_set(err, SL_EDATA, "the change event has no \"op\"");
+    char op = e.opn == 1 ? e.op[0] : '?';
+    bool del = op == 'u' || op == 'd', ins = op == 'c' || op == 'r' || op == 'u';
+    if (!del && !ins)
+        return err_set(err, SL_EDATA,
+                       "\"op\": \"%.*s\" is not c, r, u or d (truncate and messages are not "
+                       "supported)",
+                       (int)SL_MIN(e.opn, 16), e.op);
+    if (del && !e.before)
+        return err_set(err, SL_EDATA,
+                       "\"op\": \"%c\" needs the old row in \"before\" (REPLICA IDENTITY FULL)",
+                       op);
+    if (ins && !e.after)
+        return err_set(err, SL_EDATA, "\"op\": \"%c\" needs the new row in \"after\"", op);
+    if (out->cap - out->n < 2)
+        sl_panic("fmt_json_parse_debezium: chunk full (%lld rows)", (long long)out->cap);
+    if (del) {
+        if ((rc = fmt_json_parse_rec(s, e.before, e.beforen, &raw, out, a, NULL, NULL, err)))
+            return rc;
+        out->w[out->n - 1] = -1;
+        (*rows)++;
+    }
+    if (ins) {
+        if ((rc = fmt_json_parse_rec(s, e.after, e.aftern, &raw, out, a, NULL, NULL, err))) {
+            out->n -= *rows; /* the record as a whole is bad */
+            *rows = 0;
+            return rc;
+        }
+        (*rows)++;
+    }
+    return 0;
+}
+
 /* s[0..n) as a JSON string. */
 static void put_json_str(Buf *out, const char *s, size_t n)
 {

@@ -44,6 +44,13 @@ int fmt_csv_parse(const RowSchema *s, const char *p, size_t n, Chunk *out, Arena
 /* Parse one JSON record into a new row of out with weight +1 or -1. */
 int fmt_json_parse(const RowSchema *s, const char *p, size_t n, Chunk *out, Arena *a, Err *err);
 
+/* A Debezium change event (the envelope {"op", "before", "after"}, bare
+   or inside {"schema", "payload"}): op c and r insert "after", d deletes
+   "before", u does both. Appends *rows (0..2) rows; out needs room for 2.
+   Other members (source, ts_ms, transaction) are skipped. */
+int fmt_json_parse_debezium(const RowSchema *s, const char *p, size_t n, Chunk *out, Arena *a,
+                            int *rows, Err *err);
+
 /* Record kinds and options of fmt_json_parse_rec (HTTP ingress). */
 enum { JSON_REC_INSERT, JSON_REC_DELETE, JSON_REC_UPDATE };
 typedef struct JsonRecOpts {

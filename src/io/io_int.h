@@ -7,14 +7,20 @@
 
 #include <stdio.h>
 
+#include <cjson/cJSON.h>
+
 #include "connector.h"
 #include "datagen.h"
 #include "format.h"
 
-typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP, IN_S3, IN_PGCDC } InKind;
+typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP, IN_S3, IN_PGCDC, IN_KAFKA } InKind;
 typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
+/* json "update_format" of an input */
+typedef enum JsonUpd { JU_INSERT_DELETE, JU_RAW, JU_DEBEZIUM } JsonUpd;
 typedef struct PgOut PgOut; /* postgres_output (tr_pg_out.c) */
 typedef struct PgCdc PgCdc; /* postgres_cdc_input (tr_pg_cdc.c) */
+typedef struct KafkaIn KafkaIn;
+typedef struct KafkaOut KafkaOut;
 
 struct InputConn {
     InKind kind;
@@ -35,6 +41,7 @@ struct InputConn {
     bool replay;        /* replaying the journal: rates do not apply */
     /* file */
     FmtKind fmt;
+    JsonUpd json_upd;
     bool csv_header;    /* skip the first record */
     FILE *f;
     char *path;
@@ -45,6 +52,8 @@ struct InputConn {
     int64_t line;       /* line number of the next record */
     int par;            /* parse threads (connectors_set_parse_threads), 0 = 1 */
     Err rowerr;
+    /* kafka (tr_kafka.c) */
+    KafkaIn *kin;
     /* scale-out: the host that reads this input; on the others it is a
        proxy whose position and counters the owner reports */
     int owner;
@@ -69,6 +78,7 @@ struct OutputConn {
     PgOut *pg;              /* postgres_output, else NULL */
     bool (*stop)(void *arg); /* output_set_stop */
     void *stop_arg;
+    KafkaOut *kout;         /* kafka_output (tr_kafka_out.c), else NULL */
 };
 
 double io_now(void);
@@ -109,6 +119,24 @@ void tr_pg_cdc_pos(const InputConn *ic, InPos *out);
 int tr_pg_cdc_seek(InputConn *ic, const InPos *pos, Err *err);
 void tr_pg_cdc_release(InputConn *ic, const InPos *pos);
 bool tr_pg_cdc_idle(const InputConn *ic);
+/* kafka_input (tr_kafka.c): validate cfg and, when open, connect, read
+   the topics' partitions and resolve "start_from". */
+int tr_kafka_open(InputConn *ic, const cJSON *cfg, bool open, Err *err);
+void tr_kafka_close(InputConn *ic);
+int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
+double tr_kafka_wait(const InputConn *ic);
+void tr_kafka_pos(const InputConn *ic, InPos *out);
+int tr_kafka_seek(InputConn *ic, const InPos *pos, Err *err);
+int tr_kafka_times(const InputConn *ic, int64_t *out, int max);
+void tr_kafka_replay_to(InputConn *ic, const InPos *to);
+void tr_kafka_replay_end(InputConn *ic);
+/* kafka_output (tr_kafka_out.c) */
+int tr_kafka_out_open(OutputConn *oc, const cJSON *cfg, bool open, Err *err);
+void tr_kafka_out_close(OutputConn *oc);
+int tr_kafka_out_truncate(OutputConn *oc, int64_t offset, Err *err);
+int64_t tr_kafka_out_offset(const OutputConn *oc);
+int tr_kafka_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err);
+int tr_kafka_out_flush(OutputConn *oc, Err *err);
 /* Append piece p to the list *l (at the end, keeping order). */
 void piece_append(Piece **l, Piece *p);
 

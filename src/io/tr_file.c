@@ -338,6 +338,8 @@ int output_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
 {
     if (oc->pg)
         return tr_pg_out_write(oc, step, b, err);
+    if (oc->kout)
+        return tr_kafka_out_write(oc, step, b, err);
     arena_reset(oc->scratch);
     Chunk *row = chunk_new(oc->scratch, oc->schema.ncol, oc->schema.types, 1);
     row->n = 1;
@@ -370,6 +372,8 @@ int output_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
 
 int output_flush(OutputConn *oc, Err *err)
 {
+    if (oc->kout)
+        return tr_kafka_out_flush(oc, err);
     if (oc->f && fflush(oc->f))
         return err_set(err, SL_EIO, "%s: cannot write \"%s\": %s", oc->name, oc->path,
                        strerror(errno));

@@ -270,6 +270,8 @@ static char *job_meta(Ft *ft, FtCounts n)
         cJSON *v = cJSON_AddArrayToObject(e, "pos");
         cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.v[0]));
         cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.v[1]));
+        for (int i = 0; i < pos.nx; i++) /* kafka_input: per-partition offsets */
+            cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.x[i]));
         cJSON_AddNumberToObject(e, "rows", (double)pos.rows);
         cJSON_AddNumberToObject(e, "errors", (double)pos.errors);
         cJSON_AddNumberToObject(e, "bytes", (double)pos.bytes);
@@ -364,7 +366,7 @@ static int start_job(Ft *ft, int64_t seq, FtCounts n, Err *err)
 /* Tell the inputs what the oldest checkpoint kept holds (input_release). */
 static void release_inputs(Ft *ft)
 {
-    InPos zero = {{0, 0}, 0, 0, 0};
+    static const InPos zero; /* all zero */
     const InPos *old = ft->kept_pos[0] ? ft->kept_pos[0] : ft->kept_pos[1];
     for (int j = 0; j < ft->cs->nin; j++)
         input_release(ft->cs->in[j], old ? &old[j] : &zero);
@@ -624,11 +626,19 @@ static int load_positions(Ft *ft, const cJSON *m, FtCounts *n, Err *err)
     for (int j = 0; j < ft->cs->nin; j++) {
         const cJSON *e = cJSON_GetArrayItem(ins, j);
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
-        InPos pos = {{(int64_t)cJSON_GetArrayItem(v, 0)->valuedouble,
-                      (int64_t)cJSON_GetArrayItem(v, 1)->valuedouble},
-                     ckpt_jint(e, "rows"), ckpt_jint(e, "errors"), ckpt_jint(e, "bytes")};
-        if (input_seek(ft->cs->in[j], &pos, err))
-            return err->code;
+        InPos *pos = sl_calloc(1, sizeof(*pos));
+        pos->v[0] = (int64_t)cJSON_GetArrayItem(v, 0)->valuedouble;
+        pos->v[1] = (int64_t)cJSON_GetArrayItem(v, 1)->valuedouble;
+        pos->rows = ckpt_jint(e, "rows");
+        pos->errors = ckpt_jint(e, "errors");
+        pos->bytes = ckpt_jint(e, "bytes");
+        pos->nx = cJSON_GetArraySize(v) - 2; /* manifest_check: 0..INPOS_MAX */
+        for (int i = 0; i < pos->nx; i++)
+            pos->x[i] = (int64_t)cJSON_GetArrayItem(v, 2 + i)->valuedouble;
+        int rc = input_seek(ft->cs->in[j], pos, err);
+        sl_free(pos);
+        if (rc)
+            return rc;
     }
     for (int j = 0; j < ft->cs->nout; j++) {
         const cJSON *e = cJSON_GetArrayItem(outs, j);
@@ -716,8 +726,10 @@ static bool manifest_check(const cJSON *m, char *why, size_t whyn)
     {
         snprintf(where, sizeof(where), "inputs[%d]", i++);
         const cJSON *pos = cJSON_GetObjectItemCaseSensitive(e, "pos");
-        if (!cJSON_IsObject(e) || cJSON_GetArraySize(pos) != 2 || !cJSON_IsArray(pos)) {
-            snprintf(why, whyn, "%s is not an object with a two-number \"pos\"", where);
+        if (!cJSON_IsObject(e) || !cJSON_IsArray(pos) || cJSON_GetArraySize(pos) < 2 ||
+            cJSON_GetArraySize(pos) > 2 + INPOS_MAX) {
+            snprintf(why, whyn, "%s is not an object with a \"pos\" of 2 to %d numbers", where,
+                     2 + INPOS_MAX);
             return false;
         }
         cJSON_ArrayForEach(v, pos)

@@ -32,6 +32,9 @@ static inline void put_pos(Buf *b, const InPos *pos)
     put64(b, pos->rows);
     put64(b, pos->errors);
     put64(b, pos->bytes);
+    put32(b, pos->nx);
+    for (int i = 0; i < pos->nx; i++)
+        put64(b, pos->x[i]);
 }
 
 static inline void rd_pos(Rd *r, InPos *pos)
@@ -41,6 +44,13 @@ static inline void rd_pos(Rd *r, InPos *pos)
     pos->rows = rd64(r);
     pos->errors = rd64(r);
     pos->bytes = rd64(r);
+    pos->nx = rd32(r);
+    if (pos->nx < 0 || pos->nx > INPOS_MAX) {
+        r->bad = true;
+        pos->nx = 0;
+    }
+    for (int i = 0; i < pos->nx; i++)
+        pos->x[i] = rd64(r);
 }
 
 #endif

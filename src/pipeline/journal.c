@@ -42,7 +42,11 @@
 #include "../zset/key.h"
 #include "ft_int.h"
 
-enum { J_STEP = 1, J_SKIP = 2 };
+/* J_STEPX/J_SKIPX: the same records with each input's extra position
+   words (InPos.x, a count then the words) after its fixed fields; written
+   only when an input has such words, so storage of programs without
+   kafka_input stays as it was. */
+enum { J_STEP = 1, J_SKIP = 2, J_STEPX = 3, J_SKIPX = 4 };
 
 /* ---------------------------------------------------------------- row hashes */
 
@@ -173,21 +177,31 @@ void ft_prune_logs(Ft *ft, int64_t oldest_step, int64_t oldest_seq)
 
 static void put_record(Ft *ft, Pending *pd, int kind, Buf *b)
 {
-    put32(b, kind);
+    InPos *pos = sl_calloc((size_t)ft->cs->nin + 1, sizeof(InPos));
+    bool ext = false;
+    for (int j = 0; j < ft->cs->nin; j++) {
+        input_pos(ft->cs->in[j], &pos[j]);
+        ext = ext || pos[j].nx > 0;
+    }
+    put32(b, ext ? kind + 2 : kind);
     put64(b, rt_steps(ft->be->rt) + (kind == J_STEP));
     put64(b, pd->max_seq > ft->ing_consumed ? pd->max_seq : ft->ing_consumed);
     put32(b, ft->cs->nin);
     for (int j = 0; j < ft->cs->nin; j++) {
-        InPos pos;
-        input_pos(ft->cs->in[j], &pos);
         put64(b, pd->conn_rows[j]);
-        put64(b, pos.v[0]);
-        put64(b, pos.v[1]);
-        put64(b, pos.rows);
-        put64(b, pos.errors);
-        put64(b, pos.bytes);
+        put64(b, pos[j].v[0]);
+        put64(b, pos[j].v[1]);
+        put64(b, pos[j].rows);
+        put64(b, pos[j].errors);
+        put64(b, pos[j].bytes);
         put64(b, (int64_t)pd->conn_hash[j]);
+        if (ext) {
+            put32(b, pos[j].nx);
+            for (int i = 0; i < pos[j].nx; i++)
+                put64(b, pos[j].x[i]);
+        }
     }
+    sl_free(pos);
     put32(b, ft->cs->nout);
     for (int j = 0; j < ft->cs->nout; j++)
         put64(b, output_offset(ft->cs->out[j]));
@@ -452,14 +466,21 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
     const char *bad = NULL;
     if (r.bad)
         bad = "shorter than its header";
-    else if (kind != J_STEP && kind != J_SKIP)
+    else if (kind < J_STEP || kind > J_SKIPX)
         bad = "unknown record kind";
     else if (step < 0 || seq_hi < 0)
         bad = "negative step or ingress sequence number";
     else if (nin != ft->cs->nin)
         bad = "input count differs from the program's";
-    else if ((size_t)(r.end - r.p) != (size_t)nin * 56 + 4 + (size_t)ft->cs->nout * 8)
+    else if (kind <= J_SKIP &&
+             (size_t)(r.end - r.p) != (size_t)nin * 56 + 4 + (size_t)ft->cs->nout * 8)
         bad = "length does not fit the program's inputs and outputs";
+    else if (kind > J_SKIP &&
+             (size_t)(r.end - r.p) < (size_t)nin * 60 + 4 + (size_t)ft->cs->nout * 8)
+        bad = "shorter than the program's inputs and outputs need";
+    bool ext = kind > J_SKIP;
+    if (ext)
+        kind -= 2;
     if (bad)
         return err_set(x->err, SL_EIO,
                        "storage file %s/%s: journal record (step %lld) is malformed: %s (%d "
@@ -478,6 +499,16 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
         j.pos[i].errors = rd64(&r);
         j.pos[i].bytes = rd64(&r);
         j.hash[i] = (uint64_t)rd64(&r);
+        if (ext) {
+            int nx = rd32(&r);
+            if (nx < 0 || nx > INPOS_MAX || (size_t)(r.end - r.p) < (size_t)nx * 8) {
+                bad = "an input position of more words than fit";
+                break;
+            }
+            j.pos[i].nx = nx;
+            for (int k = 0; k < nx; k++)
+                j.pos[i].x[k] = rd64(&r);
+        }
         if (j.rows[i] < 0 || j.pos[i].rows < 0 || j.pos[i].errors < 0 || j.pos[i].bytes < 0)
             bad = "a negative row, error or byte count";
     }
@@ -488,6 +519,8 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
             bad = "a negative output offset";
     if (!bad && (r.bad || j.nout != ft->cs->nout))
         bad = "output count differs from the program's";
+    if (!bad && r.p != r.end)
+        bad = "bytes left after the last output";
     if (bad) {
         jrec_free(&j);
         return err_set(x->err, SL_EIO, "storage file %s/%s: journal record of step %lld is "

@@ -21,6 +21,7 @@ static int replay_input(Pipeline *p, Pending *pd, const JRec *rec, int j, Err *e
     InputConn *ic = p->cs.in[j];
     int64_t want = rec->rows[j], got = 0;
     input_set_replay(ic, true);
+    input_replay_to(ic, &rec->pos[j]);
     while (got < want) {
         Piece *list = NULL;
         uint64_t hash = 0;
@@ -37,8 +38,11 @@ static int replay_input(Pipeline *p, Pending *pd, const JRec *rec, int j, Err *e
     input_set_replay(ic, false);
     InPos pos;
     input_pos(ic, &pos);
+    bool same_x = pos.nx == rec->pos[j].nx;
+    for (int i = 0; same_x && i < pos.nx; i++)
+        same_x = pos.x[i] == rec->pos[j].x[i];
     if (got != want || pos.v[0] != rec->pos[j].v[0] || pos.v[1] != rec->pos[j].v[1] ||
-        pd->conn_hash[j] != rec->hash[j])
+        !same_x || pd->conn_hash[j] != rec->hash[j])
         return err_set(err, SL_EIO,
                        "replaying step %lld: %s gave %lld rows ending at (%lld, %lld), but the "
                        "journal recorded %lld rows ending at (%lld, %lld)%s; its input changed "

@@ -91,6 +91,8 @@ void stats_init(Pipeline *p)
         s->rel = input_rel(ic);
         s->conn = j;
         s->event_col = input_event_col(ic);
+        if (s->event_col < 0 && input_has_source_times(ic))
+            s->event_col = EVENT_SOURCE; /* Kafka message timestamps */
         s->backfill = input_backfill(ic);
     }
     for (int i = 0; i < c->nrels; i++) {
@@ -259,7 +261,7 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
         d->backfill = s->backfill;
         d->host = s->conn >= 0 ? input_owner(p->cs.in[s->conn]) : 0;
         hist_summary(&s->lat, &d->latency);
-        d->has_lag = s->event_col >= 0;
+        d->has_lag = s->event_col >= 0 || s->event_col == EVENT_SOURCE;
         if (d->has_lag)
             hist_summary(&s->lag, &d->lag);
     }

@@ -31,6 +31,9 @@ double pipe_now(void);
 /* A log-bucketed histogram of durations in microseconds (8 buckets per
    power of two: values within 12.5%), weighted by records. */
 #define HIST_BUCKETS (8 * 52)
+/* Slot.event_col of an input whose lag comes from the source's record
+   timestamps (input_source_times), not from a column. */
+#define EVENT_SOURCE (-2)
 typedef struct Hist {
     int64_t n;
     int64_t b[HIST_BUCKETS];
@@ -44,7 +47,7 @@ typedef struct Slot {
     char name[192];
     const char *transport;
     int rel, conn;
-    int event_col;            /* TIMESTAMP column for lag, or -1 */
+    int event_col;            /* TIMESTAMP column for lag, -1, or EVENT_SOURCE */
     bool backfill;
     int64_t records, bytes, errors;
     int64_t queued;           /* HTTP: records in the queue */

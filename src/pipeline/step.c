@@ -196,6 +196,10 @@ static void add_unit(Pipeline *p, Pending *pd, int slot, double arrival, int rel
     if (ec >= 0 && rows > 0 && !(list && !list->chunk && !list->fill)) { /* (not read here) */
         u->nsamp = sample_events(p, rel, list, rows, ec, pd->a, &u->ev, EVENT_SAMPLES);
         u->samp_w = u->nsamp ? (double)rows / u->nsamp : 0;
+    } else if (ec == EVENT_SOURCE && rows > 0 && slot < p->cs.nin) {
+        u->ev = arena_alloc(pd->a, EVENT_SAMPLES * sizeof(int64_t));
+        u->nsamp = input_source_times(p->cs.in[slot], u->ev, EVENT_SAMPLES);
+        u->samp_w = u->nsamp ? (double)rows / u->nsamp : 0;
     }
     if (pd->units_tail)
         pd->units_tail->next = u;

@@ -299,10 +299,10 @@ def test_datagen_unknown_column(tmp_path):
 
 
 def test_unknown_transport(tmp_path):
-    c = [{"transport": {"name": "kafka_input", "config": {}}, "format": {"name": "csv"}}]
+    c = [{"transport": {"name": "pubsub_input", "config": {}}, "format": {"name": "csv"}}]
     lines = ["CREATE TABLE t (a INT) %s;" % conn_clause(c)]
     e = compile_error(tmp_path, lines)
-    assert "kafka_input" in e[3] and "transport" in e[3]
+    assert "pubsub_input" in e[3] and "transport" in e[3]
     assert "table t" in e[3]
 
 

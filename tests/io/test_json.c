@@ -316,6 +316,56 @@ static void test_json_handles_many_columns(void **state)
     arena_free(a);
 }
 
+static int dbz(const char *rec, Chunk *c, Arena *a, int *rows, Err *err)
+{
+    err_clear(err);
+    return fmt_json_parse_debezium(&schema5, rec, strlen(rec), c, a, rows, err);
+}
+
+static void test_json_debezium_envelopes_give_inserts_and_deletes(void **state)
+{
+    Arena *a = arena_new(0);
+    Chunk *c = chunk_new(a, 5, types5, 16);
+    Err err = {0};
+    int rows;
+    /* bare envelope, members in any order, nested members skipped */
+    assert_int_equal(dbz("{\"before\": null, \"after\": {\"id\": 1, \"name\": \"a\"}, "
+                         "\"source\": {\"x\": [1, {\"y\": \"}\"}], \"z\": true}, \"op\": \"c\", "
+                         "\"ts_ms\": 17}", c, a, &rows, &err), 0);
+    assert_int_equal(rows, 1);
+    /* with the schema/payload wrapper; u gives -before +after */
+    assert_int_equal(dbz("{\"schema\": {\"type\": \"struct\", \"fields\": []}, \"payload\": "
+                         "{\"op\": \"u\", \"before\": {\"id\": 1, \"name\": \"a\"}, "
+                         "\"after\": {\"id\": 1, \"name\": \"b\"}}}", c, a, &rows, &err), 0);
+    assert_int_equal(rows, 2);
+    assert_int_equal(dbz("{\"op\": \"d\", \"before\": {\"id\": 1, \"name\": \"b\"}, "
+                         "\"after\": null}", c, a, &rows, &err), 0);
+    assert_int_equal(dbz("{\"op\": \"r\", \"after\": {\"id\": 7}}", c, a, &rows, &err), 0);
+    assert_int_equal(c->n, 5);
+    int64_t w[] = {1, -1, 1, -1, 1};
+    const char *nm[] = {"a", "a", "b", "b", NULL};
+    for (int r = 0; r < 5; r++) {
+        assert_int_equal(c->w[r], w[r]);
+        if (nm[r])
+            expect_str(c->col[1].s[r], nm[r]);
+    }
+    assert_int_equal(c->col[0].i[4], 7);
+    /* errors leave the chunk unchanged and say why */
+    assert_int_not_equal(dbz("{\"op\": \"t\"}", c, a, &rows, &err), 0);
+    assert_non_null(strstr(err.msg, "not c, r, u or d"));
+    assert_int_not_equal(dbz("{\"op\": \"u\", \"after\": {\"id\": 2}}", c, a, &rows, &err), 0);
+    assert_non_null(strstr(err.msg, "before"));
+    assert_int_not_equal(dbz("{\"op\": \"u\", \"before\": {\"id\": 2}, \"after\": {\"id\": "
+                             "\"x\"}}", c, a, &rows, &err), 0);
+    assert_int_not_equal(dbz("{\"after\": {\"id\": 2}}", c, a, &rows, &err), 0);
+    assert_non_null(strstr(err.msg, "no \"op\""));
+    assert_int_not_equal(dbz("{\"op\": \"c\", \"after\": {\"id\": 2}} x", c, a, &rows, &err), 0);
+    assert_int_not_equal(dbz("{\"op\": \"c\", \"after\": {\"id\": 2}, \"q\": [1, 2}", c, a, &rows,
+                             &err), 0);
+    assert_int_equal(c->n, 5);
+    arena_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_json_errors_say_why_and_leave_the_chunk_unchanged),
         cmocka_unit_test(test_json_row_formats_and_parses_back),
         cmocka_unit_test(test_json_handles_many_columns),
+        cmocka_unit_test(test_json_debezium_envelopes_give_inserts_and_deletes),
     };
     return cmocka_run_group_tests(tests, setup5, NULL);
 }

@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""bench/kafka_bench.py - Kafka in -> view -> Kafka out (not part of `make test`).
+
+Builds tests/tools/tool_kafka_mock.c with -O2 (librdkafka's mock cluster in
+a process of its own, on loopback), produces N JSON records into a topic
+(one partition per 25,000 records, at least 4: the mock keeps only the
+newest few MB of a partition and silently drops older messages), then starts the release binary on
+
+    t (kafka_input, earliest)  ->  big = SELECT id, v FROM t WHERE v >= 500
+                                   (kafka_output, transactional, to "out")
+
+and measures the time from the start until every record has been applied
+(a materialized COUNT over t, polled through /query) and until the output
+topic holds every change (read_committed). Records/s in, per second of the
+pipeline's CPU time (cpu_msecs from /stats: the per-core figure, since the
+mock broker shares the machine's cores), and out. Optionally with
+--storage (exactly_once: checkpoints and the step journal).
+
+Prints a table and writes bench/results/kafka.json.
+
+usage: bench/kafka_bench.py [--quick] [--records N] [--workers N] [--storage]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SLUICE = os.path.join(ROOT, "build", "sluice")
+MOCK = os.path.join(ROOT, "build", "bench", "kafka_mock")
+RESULTS = os.path.join(ROOT, "bench", "results")
+
+
+def build_mock():
+    os.makedirs(os.path.dirname(MOCK), exist_ok=True)
+    flags = subprocess.check_output(["pkg-config", "--cflags", "--libs", "rdkafka"], text=True)
+    subprocess.check_call(["cc", "-O2", "-o", MOCK, os.path.join(ROOT, "tests", "tools",
+                                                                 "tool_kafka_mock.c")] +
+                          flags.split())
+
+
+def get(port, path):
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=60) as r:
+        return r.read().decode()
+
+
+def count(port):
+    q = urllib.parse.quote("SELECT n FROM total")
+    rows = [json.loads(l) for l in get(port, "/query?format=json&sql=" + q).splitlines() if l]
+    return rows[0]["n"] if rows else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--records", type=int)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--storage", action="store_true")
+    a = ap.parse_args()
+    n = a.records or (200_000 if a.quick else 1_000_000)
+    parts = max(4, n // 25_000 + 1)  # the mock keeps a partition's newest ~5 MB only
+    subprocess.check_call(["make", "--no-print-directory", "-C", ROOT, "build/sluice"])
+    build_mock()
+    tmp = tempfile.mkdtemp(prefix="kafka_bench.")
+    mock = subprocess.Popen([MOCK, "3", "ev:%d" % parts, "out:%d" % parts], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    proc = None
+    try:
+        bs = mock.stdout.readline().split()[1]
+        body = "".join('{"id": %d, "v": %d}\n' % (i, (i * 7919) % 1000) for i in range(n))
+        t0 = time.monotonic()
+        subprocess.run([MOCK, "produce", bs, "ev"], input=body, text=True, check=True,
+                       stdout=subprocess.DEVNULL)
+        t_produce = time.monotonic() - t0
+        want_out = sum(1 for i in range(n) if (i * 7919) % 1000 >= 500)
+        conn = lambda d: json.dumps([d])
+        sql = ("CREATE TABLE t (id BIGINT NOT NULL, v BIGINT) WITH ('connectors' = '%s');\n"
+               "CREATE MATERIALIZED VIEW total AS SELECT COUNT(*) AS n FROM t;\n"
+               "CREATE VIEW big WITH ('connectors' = '%s') AS SELECT id, v FROM t "
+               "WHERE v >= 500;\n" % (
+                   conn({"transport": {"name": "kafka_input", "config": {
+                       "bootstrap.servers": bs, "topic": "ev", "start_from": "earliest"}},
+                       "format": {"name": "json"}}),
+                   conn({"transport": {"name": "kafka_output", "config": {
+                       "bootstrap.servers": bs, "topic": "out"}},
+                       "format": {"name": "json"}})))
+        prog = os.path.join(tmp, "p.sql")
+        open(prog, "w").write(sql)
+        log = os.path.join(tmp, "run.log")
+        args = [SLUICE, "run", prog, "--http", "127.0.0.1:0", "--no-progress", "--workers",
+                str(a.workers)]
+        if a.storage:
+            args += ["--storage", os.path.join(tmp, "st")]
+        t0 = time.monotonic()
+        proc = subprocess.Popen(args, stderr=open(log, "w"), stdout=subprocess.DEVNULL)
+        port = None
+        while port is None:
+            t = open(log).read()
+            if "listening on" in t:
+                port = int(t.split("listening on 127.0.0.1:")[1].split()[0])
+            elif proc.poll() is not None:
+                sys.exit("sluice exited:\n" + t)
+            else:
+                time.sleep(0.01)
+        while count(port) < n:
+            time.sleep(0.01)
+        t_in = time.monotonic() - t0
+        cpu = json.loads(get(port, "/stats"))["global_metrics"].get("cpu_msecs", 0) / 1000.0
+        got = 0
+        while got < want_out:
+            out = subprocess.run([MOCK, "consume", bs, "out"], capture_output=True, text=True,
+                                 check=True).stdout
+            got = out.count("\n")
+        t_out = time.monotonic() - t0
+        res = {"records": n, "workers": a.workers, "storage": a.storage,
+               "produce_secs": round(t_produce, 3), "in_secs": round(t_in, 3),
+               "in_records_per_sec": round(n / t_in), "cpu_secs": round(cpu, 3),
+               "records_per_cpu_sec": round(n / cpu) if cpu else None,
+               "out_messages": want_out, "in_to_out_secs": round(t_out, 3)}
+        print("kafka in -> view -> kafka out: %d records, %d workers%s" % (
+            n, a.workers, ", exactly_once storage" if a.storage else ""))
+        for k, v in res.items():
+            print("  %-22s %s" % (k, v))
+        os.makedirs(RESULTS, exist_ok=True)
+        with open(os.path.join(RESULTS, "kafka.json"), "w") as f:
+            json.dump(res, f, indent=1)
+    finally:
+        if proc and proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=120)
+        mock.stdin.write("quit\n")
+        mock.stdin.flush()
+        mock.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()

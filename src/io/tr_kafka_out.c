@@ -1,0 +1,402 @@
+/*
+ * io/tr_kafka_out.c - kafka_output: a view's changes as Kafka messages,
+ * exactly once across crashes, with a transactional producer.
+ *
+ * In: each step's consolidated changes (output_write), then the end of the
+ * step (output_flush). Out: one message per unit of weight, {"insert":
+ * row} or {"delete": row} in JSON (CSV: the row's fields and the weight),
+ * with headers sluice_step (the step number) and sluice_seq (its index in
+ * the step), no key. A step's messages form one Kafka transaction,
+ * committed before the step ends; a step without changes sends nothing.
+ *
+ * Exactly once. With --storage the step journal records, before every
+ * step, this connector's offset: 1 + the last step committed to the topic.
+ * After a crash the journal's steps are replayed with the same numbers and
+ * the same changes; the last one is delivered again (output_truncate
+ * learns where). A fresh producer with the same transactional.id fences
+ * the crashed one and aborts its open transaction (init_transactions), and
+ * the connector reads the committed tail of every partition of the topic
+ * (read_committed) for the highest sluice_step there: replayed steps up to
+ * it are already in the topic and are not sent again. So a read_committed
+ * consumer sees every step's changes once, in step order per partition;
+ * a read_uncommitted one may also see an aborted step's messages.
+ *
+ * Brokers away: a commit that fails with a retriable error is tried
+ * again (the step waits); one that needs an abort is aborted and the
+ * step's messages, kept until the commit, are sent again in a new
+ * transaction.
+ */
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../base/mem.h"
+#include "../zset/key.h"
+#include "io_int.h"
+
+#define TXN_TIMEOUT_MS 60000
+
+struct KafkaOut {
+    rd_kafka_t *rk;
+    char *topic, *bootstrap;
+    int64_t skip_through; /* steps already in the topic (after a restart) */
+    int64_t committed;    /* last step committed */
+    int64_t step;         /* the step being written (-1: none) */
+    int64_t seq;
+    Buf msgs;             /* the step's message values, each after its length */
+    bool in_txn;
+};
+
+static void quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)rk, (void)level, (void)fac, (void)buf;
+}
+
+static bool pass_through(const char *key)
+{
+    return strchr(key, '.') != NULL && strcmp(key, "enable.idempotence") != 0;
+}
+
+int tr_kafka_out_open(OutputConn *oc, const cJSON *cfg, bool open, Err *err)
+{
+    const char *where = oc->name;
+    if (!cfg)
+        return err_set(err, SL_ECONFIG, "%s: kafka_output needs a config with "
+                       "\"bootstrap.servers\" and \"topic\"", where);
+    const cJSON *bs = cJSON_GetObjectItemCaseSensitive(cfg, "bootstrap.servers");
+    const cJSON *topic = cJSON_GetObjectItemCaseSensitive(cfg, "topic");
+    for (const cJSON *it = cfg->child; it; it = it->next) {
+        if (!strcmp(it->string, "bootstrap.servers") || !strcmp(it->string, "topic"))
+            continue;
+        if (!pass_through(it->string))
+            return err_set(err, SL_ECONFIG, "%s: unknown or unsupported key \"%s\" in "
+                           "kafka_output config", where, it->string);
+        if (!cJSON_IsString(it))
+            return err_set(err, SL_ECONFIG, "%s: librdkafka property \"%s\" must be a string",
+                           where, it->string);
+    }
+    if (!cJSON_IsString(bs) || !*bs->valuestring)
+        return err_set(err, SL_ECONFIG, "%s: kafka_output needs \"bootstrap.servers\" (a "
+                       "string)", where);
+    if (!cJSON_IsString(topic) || !*topic->valuestring)
+        return err_set(err, SL_ECONFIG, "%s: kafka_output needs \"topic\" (a string)", where);
+    KafkaOut *k = sl_calloc(1, sizeof(*k));
+    oc->kout = k;
+    k->topic = sl_strdup(topic->valuestring);
+    k->bootstrap = sl_strdup(bs->valuestring);
+    k->step = -1;
+    char es[512], tid[300];
+    snprintf(tid, sizeof(tid), "sluice:%s:%s", oc->name, k->topic);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const char *fixed[][2] = {{"bootstrap.servers", bs->valuestring},
+                              {"transactional.id", tid},
+                              {"transaction.timeout.ms", "60000"}};
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        if (rd_kafka_conf_set(conf, fixed[i][0], fixed[i][1], es, sizeof(es))) {
+            rd_kafka_conf_destroy(conf);
+            return err_set(err, SL_ECONFIG, "%s: %s", where, es);
+        }
+    for (const cJSON *it = cfg->child; it; it = it->next)
+        if (pass_through(it->string) &&
+            rd_kafka_conf_set(conf, it->string, it->valuestring, es, sizeof(es))) {
+            rd_kafka_conf_destroy(conf);
+            return err_set(err, SL_ECONFIG, "%s: librdkafka property \"%s\": %s", where,
+                           it->string, es);
+        }
+    if (!open) {
+        rd_kafka_conf_destroy(conf);
+        return 0;
+    }
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, es, sizeof(es));
+    if (!k->rk) {
+        rd_kafka_conf_destroy(conf);
+        return err_set(err, SL_ECONFIG, "%s: cannot create the Kafka producer: %s", where, es);
+    }
+    /* fences a crashed predecessor and aborts its open transaction */
+    rd_kafka_error_t *e = rd_kafka_init_transactions(k->rk, TXN_TIMEOUT_MS);
+    if (e) {
+        err_set(err, SL_EIO, "%s: cannot start the transactional producer: %s", where,
+                rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        return err->code;
+    }
+    return 0;
+}
+
+void tr_kafka_out_close(OutputConn *oc)
+{
+    KafkaOut *k = oc->kout;
+    if (!k)
+        return;
+    if (k->rk) {
+        if (k->in_txn) {
+            rd_kafka_error_t *e = rd_kafka_abort_transaction(k->rk, 5000);
+            if (e)
+                rd_kafka_error_destroy(e);
+        }
+        rd_kafka_destroy(k->rk);
+    }
+    buf_free(&k->msgs);
+    sl_free(k->topic);
+    sl_free(k->bootstrap);
+    sl_free(k);
+    oc->kout = NULL;
+}
+
+/* The highest sluice_step header among the committed messages at the end
+   of every partition of the topic (0 when none). */
+static int64_t last_step_in_topic(OutputConn *oc, Err *err)
+{
+    KafkaOut *k = oc->kout;
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(k->rk, k->topic, NULL);
+    rd_kafka_resp_err_t re = rd_kafka_metadata(k->rk, 0, rkt, &md, 10000);
+    rd_kafka_topic_destroy(rkt);
+    if (re || md->topic_cnt != 1 || md->topics[0].err) {
+        if (md && md->topic_cnt == 1 &&
+            md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+            rd_kafka_metadata_destroy(md);
+            return 0; /* nothing written yet */
+        }
+        err_set(err, SL_EIO, "%s: cannot read the partitions of topic \"%s\": %s", oc->name,
+                k->topic, rd_kafka_err2str(re ? re : md->topics[0].err));
+        if (md)
+            rd_kafka_metadata_destroy(md);
+        return -1;
+    }
+    int nparts = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    char es[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", k->bootstrap, es, sizeof(es)) ||
+        rd_kafka_conf_set(conf, "group.id", "sluice-scan", es, sizeof(es)) ||
+        rd_kafka_conf_set(conf, "isolation.level", "read_committed", es, sizeof(es)) ||
+        rd_kafka_conf_set(conf, "enable.partition.eof", "true", es, sizeof(es)) ||
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", es, sizeof(es))) {
+        rd_kafka_conf_destroy(conf);
+        err_set(err, SL_EIO, "%s: cannot configure the reader of the topic's tail", oc->name);
+        return -1;
+    }
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    rd_kafka_t *rc = rd_kafka_new(RD_KAFKA_CONSUMER, conf, es, sizeof(es));
+    if (!rc) {
+        rd_kafka_conf_destroy(conf);
+        err_set(err, SL_EIO, "%s: %s", oc->name, es);
+        return -1;
+    }
+    rd_kafka_poll_set_consumer(rc);
+    int64_t best = 0;
+    for (int32_t p = 0; p < nparts && !err->code; p++) {
+        int64_t lo = 0, hi = 0;
+        re = rd_kafka_query_watermark_offsets(rc, k->topic, p, &lo, &hi, 10000);
+        if (re) {
+            err_set(err, SL_EIO, "%s: cannot read the end of topic \"%s\" partition %d: %s",
+                    oc->name, k->topic, (int)p, rd_kafka_err2str(re));
+            break;
+        }
+        /* windows growing backwards from the end, until one holds a step
+           (commit markers and aborted messages hold none) */
+        bool found = false;
+        for (int64_t w = 16; !found && hi > lo; w *= 8) {
+            int64_t start = hi - w > lo ? hi - w : lo;
+            rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+            rd_kafka_topic_partition_list_add(l, k->topic, p)->offset = start;
+            rd_kafka_assign(rc, l);
+            rd_kafka_topic_partition_list_destroy(l);
+            double t0 = io_now();
+            for (;;) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rc, 200);
+                if (!m) {
+                    if (io_now() - t0 > 30) {
+                        err_set(err, SL_EIO, "%s: reading the end of topic \"%s\" partition %d "
+                                "gave nothing for 30 s", oc->name, k->topic, (int)p);
+                        break;
+                    }
+                    continue;
+                }
+                bool eof = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
+                if (!m->err) {
+                    rd_kafka_headers_t *h = NULL;
+                    const void *v;
+                    size_t vn;
+                    if (!rd_kafka_message_headers(m, &h) &&
+                        !rd_kafka_header_get_last(h, "sluice_step", &v, &vn) && vn < 24) {
+                        char num[24];
+                        memcpy(num, v, vn);
+                        num[vn] = 0;
+                        int64_t s = strtoll(num, NULL, 10);
+                        found = true;
+                        if (s > best)
+                            best = s;
+                    }
+                }
+                int64_t off = m->offset;
+                rd_kafka_message_destroy(m);
+                if (eof || off >= hi - 1)
+                    break;
+            }
+            if (start == lo || err->code)
+                break;
+        }
+    }
+    rd_kafka_assign(rc, NULL);
+    rd_kafka_consumer_close(rc);
+    rd_kafka_destroy(rc);
+    return err->code ? -1 : best;
+}
+
+int tr_kafka_out_truncate(OutputConn *oc, int64_t offset, Err *err)
+{
+    KafkaOut *k = oc->kout;
+    if (!k || !k->rk)
+        return 0;
+    k->skip_through = k->committed = 0;
+    if (offset <= 0)
+        return 0; /* a fresh run */
+    int64_t last = last_step_in_topic(oc, err);
+    if (last < 0)
+        return err->code;
+    k->skip_through = last > offset - 1 ? last : offset - 1;
+    k->committed = k->skip_through;
+    if (last >= offset)
+        fprintf(stderr, "sluice: %s: topic \"%s\" already holds step %lld; replayed steps up to "
+                        "it are not sent again\n",
+                oc->name, k->topic, (long long)last);
+    return 0;
+}
+
+int64_t tr_kafka_out_offset(const OutputConn *oc) { return oc->kout->committed + 1; }
+
+static int txn_error(OutputConn *oc, const char *what, rd_kafka_error_t *e, Err *err)
+{
+    err_set(err, SL_EIO, "%s: %s: %s", oc->name, what, rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    return err->code;
+}
+
+/* Produce one message value (copied) with the step's headers. */
+static int send_one(OutputConn *oc, const char *v, size_t n, int64_t seq, Err *err)
+{
+    KafkaOut *k = oc->kout;
+    char step[24], sq[24];
+    snprintf(step, sizeof(step), "%lld", (long long)k->step);
+    snprintf(sq, sizeof(sq), "%lld", (long long)seq);
+    for (;;) {
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            k->rk, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_VALUE((void *)v, n),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_HEADER("sluice_step", step, (ssize_t)strlen(step)),
+            RD_KAFKA_V_HEADER("sluice_seq", sq, (ssize_t)strlen(sq)), RD_KAFKA_V_END);
+        if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+            rd_kafka_poll(k->rk, 10);
+            continue;
+        }
+        if (e)
+            return err_set(err, SL_EIO, "%s: cannot send to topic \"%s\": %s", oc->name,
+                           k->topic, rd_kafka_err2str(e));
+        return 0;
+    }
+}
+
+int tr_kafka_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
+{
+    KafkaOut *k = oc->kout;
+    if (!k->rk || step <= k->skip_through || b->n == 0)
+        return 0;
+    arena_reset(oc->scratch);
+    Chunk *row = chunk_new(oc->scratch, oc->schema.ncol, oc->schema.types, 1);
+    row->n = 1;
+    for (int64_t i = 0; i < b->n; i++) {
+        key_decode(batch_key(b, i), oc->schema.types, oc->schema.ncol, row, 0, 0);
+        int64_t w = b->w[i], units = w < 0 ? -w : w;
+        buf_reset(&oc->line);
+        if (oc->fmt == FMT_CSV) {
+            fmt_csv_row(row, 0, &oc->line);
+            buf_printf(&oc->line, ",%lld", (long long)(w < 0 ? -1 : 1));
+        } else {
+            buf_puts(&oc->line, w > 0 ? "{\"insert\":" : "{\"delete\":");
+            fmt_json_row(&oc->schema, row, 0, &oc->line);
+            buf_puts(&oc->line, "}");
+        }
+        if (!k->in_txn) {
+            rd_kafka_error_t *e = rd_kafka_begin_transaction(k->rk);
+            if (e)
+                return txn_error(oc, "cannot begin a transaction", e, err);
+            k->in_txn = true;
+            k->step = step;
+            k->seq = 0;
+            buf_reset(&k->msgs);
+        }
+        for (int64_t j = 0; j < units; j++) {
+            uint32_t n = (uint32_t)oc->line.n;
+            buf_append(&k->msgs, &n, sizeof(n));
+            buf_append(&k->msgs, oc->line.p, oc->line.n);
+            if (send_one(oc, (const char *)oc->line.p, oc->line.n, k->seq++, err))
+                return err->code;
+            oc->records++;
+            oc->bytes += (int64_t)oc->line.n;
+        }
+        rd_kafka_poll(k->rk, 0);
+    }
+    return 0;
+}
+
+/* Abort the open transaction and send the step's messages again in a new
+   one. */
+static int resend(OutputConn *oc, Err *err)
+{
+    KafkaOut *k = oc->kout;
+    rd_kafka_error_t *e = rd_kafka_abort_transaction(k->rk, TXN_TIMEOUT_MS);
+    if (e)
+        return txn_error(oc, "cannot abort the transaction", e, err);
+    if ((e = rd_kafka_begin_transaction(k->rk)))
+        return txn_error(oc, "cannot begin a transaction", e, err);
+    int64_t seq = 0;
+    for (size_t at = 0; at < k->msgs.n;) {
+        uint32_t n;
+        memcpy(&n, k->msgs.p + at, sizeof(n));
+        at += sizeof(n);
+        if (send_one(oc, (const char *)k->msgs.p + at, n, seq++, err))
+            return err->code;
+        at += n;
+    }
+    return 0;
+}
+
+int tr_kafka_out_flush(OutputConn *oc, Err *err)
+{
+    KafkaOut *k = oc->kout;
+    if (!k->in_txn)
+        return 0;
+    bool waited = false;
+    for (;;) {
+        rd_kafka_error_t *e = rd_kafka_commit_transaction(k->rk, TXN_TIMEOUT_MS);
+        if (!e)
+            break;
+        if (e && rd_kafka_error_is_fatal(e))
+            return txn_error(oc, "the transactional producer failed", e, err);
+        if (!waited)
+            fprintf(stderr, "sluice: %s: committing step %lld to topic \"%s\" failed (%s); "
+                            "trying again\n",
+                    oc->name, (long long)k->step, k->topic,
+                    rd_kafka_error_string(e));
+        waited = true;
+        bool abort = rd_kafka_error_txn_requires_abort(e);
+        rd_kafka_error_destroy(e);
+        if (abort && resend(oc, err))
+            return err->code;
+        if (!abort) {
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (waited)
+        fprintf(stderr, "sluice: %s: step %lld committed\n", oc->name, (long long)k->step);
+    k->in_txn = false;
+    k->committed = k->step;
+    buf_reset(&k->msgs);
+    return 0;
+}
