@@ -540,6 +540,10 @@ const char *input_transport(const InputConn *ic)
 }
 int output_rel(const OutputConn *oc) { return oc->rel; }
 const char *output_name(const OutputConn *oc) { return oc->name; }
+const char *output_transport(const OutputConn *oc)
+{
+    return oc->pg ? "postgres_output" : oc->kout ? "kafka_output" : "file_output";
+}
 int64_t output_records(const OutputConn *oc) { return oc->records; }
 int64_t output_bytes(const OutputConn *oc) { return oc->bytes; }
 

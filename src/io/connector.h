@@ -145,6 +145,8 @@ int output_sync(OutputConn *oc, Err *err);
 int output_write(OutputConn *oc, int64_t step, const Batch *changes, Err *err);
 int output_rel(const OutputConn *oc);
 const char *output_name(const OutputConn *oc);
+/* file_output, postgres_output or kafka_output. */
+const char *output_transport(const OutputConn *oc);
 /* Records (units of weight) and bytes written so far. */
 int64_t output_records(const OutputConn *oc);
 int64_t output_bytes(const OutputConn *oc);

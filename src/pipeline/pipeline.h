@@ -201,6 +201,7 @@ typedef struct ConnStats {
 
 typedef struct OutStats {
     char name[192];
+    const char *transport;  /* file_output, postgres_output, kafka_output */
     int rel;
     int64_t records, bytes, steps;
 } OutStats;

@@ -116,6 +116,7 @@ void stats_init(Pipeline *p)
         snprintf(p->fig.outs[j].name, sizeof(p->fig.outs[j].name), "%s",
                  output_name(p->cs.out[j]));
         p->fig.outs[j].rel = output_rel(p->cs.out[j]);
+        p->fig.outs[j].transport = output_transport(p->cs.out[j]);
     }
 }
 

@@ -357,6 +357,8 @@ def test_output_sends_every_change_once(tmp_path, kafka, pipelines):
                       "the output reaching the topic")
     assert ids_of(msgs) == want
     assert len({(s, q) for s, q, _ in msgs}) == len(msgs)
+    stats = requests.get("http://127.0.0.1:%d/stats" % p.port, timeout=30).json()
+    assert [o["transport"] for o in stats["outputs"]] == ["kafka_output"], stats["outputs"]
     p.stop()
 
 
