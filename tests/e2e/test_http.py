@@ -14,7 +14,7 @@ import subprocess
 import pytest
 import requests
 
-from conftest import assert_no_crash, conn_clause, read_dump, run_ok, sluice_bin
+from conftest import assert_no_crash, conn_clause, read_dump, run_ok, sluice_bin, wait_until
 from httpkit import ingress as push
 from httpkit import lines, query
 
@@ -329,7 +329,11 @@ CREATE MATERIALIZED VIEW q AS SELECT a, 10 / a AS d FROM m;
 """ % conns
     p = http_pipeline(prog)
     push(p, "m", "0,2021-06-01 00:00:00\n3,2021-06-01 00:00:00\n", format="csv", wait="true")
-    st = requests.get(p.url("/stats")).json()
+    # the push's step is done; the file's rows may come in a step of their
+    # own (before or after it): wait for every record to be processed
+    st = wait_until(lambda: (lambda s: s if s["global_metrics"]["total_processed_records"] == 4
+                             else None)(requests.get(p.url("/stats")).json()),
+                    "the file's and the push's records processed")
     g = st["global_metrics"]
     assert g["state"] == "running" and g["total_completed_steps"] >= 1
     assert g["total_input_records"] == 4 and g["total_processed_records"] == 4
