@@ -268,10 +268,10 @@ static char *job_meta(Ft *ft, FtCounts n)
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", input_name(ft->cs->in[j]));
         cJSON *v = cJSON_AddArrayToObject(e, "pos");
-        cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.v[0]));
-        cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.v[1]));
+        cJSON_AddItemToArray(v, ckpt_jint_new(pos.v[0]));
+        cJSON_AddItemToArray(v, ckpt_jint_new(pos.v[1]));
         for (int i = 0; i < pos.nx; i++) /* kafka_input: per-partition offsets */
-            cJSON_AddItemToArray(v, cJSON_CreateNumber((double)pos.x[i]));
+            cJSON_AddItemToArray(v, ckpt_jint_new(pos.x[i]));
         cJSON_AddNumberToObject(e, "rows", (double)pos.rows);
         cJSON_AddNumberToObject(e, "errors", (double)pos.errors);
         cJSON_AddNumberToObject(e, "bytes", (double)pos.bytes);
@@ -627,14 +627,14 @@ static int load_positions(Ft *ft, const cJSON *m, FtCounts *n, Err *err)
         const cJSON *e = cJSON_GetArrayItem(ins, j);
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
         InPos *pos = sl_calloc(1, sizeof(*pos));
-        pos->v[0] = (int64_t)cJSON_GetArrayItem(v, 0)->valuedouble;
-        pos->v[1] = (int64_t)cJSON_GetArrayItem(v, 1)->valuedouble;
+        ckpt_jint_get(cJSON_GetArrayItem(v, 0), &pos->v[0]); /* manifest_check: all read */
+        ckpt_jint_get(cJSON_GetArrayItem(v, 1), &pos->v[1]);
         pos->rows = ckpt_jint(e, "rows");
         pos->errors = ckpt_jint(e, "errors");
         pos->bytes = ckpt_jint(e, "bytes");
         pos->nx = cJSON_GetArraySize(v) - 2; /* manifest_check: 0..INPOS_MAX */
         for (int i = 0; i < pos->nx; i++)
-            pos->x[i] = (int64_t)cJSON_GetArrayItem(v, 2 + i)->valuedouble;
+            ckpt_jint_get(cJSON_GetArrayItem(v, 2 + i), &pos->x[i]);
         int rc = input_seek(ft->cs->in[j], pos, err);
         sl_free(pos);
         if (rc)
@@ -728,14 +728,15 @@ static bool manifest_check(const cJSON *m, char *why, size_t whyn)
         const cJSON *pos = cJSON_GetObjectItemCaseSensitive(e, "pos");
         if (!cJSON_IsObject(e) || !cJSON_IsArray(pos) || cJSON_GetArraySize(pos) < 2 ||
             cJSON_GetArraySize(pos) > 2 + INPOS_MAX) {
-            snprintf(why, whyn, "%s is not an object with a \"pos\" of 2 to %d numbers", where,
+            snprintf(why, whyn, "%s is not an object with a \"pos\" of 2 to %d integers", where,
                      2 + INPOS_MAX);
             return false;
         }
         cJSON_ArrayForEach(v, pos)
         {
-            if (cJSON_IsNumber(v) && v->valuedouble >= -9e18 && v->valuedouble <= 9e18)
-                continue; /* NaN fails both */
+            int64_t x;
+            if (ckpt_jint_get(v, &x))
+                continue;
             snprintf(why, whyn, "%s.pos holds something that is not a 64-bit integer", where);
             return false;
         }

@@ -13,8 +13,10 @@
  * kept checkpoints share no file: storage.h).
  */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,40 @@ int64_t ckpt_jint(const cJSON *o, const char *k)
     return cJSON_IsNumber(v) && v->valuedouble >= -9e15 && v->valuedouble <= 9e15
                ? (int64_t)v->valuedouble
                : 0;
+}
+
+/* cJSON prints numbers with 15 significant digits (and accepts the
+   rounding), so only integers below 10^15 survive as JSON numbers. */
+#define JINT_EXACT INT64_C(999999999999999)
+
+cJSON *ckpt_jint_new(int64_t x)
+{
+    if (x >= -JINT_EXACT && x <= JINT_EXACT)
+        return cJSON_CreateNumber((double)x);
+    char t[24];
+    snprintf(t, sizeof(t), "%" PRId64, x);
+    return cJSON_CreateString(t);
+}
+
+bool ckpt_jint_get(const cJSON *v, int64_t *out)
+{
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble; /* NaN fails both bounds */
+        if (!(d >= -(double)JINT_EXACT && d <= (double)JINT_EXACT) || d != (double)(int64_t)d)
+            return false;
+        *out = (int64_t)d;
+        return true;
+    }
+    if (!cJSON_IsString(v) || !*v->valuestring)
+        return false;
+    const char *s = v->valuestring;
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno || *end || !(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))))
+        return false;
+    *out = x;
+    return true;
 }
 
 /* Tell the store which files the checkpoint that stays kept beside this

@@ -37,5 +37,13 @@ int ckpt_load_state(Store *st, Runtime *rt, int nnodes, const cJSON *state, int 
 void ckpt_avoid_previous(Store *st, const cJSON *prev, int64_t step);
 /* An integer member of a manifest object (0 when missing or not one). */
 int64_t ckpt_jint(const cJSON *o, const char *k);
+/* A 64-bit integer as a manifest value that reads back exactly: a JSON
+   number when cJSON prints it exactly (|x| < 10^15), else its decimal text
+   (connector positions: S3 packs the line number into high bits, Kafka
+   offsets and LSNs may be large). */
+cJSON *ckpt_jint_new(int64_t x);
+/* Read such a value back (either form); false when v is neither a whole
+   number within 64 bits nor such a text. */
+bool ckpt_jint_get(const cJSON *v, int64_t *out);
 
 #endif
