@@ -283,6 +283,26 @@ static char *xml_next(const char *xml, const char *tag, const char **pos)
     return sl_strndup(a, (size_t)(e - a));
 }
 
+/* One page of ListObjectsV2 under the prefix (after token, when given)
+   into r: 0, or an SL_E* code with err set (r freed). */
+static int list_page(S3 *s, const char *token, Buf *r, Err *err)
+{
+    Buf tail = BUF_INIT;
+    buf_puts(&tail, "?list-type=2&prefix=");
+    url_encode(&tail, s->prefix);
+    if (token) {
+        buf_puts(&tail, "&continuation-token=");
+        url_encode(&tail, token);
+    }
+    long st = request(s, "GET", buf_cstr(&tail), NULL, 0, r, err);
+    buf_free(&tail);
+    if (st == 200)
+        return 0;
+    int rc = st ? fail(st, "LIST", s->prefix, r, err) : err->code;
+    buf_free(r);
+    return rc;
+}
+
 int s3_list(S3 *s, char ***names, int *count, Err *err)
 {
     *names = NULL;
@@ -292,20 +312,9 @@ int s3_list(S3 *s, char ***names, int *count, Err *err)
     char **v = NULL;
     size_t pl = strlen(s->prefix);
     for (;;) {
-        Buf tail = BUF_INIT, r = BUF_INIT;
-        buf_puts(&tail, "?list-type=2&prefix=");
-        url_encode(&tail, s->prefix);
-        if (token) {
-            buf_puts(&tail, "&continuation-token=");
-            url_encode(&tail, token);
-        }
-        long st = request(s, "GET", buf_cstr(&tail), NULL, 0, &r, err);
-        buf_free(&tail);
-        if (!st || st != 200) {
-            rc = st ? fail(st, "LIST", s->prefix, &r, err) : err->code;
-            buf_free(&r);
+        Buf r = BUF_INIT;
+        if ((rc = list_page(s, token, &r, err)))
             break;
-        }
         const char *xml = buf_cstr(&r), *pos = xml;
         char *k;
         while ((k = xml_next(xml, "Key", &pos)) != NULL) {
@@ -417,20 +426,9 @@ int s3_list_all(S3 *s, S3Object **objs, int *count, Err *err)
     S3Object *v = NULL;
     size_t pl = strlen(s->prefix);
     for (;;) {
-        Buf tail = BUF_INIT, r = BUF_INIT;
-        buf_puts(&tail, "?list-type=2&prefix=");
-        url_encode(&tail, s->prefix);
-        if (token) {
-            buf_puts(&tail, "&continuation-token=");
-            url_encode(&tail, token);
-        }
-        long st = request(s, "GET", buf_cstr(&tail), NULL, 0, &r, err);
-        buf_free(&tail);
-        if (!st || st != 200) {
-            rc = st ? fail(st, "LIST", s->prefix, &r, err) : err->code;
-            buf_free(&r);
+        Buf r = BUF_INIT;
+        if ((rc = list_page(s, token, &r, err)))
             break;
-        }
         const char *xml = buf_cstr(&r), *pos = xml;
         char *obj;
         while ((obj = xml_next(xml, "Contents", &pos)) != NULL) {
