@@ -353,16 +353,21 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         ic->line = 1;
         return 0;
     }
-    if (!strcmp(t, "postgres_output")) {
+    OutputConn *oc = NULL;
+    if (!strcmp(t, "postgres_output") || !strcmp(t, "file_output") ||
+        !strcmp(t, "kafka_output")) {
         if (r->is_table)
             return cerr(err, r, "%s: %s", where,
-                        "output transports belong to views; declare a view over the table");
-        OutputConn *oc = sl_calloc(1, sizeof(*oc));
+                        "output transports belong to views; declare a view over the table "
+                        "(CREATE VIEW v WITH ('connectors' = ...) AS SELECT * FROM t)");
+        oc = sl_calloc(1, sizeof(*oc));
         oc->rel = rel;
         snprintf(oc->name, sizeof(oc->name), "%s", where);
         schema_of(r, &oc->schema);
-        *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
         oc->scratch = arena_new(16 * 1024);
+        *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
+    }
+    if (!strcmp(t, "postgres_output")) {
         if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
             return cerr(err, r, "%s: %s", where,
                         "postgres_output takes no \"format\" (rows go to the table's columns)");
@@ -374,15 +379,6 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         return 0;
     }
     if (!strcmp(t, "file_output")) {
-        if (r->is_table)
-            return cerr(err, r, "%s: %s", where,
-                        "output transports belong to views; declare a view over the table "
-                        "(CREATE VIEW v WITH ('connectors' = ...) AS SELECT * FROM t)");
-        OutputConn *oc = sl_calloc(1, sizeof(*oc));
-        oc->rel = rel;
-        snprintf(oc->name, sizeof(oc->name), "%s", where);
-        schema_of(r, &oc->schema);
-        *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
         static const char *const okeys[] = {"path", NULL};
         if (!cfg)
             return cerr(err, r, "%s: %s", where, "file_output needs a config with \"path\"");
@@ -405,19 +401,9 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
                 return err_set(err, SL_EIO, "%s: cannot create \"%s\": %s", where, oc->path,
                                strerror(errno));
         }
-        oc->scratch = arena_new(16 * 1024);
         return 0;
     }
     if (!strcmp(t, "kafka_output")) {
-        if (r->is_table)
-            return cerr(err, r, "%s: %s", where,
-                        "output transports belong to views; declare a view over the table");
-        OutputConn *oc = sl_calloc(1, sizeof(*oc));
-        oc->rel = rel;
-        snprintf(oc->name, sizeof(oc->name), "%s", where);
-        schema_of(r, &oc->schema);
-        oc->scratch = arena_new(16 * 1024);
-        *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
         if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &oc->fmt, NULL,
                          NULL, err))
             return err->code;
