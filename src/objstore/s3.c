@@ -303,6 +303,20 @@ static int list_page(S3 *s, const char *token, Buf *r, Err *err)
     return rc;
 }
 
+/* The continuation token of a listing page that is truncated (owned),
+   else NULL: the last page. */
+static char *list_next_token(const char *xml)
+{
+    const char *pos = xml;
+    char *trunc = xml_next(xml, "IsTruncated", &pos);
+    bool more = trunc && !strcmp(trunc, "true");
+    sl_free(trunc);
+    if (!more)
+        return NULL;
+    pos = xml;
+    return xml_next(xml, "NextContinuationToken", &pos);
+}
+
 int s3_list(S3 *s, char ***names, int *count, Err *err)
 {
     *names = NULL;
@@ -323,18 +337,10 @@ int s3_list(S3 *s, char ***names, int *count, Err *err)
             }
             sl_free(k);
         }
-        pos = xml;
-        char *trunc = xml_next(xml, "IsTruncated", &pos);
-        bool more = trunc && !strcmp(trunc, "true");
-        sl_free(trunc);
         sl_free(token);
-        token = NULL;
-        if (more) {
-            pos = xml;
-            token = xml_next(xml, "NextContinuationToken", &pos);
-        }
+        token = list_next_token(xml);
         buf_free(&r);
-        if (!more || !token)
+        if (!token)
             break;
     }
     sl_free(token);
@@ -445,18 +451,10 @@ int s3_list_all(S3 *s, S3Object **objs, int *count, Err *err)
             sl_free(sz);
             sl_free(obj);
         }
-        pos = xml;
-        char *trunc = xml_next(xml, "IsTruncated", &pos);
-        bool more = trunc && !strcmp(trunc, "true");
-        sl_free(trunc);
         sl_free(token);
-        token = NULL;
-        if (more) {
-            pos = xml;
-            token = xml_next(xml, "NextContinuationToken", &pos);
-        }
+        token = list_next_token(xml);
         buf_free(&r);
-        if (!more || !token)
+        if (!token)
             break;
     }
     sl_free(token);
