@@ -277,6 +277,30 @@ static int connect_once(PgOut *po, OutputConn *oc, Err *err)
 
 /* Create the progress table, the target table when missing, and this
    session's staging tables; check that the key has a unique index. */
+/* Append the upsert of the staged rows: INSERT ... SELECT * FROM
+   sluice_up ON CONFLICT (key) DO UPDATE SET the other columns (DO NOTHING
+   when every column is a key column). */
+static void put_upsert(const PgOut *po, int ncol, Buf *s)
+{
+    buf_printf(s, "INSERT INTO %s (", po->table);
+    for (int j = 0; j < ncol; j++)
+        buf_printf(s, "%s%s", j ? ", " : "", po->cols[j]);
+    buf_puts(s, ") SELECT * FROM sluice_up ON CONFLICT (");
+    for (int k = 0; k < po->nkey; k++)
+        buf_printf(s, "%s%s", k ? ", " : "", po->cols[po->key[k]]);
+    int nset = 0;
+    for (int j = 0; j < ncol; j++) {
+        bool is_key = false;
+        for (int k = 0; k < po->nkey; k++)
+            is_key |= po->key[k] == j;
+        if (!is_key)
+            buf_printf(s, "%s%s = EXCLUDED.%s", nset++ ? ", " : ") DO UPDATE SET ",
+                       po->cols[j], po->cols[j]);
+    }
+    if (!nset)
+        buf_puts(s, ") DO NOTHING");
+}
+
 static int prepare(PgOut *po, OutputConn *oc, Err *err)
 {
     if (po->prepared)
@@ -321,26 +345,7 @@ static int prepare(PgOut *po, OutputConn *oc, Err *err)
     PQclear(r);
     /* the upsert on an empty stage: PostgreSQL checks its conflict target */
     buf_reset(s);
-    buf_puts(s, "INSERT INTO ");
-    buf_puts(s, po->table);
-    buf_puts(s, " (");
-    for (int j = 0; j < oc->schema.ncol; j++)
-        buf_printf(s, "%s%s", j ? ", " : "", po->cols[j]);
-    buf_puts(s, ") SELECT * FROM sluice_up ON CONFLICT (");
-    for (int k = 0; k < po->nkey; k++)
-        buf_printf(s, "%s%s", k ? ", " : "", po->cols[po->key[k]]);
-    int nset = 0;
-    for (int j = 0; j < oc->schema.ncol; j++) {
-        bool is_key = false;
-        for (int k = 0; k < po->nkey; k++)
-            is_key |= po->key[k] == j;
-        if (is_key)
-            continue;
-        buf_printf(s, "%s%s = EXCLUDED.%s", nset++ ? ", " : ") DO UPDATE SET ", po->cols[j],
-                   po->cols[j]);
-    }
-    if (!nset)
-        buf_puts(s, ") DO NOTHING");
+    put_upsert(po, oc->schema.ncol, s);
     if (exec_ok(po, buf_cstr(s), &r))
         goto out_fail;
     PQclear(r);
@@ -684,22 +689,8 @@ static int do_write(PgOut *po, OutputConn *oc, void *arg, PGresult **fail)
         buf_puts(s, "; ");
     }
     if (wa->ups) {
-        buf_printf(s, "INSERT INTO %s (", po->table);
-        for (int j = 0; j < oc->schema.ncol; j++)
-            buf_printf(s, "%s%s", j ? ", " : "", po->cols[j]);
-        buf_puts(s, ") SELECT * FROM sluice_up ON CONFLICT (");
-        for (int k = 0; k < po->nkey; k++)
-            buf_printf(s, "%s%s", k ? ", " : "", po->cols[po->key[k]]);
-        int nset = 0;
-        for (int j = 0; j < oc->schema.ncol; j++) {
-            bool is_key = false;
-            for (int k = 0; k < po->nkey; k++)
-                is_key |= po->key[k] == j;
-            if (!is_key)
-                buf_printf(s, "%s%s = EXCLUDED.%s", nset++ ? ", " : ") DO UPDATE SET ",
-                           po->cols[j], po->cols[j]);
-        }
-        buf_puts(s, nset ? "; " : ") DO NOTHING; ");
+        put_upsert(po, oc->schema.ncol, s);
+        buf_puts(s, "; ");
     }
     buf_printf(s, "INSERT INTO %s (target, step, hash) VALUES (", po->progress);
     /* the target name as a literal */
