@@ -393,6 +393,10 @@ static int run_loop(Pipeline *p, Err *err)
             continue;
         }
         if (got == 0 && rt_steps(p->be->rt) > 0) {
+            /* nothing pending: what inputs allocated while finding no rows
+               (polls, empty pieces) goes, or an idle pipeline would grow */
+            if (!p->pend.units && !p->pend.batches)
+                arena_reset(p->pend.a);
             stats_publish(p);
             if (all_done) {
                 if (p->o.until_done)
