@@ -17,16 +17,15 @@ PATH), whose dumps must be byte-identical to the --workers 3 run's, every
 file included (with the same number of workers, DOUBLE sums may not differ
 either).
 """
-import json
 import os
 from collections import Counter
 
 import pytest
 
-from conftest import convert_sqlite, convert_text, csv_field, multiset_diff, read_dump, \
-    relation_types, run, write_csv
-from test_sql_vs_sqlite import check_dumps_identical_across_hosts, gen_data, mpirun_missing, \
-    run_on_hosts, sqlite_db, t3_json, t4_json, tables_sql
+from conftest import relation_types, run
+from test_sql_vs_sqlite import (assert_dump_matches, check_dumps_identical_across_hosts,
+                                compile_views, gen_data, mpirun_missing, run_each, run_on_hosts,
+                                tables_sql, write_inputs)
 
 SEEDS = [314159, 2718]
 STEP_ROWS = 37
@@ -229,38 +228,9 @@ def world(request, tmp_path_factory, sluice):
     w = World()
     d = str(tmp_path_factory.mktemp("joins%d" % seed))
     data = gen_data(seed)
-    write_csv(os.path.join(d, "t1.csv"), data["t1"])
-    with open(os.path.join(d, "t2.csv"), "w") as f:
-        f.write("k,x,y,s2,r,tm,tt,code\n")
-        for r in data["t2"]:
-            f.write(",".join(csv_field(v) for v in r) + "\n")
-    with open(os.path.join(d, "t3.json"), "w") as f:
-        for kind, r in data["t3_events"]:
-            f.write(json.dumps({kind: t3_json(r)}) + "\n")
-    with open(os.path.join(d, "t4.json"), "w") as f:
-        for kind, r in data["t4_events"]:
-            f.write(json.dumps({kind: t4_json(r)}) + "\n")
-    w.db = sqlite_db(data["t1"], data["t2"], data["t3"])
+    w.db = write_inputs(d, data)
     base = tables_sql(d)
-    # when the whole program does not compile, check each view on its own
-    # so that one rejected query fails only its own tests; the program then
-    # holds every view that compiles
-    w.compile_errors, ok = {}, []
-    whole = os.path.join(d, "check_all.sql")
-    with open(whole, "w") as f:
-        f.write(base + "\n" + "\n".join(view_sql(n) for n in QUERIES) + "\n")
-    names = [] if run(["check", whole]).returncode == 0 else list(QUERIES)
-    if not names:
-        ok = list(QUERIES)
-    for name in names:
-        prog = os.path.join(d, "check_%s.sql" % name)
-        with open(prog, "w") as f:
-            f.write(base + "\n" + view_sql(name) + "\n")
-        p = run(["check", prog])
-        if p.returncode != 0:
-            w.compile_errors[name] = p.stderr.strip()
-        else:
-            ok.append(name)
+    w.compile_errors, ok = compile_views(d, base, list(QUERIES), view_sql)
     w.program = os.path.join(d, "program.sql")
     with open(w.program, "w") as f:
         f.write(base + "\n" + "\n".join(view_sql(n) for n in ok) + "\n")
@@ -270,11 +240,7 @@ def world(request, tmp_path_factory, sluice):
     w.dumps, w.runs = {}, {}
     w.host_runs, w.host_dumps, w.host_errors = {}, {}, {}
     if p.returncode == 0:
-        for key, workers in (("w1", 1), ("w3", 3)):
-            out = os.path.join(d, "dump_" + key)
-            w.runs[key] = run(["run", w.program, "--workers", workers, "--until-done", "--dump",
-                               out, "--no-progress", "--step-rows", STEP_ROWS])
-            w.dumps[key] = out
+        run_each(w, d, {"w1": (1, STEP_ROWS), "w3": (3, STEP_ROWS)})
         run_on_hosts(w, w.program, d, STEP_ROWS, seed, SEEDS)
     return w
 
@@ -284,25 +250,8 @@ def compare_view(world, name, key):
         pytest.fail("sluice check rejected the query:\n%s\n%s" % (
             sluice_sql(name), world.compile_errors[name]))
     assert world.check.returncode == 0, "sluice check failed:\n" + world.check.stderr[-3000:]
-    p = world.runs[key]
-    assert p.returncode == 0, "run failed (exit %d):\n%s" % (p.returncode, p.stderr[-4000:])
-    cols = world.types[name.lower()]
-    header, recs = read_dump(os.path.join(world.dumps[key], name + ".csv"))
-    assert [h.lower() for h in header] == [c[0].lower() for c in cols]
-    actual = [tuple(convert_text(v, cols[i][1]) for i, v in enumerate(r)) for r in recs]
-    exp_raw = expected_rows(world.db, name)
-    assert all(len(r) == len(cols) for r in exp_raw)
-    expected = [tuple(convert_sqlite(v, cols[i][1]) for i, v in enumerate(r)) for r in exp_raw]
-    for i, c in enumerate(cols):
-        if c[2]:
-            assert all(r[i] is not None for r in actual), "NULL in NOT NULL column %s" % c[0]
-    if name not in EXPECT_EMPTY:
-        assert expected, "test data makes %s empty: fix the test" % name
-    float_cols = {i for i, c in enumerate(cols)
-                  if c[1].startswith(("DOUBLE", "REAL", "FLOAT", "DECIMAL"))}
-    diff = multiset_diff(actual, expected, float_cols)
-    assert diff is None, "view %s (%s) differs from SQLite\nSluice: %s\n%s" % (
-        name, key, sluice_sql(name), diff)
+    assert_dump_matches(world, name, key, expected_rows(world.db, name),
+                        "Sluice: " + sluice_sql(name), name not in EXPECT_EMPTY)
 
 
 @pytest.mark.parametrize("name", list(QUERIES))

@@ -410,6 +410,89 @@ HOST_RUNS = {"h2w3": (2, 3), "h3w3": (3, 3)}
 HOST_RUN_TIMEOUT = 300  # hang guard only (mpirun start-up, ASan), not a bound
 
 
+def write_inputs(d, data):
+    """The input files of tables_sql(d) for data (gen_data), and a SQLite
+    database holding the same rows."""
+    write_csv(os.path.join(d, "t1.csv"), data["t1"])
+    with open(os.path.join(d, "t2.csv"), "w") as f:
+        f.write("k,x,y,s2,r,tm,tt,code\n")  # skipped: headers = true
+        for r in data["t2"]:
+            f.write(",".join(csv_field(v) for v in r) + "\n")
+    with open(os.path.join(d, "t3.json"), "w") as f:
+        for kind, r in data["t3_events"]:
+            f.write(json.dumps({kind: t3_json(r)}) + "\n")
+    with open(os.path.join(d, "t4.json"), "w") as f:
+        for kind, r in data["t4_events"]:
+            f.write(json.dumps({kind: t4_json(r)}) + "\n")
+    return sqlite_db(data["t1"], data["t2"], data["t3"])
+
+
+def compile_views(d, base, names, view_sql, deps=None):
+    """Which views compile: the whole program first, and when it does not,
+    each view on its own (with the views it needs, deps[name]) so that one
+    rejected query fails only its own tests. Returns (errors by name, the
+    names that compile, in order)."""
+    deps = deps or {}
+    whole = os.path.join(d, "check_all.sql")
+    with open(whole, "w") as f:
+        f.write(base + "\n" + "\n".join(view_sql(n) for n in names) + "\n")
+    if run(["check", whole]).returncode == 0:
+        return {}, list(names)
+    errors, ok = {}, []
+    for name in names:
+        prog = os.path.join(d, "check_%s.sql" % name)
+        with open(prog, "w") as f:
+            f.write(base + "\n" + "\n".join(view_sql(n) for n in deps.get(name, []) + [name]) +
+                    "\n")
+        p = run(["check", prog])
+        if p.returncode != 0:
+            errors[name] = p.stderr.strip()
+        else:
+            ok.append(name)
+    ok = [n for n in ok if all(m in ok for m in deps.get(n, []))]
+    return errors, ok
+
+
+def run_each(w, d, runs):
+    """Run w.program once per entry of runs ({key: (workers, step rows or
+    None)}) into w.runs[key] and w.dumps[key]."""
+    w.runs, w.dumps = {}, {}
+    for key, (workers, step) in runs.items():
+        out = os.path.join(d, "dump_" + key)
+        args = ["run", w.program, "--workers", workers, "--until-done", "--dump", out,
+                "--no-progress"]
+        if step:
+            args += ["--step-rows", step]
+        w.runs[key] = run(args)
+        w.dumps[key] = out
+
+
+def assert_dump_matches(world, name, key, expected_raw, what, expect_rows=True):
+    """The dump of view name from run key equals expected_raw (SQLite's
+    rows) as a multiset, floats up to rounding; NOT NULL columns hold no
+    NULL. what shows the query in a failure."""
+    p = world.runs[key]
+    assert p.returncode == 0, "run failed (exit %d):\n%s" % (p.returncode, p.stderr[-4000:])
+    cols = world.types[name.lower()]
+    path = os.path.join(world.dumps[key], name + ".csv")
+    assert os.path.exists(path), "no dump file %s" % path
+    header, recs = read_dump(path)
+    assert [h.lower() for h in header] == [c[0].lower() for c in cols]
+    actual = [tuple(convert_text(v, cols[i][1]) for i, v in enumerate(r)) for r in recs]
+    assert all(len(r) == len(cols) for r in expected_raw)
+    expected = [tuple(convert_sqlite(v, cols[i][1]) for i, v in enumerate(r))
+                for r in expected_raw]
+    for i, c in enumerate(cols):
+        if c[2]:
+            assert all(r[i] is not None for r in actual), "NULL in NOT NULL column %s" % c[0]
+    if expect_rows:
+        assert expected, "test data makes %s empty: fix the test" % name
+    float_cols = {i for i, c in enumerate(cols)
+                  if c[1].startswith(("DOUBLE", "REAL", "FLOAT", "DECIMAL"))}
+    diff = multiset_diff(actual, expected, float_cols)
+    assert diff is None, "view %s (run %s) differs from SQLite\n%s\n%s" % (name, key, what, diff)
+
+
 def mpirun_missing():
     """Reason to skip the --hosts runs, or None when mpirun is on PATH."""
     if shutil.which("mpirun") is None:
@@ -454,51 +537,17 @@ def world(request, tmp_path_factory, sluice):
     w.dir = d
     data = gen_data(seed)
     w.data = data
-    write_csv(os.path.join(d, "t1.csv"), data["t1"])
-    with open(os.path.join(d, "t2.csv"), "w") as f:
-        f.write("k,x,y,s2,r,tm,tt,code\n")  # skipped: headers = true
-        for r in data["t2"]:
-            f.write(",".join(csv_field(v) for v in r) + "\n")
-    with open(os.path.join(d, "t3.json"), "w") as f:
-        for kind, r in data["t3_events"]:
-            f.write(json.dumps({kind: t3_json(r)}) + "\n")
-    with open(os.path.join(d, "t4.json"), "w") as f:
-        for kind, r in data["t4_events"]:
-            f.write(json.dumps({kind: t4_json(r)}) + "\n")
-    w.db = sqlite_db(data["t1"], data["t2"], data["t3"])
+    w.db = write_inputs(d, data)
 
-    # Check each view on its own so that one unsupported query fails only
-    # its own test; run the program made of every view that compiles.
     base = tables_sql(d)
-    w.compile_errors = {}
-    ok = []
-    deps = {"q_view_on_mview": ["q_group2"]}
-    for name in QUERIES:
-        prog = os.path.join(d, "check_%s.sql" % name)
-        with open(prog, "w") as f:
-            f.write(base + "\n" + "\n".join(view_sql(n) for n in deps.get(name, []) + [name]) + "\n")
-        p = run(["check", prog])
-        if p.returncode != 0:
-            w.compile_errors[name] = p.stderr.strip()
-        else:
-            ok.append(name)
-    if "q_view_on_mview" in ok and "q_group2" not in ok:
-        ok.remove("q_view_on_mview")
+    w.compile_errors, ok = compile_views(d, base, list(QUERIES), view_sql,
+                                         {"q_view_on_mview": ["q_group2"]})
     w.program = os.path.join(d, "program.sql")
     with open(w.program, "w") as f:
         f.write(base + "\n" + "\n".join(view_sql(n) for n in ok) + "\n")
     p = run_ok(["check", w.program])
     w.types = relation_types(p.stdout)
-    w.dumps = {}
-    w.runs = {}
-    for key, (workers, step) in RUNS.items():
-        out = os.path.join(d, "dump_" + key)
-        args = ["run", w.program, "--workers", workers, "--until-done", "--dump", out,
-                "--no-progress"]
-        if step:
-            args += ["--step-rows", step]
-        w.runs[key] = run(args)
-        w.dumps[key] = out
+    run_each(w, d, RUNS)
     run_on_hosts(w, w.program, d, STEP_ROWS, seed, SEEDS)
     return w
 
@@ -507,28 +556,9 @@ def compare_view(world, name, workers):
     if name in world.compile_errors:
         pytest.fail("sluice check rejected the query:\n%s\n%s" % (
             sluice_sql(name), world.compile_errors[name]))
-    p = world.runs[workers]
-    assert p.returncode == 0, "run failed (exit %d):\n%s" % (p.returncode, p.stderr[-4000:])
-    cols = world.types[name.lower()]
-    path = os.path.join(world.dumps[workers], name + ".csv")
-    assert os.path.exists(path), "no dump file %s" % path
-    header, recs = read_dump(path)
-    assert [h.lower() for h in header] == [c[0].lower() for c in cols]
-    actual = [tuple(convert_text(v, cols[i][1]) for i, v in enumerate(r)) for r in recs]
-    cur = world.db.execute(sqlite_sql(name))
-    assert len(cur.description) == len(cols)
-    expected = [tuple(convert_sqlite(v, cols[i][1]) for i, v in enumerate(r)) for r in cur]
-    float_cols = {i for i, c in enumerate(cols)
-                  if c[1].startswith(("DOUBLE", "REAL", "FLOAT", "DECIMAL"))}
-    # NOT NULL columns must not contain NULLs
-    for i, c in enumerate(cols):
-        if c[2]:
-            assert all(r[i] is not None for r in actual), "NULL in NOT NULL column %s" % c[0]
-    if name not in EXPECT_EMPTY:
-        assert expected, "test data makes %s empty: fix the test" % name
-    diff = multiset_diff(actual, expected, float_cols)
-    assert diff is None, "view %s (run %s) differs from SQLite\nSluice: %s\nSQLite: %s\n%s" % (
-        name, workers, sluice_sql(name), sqlite_sql(name), diff)
+    expected = world.db.execute(sqlite_sql(name)).fetchall()
+    assert_dump_matches(world, name, workers, expected, "Sluice: %s\nSQLite: %s" % (
+        sluice_sql(name), sqlite_sql(name)), name not in EXPECT_EMPTY)
 
 
 @pytest.mark.parametrize("name", list(QUERIES))

@@ -21,16 +21,14 @@ LIMIT have one right answer as a multiset - as long as the position-
 dependent functions of a query over t3's duplicate rows share one window
 (two windows could pair the copies' values differently, both correctly).
 """
-import json
 import os
 
 import pytest
 
-from conftest import (convert_sqlite, convert_text, csv_field, multiset_diff, read_dump,
-                      relation_types, run, run_ok, write_csv)
-from test_sql_vs_sqlite import (STEP_ROWS, check_dumps_identical_across_hosts, gen_data,
-                                mpirun_missing, run_on_hosts, sqlite_db, t3_json, t4_json,
-                                tables_sql)
+from conftest import relation_types, run_ok
+from test_sql_vs_sqlite import (STEP_ROWS, assert_dump_matches, check_dumps_identical_across_hosts,
+                                compile_views, gen_data, mpirun_missing, run_each, run_on_hosts,
+                                tables_sql, write_inputs)
 
 SEEDS = [20240611, 4242]
 
@@ -122,44 +120,15 @@ def world(request, tmp_path_factory, sluice):
     w = World()
     d = str(tmp_path_factory.mktemp("winvs%d" % seed))
     data = gen_data(seed)
-    write_csv(os.path.join(d, "t1.csv"), data["t1"])
-    with open(os.path.join(d, "t2.csv"), "w") as f:
-        f.write("k,x,y,s2,r,tm,tt,code\n")
-        for r in data["t2"]:
-            f.write(",".join(csv_field(v) for v in r) + "\n")
-    with open(os.path.join(d, "t3.json"), "w") as f:
-        for kind, r in data["t3_events"]:
-            f.write(json.dumps({kind: t3_json(r)}) + "\n")
-    with open(os.path.join(d, "t4.json"), "w") as f:
-        for kind, r in data["t4_events"]:
-            f.write(json.dumps({kind: t4_json(r)}) + "\n")
-    w.db = sqlite_db(data["t1"], data["t2"], data["t3"])
+    w.db = write_inputs(d, data)
     base = tables_sql(d)
-    w.compile_errors = {}
-    ok = []
-    for name in QUERIES:
-        prog = os.path.join(d, "check_%s.sql" % name)
-        with open(prog, "w") as f:
-            f.write(base + "\n" + view_sql(name) + "\n")
-        p = run(["check", prog])
-        if p.returncode != 0:
-            w.compile_errors[name] = p.stderr.strip()
-        else:
-            ok.append(name)
+    w.compile_errors, ok = compile_views(d, base, list(QUERIES), view_sql)
     w.program = os.path.join(d, "program.sql")
     with open(w.program, "w") as f:
         f.write(base + "\n" + "\n".join(view_sql(n) for n in ok) + "\n")
     w.check = run_ok(["check", w.program]).stdout
     w.types = relation_types(w.check)
-    w.runs, w.dumps = {}, {}
-    for key, (workers, step) in RUNS.items():
-        out = os.path.join(d, "dump_" + key)
-        args = ["run", w.program, "--workers", workers, "--until-done", "--dump", out,
-                "--no-progress"]
-        if step:
-            args += ["--step-rows", step]
-        w.runs[key] = run(args)
-        w.dumps[key] = out
+    run_each(w, d, RUNS)
     run_on_hosts(w, w.program, d, STEP_ROWS, seed, SEEDS)
     return w
 
@@ -168,24 +137,8 @@ def compare_view(world, name, run_key):
     if name in world.compile_errors:
         pytest.fail("sluice check rejected the query:\n%s\n%s" % (
             QUERIES[name], world.compile_errors[name]))
-    p = world.runs[run_key]
-    assert p.returncode == 0, "run failed (exit %d):\n%s" % (p.returncode, p.stderr[-4000:])
-    cols = world.types[name.lower()]
-    header, recs = read_dump(os.path.join(world.dumps[run_key], name + ".csv"))
-    assert [h.lower() for h in header] == [c[0].lower() for c in cols]
-    actual = [tuple(convert_text(v, cols[i][1]) for i, v in enumerate(r)) for r in recs]
-    cur = world.db.execute(QUERIES[name])
-    assert len(cur.description) == len(cols)
-    expected = [tuple(convert_sqlite(v, cols[i][1]) for i, v in enumerate(r)) for r in cur]
-    assert expected, "test data makes %s empty: fix the test" % name
-    float_cols = {i for i, c in enumerate(cols)
-                  if c[1].startswith(("DOUBLE", "REAL", "FLOAT", "DECIMAL"))}
-    for i, c in enumerate(cols):
-        if c[2]:
-            assert all(r[i] is not None for r in actual), "NULL in NOT NULL column %s" % c[0]
-    diff = multiset_diff(actual, expected, float_cols)
-    assert diff is None, "view %s (run %s) differs from SQLite\nquery: %s\n%s" % (
-        name, run_key, QUERIES[name], diff)
+    assert_dump_matches(world, name, run_key, world.db.execute(QUERIES[name]).fetchall(),
+                        "query: " + QUERIES[name])
 
 
 @pytest.mark.parametrize("name", list(QUERIES))
