@@ -99,35 +99,11 @@ def main():
                        stdout=subprocess.DEVNULL)
         t_produce = time.monotonic() - t0
         want_out = sum(1 for i in range(n) if (i * 7919) % 1000 >= 500)
-        conn = lambda d: json.dumps([d])
-        sql = ("CREATE TABLE t (id BIGINT NOT NULL, v BIGINT) WITH ('connectors' = '%s');\n"
-               "CREATE MATERIALIZED VIEW total AS SELECT COUNT(*) AS n FROM t;\n"
-               "CREATE VIEW big WITH ('connectors' = '%s') AS SELECT id, v FROM t "
-               "WHERE v >= 500;\n" % (
-                   conn({"transport": {"name": "kafka_input", "config": {
-                       "bootstrap.servers": bs, "topic": "ev", "start_from": "earliest"}},
-                       "format": {"name": "json"}}),
-                   conn({"transport": {"name": "kafka_output", "config": {
-                       "bootstrap.servers": bs, "topic": "out"}},
-                       "format": {"name": "json"}})))
-        prog = os.path.join(tmp, "p.sql")
-        open(prog, "w").write(sql)
-        log = os.path.join(tmp, "run.log")
-        args = [SLUICE, "run", prog, "--http", "127.0.0.1:0", "--no-progress", "--workers",
-                str(a.workers)]
-        if a.storage:
-            args += ["--storage", os.path.join(tmp, "st")]
+        sql = program(bs, "id BIGINT NOT NULL, v BIGINT", "id, v", "v >= 500",
+                      {"start_from": "earliest"}) + \
+            "CREATE MATERIALIZED VIEW total AS SELECT COUNT(*) AS n FROM t;\n"
         t0 = time.monotonic()
-        proc = subprocess.Popen(args, stderr=open(log, "w"), stdout=subprocess.DEVNULL)
-        port = None
-        while port is None:
-            t = open(log).read()
-            if "listening on" in t:
-                port = int(t.split("listening on 127.0.0.1:")[1].split()[0])
-            elif proc.poll() is not None:
-                sys.exit("sluice exited:\n" + t)
-            else:
-                time.sleep(0.01)
+        proc, port = start_sluice(tmp, sql, a)
         while count(port) < n:
             time.sleep(0.01)
         t_in = time.monotonic() - t0
@@ -157,6 +133,21 @@ def main():
         mock.stdin.write("quit\n")
         mock.stdin.flush()
         mock.wait(timeout=60)
+
+
+def program(bs, cols, select, where, in_config):
+    """t (kafka_input from topic ev) -> big = SELECT select FROM t WHERE
+    where (kafka_output to topic out, transactional)."""
+    conn = lambda d: json.dumps([d])
+    cfg = {"bootstrap.servers": bs, "topic": "ev"}
+    cfg.update(in_config)
+    return ("CREATE TABLE t (%s) WITH ('connectors' = '%s');\n"
+            "CREATE VIEW big WITH ('connectors' = '%s') AS SELECT %s FROM t WHERE %s;\n" % (
+                cols, conn({"transport": {"name": "kafka_input", "config": cfg},
+                            "format": {"name": "json"}}),
+                conn({"transport": {"name": "kafka_output", "config": {
+                    "bootstrap.servers": bs, "topic": "out"}}, "format": {"name": "json"}}),
+                select, where))
 
 
 def start_sluice(tmp, sql, a):
@@ -193,18 +184,8 @@ def steady(a):
     proc = cons = prod = None
     try:
         bs = mock.stdout.readline().split()[1]
-        conn = lambda d: json.dumps([d])
-        sql = ("CREATE TABLE t (id BIGINT NOT NULL, v BIGINT, ts BIGINT) "
-               "WITH ('connectors' = '%s');\n"
-               "CREATE VIEW big WITH ('connectors' = '%s') AS SELECT id, v, ts FROM t "
-               "WHERE v >= 0;\n" % (
-                   conn({"transport": {"name": "kafka_input", "config": {
-                       "bootstrap.servers": bs, "topic": "ev", "start_from": "earliest",
-                       "fetch.wait.max.ms": str(a.fetch_wait_ms)}},
-                       "format": {"name": "json"}}),
-                   conn({"transport": {"name": "kafka_output", "config": {
-                       "bootstrap.servers": bs, "topic": "out"}},
-                       "format": {"name": "json"}})))
+        sql = program(bs, "id BIGINT NOT NULL, v BIGINT, ts BIGINT", "id, v, ts", "v >= 0",
+                      {"start_from": "earliest", "fetch.wait.max.ms": str(a.fetch_wait_ms)})
         proc, port = start_sluice(tmp, sql, a)
         arrivals = {}
         cons = subprocess.Popen(["kcat", "-C", "-q", "-u", "-b", bs, "-t", "out", "-o",
