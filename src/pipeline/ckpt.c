@@ -254,6 +254,8 @@ static char *job_meta(Ft *ft, FtCounts n)
     snprintf(fp, sizeof(fp), "%016" PRIx64, ft->fingerprint);
     cJSON_AddNumberToObject(m, "format", 1);
     cJSON_AddStringToObject(m, "fingerprint", fp);
+    if (ft->program) /* for `sluice diff` and bootstrapping (docs/bootstrapping.md) */
+        cJSON_AddStringToObject(m, "program", ft->program);
     cJSON_AddNumberToObject(m, "workers", ft->be->workers);
     cJSON_AddNumberToObject(m, "hosts", ft->be->hosts);
     cJSON_AddNumberToObject(m, "nodes", ft->c->nnodes);
@@ -845,6 +847,7 @@ Ft *ft_new(const Circuit *c, Connectors *cs, Backend *be, const PipelineOpts *o,
     ft->wake = wake;
     ft->dir = o->storage;
     ft->fingerprint = o->fingerprint;
+    ft->program = o->program;
     ft->mode = o->fault_tolerance;
     ft->interval = o->checkpoint_interval;
     ft->last_step = -1;
