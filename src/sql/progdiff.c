@@ -470,7 +470,8 @@ static void classify(Ctx *x, PdRel *pr, int ni)
         oi = pr->old_rel = -1; /* a table became a view or back: another relation */
     if (oi < 0) {
         pr->status = PD_ADDED;
-        x->content_changed[ni] = true;
+        /* a renamed view's stream is still the old one's */
+        x->content_changed[ni] = d->old_node[r->node] < 0;
         needs_contents(x, pr, r);
         return;
     }
