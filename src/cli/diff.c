@@ -78,24 +78,23 @@ Circuit *cli_compile_run(const char *text, const char *where)
     return c;
 }
 
-static Circuit *compile_path(const char *path)
+/* The program in path compiled as `run` does; its text to *text. */
+static Circuit *compile_path(const char *path, char **text)
 {
     Err e = {0};
-    char *text = cli_read_file(path, &e);
-    if (!text) {
+    *text = cli_read_file(path, &e);
+    if (!*text) {
         fprintf(stderr, "sluice: %s\n", e.msg);
         return NULL;
     }
-    Circuit *c = cli_compile_run(text, path);
-    sl_free(text);
-    return c;
+    return cli_compile_run(*text, path);
 }
 
 /* Print the diff of old and new; 0. */
-static int show(const Circuit *old, const Circuit *new_c, const char *old_name,
-                const char *new_name, bool json)
+static int show(const Circuit *old, const char *old_text, const Circuit *new_c,
+                const char *new_text, const char *old_name, const char *new_name, bool json)
 {
-    ProgDiff *d = progdiff_new(old, new_c);
+    ProgDiff *d = progdiff_new(old, old_text, new_c, new_text);
     Buf b = BUF_INIT;
     if (json) {
         cJSON *j = progdiff_json(d, PIPELINE_ERRORS_TABLE);
@@ -155,11 +154,14 @@ int cmd_check_diff(int argc, char **argv)
     }
     if (parse_format(fmt, &json))
         return 2;
-    Circuit *old = compile_path(files[0]);
-    Circuit *new_c = old ? compile_path(files[1]) : NULL;
-    int rc = old && new_c ? show(old, new_c, files[0], files[1], json) : 1;
+    char *otext = NULL, *ntext = NULL;
+    Circuit *old = compile_path(files[0], &otext);
+    Circuit *new_c = old ? compile_path(files[1], &ntext) : NULL;
+    int rc = old && new_c ? show(old, otext, new_c, ntext, files[0], files[1], json) : 1;
     circuit_free(old);
     circuit_free(new_c);
+    sl_free(otext);
+    sl_free(ntext);
     return rc;
 }
 
@@ -191,9 +193,12 @@ int cmd_diff(int argc, char **argv)
     }
     if (parse_format(fmt, &json))
         return 2;
-    Circuit *new_c = compile_path(path);
-    if (!new_c)
+    char *ntext = NULL;
+    Circuit *new_c = compile_path(path, &ntext);
+    if (!new_c) {
+        sl_free(ntext);
         return 1;
+    }
     int64_t step = 0;
     char *text = NULL, *notes = NULL;
     Err e = {0};
@@ -207,11 +212,12 @@ int cmd_diff(int argc, char **argv)
                  (long long)step);
         Circuit *old = cli_compile_run(text, where);
         if (old)
-            rc = show(old, new_c, where, path, json);
+            rc = show(old, text, new_c, ntext, where, path, json);
         circuit_free(old);
     }
     sl_free(text);
     sl_free(notes);
+    sl_free(ntext);
     circuit_free(new_c);
     return rc;
 }

@@ -17,7 +17,12 @@
  * A view's own definition is compared with a local fingerprint: its nodes
  * hashed the same way, but a node of another relation counts as that
  * relation's name. Equal local and different full fingerprints mean a
- * relation it reads changed (PD_INPUTS, naming them).
+ * relation it reads changed (PD_INPUTS, naming them). A local fingerprint
+ * also changes when an input's columns change (the view compiles to other
+ * node widths): when the texts are given, a view whose statement has the
+ * same tokens (identifiers case-folded; layout and comments gone) is then
+ * not counted as edited. Tokens only label the change: what is kept or
+ * recomputed follows the fingerprints alone.
  *
  * Stored history. The old checkpoint holds the integral of a stream when a
  * stateful old node keeps it: a join (both inputs), distinct, top-k and
@@ -39,6 +44,7 @@
 #include "../base/hash.h"
 #include "../base/mem.h"
 #include "../base/vec.h"
+#include "lexer.h"
 #include "progdiff.h"
 #include "sql.h"
 
@@ -139,7 +145,8 @@ static void put_json(Buf *b, const cJSON *j)
         buf_putc(b, obj ? '{' : '[');
         for (int i = 0; i < k; i++) {
             if (obj) {
-                put_str(b, v[i]->string ? v[i]->string : "", strlen(v[i]->string ? v[i]->string : ""));
+                const char *key = v[i]->string ? v[i]->string : "";
+                put_str(b, key, strlen(key));
                 buf_putc(b, ':');
             }
             put_json(b, v[i]);
@@ -365,7 +372,45 @@ typedef struct Ctx {
     ProgDiff *d;
     uint64_t *ofp;
     bool *content_changed; /* per new relation: its stream differs or is new */
+    uint64_t *otok, *ntok; /* per statement: hash of its tokens, or NULL */
+    int notok, nntok;
 } Ctx;
+
+/* Per statement of text (statement i declares relation i), the hash of
+   its tokens with bare identifiers case-folded (sl_free; NULL when there
+   is no text or it does not lex). */
+static uint64_t *statement_hashes(const char *text, int *n)
+{
+    *n = 0;
+    if (!text)
+        return NULL;
+    Arena *a = arena_new(16 * 1024);
+    Token *t;
+    int nt;
+    Err e = {0};
+    uint64_t *h = NULL;
+    int cap = 0;
+    if (lex(text, a, &t, &nt, &e) == 0) {
+        Buf b = BUF_INIT;
+        for (int i = 0; i < nt; i++) {
+            bool end = t[i].k == T_EOF || (t[i].k == T_OP && !strcmp(t[i].s, ";"));
+            if (end && b.n) {
+                *VEC_PUSH(h, *n, cap) = sl_hash(b.p, b.n);
+                buf_reset(&b);
+            }
+            if (end)
+                continue;
+            put_i64(&b, t[i].k);
+            if (t[i].k == T_IDENT)
+                put_name(&b, t[i].s);
+            else
+                put_str(&b, t[i].s, t[i].n);
+        }
+        buf_free(&b);
+    }
+    arena_free(a);
+    return h;
+}
 
 static const char *dup_name(ProgDiff *d, const char *s)
 {
@@ -487,12 +532,13 @@ static void classify(Ctx *x, PdRel *pr, int ni)
         if (!same_pk(o, r))
             pr->what |= PD_DEFINITION;
     } else {
-        uint64_t *scratch = sl_calloc((size_t)(oc->nnodes > nc->nnodes ? oc->nnodes : nc->nnodes) + 1,
-                                      sizeof(uint64_t));
+        int most = oc->nnodes > nc->nnodes ? oc->nnodes : nc->nnodes;
+        uint64_t *scratch = sl_calloc((size_t)most + 1, sizeof(uint64_t));
         int *orefs, *nrefs, norefs, nnrefs;
         uint64_t lo = local_fp(oc, oi, scratch, &orefs, &norefs);
         uint64_t ln = local_fp(nc, ni, scratch, &nrefs, &nnrefs);
-        if (lo != ln)
+        bool same_tokens = oi < x->notok && ni < x->nntok && x->otok[oi] == x->ntok[ni];
+        if (lo != ln && !same_tokens)
             pr->what |= PD_DEFINITION;
         int *chg = NULL, nchg = 0, cap = 0;
         for (int i = 0; i < nnrefs; i++)
@@ -524,7 +570,8 @@ static void classify(Ctx *x, PdRel *pr, int ni)
 
 /* ---------------------------------------------------------------- building */
 
-ProgDiff *progdiff_new(const Circuit *oc, const Circuit *nc)
+ProgDiff *progdiff_new(const Circuit *oc, const char *old_text, const Circuit *nc,
+                       const char *new_text)
 {
     ProgDiff *d = sl_calloc(1, sizeof(*d));
     d->arena = arena_new(16 * 1024);
@@ -583,7 +630,9 @@ ProgDiff *progdiff_new(const Circuit *oc, const Circuit *nc)
     /* relations: the new program's in order, then the removed ones */
     int cap = nc->nrels + oc->nrels + 1;
     d->rels = arena_zalloc(d->arena, sizeof(PdRel) * (size_t)cap);
-    Ctx x = {oc, nc, d, ofp, sl_calloc((size_t)nc->nrels + 1, sizeof(bool))};
+    Ctx x = {oc, nc, d, ofp, sl_calloc((size_t)nc->nrels + 1, sizeof(bool)), NULL, NULL, 0, 0};
+    x.otok = statement_hashes(old_text, &x.notok);
+    x.ntok = statement_hashes(new_text, &x.nntok);
     for (int i = 0; i < nc->nrels; i++)
         classify(&x, &d->rels[d->nrels++], i);
     for (int i = 0; i < oc->nrels; i++) {
@@ -617,6 +666,8 @@ ProgDiff *progdiff_new(const Circuit *oc, const Circuit *nc)
         }
     }
     sl_free(x.content_changed);
+    sl_free(x.otok);
+    sl_free(x.ntok);
     sl_free(news);
     sl_free(kept);
     sl_free(olds);

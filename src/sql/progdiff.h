@@ -75,8 +75,12 @@ typedef struct ProgDiff {
 } ProgDiff;
 
 /* Compare old with new (both stay the caller's; the result copies what
-   it names, so it outlives them). Never fails; free with progdiff_free. */
-ProgDiff *progdiff_new(const Circuit *old, const Circuit *new_c);
+   it names, so it outlives them). The texts they were compiled from (may
+   be NULL) only tell a view's own edit (PD_DEFINITION) from a change of
+   what it reads that recompiles it (an added column upstream: PD_INPUTS).
+   Never fails; free with progdiff_free. */
+ProgDiff *progdiff_new(const Circuit *old, const char *old_text, const Circuit *new_c,
+                       const char *new_text);
 void progdiff_free(ProgDiff *d);
 /* Anything other than PD_UNCHANGED? */
 bool progdiff_changed(const ProgDiff *d);

@@ -40,7 +40,7 @@ static Circuit *compile(const char *text)
 static ProgDiff *diff(const char *old, const char *new_text)
 {
     Circuit *o = compile(old), *n = compile(new_text);
-    ProgDiff *d = progdiff_new(o, n);
+    ProgDiff *d = progdiff_new(o, old, n, new_text);
     circuit_free(o); /* the diff copies what it names */
     circuit_free(n);
     return d;
@@ -90,7 +90,8 @@ static void test_layout_comments_and_keyword_case_do_not_count(void **s)
                              "CREATE TABLE u ( k INT PRIMARY KEY ,\n   name VARCHAR ) ;\n"
                              "/* v1 */ create materialized view V1 as select a, sum(b) as s\n"
                              "  from t group by a;\n"
-                             "create view v2 as select v1.a, s, name from v1 join u on v1.a = u.k;");
+                             "create view v2 as select v1.a, s, name\n"
+                             "  from v1 join u on v1.a = u.k;");
     assert_false(progdiff_changed(d));
     for (int i = 0; i < d->nrels; i++)
         expect_unchanged(d, d->rels[i].name);
@@ -195,12 +196,23 @@ static void test_change_aggregate_over_unstored_table_rereads(void **s)
 static void test_add_column_rereads_the_table_and_what_reads_it(void **s)
 {
     (void)s;
-    ProgDiff *d = diff(BASE, "CREATE TABLE t (a INT, b INT, c INT);\n" U V1 V2);
+#define BIG "CREATE VIEW big AS SELECT a FROM t WHERE a > 40;\n"
+    ProgDiff *d = diff(BASE BIG, "CREATE TABLE t (a INT, b INT, c INT);\n" U V1 V2 BIG);
     expect(d, "t", PD_CHANGED, PD_SCHEMA, PD_REREAD, "t");
     expect(d, "v1", PD_CHANGED, PD_INPUTS, PD_REREAD, "t");
     expect(d, "v2", PD_CHANGED, PD_INPUTS, PD_REREAD, "t");
+    /* big compiles to wider nodes, but its statement is the same */
+    expect(d, "big", PD_CHANGED, PD_INPUTS, PD_REREAD, "t");
     expect_unchanged(d, "u");
     progdiff_free(d);
+    /* without the texts only the circuits speak: big's nodes differ */
+    Circuit *o = compile(BASE BIG);
+    Circuit *n = compile("CREATE TABLE t (a INT, b INT, c INT);\n" U V1 V2 BIG);
+    d = progdiff_new(o, NULL, n, NULL);
+    expect(d, "big", PD_CHANGED, PD_DEFINITION | PD_INPUTS, PD_REREAD, "t");
+    progdiff_free(d);
+    circuit_free(o);
+    circuit_free(n);
 }
 
 static void test_primary_key_change_is_a_definition_change(void **s)
@@ -220,9 +232,9 @@ static void test_primary_key_change_is_a_definition_change(void **s)
     progdiff_free(d);
 }
 
-#define CONN_A "'[{\"transport\": {\"name\": \"datagen\", \"config\": {\"seed\": 1, \"rate\": 5}}}]'"
-#define CONN_A2 "'[{\"transport\": {\"config\": {\"rate\": 5, \"seed\": 1}, \"name\": \"datagen\"}}]'"
-#define CONN_B "'[{\"transport\": {\"name\": \"datagen\", \"config\": {\"seed\": 2, \"rate\": 5}}}]'"
+#define CONN_A "'[{\"transport\": {\"name\": \"datagen\", \"config\": {\"seed\": 1, \"x\": 5}}}]'"
+#define CONN_A2 "'[{\"transport\": {\"config\": {\"x\": 5, \"seed\": 1}, \"name\": \"datagen\"}}]'"
+#define CONN_B "'[{\"transport\": {\"name\": \"datagen\", \"config\": {\"seed\": 2, \"x\": 5}}}]'"
 
 static void test_change_table_connector_rereads(void **s)
 {
@@ -299,7 +311,8 @@ static void test_materialized_toggle(void **s)
     (void)s;
     /* a view becoming materialized: its aggregate's state gives its contents */
     ProgDiff *d = diff(T "CREATE VIEW c AS SELECT a, COUNT(*) AS n FROM t GROUP BY a;",
-                       T "CREATE MATERIALIZED VIEW c AS SELECT a, COUNT(*) AS n FROM t GROUP BY a;");
+                       T "CREATE MATERIALIZED VIEW c AS SELECT a, COUNT(*) AS n FROM t\n"
+                         "GROUP BY a;");
     expect(d, "c", PD_CHANGED, PD_MATERIALIZED, PD_RECOMPUTE, "");
     progdiff_free(d);
     /* a table becoming materialized: nothing stores its rows yet */
