@@ -4,12 +4,13 @@ made by a real `sluice run --storage` with an old program, then `sluice diff
 test states itself; `sluice check OLD.sql NEW.sql`; the diff changes nothing
 in the storage (not even while another process holds its lock); errors
 name what is wrong and exit 1, a bad command line exits 2; a restart with
-the changed program is still refused."""
+the changed program is still refused. The same from an S3 bucket."""
 import fcntl
 import json
 import os
+import subprocess
 
-from conftest import csv_input, run, run_ok, write_csv
+from conftest import assert_no_crash, csv_input, run, run_ok, sluice_bin, write_csv
 
 
 def old_program(tmp_path):
@@ -175,3 +176,36 @@ def test_errors_and_usage(sluice, tmp_path):
                  ["diff", "--storage", st, old, "--bogus"]):
         p = run(args)
         assert p.returncode == 2, args
+
+
+def test_diff_of_an_s3_storage(sluice, tmp_path, s3):
+    """The program read from a bucket through a temporary cache that is
+    removed again; nothing in the bucket changes."""
+    prog = old_program(tmp_path)
+    old = write(tmp_path / "old.sql", prog.values())
+    url = "s3://sluice-pd/diff-%d" % os.getpid()
+    cache = tmp_path / "tmp"
+    cache.mkdir()
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=s3.access_key, AWS_SECRET_ACCESS_KEY=s3.secret_key,
+               AWS_REGION=s3.region, TMPDIR=str(cache))
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+
+    def sl(*args):
+        p = subprocess.run([sluice_bin()] + [str(a) for a in args], capture_output=True,
+                           env=env, timeout=300)
+        p.stdout, p.stderr = p.stdout.decode(), p.stderr.decode()
+        assert_no_crash(p)
+        assert p.returncode == 0, p.stderr[-3000:]
+        return p
+
+    sl("run", old, "--until-done", "--storage", url, "--s3-endpoint", s3.endpoint)
+    keys = s3.list_keys("sluice-pd", "diff-%d/" % os.getpid())
+    assert any("manifest-" in k for k in keys), keys
+    new = write(tmp_path / "new.sql", list(prog.values()) +
+                ["CREATE VIEW cnt2 AS SELECT n * 2 AS m FROM cnt;"])
+    j = json.loads(sl("diff", "--storage", url, "--s3-endpoint", s3.endpoint, new,
+                      "--format", "json").stdout)
+    assert j["counts"] == {"unchanged": 6, "added": 1, "removed": 0, "changed": 0}
+    assert by_name(j)["cnt2"]["action"] == "recompute"
+    assert s3.list_keys("sluice-pd", "diff-%d/" % os.getpid()) == keys
+    assert os.listdir(cache) == []
