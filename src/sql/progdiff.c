@@ -511,6 +511,7 @@ static void classify(Ctx *x, PdRel *pr, int ni)
     pr->is_table = r->is_table;
     pr->new_rel = ni;
     pr->old_rel = oi;
+    pr->stored = d->stored[r->node];
     if (oi >= 0 && oc->rels[oi].is_table != r->is_table)
         oi = pr->old_rel = -1; /* a table became a view or back: another relation */
     if (oi < 0) {
@@ -742,7 +743,9 @@ static void action_text(const PdRel *r, Buf *b)
             put_list(b, r->reread_for, r->nreread_for);
         }
         if (!r->is_table && (r->what & PD_CONNECTORS))
-            buf_puts(b, "; new outputs start with a snapshot");
+            buf_puts(b, r->stored ? "; new outputs start with a snapshot"
+                                  : "; new outputs start with its next changes (no stored "
+                                    "contents for a snapshot)");
         break;
     case PD_RECOMPUTE:
         buf_puts(b, "recomputed from stored state");
@@ -834,6 +837,7 @@ cJSON *progdiff_json(const ProgDiff *d, const char *hide)
                 cJSON_AddItemToArray(w, cJSON_CreateString(what_names[bit]));
         cJSON_AddItemToObject(e, "inputs", str_array(r->inputs, r->ninputs));
         cJSON_AddStringToObject(e, "action", progdiff_action_name(r->action));
+        cJSON_AddBoolToObject(e, "stored", r->stored);
         cJSON_AddItemToObject(e, "reread", str_array(r->reread, r->nreread));
         cJSON_AddItemToObject(e, "reread_for", str_array(r->reread_for, r->nreread_for));
         cJSON_AddItemToArray(rels, e);

@@ -51,6 +51,8 @@ typedef struct PdRel {
     int what;            /* PD_DEFINITION | ... (PD_CHANGED only) */
     PdAction action;
     int old_rel, new_rel; /* indexes in each circuit, -1 when absent */
+    bool stored;          /* its contents can be rebuilt from stored state
+                             (a snapshot for new output connectors) */
     const char **inputs;  /* PD_INPUTS: the changed relations it reads */
     int ninputs;
     const char **reread;  /* PD_REREAD: the tables read again for it */

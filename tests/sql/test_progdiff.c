@@ -270,6 +270,20 @@ static void test_change_view_connector_keeps_its_state(void **s)
                          "\"b.csv\"}}, \"format\": {\"name\": \"csv\"}}]') AS SELECT a FROM v1;";
     ProgDiff *d = diff(o, n);
     expect(d, "out1", PD_CHANGED, PD_CONNECTORS, PD_KEEP, "");
+    assert_true(rel(d, "out1")->stored); /* over the materialized v1 */
+    Buf b = BUF_INIT;
+    progdiff_print(d, NULL, &b);
+    assert_non_null(strstr(buf_cstr(&b), "kept; new outputs start with a snapshot"));
+    progdiff_free(d);
+    /* a filter over a table nothing stores: no snapshot to give */
+    d = diff(BASE "CREATE VIEW f WITH ('connectors' = '[1]') AS SELECT a FROM t WHERE b > 0;",
+             BASE "CREATE VIEW f WITH ('connectors' = '[2]') AS SELECT a FROM t WHERE b > 0;");
+    expect(d, "f", PD_CHANGED, PD_CONNECTORS, PD_KEEP, "");
+    assert_false(rel(d, "f")->stored);
+    buf_reset(&b);
+    progdiff_print(d, NULL, &b);
+    assert_non_null(strstr(buf_cstr(&b), "new outputs start with its next changes"));
+    buf_free(&b);
     progdiff_free(d);
 }
 
