@@ -284,49 +284,87 @@ uint64_t progdiff_node_fp(const Circuit *c, int node)
     return r;
 }
 
+/* The nodes of c grouped by the relation that owns them, in id order:
+   ids[start[r] .. start[r + 1]) (sl_free both). */
+typedef struct Owned {
+    int *start, *ids;
+} Owned;
+
+static Owned owned_nodes(const Circuit *c)
+{
+    Owned o = {sl_calloc((size_t)c->nrels + 2, sizeof(int)),
+               sl_calloc((size_t)c->nnodes + 1, sizeof(int))};
+    for (int i = 0; i < c->nnodes; i++)
+        o.start[c->nodes[i]->owner + 1]++;
+    for (int r = 0; r < c->nrels; r++)
+        o.start[r + 1] += o.start[r];
+    int *fill = sl_calloc((size_t)c->nrels + 1, sizeof(int));
+    for (int i = 0; i < c->nnodes; i++) {
+        int r = c->nodes[i]->owner;
+        o.ids[o.start[r] + fill[r]++] = i;
+    }
+    sl_free(fill);
+    return o;
+}
+
+static void owned_free(Owned *o)
+{
+    sl_free(o->start);
+    sl_free(o->ids);
+}
+
+/* Another relation's node, as seen from a local fingerprint: its name. */
+static uint64_t ref_fp(const Circuit *c, int rel, Buf *b)
+{
+    buf_reset(b);
+    put_i64(b, -2);
+    put_name(b, c->rels[rel].name);
+    return sl_hash(b->p, b->n);
+}
+
+static void add_ref(int **refs, int *nrefs, int *cap, int rel)
+{
+    for (int j = 0; j < *nrefs; j++)
+        if ((*refs)[j] == rel)
+            return;
+    *VEC_PUSH(*refs, *nrefs, *cap) = rel;
+}
+
 /* The local fingerprint of relation r (its own nodes; another relation's
    node counts as that relation's name), and the relations it reads
-   (*refs, sl_free; *nrefs). lfp: scratch of c->nnodes entries. */
-static uint64_t local_fp(const Circuit *c, int r, uint64_t *lfp, int **refs, int *nrefs)
+   (*refs, sl_free; *nrefs). lfp: scratch of c->nnodes entries. Costs
+   O(r's nodes). */
+static uint64_t local_fp(const Circuit *c, const Owned *own, int r, uint64_t *lfp, int **refs,
+                         int *nrefs)
 {
-    Buf b = BUF_INIT;
+    Buf b = BUF_INIT, rb = BUF_INIT;
     int cap = 0;
     *refs = NULL;
     *nrefs = 0;
-    int top = c->rels[r].node;
-    for (int i = 0; i <= top; i++) {
-        const CNode *n = c->nodes[i];
+    for (int k = own->start[r]; k < own->start[r + 1]; k++) {
+        const CNode *n = c->nodes[own->ids[k]];
         buf_reset(&b);
-        if (n->owner != r) {
-            const Relation *o = &c->rels[n->owner];
-            put_i64(&b, -2);
-            put_name(&b, o->name);
-            lfp[i] = sl_hash(b.p, b.n);
-            continue;
-        }
         put_node(&b, c, n);
-        for (int k = 0; k < n->nin; k++) {
-            int in = n->in[k], o = c->nodes[in]->owner;
-            put_i64(&b, (int64_t)lfp[in]);
-            if (o == r)
+        for (int j = 0; j < n->nin; j++) {
+            int o = c->nodes[n->in[j]]->owner;
+            if (o == r) {
+                put_i64(&b, (int64_t)lfp[n->in[j]]);
                 continue;
-            bool seen = false;
-            for (int j = 0; j < *nrefs; j++)
-                seen |= (*refs)[j] == o;
-            if (!seen)
-                *VEC_PUSH(*refs, *nrefs, cap) = o;
+            }
+            put_i64(&b, (int64_t)ref_fp(c, o, &rb));
+            add_ref(refs, nrefs, &cap, o);
         }
-        lfp[i] = sl_hash(b.p, b.n);
+        lfp[n->id] = sl_hash(b.p, b.n);
     }
-    if (c->nodes[top]->owner != r) { /* the view is another relation's stream */
-        bool seen = false;
-        for (int j = 0; j < *nrefs; j++)
-            seen |= (*refs)[j] == c->nodes[top]->owner;
-        if (!seen)
-            *VEC_PUSH(*refs, *nrefs, cap) = c->nodes[top]->owner;
+    int top = c->rels[r].node, o = c->nodes[top]->owner;
+    uint64_t h = lfp[top];
+    if (o != r) { /* the view is another relation's stream */
+        h = ref_fp(c, o, &rb);
+        add_ref(refs, nrefs, &cap, o);
     }
     buf_free(&b);
-    return lfp[top];
+    buf_free(&rb);
+    return h;
 }
 
 /* ---------------------------------------------------------------- fingerprint sets */
@@ -372,6 +410,8 @@ typedef struct Ctx {
     ProgDiff *d;
     uint64_t *ofp;
     bool *content_changed; /* per new relation: its stream differs or is new */
+    Owned oown, nown;      /* each circuit's nodes by owner */
+    uint64_t *scratch;     /* local fingerprints (room for either circuit) */
     uint64_t *otok, *ntok; /* per statement: hash of its tokens, or NULL */
     int notok, nntok;
 } Ctx;
@@ -533,11 +573,9 @@ static void classify(Ctx *x, PdRel *pr, int ni)
         if (!same_pk(o, r))
             pr->what |= PD_DEFINITION;
     } else {
-        int most = oc->nnodes > nc->nnodes ? oc->nnodes : nc->nnodes;
-        uint64_t *scratch = sl_calloc((size_t)most + 1, sizeof(uint64_t));
         int *orefs, *nrefs, norefs, nnrefs;
-        uint64_t lo = local_fp(oc, oi, scratch, &orefs, &norefs);
-        uint64_t ln = local_fp(nc, ni, scratch, &nrefs, &nnrefs);
+        uint64_t lo = local_fp(oc, &x->oown, oi, x->scratch, &orefs, &norefs);
+        uint64_t ln = local_fp(nc, &x->nown, ni, x->scratch, &nrefs, &nnrefs);
         bool same_tokens = oi < x->notok && ni < x->nntok && x->otok[oi] == x->ntok[ni];
         if (lo != ln && !same_tokens)
             pr->what |= PD_DEFINITION;
@@ -553,7 +591,6 @@ static void classify(Ctx *x, PdRel *pr, int ni)
         sl_free(chg);
         sl_free(orefs);
         sl_free(nrefs);
-        sl_free(scratch);
         if (x->content_changed[ni] && !(pr->what & (PD_DEFINITION | PD_INPUTS)))
             pr->what |= PD_DEFINITION; /* cannot happen short of a hash collision */
     }
@@ -631,7 +668,19 @@ ProgDiff *progdiff_new(const Circuit *oc, const char *old_text, const Circuit *n
     /* relations: the new program's in order, then the removed ones */
     int cap = nc->nrels + oc->nrels + 1;
     d->rels = arena_zalloc(d->arena, sizeof(PdRel) * (size_t)cap);
-    Ctx x = {oc, nc, d, ofp, sl_calloc((size_t)nc->nrels + 1, sizeof(bool)), NULL, NULL, 0, 0};
+    int most = oc->nnodes > nc->nnodes ? oc->nnodes : nc->nnodes;
+    Ctx x = {oc,
+             nc,
+             d,
+             ofp,
+             sl_calloc((size_t)nc->nrels + 1, sizeof(bool)),
+             owned_nodes(oc),
+             owned_nodes(nc),
+             sl_calloc((size_t)most + 1, sizeof(uint64_t)),
+             NULL,
+             NULL,
+             0,
+             0};
     x.otok = statement_hashes(old_text, &x.notok);
     x.ntok = statement_hashes(new_text, &x.nntok);
     for (int i = 0; i < nc->nrels; i++)
@@ -667,6 +716,9 @@ ProgDiff *progdiff_new(const Circuit *oc, const char *old_text, const Circuit *n
         }
     }
     sl_free(x.content_changed);
+    owned_free(&x.oown);
+    owned_free(&x.nown);
+    sl_free(x.scratch);
     sl_free(x.otok);
     sl_free(x.ntok);
     sl_free(news);
