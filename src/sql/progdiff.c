@@ -552,6 +552,7 @@ static void classify(Ctx *x, PdRel *pr, int ni)
     pr->new_rel = ni;
     pr->old_rel = oi;
     pr->stored = d->stored[r->node];
+    pr->no_source = r->is_table && cJSON_GetArraySize(r->connectors) == 0;
     if (oi >= 0 && oc->rels[oi].is_table != r->is_table)
         oi = pr->old_rel = -1; /* a table became a view or back: another relation */
     if (oi < 0) {
@@ -785,7 +786,19 @@ static void what_text(const PdRel *r, Buf *b)
     }
 }
 
-static void action_text(const PdRel *r, Buf *b)
+/* A list of tables read again, each marked when it has no connector. */
+static void put_tables(const ProgDiff *d, Buf *b, const char *const *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        buf_printf(b, "%s%s", i ? ", " : "", v[i]);
+        for (int k = 0; k < d->nrels; k++)
+            if (d->rels[k].new_rel >= 0 && d->rels[k].no_source &&
+                !strcasecmp(d->rels[k].name, v[i]))
+                buf_puts(b, " (HTTP input: from the ingress log)");
+    }
+}
+
+static void action_text(const ProgDiff *d, const PdRel *r, Buf *b)
 {
     switch (r->action) {
     case PD_KEEP:
@@ -804,7 +817,7 @@ static void action_text(const PdRel *r, Buf *b)
         break;
     case PD_REREAD:
         buf_puts(b, "re-read from source: ");
-        put_list(b, r->reread, r->nreread);
+        put_tables(d, b, r->reread, r->nreread);
         break;
     case PD_DROP:
         buf_puts(b, "dropped");
@@ -832,7 +845,7 @@ void progdiff_print(const ProgDiff *d, const char *hide, Buf *out)
         buf_puts(&row[1], r->is_table ? "table" : "view");
         buf_puts(&row[2], progdiff_status_name(r->status));
         what_text(r, &row[3]);
-        action_text(r, &row[4]);
+        action_text(d, r, &row[4]);
         for (int k = 0; k < NCOL; k++)
             if (row[k].n > width[k])
                 width[k] = row[k].n;
@@ -890,6 +903,8 @@ cJSON *progdiff_json(const ProgDiff *d, const char *hide)
         cJSON_AddItemToObject(e, "inputs", str_array(r->inputs, r->ninputs));
         cJSON_AddStringToObject(e, "action", progdiff_action_name(r->action));
         cJSON_AddBoolToObject(e, "stored", r->stored);
+        if (r->is_table)
+            cJSON_AddBoolToObject(e, "http_input_only", r->no_source);
         cJSON_AddItemToObject(e, "reread", str_array(r->reread, r->nreread));
         cJSON_AddItemToObject(e, "reread_for", str_array(r->reread_for, r->nreread_for));
         cJSON_AddItemToArray(rels, e);

@@ -53,6 +53,8 @@ typedef struct PdRel {
     int old_rel, new_rel; /* indexes in each circuit, -1 when absent */
     bool stored;          /* its contents can be rebuilt from stored state
                              (a snapshot for new output connectors) */
+    bool no_source;       /* a table without connectors (HTTP input): only
+                             the ingress log can give its rows again */
     const char **inputs;  /* PD_INPUTS: the changed relations it reads */
     int ninputs;
     const char **reread;  /* PD_REREAD: the tables read again for it */

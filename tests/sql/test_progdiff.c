@@ -249,6 +249,11 @@ static void test_change_table_connector_rereads(void **s)
     expect(d, "t", PD_CHANGED, PD_CONNECTORS, PD_REREAD, "t");
     expect(d, "v1", PD_CHANGED, PD_INPUTS, PD_REREAD, "t");
     expect(d, "c", PD_CHANGED, PD_INPUTS, PD_REREAD, "t");
+    assert_false(rel(d, "t")->no_source);
+    Buf txt = BUF_INIT;
+    progdiff_print(d, NULL, &txt);
+    assert_null(strstr(buf_cstr(&txt), "HTTP input"));
+    buf_free(&txt);
     progdiff_free(d);
     /* the same connectors with keys in another order */
     d = diff(buf_cstr(&o), buf_cstr(&same));
@@ -403,7 +408,7 @@ static void test_printouts(void **s)
     progdiff_print(d, NULL, &b);
     const char *txt = buf_cstr(&b);
     assert_non_null(strstr(txt, "relation"));
-    assert_non_null(strstr(txt, "re-read from source: t"));
+    assert_non_null(strstr(txt, "re-read from source: t (HTTP input: from the ingress log)"));
     assert_non_null(strstr(txt, "kept; read again for pos"));
     assert_non_null(strstr(txt, "dropped"));
     assert_non_null(strstr(txt, "4 unchanged, 1 added, 1 removed, 0 changed"));
