@@ -45,7 +45,7 @@ static void usage(FILE *f)
             "                  [--mca KEY VALUE]... [--step-deadline SECS]]\n"
             "       sluice check PROGRAM.sql\n"
             "       sluice check OLD.sql NEW.sql [--format text|json]\n"
-            "       sluice diff --storage DIR NEW.sql [--format text|json]\n"
+            "       sluice diff --storage DIR NEW.sql [--format text|json] [--s3-endpoint URL]\n"
             "       sluice query URL SQL [--format text|json|csv]\n"
             "       sluice push URL TABLE FILE [--format json|csv] [--update-format F] [--wait]\n"
             "       sluice tail URL VIEW [--format json|csv] [--snapshot] [--backpressure]\n"
@@ -109,8 +109,8 @@ static void usage(FILE *f)
             "        or env SLUICE_API_KEY, --cacert FILE, --insecure)\n");
 }
 
-/* Compile the program in path as `run` does; its text to *text (sl_free)
-   when text is not NULL. */
+/* Compile the program in path (as `run` does when fingerprint is given);
+   its text to *text_out (sl_free) when text_out is not NULL. */
 static Circuit *compile_file_fp(const char *path, uint64_t *fingerprint, char **text_out)
 {
     Err e = {0};

@@ -793,9 +793,10 @@ static int check_identity(Ft *ft, const cJSON *m, int64_t step, Err *err)
         return err_set(err, SL_ECONFIG,
                        "storage %s holds a checkpoint (step %lld) of a different program "
                        "(fingerprint %s; this program's is %s): start with the program that "
-                       "wrote it, or use a new storage directory",
+                       "wrote it, or use a new storage directory (`sluice diff --storage %s "
+                       "PROGRAM.sql` shows what changed)",
                        dir, (long long)step, cJSON_IsString(fp) ? fp->valuestring : "missing",
-                       mine);
+                       mine, dir);
     if (ckpt_jint(m, "workers") < 1 || ckpt_jint(m, "workers") > 4096)
         return err_set(err, SL_EIO, "storage %s: the checkpoint of step %lld names %lld workers",
                        dir, (long long)step, (long long)ckpt_jint(m, "workers"));
