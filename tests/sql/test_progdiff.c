@@ -4,7 +4,8 @@
  * and checks every relation's status, what changed and the consequence on
  * restart (kept, recomputed from stored state, re-read from which tables,
  * dropped), and the node map bootstrapping will use (which new node
- * continues which old one, which old nodes are dropped).
+ * continues which old one, which old nodes are dropped). Programs written
+ * again token by token (case, whitespace, comments) must compare unchanged.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "circuit/circuit.h"
+#include "sql/lexer.h"
 #include "sql/progdiff.h"
 #include "sql/sql.h"
 
@@ -399,6 +401,77 @@ static void test_fingerprint_sees_constants_types_and_expressions(void **s)
     }
 }
 
+/* text written again token by token: keyword and identifier case flipped
+   at random, whitespace, line breaks and comments between tokens */
+static void reformat(const char *text, unsigned seed, Buf *out)
+{
+    Arena *a = arena_new(4096);
+    Token *t;
+    int nt;
+    Err e = {0};
+    assert_int_equal(lex(text, a, &t, &nt, &e), 0);
+    for (int i = 0; i < nt && t[i].k != T_EOF; i++) {
+        seed = seed * 1103515245u + 12345u;
+        const char *gap[] = {" ", "  ", "\n", "\n\t", " /* c */ ", " -- c\n"};
+        buf_puts(out, gap[(seed >> 16) % 6]);
+        switch (t[i].k) {
+        case T_IDENT:
+            for (size_t k = 0; k < t[i].n; k++) {
+                char c = t[i].s[k];
+                seed = seed * 1103515245u + 12345u;
+                if ((seed >> 16) & 1)
+                    c = (char)(c >= 'a' && c <= 'z' ? c - 32 : c >= 'A' && c <= 'Z' ? c + 32 : c);
+                buf_putc(out, c);
+            }
+            break;
+        case T_QIDENT:
+        case T_STR: {
+            char q = t[i].k == T_STR ? '\'' : '"';
+            buf_putc(out, q);
+            for (size_t k = 0; k < t[i].n; k++) {
+                if (t[i].s[k] == q)
+                    buf_putc(out, q);
+                buf_putc(out, t[i].s[k]);
+            }
+            buf_putc(out, q);
+            break;
+        }
+        default:
+            buf_append(out, t[i].s, t[i].n);
+        }
+    }
+    arena_free(a);
+}
+
+static void test_reformatted_programs_are_unchanged(void **s)
+{
+    (void)s;
+    const char *programs[] = {
+        BASE,
+        BASE "CREATE VIEW w AS SELECT a, COUNT(*) AS n, MIN(b) AS lo FROM t WHERE b > 1 OR "
+             "a IS NULL GROUP BY a HAVING COUNT(*) > 1;",
+        T "CREATE VIEW q AS SELECT CASE WHEN a > 1 THEN 'x''y' ELSE 'Z' END AS \"Mixed\" "
+          "FROM t;",
+        T U "CREATE VIEW r AS SELECT a, ROW_NUMBER() OVER (PARTITION BY b ORDER BY a DESC) "
+            "AS rn FROM t;\nCREATE VIEW k AS SELECT name FROM u ORDER BY name LIMIT 3;",
+        "CREATE TABLE t (a INT, b INT) WITH ('connectors' = '[{\"transport\": {\"name\": "
+        "\"datagen\"}}]');\nCREATE VIEW d AS SELECT DISTINCT b FROM t;",
+    };
+    for (size_t i = 0; i < sizeof(programs) / sizeof(programs[0]); i++)
+        for (unsigned seed = 1; seed <= 5; seed++) {
+            Buf b = BUF_INIT;
+            reformat(programs[i], seed * 7919u + (unsigned)i, &b);
+            ProgDiff *d = diff(programs[i], buf_cstr(&b));
+            if (progdiff_changed(d)) {
+                Buf p = BUF_INIT;
+                progdiff_print(d, NULL, &p);
+                fail_msg("reformatted program differs:\n%s\n%s", buf_cstr(&b), buf_cstr(&p));
+            }
+            progdiff_free(d);
+            buf_free(&b);
+        }
+}
+
 static void test_printouts(void **s)
 {
     (void)s;
@@ -448,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_a_table_that_becomes_a_view_is_another_relation),
         cmocka_unit_test(test_statement_order_and_node_numbers_do_not_count),
         cmocka_unit_test(test_fingerprint_sees_constants_types_and_expressions),
+        cmocka_unit_test(test_reformatted_programs_are_unchanged),
         cmocka_unit_test(test_printouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
