@@ -1,7 +1,8 @@
 /*
  * cli/main.c - the sluice command: `run` compiles a program and runs it
  * (with --http, beside the HTTP API of server/), `check` compiles it and
- * prints the circuit; `query`, `push`, `tail` and `stats` are thin clients
+ * prints the circuit (`check OLD NEW` and `diff` compare two programs:
+ * diff.c); `query`, `push`, `tail` and `stats` are thin clients
  * of a running pipeline's API (client.c). Exit status: 0 success, 1 error
  * in the program, while running or answered by the server, 2 bad command
  * line.
@@ -25,6 +26,7 @@
 #include "../sql/sql.h"
 #include "../cluster/net.h"
 #include "client.h"
+#include "diff.h"
 #include "launch.h"
 
 #define SLUICE_VERSION "0.1.0"
@@ -42,6 +44,8 @@ static void usage(FILE *f)
             "                  [--config FILE] [--hosts H [--hostfile FILE]\n"
             "                  [--mca KEY VALUE]... [--step-deadline SECS]]\n"
             "       sluice check PROGRAM.sql\n"
+            "       sluice check OLD.sql NEW.sql [--format text|json]\n"
+            "       sluice diff --storage DIR NEW.sql [--format text|json] [--s3-endpoint URL]\n"
             "       sluice query URL SQL [--format text|json|csv]\n"
             "       sluice push URL TABLE FILE [--format json|csv] [--update-format F] [--wait]\n"
             "       sluice tail URL VIEW [--format json|csv] [--snapshot] [--backpressure]\n"
@@ -95,72 +99,41 @@ static void usage(FILE *f)
             "  --step-deadline SECS  end the job when an exchange between hosts makes no\n"
             "                 progress for SECS (default 60; 0 = never)\n"
             "check   compile the program; print the circuit or the errors\n"
+            "check OLD.sql NEW.sql, diff --storage DIR NEW.sql  what a restart with\n"
+            "        NEW.sql would keep, recompute from stored state, re-read from a\n"
+            "        source and drop, per table and view (DIR: the program of its newest\n"
+            "        checkpoint); changes nothing; exit status 0 even when they differ\n"
+            "        (docs/bootstrapping.md)\n"
             "query, push, tail, stats  clients of a running pipeline's HTTP API\n"
             "        (URL like http://127.0.0.1:8080 or https://...; options --api-key KEY\n"
             "        or env SLUICE_API_KEY, --cacert FILE, --insecure)\n");
 }
 
-static char *read_file(const char *path, Err *err)
-{
-    FILE *f = fopen(path, "rb");
-    Buf b = BUF_INIT;
-    char tmp[65536];
-    size_t n;
-    if (!f) {
-        err_set(err, SL_EIO, "cannot open \"%s\": %s", path, strerror(errno));
-        return NULL;
-    }
-    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-        buf_append(&b, tmp, n);
-    if (ferror(f)) {
-        err_set(err, SL_EIO, "cannot read \"%s\": %s", path, strerror(errno));
-        fclose(f);
-        buf_free(&b);
-        return NULL;
-    }
-    fclose(f);
-    buf_cstr(&b);
-    return (char *)b.p;
-}
-
-static void print_err(const char *path, const Err *e)
-{
-    if (e->line)
-        fprintf(stderr, "%s:%d:%d: %s: %s\n", path, e->line, e->col, err_kind(e->code), e->msg);
-    else
-        fprintf(stderr, "sluice: %s: %s\n", err_kind(e->code), e->msg);
-}
-
-static Circuit *compile_file_fp(const char *path, uint64_t *fingerprint)
+/* Compile the program in path (as `run` does when fingerprint is given);
+   its text to *text_out (sl_free) when text_out is not NULL. */
+static Circuit *compile_file_fp(const char *path, uint64_t *fingerprint, char **text_out)
 {
     Err e = {0};
-    Circuit *c = NULL;
-    char *text = read_file(path, &e);
+    char *text = cli_read_file(path, &e);
     if (!text) {
-        print_err(path, &e);
+        cli_print_err(path, &e);
         return NULL;
     }
     if (fingerprint)
         *fingerprint = XXH64(text, strlen(text), 0);
-    if (circuit_compile(text, &c, &e))
-        print_err(path, &e);
-    else if (fingerprint && circuit_find_rel(c, PIPELINE_ERRORS_TABLE) < 0) {
-        /* a running pipeline keeps the records it rejects in a table of
-           its own (docs/errors.md); the program's own text compiles first,
-           so its errors point into it */
-        Buf b = BUF_INIT;
-        buf_printf(&b, "%s\n%s\n", text, PIPELINE_ERRORS_DDL);
-        circuit_free(c);
-        c = NULL;
-        if (circuit_compile((const char *)b.p, &c, &e))
-            print_err(path, &e);
-        buf_free(&b);
-    }
-    sl_free(text);
+    Circuit *c = NULL;
+    if (fingerprint)
+        c = cli_compile_run(text, path);
+    else if (circuit_compile(text, &c, &e))
+        cli_print_err(path, &e);
+    if (text_out && c)
+        *text_out = text;
+    else
+        sl_free(text);
     return c;
 }
 
-static Circuit *compile_file(const char *path) { return compile_file_fp(path, NULL); }
+static Circuit *compile_file(const char *path) { return compile_file_fp(path, NULL, NULL); }
 
 static int parse_on_error(const char *v)
 {
@@ -248,7 +221,7 @@ static QueryLimits query_limits = {30, (int64_t)1 << 30};
 static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHosts *ch)
 {
     Err e = {0};
-    char *text = path ? read_file(path, &e) : NULL;
+    char *text = path ? cli_read_file(path, &e) : NULL;
     if (!text) {
         fprintf(stderr, "sluice: --config: %s\n", path ? e.msg : "needs a file");
         exit(2);
@@ -375,7 +348,7 @@ static int follow(const char *path, PipelineOpts *o, char *cfg_storage)
         dup2(devnull, 2);
         close(devnull);
     }
-    Circuit *c = compile_file_fp(path, &o->fingerprint);
+    Circuit *c = compile_file_fp(path, &o->fingerprint, NULL);
     fflush(stderr);
     if (saved >= 0) {
         dup2(saved, 2);
@@ -579,7 +552,9 @@ static int cmd_run(int argc, char **argv)
         if (net_host() > 0)
             return follow(path, &o, cfg_storage);
     }
-    Circuit *c = compile_file_fp(path, &o.fingerprint);
+    char *program = NULL;
+    Circuit *c = compile_file_fp(path, &o.fingerprint, &program);
+    o.program = program;
     if (!c) {
         pipeline_dismiss_followers();
         net_finalize();
@@ -610,15 +585,18 @@ static int cmd_run(int argc, char **argv)
         pipeline_free(p);
     }
     if (rc)
-        print_err(path, &e);
+        cli_print_err(path, &e);
     net_finalize();
     circuit_free(c);
+    sl_free(program);
     sl_free(cfg_storage);
     return rc ? 1 : 0;
 }
 
 static int cmd_check(int argc, char **argv)
 {
+    if (argc >= 2)
+        return cmd_check_diff(argc, argv);
     if (argc != 1) {
         usage(stderr);
         return 2;
@@ -629,7 +607,7 @@ static int cmd_check(int argc, char **argv)
     Err e = {0};
     Connectors cs;
     if (connectors_open(c, false, &cs, &e)) {
-        print_err(argv[0], &e);
+        cli_print_err(argv[0], &e);
         circuit_free(c);
         return 1;
     }
@@ -912,6 +890,8 @@ int main(int argc, char **argv)
         return cmd_run(argc - 2, argv + 2);
     if (!strcmp(argv[1], "check"))
         return cmd_check(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "diff"))
+        return cmd_diff(argc - 2, argv + 2);
     if (!strcmp(argv[1], "query"))
         return cmd_query(argc - 2, argv + 2);
     if (!strcmp(argv[1], "push"))

@@ -254,6 +254,8 @@ static char *job_meta(Ft *ft, FtCounts n)
     snprintf(fp, sizeof(fp), "%016" PRIx64, ft->fingerprint);
     cJSON_AddNumberToObject(m, "format", 1);
     cJSON_AddStringToObject(m, "fingerprint", fp);
+    if (ft->program) /* for `sluice diff` and bootstrapping (docs/bootstrapping.md) */
+        cJSON_AddStringToObject(m, "program", ft->program);
     cJSON_AddNumberToObject(m, "workers", ft->be->workers);
     cJSON_AddNumberToObject(m, "hosts", ft->be->hosts);
     cJSON_AddNumberToObject(m, "nodes", ft->c->nnodes);
@@ -791,9 +793,10 @@ static int check_identity(Ft *ft, const cJSON *m, int64_t step, Err *err)
         return err_set(err, SL_ECONFIG,
                        "storage %s holds a checkpoint (step %lld) of a different program "
                        "(fingerprint %s; this program's is %s): start with the program that "
-                       "wrote it, or use a new storage directory",
+                       "wrote it, or use a new storage directory (`sluice diff --storage %s "
+                       "PROGRAM.sql` shows what changed)",
                        dir, (long long)step, cJSON_IsString(fp) ? fp->valuestring : "missing",
-                       mine);
+                       mine, dir);
     if (ckpt_jint(m, "workers") < 1 || ckpt_jint(m, "workers") > 4096)
         return err_set(err, SL_EIO, "storage %s: the checkpoint of step %lld names %lld workers",
                        dir, (long long)step, (long long)ckpt_jint(m, "workers"));
@@ -845,6 +848,7 @@ Ft *ft_new(const Circuit *c, Connectors *cs, Backend *be, const PipelineOpts *o,
     ft->wake = wake;
     ft->dir = o->storage;
     ft->fingerprint = o->fingerprint;
+    ft->program = o->program;
     ft->mode = o->fault_tolerance;
     ft->interval = o->checkpoint_interval;
     ft->last_step = -1;

@@ -73,6 +73,7 @@ struct Ft {
     pthread_cond_t *wake;     /* the controller's: a checkpoint was written */
     const char *dir;          /* the storage (o->storage) */
     uint64_t fingerprint;     /* the program's */
+    const char *program;      /* its text (manifest "program"), or NULL */
     bool replaying;           /* replay.c runs journaled steps: not journaled again */
     Store *st;
     int mode;                 /* FT_* */

@@ -33,6 +33,8 @@ typedef struct PipelineOpts {
     int fault_tolerance;  /* FT_* (used only with storage) */
     double checkpoint_interval; /* seconds between checkpoints, 0 = on request only */
     uint64_t fingerprint; /* the program's identity (hash of its text) */
+    const char *program;  /* its text, kept in every checkpoint's manifest
+                             for `sluice diff` (docs/bootstrapping.md), or NULL */
     int on_error;         /* ONERR_*: what a runtime error in a step does */
 } PipelineOpts;
 

@@ -1,0 +1,223 @@
+/*
+ * cli/diff.c - `sluice diff --storage DIR NEW.sql` and `sluice check OLD.sql
+ * NEW.sql`: what a restart with NEW.sql would keep, recompute, read again
+ * and drop (sql/progdiff.h; rules and examples in docs/bootstrapping.md).
+ *
+ * The old program comes from the newest checkpoint of the storage
+ * (pipeline/progstore.h, which reads without writing or locking), or from
+ * a file. Both programs are compiled as `sluice run` compiles them
+ * (cli_compile_run: the rejected-records table added), so node numbers
+ * are the ones the checkpoints name. Exit status 0 whether or not the
+ * programs differ.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../base/mem.h"
+#include "../pipeline/pipeline.h"
+#include "../sql/progdiff.h"
+#include "../sql/sql.h"
+#include "../pipeline/progstore.h"
+#include "diff.h"
+
+char *cli_read_file(const char *path, Err *err)
+{
+    FILE *f = fopen(path, "rb");
+    Buf b = BUF_INIT;
+    char tmp[65536];
+    size_t n;
+    if (!f) {
+        err_set(err, SL_EIO, "cannot open \"%s\": %s", path, strerror(errno));
+        return NULL;
+    }
+    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+        buf_append(&b, tmp, n);
+    if (ferror(f)) {
+        err_set(err, SL_EIO, "cannot read \"%s\": %s", path, strerror(errno));
+        fclose(f);
+        buf_free(&b);
+        return NULL;
+    }
+    fclose(f);
+    buf_cstr(&b);
+    return (char *)b.p;
+}
+
+void cli_print_err(const char *where, const Err *e)
+{
+    if (e->line)
+        fprintf(stderr, "%s:%d:%d: %s: %s\n", where, e->line, e->col, err_kind(e->code), e->msg);
+    else
+        fprintf(stderr, "sluice: %s: %s\n", err_kind(e->code), e->msg);
+}
+
+Circuit *cli_compile_run(const char *text, const char *where)
+{
+    Err e = {0};
+    Circuit *c = NULL;
+    if (circuit_compile(text, &c, &e)) {
+        cli_print_err(where, &e);
+        return NULL;
+    }
+    if (circuit_find_rel(c, PIPELINE_ERRORS_TABLE) >= 0)
+        return c;
+    /* a running pipeline keeps the records it rejects in a table of its
+       own (docs/errors.md); the program's own text compiles first, so its
+       errors point into it */
+    Buf b = BUF_INIT;
+    buf_printf(&b, "%s\n%s\n", text, PIPELINE_ERRORS_DDL);
+    circuit_free(c);
+    c = NULL;
+    if (circuit_compile((const char *)b.p, &c, &e))
+        cli_print_err(where, &e);
+    buf_free(&b);
+    return c;
+}
+
+/* The program in path compiled as `run` does; its text to *text. */
+static Circuit *compile_path(const char *path, char **text)
+{
+    Err e = {0};
+    *text = cli_read_file(path, &e);
+    if (!*text) {
+        fprintf(stderr, "sluice: %s\n", e.msg);
+        return NULL;
+    }
+    return cli_compile_run(*text, path);
+}
+
+/* Print the diff of old and new; 0. */
+static int show(const Circuit *old, const char *old_text, const Circuit *new_c,
+                const char *new_text, const char *old_name, const char *new_name, bool json)
+{
+    ProgDiff *d = progdiff_new(old, old_text, new_c, new_text);
+    Buf b = BUF_INIT;
+    if (json) {
+        cJSON *j = progdiff_json(d, PIPELINE_ERRORS_TABLE);
+        cJSON_AddStringToObject(j, "old", old_name);
+        cJSON_AddStringToObject(j, "new", new_name);
+        char *s = cJSON_Print(j);
+        buf_printf(&b, "%s\n", s);
+        cJSON_free(s);
+        cJSON_Delete(j);
+    } else {
+        buf_printf(&b, "old: %s\nnew: %s\n\n", old_name, new_name);
+        progdiff_print(d, PIPELINE_ERRORS_TABLE, &b);
+        if (progdiff_changed(d))
+            buf_puts(&b, "(sluice run refuses to restart this storage with a changed program "
+                         "until bootstrapping is implemented: docs/bootstrapping.md)\n");
+    }
+    fwrite(b.p, 1, b.n, stdout);
+    buf_free(&b);
+    progdiff_free(d);
+    return 0;
+}
+
+static int parse_format(const char *v, bool *json)
+{
+    if (!v || !strcmp(v, "text"))
+        *json = false;
+    else if (!strcmp(v, "json"))
+        *json = true;
+    else {
+        fprintf(stderr, "sluice: --format needs text or json, not \"%s\"\n", v);
+        return 2;
+    }
+    return 0;
+}
+
+int cmd_check_diff(int argc, char **argv)
+{
+    const char *files[2] = {NULL, NULL}, *fmt = NULL;
+    int nf = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--format") && i + 1 < argc)
+            fmt = argv[++i];
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "sluice: check: unknown option %s\n", argv[i]);
+            return 2;
+        } else if (nf < 2)
+            files[nf++] = argv[i];
+        else {
+            fprintf(stderr, "sluice: check takes PROGRAM.sql, or OLD.sql NEW.sql\n");
+            return 2;
+        }
+    }
+    bool json;
+    if (nf != 2) {
+        fprintf(stderr, "sluice: check takes PROGRAM.sql, or OLD.sql NEW.sql\n");
+        return 2;
+    }
+    if (parse_format(fmt, &json))
+        return 2;
+    char *otext = NULL, *ntext = NULL;
+    Circuit *old = compile_path(files[0], &otext);
+    Circuit *new_c = old ? compile_path(files[1], &ntext) : NULL;
+    int rc = old && new_c ? show(old, otext, new_c, ntext, files[0], files[1], json) : 1;
+    circuit_free(old);
+    circuit_free(new_c);
+    sl_free(otext);
+    sl_free(ntext);
+    return rc;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    const char *storage = NULL, *path = NULL, *fmt = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        if (!strcmp(a, "--storage") && has)
+            storage = argv[++i];
+        else if (!strcmp(a, "--format") && has)
+            fmt = argv[++i];
+        else if (!strcmp(a, "--s3-endpoint") && has)
+            setenv("SLUICE_S3_ENDPOINT", argv[++i], 1);
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "sluice: diff: unknown option or missing value: %s\n", a);
+            return 2;
+        } else if (path) {
+            fprintf(stderr, "sluice: diff: more than one program given (%s and %s)\n", path, a);
+            return 2;
+        } else
+            path = a;
+    }
+    bool json;
+    if (!storage || !path) {
+        fprintf(stderr, "sluice: diff needs --storage DIR and NEW.sql\n");
+        return 2;
+    }
+    if (parse_format(fmt, &json))
+        return 2;
+    char *ntext = NULL;
+    Circuit *new_c = compile_path(path, &ntext);
+    if (!new_c) {
+        sl_free(ntext);
+        return 1;
+    }
+    int64_t step = 0;
+    char *text = NULL, *notes = NULL;
+    Err e = {0};
+    int rc = 1;
+    if (progstore_read(storage, &text, &step, &notes, &e))
+        fprintf(stderr, "%s%ssluice: %s\n", notes ? "sluice: storage: " : "", notes ? notes : "",
+                e.msg);
+    else {
+        char where[1024];
+        snprintf(where, sizeof(where), "%s (program of the checkpoint of step %lld)", storage,
+                 (long long)step);
+        Circuit *old = cli_compile_run(text, where);
+        if (old)
+            rc = show(old, text, new_c, ntext, where, path, json);
+        circuit_free(old);
+    }
+    sl_free(text);
+    sl_free(notes);
+    sl_free(ntext);
+    circuit_free(new_c);
+    return rc;
+}
