@@ -303,7 +303,7 @@ int tr_kafka_open(InputConn *ic, const cJSON *cfg, bool open, Err *err)
     return 0;
 }
 
-void tr_kafka_close(InputConn *ic)
+static void kafka_close(InputConn *ic)
 {
     KafkaIn *k = ic->kin;
     if (!k)
@@ -475,7 +475,7 @@ static bool replay_reached(const KafkaIn *k)
     return true;
 }
 
-int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err)
+static int64_t kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err)
 {
     KafkaIn *k = ic->kin;
     if (k->need_assign && assign(ic, err))
@@ -568,7 +568,7 @@ int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece 
     return total;
 }
 
-int tr_kafka_times(const InputConn *ic, int64_t *out, int max)
+static int kafka_times(const InputConn *ic, int64_t *out, int max)
 {
     const KafkaIn *k = ic->kin;
     int n = k ? (k->nts < max ? k->nts : max) : 0;
@@ -577,12 +577,12 @@ int tr_kafka_times(const InputConn *ic, int64_t *out, int max)
     return n;
 }
 
-double tr_kafka_wait(const InputConn *ic)
+static double kafka_wait(const InputConn *ic)
 {
     return ic->kin && ic->kin->idle ? 0.01 : 0;
 }
 
-void tr_kafka_pos(const InputConn *ic, InPos *out)
+static void kafka_pos(const InputConn *ic, InPos *out)
 {
     const KafkaIn *k = ic->kin;
     if (!k)
@@ -595,7 +595,7 @@ void tr_kafka_pos(const InputConn *ic, InPos *out)
     }
 }
 
-int tr_kafka_seek(InputConn *ic, const InPos *pos, Err *err)
+static int kafka_seek(InputConn *ic, const InPos *pos, Err *err)
 {
     KafkaIn *k = ic->kin;
     if (!k)
@@ -609,7 +609,7 @@ int tr_kafka_seek(InputConn *ic, const InPos *pos, Err *err)
     return 0;
 }
 
-void tr_kafka_replay_to(InputConn *ic, const InPos *to)
+static void kafka_replay_to(InputConn *ic, const InPos *to)
 {
     KafkaIn *k = ic->kin;
     if (!k)
@@ -619,7 +619,7 @@ void tr_kafka_replay_to(InputConn *ic, const InPos *to)
         k->parts[i].target = i < to->nx ? to->x[i] : -1;
 }
 
-void tr_kafka_replay_end(InputConn *ic)
+static void kafka_replay_end(InputConn *ic)
 {
     KafkaIn *k = ic->kin;
     if (!k)
@@ -628,3 +628,14 @@ void tr_kafka_replay_end(InputConn *ic)
     for (int i = 0; i < k->nparts; i++)
         k->parts[i].target = -1;
 }
+
+const InOps tr_kafka_in_ops = {
+    .next = kafka_next,
+    .wait = kafka_wait,
+    .pos = kafka_pos,
+    .seek = kafka_seek,
+    .replay_to = kafka_replay_to,
+    .replay_end = kafka_replay_end,
+    .source_times = kafka_times,
+    .close = kafka_close,
+};

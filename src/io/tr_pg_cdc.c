@@ -167,7 +167,7 @@ int tr_pg_cdc_config(InputConn *ic, const cJSON *cfg, const char *where, Err *er
     return 0;
 }
 
-void tr_pg_cdc_free(PgCdc *pc)
+static void cdc_free(PgCdc *pc)
 {
     if (!pc)
         return;
@@ -844,7 +844,7 @@ static int wait_records(InputConn *ic, PgCdc *pc, Err *err)
     return 0;
 }
 
-int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
+static int64_t cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
                        Err *err)
 {
     PgCdc *pc = ic->cdc;
@@ -922,7 +922,7 @@ int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece
     return total;
 }
 
-void tr_pg_cdc_pos(const InputConn *ic, InPos *out)
+static void cdc_pos(const InputConn *ic, InPos *out)
 {
     const PgCdc *pc = ic->cdc;
     if (!pc->started && pc->seek_lsn) { /* not resumed yet: where it will */
@@ -939,7 +939,7 @@ static int skip_to(InputConn *ic, PgCdc *pc, const InPos *pos, Err *err)
 {
     for (;;) {
         InPos cur;
-        tr_pg_cdc_pos(ic, &cur);
+        cdc_pos(ic, &cur);
         if (cur.v[0] == pos->v[0] && cur.v[1] == pos->v[1])
             return 0;
         if ((uint64_t)cur.v[0] > (uint64_t)pos->v[0] ||
@@ -961,7 +961,7 @@ static int skip_to(InputConn *ic, PgCdc *pc, const InPos *pos, Err *err)
     }
 }
 
-int tr_pg_cdc_seek(InputConn *ic, const InPos *pos, Err *err)
+static int cdc_seek(InputConn *ic, const InPos *pos, Err *err)
 {
     PgCdc *pc = ic->cdc;
     if (pc->started) /* replay: records read and thrown away (a discarded transaction) */
@@ -981,10 +981,26 @@ int tr_pg_cdc_seek(InputConn *ic, const InPos *pos, Err *err)
     return 0;
 }
 
-void tr_pg_cdc_release(InputConn *ic, const InPos *pos)
+static void cdc_release(InputConn *ic, const InPos *pos)
 {
     PgCdc *pc = ic->cdc;
     pc->durable_known = true;
     pc->durable = (uint64_t)pos->v[0];
 }
-bool tr_pg_cdc_idle(const InputConn *ic) { return ic->cdc->qn == 0; }
+/* Nothing queued: the controller polls the stream again soon. */
+static double cdc_wait(const InputConn *ic) { return ic->cdc->qn == 0 ? 0.005 : 0; }
+
+static void cdc_close(InputConn *ic)
+{
+    cdc_free(ic->cdc);
+    ic->cdc = NULL;
+}
+
+const InOps tr_pg_cdc_in_ops = {
+    .next = cdc_next,
+    .wait = cdc_wait,
+    .pos = cdc_pos,
+    .seek = cdc_seek,
+    .release = cdc_release,
+    .close = cdc_close,
+};

@@ -574,7 +574,7 @@ bool tr_s3_next_object(InputConn *ic)
     return true;
 }
 
-void tr_s3_pos(const InputConn *ic, InPos *out)
+static void s3_pos(const InputConn *ic, InPos *out)
 {
     const struct S3In *s = ic->s3;
     int64_t obj = s->cur, off = s->listed ? s->base + (int64_t)ic->rpos : s->base;
@@ -590,7 +590,7 @@ void tr_s3_pos(const InputConn *ic, InPos *out)
     out->v[1] = off;
 }
 
-int tr_s3_seek(InputConn *ic, const InPos *pos, Err *err)
+static int s3_seek(InputConn *ic, const InPos *pos, Err *err)
 {
     struct S3In *s = ic->s3;
     int obj = (int)(pos->v[0] & (MAX_OBJECTS - 1));
@@ -614,7 +614,7 @@ int tr_s3_seek(InputConn *ic, const InPos *pos, Err *err)
     return 0;
 }
 
-void tr_s3_close(InputConn *ic)
+static void s3_close(InputConn *ic)
 {
     struct S3In *s = ic->s3;
     if (!s)
@@ -633,3 +633,10 @@ void tr_s3_close(InputConn *ic)
     sl_free(s);
     ic->s3 = NULL;
 }
+
+const InOps tr_s3_in_ops = {
+    .next = tr_file_next, /* file_input's reader; it asks tr_s3_fill for bytes */
+    .pos = s3_pos,
+    .seek = s3_seek,
+    .close = s3_close,
+};
