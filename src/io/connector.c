@@ -589,6 +589,14 @@ double input_wait(const InputConn *ic)
     return ic->remote || !ic->ops->wait ? 0 : ic->ops->wait(ic);
 }
 
+void input_progress(InputConn *ic, InProgress *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->pos = out->high = out->lag = out->object_offset = out->total_bytes = -1;
+    if (!ic->remote && ic->ops->progress)
+        ic->ops->progress(ic, out);
+}
+
 /* ---------------------------------------------------------------- positions */
 
 void input_pos(const InputConn *ic, InPos *out)

@@ -50,6 +50,9 @@ typedef struct InOps {
     /* Times the source stamped on the last read's records (NULL: the
        source stamps none). */
     int (*source_times)(const InputConn *ic, int64_t *out, int max);
+    /* Where the input is and how far its source goes (input_progress's
+       contract; out comes zeroed, pos/high/lag -1; NULL: no progress). */
+    void (*progress)(InputConn *ic, InProgress *out);
     /* Free what configuring and opening made (also after they failed
        half-way); connector.c frees the shared fields. */
     void (*close)(InputConn *ic);

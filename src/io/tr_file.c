@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../base/mem.h"
@@ -403,8 +404,28 @@ static void file_in_close(InputConn *ic)
     ic->f = NULL;
 }
 
+/* Position: the offset of the next record; high watermark: the file's
+   size now. */
+static void file_in_progress(InputConn *ic, InProgress *out)
+{
+    if (!ic->f)
+        return;
+    InPos p = {0};
+    file_in_pos(ic, &p);
+    out->unit = "bytes";
+    out->pos = p.v[0];
+    snprintf(out->pos_text, sizeof(out->pos_text), "%lld", (long long)p.v[0]);
+    struct stat st;
+    if (fstat(fileno(ic->f), &st) == 0) {
+        out->high = (int64_t)st.st_size;
+        out->lag = out->high > out->pos ? out->high - out->pos : 0;
+        snprintf(out->high_text, sizeof(out->high_text), "%lld", (long long)out->high);
+    }
+}
+
 const InOps tr_file_in_ops = {
     .next = tr_file_next,
+    .progress = file_in_progress,
     .pos = file_in_pos,
     .seek = file_in_seek,
     .close = file_in_close,

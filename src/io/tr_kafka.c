@@ -629,6 +629,48 @@ static void kafka_replay_end(InputConn *ic)
         k->parts[i].target = -1;
 }
 
+/* Positions from our offsets; high watermarks from librdkafka's cache (the
+   brokers' answers to its fetches: no request, no wait), unknown until the
+   partitions are assigned and fetched once. */
+static void kafka_progress(InputConn *ic, InProgress *out)
+{
+    const KafkaIn *k = ic->kin;
+    if (!k || !k->rk)
+        return;
+    out->unit = "messages";
+    int64_t pos = 0, high = 0, lag = 0;
+    bool known = true;
+    for (int i = 0; i < k->nparts; i++) {
+        const KPart *kp = &k->parts[i];
+        int64_t lo = -1, hi = -1;
+        if (rd_kafka_get_watermark_offsets(k->rk, k->topics[kp->topic], kp->part, &lo, &hi) ||
+            hi < 0)
+            hi = -1;
+        int64_t at = kp->next >= 0 ? kp->next : lo >= 0 ? lo : 0; /* from the start */
+        pos += at;
+        if (hi >= 0) {
+            high += hi;
+            lag += hi > at ? hi - at : 0;
+        } else {
+            known = false;
+        }
+        if (i < PROGRESS_PARTS) {
+            InPartProgress *pp = &out->parts[out->nparts++];
+            snprintf(pp->topic, sizeof(pp->topic), "%s", k->topics[kp->topic]);
+            pp->partition = kp->part;
+            pp->offset = kp->next >= 0 ? kp->next : -1;
+            pp->high = hi;
+        }
+    }
+    out->pos = pos;
+    snprintf(out->pos_text, sizeof(out->pos_text), "%lld", (long long)pos);
+    if (known) {
+        out->high = high;
+        out->lag = lag;
+        snprintf(out->high_text, sizeof(out->high_text), "%lld", (long long)high);
+    }
+}
+
 const InOps tr_kafka_in_ops = {
     .next = kafka_next,
     .wait = kafka_wait,
@@ -637,5 +679,6 @@ const InOps tr_kafka_in_ops = {
     .replay_to = kafka_replay_to,
     .replay_end = kafka_replay_end,
     .source_times = kafka_times,
+    .progress = kafka_progress,
     .close = kafka_close,
 };
