@@ -1,7 +1,10 @@
 /*
  * pipeline/stats.c - the figures /stats and /metrics show: per input
  * (connector or a table's HTTP ingress) records, bytes, parse errors,
- * buffered records, end of input, processing latency (arrival -> end of
+ * rejected and applied records (read = applied + rejected + buffered),
+ * buffered records, end of input, the connector's position, its source's
+ * high watermark and the lag between (input_progress, asked before each
+ * publication), processing latency (arrival -> end of
  * the step that processed it) and event-time lag (wall clock when the
  * step's outputs were delivered - the record's event time) as weighted
  * log histograms; per output records and bytes; per relation changes, net
