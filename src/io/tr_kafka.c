@@ -19,6 +19,9 @@
  * again partition by partition exactly up to the offsets it ended at;
  * messages past them are held back for the steps that follow.
  *
+ * Progress (/stats): the partitions' next offsets against their high
+ * watermarks from librdkafka's cache (updated by its fetches; no request).
+ *
  * Brokers away: librdkafka reconnects on its own; reads give nothing
  * meanwhile, a message says the connector is waiting and another that it
  * receives again. Partitions added to a topic after the start are not

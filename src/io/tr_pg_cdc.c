@@ -36,6 +36,12 @@
  * A lost connection is retried (at most once per backoff interval, without
  * blocking the pipeline): streaming resumes after the last transaction
  * received whole, so nothing is lost or repeated.
+ *
+ * Progress (/stats): the position is an LSN (the resume LSN, or where the
+ * server's decoding has streamed to when everything received was handed
+ * out); the high watermark is pg_current_wal_lsn(), asked at most once a
+ * second over a third, ordinary connection driven without waiting
+ * (probe_wal), so a slow or absent server never holds up a step.
  */
 #include <ctype.h>
 #include <stdio.h>
