@@ -55,7 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const Relation *r = &prog->rels[0];
     InputConn ic = {0};
-    ic.kind = IN_PGCDC;
+    ic.ops = &tr_pg_cdc_in_ops;
+    ic.transport = "postgres_cdc_input";
     snprintf(ic.name, sizeof(ic.name), "fuzz");
     ic.schema = (RowSchema){r->ncol, (const char *const *)r->colnames, r->types};
     cJSON *cfg = cJSON_Parse("{\"uri\": \"postgresql://nowhere/x\", \"table\": \"src\"}");
@@ -77,11 +78,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             decode(&ic, pc, rec, n, &e);
         err_init(&e);
         Piece *lists[2] = {NULL, NULL};
-        if (tr_pg_cdc_next(&ic, 3, a, 2, lists, &e) < 0)
+        if (cdc_next(&ic, 3, a, 2, lists, &e) < 0)
             err_init(&e);
         arena_reset(a);
     }
     arena_free(a);
-    tr_pg_cdc_free(pc);
+    cdc_free(pc);
     return 0;
 }

@@ -1,7 +1,16 @@
 /*
- * io/connector.c - connector registry: reads each relation's connectors
+ * io/connector.c - the connector registry: reads each relation's connectors
  * JSON, validates every key (unknown keys are errors that name the key, the
  * relation and the connector), and builds input/output connector objects.
+ *
+ * A transport is a row of transports[] below: its name, its open function
+ * (which direction it has) and its ops table (io_int.h), which the
+ * transport's file ends with. The input_* and output_* functions of
+ * connector.h do what every connector shares here (max_batch_size, the
+ * counters that ride in a position, scale-out proxies, whose ops are never
+ * called) and call the ops for the rest. The open functions of the first
+ * transports live here (they are glue over their files' config calls); a
+ * new transport keeps its open function in its own file.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -35,6 +44,11 @@ static int cerr(Err *err, const Relation *r, const char *fmt, const char *name, 
     return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, fmt, name, detail);
 }
 
+int io_conf_err(const ConnCtx *cx, Err *err, const char *msg)
+{
+    return cerr(err, cx->r, "%s: %s", cx->where, msg);
+}
+
 static bool key_in(const char *k, const char *const *allowed)
 {
     for (; *allowed; allowed++)
@@ -55,10 +69,12 @@ static int check_keys(const cJSON *obj, const char *const *allowed, const Relati
     return 0;
 }
 
-static int parse_format(const cJSON *fmt, const Relation *r, const char *where, FmtKind *out,
-                        bool *csv_header, JsonUpd *upd, Err *err)
+int io_parse_format(const ConnCtx *cx, FmtKind *out, bool *csv_header, JsonUpd *upd, Err *err)
 {
     static const char *const fkeys[] = {"name", "config", NULL};
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(cx->cj, "format");
+    const Relation *r = cx->r;
+    const char *where = cx->where;
     if (!fmt) {
         *out = FMT_CSV;
         return 0;
@@ -126,14 +142,6 @@ static void schema_of(const Relation *r, RowSchema *s)
     s->types = r->types;
 }
 
-/* Where connectors run (scale-out): file inputs go round-robin to the
-   hosts (the k-th file input to host k % hosts), outputs to host 0. */
-typedef struct Place {
-    bool open;
-    int host, hosts;
-    int nfile;
-} Place;
-
 /* "<where> part h+1/H" in name[n] (where shortened if need be). */
 static void part_name(char *name, size_t n, const char *where, int h, int H)
 {
@@ -146,10 +154,239 @@ static void part_name(char *name, size_t n, const char *where, int h, int H)
     memcpy(name + wl, tag, tl + 1);
 }
 
-static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *place,
-                    Connectors *cs, Err *err)
+/* ---------------------------------------------------------------- opening
+   One function per transport: check its config and format, open it when
+   cx->open, and say where it runs (scale-out: file-like inputs go
+   round-robin to the hosts, the k-th to host k % hosts; change streams
+   and outputs to host 0). The input's or output's shared fields are set
+   before; errors name the connector (cx->where). */
+
+static void place_round_robin(InputConn *ic, const ConnCtx *cx)
 {
-    bool open = place->open;
+    ic->owner = (*cx->nfile)++ % cx->hosts;
+    ic->remote = ic->owner != cx->host;
+}
+
+/* http_input declares the table's HTTP ingress endpoint (its name and
+   event-time column); it reads nothing itself. */
+static int open_http(InputConn *ic, const ConnCtx *cx, Err *err)
+{
+    ic->done = true;
+    if (cx->cfg && cx->cfg->child)
+        return io_conf_err(cx, err, "http_input takes no config");
+    if (cJSON_GetObjectItemCaseSensitive(cx->cj, "format"))
+        return io_conf_err(cx, err,
+                           "http_input takes no \"format\" (each request names its format)");
+    if (cx->txn)
+        return io_conf_err(cx, err,
+                           "\"transaction\": \"backfill\" needs an input that ends; HTTP input "
+                           "uses /start_transaction and /commit_transaction");
+    return 0;
+}
+
+static int open_datagen(InputConn *ic, const ConnCtx *cx, Err *err)
+{
+    const Relation *r = cx->r;
+    if (cJSON_GetObjectItemCaseSensitive(cx->cj, "format"))
+        return io_conf_err(cx, err, "datagen takes no \"format\"");
+    Err e = {0};
+    ic->gen = datagen_new(cx->cfg, r->ncol, (const char *const *)r->colnames, r->types,
+                          cx->where, &e);
+    if (!ic->gen)
+        return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+    if (ic->backfill)
+        for (int pl = 0; pl < datagen_nplans(ic->gen); pl++)
+            if (datagen_plan_limit(ic->gen, pl) < 0)
+                return io_conf_err(cx, err,
+                                   "\"transaction\": \"backfill\" needs an input that ends, "
+                                   "but a datagen plan has no \"limit\"");
+    return 0;
+}
+
+static int open_s3(InputConn *ic, const ConnCtx *cx, Err *err)
+{
+    char why[512];
+    if (tr_s3_config(ic, cx->cfg, cx->open, why, sizeof(why)))
+        return io_conf_err(cx, err, why);
+    if (io_parse_format(cx, &ic->fmt, &ic->csv_header, NULL, err))
+        return err->code;
+    place_round_robin(ic, cx);
+    /* scale-out: one part per host, each reading every H-th object */
+    int H = cx->hosts;
+    for (int h = 1; h < H; h++) {
+        InputConn *pc = sl_calloc(1, sizeof(*pc));
+        *pc = (InputConn){.ops = ic->ops, .transport = ic->transport, .rel = ic->rel,
+                          .schema = ic->schema, .max_batch = ic->max_batch, .plan_start = -1,
+                          .backfill = ic->backfill, .event_col = ic->event_col,
+                          .fmt = ic->fmt, .csv_header = ic->csv_header};
+        part_name(pc->name, sizeof(pc->name), cx->where, h, H);
+        *VEC_PUSH(cx->cs->in, cx->cs->nin, cx->cs->capin) = pc;
+        if (tr_s3_config(pc, cx->cfg, cx->open, why, sizeof(why)))
+            return io_conf_err(cx, err, why);
+        tr_s3_set_part(pc, h, H);
+        place_round_robin(pc, cx);
+    }
+    if (H > 1) {
+        part_name(ic->name, sizeof(ic->name), cx->where, 0, H);
+        tr_s3_set_part(ic, 0, H);
+    }
+    return 0;
+}
+
+static int open_pg_cdc(InputConn *ic, const ConnCtx *cx, Err *err)
+{
+    const Relation *r = cx->r;
+    if (cJSON_GetObjectItemCaseSensitive(cx->cj, "format"))
+        return io_conf_err(cx, err,
+                           "postgres_cdc_input takes no \"format\" (values come as text)");
+    if (cx->txn)
+        return io_conf_err(cx, err,
+                           "\"transaction\": \"backfill\" needs an input that ends; a change "
+                           "stream does not");
+    Err e = {0};
+    if (tr_pg_cdc_config(ic, cx->cfg, cx->where, &e))
+        return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+    ic->owner = 0; /* scale-out: host 0 reads it */
+    ic->remote = cx->host != 0;
+    if (cx->open && !ic->remote && tr_pg_cdc_open(ic, err))
+        return err->code;
+    return 0;
+}
+
+static int open_kafka_in(InputConn *ic, const ConnCtx *cx, Err *err)
+{
+    const Relation *r = cx->r;
+    /* read on host 0 (a proxy elsewhere, like a file input's) */
+    ic->owner = 0;
+    ic->remote = cx->host != 0;
+    if (cx->txn)
+        return io_conf_err(cx, err,
+                           "\"transaction\": \"backfill\" needs an input that ends; a Kafka "
+                           "topic does not");
+    if (io_parse_format(cx, &ic->fmt, &ic->csv_header, &ic->json_upd, err))
+        return err->code;
+    Err e = {0};
+    if (tr_kafka_open(ic, cx->cfg, cx->open && !ic->remote, &e))
+        return err_setpos(err, e.code, r->conn_line, r->conn_col, "%s", e.msg);
+    return 0;
+}
+
+static int open_file_in(InputConn *ic, const ConnCtx *cx, Err *err)
+{
+    static const char *const fkeys[] = {"path", "buffer_size_bytes", "follow", NULL};
+    const cJSON *cfg = cx->cfg;
+    if (!cfg)
+        return io_conf_err(cx, err, "file_input needs a config with \"path\"");
+    if (check_keys(cfg, fkeys, cx->r, cx->where, "file_input config", err))
+        return err->code;
+    const cJSON *path = cJSON_GetObjectItemCaseSensitive(cfg, "path");
+    if (!cJSON_IsString(path) || !*path->valuestring)
+        return io_conf_err(cx, err, "file_input needs a \"path\" string");
+    const cJSON *fol = cJSON_GetObjectItemCaseSensitive(cfg, "follow");
+    if (fol && cJSON_IsTrue(fol))
+        return io_conf_err(cx, err, "\"follow\": true is not supported yet");
+    ic->path = sl_strdup(path->valuestring);
+    if (io_parse_format(cx, &ic->fmt, &ic->csv_header, NULL, err))
+        return err->code;
+    place_round_robin(ic, cx);
+    if (cx->open && !ic->remote) {
+        ic->f = fopen(ic->path, "rb");
+        if (!ic->f)
+            return err_set(err, SL_EIO, "%s: cannot open \"%s\": %s", cx->where, ic->path,
+                           strerror(errno));
+    }
+    ic->line = 1;
+    return 0;
+}
+
+static int open_pg_out(OutputConn *oc, const ConnCtx *cx, Err *err)
+{
+    const Relation *r = cx->r;
+    if (cJSON_GetObjectItemCaseSensitive(cx->cj, "format"))
+        return io_conf_err(cx, err, "postgres_output takes no \"format\" (rows go to the "
+                                    "table's columns)");
+    Err e = {0};
+    if (tr_pg_out_config(oc, cx->cfg, cx->where, &e))
+        return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+    if (cx->open && cx->host == 0 && tr_pg_out_open(oc, err))
+        return err->code;
+    return 0;
+}
+
+static int open_file_out(OutputConn *oc, const ConnCtx *cx, Err *err)
+{
+    static const char *const okeys[] = {"path", NULL};
+    const cJSON *cfg = cx->cfg;
+    if (!cfg)
+        return io_conf_err(cx, err, "file_output needs a config with \"path\"");
+    if (check_keys(cfg, okeys, cx->r, cx->where, "file_output config", err))
+        return err->code;
+    const cJSON *path = cJSON_GetObjectItemCaseSensitive(cfg, "path");
+    if (!cJSON_IsString(path) || !*path->valuestring)
+        return io_conf_err(cx, err, "file_output needs a \"path\" string");
+    oc->path = sl_strdup(path->valuestring);
+    if (io_parse_format(cx, &oc->fmt, NULL, NULL, err))
+        return err->code;
+    if (cx->open && cx->host == 0) {
+        /* not truncated here: see output_truncate */
+        int fd = openat(AT_FDCWD, oc->path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+        oc->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        if (fd >= 0 && !oc->f)
+            close(fd);
+        if (!oc->f)
+            return err_set(err, SL_EIO, "%s: cannot create \"%s\": %s", cx->where, oc->path,
+                           strerror(errno));
+    }
+    return 0;
+}
+
+static int open_kafka_out(OutputConn *oc, const ConnCtx *cx, Err *err)
+{
+    const Relation *r = cx->r;
+    if (io_parse_format(cx, &oc->fmt, NULL, NULL, err))
+        return err->code;
+    Err e = {0};
+    if (tr_kafka_out_open(oc, cx->cfg, cx->open && cx->host == 0, &e))
+        return err_setpos(err, e.code, r->conn_line, r->conn_col, "%s", e.msg);
+    return 0;
+}
+
+static const InOps http_in_ops = {0}; /* reads nothing: the controller's HTTP queue does */
+
+/* ---------------------------------------------------------------- the transports
+   Adding one: a tr_<name>.c with its open function and its ops table
+   (declared in io_int.h), and its line here. Exactly one of open_in and
+   open_out is set: the direction. */
+typedef struct Transport {
+    const char *name;
+    int (*open_in)(InputConn *ic, const ConnCtx *cx, Err *err);
+    const InOps *in;
+    int (*open_out)(OutputConn *oc, const ConnCtx *cx, Err *err);
+    const OutOps *out;
+} Transport;
+
+static const Transport transports[] = {
+    {"datagen", open_datagen, &tr_datagen_in_ops, NULL, NULL},
+    {"file_input", open_file_in, &tr_file_in_ops, NULL, NULL},
+    {"s3_input", open_s3, &tr_s3_in_ops, NULL, NULL},
+    {"http_input", open_http, &http_in_ops, NULL, NULL},
+    {"postgres_cdc_input", open_pg_cdc, &tr_pg_cdc_in_ops, NULL, NULL},
+    {"kafka_input", open_kafka_in, &tr_kafka_in_ops, NULL, NULL},
+    {"file_output", NULL, NULL, open_file_out, &tr_file_out_ops},
+    {"postgres_output", NULL, NULL, open_pg_out, &tr_pg_out_ops},
+    {"kafka_output", NULL, NULL, open_kafka_out, &tr_kafka_out_ops},
+};
+
+static const Transport *transport_of(const char *name)
+{
+    for (size_t i = 0; i < ARRAY_LEN(transports); i++)
+        if (!strcmp(transports[i].name, name))
+            return &transports[i];
+    return NULL;
+}
+
+static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, ConnCtx *cx, Err *err)
+{
     static const char *const keys[] = {"name", "transport", "format", "max_batch_size",
                                        "max_queued_records", "max_worker_batch_size",
                                        "transaction", "event_time_column", NULL};
@@ -180,11 +417,10 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
     if (mb && (!cJSON_IsNumber(mb) || mb->valuedouble < 1))
         return cerr(err, r, "%s: %s", where, "\"max_batch_size\" must be a positive number");
 
+    const Transport *tp = transport_of(t);
     const cJSON *txn = cJSON_GetObjectItemCaseSensitive(cj, "transaction");
     const cJSON *etc = cJSON_GetObjectItemCaseSensitive(cj, "event_time_column");
-    bool is_input = !strcmp(t, "datagen") || !strcmp(t, "file_input") ||
-                    !strcmp(t, "http_input") || !strcmp(t, "s3_input") ||
-                    !strcmp(t, "postgres_cdc_input") || !strcmp(t, "kafka_input");
+    bool is_input = tp && tp->open_in;
     if ((txn || etc) && !is_input)
         return cerr(err, r, "%s: %s", where,
                     "\"transaction\" and \"event_time_column\" belong to input connectors");
@@ -211,12 +447,28 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
             return cerr(err, r, "%s: %s", where, d);
         }
     }
+    if (!tp) {
+        Buf known = BUF_INIT;
+        for (size_t i = 0; i < ARRAY_LEN(transports); i++)
+            buf_printf(&known, "%s%s", i ? ", " : "", transports[i].name);
+        char d[512];
+        snprintf(d, sizeof(d), "unknown transport \"%s\" (supported: %s)", t, buf_cstr(&known));
+        buf_free(&known);
+        return cerr(err, r, "%s: %s", where, d);
+    }
+    cx->r = r;
+    cx->cj = cj;
+    cx->cfg = cfg;
+    cx->where = where;
+    cx->txn = txn != NULL;
 
     if (is_input) {
         if (!r->is_table)
             return cerr(err, r, "%s: %s", where,
                         "input transports belong to tables; a view's connectors are outputs");
         InputConn *ic = sl_calloc(1, sizeof(*ic));
+        ic->ops = tp->in;
+        ic->transport = tp->name;
         ic->rel = rel;
         snprintf(ic->name, sizeof(ic->name), "%s", where);
         schema_of(r, &ic->schema);
@@ -225,199 +477,22 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         ic->backfill = txn != NULL;
         ic->event_col = event_col;
         /* add first so that connectors_close frees it on any error */
-        *VEC_PUSH(cs->in, cs->nin, cs->capin) = ic;
-        if (!strcmp(t, "http_input")) {
-            /* declares the table's HTTP ingress endpoint (its name and
-               event-time column); it reads nothing itself */
-            ic->kind = IN_HTTP;
-            ic->done = true;
-            if (cfg && cfg->child)
-                return cerr(err, r, "%s: %s", where, "http_input takes no config");
-            if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
-                return cerr(err, r, "%s: %s", where,
-                            "http_input takes no \"format\" (each request names its format)");
-            if (txn)
-                return cerr(err, r, "%s: %s", where,
-                            "\"transaction\": \"backfill\" needs an input that ends; HTTP input "
-                            "uses /start_transaction and /commit_transaction");
-            return 0;
-        }
-        if (!strcmp(t, "datagen")) {
-            ic->kind = IN_DATAGEN;
-            if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
-                return cerr(err, r, "%s: %s", where, "datagen takes no \"format\"");
-            Err e = {0};
-            ic->gen = datagen_new(cfg, r->ncol, (const char *const *)r->colnames, r->types, where,
-                                  &e);
-            if (!ic->gen)
-                return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
-            if (ic->backfill)
-                for (int pl = 0; pl < datagen_nplans(ic->gen); pl++)
-                    if (datagen_plan_limit(ic->gen, pl) < 0)
-                        return cerr(err, r, "%s: %s", where,
-                                    "\"transaction\": \"backfill\" needs an input that ends, "
-                                    "but a datagen plan has no \"limit\"");
-            return 0;
-        }
-        if (!strcmp(t, "s3_input")) {
-            ic->kind = IN_S3;
-            char why[512];
-            if (tr_s3_config(ic, cfg, open, why, sizeof(why)))
-                return cerr(err, r, "%s: %s", where, why);
-            if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
-                             &ic->csv_header, NULL, err))
-                return err->code;
-            ic->owner = place->nfile++ % place->hosts;
-            ic->remote = ic->owner != place->host;
-            /* scale-out: one part per host, each reading every H-th object */
-            int H = place->hosts;
-            for (int h = 1; h < H; h++) {
-                InputConn *pc = sl_calloc(1, sizeof(*pc));
-                *pc = (InputConn){.kind = IN_S3, .rel = ic->rel, .schema = ic->schema,
-                                  .max_batch = ic->max_batch, .plan_start = -1,
-                                  .backfill = ic->backfill, .event_col = ic->event_col,
-                                  .fmt = ic->fmt, .csv_header = ic->csv_header};
-                part_name(pc->name, sizeof(pc->name), where, h, H);
-                *VEC_PUSH(cs->in, cs->nin, cs->capin) = pc;
-                if (tr_s3_config(pc, cfg, open, why, sizeof(why)))
-                    return cerr(err, r, "%s: %s", where, why);
-                tr_s3_set_part(pc, h, H);
-                pc->owner = place->nfile++ % place->hosts;
-                pc->remote = pc->owner != place->host;
-            }
-            if (H > 1) {
-                part_name(ic->name, sizeof(ic->name), where, 0, H);
-                tr_s3_set_part(ic, 0, H);
-            }
-            return 0;
-        }
-        if (!strcmp(t, "postgres_cdc_input")) {
-            ic->kind = IN_PGCDC;
-            if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
-                return cerr(err, r, "%s: %s", where,
-                            "postgres_cdc_input takes no \"format\" (values come as text)");
-            if (txn)
-                return cerr(err, r, "%s: %s", where,
-                            "\"transaction\": \"backfill\" needs an input that ends; a change "
-                            "stream does not");
-            Err e = {0};
-            if (tr_pg_cdc_config(ic, cfg, where, &e))
-                return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
-            ic->owner = 0; /* scale-out: host 0 reads it */
-            ic->remote = place->host != 0;
-            if (open && !ic->remote && tr_pg_cdc_open(ic, err))
-                return err->code;
-            return 0;
-        }
-        if (!strcmp(t, "kafka_input")) {
-            /* read on host 0 (a proxy elsewhere, like a file input's) */
-            ic->kind = IN_KAFKA;
-            ic->owner = 0;
-            ic->remote = place->host != 0;
-            if (txn)
-                return cerr(err, r, "%s: %s", where,
-                            "\"transaction\": \"backfill\" needs an input that ends; a Kafka "
-                            "topic does not");
-            if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
-                             &ic->csv_header, &ic->json_upd, err))
-                return err->code;
-            Err e = {0};
-            if (tr_kafka_open(ic, cfg, open && !ic->remote, &e))
-                return err_setpos(err, e.code, r->conn_line, r->conn_col, "%s", e.msg);
-            return 0;
-        }
-        ic->kind = IN_FILE;
-        static const char *const fkeys[] = {"path", "buffer_size_bytes", "follow", NULL};
-        if (!cfg)
-            return cerr(err, r, "%s: %s", where, "file_input needs a config with \"path\"");
-        if (check_keys(cfg, fkeys, r, where, "file_input config", err))
-            return err->code;
-        const cJSON *path = cJSON_GetObjectItemCaseSensitive(cfg, "path");
-        if (!cJSON_IsString(path) || !*path->valuestring)
-            return cerr(err, r, "%s: %s", where, "file_input needs a \"path\" string");
-        const cJSON *fol = cJSON_GetObjectItemCaseSensitive(cfg, "follow");
-        if (fol && cJSON_IsTrue(fol))
-            return cerr(err, r, "%s: %s", where, "\"follow\": true is not supported yet");
-        ic->path = sl_strdup(path->valuestring);
-        if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &ic->fmt,
-                         &ic->csv_header, NULL, err))
-            return err->code;
-        ic->owner = place->nfile++ % place->hosts;
-        ic->remote = ic->owner != place->host;
-        if (open && !ic->remote) {
-            ic->f = fopen(ic->path, "rb");
-            if (!ic->f)
-                return err_set(err, SL_EIO, "%s: cannot open \"%s\": %s", where, ic->path,
-                               strerror(errno));
-        }
-        ic->line = 1;
-        return 0;
+        *VEC_PUSH(cx->cs->in, cx->cs->nin, cx->cs->capin) = ic;
+        return tp->open_in(ic, cx, err);
     }
-    OutputConn *oc = NULL;
-    if (!strcmp(t, "postgres_output") || !strcmp(t, "file_output") ||
-        !strcmp(t, "kafka_output")) {
-        if (r->is_table)
-            return cerr(err, r, "%s: %s", where,
-                        "output transports belong to views; declare a view over the table "
-                        "(CREATE VIEW v WITH ('connectors' = ...) AS SELECT * FROM t)");
-        oc = sl_calloc(1, sizeof(*oc));
-        oc->rel = rel;
-        snprintf(oc->name, sizeof(oc->name), "%s", where);
-        schema_of(r, &oc->schema);
-        oc->scratch = arena_new(16 * 1024);
-        *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
-    }
-    if (!strcmp(t, "postgres_output")) {
-        if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
-            return cerr(err, r, "%s: %s", where,
-                        "postgres_output takes no \"format\" (rows go to the table's columns)");
-        Err e = {0};
-        if (tr_pg_out_config(oc, cfg, where, &e))
-            return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
-        if (open && place->host == 0 && tr_pg_out_open(oc, err))
-            return err->code;
-        return 0;
-    }
-    if (!strcmp(t, "file_output")) {
-        static const char *const okeys[] = {"path", NULL};
-        if (!cfg)
-            return cerr(err, r, "%s: %s", where, "file_output needs a config with \"path\"");
-        if (check_keys(cfg, okeys, r, where, "file_output config", err))
-            return err->code;
-        const cJSON *path = cJSON_GetObjectItemCaseSensitive(cfg, "path");
-        if (!cJSON_IsString(path) || !*path->valuestring)
-            return cerr(err, r, "%s: %s", where, "file_output needs a \"path\" string");
-        oc->path = sl_strdup(path->valuestring);
-        if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &oc->fmt, NULL,
-                         NULL, err))
-            return err->code;
-        if (open && place->host == 0) {
-            /* not truncated here: see output_truncate */
-            int fd = openat(AT_FDCWD, oc->path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-            oc->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-            if (fd >= 0 && !oc->f)
-                close(fd);
-            if (!oc->f)
-                return err_set(err, SL_EIO, "%s: cannot create \"%s\": %s", where, oc->path,
-                               strerror(errno));
-        }
-        return 0;
-    }
-    if (!strcmp(t, "kafka_output")) {
-        if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &oc->fmt, NULL,
-                         NULL, err))
-            return err->code;
-        Err e = {0};
-        if (tr_kafka_out_open(oc, cfg, open && place->host == 0, &e))
-            return err_setpos(err, e.code, r->conn_line, r->conn_col, "%s", e.msg);
-        return 0;
-    }
-    char d[256];
-    snprintf(d, sizeof(d),
-             "unknown transport \"%s\" (supported: datagen, file_input, s3_input, http_input, "
-             "postgres_cdc_input, kafka_input, file_output, postgres_output, kafka_output)",
-             t);
-    return cerr(err, r, "%s: %s", where, d);
+    if (r->is_table)
+        return cerr(err, r, "%s: %s", where,
+                    "output transports belong to views; declare a view over the table "
+                    "(CREATE VIEW v WITH ('connectors' = ...) AS SELECT * FROM t)");
+    OutputConn *oc = sl_calloc(1, sizeof(*oc));
+    oc->ops = tp->out;
+    oc->transport = tp->name;
+    oc->rel = rel;
+    snprintf(oc->name, sizeof(oc->name), "%s", where);
+    schema_of(r, &oc->schema);
+    oc->scratch = arena_new(16 * 1024);
+    *VEC_PUSH(cx->cs->out, cx->cs->nout, cx->cs->capout) = oc;
+    return tp->open_out(oc, cx, err);
 }
 
 const void *input_gen(const InputConn *ic) { return ic->gen; }
@@ -436,7 +511,9 @@ int connectors_open(const Circuit *c, bool open, Connectors *cs, Err *err)
 int connectors_open_part(const Circuit *c, bool open, int host, int hosts, Connectors *cs,
                          Err *err)
 {
-    Place pl = {open, host, hosts > 0 ? hosts : 1, 0};
+    int nfile = 0;
+    ConnCtx cx = {.open = open, .host = host, .hosts = hosts > 0 ? hosts : 1, .nfile = &nfile,
+                  .cs = cs};
     memset(cs, 0, sizeof(*cs));
     for (int i = 0; i < c->nrels; i++) {
         const Relation *r = &c->rels[i];
@@ -444,7 +521,7 @@ int connectors_open_part(const Circuit *c, bool open, int host, int hosts, Conne
             continue;
         int k = 0;
         for (const cJSON *cj = r->connectors->child; cj; cj = cj->next, k++)
-            if (open_one(c, i, k, cj, &pl, cs, err)) {
+            if (open_one(c, i, k, cj, &cx, err)) {
                 connectors_close(cs);
                 return err->code;
             }
@@ -456,23 +533,16 @@ void connectors_close(Connectors *cs)
 {
     for (int i = 0; i < cs->nin; i++) {
         InputConn *ic = cs->in[i];
-        if (ic->gen)
-            datagen_free(ic->gen);
-        tr_s3_close(ic);
-        tr_kafka_close(ic);
-        if (ic->f)
-            fclose(ic->f);
-        tr_pg_cdc_free(ic->cdc);
+        if (ic->ops->close)
+            ic->ops->close(ic);
         sl_free(ic->path);
         sl_free(ic->rbuf);
         sl_free(ic);
     }
     for (int i = 0; i < cs->nout; i++) {
         OutputConn *oc = cs->out[i];
-        tr_kafka_out_close(oc);
-        if (oc->f)
-            fclose(oc->f);
-        tr_pg_out_free(oc->pg);
+        if (oc->ops->close)
+            oc->ops->close(oc);
         sl_free(oc->path);
         buf_free(&oc->line);
         if (oc->scratch)
@@ -486,19 +556,11 @@ void connectors_close(Connectors *cs)
 
 int64_t input_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err)
 {
-    if (ic->done || ic->remote)
+    if (ic->done || ic->remote || !ic->ops->next)
         return 0;
     if (ic->max_batch && max > ic->max_batch)
         max = ic->max_batch;
-    if (ic->kind == IN_HTTP)
-        return 0;
-    if (ic->kind == IN_DATAGEN)
-        return tr_datagen_next(ic, max, a, nworkers, lists);
-    if (ic->kind == IN_PGCDC)
-        return tr_pg_cdc_next(ic, max, a, nworkers, lists, err);
-    if (ic->kind == IN_KAFKA)
-        return tr_kafka_next(ic, max, a, nworkers, lists, err);
-    return tr_file_next(ic, max, a, nworkers, lists, err);
+    return ic->ops->next(ic, max, a, nworkers, lists, err);
 }
 
 bool input_done(const InputConn *ic) { return ic->done; }
@@ -509,44 +571,30 @@ int64_t input_errors(const InputConn *ic) { return ic->errors; }
 int64_t input_bytes(const InputConn *ic) { return ic->bytes; }
 bool input_backfill(const InputConn *ic) { return ic->backfill; }
 int input_event_col(const InputConn *ic) { return ic->event_col; }
-bool input_has_source_times(const InputConn *ic) { return ic->kind == IN_KAFKA; }
+bool input_has_source_times(const InputConn *ic) { return ic->ops->source_times != NULL; }
 int input_source_times(const InputConn *ic, int64_t *out, int max)
 {
-    return ic->kind == IN_KAFKA ? tr_kafka_times(ic, out, max) : 0;
+    return ic->ops->source_times ? ic->ops->source_times(ic, out, max) : 0;
 }
-bool input_is_http(const InputConn *ic) { return ic->kind == IN_HTTP; }
-const char *input_transport(const InputConn *ic)
-{
-    return ic->kind == IN_DATAGEN ? "datagen"
-         : ic->kind == IN_FILE    ? "file_input"
-         : ic->kind == IN_S3      ? "s3_input"
-         : ic->kind == IN_PGCDC   ? "postgres_cdc_input"
-         : ic->kind == IN_KAFKA   ? "kafka_input"
-                                  : "http_input";
-}
+bool input_is_http(const InputConn *ic) { return ic->ops == &http_in_ops; }
+const char *input_transport(const InputConn *ic) { return ic->transport; }
 int output_rel(const OutputConn *oc) { return oc->rel; }
 const char *output_name(const OutputConn *oc) { return oc->name; }
-const char *output_transport(const OutputConn *oc)
-{
-    return oc->pg ? "postgres_output" : oc->kout ? "kafka_output" : "file_output";
-}
+const char *output_transport(const OutputConn *oc) { return oc->transport; }
 int64_t output_records(const OutputConn *oc) { return oc->records; }
 int64_t output_bytes(const OutputConn *oc) { return oc->bytes; }
 
 double input_wait(const InputConn *ic)
 {
-    if (ic->kind == IN_KAFKA)
-        return tr_kafka_wait(ic);
-    if (ic->kind == IN_PGCDC && !ic->remote) /* polls the stream */
-        return tr_pg_cdc_idle(ic) ? 0.005 : 0;
-    if (ic->done || ic->kind != IN_DATAGEN || ic->plan_start < 0)
-        return 0;
-    double rate = datagen_plan_rate(ic->gen, ic->plan);
-    if (rate <= 0)
-        return 0;
-    double due = ic->plan_start + (double)(ic->next + 1) / rate;
-    double now = io_now();
-    return due > now ? due - now : 0;
+    return ic->remote || !ic->ops->wait ? 0 : ic->ops->wait(ic);
+}
+
+void input_progress(InputConn *ic, InProgress *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->pos = out->high = out->lag = out->object_offset = out->total_bytes = -1;
+    if (!ic->remote && ic->ops->progress)
+        ic->ops->progress(ic, out);
 }
 
 /* ---------------------------------------------------------------- positions */
@@ -558,19 +606,8 @@ void input_pos(const InputConn *ic, InPos *out)
         *out = ic->remote_pos;
         return;
     }
-    if (ic->kind == IN_DATAGEN) {
-        out->v[0] = ic->plan;
-        out->v[1] = ic->next;
-    } else if (ic->kind == IN_FILE && ic->f) {
-        out->v[0] = (int64_t)ftello(ic->f) - (int64_t)(ic->rlen - ic->rpos);
-        out->v[1] = ic->line;
-    } else if (ic->kind == IN_S3) {
-        tr_s3_pos(ic, out);
-    } else if (ic->kind == IN_PGCDC) {
-        tr_pg_cdc_pos(ic, out);
-    } else if (ic->kind == IN_KAFKA) {
-        tr_kafka_pos(ic, out);
-    }
+    if (ic->ops->pos)
+        ic->ops->pos(ic, out);
     out->rows = ic->rows;
     out->errors = ic->errors;
     out->bytes = ic->bytes;
@@ -581,30 +618,8 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
     if (ic->remote) { /* its host seeks before it reads again */
         ic->remote_pos = *pos;
         ic->seek_pending = true;
-    } else if (ic->kind == IN_DATAGEN) {
-        if (pos->v[0] < 0 || pos->v[0] > datagen_nplans(ic->gen) || pos->v[1] < 0)
-            return err_set(err, SL_EIO, "%s: saved position (plan %lld, row %lld) does not fit "
-                           "its %d plan(s)", ic->name, (long long)pos->v[0],
-                           (long long)pos->v[1], datagen_nplans(ic->gen));
-        ic->plan = (int)pos->v[0];
-        ic->next = pos->v[1];
-        ic->plan_start = -1;
-    } else if (ic->kind == IN_S3) {
-        if (tr_s3_seek(ic, pos, err))
-            return err->code;
-    } else if (ic->kind == IN_PGCDC) {
-        if (tr_pg_cdc_seek(ic, pos, err))
-            return err->code;
-    } else if (ic->kind == IN_FILE) {
-        if (fseeko(ic->f, (off_t)pos->v[0], SEEK_SET))
-            return err_set(err, SL_EIO, "%s: cannot seek \"%s\" to byte %lld: %s", ic->name,
-                           ic->path, (long long)pos->v[0], strerror(errno));
-        ic->rlen = ic->rpos = 0;
-        ic->eof = false;
-        ic->line = pos->v[1];
-    } else if (ic->kind == IN_KAFKA) {
-        if (tr_kafka_seek(ic, pos, err))
-            return err->code;
+    } else if (ic->ops->seek && ic->ops->seek(ic, pos, err)) {
+        return err->code;
     }
     ic->done = false;
     ic->rows = pos->rows;
@@ -616,20 +631,20 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
 void input_set_replay(InputConn *ic, bool on)
 {
     ic->replay = on;
-    if (!on && ic->kind == IN_KAFKA)
-        tr_kafka_replay_end(ic);
+    if (!on && ic->ops->replay_end)
+        ic->ops->replay_end(ic);
 }
 
 void input_replay_to(InputConn *ic, const InPos *to)
 {
-    if (ic->kind == IN_KAFKA)
-        tr_kafka_replay_to(ic, to);
+    if (ic->ops->replay_to)
+        ic->ops->replay_to(ic, to);
 }
 
 void input_release(InputConn *ic, const InPos *pos)
 {
-    if (ic->kind == IN_PGCDC && !ic->remote)
-        tr_pg_cdc_release(ic, pos);
+    if (!ic->remote && ic->ops->release)
+        ic->ops->release(ic, pos);
 }
 
 int input_owner(const InputConn *ic) { return ic->owner; }
@@ -653,31 +668,26 @@ bool input_take_seek(InputConn *ic, InPos *pos)
     return true;
 }
 
+/* ---------------------------------------------------------------- outputs */
+
+int output_write(OutputConn *oc, int64_t step, const Batch *changes, Err *err)
+{
+    return oc->ops->write(oc, step, changes, err);
+}
+
+int output_flush(OutputConn *oc, Err *err)
+{
+    return oc->ops->flush ? oc->ops->flush(oc, err) : 0;
+}
+
 int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 {
-    if (oc->pg)
-        return tr_pg_out_truncate(oc, offset, err);
-    if (oc->kout)
-        return tr_kafka_out_truncate(oc, offset, err);
-    if (!oc->f)
-        return 0;
-    if (fflush(oc->f) || ftruncate(fileno(oc->f), (off_t)offset) ||
-        fseeko(oc->f, (off_t)offset, SEEK_SET))
-        return err_set(err, SL_EIO, "%s: cannot truncate \"%s\" to %lld bytes: %s", oc->name,
-                       oc->path, (long long)offset, strerror(errno));
-    return 0;
+    return oc->ops->truncate ? oc->ops->truncate(oc, offset, err) : 0;
 }
 
 int64_t output_offset(OutputConn *oc)
 {
-    if (oc->pg)
-        return tr_pg_out_offset(oc);
-    if (oc->kout)
-        return tr_kafka_out_offset(oc);
-    if (!oc->f)
-        return -1;
-    fflush(oc->f);
-    return (int64_t)ftello(oc->f);
+    return oc->ops->offset ? oc->ops->offset(oc) : -1;
 }
 
 void output_set_stop(OutputConn *oc, bool (*stop)(void *arg), void *arg)
@@ -694,8 +704,5 @@ void output_set_counts(OutputConn *oc, int64_t records, int64_t bytes)
 
 int output_sync(OutputConn *oc, Err *err)
 {
-    if (oc->f && (fflush(oc->f) || fdatasync(fileno(oc->f))))
-        return err_set(err, SL_EIO, "%s: cannot sync \"%s\": %s", oc->name, oc->path,
-                       strerror(errno));
-    return 0;
+    return oc->ops->sync ? oc->ops->sync(oc, err) : 0;
 }

@@ -130,6 +130,37 @@ bool input_remote(const InputConn *ic);
 void input_remote_update(InputConn *ic, const InPos *pos, bool done);
 bool input_take_seek(InputConn *ic, InPos *pos);
 
+/* ---- progress (/stats and /metrics): where an input is in its source's
+   own terms and how far the source goes, so consumer lag is visible.
+   unit says what pos, high and lag count: "messages" (kafka_input: pos is
+   the sum of the partitions' next offsets, high the sum of their high
+   watermarks), "wal_bytes" (postgres_cdc_input: pos the LSN resumed from,
+   high pg_current_wal_lsn(), polled at most once a second), "bytes"
+   (file_input: pos the offset of the next record, high the file's size),
+   "objects" (s3_input: pos the current object's index, high the number of
+   objects; object and object_offset say where in it). -1: not known. */
+#define PROGRESS_PARTS 64
+typedef struct InPartProgress {
+    char topic[64];
+    int32_t partition;
+    int64_t offset;         /* next offset to read (-1: from the start) */
+    int64_t high;           /* high watermark (-1: not known yet) */
+} InPartProgress;
+typedef struct InProgress {
+    const char *unit;       /* NULL: the input reports no progress */
+    int64_t pos, high, lag; /* lag = high - pos where it means records or bytes behind */
+    char pos_text[64];      /* the position as the source writes it ("0/16B3748") */
+    char high_text[64];
+    int nparts;             /* kafka_input: the first PROGRESS_PARTS partitions */
+    InPartProgress parts[PROGRESS_PARTS];
+    char object[160];       /* s3_input: the current object's key (after the prefix) */
+    int64_t object_offset;  /* ... the offset of the next record in it */
+    int64_t total_bytes;    /* ... bytes of all objects (-1: not listed yet) */
+} InProgress;
+/* Fill out (never blocks: what needs a server is asked in the background
+   and the newest answer given). A scale-out proxy reports none. */
+void input_progress(InputConn *ic, InProgress *out);
+
 /* Output files are opened without truncation; the controller then calls
    output_truncate: to 0 for a fresh run, to the recorded offset when it
    resumes (a half-written step is cut off and written again). */

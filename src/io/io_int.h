@@ -1,6 +1,10 @@
 /*
- * io/io_int.h - connector internals shared by connector.c (registry and
- * validation) and the transports tr_datagen.c, tr_file.c and tr_pg_out.c.
+ * io/io_int.h - connector internals shared by connector.c (the registry:
+ * validation, opening, the input_* and output_* calls) and the transports
+ * (tr_*.c). A transport is a file that ends with its InOps or OutOps
+ * table, plus one line in connector.c's table of transports (name, open
+ * function, ops); the connector structs below hold what every input or
+ * output shares and the fields of the transports that keep theirs here.
  */
 #ifndef SL_IO_IO_INT_H
 #define SL_IO_IO_INT_H
@@ -13,7 +17,6 @@
 #include "datagen.h"
 #include "format.h"
 
-typedef enum InKind { IN_DATAGEN, IN_FILE, IN_HTTP, IN_S3, IN_PGCDC, IN_KAFKA } InKind;
 typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
 /* json "update_format" of an input */
 typedef enum JsonUpd { JU_INSERT_DELETE, JU_RAW, JU_DEBEZIUM } JsonUpd;
@@ -22,8 +25,77 @@ typedef struct PgCdc PgCdc; /* postgres_cdc_input (tr_pg_cdc.c) */
 typedef struct KafkaIn KafkaIn;
 typedef struct KafkaOut KafkaOut;
 
+/*
+ * What an input transport does; each tr_*.c ends with its table. connector.c
+ * calls them only on an input this host reads (never on a scale-out proxy)
+ * and does what every input shares itself (max_batch_size, the counters of
+ * a position, proxies). A NULL entry means the default said beside it.
+ */
+typedef struct InOps {
+    /* Rows for the next step, input_next's contract (NULL: none ever). */
+    int64_t (*next)(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
+                    Err *err);
+    /* Seconds until the input may produce again (NULL: 0, it can). */
+    double (*wait)(const InputConn *ic);
+    /* The resume position's v and x (the counters are input_pos's). */
+    void (*pos)(const InputConn *ic, InPos *out);
+    /* Continue from pos's v and x; 0 or SL_EIO (NULL: nothing to do). */
+    int (*seek)(InputConn *ic, const InPos *pos, Err *err);
+    /* The oldest position a restart may need is pos (NULL: keeps nothing). */
+    void (*release)(InputConn *ic, const InPos *pos);
+    /* Replaying: read exactly up to `to`; replay over (NULL: rows come in
+       one fixed order, reading again is enough). */
+    void (*replay_to)(InputConn *ic, const InPos *to);
+    void (*replay_end)(InputConn *ic);
+    /* Times the source stamped on the last read's records (NULL: the
+       source stamps none). */
+    int (*source_times)(const InputConn *ic, int64_t *out, int max);
+    /* Where the input is and how far its source goes (input_progress's
+       contract; out comes zeroed, pos/high/lag -1; NULL: no progress). */
+    void (*progress)(InputConn *ic, InProgress *out);
+    /* Free what configuring and opening made (also after they failed
+       half-way); connector.c frees the shared fields. */
+    void (*close)(InputConn *ic);
+} InOps;
+
+/* What an output transport does (the output_* functions of connector.h);
+   each tr_*.c ends with its table. */
+typedef struct OutOps {
+    int (*write)(OutputConn *oc, int64_t step, const Batch *b, Err *err);
+    int (*flush)(OutputConn *oc, Err *err);                 /* NULL: nothing buffered */
+    int (*sync)(OutputConn *oc, Err *err);                  /* NULL: nothing to sync */
+    int (*truncate)(OutputConn *oc, int64_t off, Err *err); /* NULL: nothing to cut */
+    int64_t (*offset)(const OutputConn *oc);                /* NULL: -1 */
+    void (*close)(OutputConn *oc);                          /* NULL: nothing to free */
+} OutOps;
+
+/* What opening one connector is given (connector.c fills it). */
+typedef struct ConnCtx {
+    const Relation *r;
+    const cJSON *cj;    /* the connector's object */
+    const cJSON *cfg;   /* its transport "config", or NULL */
+    const char *where;  /* "table t, connector 0 (file_input)" */
+    bool open;          /* open files and connections; false: validate only */
+    bool txn;           /* "transaction": "backfill" was given */
+    int host, hosts;    /* scale-out: this host of how many (0 of 1) */
+    int *nfile;         /* file-like inputs so far (round-robin placement) */
+    Connectors *cs;     /* for transports that make more inputs (s3 parts) */
+} ConnCtx;
+
+/* A configuration error at the connector's 'connectors' string: "where: msg". */
+int io_conf_err(const ConnCtx *cx, Err *err, const char *msg);
+/* The connector's "format" into fmt (csv when absent), its csv "headers"
+   into *csv_header and json "update_format" into *upd (debezium allowed
+   only when upd is given); NULL pointers are not wanted. */
+int io_parse_format(const ConnCtx *cx, FmtKind *fmt, bool *csv_header, JsonUpd *upd, Err *err);
+
+extern const InOps tr_datagen_in_ops, tr_file_in_ops, tr_s3_in_ops, tr_pg_cdc_in_ops,
+    tr_kafka_in_ops;
+extern const OutOps tr_file_out_ops, tr_pg_out_ops, tr_kafka_out_ops;
+
 struct InputConn {
-    InKind kind;
+    const InOps *ops;
+    const char *transport; /* its name in the JSON */
     int rel;
     char name[192];     /* "table t, connector 0 (datagen)" */
     RowSchema schema;
@@ -66,6 +138,8 @@ struct InputConn {
 };
 
 struct OutputConn {
+    const OutOps *ops;
+    const char *transport;
     int rel;
     char name[192];
     RowSchema schema;
@@ -85,58 +159,31 @@ double io_now(void);
 /* PieceFill for datagen pieces. */
 void datagen_piece_fill(const void *src, int plan, int64_t start, int64_t count, Chunk *out,
                         Arena *a);
-int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists);
+/* file_input's reader, shared by s3_input (which fills the buffer). */
 int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
 /* s3_input (tr_s3.c). config: 0, or -1 with why (open: also make the
    client, which needs the endpoint and credentials); fill: 0 (bytes added, or
    ic->eof at the object's end), 1 (nothing yet), -1 (err set). */
-struct cJSON;
-int tr_s3_config(InputConn *ic, const struct cJSON *cfg, bool open, char *why, size_t n);
+int tr_s3_config(InputConn *ic, const cJSON *cfg, bool open, char *why, size_t n);
 int tr_s3_fill(InputConn *ic, Err *err);
 /* Read only the objects i (in key order) with i % nparts == part. */
 void tr_s3_set_part(InputConn *ic, int part, int nparts);
 bool tr_s3_next_object(InputConn *ic);
-void tr_s3_pos(const InputConn *ic, InPos *out);
-int tr_s3_seek(InputConn *ic, const InPos *pos, Err *err);
-void tr_s3_close(InputConn *ic);
 /* postgres_output (tr_pg_out.c): config (sets oc->pg; validation only),
-   connect and create/check the tables, and the output_* operations. */
+   then connect and create/check the tables. */
 int tr_pg_out_config(OutputConn *oc, const cJSON *cfg, const char *where, Err *err);
 int tr_pg_out_open(OutputConn *oc, Err *err);
-void tr_pg_out_free(PgOut *po);
-int tr_pg_out_truncate(OutputConn *oc, int64_t off, Err *err);
-int64_t tr_pg_out_offset(const OutputConn *oc);
-int tr_pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err);
-/* postgres_cdc_input (tr_pg_cdc.c): config (sets ic->cdc), open (slot,
-   snapshot, stream: at the first read), rows for a step, its position
-   (input_pos/input_seek/input_release), and whether nothing is queued. */
+/* postgres_cdc_input (tr_pg_cdc.c): config (sets ic->cdc), open (checks
+   the table, makes the publication; slot, snapshot and stream come at the
+   first read). */
 int tr_pg_cdc_config(InputConn *ic, const cJSON *cfg, const char *where, Err *err);
 int tr_pg_cdc_open(InputConn *ic, Err *err);
-void tr_pg_cdc_free(PgCdc *pc);
-int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
-                       Err *err);
-void tr_pg_cdc_pos(const InputConn *ic, InPos *out);
-int tr_pg_cdc_seek(InputConn *ic, const InPos *pos, Err *err);
-void tr_pg_cdc_release(InputConn *ic, const InPos *pos);
-bool tr_pg_cdc_idle(const InputConn *ic);
 /* kafka_input (tr_kafka.c): validate cfg and, when open, connect, read
    the topics' partitions and resolve "start_from". */
 int tr_kafka_open(InputConn *ic, const cJSON *cfg, bool open, Err *err);
-void tr_kafka_close(InputConn *ic);
-int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err);
-double tr_kafka_wait(const InputConn *ic);
-void tr_kafka_pos(const InputConn *ic, InPos *out);
-int tr_kafka_seek(InputConn *ic, const InPos *pos, Err *err);
-int tr_kafka_times(const InputConn *ic, int64_t *out, int max);
-void tr_kafka_replay_to(InputConn *ic, const InPos *to);
-void tr_kafka_replay_end(InputConn *ic);
-/* kafka_output (tr_kafka_out.c) */
+/* kafka_output (tr_kafka_out.c): validate cfg and, when open, start the
+   transactional producer. */
 int tr_kafka_out_open(OutputConn *oc, const cJSON *cfg, bool open, Err *err);
-void tr_kafka_out_close(OutputConn *oc);
-int tr_kafka_out_truncate(OutputConn *oc, int64_t offset, Err *err);
-int64_t tr_kafka_out_offset(const OutputConn *oc);
-int tr_kafka_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err);
-int tr_kafka_out_flush(OutputConn *oc, Err *err);
 /* Append piece p to the list *l (at the end, keeping order). */
 void piece_append(Piece **l, Piece *p);
 

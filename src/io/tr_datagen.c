@@ -14,7 +14,8 @@ void datagen_piece_fill(const void *src, int plan, int64_t start, int64_t count,
     datagen_fill(src, plan, start, count, out, a);
 }
 
-int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists)
+static int64_t datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
+                            Err *err)
 {
     int64_t total = 0;
     while (total < max && !ic->done) {
@@ -65,3 +66,48 @@ int64_t tr_datagen_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piec
     }
     return total;
 }
+
+static double datagen_wait(const InputConn *ic)
+{
+    if (ic->done || ic->plan_start < 0)
+        return 0;
+    double rate = datagen_plan_rate(ic->gen, ic->plan);
+    if (rate <= 0)
+        return 0;
+    double due = ic->plan_start + (double)(ic->next + 1) / rate;
+    double now = io_now();
+    return due > now ? due - now : 0;
+}
+
+static void datagen_pos(const InputConn *ic, InPos *out)
+{
+    out->v[0] = ic->plan;
+    out->v[1] = ic->next;
+}
+
+static int datagen_seek(InputConn *ic, const InPos *pos, Err *err)
+{
+    if (pos->v[0] < 0 || pos->v[0] > datagen_nplans(ic->gen) || pos->v[1] < 0)
+        return err_set(err, SL_EIO, "%s: saved position (plan %lld, row %lld) does not fit "
+                       "its %d plan(s)", ic->name, (long long)pos->v[0],
+                       (long long)pos->v[1], datagen_nplans(ic->gen));
+    ic->plan = (int)pos->v[0];
+    ic->next = pos->v[1];
+    ic->plan_start = -1;
+    return 0;
+}
+
+static void datagen_close(InputConn *ic)
+{
+    if (ic->gen)
+        datagen_free(ic->gen);
+    ic->gen = NULL;
+}
+
+const InOps tr_datagen_in_ops = {
+    .next = datagen_next,
+    .wait = datagen_wait,
+    .pos = datagen_pos,
+    .seek = datagen_seek,
+    .close = datagen_close,
+};

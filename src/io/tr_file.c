@@ -12,6 +12,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../base/mem.h"
 #include "../zset/key.h"
@@ -257,7 +259,7 @@ int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece *
             if (len == 0) {
                 if (ic->eof)
                     break;
-                int rc = ic->kind == IN_S3 ? tr_s3_fill(ic, err) : fill(ic, err);
+                int rc = ic->s3 ? tr_s3_fill(ic, err) : fill(ic, err);
                 if (rc < 0) {
                     sl_free(rg);
                     return -1;
@@ -283,7 +285,7 @@ int64_t tr_file_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece *
         if (nr == 0) {
             if (stalled)
                 break;
-            if (ic->kind == IN_S3 && tr_s3_next_object(ic))
+            if (ic->s3 && tr_s3_next_object(ic))
                 continue;
             ic->done = true; /* nothing left */
             break;
@@ -334,12 +336,8 @@ void connectors_set_parse_threads(Connectors *cs, int n)
         cs->in[i]->par = n;
 }
 
-int output_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
+static int file_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
 {
-    if (oc->pg)
-        return tr_pg_out_write(oc, step, b, err);
-    if (oc->kout)
-        return tr_kafka_out_write(oc, step, b, err);
     arena_reset(oc->scratch);
     Chunk *row = chunk_new(oc->scratch, oc->schema.ncol, oc->schema.types, 1);
     row->n = 1;
@@ -370,12 +368,108 @@ int output_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
     return 0;
 }
 
-int output_flush(OutputConn *oc, Err *err)
+static int file_flush(OutputConn *oc, Err *err)
 {
-    if (oc->kout)
-        return tr_kafka_out_flush(oc, err);
     if (oc->f && fflush(oc->f))
         return err_set(err, SL_EIO, "%s: cannot write \"%s\": %s", oc->name, oc->path,
                        strerror(errno));
     return 0;
 }
+
+/* ---------------------------------------------------------------- tables */
+
+static void file_in_pos(const InputConn *ic, InPos *out)
+{
+    if (!ic->f)
+        return;
+    out->v[0] = (int64_t)ftello(ic->f) - (int64_t)(ic->rlen - ic->rpos);
+    out->v[1] = ic->line;
+}
+
+static int file_in_seek(InputConn *ic, const InPos *pos, Err *err)
+{
+    if (fseeko(ic->f, (off_t)pos->v[0], SEEK_SET))
+        return err_set(err, SL_EIO, "%s: cannot seek \"%s\" to byte %lld: %s", ic->name,
+                       ic->path, (long long)pos->v[0], strerror(errno));
+    ic->rlen = ic->rpos = 0;
+    ic->eof = false;
+    ic->line = pos->v[1];
+    return 0;
+}
+
+static void file_in_close(InputConn *ic)
+{
+    if (ic->f)
+        fclose(ic->f);
+    ic->f = NULL;
+}
+
+/* Position: the offset of the next record; high watermark: the file's
+   size now. */
+static void file_in_progress(InputConn *ic, InProgress *out)
+{
+    if (!ic->f)
+        return;
+    InPos p = {0};
+    file_in_pos(ic, &p);
+    out->unit = "bytes";
+    out->pos = p.v[0];
+    snprintf(out->pos_text, sizeof(out->pos_text), "%lld", (long long)p.v[0]);
+    struct stat st;
+    if (fstat(fileno(ic->f), &st) == 0) {
+        out->high = (int64_t)st.st_size;
+        out->lag = out->high > out->pos ? out->high - out->pos : 0;
+        snprintf(out->high_text, sizeof(out->high_text), "%lld", (long long)out->high);
+    }
+}
+
+const InOps tr_file_in_ops = {
+    .next = tr_file_next,
+    .progress = file_in_progress,
+    .pos = file_in_pos,
+    .seek = file_in_seek,
+    .close = file_in_close,
+};
+
+static int file_sync(OutputConn *oc, Err *err)
+{
+    if (oc->f && (fflush(oc->f) || fdatasync(fileno(oc->f))))
+        return err_set(err, SL_EIO, "%s: cannot sync \"%s\": %s", oc->name, oc->path,
+                       strerror(errno));
+    return 0;
+}
+
+static int file_truncate(OutputConn *oc, int64_t offset, Err *err)
+{
+    if (!oc->f)
+        return 0;
+    if (fflush(oc->f) || ftruncate(fileno(oc->f), (off_t)offset) ||
+        fseeko(oc->f, (off_t)offset, SEEK_SET))
+        return err_set(err, SL_EIO, "%s: cannot truncate \"%s\" to %lld bytes: %s", oc->name,
+                       oc->path, (long long)offset, strerror(errno));
+    return 0;
+}
+
+static int64_t file_offset(const OutputConn *oc)
+{
+    if (!oc->f)
+        return -1;
+    fflush(oc->f);
+    return (int64_t)ftello(oc->f);
+}
+
+static void file_out_close(OutputConn *oc)
+{
+    if (oc->f)
+        fclose(oc->f);
+    oc->f = NULL;
+}
+
+const OutOps tr_file_out_ops = {
+    .write = file_write,
+    .flush = file_flush,
+    .sync = file_sync,
+    .truncate = file_truncate,
+    .offset = file_offset,
+    .close = file_out_close,
+};

@@ -19,6 +19,9 @@
  * again partition by partition exactly up to the offsets it ended at;
  * messages past them are held back for the steps that follow.
  *
+ * Progress (/stats): the partitions' next offsets against their high
+ * watermarks from librdkafka's cache (updated by its fetches; no request).
+ *
  * Brokers away: librdkafka reconnects on its own; reads give nothing
  * meanwhile, a message says the connector is waiting and another that it
  * receives again. Partitions added to a topic after the start are not
@@ -303,7 +306,7 @@ int tr_kafka_open(InputConn *ic, const cJSON *cfg, bool open, Err *err)
     return 0;
 }
 
-void tr_kafka_close(InputConn *ic)
+static void kafka_close(InputConn *ic)
 {
     KafkaIn *k = ic->kin;
     if (!k)
@@ -475,7 +478,7 @@ static bool replay_reached(const KafkaIn *k)
     return true;
 }
 
-int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err)
+static int64_t kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists, Err *err)
 {
     KafkaIn *k = ic->kin;
     if (k->need_assign && assign(ic, err))
@@ -568,7 +571,7 @@ int64_t tr_kafka_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece 
     return total;
 }
 
-int tr_kafka_times(const InputConn *ic, int64_t *out, int max)
+static int kafka_times(const InputConn *ic, int64_t *out, int max)
 {
     const KafkaIn *k = ic->kin;
     int n = k ? (k->nts < max ? k->nts : max) : 0;
@@ -577,12 +580,12 @@ int tr_kafka_times(const InputConn *ic, int64_t *out, int max)
     return n;
 }
 
-double tr_kafka_wait(const InputConn *ic)
+static double kafka_wait(const InputConn *ic)
 {
     return ic->kin && ic->kin->idle ? 0.01 : 0;
 }
 
-void tr_kafka_pos(const InputConn *ic, InPos *out)
+static void kafka_pos(const InputConn *ic, InPos *out)
 {
     const KafkaIn *k = ic->kin;
     if (!k)
@@ -595,7 +598,7 @@ void tr_kafka_pos(const InputConn *ic, InPos *out)
     }
 }
 
-int tr_kafka_seek(InputConn *ic, const InPos *pos, Err *err)
+static int kafka_seek(InputConn *ic, const InPos *pos, Err *err)
 {
     KafkaIn *k = ic->kin;
     if (!k)
@@ -609,7 +612,7 @@ int tr_kafka_seek(InputConn *ic, const InPos *pos, Err *err)
     return 0;
 }
 
-void tr_kafka_replay_to(InputConn *ic, const InPos *to)
+static void kafka_replay_to(InputConn *ic, const InPos *to)
 {
     KafkaIn *k = ic->kin;
     if (!k)
@@ -619,7 +622,7 @@ void tr_kafka_replay_to(InputConn *ic, const InPos *to)
         k->parts[i].target = i < to->nx ? to->x[i] : -1;
 }
 
-void tr_kafka_replay_end(InputConn *ic)
+static void kafka_replay_end(InputConn *ic)
 {
     KafkaIn *k = ic->kin;
     if (!k)
@@ -628,3 +631,57 @@ void tr_kafka_replay_end(InputConn *ic)
     for (int i = 0; i < k->nparts; i++)
         k->parts[i].target = -1;
 }
+
+/* Positions from our offsets; high watermarks from librdkafka's cache (the
+   brokers' answers to its fetches: no request, no wait), unknown until the
+   partitions are assigned and fetched once. */
+static void kafka_progress(InputConn *ic, InProgress *out)
+{
+    const KafkaIn *k = ic->kin;
+    if (!k || !k->rk)
+        return;
+    out->unit = "messages";
+    int64_t pos = 0, high = 0, lag = 0;
+    bool known = true;
+    for (int i = 0; i < k->nparts; i++) {
+        const KPart *kp = &k->parts[i];
+        int64_t lo = -1, hi = -1;
+        if (rd_kafka_get_watermark_offsets(k->rk, k->topics[kp->topic], kp->part, &lo, &hi) ||
+            hi < 0)
+            hi = -1;
+        int64_t at = kp->next >= 0 ? kp->next : lo >= 0 ? lo : 0; /* from the start */
+        pos += at;
+        if (hi >= 0) {
+            high += hi;
+            lag += hi > at ? hi - at : 0;
+        } else {
+            known = false;
+        }
+        if (i < PROGRESS_PARTS) {
+            InPartProgress *pp = &out->parts[out->nparts++];
+            snprintf(pp->topic, sizeof(pp->topic), "%s", k->topics[kp->topic]);
+            pp->partition = kp->part;
+            pp->offset = kp->next >= 0 ? kp->next : -1;
+            pp->high = hi;
+        }
+    }
+    out->pos = pos;
+    snprintf(out->pos_text, sizeof(out->pos_text), "%lld", (long long)pos);
+    if (known) {
+        out->high = high;
+        out->lag = lag;
+        snprintf(out->high_text, sizeof(out->high_text), "%lld", (long long)high);
+    }
+}
+
+const InOps tr_kafka_in_ops = {
+    .next = kafka_next,
+    .wait = kafka_wait,
+    .pos = kafka_pos,
+    .seek = kafka_seek,
+    .replay_to = kafka_replay_to,
+    .replay_end = kafka_replay_end,
+    .source_times = kafka_times,
+    .progress = kafka_progress,
+    .close = kafka_close,
+};

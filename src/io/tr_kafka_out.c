@@ -126,7 +126,7 @@ int tr_kafka_out_open(OutputConn *oc, const cJSON *cfg, bool open, Err *err)
     return 0;
 }
 
-void tr_kafka_out_close(OutputConn *oc)
+static void kafka_out_close(OutputConn *oc)
 {
     KafkaOut *k = oc->kout;
     if (!k)
@@ -248,7 +248,7 @@ static int64_t last_step_in_topic(OutputConn *oc, Err *err)
     return err->code ? -1 : best;
 }
 
-int tr_kafka_out_truncate(OutputConn *oc, int64_t offset, Err *err)
+static int kafka_out_truncate(OutputConn *oc, int64_t offset, Err *err)
 {
     KafkaOut *k = oc->kout;
     if (!k || !k->rk)
@@ -268,7 +268,7 @@ int tr_kafka_out_truncate(OutputConn *oc, int64_t offset, Err *err)
     return 0;
 }
 
-int64_t tr_kafka_out_offset(const OutputConn *oc) { return oc->kout->committed + 1; }
+static int64_t kafka_out_offset(const OutputConn *oc) { return oc->kout->committed + 1; }
 
 static int txn_error(OutputConn *oc, const char *what, rd_kafka_error_t *e, Err *err)
 {
@@ -301,7 +301,7 @@ static int send_one(OutputConn *oc, const char *v, size_t n, int64_t seq, Err *e
     }
 }
 
-int tr_kafka_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
+static int kafka_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
 {
     KafkaOut *k = oc->kout;
     if (!k->rk || step <= k->skip_through || b->n == 0)
@@ -366,7 +366,7 @@ static int resend(OutputConn *oc, Err *err)
     return 0;
 }
 
-int tr_kafka_out_flush(OutputConn *oc, Err *err)
+static int kafka_out_flush(OutputConn *oc, Err *err)
 {
     KafkaOut *k = oc->kout;
     if (!k->in_txn)
@@ -400,3 +400,11 @@ int tr_kafka_out_flush(OutputConn *oc, Err *err)
     buf_reset(&k->msgs);
     return 0;
 }
+
+const OutOps tr_kafka_out_ops = {
+    .write = kafka_out_write,
+    .flush = kafka_out_flush,
+    .truncate = kafka_out_truncate,
+    .offset = kafka_out_offset,
+    .close = kafka_out_close,
+};

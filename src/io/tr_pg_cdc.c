@@ -36,6 +36,12 @@
  * A lost connection is retried (at most once per backoff interval, without
  * blocking the pipeline): streaming resumes after the last transaction
  * received whole, so nothing is lost or repeated.
+ *
+ * Progress (/stats): the position is an LSN (the resume LSN, or where the
+ * server's decoding has streamed to when everything received was handed
+ * out); the high watermark is pg_current_wal_lsn(), asked at most once a
+ * second over a third, ordinary connection driven without waiting
+ * (probe_wal), so a slow or absent server never holds up a step.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -96,6 +102,14 @@ struct PgCdc {
     double next_try, backoff, last_status;
     bool said_lost;
     int64_t truncates;
+    /* progress (/stats): how far the server's decoding has streamed, and
+       its current WAL end, asked over a connection of its own */
+    uint64_t stream_end;
+    PGconn *probe;
+    PostgresPollingStatusType probe_poll; /* connecting: what it waits for */
+    bool probe_ready, probe_busy;
+    double probe_next;
+    uint64_t wal_now;
 };
 
 static char *quoted(const char *s)
@@ -167,12 +181,14 @@ int tr_pg_cdc_config(InputConn *ic, const cJSON *cfg, const char *where, Err *er
     return 0;
 }
 
-void tr_pg_cdc_free(PgCdc *pc)
+static void cdc_free(PgCdc *pc)
 {
     if (!pc)
         return;
     if (pc->conn)
         PQfinish(pc->conn);
+    if (pc->probe)
+        PQfinish(pc->probe);
     sl_free(pc->uri);
     sl_free(pc->table);
     sl_free(pc->qtable);
@@ -786,6 +802,11 @@ static int pump(InputConn *ic, PgCdc *pc, Err *err)
             got++;
             const uint8_t *u = (const uint8_t *)m;
             int rc = 0;
+            if ((u[0] == 'w' && n >= 25) || (u[0] == 'k' && n >= 18)) {
+                uint64_t end = rd64(u + (u[0] == 'w' ? 9 : 1)); /* walEnd */
+                if (end > pc->stream_end)
+                    pc->stream_end = end;
+            }
             if (u[0] == 'w' && n >= 25) {
                 ic->bytes += n;
                 rc = decode(ic, pc, u + 25, (size_t)n - 25, err);
@@ -844,7 +865,7 @@ static int wait_records(InputConn *ic, PgCdc *pc, Err *err)
     return 0;
 }
 
-int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
+static int64_t cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece **lists,
                        Err *err)
 {
     PgCdc *pc = ic->cdc;
@@ -922,7 +943,7 @@ int64_t tr_pg_cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piece
     return total;
 }
 
-void tr_pg_cdc_pos(const InputConn *ic, InPos *out)
+static void cdc_pos(const InputConn *ic, InPos *out)
 {
     const PgCdc *pc = ic->cdc;
     if (!pc->started && pc->seek_lsn) { /* not resumed yet: where it will */
@@ -939,7 +960,7 @@ static int skip_to(InputConn *ic, PgCdc *pc, const InPos *pos, Err *err)
 {
     for (;;) {
         InPos cur;
-        tr_pg_cdc_pos(ic, &cur);
+        cdc_pos(ic, &cur);
         if (cur.v[0] == pos->v[0] && cur.v[1] == pos->v[1])
             return 0;
         if ((uint64_t)cur.v[0] > (uint64_t)pos->v[0] ||
@@ -961,7 +982,7 @@ static int skip_to(InputConn *ic, PgCdc *pc, const InPos *pos, Err *err)
     }
 }
 
-int tr_pg_cdc_seek(InputConn *ic, const InPos *pos, Err *err)
+static int cdc_seek(InputConn *ic, const InPos *pos, Err *err)
 {
     PgCdc *pc = ic->cdc;
     if (pc->started) /* replay: records read and thrown away (a discarded transaction) */
@@ -981,10 +1002,124 @@ int tr_pg_cdc_seek(InputConn *ic, const InPos *pos, Err *err)
     return 0;
 }
 
-void tr_pg_cdc_release(InputConn *ic, const InPos *pos)
+static void cdc_release(InputConn *ic, const InPos *pos)
 {
     PgCdc *pc = ic->cdc;
     pc->durable_known = true;
     pc->durable = (uint64_t)pos->v[0];
 }
-bool tr_pg_cdc_idle(const InputConn *ic) { return ic->cdc->qn == 0; }
+/* Nothing queued: the controller polls the stream again soon. */
+static double cdc_wait(const InputConn *ic) { return ic->cdc->qn == 0 ? 0.005 : 0; }
+
+static void cdc_close(InputConn *ic)
+{
+    cdc_free(ic->cdc);
+    ic->cdc = NULL;
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static void probe_drop(PgCdc *pc)
+{
+    if (pc->probe)
+        PQfinish(pc->probe);
+    pc->probe = NULL;
+    pc->probe_ready = pc->probe_busy = false;
+}
+
+/* Whether the probe's socket is ready for what connecting waits for. */
+static bool probe_can(PgCdc *pc)
+{
+    struct pollfd fd = {PQsocket(pc->probe),
+                        pc->probe_poll == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0};
+    return fd.fd >= 0 && poll(&fd, 1, 0) > 0;
+}
+
+/* The server's current WAL end (pg_current_wal_lsn()) into pc->wal_now,
+   asked at most once a second over a connection of its own, never
+   waiting: each call takes the exchange as far as it goes without
+   blocking (connect, send, read the answer). */
+static void probe_wal(PgCdc *pc)
+{
+    double now = io_now();
+    if (!pc->probe) {
+        if (now < pc->probe_next)
+            return;
+        pc->probe_next = now + 1;
+        const char *k[] = {"dbname", NULL}, *v[] = {pc->uri, NULL};
+        pc->probe = PQconnectStartParams(k, v, 1);
+        if (!pc->probe || PQstatus(pc->probe) == CONNECTION_BAD)
+            return probe_drop(pc);
+        pc->probe_poll = PGRES_POLLING_WRITING;
+    }
+    while (!pc->probe_ready) {
+        if (!probe_can(pc))
+            return;
+        pc->probe_poll = PQconnectPoll(pc->probe);
+        if (pc->probe_poll == PGRES_POLLING_FAILED)
+            return probe_drop(pc);
+        if (pc->probe_poll == PGRES_POLLING_OK) {
+            pc->probe_ready = true;
+            PQsetNoticeProcessor(pc->probe, NULL, NULL);
+            if (PQsetnonblocking(pc->probe, 1))
+                return probe_drop(pc);
+        }
+    }
+    if (!pc->probe_busy) {
+        if (now < pc->probe_next)
+            return;
+        if (!PQsendQuery(pc->probe, "SELECT pg_current_wal_lsn()::text"))
+            return probe_drop(pc);
+        pc->probe_busy = true;
+        pc->probe_next = now + 1;
+    }
+    if (PQflush(pc->probe) < 0 || !PQconsumeInput(pc->probe))
+        return probe_drop(pc);
+    while (pc->probe_busy && !PQisBusy(pc->probe)) {
+        PGresult *r = PQgetResult(pc->probe);
+        if (!r) {
+            pc->probe_busy = false;
+            break;
+        }
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+            pc->wal_now = lsn_parse(PQgetvalue(r, 0, 0));
+        PQclear(r);
+    }
+}
+
+/* Position: the LSN up to which the change stream has been read into
+   steps (the resume LSN; past it, up to where the server's decoding has
+   streamed, when everything received has been handed out); high
+   watermark: the server's current WAL end; lag: the WAL bytes between. */
+static void cdc_progress(InputConn *ic, InProgress *out)
+{
+    PgCdc *pc = ic->cdc;
+    if (!pc)
+        return;
+    probe_wal(pc);
+    InPos p = {0};
+    cdc_pos(ic, &p);
+    uint64_t at = (uint64_t)p.v[0];
+    bool caught_up = pc->started && pc->qn == 0 && pc->nends == 0 && pc->tx.n == 0;
+    if (caught_up && pc->stream_end > at)
+        at = pc->stream_end;
+    out->unit = "wal_bytes";
+    out->pos = (int64_t)at;
+    snprintf(out->pos_text, sizeof(out->pos_text), "%X/%X", (unsigned)(at >> 32), (unsigned)at);
+    if (pc->wal_now) {
+        out->high = (int64_t)pc->wal_now;
+        out->lag = pc->wal_now > at ? (int64_t)(pc->wal_now - at) : 0;
+        snprintf(out->high_text, sizeof(out->high_text), "%X/%X", (unsigned)(pc->wal_now >> 32),
+                 (unsigned)pc->wal_now);
+    }
+}
+
+const InOps tr_pg_cdc_in_ops = {
+    .next = cdc_next,
+    .wait = cdc_wait,
+    .pos = cdc_pos,
+    .seek = cdc_seek,
+    .release = cdc_release,
+    .progress = cdc_progress,
+    .close = cdc_close,
+};

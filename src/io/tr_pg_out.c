@@ -193,7 +193,7 @@ int tr_pg_out_config(OutputConn *oc, const cJSON *cfg, const char *where, Err *e
     return 0;
 }
 
-void tr_pg_out_free(PgOut *po)
+static void pg_out_free(PgOut *po)
 {
     if (!po)
         return;
@@ -518,7 +518,7 @@ static int do_truncate(PgOut *po, OutputConn *oc, void *arg, PGresult **fail)
     return 0;
 }
 
-int tr_pg_out_truncate(OutputConn *oc, int64_t off, Err *err)
+static int pg_out_truncate(OutputConn *oc, int64_t off, Err *err)
 {
     PgOut *po = oc->pg;
     if (!po->conn) /* not opened here (scale-out: outputs run on host 0) */
@@ -549,7 +549,7 @@ int tr_pg_out_truncate(OutputConn *oc, int64_t off, Err *err)
     return 0;
 }
 
-int64_t tr_pg_out_offset(const OutputConn *oc) { return oc->pg->committed; }
+static int64_t pg_out_offset(const OutputConn *oc) { return oc->pg->committed; }
 
 /* ---------------------------------------------------------------- writing */
 
@@ -714,7 +714,7 @@ static int do_write(PgOut *po, OutputConn *oc, void *arg, PGresult **fail)
     return 0;
 }
 
-int tr_pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
+static int pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
 {
     PgOut *po = oc->pg;
     if (b->n == 0)
@@ -765,3 +765,16 @@ int tr_pg_out_open(OutputConn *oc, Err *err)
         return err_set(err, SL_ECONFIG, "%s", e.msg);
     return 0;
 }
+
+static void pg_out_close(OutputConn *oc)
+{
+    pg_out_free(oc->pg);
+    oc->pg = NULL;
+}
+
+const OutOps tr_pg_out_ops = {
+    .write = pg_out_write,
+    .truncate = pg_out_truncate,
+    .offset = pg_out_offset,
+    .close = pg_out_close,
+};

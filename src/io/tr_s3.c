@@ -574,7 +574,7 @@ bool tr_s3_next_object(InputConn *ic)
     return true;
 }
 
-void tr_s3_pos(const InputConn *ic, InPos *out)
+static void s3_pos(const InputConn *ic, InPos *out)
 {
     const struct S3In *s = ic->s3;
     int64_t obj = s->cur, off = s->listed ? s->base + (int64_t)ic->rpos : s->base;
@@ -590,7 +590,7 @@ void tr_s3_pos(const InputConn *ic, InPos *out)
     out->v[1] = off;
 }
 
-int tr_s3_seek(InputConn *ic, const InPos *pos, Err *err)
+static int s3_seek(InputConn *ic, const InPos *pos, Err *err)
 {
     struct S3In *s = ic->s3;
     int obj = (int)(pos->v[0] & (MAX_OBJECTS - 1));
@@ -614,7 +614,7 @@ int tr_s3_seek(InputConn *ic, const InPos *pos, Err *err)
     return 0;
 }
 
-void tr_s3_close(InputConn *ic)
+static void s3_close(InputConn *ic)
 {
     struct S3In *s = ic->s3;
     if (!s)
@@ -633,3 +633,36 @@ void tr_s3_close(InputConn *ic)
     sl_free(s);
     ic->s3 = NULL;
 }
+
+/* Position: the object being read (its index in key order, its key) and
+   the offset in it; high watermark: the number of objects (and their
+   bytes), known once listed. */
+static void s3_progress(InputConn *ic, InProgress *out)
+{
+    const struct S3In *s = ic->s3;
+    if (!s)
+        return;
+    InPos p = {0};
+    s3_pos(ic, &p);
+    out->unit = "objects";
+    out->pos = p.v[0] & (MAX_OBJECTS - 1);
+    out->object_offset = p.v[1];
+    snprintf(out->pos_text, sizeof(out->pos_text), "%lld", (long long)out->pos);
+    if (!s->listed)
+        return;
+    if (out->pos < s->nobj)
+        snprintf(out->object, sizeof(out->object), "%s", s->objs[out->pos].name);
+    out->high = s->nobj;
+    out->total_bytes = 0;
+    for (int i = 0; i < s->nobj; i++)
+        out->total_bytes += s->objs[i].size;
+    snprintf(out->high_text, sizeof(out->high_text), "%d", s->nobj);
+}
+
+const InOps tr_s3_in_ops = {
+    .next = tr_file_next, /* file_input's reader; it asks tr_s3_fill for bytes */
+    .progress = s3_progress,
+    .pos = s3_pos,
+    .seek = s3_seek,
+    .close = s3_close,
+};

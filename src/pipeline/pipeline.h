@@ -17,6 +17,7 @@
 #define SL_PIPELINE_PIPELINE_H
 
 #include "../circuit/circuit.h"
+#include "../io/connector.h"
 #include "../zset/batch.h"
 
 typedef struct PipelineOpts {
@@ -193,12 +194,15 @@ typedef struct ConnStats {
     int rel;
     int64_t records, bytes, parse_errors, buffered;
     int64_t rejected;       /* parsed, then rejected by a runtime error (reject.c) */
+    int64_t applied;        /* records completed steps applied (processed - rejected; after
+                               a resume, the records read before it count as applied) */
     bool end_of_input;
     bool backfill;          /* "transaction": "backfill" */
     int host;               /* scale-out: the host that reads it */
     LatStats latency;       /* arrival -> end of the step that processed it */
     bool has_lag;
     LatStats lag;           /* outputs delivered (wall clock) - event time */
+    InProgress prog;        /* position, high watermark, lag (prog.unit NULL: none) */
 } ConnStats;
 
 typedef struct OutStats {

@@ -1,7 +1,10 @@
 /*
  * pipeline/stats.c - the figures /stats and /metrics show: per input
  * (connector or a table's HTTP ingress) records, bytes, parse errors,
- * buffered records, end of input, processing latency (arrival -> end of
+ * rejected and applied records (read = applied + rejected + buffered),
+ * buffered records, end of input, the connector's position, its source's
+ * high watermark and the lag between (input_progress, asked before each
+ * publication), processing latency (arrival -> end of
  * the step that processed it) and event-time lag (wall clock when the
  * step's outputs were delivered - the record's event time) as weighted
  * log histograms; per output records and bytes; per relation changes, net
@@ -136,6 +139,10 @@ void stats_publish(Pipeline *p)
     bool ended = true;
     for (int j = 0; j < p->cs.nin; j++)
         ended = ended && input_done(p->cs.in[j]);
+    /* progress outside the mutex: a transport may look at its source */
+    InProgress *prog = sl_calloc((size_t)p->cs.nin + 1, sizeof(InProgress));
+    for (int j = 0; j < p->cs.nin; j++)
+        input_progress(p->cs.in[j], &prog[j]);
     pthread_mutex_lock(&p->mu);
     for (int j = 0; j < p->cs.nin; j++) {
         InputConn *ic = p->cs.in[j];
@@ -148,7 +155,11 @@ void stats_publish(Pipeline *p)
         s->bytes = input_bytes(ic);
         s->errors = input_errors(ic);
         s->eoi = input_done(ic);
+        s->prog = prog[j];
+        if (!p->fig.published) /* restored from a checkpoint: applied before */
+            s->processed = input_rows(ic);
     }
+    p->fig.published = true;
     for (int k = 0; k < p->fig.nslots; k++)
         p->fig.slots[k].pending = p->pend.slot_rows[k];
     for (int j = 0; j < p->cs.nout; j++) {
@@ -177,6 +188,7 @@ void stats_publish(Pipeline *p)
     p->tx_pub.t0 = p->tx.t0;
     p->tx_pub.records = p->tx.state != TX_NONE ? p->pend.rows : 0;
     pthread_mutex_unlock(&p->mu);
+    sl_free(prog);
 }
 
 void stats_units_done(Pipeline *p, Unit *u, double now, int64_t wall_us)
@@ -185,6 +197,7 @@ void stats_units_done(Pipeline *p, Unit *u, double now, int64_t wall_us)
     for (; u; u = u->next) {
         Slot *s = &p->fig.slots[u->slot];
         hist_add(&s->lat, (now - u->arrival) * 1e6, u->rows);
+        s->processed += u->rows;
         for (int i = 0; i < u->nsamp; i++) {
             int64_t w = (int64_t)(u->samp_w + 0.5);
             hist_add(&s->lag, (double)(wall_us - u->ev[i]), w > 0 ? w : 1);
@@ -257,6 +270,8 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
         d->bytes = s->bytes;
         d->parse_errors = s->errors;
         d->rejected = s->rejected;
+        d->applied = s->processed - s->rejected;
+        d->prog = s->prog;
         d->buffered = s->queued + s->pending;
         d->end_of_input = s->conn >= 0 ? s->eoi : false;
         d->backfill = s->backfill;

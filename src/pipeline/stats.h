@@ -23,6 +23,7 @@ typedef struct Figures {
     HostStats *hosts;         /* per host (be->ops->host_stats) */
     int nhosts;               /* ... how many (0: one process) */
     OutStats *outs;
+    bool published;           /* stats_publish ran once (the start's counts are known) */
 } Figures;
 
 /* Monotonic seconds (the controller's clock for latencies and timings). */
@@ -53,6 +54,8 @@ typedef struct Slot {
     int64_t queued;           /* HTTP: records in the queue */
     int64_t rejected;         /* records rejected by a runtime error (reject.c) */
     int64_t pending;          /* records in the pending step or transaction */
+    int64_t processed;        /* records of completed steps (with those read before a resume) */
+    InProgress prog;          /* the connector's progress (input_progress) */
     bool eoi;
     Hist lat, lag;
 } Slot;

@@ -38,6 +38,9 @@ static const InMetric in_metrics[] = {
     {"rejected_records", "sluice_connector_rejected_records_total", "counter",
      "Records rejected per input by a runtime error in a step (overflow, bad cast).",
      offsetof(ConnStats, rejected), false},
+    {"applied_records", "sluice_connector_applied_records_total", "counter",
+     "Records per input that completed steps applied to the table (read = applied + "
+     "rejected + buffered; parse errors apart).", offsetof(ConnStats, applied), false},
     {"buffered_records", "sluice_connector_buffered_records", "gauge",
      "Records received but not processed yet, per input.", offsetof(ConnStats, buffered), false},
     {"end_of_input", "sluice_connector_end_of_input", "gauge",
@@ -90,6 +93,49 @@ static const OutMetric out_metrics[] = {
 static long long field_i64(const void *base, size_t off)
 {
     return (long long)*(const int64_t *)((const char *)base + off);
+}
+
+/* An input's position in its source, the source's high watermark and the
+   lag between (InProgress, connector.h) into /stats metrics m. */
+static void progress_json(cJSON *m, const InProgress *g)
+{
+    if (!g->unit)
+        return;
+    cJSON_AddStringToObject(m, "position_unit", g->unit);
+    cJSON_AddNumberToObject(m, "position", (double)g->pos);
+    cJSON_AddStringToObject(m, "position_text", g->pos_text);
+    if (g->high >= 0) {
+        cJSON_AddNumberToObject(m, "high_watermark", (double)g->high);
+        cJSON_AddStringToObject(m, "high_watermark_text", g->high_text);
+    } else {
+        cJSON_AddNullToObject(m, "high_watermark");
+    }
+    if (g->lag >= 0)
+        cJSON_AddNumberToObject(m, "lag", (double)g->lag);
+    if (g->nparts) {
+        cJSON *ps = cJSON_AddArrayToObject(m, "partitions");
+        for (int i = 0; i < g->nparts; i++) {
+            const InPartProgress *pp = &g->parts[i];
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "topic", pp->topic);
+            cJSON_AddNumberToObject(e, "partition", pp->partition);
+            if (pp->offset >= 0)
+                cJSON_AddNumberToObject(e, "offset", (double)pp->offset);
+            else
+                cJSON_AddNullToObject(e, "offset");
+            if (pp->high >= 0)
+                cJSON_AddNumberToObject(e, "high_watermark", (double)pp->high);
+            else
+                cJSON_AddNullToObject(e, "high_watermark");
+            cJSON_AddItemToArray(ps, e);
+        }
+    }
+    if (g->object_offset >= 0) {
+        cJSON_AddStringToObject(m, "object", g->object);
+        cJSON_AddNumberToObject(m, "object_offset", (double)g->object_offset);
+    }
+    if (g->total_bytes >= 0)
+        cJSON_AddNumberToObject(m, "total_object_bytes", (double)g->total_bytes);
 }
 
 static cJSON *lat_json(const LatStats *l)
@@ -214,6 +260,7 @@ static cJSON *stats_doc(Server *s, const Figures *f)
             if (l)
                 cJSON_AddItemToObject(m, lat_metrics[i].json, lat_json(l));
         }
+        progress_json(m, &ci->prog);
         cJSON_AddItemToArray(ins, e);
     }
     cJSON *outs = cJSON_AddArrayToObject(j, "outputs");
@@ -345,6 +392,58 @@ static void summary(Buf *b, const LatMetric *lm, const Circuit *c, const PipeSta
     }
 }
 
+/* Positions, high watermarks and lag of the inputs that report them, and
+   kafka_input's per partition. */
+static void progress_prom(Buf *b, const Circuit *c, const PipeStats *st)
+{
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } g[] = {
+        {"sluice_connector_position", "An input's position in its source, in unit (kafka: sum "
+         "of the partitions' next offsets; postgres_cdc: LSN; file: byte offset; s3: object "
+         "index).", offsetof(InProgress, pos)},
+        {"sluice_connector_high_watermark", "How far an input's source goes, in unit (kafka: "
+         "sum of high watermarks; postgres_cdc: current WAL LSN; file: size; s3: objects).",
+         offsetof(InProgress, high)},
+        {"sluice_connector_lag", "High watermark minus position, in unit (kafka messages, WAL "
+         "bytes, file bytes).", offsetof(InProgress, lag)},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(g); i++) {
+        head(b, g[i].name, "gauge", g[i].help);
+        for (int k = 0; k < st->nin; k++) {
+            const InProgress *pg = &st->in[k].prog;
+            long long v = (long long)*(const int64_t *)((const char *)pg + g[i].off);
+            if (!pg->unit || v < 0)
+                continue;
+            buf_puts(b, g[i].name);
+            in_labels(b, c, &st->in[k]);
+            buf_printf(b, ",unit=\"%s\"} %lld\n", pg->unit, v);
+        }
+    }
+    static const char *const pn[2] = {"sluice_connector_partition_offset",
+                                      "sluice_connector_partition_high_watermark"};
+    static const char *const ph[2] = {"Next offset a kafka_input reads, per partition.",
+                                      "High watermark of each partition a kafka_input reads."};
+    for (int w = 0; w < 2; w++) {
+        head(b, pn[w], "gauge", ph[w]);
+        for (int k = 0; k < st->nin; k++) {
+            const InProgress *pg = &st->in[k].prog;
+            for (int i = 0; i < pg->nparts; i++) {
+                const InPartProgress *pp = &pg->parts[i];
+                int64_t v = w ? pp->high : pp->offset;
+                if (v < 0)
+                    continue;
+                buf_puts(b, pn[w]);
+                in_labels(b, c, &st->in[k]);
+                buf_puts(b, ",topic=\"");
+                label(b, pp->topic);
+                buf_printf(b, "\",partition=\"%d\"} %lld\n", (int)pp->partition, (long long)v);
+            }
+        }
+    }
+}
+
 /* The figures every host reports (scale-out). */
 static void host_metric(Buf *b, const PipeStats *st, const char *name, const char *type,
                         const char *help, size_t off, bool is_size)
@@ -424,6 +523,7 @@ static void prom_text(Server *s, const Figures *f, Buf *b)
     }
     for (size_t i = 0; i < ARRAY_LEN(lat_metrics); i++)
         summary(b, &lat_metrics[i], c, &st);
+    progress_prom(b, c, &st);
 
     for (size_t m = 0; m < ARRAY_LEN(out_metrics); m++) {
         const OutMetric *om = &out_metrics[m];

@@ -153,3 +153,55 @@ def test_kill9_during_parallel_backfill_resumes_exactly(tmp_path):
     assert rows == [[str(n), str(total)]], "killed mid-run: %s" % killed
     _, odd = read_dump(dump / "odd.csv")
     assert {int(r[0]): r[1] for r in odd} == special
+
+
+def _input_metrics(p, transport):
+    import requests
+    st = requests.get(p.url("/stats"), timeout=30).json()
+    return [i for i in st["inputs"] if i["transport"] == transport][0]["metrics"]
+
+
+def test_position_high_watermark_lag_and_loss_accounting(tmp_path, http_pipeline):
+    """A paused pipeline shows the file's size as its high watermark and the
+    whole file as lag; once read, position = size and lag 0, and the
+    records read add up: parsed = applied + rejected (a record whose view
+    overflows), with the malformed ones counted apart."""
+    import requests
+    path = tmp_path / "in.csv"
+    good = [(i, (i * 7919) % 1000) for i in range(500)]
+    lines = ["%d,%d\n" % r for r in good[:250]] + ["1,notanumber\n", "2,3,4,5\n"] + \
+        ["9999,1000000\n"] + ["%d,%d\n" % r for r in good[250:]]
+    path.write_text("".join(lines))
+    size = os.path.getsize(path)
+    sql = ("CREATE TABLE t (id BIGINT NOT NULL, v BIGINT) %s;\n"
+           "CREATE MATERIALIZED VIEW total AS SELECT COUNT(*) AS n, SUM(v) AS s FROM t;\n"
+           "CREATE MATERIALIZED VIEW big AS SELECT id, v * 10000000000000 AS m FROM t;\n"
+           % conn_clause([{"transport": {"name": "file_input", "config": {"path": str(path)}},
+                           "format": {"name": "csv"}}]))
+    p = http_pipeline(sql, "--paused")
+    m = wait_until(lambda: (lambda m: m if "position" in m else None)(
+        _input_metrics(p, "file_input")), "the input's position in /stats")
+    assert m["position_unit"] == "bytes"
+    assert (m["position"], m["high_watermark"], m["lag"]) == (0, size, size), m
+    assert requests.post(p.url("/start"), timeout=30).status_code == 200
+
+    def settled():
+        m = _input_metrics(p, "file_input")
+        return m if m["end_of_input"] and m["buffered_records"] == 0 and m["lag"] == 0 else None
+    m = wait_until(settled, "the file read to its end")
+    assert (m["position"], m["high_watermark"], m["position_text"]) == (size, size, str(size))
+    assert m["num_parse_errors"] == 2
+    assert m["total_records"] == 501  # parsed: 500 good and the one that overflows
+    assert m["rejected_records"] == 1
+    assert m["applied_records"] == 500
+    assert m["total_records"] == m["applied_records"] + m["rejected_records"] + \
+        m["buffered_records"]
+    r = requests.get(p.url("/query"), params={"sql": "SELECT * FROM total", "format": "json"},
+                     timeout=30)
+    assert json.loads(r.text.splitlines()[0]) == {"n": 500, "s": sum(v for _, v in good)}
+    prom = requests.get(p.url("/metrics"), timeout=30).text
+    assert 'sluice_connector_lag{table="t",endpoint="table t, connector 0 (file_input)",' \
+        'unit="bytes"} 0' in prom, prom
+    assert "sluice_connector_position{" in prom and \
+        'sluice_connector_applied_records_total{table="t",' in prom
+    p.stop()

@@ -441,3 +441,51 @@ def test_in_and_out_on_two_hosts(tmp_path, kafka, pipelines):
                       "the output reaching the topic")
     assert ids_of(msgs) == want
     p.stop()
+
+
+def input_metrics(p):
+    st = requests.get("http://127.0.0.1:%d/stats" % p.port, timeout=30).json()
+    return [i for i in st["inputs"] if i["transport"] == "kafka_input"][0]["metrics"]
+
+
+def test_position_high_watermark_and_lag(tmp_path, kafka, pipelines):
+    """Position = the partitions' next offsets (sum), high watermark = the
+    sum of theirs: lag 0 once everything produced is read, the messages
+    produced while paused as lag; records read = applied + rejected."""
+    k = kafka((("ev", 2),))
+    bad = ["not json", '{"id": "x", "v": 1}']
+    poison = {"id": 9999, "v": 1000000}  # its view overflows: rejected at run time
+    k.produce("ev", records(0, 300) + bad + [poison], partition=0)
+    k.produce("ev", records(300, 500), partition=1)
+    sql = program(k.bootstrap) + \
+        "CREATE MATERIALIZED VIEW big AS SELECT id, v * 10000000000000 AS m FROM t;\n"
+    p = Pipeline(tmp_path, sql)
+    pipelines.append(p)
+    p.wait_count(500)
+
+    def lag_is(n, pos):
+        m = input_metrics(p)
+        return m if m.get("lag") == n and m["position"] == pos else None
+    m = wait_until(lambda: lag_is(0, 503), "lag 0 at position 503")
+    assert m["position_unit"] == "messages" and m["high_watermark"] == 503
+    parts = sorted((x["partition"], x["offset"], x["high_watermark"]) for x in m["partitions"])
+    assert parts == [(0, 303, 303), (1, 200, 200)]
+    m = wait_until(lambda: (lambda m: m if m["buffered_records"] == 0 else None)(
+        input_metrics(p)), "nothing buffered")
+    assert (m["total_records"], m["num_parse_errors"]) == (501, 2)
+    assert (m["applied_records"], m["rejected_records"]) == (500, 1)
+
+    r = requests.post("http://127.0.0.1:%d/pause" % p.port, timeout=30)
+    assert r.status_code == 200, r.text
+    k.produce("ev", records(500, 600), partition=1)
+    m = wait_until(lambda: lag_is(100, 503), "the messages produced while paused as lag")
+    assert m["high_watermark"] == 603
+    prom = requests.get("http://127.0.0.1:%d/metrics" % p.port, timeout=30).text
+    assert 'unit="messages"} 100' in prom and "sluice_connector_partition_high_watermark{" in prom
+
+    r = requests.post("http://127.0.0.1:%d/start" % p.port, timeout=30)
+    assert r.status_code == 200, r.text
+    c = p.wait_count(600)
+    assert c["s"] == sum(r["v"] for r in records(0, 600))
+    wait_until(lambda: lag_is(0, 603), "lag 0 again")
+    p.stop()

@@ -564,3 +564,49 @@ def test_cdc_to_postgres_output_exactly_once_across_kill9(pg, tmp_path, procs):
     # the slot was confirmed past the snapshot (PostgreSQL may recycle WAL)
     assert pg.query("SELECT confirmed_flush_lsn > '%s'::pg_lsn FROM pg_replication_slots "
                     "WHERE slot_name = 'sluice_src5'" % start_lsn) == [["t"]]
+
+
+def _lsn(text):
+    hi, lo = text.split("/")
+    return int(hi, 16) << 32 | int(lo, 16)
+
+
+def _cdc_metrics(p):
+    st = requests.get(p.url("/stats"), timeout=30).json()
+    return [i for i in st["inputs"] if i["transport"] == "postgres_cdc_input"][0]["metrics"]
+
+
+def test_cdc_position_is_the_lsn_and_lag_the_wal_behind(pg, http_pipeline):
+    """The position is an LSN ("X/Y") past the last change read, the high
+    watermark the server's pg_current_wal_lsn(); paused, the position stays
+    and the WAL written meanwhile shows as lag."""
+    pg.psql("CREATE TABLE src6 (id bigint PRIMARY KEY, grp integer NOT NULL, v bigint, s text);"
+            "INSERT INTO src6 SELECT i, i % 5, i, NULL FROM generate_series(1, 50) i")
+    p = http_pipeline(CDC_SQL.format(inp=cdc_in(pg, "src6"), out=""))
+    wait_until(lambda: view_groups(p) == pg_source_groups(pg, "src6"), "the snapshot")
+    before = _lsn(pg.query("SELECT pg_current_wal_lsn()")[0][0])
+    pg.psql("INSERT INTO src6 SELECT i, i % 5, i, NULL FROM generate_series(51, 120) i")
+    after = _lsn(pg.query("SELECT pg_current_wal_lsn()")[0][0])
+    wait_until(lambda: view_groups(p) == pg_source_groups(pg, "src6"), "the changes")
+
+    def known(at_least):
+        m = _cdc_metrics(p)
+        return m if m.get("high_watermark") is not None and m["high_watermark"] >= at_least \
+            and m["position"] > before else None
+    m = wait_until(lambda: known(after), "the server's WAL end in /stats")
+    assert m["position_unit"] == "wal_bytes"
+    assert _lsn(m["position_text"]) == m["position"] and \
+        _lsn(m["high_watermark_text"]) == m["high_watermark"]
+    assert before < m["position"] <= m["high_watermark"]
+    assert m["lag"] == m["high_watermark"] - m["position"]
+
+    assert requests.post(p.url("/pause"), timeout=30).status_code == 200
+    pos = _cdc_metrics(p)["position"]
+    pg.psql("INSERT INTO src6 SELECT i, i % 5, i, NULL FROM generate_series(121, 2000) i")
+    later = _lsn(pg.query("SELECT pg_current_wal_lsn()")[0][0])
+    m = wait_until(lambda: known(later), "the WAL written while paused in /stats")
+    assert m["position"] == pos and m["lag"] == m["high_watermark"] - pos >= later - pos > 0
+    assert requests.post(p.url("/start"), timeout=30).status_code == 200
+    wait_until(lambda: view_groups(p) == pg_source_groups(pg, "src6"), "the rest")
+    wait_until(lambda: _cdc_metrics(p)["position"] > pos, "the position past the rows read")
+    p.stop()

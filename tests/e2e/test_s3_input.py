@@ -266,3 +266,27 @@ def test_two_hosts(tmp_path, s3):
     # objects 0 and 2 are the first part's, object 1 the second's
     assert '(s3_input) part 1/2: "s3://s3in5/p1/a.csv" line 102' in p.stderr, p.stderr
     assert '(s3_input) part 2/2: "s3://s3in5/p1/b.csv.gz" line 102' in p.stderr, p.stderr
+
+
+def test_position_is_the_object_and_the_high_watermark_the_listing(tmp_path, s3, http_pipeline):
+    """/stats: the high watermark is the number of objects listed (with
+    their bytes); read to the end, the position is past the last object."""
+    import requests
+    s3.create_bucket("s3in6")
+    sizes = []
+    for k in range(3):
+        data, _, _ = csv_object(k * 100, (k + 1) * 100)
+        s3.put_object("s3in6", "p/%d.csv" % k, data)
+        sizes.append(len(data))
+    p = http_pipeline(program(tmp_path, s3_conn(s3, "s3in6", "p/")).read_text())
+
+    def metrics():
+        st = requests.get(p.url("/stats"), timeout=30).json()
+        return [i for i in st["inputs"] if i["transport"] == "s3_input"][0]["metrics"]
+    m = wait_until(lambda: (lambda m: m if m["end_of_input"] else None)(metrics()),
+                   "the objects read")
+    assert m["position_unit"] == "objects"
+    assert (m["position"], m["high_watermark"]) == (3, 3), m
+    assert m["total_object_bytes"] == sum(sizes)
+    assert m["total_records"] == 300 and m["total_bytes"] == sum(sizes)
+    p.stop()
