@@ -13,6 +13,7 @@
 
 #include "../base/mem.h"
 #include "../base/vec.h"
+#include "deliver.h"
 #include "io_int.h"
 
 double io_now(void)
@@ -152,7 +153,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
     bool open = place->open;
     static const char *const keys[] = {"name", "transport", "format", "max_batch_size",
                                        "max_queued_records", "max_worker_batch_size",
-                                       "transaction", "event_time_column", NULL};
+                                       "transaction", "event_time_column", "delivery", NULL};
     const Relation *r = &c->rels[rel];
     char where[192];
     snprintf(where, sizeof(where), "%s %s, connector %d", r->is_table ? "table" : "view",
@@ -366,6 +367,10 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         schema_of(r, &oc->schema);
         oc->scratch = arena_new(16 * 1024);
         *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
+        if (deliver_config(oc, cJSON_GetObjectItemCaseSensitive(cj, "delivery"), where, err))
+            return err->code;
+    } else if (cJSON_GetObjectItemCaseSensitive(cj, "delivery")) {
+        return cerr(err, r, "%s: %s", where, "\"delivery\" belongs to output connectors");
     }
     if (!strcmp(t, "postgres_output")) {
         if (cJSON_GetObjectItemCaseSensitive(cj, "format"))

@@ -163,6 +163,7 @@ static const Route routes[] = {
     {"/query", "GET, POST", "GET", true, query_begin, NULL, 0},
     {"/stats", "GET", "GET", false, stats_json, NULL, 0},
     {"/metrics", "GET", "GET", false, stats_prometheus, NULL, 0},
+    {"/dead_letter", "GET", "GET", false, stats_dead_letter, NULL, 0},
     {"/", "GET", NULL, false, api_index, NULL, 0},
 };
 
