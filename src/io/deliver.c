@@ -750,7 +750,7 @@ int deliver_step(Delivery *d, int64_t step, const Batch *const *changes, double 
         fprintf(stderr, "sluice: %s: step %lld not delivered (%s); queued%s, retrying in the "
                         "background while the pipeline goes on\n", o->oc->name,
                 (long long)step, e.msg, d->durable ? " in the storage directory" :
-                " in memory (no storage: lost if the process ends)");
+                " in memory (not in a local storage directory: lost if the process ends)");
         int rc2 = enqueue(o, step, b, src_wall, err);
         pthread_mutex_lock(&d->mu);
         o->inflight = 0;
@@ -817,7 +817,7 @@ int deliver_finish(Delivery *d, bool (*giveup)(void *arg), void *arg, Err *err)
                     left == 1 ? "" : "s", (long long)steps, steps == 1 ? "" : "s",
                     d->durable ? "; they stay queued in the storage directory and a restart "
                                  "delivers them"
-                               : " (no storage: they are lost)");
+                               : " (no local storage: they are lost)");
             pthread_mutex_unlock(&d->mu);
             if (d->durable) { /* nothing is lost: not an error */
                 fprintf(stderr, "sluice: %s\n", e.msg);

@@ -355,7 +355,8 @@ static bool gate(Req *q)
     }
     if (key->read_only && !read_only_ok(q)) {
         req_error(q, MHD_HTTP_FORBIDDEN, "ReadOnlyKey", NULL,
-                  "a read-only API key may only GET /query, /stats, /status and /metrics and "
+                  "a read-only API key may only GET /query, /stats, /status, /metrics and "
+                  "/dead_letter and "
                   "follow /egress, not %s %s",
                   q->method, q->path);
         return false;

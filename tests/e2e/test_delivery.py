@@ -257,7 +257,7 @@ def test_a_stop_with_changes_queued_and_no_storage_says_they_are_lost(pg, http_p
     finally:
         pg.start()
     assert r.returncode != 0
-    assert "1 change of 1 step not delivered (no storage: they are lost)" in r.stderr, r.stderr
+    assert "1 change of 1 step not delivered (no local storage: they are lost)" in r.stderr, r.stderr
 
 
 def test_delivery_configuration_errors_are_clear(pg, tmp_path):
