@@ -761,6 +761,19 @@ int deliver_step(Delivery *d, int64_t step, const Batch *const *changes, double 
     return 0;
 }
 
+int deliver_check(Delivery *d, Err *err)
+{
+    int rc = 0;
+    pthread_mutex_lock(&d->mu);
+    for (int j = 0; j < d->n && !rc; j++)
+        if (d->o[j].fatal) {
+            *err = d->o[j].fatal_err;
+            rc = err->code ? err->code : SL_EIO;
+        }
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+}
+
 bool deliver_backpressure(Delivery *d, char *name, size_t n)
 {
     bool bp = false;

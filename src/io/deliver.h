@@ -33,6 +33,8 @@ Delivery *deliver_open(Connectors *cs, const DeliverOpts *o, Err *err);
    the pipeline (a fatal one, here or met by a drain thread). */
 int deliver_step(Delivery *d, int64_t step, const Batch *const *changes, double src_wall,
                  Err *err);
+/* The fatal error a drain thread met (the pipeline must stop), or 0. */
+int deliver_check(Delivery *d, Err *err);
 /* An output whose queue is past its bound: true and its name. */
 bool deliver_backpressure(Delivery *d, char *name, size_t n);
 /* Changes still queued over every output. */

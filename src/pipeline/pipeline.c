@@ -408,6 +408,8 @@ static int run_loop(Pipeline *p, Err *err)
             return final_drain(p, true, err);
         if (ft_tick(p->ft, ft_busy(p), ft_counts(p), false, err))
             return err->code;
+        if (deliver_check(p->dl, err)) /* a queued step met a fatal error */
+            return err->code;
         if (p->tx.commit_cmd) {
             if (txn_commit(p, err))
                 return err->code;
