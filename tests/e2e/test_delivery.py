@@ -13,6 +13,8 @@ against /stats.
 
 One server for the module (pgserver.py), each test its own tables.
 """
+import json
+
 import requests
 import pytest
 
@@ -274,3 +276,47 @@ def test_delivery_configuration_errors_are_clear(pg, tmp_path):
         prog.write_text(SQL % conn_clause([c]))
         r = run(["check", prog])
         assert r.returncode != 0 and words in r.stderr, (bad, r.stderr)
+
+
+def test_kafka_brokers_away_then_back(http_pipeline):
+    """kafka_output with every broker of a mock cluster down: the steps go
+    on, their changes queue; once the brokers are back the queue drains
+    and a read_committed consumer sees every change once."""
+    import os
+    from test_kafka import MOCK, Kafka, consume
+    if not os.access(MOCK, os.X_OK):
+        pytest.skip("tool_kafka_mock not built")
+    k = Kafka((("out", 2),))
+    try:
+        out = conn_clause([{"transport": {"name": "kafka_output", "config": {
+            "bootstrap.servers": k.bootstrap, "topic": "out"}},
+            "format": {"name": "json"}, "delivery": FAST}])
+        p = http_pipeline(SQL % out)
+        ingress(p, "t", lines(*[{"id": i, "v": i} for i in range(20)]))
+        wait_until(lambda: len(consume(k, "out")) == 20, "the first messages")
+        k.command("down")
+        for j in range(3):
+            s0 = steps(p)
+            ingress(p, "t", lines(*[{"id": 100 * (j + 1) + i, "v": j} for i in range(10)]))
+            wait_until(lambda: steps(p) > s0, "a step with the brokers down")
+        m = wait_until(lambda: (lambda m: m if m["queued_steps"] >= 1 else None)(
+            (lambda o: o[0]["metrics"])([o for o in stats(p)["outputs"]
+                                         if o["transport"] == "kafka_output"])),
+            "steps queued")
+        adds_up(m)
+        k.command("up")
+
+        def drained():
+            o = [o for o in stats(p)["outputs"] if o["transport"] == "kafka_output"]
+            return o[0]["metrics"] if o[0]["metrics"]["pending_records"] == 0 else None
+        m = wait_until(drained, "the queue draining")
+        adds_up(m)
+        assert m["acknowledged_records"] == 50
+        msgs = consume(k, "out")
+        ids = sorted(json.loads(v)["insert"]["id"] for _s, _q, v in msgs)
+        want = sorted(list(range(20)) + [100 * (j + 1) + i for j in range(3) for i in range(10)])
+        assert ids == want
+        assert len({(s, q) for s, q, _ in msgs}) == len(msgs)
+        p.stop()
+    finally:
+        k.stop()
