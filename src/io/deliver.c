@@ -240,7 +240,7 @@ static int open_in(const char *dir, const char *sub, const char *name, Err *err)
     if (mkdir(path, 0700) && errno != EEXIST)
         return err_set(err, SL_EIO, "cannot create %s: %s", path, strerror(errno));
     snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, name);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
         return err_set(err, SL_EIO, "cannot open %s: %s", path, strerror(errno));
     return fd;
@@ -272,7 +272,8 @@ static int queue_append(DOut *o, const QEnt *e, Err *err)
     uint64_t h = XXH64(b.p + sizeof(hdr), len, 0);
     memcpy(b.p, &len, 4);
     memcpy(b.p + 4, &h, 8);
-    off_t end = lseek(o->qfd, 0, SEEK_END);
+    struct stat st;
+    off_t end = fstat(o->qfd, &st) ? -1 : st.st_size;
     int rc = 0;
     if (end < 0 || write_all(o->qfd, b.p, b.n) || fdatasync(o->qfd)) {
         rc = err_set(err, SL_EIO, "%s: cannot queue step %lld in the storage directory: %s",
@@ -525,11 +526,14 @@ static int enqueue(DOut *o, int64_t step, const Batch *b, double src_wall, Err *
     e->recs = batch_recs(b);
     e->bytes = batch_bytes(b);
     e->src_wall = src_wall;
+    /* appended and pushed under mu: the drain thread empties the file when
+       it empties the queue, never between the two */
+    pthread_mutex_lock(&o->d->mu);
     if (queue_append(o, e, err)) {
+        pthread_mutex_unlock(&o->d->mu);
         free_ent(e);
         return err->code;
     }
-    pthread_mutex_lock(&o->d->mu);
     push_ent(o, e);
     o->inflight = 0; /* (a direct write that failed: now queued) */
     pthread_cond_broadcast(&o->d->cv);
