@@ -4,8 +4,10 @@
  * buffered records, end of input, processing latency (arrival -> end of
  * the step that processed it) and event-time lag (wall clock when the
  * step's outputs were delivered - the record's event time) as weighted
- * log histograms; per output records and bytes; per relation changes, net
- * rows and divisions by zero; process figures.
+ * log histograms; per output records and bytes, and the delivery figures
+ * (sent, acknowledged, retried, dead-lettered, pending, end-to-end lag)
+ * that io/deliver.c keeps under its own lock, read by pipeline_stats; per
+ * relation changes, net rows and divisions by zero; process figures.
  *
  * The controller publishes into the shared block (Figures, stats.h)
  * under the mutex between steps (stats_publish, stats_units_done);

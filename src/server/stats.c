@@ -7,9 +7,13 @@
  * and the egress counters; neither waits for a step.
  *
  * Each figure is declared once: the per-input, latency and per-output
- * figures in tables (in_metrics, lat_metrics, out_metrics) that give the
- * /stats key and the Prometheus name, type and help together; the
- * pipeline-wide Prometheus figures as one scalar() call each.
+ * figures in tables (in_metrics, lat_metrics, out_metrics, dl_metrics:
+ * an output connector's delivery) that give the /stats key and the
+ * Prometheus name, type and help together; the pipeline-wide Prometheus
+ * figures as one scalar() call each.
+ *
+ * Also GET /dead_letter?output=NAME: the records an output's destination
+ * refused (io/deliver.c keeps them).
  */
 #include <stdarg.h>
 #include <stddef.h>
