@@ -320,3 +320,28 @@ def test_kafka_brokers_away_then_back(http_pipeline):
         p.stop()
     finally:
         k.stop()
+
+
+def test_dead_letters_are_kept_once_across_kill9(pg, http_pipeline, tmp_path):
+    """Dead letters live in the storage directory: after kill -9 and a
+    restart (which replays the last journaled step: the destination
+    already committed it) each refused record is listed once."""
+    pg.psql("CREATE TABLE dl_dead9 (id bigint PRIMARY KEY, v bigint CHECK (v >= 0))")
+    st = tmp_path / "st"
+    sql = SQL % pg_out(pg, "dl_dead9", ["id"])
+    p = http_pipeline(sql, "--storage", st, "--checkpoint-interval", "0", name="a")
+    rows = [{"id": i, "v": i % 7 - 2} for i in range(70)]
+    bad = sorted(r["id"] for r in rows if r["v"] < 0)
+    for k in range(0, 70, 35):
+        ingress(p, "t", lines(*rows[k:k + 35]))
+    wait_until(lambda: out_metrics(p)["dead_lettered_records"] == len(bad) and
+               out_metrics(p)["pending_records"] == 0, "the refused rows dead-lettered")
+    p.proc.kill()
+    p.proc.wait()
+    q = http_pipeline(sql, "--storage", st, "--checkpoint-interval", "0", name="b")
+    ingress(q, "t", lines({"id": 1000, "v": -1}))
+    wait_until(lambda: out_metrics(q)["dead_lettered_records"] == 1, "one more refused")
+    d = requests.get(q.url("/dead_letter"), params={"output": "v"}, timeout=60).json()
+    assert sorted(e["record"]["insert"]["id"] for e in d["records"]) == sorted(bad + [1000])
+    assert table(pg, "dl_dead9") == {r["id"]: r["v"] for r in rows if r["v"] >= 0}
+    q.stop()
