@@ -22,6 +22,7 @@
 
 #include "../base/mem.h"
 #include "../base/vec.h"
+#include "deliver.h"
 #include "io_int.h"
 
 double io_now(void)
@@ -389,7 +390,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, ConnCtx
 {
     static const char *const keys[] = {"name", "transport", "format", "max_batch_size",
                                        "max_queued_records", "max_worker_batch_size",
-                                       "transaction", "event_time_column", NULL};
+                                       "transaction", "event_time_column", "delivery", NULL};
     const Relation *r = &c->rels[rel];
     char where[192];
     snprintf(where, sizeof(where), "%s %s, connector %d", r->is_table ? "table" : "view",
@@ -424,6 +425,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, ConnCtx
     if ((txn || etc) && !is_input)
         return cerr(err, r, "%s: %s", where,
                     "\"transaction\" and \"event_time_column\" belong to input connectors");
+    if (is_input && cJSON_GetObjectItemCaseSensitive(cj, "delivery"))
+        return cerr(err, r, "%s: %s", where, "\"delivery\" belongs to output connectors");
     if (txn && (!cJSON_IsString(txn) || strcmp(txn->valuestring, "backfill")))
         return cerr(err, r, "%s: %s", where,
                     "\"transaction\" must be \"backfill\" (the connector's whole input runs as "
@@ -492,6 +495,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, ConnCtx
     schema_of(r, &oc->schema);
     oc->scratch = arena_new(16 * 1024);
     *VEC_PUSH(cx->cs->out, cx->cs->nout, cx->cs->capout) = oc;
+    if (deliver_config(oc, cJSON_GetObjectItemCaseSensitive(cx->cj, "delivery"), where, err))
+        return err->code;
     return tp->open_out(oc, cx, err);
 }
 

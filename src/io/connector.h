@@ -14,6 +14,8 @@
  * Input connectors also take "transaction": "backfill" (the whole input
  * runs as one transaction) and "event_time_column": "ts" (a TIMESTAMP
  * column whose lag behind the wall clock is measured).
+ * Output connectors also take "delivery" (retries, queue bounds, dead
+ * letters: deliver.h).
  * Unknown keys are rejected with a message naming the key and connector.
  *
  * Inputs hand the controller rows for a step as runtime Pieces, split

@@ -67,6 +67,10 @@ typedef struct OutOps {
     int (*truncate)(OutputConn *oc, int64_t off, Err *err); /* NULL: nothing to cut */
     int64_t (*offset)(const OutputConn *oc);                /* NULL: -1 */
     void (*close)(OutputConn *oc);                          /* NULL: nothing to free */
+    /* The last step the destination has committed (deliver.c: a failed
+       step may wait in the delivery queue). NULL: the output cannot
+       queue; its failures stop the pipeline (file_output). */
+    int64_t (*committed)(const OutputConn *oc);
 } OutOps;
 
 /* What opening one connector is given (connector.c fills it). */
@@ -137,6 +141,19 @@ struct InputConn {
     PgCdc *cdc;         /* postgres_cdc_input, else NULL */
 };
 
+/* How an output delivers (the connector's "delivery" object, deliver.c). */
+typedef struct DeliverCfg {
+    int attempts;             /* tries in place before a failure queues (>= 1) */
+    int backoff_ms;           /* first wait between them, doubling ... */
+    int max_backoff_ms;       /* ... up to this */
+    int64_t max_queued_records; /* backpressure bounds of the queue */
+    int64_t max_queued_bytes;
+    bool stop_on_record_error; /* "on_record_error": "stop" (else dead letters) */
+} DeliverCfg;
+
+/* Class of an output's last failed write (OutputConn.fail). */
+enum { OUT_FAIL_FATAL = 0, OUT_FAIL_TRANSIENT = 1 };
+
 struct OutputConn {
     const OutOps *ops;
     const char *transport;
@@ -153,6 +170,12 @@ struct OutputConn {
     bool (*stop)(void *arg); /* output_set_stop */
     void *stop_arg;
     KafkaOut *kout;         /* kafka_output (tr_kafka_out.c), else NULL */
+    DeliverCfg dcfg;        /* deliver_config */
+    int fail;               /* OUT_FAIL_* of the last failed write */
+    /* a record the destination refuses for good (the transport found it
+       alone): to the dead letters, before the step commits (deliver.c) */
+    void (*dead)(void *arg, int64_t step, const char *rec, const char *why);
+    void *dead_arg;
 };
 
 double io_now(void);

@@ -22,9 +22,13 @@
  * a read_uncommitted one may also see an aborted step's messages.
  *
  * Brokers away: a commit that fails with a retriable error is tried
- * again (the step waits); one that needs an abort is aborted and the
- * step's messages, kept until the commit, are sent again in a new
- * transaction.
+ * again, each try waiting up to the connector's "delivery" max_backoff_ms
+ * (at least 1 s), "attempts" times; then the failure is transient
+ * (deliver.c queues the step and the pipeline goes on) and the
+ * transaction stays open with the step's messages: the queued step's
+ * next write adds nothing and its flush commits it. A commit that needs
+ * an abort is aborted and the step's messages, kept until the commit, are
+ * sent again in a new transaction.
  */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -47,6 +51,7 @@ struct KafkaOut {
     int64_t seq;
     Buf msgs;             /* the step's message values, each after its length */
     bool in_txn;
+    int64_t said;         /* the step whose failing commit stderr reported */
 };
 
 static void quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
@@ -268,7 +273,13 @@ static int kafka_out_truncate(OutputConn *oc, int64_t offset, Err *err)
     return 0;
 }
 
-static int64_t kafka_out_offset(const OutputConn *oc) { return oc->kout->committed + 1; }
+/* (both read by the journal while a drain thread commits: deliver.c) */
+static int64_t kafka_out_committed(const OutputConn *oc)
+{
+    return __atomic_load_n(&oc->kout->committed, __ATOMIC_RELAXED);
+}
+
+static int64_t kafka_out_offset(const OutputConn *oc) { return kafka_out_committed(oc) + 1; }
 
 static int txn_error(OutputConn *oc, const char *what, rd_kafka_error_t *e, Err *err)
 {
@@ -306,6 +317,8 @@ static int kafka_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *er
     KafkaOut *k = oc->kout;
     if (!k->rk || step <= k->skip_through || b->n == 0)
         return 0;
+    if (k->in_txn && k->step == step) /* a queued step tried again: its messages are */
+        return 0;                     /* in the open transaction; the flush commits it */
     arena_reset(oc->scratch);
     Chunk *row = chunk_new(oc->scratch, oc->schema.ncol, oc->schema.types, 1);
     row->n = 1;
@@ -372,19 +385,32 @@ static int kafka_out_flush(OutputConn *oc, Err *err)
     if (!k->in_txn)
         return 0;
     bool waited = false;
+    int tries = 0;
+    /* each commit waits up to max_backoff_ms (at least 1 s) for the brokers */
+    int wait_ms = oc->dcfg.max_backoff_ms > 1000 ? oc->dcfg.max_backoff_ms : 1000;
     for (;;) {
-        rd_kafka_error_t *e = rd_kafka_commit_transaction(k->rk, TXN_TIMEOUT_MS);
+        rd_kafka_error_t *e = rd_kafka_commit_transaction(k->rk, wait_ms);
         if (!e)
             break;
         if (e && rd_kafka_error_is_fatal(e))
             return txn_error(oc, "the transactional producer failed", e, err);
-        if (!waited)
+        if (!waited && k->said != k->step)
             fprintf(stderr, "sluice: %s: committing step %lld to topic \"%s\" failed (%s); "
                             "trying again\n",
                     oc->name, (long long)k->step, k->topic,
                     rd_kafka_error_string(e));
         waited = true;
+        k->said = k->step;
         bool abort = rd_kafka_error_txn_requires_abort(e);
+        if (!abort && ++tries >= oc->dcfg.attempts) {
+            /* transient (deliver.c queues the step): the transaction stays
+               open with the step's messages; the next try commits it */
+            oc->fail = OUT_FAIL_TRANSIENT;
+            err_set(err, SL_EIO, "%s: committing step %lld to topic \"%s\" failed: %s",
+                    oc->name, (long long)k->step, k->topic, rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+            return err->code;
+        }
         rd_kafka_error_destroy(e);
         if (abort && resend(oc, err))
             return err->code;
@@ -393,10 +419,10 @@ static int kafka_out_flush(OutputConn *oc, Err *err)
             nanosleep(&ts, NULL);
         }
     }
-    if (waited)
+    if (waited || k->said == k->step)
         fprintf(stderr, "sluice: %s: step %lld committed\n", oc->name, (long long)k->step);
     k->in_txn = false;
-    k->committed = k->step;
+    __atomic_store_n(&k->committed, k->step, __ATOMIC_RELAXED);
     buf_reset(&k->msgs);
     return 0;
 }
@@ -407,4 +433,5 @@ const OutOps tr_kafka_out_ops = {
     .truncate = kafka_out_truncate,
     .offset = kafka_out_offset,
     .close = kafka_out_close,
+    .committed = kafka_out_committed,
 };

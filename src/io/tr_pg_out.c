@@ -29,12 +29,22 @@
  *             different steps instead, which converges: see above);
  *   S < off   the table was changed behind the pipeline: refused.
  *
- * Failures. Losing the connection (the server restarted, the network) is
- * retried with backoff, reconnecting, until it works or the pipeline stops
- * (output_set_stop: then the step's write fails); after a reconnect a step
- * whose commit may have happened is checked against the progress table.
- * Any other error (a value the table's column refuses, two rows of a step
- * with the same key) stops the pipeline with PostgreSQL's message.
+ * Failures, in deliver.c's classes. Transient: the connection is lost or
+ * refused, the server is shutting down or out of resources, a
+ * serialization failure (SQLSTATE 08, 57P, 53, 40001, 40P01): retried in
+ * place, reconnecting, up to the connector's "delivery" attempts with
+ * backoff, then reported transient (OutputConn.fail) so that deliver.c
+ * queues the step; after a reconnect a step whose commit may have
+ * happened is checked against the progress table. At start-up
+ * (output_truncate) the wait has no bound but a stop. Per record: a data
+ * or integrity error (SQLSTATE classes 22, 23: a CHECK or NOT NULL
+ * constraint, a value too long for the column) rolls the step back and
+ * writes it again row by row, each row under a savepoint; a row refused
+ * again is rolled back alone and handed to the dead letters (oc->dead)
+ * with PostgreSQL's message, the rest commits with the progress record
+ * ("on_record_error": "stop" stops the pipeline instead). Fatal:
+ * anything else (no unique index for the key, two rows of a step with the
+ * same key) stops the pipeline with PostgreSQL's message.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +52,7 @@
 #include <strings.h>
 #include <time.h>
 #include <ctype.h>
+#include <math.h>
 
 #include <libpq-fe.h>
 #include <xxhash.h>
@@ -49,6 +60,7 @@
 #include "../base/mem.h"
 #include "../expr/text.h"
 #include "../zset/key.h"
+#include "format.h"
 #include "io_int.h"
 
 struct PgOut {
@@ -68,6 +80,7 @@ struct PgOut {
     Buf copy, sql;
     int64_t retries;  /* transient failures retried */
     bool uncertain;   /* a write failed: its COMMIT may have happened */
+    bool down;        /* a failure to reach the server was reported */
 };
 
 /* ---------------------------------------------------------------- names */
@@ -359,12 +372,44 @@ out_fail:
                    po->table, m);
 }
 
-/* Connected and prepared, waiting (with backoff, forever) while the server
-   is unreachable. Errors other than a lost connection are returned. */
-static int ensure(PgOut *po, OutputConn *oc, Err *err)
+/* The local tier of retries: attempts so far and the next wait. Forever
+   (bounded false) at start-up; a write gives up after the connector's
+   "delivery" attempts and says the failure was transient (oc->fail). */
+typedef struct Tries {
+    bool bounded;
+    int n;
+    double wait;
+    bool *said;       /* PgOut.down: the failure was reported */
+} Tries;
+
+/* After a transient failure: true to try again (having waited), false when
+   the tries are used up or the pipeline stops (err set, oc->fail). */
+static bool try_again(OutputConn *oc, Tries *t, const char *m, Err *err)
 {
-    double wait = 0.05;
-    bool said = false;
+    oc->fail = OUT_FAIL_TRANSIENT;
+    if (oc->stop && oc->stop(oc->stop_arg)) {
+        err_set(err, SL_EIO, "%.500s; stopped while waiting for it", m);
+        return false;
+    }
+    if (t->bounded && ++t->n >= oc->dcfg.attempts) {
+        err_set(err, SL_EIO, "%.500s", m);
+        return false;
+    }
+    if (!*t->said)
+        fprintf(stderr, "sluice: %s; retrying\n", m);
+    *t->said = true;
+    double max = (double)oc->dcfg.max_backoff_ms / 1000.0;
+    if (t->wait <= 0)
+        t->wait = (double)oc->dcfg.backoff_ms / 1000.0;
+    pause_for(t->wait);
+    t->wait = fmin(t->wait * 2, max > 0 ? max : 1);
+    return true;
+}
+
+/* Connected and prepared, waiting (with backoff) while the server is
+   unreachable. Errors other than a lost connection are returned. */
+static int ensure(PgOut *po, OutputConn *oc, Tries *t, Err *err)
+{
     for (;;) {
         Err e = {0};
         int rc = 0;
@@ -373,24 +418,19 @@ static int ensure(PgOut *po, OutputConn *oc, Err *err)
         if (!rc)
             rc = prepare(po, oc, &e);
         if (!rc) {
-            if (said)
-                fprintf(stderr, "sluice: %s: connected to PostgreSQL again\n", oc->name);
             return 0;
         }
-        if (e.code != SL_EIO)
+        if (e.code != SL_EIO) {
+            oc->fail = OUT_FAIL_FATAL;
             return err_set(err, e.code, "%s", e.msg);
-        if (oc->stop && oc->stop(oc->stop_arg))
-            return err_set(err, SL_EIO, "%.400s; stopped while waiting for it", e.msg);
-        if (!said)
-            fprintf(stderr, "sluice: %s; retrying until it is back\n", e.msg);
-        said = true;
+        }
         po->retries++;
         if (po->conn) {
             PQfinish(po->conn);
             po->conn = NULL;
         }
-        pause_for(wait);
-        wait = wait < 1 ? wait * 2 : 1;
+        if (!try_again(oc, t, e.msg, err))
+            return err->code;
     }
 }
 
@@ -416,46 +456,49 @@ static int read_progress(PgOut *po, int64_t *step, uint64_t *hash, PGresult **fa
     return 0;
 }
 
-/* Run fn until it works, reconnecting after a lost connection; other
-   errors end it (err). */
+/* Run fn until it works, reconnecting after a lost connection (the local
+   tier: t); other errors end it (err). A data or integrity error (SQLSTATE
+   classes 22, 23) sets *row_err when row_err is given. */
 typedef int (*PgFn)(PgOut *po, OutputConn *oc, void *arg, PGresult **fail);
 
-static int with_retry(PgOut *po, OutputConn *oc, PgFn fn, void *arg, const char *what,
-                      Err *err)
+static int with_retry(PgOut *po, OutputConn *oc, PgFn fn, void *arg, const char *what, Tries *t,
+                      bool *row_err, Err *err)
 {
-    double wait = 0.05;
-    bool said = false;
     for (;;) {
-        if (ensure(po, oc, err))
+        if (ensure(po, oc, t, err))
             return err->code;
         PGresult *fail = NULL;
         if (fn(po, oc, arg, &fail) == 0) {
-            if (said)
-                fprintf(stderr, "sluice: %s: %s works again\n", oc->name, what);
+            if (*t->said)
+                fprintf(stderr, "sluice: %s: connected to PostgreSQL again; %s works again\n",
+                        oc->name, what);
+            *t->said = false;
             return 0;
         }
         char m[600];
         pg_msg(po, fail, m, sizeof(m));
         bool tr = transient(po, fail);
+        const char *st = fail ? PQresultErrorField(fail, PG_DIAG_SQLSTATE) : NULL;
+        bool per_row = !tr && st && (!strncmp(st, "22", 2) || !strncmp(st, "23", 2));
         PQclear(fail);
         if (PQtransactionStatus(po->conn) != PQTRANS_IDLE)
             PQclear(PQexec(po->conn, "ROLLBACK"));
-        if (!tr)
+        if (!tr) {
+            oc->fail = OUT_FAIL_FATAL;
+            if (row_err)
+                *row_err = per_row;
             return err_set(err, SL_EIO, "%s: %s in PostgreSQL table %s failed: %s", oc->name,
                            what, po->table, m);
-        if (oc->stop && oc->stop(oc->stop_arg))
-            return err_set(err, SL_EIO, "%s: %s in PostgreSQL table %s failed (%s), and the "
-                           "pipeline stopped while waiting for the server", oc->name, what,
-                           po->table, m);
-        if (!said)
-            fprintf(stderr, "sluice: %s: %s failed (%s); retrying\n", oc->name, what, m);
-        said = true;
-        po->retries++;
+        }
         po->uncertain = true;
         PQfinish(po->conn);
         po->conn = NULL;
-        pause_for(wait);
-        wait = wait < 1 ? wait * 2 : 1;
+        po->prepared = false;
+        char mm[800];
+        snprintf(mm, sizeof(mm), "%.190s: %.40s in PostgreSQL table %.100s failed (%.400s)", oc->name, what,
+                 po->table, m);
+        if (!try_again(oc, t, mm, err))
+            return err->code;
     }
 }
 
@@ -524,7 +567,8 @@ static int pg_out_truncate(OutputConn *oc, int64_t off, Err *err)
     if (!po->conn) /* not opened here (scale-out: outputs run on host 0) */
         return 0;
     TruncArg t = {off, 0, 0};
-    if (with_retry(po, oc, do_truncate, &t, "reading the progress record", err))
+    Tries tries = {false, 0, 0, &po->down}; /* at start: until it is back or a stop */
+    if (with_retry(po, oc, do_truncate, &t, "reading the progress record", &tries, NULL, err))
         return err->code;
     if (off == 0 && t.step < 0)
         return err_set(err, SL_ECONFIG, "%s: PostgreSQL table %s holds %lld rows, but %s has no "
@@ -549,7 +593,11 @@ static int pg_out_truncate(OutputConn *oc, int64_t off, Err *err)
     return 0;
 }
 
-static int64_t pg_out_offset(const OutputConn *oc) { return oc->pg->committed; }
+/* (read by the journal while a drain thread writes: deliver.c) */
+static int64_t pg_out_offset(const OutputConn *oc)
+{
+    return __atomic_load_n(&oc->pg->committed, __ATOMIC_RELAXED);
+}
 
 /* ---------------------------------------------------------------- writing */
 
@@ -591,6 +639,7 @@ typedef struct WriteArg {
     int64_t step;
     uint64_t hash;
     int64_t ups, dels;
+    bool rowwise;     /* one row at a time under savepoints (a row was refused) */
 } WriteArg;
 
 static int copy_in(PgOut *po, const char *sql, Buf *data, PGresult **fail)
@@ -621,36 +670,112 @@ static int copy_in(PgOut *po, const char *sql, Buf *data, PGresult **fail)
     return 0;
 }
 
-/* Fill po->copy with the rows of sign (deletes: key columns only). */
+/* Tuple i of b as a COPY text line into out (deletes: key columns only),
+   decoded into row. */
+static void row_text(PgOut *po, OutputConn *oc, const Batch *b, int64_t i, Chunk *row, Buf *out)
+{
+    key_decode(batch_key(b, i), oc->schema.types, oc->schema.ncol, row, 0, 0);
+    if (b->w[i] > 0) {
+        for (int j = 0; j < oc->schema.ncol; j++) {
+            if (j)
+                buf_putc(out, '\t');
+            copy_value(out, row, j);
+        }
+    } else {
+        for (int k = 0; k < po->nkey; k++) {
+            if (k)
+                buf_putc(out, '\t');
+            copy_value(out, row, po->key[k]);
+        }
+    }
+    buf_putc(out, '\n');
+}
+
+static Chunk *one_row(OutputConn *oc)
+{
+    arena_reset(oc->scratch);
+    Chunk *row = chunk_new(oc->scratch, oc->schema.ncol, oc->schema.types, 1);
+    row->n = 1;
+    return row;
+}
+
+/* Fill out with the rows of sign ins (deletes: key columns only). */
 static int64_t copy_rows(PgOut *po, OutputConn *oc, const Batch *b, bool ins, Buf *out)
 {
     int64_t n = 0;
     buf_reset(out);
-    arena_reset(oc->scratch);
-    Chunk *row = chunk_new(oc->scratch, oc->schema.ncol, oc->schema.types, 1);
-    row->n = 1;
+    Chunk *row = one_row(oc);
     for (int64_t i = 0; i < b->n; i++) {
-        int64_t w = b->w[i];
-        if ((w > 0) != ins)
+        if ((b->w[i] > 0) != ins)
             continue;
-        key_decode(batch_key(b, i), oc->schema.types, oc->schema.ncol, row, 0, 0);
-        if (ins) {
-            for (int j = 0; j < oc->schema.ncol; j++) {
-                if (j)
-                    buf_putc(out, '\t');
-                copy_value(out, row, j);
-            }
-        } else {
-            for (int k = 0; k < po->nkey; k++) {
-                if (k)
-                    buf_putc(out, '\t');
-                copy_value(out, row, po->key[k]);
-            }
-        }
-        buf_putc(out, '\n');
+        row_text(po, oc, b, i, row, out);
         n++;
     }
     return n;
+}
+
+static void put_delete(PgOut *po, Buf *s)
+{
+    buf_printf(s, "DELETE FROM %s t USING sluice_del d WHERE ", po->table);
+    for (int k = 0; k < po->nkey; k++)
+        buf_printf(s, "%st.%s = d.%s", k ? " AND " : "", po->cols[po->key[k]],
+                   po->cols[po->key[k]]);
+}
+
+/* The rowwise write: every change under its own savepoint, deletes first;
+   a row PostgreSQL refuses (a data or integrity error) is rolled back
+   alone and handed to the dead letters with the message. */
+static int write_rows(PgOut *po, OutputConn *oc, WriteArg *wa, PGresult **fail)
+{
+    Buf *s = &po->sql;
+    Chunk *row = one_row(oc);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t i = 0; i < wa->b->n; i++) {
+            bool ins = wa->b->w[i] > 0;
+            if (ins != (pass == 1))
+                continue;
+            buf_reset(&po->copy);
+            row_text(po, oc, wa->b, i, row, &po->copy);
+            if (exec_ok(po, "SAVEPOINT sluice_row", NULL))
+                return -1;
+            buf_reset(s);
+            if (ins)
+                put_upsert(po, oc->schema.ncol, s);
+            else
+                put_delete(po, s);
+            buf_printf(s, "; DELETE FROM %s", ins ? "sluice_up" : "sluice_del");
+            PGresult *r = NULL;
+            int rc = copy_in(po, ins ? "COPY sluice_up FROM STDIN" : "COPY sluice_del FROM STDIN",
+                             &po->copy, &r);
+            if (!rc) {
+                rc = exec_ok(po, buf_cstr(s), &r);
+                if (!rc)
+                    PQclear(r), r = NULL;
+            }
+            if (!rc) {
+                if (exec_ok(po, "RELEASE SAVEPOINT sluice_row", NULL))
+                    return -1;
+                continue;
+            }
+            const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+            if (transient(po, r) || !st || (strncmp(st, "22", 2) && strncmp(st, "23", 2))) {
+                *fail = r;
+                return -1;
+            }
+            char m[600];
+            pg_msg(po, r, m, sizeof(m));
+            PQclear(r);
+            if (exec_ok(po, "ROLLBACK TO SAVEPOINT sluice_row", NULL))
+                return -1;
+            Buf rec = BUF_INIT;
+            buf_puts(&rec, ins ? "{\"insert\":" : "{\"delete\":");
+            fmt_json_row(&oc->schema, row, 0, &rec);
+            buf_putc(&rec, '}');
+            oc->dead(oc->dead_arg, wa->step, buf_cstr(&rec), m);
+            buf_free(&rec);
+        }
+    }
+    return 0;
 }
 
 static int do_write(PgOut *po, OutputConn *oc, void *arg, PGresult **fail)
@@ -670,27 +795,30 @@ static int do_write(PgOut *po, OutputConn *oc, void *arg, PGresult **fail)
     PQclear(*fail);
     *fail = NULL;
     Buf *s = &po->sql;
-    if (wa->dels) {
-        copy_rows(po, oc, wa->b, false, &po->copy);
-        if (copy_in(po, "COPY sluice_del FROM STDIN", &po->copy, fail))
-            return -1;
-    }
-    if (wa->ups) {
-        copy_rows(po, oc, wa->b, true, &po->copy);
-        if (copy_in(po, "COPY sluice_up FROM STDIN", &po->copy, fail))
-            return -1;
-    }
     buf_reset(s);
-    if (wa->dels) {
-        buf_printf(s, "DELETE FROM %s t USING sluice_del d WHERE ", po->table);
-        for (int k = 0; k < po->nkey; k++)
-            buf_printf(s, "%st.%s = d.%s", k ? " AND " : "", po->cols[po->key[k]],
-                       po->cols[po->key[k]]);
-        buf_puts(s, "; ");
-    }
-    if (wa->ups) {
-        put_upsert(po, oc->schema.ncol, s);
-        buf_puts(s, "; ");
+    if (wa->rowwise) {
+        if (write_rows(po, oc, wa, fail))
+            return -1;
+        buf_reset(s);
+    } else {
+        if (wa->dels) {
+            copy_rows(po, oc, wa->b, false, &po->copy);
+            if (copy_in(po, "COPY sluice_del FROM STDIN", &po->copy, fail))
+                return -1;
+        }
+        if (wa->ups) {
+            copy_rows(po, oc, wa->b, true, &po->copy);
+            if (copy_in(po, "COPY sluice_up FROM STDIN", &po->copy, fail))
+                return -1;
+        }
+        if (wa->dels) {
+            put_delete(po, s);
+            buf_puts(s, "; ");
+        }
+        if (wa->ups) {
+            put_upsert(po, oc->schema.ncol, s);
+            buf_puts(s, "; ");
+        }
     }
     buf_printf(s, "INSERT INTO %s (target, step, hash) VALUES (", po->progress);
     /* the target name as a literal */
@@ -719,7 +847,7 @@ static int pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
     PgOut *po = oc->pg;
     if (b->n == 0)
         return 0;
-    WriteArg wa = {b, step, 0, 0, 0};
+    WriteArg wa = {b, step, 0, 0, 0, false};
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (int64_t i = 0; i < b->n; i++) {
         int64_t w = b->w[i];
@@ -746,10 +874,20 @@ static int pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
         }
     }
     po->uncertain = false;
-    if (with_retry(po, oc, do_write, &wa, "writing a step", err))
-        return err->code;
+    Tries tries = {true, 0, 0, &po->down};
+    bool row_err = false;
+    Err e = {0};
+    if (with_retry(po, oc, do_write, &wa, "writing a step", &tries, &row_err, &e)) {
+        /* a row refused: find it (them) by writing the step row by row */
+        if (!row_err || !oc->dead || oc->dcfg.stop_on_record_error)
+            return err_set(err, e.code, "%s", e.msg);
+        wa.rowwise = true;
+        tries = (Tries){true, 0, 0, &po->down};
+        if (with_retry(po, oc, do_write, &wa, "writing a step row by row", &tries, NULL, err))
+            return err->code;
+    }
     po->uncertain = false;
-    po->committed = step;
+    __atomic_store_n(&po->committed, step, __ATOMIC_RELAXED);
     oc->records += wa.ups + wa.dels;
     oc->bytes += (int64_t)po->copy.n;
     return 0;
@@ -777,4 +915,5 @@ const OutOps tr_pg_out_ops = {
     .truncate = pg_out_truncate,
     .offset = pg_out_offset,
     .close = pg_out_close,
+    .committed = pg_out_offset, /* the offset is the last step committed */
 };

@@ -98,6 +98,13 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
         for (int j = 0; j < p->cs.nout && !rc; j++)
             rc = output_truncate(p->cs.out[j], 0, err);
     }
+    if (!rc) { /* after the outputs are positioned: what is still queued */
+        bool s3 = o->storage && !strncmp(o->storage, "s3://", 5);
+        DeliverOpts dopt = {o->storage && !s3 ? o->storage : NULL,
+                            o->storage && o->fault_tolerance == FT_EXACTLY_ONCE, stop_hook, p};
+        p->dl = deliver_open(&p->cs, &dopt, err);
+        rc = p->dl ? 0 : err->code;
+    }
     if (rc) {
         pipeline_free(p);
         return NULL;
@@ -112,6 +119,7 @@ void pipeline_free(Pipeline *p)
         return;
     inbox_clear(p);
     p->be->ops->stop(p->be);
+    deliver_close(p->dl);
     ft_close(p->ft);
     pend_free(p, &p->pend);
     for (int i = 0; i < p->c->nrels; i++)
@@ -297,6 +305,38 @@ static double input_due(Pipeline *p)
     return fmax(wait, 0.0005);
 }
 
+static bool giveup_now(void *arg)
+{
+    (void)arg;
+    return true;
+}
+
+static bool giveup_signalled(void *arg)
+{
+    (void)arg;
+    return pipe_signalled();
+}
+
+/* An output's queue past its bound pauses the inputs (HTTP ingress
+   answers 503 meanwhile: pipeline_backpressure). True while it does. */
+static bool backpressure(Pipeline *p)
+{
+    char name[192];
+    bool bp = deliver_backpressure(p->dl, name, sizeof(name));
+    if (bp != p->bp_said)
+        fprintf(stderr, bp ? "sluice: backpressure: %s holds more queued changes than its "
+                             "bound; inputs are paused until it drains\n"
+                           : "sluice: backpressure over%s; inputs resume\n",
+                bp ? name : "");
+    p->bp_said = bp;
+    return bp;
+}
+
+bool pipeline_backpressure(Pipeline *p, char *name, size_t n)
+{
+    return p->dl && deliver_backpressure(p->dl, name, n);
+}
+
 /* Stopping: settle the transaction, drain the HTTP queue in final steps. */
 static int final_drain(Pipeline *p, bool requested, Err *err)
 {
@@ -341,6 +381,10 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
         if (pipe_run_step(p, &p->pend, err))
             return err->code;
     }
+    /* the outputs' queues: waited for at the end of the input, given up at
+       once on a stop (io/deliver.c says what is left, and where) */
+    if (deliver_finish(p->dl, requested ? giveup_now : giveup_signalled, p, err))
+        return err->code;
     if (ft_tick(p->ft, ft_busy(p), ft_counts(p), true, err))
         return err->code;
     stats_publish(p);
@@ -364,12 +408,14 @@ static int run_loop(Pipeline *p, Err *err)
             return final_drain(p, true, err);
         if (ft_tick(p->ft, ft_busy(p), ft_counts(p), false, err))
             return err->code;
+        if (deliver_check(p->dl, err)) /* a queued step met a fatal error */
+            return err->code;
         if (p->tx.commit_cmd) {
             if (txn_commit(p, err))
                 return err->code;
             continue;
         }
-        if (pipe_state(p) == PS_PAUSED) {
+        if (pipe_state(p) == PS_PAUSED || backpressure(p)) {
             stats_publish(p);
             wait_wake(p, 0.05);
             continue;

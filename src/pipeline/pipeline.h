@@ -210,6 +210,11 @@ typedef struct OutStats {
     const char *transport;  /* file_output, postgres_output, kafka_output */
     int rel;
     int64_t records, bytes, steps;
+    /* delivery (io/deliver.c): changes == acked + dead + pending */
+    int64_t changes, sent, acked, retried, dead, pending, pending_bytes, queued_steps;
+    bool failing, backpressure;
+    char error[256];        /* the destination's last error while failing */
+    LatStats lag;           /* input arrival -> acknowledgement (ms; n: records) */
 } OutStats;
 
 typedef struct RelStats {
@@ -253,6 +258,7 @@ typedef struct PipeStats {
     int nhosts;             /* scale-out: per host figures (rss_bytes, state_bytes and
                                cpu_msecs above are their sums) */
     HostStats *hosts;
+    char backpressure[192]; /* the output whose queue pauses the inputs, "" when none */
 } PipeStats;
 
 /* ---------------------------------------------------------------- checkpoints */
@@ -278,6 +284,12 @@ void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out);
 
 /* A consistent copy of the published figures (any thread). */
 void pipeline_stats(Pipeline *p, PipeStats *out);
+/* An output's queue is past its bound (the inputs are paused): true and
+   its name. Any thread. */
+bool pipeline_backpressure(Pipeline *p, char *name, size_t n);
+/* The dead letters of view (or output connector) name as JSON into out;
+   false when no output has that name. Any thread. */
+bool pipeline_dead_letters(Pipeline *p, const char *name, Buf *out);
 void pipestats_free(PipeStats *s);
 
 #endif

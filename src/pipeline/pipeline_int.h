@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 
+#include "../io/deliver.h"
 #include "backend.h"
 #include "ft.h"
 #include "inbox.h"
@@ -53,6 +54,8 @@ struct Pipeline {
     PipelineOpts o;
     Backend *be;              /* where steps run: this process, or every host */
     Connectors cs;
+    Delivery *dl;             /* the outputs' retries, queues, dead letters (io/deliver.h) */
+    bool bp_said;             /* backpressure: announced (the inputs are paused) */
     int W;                    /* workers in all (every host) */
     bool tty;
     double t0, last_report;

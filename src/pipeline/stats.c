@@ -7,8 +7,10 @@
  * publication), processing latency (arrival -> end of
  * the step that processed it) and event-time lag (wall clock when the
  * step's outputs were delivered - the record's event time) as weighted
- * log histograms; per output records and bytes; per relation changes, net
- * rows and divisions by zero; process figures.
+ * log histograms; per output records and bytes, and the delivery figures
+ * (sent, acknowledged, retried, dead-lettered, pending, end-to-end lag)
+ * that io/deliver.c keeps under its own lock, read by pipeline_stats; per
+ * relation changes, net rows and divisions by zero; process figures.
  *
  * The controller publishes into the shared block (Figures, stats.h)
  * under the mutex between steps (stats_publish, stats_units_done);
@@ -296,6 +298,33 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
     o->nout = p->cs.nout;
     memcpy(o->out, p->fig.outs, sizeof(OutStats) * (size_t)p->cs.nout);
     pthread_mutex_unlock(&p->mu);
+    for (int j = 0; j < o->nout && p->dl; j++) { /* delivery: under its own lock */
+        OutStats *d = &o->out[j];
+        DeliverStats ds;
+        deliver_stats(p->dl, j, &ds);
+        d->changes = ds.changes;
+        d->sent = ds.sent;
+        d->acked = ds.acked;
+        d->retried = ds.retried;
+        d->dead = ds.dead;
+        d->pending = ds.pending;
+        d->pending_bytes = ds.pending_bytes;
+        d->queued_steps = ds.queued_steps;
+        d->failing = ds.failing;
+        d->backpressure = ds.backpressure;
+        snprintf(d->error, sizeof(d->error), "%.250s", ds.error);
+        d->lag.n = ds.lag_n;
+        d->lag.p50 = ds.lag_p50 * 1e3;
+        d->lag.p95 = ds.lag_p95 * 1e3;
+        d->lag.p99 = ds.lag_p99 * 1e3;
+        if (ds.backpressure && !o->backpressure[0])
+            snprintf(o->backpressure, sizeof(o->backpressure), "%s", d->name);
+    }
+}
+
+bool pipeline_dead_letters(Pipeline *p, const char *name, Buf *out)
+{
+    return p->dl && deliver_dead_letters(p->dl, name, out);
 }
 
 void pipestats_free(PipeStats *s)

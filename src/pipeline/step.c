@@ -168,18 +168,25 @@ bool pipeline_contents_raw(Pipeline *p, int rel, Buf *out)
     return true;
 }
 
-/* Deliver this step's changes to every output connector. */
-static int deliver(Pipeline *p, Err *err)
+/* Deliver this step's changes to every output connector (io/deliver.c:
+   retries, the queue, dead letters). The step's input arrived, on
+   average over its rows, at src_wall (wall-clock seconds): the origin of
+   the outputs' end-to-end lag. */
+static int deliver(Pipeline *p, const Pending *pd, Err *err)
 {
-    for (int j = 0; j < p->cs.nout; j++) {
-        OutputConn *oc = p->cs.out[j];
-        const Batch *b = pipeline_changes(p, output_rel(oc));
-        if (!b)
-            continue;
-        if (output_write(oc, rt_steps(p->be->rt), b, err) || output_flush(oc, err))
-            return err->code;
+    const Batch **chg = sl_calloc((size_t)p->cs.nout + 1, sizeof(*chg));
+    for (int j = 0; j < p->cs.nout; j++)
+        chg[j] = pipeline_changes(p, output_rel(p->cs.out[j]));
+    double now = pipe_now(), wall = (double)wall_usecs() * 1e-6, sum = 0;
+    int64_t rows = 0;
+    for (const Unit *u = pd->units; u; u = u->next) {
+        sum += (now - u->arrival) * (double)u->rows;
+        rows += u->rows;
     }
-    return 0;
+    double src_wall = rows ? wall - sum / (double)rows : wall;
+    int rc = deliver_step(p->dl, rt_steps(p->be->rt), chg, src_wall, err);
+    sl_free(chg);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- input */
@@ -324,7 +331,7 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
     p->rows += pd->rows;
     ft_step_done(p->ft, pd);
     mem_set_doing("delivering the outputs of step %lld", rt_steps(p->be->rt), 0);
-    rc = p->quiet_outputs ? 0 : deliver(p, err);
+    rc = p->quiet_outputs ? 0 : deliver(p, pd, err);
     if (!rc && p->hooks.after_step)
         p->hooks.after_step(p->hooks.arg, p, rt_steps(p->be->rt));
     if (!rc)

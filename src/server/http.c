@@ -163,6 +163,7 @@ static const Route routes[] = {
     {"/query", "GET, POST", "GET", true, query_begin, NULL, 0},
     {"/stats", "GET", "GET", false, stats_json, NULL, 0},
     {"/metrics", "GET", "GET", false, stats_prometheus, NULL, 0},
+    {"/dead_letter", "GET", "GET", false, stats_dead_letter, NULL, 0},
     {"/", "GET", NULL, false, api_index, NULL, 0},
 };
 
@@ -354,7 +355,8 @@ static bool gate(Req *q)
     }
     if (key->read_only && !read_only_ok(q)) {
         req_error(q, MHD_HTTP_FORBIDDEN, "ReadOnlyKey", NULL,
-                  "a read-only API key may only GET /query, /stats, /status and /metrics and "
+                  "a read-only API key may only GET /query, /stats, /status, /metrics and "
+                  "/dead_letter and "
                   "follow /egress, not %s %s",
                   q->method, q->path);
         return false;

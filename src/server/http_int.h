@@ -111,6 +111,7 @@ int query_begin(Req *q);
 
 /* stats.c */
 int stats_json(Req *q);
+int stats_dead_letter(Req *q);
 int stats_prometheus(Req *q);
 
 #endif

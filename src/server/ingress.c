@@ -22,9 +22,10 @@
  *
  * Bounds: a request is refused (503) before its body is read when the
  * pipeline is paused with a full queue or an open transaction already
- * holds the queue bound; one request holds at most the queue bound of
- * records (past it parsing stops and the answer is 413 TooManyRecords);
- * a push that would take an open transaction past the bound is a 503
+ * holds the queue bound, or while an output's delivery queue is past its
+ * bound (503 Backpressure, Retry-After 1: io/deliver.c); one request holds
+ * at most the queue bound of records (past it parsing stops and the
+ * answer is 413 TooManyRecords); a push that would take an open transaction past the bound is a 503
  * TransactionFull. The search for the end of an unfinished record resumes
  * where the previous piece left it (Scan), so a record spanning many
  * pieces costs linear time, not quadratic.
@@ -499,6 +500,12 @@ int ingress_begin(Req *q)
                          "the input queue is full (%lld records, the pipeline is paused); "
                          "nothing was taken: retry later",
                          (long long)buffered);
+    char bp[192];
+    if (pipeline_backpressure(q->s->p, bp, sizeof(bp))) /* io/deliver.c */
+        return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "Backpressure", NULL,
+                         "output %s holds more undelivered changes than its bound; the "
+                         "inputs are paused until it drains: nothing was taken, retry later",
+                         bp);
     q->body = on_body;
     q->done = on_done;
     return 0;

@@ -7,9 +7,13 @@
  * and the egress counters; neither waits for a step.
  *
  * Each figure is declared once: the per-input, latency and per-output
- * figures in tables (in_metrics, lat_metrics, out_metrics) that give the
- * /stats key and the Prometheus name, type and help together; the
- * pipeline-wide Prometheus figures as one scalar() call each.
+ * figures in tables (in_metrics, lat_metrics, out_metrics, dl_metrics:
+ * an output connector's delivery) that give the /stats key and the
+ * Prometheus name, type and help together; the pipeline-wide Prometheus
+ * figures as one scalar() call each.
+ *
+ * Also GET /dead_letter?output=NAME: the records an output's destination
+ * refused (io/deliver.c keeps them).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -170,6 +174,38 @@ static void figures_free(Figures *f)
     sl_free(f->eg);
 }
 
+/* The delivery figures of an output connector (io/deliver.c):
+   changes == acknowledged + dead_lettered + pending. */
+static const OutMetric dl_metrics[] = {
+    {"changes", "sluice_output_changes_total", "Changes (records) handed to each output.",
+     offsetof(OutStats, changes), 0},
+    {"sent_records", "sluice_output_sent_records_total",
+     "Records sent to each output's destination, every attempt.", offsetof(OutStats, sent), 0},
+    {"acknowledged_records", "sluice_output_acknowledged_records_total",
+     "Records each output's destination acknowledged.", offsetof(OutStats, acked), 0},
+    {"retried_records", "sluice_output_retried_records_total",
+     "Records of attempts that failed transiently, per output.", offsetof(OutStats, retried), 0},
+    {"dead_lettered_records", "sluice_output_dead_lettered_records_total",
+     "Records the destination refused, sent to the dead letters, per output.",
+     offsetof(OutStats, dead), 0},
+    {"pending_records", "sluice_output_pending_records",
+     "Records queued for each output, not yet delivered.", offsetof(OutStats, pending), 0},
+    {"pending_bytes", "sluice_output_pending_bytes", "Bytes queued for each output.",
+     offsetof(OutStats, pending_bytes), 0},
+};
+
+static void delivery_json(cJSON *m, const OutStats *o)
+{
+    for (size_t i = 0; i < ARRAY_LEN(dl_metrics); i++)
+        cJSON_AddNumberToObject(m, dl_metrics[i].json, (double)field_i64(o, dl_metrics[i].out_off));
+    cJSON_AddNumberToObject(m, "queued_steps", (double)o->queued_steps);
+    cJSON_AddBoolToObject(m, "failing", o->failing);
+    cJSON_AddBoolToObject(m, "backpressure", o->backpressure);
+    if (o->failing)
+        cJSON_AddStringToObject(m, "error", o->error);
+    cJSON_AddItemToObject(m, "end_to_end_lag_ms", lat_json(&o->lag));
+}
+
 /* The /stats document of figures f. */
 static cJSON *stats_doc(Server *s, const Figures *f)
 {
@@ -193,6 +229,18 @@ static cJSON *stats_doc(Server *s, const Figures *f)
     cJSON_AddNumberToObject(g, "uptime_msecs", st.uptime_secs * 1000.0);
     cJSON_AddNumberToObject(g, "state_bytes", (double)st.state_bytes);
     cJSON_AddBoolToObject(g, "pipeline_complete", st.inputs_ended && st.buffered_records == 0);
+    if (st.backpressure[0]) { /* an output's queue past its bound pauses the inputs */
+        cJSON *bp = cJSON_AddObjectToObject(g, "backpressure");
+        cJSON_AddStringToObject(bp, "output", st.backpressure);
+        for (int k = 0; k < st.nout; k++)
+            if (!strcmp(st.out[k].name, st.backpressure)) {
+                cJSON_AddStringToObject(bp, "view", c->rels[st.out[k].rel].name);
+                cJSON_AddNumberToObject(bp, "pending_records", (double)st.out[k].pending);
+                cJSON_AddNumberToObject(bp, "pending_bytes", (double)st.out[k].pending_bytes);
+            }
+    } else {
+        cJSON_AddNullToObject(g, "backpressure");
+    }
     pthread_mutex_lock(&s->mu);
     int64_t body_bytes = s->body_bytes;
     pthread_mutex_unlock(&s->mu);
@@ -275,6 +323,7 @@ static cJSON *stats_doc(Server *s, const Figures *f)
             cJSON_AddNumberToObject(m, out_metrics[i].json,
                                     (double)field_i64(o, out_metrics[i].out_off));
         cJSON_AddNumberToObject(m, "total_processed_steps", (double)o->steps);
+        delivery_json(m, o);
         cJSON_AddItemToArray(outs, e);
     }
     for (int i = 0; i < c->nrels; i++) {
@@ -308,6 +357,28 @@ static cJSON *stats_doc(Server *s, const Figures *f)
         cJSON_AddNumberToObject(v, "division_by_zero", (double)rs->divzero);
     }
     return j;
+}
+
+/* GET /dead_letter?output=NAME: the records NAME's destination refused
+   (NAME: a view with output connectors, or one connector's full name). */
+int stats_dead_letter(Req *q)
+{
+    const char *name = MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, "output");
+    if (!name || !*name)
+        return req_error(q, MHD_HTTP_BAD_REQUEST, "InvalidParameter", NULL,
+                         "GET /dead_letter needs ?output=NAME (a view with an output connector)");
+    Buf b = BUF_INIT;
+    if (!pipeline_dead_letters(q->s->p, name, &b)) {
+        buf_free(&b);
+        return req_error(q, MHD_HTTP_NOT_FOUND, "UnknownOutput", NULL,
+                         "no output connector of a view named \"%s\"", name);
+    }
+    cJSON *j = cJSON_ParseWithLength((const char *)b.p, b.n);
+    buf_free(&b);
+    if (!j)
+        return req_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, "DeadLetterUnreadable", NULL,
+                         "the dead letters of \"%s\" do not parse as JSON", name);
+    return req_json(q, MHD_HTTP_OK, j);
 }
 
 int stats_json(Req *q)
@@ -543,6 +614,36 @@ static void prom_text(Server *s, const Figures *f, Buf *b)
                 buf_printf(b, "\",endpoint=\"http\"} %lld\n", v);
             }
         }
+    }
+    for (size_t m = 0; m < ARRAY_LEN(dl_metrics); m++) {
+        const OutMetric *om = &dl_metrics[m];
+        head(b, om->prom, strstr(om->prom, "_total") ? "counter" : "gauge", om->help);
+        for (int k = 0; k < st.nout; k++) {
+            buf_printf(b, "%s{view=\"", om->prom);
+            label(b, c->rels[st.out[k].rel].name);
+            buf_puts(b, "\",endpoint=\"");
+            label(b, st.out[k].name);
+            buf_printf(b, "\"} %lld\n", field_i64(&st.out[k], om->out_off));
+        }
+    }
+    head(b, "sluice_output_lag_seconds", "summary",
+         "Input arrival to acknowledgement by each output's destination.");
+    for (int k = 0; k < st.nout; k++) {
+        const LatStats *l = &st.out[k].lag;
+        const double q[3] = {l->p50, l->p95, l->p99};
+        const char *qn[3] = {"0.5", "0.95", "0.99"};
+        for (int i = 0; i < 3; i++) {
+            buf_printf(b, "sluice_output_lag_seconds{view=\"");
+            label(b, c->rels[st.out[k].rel].name);
+            buf_puts(b, "\",endpoint=\"");
+            label(b, st.out[k].name);
+            buf_printf(b, "\",quantile=\"%s\"} %g\n", qn[i], q[i] / 1000.0);
+        }
+        buf_printf(b, "sluice_output_lag_seconds_count{view=\"");
+        label(b, c->rels[st.out[k].rel].name);
+        buf_puts(b, "\",endpoint=\"");
+        label(b, st.out[k].name);
+        buf_printf(b, "\"} %lld\n", (long long)l->n);
     }
     head(b, "sluice_egress_subscribers", "gauge", "Open /egress streams per view.");
     head(b, "sluice_egress_dropped_total", "counter",
