@@ -127,11 +127,12 @@ static void schema_of(const Relation *r, RowSchema *s)
 }
 
 /* Where connectors run (scale-out): file inputs go round-robin to the
-   hosts (the k-th file input to host k % hosts), outputs to host 0. */
+   hosts (the k-th file input to host k % hosts), and so do outputs (the
+   k-th output connector to host k % hosts). */
 typedef struct Place {
     bool open;
     int host, hosts;
-    int nfile;
+    int nfile, nout;
 } Place;
 
 /* "<where> part h+1/H" in name[n] (where shortened if need be). */
@@ -365,6 +366,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         snprintf(oc->name, sizeof(oc->name), "%s", where);
         schema_of(r, &oc->schema);
         oc->scratch = arena_new(16 * 1024);
+        oc->owner = place->nout++ % place->hosts;
+        oc->remote = oc->owner != place->host;
         *VEC_PUSH(cs->out, cs->nout, cs->capout) = oc;
     }
     if (!strcmp(t, "postgres_output")) {
@@ -374,7 +377,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         Err e = {0};
         if (tr_pg_out_config(oc, cfg, where, &e))
             return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
-        if (open && place->host == 0 && tr_pg_out_open(oc, err))
+        if (open && !oc->remote && tr_pg_out_open(oc, err))
             return err->code;
         return 0;
     }
@@ -391,7 +394,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
         if (parse_format(cJSON_GetObjectItemCaseSensitive(cj, "format"), r, where, &oc->fmt, NULL,
                          NULL, err))
             return err->code;
-        if (open && place->host == 0) {
+        if (open && !oc->remote) {
             /* not truncated here: see output_truncate */
             int fd = openat(AT_FDCWD, oc->path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
             oc->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
@@ -408,7 +411,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
                          NULL, err))
             return err->code;
         Err e = {0};
-        if (tr_kafka_out_open(oc, cfg, open && place->host == 0, &e))
+        if (tr_kafka_out_open(oc, cfg, open && !oc->remote, &e))
             return err_setpos(err, e.code, r->conn_line, r->conn_col, "%s", e.msg);
         return 0;
     }
@@ -436,7 +439,7 @@ int connectors_open(const Circuit *c, bool open, Connectors *cs, Err *err)
 int connectors_open_part(const Circuit *c, bool open, int host, int hosts, Connectors *cs,
                          Err *err)
 {
-    Place pl = {open, host, hosts > 0 ? hosts : 1, 0};
+    Place pl = {open, host, hosts > 0 ? hosts : 1, 0, 0};
     memset(cs, 0, sizeof(*cs));
     for (int i = 0; i < c->nrels; i++) {
         const Relation *r = &c->rels[i];
@@ -653,8 +656,20 @@ bool input_take_seek(InputConn *ic, InPos *pos)
     return true;
 }
 
+int output_owner(const OutputConn *oc) { return oc->owner; }
+bool output_remote(const OutputConn *oc) { return oc->remote; }
+
+void output_remote_update(OutputConn *oc, int64_t offset, int64_t records, int64_t bytes)
+{
+    oc->remote_off = offset;
+    oc->records = records;
+    oc->bytes = bytes;
+}
+
 int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 {
+    if (oc->remote)
+        return 0;
     if (oc->pg)
         return tr_pg_out_truncate(oc, offset, err);
     if (oc->kout)
@@ -670,6 +685,8 @@ int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 
 int64_t output_offset(OutputConn *oc)
 {
+    if (oc->remote)
+        return oc->remote_off;
     if (oc->pg)
         return tr_pg_out_offset(oc);
     if (oc->kout)
@@ -694,7 +711,7 @@ void output_set_counts(OutputConn *oc, int64_t records, int64_t bytes)
 
 int output_sync(OutputConn *oc, Err *err)
 {
-    if (oc->f && (fflush(oc->f) || fdatasync(fileno(oc->f))))
+    if (!oc->remote && oc->f && (fflush(oc->f) || fdatasync(fileno(oc->f))))
         return err_set(err, SL_EIO, "%s: cannot sync \"%s\": %s", oc->name, oc->path,
                        strerror(errno));
     return 0;

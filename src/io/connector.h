@@ -46,7 +46,8 @@ int connectors_open(const Circuit *c, bool open, Connectors *out, Err *err);
    (in program order) belongs to host k % hosts and is opened there only;
    elsewhere it is a proxy (input_remote): input_next gives nothing, and
    the owner's reports (input_remote_update) keep its position and
-   counters. Output files are opened on host 0 only. */
+   counters. Likewise the k-th output connector belongs to host k % hosts
+   (opened there only; elsewhere a proxy: output_remote). */
 int connectors_open_part(const Circuit *c, bool open, int host, int hosts, Connectors *out,
                          Err *err);
 void connectors_close(Connectors *cs);
@@ -140,6 +141,14 @@ int64_t output_offset(OutputConn *oc);
 void output_set_counts(OutputConn *oc, int64_t records, int64_t bytes);
 /* Make written output durable (fdatasync). */
 int output_sync(OutputConn *oc, Err *err);
+
+/* Scale-out proxies (connectors_open_part): output_write, output_flush,
+   output_sync and output_truncate do nothing on a proxy (its host does
+   them); output_offset and the counters are what the owner reported last
+   (output_remote_update). */
+int output_owner(const OutputConn *oc);
+bool output_remote(const OutputConn *oc);
+void output_remote_update(OutputConn *oc, int64_t offset, int64_t records, int64_t bytes);
 
 /* Write one step's consolidated changes (tuples: key = row encoding). */
 int output_write(OutputConn *oc, int64_t step, const Batch *changes, Err *err);

@@ -79,6 +79,11 @@ struct OutputConn {
     bool (*stop)(void *arg); /* output_set_stop */
     void *stop_arg;
     KafkaOut *kout;         /* kafka_output (tr_kafka_out.c), else NULL */
+    /* scale-out: the host that writes this output; on the others it is a
+       proxy whose offset and counters the owner reports */
+    int owner;
+    bool remote;
+    int64_t remote_off;
 };
 
 double io_now(void);

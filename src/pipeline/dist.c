@@ -87,6 +87,8 @@ typedef struct Dist {
     HostFig *hf;              /* per host */
     Buf *dsend, *drecv;       /* per host: message buffers */
     Buf dwatch;               /* egress watch changes for the next command */
+    int *watchers;            /* per relation: egress watches on minus off */
+    bool spread;              /* outputs_spread: some output is written elsewhere */
     double last_net;
     bool stopped;
     BackendReportFn report;   /* checkpoint reports go there (ckpt_begin) */
@@ -221,7 +223,48 @@ static void put_pieces(Dist *d, Buf *b, int lw, int rel, Piece *list)
     buf_free(&row);
 }
 
-/* rt_step over every host: ships d->rin, steps, gathers changes + figures. */
+/* The third exchange of a step when outputs are spread: each host of
+   output connectors wrote them (or not: a quiet step, or one that failed
+   somewhere) and reports its error, if any, and each one's offset and
+   counters, which its proxy here takes. Returns rc or the first error. */
+static int out_reports(Dist *d, int rc, Err *err)
+{
+    for (int h = 0; h < d->be.hosts; h++)
+        buf_reset(&d->dsend[h]);
+    net_set_activity("waiting for the output connectors' hosts");
+    net_exchange(d->dsend, d->drecv);
+    d->last_net = pipe_now();
+    for (int h = 1; h < d->be.hosts; h++) {
+        if (!host_writes_any(d->cs, h))
+            continue;
+        Rd r = reply_of(d, h);
+        int wrc = rd32(&r);
+        int32_t mlen = rd32(&r);
+        const uint8_t *msg = mlen > 0 ? rd_bytes(&r, (size_t)mlen) : NULL;
+        int32_t n = rd32(&r);
+        for (int k = 0; k < n && !r.bad; k++) {
+            int32_t j = rd32(&r);
+            int64_t off = rd64(&r), records = rd64(&r), bytes = rd64(&r);
+            if (r.bad || j < 0 || j >= d->cs->nout || output_owner(d->cs->out[j]) != h)
+                r.bad = true;
+            else
+                output_remote_update(d->cs->out[j], off, records, bytes);
+        }
+        if (r.bad) {
+            if (!rc)
+                rc = err_set(err, SL_ERUNTIME, "host %d (%s): malformed output report", h,
+                             net_host_name(h));
+        } else if (wrc && !rc) {
+            rc = err_set(err, wrc, "host %d (%s): %.*s", h, net_host_name(h), (int)mlen,
+                         msg ? (const char *)msg : "");
+        }
+    }
+    return rc;
+}
+
+/* rt_step over every host: ships d->rin, steps, gathers changes + figures
+   (and, with outputs on other hosts, sends those hosts every host's
+   changes of their views and takes their reports: out_reports). */
 static int d_step(Backend *be, bool quiet, Err *err)
 {
     Dist *d = (Dist *)be;
@@ -230,6 +273,16 @@ static int d_step(Backend *be, bool quiet, Err *err)
     cmd_begin(d, DC_STEP, quiet);
     for (int h = 1; h < H; h++) {
         Buf *b = &d->dsend[h];
+        /* the relations whose changes the coordinator wants */
+        size_t at = b->n;
+        int32_t nw = 0;
+        put32(b, 0);
+        for (int rel = 0; rel < c->nrels; rel++)
+            if (d->watchers[rel] > 0 || host_writes(d->cs, 0, rel)) {
+                put32(b, rel);
+                nw++;
+            }
+        memcpy(b->p + at, &nw, 4);
         int lo = be_first_worker(be, h), hi = be_first_worker(be, h + 1);
         for (int w = lo; w < hi; w++)
             for (int rel = 0; rel < c->nrels; rel++) {
@@ -243,8 +296,14 @@ static int d_step(Backend *be, bool quiet, Err *err)
     net_set_activity(what);
     send_cmd(d);
     int rc = rt_step(be->rt, err);
-    gather_replies(d);
-    net_set_activity("between steps");
+    /* the replies; meanwhile the hosts of outputs get every host's changes */
+    for (int h = 0; h < H; h++) {
+        buf_reset(&d->dsend[h]);
+        if (h > 0 && d->spread && host_writes_any(d->cs, h))
+            put_owner_part(c, be->rt, d->cs, h, rc, &d->dsend[h]);
+    }
+    net_exchange(d->dsend, d->drecv);
+    d->last_net = pipe_now();
     for (int i = 0; i < c->nrels; i++)
         buf_reset(&d->rchg[i]);
     for (int h = 1; h < H; h++) {
@@ -268,6 +327,9 @@ static int d_step(Backend *be, bool quiet, Err *err)
             rc = err_set(err, SL_ERUNTIME, "host %d (%s): malformed step reply", h,
                          net_host_name(h));
     }
+    if (d->spread)
+        rc = out_reports(d, rc, err);
+    net_set_activity("between steps");
     return rc;
 }
 
@@ -296,9 +358,49 @@ static void d_changes(Backend *be, int rel, BatchBuilder *bb)
 static void d_watch(Backend *be, int rel, bool on)
 {
     Dist *d = (Dist *)be;
+    d->watchers[rel] += on ? 1 : -1;
     backend_local_watch(be->rt, d->c->rels[rel].sink, on);
     put32(&d->dwatch, rel);
     put32(&d->dwatch, on);
+}
+
+/* Output connector j resumes at offset on its host: here, or the host
+   whose proxy it is here (which reports the offset it then has: a sink
+   that finds later steps already written resumes past them). */
+static int d_out_truncate(Backend *be, int j, int64_t offset, Err *err)
+{
+    Dist *d = (Dist *)be;
+    OutputConn *oc = d->cs->out[j];
+    if (!output_remote(oc))
+        return output_truncate(oc, offset, err);
+    int owner = output_owner(oc);
+    int64_t records = output_records(oc), bytes = output_bytes(oc);
+    cmd_begin(d, DC_OUTSET, j);
+    put64(&d->dsend[owner], offset);
+    put64(&d->dsend[owner], records);
+    put64(&d->dsend[owner], bytes);
+    send_cmd(d);
+    gather_replies(d);
+    int rc = 0;
+    for (int h = 1; h < be->hosts; h++) {
+        Rd r = reply_of(d, h);
+        Err e = {0};
+        if (reply_head(d, h, &r, &e)) {
+            if (h == owner && !rc)
+                rc = err_set(err, e.code ? e.code : SL_EIO, "%s", e.msg);
+            else if (h != owner)
+                fprintf(stderr, "sluice: %s\n", e.msg);
+            continue;
+        }
+        if (h != owner)
+            continue;
+        int64_t now = rd64(&r);
+        if (r.bad)
+            rc = err_set(err, SL_ERUNTIME, "host %d (%s): malformed reply", h, net_host_name(h));
+        else
+            output_remote_update(oc, now, records, bytes);
+    }
+    return rc;
 }
 
 /* Append every host's materialized contents of rel (xrec records). */
@@ -634,6 +736,7 @@ static void d_free(Backend *be)
     for (int i = 0; i < d->c->nrels; i++)
         buf_free(&d->rchg[i]);
     buf_free(&d->dwatch);
+    sl_free(d->watchers);
     sl_free(d->hf);
     sl_free(d->rchg);
     sl_free(d->rin);
@@ -649,6 +752,7 @@ static const BackendOps dist_ops = {
     .drop = d_drop,
     .changes = d_changes,
     .watch = d_watch,
+    .out_truncate = d_out_truncate,
     .contents = d_contents,
     .lookup = d_lookup,
     .ckpt_begin = d_ckpt_begin,
@@ -679,6 +783,8 @@ Backend *backend_dist_new(const Circuit *c, Connectors *cs, int W, int H)
     d->nl = rt_workers(d->be.rt);
     d->rin = sl_calloc((size_t)W * (size_t)(c->nrels + 1), sizeof(Piece *));
     d->rchg = sl_calloc((size_t)c->nrels + 1, sizeof(Buf));
+    d->watchers = sl_calloc((size_t)c->nrels + 1, sizeof(int));
+    d->spread = outputs_spread(cs);
     d->hf = sl_calloc((size_t)H, sizeof(HostFig));
     for (int h = 0; h < H; h++) {
         d->hf[h].rel_changes = sl_calloc((size_t)c->nrels + 1, sizeof(int64_t));

@@ -173,6 +173,8 @@ static int deliver(Pipeline *p, Err *err)
 {
     for (int j = 0; j < p->cs.nout; j++) {
         OutputConn *oc = p->cs.out[j];
+        if (output_remote(oc)) /* scale-out: its host wrote it (dist.c) */
+            continue;
         const Batch *b = pipeline_changes(p, output_rel(oc));
         if (!b)
             continue;
