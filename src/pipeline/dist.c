@@ -3,7 +3,8 @@
  * an MPI job, cluster/net.h), W workers in all spread evenly over them.
  *
  * Rank 0 is the coordinator: it runs the whole controller of pipeline.c
- * (connectors, HTTP API, step boundaries, transactions, journal, outputs)
+ * (connectors, HTTP API, step boundaries, transactions, journal, outputs:
+ * those written elsewhere through proxies)
  * over the distributed step backend (backend.h) implemented here, whose
  * runtime holds rank 0's own share of the workers. Every other rank is a
  * follower running pipeline_follow (follow.c): a loop that receives one
@@ -13,16 +14,27 @@
  * between hosts, then one reply from every host.
  *
  * What travels (each a net_exchange):
- *  - STEP: the input pieces of the follower's workers (pend_set_input
- *    splits the step's input over all W workers): generated rows travel as
- *    ranges (connector, plan, first row, count), so every host generates
- *    its own share; parsed rows travel encoded. Also the changes of the
- *    egress subscriptions (op_sink_watch) since the last command.
+ *  - STEP: the relations whose changes the coordinator wants (its own
+ *    outputs' views, egress subscriptions), then the input pieces of the
+ *    follower's workers (pend_set_input splits the step's input over all
+ *    W workers): generated rows travel as ranges (connector, plan, first
+ *    row, count), so every host generates its own share; parsed rows
+ *    travel encoded. (Every command also carries the egress watch changes,
+ *    op_sink_watch, since the last one.)
  *    Reply: the host's error, if any; its figures (memory, CPU, state,
  *    bytes exchanged, per relation changes and rows, divisions by zero);
- *    and the step's changes of every view whose changes are collected
- *    (output connectors, egress), which the coordinator merges with its
- *    own (pipeline_changes).
+ *    and the step's changes of the wanted views, which the coordinator
+ *    merges with its own (pipeline_changes).
+ *    Output connectors belong to hosts round-robin (io's
+ *    connectors_open_part: the k-th on host k % H, a proxy elsewhere).
+ *    When one lives on a host other than the coordinator, the reply
+ *    exchange also carries, from every host (coordinator included) to
+ *    each such host, the sender's step status and its changes of the
+ *    views that host writes (put_owner_part); the host merges them with
+ *    its own and writes (unless the step is quiet or failed anywhere),
+ *    and a third exchange brings the coordinator its error, if any, and
+ *    each of its outputs' offset and counters (out_reports), which the
+ *    proxies keep for the journal, checkpoints and /stats.
  *  - CONTENTS rel: every host's materialized contents of rel (/query,
  *    snapshots, --dump).
  *  - READ conn: file inputs belong to hosts round-robin (io's
@@ -38,10 +50,14 @@
  *    second, so that followers (and the step watchdog) see it alive.
  *  - CKPT step: phase one of a checkpoint (ckpt.c): the follower forks a
  *    child that saves its workers' state into the shared storage, and
- *    goes on; the child's report (file names per worker and node) rides
+ *    goes on (having synced the outputs it writes, whose offsets the
+ *    manifest records); the child's report (file names per worker and node) rides
  *    on the follower's next reply after it finished. The coordinator
  *    writes the manifest (phase two) once every host reported success.
  *  - RESTORE step: rebuild the follower's workers from a manifest's state.
+ *  - OUTSET j: output connector j, which the follower writes, goes on from
+ *    an offset with the given counters (output_truncate at a start or a
+ *    restart); the reply says the offset it resumes at.
  *  - STOP: the last figures; the follower leaves.
  * Every reply carries, after the figures, a finished checkpoint report
  * when there is one.

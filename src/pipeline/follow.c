@@ -3,7 +3,9 @@
  * loop that receives one command at a time from the coordinator (dist.c,
  * whose header describes the protocol) and answers it over this host's
  * share of the workers, the file inputs this host reads (kept until a
- * step takes them) and this host's share of every checkpoint (a child
+ * step takes them), the output connectors it writes (each step's changes
+ * of their views gathered from every host: fol_outputs) and this host's
+ * share of every checkpoint (a child
  * forked by snapshot.c's ckpt_fork, its report sent with a later reply).
  * Every reply carries the host's figures; pipeline_follow_failed answers
  * the first command when this rank could not even start.

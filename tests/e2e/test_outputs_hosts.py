@@ -225,7 +225,7 @@ def test_kafka_output_on_host_1_exactly_once_across_its_kill(tmp_path):
         env = dict(os.environ, SLUICE_CHECKPOINT_EVERY_STEPS="3", **mpi_env())
         env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
         log = ""
-        for at in (4, 8):  # host 1 dies right after its commit of step `at`
+        for at in (4,):  # host 1 dies right after its commit of step `at`
             r = subprocess.run(args, capture_output=True, text=True, timeout=300,
                                env=dict(env, SLUICE_CRASH_AT="after-step:%d@1" % at))
             log += r.stderr
