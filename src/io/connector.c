@@ -311,10 +311,10 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
             return 0;
         }
         if (!strcmp(t, "kafka_input")) {
-            /* read on host 0 (a proxy elsewhere, like a file input's) */
+            /* read on one host, placed as file inputs are (a proxy elsewhere) */
             ic->kind = IN_KAFKA;
-            ic->owner = 0;
-            ic->remote = place->host != 0;
+            ic->owner = place->nfile++ % place->hosts;
+            ic->remote = ic->owner != place->host;
             if (txn)
                 return cerr(err, r, "%s: %s", where,
                             "\"transaction\": \"backfill\" needs an input that ends; a Kafka "
@@ -515,6 +515,11 @@ int input_event_col(const InputConn *ic) { return ic->event_col; }
 bool input_has_source_times(const InputConn *ic) { return ic->kind == IN_KAFKA; }
 int input_source_times(const InputConn *ic, int64_t *out, int max)
 {
+    if (ic->remote) {
+        int n = ic->remote_nts < max ? ic->remote_nts : max;
+        memcpy(out, ic->remote_ts, sizeof(int64_t) * (size_t)n);
+        return n;
+    }
     return ic->kind == IN_KAFKA ? tr_kafka_times(ic, out, max) : 0;
 }
 bool input_is_http(const InputConn *ic) { return ic->kind == IN_HTTP; }
@@ -538,6 +543,8 @@ int64_t output_bytes(const OutputConn *oc) { return oc->bytes; }
 
 double input_wait(const InputConn *ic)
 {
+    if (ic->remote) /* as its host said at the last read */
+        return ic->done ? 0 : ic->remote_wait;
     if (ic->kind == IN_KAFKA)
         return tr_kafka_wait(ic);
     if (ic->kind == IN_PGCDC && !ic->remote) /* polls the stream */
@@ -619,13 +626,18 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
 void input_set_replay(InputConn *ic, bool on)
 {
     ic->replay = on;
+    if (!on)
+        ic->replay_target = false;
     if (!on && ic->kind == IN_KAFKA)
         tr_kafka_replay_end(ic);
 }
 
 void input_replay_to(InputConn *ic, const InPos *to)
 {
-    if (ic->kind == IN_KAFKA)
+    if (ic->remote) { /* its host reads up to it (input_replay_target) */
+        ic->replay_pos = *to;
+        ic->replay_target = true;
+    } else if (ic->kind == IN_KAFKA)
         tr_kafka_replay_to(ic, to);
 }
 
@@ -638,8 +650,21 @@ void input_release(InputConn *ic, const InPos *pos)
 int input_owner(const InputConn *ic) { return ic->owner; }
 bool input_remote(const InputConn *ic) { return ic->remote; }
 
-void input_remote_update(InputConn *ic, const InPos *pos, bool done)
+bool input_replay_target(const InputConn *ic, InPos *to)
 {
+    if (!ic->replay || !ic->replay_target)
+        return false;
+    *to = ic->replay_pos;
+    return true;
+}
+
+void input_remote_update(InputConn *ic, const InPos *pos, bool done, double wait,
+                         const int64_t *times, int ntimes)
+{
+    ic->remote_wait = wait;
+    ic->remote_nts = ntimes < INPUT_TIMES_MAX ? ntimes : INPUT_TIMES_MAX;
+    if (ic->remote_nts > 0)
+        memcpy(ic->remote_ts, times, sizeof(int64_t) * (size_t)ic->remote_nts);
     ic->remote_pos = *pos;
     ic->rows = pos->rows;
     ic->errors = pos->errors;

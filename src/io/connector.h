@@ -79,6 +79,7 @@ int input_event_col(const InputConn *ic);
    out, and the count is returned. */
 bool input_has_source_times(const InputConn *ic);
 int input_source_times(const InputConn *ic, int64_t *out, int max);
+#define INPUT_TIMES_MAX 64 /* source times a proxy keeps (input_remote_update) */
 /* An http_input declaration: never produces rows (the controller's HTTP
    queue does), input_done is always true. */
 bool input_is_http(const InputConn *ic);
@@ -128,8 +129,15 @@ void input_replay_to(InputConn *ic, const InPos *to);
    owner (once). */
 int input_owner(const InputConn *ic);
 bool input_remote(const InputConn *ic);
-void input_remote_update(InputConn *ic, const InPos *pos, bool done);
+/* The owner's report after a read: position and counters, whether the
+   input ended, its input_wait, and source times of the rows it read
+   (input_source_times; at most INPUT_TIMES_MAX kept). */
+void input_remote_update(InputConn *ic, const InPos *pos, bool done, double wait,
+                         const int64_t *times, int ntimes);
 bool input_take_seek(InputConn *ic, InPos *pos);
+/* While a proxy replays (input_set_replay), the position input_replay_to
+   gave it, for whoever tells the owner; false when none. */
+bool input_replay_target(const InputConn *ic, InPos *to);
 
 /* Output files are opened without truncation; the controller then calls
    output_truncate: to 0 for a fresh run, to the recorded offset when it

@@ -60,6 +60,11 @@ struct InputConn {
     bool remote;
     InPos remote_pos;
     bool seek_pending;
+    double remote_wait;         /* the owner's input_wait at its last read */
+    int64_t remote_ts[INPUT_TIMES_MAX]; /* the source times of its last read */
+    int remote_nts;
+    bool replay_target;         /* input_replay_to on a proxy: replay_pos */
+    InPos replay_pos;
     /* s3_input (tr_s3.c); reads through the file fields above */
     struct S3In *s3;
     PgCdc *cdc;         /* postgres_cdc_input, else NULL */

@@ -37,10 +37,13 @@
  *    proxies keep for the journal, checkpoints and /stats.
  *  - CONTENTS rel: every host's materialized contents of rel (/query,
  *    snapshots, --dump).
- *  - READ conn: file inputs belong to hosts round-robin (io's
- *    connectors_open_part); the owner reads and parses up to N rows and
- *    keeps them, and replies with their count, its new position and their
- *    hash (the coordinator journals them); the coordinator's pending input
+ *  - READ conn: file and kafka inputs (and s3_input parts) belong to
+ *    hosts round-robin (io's connectors_open_part); the owner seeks (at a
+ *    restart), reads (while replaying: up to the journaled position) and
+ *    parses up to N rows and keeps them, and replies with their count, its
+ *    new position and their hash (the coordinator journals them), when it
+ *    may produce again and the rows' source times (kafka_input, for
+ *    /stats); the coordinator's pending input
  *    holds a placeholder piece, which pend_set_input gives to the owner's
  *    workers and STEP names as (connector, first row, count). A STEP
  *    consumes everything kept; DROP (an aborted transaction) discards it.
@@ -504,6 +507,11 @@ static int64_t d_read(Backend *be, int conn, int64_t max, Arena *a, Piece **list
     put32(b, seeking);
     if (seeking)
         put_pos(b, &seek);
+    InPos to;
+    bool target = input_replay_target(ic, &to); /* a replay reads up to it */
+    put32(b, target);
+    if (target)
+        put_pos(b, &to);
     send_cmd(d);
     gather_replies(d);
     int64_t n = -1;
@@ -522,12 +530,20 @@ static int64_t d_read(Backend *be, int conn, int64_t max, Arena *a, Piece **list
         rd_pos(&r, &pos);
         bool done = rd32(&r) != 0;
         uint64_t rows_hash = (uint64_t)rd64(&r);
-        if (r.bad || got < 0) {
+        double wait;
+        int64_t wbits = rd64(&r), times[INPUT_TIMES_MAX];
+        memcpy(&wait, &wbits, 8);
+        int32_t nts = rd32(&r);
+        if (nts < 0 || nts > INPUT_TIMES_MAX)
+            r.bad = true;
+        for (int i = 0; i < nts && !r.bad; i++)
+            times[i] = rd64(&r);
+        if (r.bad || got < 0 || !(wait >= 0 && wait < 3600)) {
             err_set(err, SL_ERUNTIME, "host %d (%s): malformed read reply", h, net_host_name(h));
             continue;
         }
         int64_t first = input_rows(ic);
-        input_remote_update(ic, &pos, done);
+        input_remote_update(ic, &pos, done, wait, times, nts);
         if (hash)
             *hash = rows_hash;
         n = got;

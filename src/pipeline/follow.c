@@ -600,6 +600,15 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
                 rd_pos(&r, &pos);
                 rrc = input_seek(ic, &pos, &re);
             }
+            bool target = rd32(&r) != 0; /* replaying: read up to this position */
+            InPos to;
+            if (target)
+                rd_pos(&r, &to);
+            input_set_replay(ic, target);
+            if (target && !r.bad)
+                input_replay_to(ic, &to);
+            if (r.bad && !rrc)
+                rrc = err_set(&re, SL_ERUNTIME, "malformed read command from the coordinator");
             if (!k->a)
                 k->a = arena_new(1 << 20);
             if (!k->head)
@@ -623,6 +632,14 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
                 put_pos(b, &pos);
                 put32(b, input_done(ic));
                 put64(b, (int64_t)ft_hash_pieces(list, 0));
+                double wait = input_wait(ic);
+                int64_t wbits, times[INPUT_TIMES_MAX];
+                memcpy(&wbits, &wait, 8);
+                put64(b, wbits);
+                int nts = n > 0 ? input_source_times(ic, times, INPUT_TIMES_MAX) : 0;
+                put32(b, nts);
+                for (int i = 0; i < nts; i++)
+                    put64(b, times[i]);
             }
         } else if (kind == DC_OUTSET && arg >= 0 && arg < cs.nout &&
                    !output_remote(cs.out[arg])) {

@@ -312,3 +312,50 @@ def test_postgres_output_on_host_1_exactly_once_across_its_kill(pg, tmp_path):
     assert tp.audit_counts(pg, "oh_kill") == tp.audit_counts(pg, "oh_ref")
     assert tp.progress_step(pg, "oh_kill") == tp.progress_step(pg, "oh_ref")
     assert (tmp_path / "kill.csv").read_bytes() == (tmp_path / "ref.csv").read_bytes()
+
+
+def test_kafka_input_on_host_1_exactly_once_across_its_kill(tmp_path):
+    """Inputs are placed as outputs are: a file input first (host 0), then
+    a kafka_input, read on host 1 (/stats says so). Host 1 dies right after
+    step 5 (checkpoints every 3 steps): the restart seeks it back and
+    replays the journaled step, reading each partition exactly up to where
+    it ended; every record counts once (count and sum against Python)."""
+    import requests
+    import test_kafka as tk
+    k = tk.Kafka((("ev", 3),))
+    try:
+        n = 3000
+        k.produce("ev", tk.records(0, n))
+        side = tmp_path / "side.csv"
+        side.write_text("".join("%d\n" % i for i in range(50)))
+        sql = ("CREATE TABLE side (x INT) %s;\n" % conn_clause(
+            [{"transport": {"name": "file_input", "config": {"path": str(side)}},
+              "format": {"name": "csv"}}]) + tk.program(k.bootstrap))
+        prog = tmp_path / "p.sql"
+        prog.write_text(sql)
+        st = tmp_path / "st"
+        extra = ["--storage", st, "--step-rows", "200", "--hosts", "2", "--workers", "2",
+                 "--checkpoint-interval", "0"]
+        env = dict(os.environ, SLUICE_CHECKPOINT_EVERY_STEPS="3",
+                   SLUICE_CRASH_AT="after-step:5@1", **mpi_env())
+        env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+        r = subprocess.run([sluice_bin(), "run", str(prog), "--no-progress", "--http",
+                            "127.0.0.1:0"] + [str(a) for a in extra], capture_output=True,
+                           text=True, timeout=300, env=env)
+        assert r.returncode != 0 and "status 137" in r.stderr, r.stderr[-3000:]
+        p = tk.Pipeline(tmp_path, sql, extra)
+        try:
+            c = p.wait_count(n)
+            assert c["s"] == sum(x["v"] for x in tk.records(0, n))
+            assert "journaled step" in p.text(), p.text()[-3000:]
+            stats = requests.get("http://127.0.0.1:%d/stats" % p.port, timeout=30).json()
+            hosts = {i["transport"]: i["host"] for i in stats["inputs"]
+                     if i["transport"] != "http"}
+            assert hosts == {"file_input": 0, "kafka_input": 1}, stats["inputs"]
+            p.stop()
+        finally:
+            if p.proc.poll() is None:
+                os.killpg(p.proc.pid, signal.SIGKILL)
+                p.proc.wait()
+    finally:
+        k.stop()
