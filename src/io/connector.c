@@ -126,8 +126,8 @@ static void schema_of(const Relation *r, RowSchema *s)
     s->types = r->types;
 }
 
-/* Where connectors run (scale-out): file inputs go round-robin to the
-   hosts (the k-th file input to host k % hosts), and so do outputs (the
+/* Where connectors run (scale-out): file and kafka inputs and S3 parts go
+   round-robin to the hosts (the k-th to host k % hosts), and so do outputs (the
    k-th output connector to host k % hosts). */
 typedef struct Place {
     bool open;

@@ -41,8 +41,8 @@ typedef struct Connectors {
    relation and connector (and line:column of its 'connectors' string). */
 int connectors_open(const Circuit *c, bool open, Connectors *out, Err *err);
 /* The same for host `host` of a scale-out pipeline (an s3_input becomes
-   `hosts` parts, each reading every hosts-th object): the k-th file input
-   or S3 part
+   `hosts` parts, each reading every hosts-th object): the k-th file input,
+   kafka_input or S3 part
    (in program order) belongs to host k % hosts and is opened there only;
    elsewhere it is a proxy (input_remote): input_next gives nothing, and
    the owner's reports (input_remote_update) keep its position and
