@@ -1,8 +1,9 @@
 /*
  * fuzz/fuzz_hostmsg.c - the messages between the hosts of a scale-out
  * pipeline, as a follower reads them: the coordinator's commands
- * (pipeline/follow.c pipeline_follow: STEP with its encoded input pieces,
- * CONTENTS, LOOKUP, READ, CKPT, RESTORE, DROP, STOP; base/wire.h readers)
+ * (pipeline/follow.c pipeline_follow: STEP with the relations wanted and
+ * its encoded input pieces, CONTENTS, LOOKUP, READ, CKPT, RESTORE, DROP,
+ * OUTSET, STOP; base/wire.h readers)
  * and, during a step, the rows other hosts' workers exchange
  * (runtime/exchange.c), all through cluster/net.c's net_exchange.
  *
@@ -30,9 +31,9 @@ static const char *const PROGRAM =
     "CREATE MATERIALIZED VIEW joined AS SELECT u.k, u.d, t.name FROM u, t WHERE u.k = t.id;\n"
     "CREATE MATERIALIZED VIEW top AS SELECT * FROM t ORDER BY amount DESC LIMIT 3;\n";
 
-/* dist.c's command kinds */
+/* dist.c's command kinds (pipeline/dist_wire.h) */
 enum { DC_STEP = 1, DC_CONTENTS, DC_PING, DC_STOP, DC_LOOKUP, DC_CKPT, DC_RESTORE, DC_READ,
-       DC_DROP };
+       DC_DROP, DC_OUTSET };
 
 typedef struct Feed {
     const uint8_t *p, *end;
@@ -87,6 +88,8 @@ static void feed(void *ctx, const Buf *send, Buf *recv)
 static void seed_step(const Circuit *c, Buf *b, int64_t step)
 {
     cmd_head(b, DC_STEP, 0, step);
+    put32(b, 1);   /* the relations whose changes the coordinator wants: */
+    put32(b, 2);   /* totals */
     Arena *a = arena_new(4096);
     for (int rel = 0; rel < 2; rel++) {
         const Relation *r = &c->rels[rel];

@@ -157,9 +157,9 @@ static void part_name(char *name, size_t n, const char *where, int h, int H)
 
 /* ---------------------------------------------------------------- opening
    One function per transport: check its config and format, open it when
-   cx->open, and say where it runs (scale-out: file-like inputs go
-   round-robin to the hosts, the k-th to host k % hosts; change streams
-   and outputs to host 0). The input's or output's shared fields are set
+   cx->open, and say where it runs (scale-out: file-like and Kafka inputs
+   go round-robin to the hosts, the k-th to host k % hosts, and so do
+   outputs; change streams to host 0). The input's or output's shared fields are set
    before; errors name the connector (cx->where). */
 
 static void place_round_robin(InputConn *ic, const ConnCtx *cx)
@@ -257,9 +257,7 @@ static int open_pg_cdc(InputConn *ic, const ConnCtx *cx, Err *err)
 static int open_kafka_in(InputConn *ic, const ConnCtx *cx, Err *err)
 {
     const Relation *r = cx->r;
-    /* read on host 0 (a proxy elsewhere, like a file input's) */
-    ic->owner = 0;
-    ic->remote = cx->host != 0;
+    place_round_robin(ic, cx); /* read on one host (a proxy elsewhere), as file inputs */
     if (cx->txn)
         return io_conf_err(cx, err,
                            "\"transaction\": \"backfill\" needs an input that ends; a Kafka "
@@ -309,7 +307,7 @@ static int open_pg_out(OutputConn *oc, const ConnCtx *cx, Err *err)
     Err e = {0};
     if (tr_pg_out_config(oc, cx->cfg, cx->where, &e))
         return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
-    if (cx->open && cx->host == 0 && tr_pg_out_open(oc, err))
+    if (cx->open && !oc->remote && tr_pg_out_open(oc, err))
         return err->code;
     return 0;
 }
@@ -328,7 +326,7 @@ static int open_file_out(OutputConn *oc, const ConnCtx *cx, Err *err)
     oc->path = sl_strdup(path->valuestring);
     if (io_parse_format(cx, &oc->fmt, NULL, NULL, err))
         return err->code;
-    if (cx->open && cx->host == 0) {
+    if (cx->open && !oc->remote) {
         /* not truncated here: see output_truncate */
         int fd = openat(AT_FDCWD, oc->path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
         oc->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
@@ -347,7 +345,7 @@ static int open_kafka_out(OutputConn *oc, const ConnCtx *cx, Err *err)
     if (io_parse_format(cx, &oc->fmt, NULL, NULL, err))
         return err->code;
     Err e = {0};
-    if (tr_kafka_out_open(oc, cx->cfg, cx->open && cx->host == 0, &e))
+    if (tr_kafka_out_open(oc, cx->cfg, cx->open && !oc->remote, &e))
         return err_setpos(err, e.code, r->conn_line, r->conn_col, "%s", e.msg);
     return 0;
 }
@@ -494,6 +492,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, ConnCtx
     snprintf(oc->name, sizeof(oc->name), "%s", where);
     schema_of(r, &oc->schema);
     oc->scratch = arena_new(16 * 1024);
+    oc->owner = (*cx->nout)++ % cx->hosts; /* scale-out: the k-th output on host k % hosts */
+    oc->remote = oc->owner != cx->host;
     *VEC_PUSH(cx->cs->out, cx->cs->nout, cx->cs->capout) = oc;
     if (deliver_config(oc, cJSON_GetObjectItemCaseSensitive(cx->cj, "delivery"), where, err))
         return err->code;
@@ -516,9 +516,9 @@ int connectors_open(const Circuit *c, bool open, Connectors *cs, Err *err)
 int connectors_open_part(const Circuit *c, bool open, int host, int hosts, Connectors *cs,
                          Err *err)
 {
-    int nfile = 0;
+    int nfile = 0, nout = 0;
     ConnCtx cx = {.open = open, .host = host, .hosts = hosts > 0 ? hosts : 1, .nfile = &nfile,
-                  .cs = cs};
+                  .nout = &nout, .cs = cs};
     memset(cs, 0, sizeof(*cs));
     for (int i = 0; i < c->nrels; i++) {
         const Relation *r = &c->rels[i];
@@ -579,6 +579,11 @@ int input_event_col(const InputConn *ic) { return ic->event_col; }
 bool input_has_source_times(const InputConn *ic) { return ic->ops->source_times != NULL; }
 int input_source_times(const InputConn *ic, int64_t *out, int max)
 {
+    if (ic->remote) {
+        int n = ic->remote_nts < max ? ic->remote_nts : max;
+        memcpy(out, ic->remote_ts, sizeof(int64_t) * (size_t)n);
+        return n;
+    }
     return ic->ops->source_times ? ic->ops->source_times(ic, out, max) : 0;
 }
 bool input_is_http(const InputConn *ic) { return ic->ops == &http_in_ops; }
@@ -591,7 +596,9 @@ int64_t output_bytes(const OutputConn *oc) { return oc->bytes; }
 
 double input_wait(const InputConn *ic)
 {
-    return ic->remote || !ic->ops->wait ? 0 : ic->ops->wait(ic);
+    if (ic->remote) /* as its host said at the last read */
+        return ic->done ? 0 : ic->remote_wait;
+    return !ic->ops->wait ? 0 : ic->ops->wait(ic);
 }
 
 void input_progress(InputConn *ic, InProgress *out)
@@ -636,13 +643,18 @@ int input_seek(InputConn *ic, const InPos *pos, Err *err)
 void input_set_replay(InputConn *ic, bool on)
 {
     ic->replay = on;
+    if (!on)
+        ic->replay_target = false;
     if (!on && ic->ops->replay_end)
         ic->ops->replay_end(ic);
 }
 
 void input_replay_to(InputConn *ic, const InPos *to)
 {
-    if (ic->ops->replay_to)
+    if (ic->remote) { /* its host reads up to it (input_replay_target) */
+        ic->replay_pos = *to;
+        ic->replay_target = true;
+    } else if (ic->ops->replay_to)
         ic->ops->replay_to(ic, to);
 }
 
@@ -655,8 +667,21 @@ void input_release(InputConn *ic, const InPos *pos)
 int input_owner(const InputConn *ic) { return ic->owner; }
 bool input_remote(const InputConn *ic) { return ic->remote; }
 
-void input_remote_update(InputConn *ic, const InPos *pos, bool done)
+bool input_replay_target(const InputConn *ic, InPos *to)
 {
+    if (!ic->replay || !ic->replay_target)
+        return false;
+    *to = ic->replay_pos;
+    return true;
+}
+
+void input_remote_update(InputConn *ic, const InPos *pos, bool done, double wait,
+                         const int64_t *times, int ntimes)
+{
+    ic->remote_wait = wait;
+    ic->remote_nts = ntimes < INPUT_TIMES_MAX ? ntimes : INPUT_TIMES_MAX;
+    if (ic->remote_nts > 0)
+        memcpy(ic->remote_ts, times, sizeof(int64_t) * (size_t)ic->remote_nts);
     ic->remote_pos = *pos;
     ic->rows = pos->rows;
     ic->errors = pos->errors;
@@ -673,25 +698,43 @@ bool input_take_seek(InputConn *ic, InPos *pos)
     return true;
 }
 
+int output_owner(const OutputConn *oc) { return oc->owner; }
+bool output_remote(const OutputConn *oc) { return oc->remote; }
+
+void output_remote_update(OutputConn *oc, int64_t offset, int64_t records, int64_t bytes)
+{
+    oc->remote_off = offset;
+    oc->records = records;
+    oc->bytes = bytes;
+}
+
 /* ---------------------------------------------------------------- outputs */
 
 int output_write(OutputConn *oc, int64_t step, const Batch *changes, Err *err)
 {
+    if (oc->remote) /* scale-out: its host writes it */
+        return 0;
     return oc->ops->write(oc, step, changes, err);
 }
 
 int output_flush(OutputConn *oc, Err *err)
 {
+    if (oc->remote)
+        return 0;
     return oc->ops->flush ? oc->ops->flush(oc, err) : 0;
 }
 
 int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 {
+    if (oc->remote)
+        return 0;
     return oc->ops->truncate ? oc->ops->truncate(oc, offset, err) : 0;
 }
 
 int64_t output_offset(OutputConn *oc)
 {
+    if (oc->remote)
+        return oc->remote_off;
     return oc->ops->offset ? oc->ops->offset(oc) : -1;
 }
 
@@ -709,5 +752,7 @@ void output_set_counts(OutputConn *oc, int64_t records, int64_t bytes)
 
 int output_sync(OutputConn *oc, Err *err)
 {
+    if (oc->remote)
+        return 0;
     return oc->ops->sync ? oc->ops->sync(oc, err) : 0;
 }

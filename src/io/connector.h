@@ -43,12 +43,13 @@ typedef struct Connectors {
    relation and connector (and line:column of its 'connectors' string). */
 int connectors_open(const Circuit *c, bool open, Connectors *out, Err *err);
 /* The same for host `host` of a scale-out pipeline (an s3_input becomes
-   `hosts` parts, each reading every hosts-th object): the k-th file input
-   or S3 part
+   `hosts` parts, each reading every hosts-th object): the k-th file input,
+   kafka_input or S3 part
    (in program order) belongs to host k % hosts and is opened there only;
    elsewhere it is a proxy (input_remote): input_next gives nothing, and
    the owner's reports (input_remote_update) keep its position and
-   counters. Output files are opened on host 0 only. */
+   counters. Likewise the k-th output connector belongs to host k % hosts
+   (opened there only; elsewhere a proxy: output_remote). */
 int connectors_open_part(const Circuit *c, bool open, int host, int hosts, Connectors *out,
                          Err *err);
 void connectors_close(Connectors *cs);
@@ -80,6 +81,7 @@ int input_event_col(const InputConn *ic);
    out, and the count is returned. */
 bool input_has_source_times(const InputConn *ic);
 int input_source_times(const InputConn *ic, int64_t *out, int max);
+#define INPUT_TIMES_MAX 64 /* source times a proxy keeps (input_remote_update) */
 /* An http_input declaration: never produces rows (the controller's HTTP
    queue does), input_done is always true. */
 bool input_is_http(const InputConn *ic);
@@ -129,8 +131,15 @@ void input_replay_to(InputConn *ic, const InPos *to);
    owner (once). */
 int input_owner(const InputConn *ic);
 bool input_remote(const InputConn *ic);
-void input_remote_update(InputConn *ic, const InPos *pos, bool done);
+/* The owner's report after a read: position and counters, whether the
+   input ended, its input_wait, and source times of the rows it read
+   (input_source_times; at most INPUT_TIMES_MAX kept). */
+void input_remote_update(InputConn *ic, const InPos *pos, bool done, double wait,
+                         const int64_t *times, int ntimes);
 bool input_take_seek(InputConn *ic, InPos *pos);
+/* While a proxy replays (input_set_replay), the position input_replay_to
+   gave it, for whoever tells the owner; false when none. */
+bool input_replay_target(const InputConn *ic, InPos *to);
 
 /* ---- progress (/stats and /metrics): where an input is in its source's
    own terms and how far the source goes, so consumer lag is visible.
@@ -173,6 +182,14 @@ int64_t output_offset(OutputConn *oc);
 void output_set_counts(OutputConn *oc, int64_t records, int64_t bytes);
 /* Make written output durable (fdatasync). */
 int output_sync(OutputConn *oc, Err *err);
+
+/* Scale-out proxies (connectors_open_part): output_write, output_flush,
+   output_sync and output_truncate do nothing on a proxy (its host does
+   them); output_offset and the counters are what the owner reported last
+   (output_remote_update). */
+int output_owner(const OutputConn *oc);
+bool output_remote(const OutputConn *oc);
+void output_remote_update(OutputConn *oc, int64_t offset, int64_t records, int64_t bytes);
 
 /* Write one step's consolidated changes (tuples: key = row encoding). */
 int output_write(OutputConn *oc, int64_t step, const Batch *changes, Err *err);

@@ -83,6 +83,7 @@ typedef struct ConnCtx {
     bool txn;           /* "transaction": "backfill" was given */
     int host, hosts;    /* scale-out: this host of how many (0 of 1) */
     int *nfile;         /* file-like inputs so far (round-robin placement) */
+    int *nout;          /* output connectors so far (round-robin placement) */
     Connectors *cs;     /* for transports that make more inputs (s3 parts) */
 } ConnCtx;
 
@@ -136,6 +137,11 @@ struct InputConn {
     bool remote;
     InPos remote_pos;
     bool seek_pending;
+    double remote_wait;         /* the owner's input_wait at its last read */
+    int64_t remote_ts[INPUT_TIMES_MAX]; /* the source times of its last read */
+    int remote_nts;
+    bool replay_target;         /* input_replay_to on a proxy: replay_pos */
+    InPos replay_pos;
     /* s3_input (tr_s3.c); reads through the file fields above */
     struct S3In *s3;
     PgCdc *cdc;         /* postgres_cdc_input, else NULL */
@@ -176,6 +182,11 @@ struct OutputConn {
        alone): to the dead letters, before the step commits (deliver.c) */
     void (*dead)(void *arg, int64_t step, const char *rec, const char *why);
     void *dead_arg;
+    /* scale-out: the host that writes this output; on the others it is a
+       proxy whose offset and counters the owner reports */
+    int owner;
+    bool remote;
+    int64_t remote_off;
 };
 
 double io_now(void);

@@ -564,7 +564,7 @@ static int do_truncate(PgOut *po, OutputConn *oc, void *arg, PGresult **fail)
 static int pg_out_truncate(OutputConn *oc, int64_t off, Err *err)
 {
     PgOut *po = oc->pg;
-    if (!po->conn) /* not opened here (scale-out: outputs run on host 0) */
+    if (!po->conn) /* not opened here (scale-out: another host writes it) */
         return 0;
     TruncArg t = {off, 0, 0};
     Tries tries = {false, 0, 0, &po->down}; /* at start: until it is back or a stop */

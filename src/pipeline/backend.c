@@ -2,9 +2,9 @@
  * pipeline/backend.c - which step backend (backend.h) a pipeline runs on:
  * the local one for one process, the distributed one (dist.c) when the
  * options name several hosts; the connectors are opened for this host's
- * share of them (rank 0: the coordinator's).
+ * share of them (rank 0: the coordinator's inputs and outputs; the others
+ * are proxies of the hosts that read or write them).
  */
-#include <stdio.h>
 
 #include "backend.h"
 
@@ -20,9 +20,5 @@ Backend *backend_open(const Circuit *c, const PipelineOpts *o, Connectors *cs, E
     connectors_set_parse_threads(cs, (W + H - 1) / H); /* this host's workers */
     if (H == 1)
         return backend_local_new(c, cs, W);
-    if (cs->nout)
-        fprintf(stderr, "sluice: scale-out: output connectors write on host 0 (the coordinator), "
-                        "which gathers their views' changes from every host; writing them on "
-                        "other hosts is not built yet\n");
     return backend_dist_new(c, cs, W, H);
 }

@@ -50,6 +50,11 @@ typedef struct BackendOps {
     void (*changes)(Backend *be, int rel, BatchBuilder *bb);
     /* Collect (or stop collecting) the changes of relation rel. */
     void (*watch)(Backend *be, int rel, bool on);
+    /* Output connector j (of the connectors the backend was opened with)
+       is cut back to offset and goes on from there with the counters set
+       on it (output_truncate, output_set_counts), on the host that writes
+       it; that host's error, if any. */
+    int (*out_truncate)(Backend *be, int j, int64_t offset, Err *err);
     /* Append relation rel's materialized contents, every host's (xrec). */
     void (*contents)(Backend *be, int rel, Buf *out);
     /* The current row of PRIMARY KEY table node's key (encoded k) on the

@@ -137,6 +137,11 @@ static void l_rel_figures(Backend *be, int rel, int64_t *changes, int64_t *rows)
     backend_local_rel_figures(((Local *)be)->c, be->rt, rel, changes, rows);
 }
 
+static int l_out_truncate(Backend *be, int j, int64_t offset, Err *err)
+{
+    return output_truncate(((Local *)be)->cs->out[j], offset, err);
+}
+
 static int64_t l_divzero(Backend *be, int node) { return rt_divzero_node(be->rt, node); }
 
 static int l_host_stats(Backend *be, HostStats *out) { return 0; }
@@ -157,6 +162,7 @@ static const BackendOps local_ops = {
     .drop = l_nothing,
     .changes = l_changes,
     .watch = l_watch,
+    .out_truncate = l_out_truncate,
     .contents = l_contents,
     .lookup = l_lookup,
     .ckpt_begin = l_ckpt_begin,

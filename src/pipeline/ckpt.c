@@ -667,7 +667,7 @@ static int truncate_outputs(Ft *ft, const cJSON *m, Err *err)
             off = ckpt_jint(cJSON_GetArrayItem(outs, j), "offset");
         if (off < 0)
             off = 0;
-        if (output_truncate(ft->cs->out[j], off, err))
+        if (ft->be->ops->out_truncate(ft->be, j, off, err)) /* on its host */
             return err->code;
     }
     return 0;

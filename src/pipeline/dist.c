@@ -3,7 +3,8 @@
  * an MPI job, cluster/net.h), W workers in all spread evenly over them.
  *
  * Rank 0 is the coordinator: it runs the whole controller of pipeline.c
- * (connectors, HTTP API, step boundaries, transactions, journal, outputs)
+ * (connectors, HTTP API, step boundaries, transactions, journal, outputs:
+ * those written elsewhere through proxies)
  * over the distributed step backend (backend.h) implemented here, whose
  * runtime holds rank 0's own share of the workers. Every other rank is a
  * follower running pipeline_follow (follow.c): a loop that receives one
@@ -13,22 +14,36 @@
  * between hosts, then one reply from every host.
  *
  * What travels (each a net_exchange):
- *  - STEP: the input pieces of the follower's workers (pend_set_input
- *    splits the step's input over all W workers): generated rows travel as
- *    ranges (connector, plan, first row, count), so every host generates
- *    its own share; parsed rows travel encoded. Also the changes of the
- *    egress subscriptions (op_sink_watch) since the last command.
+ *  - STEP: the relations whose changes the coordinator wants (its own
+ *    outputs' views, egress subscriptions), then the input pieces of the
+ *    follower's workers (pend_set_input splits the step's input over all
+ *    W workers): generated rows travel as ranges (connector, plan, first
+ *    row, count), so every host generates its own share; parsed rows
+ *    travel encoded. (Every command also carries the egress watch changes,
+ *    op_sink_watch, since the last one.)
  *    Reply: the host's error, if any; its figures (memory, CPU, state,
  *    bytes exchanged, per relation changes and rows, divisions by zero);
- *    and the step's changes of every view whose changes are collected
- *    (output connectors, egress), which the coordinator merges with its
- *    own (pipeline_changes).
+ *    and the step's changes of the wanted views, which the coordinator
+ *    merges with its own (pipeline_changes).
+ *    Output connectors belong to hosts round-robin (io's
+ *    connectors_open_part: the k-th on host k % H, a proxy elsewhere).
+ *    When one lives on a host other than the coordinator, the reply
+ *    exchange also carries, from every host (coordinator included) to
+ *    each such host, the sender's step status and its changes of the
+ *    views that host writes (put_owner_part); the host merges them with
+ *    its own and writes (unless the step is quiet or failed anywhere),
+ *    and a third exchange brings the coordinator its error, if any, and
+ *    each of its outputs' offset and counters (out_reports), which the
+ *    proxies keep for the journal, checkpoints and /stats.
  *  - CONTENTS rel: every host's materialized contents of rel (/query,
  *    snapshots, --dump).
- *  - READ conn: file inputs belong to hosts round-robin (io's
- *    connectors_open_part); the owner reads and parses up to N rows and
- *    keeps them, and replies with their count, its new position and their
- *    hash (the coordinator journals them); the coordinator's pending input
+ *  - READ conn: file and kafka inputs (and s3_input parts) belong to
+ *    hosts round-robin (io's connectors_open_part); the owner seeks (at a
+ *    restart), reads (while replaying: up to the journaled position) and
+ *    parses up to N rows and keeps them, and replies with their count, its
+ *    new position and their hash (the coordinator journals them), when it
+ *    may produce again and the rows' source times (kafka_input, for
+ *    /stats); the coordinator's pending input
  *    holds a placeholder piece, which pend_set_input gives to the owner's
  *    workers and STEP names as (connector, first row, count). A STEP
  *    consumes everything kept; DROP (an aborted transaction) discards it.
@@ -38,10 +53,14 @@
  *    second, so that followers (and the step watchdog) see it alive.
  *  - CKPT step: phase one of a checkpoint (ckpt.c): the follower forks a
  *    child that saves its workers' state into the shared storage, and
- *    goes on; the child's report (file names per worker and node) rides
+ *    goes on (having synced the outputs it writes, whose offsets the
+ *    manifest records); the child's report (file names per worker and node) rides
  *    on the follower's next reply after it finished. The coordinator
  *    writes the manifest (phase two) once every host reported success.
  *  - RESTORE step: rebuild the follower's workers from a manifest's state.
+ *  - OUTSET j: output connector j, which the follower writes, goes on from
+ *    an offset with the given counters (output_truncate at a start or a
+ *    restart); the reply says the offset it resumes at.
  *  - STOP: the last figures; the follower leaves.
  * Every reply carries, after the figures, a finished checkpoint report
  * when there is one.
@@ -87,6 +106,8 @@ typedef struct Dist {
     HostFig *hf;              /* per host */
     Buf *dsend, *drecv;       /* per host: message buffers */
     Buf dwatch;               /* egress watch changes for the next command */
+    int *watchers;            /* per relation: egress watches on minus off */
+    bool spread;              /* outputs_spread: some output is written elsewhere */
     double last_net;
     bool stopped;
     BackendReportFn report;   /* checkpoint reports go there (ckpt_begin) */
@@ -221,7 +242,48 @@ static void put_pieces(Dist *d, Buf *b, int lw, int rel, Piece *list)
     buf_free(&row);
 }
 
-/* rt_step over every host: ships d->rin, steps, gathers changes + figures. */
+/* The third exchange of a step when outputs are spread: each host of
+   output connectors wrote them (or not: a quiet step, or one that failed
+   somewhere) and reports its error, if any, and each one's offset and
+   counters, which its proxy here takes. Returns rc or the first error. */
+static int out_reports(Dist *d, int rc, Err *err)
+{
+    for (int h = 0; h < d->be.hosts; h++)
+        buf_reset(&d->dsend[h]);
+    net_set_activity("waiting for the output connectors' hosts");
+    net_exchange(d->dsend, d->drecv);
+    d->last_net = pipe_now();
+    for (int h = 1; h < d->be.hosts; h++) {
+        if (!host_writes_any(d->cs, h))
+            continue;
+        Rd r = reply_of(d, h);
+        int wrc = rd32(&r);
+        int32_t mlen = rd32(&r);
+        const uint8_t *msg = mlen > 0 ? rd_bytes(&r, (size_t)mlen) : NULL;
+        int32_t n = rd32(&r);
+        for (int k = 0; k < n && !r.bad; k++) {
+            int32_t j = rd32(&r);
+            int64_t off = rd64(&r), records = rd64(&r), bytes = rd64(&r);
+            if (r.bad || j < 0 || j >= d->cs->nout || output_owner(d->cs->out[j]) != h)
+                r.bad = true;
+            else
+                output_remote_update(d->cs->out[j], off, records, bytes);
+        }
+        if (r.bad) {
+            if (!rc)
+                rc = err_set(err, SL_ERUNTIME, "host %d (%s): malformed output report", h,
+                             net_host_name(h));
+        } else if (wrc && !rc) {
+            rc = err_set(err, wrc, "host %d (%s): %.*s", h, net_host_name(h), (int)mlen,
+                         msg ? (const char *)msg : "");
+        }
+    }
+    return rc;
+}
+
+/* rt_step over every host: ships d->rin, steps, gathers changes + figures
+   (and, with outputs on other hosts, sends those hosts every host's
+   changes of their views and takes their reports: out_reports). */
 static int d_step(Backend *be, bool quiet, Err *err)
 {
     Dist *d = (Dist *)be;
@@ -230,6 +292,16 @@ static int d_step(Backend *be, bool quiet, Err *err)
     cmd_begin(d, DC_STEP, quiet);
     for (int h = 1; h < H; h++) {
         Buf *b = &d->dsend[h];
+        /* the relations whose changes the coordinator wants */
+        size_t at = b->n;
+        int32_t nw = 0;
+        put32(b, 0);
+        for (int rel = 0; rel < c->nrels; rel++)
+            if (d->watchers[rel] > 0 || host_writes(d->cs, 0, rel)) {
+                put32(b, rel);
+                nw++;
+            }
+        memcpy(b->p + at, &nw, 4);
         int lo = be_first_worker(be, h), hi = be_first_worker(be, h + 1);
         for (int w = lo; w < hi; w++)
             for (int rel = 0; rel < c->nrels; rel++) {
@@ -243,8 +315,14 @@ static int d_step(Backend *be, bool quiet, Err *err)
     net_set_activity(what);
     send_cmd(d);
     int rc = rt_step(be->rt, err);
-    gather_replies(d);
-    net_set_activity("between steps");
+    /* the replies; meanwhile the hosts of outputs get every host's changes */
+    for (int h = 0; h < H; h++) {
+        buf_reset(&d->dsend[h]);
+        if (h > 0 && d->spread && host_writes_any(d->cs, h))
+            put_owner_part(c, be->rt, d->cs, h, rc, &d->dsend[h]);
+    }
+    net_exchange(d->dsend, d->drecv);
+    d->last_net = pipe_now();
     for (int i = 0; i < c->nrels; i++)
         buf_reset(&d->rchg[i]);
     for (int h = 1; h < H; h++) {
@@ -268,6 +346,9 @@ static int d_step(Backend *be, bool quiet, Err *err)
             rc = err_set(err, SL_ERUNTIME, "host %d (%s): malformed step reply", h,
                          net_host_name(h));
     }
+    if (d->spread)
+        rc = out_reports(d, rc, err);
+    net_set_activity("between steps");
     return rc;
 }
 
@@ -296,9 +377,49 @@ static void d_changes(Backend *be, int rel, BatchBuilder *bb)
 static void d_watch(Backend *be, int rel, bool on)
 {
     Dist *d = (Dist *)be;
+    d->watchers[rel] += on ? 1 : -1;
     backend_local_watch(be->rt, d->c->rels[rel].sink, on);
     put32(&d->dwatch, rel);
     put32(&d->dwatch, on);
+}
+
+/* Output connector j resumes at offset on its host: here, or the host
+   whose proxy it is here (which reports the offset it then has: a sink
+   that finds later steps already written resumes past them). */
+static int d_out_truncate(Backend *be, int j, int64_t offset, Err *err)
+{
+    Dist *d = (Dist *)be;
+    OutputConn *oc = d->cs->out[j];
+    if (!output_remote(oc))
+        return output_truncate(oc, offset, err);
+    int owner = output_owner(oc);
+    int64_t records = output_records(oc), bytes = output_bytes(oc);
+    cmd_begin(d, DC_OUTSET, j);
+    put64(&d->dsend[owner], offset);
+    put64(&d->dsend[owner], records);
+    put64(&d->dsend[owner], bytes);
+    send_cmd(d);
+    gather_replies(d);
+    int rc = 0;
+    for (int h = 1; h < be->hosts; h++) {
+        Rd r = reply_of(d, h);
+        Err e = {0};
+        if (reply_head(d, h, &r, &e)) {
+            if (h == owner && !rc)
+                rc = err_set(err, e.code ? e.code : SL_EIO, "%s", e.msg);
+            else if (h != owner)
+                fprintf(stderr, "sluice: %s\n", e.msg);
+            continue;
+        }
+        if (h != owner)
+            continue;
+        int64_t now = rd64(&r);
+        if (r.bad)
+            rc = err_set(err, SL_ERUNTIME, "host %d (%s): malformed reply", h, net_host_name(h));
+        else
+            output_remote_update(oc, now, records, bytes);
+    }
+    return rc;
 }
 
 /* Append every host's materialized contents of rel (xrec records). */
@@ -386,6 +507,11 @@ static int64_t d_read(Backend *be, int conn, int64_t max, Arena *a, Piece **list
     put32(b, seeking);
     if (seeking)
         put_pos(b, &seek);
+    InPos to;
+    bool target = input_replay_target(ic, &to); /* a replay reads up to it */
+    put32(b, target);
+    if (target)
+        put_pos(b, &to);
     send_cmd(d);
     gather_replies(d);
     int64_t n = -1;
@@ -404,12 +530,20 @@ static int64_t d_read(Backend *be, int conn, int64_t max, Arena *a, Piece **list
         rd_pos(&r, &pos);
         bool done = rd32(&r) != 0;
         uint64_t rows_hash = (uint64_t)rd64(&r);
-        if (r.bad || got < 0) {
+        double wait;
+        int64_t wbits = rd64(&r), times[INPUT_TIMES_MAX];
+        memcpy(&wait, &wbits, 8);
+        int32_t nts = rd32(&r);
+        if (nts < 0 || nts > INPUT_TIMES_MAX)
+            r.bad = true;
+        for (int i = 0; i < nts && !r.bad; i++)
+            times[i] = rd64(&r);
+        if (r.bad || got < 0 || !(wait >= 0 && wait < 3600)) {
             err_set(err, SL_ERUNTIME, "host %d (%s): malformed read reply", h, net_host_name(h));
             continue;
         }
         int64_t first = input_rows(ic);
-        input_remote_update(ic, &pos, done);
+        input_remote_update(ic, &pos, done, wait, times, nts);
         if (hash)
             *hash = rows_hash;
         n = got;
@@ -634,6 +768,7 @@ static void d_free(Backend *be)
     for (int i = 0; i < d->c->nrels; i++)
         buf_free(&d->rchg[i]);
     buf_free(&d->dwatch);
+    sl_free(d->watchers);
     sl_free(d->hf);
     sl_free(d->rchg);
     sl_free(d->rin);
@@ -649,6 +784,7 @@ static const BackendOps dist_ops = {
     .drop = d_drop,
     .changes = d_changes,
     .watch = d_watch,
+    .out_truncate = d_out_truncate,
     .contents = d_contents,
     .lookup = d_lookup,
     .ckpt_begin = d_ckpt_begin,
@@ -679,6 +815,8 @@ Backend *backend_dist_new(const Circuit *c, Connectors *cs, int W, int H)
     d->nl = rt_workers(d->be.rt);
     d->rin = sl_calloc((size_t)W * (size_t)(c->nrels + 1), sizeof(Piece *));
     d->rchg = sl_calloc((size_t)c->nrels + 1, sizeof(Buf));
+    d->watchers = sl_calloc((size_t)c->nrels + 1, sizeof(int));
+    d->spread = outputs_spread(cs);
     d->hf = sl_calloc((size_t)H, sizeof(HostFig));
     for (int h = 0; h < H; h++) {
         d->hf[h].rel_changes = sl_calloc((size_t)c->nrels + 1, sizeof(int64_t));

@@ -3,7 +3,9 @@
  * loop that receives one command at a time from the coordinator (dist.c,
  * whose header describes the protocol) and answers it over this host's
  * share of the workers, the file inputs this host reads (kept until a
- * step takes them) and this host's share of every checkpoint (a child
+ * step takes them), the output connectors it writes (each step's changes
+ * of their views gathered from every host: fol_outputs) and this host's
+ * share of every checkpoint (a child
  * forked by snapshot.c's ckpt_fork, its report sent with a later reply).
  * Every reply carries the host's figures; pipeline_follow_failed answers
  * the first command when this rank could not even start.
@@ -167,7 +169,19 @@ static void fol_report(Fol *f, Buf *b)
     f->done = false;
 }
 
-static void fol_ckpt(Fol *f, const Circuit *c, Runtime *rt, int64_t step, bool full)
+/* Make what this host's output connectors wrote durable (a checkpoint
+   that records their offsets, or a journal record after a step, counts
+   on it). */
+static int sync_outputs(Connectors *cs, Err *err)
+{
+    for (int j = 0; j < cs->nout; j++)
+        if (!output_remote(cs->out[j]) && output_sync(cs->out[j], err))
+            return err->code;
+    return 0;
+}
+
+static void fol_ckpt(Fol *f, const Circuit *c, Runtime *rt, Connectors *cs, int64_t step,
+                     bool full)
 {
     if (f->pid) { /* cannot happen: the coordinator runs one at a time */
         Buf junk = BUF_INIT;
@@ -183,7 +197,9 @@ static void fol_ckpt(Fol *f, const Circuit *c, Runtime *rt, int64_t step, bool f
     bool *dirty = sl_calloc((size_t)nn + 1, sizeof(bool));
     for (int n = 0; n < nn; n++)
         dirty[n] = full || !f->prev_state || rt_node_changed(rt, n);
-    int rc = fol_store(f, &e);
+    int rc = sync_outputs(cs, &e);
+    if (!rc)
+        rc = fol_store(f, &e);
     if (!rc)
         rc = ckpt_fork(f->st, rt, nn, dirty, full ? NULL : f->prev_state, &f->pid, &f->fd, &e);
     sl_free(dirty);
@@ -341,30 +357,131 @@ static int take_pieces(const Circuit *c, Runtime *rt, Connectors *cs, Kept *kept
     return 0;
 }
 
-static void put_changes(const Circuit *c, Runtime *rt, Buf *b)
+/* The step's changes of the relations the coordinator wants (want[nwant]:
+   its outputs' views and egress subscriptions). */
+static void put_changes(const Circuit *c, Runtime *rt, const int *want, int nwant, Buf *b)
 {
-    size_t at = b->n;
-    int32_t n = 0;
-    put32(b, 0);
-    for (int i = 0; i < c->nrels; i++) {
-        int s = c->rels[i].sink;
-        if (s < 0 || !op_sink_changes(rt_op(rt, 0, s)))
-            continue;
-        int64_t len = 0;
-        for (int w = 0; w < rt_workers(rt); w++) {
-            Buf *ch = op_sink_changes(rt_op(rt, w, s));
-            len += ch ? (int64_t)ch->n : 0;
-        }
-        put32(b, i);
-        put64(b, len);
-        for (int w = 0; w < rt_workers(rt); w++) {
-            Buf *ch = op_sink_changes(rt_op(rt, w, s));
-            if (ch && ch->n)
-                buf_append(b, ch->p, ch->n);
-        }
-        n++;
+    put32(b, nwant);
+    for (int k = 0; k < nwant; k++)
+        put_rel_changes(c, rt, want[k], b);
+}
+
+/* Whether p[0..n) is a whole number of xrec records. */
+static bool xrec_fits(const uint8_t *p, int64_t n)
+{
+    int64_t at = 0;
+    while (at < n) {
+        uint32_t kn, vn;
+        if (n - at < 16)
+            return false;
+        memcpy(&kn, p + at, 4);
+        memcpy(&vn, p + at + 4, 4);
+        if ((int64_t)kn + (int64_t)vn > n - at - 16)
+            return false;
+        at += 16 + (int64_t)kn + (int64_t)vn;
     }
-    memcpy(b->p + at, &n, 4);
+    return true;
+}
+
+/* Write step's changes of every view this host writes output connectors
+   of: this host's own and those other hosts sent (got, per relation),
+   consolidated into one batch per view, as a single host would; flush
+   each, and sync it when the journal counts on it (sync). */
+static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, int me, Buf *got,
+                         int64_t step, bool sync, Err *err)
+{
+    for (int rel = 0; rel < c->nrels; rel++) {
+        if (!host_writes(cs, me, rel))
+            continue;
+        BatchBuilder *bb = bb_new();
+        backend_local_changes(rt, c->rels[rel].sink, bb);
+        size_t pos = 0;
+        XRec x;
+        while (xrec_next(&got[rel], &pos, &x))
+            bb_add(bb, x.k, x.kn, NULL, 0, x.w);
+        Batch *b = bb_finish(bb);
+        int rc = 0;
+        for (int j = 0; j < cs->nout && !rc; j++) {
+            OutputConn *oc = cs->out[j];
+            if (output_remote(oc) || output_rel(oc) != rel)
+                continue;
+            if (output_write(oc, step, b, err) || output_flush(oc, err) ||
+                (sync && output_sync(oc, err)))
+                rc = err->code ? err->code : SL_EIO;
+        }
+        batch_unref(b);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The end of a STEP when outputs are spread (outputs_spread). In the reply
+   exchange every other host sent this one its status and its changes of
+   the views this host writes (put_owner_part, now in recv); unless the
+   step is quiet (replayed, already written) or failed on some host, they
+   are written here (write_outputs). Then SLUICE_CRASH_AT=after-step, and
+   the third exchange: this host's error, if any, and the offset and
+   counters of each output connector it writes, for the coordinator's
+   proxies (journal, checkpoints, /stats). */
+static void fol_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Buf *send, Buf *recv,
+                        int src, bool quiet, bool sync, Buf *got)
+{
+    int H = net_hosts(), me = net_host();
+    bool mine = host_writes_any(cs, me), ok = !src;
+    Err e = {0};
+    int rc = 0;
+    for (int rel = 0; rel < c->nrels && mine; rel++)
+        buf_reset(&got[rel]);
+    for (int h = 0; h < H && mine && !rc; h++) {
+        if (h == me)
+            continue;
+        const uint8_t *p = recv[h].p ? recv[h].p : (const uint8_t *)"";
+        Rd r = {p, p + recv[h].n, false};
+        if (rd32(&r))
+            ok = false;
+        int32_t n = rd32(&r);
+        for (int k = 0; k < n && !r.bad; k++) {
+            int32_t rel = rd32(&r);
+            int64_t len = rd64(&r);
+            const uint8_t *data = len >= 0 ? rd_bytes(&r, (size_t)len) : NULL;
+            if (r.bad || !data || rel < 0 || rel >= c->nrels || !host_writes(cs, me, rel) ||
+                !xrec_fits(data, len))
+                r.bad = true;
+            else
+                buf_append(&got[rel], data, (size_t)len);
+        }
+        if (r.bad)
+            rc = err_set(&e, SL_ERUNTIME, "malformed changes from host %d (%s)", h,
+                         net_host_name(h));
+    }
+    if (mine && !rc && ok && !quiet)
+        rc = write_outputs(c, rt, cs, me, got, rt_steps(rt), sync, &e);
+    if (!src && !rc)
+        store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
+    for (int h = 0; h < H; h++)
+        buf_reset(&send[h]);
+    if (mine) {
+        Buf *b = &send[0];
+        put32(b, rc);
+        put32(b, (int32_t)strlen(e.msg));
+        buf_append(b, e.msg, strlen(e.msg));
+        int32_t n = 0;
+        for (int j = 0; j < cs->nout; j++)
+            n += !output_remote(cs->out[j]);
+        put32(b, n);
+        for (int j = 0; j < cs->nout; j++) {
+            OutputConn *oc = cs->out[j];
+            if (output_remote(oc))
+                continue;
+            put32(b, j);
+            put64(b, output_offset(oc));
+            put64(b, output_records(oc));
+            put64(b, output_bytes(oc));
+        }
+    }
+    net_set_activity("reporting this host's outputs");
+    net_exchange(send, recv);
 }
 
 static void put_contents(const Circuit *c, Runtime *rt, int rel, Buf *b)
@@ -382,9 +499,13 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
 {
     int H = net_hosts(), me = net_host();
     Connectors cs;
-    /* generators, and the file inputs this host reads */
+    /* generators, the file inputs this host reads, the outputs it writes */
     if (connectors_open_part(c, true, me, H, &cs, err))
         return err->code;
+    bool spread = outputs_spread(&cs);
+    /* the journal counts on each step's output being durable */
+    bool sync = o->storage && o->fault_tolerance == FT_EXACTLY_ONCE;
+    Buf *got = sl_calloc((size_t)c->nrels + 1, sizeof(Buf));
     connectors_set_parse_threads(&cs, o->workers > H ? (o->workers + H - 1) / H : 1);
     Kept *kept = sl_calloc((size_t)cs.nin + 1, sizeof(Kept));
     Runtime *rt = rt_new_part(c, o->workers, me, H);
@@ -416,24 +537,37 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             kind = DC_STOP;
         }
         arena_reset(a);
+        int nwant = 0, *want = NULL; /* a STEP's relations for the coordinator */
         if (kind == DC_STEP) {
             char what[96];
             snprintf(what, sizeof(what), "in step %lld", (long long)step + 1);
             net_set_activity(what);
             if (rt_steps(rt) != step)
                 rt_set_steps(rt, step);
-            src = take_pieces(c, rt, &cs, kept, &r, a, &e);
+            nwant = rd_count32(&r, 4);
+            want = arena_alloc(a, sizeof(int) * (size_t)(nwant + 1));
+            for (int k = 0; k < nwant; k++) {
+                want[k] = rd32(&r);
+                if (want[k] < 0 || want[k] >= c->nrels)
+                    r.bad = true;
+            }
+            if (r.bad) {
+                nwant = 0;
+                src = err_set(&e, SL_ERUNTIME, "malformed step command from the coordinator");
+            } else {
+                src = take_pieces(c, rt, &cs, kept, &r, a, &e);
+            }
             int src2 = rt_step(rt, src ? &(Err){0} : &e);
             if (!src)
                 src = src2;
-            if (!src)
+            if (!src && !spread) /* else once the outputs are written (fol_outputs) */
                 store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
             kept_drop(kept, cs.nin); /* a step takes everything read */
         } else if (kind == DC_DROP) {
             kept_drop(kept, cs.nin);
         } else if (kind == DC_CKPT) {
             int64_t ck = rd64(&r);
-            fol_ckpt(&fol, c, rt, ck, arg != 0);
+            fol_ckpt(&fol, c, rt, &cs, ck, arg != 0);
         } else if (kind == DC_RESTORE) {
             int64_t at = rd64(&r);
             rt_free(rt); /* fresh instances, then the saved state */
@@ -448,9 +582,12 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
         buf_append(b, e.msg, strlen(e.msg));
         put_figures(c, rt, b);
         fol_report(&fol, b);
-        if (kind == DC_STEP)
-            put_changes(c, rt, b);
-        else if (kind == DC_CONTENTS)
+        if (kind == DC_STEP) {
+            put_changes(c, rt, want, nwant, b);
+            for (int h = 1; h < H && spread; h++) /* the other outputs' hosts */
+                if (h != me && host_writes_any(&cs, h))
+                    put_owner_part(c, rt, &cs, h, src, &send[h]);
+        } else if (kind == DC_CONTENTS)
             put_contents(c, rt, arg, b);
         else if (kind == DC_READ && arg >= 0 && arg < cs.nin && !input_remote(cs.in[arg])) {
             InputConn *ic = cs.in[arg];
@@ -463,6 +600,15 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
                 rd_pos(&r, &pos);
                 rrc = input_seek(ic, &pos, &re);
             }
+            bool target = rd32(&r) != 0; /* replaying: read up to this position */
+            InPos to;
+            if (target)
+                rd_pos(&r, &to);
+            input_set_replay(ic, target);
+            if (target && !r.bad)
+                input_replay_to(ic, &to);
+            if (r.bad && !rrc)
+                rrc = err_set(&re, SL_ERUNTIME, "malformed read command from the coordinator");
             if (!k->a)
                 k->a = arena_new(1 << 20);
             if (!k->head)
@@ -486,6 +632,31 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
                 put_pos(b, &pos);
                 put32(b, input_done(ic));
                 put64(b, (int64_t)ft_hash_pieces(list, 0));
+                double wait = input_wait(ic);
+                int64_t wbits, times[INPUT_TIMES_MAX];
+                memcpy(&wbits, &wait, 8);
+                put64(b, wbits);
+                int nts = n > 0 ? input_source_times(ic, times, INPUT_TIMES_MAX) : 0;
+                put32(b, nts);
+                for (int i = 0; i < nts; i++)
+                    put64(b, times[i]);
+            }
+        } else if (kind == DC_OUTSET && arg >= 0 && arg < cs.nout &&
+                   !output_remote(cs.out[arg])) {
+            OutputConn *oc = cs.out[arg];
+            int64_t off = rd64(&r), records = rd64(&r), bytes = rd64(&r);
+            Err oe = {0};
+            if (r.bad)
+                err_set(&oe, SL_ERUNTIME, "malformed output command from the coordinator");
+            else
+                output_set_counts(oc, records, bytes);
+            if (r.bad || output_truncate(oc, off, &oe)) { /* the reply says why instead */
+                buf_reset(b);
+                put32(b, oe.code ? oe.code : SL_EIO);
+                put32(b, (int32_t)strlen(oe.msg));
+                buf_append(b, oe.msg, strlen(oe.msg));
+            } else {
+                put64(b, output_offset(oc));
             }
         } else if (kind == DC_LOOKUP) {
             int lw = rd32(&r), kn = rd32(&r);
@@ -501,9 +672,14 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
         } else if (kind == DC_STOP)
             stop = true;
         net_exchange(send, recv);
+        if (kind == DC_STEP && spread)
+            fol_outputs(c, rt, &cs, send, recv, src, arg != 0, sync, got);
     }
     host_bufs_free(send, H);
     host_bufs_free(recv, H);
+    for (int i = 0; i < c->nrels; i++)
+        buf_free(&got[i]);
+    sl_free(got);
     arena_free(a);
     if (fol.pid) {
         Buf junk = BUF_INIT;

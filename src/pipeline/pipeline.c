@@ -96,7 +96,7 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
             rc = ft_requeue(p, err);
     } else {
         for (int j = 0; j < p->cs.nout && !rc; j++)
-            rc = output_truncate(p->cs.out[j], 0, err);
+            rc = p->be->ops->out_truncate(p->be, j, 0, err); /* on its host */
     }
     if (!rc) { /* after the outputs are positioned: what is still queued */
         bool s3 = o->storage && !strncmp(o->storage, "s3://", 5);

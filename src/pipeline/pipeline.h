@@ -209,6 +209,7 @@ typedef struct OutStats {
     char name[192];
     const char *transport;  /* file_output, postgres_output, kafka_output */
     int rel;
+    int host;               /* scale-out: the host that writes it */
     int64_t records, bytes, steps;
     /* delivery (io/deliver.c): changes == acked + dead + pending */
     int64_t changes, sent, acked, retried, dead, pending, pending_bytes, queued_steps;

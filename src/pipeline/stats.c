@@ -122,6 +122,7 @@ void stats_init(Pipeline *p)
                  output_name(p->cs.out[j]));
         p->fig.outs[j].rel = output_rel(p->cs.out[j]);
         p->fig.outs[j].transport = output_transport(p->cs.out[j]);
+        p->fig.outs[j].host = output_owner(p->cs.out[j]);
     }
 }
 

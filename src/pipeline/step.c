@@ -175,8 +175,9 @@ bool pipeline_contents_raw(Pipeline *p, int rel, Buf *out)
 static int deliver(Pipeline *p, const Pending *pd, Err *err)
 {
     const Batch **chg = sl_calloc((size_t)p->cs.nout + 1, sizeof(*chg));
-    for (int j = 0; j < p->cs.nout; j++)
-        chg[j] = pipeline_changes(p, output_rel(p->cs.out[j]));
+    for (int j = 0; j < p->cs.nout; j++) /* scale-out: a remote output's host wrote it */
+        if (!output_remote(p->cs.out[j]))
+            chg[j] = pipeline_changes(p, output_rel(p->cs.out[j]));
     double now = pipe_now(), wall = (double)wall_usecs() * 1e-6, sum = 0;
     int64_t rows = 0;
     for (const Unit *u = pd->units; u; u = u->next) {

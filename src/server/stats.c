@@ -318,6 +318,8 @@ static cJSON *stats_doc(Server *s, const Figures *f)
         cJSON_AddStringToObject(e, "endpoint_name", o->name);
         cJSON_AddStringToObject(e, "view", c->rels[o->rel].name);
         cJSON_AddStringToObject(e, "transport", o->transport ? o->transport : "file_output");
+        if (st.nhosts > 1)
+            cJSON_AddNumberToObject(e, "host", o->host);
         cJSON *m = cJSON_AddObjectToObject(e, "metrics");
         for (size_t i = 0; i < ARRAY_LEN(out_metrics); i++)
             cJSON_AddNumberToObject(m, out_metrics[i].json,
