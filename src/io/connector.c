@@ -184,7 +184,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
     const cJSON *etc = cJSON_GetObjectItemCaseSensitive(cj, "event_time_column");
     bool is_input = !strcmp(t, "datagen") || !strcmp(t, "file_input") ||
                     !strcmp(t, "http_input") || !strcmp(t, "s3_input") ||
-                    !strcmp(t, "postgres_cdc_input") || !strcmp(t, "kafka_input");
+                    !strcmp(t, "postgres_cdc_input") || !strcmp(t, "kafka_input") ||
+                    !strcmp(t, "nexmark");
     if ((txn || etc) && !is_input)
         return cerr(err, r, "%s: %s", where,
                     "\"transaction\" and \"event_time_column\" belong to input connectors");
@@ -257,6 +258,20 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
                         return cerr(err, r, "%s: %s", where,
                                     "\"transaction\": \"backfill\" needs an input that ends, "
                                     "but a datagen plan has no \"limit\"");
+            return 0;
+        }
+        if (!strcmp(t, "nexmark")) { /* a datagen generator of Nexmark events (nexmark.c) */
+            ic->kind = IN_DATAGEN;
+            if (cJSON_GetObjectItemCaseSensitive(cj, "format"))
+                return cerr(err, r, "%s: %s", where, "nexmark takes no \"format\"");
+            Err e = {0};
+            ic->gen = nexmark_new(cfg, r->name, r->ncol, (const char *const *)r->colnames,
+                                  r->types, where, &e);
+            if (!ic->gen)
+                return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+            if (ic->backfill && datagen_plan_limit(ic->gen, 0) < 0)
+                return cerr(err, r, "%s: %s", where, "\"transaction\": \"backfill\" needs an "
+                            "input that ends, but nexmark \"events\" is 0 (unbounded)");
             return 0;
         }
         if (!strcmp(t, "s3_input")) {
@@ -414,7 +429,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
     }
     char d[256];
     snprintf(d, sizeof(d),
-             "unknown transport \"%s\" (supported: datagen, file_input, s3_input, http_input, "
+             "unknown transport \"%s\" (supported: datagen, nexmark, file_input, s3_input, http_input, "
              "postgres_cdc_input, kafka_input, file_output, postgres_output, kafka_output)",
              t);
     return cerr(err, r, "%s: %s", where, d);
