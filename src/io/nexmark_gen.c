@@ -33,8 +33,10 @@ struct NxGen {
     uint64_t key;     /* mixed seed */
     int64_t T;        /* events per epoch */
     int64_t horizon;  /* events ahead that set an auction's length */
-    char *urls;       /* NX_CHANNELS + 4 URLs of NX_URL_MAX bytes */
-    uint8_t *url_len;
+    char *urls;       /* NX_CHANNELS + 4 URLs, packed */
+    uint32_t *url_at; /* where URL i starts in urls; url_at[i + 1] - url_at[i] long */
+    char (*names)[16]; /* "channel-N" for N < NX_CHANNELS, then the 4 hot names */
+    uint8_t *name_len;
 };
 
 static const char *const first_names[] = {"Peter", "Paul", "Luke", "John", "Saul", "Vicky",
@@ -172,13 +174,17 @@ static size_t extra(uint64_t *st, int64_t avg, int64_t used, char *out)
         return 0;
     int64_t delta = llround(0.2 * (double)d);
     size_t len = (size_t)(d - delta + (delta > 0 ? (int64_t)below(st, (uint64_t)(2 * delta)) : 0));
-    size_t n = 0;
-    while (n < len) {
+    /* 8 letters per draw: byte b becomes 'a' + b * 26 / 256, in two
+       16-bit-lane multiplies (the tail may write up to 7 bytes past len:
+       nx_field_max leaves room) */
+    const uint64_t M = 0x00FF00FF00FF00FFULL;
+    for (size_t n = 0; n < len; n += 8) {
         uint64_t r = next(st);
-        for (int k = 0; k < 8 && n < len; k++, r >>= 8)
-            out[n++] = (char)('a' + (((r & 0xFF) * 26) >> 8));
+        uint64_t lo = ((r & M) * 26 >> 8) & M, hi = (((r >> 8) & M) * 26 >> 8) & M;
+        uint64_t w = (lo | hi << 8) + 0x6161616161616161ULL;
+        memcpy(out + n, &w, 8);
     }
-    return n;
+    return len;
 }
 
 /* "https://www.nexmark.com/<s>/<s>/<s>/item.htm?query=1" from stream st. */
@@ -202,14 +208,17 @@ NxGen *nx_gen_new(const NxConfig *c)
     g->T = c->prop[0] + c->prop[1] + c->prop[2];
     g->horizon = c->inflight_auctions * g->T / c->prop[1];
     g->urls = malloc((size_t)(NX_CHANNELS + 4) * NX_URL_MAX);
-    g->url_len = malloc(NX_CHANNELS + 4);
-    if (!g->urls || !g->url_len) {
+    g->url_at = malloc((NX_CHANNELS + 5) * sizeof(uint32_t));
+    g->names = malloc((NX_CHANNELS + 4) * sizeof(*g->names));
+    g->name_len = malloc(NX_CHANNELS + 4);
+    if (!g->urls || !g->url_at || !g->names || !g->name_len) {
         nx_gen_free(g);
         return NULL;
     }
+    g->url_at[0] = 0;
     for (int64_t i = 0; i < NX_CHANNELS + 4; i++) {
         uint64_t st = stream(g, -1 - i, 0);
-        char *u = g->urls + i * NX_URL_MAX;
+        char *u = g->urls + g->url_at[i];
         size_t n = base_url(&st, u);
         if (i < NX_CHANNELS && below(&st, 10) > 0) {
             uint32_t v = (uint32_t)i, r = 0;
@@ -218,7 +227,10 @@ NxGen *nx_gen_new(const NxConfig *c)
             n += (size_t)snprintf(u + n, NX_URL_MAX - n, "&channel_id=%lld",
                                   llabs((long long)(int32_t)r));
         }
-        g->url_len[i] = (uint8_t)n;
+        g->url_at[i + 1] = g->url_at[i] + (uint32_t)n;
+        int nl = i < NX_CHANNELS ? snprintf(g->names[i], 16, "channel-%d", (int)i)
+                                 : snprintf(g->names[i], 16, "%s", hot_channels[i - NX_CHANNELS]);
+        g->name_len[i] = (uint8_t)nl;
     }
     return g;
 }
@@ -228,7 +240,9 @@ void nx_gen_free(NxGen *g)
     if (!g)
         return;
     free(g->urls);
-    free(g->url_len);
+    free(g->url_at);
+    free(g->names);
+    free(g->name_len);
     free(g);
 }
 
@@ -277,9 +291,9 @@ size_t nx_field_max(const NxGen *g, NxField f)
         return 32;
     case NXF_A_DESC: return 100;
     case NXF_B_URL: return NX_URL_MAX;
-    case NXF_P_EXTRA: return (size_t)g->c.avg_size[0] * 6 / 5 + 2;
-    case NXF_A_EXTRA: return (size_t)g->c.avg_size[1] * 6 / 5 + 2;
-    case NXF_B_EXTRA: return (size_t)g->c.avg_size[2] * 6 / 5 + 2;
+    case NXF_P_EXTRA: return (size_t)g->c.avg_size[0] * 6 / 5 + 10;
+    case NXF_A_EXTRA: return (size_t)g->c.avg_size[1] * 6 / 5 + 10;
+    case NXF_B_EXTRA: return (size_t)g->c.avg_size[2] * 6 / 5 + 10;
     default: return 0;
     }
 }
@@ -369,16 +383,15 @@ size_t nx_text(const NxGen *g, NxField f, int64_t e, char *out)
         return extra(&st, g->c.avg_size[1], used, out);
     }
     case NXF_B_CHANNEL: {
-        int64_t ch = channel_of(g, e);
-        if (ch < 4)
-            return put(out, hot_channels[ch]);
-        return (size_t)snprintf(out, 32, "channel-%lld", (long long)(ch - 4));
+        int64_t ch = channel_of(g, e), i = ch < 4 ? NX_CHANNELS + ch : ch - 4;
+        memcpy(out, g->names[i], 16);
+        return g->name_len[i];
     }
     case NXF_B_URL: {
-        int64_t ch = channel_of(g, e);
-        int64_t i = ch < 4 ? NX_CHANNELS + ch : ch - 4;
-        memcpy(out, g->urls + i * NX_URL_MAX, g->url_len[i]);
-        return g->url_len[i];
+        int64_t ch = channel_of(g, e), i = ch < 4 ? NX_CHANNELS + ch : ch - 4;
+        uint32_t at = g->url_at[i], n = g->url_at[i + 1] - at;
+        memcpy(out, g->urls + at, n);
+        return n;
     }
     case NXF_B_EXTRA: return extra(&st, g->c.avg_size[2], 32, out);
     default: return 0;
