@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -62,7 +63,8 @@ def run_query(q, events, workers, timeout, tmp):
         return {"error": "timeout %d s" % timeout}
     wall = time.monotonic() - t0
     if p.returncode != 0:
-        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "failed"}
+        lines = [l for l in p.stderr.strip().splitlines() if not l.startswith("MAXRSS")]
+        return {"error": "exit %d: %s" % (p.returncode, lines[-1] if lines else "")}
     m = re.search(r"done: .* in ([0-9.]+) s", p.stderr)
     rss = re.search(r"MAXRSS (\d+)", p.stderr)
     secs = float(m.group(1)) if m else wall
@@ -96,6 +98,10 @@ def main():
                              check=True).stdout
         probe[w] = json.loads(out)
     with tempfile.TemporaryDirectory() as tmp:
+        # run a copy: a rebuild meanwhile must not change the binary under test
+        global SLUICE
+        shutil.copy(SLUICE, os.path.join(tmp, "sluice"))
+        SLUICE = os.path.join(tmp, "sluice")
         for q in queries:
             for w in workers:
                 r = run_query(q, events, w, a.timeout, tmp)
@@ -108,8 +114,6 @@ def main():
     print("Nexmark, %d events (rate 10,000/s of event time), release build" % events)
     print(head)
     print("-" * len(head))
-    for w in workers:
-        pass
     line = "%-5s" % "probe"
     for w in workers:
         line += " | %10s %9s %8s" % (fmt_rate(probe[w]["events_per_s"]),

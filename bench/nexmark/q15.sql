@@ -1,6 +1,5 @@
 -- q15, bidding statistics report: per day, bid, bidder and auction counts
--- in all and per price rank. Flink's `agg FILTER (WHERE c)` is written
--- `agg(CASE WHEN c THEN x END)` (the same: NULLs do not count).
+-- in all and per price rank (Flink's form, with FILTER).
 
 -- Nexmark tables (Feldera's SQL names), each filled by the nexmark transport
 -- (docs/nexmark.md). The three connectors must share one config: together
@@ -40,16 +39,16 @@ CREATE TABLE bid (
 CREATE VIEW q15 AS
 SELECT CAST(CAST(date_time AS DATE) AS VARCHAR) AS day,
        COUNT(*) AS total_bids,
-       COUNT(CASE WHEN price < 10000 THEN 1 END) AS rank1_bids,
-       COUNT(CASE WHEN price >= 10000 AND price < 1000000 THEN 1 END) AS rank2_bids,
-       COUNT(CASE WHEN price >= 1000000 THEN 1 END) AS rank3_bids,
+       COUNT(*) FILTER (WHERE price < 10000) AS rank1_bids,
+       COUNT(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bids,
+       COUNT(*) FILTER (WHERE price >= 1000000) AS rank3_bids,
        COUNT(DISTINCT bidder) AS total_bidders,
-       COUNT(DISTINCT CASE WHEN price < 10000 THEN bidder END) AS rank1_bidders,
-       COUNT(DISTINCT CASE WHEN price >= 10000 AND price < 1000000 THEN bidder END) AS rank2_bidders,
-       COUNT(DISTINCT CASE WHEN price >= 1000000 THEN bidder END) AS rank3_bidders,
+       COUNT(DISTINCT bidder) FILTER (WHERE price < 10000) AS rank1_bidders,
+       COUNT(DISTINCT bidder) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bidders,
+       COUNT(DISTINCT bidder) FILTER (WHERE price >= 1000000) AS rank3_bidders,
        COUNT(DISTINCT auction) AS total_auctions,
-       COUNT(DISTINCT CASE WHEN price < 10000 THEN auction END) AS rank1_auctions,
-       COUNT(DISTINCT CASE WHEN price >= 10000 AND price < 1000000 THEN auction END) AS rank2_auctions,
-       COUNT(DISTINCT CASE WHEN price >= 1000000 THEN auction END) AS rank3_auctions
+       COUNT(DISTINCT auction) FILTER (WHERE price < 10000) AS rank1_auctions,
+       COUNT(DISTINCT auction) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_auctions,
+       COUNT(DISTINCT auction) FILTER (WHERE price >= 1000000) AS rank3_auctions
 FROM bid
 GROUP BY CAST(CAST(date_time AS DATE) AS VARCHAR);

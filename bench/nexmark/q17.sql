@@ -39,9 +39,9 @@ CREATE TABLE bid (
 CREATE VIEW q17 AS
 SELECT auction, CAST(CAST(date_time AS DATE) AS VARCHAR) AS day,
        COUNT(*) AS total_bids,
-       COUNT(CASE WHEN price < 10000 THEN 1 END) AS rank1_bids,
-       COUNT(CASE WHEN price >= 10000 AND price < 1000000 THEN 1 END) AS rank2_bids,
-       COUNT(CASE WHEN price >= 1000000 THEN 1 END) AS rank3_bids,
+       COUNT(*) FILTER (WHERE price < 10000) AS rank1_bids,
+       COUNT(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bids,
+       COUNT(*) FILTER (WHERE price >= 1000000) AS rank3_bids,
        MIN(price) AS min_price, MAX(price) AS max_price, AVG(price) AS avg_price,
        SUM(price) AS sum_price
 FROM bid
