@@ -7,7 +7,8 @@
  * Randomness: event e has the key mix(seed, e); field f draws from the
  * stream (key, f) with splitmix64 steps, so fields are independent of one
  * another and of which other fields are generated. Strings take 4
- * characters per 64-bit draw (16 bits each), padding 8 letters per draw.
+ * characters per 64-bit draw (16 bits each); padding is cut at a random
+ * offset from 64 KiB of random letters drawn once from the seed.
  * Rules follow the reference generators (docs/nexmark.md): ids from e, hot
  * ids in batches of 100, the +10 lead of random person and auction
  * choices, log-uniform prices, Flink's channels and URLs (hot channel with
@@ -27,6 +28,7 @@
 #define NX_ID_LEAD 10
 #define NX_CHANNELS 10000
 #define NX_URL_MAX 96
+#define NX_LETTERS 65536 /* letter buffer (a power of 2) before its tail */
 
 struct NxGen {
     NxConfig c;
@@ -35,6 +37,7 @@ struct NxGen {
     int64_t horizon;  /* events ahead that set an auction's length */
     char *urls;       /* NX_CHANNELS + 4 URLs, packed */
     uint32_t *url_at; /* where URL i starts in urls; url_at[i + 1] - url_at[i] long */
+    char *letters;    /* NX_LETTERS + the longest padding of random a-z */
     char (*names)[16]; /* "channel-N" for N < NX_CHANNELS, then the 4 hot names */
     uint8_t *name_len;
 };
@@ -168,24 +171,19 @@ static size_t put(char *out, const char *s)
 }
 
 /* Padding toward avg bytes when `used` are taken: d = avg - used, length
-   d - delta + uniform[0, 2 delta) with delta = round(d / 5), a-z. */
-static size_t extra(uint64_t *st, int64_t avg, int64_t used, char *out)
+   d - delta + uniform[0, 2 delta) with delta = round(d / 5), lowercase
+   letters cut at a random offset from the generator's letter buffer (as
+   Flink cuts them from a random string built once). */
+static size_t extra(const NxGen *g, uint64_t *st, int64_t avg, int64_t used, char *out)
 {
     int64_t d = avg - used;
     if (d <= 0)
         return 0;
     int64_t delta = llround(0.2 * (double)d);
-    size_t len = (size_t)(d - delta + (delta > 0 ? (int64_t)below(st, (uint64_t)(2 * delta)) : 0));
-    /* 8 letters per draw: byte b becomes 'a' + b * 26 / 256, in two
-       16-bit-lane multiplies (the tail may write up to 7 bytes past len:
-       nx_field_max leaves room) */
-    const uint64_t M = 0x00FF00FF00FF00FFULL;
-    for (size_t n = 0; n < len; n += 8) {
-        uint64_t r = next(st);
-        uint64_t lo = ((r & M) * 26 >> 8) & M, hi = (((r >> 8) & M) * 26 >> 8) & M;
-        uint64_t w = (lo | hi << 8) + 0x6161616161616161ULL;
-        memcpy(out + n, &w, 8);
-    }
+    uint64_t r = next(st);
+    int64_t spread = delta > 0 ? (int64_t)((r >> 32) % (uint64_t)(2 * delta)) : 0;
+    size_t len = (size_t)(d - delta + spread);
+    memcpy(out, g->letters + (r & (NX_LETTERS - 1)), len);
     return len;
 }
 
@@ -213,7 +211,18 @@ NxGen *nx_gen_new(const NxConfig *c)
     g->url_at = malloc((NX_CHANNELS + 5) * sizeof(uint32_t));
     g->names = malloc((NX_CHANNELS + 4) * sizeof(*g->names));
     g->name_len = malloc(NX_CHANNELS + 4);
-    if (!g->urls || !g->url_at || !g->names || !g->name_len) {
+    size_t pad = 0;
+    for (int k = 0; k < 3; k++)
+        if ((size_t)c->avg_size[k] * 6 / 5 > pad)
+            pad = (size_t)c->avg_size[k] * 6 / 5; /* the longest padding */
+    size_t nlet = NX_LETTERS + pad + 8;
+    g->letters = malloc(nlet);
+    if (g->letters) {
+        uint64_t st = stream(g, -1 - NX_CHANNELS - 4, 0);
+        for (size_t i = 0; i < nlet; i++)
+            g->letters[i] = (char)('a' + below(&st, 26));
+    }
+    if (!g->urls || !g->url_at || !g->names || !g->name_len || !g->letters) {
         nx_gen_free(g);
         return NULL;
     }
@@ -244,6 +253,7 @@ void nx_gen_free(NxGen *g)
     free(g->urls);
     free(g->url_at);
     free(g->names);
+    free(g->letters);
     free(g->name_len);
     free(g);
 }
@@ -375,14 +385,14 @@ size_t nx_text(const NxGen *g, NxField f, int64_t e, char *out)
         int64_t used = 8;
         for (NxField k = NXF_P_NAME; k <= NXF_P_STATE; k++)
             used += (int64_t)nx_text(g, k, e, tmp);
-        return extra(&st, g->c.avg_size[0], used, out);
+        return extra(g, &st, g->c.avg_size[0], used, out);
     }
     case NXF_A_ITEM: return rand_str(&st, 20, ' ', out);
     case NXF_A_DESC: return rand_str(&st, 100, ' ', out);
     case NXF_A_EXTRA: {
         int64_t used = 8 + (int64_t)nx_text(g, NXF_A_ITEM, e, tmp) +
                        (int64_t)nx_text(g, NXF_A_DESC, e, tmp) + 40;
-        return extra(&st, g->c.avg_size[1], used, out);
+        return extra(g, &st, g->c.avg_size[1], used, out);
     }
     case NXF_B_CHANNEL: {
         int64_t ch = channel_of(g, e), i = ch < 4 ? NX_CHANNELS + ch : ch - 4;
@@ -395,7 +405,7 @@ size_t nx_text(const NxGen *g, NxField f, int64_t e, char *out)
         memcpy(out, g->urls + at, n);
         return n;
     }
-    case NXF_B_EXTRA: return extra(&st, g->c.avg_size[2], 32, out);
+    case NXF_B_EXTRA: return extra(g, &st, g->c.avg_size[2], 32, out);
     default: return 0;
     }
 }
