@@ -166,6 +166,33 @@ static int replace(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const uint
     return 0;
 }
 
+/* SPLIT_INDEX(s, delim, i): the i-th part (0-based) of s split at every
+   delim, a slice of s; NULL (m[k] set) when there is none (Flink). */
+static int split_index(const Vec *args, int64_t n, Vec *out, uint8_t *m)
+{
+    for (int64_t k = 0; k < n; k++) {
+        out->s[k] = empty_str;
+        if (m[k])
+            continue;
+        Str s = arg_str(&args[0], k), d = arg_str(&args[1], k);
+        int64_t i = arg_int(&args[2], k);
+        const char *p = s.p, *e = s.p + s.n, *f = NULL;
+        if (d.n == 0 || i < 0) {
+            m[k] = 1;
+            continue;
+        }
+        for (; i > 0 && (f = memmem(p, (size_t)(e - p), d.p, d.n)); i--)
+            p = f + d.n;
+        if (i > 0) {
+            m[k] = 1;
+            continue;
+        }
+        f = memmem(p, (size_t)(e - p), d.p, d.n);
+        out->s[k] = (Str){p, (uint32_t)((f ? f : e) - p)};
+    }
+    return 0;
+}
+
 /* LEFT(s, n) / RIGHT(s, n): slices; n <= 0 gives '' (Calcite, MySQL). */
 static int left_right(const Vec *args, int64_t n, Vec *out, const uint8_t *m, bool left)
 {
@@ -332,6 +359,10 @@ int expr__fn_str(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *ou
     case FN_CONCAT:
         if (str_out)
             return concat_n(args, e->na, n, cx, out, m);
+        break;
+    case FN_SPLIT_INDEX:
+        if (str_out && e->na == 3)
+            return split_index(args, n, out, m);
         break;
     case FN_INITCAP:
         if (str_out && e->na == 1)

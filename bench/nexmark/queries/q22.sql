@@ -1,24 +1,8 @@
 -- q22, get URL directories: each bid with the URL's parts 3, 4 and 5
--- (0-based, split on '/'). Flink's SPLIT_INDEX is written with POSITION
--- and SUBSTRING: s3 is the URL after its third '/'.
+-- (0-based, split on '/'), Flink's form.
 CREATE VIEW q22 AS
 SELECT auction, bidder, price, channel,
-       SUBSTRING(s3 FROM 1 FOR POSITION('/' IN s3 || '/') - 1) AS dir1,
-       SUBSTRING(s4 FROM 1 FOR POSITION('/' IN s4 || '/') - 1) AS dir2,
-       SUBSTRING(s5 FROM 1 FOR POSITION('/' IN s5 || '/') - 1) AS dir3
-FROM (
-    SELECT *, SUBSTRING(s4 FROM POSITION('/' IN s4) + 1) AS s5
-    FROM (
-        SELECT *, SUBSTRING(s3 FROM POSITION('/' IN s3) + 1) AS s4
-        FROM (
-            SELECT auction, bidder, price, channel,
-                   SUBSTRING(s2 FROM POSITION('/' IN s2) + 1) AS s3
-            FROM (
-                SELECT auction, bidder, price, channel,
-                       SUBSTRING(s1 FROM POSITION('/' IN s1) + 1) AS s2
-                FROM (SELECT auction, bidder, price, channel,
-                             SUBSTRING(url FROM POSITION('/' IN url) + 1) AS s1 FROM bid) U1
-            ) U2
-        ) U3
-    ) U4
-) U5;
+       SPLIT_INDEX(url, '/', 3) AS dir1,
+       SPLIT_INDEX(url, '/', 4) AS dir2,
+       SPLIT_INDEX(url, '/', 5) AS dir3
+FROM bid;
