@@ -749,6 +749,8 @@ static bool shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
         case FN_LEFT:
         case FN_RIGHT: return out->s && na == 2 && a[0].s && !a[1].s;
         case FN_INITCAP: return out->s && na == 1 && a[0].s;
+        case FN_SPLIT_INDEX:
+        case FN_REGEXP_EXTRACT: return out->s && out->nul && na == 3 && a[0].s && a[1].s && a[2].i;
         case FN_TRIM_CHARS: return out->s && na == 3 && a[0].s && a[1].s && a[2].i;
         case FN_CONCAT:
             for (int j = 0; j < na; j++)
@@ -877,6 +879,8 @@ static __attribute__((noinline)) int eval_node(const Expr *e, const Chunk *in,
         case FN_RIGHT:
         case FN_CONCAT:
         case FN_INITCAP:
+        case FN_SPLIT_INDEX:
+        case FN_REGEXP_EXTRACT:
         case FN_TRIM_CHARS: return expr__fn_str(e, a, n, cx, out, m);
         case FN_MOD: return expr__arith(E_MOD, &a[0], &a[1], n, cx, out, m);
         case FN_EXTRACT_YEAR:

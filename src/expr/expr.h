@@ -102,6 +102,12 @@ typedef enum FuncId {
     FN_TUMBLE_START,  /* (ts TIMESTAMP, size, offset INTERVAL DAY TO SECOND,
                       size > 0) -> TIMESTAMP: the start of the window of
                       length size containing ts, windows aligned on offset */
+    FN_SPLIT_INDEX,   /* (s, delimiter, i INT) -> the i-th (0-based) part of s
+                      split at every delimiter, NULL when there are fewer
+                      parts, i < 0 or the delimiter is '' (Flink) */
+    FN_REGEXP_EXTRACT, /* (s, pattern, i INT) -> group i (0: the whole match)
+                      of the first match of the POSIX extended regular
+                      expression pattern in s; NULL when none */
     FN__COUNT
 } FuncId;
 

@@ -124,6 +124,8 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_ADD_MONTHS] = "ADD_MONTHS",
     [FN_DATE_TRUNC] = "DATE_TRUNC",
     [FN_TIMESTAMPDIFF] = "TIMESTAMPDIFF",
+    [FN_SPLIT_INDEX] = "SPLIT_INDEX",
+    [FN_REGEXP_EXTRACT] = "REGEXP_EXTRACT",
     [FN_TUMBLE_START] = "TUMBLE_START",
     [FN_TIME_ADD] = "TIME_ADD",
 };

@@ -1,7 +1,8 @@
 /*
  * expr/fn_str.c - string functions (LOWER, UPPER, INITCAP, CHAR_LENGTH,
  * SUBSTRING, LEFT, RIGHT, TRIM with spaces or a character set, POSITION,
- * REPLACE, CONCAT), || and LIKE over vectors. ILIKE is LIKE over LOWER().
+ * REPLACE, CONCAT, SPLIT_INDEX, REGEXP_EXTRACT), || and LIKE over vectors.
+ * ILIKE is LIKE over LOWER().
  * In: operands evaluated into dense Vecs by expr_eval (expr.c), the output
  * Vec allocated with the node's type and the row mask m (expr_int.h).
  * Out: strings either slices of the operands (SUBSTRING, TRIM) or new bytes
@@ -12,6 +13,7 @@
  * is ASCII only; LIKE compares bytes, with _ matching one character.
  * NULL rows are skipped (their Str slots may hold anything) and get "".
  */
+#include <regex.h>
 #include <string.h>
 
 #include "expr_int.h"
@@ -163,6 +165,77 @@ static int replace(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const uint
         memcpy(w, p, (size_t)(e - p));
         out->s[k] = (Str){d, (uint32_t)len};
     }
+    return 0;
+}
+
+/* SPLIT_INDEX(s, delim, i): the i-th part (0-based) of s split at every
+   delim, a slice of s; NULL (m[k] set) when there is none (Flink). */
+static int split_index(const Vec *args, int64_t n, Vec *out, uint8_t *m)
+{
+    for (int64_t k = 0; k < n; k++) {
+        out->s[k] = empty_str;
+        if (m[k])
+            continue;
+        Str s = arg_str(&args[0], k), d = arg_str(&args[1], k);
+        int64_t i = arg_int(&args[2], k);
+        const char *p = s.p, *e = s.p + s.n, *f = NULL;
+        if (d.n == 0 || i < 0) {
+            m[k] = 1;
+            continue;
+        }
+        for (; i > 0 && (f = memmem(p, (size_t)(e - p), d.p, d.n)); i--)
+            p = f + d.n;
+        if (i > 0) {
+            m[k] = 1;
+            continue;
+        }
+        f = memmem(p, (size_t)(e - p), d.p, d.n);
+        out->s[k] = (Str){p, (uint32_t)((f ? f : e) - p)};
+    }
+    return 0;
+}
+
+/* REGEXP_EXTRACT(s, pattern, i): group i (0: the whole match) of the first
+   match of the POSIX extended regular expression pattern in s, a slice of
+   s; NULL when nothing matches or group i took no part. The pattern is
+   compiled once per run of rows that share it. */
+static int regexp_extract(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m)
+{
+    regex_t re;
+    Str have = {NULL, 0};
+    for (int64_t k = 0; k < n; k++) {
+        out->s[k] = empty_str;
+        if (m[k])
+            continue;
+        Str s = arg_str(&args[0], k), p = arg_str(&args[1], k);
+        int64_t g = arg_int(&args[2], k);
+        if (!have.p || p.n != have.n || memcmp(p.p, have.p, p.n)) {
+            if (have.p)
+                regfree(&re);
+            have = (Str){arena_strndup(cx->arena, p.p, p.n), p.n};
+            int e = regcomp(&re, have.p, REG_EXTENDED);
+            if (e) {
+                char why[128];
+                regerror(e, &re, why, sizeof(why));
+                return err_set(cx->err, SL_ERUNTIME, "REGEXP_EXTRACT: bad pattern '%s': %s",
+                               have.p, why);
+            }
+        }
+        regmatch_t mt[10];
+        if (g < 0 || g > (int64_t)re.re_nsub || g >= 10) {
+            m[k] = 1;
+            continue;
+        }
+        mt[0].rm_so = 0;
+        mt[0].rm_eo = (regoff_t)s.n;
+        if (regexec(&re, s.p, 10, mt, REG_STARTEND) || mt[g].rm_so < 0) {
+            m[k] = 1;
+            continue;
+        }
+        out->s[k] = (Str){s.p + mt[g].rm_so, (uint32_t)(mt[g].rm_eo - mt[g].rm_so)};
+    }
+    if (have.p)
+        regfree(&re);
     return 0;
 }
 
@@ -332,6 +405,14 @@ int expr__fn_str(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *ou
     case FN_CONCAT:
         if (str_out)
             return concat_n(args, e->na, n, cx, out, m);
+        break;
+    case FN_SPLIT_INDEX:
+        if (str_out && e->na == 3)
+            return split_index(args, n, out, m);
+        break;
+    case FN_REGEXP_EXTRACT:
+        if (str_out && e->na == 3)
+            return regexp_extract(args, n, cx, out, m);
         break;
     case FN_INITCAP:
         if (str_out && e->na == 1)

@@ -204,6 +204,23 @@ static int open_datagen(InputConn *ic, const ConnCtx *cx, Err *err)
     return 0;
 }
 
+/* nexmark: a datagen generator of Nexmark events (nexmark.c) */
+static int open_nexmark(InputConn *ic, const ConnCtx *cx, Err *err)
+{
+    const Relation *r = cx->r;
+    if (cJSON_GetObjectItemCaseSensitive(cx->cj, "format"))
+        return io_conf_err(cx, err, "nexmark takes no \"format\"");
+    Err e = {0};
+    ic->gen = nexmark_new(cx->cfg, r->name, r->ncol, (const char *const *)r->colnames, r->types,
+                          cx->where, &e);
+    if (!ic->gen)
+        return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+    if (ic->backfill && datagen_plan_limit(ic->gen, 0) < 0)
+        return io_conf_err(cx, err, "\"transaction\": \"backfill\" needs an input that ends, "
+                                    "but nexmark \"events\" is 0 (unbounded)");
+    return 0;
+}
+
 static int open_s3(InputConn *ic, const ConnCtx *cx, Err *err)
 {
     char why[512];
@@ -366,6 +383,7 @@ typedef struct Transport {
 
 static const Transport transports[] = {
     {"datagen", open_datagen, &tr_datagen_in_ops, NULL, NULL},
+    {"nexmark", open_nexmark, &tr_datagen_in_ops, NULL, NULL},
     {"file_input", open_file_in, &tr_file_in_ops, NULL, NULL},
     {"s3_input", open_s3, &tr_s3_in_ops, NULL, NULL},
     {"http_input", open_http, &http_in_ops, NULL, NULL},

@@ -557,6 +557,10 @@ void datagen_fill(const Datagen *g, int p, int64_t start, int64_t count, Chunk *
     int64_t base = out->n;
     if (count <= 0)
         return;
+    if (g->nx) {
+        nexmark_fill(g->nx, start, count, out, a);
+        return;
+    }
     if (base + count > out->cap)
         sl_panic("datagen_fill: %lld rows do not fit chunk (%lld of %lld used)",
                  (long long)count, (long long)base, (long long)out->cap);
@@ -601,8 +605,10 @@ uint64_t datagen_seed(const Datagen *g) { return g->seed; }
 
 void datagen_free(Datagen *g)
 {
-    if (g)
-        arena_free(g->arena);
+    if (!g)
+        return;
+    nexmark_free(g->nx);
+    arena_free(g->arena);
 }
 /* ------------------------------------------------------------------ setup */
 

@@ -37,6 +37,15 @@ typedef struct Datagen Datagen;
 Datagen *datagen_new(const cJSON *config, int ncols, const char *const *names,
                      const SqlType *types, const char *where, Err *err);
 void datagen_free(Datagen *g);
+/*
+ * The nexmark transport (nexmark.c): a generator of one plan holding the
+ * rows of Nexmark table `table` (person, auction or bid, unless config's
+ * "table" says which) among config's "events"; the columns (names[],
+ * types[]) are matched to the event's fields by name. NULL with err set
+ * (SL_ECONFIG) on a bad config or column.
+ */
+Datagen *nexmark_new(const cJSON *config, const char *table, int ncols, const char *const *names,
+                     const SqlType *types, const char *where, Err *err);
 
 int datagen_nplans(const Datagen *g);
 /* Rows in plan p, or -1 when unlimited. */

@@ -101,8 +101,15 @@ typedef struct Plan {
     Field *f;      /* one per column */
 } Plan;
 
+/* A nexmark generator (nexmark.c): a Datagen of one plan whose rows it
+   fills itself. */
+typedef struct NexmarkSrc NexmarkSrc;
+void nexmark_fill(const NexmarkSrc *nx, int64_t start, int64_t count, Chunk *out, Arena *a);
+void nexmark_free(NexmarkSrc *nx);
+
 struct Datagen {
     Arena *arena; /* owns everything below, including this struct */
+    NexmarkSrc *nx; /* a nexmark table's generator (plans[0].f unused), else NULL */
     uint64_t seed;
     int workers;
     int nplans;

@@ -108,6 +108,7 @@ static const FnDef fns[] = {
     {"ln", FN_LN, 1, 1},           {"exp", FN_EXP, 1, 1},         {"sign", FN_SIGN, 1, 1},
     {"position", FN_POSITION, 2, 2}, {"left", FN_LEFT, 2, 2},     {"right", FN_RIGHT, 2, 2},
     {"concat", FN_CONCAT, 1, 8},   {"initcap", FN_INITCAP, 1, 1}, {"btrim", FN_TRIM, 1, 2},
+    {"split_index", FN_SPLIT_INDEX, 3, 3}, {"regexp_extract", FN_REGEXP_EXTRACT, 3, 3},
 };
 
 /* The unit argument of DATE_TRUNC / TIMESTAMPDIFF: a bare word (DAY) or a
@@ -293,6 +294,13 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
             for (int j = 1; j < n; j++)
                 args[j] = sql__cast_to(p, args[j], f->fn == FN_SUBSTRING ? type_make(TK_INT, false)
                                                                     : type_make(TK_VARCHAR, false));
+            break;
+        case FN_SPLIT_INDEX: /* NULL also when the part does not exist */
+        case FN_REGEXP_EXTRACT:
+            t = type_make(TK_VARCHAR, true);
+            args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
+            args[1] = sql__cast_to(p, args[1], type_make(TK_VARCHAR, false));
+            args[2] = sql__cast_to(p, args[2], type_make(TK_INT, false));
             break;
         case FN_CHAR_LENGTH:
             t = type_make(TK_INT, nul);

@@ -51,6 +51,9 @@ static int parse_frame_bound(Parser *p, int *kind, Ast **n)
 }
 
 /* OVER (PARTITION BY ... ORDER BY ... [ROWS|RANGE frame]) after function f. */
+/* `agg(x) FILTER (WHERE c)` (below). */
+static int parse_filter(Parser *p, Ast *n);
+
 static int parse_over(Parser *p, Ast *f)
 {
     Token *t = cur(p);
@@ -372,10 +375,8 @@ static Ast *parse_primary(Parser *p)
                 return NULL;
             if (is_kw(cur(p), "over") && parse_over(p, n))
                 return NULL;
-            if (is_kw(cur(p), "filter")) {
-                sql__unsupported(p, cur(p), "aggregate FILTER clauses");
+            if (is_kw(cur(p), "filter") && parse_filter(p, n))
                 return NULL;
-            }
             return n;
         }
         n = sql__new_ast(p, A_COL, t);
@@ -401,6 +402,39 @@ static Ast *parse_primary(Parser *p)
     }
     sql__fail(p, "an expression");
     return NULL;
+}
+
+/* `agg(x) FILTER (WHERE c)` after aggregate call n: rewritten in place to
+   agg(CASE WHEN c THEN x END) (COUNT(*): COUNT(CASE WHEN c THEN 1 END)),
+   the same rows counted since aggregates skip NULLs. 0, or -1 on an error. */
+static int parse_filter(Parser *p, Ast *n)
+{
+    static const char *const aggs[] = {"count", "sum", "avg", "min", "max", NULL};
+    Token *at = cur(p);
+    const char *const *k = aggs;
+    while (*k && strcmp(*k, n->name))
+        k++;
+    if (!*k || n->over || (!n->star && n->args.n != 1)) {
+        sql__unsupported(p, at, "FILTER other than on COUNT, SUM, AVG, MIN or MAX of one "
+                                "argument (without OVER)");
+        return -1;
+    }
+    p->i++;
+    Ast *c, *cs = sql__new_ast(p, A_CASE, at);
+    if (sql__expect_op(p, "(") || sql__expect_kw(p, "where") || !(c = sql__parse_expr(p)) ||
+        sql__expect_op(p, ")"))
+        return -1;
+    Ast *x = n->star ? sql__new_ast(p, A_INT, at) : n->args.v[0];
+    if (n->star) {
+        x->str = (char *)"1";
+        x->slen = 1;
+        n->star = false;
+        sql__list_push(p, &n->args, x);
+    }
+    sql__list_push(p, &cs->args, c);
+    sql__list_push(p, &cs->args, x);
+    n->args.v[0] = cs;
+    return 0;
 }
 
 /* The operand of the prefix operator at the current token, parsed by

@@ -1,0 +1,43 @@
+-- q12, windows per bidder: bid counts per bidder and 10 s tumbling window,
+-- on event time as Feldera does (processing time would not be
+-- deterministic).
+
+-- Nexmark tables (Feldera's SQL names), each filled by the nexmark transport
+-- (docs/nexmark.md). The three connectors must share one config: together
+-- they hold the first `events` events of one stream.
+CREATE TABLE person (
+    id BIGINT NOT NULL,
+    name VARCHAR,
+    emailAddress VARCHAR,
+    creditCard VARCHAR,
+    city VARCHAR,
+    state VARCHAR,
+    date_time TIMESTAMP NOT NULL,
+    extra VARCHAR
+) WITH ('connectors' = '[{"transport": {"name": "nexmark", "config": {"events": 10000000}}}]');
+CREATE TABLE auction (
+    id BIGINT NOT NULL,
+    itemName VARCHAR,
+    description VARCHAR,
+    initialBid BIGINT,
+    reserve BIGINT,
+    date_time TIMESTAMP NOT NULL,
+    expires TIMESTAMP NOT NULL,
+    seller BIGINT NOT NULL,
+    category BIGINT NOT NULL,
+    extra VARCHAR
+) WITH ('connectors' = '[{"transport": {"name": "nexmark", "config": {"events": 10000000}}}]');
+CREATE TABLE bid (
+    auction BIGINT NOT NULL,
+    bidder BIGINT NOT NULL,
+    price BIGINT NOT NULL,
+    channel VARCHAR,
+    url VARCHAR,
+    date_time TIMESTAMP NOT NULL,
+    extra VARCHAR
+) WITH ('connectors' = '[{"transport": {"name": "nexmark", "config": {"events": 10000000}}}]');
+
+CREATE VIEW q12 AS
+SELECT bidder, COUNT(*) AS bid_count, window_start AS starttime, window_end AS endtime
+FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(date_time), INTERVAL '10' SECOND))
+GROUP BY bidder, window_start, window_end;
