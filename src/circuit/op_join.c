@@ -11,6 +11,11 @@
  * keys first (they never match); sql/plan_join.c joins whole rows on
  * nullable keys on purpose, for null-safe row equality.
  *
+ * Cost: push() encodes each row's key, then the row straight into the
+ * outbox of the key's owner (no staging copy). Output rows decode only the
+ * columns a consumer reads (output_needs: when every consumer is a map,
+ * the columns its filter and projections name); the others stay unset.
+ *
  * Checkpoint: batch 0 is a header (key "left" or "right", weight = how
  * many spine batches of that side follow; a missing side has none), then
  * the left trace's spine batches, oldest first, then the right's. The
@@ -31,13 +36,15 @@ typedef struct JoinSt {
     const SqlType *types[2];
     const int *keys[2];
     int nkeys;
+    bool *need[2]; /* per side column: a consumer reads it (output_needs) */
+    KeyPlan plan[2]; /* per side: how emit() decodes its needed columns */
 } JoinSt;
 
 static void emit(Op *op, JoinSt *s, ChunkOut *co, const uint8_t *l, const uint8_t *r, int64_t w)
 {
     int64_t i = cout_row(co);
-    key_decode(l, s->types[0], s->ncol[0], co->c, 0, i);
-    key_decode(r, s->types[1], s->ncol[1], co->c, s->ncol[0], i);
+    key_decode_plan(&s->plan[0], l, co->c, 0, i);
+    key_decode_plan(&s->plan[1], r, co->c, s->ncol[0], i);
     co->c->w[i] = w;
 }
 
@@ -85,17 +92,21 @@ static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
     return stopped;
 }
 
-/* A row of side ch: key = its join key, value = the row's encoding. */
-static void enc_join(void *ctx, int ch, const Chunk *c, int64_t r, Buf *k, Buf *v)
-{
-    const JoinSt *s = ((Op *)ctx)->st;
-    key_encode(c, s->keys[ch], s->nkeys, r, k);
-    key_encode_row(c, r, v);
-}
-
+/* A row of side `side` goes to the owner of its join key as the record
+   (join key, the row's encoding): the key is encoded first (it decides
+   the owner), the row straight into the owner's outbox. */
 static int push_join(Op *op, OpEnv *env, int side, Chunk *c)
 {
-    shard_rows(op->sh, side, c, false, enc_join, op);
+    JoinSt *s = op->st;
+    Shard *sh = op->sh;
+    for (int64_t r = 0; r < c->n; r++) {
+        buf_reset(&sh->kb);
+        key_encode(c, s->keys[side], s->nkeys, r, &sh->kb);
+        Buf *o = sh->out[side * sh->W + op_route(sh->kb.p, sh->kb.n, sh->W)];
+        size_t at = xrec_open(o, sh->kb.p, (uint32_t)sh->kb.n, c->w[r]);
+        key_encode_row(c, r, o);
+        xrec_close(o, at);
+    }
     return 0;
 }
 
@@ -135,6 +146,9 @@ static void free_join(Op *op)
     JoinSt *s = op->st;
     trace_free(s->t[0]);
     trace_free(s->t[1]);
+    key_plan_free(&s->plan[0]);
+    key_plan_free(&s->plan[1]);
+    sl_free(s->need[0]);
     sl_free(s);
 }
 
@@ -222,16 +236,57 @@ static int load_split_join(Op *op, int w, int W, Batch *const *const *lists, con
     return rc;
 }
 
+/* Mark in need[0..ncol) the columns e reads. */
+static void mark_cols(const Expr *e, bool *need, int ncol)
+{
+    if (!e)
+        return;
+    if (e->k == E_COL && e->col >= 0 && e->col < ncol)
+        need[e->col] = true;
+    for (int i = 0; i < e->na; i++)
+        mark_cols(e->a[i], need, ncol);
+}
+
+/* The output columns of n that its consumers read, in need[0..n->ncol):
+   all of them unless every consumer is a map, whose filter and
+   projections name the columns they read (a projection after a join
+   usually keeps few of them; the others are never decoded). */
+static void output_needs(const Circuit *c, const CNode *n, bool *need)
+{
+    bool all = false;
+    for (int i = n->id + 1; i < c->nnodes && !all; i++) {
+        const CNode *m = c->nodes[i];
+        for (int j = 0; j < m->nin && !all; j++) {
+            if (m->in[j] != n->id)
+                continue;
+            if (m->k != OPK_MAP) {
+                all = true;
+                break;
+            }
+            mark_cols(m->filter, need, n->ncol);
+            for (int p = 0; p < m->ncol; p++)
+                mark_cols(m->proj[p], need, n->ncol);
+        }
+    }
+    for (int j = 0; j < n->ncol && all; j++)
+        need[j] = true;
+}
+
 int op_join_init(Op *op)
 {
     const CNode *n = op->node;
     JoinSt *s = sl_calloc(1, sizeof(*s));
+    s->need[0] = sl_calloc((size_t)n->ncol + 1, sizeof(bool));
+    output_needs(op->circuit, n, s->need[0]);
     for (int side = 0; side < 2; side++) {
         const CNode *src = op->circuit->nodes[n->in[side]];
         s->t[side] = trace_new();
         s->ncol[side] = src->ncol;
         s->types[side] = src->types;
     }
+    s->need[1] = s->need[0] + s->ncol[0];
+    for (int side = 0; side < 2; side++)
+        key_plan_init(&s->plan[side], s->types[side], s->ncol[side], s->need[side]);
     s->keys[0] = n->lkeys;
     s->keys[1] = n->rkeys;
     s->nkeys = n->nkeys;

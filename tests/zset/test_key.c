@@ -335,6 +335,64 @@ static void test_key_decode_of_null_zeroes_the_value_slot(void **state)
     arena_free(a);
 }
 
+/* key_decode_plan (and key_decode_some under it) decode exactly the needed
+   columns as key_decode does, whatever the mix of fixed-offset NOT NULL
+   integers in front and other columns after; unneeded columns stay as
+   they were. */
+static void test_key_decode_plan_decodes_the_needed_columns_like_key_decode(void **state)
+{
+    static const TypeKind kinds[] = {TK_BIGINT, TK_INT,    TK_SMALLINT, TK_TINYINT, TK_DATE,
+                                     TK_DOUBLE, TK_VARCHAR, TK_REAL,    TK_TIMESTAMP, TK_BOOL};
+    enum { NK = ARRAY_LEN(kinds), NC = 6, ROWS = 40, SHAPES = 200 };
+    Arena *a = arena_new(0);
+    for (int shape = 0; shape < SHAPES; shape++) {
+        SqlType ty[NC];
+        TypeKind kd[NC];
+        bool need[NC];
+        for (int j = 0; j < NC; j++) {
+            kd[j] = kinds[rnd() % NK];
+            ty[j] = type_make(kd[j], rnd() % 3 == 0);
+            need[j] = rnd() % 2;
+        }
+        Chunk *src = chunk_new(a, NC, ty, ROWS);
+        Chunk *want = chunk_new(a, NC, ty, ROWS);
+        Chunk *got = chunk_new(a, NC, ty, ROWS);
+        for (int64_t r = 0; r < ROWS; r++)
+            for (int j = 0; j < NC; j++)
+                random_value(&src->col[j], r, kd[j]);
+        src->n = want->n = got->n = ROWS;
+        KeyPlan kp;
+        key_plan_init(&kp, ty, NC, shape % 5 ? need : NULL);
+        for (int64_t r = 0; r < ROWS; r++) {
+            Buf b = BUF_INIT;
+            key_encode_row(src, r, &b);
+            key_decode(b.p, ty, NC, want, 0, r);
+            for (int j = 0; j < NC; j++) { /* the marks of "not decoded" */
+                Vec *v = &got->col[j];
+                if (v->nul)
+                    v->nul[r] = 7;
+                if (v->i)
+                    v->i[r] = 0x5eed;
+            }
+            key_decode_plan(&kp, b.p, got, 0, r);
+            for (int j = 0; j < NC; j++) {
+                const Vec *v = &got->col[j];
+                if (shape % 5 == 0 || need[j])
+                    assert_value_equal(&want->col[j], v, r);
+                else {
+                    if (v->nul)
+                        assert_int_equal(v->nul[r], 7);
+                    if (v->i)
+                        assert_int_equal(v->i[r], 0x5eed);
+                }
+            }
+            buf_free(&b);
+        }
+        key_plan_free(&kp);
+    }
+    arena_free(a);
+}
+
 static void test_key_widths_follow_the_type(void **state)
 {
     static const struct {
@@ -374,6 +432,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_order_matches_sql_order_for_ints),
+        cmocka_unit_test(test_key_decode_plan_decodes_the_needed_columns_like_key_decode),
         cmocka_unit_test(test_key_order_matches_sql_order_for_doubles),
         cmocka_unit_test(test_key_order_matches_sql_order_for_reals),
         cmocka_unit_test(test_key_order_matches_sql_order_for_strings_with_prefixes),
