@@ -26,6 +26,7 @@
 
 #include "../base/budget.h"
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../zset/batch.h"
 #include "../zset/key.h"
 #include "../zset/trace.h"
@@ -38,6 +39,13 @@ typedef struct JoinSt {
     int nkeys;
     bool *need[2]; /* per side column: a consumer reads it (output_needs) */
     KeyPlan plan[2]; /* per side: how emit() decodes its needed columns */
+    /* push_fixed's scratch: keys, then per row its record's place */
+    uint8_t *kbuf;
+    size_t kcap;
+    uint8_t **at;
+    int64_t atcap;
+    int *to;
+    int64_t tocap;
 } JoinSt;
 
 static void emit(Op *op, JoinSt *s, ChunkOut *co, const uint8_t *l, const uint8_t *r, int64_t w)
@@ -92,6 +100,50 @@ static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
     return stopped;
 }
 
+/* push() of a chunk whose rows and keys are all NOT NULL integers: every
+   record has the same size, so the keys are encoded column by column,
+   routed, each row's record placed in its owner's outbox, and the rows
+   encoded column by column straight into their places. */
+static void push_fixed(JoinSt *s, Shard *sh, int side, const Chunk *c, int kw, int rw)
+{
+    int64_t n = c->n;
+    int W = sh->W;
+    size_t rec = 16 + (size_t)kw + (size_t)rw;
+    VEC_RESERVE(s->kbuf, s->kcap, (size_t)n * (size_t)kw + 1);
+    VEC_RESERVE(s->at, s->atcap, n);
+    VEC_RESERVE(s->to, s->tocap, n);
+    for (int64_t r = 0; r < n; r++)
+        s->at[r] = s->kbuf + (size_t)r * (size_t)kw;
+    key_encode_fixed(c, s->keys[side], s->nkeys, n, s->at, 0);
+    int64_t cnt[64] = {0};
+    int64_t *count = W <= 64 ? cnt : sl_calloc((size_t)W, sizeof(int64_t));
+    for (int64_t r = 0; r < n; r++) {
+        s->to[r] = op_route(s->kbuf + (size_t)r * (size_t)kw, (size_t)kw, W);
+        count[s->to[r]]++;
+    }
+    for (int d = 0; d < W; d++) {
+        Buf *o = sh->out[side * W + d];
+        buf_reserve(o, (size_t)count[d] * rec);
+        count[d] = (int64_t)o->n; /* now: where d's next record goes */
+    }
+    uint32_t kn = (uint32_t)kw, vn = (uint32_t)rw;
+    for (int64_t r = 0; r < n; r++) {
+        Buf *o = sh->out[side * W + s->to[r]];
+        uint8_t *p = o->p + count[s->to[r]];
+        count[s->to[r]] += (int64_t)rec;
+        memcpy(p, &kn, 4);
+        memcpy(p + 4, &vn, 4);
+        memcpy(p + 8, &c->w[r], 8);
+        memcpy(p + 16, s->kbuf + (size_t)r * (size_t)kw, (size_t)kw);
+        s->at[r] = p + 16 + kw;
+    }
+    for (int d = 0; d < W; d++)
+        sh->out[side * W + d]->n = (size_t)count[d];
+    key_encode_fixed(c, NULL, c->ncol, n, s->at, 0);
+    if (count != cnt)
+        sl_free(count);
+}
+
 /* A row of side `side` goes to the owner of its join key as the record
    (join key, the row's encoding): the key is encoded first (it decides
    the owner), the row straight into the owner's outbox. */
@@ -99,6 +151,11 @@ static int push_join(Op *op, OpEnv *env, int side, Chunk *c)
 {
     JoinSt *s = op->st;
     Shard *sh = op->sh;
+    int kw = key_fixed_width(c, s->keys[side], s->nkeys), rw = key_fixed_width(c, NULL, c->ncol);
+    if (kw >= 0 && rw >= 0) {
+        push_fixed(s, sh, side, c, kw, rw);
+        return 0;
+    }
     for (int64_t r = 0; r < c->n; r++) {
         buf_reset(&sh->kb);
         key_encode(c, s->keys[side], s->nkeys, r, &sh->kb);
@@ -146,6 +203,9 @@ static void free_join(Op *op)
     JoinSt *s = op->st;
     trace_free(s->t[0]);
     trace_free(s->t[1]);
+    sl_free(s->kbuf);
+    sl_free(s->at);
+    sl_free(s->to);
     key_plan_free(&s->plan[0]);
     key_plan_free(&s->plan[1]);
     sl_free(s->need[0]);

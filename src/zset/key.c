@@ -366,3 +366,40 @@ void key_decode_plan(const KeyPlan *kp, const uint8_t *p, Chunk *dst, int col0, 
     else
         key_decode(p + kp->slow_off, t, n, dst, col0 + kp->slow, r);
 }
+
+int key_fixed_width(const Chunk *c, const int *cols, int ncols)
+{
+    int w = 0;
+    for (int j = 0; j < ncols; j++) {
+        const SqlType t = c->col[cols ? cols[j] : j].t;
+        if (t.nullable || !int_kind((TypeKind)t.kind))
+            return -1;
+        w += fixed_width((TypeKind)t.kind);
+    }
+    return w;
+}
+
+/* One column of width `width` (a constant in each caller below, so that
+   put_be's switch folds away). */
+static inline __attribute__((always_inline)) void enc_col(const int64_t *v, int64_t n, int width,
+                                                          uint8_t *const *dst, size_t at)
+{
+    for (int64_t r = 0; r < n; r++)
+        put_be(dst[r] + at, enc_int(v[r], width), width);
+}
+
+void key_encode_fixed(const Chunk *c, const int *cols, int ncols, int64_t n, uint8_t *const *dst,
+                      size_t at)
+{
+    for (int j = 0; j < ncols; j++) {
+        const Vec *v = &c->col[cols ? cols[j] : j];
+        int width = fixed_width((TypeKind)v->t.kind);
+        switch (width) {
+        case 1: enc_col(v->i, n, 1, dst, at); break;
+        case 2: enc_col(v->i, n, 2, dst, at); break;
+        case 4: enc_col(v->i, n, 4, dst, at); break;
+        default: enc_col(v->i, n, 8, dst, at); break;
+        }
+        at += (size_t)width;
+    }
+}

@@ -38,6 +38,18 @@ const uint8_t *key_decode(const uint8_t *p, const SqlType *types, int ncols, Chu
 const uint8_t *key_decode_some(const uint8_t *p, const SqlType *types, int ncols,
                                const bool *need, Chunk *dst, int col0, int64_t r);
 /*
+ * Column at a time, for rows of fixed width: key_fixed_width is the width
+ * of the encoding of columns cols[0..ncols) of c (cols NULL: all of them)
+ * when every one is a NOT NULL integer kind (the encoding is then the same
+ * length for every row), else -1. key_encode_fixed writes the encoding of
+ * those columns of rows 0..n of c at dst[r] + at, one column after the
+ * other (a tight loop per column instead of a type switch per value).
+ */
+int key_fixed_width(const Chunk *c, const int *cols, int ncols);
+void key_encode_fixed(const Chunk *c, const int *cols, int ncols, int64_t n, uint8_t *const *dst,
+                      size_t at);
+
+/*
  * A plan for decoding some columns of many encodings of one row type (a
  * join's output rows): the needed NOT NULL integer columns that every
  * encoding holds at the same offset (all columns before them are NOT NULL

@@ -223,6 +223,48 @@ static void test_join_projected_output_matches_reference_for_any_steps_and_worke
     h_run(&s);
 }
 
+/* jf: SELECT o.id, o.c, o.amt, cu.region FROM o JOIN cu ON o.c = cu.id */
+static void ref_join_jf(const HRows *tabs, HRows *out)
+{
+    FOR_ROWS(o, &tabs[0])
+    FOR_ROWS(u, &tabs[1])
+    if (h_sql_eq(&o[1], &u[0]))
+        h_emit(out, ROW(o[0], o[1], o[2], u[1]));
+}
+
+/* jc: SELECT o.amt, cu.region FROM o, cu WHERE o.amt > cu.region (no key) */
+static void ref_join_jc(const HRows *tabs, HRows *out)
+{
+    FOR_ROWS(o, &tabs[0])
+    FOR_ROWS(u, &tabs[1])
+    if (o[2].i > u[1].i)
+        h_emit(out, ROW(o[2], u[1]));
+}
+
+/* Rows of NOT NULL integers only: push() encodes them column by column
+   into records of one size (op_join.c push_fixed). */
+static void test_join_of_fixed_width_rows_matches_reference_for_any_steps_and_workers(
+    void **state)
+{
+    (void)state;
+    HSpec s = {
+        .sql = "CREATE TABLE o (id BIGINT NOT NULL, c INT NOT NULL, amt SMALLINT NOT NULL);\n"
+               "CREATE TABLE cu (id INT NOT NULL, region TINYINT NOT NULL);\n"
+               "CREATE MATERIALIZED VIEW sr AS SELECT cu.region, SUM(o.amt) AS total,\n"
+               "  COUNT(*) AS n FROM o JOIN cu ON o.c = cu.id GROUP BY cu.region;\n"
+               "CREATE MATERIALIZED VIEW jf AS SELECT o.id, o.c, o.amt, cu.region FROM o\n"
+               "  JOIN cu ON o.c = cu.id;\n"
+               "CREATE MATERIALIZED VIEW jc AS SELECT o.amt, cu.region FROM o, cu\n"
+               "  WHERE o.amt > cu.region;\n",
+        .tables = {{"o", 3, {{-2, 4, 0}, {-1, 6, 0}, {-3, 9, 0}}},
+                   {"cu", 2, {{-1, 6, 0}, {-2, 3, 0}}}},
+        .views = {{"sr", ref_join_sr}, {"jf", ref_join_jf}, {"jc", ref_join_jc}},
+        .nchanges = 300,
+        .seed = 47,
+    };
+    h_run(&s);
+}
+
 /* ---- cross join ------------------------------------------------------------------- */
 
 /* x: SELECT t.a, t.b, u.c, u.s FROM t, u */
@@ -318,6 +360,8 @@ int main(void)
             test_join_of_three_tables_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(
             test_join_projected_output_matches_reference_for_any_steps_and_workers),
+        cmocka_unit_test(
+            test_join_of_fixed_width_rows_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_cross_join_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_self_join_integral_matches_reference_for_any_steps_and_workers),
     };

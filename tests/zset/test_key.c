@@ -393,6 +393,56 @@ static void test_key_decode_plan_decodes_the_needed_columns_like_key_decode(void
     arena_free(a);
 }
 
+/* key_encode_fixed writes, column by column, the bytes key_encode writes
+   row by row; key_fixed_width says which column sets qualify. */
+static void test_key_encode_fixed_equals_key_encode(void **state)
+{
+    static const TypeKind kinds[] = {TK_BOOL, TK_TINYINT, TK_SMALLINT, TK_INT, TK_BIGINT,
+                                     TK_DECIMAL, TK_DATE, TK_TIME, TK_TIMESTAMP};
+    enum { NK = ARRAY_LEN(kinds), NC = 5, ROWS = 50 };
+    Arena *a = arena_new(0);
+    for (int shape = 0; shape < 100; shape++) {
+        SqlType ty[NC];
+        TypeKind kd[NC];
+        for (int j = 0; j < NC; j++) {
+            kd[j] = kinds[rnd() % NK];
+            ty[j] = type_make(kd[j], false);
+        }
+        int cols[3] = {(int)(rnd() % NC), (int)(rnd() % NC), (int)(rnd() % NC)};
+        Chunk *c = chunk_new(a, NC, ty, ROWS);
+        for (int64_t r = 0; r < ROWS; r++)
+            for (int j = 0; j < NC; j++)
+                random_value(&c->col[j], r, kd[j]);
+        c->n = ROWS;
+        int w = key_fixed_width(c, cols, 3), wall = key_fixed_width(c, NULL, NC);
+        assert_true(w >= 3 && wall >= NC);
+        uint8_t *bytes = arena_alloc(a, (size_t)ROWS * (size_t)(w + wall) + 1);
+        uint8_t *dst[ROWS];
+        for (int64_t r = 0; r < ROWS; r++)
+            dst[r] = bytes + r * (w + wall);
+        key_encode_fixed(c, cols, 3, ROWS, dst, 0);
+        key_encode_fixed(c, NULL, NC, ROWS, dst, (size_t)w);
+        for (int64_t r = 0; r < ROWS; r++) {
+            Buf b = BUF_INIT;
+            key_encode(c, cols, 3, r, &b);
+            key_encode_row(c, r, &b);
+            assert_int_equal(b.n, (size_t)(w + wall));
+            assert_memory_equal(b.p, dst[r], b.n);
+            buf_free(&b);
+        }
+    }
+    SqlType mixed[2] = {type_make(TK_INT, false), type_make(TK_INT, true)};
+    Chunk *c = chunk_new(a, 2, mixed, 1);
+    assert_int_equal(key_fixed_width(c, (int[]){0}, 1), 4);
+    assert_int_equal(key_fixed_width(c, NULL, 2), -1);
+    SqlType other[2] = {type_make(TK_DOUBLE, false), type_make(TK_VARCHAR, false)};
+    c = chunk_new(a, 2, other, 1);
+    assert_int_equal(key_fixed_width(c, (int[]){0}, 1), -1);
+    assert_int_equal(key_fixed_width(c, (int[]){1}, 1), -1);
+    assert_int_equal(key_fixed_width(c, NULL, 0), 0);
+    arena_free(a);
+}
+
 static void test_key_widths_follow_the_type(void **state)
 {
     static const struct {
@@ -432,6 +482,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_order_matches_sql_order_for_ints),
+        cmocka_unit_test(test_key_encode_fixed_equals_key_encode),
         cmocka_unit_test(test_key_decode_plan_decodes_the_needed_columns_like_key_decode),
         cmocka_unit_test(test_key_order_matches_sql_order_for_doubles),
         cmocka_unit_test(test_key_order_matches_sql_order_for_reals),
