@@ -48,19 +48,41 @@ typedef struct JoinSt {
     int64_t tocap;
 } JoinSt;
 
-static void emit(Op *op, JoinSt *s, ChunkOut *co, const uint8_t *l, const uint8_t *r, int64_t w)
+/* Output rows waiting to be decoded: their left and right encodings and
+   weights, decoded PAIRS_MAX at a time, a column at a time. */
+#define PAIRS_MAX 1024
+typedef struct Pairs {
+    const uint8_t *l[PAIRS_MAX], *r[PAIRS_MAX];
+    int64_t w[PAIRS_MAX];
+    int n;
+} Pairs;
+
+static void flush_pairs(JoinSt *s, ChunkOut *co, Pairs *pp)
 {
-    int64_t i = cout_row(co);
-    key_decode_plan(&s->plan[0], l, co->c, 0, i);
-    key_decode_plan(&s->plan[1], r, co->c, s->ncol[0], i);
-    co->c->w[i] = w;
+    if (pp->n == 0)
+        return;
+    int64_t r0 = cout_rows(co, pp->n);
+    key_decode_many(&s->plan[0], pp->l, pp->n, co->c, 0, r0);
+    key_decode_many(&s->plan[1], pp->r, pp->n, co->c, s->ncol[0], r0);
+    memcpy(co->c->w + r0, pp->w, (size_t)pp->n * sizeof(int64_t));
+    pp->n = 0;
+}
+
+static inline void emit(JoinSt *s, ChunkOut *co, Pairs *pp, const uint8_t *l, const uint8_t *r,
+                        int64_t w)
+{
+    pp->l[pp->n] = l;
+    pp->r[pp->n] = r;
+    pp->w[pp->n] = w;
+    if (++pp->n == PAIRS_MAX)
+        flush_pairs(s, co, pp);
 }
 
 /* For each run of equal keys in delta d (side `side`), join with the
    matches of the other side found in trace t (and in delta `dother` when
    non-NULL). Returns false, or true when the thread's budget (a /query's,
    base/budget.h) stopped it part way. */
-static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side, Trace *t,
+static bool join_delta(JoinSt *s, ChunkOut *co, Pairs *pp, const Batch *d, int side, Trace *t,
                        const Batch *dother, ValWs *ms)
 {
     bool stopped = false;
@@ -88,15 +110,16 @@ static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
                 const uint8_t *mine = batch_val(d, a), *other = ms->v[b].v;
                 int64_t w = d->w[a] * ms->v[b].w;
                 if (side == 0)
-                    emit(op, s, co, mine, other, w);
+                    emit(s, co, pp, mine, other, w);
                 else
-                    emit(op, s, co, other, mine, w);
+                    emit(s, co, pp, other, mine, w);
             }
         i = j;
         if (stopped)
             break;
     }
     trace_cursor_free(cur);
+    flush_pairs(s, co, pp);
     return stopped;
 }
 
@@ -173,9 +196,12 @@ static int finish_join(Op *op, OpEnv *env)
     Batch *delta[2] = {shard_batch(op->sh, 0), shard_batch(op->sh, 1)};
     ChunkOut co;
     ValWs ms = {0};
+    Pairs *pp = sl_malloc(sizeof(*pp));
+    pp->n = 0;
     cout_init(&co, env->arena, op->node->ncol, op->node->types, 64);
-    bool stopped = join_delta(op, s, &co, delta[0], 0, s->t[1], delta[1], &ms) ||
-                   join_delta(op, s, &co, delta[1], 1, s->t[0], NULL, &ms);
+    bool stopped = join_delta(s, &co, pp, delta[0], 0, s->t[1], delta[1], &ms) ||
+                   join_delta(s, &co, pp, delta[1], 1, s->t[0], NULL, &ms);
+    sl_free(pp);
     sl_free(ms.v);
     trace_insert_take(s->t[0], delta[0]);
     trace_insert_take(s->t[1], delta[1]);

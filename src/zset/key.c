@@ -367,6 +367,40 @@ void key_decode_plan(const KeyPlan *kp, const uint8_t *p, Chunk *dst, int col0, 
         key_decode(p + kp->slow_off, t, n, dst, col0 + kp->slow, r);
 }
 
+/* One fixed-offset column of width `width` (a constant in each caller). */
+static inline __attribute__((always_inline)) void dec_col(const uint8_t *const *p, int64_t n,
+                                                          int off, int width, int64_t *out)
+{
+    for (int64_t k = 0; k < n; k++)
+        out[k] = dec_int(get_be(p[k] + off, width), width);
+}
+
+void key_decode_many(const KeyPlan *kp, const uint8_t *const *p, int64_t n, Chunk *dst, int col0,
+                     int64_t r0)
+{
+    for (int f = 0; f < kp->nfast; f++) {
+        int64_t *out = dst->col[col0 + kp->fast_col[f]].i + r0;
+        int off = kp->fast_off[f];
+        switch (kp->fast_w[f]) {
+        case 1: dec_col(p, n, off, 1, out); break;
+        case 2: dec_col(p, n, off, 2, out); break;
+        case 4: dec_col(p, n, off, 4, out); break;
+        default: dec_col(p, n, off, 8, out); break;
+        }
+    }
+    if (!kp->slow_needed)
+        return;
+    int ns = kp->ncols - kp->slow;
+    const SqlType *t = kp->types + kp->slow;
+    for (int64_t k = 0; k < n; k++) {
+        if (kp->need)
+            key_decode_some(p[k] + kp->slow_off, t, ns, kp->need + kp->slow, dst, col0 + kp->slow,
+                            r0 + k);
+        else
+            key_decode(p[k] + kp->slow_off, t, ns, dst, col0 + kp->slow, r0 + k);
+    }
+}
+
 int key_fixed_width(const Chunk *c, const int *cols, int ncols)
 {
     int w = 0;

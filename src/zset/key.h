@@ -73,6 +73,10 @@ void key_plan_free(KeyPlan *kp);
 /* Decode the needed columns of the encoding at p into row r of dst,
    columns col0.. (the others stay unset). */
 void key_decode_plan(const KeyPlan *kp, const uint8_t *p, Chunk *dst, int col0, int64_t r);
+/* The same for n encodings p[0..n) into rows r0..r0+n, the fixed-offset
+   columns one column at a time. */
+void key_decode_many(const KeyPlan *kp, const uint8_t *const *p, int64_t n, Chunk *dst, int col0,
+                     int64_t r0);
 
 /* Position after ncols encoded columns starting at p (no decoding). */
 const uint8_t *key_skip(const uint8_t *p, const SqlType *types, int ncols);

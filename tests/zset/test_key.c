@@ -335,7 +335,8 @@ static void test_key_decode_of_null_zeroes_the_value_slot(void **state)
     arena_free(a);
 }
 
-/* key_decode_plan (and key_decode_some under it) decode exactly the needed
+/* key_decode_plan and key_decode_many (and key_decode_some under them)
+   decode exactly the needed
    columns as key_decode does, whatever the mix of fixed-offset NOT NULL
    integers in front and other columns after; unneeded columns stay as
    they were. */
@@ -388,6 +389,25 @@ static void test_key_decode_plan_decodes_the_needed_columns_like_key_decode(void
             }
             buf_free(&b);
         }
+        /* key_decode_many over all rows at once gives the same values */
+        Chunk *many = chunk_new(a, NC, ty, ROWS);
+        Buf all = BUF_INIT;
+        size_t at[ROWS];
+        for (int64_t r = 0; r < ROWS; r++) {
+            at[r] = all.n;
+            key_encode_row(src, r, &all);
+        }
+        const uint8_t *ptr[ROWS];
+        for (int64_t r = 0; r < ROWS; r++)
+            ptr[r] = all.p + at[r];
+        key_decode_many(&kp, ptr + 1, ROWS - 1, many, 0, 1);
+        for (int64_t r = 1; r < ROWS; r++) {
+            key_decode(ptr[r], ty, NC, want, 0, r); /* strings into `all` */
+            for (int j = 0; j < NC; j++)
+                if (shape % 5 == 0 || need[j])
+                    assert_value_equal(&want->col[j], &many->col[j], r);
+        }
+        buf_free(&all);
         key_plan_free(&kp);
     }
     arena_free(a);
