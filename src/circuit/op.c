@@ -139,11 +139,16 @@ void cout_init(ChunkOut *o, Arena *a, int ncol, const SqlType *types, int64_t ca
     o->c = chunk_new(a, ncol, types, cap > 16 ? cap : 16);
 }
 
-int64_t cout_row(ChunkOut *o)
+int64_t cout_row(ChunkOut *o) { return cout_rows(o, 1); }
+
+int64_t cout_rows(ChunkOut *o, int64_t rows)
 {
     Chunk *c = o->c;
-    if (c->n == c->cap) {
-        Chunk *d = chunk_new(o->a, o->ncol, o->types, c->cap * 2);
+    if (c->n + rows > c->cap) {
+        int64_t cap = c->cap * 2;
+        while (cap < c->n + rows)
+            cap *= 2;
+        Chunk *d = chunk_new(o->a, o->ncol, o->types, cap);
         for (int j = 0; j < c->ncol; j++) {
             Vec *s = &c->col[j], *t = &d->col[j];
             size_t n = (size_t)c->n;
@@ -160,5 +165,7 @@ int64_t cout_row(ChunkOut *o)
         d->n = c->n;
         o->c = c = d;
     }
-    return c->n++;
+    int64_t first = c->n;
+    c->n += rows;
+    return first;
 }

@@ -141,6 +141,8 @@ typedef struct ChunkOut {
 void cout_init(ChunkOut *o, Arena *a, int ncol, const SqlType *types, int64_t cap);
 /* Index of a new row (room made as needed); caller fills it. */
 int64_t cout_row(ChunkOut *o);
+/* Index of the first of n new rows (room made as needed); caller fills them. */
+int64_t cout_rows(ChunkOut *o, int64_t n);
 
 /* Per-family constructors (op_*.c). */
 int op_linear_init(Op *op);

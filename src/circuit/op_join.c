@@ -11,6 +11,11 @@
  * keys first (they never match); sql/plan_join.c joins whole rows on
  * nullable keys on purpose, for null-safe row equality.
  *
+ * Cost: push() encodes each row's key, then the row straight into the
+ * outbox of the key's owner (no staging copy). Output rows decode only the
+ * columns a consumer reads (output_needs: when every consumer is a map,
+ * the columns its filter and projections name); the others stay unset.
+ *
  * Checkpoint: batch 0 is a header (key "left" or "right", weight = how
  * many spine batches of that side follow; a missing side has none), then
  * the left trace's spine batches, oldest first, then the right's. The
@@ -21,6 +26,7 @@
 
 #include "../base/budget.h"
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../zset/batch.h"
 #include "../zset/key.h"
 #include "../zset/trace.h"
@@ -31,21 +37,52 @@ typedef struct JoinSt {
     const SqlType *types[2];
     const int *keys[2];
     int nkeys;
+    bool *need[2]; /* per side column: a consumer reads it (output_needs) */
+    KeyPlan plan[2]; /* per side: how emit() decodes its needed columns */
+    /* push_fixed's scratch: keys, then per row its record's place */
+    uint8_t *kbuf;
+    size_t kcap;
+    uint8_t **at;
+    int64_t atcap;
+    int *to;
+    int64_t tocap;
 } JoinSt;
 
-static void emit(Op *op, JoinSt *s, ChunkOut *co, const uint8_t *l, const uint8_t *r, int64_t w)
+/* Output rows waiting to be decoded: their left and right encodings and
+   weights, decoded PAIRS_MAX at a time, a column at a time. */
+#define PAIRS_MAX 1024
+typedef struct Pairs {
+    const uint8_t *l[PAIRS_MAX], *r[PAIRS_MAX];
+    int64_t w[PAIRS_MAX];
+    int n;
+} Pairs;
+
+static void flush_pairs(JoinSt *s, ChunkOut *co, Pairs *pp)
 {
-    int64_t i = cout_row(co);
-    key_decode(l, s->types[0], s->ncol[0], co->c, 0, i);
-    key_decode(r, s->types[1], s->ncol[1], co->c, s->ncol[0], i);
-    co->c->w[i] = w;
+    if (pp->n == 0)
+        return;
+    int64_t r0 = cout_rows(co, pp->n);
+    key_decode_many(&s->plan[0], pp->l, pp->n, co->c, 0, r0);
+    key_decode_many(&s->plan[1], pp->r, pp->n, co->c, s->ncol[0], r0);
+    memcpy(co->c->w + r0, pp->w, (size_t)pp->n * sizeof(int64_t));
+    pp->n = 0;
+}
+
+static inline void emit(JoinSt *s, ChunkOut *co, Pairs *pp, const uint8_t *l, const uint8_t *r,
+                        int64_t w)
+{
+    pp->l[pp->n] = l;
+    pp->r[pp->n] = r;
+    pp->w[pp->n] = w;
+    if (++pp->n == PAIRS_MAX)
+        flush_pairs(s, co, pp);
 }
 
 /* For each run of equal keys in delta d (side `side`), join with the
    matches of the other side found in trace t (and in delta `dother` when
    non-NULL). Returns false, or true when the thread's budget (a /query's,
    base/budget.h) stopped it part way. */
-static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side, Trace *t,
+static bool join_delta(JoinSt *s, ChunkOut *co, Pairs *pp, const Batch *d, int side, Trace *t,
                        const Batch *dother, ValWs *ms)
 {
     bool stopped = false;
@@ -73,29 +110,83 @@ static bool join_delta(Op *op, JoinSt *s, ChunkOut *co, const Batch *d, int side
                 const uint8_t *mine = batch_val(d, a), *other = ms->v[b].v;
                 int64_t w = d->w[a] * ms->v[b].w;
                 if (side == 0)
-                    emit(op, s, co, mine, other, w);
+                    emit(s, co, pp, mine, other, w);
                 else
-                    emit(op, s, co, other, mine, w);
+                    emit(s, co, pp, other, mine, w);
             }
         i = j;
         if (stopped)
             break;
     }
     trace_cursor_free(cur);
+    flush_pairs(s, co, pp);
     return stopped;
 }
 
-/* A row of side ch: key = its join key, value = the row's encoding. */
-static void enc_join(void *ctx, int ch, const Chunk *c, int64_t r, Buf *k, Buf *v)
+/* push() of a chunk whose rows and keys are all NOT NULL integers: every
+   record has the same size, so the keys are encoded column by column,
+   routed, each row's record placed in its owner's outbox, and the rows
+   encoded column by column straight into their places. */
+static void push_fixed(JoinSt *s, Shard *sh, int side, const Chunk *c, int kw, int rw)
 {
-    const JoinSt *s = ((Op *)ctx)->st;
-    key_encode(c, s->keys[ch], s->nkeys, r, k);
-    key_encode_row(c, r, v);
+    int64_t n = c->n;
+    int W = sh->W;
+    size_t rec = 16 + (size_t)kw + (size_t)rw;
+    VEC_RESERVE(s->kbuf, s->kcap, (size_t)n * (size_t)kw + 1);
+    VEC_RESERVE(s->at, s->atcap, n);
+    VEC_RESERVE(s->to, s->tocap, n);
+    for (int64_t r = 0; r < n; r++)
+        s->at[r] = s->kbuf + (size_t)r * (size_t)kw;
+    key_encode_fixed(c, s->keys[side], s->nkeys, n, s->at, 0);
+    int64_t cnt[64] = {0};
+    int64_t *count = W <= 64 ? cnt : sl_calloc((size_t)W, sizeof(int64_t));
+    for (int64_t r = 0; r < n; r++) {
+        s->to[r] = op_route(s->kbuf + (size_t)r * (size_t)kw, (size_t)kw, W);
+        count[s->to[r]]++;
+    }
+    for (int d = 0; d < W; d++) {
+        Buf *o = sh->out[side * W + d];
+        buf_reserve(o, (size_t)count[d] * rec);
+        count[d] = (int64_t)o->n; /* now: where d's next record goes */
+    }
+    uint32_t kn = (uint32_t)kw, vn = (uint32_t)rw;
+    for (int64_t r = 0; r < n; r++) {
+        Buf *o = sh->out[side * W + s->to[r]];
+        uint8_t *p = o->p + count[s->to[r]];
+        count[s->to[r]] += (int64_t)rec;
+        memcpy(p, &kn, 4);
+        memcpy(p + 4, &vn, 4);
+        memcpy(p + 8, &c->w[r], 8);
+        memcpy(p + 16, s->kbuf + (size_t)r * (size_t)kw, (size_t)kw);
+        s->at[r] = p + 16 + kw;
+    }
+    for (int d = 0; d < W; d++)
+        sh->out[side * W + d]->n = (size_t)count[d];
+    key_encode_fixed(c, NULL, c->ncol, n, s->at, 0);
+    if (count != cnt)
+        sl_free(count);
 }
 
+/* A row of side `side` goes to the owner of its join key as the record
+   (join key, the row's encoding): the key is encoded first (it decides
+   the owner), the row straight into the owner's outbox. */
 static int push_join(Op *op, OpEnv *env, int side, Chunk *c)
 {
-    shard_rows(op->sh, side, c, false, enc_join, op);
+    JoinSt *s = op->st;
+    Shard *sh = op->sh;
+    int kw = key_fixed_width(c, s->keys[side], s->nkeys), rw = key_fixed_width(c, NULL, c->ncol);
+    if (kw >= 0 && rw >= 0) {
+        push_fixed(s, sh, side, c, kw, rw);
+        return 0;
+    }
+    for (int64_t r = 0; r < c->n; r++) {
+        buf_reset(&sh->kb);
+        key_encode(c, s->keys[side], s->nkeys, r, &sh->kb);
+        Buf *o = sh->out[side * sh->W + op_route(sh->kb.p, sh->kb.n, sh->W)];
+        size_t at = xrec_open(o, sh->kb.p, (uint32_t)sh->kb.n, c->w[r]);
+        key_encode_row(c, r, o);
+        xrec_close(o, at);
+    }
     return 0;
 }
 
@@ -105,9 +196,12 @@ static int finish_join(Op *op, OpEnv *env)
     Batch *delta[2] = {shard_batch(op->sh, 0), shard_batch(op->sh, 1)};
     ChunkOut co;
     ValWs ms = {0};
+    Pairs *pp = sl_malloc(sizeof(*pp));
+    pp->n = 0;
     cout_init(&co, env->arena, op->node->ncol, op->node->types, 64);
-    bool stopped = join_delta(op, s, &co, delta[0], 0, s->t[1], delta[1], &ms) ||
-                   join_delta(op, s, &co, delta[1], 1, s->t[0], NULL, &ms);
+    bool stopped = join_delta(s, &co, pp, delta[0], 0, s->t[1], delta[1], &ms) ||
+                   join_delta(s, &co, pp, delta[1], 1, s->t[0], NULL, &ms);
+    sl_free(pp);
     sl_free(ms.v);
     trace_insert_take(s->t[0], delta[0]);
     trace_insert_take(s->t[1], delta[1]);
@@ -135,6 +229,12 @@ static void free_join(Op *op)
     JoinSt *s = op->st;
     trace_free(s->t[0]);
     trace_free(s->t[1]);
+    sl_free(s->kbuf);
+    sl_free(s->at);
+    sl_free(s->to);
+    key_plan_free(&s->plan[0]);
+    key_plan_free(&s->plan[1]);
+    sl_free(s->need[0]);
     sl_free(s);
 }
 
@@ -222,16 +322,57 @@ static int load_split_join(Op *op, int w, int W, Batch *const *const *lists, con
     return rc;
 }
 
+/* Mark in need[0..ncol) the columns e reads. */
+static void mark_cols(const Expr *e, bool *need, int ncol)
+{
+    if (!e)
+        return;
+    if (e->k == E_COL && e->col >= 0 && e->col < ncol)
+        need[e->col] = true;
+    for (int i = 0; i < e->na; i++)
+        mark_cols(e->a[i], need, ncol);
+}
+
+/* The output columns of n that its consumers read, in need[0..n->ncol):
+   all of them unless every consumer is a map, whose filter and
+   projections name the columns they read (a projection after a join
+   usually keeps few of them; the others are never decoded). */
+static void output_needs(const Circuit *c, const CNode *n, bool *need)
+{
+    bool all = false;
+    for (int i = n->id + 1; i < c->nnodes && !all; i++) {
+        const CNode *m = c->nodes[i];
+        for (int j = 0; j < m->nin && !all; j++) {
+            if (m->in[j] != n->id)
+                continue;
+            if (m->k != OPK_MAP) {
+                all = true;
+                break;
+            }
+            mark_cols(m->filter, need, n->ncol);
+            for (int p = 0; p < m->ncol; p++)
+                mark_cols(m->proj[p], need, n->ncol);
+        }
+    }
+    for (int j = 0; j < n->ncol && all; j++)
+        need[j] = true;
+}
+
 int op_join_init(Op *op)
 {
     const CNode *n = op->node;
     JoinSt *s = sl_calloc(1, sizeof(*s));
+    s->need[0] = sl_calloc((size_t)n->ncol + 1, sizeof(bool));
+    output_needs(op->circuit, n, s->need[0]);
     for (int side = 0; side < 2; side++) {
         const CNode *src = op->circuit->nodes[n->in[side]];
         s->t[side] = trace_new();
         s->ncol[side] = src->ncol;
         s->types[side] = src->types;
     }
+    s->need[1] = s->need[0] + s->ncol[0];
+    for (int side = 0; side < 2; side++)
+        key_plan_init(&s->plan[side], s->types[side], s->ncol[side], s->need[side]);
     s->keys[0] = n->lkeys;
     s->keys[1] = n->rkeys;
     s->nkeys = n->nkeys;

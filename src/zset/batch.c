@@ -102,23 +102,48 @@ size_t batch_bytes(const Batch *b) { return batch_block_size(b->n, b->off[b->n])
 
 /* ---- comparison ---- */
 
-/* memcmp order, a proper prefix first. The first 8 bytes are compared
-   inline, which decides most comparisons without a call. */
+/* memcmp order, a proper prefix first, 8 bytes at a time, then 4, then
+   byte by byte (tuples are short: a call to memcmp costs more than the
+   bytes). */
 static inline int bytes_cmp(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 {
-    if (la >= 8 && lb >= 8) {
+    size_t m = la < lb ? la : lb, i = 0;
+    for (; i + 8 <= m; i += 8) {
         uint64_t x, y;
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
         if (x != y)
             return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
-        a += 8, b += 8, la -= 8, lb -= 8;
     }
-    size_t m = la < lb ? la : lb;
-    int d = m ? memcmp(a, b, m) : 0;
-    if (d)
-        return d;
+    if (i + 4 <= m) {
+        uint32_t x, y;
+        memcpy(&x, a + i, 4);
+        memcpy(&y, b + i, 4);
+        if (x != y)
+            return __builtin_bswap32(x) < __builtin_bswap32(y) ? -1 : 1;
+        i += 4;
+    }
+    for (; i < m; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
     return (la > lb) - (la < lb);
+}
+
+/* a[0..n) == b[0..n), the same way. */
+static inline bool bytes_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return false;
+    }
+    for (; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
 }
 
 int batch_key_cmp(const Batch *b, int64_t i, const uint8_t *k, size_t kn)
@@ -149,10 +174,17 @@ static inline void copy_tuple(uint8_t *dst, const uint8_t *src, size_t len)
     if (len >= 8 && len <= 16) {
         memcpy(dst, src, 8);
         memcpy(dst + len - 8, src + len - 8, 8);
+    } else if (len > 16 && len <= 32) {
+        memcpy(dst, src, 16);
+        memcpy(dst + len - 16, src + len - 16, 16);
     } else if (len >= 4 && len < 8) {
         memcpy(dst, src, 4);
         memcpy(dst + len - 4, src + len - 4, 4);
-    } else
+    } else if (len > 0 && len < 4) {
+        dst[0] = src[0];
+        dst[len / 2] = src[len / 2];
+        dst[len - 1] = src[len - 1];
+    } else if (len)
         memcpy(dst, src, len);
 }
 
@@ -192,9 +224,9 @@ void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, siz
     uint8_t *p = bb->data.p + bb->data.n;
     *(Rec *)p = (Rec){w, (uint32_t)kn, (uint32_t)(kn + vn)};
     if (kn)
-        memcpy(p + sizeof(Rec), k, kn);
+        copy_tuple(p + sizeof(Rec), k, kn);
     if (vn)
-        memcpy(p + sizeof(Rec) + kn, v, vn);
+        copy_tuple(p + sizeof(Rec) + kn, v, vn);
     bb->data.n += sz;
     bb->n++;
     bb->bytes += kn + vn;
@@ -398,7 +430,7 @@ Batch *bb_finish(BatchBuilder *bb)
         size_t j = i + 1;
         for (; j < n && ents[j].pfx == ents[i].pfx; j++) {
             const Rec *q = rec_at(data, ents[j].pos);
-            if (q->len != r->len || memcmp(rec_bytes(q), rec_bytes(r), r->len) != 0)
+            if (q->len != r->len || !bytes_eq(rec_bytes(q), rec_bytes(r), r->len))
                 break;
             w = add_weights(w, q->w);
         }

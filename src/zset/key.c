@@ -12,6 +12,8 @@
 
 #include <math.h>
 
+#include "../base/mem.h"
+
 #define KEY_NULL    0x00
 #define KEY_PRESENT 0x01
 
@@ -37,19 +39,55 @@ static inline int fixed_width(TypeKind k)
     }
 }
 
-/* Store the low `width` bytes of u big-endian at p. */
+/* Store the low `width` bytes (1, 2, 4 or 8) of u big-endian at p. One
+   fixed-size move per width: a move of a variable size is a call. */
 static inline void put_be(uint8_t *p, uint64_t u, int width)
 {
-    uint64_t be = __builtin_bswap64(u << (64 - 8 * width));
-    memcpy(p, &be, (size_t)width);
+    switch (width) {
+    case 1:
+        p[0] = (uint8_t)u;
+        break;
+    case 2: {
+        uint16_t be = __builtin_bswap16((uint16_t)u);
+        memcpy(p, &be, 2);
+        break;
+    }
+    case 4: {
+        uint32_t be = __builtin_bswap32((uint32_t)u);
+        memcpy(p, &be, 4);
+        break;
+    }
+    default: {
+        uint64_t be = __builtin_bswap64(u);
+        memcpy(p, &be, 8);
+        break;
+    }
+    }
 }
 
-/* Load `width` bytes big-endian from p into the low bytes of the result. */
+/* Load `width` bytes (1, 2, 4 or 8) big-endian from p into the low bytes
+   of the result. */
 static inline uint64_t get_be(const uint8_t *p, int width)
 {
-    uint64_t be = 0;
-    memcpy(&be, p, (size_t)width);
-    return __builtin_bswap64(be) >> (64 - 8 * width);
+    switch (width) {
+    case 1:
+        return p[0];
+    case 2: {
+        uint16_t be;
+        memcpy(&be, p, 2);
+        return __builtin_bswap16(be);
+    }
+    case 4: {
+        uint32_t be;
+        memcpy(&be, p, 4);
+        return __builtin_bswap32(be);
+    }
+    default: {
+        uint64_t be;
+        memcpy(&be, p, 8);
+        return __builtin_bswap64(be);
+    }
+    }
 }
 
 static inline uint64_t enc_int(int64_t x, int width)
@@ -105,16 +143,24 @@ static inline uint64_t enc_real(double d)
     return enc_float_bits(bits, 4);
 }
 
-static void encode_value(const Vec *v, int64_t r, Buf *out)
+/* Bytes the encoding of value r of v may take: a marker, then at most 8
+   bytes for a fixed-width value, or the string and its NUL. */
+static inline size_t value_bound(const Vec *v, int64_t r)
+{
+    return type_is_string((TypeKind)v->t.kind) ? (size_t)v->s[r].n + 2 : 9;
+}
+
+/* Encode value r of v at p, which has value_bound bytes of room; returns
+   the end. */
+static inline uint8_t *encode_value(const Vec *v, int64_t r, uint8_t *p)
 {
     TypeKind k = (TypeKind)v->t.kind;
     if (v->t.nullable) {
-        buf_reserve(out, 1);
         if (v->nul[r]) {
-            out->p[out->n++] = KEY_NULL;
-            return;
+            *p++ = KEY_NULL;
+            return p;
         }
-        out->p[out->n++] = KEY_PRESENT;
+        *p++ = KEY_PRESENT;
     }
     switch (k) {
     case TK_BOOL:
@@ -129,116 +175,265 @@ static void encode_value(const Vec *v, int64_t r, Buf *out)
     case TK_INTERVAL_DT:
     case TK_INTERVAL_YM: {
         int width = fixed_width(k);
-        buf_reserve(out, 8);
-        put_be(out->p + out->n, enc_int(v->i[r], width), width);
-        out->n += (size_t)width;
-        break;
+        put_be(p, enc_int(v->i[r], width), width);
+        return p + width;
     }
     case TK_REAL:
-        buf_reserve(out, 8);
-        put_be(out->p + out->n, enc_real(v->f[r]), 4);
-        out->n += 4;
-        break;
+        put_be(p, enc_real(v->f[r]), 4);
+        return p + 4;
     case TK_DOUBLE:
-        buf_reserve(out, 8);
-        put_be(out->p + out->n, enc_double(v->f[r]), 8);
-        out->n += 8;
-        break;
+        put_be(p, enc_double(v->f[r]), 8);
+        return p + 8;
     case TK_CHAR:
     case TK_VARCHAR: {
         Str s = v->s[r];
-        buf_reserve(out, (size_t)s.n + 1);
-        memcpy(out->p + out->n, s.p, s.n);
-        out->n += s.n;
-        out->p[out->n++] = 0;
-        break;
+        if (s.n)
+            memcpy(p, s.p, s.n);
+        p[s.n] = 0;
+        return p + s.n + 1;
     }
     case TK_NULL:
         break;
     }
+    return p;
 }
 
+/* One reservation per row: the bound of every value, then the values. */
 void key_encode(const Chunk *c, const int *cols, int ncols, int64_t r, Buf *out)
 {
+    size_t need = 0;
     for (int j = 0; j < ncols; j++)
-        encode_value(&c->col[cols[j]], r, out);
+        need += value_bound(&c->col[cols[j]], r);
+    buf_reserve(out, need);
+    uint8_t *p = out->p + out->n;
+    for (int j = 0; j < ncols; j++)
+        p = encode_value(&c->col[cols[j]], r, p);
+    out->n = (size_t)(p - out->p);
 }
 
 void key_encode_row(const Chunk *c, int64_t r, Buf *out)
 {
+    size_t need = 0;
     for (int j = 0; j < c->ncol; j++)
-        encode_value(&c->col[j], r, out);
+        need += value_bound(&c->col[j], r);
+    buf_reserve(out, need);
+    uint8_t *p = out->p + out->n;
+    for (int j = 0; j < c->ncol; j++)
+        p = encode_value(&c->col[j], r, p);
+    out->n = (size_t)(p - out->p);
+}
+
+/* Decode one value of type t at p into row r of v; returns the end. */
+static inline const uint8_t *decode_value(const uint8_t *p, SqlType t, Vec *v, int64_t r)
+{
+    TypeKind k = (TypeKind)t.kind;
+    if (t.nullable) {
+        if (*p++ == KEY_NULL) {
+            vec_set_null(v, r);
+            return p;
+        }
+        v->nul[r] = 0;
+    }
+    switch (k) {
+    case TK_BOOL:
+    case TK_TINYINT:
+    case TK_SMALLINT:
+    case TK_INT:
+    case TK_DATE:
+    case TK_BIGINT:
+    case TK_DECIMAL:
+    case TK_TIME:
+    case TK_TIMESTAMP:
+    case TK_INTERVAL_DT:
+    case TK_INTERVAL_YM: {
+        int width = fixed_width(k);
+        v->i[r] = dec_int(get_be(p, width), width);
+        return p + width;
+    }
+    case TK_REAL: {
+        uint32_t bits = (uint32_t)dec_float_bits(get_be(p, 4), 4);
+        float f;
+        memcpy(&f, &bits, 4);
+        v->f[r] = f;
+        return p + 4;
+    }
+    case TK_DOUBLE: {
+        uint64_t bits = dec_float_bits(get_be(p, 8), 8);
+        memcpy(&v->f[r], &bits, 8);
+        return p + 8;
+    }
+    case TK_CHAR:
+    case TK_VARCHAR: {
+        size_t n = strlen((const char *)p);
+        v->s[r] = (Str){(const char *)p, (uint32_t)n};
+        return p + n + 1;
+    }
+    case TK_NULL:
+        v->i[r] = 0;
+        break;
+    }
+    return p;
+}
+
+/* Position after one encoded value of type t at p. */
+static inline const uint8_t *skip_value(const uint8_t *p, SqlType t)
+{
+    TypeKind k = (TypeKind)t.kind;
+    if (t.nullable && *p++ == KEY_NULL)
+        return p;
+    if (type_is_string(k))
+        return p + strlen((const char *)p) + 1;
+    return p + fixed_width(k);
 }
 
 const uint8_t *key_decode(const uint8_t *p, const SqlType *types, int ncols, Chunk *dst,
                           int col0, int64_t r)
 {
-    for (int j = 0; j < ncols; j++) {
-        Vec *v = &dst->col[col0 + j];
-        TypeKind k = (TypeKind)types[j].kind;
-        if (types[j].nullable) {
-            if (*p++ == KEY_NULL) {
-                vec_set_null(v, r);
-                continue;
-            }
-            v->nul[r] = 0;
-        }
-        switch (k) {
-        case TK_BOOL:
-        case TK_TINYINT:
-        case TK_SMALLINT:
-        case TK_INT:
-        case TK_DATE:
-        case TK_BIGINT:
-        case TK_DECIMAL:
-        case TK_TIME:
-        case TK_TIMESTAMP:
-        case TK_INTERVAL_DT:
-        case TK_INTERVAL_YM: {
-            int width = fixed_width(k);
-            v->i[r] = dec_int(get_be(p, width), width);
-            p += width;
-            break;
-        }
-        case TK_REAL: {
-            uint32_t bits = (uint32_t)dec_float_bits(get_be(p, 4), 4);
-            float f;
-            memcpy(&f, &bits, 4);
-            v->f[r] = f;
-            p += 4;
-            break;
-        }
-        case TK_DOUBLE: {
-            uint64_t bits = dec_float_bits(get_be(p, 8), 8);
-            memcpy(&v->f[r], &bits, 8);
-            p += 8;
-            break;
-        }
-        case TK_CHAR:
-        case TK_VARCHAR: {
-            size_t n = strlen((const char *)p);
-            v->s[r] = (Str){(const char *)p, (uint32_t)n};
-            p += n + 1;
-            break;
-        }
-        case TK_NULL:
-            v->i[r] = 0;
-            break;
-        }
-    }
+    for (int j = 0; j < ncols; j++)
+        p = decode_value(p, types[j], &dst->col[col0 + j], r);
+    return p;
+}
+
+const uint8_t *key_decode_some(const uint8_t *p, const SqlType *types, int ncols,
+                               const bool *need, Chunk *dst, int col0, int64_t r)
+{
+    for (int j = 0; j < ncols; j++)
+        p = need[j] ? decode_value(p, types[j], &dst->col[col0 + j], r) : skip_value(p, types[j]);
     return p;
 }
 
 const uint8_t *key_skip(const uint8_t *p, const SqlType *types, int ncols)
 {
-    for (int j = 0; j < ncols; j++) {
-        TypeKind k = (TypeKind)types[j].kind;
-        if (types[j].nullable && *p++ == KEY_NULL)
-            continue;
-        if (type_is_string(k))
-            p += strlen((const char *)p) + 1;
-        else
-            p += fixed_width(k);
-    }
+    for (int j = 0; j < ncols; j++)
+        p = skip_value(p, types[j]);
     return p;
+}
+
+/* An integer kind: decoded into Vec.i from its fixed width. */
+static bool int_kind(TypeKind k)
+{
+    return fixed_width(k) > 0 && k != TK_REAL && k != TK_DOUBLE;
+}
+
+void key_plan_init(KeyPlan *kp, const SqlType *types, int ncols, const bool *need)
+{
+    memset(kp, 0, sizeof(*kp));
+    kp->types = types;
+    kp->ncols = ncols;
+    kp->need = need;
+    kp->fast_col = sl_calloc((size_t)ncols + 1, sizeof(int));
+    kp->fast_off = sl_calloc((size_t)ncols + 1, sizeof(int));
+    kp->fast_w = sl_calloc((size_t)ncols + 1, sizeof(int));
+    int off = 0, j = 0;
+    for (; j < ncols; j++) {
+        TypeKind k = (TypeKind)types[j].kind;
+        if (types[j].nullable || !int_kind(k))
+            break;
+        if (!need || need[j]) {
+            kp->fast_col[kp->nfast] = j;
+            kp->fast_off[kp->nfast] = off;
+            kp->fast_w[kp->nfast] = fixed_width(k);
+            kp->nfast++;
+        }
+        off += fixed_width(k);
+    }
+    kp->slow = j;
+    kp->slow_off = off;
+    for (; j < ncols; j++)
+        kp->slow_needed |= !need || need[j];
+}
+
+void key_plan_free(KeyPlan *kp)
+{
+    sl_free(kp->fast_col);
+    sl_free(kp->fast_off);
+    sl_free(kp->fast_w);
+    memset(kp, 0, sizeof(*kp));
+}
+
+void key_decode_plan(const KeyPlan *kp, const uint8_t *p, Chunk *dst, int col0, int64_t r)
+{
+    for (int f = 0; f < kp->nfast; f++) {
+        int w = kp->fast_w[f];
+        dst->col[col0 + kp->fast_col[f]].i[r] = dec_int(get_be(p + kp->fast_off[f], w), w);
+    }
+    if (!kp->slow_needed)
+        return;
+    int n = kp->ncols - kp->slow;
+    const SqlType *t = kp->types + kp->slow;
+    if (kp->need)
+        key_decode_some(p + kp->slow_off, t, n, kp->need + kp->slow, dst, col0 + kp->slow, r);
+    else
+        key_decode(p + kp->slow_off, t, n, dst, col0 + kp->slow, r);
+}
+
+/* One fixed-offset column of width `width` (a constant in each caller). */
+static inline __attribute__((always_inline)) void dec_col(const uint8_t *const *p, int64_t n,
+                                                          int off, int width, int64_t *out)
+{
+    for (int64_t k = 0; k < n; k++)
+        out[k] = dec_int(get_be(p[k] + off, width), width);
+}
+
+void key_decode_many(const KeyPlan *kp, const uint8_t *const *p, int64_t n, Chunk *dst, int col0,
+                     int64_t r0)
+{
+    for (int f = 0; f < kp->nfast; f++) {
+        int64_t *out = dst->col[col0 + kp->fast_col[f]].i + r0;
+        int off = kp->fast_off[f];
+        switch (kp->fast_w[f]) {
+        case 1: dec_col(p, n, off, 1, out); break;
+        case 2: dec_col(p, n, off, 2, out); break;
+        case 4: dec_col(p, n, off, 4, out); break;
+        default: dec_col(p, n, off, 8, out); break;
+        }
+    }
+    if (!kp->slow_needed)
+        return;
+    int ns = kp->ncols - kp->slow;
+    const SqlType *t = kp->types + kp->slow;
+    for (int64_t k = 0; k < n; k++) {
+        if (kp->need)
+            key_decode_some(p[k] + kp->slow_off, t, ns, kp->need + kp->slow, dst, col0 + kp->slow,
+                            r0 + k);
+        else
+            key_decode(p[k] + kp->slow_off, t, ns, dst, col0 + kp->slow, r0 + k);
+    }
+}
+
+int key_fixed_width(const Chunk *c, const int *cols, int ncols)
+{
+    int w = 0;
+    for (int j = 0; j < ncols; j++) {
+        const SqlType t = c->col[cols ? cols[j] : j].t;
+        if (t.nullable || !int_kind((TypeKind)t.kind))
+            return -1;
+        w += fixed_width((TypeKind)t.kind);
+    }
+    return w;
+}
+
+/* One column of width `width` (a constant in each caller below, so that
+   put_be's switch folds away). */
+static inline __attribute__((always_inline)) void enc_col(const int64_t *v, int64_t n, int width,
+                                                          uint8_t *const *dst, size_t at)
+{
+    for (int64_t r = 0; r < n; r++)
+        put_be(dst[r] + at, enc_int(v[r], width), width);
+}
+
+void key_encode_fixed(const Chunk *c, const int *cols, int ncols, int64_t n, uint8_t *const *dst,
+                      size_t at)
+{
+    for (int j = 0; j < ncols; j++) {
+        const Vec *v = &c->col[cols ? cols[j] : j];
+        int width = fixed_width((TypeKind)v->t.kind);
+        switch (width) {
+        case 1: enc_col(v->i, n, 1, dst, at); break;
+        case 2: enc_col(v->i, n, 2, dst, at); break;
+        case 4: enc_col(v->i, n, 4, dst, at); break;
+        default: enc_col(v->i, n, 8, dst, at); break;
+        }
+        at += (size_t)width;
+    }
 }

@@ -33,6 +33,51 @@ void key_encode_row(const Chunk *c, int64_t r, Buf *out);
  */
 const uint8_t *key_decode(const uint8_t *p, const SqlType *types, int ncols, Chunk *dst,
                           int col0, int64_t r);
+/* key_decode of the columns j with need[j] only: the others are skipped
+   and left unset in dst (a consumer that reads none of them). */
+const uint8_t *key_decode_some(const uint8_t *p, const SqlType *types, int ncols,
+                               const bool *need, Chunk *dst, int col0, int64_t r);
+/*
+ * Column at a time, for rows of fixed width: key_fixed_width is the width
+ * of the encoding of columns cols[0..ncols) of c (cols NULL: all of them)
+ * when every one is a NOT NULL integer kind (the encoding is then the same
+ * length for every row), else -1. key_encode_fixed writes the encoding of
+ * those columns of rows 0..n of c at dst[r] + at, one column after the
+ * other (a tight loop per column instead of a type switch per value).
+ */
+int key_fixed_width(const Chunk *c, const int *cols, int ncols);
+void key_encode_fixed(const Chunk *c, const int *cols, int ncols, int64_t n, uint8_t *const *dst,
+                      size_t at);
+
+/*
+ * A plan for decoding some columns of many encodings of one row type (a
+ * join's output rows): the needed NOT NULL integer columns that every
+ * encoding holds at the same offset (all columns before them are NOT NULL
+ * and fixed-width) load directly from there; the needed columns from the
+ * first one of variable offset on go through key_decode_some.
+ */
+typedef struct KeyPlan {
+    int nfast;
+    int *fast_col, *fast_off, *fast_w; /* column, byte offset, width */
+    int slow;         /* first column of variable offset (ncols: none) */
+    int slow_off;     /* its offset */
+    bool slow_needed; /* some needed column is at or after slow */
+    const SqlType *types;
+    int ncols;
+    const bool *need;
+} KeyPlan;
+/* The plan for ncols columns of types types (kept, not copied) of which
+   need[j] (kept; NULL: all) are decoded. */
+void key_plan_init(KeyPlan *kp, const SqlType *types, int ncols, const bool *need);
+void key_plan_free(KeyPlan *kp);
+/* Decode the needed columns of the encoding at p into row r of dst,
+   columns col0.. (the others stay unset). */
+void key_decode_plan(const KeyPlan *kp, const uint8_t *p, Chunk *dst, int col0, int64_t r);
+/* The same for n encodings p[0..n) into rows r0..r0+n, the fixed-offset
+   columns one column at a time. */
+void key_decode_many(const KeyPlan *kp, const uint8_t *const *p, int64_t n, Chunk *dst, int col0,
+                     int64_t r0);
+
 /* Position after ncols encoded columns starting at p (no decoding). */
 const uint8_t *key_skip(const uint8_t *p, const SqlType *types, int ncols);
 

@@ -33,6 +33,33 @@ static inline void xrec_put(Buf *b, const uint8_t *k, uint32_t kn, const uint8_t
     b->n += 16 + (size_t)kn + vn;
 }
 
+/* Append a record (k, value, w) whose value the caller then appends to b
+   itself (encoding in place, no copy); returns where the record starts,
+   for xrec_close once the value is in. */
+static inline size_t xrec_open(Buf *b, const uint8_t *k, uint32_t kn, int64_t w)
+{
+    size_t at = b->n;
+    uint32_t vn = 0;
+    buf_reserve(b, 16 + (size_t)kn);
+    memcpy(b->p + at, &kn, 4);
+    memcpy(b->p + at + 4, &vn, 4);
+    memcpy(b->p + at + 8, &w, 8);
+    if (kn)
+        memcpy(b->p + at + 16, k, kn);
+    b->n += 16 + (size_t)kn;
+    return at;
+}
+
+/* Set the value length of the record xrec_open started at `at`: every
+   byte appended since. */
+static inline void xrec_close(Buf *b, size_t at)
+{
+    uint32_t kn;
+    memcpy(&kn, b->p + at, 4);
+    uint32_t vn = (uint32_t)(b->n - at - 16 - kn);
+    memcpy(b->p + at + 4, &vn, 4);
+}
+
 /* One record read back: k and v point into the Buf. */
 typedef struct XRec {
     const uint8_t *k, *v;

@@ -166,6 +166,105 @@ static void test_join_of_three_tables_integral_matches_reference_for_any_steps_a
     h_run(&s);
 }
 
+/* ---- projections of the output (columns never decoded) ------------------------ */
+
+/* sr: SELECT cu.region, SUM(o.amt) AS total, COUNT(*) AS n FROM o JOIN cu
+       ON o.c = cu.id GROUP BY cu.region (the join-heavy bench's shape) */
+static void ref_join_sr(const HRows *tabs, HRows *out)
+{
+    HRows m = {0}, keys = {0};
+    FOR_ROWS(o, &tabs[0])
+    FOR_ROWS(u, &tabs[1])
+    if (h_sql_eq(&o[1], &u[0]))
+        h_emit(&m, ROW(u[1], o[2]));
+    int gc[] = {0};
+    h_group_keys(&m, gc, 1, &keys);
+    for (int64_t g = 0; g < keys.n; g++) {
+        int64_t n = 0, sum = 0;
+        for (int64_t i = 0; i < m.n; i++)
+            if (h_in_group(&m.r[i], gc, 1, &keys.r[g])) {
+                n++;
+                sum += m.r[i].v[1].i;
+            }
+        h_emit(out, ROW(keys.r[g].v[0], h_int(sum), h_int(n)));
+    }
+    h_rows_free(&m);
+    h_rows_free(&keys);
+}
+
+/* jn: SELECT o.note, cu.name, o.amt FROM o JOIN cu ON o.c = cu.id WHERE o.id > 1
+       (columns after a nullable one, strings) */
+static void ref_join_jn(const HRows *tabs, HRows *out)
+{
+    FOR_ROWS(o, &tabs[0])
+    FOR_ROWS(u, &tabs[1])
+    if (h_sql_eq(&o[1], &u[0]) && o[0].i > 1)
+        h_emit(out, ROW(o[3], u[2], o[2]));
+}
+
+static void test_join_projected_output_matches_reference_for_any_steps_and_workers(
+    void **state)
+{
+    (void)state;
+    HSpec s = {
+        .sql = "CREATE TABLE o (id BIGINT NOT NULL, c INT NOT NULL, amt INT NOT NULL,\n"
+               "  note VARCHAR);\n"
+               "CREATE TABLE cu (id INT NOT NULL, region INT NOT NULL, name VARCHAR);\n"
+               "CREATE MATERIALIZED VIEW sr AS SELECT cu.region, SUM(o.amt) AS total,\n"
+               "  COUNT(*) AS n FROM o JOIN cu ON o.c = cu.id GROUP BY cu.region;\n"
+               "CREATE MATERIALIZED VIEW jn AS SELECT o.note, cu.name, o.amt FROM o JOIN cu\n"
+               "  ON o.c = cu.id WHERE o.id > 1;\n",
+        .tables = {{"o", 4, {{0, 4, 0}, {0, 6, 0}, {-3, 9, 0}, {0, 5, 20}}},
+                   {"cu", 3, {{0, 6, 0}, {0, 3, 0}, {0, 4, 20}}}},
+        .views = {{"sr", ref_join_sr}, {"jn", ref_join_jn}},
+        .nchanges = 400,
+        .seed = 46,
+    };
+    h_run(&s);
+}
+
+/* jf: SELECT o.id, o.c, o.amt, cu.region FROM o JOIN cu ON o.c = cu.id */
+static void ref_join_jf(const HRows *tabs, HRows *out)
+{
+    FOR_ROWS(o, &tabs[0])
+    FOR_ROWS(u, &tabs[1])
+    if (h_sql_eq(&o[1], &u[0]))
+        h_emit(out, ROW(o[0], o[1], o[2], u[1]));
+}
+
+/* jc: SELECT o.amt, cu.region FROM o, cu WHERE o.amt > cu.region (no key) */
+static void ref_join_jc(const HRows *tabs, HRows *out)
+{
+    FOR_ROWS(o, &tabs[0])
+    FOR_ROWS(u, &tabs[1])
+    if (o[2].i > u[1].i)
+        h_emit(out, ROW(o[2], u[1]));
+}
+
+/* Rows of NOT NULL integers only: push() encodes them column by column
+   into records of one size (op_join.c push_fixed). */
+static void test_join_of_fixed_width_rows_matches_reference_for_any_steps_and_workers(
+    void **state)
+{
+    (void)state;
+    HSpec s = {
+        .sql = "CREATE TABLE o (id BIGINT NOT NULL, c INT NOT NULL, amt SMALLINT NOT NULL);\n"
+               "CREATE TABLE cu (id INT NOT NULL, region TINYINT NOT NULL);\n"
+               "CREATE MATERIALIZED VIEW sr AS SELECT cu.region, SUM(o.amt) AS total,\n"
+               "  COUNT(*) AS n FROM o JOIN cu ON o.c = cu.id GROUP BY cu.region;\n"
+               "CREATE MATERIALIZED VIEW jf AS SELECT o.id, o.c, o.amt, cu.region FROM o\n"
+               "  JOIN cu ON o.c = cu.id;\n"
+               "CREATE MATERIALIZED VIEW jc AS SELECT o.amt, cu.region FROM o, cu\n"
+               "  WHERE o.amt > cu.region;\n",
+        .tables = {{"o", 3, {{-2, 4, 0}, {-1, 6, 0}, {-3, 9, 0}}},
+                   {"cu", 2, {{-1, 6, 0}, {-2, 3, 0}}}},
+        .views = {{"sr", ref_join_sr}, {"jf", ref_join_jf}, {"jc", ref_join_jc}},
+        .nchanges = 300,
+        .seed = 47,
+    };
+    h_run(&s);
+}
+
 /* ---- cross join ------------------------------------------------------------------- */
 
 /* x: SELECT t.a, t.b, u.c, u.s FROM t, u */
@@ -259,6 +358,10 @@ int main(void)
             test_join_on_two_keys_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(
             test_join_of_three_tables_integral_matches_reference_for_any_steps_and_workers),
+        cmocka_unit_test(
+            test_join_projected_output_matches_reference_for_any_steps_and_workers),
+        cmocka_unit_test(
+            test_join_of_fixed_width_rows_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_cross_join_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_self_join_integral_matches_reference_for_any_steps_and_workers),
     };

@@ -335,6 +335,134 @@ static void test_key_decode_of_null_zeroes_the_value_slot(void **state)
     arena_free(a);
 }
 
+/* key_decode_plan and key_decode_many (and key_decode_some under them)
+   decode exactly the needed
+   columns as key_decode does, whatever the mix of fixed-offset NOT NULL
+   integers in front and other columns after; unneeded columns stay as
+   they were. */
+static void test_key_decode_plan_decodes_the_needed_columns_like_key_decode(void **state)
+{
+    static const TypeKind kinds[] = {TK_BIGINT, TK_INT,    TK_SMALLINT, TK_TINYINT, TK_DATE,
+                                     TK_DOUBLE, TK_VARCHAR, TK_REAL,    TK_TIMESTAMP, TK_BOOL};
+    enum { NK = ARRAY_LEN(kinds), NC = 6, ROWS = 40, SHAPES = 200 };
+    Arena *a = arena_new(0);
+    for (int shape = 0; shape < SHAPES; shape++) {
+        SqlType ty[NC];
+        TypeKind kd[NC];
+        bool need[NC];
+        for (int j = 0; j < NC; j++) {
+            kd[j] = kinds[rnd() % NK];
+            ty[j] = type_make(kd[j], rnd() % 3 == 0);
+            need[j] = rnd() % 2;
+        }
+        Chunk *src = chunk_new(a, NC, ty, ROWS);
+        Chunk *want = chunk_new(a, NC, ty, ROWS);
+        Chunk *got = chunk_new(a, NC, ty, ROWS);
+        for (int64_t r = 0; r < ROWS; r++)
+            for (int j = 0; j < NC; j++)
+                random_value(&src->col[j], r, kd[j]);
+        src->n = want->n = got->n = ROWS;
+        KeyPlan kp;
+        key_plan_init(&kp, ty, NC, shape % 5 ? need : NULL);
+        for (int64_t r = 0; r < ROWS; r++) {
+            Buf b = BUF_INIT;
+            key_encode_row(src, r, &b);
+            key_decode(b.p, ty, NC, want, 0, r);
+            for (int j = 0; j < NC; j++) { /* the marks of "not decoded" */
+                Vec *v = &got->col[j];
+                if (v->nul)
+                    v->nul[r] = 7;
+                if (v->i)
+                    v->i[r] = 0x5eed;
+            }
+            key_decode_plan(&kp, b.p, got, 0, r);
+            for (int j = 0; j < NC; j++) {
+                const Vec *v = &got->col[j];
+                if (shape % 5 == 0 || need[j])
+                    assert_value_equal(&want->col[j], v, r);
+                else {
+                    if (v->nul)
+                        assert_int_equal(v->nul[r], 7);
+                    if (v->i)
+                        assert_int_equal(v->i[r], 0x5eed);
+                }
+            }
+            buf_free(&b);
+        }
+        /* key_decode_many over all rows at once gives the same values */
+        Chunk *many = chunk_new(a, NC, ty, ROWS);
+        Buf all = BUF_INIT;
+        size_t at[ROWS];
+        for (int64_t r = 0; r < ROWS; r++) {
+            at[r] = all.n;
+            key_encode_row(src, r, &all);
+        }
+        const uint8_t *ptr[ROWS];
+        for (int64_t r = 0; r < ROWS; r++)
+            ptr[r] = all.p + at[r];
+        key_decode_many(&kp, ptr + 1, ROWS - 1, many, 0, 1);
+        for (int64_t r = 1; r < ROWS; r++) {
+            key_decode(ptr[r], ty, NC, want, 0, r); /* strings into `all` */
+            for (int j = 0; j < NC; j++)
+                if (shape % 5 == 0 || need[j])
+                    assert_value_equal(&want->col[j], &many->col[j], r);
+        }
+        buf_free(&all);
+        key_plan_free(&kp);
+    }
+    arena_free(a);
+}
+
+/* key_encode_fixed writes, column by column, the bytes key_encode writes
+   row by row; key_fixed_width says which column sets qualify. */
+static void test_key_encode_fixed_equals_key_encode(void **state)
+{
+    static const TypeKind kinds[] = {TK_BOOL, TK_TINYINT, TK_SMALLINT, TK_INT, TK_BIGINT,
+                                     TK_DECIMAL, TK_DATE, TK_TIME, TK_TIMESTAMP};
+    enum { NK = ARRAY_LEN(kinds), NC = 5, ROWS = 50 };
+    Arena *a = arena_new(0);
+    for (int shape = 0; shape < 100; shape++) {
+        SqlType ty[NC];
+        TypeKind kd[NC];
+        for (int j = 0; j < NC; j++) {
+            kd[j] = kinds[rnd() % NK];
+            ty[j] = type_make(kd[j], false);
+        }
+        int cols[3] = {(int)(rnd() % NC), (int)(rnd() % NC), (int)(rnd() % NC)};
+        Chunk *c = chunk_new(a, NC, ty, ROWS);
+        for (int64_t r = 0; r < ROWS; r++)
+            for (int j = 0; j < NC; j++)
+                random_value(&c->col[j], r, kd[j]);
+        c->n = ROWS;
+        int w = key_fixed_width(c, cols, 3), wall = key_fixed_width(c, NULL, NC);
+        assert_true(w >= 3 && wall >= NC);
+        uint8_t *bytes = arena_alloc(a, (size_t)ROWS * (size_t)(w + wall) + 1);
+        uint8_t *dst[ROWS];
+        for (int64_t r = 0; r < ROWS; r++)
+            dst[r] = bytes + r * (w + wall);
+        key_encode_fixed(c, cols, 3, ROWS, dst, 0);
+        key_encode_fixed(c, NULL, NC, ROWS, dst, (size_t)w);
+        for (int64_t r = 0; r < ROWS; r++) {
+            Buf b = BUF_INIT;
+            key_encode(c, cols, 3, r, &b);
+            key_encode_row(c, r, &b);
+            assert_int_equal(b.n, (size_t)(w + wall));
+            assert_memory_equal(b.p, dst[r], b.n);
+            buf_free(&b);
+        }
+    }
+    SqlType mixed[2] = {type_make(TK_INT, false), type_make(TK_INT, true)};
+    Chunk *c = chunk_new(a, 2, mixed, 1);
+    assert_int_equal(key_fixed_width(c, (int[]){0}, 1), 4);
+    assert_int_equal(key_fixed_width(c, NULL, 2), -1);
+    SqlType other[2] = {type_make(TK_DOUBLE, false), type_make(TK_VARCHAR, false)};
+    c = chunk_new(a, 2, other, 1);
+    assert_int_equal(key_fixed_width(c, (int[]){0}, 1), -1);
+    assert_int_equal(key_fixed_width(c, (int[]){1}, 1), -1);
+    assert_int_equal(key_fixed_width(c, NULL, 0), 0);
+    arena_free(a);
+}
+
 static void test_key_widths_follow_the_type(void **state)
 {
     static const struct {
@@ -374,6 +502,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_order_matches_sql_order_for_ints),
+        cmocka_unit_test(test_key_encode_fixed_equals_key_encode),
+        cmocka_unit_test(test_key_decode_plan_decodes_the_needed_columns_like_key_decode),
         cmocka_unit_test(test_key_order_matches_sql_order_for_doubles),
         cmocka_unit_test(test_key_order_matches_sql_order_for_reals),
         cmocka_unit_test(test_key_order_matches_sql_order_for_strings_with_prefixes),
