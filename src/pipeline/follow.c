@@ -15,6 +15,7 @@
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -495,6 +496,23 @@ static void put_contents(const Circuit *c, Runtime *rt, int rel, Buf *b)
     memcpy(b->p + at, &len, 8);
 }
 
+/* The launcher's stop (SIGUSR1 to every rank): rank 0 stops the pipeline;
+   here it only ends an output's wait for its server (output_set_stop), as
+   a stop does on one host, so that rank 0 hears of the step's failure. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_signal = 1;
+}
+
+static bool stopping(void *arg)
+{
+    (void)arg;
+    return stop_signal != 0;
+}
+
 int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
 {
     int H = net_hosts(), me = net_host();
@@ -503,6 +521,14 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     if (connectors_open_part(c, true, me, H, &cs, err))
         return err->code;
     bool spread = outputs_spread(&cs);
+    if (host_writes_any(&cs, me)) {
+        struct sigaction sa = {0};
+        sa.sa_handler = on_stop_signal;
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGUSR1, &sa, NULL);
+        for (int j = 0; j < cs.nout; j++)
+            output_set_stop(cs.out[j], stopping, NULL);
+    }
     /* the journal counts on each step's output being durable */
     bool sync = o->storage && o->fault_tolerance == FT_EXACTLY_ONCE;
     Buf *got = sl_calloc((size_t)c->nrels + 1, sizeof(Buf));

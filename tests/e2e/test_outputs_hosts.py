@@ -361,3 +361,31 @@ def test_kafka_input_on_host_1_exactly_once_across_its_kill(tmp_path):
                 p.proc.wait()
     finally:
         k.stop()
+
+
+def test_a_stop_ends_host_1_s_wait_for_its_database(pg, http_pipeline, tmp_path):
+    """A postgres_output on host 1 waits for its unreachable server; SIGTERM
+    to the launcher reaches host 1 too and ends the wait, as on one host:
+    the job exits saying the step was not written, and the table stays at
+    the step before."""
+    import test_postgres as tp
+    from httpkit import ingress, lines
+    sql = ("CREATE TABLE t (id BIGINT NOT NULL, grp INT NOT NULL, v BIGINT NOT NULL)\n"
+           "  WITH ('connectors' = '[{\"transport\": {\"name\": \"http_input\"}}]');\n"
+           "CREATE VIEW agg_file %s AS SELECT grp, COUNT(*) AS n FROM t GROUP BY grp;\n"
+           "CREATE VIEW agg %s AS SELECT grp, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY grp;\n"
+           % (file_out(tmp_path / "agg.csv", "csv"), tp.pg_out(pg, "oh_stop", ["grp"])))
+    p = http_pipeline(sql, "--hosts", "2", "--workers", "2")
+    ingress(p, "t", lines({"id": 1, "grp": 1, "v": 1}))
+    wait_until(lambda: tp.pg_groups(pg, "oh_stop") == {1: (1, 1)}, "the first row")
+    pg.stop()
+    try:
+        ingress(p, "t", lines({"id": 2, "grp": 1, "v": 1}))
+        wait_until(lambda: "retrying" in p.stderr(), "host 1 waiting for the server")
+        p.proc.send_signal(signal.SIGTERM)
+        r = p.wait_exit(timeout=120)
+        assert r.returncode != 0
+        assert re.search(r"host 1 \(.*stopped while waiting", r.stderr), r.stderr[-3000:]
+    finally:
+        pg.start()
+    assert tp.pg_groups(pg, "oh_stop") == {1: (1, 1)}
