@@ -429,7 +429,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, Place *
     }
     char d[256];
     snprintf(d, sizeof(d),
-             "unknown transport \"%s\" (supported: datagen, nexmark, file_input, s3_input, http_input, "
+             "unknown transport \"%s\" (supported: datagen, file_input, s3_input, http_input, "
              "postgres_cdc_input, kafka_input, file_output, postgres_output, kafka_output)",
              t);
     return cerr(err, r, "%s: %s", where, d);
