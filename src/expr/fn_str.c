@@ -195,6 +195,51 @@ static int split_index(const Vec *args, int64_t n, Vec *out, uint8_t *m)
     return 0;
 }
 
+/* The longest run of plain characters every match of the POSIX extended
+   pattern p must contain (outside groups and brackets, not made optional
+   by a quantifier), or an empty Str when there is none to be sure of
+   (top-level alternation, escapes, classes in brackets). REGEXP_EXTRACT
+   skips regexec on rows without it. */
+static Str required_literal(Str p)
+{
+    Str best = {p.p, 0};
+    size_t run = 0, depth = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        char c = p.p[i];
+        if (c == '\\' || (c == '|' && depth == 0))
+            return (Str){p.p, 0};
+        bool plain = depth == 0 && !strchr("()[]{}|^$.*+?", c);
+        if (plain && i + 1 < p.n && strchr("*?{", p.p[i + 1]))
+            plain = false; /* optional (or counted) */
+        if (plain) {
+            run++;
+            if (run > best.n)
+                best = (Str){p.p + i + 1 - run, (uint32_t)run};
+            continue;
+        }
+        run = 0;
+        if (c == '(')
+            depth++;
+        else if (c == ')' && depth > 0)
+            depth--;
+        else if (c == '[') { /* skip the bracket expression, ']' first is literal */
+            size_t j = i + 1;
+            if (j < p.n && p.p[j] == '^')
+                j++;
+            if (j < p.n && p.p[j] == ']')
+                j++;
+            for (; j < p.n && p.p[j] != ']'; j++)
+                if (p.p[j] == '[') /* [:class:] and the like: give up */
+                    return (Str){p.p, 0};
+            i = j;
+        } else if (c == '{') {
+            while (i < p.n && p.p[i] != '}')
+                i++;
+        }
+    }
+    return best;
+}
+
 /* REGEXP_EXTRACT(s, pattern, i): group i (0: the whole match) of the first
    match of the POSIX extended regular expression pattern in s, a slice of
    s; NULL when nothing matches or group i took no part. The pattern is
@@ -202,7 +247,7 @@ static int split_index(const Vec *args, int64_t n, Vec *out, uint8_t *m)
 static int regexp_extract(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m)
 {
     regex_t re;
-    Str have = {NULL, 0};
+    Str have = {NULL, 0}, lit = {NULL, 0};
     for (int64_t k = 0; k < n; k++) {
         out->s[k] = empty_str;
         if (m[k])
@@ -220,9 +265,14 @@ static int regexp_extract(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, uin
                 return err_set(cx->err, SL_ERUNTIME, "REGEXP_EXTRACT: bad pattern '%s': %s",
                                have.p, why);
             }
+            lit = required_literal(have);
         }
         regmatch_t mt[10];
         if (g < 0 || g > (int64_t)re.re_nsub || g >= 10) {
+            m[k] = 1;
+            continue;
+        }
+        if (lit.n && !memmem(s.p, s.n, lit.p, lit.n)) {
             m[k] = 1;
             continue;
         }
