@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """bench/ab.py - before/after comparison of two sluice binaries on the
-bank backfill, the join-heavy and the distinct-heavy programs (the figures a
-refactor must keep). Runs alternate between the binaries (A, B, A, B, ...)
-so that load from other processes hits both alike; prints the median wall
-time, rows/s and peak memory of each and the ratio B/A. With --callgrind it
+bank backfill, the join-heavy (uniform and skewed keys) and the
+distinct-heavy programs (the figures a refactor must keep). Runs alternate
+between the binaries (A, B, A, B, ...) so that load from other processes
+hits both alike; prints the median wall time, rows/s and peak memory of
+each and the ratio B/A. With --callgrind it
 also counts instructions of one run per binary on a small size (stable under
 load, slow).
 
@@ -21,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import ROOT, median, run, with_limit  # noqa: E402
 
 PROGRAMS = (("examples/bank.sql", "bank backfill"), ("bench/join.sql", "join-heavy"),
-            ("bench/distinct.sql", "distinct-heavy"))
+            ("bench/join_skew.sql", "join-skewed"), ("bench/distinct.sql", "distinct-heavy"))
 
 
 def one(binary, program, workers):

@@ -31,9 +31,7 @@ void shard_free(Shard *sh)
 Batch *shard_batch(const Shard *sh, int ch)
 {
     BatchBuilder *bb = bb_new();
-    ShardPos p = SHARD_POS_INIT;
-    XRec r;
-    while (shard_next(sh, ch, &p, &r))
-        bb_add(bb, r.k, r.kn, r.v, r.vn, r.w);
+    for (int from = 0; from < sh->W; from++)
+        bb_add_xrecs(bb, sh->in[ch * sh->W + from]);
     return bb_finish(bb);
 }

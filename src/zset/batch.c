@@ -24,6 +24,7 @@
 #include "../base/buf.h"
 #include "../base/mem.h"
 #include "../base/vec.h"
+#include "xrec.h"
 
 /* A builder record: this header, then the tuple bytes padded to 8. */
 typedef struct Rec {
@@ -230,6 +231,28 @@ void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, siz
     bb->data.n += sz;
     bb->n++;
     bb->bytes += kn + vn;
+}
+
+void bb_add_xrecs(BatchBuilder *bb, const Buf *in)
+{
+    /* a record of 16 + len bytes becomes one of at most 16 + len + 7 */
+    buf_reserve(&bb->data, in->n + in->n / 2);
+    uint8_t *out = bb->data.p + bb->data.n;
+    size_t pos = 0;
+    XRec x;
+    while (xrec_next(in, &pos, &x)) {
+        if (x.w == 0)
+            continue;
+        size_t len = (size_t)x.kn + x.vn;
+        if (unlikely(len > UINT32_MAX))
+            sl_panic("tuple of %zu bytes exceeds the 4 GiB limit", len);
+        *(Rec *)out = (Rec){x.w, x.kn, (uint32_t)len};
+        copy_tuple(out + sizeof(Rec), x.k, len); /* the value follows the key */
+        out += rec_size(len);
+        bb->n++;
+        bb->bytes += len;
+    }
+    bb->data.n = (size_t)(out - bb->data.p);
 }
 
 int64_t bb_count(const BatchBuilder *bb) { return bb->n; }

@@ -41,6 +41,10 @@ typedef struct BatchBuilder BatchBuilder;
 BatchBuilder *bb_new(void);
 /* Add one tuple (copied). Zero weights are allowed and vanish. */
 void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn, int64_t w);
+/* Add every record of the zset/xrec.h stream in (key and value copied),
+   as bb_add of each would. */
+struct Buf;
+void bb_add_xrecs(BatchBuilder *bb, const struct Buf *in);
 int64_t bb_count(const BatchBuilder *bb);
 /* Sort, sum the weights of equal tuples, drop zeros; frees bb. Never NULL
    (an empty batch has n == 0). */

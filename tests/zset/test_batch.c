@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "zset/batch.h"
+#include "zset/xrec.h"
 
 #define ZT_SEED 0x9E3779B97F4A7C15ull
 #define ZT_TUP_BYTES 64
@@ -173,6 +174,32 @@ static void test_batch_finish_matches_reference_for_random_tuples(void **state)
         }
 }
 
+/* bb_add_xrecs over record streams (split across several buffers, as a
+   shard's inboxes) builds what bb_add of each record builds. */
+static void test_batch_from_xrec_streams_equals_batch_from_tuples(void **state)
+{
+    static const size_t sizes[] = {0, 1, 25, 1000, 30000};
+    for (int g = 0; g < GEN_COUNT; g++)
+        for (size_t s = 0; s < ARRAY_LEN(sizes); s++) {
+            size_t n = sizes[s];
+            Tup *t = gen_tuples((enum Gen)g, n);
+            Buf in[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+            for (size_t i = 0; i < n; i++)
+                xrec_put(&in[i % 3 == 2 ? 2 : i % 2], t[i].p, t[i].klen, t[i].p + t[i].klen,
+                         (uint32_t)(t[i].n - t[i].klen), t[i].w);
+            BatchBuilder *bb = bb_new();
+            for (int k = 0; k < 3; k++)
+                bb_add_xrecs(bb, &in[k]);
+            Batch *b = bb_finish(bb);
+            size_t m = ref_consolidate(t, n);
+            assert_batch_equals(b, t, m);
+            batch_unref(b);
+            for (int k = 0; k < 3; k++)
+                buf_free(&in[k]);
+            free(t);
+        }
+}
+
 static void test_batch_finish_sorts_tuples_with_long_equal_runs(void **state)
 {
     /* 20 distinct tuples, each added 5000 times: runs far longer than the
@@ -281,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_batch_finish_consolidates_duplicates_and_drops_zero_weights),
         cmocka_unit_test(test_batch_finish_of_nothing_is_an_empty_batch),
         cmocka_unit_test(test_batch_finish_matches_reference_for_random_tuples),
+        cmocka_unit_test(test_batch_from_xrec_streams_equals_batch_from_tuples),
         cmocka_unit_test(test_batch_finish_sorts_tuples_with_long_equal_runs),
         cmocka_unit_test(test_batch_merge_equals_builder_over_the_union),
         cmocka_unit_test(test_batch_merge_with_its_negation_is_empty),
