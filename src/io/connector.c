@@ -535,8 +535,15 @@ const char *output_transport(const OutputConn *oc)
 {
     return oc->pg ? "postgres_output" : oc->kout ? "kafka_output" : "file_output";
 }
-int64_t output_records(const OutputConn *oc) { return oc->records; }
-int64_t output_bytes(const OutputConn *oc) { return oc->bytes; }
+/* (atomic: a delivery drain thread may be writing, io/deliver.c) */
+int64_t output_records(const OutputConn *oc)
+{
+    return __atomic_load_n(&oc->records, __ATOMIC_RELAXED);
+}
+int64_t output_bytes(const OutputConn *oc)
+{
+    return __atomic_load_n(&oc->bytes, __ATOMIC_RELAXED);
+}
 
 double input_wait(const InputConn *ic)
 {

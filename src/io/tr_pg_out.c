@@ -387,12 +387,13 @@ typedef struct Tries {
 static bool try_again(OutputConn *oc, Tries *t, const char *m, Err *err)
 {
     oc->fail = OUT_FAIL_TRANSIENT;
-    if (oc->stop && oc->stop(oc->stop_arg)) {
-        err_set(err, SL_EIO, "%.500s; stopped while waiting for it", m);
+    /* (a drain thread tries once: deliver.c paces its tries) */
+    if (t->bounded && ++t->n >= (oc->draining ? 1 : oc->dcfg.attempts)) {
+        err_set(err, SL_EIO, "%.500s", m);
         return false;
     }
-    if (t->bounded && ++t->n >= oc->dcfg.attempts) {
-        err_set(err, SL_EIO, "%.500s", m);
+    if (oc->stop && oc->stop(oc->stop_arg)) {
+        err_set(err, SL_EIO, "%.500s; stopped while waiting for it", m);
         return false;
     }
     if (!*t->said)
@@ -495,8 +496,8 @@ static int with_retry(PgOut *po, OutputConn *oc, PgFn fn, void *arg, const char 
         po->conn = NULL;
         po->prepared = false;
         char mm[800];
-        snprintf(mm, sizeof(mm), "%.190s: %.40s in PostgreSQL table %.100s failed (%.400s)", oc->name, what,
-                 po->table, m);
+        snprintf(mm, sizeof(mm), "%.190s: %.40s in PostgreSQL table %.100s failed (%.400s)",
+                 oc->name, what, po->table, m);
         if (!try_again(oc, t, mm, err))
             return err->code;
     }
@@ -869,7 +870,7 @@ int tr_pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
         if (step == po->resync_step && h == po->resync_hash) {
             fprintf(stderr, "sluice: %s: step %lld was committed to PostgreSQL before the "
                             "restart; not written again\n", oc->name, (long long)step);
-            oc->records += wa.ups + wa.dels;
+            __atomic_add_fetch(&oc->records, wa.ups + wa.dels, __ATOMIC_RELAXED);
             return 0;
         }
     }
@@ -888,8 +889,8 @@ int tr_pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
     }
     po->uncertain = false;
     __atomic_store_n(&po->committed, step, __ATOMIC_RELAXED);
-    oc->records += wa.ups + wa.dels;
-    oc->bytes += (int64_t)po->copy.n;
+    __atomic_add_fetch(&oc->records, wa.ups + wa.dels, __ATOMIC_RELAXED); /* a drain thread */
+    __atomic_add_fetch(&oc->bytes, (int64_t)po->copy.n, __ATOMIC_RELAXED);
     return 0;
 }
 
