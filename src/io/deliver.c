@@ -590,8 +590,7 @@ static void *drain_main(void *arg)
         o->oc->draining = true;
         int rc = write_once(o, e->step, e->b, &err);
         o->oc->draining = false;
-        gate_unlock();
-        pthread_mutex_lock(&d->mu);
+        pthread_mutex_lock(&d->mu); /* (the gate still held: its prints, frees) */
         if (!rc) {
             written(o, e->recs, e->src_wall);
             o->head = e->next;
@@ -624,6 +623,7 @@ static void *drain_main(void *arg)
                     (long long)e->step, err.msg);
             pthread_cond_broadcast(&d->cv);
         }
+        gate_unlock();
     }
     pthread_mutex_unlock(&d->mu);
     return NULL;
