@@ -609,8 +609,15 @@ const char *input_transport(const InputConn *ic) { return ic->transport; }
 int output_rel(const OutputConn *oc) { return oc->rel; }
 const char *output_name(const OutputConn *oc) { return oc->name; }
 const char *output_transport(const OutputConn *oc) { return oc->transport; }
-int64_t output_records(const OutputConn *oc) { return oc->records; }
-int64_t output_bytes(const OutputConn *oc) { return oc->bytes; }
+/* (atomic: a delivery drain thread may be writing, io/deliver.c) */
+int64_t output_records(const OutputConn *oc)
+{
+    return __atomic_load_n(&oc->records, __ATOMIC_RELAXED);
+}
+int64_t output_bytes(const OutputConn *oc)
+{
+    return __atomic_load_n(&oc->bytes, __ATOMIC_RELAXED);
+}
 
 double input_wait(const InputConn *ic)
 {

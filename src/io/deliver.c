@@ -22,8 +22,9 @@
  *
  * The queue. Once an output has a queue every later step queues behind it
  * (a table or topic never sees a step before an earlier one), and a drain
- * thread per output writes the head (one local tier per attempt, then a
- * pause doubling up to 5 s) while the pipeline goes on stepping. The step
+ * thread per output writes the head (one try at a time, OutputConn.draining,
+ * with a pause doubling from 0.1 s up to 5 s between them) while the
+ * pipeline goes on stepping. The step
  * thread writes directly only when the queue is empty, so the connector is
  * only ever used by one thread at a time. A queued step holds its own copy
  * of the changes (batches' reference counts are not atomic).
@@ -122,6 +123,17 @@ struct Delivery {
     bool (*stop)(void *arg);
     void *stop_arg;
 };
+
+/* Checkpoints fork() the process (pipeline/snapshot.c); a drain thread
+   caught inside libpq or the allocator at that moment could leave a lock
+   held in the child for ever. The fork waits at this gate, which a drain
+   thread holds only while it writes (one try, no sleeping). */
+static pthread_mutex_t fork_gate = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void gate_lock(void) { pthread_mutex_lock(&fork_gate); }
+static void gate_unlock(void) { pthread_mutex_unlock(&fork_gate); }
+static void gate_init(void) { pthread_atfork(gate_lock, gate_unlock, gate_unlock); }
 
 static double wall_now(void)
 {
@@ -548,7 +560,7 @@ static void timed_wait(Delivery *d, double secs)
 }
 
 /* The drain thread of one output: writes the queue's head until it works,
-   pausing between local tiers. */
+   pausing between tries. */
 static void *drain_main(void *arg)
 {
     DOut *o = arg;
@@ -570,8 +582,11 @@ static void *drain_main(void *arg)
         o->sent += e->recs;
         pthread_mutex_unlock(&d->mu);
         Err err = {0};
+        gate_lock();
+        o->oc->draining = true;
         int rc = write_once(o, e->step, e->b, &err);
-        pthread_mutex_lock(&d->mu);
+        o->oc->draining = false;
+        pthread_mutex_lock(&d->mu); /* (the gate still held: its prints, frees) */
         if (!rc) {
             written(o, e->recs, e->src_wall);
             o->head = e->next;
@@ -604,6 +619,7 @@ static void *drain_main(void *arg)
                     (long long)e->step, err.msg);
             pthread_cond_broadcast(&d->cv);
         }
+        gate_unlock();
     }
     pthread_mutex_unlock(&d->mu);
     return NULL;
@@ -613,6 +629,7 @@ static void *drain_main(void *arg)
 
 Delivery *deliver_open(Connectors *cs, const DeliverOpts *opt, Err *err)
 {
+    pthread_once(&fork_once, gate_init);
     Delivery *d = sl_calloc(1, sizeof(*d));
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);

@@ -178,6 +178,7 @@ struct OutputConn {
     KafkaOut *kout;         /* kafka_output (tr_kafka_out.c), else NULL */
     DeliverCfg dcfg;        /* deliver_config */
     int fail;               /* OUT_FAIL_* of the last failed write */
+    bool draining;          /* a drain thread writes: one try, no stop check (deliver.c) */
     /* a record the destination refuses for good (the transport found it
        alone): to the dead letters, before the step commits (deliver.c) */
     void (*dead)(void *arg, int64_t step, const char *rec, const char *why);

@@ -349,8 +349,8 @@ static int kafka_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *er
             buf_append(&k->msgs, oc->line.p, oc->line.n);
             if (send_one(oc, (const char *)oc->line.p, oc->line.n, k->seq++, err))
                 return err->code;
-            oc->records++;
-            oc->bytes += (int64_t)oc->line.n;
+            __atomic_add_fetch(&oc->records, 1, __ATOMIC_RELAXED); /* a drain thread */
+            __atomic_add_fetch(&oc->bytes, (int64_t)oc->line.n, __ATOMIC_RELAXED);
         }
         rd_kafka_poll(k->rk, 0);
     }
@@ -402,7 +402,7 @@ static int kafka_out_flush(OutputConn *oc, Err *err)
         waited = true;
         k->said = k->step;
         bool abort = rd_kafka_error_txn_requires_abort(e);
-        if (!abort && ++tries >= oc->dcfg.attempts) {
+        if (!abort && ++tries >= (oc->draining ? 1 : oc->dcfg.attempts)) {
             /* transient (deliver.c queues the step): the transaction stays
                open with the step's messages; the next try commits it */
             oc->fail = OUT_FAIL_TRANSIENT;

@@ -387,12 +387,13 @@ typedef struct Tries {
 static bool try_again(OutputConn *oc, Tries *t, const char *m, Err *err)
 {
     oc->fail = OUT_FAIL_TRANSIENT;
-    if (oc->stop && oc->stop(oc->stop_arg)) {
-        err_set(err, SL_EIO, "%.500s; stopped while waiting for it", m);
+    /* (a drain thread tries once: deliver.c paces its tries) */
+    if (t->bounded && ++t->n >= (oc->draining ? 1 : oc->dcfg.attempts)) {
+        err_set(err, SL_EIO, "%.500s", m);
         return false;
     }
-    if (t->bounded && ++t->n >= oc->dcfg.attempts) {
-        err_set(err, SL_EIO, "%.500s", m);
+    if (oc->stop && oc->stop(oc->stop_arg)) {
+        err_set(err, SL_EIO, "%.500s; stopped while waiting for it", m);
         return false;
     }
     if (!*t->said)
@@ -495,8 +496,8 @@ static int with_retry(PgOut *po, OutputConn *oc, PgFn fn, void *arg, const char 
         po->conn = NULL;
         po->prepared = false;
         char mm[800];
-        snprintf(mm, sizeof(mm), "%.190s: %.40s in PostgreSQL table %.100s failed (%.400s)", oc->name, what,
-                 po->table, m);
+        snprintf(mm, sizeof(mm), "%.190s: %.40s in PostgreSQL table %.100s failed (%.400s)",
+                 oc->name, what, po->table, m);
         if (!try_again(oc, t, mm, err))
             return err->code;
     }
@@ -722,51 +723,100 @@ static void put_delete(PgOut *po, Buf *s)
                    po->cols[po->key[k]]);
 }
 
-/* The rowwise write: every change under its own savepoint, deletes first;
-   a row PostgreSQL refuses (a data or integrity error) is rolled back
-   alone and handed to the dead letters with the message. */
+/* Value j of row 0 of c as a query parameter's text (NULL: false), into
+   b after a NUL. */
+static bool param_value(Buf *b, const Chunk *c, int j)
+{
+    const Vec *v = &c->col[j];
+    if (vec_is_null(v, 0))
+        return false;
+    if (v->t.kind == TK_INTERVAL_DT)
+        buf_printf(b, "%lld microseconds", (long long)v->i[0]);
+    else if (v->t.kind == TK_INTERVAL_YM)
+        buf_printf(b, "%lld months", (long long)v->i[0]);
+    else if (!v->s)
+        text_format_vec(v, 0, b);
+    else
+        buf_append(b, v->s[0].p, v->s[0].n);
+    buf_putc(b, '\0');
+    return true;
+}
+
+/* The rowwise write: every change under its own savepoint, deletes first,
+   each one statement with parameters (no staging table: its dead rows
+   would make every later row slower); a row PostgreSQL refuses (a data or
+   integrity error) is rolled back alone and handed to the dead letters
+   with the message. */
 static int write_rows(PgOut *po, OutputConn *oc, WriteArg *wa, PGresult **fail)
 {
-    Buf *s = &po->sql;
+    int ncol = oc->schema.ncol;
+    Buf ins_sql = BUF_INIT, del_sql = BUF_INIT, vals = BUF_INIT;
+    buf_printf(&ins_sql, "INSERT INTO %s (", po->table);
+    for (int j = 0; j < ncol; j++)
+        buf_printf(&ins_sql, "%s%s", j ? ", " : "", po->cols[j]);
+    buf_puts(&ins_sql, ") VALUES (");
+    for (int j = 0; j < ncol; j++)
+        buf_printf(&ins_sql, "%s$%d", j ? ", " : "", j + 1);
+    buf_puts(&ins_sql, ") ON CONFLICT (");
+    for (int k = 0; k < po->nkey; k++)
+        buf_printf(&ins_sql, "%s%s", k ? ", " : "", po->cols[po->key[k]]);
+    int nset = 0;
+    for (int j = 0; j < ncol; j++) {
+        bool is_key = false;
+        for (int k = 0; k < po->nkey; k++)
+            is_key |= po->key[k] == j;
+        if (!is_key)
+            buf_printf(&ins_sql, "%s%s = EXCLUDED.%s", nset++ ? ", " : ") DO UPDATE SET ",
+                       po->cols[j], po->cols[j]);
+    }
+    if (!nset)
+        buf_puts(&ins_sql, ") DO NOTHING");
+    buf_printf(&del_sql, "DELETE FROM %s WHERE ", po->table);
+    for (int k = 0; k < po->nkey; k++)
+        buf_printf(&del_sql, "%s%s = $%d", k ? " AND " : "", po->cols[po->key[k]], k + 1);
+    const char **pv = sl_calloc((size_t)ncol + 1, sizeof(char *));
+    size_t *off = sl_calloc((size_t)ncol + 1, sizeof(size_t));
     Chunk *row = one_row(oc);
-    for (int pass = 0; pass < 2; pass++) {
-        for (int64_t i = 0; i < wa->b->n; i++) {
+    int rc = 0;
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        for (int64_t i = 0; i < wa->b->n && !rc; i++) {
             bool ins = wa->b->w[i] > 0;
             if (ins != (pass == 1))
                 continue;
-            buf_reset(&po->copy);
-            row_text(po, oc, wa->b, i, row, &po->copy);
-            if (exec_ok(po, "SAVEPOINT sluice_row", NULL))
-                return -1;
-            buf_reset(s);
-            if (ins)
-                put_upsert(po, oc->schema.ncol, s);
-            else
-                put_delete(po, s);
-            buf_printf(s, "; DELETE FROM %s", ins ? "sluice_up" : "sluice_del");
-            PGresult *r = NULL;
-            int rc = copy_in(po, ins ? "COPY sluice_up FROM STDIN" : "COPY sluice_del FROM STDIN",
-                             &po->copy, &r);
-            if (!rc) {
-                rc = exec_ok(po, buf_cstr(s), &r);
-                if (!rc)
-                    PQclear(r), r = NULL;
+            key_decode(batch_key(wa->b, i), oc->schema.types, ncol, row, 0, 0);
+            int np = ins ? ncol : po->nkey;
+            buf_reset(&vals);
+            for (int p = 0; p < np; p++) {
+                size_t at = vals.n;
+                off[p] = param_value(&vals, row, ins ? p : po->key[p]) ? at : (size_t)-1;
             }
-            if (!rc) {
+            for (int p = 0; p < np; p++)
+                pv[p] = off[p] == (size_t)-1 ? NULL : (const char *)vals.p + off[p];
+            if (exec_ok(po, "SAVEPOINT sluice_row", NULL)) {
+                rc = -1;
+                break;
+            }
+            PGresult *r = PQexecParams(po->conn, buf_cstr(ins ? &ins_sql : &del_sql), np, NULL,
+                                       pv, NULL, NULL, 0);
+            if (r && PQresultStatus(r) == PGRES_COMMAND_OK) {
+                PQclear(r);
                 if (exec_ok(po, "RELEASE SAVEPOINT sluice_row", NULL))
-                    return -1;
+                    rc = -1;
                 continue;
             }
             const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
             if (transient(po, r) || !st || (strncmp(st, "22", 2) && strncmp(st, "23", 2))) {
                 *fail = r;
-                return -1;
+                rc = -1;
+                break;
             }
             char m[600];
             pg_msg(po, r, m, sizeof(m));
             PQclear(r);
-            if (exec_ok(po, "ROLLBACK TO SAVEPOINT sluice_row", NULL))
-                return -1;
+            if (exec_ok(po, "ROLLBACK TO SAVEPOINT sluice_row", NULL)) {
+                rc = -1;
+                break;
+            }
             Buf rec = BUF_INIT;
             buf_puts(&rec, ins ? "{\"insert\":" : "{\"delete\":");
             fmt_json_row(&oc->schema, row, 0, &rec);
@@ -775,7 +825,12 @@ static int write_rows(PgOut *po, OutputConn *oc, WriteArg *wa, PGresult **fail)
             buf_free(&rec);
         }
     }
-    return 0;
+    sl_free(pv);
+    sl_free(off);
+    buf_free(&ins_sql);
+    buf_free(&del_sql);
+    buf_free(&vals);
+    return rc;
 }
 
 static int do_write(PgOut *po, OutputConn *oc, void *arg, PGresult **fail)
@@ -869,7 +924,7 @@ static int pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
         if (step == po->resync_step && h == po->resync_hash) {
             fprintf(stderr, "sluice: %s: step %lld was committed to PostgreSQL before the "
                             "restart; not written again\n", oc->name, (long long)step);
-            oc->records += wa.ups + wa.dels;
+            __atomic_add_fetch(&oc->records, wa.ups + wa.dels, __ATOMIC_RELAXED);
             return 0;
         }
     }
@@ -888,8 +943,8 @@ static int pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
     }
     po->uncertain = false;
     __atomic_store_n(&po->committed, step, __ATOMIC_RELAXED);
-    oc->records += wa.ups + wa.dels;
-    oc->bytes += (int64_t)po->copy.n;
+    __atomic_add_fetch(&oc->records, wa.ups + wa.dels, __ATOMIC_RELAXED); /* a drain thread */
+    __atomic_add_fetch(&oc->bytes, (int64_t)po->copy.n, __ATOMIC_RELAXED);
     return 0;
 }
 

@@ -345,3 +345,52 @@ def test_dead_letters_are_kept_once_across_kill9(pg, http_pipeline, tmp_path):
     assert sorted(e["record"]["insert"]["id"] for e in d["records"]) == sorted(bad + [1000])
     assert table(pg, "dl_dead9") == {r["id"]: r["v"] for r in rows if r["v"] >= 0}
     q.stop()
+
+
+def test_the_row_by_row_pass_keeps_values_of_every_type(pg, tmp_path):
+    """A refused row sends its step through the row-by-row pass (query
+    parameters, not COPY): the other rows' values of every type arrive as
+    they are."""
+    import hashlib
+    from conftest import run_ok
+    pg.psql("CREATE TABLE dl_types (id integer PRIMARY KEY, b boolean, d numeric(10,2), "
+            "f double precision, s text, dt date, ts timestamp, tm time, iv interval, "
+            "CHECK (id <> 5))")
+    rows = [
+        {"id": 1, "b": True, "d": "12.50", "f": 0.1, "s": "tab\there", "dt": "2024-02-29",
+         "ts": "2024-02-29 23:59:58.5", "tm": "01:02:03"},
+        {"id": 2, "b": False, "d": "-0.07", "f": -1e20, "s": "back\\slash\nnew line 'q' \"dq\"",
+         "dt": "1970-01-01", "ts": "1999-12-31 00:00:00", "tm": "23:59:59.25"},
+        {"id": 3, "b": None, "d": None, "f": None, "s": None, "dt": None, "ts": None,
+         "tm": None},
+        {"id": 5, "b": True, "d": "1.00", "f": 1.0, "s": "refused", "dt": "2000-01-01",
+         "ts": "2000-01-01 00:00:00", "tm": "00:00:00"},
+    ]
+    data = tmp_path / "t.json"
+    data.write_text(lines(*rows))
+    inp = conn_clause([{"transport": {"name": "file_input", "config": {"path": str(data)}},
+                        "format": {"name": "json"}}])
+    prog = tmp_path / "p.sql"
+    prog.write_text(
+        "CREATE TABLE t (id INT NOT NULL, b BOOLEAN, d DECIMAL(10,2), f DOUBLE, s VARCHAR, "
+        "dt DATE, ts TIMESTAMP, tm TIME) %s;\n"
+        "CREATE VIEW v %s AS SELECT *, ts - TIMESTAMP '1999-12-31 00:00:00' AS iv FROM t;\n"
+        % (inp, pg_out(pg, "dl_types", ["id"])))
+    r = run_ok(["run", prog, "--until-done", "--no-progress"])
+    assert r.stderr.count("went to the dead letters") == 1, r.stderr
+    got = pg.query("SELECT id, b, d, f, md5(s), length(s), dt, ts, tm, "
+                   "extract(epoch FROM iv)::float8 FROM dl_types ORDER BY id")
+    import datetime
+    iv1 = (datetime.datetime(2024, 2, 29, 23, 59, 58, 500000) -
+           datetime.datetime(1999, 12, 31)).total_seconds()
+
+    def md5(x):
+        return hashlib.md5(x.encode()).hexdigest()
+    s1, s2 = "tab\there", "back\\slash\nnew line 'q' \"dq\""
+    assert got == [
+        ["1", "t", "12.50", "0.1", md5(s1), str(len(s1)), "2024-02-29", "2024-02-29 23:59:58.5",
+         "01:02:03", repr(iv1)],
+        ["2", "f", "-0.07", "-1e+20", md5(s2), str(len(s2)), "1970-01-01", "1999-12-31 00:00:00",
+         "23:59:59.25", "0"],
+        ["3", None, None, None, None, None, None, None, None, None],
+    ]
