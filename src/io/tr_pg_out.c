@@ -290,15 +290,16 @@ static int connect_once(PgOut *po, OutputConn *oc, Err *err)
 
 /* Create the progress table, the target table when missing, and this
    session's staging tables; check that the key has a unique index. */
-/* Append the upsert of the staged rows: INSERT ... SELECT * FROM
-   sluice_up ON CONFLICT (key) DO UPDATE SET the other columns (DO NOTHING
-   when every column is a key column). */
-static void put_upsert(const PgOut *po, int ncol, Buf *s)
+/* Append an upsert of rows from src ("SELECT * FROM sluice_up", or
+   "VALUES ($1, ...)"): INSERT INTO table (columns) src ON CONFLICT (key)
+   DO UPDATE SET the other columns (DO NOTHING when every column is a key
+   column). */
+static void put_upsert(const PgOut *po, int ncol, const char *src, Buf *s)
 {
     buf_printf(s, "INSERT INTO %s (", po->table);
     for (int j = 0; j < ncol; j++)
         buf_printf(s, "%s%s", j ? ", " : "", po->cols[j]);
-    buf_puts(s, ") SELECT * FROM sluice_up ON CONFLICT (");
+    buf_printf(s, ") %s ON CONFLICT (", src);
     for (int k = 0; k < po->nkey; k++)
         buf_printf(s, "%s%s", k ? ", " : "", po->cols[po->key[k]]);
     int nset = 0;
@@ -358,7 +359,7 @@ static int prepare(PgOut *po, OutputConn *oc, Err *err)
     PQclear(r);
     /* the upsert on an empty stage: PostgreSQL checks its conflict target */
     buf_reset(s);
-    put_upsert(po, oc->schema.ncol, s);
+    put_upsert(po, oc->schema.ncol, "SELECT * FROM sluice_up", s);
     if (exec_ok(po, buf_cstr(s), &r))
         goto out_fail;
     PQclear(r);
@@ -751,26 +752,13 @@ static int write_rows(PgOut *po, OutputConn *oc, WriteArg *wa, PGresult **fail)
 {
     int ncol = oc->schema.ncol;
     Buf ins_sql = BUF_INIT, del_sql = BUF_INIT, vals = BUF_INIT;
-    buf_printf(&ins_sql, "INSERT INTO %s (", po->table);
+    Buf vals_src = BUF_INIT;
+    buf_puts(&vals_src, "VALUES (");
     for (int j = 0; j < ncol; j++)
-        buf_printf(&ins_sql, "%s%s", j ? ", " : "", po->cols[j]);
-    buf_puts(&ins_sql, ") VALUES (");
-    for (int j = 0; j < ncol; j++)
-        buf_printf(&ins_sql, "%s$%d", j ? ", " : "", j + 1);
-    buf_puts(&ins_sql, ") ON CONFLICT (");
-    for (int k = 0; k < po->nkey; k++)
-        buf_printf(&ins_sql, "%s%s", k ? ", " : "", po->cols[po->key[k]]);
-    int nset = 0;
-    for (int j = 0; j < ncol; j++) {
-        bool is_key = false;
-        for (int k = 0; k < po->nkey; k++)
-            is_key |= po->key[k] == j;
-        if (!is_key)
-            buf_printf(&ins_sql, "%s%s = EXCLUDED.%s", nset++ ? ", " : ") DO UPDATE SET ",
-                       po->cols[j], po->cols[j]);
-    }
-    if (!nset)
-        buf_puts(&ins_sql, ") DO NOTHING");
+        buf_printf(&vals_src, "%s$%d", j ? ", " : "", j + 1);
+    buf_puts(&vals_src, ")");
+    put_upsert(po, ncol, buf_cstr(&vals_src), &ins_sql);
+    buf_free(&vals_src);
     buf_printf(&del_sql, "DELETE FROM %s WHERE ", po->table);
     for (int k = 0; k < po->nkey; k++)
         buf_printf(&del_sql, "%s%s = $%d", k ? " AND " : "", po->cols[po->key[k]], k + 1);
@@ -871,7 +859,7 @@ static int do_write(PgOut *po, OutputConn *oc, void *arg, PGresult **fail)
             buf_puts(s, "; ");
         }
         if (wa->ups) {
-            put_upsert(po, oc->schema.ncol, s);
+            put_upsert(po, oc->schema.ncol, "SELECT * FROM sluice_up", s);
             buf_puts(s, "; ");
         }
     }

@@ -515,3 +515,19 @@ def s3(tmp_path_factory):
     srv.start()
     yield srv
     srv.stop()
+
+
+@pytest.fixture(scope="module")
+def pg():
+    """A throw-away PostgreSQL 15 server (pgserver.py) for the tests of a
+    module, removed after them; skips when the server cannot be installed."""
+    import pgserver
+    ok, why = pgserver.available()
+    if not ok:
+        pytest.skip("no PostgreSQL server: " + why)
+    srv = pgserver.PgServer()
+    try:
+        srv.start()
+        yield srv
+    finally:
+        srv.remove()

@@ -22,20 +22,6 @@ from conftest import conn_clause, wait_until
 from httpkit import ingress, lines
 
 
-@pytest.fixture(scope="module")
-def pg():
-    import pgserver
-    ok, why = pgserver.available()
-    if not ok:
-        pytest.skip("no PostgreSQL server: " + why)
-    srv = pgserver.PgServer()
-    try:
-        srv.start()
-        yield srv
-    finally:
-        srv.remove()
-
-
 FAST = {"retry": {"attempts": 2, "backoff_ms": 10, "max_backoff_ms": 20}}
 
 

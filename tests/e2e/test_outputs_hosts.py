@@ -258,20 +258,6 @@ def test_kafka_output_on_host_1_exactly_once_across_its_kill(tmp_path):
         k.stop()
 
 
-@pytest.fixture(scope="module")
-def pg():
-    import pgserver
-    ok, why = pgserver.available()
-    if not ok:
-        pytest.skip("no PostgreSQL server: " + why)
-    srv = pgserver.PgServer()
-    try:
-        srv.start()
-        yield srv
-    finally:
-        srv.remove()
-
-
 def test_postgres_output_on_host_1_exactly_once_across_its_kill(pg, tmp_path):
     """The same input into two tables: one written on one host without a
     break, one written by host 1 of two and killed right after step 12
