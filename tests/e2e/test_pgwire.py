@@ -1,0 +1,310 @@
+"""PostgreSQL's wire protocol (`sluice run --pg`, docs/pg-wire.md) with real
+clients from Debian: psql for the simple protocol and its \\dt, \\dv, \\d
+catalog queries, psycopg2 for parameters, transactions, COPY and a
+subscription consumed while rows are pushed, and raw sockets for hostile
+clients. Answers are checked against SQLite or Python's own count of what
+was sent, never against numbers Sluice produced.
+"""
+import json
+import os
+import random
+import re
+import socket
+import sqlite3
+import struct
+import subprocess
+
+import pytest
+import requests
+
+from conftest import wait_until
+
+psycopg2 = pytest.importorskip("psycopg2")
+
+PROG = """
+CREATE TABLE t (id INT NOT NULL PRIMARY KEY, name VARCHAR, v INT, d DATE, ok BOOLEAN, x DOUBLE)
+    WITH ('materialized' = 'true');
+CREATE TABLE ev (k INT, amount BIGINT, tag VARCHAR) WITH ('materialized' = 'true');
+CREATE MATERIALIZED VIEW per_k AS SELECT k, COUNT(*) AS n, SUM(amount) AS total FROM ev GROUP BY k;
+CREATE MATERIALIZED VIEW agg AS SELECT COUNT(*) AS n, SUM(v) AS total FROM t;
+CREATE VIEW hidden AS SELECT id FROM t;
+"""
+
+
+def psql_bin():
+    for p in ("/usr/bin/psql", "/usr/lib/postgresql/15/bin/psql"):
+        if os.access(p, os.X_OK):
+            return p
+    pytest.skip("psql (postgresql-client) is not installed")
+
+
+class PgPipeline:
+    def __init__(self, p):
+        self.p = p
+        self.port = wait_until(self._port, "sluice printing its pg port", poll=0.01)
+
+    def _port(self):
+        m = re.search(r"sluice: pg: listening on 127\.0\.0\.1:(\d+)", self.p.stderr())
+        return int(m.group(1)) if m else None
+
+    def connect(self, **kw):
+        kw.setdefault("user", "tester")
+        kw.setdefault("dbname", "bank")
+        return psycopg2.connect(host="127.0.0.1", port=self.port, connect_timeout=30, **kw)
+
+    def psql(self, *args, password=None, check=True):
+        env = dict(os.environ, PGCONNECT_TIMEOUT="30")
+        env.pop("PGPASSWORD", None)
+        if password:
+            env["PGPASSWORD"] = password
+        r = subprocess.run([psql_bin(), "-X", "-h", "127.0.0.1", "-p", str(self.port), "-U",
+                            "tester", "-d", "bank", "-v", "ON_ERROR_STOP=0"] + list(args),
+                           capture_output=True, text=True, timeout=120, env=env)
+        if check:
+            assert r.returncode == 0, r.stderr
+        return r
+
+
+@pytest.fixture
+def pg_pipeline(http_pipeline):
+    def start(sql=PROG, *args):
+        return PgPipeline(http_pipeline(sql, "--pg", "127.0.0.1:0", *args))
+    return start
+
+
+def test_psql_inserts_and_selects_match_sqlite(pg_pipeline):
+    pg = pg_pipeline()
+    rnd = random.Random(7)
+    rows = [(rnd.randrange(20), rnd.randrange(-1000, 1000), rnd.choice(["a", "b", "it's", None]))
+            for _ in range(600)]
+    # a few INSERTs of many rows each, then one of single rows
+    stmts = []
+    for i in range(0, 500, 100):
+        vals = ",".join("(%d, %d, %s)" % (k, a, "NULL" if t is None else "'%s'" % t.replace("'", "''"))
+                        for k, a, t in rows[i:i + 100])
+        stmts.append("INSERT INTO ev VALUES %s;" % vals)
+    for k, a, t in rows[500:]:
+        stmts.append("INSERT INTO ev (amount, k, tag) VALUES (%d, %d, %s);" % (
+            a, k, "NULL" if t is None else "'%s'" % t.replace("'", "''")))
+    r = pg.psql("-q", "-c", "\n".join(stmts))
+    assert "ERROR" not in r.stderr
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE ev (k INT, amount BIGINT, tag VARCHAR)")
+    db.executemany("INSERT INTO ev VALUES (?, ?, ?)", rows)
+    want = sorted(db.execute("SELECT k, COUNT(*), SUM(amount) FROM ev GROUP BY k").fetchall())
+    out = pg.psql("-A", "-t", "-F", ",", "-c", "SELECT k, n, total FROM per_k").stdout
+    got = sorted(tuple(int(x) for x in line.split(",")) for line in out.split())
+    assert got == want
+    # an ad-hoc query over a table, and the tag psql prints
+    want2 = db.execute("SELECT COUNT(*) FROM ev WHERE tag = 'it''s' AND amount > 0").fetchone()[0]
+    out = pg.psql("-A", "-t", "-c", "SELECT COUNT(*) FROM ev WHERE tag = 'it''s' AND amount > 0")
+    assert int(out.stdout.strip()) == want2
+    # DELETE through the snapshot, then the counts again
+    pg.psql("-c", "DELETE FROM ev WHERE k < 5")
+    db.execute("DELETE FROM ev WHERE k < 5")
+    want = sorted(db.execute("SELECT k, COUNT(*), SUM(amount) FROM ev GROUP BY k").fetchall())
+    out = pg.psql("-A", "-t", "-F", ",", "-c", "SELECT k, n, total FROM per_k").stdout
+    assert sorted(tuple(int(x) for x in line.split(",")) for line in out.split()) == want
+    pg.p.stop()
+
+
+def test_psql_describes_relations(pg_pipeline):
+    pg = pg_pipeline()
+    out = pg.psql("-c", "\\dt").stdout
+    assert re.search(r"public \| t\s+\| table", out) and re.search(r"public \| ev\s+\| table", out)
+    assert "per_k" not in out
+    out = pg.psql("-c", "\\dv").stdout
+    for v in ("per_k", "agg", "hidden"):
+        assert re.search(r"public \| %s\s+\| view" % v, out), out
+    out = pg.psql("-c", "\\dt e*").stdout
+    assert "ev" in out and "| t " not in out
+    out = pg.psql("-c", "\\d t").stdout
+    assert 'Table "public.t"' in out
+    for col, typ in (("id", "integer"), ("name", "text"), ("d", "date"), ("ok", "boolean"),
+                     ("x", "double precision")):
+        assert re.search(r"%s\s+\| %s" % (col, typ), out), out
+    assert re.search(r"id\s+\| integer\s+\|\s+\| not null", out)
+    out = pg.psql("-A", "-t", "-c", "SELECT version()", "-c", "SHOW server_version",
+                  "-c", "SELECT current_setting('client_encoding')").stdout.split("\n")
+    assert out[0].startswith("PostgreSQL 15") and out[1] == "15.0" and out[2] == "UTF8"
+    pg.p.stop()
+
+
+def test_errors_carry_sqlstate_and_the_session_goes_on(pg_pipeline):
+    pg = pg_pipeline()
+    c = pg.connect()
+    c.autocommit = True
+    cur = c.cursor()
+    cases = [("SELECT * FROM nope", "42P01", 15), ("SELECT id FROM t WHERE", "42601", None),
+             ("SELECT nosuch FROM t", "42703", None), ("SELECT * FROM hidden", "55000", None),
+             ("SELEC 1", "42601", 1), ("UPDATE t SET v = 1", "0A000", None),
+             ("INSERT INTO agg VALUES (1, 2)", "42809", None),
+             ("INSERT INTO t (id, v) VALUES (NULL, 1)", "23502", None),
+             ("INSERT INTO t (id, v) VALUES (1, 'zz')", "22P02", None),
+             ("SELECT CAST(2147483647 AS INT) + CAST(1 AS INT)", "22003", None)]
+    for sql, code, pos in cases:
+        with pytest.raises(psycopg2.Error) as ei:
+            cur.execute(sql)
+        assert ei.value.pgcode == code, (sql, ei.value.pgerror)
+        if pos:
+            assert int(ei.value.diag.statement_position) == pos
+        cur.execute("SELECT 41 + 1")
+        assert cur.fetchall() == [(42,)]
+    # psql: the error, then the next command of the same session answers
+    r = pg.psql("-A", "-t", "-c", "SELECT * FROM nope; ", "-c", "SELECT 7", check=False)
+    assert "does not exist" in r.stderr and r.stdout.split() == ["7"]
+    pg.p.stop()
+
+
+def test_psycopg2_parameters_and_transactions(pg_pipeline):
+    pg = pg_pipeline()
+    c = pg.connect()
+    cur = c.cursor()  # psycopg2 opens a transaction block (BEGIN) on its own
+    sent = {}
+    for i in range(20):
+        row = (i, "n'%d" % i, i * 10, "2024-01-%02d" % (i + 1), i % 2 == 0, i / 4)
+        cur.execute("INSERT INTO t VALUES (%s, %s, %s, %s, %s, %s)", row)
+        sent[i] = row
+    # nothing is visible before the commit
+    other = pg.connect()
+    other.autocommit = True
+    ocur = other.cursor()
+    ocur.execute("SELECT n FROM agg")
+    assert ocur.fetchall() in ([], [(0,)])
+    c.commit()
+    ocur.execute("SELECT n, total FROM agg")
+    assert ocur.fetchall() == [(20, sum(r[2] for r in sent.values()))]
+    cur.execute("SELECT id, name, v, d, ok, x FROM t WHERE id = %s", (7,))
+    (got,) = cur.fetchall()
+    assert got[:3] == sent[7][:3] and str(got[3]) == sent[7][3] and got[4] == sent[7][4]
+    assert got[5] == sent[7][5]
+    c.commit()
+    # a rolled back block leaves nothing
+    cur.execute("INSERT INTO t (id, v) VALUES (%s, %s)", (100, 5))
+    cur.execute("DELETE FROM t WHERE id < %s", (5,))
+    c.rollback()
+    ocur.execute("SELECT n, total FROM agg")
+    assert ocur.fetchall() == [(20, sum(r[2] for r in sent.values()))]
+    # an error in a block: the rest is refused until ROLLBACK
+    with pytest.raises(psycopg2.Error) as ei:
+        cur.execute("SELECT * FROM nope")
+    with pytest.raises(psycopg2.Error) as ei:
+        cur.execute("SELECT 1")
+    assert ei.value.pgcode == "25P02"
+    c.rollback()
+    cur.execute("SELECT COUNT(*) FROM t")
+    assert cur.fetchall() == [(20,)]
+    c.commit()
+    c.close()
+    other.close()
+    pg.p.stop()
+
+
+def raw(pg):
+    s = socket.create_connection(("127.0.0.1", pg.port), timeout=60)
+    return s
+
+
+def startup_packet(user="evil"):
+    body = struct.pack("!I", 196608) + b"user\0" + user.encode() + b"\0\0"
+    return struct.pack("!I", len(body) + 4) + body
+
+
+def read_until_ready(s):
+    """Messages until ReadyForQuery; returns their types."""
+    types, buf = [], b""
+    while True:
+        while len(buf) < 5 or len(buf) < 1 + struct.unpack("!I", buf[1:5])[0]:
+            chunk = s.recv(65536)
+            if not chunk:
+                return types
+            buf += chunk
+        n = struct.unpack("!I", buf[1:5])[0]
+        types.append(buf[:1])
+        buf = buf[1 + n:]
+        if types[-1] in (b"Z",):
+            return types
+
+
+def closed(s):
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                return True
+    except OSError:
+        return True
+
+
+def test_hostile_clients_never_stop_the_pipeline(pg_pipeline):
+    pg = pg_pipeline()
+    rnd = random.Random(11)
+    # garbage instead of a startup packet
+    for _ in range(5):
+        s = raw(pg)
+        try:  # the server may close (and reset) before all is sent
+            s.sendall(bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 300))))
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        assert closed(s)
+        s.close()
+    # a huge startup length, a huge message length after a good startup
+    s = raw(pg)
+    s.sendall(struct.pack("!II", 0x7FFFFFF0, 196608))
+    assert closed(s)
+    s = raw(pg)
+    s.sendall(startup_packet())
+    assert read_until_ready(s)[-1] == b"Z"
+    s.sendall(b"Q" + struct.pack("!I", 0x7FFFFFFF))
+    assert closed(s)
+    # garbage messages after startup
+    s = raw(pg)
+    s.sendall(startup_packet())
+    read_until_ready(s)
+    s.sendall(b"Q" + struct.pack("!I", 9) + b"abcde")  # no terminating zero
+    assert closed(s)
+    # half a message, then the client leaves; another one stays half-sent
+    s = raw(pg)
+    s.sendall(startup_packet())
+    read_until_ready(s)
+    s.sendall(b"Q" + struct.pack("!I", 100) + b"SELECT")
+    s.close()
+    slow = raw(pg)
+    slow.sendall(startup_packet())
+    read_until_ready(slow)
+    slow.sendall(b"Q" + struct.pack("!I", 100) + b"SEL")
+    half = raw(pg)
+    half.sendall(startup_packet()[:7])
+    # the pipeline and other sessions still answer, over both protocols
+    c = pg.connect()
+    c.autocommit = True
+    cur = c.cursor()
+    cur.execute("INSERT INTO t (id, v) VALUES (1, 5), (2, 6)")
+    cur.execute("SELECT n, total FROM agg")
+    assert cur.fetchall() == [(2, 11)]
+    r = requests.get(pg.p.url("/query"), params={"sql": "SELECT n FROM agg", "format": "json"})
+    assert r.json() == {"n": 2}
+    c.close()
+    slow.close()
+    half.close()
+    pg.p.stop()
+
+
+def test_api_keys_are_passwords(pg_pipeline, tmp_path):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"api_keys": ["sekrit", {"key": "reader", "read_only": True}]}))
+    pg = pg_pipeline(PROG, "--config", str(cfg))
+    r = pg.psql("-w", "-c", "SELECT 1", check=False)
+    assert r.returncode != 0 and "password" in r.stderr
+    r = pg.psql("-w", "-c", "SELECT 1", password="wrong", check=False)
+    assert r.returncode != 0 and "password authentication failed" in r.stderr
+    assert pg.psql("-A", "-t", "-c", "SELECT 1", password="sekrit").stdout.strip() == "1"
+    c = pg.connect(password="reader")
+    c.autocommit = True
+    with pytest.raises(psycopg2.Error) as ei:
+        c.cursor().execute("INSERT INTO t (id) VALUES (1)")
+    assert ei.value.pgcode == "42501"
+    c.close()
+    requests.post(pg.p.url("/stop"), headers={"Authorization": "Bearer sekrit"}, timeout=60)
+    assert pg.p.wait_exit().returncode == 0
