@@ -97,7 +97,17 @@ int pg_push_rows(PgConn *c, int rel, const QResult *q, const int *map, int64_t w
             ch->w[ch->n++] = w;
     }
     buf_free(&t);
-    if (rc || (rc = pg_open_txn(c, e))) {
+    if (rc) {
+        inbatch_free(b);
+        return -1;
+    }
+    return pg_push_batch(c, b, e);
+}
+
+int pg_push_batch(PgConn *c, InBatch *b, PgErr *e)
+{
+    PgServer *s = c->s;
+    if (pg_open_txn(c, e)) {
         inbatch_free(b);
         return -1;
     }

@@ -174,25 +174,8 @@ static void serve(PgConn *c)
 {
     while (!c->broken) {
         char t;
-        if (!pg_read_full(c, &t, 1, -1))
+        if (pg_read_msg(c, &t))
             return;
-        uint32_t len;
-        if (!pg_read_full(c, &len, 4, PG_MSG_SECS))
-            return;
-        len = ntohl(len);
-        if (len < 4 || len - 4 > PG_MAX_MSG) {
-            char m[160];
-            snprintf(m, sizeof(m), "invalid message length %u (at most %d bytes)", len,
-                     PG_MAX_MSG);
-            fatal(c, len < 4 ? "08P01" : "54000", m);
-            return;
-        }
-        buf_reset(&c->msg);
-        buf_reserve(&c->msg, len - 4 + 1);
-        if (!pg_read_full(c, c->msg.p, len - 4, PG_MSG_SECS))
-            return;
-        c->msg.n = len - 4;
-        c->msg.p[c->msg.n] = 0;
         if (t == 'X')
             return;
         if (t == 'Q') {

@@ -163,6 +163,10 @@ const char *pgrd_bytes(PgRd *r, size_t n);
 /* Socket reads with a deadline (seconds from now; < 0 none); false on
    end, failure, stop or timeout. */
 bool pg_read_full(PgConn *c, void *buf, size_t n, double secs);
+/* The next message: its type into *type, its body into c->msg (NUL
+   after it); -1 when the client left or broke the bounds (a FATAL was
+   sent). */
+int pg_read_msg(PgConn *c, char *type);
 
 /* scan.c: the words of a statement. Past spaces and comments; the word
    at p (letters, digits, _) upper-cased into w, its length; advance *p
@@ -208,6 +212,8 @@ void pg_subs_end_all(PgServer *s);
    first write, ended (committed or aborted) by pg_end_block. */
 int pg_write_target(PgConn *c, const char *name, PgErr *e);
 int pg_push_rows(PgConn *c, int rel, const QResult *q, const int *map, int64_t w, PgErr *e);
+/* Queue b (taken, freed on every outcome) as a write of the session. */
+int pg_push_batch(PgConn *c, InBatch *b, PgErr *e);
 int pg_open_txn(PgConn *c, PgErr *e);
 void pg_end_block(PgConn *c, bool commit, PgErr *e);
 

@@ -420,3 +420,27 @@ bool pg_read_full(PgConn *c, void *buf, size_t n, double secs)
     }
     return true;
 }
+
+int pg_read_msg(PgConn *c, char *type)
+{
+    uint32_t len;
+    if (!pg_read_full(c, type, 1, -1) || !pg_read_full(c, &len, 4, PG_MSG_SECS))
+        return -1;
+    len = ntohl(len);
+    if (len < 4 || len - 4 > PG_MAX_MSG) {
+        PgErr e;
+        pg_err(&e, len < 4 ? "08P01" : "54000", "invalid message length %u (at most %d bytes)",
+               len, PG_MAX_MSG);
+        e.fatal = true;
+        pg_send_error(c, &e);
+        pg_flush(c);
+        return -1;
+    }
+    buf_reset(&c->msg);
+    buf_reserve(&c->msg, len - 4 + 1);
+    if (!pg_read_full(c, c->msg.p, len - 4, PG_MSG_SECS))
+        return -1;
+    c->msg.n = len - 4;
+    c->msg.p[c->msg.n] = 0;
+    return 0;
+}
