@@ -339,6 +339,8 @@ PgServer *pgwire_start(Pipeline *p, const PgOpts *o, Err *err)
         sl_free(s);
         return NULL;
     }
+    PipelineHooks h = {s, pg_subs_after_step};
+    pipeline_add_hooks(p, &h);
     fprintf(stderr, "sluice: pg: listening on %s:%d\n", host, s->port);
     fflush(stderr);
     return s;
@@ -353,16 +355,25 @@ void pgwire_stop(PgServer *s)
     if (write(s->wake[1], "x", 1) != 1)
         sl_panic("pg: cannot wake the accept loop");
     pthread_join(s->th, NULL);
+    /* subscriptions end their streams (CopyDone), sessions notice the stop
+       at their next read; those that do not within a few seconds (a client
+       that does not read) have their sockets shut down */
     pthread_mutex_lock(&s->mu);
     s->stopping = true;
-    for (PgConn *c = s->conns; c; c = c->next)
-        shutdown(c->fd, SHUT_RDWR);
     pthread_mutex_unlock(&s->mu);
     pg_subs_end_all(s);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 5;
     pthread_mutex_lock(&s->mu);
+    while (s->nconn > 0 && pthread_cond_timedwait(&s->cv, &s->mu, &dl) == 0)
+        ;
+    for (PgConn *c = s->conns; c; c = c->next)
+        shutdown(c->fd, SHUT_RDWR);
     while (s->nconn > 0)
         pthread_cond_wait(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
+    pg_subs_free(s);
     close(s->lfd);
     close(s->wake[0]);
     close(s->wake[1]);

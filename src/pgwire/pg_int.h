@@ -205,6 +205,10 @@ int pg_copy(PgConn *c, const char *sql, long base, PgRes *res, PgErr *e);
    until the client leaves; returns -1 with e on a refusal. */
 int pg_subscribe(PgConn *c, const char *sql, bool copy, PgErr *e);
 void pg_subs_end_all(PgServer *s);
+/* The controller's after-step hook: fan this step's changes out. */
+void pg_subs_after_step(void *arg, Pipeline *p, int64_t step);
+/* After every session ended: free what is left of the subscriptions. */
+void pg_subs_free(PgServer *s);
 
 /* ingress.c: the table a write names (its index, or -1 with e); rows of
    a result (map[j]: the result column of table column j, -1 for NULL),

@@ -359,3 +359,93 @@ def test_copy_in_and_out(pg_pipeline):
     assert lines[0] == ["k", "amount", "tag"] and len(lines) == 301
     c.close()
     pg.p.stop()
+
+
+def read_msg(s, buf):
+    """One message from socket s (buf: bytes already read); (type, body, rest)."""
+    while len(buf) < 5 or len(buf) < 1 + struct.unpack("!I", buf[1:5])[0]:
+        chunk = s.recv(65536)
+        assert chunk, "the server closed the connection"
+        buf += chunk
+    n = struct.unpack("!I", buf[1:5])[0]
+    return buf[:1], buf[5:1 + n], buf[1 + n:]
+
+
+def test_subscription_streams_changes_while_rows_are_pushed(pg_pipeline):
+    import io
+    import threading
+    pg = pg_pipeline()
+    c = pg.connect()
+    c.autocommit = True
+    cur = c.cursor()
+    cur.execute("INSERT INTO ev VALUES (1, 5, 'a'), (2, 7, 'b')")
+
+    class Sink(io.TextIOBase):
+        def __init__(self):
+            self.data, self.lock = "", threading.Lock()
+
+        def write(self, d):
+            with self.lock:
+                self.data += d
+            return len(d)
+
+        def integral(self):
+            """The view's contents from the stream: weights added per row."""
+            with self.lock:
+                lines = [l for l in self.data.split("\n") if l]
+            z, steps = {}, []
+            for l in lines:
+                f = l.split("\t")
+                steps.append(int(f[0]))
+                key = (int(f[2]), int(f[3]), int(f[4]))
+                z[key] = z.get(key, 0) + int(f[1])
+            assert steps == sorted(steps)
+            return {k: w for k, w in z.items() if w}
+
+    sink = Sink()
+    sub = pg.connect()
+    sub.autocommit = True
+    errors = []
+
+    def follow():
+        try:
+            sub.cursor().copy_expert("COPY (SUBSCRIBE per_k) TO STDOUT", sink)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    th = threading.Thread(target=follow)
+    th.start()
+    expect = {1: [1, 5], 2: [1, 7]}
+    wait_until(lambda: sink.integral() == {(k, n, t): 1 for k, (n, t) in expect.items()},
+               "the snapshot")
+    rnd = random.Random(5)
+    for i in range(30):
+        k, a = rnd.randrange(6), rnd.randrange(100)
+        cur.execute("INSERT INTO ev VALUES (%s, %s, 'x')", (k, a))
+        e = expect.setdefault(k, [0, 0])
+        e[0] += 1
+        e[1] += a
+    want = {(k, n, t): 1 for k, (n, t) in expect.items()}
+    wait_until(lambda: sink.integral() == want, "the stream to reach the pushed rows")
+    # a raw SUBSCRIBE without snapshot: RowDescription, then DataRows as changes come
+    s = raw(pg)
+    s.sendall(startup_packet())
+    read_until_ready(s)
+    q = b"SUBSCRIBE TO per_k WITH (SNAPSHOT = false)\0"
+    s.sendall(b"Q" + struct.pack("!I", len(q) + 4) + q)
+    t, body, rest = read_msg(s, b"")
+    assert t == b"T" and body[:2] == struct.pack("!H", 5)
+    cur.execute("INSERT INTO ev VALUES (9, 1, 'y')")
+    t, body, rest = read_msg(s, rest)
+    assert t == b"D"
+    vals, pos = [], 2
+    for _ in range(5):
+        n = struct.unpack("!i", body[pos:pos + 4])[0]
+        vals.append(body[pos + 4:pos + 4 + n].decode())
+        pos += 4 + n
+    assert vals[1:] == ["1", "9", "1", "1"]
+    s.close()
+    pg.p.stop()  # ends the COPY stream: CopyDone, then the client's copy returns
+    th.join(timeout=120)
+    assert not th.is_alive() and not errors, errors
+    want[(9, 1, 1)] = 1
+    assert sink.integral() == want
