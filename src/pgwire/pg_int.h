@@ -73,8 +73,7 @@ typedef struct PgPortal {
     char *sql;               /* with the parameters substituted */
     bool ran;
     PgRes res;               /* once ran */
-    int16_t *rfmt;           /* result formats asked for (text only) */
-    int nrfmt;
+    size_t sent;             /* bytes of res.rows sent by Execute */
 } PgPortal;
 
 /* An error to send: SQLSTATE, message, position (1-based character in the

@@ -449,3 +449,60 @@ def test_subscription_streams_changes_while_rows_are_pushed(pg_pipeline):
     assert not th.is_alive() and not errors, errors
     want[(9, 1, 1)] = 1
     assert sink.integral() == want
+
+
+def test_extended_protocol_with_psycopg3(pg_pipeline):
+    """psycopg 3 binds parameters on the server (Parse/Bind/Describe/Execute),
+    some in binary (dates, numbers), and prepares repeated statements."""
+    psycopg = pytest.importorskip("psycopg")
+    import datetime
+    import decimal
+    pg = pg_pipeline()
+    c = psycopg.connect(host="127.0.0.1", port=pg.port, user="tester", dbname="bank",
+                        autocommit=True, connect_timeout=30)
+    cur = c.cursor()
+    sent = {}
+    for i in range(25):
+        row = (i, "o'%d" % i, i * 3, datetime.date(2024, 1, 1) + datetime.timedelta(days=i),
+               i % 3 == 0, i / 8)
+        cur.execute("INSERT INTO t (id, name, v, d, ok, x) VALUES (%s, %s, %s, %s, %s, %s)", row)
+        sent[i] = row
+    for i in (0, 7, 24):
+        cur.execute("SELECT id, name, v, d, ok, x FROM t WHERE id = %s", (i,), prepare=True)
+        assert cur.fetchall() == [sent[i]]
+    cur.execute("SELECT name FROM t WHERE v >= %s AND d < %s ORDER BY name",
+                (30, datetime.date(2024, 1, 20)))
+    want = sorted(r[1] for r in sent.values() if r[2] >= 30 and r[3] < datetime.date(2024, 1, 20))
+    assert [r[0] for r in cur.fetchall()] == want
+    cur.execute("SELECT CAST(%s AS VARCHAR), CAST(%s AS VARCHAR)",
+                (decimal.Decimal("-12.345"), datetime.datetime(2024, 5, 6, 7, 8, 9, 123)))
+    assert cur.fetchall() == [("-12.345", "2024-05-06 07:08:09.000123")]
+    with pytest.raises(psycopg.Error) as ei:
+        cur.execute("SELECT * FROM nope WHERE id = %s", (1,))
+    assert ei.value.sqlstate == "42P01"
+    with c.transaction():
+        cur.execute("DELETE FROM t WHERE id < %s", (10,))
+    cur.execute("SELECT n, total FROM agg")
+    assert cur.fetchall() == [(15, sum(r[2] for r in sent.values() if r[0] >= 10))]
+    cur.execute("SELECT id FROM t")
+    assert sorted(r[0] for r in cur.fetchall()) == list(range(10, 25))
+    c.close()
+    # by hand: Execute with a row limit gives PortalSuspended, then the rest
+    s = raw(pg)
+    s.sendall(startup_packet())
+    read_until_ready(s)
+
+    def msg(t, body):
+        return t + struct.pack("!I", len(body) + 4) + body
+    sql = b"SELECT id FROM t WHERE id >= $1\0"
+    s.sendall(msg(b"P", b"\0" + sql + struct.pack("!H", 0)) +
+              msg(b"B", b"\0\0" + struct.pack("!HHI", 0, 1, 2) + b"20" + struct.pack("!H", 0)) +
+              msg(b"E", b"\0" + struct.pack("!I", 3)) + msg(b"E", b"\0" + struct.pack("!I", 0)) +
+              msg(b"S", b""))
+    types, rest = [], b""
+    while not types or types[-1] != b"Z":
+        t, body, rest = read_msg(s, rest)
+        types.append(t)
+    assert types == [b"1", b"2", b"D", b"D", b"D", b"s", b"D", b"D", b"C", b"Z"], types
+    s.close()
+    pg.p.stop()
