@@ -288,22 +288,46 @@ static void rel_props(PgConn *c, int rel, PgRes *res)
     pgres_row(res, vals);
 }
 
+/* The items of q's top-level select list. */
+static int select_items(const char *q)
+{
+    int n = 1, depth = 0;
+    for (const char *p = q + 6; *p; p++) {
+        if (*p == '\'' || *p == '"') {
+            char c = *p;
+            for (p++; *p && *p != c; p++)
+                ;
+            if (!*p)
+                break;
+        } else if (*p == '(') {
+            depth++;
+        } else if (*p == ')') {
+            depth--;
+        } else if (depth == 0 && *p == ',') {
+            n++;
+        } else if (depth == 0 && !strncmp(p, " FROM ", 6)) {
+            break;
+        }
+    }
+    return n;
+}
+
 /* \d NAME, the columns: name, type, default, not null, collation,
    identity, generated. */
 static void rel_columns(PgConn *c, int rel, const char *q, PgRes *res)
 {
-    /* psql 15 asks for 7 columns (more with \d+: given empty) */
-    int n = 7;
-    if (strstr(q, "a.attstorage"))
-        n += 2;
-    if (strstr(q, "pg_catalog.col_description"))
-        n++;
+    /* psql 15 asks for 7 columns, more with \d+ (storage 'p', the rest NULL) */
+    int n = select_items(q);
+    if (n < 7)
+        n = 7;
+    if (n > 16)
+        n = 16;
     static const char *const names[] = {"attname", "format_type", "?column?", "attnotnull",
                                         "attcollation", "attidentity", "attgenerated",
-                                        "attstorage", "attcompression", "description"};
+                                        "attstorage", "?column?"};
     pgres_cols(res, n);
     for (int j = 0; j < n; j++)
-        pgres_col(res, j, names[j < 10 ? j : 9], 25);
+        pgres_col(res, j, names[j < 8 ? j : 8], 25);
     if (rel < 0)
         return;
     const Relation *r = &c->s->c->rels[rel];
@@ -340,8 +364,8 @@ static void rel_columns(PgConn *c, int rel, const char *q, PgRes *res)
             break;
         default: pgt = type_name(t, tn, sizeof(tn)); break;
         }
-        const char *vals[10] = {r->colnames[k], pgt, NULL, t.nullable ? "f" : "t", NULL, "",
-                                "", "p", "", NULL};
+        const char *vals[16] = {r->colnames[k], pgt, NULL, t.nullable ? "f" : "t", NULL, "",
+                                "", "p"};
         pgres_row(res, vals);
     }
 }

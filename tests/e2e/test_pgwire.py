@@ -118,6 +118,8 @@ def test_psql_describes_relations(pg_pipeline):
         assert re.search(r"public \| %s\s+\| view" % v, out), out
     out = pg.psql("-c", "\\dt e*").stdout
     assert "ev" in out and "| t " not in out
+    out = pg.psql("-c", "\\d+ t").stdout  # more columns asked for: answered too
+    assert 'Table "public.t"' in out and "plain" in out
     out = pg.psql("-c", "\\d t").stdout
     assert 'Table "public.t"' in out
     for col, typ in (("id", "integer"), ("name", "text"), ("d", "date"), ("ok", "boolean"),
@@ -291,10 +293,11 @@ def test_hostile_clients_never_stop_the_pipeline(pg_pipeline):
     pg.p.stop()
 
 
-def test_api_keys_are_passwords(pg_pipeline, tmp_path):
+def test_api_keys_are_passwords(http_pipeline, tmp_path):
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"api_keys": ["sekrit", {"key": "reader", "read_only": True}]}))
-    pg = pg_pipeline(PROG, "--config", str(cfg))
+    cfg.write_text(json.dumps({"api_keys": ["sekrit", {"key": "reader", "read_only": True}],
+                               "pg_listen": "127.0.0.1:0"}))
+    pg = PgPipeline(http_pipeline(PROG, "--config", str(cfg)))  # pg_listen instead of --pg
     r = pg.psql("-w", "-c", "SELECT 1", check=False)
     assert r.returncode != 0 and "password" in r.stderr
     r = pg.psql("-w", "-c", "SELECT 1", password="wrong", check=False)
