@@ -10,7 +10,7 @@
 # tests). clang and its runtime libraries build the libFuzzer targets
 # (`make fuzz`, fuzz/README.md).
 set -e
-PKGS="gcc make pkg-config clang libclang-rt-14-dev libcjson-dev libxxhash-dev libmicrohttpd-dev libzstd-dev libcmocka-dev sqlite3 python3-pytest python3-requests nettle-dev libcurl4-openssl-dev librdkafka-dev zlib1g-dev openmpi-bin libopenmpi-dev iproute2 openssl libpq-dev"
+PKGS="gcc make pkg-config clang libclang-rt-14-dev libcjson-dev libxxhash-dev libmicrohttpd-dev libzstd-dev libcmocka-dev sqlite3 python3-pytest python3-requests nettle-dev libcurl4-openssl-dev librdkafka-dev zlib1g-dev openmpi-bin libopenmpi-dev iproute2 openssl libpq-dev libgnutls28-dev"
 SERVERS="swift swift-proxy swift-object swift-container swift-account memcached zstd postgresql postgresql-client python3-psycopg2 python3-psycopg"
 missing_of() {
     m=""

@@ -640,7 +640,7 @@ static int cmd_run(int argc, char **argv)
     if (p && pg_port >= 0) {
         signal(SIGPIPE, SIG_IGN);
         oneshot_set_limits(&query_limits);
-        PgOpts po = {pg_host, pg_port, srv_keys, srv_nkeys, 0};
+        PgOpts po = {pg_host, pg_port, srv_keys, srv_nkeys, 0, so.tls_cert, so.tls_key};
         pgs = pgwire_start(p, &po, &e);
         if (!pgs) {
             server_stop(srv);

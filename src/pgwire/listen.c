@@ -3,9 +3,9 @@
  * accepts connections (at most PgOpts.max_connections at once; more get a
  * FATAL 53300 and are closed), one thread per session reads its messages.
  *
- * A session: the startup packet (SSLRequest and GSSENCRequest answered
- * 'N': no encryption; CancelRequest closed: queries are bounded by the
- * /query limits instead), then authentication (trust without API keys;
+ * A session: the startup packet (SSLRequest answered 'S' and a TLS
+ * handshake when a certificate was given, else 'N'; GSSENCRequest 'N';
+ * CancelRequest closed: queries are bounded by the /query limits instead), then authentication (trust without API keys;
  * with keys, a cleartext password that must be one of them), the
  * ParameterStatus drivers read, ReadyForQuery, and the message loop:
  * Query (exec.c), the extended protocol (ext.c), Terminate.
@@ -55,6 +55,32 @@ static bool key_equal(const char *a, const char *b)
     return d == 0;
 }
 
+/* The server side of a TLS handshake on c's socket (after 'S'), bounded
+   by PG_STARTUP_SECS; false when it failed. */
+static bool tls_handshake(PgConn *c)
+{
+    gnutls_session_t t;
+    if (gnutls_init(&t, GNUTLS_SERVER) < 0)
+        return false;
+    int rc = gnutls_set_default_priority(t);
+    if (rc >= 0)
+        rc = gnutls_credentials_set(t, GNUTLS_CRD_CERTIFICATE, c->s->cred);
+    if (rc >= 0) {
+        gnutls_certificate_server_set_request(t, GNUTLS_CERT_IGNORE);
+        gnutls_transport_set_int(t, c->fd);
+        gnutls_handshake_set_timeout(t, PG_STARTUP_SECS * 1000);
+        do
+            rc = gnutls_handshake(t);
+        while (rc < 0 && !gnutls_error_is_fatal(rc));
+    }
+    if (rc < 0) {
+        gnutls_deinit(t);
+        return false;
+    }
+    c->tls = t;
+    return true;
+}
+
 /* The startup packet and authentication; false ends the session. */
 static bool startup(PgConn *c)
 {
@@ -72,7 +98,12 @@ static bool startup(PgConn *c)
         if (!pg_read_full(c, c->msg.p, len - 8, PG_STARTUP_SECS))
             return false;
         c->msg.n = len - 8;
-        if (code == 80877103 || code == 80877104) { /* SSLRequest, GSSENCRequest */
+        if (code == 80877103 && c->s->cred && !c->tls) { /* SSLRequest: TLS */
+            if (send(c->fd, "S", 1, MSG_NOSIGNAL) != 1 || !tls_handshake(c))
+                return false;
+            continue;
+        }
+        if (code == 80877103 || code == 80877104) { /* SSLRequest, GSSENCRequest: no */
             if (send(c->fd, "N", 1, MSG_NOSIGNAL) != 1)
                 return false;
             continue;
@@ -210,6 +241,10 @@ static void *session_main(void *arg)
             break;
         }
     pthread_mutex_unlock(&s->mu);
+    if (c->tls) {
+        gnutls_bye(c->tls, GNUTLS_SHUT_WR);
+        gnutls_deinit(c->tls);
+    }
     close(c->fd);
     pg_ext_free(c);
     for (int i = 0; i < c->nset; i++) {
@@ -319,6 +354,26 @@ PgServer *pgwire_start(Pipeline *p, const PgOpts *o, Err *err)
         err_set(err, SL_EIO, "--pg: cannot listen on %s:%d: %s", host, o->port, strerror(errno));
         return NULL;
     }
+    gnutls_certificate_credentials_t cred = NULL;
+    if (!o->tls_cert != !o->tls_key) {
+        close(fd);
+        err_set(err, SL_ECONFIG, "--tls-cert and --tls-key go together: give both or neither");
+        return NULL;
+    }
+    if (o->tls_cert) {
+        rc = gnutls_certificate_allocate_credentials(&cred);
+        if (rc >= 0)
+            rc = gnutls_certificate_set_x509_key_file(cred, o->tls_cert, o->tls_key,
+                                                      GNUTLS_X509_FMT_PEM);
+        if (rc < 0) {
+            if (cred)
+                gnutls_certificate_free_credentials(cred);
+            close(fd);
+            err_set(err, SL_ECONFIG, "--pg: cannot use the TLS certificate %s and key %s: %s",
+                    o->tls_cert, o->tls_key, gnutls_strerror(rc));
+            return NULL;
+        }
+    }
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     getsockname(fd, (struct sockaddr *)&ss, &sl);
@@ -329,19 +384,23 @@ PgServer *pgwire_start(Pipeline *p, const PgOpts *o, Err *err)
     if (s->o.max_connections <= 0)
         s->o.max_connections = 64;
     s->lfd = fd;
+    s->cred = cred;
     s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                              : ((struct sockaddr_in *)&ss)->sin_port);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (pipe2(s->wake, O_CLOEXEC) || pthread_create(&s->th, NULL, accept_main, s)) {
         err_set(err, SL_EIO, "--pg: cannot start: %s", strerror(errno));
+        if (cred)
+            gnutls_certificate_free_credentials(cred);
         close(fd);
         sl_free(s);
         return NULL;
     }
     PipelineHooks h = {s, pg_subs_after_step};
     pipeline_add_hooks(p, &h);
-    fprintf(stderr, "sluice: pg: listening on %s:%d\n", host, s->port);
+    fprintf(stderr, "sluice: pg: listening on %s:%d%s\n", host, s->port,
+            cred ? " (TLS offered)" : "");
     fflush(stderr);
     return s;
 }
@@ -374,6 +433,8 @@ void pgwire_stop(PgServer *s)
         pthread_cond_wait(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
     pg_subs_free(s);
+    if (s->cred)
+        gnutls_certificate_free_credentials(s->cred);
     close(s->lfd);
     close(s->wake[0]);
     close(s->wake[1]);

@@ -11,6 +11,7 @@
 #ifndef SL_PGWIRE_PG_INT_H
 #define SL_PGWIRE_PG_INT_H
 
+#include <gnutls/gnutls.h>
 #include <pthread.h>
 
 #include "../base/buf.h"
@@ -40,6 +41,7 @@ struct PgServer {
     bool stopping;
     PgConn *conns;           /* running sessions (shut down at stop) */
     PgSub *subs;             /* subscriptions (sub.c), under mu */
+    gnutls_certificate_credentials_t cred; /* TLS, or NULL */
     int64_t next_pid;
 };
 
@@ -90,6 +92,7 @@ struct PgConn {
     PgServer *s;
     PgConn *next;
     int fd;
+    gnutls_session_t tls;    /* after SSLRequest with TLS configured, else NULL */
     int64_t pid;
     Buf out;                 /* messages not sent yet */
     size_t mstart;           /* where the message being written starts */

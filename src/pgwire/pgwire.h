@@ -18,6 +18,7 @@ typedef struct PgOpts {
     const ServerKey *keys;  /* nkeys API keys: the password must be one */
     int nkeys;
     int max_connections;    /* sessions at once; more are refused (0: 64) */
+    const char *tls_cert, *tls_key; /* PEM files: offer TLS (both or neither) */
 } PgOpts;
 
 typedef struct PgServer PgServer;

@@ -52,9 +52,16 @@ bool pg_flush(PgConn *c)
 {
     size_t off = 0;
     while (!c->broken && off < c->out.n) {
-        ssize_t k = send(c->fd, c->out.p + off, c->out.n - off, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
+        ssize_t k;
+        if (c->tls) {
+            k = gnutls_record_send(c->tls, c->out.p + off, c->out.n - off);
+            if (k == GNUTLS_E_INTERRUPTED)
+                continue;
+        } else {
+            k = send(c->fd, c->out.p + off, c->out.n - off, MSG_NOSIGNAL);
+            if (k < 0 && errno == EINTR)
+                continue;
+        }
         if (k <= 0)
             c->broken = true; /* gone, or SO_SNDTIMEO: it does not read */
         else
@@ -404,16 +411,24 @@ bool pg_read_full(PgConn *c, void *buf, size_t n, double secs)
                 wait = (int)(left * 1000) + 1;
         }
         struct pollfd pf = {c->fd, POLLIN, 0};
-        int k = poll(&pf, 1, wait);
+        bool pending = c->tls && gnutls_record_check_pending(c->tls) > 0;
+        int k = pending ? 1 : poll(&pf, 1, wait);
         if (k < 0 && errno != EINTR)
             return false;
         if (c->s->stopping)
             return false;
         if (k <= 0)
             continue;
-        ssize_t r = recv(c->fd, (char *)buf + got, n - got, 0);
-        if (r < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
+        ssize_t r;
+        if (c->tls) {
+            r = gnutls_record_recv(c->tls, (char *)buf + got, n - got);
+            if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+                continue;
+        } else {
+            r = recv(c->fd, (char *)buf + got, n - got, 0);
+            if (r < 0 && (errno == EINTR || errno == EAGAIN))
+                continue;
+        }
         if (r <= 0)
             return false;
         got += (size_t)r;

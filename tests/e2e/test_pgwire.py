@@ -509,3 +509,34 @@ def test_extended_protocol_with_psycopg3(pg_pipeline):
     assert types == [b"1", b"2", b"D", b"D", b"D", b"s", b"D", b"D", b"C", b"Z"], types
     s.close()
     pg.p.stop()
+
+
+def test_tls_with_the_http_servers_certificate(http_pipeline, tmp_path):
+    key, crt = tmp_path / "key.pem", tmp_path / "crt.pem"
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                        str(key), "-out", str(crt), "-days", "2", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    p = http_pipeline(PROG, "--pg", "127.0.0.1:0", "--tls-cert", crt, "--tls-key", key,
+                      "--api-key", "sekrit")
+    pg = PgPipeline(p)
+    c = psycopg2.connect(host="localhost", port=pg.port, user="u", dbname="d", password="sekrit",
+                         sslmode="verify-full", sslrootcert=str(crt), connect_timeout=30)
+    c.autocommit = True
+    cur = c.cursor()
+    cur.execute("INSERT INTO t (id, v) VALUES (1, 4), (2, 5)")
+    cur.execute("SELECT n, total FROM agg")
+    assert cur.fetchall() == [(2, 9)]
+    c.close()
+    # without TLS the same key still works (sslmode=disable), a wrong one does not
+    c = pg.connect(password="sekrit", sslmode="disable")
+    c.close()
+    with pytest.raises(psycopg2.OperationalError):
+        pg.connect(password="nope", sslmode="require")
+    import urllib3
+    urllib3.disable_warnings()
+    requests.post(p.url("/stop").replace("http:", "https:"), verify=False,
+                  headers={"Authorization": "Bearer sekrit"},
+                  timeout=60)
+    assert p.wait_exit().returncode == 0
