@@ -418,7 +418,7 @@ void pgwire_stop(PgServer *s)
        at their next read; those that do not within a few seconds (a client
        that does not read) have their sockets shut down */
     pthread_mutex_lock(&s->mu);
-    s->stopping = true;
+    __atomic_store_n(&s->stopping, true, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&s->mu);
     pg_subs_end_all(s);
     struct timespec dl;

@@ -415,7 +415,7 @@ bool pg_read_full(PgConn *c, void *buf, size_t n, double secs)
         int k = pending ? 1 : poll(&pf, 1, wait);
         if (k < 0 && errno != EINTR)
             return false;
-        if (c->s->stopping)
+        if (__atomic_load_n(&c->s->stopping, __ATOMIC_RELAXED))
             return false;
         if (k <= 0)
             continue;
