@@ -3,8 +3,9 @@ clients from Debian: psql for the simple protocol and its \\dt, \\dv, \\d
 catalog queries, psycopg2 for parameters, transactions, COPY and a
 subscription consumed while rows are pushed, psycopg 3 for the extended
 protocol, raw sockets for hostile clients and protocol details, and three
-files of the sqllogictest corpus (about 5,400 records) run over the wire. Answers are checked against SQLite or Python's own count of what
-was sent, never against numbers Sluice produced.
+files of the sqllogictest corpus (about 5,400 records) run over the wire.
+Answers are checked against SQLite or Python's own count of what was sent,
+never against numbers Sluice produced.
 """
 import json
 import os
