@@ -302,8 +302,9 @@ void pgres_row(PgRes *r, const char *const *vals)
 void pgres_from_qresult(PgRes *r, const QResult *q)
 {
     pgres_cols(r, q->ncol);
-    for (int j = 0; j < q->ncol; j++)
-        pgres_col(r, j, q->colnames[j], pg_type_oid(q->types[j]));
+    for (int j = 0; j < q->ncol; j++) /* unnamed columns: PostgreSQL's name for them */
+        pgres_col(r, j, strncmp(q->colnames[j], "EXPR$", 5) ? q->colnames[j] : "?column?",
+                  pg_type_oid(q->types[j]));
     const Chunk *ch = q->rows;
     Buf cell = BUF_INIT;
     Buf *b = &r->rows;
