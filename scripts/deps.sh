@@ -4,13 +4,14 @@
 # SERVERS are only for the tests: OpenStack Swift with its s3api middleware
 # (a real S3-compatible server on loopback, for --storage s3://) and the
 # memcached it needs, and PostgreSQL 15 (postgres_output and
-# postgres_cdc_input tests); installed without recommends. librdkafka-dev is
+# postgres_cdc_input tests; psql, psycopg2 and psycopg 3 also drive --pg, the wire
+# protocol, in test_pgwire.py); installed without recommends. librdkafka-dev is
 # the Kafka client (kafka_input, kafka_output; its mock cluster serves the
 # tests). clang and its runtime libraries build the libFuzzer targets
 # (`make fuzz`, fuzz/README.md).
 set -e
-PKGS="gcc make pkg-config clang libclang-rt-14-dev libcjson-dev libxxhash-dev libmicrohttpd-dev libzstd-dev libcmocka-dev sqlite3 python3-pytest python3-requests nettle-dev libcurl4-openssl-dev librdkafka-dev zlib1g-dev openmpi-bin libopenmpi-dev iproute2 openssl libpq-dev"
-SERVERS="swift swift-proxy swift-object swift-container swift-account memcached zstd postgresql postgresql-client"
+PKGS="gcc make pkg-config clang libclang-rt-14-dev libcjson-dev libxxhash-dev libmicrohttpd-dev libzstd-dev libcmocka-dev sqlite3 python3-pytest python3-requests nettle-dev libcurl4-openssl-dev librdkafka-dev zlib1g-dev openmpi-bin libopenmpi-dev iproute2 openssl libpq-dev libgnutls28-dev"
+SERVERS="swift swift-proxy swift-object swift-container swift-account memcached zstd postgresql postgresql-client python3-psycopg2 python3-psycopg"
 missing_of() {
     m=""
     for p in $1; do

@@ -22,6 +22,7 @@
 #include "../io/connector.h"
 #include "../pipeline/oneshot.h"
 #include "../pipeline/pipeline.h"
+#include "../pgwire/pgwire.h"
 #include "../server/server.h"
 #include "../sql/sql.h"
 #include "../cluster/net.h"
@@ -36,7 +37,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: sluice run PROGRAM.sql [--workers N] [--until-done] [--dump DIR]\n"
             "                  [--step-rows N] [--progress|--no-progress]\n"
-            "                  [--http [HOST:]PORT] [--paused] [--http-max-body BYTES]\n"
+            "                  [--http [HOST:]PORT] [--pg [HOST:]PORT] [--paused]\n"
+            "                  [--http-max-body BYTES]\n"
             "                  [--http-buffer RECORDS] [--egress-buffer BYTES]\n"
             "                  [--query-timeout SECS] [--query-memory BYTES]\n"
             "                  [--storage DIR] [--fault-tolerance MODE]\n"
@@ -61,6 +63,9 @@ static void usage(FILE *f)
             "  --step-rows N  most input rows per step (default 1048576 per worker)\n"
             "  --http [HOST:]PORT  serve the HTTP API (docs/http.md); port 0 picks a free\n"
             "                 port, printed as \"sluice: http: listening on HOST:PORT\"\n"
+            "  --pg [HOST:]PORT  serve PostgreSQL's wire protocol (psql, drivers;\n"
+            "                 docs/pg-wire.md); port 0 picks a free port, printed as\n"
+            "                 \"sluice: pg: listening on HOST:PORT\"\n"
             "  --paused       start paused (POST /start resumes)\n"
             "  --http-max-body BYTES  largest request body (default 64M)\n"
             "  --http-buffer RECORDS  HTTP input queue bound (default 1000000)\n"
@@ -88,7 +93,7 @@ static void usage(FILE *f)
             "  --config FILE  runtime settings as JSON: workers, hosts, storage, s3_endpoint,\n"
             "                 fault_tolerance, checkpoint_interval_secs, step_deadline_secs,\n"
             "                 http_max_connections, http_idle_timeout_secs, api_keys,\n"
-            "                 query_timeout_secs, query_memory_bytes, on_error\n"
+            "                 query_timeout_secs, query_memory_bytes, on_error, pg_listen\n"
             "                 (flags win; api_keys add to --api-key)\n"
             "  --hosts H      scale-out: run as H processes (an MPI job started through\n"
             "                 mpirun) that split the workers evenly and step together;\n"
@@ -176,6 +181,27 @@ static int srv_nkeys;
 static const char *srv_hosts[MAX_SRV_LIST];
 static int srv_nhosts;
 static int cfg_max_conn, cfg_idle;
+/* --pg [HOST:]PORT or pg_listen in --config: the PostgreSQL wire protocol
+   (pgwire/); pg_port < 0 when not asked for. */
+static char pg_host[256] = "127.0.0.1";
+static int pg_port = -1;
+
+static void parse_pg_addr(const char *v)
+{
+    const char *colon = v ? strrchr(v, ':') : NULL;
+    const char *port = colon ? colon + 1 : v;
+    if (colon && colon != v)
+        snprintf(pg_host, sizeof(pg_host), "%.*s", (int)(colon - v), v);
+    char *end;
+    long n = port && *port ? strtol(port, &end, 10) : -1;
+    if (!port || !*port || *end || n < 0 || n > 65535) {
+        fprintf(stderr, "sluice: --pg (pg_listen) needs HOST:PORT or PORT (0 picks a free "
+                        "port), not \"%s\"\n",
+                v ? v : "");
+        exit(2);
+    }
+    pg_port = (int)n;
+}
 
 static void add_key(const char *k, bool ro)
 {
@@ -264,6 +290,13 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
             cfg_idle = v->valuedouble > 0 ? (int)v->valuedouble : -1;
         else if (!strcmp(k, "api_keys") && cfg_keys(v))
             ;
+        else if (!strcmp(k, "pg_listen") && cJSON_IsString(v))
+            parse_pg_addr(v->valuestring);
+        else if (!strcmp(k, "pg_listen") && cJSON_IsNumber(v)) {
+            char num[32];
+            snprintf(num, sizeof(num), "%.0f", v->valuedouble);
+            parse_pg_addr(num);
+        }
         else if (!strcmp(k, "query_timeout_secs") && cJSON_IsNumber(v) && v->valuedouble >= 0)
             query_limits.timeout_secs = v->valuedouble;
         else if (!strcmp(k, "query_memory_bytes") && cJSON_IsNumber(v) && v->valuedouble >= 0 &&
@@ -274,7 +307,7 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
                             "workers, hosts, storage, s3_endpoint, fault_tolerance, "
                             "checkpoint_interval_secs, step_deadline_secs, on_error, "
                             "http_max_connections, http_idle_timeout_secs, api_keys, "
-                            "query_timeout_secs, query_memory_bytes)\n",
+                            "query_timeout_secs, query_memory_bytes, pg_listen)\n",
                     path, k);
             exit(2);
         }
@@ -445,7 +478,9 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--http")) {
             http = true;
             parse_addr(++i < argc ? argv[i] : NULL, &so, host, sizeof(host));
-        } else if (!strcmp(a, "--paused"))
+        } else if (!strcmp(a, "--pg"))
+            parse_pg_addr(++i < argc ? argv[i] : NULL);
+        else if (!strcmp(a, "--paused"))
             o.start_paused = true;
         else if (!strcmp(a, "--http-max-body"))
             so.max_body = parse_size(a, ++i < argc ? argv[i] : NULL);
@@ -576,11 +611,24 @@ static int cmd_run(int argc, char **argv)
             p = NULL;
         }
     }
+    PgServer *pgs = NULL;
+    if (p && pg_port >= 0) {
+        signal(SIGPIPE, SIG_IGN);
+        oneshot_set_limits(&query_limits);
+        PgOpts po = {pg_host, pg_port, srv_keys, srv_nkeys, 0, so.tls_cert, so.tls_key};
+        pgs = pgwire_start(p, &po, &e);
+        if (!pgs) {
+            server_stop(srv);
+            pipeline_free(p);
+            p = NULL;
+        }
+    }
     if (!p) {
         rc = e.code;
         pipeline_dismiss_followers();
     } else {
         rc = pipeline_run(p, &e);
+        pgwire_stop(pgs);
         server_stop(srv);
         pipeline_free(p);
     }

@@ -143,6 +143,13 @@ void pipeline_free(Pipeline *p)
 
 void pipeline_set_hooks(Pipeline *p, const PipelineHooks *h) { p->hooks = *h; }
 
+void pipeline_add_hooks(Pipeline *p, const PipelineHooks *h)
+{
+    if (p->nmore_hooks == (int)(sizeof(p->more_hooks) / sizeof(p->more_hooks[0])))
+        sl_panic("pipeline_add_hooks: more than %d hooks", p->nmore_hooks);
+    p->more_hooks[p->nmore_hooks++] = *h;
+}
+
 int pipeline_checkpoint(Pipeline *p, int64_t *seq) { return ft_request(p->ft, seq); }
 
 void pipeline_checkpoint_status(Pipeline *p, CkptStatus *out) { ft_status(p->ft, out); }

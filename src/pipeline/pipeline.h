@@ -180,6 +180,10 @@ typedef struct PipelineHooks {
     void (*after_step)(void *arg, Pipeline *p, int64_t step);
 } PipelineHooks;
 void pipeline_set_hooks(Pipeline *p, const PipelineHooks *h);
+/* One more set of hooks, run after those of pipeline_set_hooks (the
+   PostgreSQL protocol's subscriptions beside HTTP egress); before
+   pipeline_run. */
+void pipeline_add_hooks(Pipeline *p, const PipelineHooks *h);
 
 /* ---------------------------------------------------------------- statistics */
 

@@ -62,6 +62,8 @@ struct Pipeline {
     int64_t rows;             /* rows processed by completed steps */
     int64_t rows0;            /* ... when this run started (a restart resumes the count) */
     PipelineHooks hooks;
+    PipelineHooks more_hooks[3]; /* pipeline_add_hooks */
+    int nmore_hooks;
     Pending pend;
     int64_t step_rows;
     int *watch;               /* per relation: pipeline_track_changes count */

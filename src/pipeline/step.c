@@ -335,6 +335,8 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
     rc = p->quiet_outputs ? 0 : deliver(p, pd, err);
     if (!rc && p->hooks.after_step)
         p->hooks.after_step(p->hooks.arg, p, rt_steps(p->be->rt));
+    for (int i = 0; !rc && i < p->nmore_hooks; i++)
+        p->more_hooks[i].after_step(p->more_hooks[i].arg, p, rt_steps(p->be->rt));
     if (!rc)
         store_crash_at_count("after-step", rt_steps(p->be->rt)); /* tests: storage.h */
     release_changes(p);

@@ -111,8 +111,11 @@ static Chunk *phase_input(Worker *w, Arena *a, const CNode *n, int j, const bool
 static void eval_linear(Worker *w, OpEnv *env, Op *op, const bool *flag)
 {
     const CNode *n = op->node;
-    Chunk *ins[8];
-    for (int j = 0; j < n->nin && j < 8; j++)
+    /* a sum (UNION ALL, VALUES) may have any number of inputs */
+    Chunk *few[8], **ins = few;
+    if (n->nin > 8)
+        ins = arena_alloc(env->arena, sizeof(Chunk *) * (size_t)n->nin);
+    for (int j = 0; j < n->nin; j++)
         ins[j] = phase_input(w, env->arena, n, j, flag);
     op->out = NULL;
     int64_t dz = w->ev.ndivzero;

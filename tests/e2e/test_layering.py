@@ -1,7 +1,7 @@
 """The source tree keeps its dependency direction (STYLE.md section 3), and
 each module defines what its headers declare.
 
-    base <- expr <- zset <- circuit <- runtime <- io <- pipeline <- server <- cli
+    base <- expr <- zset <- circuit <- runtime <- io <- pipeline <- server <- pgwire <- cli
     base <- expr <- zset <- storage <- pipeline
     base <- cluster <- runtime (exchange.c), pipeline, cli, slt
     base, expr, circuit <- sql <- pipeline, server, cli, slt
@@ -40,7 +40,9 @@ ALLOWED = {
     "io": {"base", "expr", "zset", "circuit", "runtime", "objstore"},
     "pipeline": {"base", "expr", "zset", "circuit", "runtime", "io", "sql", "storage", "cluster"},
     "server": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql"},
-    "cli": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "server", "cluster"},
+    "pgwire": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "server"},
+    "cli": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "server", "cluster",
+            "pgwire"},
     "slt": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "cluster"},
 }
 
