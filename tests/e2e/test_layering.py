@@ -40,7 +40,9 @@ ALLOWED = {
     "io": {"base", "expr", "zset", "circuit", "runtime", "objstore"},
     "pipeline": {"base", "expr", "zset", "circuit", "runtime", "io", "sql", "storage", "cluster"},
     "server": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql"},
-    "cli": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "server", "cluster"},
+    "manager": {"base", "expr", "zset", "circuit", "sql", "server", "pipeline"},
+    "cli": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "server", "cluster",
+            "manager"},
     "slt": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "cluster"},
 }
 
