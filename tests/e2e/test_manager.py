@@ -18,6 +18,7 @@ import time
 import pytest
 import requests
 
+from httpkit import Follower
 from conftest import SANITIZER_MARKERS, csv_input, run, sluice_bin, wait_until
 
 BANK = """
@@ -65,6 +66,16 @@ def processes_using(path):
         except (OSError, ValueError):
             pass
     return pids
+
+
+class Prefixed:
+    """A pipeline's own API through the manager, for httpkit.Follower."""
+
+    def __init__(self, m, name):
+        self.m, self.name = m, name
+
+    def url(self, path):
+        return self.m.url("/v0/pipelines/%s%s" % (self.name, path))
 
 
 class Manager:
@@ -194,9 +205,23 @@ def test_bank_through_the_proxy_survives_kill_9(manager):
     assert "signal 9" in j["last_error"]
     # where it left off: every pushed row, none twice
     assert m.balances("bank") == expected_balances(rows)
+    # a change stream through the proxy: the snapshot, then the next step's changes
+    follower = Follower(Prefixed(m, "bank"), "balance", snapshot="true")
     more = transfers(rng, 400, 300)
     m.push("bank", "transfers", more)
     assert m.balances("bank") == expected_balances(rows + more)
+
+    def streamed():
+        net = {}
+        for chunk in list(follower.chunks):
+            for change in chunk.get("json_data", []):
+                for op, sign in (("insert", 1), ("delete", -1)):
+                    if op in change:
+                        k = (change[op]["account"], change[op]["balance"])
+                        net[k] = net.get(k, 0) + sign
+        return {a: b for (a, b), w in net.items() if w}
+    wait_until(lambda: streamed() == expected_balances(rows + more),
+               "the proxied change stream reaching the balances")
     r = requests.get(m.url("/v0/pipelines/bank/stats"), timeout=60)
     assert r.status_code == 200 and "application/json" in r.headers["Content-Type"]
 
@@ -208,6 +233,7 @@ def test_bank_through_the_proxy_survives_kill_9(manager):
     assert r.status_code == 409 and r.json()["error_code"] == "CannotDeleteNonShutdownPipeline"
     j = m.post("bank", "stop", status=200)
     assert j["state"] == "STOPPED" and j["pid"] is None
+    follower.join()  # the stream ended with the pipeline
     assert not processes_using(os.path.join(str(m.dir), "bank"))
     r = requests.get(m.url("/v0/pipelines/bank/query"), params={"sql": "SELECT 1"}, timeout=60)
     assert r.status_code == 503 and r.json()["details"]["state"] == "STOPPED"
@@ -239,6 +265,15 @@ def test_manager_restart_keeps_pipelines_and_adopts_none_twice(manager, tmp_path
     assert m.get("idle")["state"] == "STOPPED"
     j = m.wait_state("bank", "RUNNING")
     assert m.balances("bank") == expected_balances(rows)
+    # pause from STOPPED starts it paused; a restarted manager keeps it so
+    m.post("idle", "pause")
+    m.wait_state("idle", "PAUSED")
+    r = requests.get(m.url("/v0/pipelines/idle/stats"), timeout=60)
+    assert r.status_code == 200 and r.json()["global_metrics"]["state"] == "paused", r.text
+    m.stop()
+    m = manager()
+    m.wait_state("idle", "PAUSED")
+    j = m.wait_state("bank", "RUNNING")
 
     # a manager killed with -9 leaves its child; the next one ends it and
     # starts the pipeline again: one process on the storage, not two
