@@ -317,6 +317,17 @@ def test_compile_error_has_line_and_column_and_bad_start_fails(manager, tmp_path
     assert re.search(r"^p\s+FAILED", res.stdout, re.M), res.stdout
     res = run(["status", m.base, "cli"])
     assert json.loads(res.stdout)["state"] == "RUNNING"
+    # query and push through the manager: the pipeline's path as the URL
+    rows = transfers(random.Random(3), 0, 50)
+    data = tmp_path / "rows.json"
+    data.write_text("".join(json.dumps({"insert": r}) + "\n" for r in rows))
+    piped = m.base + "/v0/pipelines/cli"
+    res = run(["push", piped, "transfers", str(data), "--wait"])
+    assert res.returncode == 0 and "pushed 50 records" in res.stdout, res.stderr
+    res = run(["query", piped, "SELECT account, balance FROM balance", "--format", "json"])
+    assert res.returncode == 0, res.stderr
+    got = {r["account"]: r["balance"] for r in map(json.loads, res.stdout.split())}
+    assert got == expected_balances(rows)
     res = run(["stop", m.base, "cli"])
     assert res.returncode == 0 and "STOPPED" in res.stdout, res.stderr
     res = run(["delete", m.base, "cli"])
