@@ -230,8 +230,10 @@ static int lifecycle(Mgr *m, struct MHD_Connection *c, const char *name, const c
     /* a child that is up is paused or resumed through its own API */
     if (p->pid && p->port && !p->term_sent && p->paused_child != (w == WANT_PAUSED)) {
         int port = p->port;
+        char key[sizeof(p->key)];
+        memcpy(key, p->key, sizeof(key));
         pthread_mutex_unlock(&m->mu);
-        int st = sup_child_post(port, w == WANT_PAUSED ? "/pause" : "/start");
+        int st = sup_child_post(port, key, w == WANT_PAUSED ? "/pause" : "/start");
         pthread_mutex_lock(&m->mu);
         p = mpipe_find(m, name);
         if (!p) {
@@ -307,6 +309,8 @@ static int dispatch(Mgr *m, struct MHD_Connection *c, const char *method, const 
         return unknown_pipeline(c, name);
     }
     int port = p->pid && !p->term_sent ? p->port : 0;
+    char key[sizeof(p->key)];
+    memcpy(key, p->key, sizeof(key));
     const char *state = mpipe_state(p);
     pthread_mutex_unlock(&m->mu);
     if (!port) {
@@ -318,7 +322,7 @@ static int dispatch(Mgr *m, struct MHD_Connection *c, const char *method, const 
                          name, state);
     }
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
-    return proxy_forward(c, port, method, sub, ct, &rq->body);
+    return proxy_forward(c, port, key, method, sub, ct, &rq->body);
 }
 
 /* A read-only key may read: GET, and the pipeline's /egress streams. */

@@ -39,6 +39,8 @@ typedef struct Pipe {
     pid_t old_group;        /* a dead child's process group, until its last
                                process (a checkpoint writer) is gone */
     int port;               /* its HTTP port, 0 until its log line says */
+    char key[65];           /* the child's API key (random per start, given
+                               through DIR/NAME/child.json, mode 0600) */
     long log_off;           /* where the current child's lines start in its log */
     double spawned_at;      /* monotonic seconds */
     double up_at;           /* when its port became known */
@@ -94,7 +96,7 @@ void sup_reap_orphan(Mgr *m, Pipe *p);
 void sup_stop_child(Mgr *m, Pipe *p);
 /* POST path to the child (pause/start); the HTTP status, or -1. Called
    without mu. */
-int sup_child_post(int port, const char *path);
+int sup_child_post(int port, const char *key, const char *path);
 
 /* api.c */
 int api_start(Mgr *m, Err *err);
@@ -108,7 +110,7 @@ int api_error(struct MHD_Connection *c, unsigned status, const char *code, cJSON
 
 /* proxy.c: forward method + rest + query string (+ body) to the child on
    port and stream its answer back. */
-int proxy_forward(struct MHD_Connection *c, int port, const char *method, const char *rest,
-                  const char *ctype, const Buf *body);
+int proxy_forward(struct MHD_Connection *c, int port, const char *key, const char *method,
+                  const char *rest, const char *ctype, const Buf *body);
 
 #endif

@@ -8,7 +8,9 @@
  * as it arrives (libmicrohttpd pulls through a content reader that drives
  * a curl multi handle on the connection's own thread), so /egress change
  * streams and large /query answers flow without being held whole. The
- * request's body is read whole first (api.c bounds it).
+ * request's body is read whole first (api.c bounds it). Every request to
+ * a child carries its own API key (supervise.c), so the manager's gate is
+ * not bypassed through the child's port.
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -138,8 +140,8 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
     return MHD_YES;
 }
 
-int proxy_forward(struct MHD_Connection *c, int port, const char *method, const char *rest,
-                  const char *ctype, const Buf *body)
+int proxy_forward(struct MHD_Connection *c, int port, const char *key, const char *method,
+                  const char *rest, const char *ctype, const Buf *body)
 {
     Proxy *x = sl_calloc(1, sizeof(*x));
     x->easy = curl_easy_init();
@@ -170,6 +172,9 @@ int proxy_forward(struct MHD_Connection *c, int port, const char *method, const 
     curl_easy_setopt(x->easy, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(x->easy, CURLOPT_HEADERDATA, x);
     x->hdrs = curl_slist_append(x->hdrs, "Expect:");
+    char auth[128];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", key);
+    x->hdrs = curl_slist_append(x->hdrs, auth);
     if (ctype) {
         char h[300];
         snprintf(h, sizeof(h), "Content-Type: %.250s", ctype);
@@ -209,7 +214,7 @@ int proxy_forward(struct MHD_Connection *c, int port, const char *method, const 
     return rc;
 }
 
-int sup_child_post(int port, const char *path)
+int sup_child_post(int port, const char *key, const char *path)
 {
     CURL *e = curl_easy_init();
     if (!e)
@@ -219,7 +224,11 @@ int sup_child_post(int port, const char *path)
     Buf sink = BUF_INIT;
     Proxy x = {0};
     x.easy = e;
+    char auth[128];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", key);
+    struct curl_slist *h = curl_slist_append(NULL, auth);
     curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
@@ -232,6 +241,7 @@ int sup_child_post(int port, const char *path)
     if (r == CURLE_OK)
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_cleanup(e);
+    curl_slist_free_all(h);
     buf_free(&x.in);
     buf_free(&sink);
     return (int)code;

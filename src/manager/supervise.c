@@ -2,7 +2,9 @@
  * manager/supervise.c - the children: each pipeline that should run is a
  * `sluice run DIR/NAME/program.sql --http 127.0.0.1:0 --storage ...`
  * process in its own process group, its stdout and stderr appended to
- * DIR/NAME/log, its pid in DIR/NAME/pid. One supervisor thread ticks
+ * DIR/NAME/log, its pid in DIR/NAME/pid. Each child gets a random API key
+ * of its own (DIR/NAME/child.json, mode 0600, its --config): only the
+ * manager, which proxies to it, can use its port. One supervisor thread ticks
  * every 50 ms (sooner when woken): it reaps children that exited, learns a
  * new child's port from its "sluice: http: listening on" log line, starts
  * the pipelines that should run and have none (after the backoff), and
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -124,9 +127,37 @@ static void write_pid(const Mgr *m, const Pipe *p)
     }
 }
 
+/* A new random key for p's next child, in DIR/NAME/child.json (0600)
+   for its --config; 0 or -1 with p's error set. */
+static int child_key(Mgr *m, Pipe *p, char *cfg, size_t n)
+{
+    unsigned char r[32];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        mpipe_set_error(p, "getrandom: %s", strerror(errno));
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(r); i++)
+        snprintf(p->key + 2 * i, 3, "%02x", r[i]);
+    mpipe_path(m, p, "child.json", cfg, n);
+    unlink(cfg);
+    int fd = open(cfg, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || dprintf(fd, "{\"api_keys\": [\"%s\"]}\n", p->key) < 0) {
+        mpipe_set_error(p, "cannot write %s: %s", cfg, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 static void spawn(Mgr *m, Pipe *p)
 {
-    char prog[4200], logp[4200], stor[4200], workers[16], hosts[16], ckpt[32];
+    char prog[4200], logp[4200], stor[4200], cfg[4200], workers[16], hosts[16], ckpt[32];
+    if (child_key(m, p, cfg, sizeof(cfg))) {
+        p->failed = true;
+        return;
+    }
     mpipe_path(m, p, "program.sql", prog, sizeof(prog));
     mpipe_path(m, p, "log", logp, sizeof(logp));
     if (p->storage_path)
@@ -144,6 +175,8 @@ static void spawn(Mgr *m, Pipe *p)
     argv[k++] = "--http";
     argv[k++] = "127.0.0.1:0";
     argv[k++] = "--no-progress";
+    argv[k++] = "--config";
+    argv[k++] = cfg;
     argv[k++] = "--workers";
     argv[k++] = workers;
     if (p->hosts > 1) {

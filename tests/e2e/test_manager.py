@@ -185,6 +185,9 @@ def test_bank_through_the_proxy_survives_kill_9(manager):
     m.post("bank", "start")
     j = m.wait_state("bank", "RUNNING")
     assert j["restart_count"] == 0 and j["pid"] and j["port"]
+    # the child's own port needs its key: the manager's gate is not bypassed
+    r = requests.get("http://127.0.0.1:%d/stats" % j["port"], timeout=60)
+    assert r.status_code == 401, r.text
     rng = random.Random(18)
     rows = transfers(rng, 0, 400)
     assert m.push("bank", "transfers", rows)["accepted"] == 400
