@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ftw.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,7 +131,7 @@ static int put_pipe(Mgr *m, struct MHD_Connection *c, const char *name, const MR
     circuit_free(circ);
     pthread_mutex_lock(&m->mu);
     Pipe *old = mpipe_find(m, name);
-    if (old && (old->pid || old->want != WANT_STOPPED)) {
+    if (old && (old->pid || (old->want != WANT_STOPPED && !old->failed))) {
         pthread_mutex_unlock(&m->mu);
         mpipe_free(np);
         return api_error(c, MHD_HTTP_CONFLICT, "CannotUpdateNonShutdownPipeline", NULL,
@@ -208,6 +209,8 @@ static int lifecycle(Mgr *m, struct MHD_Connection *c, const char *name, const c
                                                                             : WANT_STOPPED;
     Want before = p->want;
     p->want = w;
+    if (w == WANT_STOPPED)
+        p->failed = false; /* FAILED, then stopped: STOPPED (last_error kept) */
     if (w != WANT_STOPPED && (p->failed || before == WANT_STOPPED)) {
         p->failed = false;
         p->start_fails = 0;
@@ -405,8 +408,17 @@ int api_start(Mgr *m, Err *err)
     struct sockaddr_in sa = {0};
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)m->o.srv.port);
-    if (inet_pton(AF_INET, m->o.srv.host, &sa.sin_addr) != 1)
-        return err_set(err, SL_ECONFIG, "--http: \"%s\" is not an IPv4 address", m->o.srv.host);
+    if (inet_pton(AF_INET, m->o.srv.host, &sa.sin_addr) != 1) {
+        struct addrinfo hints = {0}, *res = NULL;
+        hints.ai_family = AF_INET;
+        hints.ai_socktype = SOCK_STREAM;
+        int rc = getaddrinfo(m->o.srv.host, NULL, &hints, &res);
+        if (rc || !res)
+            return err_set(err, SL_ECONFIG, "--http: cannot resolve host \"%s\": %s",
+                           m->o.srv.host, gai_strerror(rc));
+        sa.sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
+        freeaddrinfo(res);
+    }
     m->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                 MHD_USE_POLL | MHD_USE_ITC,
                             0, NULL, NULL, on_access, m, MHD_OPTION_SOCK_ADDR,

@@ -307,6 +307,24 @@ def test_compile_error_has_line_and_column_and_bad_start_fails(manager, tmp_path
     m.post("p", "start")
     j = m.wait_state("p", "FAILED")
     assert "missing.csv" in j["last_error"] and j["pid"] is None
+    # the file appears: start tries again and it runs
+    (tmp_path / "missing.csv").write_text("1\n2\n3\n")
+    m.post("p", "start")
+    m.wait_state("p", "RUNNING")
+    r = requests.get(m.url("/v0/pipelines/p/query"), params={"sql": "SELECT sum(x) AS s FROM v",
+                                                             "format": "json"}, timeout=60)
+    assert r.status_code == 200 and json.loads(r.text) == {"s": 6}, r.text
+    # replaced once stopped; its old program's storage refuses the new one,
+    # so the replacement keeps no storage
+    m.post("p", "stop", status=200)
+    m.put("p", prog.replace("SELECT x FROM", "SELECT x * 10 AS x FROM"), {"storage": False},
+          status=200)
+    m.post("p", "start")
+    m.wait_state("p", "RUNNING")
+    r = requests.get(m.url("/v0/pipelines/p/query"), params={"sql": "SELECT sum(x) AS s FROM v",
+                                                             "format": "json"}, timeout=60)
+    assert r.status_code == 200 and json.loads(r.text) == {"s": 60}, r.text
+    m.post("p", "stop", status=200)
 
     # the client subcommands
     f = tmp_path / "bank.sql"
@@ -317,7 +335,7 @@ def test_compile_error_has_line_and_column_and_bad_start_fails(manager, tmp_path
     assert res.returncode == 0 and "RUNNING" in res.stdout, res.stderr
     res = run(["list", m.base])
     assert re.search(r"^cli\s+RUNNING", res.stdout, re.M), res.stdout
-    assert re.search(r"^p\s+FAILED", res.stdout, re.M), res.stdout
+    assert re.search(r"^p\s+STOPPED", res.stdout, re.M), res.stdout
     res = run(["status", m.base, "cli"])
     assert json.loads(res.stdout)["state"] == "RUNNING"
     # query and push through the manager: the pipeline's path as the URL
@@ -387,3 +405,22 @@ def test_hostile_requests_get_json_4xx(manager):
                  timeout=60), 403, "OriginNotAllowed")
     check(s.get(m.url("/v0/pipelines/p/stats"), timeout=60), 503, "PipelineUnavailable")
     assert s.get(m.url("/v0/pipelines"), timeout=60).status_code == 200
+
+
+def test_api_keys_guard_the_manager(manager, tmp_path):
+    m = manager(["--api-key", "k1", "--api-key-ro", "r1"])
+    r = requests.get(m.url("/v0/pipelines"), timeout=60)
+    assert r.status_code == 401 and r.json()["error_code"] == "Unauthorized"
+    r = requests.get(m.url("/v0/pipelines"), headers={"Authorization": "Bearer r1"}, timeout=60)
+    assert r.status_code == 200 and r.json() == []
+    r = requests.put(m.url("/v0/pipelines/p"), json={"program_code": BANK},
+                     headers={"Authorization": "Bearer r1"}, timeout=60)
+    assert r.status_code == 403 and r.json()["error_code"] == "ReadOnlyKey"
+    f = tmp_path / "bank.sql"
+    f.write_text(BANK)
+    res = run(["create", m.base, "p", str(f), "--api-key", "k1", "--storage", "none"])
+    assert res.returncode == 0, res.stderr
+    res = run(["list", m.base])
+    assert res.returncode == 1 and "API key" in res.stderr
+    res = run(["list", m.base, "--api-key", "r1"])
+    assert res.returncode == 0 and re.search(r"^p\s+STOPPED", res.stdout, re.M), res.stdout
