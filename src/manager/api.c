@@ -87,6 +87,7 @@ static int unknown_pipeline(struct MHD_Connection *c, const char *name)
 
 static int answer_pipe(Mgr *m, struct MHD_Connection *c, unsigned status, Pipe *p)
 {
+    mpipe_note_state(p);
     cJSON *j = mpipe_to_json(p, true);
     pthread_mutex_unlock(&m->mu);
     return api_json(c, status, j);

@@ -51,6 +51,11 @@ typedef struct Pipe {
     bool term_sent;         /* SIGTERM sent at term_at (stop, delete, shutdown) */
     double term_at;
     bool paused_child;      /* the child is paused (its /pause answered) */
+    struct {
+        const char *state;  /* mpipe_state's answer */
+        int64_t at_ms;      /* since the epoch */
+    } hist[16];             /* the last state changes, oldest first */
+    int nhist;
 } Pipe;
 
 typedef struct Mgr {
@@ -76,6 +81,8 @@ int mpipe_from_json(Pipe *p, const cJSON *j, bool persisted, char *msg, size_t n
 /* The API's view of p (program included when full). */
 cJSON *mpipe_to_json(const Pipe *p, bool full);
 const char *mpipe_state(const Pipe *p);
+/* Append p's state to its history when it differs from the last one. */
+void mpipe_note_state(Pipe *p);
 /* Write DIR/NAME.json atomically (and DIR/NAME/program.sql); 0 or -1. */
 int mpipe_save(Mgr *m, Pipe *p, Err *err);
 /* Read every DIR/NAME.json into m; 0 or -1 with err set. */

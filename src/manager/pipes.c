@@ -94,6 +94,22 @@ const char *mpipe_state(const Pipe *p)
     return p->paused_child ? "PAUSED" : "RUNNING";
 }
 
+void mpipe_note_state(Pipe *p)
+{
+    const char *st = mpipe_state(p);
+    if (p->nhist && !strcmp(p->hist[p->nhist - 1].state, st))
+        return;
+    if (p->nhist == (int)ARRAY_LEN(p->hist)) {
+        memmove(p->hist, p->hist + 1, sizeof(p->hist[0]) * (ARRAY_LEN(p->hist) - 1));
+        p->nhist--;
+    }
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    p->hist[p->nhist].state = st;
+    p->hist[p->nhist].at_ms = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+    p->nhist++;
+}
+
 #define FAIL(...) (snprintf(msg, n, __VA_ARGS__), -1)
 
 static int rc_from_json(Pipe *p, const cJSON *rc, char *msg, size_t n)
@@ -250,6 +266,13 @@ cJSON *mpipe_to_json(const Pipe *p, bool full)
         cJSON_AddNumberToObject(j, "port", p->port);
     else
         cJSON_AddNullToObject(j, "port");
+    cJSON *h = cJSON_AddArrayToObject(j, "state_history");
+    for (int i = 0; i < p->nhist; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "state", p->hist[i].state);
+        cJSON_AddNumberToObject(e, "at_ms", (double)p->hist[i].at_ms);
+        cJSON_AddItemToArray(h, e);
+    }
     return j;
 }
 
@@ -303,6 +326,7 @@ int mpipe_save(Mgr *m, Pipe *p, Err *err)
     cJSON_DeleteItemFromObject(j, "state");
     cJSON_DeleteItemFromObject(j, "pid");
     cJSON_DeleteItemFromObject(j, "port");
+    cJSON_DeleteItemFromObject(j, "state_history");
     cJSON_AddBoolToObject(j, "failed", p->failed);
     char *text = cJSON_Print(j);
     cJSON_Delete(j);

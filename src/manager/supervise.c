@@ -323,6 +323,7 @@ static void tick(Mgr *m)
             pid_t r = waitpid(p->pid, &st, WNOHANG);
             if (r == p->pid || (r < 0 && errno == ECHILD)) {
                 on_exit_child(m, p, r == p->pid ? st : 0);
+                mpipe_note_state(p);
                 pthread_cond_broadcast(&m->cv);
                 continue;
             }
@@ -343,11 +344,13 @@ static void tick(Mgr *m)
         }
         if (p->pid && p->term_sent && now - p->term_at > m->o.grace)
             kill(-p->pid, SIGKILL);
+        mpipe_note_state(p);
         if (!p->pid && p->old_group && !group_alive(p->old_group))
             p->old_group = 0;
         if (!p->pid && !p->old_group && !m->quit && p->want != WANT_STOPPED && !p->failed &&
             now >= p->next_start)
             spawn(m, p);
+        mpipe_note_state(p);
     }
 }
 
