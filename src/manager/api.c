@@ -223,7 +223,7 @@ static int lifecycle(Mgr *m, struct MHD_Connection *c, const char *name, const c
         fprintf(stderr, "sluice: manager: %s\n", e.msg);
     pthread_cond_broadcast(&m->cv);
     if (w == WANT_STOPPED) {
-        sup_stop_child(m, p); /* waits, mu released meanwhile */
+        sup_stop_child(m, name); /* waits, mu released meanwhile */
         p = mpipe_find(m, name);
         if (!p) {
             pthread_mutex_unlock(&m->mu);

@@ -98,9 +98,9 @@ int sup_start(Mgr *m, Err *err);
 void sup_stop(Mgr *m);
 /* A child left by a manager killed with -9 (DIR/NAME/pid names it): ended. */
 void sup_reap_orphan(Mgr *m, Pipe *p);
-/* Ask the child to stop; wait (mu held: it is released while waiting)
-   until it is gone. */
-void sup_stop_child(Mgr *m, Pipe *p);
+/* Wake the supervisor to stop pipeline name's child (its want is
+   STOPPED); wait (mu held: it is released while waiting) until it is gone. */
+void sup_stop_child(Mgr *m, const char *name);
 /* POST path to the child (pause/start); the HTTP status, or -1. Called
    without mu. */
 int sup_child_post(int port, const char *key, const char *path);

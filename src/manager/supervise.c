@@ -354,12 +354,39 @@ static void tick(Mgr *m)
     }
 }
 
+/* A serving child paused while its pipeline should run, or the other way
+   (pause or start asked while it was starting): its own /pause or /start,
+   sent without mu held. */
+static void sync_pause(Mgr *m)
+{
+    for (int i = 0; i < m->np; i++) {
+        Pipe *p = m->p[i];
+        bool want_paused = p->want == WANT_PAUSED;
+        if (!p->pid || !p->port || p->term_sent || p->want == WANT_STOPPED ||
+            p->paused_child == want_paused)
+            continue;
+        char name[sizeof(p->name)], key[sizeof(p->key)];
+        memcpy(name, p->name, sizeof(name));
+        memcpy(key, p->key, sizeof(key));
+        int port = p->port;
+        pthread_mutex_unlock(&m->mu);
+        int st = sup_child_post(port, key, want_paused ? "/pause" : "/start");
+        pthread_mutex_lock(&m->mu);
+        p = mpipe_find(m, name);
+        if (p && p->port == port && st >= 200 && st < 300)
+            p->paused_child = want_paused;
+        return; /* the table may have changed: the next tick goes on */
+    }
+}
+
 static void *sup_main(void *arg)
 {
     Mgr *m = arg;
     pthread_mutex_lock(&m->mu);
     for (;;) {
         tick(m);
+        if (!m->quit)
+            sync_pause(m);
         bool busy = false;
         for (int i = 0; i < m->np; i++)
             busy |= m->p[i]->pid != 0;
@@ -387,10 +414,13 @@ void sup_stop(Mgr *m)
     pthread_join(sup_thread, NULL);
 }
 
-void sup_stop_child(Mgr *m, Pipe *p)
+void sup_stop_child(Mgr *m, const char *name)
 {
     pthread_cond_broadcast(&m->cv);
-    while (p->pid)
+    Pipe *p;
+    /* found again after each wait: another request may have replaced or
+       deleted it meanwhile */
+    while ((p = mpipe_find(m, name)) && p->pid)
         pthread_cond_wait(&m->cv, &m->mu);
 }
 

@@ -282,6 +282,13 @@ def test_manager_restart_keeps_pipelines_and_adopts_none_twice(manager, tmp_path
     m = manager()
     m.wait_state("idle", "PAUSED")
     j = m.wait_state("bank", "RUNNING")
+    # start while it may still be starting paused: it ends up running
+    m.post("idle", "stop", status=200)
+    m.post("idle", "pause")
+    m.post("idle", "start")
+    m.wait_state("idle", "RUNNING")
+    wait_until(lambda: requests.get(m.url("/v0/pipelines/idle/stats"), timeout=60)
+               .json()["global_metrics"]["state"] == "running", "idle's own state running")
 
     # a manager killed with -9 leaves its child; the next one ends it and
     # starts the pipeline again: one process on the storage, not two
