@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from httpkit import Follower
-from conftest import SANITIZER_MARKERS, csv_input, run, sluice_bin, wait_until
+from conftest import SANITIZER_MARKERS, UBSAN_RE, csv_input, run, sluice_bin, wait_until
 
 BANK = """
 CREATE TABLE transfers (
@@ -154,6 +154,7 @@ class Manager:
         text = self.stderr()
         for m in SANITIZER_MARKERS:
             assert m not in text, text[-4000:]
+        assert not UBSAN_RE.search(text), text[-4000:]
         return self.proc.returncode
 
 
@@ -176,6 +177,7 @@ def manager(tmp_path):
             text = open(os.path.join(root, "log"), "rb").read().decode("utf-8", "replace")
             for mk in SANITIZER_MARKERS:
                 assert mk not in text, text[-4000:]
+            assert not UBSAN_RE.search(text), text[-4000:]
 
 
 def test_bank_through_the_proxy_survives_kill_9(manager):
@@ -192,6 +194,12 @@ def test_bank_through_the_proxy_survives_kill_9(manager):
     rows = transfers(rng, 0, 400)
     assert m.push("bank", "transfers", rows)["accepted"] == 400
     assert m.balances("bank") == expected_balances(rows)
+    # the pipeline's own errors pass through with their status and body
+    r = requests.get(m.url("/v0/pipelines/bank/query"), params={"sql": "SELECT nope FROM balance"},
+                     timeout=60)
+    assert r.status_code == 400 and "nope" in r.json()["error"], r.text
+    r = requests.post(m.url("/v0/pipelines/bank/ingress/nosuch"), data="{}", timeout=60)
+    assert r.status_code == 404 and r.json()["error_code"] == "UnknownTable", r.text
 
     old = j["pid"]
     t0 = time.monotonic()
