@@ -9,6 +9,7 @@
  *   GET    /v0/pipelines/NAME          one pipeline
  *   DELETE /v0/pipelines/NAME          only once it is stopped (409 otherwise)
  *   POST   /v0/pipelines/NAME/start|pause|stop
+ *   GET    /v0/pipelines/NAME/logs     the tail of its children's output
  *   any    /v0/pipelines/NAME/<other>  the pipeline's own API (proxy.c);
  *                                      503 while it is not up
  *
@@ -48,6 +49,7 @@ static int not_found(struct MHD_Connection *c, const char *method, const char *u
         "GET /v0/pipelines", "GET /v0/pipelines/NAME", "PUT /v0/pipelines/NAME",
         "DELETE /v0/pipelines/NAME", "POST /v0/pipelines/NAME/start",
         "POST /v0/pipelines/NAME/pause", "POST /v0/pipelines/NAME/stop",
+        "GET /v0/pipelines/NAME/logs",
         "* /v0/pipelines/NAME/<the pipeline's own endpoint>"};
     for (size_t i = 0; i < ARRAY_LEN(eps); i++)
         cJSON_AddItemToArray(e, cJSON_CreateString(eps[i]));
@@ -250,6 +252,37 @@ static int lifecycle(Mgr *m, struct MHD_Connection *c, const char *name, const c
     return answer_pipe(m, c, MHD_HTTP_ACCEPTED, p);
 }
 
+/* GET /v0/pipelines/NAME/logs: the last 256 KiB of DIR/NAME/log (every
+   child's output, one "--- manager: started" line per start). */
+static int get_logs(Mgr *m, struct MHD_Connection *c, const char *name)
+{
+    char path[4400];
+    pthread_mutex_lock(&m->mu);
+    Pipe *p = mpipe_find(m, name);
+    if (p)
+        mpipe_path(m, p, "log", path, sizeof(path));
+    pthread_mutex_unlock(&m->mu);
+    if (!p)
+        return unknown_pipeline(c, name);
+    FILE *f = fopen(path, "rb");
+    long end = 0, from = 0;
+    if (f && !fseek(f, 0, SEEK_END) && (end = ftell(f)) > (256L << 10))
+        from = end - (256L << 10);
+    char *text = malloc((size_t)(end - from) + 1); /* freed by MHD */
+    size_t n = 0;
+    if (!text)
+        abort();
+    if (f && !fseek(f, from, SEEK_SET))
+        n = fread(text, 1, (size_t)(end - from), f);
+    if (f)
+        fclose(f);
+    struct MHD_Response *r = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+    int rc = MHD_queue_response(c, MHD_HTTP_OK, r) == MHD_YES ? 0 : -1;
+    MHD_destroy_response(r);
+    return rc;
+}
+
 /* ------------------------------------------------------------- dispatch */
 
 static int dispatch(Mgr *m, struct MHD_Connection *c, const char *method, const char *url,
@@ -300,6 +333,11 @@ static int dispatch(Mgr *m, struct MHD_Connection *c, const char *method, const 
             return unknown_pipeline(c, name);
         }
         return answer_pipe(m, c, MHD_HTTP_OK, p);
+    }
+    if (!strcmp(sub, "logs")) {
+        if (strcmp(method, "GET"))
+            return bad_method(c, method, url, "GET");
+        return get_logs(m, c, name);
     }
     if (!strcmp(sub, "start") || !strcmp(sub, "pause") || !strcmp(sub, "stop")) {
         if (strcmp(method, "POST"))

@@ -327,6 +327,9 @@ def test_compile_error_has_line_and_column_and_bad_start_fails(manager, tmp_path
     m.post("p", "start")
     j = m.wait_state("p", "FAILED")
     assert "missing.csv" in j["last_error"] and j["pid"] is None
+    r = requests.get(m.url("/v0/pipelines/p/logs"), timeout=60)
+    assert r.status_code == 200 and r.text.count("--- manager: started") == 3, r.text
+    assert r.text.count("missing.csv") >= 3
     # the file appears: start tries again and it runs
     (tmp_path / "missing.csv").write_text("1\n2\n3\n")
     m.post("p", "start")
