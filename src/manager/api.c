@@ -108,14 +108,14 @@ static int put_pipe(Mgr *m, struct MHD_Connection *c, const char *name, const MR
                          "\"runtime_config\": {...}}");
     Pipe *np = sl_calloc(1, sizeof(*np));
     snprintf(np->name, sizeof(np->name), "%.*s", MGR_NAME_MAX, name);
-    char msg[512];
-    int bad = mpipe_from_json(np, j, false, msg, sizeof(msg));
+    Err e = {0};
+    int bad = mpipe_from_json(np, j, false, &e);
     cJSON_Delete(j);
     if (bad) {
         mpipe_free(np);
-        return api_error(c, MHD_HTTP_BAD_REQUEST, "InvalidPipeline", NULL, "%s", msg);
+        return api_error(c, MHD_HTTP_BAD_REQUEST, "InvalidPipeline", NULL, "%s", e.msg);
     }
-    Err e = {0};
+    err_clear(&e);
     Circuit *circ = NULL;
     if (circuit_compile(np->program, &circ, &e)) {
         cJSON *d = cJSON_CreateObject();

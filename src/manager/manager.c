@@ -25,7 +25,7 @@ int manager_serve(const MgrOpts *o, Err *err)
     Mgr *m = sl_calloc(1, sizeof(*m));
     m->o = *o;
     m->lock_fd = -1;
-    int rc = -1;
+    int rc = SL_EIO;
     if (mkdir(o->dir, 0755) && errno != EEXIST) {
         err_set(err, SL_EIO, "--dir: cannot create %s: %s", o->dir, strerror(errno));
         goto out_free;
@@ -69,10 +69,14 @@ int manager_serve(const MgrOpts *o, Err *err)
     fprintf(stderr, "sluice: manager: stopped\n");
     rc = 0;
 out_curl:
+    if (rc && err && err->code)
+        rc = err->code;
     curl_global_cleanup();
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
 out_free:
+    if (rc && err && err->code)
+        rc = err->code;
     for (int i = 0; i < m->np; i++)
         mpipe_free(m->p[i]);
     sl_free(m->p);

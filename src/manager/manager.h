@@ -23,8 +23,8 @@ typedef struct MgrOpts {
 
 /* Serve until SIGINT or SIGTERM, then stop every child (each keeps its
    storage and its desired state, so the next serve starts it again).
-   Logs "sluice: manager: listening on HOST:PORT" on stderr. Exit status
-   (0, or 1 with err set when DIR or the address cannot be used). */
+   Logs "sluice: manager: listening on HOST:PORT" on stderr. 0, or a
+   negative SL_E* code with err set when DIR or the address cannot be used. */
 int manager_serve(const MgrOpts *o, Err *err);
 
 #endif

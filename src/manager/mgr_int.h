@@ -75,17 +75,19 @@ double mgr_now(void);
 /* pipes.c */
 bool mpipe_name_ok(const char *name);
 Pipe *mpipe_find(Mgr *m, const char *name);
-/* Fill p's persisted fields from a PUT body or NAME.json; 0, or -1 with a
-   message in msg. persisted: also read want, restarts and error. */
-int mpipe_from_json(Pipe *p, const cJSON *j, bool persisted, char *msg, size_t n);
+/* Fill p's persisted fields from a PUT body or NAME.json; 0, or
+   SL_ECONFIG with err set. persisted: also read want, restarts and error. */
+int mpipe_from_json(Pipe *p, const cJSON *j, bool persisted, Err *err);
 /* The API's view of p (program included when full). */
 cJSON *mpipe_to_json(const Pipe *p, bool full);
 const char *mpipe_state(const Pipe *p);
 /* Append p's state to its history when it differs from the last one. */
 void mpipe_note_state(Pipe *p);
-/* Write DIR/NAME.json atomically (and DIR/NAME/program.sql); 0 or -1. */
+/* Write DIR/NAME.json atomically (and DIR/NAME/program.sql); 0 or SL_EIO
+   with err set. */
 int mpipe_save(Mgr *m, Pipe *p, Err *err);
-/* Read every DIR/NAME.json into m; 0 or -1 with err set. */
+/* Read every DIR/NAME.json into m (a bad one is skipped with a message);
+   0 or SL_EIO with err set. */
 int mpipes_load(Mgr *m, Err *err);
 void mpipe_free(Pipe *p);
 void mpipe_set_error(Pipe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -110,9 +110,9 @@ void mpipe_note_state(Pipe *p)
     p->nhist++;
 }
 
-#define FAIL(...) (snprintf(msg, n, __VA_ARGS__), -1)
+#define FAIL(...) err_set(err, SL_ECONFIG, __VA_ARGS__)
 
-static int rc_from_json(Pipe *p, const cJSON *rc, char *msg, size_t n)
+static int rc_from_json(Pipe *p, const cJSON *rc, Err *err)
 {
     const cJSON *v;
     cJSON_ArrayForEach(v, rc)
@@ -176,7 +176,7 @@ static int rc_from_json(Pipe *p, const cJSON *rc, char *msg, size_t n)
     return 0;
 }
 
-int mpipe_from_json(Pipe *p, const cJSON *j, bool persisted, char *msg, size_t n)
+int mpipe_from_json(Pipe *p, const cJSON *j, bool persisted, Err *err)
 {
     if (!cJSON_IsObject(j))
         return FAIL("the body must be a JSON object {\"program_code\", \"runtime_config\"}");
@@ -199,8 +199,8 @@ int mpipe_from_json(Pipe *p, const cJSON *j, bool persisted, char *msg, size_t n
         } else if (!strcmp(k, "runtime_config")) {
             if (!cJSON_IsObject(v))
                 return FAIL("runtime_config must be an object");
-            if (rc_from_json(p, v, msg, n))
-                return -1;
+            if (rc_from_json(p, v, err))
+                return err->code;
         } else if (!strcmp(k, "name") || !strcmp(k, "description")) {
             if (!cJSON_IsString(v))
                 return FAIL("%s must be a string", k);
@@ -320,8 +320,9 @@ int mpipe_save(Mgr *m, Pipe *p, Err *err)
     if (mkdir(path, 0755) && errno != EEXIST)
         return err_set(err, SL_EIO, "cannot create %s: %s", path, strerror(errno));
     mpipe_path(m, p, "program.sql", path, sizeof(path));
-    if (write_atomic(path, p->program, err))
-        return -1;
+    int rc = write_atomic(path, p->program, err);
+    if (rc)
+        return rc;
     cJSON *j = mpipe_to_json(p, true);
     cJSON_DeleteItemFromObject(j, "state");
     cJSON_DeleteItemFromObject(j, "pid");
@@ -331,7 +332,7 @@ int mpipe_save(Mgr *m, Pipe *p, Err *err)
     char *text = cJSON_Print(j);
     cJSON_Delete(j);
     snprintf(path, sizeof(path), "%s/%s.json", m->o.dir, p->name);
-    int rc = write_atomic(path, text, err);
+    rc = write_atomic(path, text, err);
     free(text);
     if (!rc)
         sync_dir(m->o.dir);
@@ -376,9 +377,9 @@ int mpipes_load(Mgr *m, Err *err)
         sl_free(text);
         Pipe *p = sl_calloc(1, sizeof(*p));
         snprintf(p->name, sizeof(p->name), "%.*s", MGR_NAME_MAX, name);
-        char msg[512];
-        if (mpipe_from_json(p, j, true, msg, sizeof(msg))) {
-            fprintf(stderr, "sluice: manager: %s is skipped: %s\n", path, j ? msg : "not JSON");
+        Err e = {0};
+        if (mpipe_from_json(p, j, true, &e)) {
+            fprintf(stderr, "sluice: manager: %s is skipped: %s\n", path, j ? e.msg : "not JSON");
             mpipe_free(p);
         } else
             *VEC_PUSH(m->p, m->np, m->cap) = p;

@@ -128,13 +128,13 @@ static void write_pid(const Mgr *m, const Pipe *p)
 }
 
 /* A new random key for p's next child, in DIR/NAME/child.json (0600)
-   for its --config; 0 or -1 with p's error set. */
+   for its --config; 0 or SL_EIO with p's error set. */
 static int child_key(Mgr *m, Pipe *p, char *cfg, size_t n)
 {
     unsigned char r[32];
     if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
         mpipe_set_error(p, "getrandom: %s", strerror(errno));
-        return -1;
+        return SL_EIO;
     }
     for (size_t i = 0; i < sizeof(r); i++)
         snprintf(p->key + 2 * i, 3, "%02x", r[i]);
@@ -145,7 +145,7 @@ static int child_key(Mgr *m, Pipe *p, char *cfg, size_t n)
         mpipe_set_error(p, "cannot write %s: %s", cfg, strerror(errno));
         if (fd >= 0)
             close(fd);
-        return -1;
+        return SL_EIO;
     }
     close(fd);
     return 0;
