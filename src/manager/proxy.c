@@ -183,6 +183,8 @@ int proxy_forward(struct MHD_Connection *c, int port, const char *key, const cha
     curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
     if (!strcmp(method, "GET")) {
         curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);
+    } else if (!strcmp(method, "HEAD")) {
+        curl_easy_setopt(x->easy, CURLOPT_NOBODY, 1L);
     } else {
         buf_append(&x->body, body->p ? body->p : (const uint8_t *)"", body->n);
         curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
@@ -205,6 +207,8 @@ int proxy_forward(struct MHD_Connection *c, int port, const char *key, const cha
                          "retry later",
                          curl_easy_strerror(r));
     }
+    /* a change stream may be quiet for long: no idle timeout while it flows */
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, reader, x, proxy_free);
     if (*x->ctype)
