@@ -94,21 +94,32 @@ static int find_port(const Mgr *m, const Pipe *p)
     return port;
 }
 
-/* The last "sluice: ..." line of the current child's log, as the error. */
+/* Whether a log line says nothing about an error. */
+static bool routine_line(const char *s)
+{
+    return !strncmp(s, "sluice: http: listening", 23) || !strncmp(s, "--- manager", 11) ||
+           !strncmp(s, "==", 2) || !strncmp(s, "sluice: storage", 15);
+}
+
+/* The last "sluice: ..." line of the current child's log (or else its last
+   "FILE:LINE:COL: kind: message" line), as the error. */
 static void last_error_line(const Mgr *m, const Pipe *p, char *out, size_t n)
 {
     out[0] = 0;
     char *t = log_tail(m, p);
     if (!t)
         return;
-    const char *best = NULL;
-    for (const char *s = t; s && *s; s = strchr(s, '\n') ? strchr(s, '\n') + 1 : NULL)
-        if (!strncmp(s, "sluice: ", 8) && strncmp(s, "sluice: http: listening", 23))
+    const char *best = NULL, *other = NULL;
+    for (const char *s = t; s && *s; s = strchr(s, '\n') ? strchr(s, '\n') + 1 : NULL) {
+        if (routine_line(s))
+            continue;
+        if (!strncmp(s, "sluice: ", 8))
             best = s;
-    if (!best) /* "FILE:LINE:COL: kind: message" */
-        for (const char *s = t; s && *s; s = strchr(s, '\n') ? strchr(s, '\n') + 1 : NULL)
-            if (strstr(s, ": ") && strncmp(s, "==", 2))
-                best = s;
+        else if (memmem(s, strcspn(s, "\n"), ": ", 2))
+            other = s;
+    }
+    if (!best)
+        best = other;
     if (best)
         snprintf(out, n, "%.*s", (int)strcspn(best, "\n"), best);
     sl_free(t);
@@ -287,8 +298,9 @@ static void on_exit_child(Mgr *m, Pipe *p, int st)
     p->paused_child = false;
     if (asked || p->want == WANT_STOPPED || m->quit)
         return;
-    char line[1024];
-    last_error_line(m, p, line, sizeof(line));
+    char line[1024] = "";
+    if (!WIFSIGNALED(st)) /* killed: its last lines are not about that */
+        last_error_line(m, p, line, sizeof(line));
     char how[64];
     if (WIFSIGNALED(st))
         snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(st));
