@@ -458,6 +458,7 @@ int api_start(Mgr *m, Err *err)
         sa.sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
         freeaddrinfo(res);
     }
+    m->port = m->o.srv.port; /* a fixed port is known before the first request */
     m->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                 MHD_USE_POLL | MHD_USE_ITC,
                             0, NULL, NULL, on_access, m, MHD_OPTION_SOCK_ADDR,
@@ -468,7 +469,8 @@ int api_start(Mgr *m, Err *err)
         return err_set(err, SL_EIO, "--http: cannot listen on %s:%d (address in use?)",
                        m->o.srv.host, m->o.srv.port);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
-    m->port = di ? di->port : m->o.srv.port;
+    if (!m->port && di) /* port 0: nobody knows it before it is printed */
+        m->port = di->port;
     return 0;
 }
 
