@@ -386,7 +386,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         *con_cls = rq;
         ServerRefusal r = {0};
         const char *mu[2] = {method, url};
-        unsigned st = server_gate(&m->o.srv, m->port, c, method, url, mgr_read_only_ok, mu, &r);
+        int port = __atomic_load_n(&m->port, __ATOMIC_ACQUIRE);
+        unsigned st = server_gate(&m->o.srv, port, c, method, url, mgr_read_only_ok, mu, &r);
         if (st) {
             rq->refused = true;
             api_error(c, st, r.code, r.details, "%s", r.msg);
@@ -458,7 +459,9 @@ int api_start(Mgr *m, Err *err)
         sa.sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
         freeaddrinfo(res);
     }
-    m->port = m->o.srv.port; /* a fixed port is known before the first request */
+    /* a fixed port is known before the first request; port 0's is known
+       to nobody before it is printed, but requests read it atomically */
+    __atomic_store_n(&m->port, m->o.srv.port, __ATOMIC_RELEASE);
     m->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                 MHD_USE_POLL | MHD_USE_ITC,
                             0, NULL, NULL, on_access, m, MHD_OPTION_SOCK_ADDR,
@@ -469,8 +472,8 @@ int api_start(Mgr *m, Err *err)
         return err_set(err, SL_EIO, "--http: cannot listen on %s:%d (address in use?)",
                        m->o.srv.host, m->o.srv.port);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
-    if (!m->port && di) /* port 0: nobody knows it before it is printed */
-        m->port = di->port;
+    if (!m->o.srv.port && di)
+        __atomic_store_n(&m->port, (int)di->port, __ATOMIC_RELEASE);
     return 0;
 }
 

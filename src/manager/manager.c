@@ -58,8 +58,11 @@ int manager_serve(const MgrOpts *o, Err *err)
         sup_stop(m);
         goto out_curl;
     }
+    pthread_mutex_lock(&m->mu);
+    int np = m->np;
+    pthread_mutex_unlock(&m->mu);
     fprintf(stderr, "sluice: manager: listening on %s:%d (%d pipeline%s in %s)\n",
-            o->srv.host, m->port, m->np, m->np == 1 ? "" : "s", o->dir);
+            o->srv.host, m->port, np, np == 1 ? "" : "s", o->dir);
     fflush(stderr);
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -371,7 +371,8 @@ static bool gate(Req *q)
 {
     ServerRefusal r = {0};
     unsigned status =
-        server_gate(&q->s->o, q->s->port, q->conn, q->method, q->path, req_read_only_ok, q, &r);
+        server_gate(&q->s->o, __atomic_load_n(&q->s->port, __ATOMIC_ACQUIRE), q->conn, q->method,
+                    q->path, req_read_only_ok, q, &r);
     if (!status)
         return true;
     req_error(q, status, r.code, r.details, "%s", r.msg);
@@ -631,7 +632,8 @@ Server *server_start(Pipeline *p, const ServerOpts *o, Err *err)
         return NULL;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = di ? di->port : o->port;
+    /* written after the daemon started: requests read it atomically */
+    __atomic_store_n(&s->port, di ? (int)di->port : o->port, __ATOMIC_RELEASE);
     PipelineHooks h = {s, after_step};
     pipeline_set_hooks(p, &h);
     fprintf(stderr, "sluice: http: listening on %s:%d%s\n", o->host, s->port,
