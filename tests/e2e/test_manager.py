@@ -221,6 +221,14 @@ def test_bank_through_the_proxy_survives_kill_9(manager):
     assert "signal 9" in j["last_error"]
     # where it left off: every pushed row, none twice
     assert m.balances("bank") == expected_balances(rows)
+    # a second death soon after: the backoff doubled (1 s before the restart)
+    os.kill(j["pid"], signal.SIGKILL)
+    j = wait_until(lambda: (lambda x: x if x["state"] == "RUNNING" and x["restart_count"] == 2
+                            else None)(m.get("bank")), "bank restarted a second time")
+    h = j["state_history"]
+    assert [x["state"] for x in h[-2:]] == ["UNAVAILABLE", "RUNNING"]
+    assert h[-1]["at_ms"] - h[-2]["at_ms"] >= 1000, h
+    assert m.balances("bank") == expected_balances(rows)
     # a change stream through the proxy: the snapshot, then the next step's changes
     follower = Follower(Prefixed(m, "bank"), "balance", snapshot="true")
     more = transfers(rng, 400, 300)
