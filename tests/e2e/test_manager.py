@@ -248,6 +248,24 @@ def test_bank_through_the_proxy_survives_kill_9(manager):
                "the proxied change stream reaching the balances")
     r = requests.get(m.url("/v0/pipelines/bank/stats"), timeout=60)
     assert r.status_code == 200 and "application/json" in r.headers["Content-Type"]
+    r = requests.get(m.url("/v0/pipelines/bank/metrics"), timeout=60)
+    assert r.status_code == 200 and "sluice_" in r.text
+    # a transaction and a checkpoint through the proxy
+    pb = "/v0/pipelines/bank/"
+    assert requests.post(m.url(pb + "start_transaction"), timeout=60).status_code == 200
+    last = transfers(rng, 700, 20)
+    r = requests.post(m.url(pb + "ingress/transfers"), params={"format": "json"},
+                      data="".join(json.dumps(x) + "\n" for x in last), timeout=60)
+    assert r.status_code == 200 and r.json()["accepted"] == 20, r.text
+    assert requests.post(m.url(pb + "commit_transaction"), timeout=60).status_code == 200
+    wait_until(lambda: m.balances("bank") == expected_balances(rows + more + last),
+               "the committed transaction's rows in the balances")
+    more += last
+    r = requests.post(m.url(pb + "checkpoint"), timeout=60)
+    assert r.status_code == 200, r.text
+    seq = r.json()["checkpoint_sequence_number"]
+    wait_until(lambda: (requests.get(m.url(pb + "checkpoint_status"), timeout=60).json()
+                        .get("success") or -1) >= seq, "the checkpoint through the proxy")
 
     m.post("bank", "pause")
     m.wait_state("bank", "PAUSED")
