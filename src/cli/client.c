@@ -42,6 +42,13 @@ int http_url_parse(const char *url, HttpUrl *u, Err *err)
     u->host[hn] = 0;
     memcpy(u->port, colon + 1, pn);
     u->port[pn] = 0;
+    size_t fn = strcspn(end, "?#");
+    while (fn && end[fn - 1] == '/')
+        fn--;
+    if (fn >= sizeof(u->prefix))
+        return err_set(err, SL_ECONFIG, "the URL \"%s\" has too long a path", url);
+    memcpy(u->prefix, end, fn);
+    u->prefix[fn] = 0;
     return 0;
 }
 
@@ -105,7 +112,8 @@ int http_do(const HttpUrl *u, const HttpReq *rq, HttpResp *resp, Err *err)
     Call c = {rq, resp, h, 0};
     Buf url = BUF_INIT, auth = BUF_INIT;
     char errbuf[CURL_ERROR_SIZE] = "";
-    buf_printf(&url, "%s://%s:%s%s", u->tls ? "https" : "http", u->host, u->port, rq->target);
+    buf_printf(&url, "%s://%s:%s%s%s", u->tls ? "https" : "http", u->host, u->port, u->prefix,
+               rq->target);
     struct curl_slist *hdr = NULL;
     if (rq->ctype) {
         Buf ct = BUF_INIT;

@@ -18,6 +18,9 @@ typedef struct HttpUrl {
     char host[256];
     char port[16];
     bool tls;               /* https:// */
+    char prefix[512];       /* the URL's path without a trailing '/' (a
+                               pipeline through a manager:
+                               /v0/pipelines/NAME), put before each target */
     /* Set by the caller after parsing (all optional): */
     const char *api_key;    /* sent as Authorization: Bearer KEY */
     const char *cacert;     /* PEM file of the CA (or self-signed cert) to trust */
@@ -25,7 +28,8 @@ typedef struct HttpUrl {
 } HttpUrl;
 
 /* "http://HOST:PORT", "https://HOST:PORT", "HOST:PORT" or ":PORT"
-   (127.0.0.1); a path after it is ignored. 0 or SL_ECONFIG. */
+   (127.0.0.1), optionally followed by a path that prefixes every request
+   (http://HOST:PORT/v0/pipelines/NAME). 0 or SL_ECONFIG. */
 int http_url_parse(const char *url, HttpUrl *u, Err *err);
 
 typedef struct HttpReq {

@@ -29,6 +29,7 @@
 #include "client.h"
 #include "diff.h"
 #include "launch.h"
+#include "mgrcli.h"
 
 #define SLUICE_VERSION "0.1.0"
 
@@ -52,6 +53,8 @@ static void usage(FILE *f)
             "       sluice push URL TABLE FILE [--format json|csv] [--update-format F] [--wait]\n"
             "       sluice tail URL VIEW [--format json|csv] [--snapshot] [--backpressure]\n"
             "       sluice stats URL\n"
+            "       sluice serve --dir DIR [--http [HOST:]PORT] (the pipeline manager)\n"
+            "       sluice create|start|pause|stop|delete|status|list URL ... (its clients)\n"
             "       sluice --version\n"
             "\n"
             "run     compile the program and run it: tables are fed by their connectors,\n"
@@ -111,7 +114,10 @@ static void usage(FILE *f)
             "        (docs/bootstrapping.md)\n"
             "query, push, tail, stats  clients of a running pipeline's HTTP API\n"
             "        (URL like http://127.0.0.1:8080 or https://...; options --api-key KEY\n"
-            "        or env SLUICE_API_KEY, --cacert FILE, --insecure)\n");
+            "        or env SLUICE_API_KEY, --cacert FILE, --insecure)\n"
+            "serve   keep named pipelines in DIR, each a supervised `sluice run` restarted\n"
+            "        when it dies; REST API under /v0/pipelines (docs/manager.md)\n"
+            "create, start, pause, stop, delete, status, list  clients of a manager\n");
 }
 
 /* Compile the program in path (as `run` does when fingerprint is given);
@@ -948,6 +954,10 @@ int main(int argc, char **argv)
         return cmd_tail(argc - 2, argv + 2);
     if (!strcmp(argv[1], "stats"))
         return cmd_stats(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "serve"))
+        return cmd_serve(argc - 2, argv + 2);
+    if (mgr_client_verb(argv[1]))
+        return cmd_mgr_client(argv[1], argc - 2, argv + 2);
     if (!strcmp(argv[1], "--version")) {
         printf("sluice %s\n", SLUICE_VERSION);
         return 0;

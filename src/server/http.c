@@ -261,19 +261,19 @@ static bool ip_literal(const char *v, size_t n)
 }
 
 /* host[:port] as a Host header or the authority of an Origin. */
-static bool host_allowed(const Server *s, const char *v, size_t n)
+static bool host_allowed(const ServerOpts *o, int port, const char *v, size_t n)
 {
     static const char *const loop[] = {"localhost", "127.0.0.1", "[::1]"};
     for (size_t i = 0; i < ARRAY_LEN(loop); i++)
-        if (host_is(v, n, loop[i], s->port))
+        if (host_is(v, n, loop[i], port))
             return true;
-    if (host_is(v, n, s->o.host, s->port))
+    if (host_is(v, n, o->host, port))
         return true;
     /* bound to every address: an IP literal cannot be a rebinding name */
-    if ((!strcmp(s->o.host, "0.0.0.0") || !strcmp(s->o.host, "::")) && ip_literal(v, n))
+    if ((!strcmp(o->host, "0.0.0.0") || !strcmp(o->host, "::")) && ip_literal(v, n))
         return true;
-    for (int i = 0; i < s->o.nallowed; i++)
-        if (host_is(v, n, s->o.allowed_hosts[i], -1))
+    for (int i = 0; i < o->nallowed; i++)
+        if (host_is(v, n, o->allowed_hosts[i], -1))
             return true;
     return false;
 }
@@ -296,24 +296,22 @@ static bool read_only_ok(const Req *q)
     return !strcmp(rt->ro_allow, "*") || method_allowed(rt->ro_allow, q->method);
 }
 
-/* Check the request's Host, Origin and key; false when it was refused (an
-   answer is queued). */
-static bool gate(Req *q)
+unsigned server_gate(const ServerOpts *o, int port, struct MHD_Connection *c, const char *method,
+                     const char *path, bool (*ro_ok)(const void *arg), const void *arg,
+                     ServerRefusal *r)
 {
-    Server *s = q->s;
-    struct MHD_Connection *c = q->conn;
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
-    if (host && !host_allowed(s, host, strlen(host))) {
-        cJSON *d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "host", host);
-        req_error(q, MHD_HTTP_FORBIDDEN, "HostNotAllowed", d,
-                  "the Host header \"%s\" does not name this server; use %s:%d or a loopback "
-                  "name, or start it with --allowed-host NAME",
-                  host, s->o.host, s->port);
-        return false;
+    if (host && !host_allowed(o, port, host, strlen(host))) {
+        r->code = "HostNotAllowed";
+        r->details = cJSON_CreateObject();
+        cJSON_AddStringToObject(r->details, "host", host);
+        snprintf(r->msg, sizeof(r->msg),
+                 "the Host header \"%s\" does not name this server; use %s:%d or a loopback "
+                 "name, or start it with --allowed-host NAME",
+                 host, o->host, port);
+        return MHD_HTTP_FORBIDDEN;
     }
-    bool safe = !strcmp(q->method, "GET") || !strcmp(q->method, "HEAD") ||
-                !strcmp(q->method, "OPTIONS");
+    bool safe = !strcmp(method, "GET") || !strcmp(method, "HEAD") || !strcmp(method, "OPTIONS");
     const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
     if (origin && !safe) {
         const char *a = strstr(origin, "://");
@@ -321,18 +319,19 @@ static bool gate(Req *q)
         size_t hn = strcspn(h, "/");
         bool scheme = a && ((a - origin == 4 && !strncasecmp(origin, "http", 4)) ||
                             (a - origin == 5 && !strncasecmp(origin, "https", 5)));
-        if (!scheme || !host_allowed(s, h, hn)) {
-            cJSON *d = cJSON_CreateObject();
-            cJSON_AddStringToObject(d, "origin", origin);
-            req_error(q, MHD_HTTP_FORBIDDEN, "OriginNotAllowed", d,
-                      "%s %s from the web origin \"%s\" is refused (cross-site request); "
-                      "start the server with --allowed-host NAME to allow that origin",
-                      q->method, q->path, origin);
-            return false;
+        if (!scheme || !host_allowed(o, port, h, hn)) {
+            r->code = "OriginNotAllowed";
+            r->details = cJSON_CreateObject();
+            cJSON_AddStringToObject(r->details, "origin", origin);
+            snprintf(r->msg, sizeof(r->msg),
+                     "%s %s from the web origin \"%s\" is refused (cross-site request); "
+                     "start the server with --allowed-host NAME to allow that origin",
+                     method, path, origin);
+            return MHD_HTTP_FORBIDDEN;
         }
     }
-    if (s->o.nkeys == 0)
-        return true;
+    if (o->nkeys == 0)
+        return 0;
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     const ServerKey *key = NULL;
     if (auth && !strncasecmp(auth, "Bearer ", 7)) {
@@ -342,26 +341,43 @@ static bool gate(Req *q)
         size_t kn = strlen(k);
         while (kn && isspace((unsigned char)k[kn - 1]))
             kn--;
-        for (int i = 0; i < s->o.nkeys; i++)
-            if (key_equal(k, kn, s->o.keys[i].key) && !key)
-                key = &s->o.keys[i];
+        for (int i = 0; i < o->nkeys; i++)
+            if (key_equal(k, kn, o->keys[i].key) && !key)
+                key = &o->keys[i];
     }
     if (!key) {
-        req_error(q, MHD_HTTP_UNAUTHORIZED, "Unauthorized", NULL,
-                  "%s: send \"Authorization: Bearer KEY\" with a key given to --api-key "
-                  "(sluice query/push/tail/stats --api-key KEY, or SLUICE_API_KEY)",
-                  auth ? "the API key is not valid" : "this server needs an API key");
-        return false;
+        r->code = "Unauthorized";
+        snprintf(r->msg, sizeof(r->msg),
+                 "%s: send \"Authorization: Bearer KEY\" with a key given to --api-key "
+                 "(sluice query/push/tail/stats --api-key KEY, or SLUICE_API_KEY)",
+                 auth ? "the API key is not valid" : "this server needs an API key");
+        return MHD_HTTP_UNAUTHORIZED;
     }
-    if (key->read_only && !read_only_ok(q)) {
-        req_error(q, MHD_HTTP_FORBIDDEN, "ReadOnlyKey", NULL,
-                  "a read-only API key may only GET /query, /stats, /status, /metrics and "
-                  "/dead_letter and "
-                  "follow /egress, not %s %s",
-                  q->method, q->path);
-        return false;
+    if (key->read_only && !ro_ok(arg)) {
+        r->code = "ReadOnlyKey";
+        snprintf(r->msg, sizeof(r->msg),
+                 "a read-only API key may only GET /query, /stats, /status, /metrics and "
+                 "/dead_letter and follow /egress, not %s %s",
+                 method, path);
+        return MHD_HTTP_FORBIDDEN;
     }
-    return true;
+    return 0;
+}
+
+static bool req_read_only_ok(const void *arg) { return read_only_ok(arg); }
+
+/* Check the request's Host, Origin and key; false when it was refused (an
+   answer is queued). */
+static bool gate(Req *q)
+{
+    ServerRefusal r = {0};
+    unsigned status =
+        server_gate(&q->s->o, __atomic_load_n(&q->s->port, __ATOMIC_ACQUIRE), q->conn, q->method,
+                    q->path, req_read_only_ok, q, &r);
+    if (!status)
+        return true;
+    req_error(q, status, r.code, r.details, "%s", r.msg);
+    return false;
 }
 
 /* Reserve n bytes of the bodies-in-flight bound; false (nothing
@@ -617,7 +633,8 @@ Server *server_start(Pipeline *p, const ServerOpts *o, Err *err)
         return NULL;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = di ? di->port : o->port;
+    /* written after the daemon started: requests read it atomically */
+    __atomic_store_n(&s->port, di ? (int)di->port : o->port, __ATOMIC_RELEASE);
     PipelineHooks h = {s, after_step};
     pipeline_set_hooks(p, &h);
     fprintf(stderr, "sluice: http: listening on %s:%d%s\n", o->host, s->port,

@@ -44,6 +44,25 @@ typedef struct Server Server;
    cannot be read. */
 Server *server_start(Pipeline *p, const ServerOpts *o, Err *err);
 int server_port(const Server *s);
+
+/* The gate of docs/security.md on its own, for another libmicrohttpd
+   daemon on the same terms (the pipeline manager, src/manager/): the Host
+   header must name o->host:port or a loopback or allowed name, a request
+   that changes state must not come from a foreign Origin, and with keys
+   the request needs "Authorization: Bearer KEY" (a read-only key only
+   where ro_ok(arg) says so). 0 when the request may go on, else the HTTP
+   status of the refusal, its error code, message and details (a cJSON
+   object or NULL, the caller's) in *r. */
+struct MHD_Connection;
+struct cJSON;
+typedef struct ServerRefusal {
+    const char *code;
+    struct cJSON *details;
+    char msg[1024];
+} ServerRefusal;
+unsigned server_gate(const ServerOpts *o, int port, struct MHD_Connection *c, const char *method,
+                     const char *path, bool (*ro_ok)(const void *arg), const void *arg,
+                     ServerRefusal *r);
 /* After pipeline_run returned: end every egress stream (queued changes are
    still sent), let requests in flight finish (a few seconds at most), close
    and free. */

@@ -41,8 +41,9 @@ ALLOWED = {
     "pipeline": {"base", "expr", "zset", "circuit", "runtime", "io", "sql", "storage", "cluster"},
     "server": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql"},
     "pgwire": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "server"},
+    "manager": {"base", "expr", "zset", "circuit", "sql", "server", "pipeline"},
     "cli": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "server", "cluster",
-            "pgwire"},
+            "pgwire", "manager"},
     "slt": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "cluster"},
 }
 
