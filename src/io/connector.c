@@ -636,6 +636,12 @@ void input_progress(InputConn *ic, InProgress *out)
 
 /* ---------------------------------------------------------------- positions */
 
+void input_pos_canon(const InputConn *ic, InPos *pos)
+{
+    if (ic->ops->canon)
+        ic->ops->canon(ic, pos);
+}
+
 void input_pos(const InputConn *ic, InPos *out)
 {
     memset(out, 0, sizeof(*out));

@@ -111,6 +111,10 @@ typedef struct InPos {
     int64_t x[INPOS_MAX];
 } InPos;
 void input_pos(const InputConn *ic, InPos *out);
+/* Rewrite pos (a position of ic's) the way input_pos writes that point:
+   datagen's end of a plan is the start of the next one. Journals and
+   checkpoints may hold either; compare positions after this. */
+void input_pos_canon(const InputConn *ic, InPos *pos);
 /* Continue from pos (an input that has produced nothing yet, or any time
    for a replay). SL_EIO when the file cannot be positioned. */
 int input_seek(InputConn *ic, const InPos *pos, Err *err);

@@ -39,6 +39,9 @@ typedef struct InOps {
     double (*wait)(const InputConn *ic);
     /* The resume position's v and x (the counters are input_pos's). */
     void (*pos)(const InputConn *ic, InPos *out);
+    /* Write pos's v and x the one way pos writes that point (NULL: every
+       point has one way). */
+    void (*canon)(const InputConn *ic, InPos *pos);
     /* Continue from pos's v and x; 0 or SL_EIO (NULL: nothing to do). */
     int (*seek)(InputConn *ic, const InPos *pos, Err *err);
     /* The oldest position a restart may need is pos (NULL: keeps nothing). */

@@ -79,10 +79,26 @@ static double datagen_wait(const InputConn *ic)
     return due > now ? due - now : 0;
 }
 
+/* The end of a plan with a limit is the start of the next: a step that
+   ends exactly there stops at (plan, limit), one that asked for more went
+   on to (plan + 1, 0). Both are written the second way. */
+static void datagen_canon(const InputConn *ic, InPos *pos)
+{
+    int np = datagen_nplans(ic->gen);
+    while (pos->v[0] >= 0 && pos->v[0] < np) {
+        int64_t limit = datagen_plan_limit(ic->gen, (int)pos->v[0]);
+        if (limit < 0 || pos->v[1] < limit)
+            break;
+        pos->v[0]++;
+        pos->v[1] = 0;
+    }
+}
+
 static void datagen_pos(const InputConn *ic, InPos *out)
 {
     out->v[0] = ic->plan;
     out->v[1] = ic->next;
+    datagen_canon(ic, out);
 }
 
 static int datagen_seek(InputConn *ic, const InPos *pos, Err *err)
@@ -108,6 +124,7 @@ const InOps tr_datagen_in_ops = {
     .next = datagen_next,
     .wait = datagen_wait,
     .pos = datagen_pos,
+    .canon = datagen_canon,
     .seek = datagen_seek,
     .close = datagen_close,
 };

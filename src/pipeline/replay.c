@@ -36,12 +36,13 @@ static int replay_input(Pipeline *p, Pending *pd, const JRec *rec, int j, Err *e
         got += n;
     }
     input_set_replay(ic, false);
-    InPos pos;
+    InPos pos, rpos = rec->pos[j];
     input_pos(ic, &pos);
-    bool same_x = pos.nx == rec->pos[j].nx;
+    input_pos_canon(ic, &rpos); /* (journals of older versions) */
+    bool same_x = pos.nx == rpos.nx;
     for (int i = 0; same_x && i < pos.nx; i++)
-        same_x = pos.x[i] == rec->pos[j].x[i];
-    if (got != want || pos.v[0] != rec->pos[j].v[0] || pos.v[1] != rec->pos[j].v[1] ||
+        same_x = pos.x[i] == rpos.x[i];
+    if (got != want || pos.v[0] != rpos.v[0] || pos.v[1] != rpos.v[1] ||
         !same_x || pd->conn_hash[j] != rec->hash[j])
         return err_set(err, SL_EIO,
                        "replaying step %lld: %s gave %lld rows ending at (%lld, %lld), but the "
@@ -50,7 +51,7 @@ static int replay_input(Pipeline *p, Pending *pd, const JRec *rec, int j, Err *e
                        "Restore the input or start over with a new storage directory",
                        (long long)rec->step, input_name(ic), (long long)got,
                        (long long)pos.v[0], (long long)pos.v[1], (long long)want,
-                       (long long)rec->pos[j].v[0], (long long)rec->pos[j].v[1],
+                       (long long)rpos.v[0], (long long)rpos.v[1],
                        got == want && pd->conn_hash[j] != rec->hash[j] ? " with other contents"
                                                                        : "");
     return 0;

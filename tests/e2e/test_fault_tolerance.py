@@ -551,3 +551,23 @@ def test_transactions_survive_a_kill(tmp_path, procs):
     seen = {int(i): (int(n), int(s)) for i, n, s in rows}
     assert sorted(seen) == list(range(300)), text[-2000:]
     assert all(v == (1, 1) for v in seen.values())
+
+
+def test_input_that_ends_within_the_first_step_replays_after_a_kill(tmp_path):
+    """The datagen input ends inside step 1 (the step asked for more rows
+    than the limit), the run dies before any checkpoint: the restart
+    replays step 1 from the journal, whose recorded position (the end of
+    the plan, written as the start of the next) must match where the
+    replay stops (exactly at the limit)."""
+    rows = 50_000
+    prog, out = bank_program(tmp_path, rows)
+    args = ["run", prog, "--until-done", "--no-progress", "--step-rows", rows * 4]
+    finish(args + ["--dump", tmp_path / "ref"])  # uninterrupted, the same one step
+    ref_balance, ref_out = (tmp_path / "ref" / "balance.csv").read_bytes(), out.read_bytes()
+    args += ["--storage", tmp_path / "storage", "--checkpoint-interval", "0",
+             "--dump", tmp_path / "dump"]
+    crash(args, "after-step:1")
+    res = finish(args)
+    assert "replaying" in res.stderr or "journal" in res.stderr, res.stderr[-3000:]
+    assert (tmp_path / "dump" / "balance.csv").read_bytes() == ref_balance
+    assert out.read_bytes() == ref_out, res.stderr[-3000:]
