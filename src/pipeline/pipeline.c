@@ -341,7 +341,8 @@ static bool backpressure(Pipeline *p)
 
 bool pipeline_backpressure(Pipeline *p, char *name, size_t n)
 {
-    return p->dl && deliver_backpressure(p->dl, name, n);
+    /* (p is NULL in the ingress parser's fuzz harness) */
+    return p && p->dl && deliver_backpressure(p->dl, name, n);
 }
 
 /* Stopping: settle the transaction, drain the HTTP queue in final steps. */

@@ -235,6 +235,8 @@ void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, siz
 
 void bb_add_xrecs(BatchBuilder *bb, const Buf *in)
 {
+    if (!in->n)
+        return;
     /* a record of 16 + len bytes becomes one of at most 16 + len + 7 */
     buf_reserve(&bb->data, in->n + in->n / 2);
     uint8_t *out = bb->data.p + bb->data.n;

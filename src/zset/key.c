@@ -204,6 +204,8 @@ void key_encode(const Chunk *c, const int *cols, int ncols, int64_t r, Buf *out)
     size_t need = 0;
     for (int j = 0; j < ncols; j++)
         need += value_bound(&c->col[cols[j]], r);
+    if (!need) /* no columns (out->p may be NULL) */
+        return;
     buf_reserve(out, need);
     uint8_t *p = out->p + out->n;
     for (int j = 0; j < ncols; j++)
@@ -216,6 +218,8 @@ void key_encode_row(const Chunk *c, int64_t r, Buf *out)
     size_t need = 0;
     for (int j = 0; j < c->ncol; j++)
         need += value_bound(&c->col[j], r);
+    if (!need) /* no columns (out->p may be NULL) */
+        return;
     buf_reserve(out, need);
     uint8_t *p = out->p + out->n;
     for (int j = 0; j < c->ncol; j++)
