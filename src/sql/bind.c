@@ -828,6 +828,8 @@ Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
         return sql__bind_window(p, bc, x);
     if (x->k == A_FUNC && sql__is_agg_name(x->name))
         return sql__bind_agg_call(p, bc, x);
+    if (sql__agg_later(p, x))
+        return NULL;
     /* try as a group expression */
     if (x->k != A_INT && x->k != A_NUM && x->k != A_STR && x->k != A_NULL && x->k != A_BOOL &&
         x->k != A_TYPED) {
