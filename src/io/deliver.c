@@ -652,8 +652,9 @@ Delivery *deliver_open(Connectors *cs, const DeliverOpts *opt, Err *err)
     }
     for (int j = 0; j < d->n && opt->dir; j++) {
         DOut *o = &d->o[j];
-        if (!o->oc->ops->committed)
-            continue; /* file_output: never queues (its errors are fatal) */
+        if (!o->oc->ops->committed || output_remote(o->oc))
+            continue; /* file_output never queues (its errors are fatal); a scale-out
+                         proxy's host writes it */
         char name[64];
         snprintf(name, sizeof(name), "out%d.queue", j);
         if ((o->qfd = open_in(opt->dir, "delivery", name, err)) < 0 || queue_load(o, err))
@@ -664,7 +665,7 @@ Delivery *deliver_open(Connectors *cs, const DeliverOpts *opt, Err *err)
     }
     for (int j = 0; j < d->n; j++) {
         DOut *o = &d->o[j];
-        if (!o->oc->ops->committed)
+        if (!o->oc->ops->committed || output_remote(o->oc))
             continue;
         if (pthread_create(&o->th, NULL, drain_main, o)) {
             err_set(err, SL_EIO, "%s: cannot start its delivery thread", o->oc->name);
