@@ -156,29 +156,52 @@ static Expr *remap_pos(P *p, const Expr *e, const int *pos)
     return c;
 }
 
+/* The column of the combined scope that e reads first, or -1. */
+static int first_col(const Expr *e)
+{
+    if (e->k == E_COL)
+        return e->col;
+    for (int i = 0; i < e->na; i++) {
+        int c = first_col(e->a[i]);
+        if (c >= 0)
+            return c;
+    }
+    return -1;
+}
+
+/* The item (not joined yet) that side x of an equality reads alone, or -1. */
+static int side_item(const Expr *x, const Item *items, const int *item_of, const bool *joined)
+{
+    int c = first_col(x);
+    if (c < 0 || joined[item_of[c]])
+        return -1;
+    int k = item_of[c];
+    return sql__refs_within(x, items[k].off, items[k].off + items[k].r.s.n) ? k : -1;
+}
+
 /* The next item to join: the first in FROM order that an unused equality
    conjunct connects to the joined prefix; when none is, the first not
-   joined (a cross product no predicate avoids). */
-static int pick_next(const Item *items, int nitems, const bool *joined, Expr **ce,
-                     const bool *used, int nconj, const int *pos)
+   joined (a cross product no predicate avoids). One pass over the
+   conjuncts, so planning n items stays O(n * conjuncts). */
+static int pick_next(const Item *items, int nitems, const int *item_of, const bool *joined,
+                     Expr **ce, const bool *used, int nconj, const int *pos)
 {
-    int first = -1;
-    for (int k = 0; k < nitems; k++) {
-        if (joined[k])
+    int best = nitems;
+    for (int i = 0; i < nconj; i++) {
+        const Expr *e = ce[i];
+        if (used[i] || e->k != E_EQ)
             continue;
-        if (first < 0)
-            first = k;
-        int lo = items[k].off, hi = lo + items[k].r.s.n;
-        for (int i = 0; i < nconj; i++) {
-            const Expr *e = ce[i];
-            if (used[i] || e->k != E_EQ || !sql__refs_any(e->a[0]) || !sql__refs_any(e->a[1]))
-                continue;
-            if ((refs_in(e->a[0], pos) && sql__refs_within(e->a[1], lo, hi)) ||
-                (refs_in(e->a[1], pos) && sql__refs_within(e->a[0], lo, hi)))
-                return k;
+        for (int s = 0; s < 2; s++) {
+            const Expr *x = e->a[s], *y = e->a[1 - s];
+            int k = side_item(y, items, item_of, joined);
+            if (k >= 0 && k < best && sql__refs_any(x) && refs_in(x, pos))
+                best = k;
         }
     }
-    return first;
+    for (int k = 0; k < nitems && best == nitems; k++)
+        if (!joined[k])
+            best = k;
+    return best;
 }
 
 /* Filter *cur by the unused conjuncts whose columns the joined prefix has. */
@@ -316,11 +339,15 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
     for (int i = 0; i < total; i++)
         pos[i] = i < items[0].r.s.n ? i : -1;
     joined[0] = true;
+    int *item_of = arena_alloc(p->a, sizeof(int) * (size_t)(total + 1));
+    for (int k = 0; k < nleaves; k++)
+        for (int i = 0; i < items[k].r.s.n; i++)
+            item_of[items[k].off + i] = k;
     int cur = items[0].r.node;
     int curcols = items[0].r.s.n;
     bool moved = false;
     for (int step = 1; step < nleaves; step++) {
-        int k = pick_next(items, nleaves, joined, ce, used, nconj, pos);
+        int k = pick_next(items, nleaves, item_of, joined, ce, used, nconj, pos);
         Item *it = &items[k];
         int lo = it->off, hi = it->off + it->r.s.n;
         Expr **lk = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
