@@ -205,7 +205,7 @@ static int pick_next(const Item *items, int nitems, const int *item_of, const bo
 }
 
 /* Filter *cur by the unused conjuncts whose columns the joined prefix has. */
-static int attach_filters(P *p, int *cur, Expr **ce, bool *used, int nconj, const int *pos)
+static void attach_filters(P *p, int *cur, Expr **ce, bool *used, int nconj, const int *pos)
 {
     Expr **f = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
     int nf = 0;
@@ -219,7 +219,6 @@ static int attach_filters(P *p, int *cur, Expr **ce, bool *used, int nconj, cons
         *cur = sql__add_map(p, *cur, sql__and_all(p, f, nf), sql__identity_proj(p, src, 0),
                             src->ncol);
     }
-    return 0;
 }
 
 /* Plan the FROM clause and WHERE; *residual is the conjunction of the
@@ -396,8 +395,8 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
         curcols += it->r.s.n;
         /* conjuncts over several items: filtered at the first join that has
            all their columns (after the last one, the caller's residual) */
-        if (step < nleaves - 1 && attach_filters(p, &cur, ce, used, nconj, pos))
-            return p->err->code;
+        if (step < nleaves - 1)
+            attach_filters(p, &cur, ce, used, nconj, pos);
     }
     if (moved) { /* the joined columns back in FROM order */
         CNode *cn = p->c->nodes[cur];
