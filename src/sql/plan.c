@@ -6,11 +6,15 @@
  * planner files.
  *
  * A query becomes, block by block:
- *   FROM items joined left-deep in the order written (single-item WHERE/ON
- *   conjuncts pushed below the joins as filters, equality conjuncts between
- *   the joined prefix and the next item used as join keys, the rest
- *   filtered after the last join; OUTER, NATURAL and USING joins are
- *   items planned as a unit by plan_join.c) -> GROUP BY/aggregates (a MAP
+ *   FROM items (comma lists and inner joins) joined left-deep in
+ *   connectivity order: the first item written, then repeatedly the first
+ *   item an equality conjunct connects to those joined so far, a cross
+ *   product only when none is (single-item WHERE/ON conjuncts pushed below
+ *   the joins as filters, equality conjuncts between the joined prefix and
+ *   the next item used as join keys, other conjuncts filtered at the first
+ *   join that has their columns, the columns then put back in FROM order;
+ *   OUTER, NATURAL and USING joins are items planned as a unit by
+ *   plan_join.c, their own order kept) -> GROUP BY/aggregates (a MAP
  *   computing group keys and aggregate arguments, then OPK_AGG; select-list
  *   aliases in GROUP BY and HAVING replaced by their expressions) -> HAVING,
  *   window functions (plan_window.c) and the select list (one MAP) ->
@@ -125,6 +129,99 @@ static int plan_no_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq
     return 0;
 }
 
+/* ---- inner join order ---- */
+
+/* Does every column e reads have a place (pos[col] >= 0) in the joined prefix? */
+static bool refs_in(const Expr *e, const int *pos)
+{
+    if (e->k == E_COL && pos[e->col] < 0)
+        return false;
+    for (int i = 0; i < e->na; i++)
+        if (!refs_in(e->a[i], pos))
+            return false;
+    return true;
+}
+
+/* e with column c (of the combined scope) read at pos[c] of the joined prefix. */
+static Expr *remap_pos(P *p, const Expr *e, const int *pos)
+{
+    Expr *c = arena_alloc(p->a, sizeof(*c));
+    *c = *e;
+    if (e->k == E_COL)
+        c->col = pos[e->col];
+    if (e->na) {
+        c->a = arena_alloc(p->a, sizeof(Expr *) * (size_t)e->na);
+        for (int i = 0; i < e->na; i++)
+            c->a[i] = remap_pos(p, e->a[i], pos);
+    }
+    return c;
+}
+
+/* The column of the combined scope that e reads first, or -1. */
+static int first_col(const Expr *e)
+{
+    if (e->k == E_COL)
+        return e->col;
+    for (int i = 0; i < e->na; i++) {
+        int c = first_col(e->a[i]);
+        if (c >= 0)
+            return c;
+    }
+    return -1;
+}
+
+/* The item (not joined yet) that side x of an equality reads alone, or -1. */
+static int side_item(const Expr *x, const Item *items, const int *item_of, const bool *joined)
+{
+    int c = first_col(x);
+    if (c < 0 || joined[item_of[c]])
+        return -1;
+    int k = item_of[c];
+    return sql__refs_within(x, items[k].off, items[k].off + items[k].r.s.n) ? k : -1;
+}
+
+/* The next item to join: the first in FROM order that an unused equality
+   conjunct connects to the joined prefix; when none is, the first not
+   joined (a cross product no predicate avoids). One pass over the
+   conjuncts, so planning n items stays O(n * conjuncts). */
+static int pick_next(const Item *items, int nitems, const int *item_of, const bool *joined,
+                     Expr **ce, const bool *used, int nconj, const int *pos)
+{
+    int best = nitems;
+    for (int i = 0; i < nconj; i++) {
+        const Expr *e = ce[i];
+        if (used[i] || e->k != E_EQ)
+            continue;
+        for (int s = 0; s < 2; s++) {
+            const Expr *x = e->a[s], *y = e->a[1 - s];
+            int k = side_item(y, items, item_of, joined);
+            if (k >= 0 && k < best && sql__refs_any(x) && refs_in(x, pos))
+                best = k;
+        }
+    }
+    for (int k = 0; k < nitems && best == nitems; k++)
+        if (!joined[k])
+            best = k;
+    return best;
+}
+
+/* Filter *cur by the unused conjuncts whose columns the joined prefix has. */
+static void attach_filters(P *p, int *cur, Expr **ce, bool *used, int nconj, const int *pos)
+{
+    Expr **f = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
+    int nf = 0;
+    for (int i = 0; i < nconj; i++)
+        if (!used[i] && sql__refs_any(ce[i]) && refs_in(ce[i], pos)) {
+            f[nf++] = remap_pos(p, ce[i], pos);
+            used[i] = true;
+        }
+    if (nf) {
+        CNode *src = p->c->nodes[*cur];
+        *cur = sql__add_map(p, *cur, sql__and_all(p, f, nf), sql__identity_proj(p, src, 0),
+                            src->ncol);
+    }
+}
+
 /* Plan the FROM clause and WHERE; *residual is the conjunction of the
    conditions left to filter after the joins (NULL when none); WHERE/ON
    conjuncts containing subqueries are returned unbound in subq[0..nsubq). */
@@ -235,10 +332,22 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
                                   sql__identity_proj(p, src, 0), src->ncol);
         }
     }
-    /* left-deep joins in FROM order */
+    /* inner joins in connectivity order (pick_next), then the columns back
+       in FROM order */
+    int *pos = arena_alloc(p->a, sizeof(int) * (size_t)(total + 1));
+    bool *joined = arena_zalloc(p->a, (size_t)nleaves);
+    for (int i = 0; i < total; i++)
+        pos[i] = i < items[0].r.s.n ? i : -1;
+    joined[0] = true;
+    int *item_of = arena_alloc(p->a, sizeof(int) * (size_t)(total + 1));
+    for (int k = 0; k < nleaves; k++)
+        for (int i = 0; i < items[k].r.s.n; i++)
+            item_of[items[k].off + i] = k;
     int cur = items[0].r.node;
     int curcols = items[0].r.s.n;
-    for (int k = 1; k < nleaves; k++) {
+    bool moved = false;
+    for (int step = 1; step < nleaves; step++) {
+        int k = pick_next(items, nleaves, item_of, joined, ce, used, nconj, pos);
         Item *it = &items[k];
         int lo = it->off, hi = it->off + it->r.s.n;
         Expr **lk = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
@@ -252,15 +361,15 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
             Expr *a = e->a[0], *b = e->a[1];
             if (!sql__refs_any(a) || !sql__refs_any(b))
                 continue;
-            if (sql__refs_within(a, 0, lo) && sql__refs_within(b, lo, hi)) {
+            if (refs_in(a, pos) && sql__refs_within(b, lo, hi)) {
                 /* a is left, b is right */
-            } else if (sql__refs_within(b, 0, lo) && sql__refs_within(a, lo, hi)) {
+            } else if (refs_in(b, pos) && sql__refs_within(a, lo, hi)) {
                 Expr *t = a;
                 a = b;
                 b = t;
             } else
                 continue;
-            lk[nk] = a;
+            lk[nk] = remap_pos(p, a, pos);
             rk[nk] = sql__remap(p, b, 0, -lo);
             kt[nk] = a->t; /* sql__compare() already cast both to one type */
             nk++;
@@ -280,7 +389,22 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
                 proj[curcols + i] = expr_col(p->a, ln->ncol + i, rn->types[i]);
             cur = sql__add_map(p, cur, NULL, proj, curcols + it->r.s.n);
         }
+        moved |= curcols != lo;
+        for (int i = 0; i < it->r.s.n; i++)
+            pos[lo + i] = curcols + i;
+        joined[k] = true;
         curcols += it->r.s.n;
+        /* conjuncts over several items: filtered at the first join that has
+           all their columns (after the last one, the caller's residual) */
+        if (step < nleaves - 1)
+            attach_filters(p, &cur, ce, used, nconj, pos);
+    }
+    if (moved) { /* the joined columns back in FROM order */
+        CNode *cn = p->c->nodes[cur];
+        Expr **proj = arena_alloc(p->a, sizeof(Expr *) * (size_t)(total + 1));
+        for (int i = 0; i < total; i++)
+            proj[i] = expr_col(p->a, pos[i], cn->types[pos[i]]);
+        cur = sql__add_map(p, cur, NULL, proj, total);
     }
     int nres = 0;
     Expr **rese = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
