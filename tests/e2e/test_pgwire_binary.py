@@ -2,8 +2,9 @@
 table): psycopg 3 binary cursors over a table with every type, values
 compared with the text-format answer of the same query and with the Python
 values that were inserted (NULLs and a row of extremes: INT64 min/max,
-negative decimals, dates before 2000); by hand, the format codes of
-RowDescription and the refusals of bad format codes.
+negative decimals, dates before 2000); COPY TO STDOUT (FORMAT binary) read
+by psycopg 3's binary COPY; by hand, the format codes of RowDescription,
+the bytes of a negative numeric and an early date, and the refusals.
 """
 import datetime
 import math
@@ -115,6 +116,52 @@ def test_binary_results_match_text_and_python(http_pipeline):
                          prepare=True).fetchone()
         w = ROWS[i - 1]
         assert r == (w[5], w[6] * 2, w[13], str(w[5]))
+    # COPY TO STDOUT in binary format, read by psycopg 3's binary COPY
+    types = ["int4", "bool", "int2", "int2", "int4", "int8", "numeric", "numeric", "float4",
+             "float8", "bpchar", "varchar", "text", "date", "time", "timestamp"]
+    cur = c.cursor()
+    for src in ("(SELECT %s FROM ty ORDER BY id)" % COLS, "ty"):
+        with cur.copy("COPY %s TO STDOUT (FORMAT binary)" % src) as cp:
+            cp.set_types(types)
+            got = list(cp.rows())
+        got.sort(key=lambda r: r[0])
+        assert len(got) == len(ROWS)
+        for want, g in zip(ROWS, got):
+            w = expected(want)
+            assert all(same(g[j], w[j]) for j in range(len(w))), (g, w)
+    import io
+    import psycopg2
+    c2 = psycopg2.connect(host="127.0.0.1", port=pg.port, user="tester", dbname="x",
+                          connect_timeout=30)
+    c2.autocommit = True
+    cur2, data = c2.cursor(), io.BytesIO()
+    cur2.copy_expert("COPY (SELECT id, l FROM ty ORDER BY id) TO STDOUT WITH BINARY", data)
+    assert cur2.rowcount == len(ROWS)  # the tag, COPY n
+    body = data.getvalue()
+    assert body[:19] == b"PGCOPY\n\377\r\n\0" + bytes(8) and body[-2:] == b"\xff\xff"
+    rows, pos = [], 19
+    while body[pos:pos + 2] != b"\xff\xff":
+        assert struct.unpack("!h", body[pos:pos + 2])[0] == 2
+        pos += 2
+        row = []
+        for _ in range(2):
+            n = struct.unpack("!i", body[pos:pos + 4])[0]
+            pos += 4
+            row.append(None if n < 0 else int.from_bytes(body[pos:pos + n], "big", signed=True))
+            pos += max(n, 0)
+        rows.append(tuple(row))
+    assert rows == [(r[0], r[5]) for r in ROWS]
+    data = io.BytesIO()  # no rows: the header and the trailer
+    cur2.copy_expert("COPY (SELECT id FROM ty WHERE id < 0) TO STDOUT (FORMAT binary)", data)
+    assert data.getvalue() == b"PGCOPY\n\377\r\n\0" + bytes(8) + b"\xff\xff"
+    assert cur2.rowcount == 0
+    c2.close()
+    for bad in ("COPY ty FROM STDIN (FORMAT binary)",
+                "COPY ty TO STDOUT (FORMAT binary, HEADER)",
+                "COPY (SUBSCRIBE ty) TO STDOUT (FORMAT binary)"):
+        with pytest.raises(psycopg.Error) as ei:
+            cur.execute(bad)
+        assert ei.value.sqlstate in ("0A000", "42601"), bad
     # per column formats: text for one, binary for the others (psycopg's
     # per-column choice is all or nothing, so raw messages here)
     s = raw(pg)
