@@ -218,3 +218,82 @@ def test_binary_results_match_text_and_python(http_pipeline):
     s.close()
     c.close()
     pg.p.stop()
+
+
+class RawSession:
+    """A hand-driven protocol-3 session (trust authentication)."""
+
+    def __init__(self, port, user):
+        self.s = raw(type("P", (), {"port": port}))
+        self.s.sendall(startup_packet(user))
+        self.rest = b""
+        while self.read()[0] != b"Z":
+            pass
+
+    def read(self):
+        t, body, self.rest = read_msg(self.s, self.rest)
+        return t, body
+
+    def binary_rows(self, sql):
+        """(column OIDs, DataRow bodies) of sql with every result column binary."""
+        def msg(t, body):
+            return t + struct.pack("!I", len(body) + 4) + body
+        self.s.sendall(msg(b"P", b"\0" + sql.encode() + b"\0" + struct.pack("!H", 0)) +
+                       msg(b"B", b"\0\0" + struct.pack("!HHHh", 0, 0, 1, 1)) +
+                       msg(b"D", b"P\0") + msg(b"E", b"\0" + struct.pack("!I", 0)) +
+                       msg(b"S", b""))
+        oids, rows = [], []
+        while True:
+            t, body = self.read()
+            assert t != b"E", body
+            if t == b"T":
+                pos = 2
+                for _ in range(struct.unpack("!H", body[:2])[0]):
+                    pos = body.index(b"\0", pos) + 1
+                    oids.append(struct.unpack("!I", body[pos + 6:pos + 10])[0])
+                    pos += 18
+            elif t == b"D":
+                rows.append(body)
+            elif t == b"Z":
+                return oids, rows
+
+    def close(self):
+        self.s.close()
+
+
+def test_binary_bytes_are_postgresqls(http_pipeline):
+    """The same table and rows in PostgreSQL 15 and in Sluice: every binary
+    DataRow is byte for byte the one PostgreSQL sends, and so are the
+    column type OIDs."""
+    import pgserver
+    ok, why = pgserver.available()
+    if not ok:
+        pytest.skip(why)
+    pg = PgPipeline(http_pipeline(PROG, "--pg", "127.0.0.1:0"))
+    srv = pgserver.PgServer()
+    try:
+        srv.start()
+        srv.psql(PROG.replace("DOUBLE", "DOUBLE PRECISION").replace("TINYINT", "SMALLINT")
+                 .replace(" WITH ('materialized' = 'true')", "")
+                 .replace("tx VARCHAR,", "tx TEXT,"))  # PostgreSQL's bare VARCHAR is varchar
+        values = ", ".join("(%s)" % ", ".join(lit(v) for v in r) for r in ROWS)
+        srv.psql("INSERT INTO ty (%s) VALUES %s" % (
+            COLS, values.replace(" AS DOUBLE)", " AS DOUBLE PRECISION)")))
+        c = psycopg.connect(host="127.0.0.1", port=pg.port, user="tester", dbname="x",
+                            autocommit=True, connect_timeout=30)
+        c.execute("INSERT INTO ty (%s) VALUES %s" % (COLS, values))
+        c.close()
+        q = ("SELECT %s, dm * 3, CAST(NULL AS INT), CAST(l AS TEXT) FROM ty ORDER BY id"
+             % COLS)
+        theirs = RawSession(srv.port, "postgres")
+        ours = RawSession(pg.port, "tester")
+        want, got = theirs.binary_rows(q), ours.binary_rows(q)
+        theirs.close()
+        ours.close()
+        assert got[0] == want[0]
+        assert len(got[1]) == len(want[1]) == len(ROWS)
+        for g, w in zip(got[1], want[1]):
+            assert g == w
+    finally:
+        srv.remove()
+    pg.p.stop()
