@@ -211,6 +211,8 @@ int pgres_set_formats(PgRes *r, int nf, const int16_t *fmts, PgErr *e)
     }
     if (!any || r->ncol == 0)
         return 0;
+    if (r->fmts) /* its rows are binary already */
+        return pg_err(e, "XX000", "result formats set twice");
     r->fmts = sl_calloc((size_t)r->ncol, sizeof(int16_t));
     for (int j = 0; j < r->ncol; j++)
         r->fmts[j] = (int16_t)(nf == 1 ? fmts[0] : fmts[j]);
