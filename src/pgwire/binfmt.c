@@ -11,6 +11,7 @@
  * time/timestamp as microseconds (since 2000-01-01 and midnight), the text
  * types and oid/name as their bytes. A column of any other type asked for
  * in binary is refused with 0A000 naming it, never sent as wrong bytes.
+ * COPY ... TO STDOUT (FORMAT binary) (copy.c) uses the same encodings.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
