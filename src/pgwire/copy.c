@@ -10,7 +10,9 @@
  * queue's bound of records: a COPY is taken whole or not at all), queued
  * at CopyDone through ingress.c like an INSERT. A bad record is reported
  * once the client ended the copy (its data is read and dropped). TO
- * STDOUT: CopyOutResponse, one CopyData per row, CopyDone.
+ * STDOUT: CopyOutResponse, one CopyData per row, CopyDone; TO STDOUT may
+ * also be in PostgreSQL's binary format (FORMAT binary: binfmt.c's
+ * encodings, a type without one refused before anything is sent).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -24,7 +26,7 @@
 #include "pg_int.h"
 
 typedef struct CopyOpts {
-    bool csv, header;
+    bool csv, header, binary;
     char delim;
     char null[32];
 } CopyOpts;
@@ -59,7 +61,7 @@ static bool quoted(const char **p, char *out, size_t on)
 /* The options after FROM STDIN / TO STDOUT. */
 static int options(const char *p, CopyOpts *o, PgErr *e)
 {
-    *o = (CopyOpts){false, false, '\t', "\\N"};
+    *o = (CopyOpts){false, false, false, '\t', "\\N"};
     bool null_given = false, delim_given = false;
     pg_accept_kw(&p, "WITH");
     p = pg_skip_ws(p);
@@ -80,14 +82,16 @@ static int options(const char *p, CopyOpts *o, PgErr *e)
             size_t n = pg_word(q, v, sizeof(v));
             if (!strcmp(v, "CSV"))
                 o->csv = true;
+            else if (!strcmp(v, "BINARY"))
+                o->binary = true;
             else if (strcmp(v, "TEXT"))
-                return pg_err(e, "0A000", "COPY format %s is not supported: text or csv",
-                              n ? v : "?");
+                return pg_err(e, "0A000", "COPY format %s is not supported: text, csv or "
+                                          "binary (TO STDOUT)", n ? v : "?");
             p = q + n;
         } else if (pg_accept_kw(&p, "CSV")) {
             o->csv = true;
         } else if (pg_accept_kw(&p, "BINARY")) {
-            return pg_err(e, "0A000", "COPY in binary format is not supported: text or csv");
+            o->binary = true;
         } else if (pg_accept_kw(&p, "HEADER")) {
             o->header = true;
             const char *q = pg_skip_ws(p);
@@ -118,6 +122,9 @@ static int options(const char *p, CopyOpts *o, PgErr *e)
                                       "DELIMITER, NULL, ENCODING are)", kw[0] ? kw : "?");
         }
     }
+    if (o->binary && (o->csv || o->header || delim_given || null_given))
+        return pg_err(e, "42601", "COPY in binary format takes no CSV, HEADER, DELIMITER or "
+                                  "NULL option");
     if (o->csv && !delim_given)
         o->delim = ',';
     if (o->csv && !null_given)
@@ -163,12 +170,64 @@ static void copy_data(PgConn *c, const Buf *line)
     pg_end(c);
 }
 
+/* COPY TO in binary format: PostgreSQL's signature, flags and header
+   extension, each row as the body of its binary DataRow (field count,
+   then length and bytes of each field, -1 for NULL), the trailer -1. */
+static int copy_out_binary(PgConn *c, QResult *q, PgRes *res, PgErr *e)
+{
+    PgRes r = {0};
+    pgres_from_qresult(&r, q);
+    qresult_free(q);
+    int16_t bin = 1;
+    if (pgres_set_formats(&r, 1, &bin, e)) {
+        pgres_free(&r);
+        return -1;
+    }
+    pg_begin(c, 'H');
+    buf_putc(&c->out, 1);
+    pg_i16(c, r.ncol);
+    for (int j = 0; j < r.ncol; j++)
+        pg_i16(c, 1);
+    pg_end(c);
+    /* the header goes with the first row (or the trailer), as PostgreSQL
+       sends it: clients read it off the first CopyData */
+    bool first = true;
+    const uint8_t *p = r.rows.p, *end = r.rows.p + r.rows.n;
+    for (;;) {
+        pg_begin(c, 'd');
+        if (first) {
+            pg_bytes(c, "PGCOPY\n\377\r\n\0", 11);
+            pg_i32(c, 0); /* flags */
+            pg_i32(c, 0); /* header extension */
+            first = false;
+        }
+        if (p >= end) {
+            pg_i16(c, -1);
+            pg_end(c);
+            break;
+        }
+        uint32_t len = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+        pg_bytes(c, p + 5, len - 4);
+        pg_end(c);
+        p += 1 + len;
+        if (c->out.n > (1 << 20) && !pg_flush(c))
+            break;
+    }
+    pg_begin(c, 'c');
+    pg_end(c);
+    snprintf(res->tag, sizeof(res->tag), "COPY %lld", (long long)r.nrows);
+    pgres_free(&r);
+    return 0;
+}
+
 static int copy_out(PgConn *c, const char *sql, long base, const CopyOpts *o, PgRes *res,
                     PgErr *e)
 {
     QResult q = {0};
     if (pg_select(c, sql, base, &q, e))
         return -1;
+    if (o->binary)
+        return copy_out_binary(c, &q, res, e);
     pg_begin(c, 'H');
     buf_putc(&c->out, 0);
     pg_i16(c, q.ncol);
@@ -511,7 +570,11 @@ int pg_copy(PgConn *c, const char *sql, long base, PgRes *res, PgErr *e)
         char *inner = sl_strndup(p + 1, (size_t)(q - p - 1));
         const char *w = pg_skip_ws(inner);
         int rc;
-        if (pg_accept_kw(&w, "SUBSCRIBE"))
+        bool sub = pg_accept_kw(&w, "SUBSCRIBE");
+        if (sub && o.binary)
+            rc = pg_err(e, "0A000", "COPY (SUBSCRIBE ...) streams text lines only: drop "
+                                    "FORMAT binary");
+        else if (sub)
             rc = pg_subscribe(c, w, true, e) ? -1 : 1;
         else
             rc = copy_out(c, inner, base + (long)(p + 1 - sql), &o, res, e);
@@ -571,6 +634,10 @@ int pg_copy(PgConn *c, const char *sql, long base, PgRes *res, PgErr *e)
         }
         if ((rc = options(p, &o, e)))
             goto out;
+        if (o.binary) {
+            rc = pg_err(e, "0A000", "COPY FROM in binary format is not supported: text or csv");
+            goto out;
+        }
         if ((rc = pg_write_target(c, name, e) < 0 ? -1 : 0))
             goto out;
         rc = copy_in(c, rel, map, nfield, &o, res, e);

@@ -9,7 +9,8 @@
  * most max_rows at a time with PortalSuspended), Close, Sync, Flush.
  * Statements run through exec.c exactly as in a Query message. After an
  * error every message up to Sync is skipped, as the protocol says.
- * Results are text only: a Bind that asks for binary results is refused.
+ * Results are in the formats Bind asks for (text, or binary for the
+ * common types: binfmt.c, applied once the portal has run).
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -51,6 +52,7 @@ static void portal_clear(PgPortal *p)
 {
     sl_free(p->name);
     sl_free(p->sql);
+    sl_free(p->fmts);
     pgres_free(&p->res);
     memset(p, 0, sizeof(*p));
 }
@@ -408,10 +410,13 @@ static int do_bind(PgConn *c, PgRd *r, PgErr *e)
         }
     }
     int nr = rc ? 0 : pgrd_i16(r);
+    int16_t *rf = NULL;
+    if (!rc && (nr < 0 || (size_t)nr * 2 > r->n - r->pos))
+        rc = pg_err(e, "08P01", "invalid Bind message");
+    else if (nr > 0)
+        rf = sl_calloc((size_t)nr, sizeof(int16_t));
     for (int i = 0; i < nr && !rc; i++)
-        if (pgrd_i16(r) != 0)
-            rc = pg_err(e, "0A000", "results are sent in text format only: ask for text "
-                                    "(format 0)");
+        rf[i] = (int16_t)pgrd_i16(r);
     if (!rc && r->bad)
         rc = pg_err(e, "08P01", "invalid Bind message");
     if (!rc) {
@@ -421,6 +426,9 @@ static int do_bind(PgConn *c, PgRd *r, PgErr *e)
         memset(po, 0, sizeof(*po));
         po->name = sl_strdup(portal);
         po->sql = sql;
+        po->nfmt = nr;
+        po->fmts = rf;
+        rf = NULL;
         pg_begin(c, '2');
         pg_end(c);
     }
@@ -428,6 +436,7 @@ static int do_bind(PgConn *c, PgRd *r, PgErr *e)
         sl_free(vals[i]);
     sl_free(vals);
     sl_free(lens);
+    sl_free(rf);
     return rc;
 }
 
@@ -437,7 +446,9 @@ static int portal_run(PgConn *c, PgPortal *po, PgErr *e)
     if (po->ran)
         return 0;
     po->ran = true;
-    return run(c, po->sql, &po->res, e);
+    if (run(c, po->sql, &po->res, e))
+        return -1;
+    return po->res.has_rows ? pgres_set_formats(&po->res, po->nfmt, po->fmts, e) : 0;
 }
 
 static int do_describe(PgConn *c, PgRd *r, PgErr *e)

@@ -1,12 +1,13 @@
 /*
  * pgwire/pg_int.h - what the files of pgwire/ share: the server and
  * session objects, the message writer (proto.c), the reader of a message
- * body (proto.c), the words of statements (scan.c), settings
- * (settings.c), one-shot SELECTs over a snapshot (query.c), rows into the
- * pipeline (ingress.c), the catalog queries clients send (catalog.c),
- * COPY (copy.c), subscriptions (sub.c), statements (exec.c), the
- * extended protocol (ext.c); listen.c accepts connections and runs each
- * session's loop. Files use each other in that order only.
+ * body (proto.c), results in binary format (binfmt.c), the words of
+ * statements (scan.c), settings (settings.c), one-shot SELECTs over a
+ * snapshot (query.c), rows into the pipeline (ingress.c), the catalog
+ * queries clients send (catalog.c), COPY (copy.c), subscriptions (sub.c),
+ * statements (exec.c), the extended protocol (ext.c); listen.c accepts
+ * connections and runs each session's loop. Files use each other in that
+ * order only.
  */
 #ifndef SL_PGWIRE_PG_INT_H
 #define SL_PGWIRE_PG_INT_H
@@ -66,6 +67,7 @@ typedef struct PgRes {
     char **names;
     uint32_t *oids;
     Buf rows;                /* complete 'D' messages */
+    int16_t *fmts;           /* per column 0 text / 1 binary, or NULL: all text */
     int64_t nrows;
     char tag[64];
 } PgRes;
@@ -74,6 +76,8 @@ typedef struct PgPortal {
     char *name;
     char *sql;               /* with the parameters substituted */
     bool ran;
+    int nfmt;                /* Bind's result format codes (0: all text) */
+    int16_t *fmts;
     PgRes res;               /* once ran */
     size_t sent;             /* bytes of res.rows sent by Execute */
 } PgPortal;
@@ -150,6 +154,14 @@ void pgres_row(PgRes *r, const char *const *vals);
 /* The rows of a one-shot result (names and types too). */
 void pgres_from_qresult(PgRes *r, const QResult *q);
 void pgres_free(PgRes *r);
+
+/* binfmt.c: binary results. Is there a binary form of type oid; its
+   name; re-encode r's DataRows with Bind's nf result format codes (0: all
+   text, 1: one for all, else one per column), 0A000 for a column whose
+   type has no binary form. */
+bool pg_bin_supported(uint32_t oid);
+const char *pg_type_name(uint32_t oid);
+int pgres_set_formats(PgRes *r, int nf, const int16_t *fmts, PgErr *e);
 
 /* Reading a message body. */
 typedef struct PgRd {

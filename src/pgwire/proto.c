@@ -238,7 +238,7 @@ void pg_send_desc(PgConn *c, const PgRes *r)
         pg_i32(c, (int32_t)r->oids[j]);
         pg_i16(c, pg_type_len(r->oids[j]));
         pg_i32(c, -1);
-        pg_i16(c, 0);
+        pg_i16(c, r->fmts ? r->fmts[j] : 0);
     }
     pg_end(c);
 }
@@ -340,6 +340,7 @@ void pgres_free(PgRes *r)
         sl_free(r->names[j]);
     sl_free(r->names);
     sl_free(r->oids);
+    sl_free(r->fmts);
     buf_free(&r->rows);
     memset(r, 0, sizeof(*r));
 }
