@@ -375,3 +375,26 @@ def test_a_stop_ends_host_1_s_wait_for_its_database(pg, http_pipeline, tmp_path)
     finally:
         pg.start()
     assert tp.pg_groups(pg, "oh_stop") == {1: (1, 1)}
+
+
+def test_counters_after_a_restart_include_quietly_replayed_steps(tmp_path):
+    """The coordinator dies right after step 8 (checkpoint at 5): the
+    restart replays steps 6 and 7 quietly on both hosts (host 1 writes
+    view b); the final manifest's records and bytes of every output still
+    equal what its file holds (Python's count)."""
+    paths, _ = make_inputs(tmp_path)
+    prog, outs = program(tmp_path, "quiet", paths)
+    st = tmp_path / "st"
+    p = run_prog(prog, 2, st, env={"SLUICE_CRASH_AT": "after-step:8@0",
+                                   "SLUICE_CHECKPOINT_EVERY_STEPS": "5"}, expect_ok=False)
+    assert "ended with status 137" in p.stderr, p.stderr[-3000:]
+    p = run_prog(prog, 2, st)
+    assert "3 journaled steps to replay" in p.stderr, p.stderr[-3000:]
+    man = manifest_outputs(st)
+    wrong = []
+    for j, (v, fmt) in enumerate((("a", "csv"), ("b", "json"), ("c", "csv"))):
+        size = len(outs[v].read_bytes())
+        records = integrate(outs[v], fmt)[1]
+        if (man[j]["offset"], man[j]["records"], man[j]["bytes"]) != (size, records, size):
+            wrong.append((v, man[j], size, records))
+    assert not wrong, wrong
