@@ -77,7 +77,8 @@ typedef struct OutOps {
     /* Count step's changes b into records and bytes as write would,
        without writing: a replayed step whose output the destination
        already holds (output_account). Called on the step thread while a
-       drain thread may write: touches no buffer write uses. */
+       drain thread may write: touches no buffer write uses. NULL: such
+       steps are not counted. */
     void (*account)(OutputConn *oc, int64_t step, const Batch *b);
 } OutOps;
 

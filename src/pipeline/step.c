@@ -6,9 +6,11 @@
  * (journal.c) before the step runs on the backend; a step that a runtime
  * error rolled back runs again without the input records that fail
  * (reject.c); then each view's consolidated changes go to its output
- * connectors and to the after-step hook (HTTP egress), statistics are
- * published (stats.c) and progress is reported. The controller loop
- * (pipeline.c) and the replay of journaled steps (replay.c) call it.
+ * connectors (a quiet step, replayed with its outputs already written,
+ * only counts them: output_account) and to the after-step hook (HTTP
+ * egress), statistics are published (stats.c) and progress is reported.
+ * The controller loop (pipeline.c) and the replay of journaled steps
+ * (replay.c) call it.
  *
  * Also the views' changes and contents as the server and --dump read
  * them, and the stop flag that SIGINT/SIGTERM set.
