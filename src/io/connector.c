@@ -748,6 +748,15 @@ int output_write(OutputConn *oc, int64_t step, const Batch *changes, Err *err)
     return oc->ops->write(oc, step, changes, err);
 }
 
+void output_account(OutputConn *oc, int64_t step, const Batch *changes)
+{
+    if (oc->remote || !oc->ops->account || !changes || changes->n == 0)
+        return;
+    if (oc->ops->committed && step > oc->resumed)
+        return;
+    oc->ops->account(oc, step, changes);
+}
+
 int output_flush(OutputConn *oc, Err *err)
 {
     if (oc->remote)
@@ -759,7 +768,9 @@ int output_truncate(OutputConn *oc, int64_t offset, Err *err)
 {
     if (oc->remote)
         return 0;
-    return oc->ops->truncate ? oc->ops->truncate(oc, offset, err) : 0;
+    int rc = oc->ops->truncate ? oc->ops->truncate(oc, offset, err) : 0;
+    oc->resumed = oc->ops->committed ? oc->ops->committed(oc) : -1;
+    return rc;
 }
 
 int64_t output_offset(OutputConn *oc)

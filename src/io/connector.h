@@ -197,6 +197,11 @@ void output_remote_update(OutputConn *oc, int64_t offset, int64_t records, int64
 
 /* Write one step's consolidated changes (tuples: key = row encoding). */
 int output_write(OutputConn *oc, int64_t step, const Batch *changes, Err *err);
+/* A replayed step not written again (its output is already there): count
+   its changes into the counters as output_write would have. Nothing on a
+   proxy, nor for a step after what the destination held at
+   output_truncate (it waits in the delivery queue, whose write counts it). */
+void output_account(OutputConn *oc, int64_t step, const Batch *changes);
 int output_rel(const OutputConn *oc);
 const char *output_name(const OutputConn *oc);
 /* file_output, postgres_output or kafka_output. */

@@ -74,6 +74,12 @@ typedef struct OutOps {
        step may wait in the delivery queue). NULL: the output cannot
        queue; its failures stop the pipeline (file_output). */
     int64_t (*committed)(const OutputConn *oc);
+    /* Count step's changes b into records and bytes as write would,
+       without writing: a replayed step whose output the destination
+       already holds (output_account). Called on the step thread while a
+       drain thread may write: touches no buffer write uses. NULL: such
+       steps are not counted. */
+    void (*account)(OutputConn *oc, int64_t step, const Batch *b);
 } OutOps;
 
 /* What opening one connector is given (connector.c fills it). */
@@ -191,6 +197,7 @@ struct OutputConn {
     int owner;
     bool remote;
     int64_t remote_off;
+    int64_t resumed;        /* committed() when output_truncate positioned it */
 };
 
 double io_now(void);

@@ -336,29 +336,37 @@ void connectors_set_parse_threads(Connectors *cs, int n)
         cs->in[i]->par = n;
 }
 
+/* Tuple row (weight w) as file_output's lines into out: CSV, the fields
+   and the weight; JSON, one insert or delete object per unit of weight. */
+static void file_line(OutputConn *oc, const Chunk *row, int64_t w, Buf *out)
+{
+    buf_reset(out);
+    if (oc->fmt == FMT_CSV) {
+        fmt_csv_row(row, 0, out);
+        buf_printf(out, ",%lld\n", (long long)w);
+        return;
+    }
+    Buf obj = BUF_INIT;
+    fmt_json_row(&oc->schema, row, 0, &obj);
+    int64_t k = w < 0 ? -w : w;
+    for (int64_t j = 0; j < k; j++) {
+        buf_puts(out, w > 0 ? "{\"insert\":" : "{\"delete\":");
+        buf_append(out, obj.p, obj.n);
+        buf_puts(out, "}\n");
+    }
+    buf_free(&obj);
+}
+
 static int file_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
 {
+    (void)step;
     arena_reset(oc->scratch);
     Chunk *row = chunk_new(oc->scratch, oc->schema.ncol, oc->schema.types, 1);
     row->n = 1;
     for (int64_t i = 0; i < b->n; i++) {
         key_decode(batch_key(b, i), oc->schema.types, oc->schema.ncol, row, 0, 0);
         int64_t w = b->w[i];
-        buf_reset(&oc->line);
-        if (oc->fmt == FMT_CSV) {
-            fmt_csv_row(row, 0, &oc->line);
-            buf_printf(&oc->line, ",%lld\n", (long long)w);
-        } else {
-            Buf obj = BUF_INIT;
-            fmt_json_row(&oc->schema, row, 0, &obj);
-            int64_t k = w < 0 ? -w : w;
-            for (int64_t j = 0; j < k; j++) {
-                buf_puts(&oc->line, w > 0 ? "{\"insert\":" : "{\"delete\":");
-                buf_append(&oc->line, obj.p, obj.n);
-                buf_puts(&oc->line, "}\n");
-            }
-            buf_free(&obj);
-        }
+        file_line(oc, row, w, &oc->line);
         if (fwrite(oc->line.p, 1, oc->line.n, oc->f) != oc->line.n)
             return err_set(err, SL_EIO, "%s: cannot write \"%s\": %s", oc->name, oc->path,
                            strerror(errno));
@@ -366,6 +374,29 @@ static int file_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
         oc->bytes += (int64_t)oc->line.n;
     }
     return 0;
+}
+
+/* A replayed step already in the file: the records and bytes file_write
+   would have added (output_account). */
+static void file_account(OutputConn *oc, int64_t step, const Batch *b)
+{
+    (void)step;
+    Arena *a = arena_new(16 * 1024);
+    Chunk *row = chunk_new(a, oc->schema.ncol, oc->schema.types, 1);
+    row->n = 1;
+    Buf line = BUF_INIT;
+    int64_t recs = 0, bytes = 0;
+    for (int64_t i = 0; i < b->n; i++) {
+        key_decode(batch_key(b, i), oc->schema.types, oc->schema.ncol, row, 0, 0);
+        int64_t w = b->w[i];
+        file_line(oc, row, w, &line);
+        recs += w < 0 ? -w : w;
+        bytes += (int64_t)line.n;
+    }
+    buf_free(&line);
+    arena_free(a);
+    oc->records += recs;
+    oc->bytes += bytes;
 }
 
 static int file_flush(OutputConn *oc, Err *err)
@@ -472,4 +503,5 @@ const OutOps tr_file_out_ops = {
     .truncate = file_truncate,
     .offset = file_offset,
     .close = file_out_close,
+    .account = file_account,
 };

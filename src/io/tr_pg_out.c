@@ -885,6 +885,33 @@ static int do_write(PgOut *po, OutputConn *oc, void *arg, PGresult **fail)
     return 0;
 }
 
+/* A step the table already holds (replayed, or committed before a
+   restart): the records and bytes pg_out_write adds for it, rows upserted
+   and deleted and the COPY text it sends last (the upserts', else the
+   deletes'), in buffers of its own (output_account; a drain thread may be
+   writing). */
+static void pg_out_account(OutputConn *oc, int64_t step, const Batch *b)
+{
+    (void)step;
+    PgOut *po = oc->pg;
+    int64_t ups = 0, dels = 0;
+    for (int64_t i = 0; i < b->n; i++)
+        b->w[i] > 0 ? ups++ : dels++;
+    if (ups + dels == 0)
+        return;
+    Arena *a = arena_new(16 * 1024);
+    Chunk *row = chunk_new(a, oc->schema.ncol, oc->schema.types, 1);
+    row->n = 1;
+    Buf text = BUF_INIT;
+    for (int64_t i = 0; i < b->n; i++)
+        if ((b->w[i] > 0) == (ups > 0))
+            row_text(po, oc, b, i, row, &text);
+    __atomic_add_fetch(&oc->records, ups + dels, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&oc->bytes, (int64_t)text.n, __ATOMIC_RELAXED);
+    buf_free(&text);
+    arena_free(a);
+}
+
 static int pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
 {
     PgOut *po = oc->pg;
@@ -912,7 +939,7 @@ static int pg_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *err)
         if (step == po->resync_step && h == po->resync_hash) {
             fprintf(stderr, "sluice: %s: step %lld was committed to PostgreSQL before the "
                             "restart; not written again\n", oc->name, (long long)step);
-            __atomic_add_fetch(&oc->records, wa.ups + wa.dels, __ATOMIC_RELAXED);
+            pg_out_account(oc, step, b);
             return 0;
         }
     }
@@ -959,4 +986,5 @@ const OutOps tr_pg_out_ops = {
     .offset = pg_out_offset,
     .close = pg_out_close,
     .committed = pg_out_offset, /* the offset is the last step committed */
+    .account = pg_out_account,
 };

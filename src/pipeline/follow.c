@@ -387,9 +387,10 @@ static bool xrec_fits(const uint8_t *p, int64_t n)
 /* Write step's changes of every view this host writes output connectors
    of: this host's own and those other hosts sent (got, per relation),
    consolidated into one batch per view, as a single host would; flush
-   each, and sync it when the journal counts on it (sync). */
+   each, and sync it when the journal counts on it (sync). A quiet step
+   (replayed, already written) is only counted (output_account). */
 static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, int me, Buf *got,
-                         int64_t step, bool sync, Err *err)
+                         int64_t step, bool quiet, bool sync, Err *err)
 {
     for (int rel = 0; rel < c->nrels; rel++) {
         if (!host_writes(cs, me, rel))
@@ -406,7 +407,9 @@ static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, int me, 
             OutputConn *oc = cs->out[j];
             if (output_remote(oc) || output_rel(oc) != rel)
                 continue;
-            if (output_write(oc, step, b, err) || output_flush(oc, err) ||
+            if (quiet) /* replayed: already written; counted as written */
+                output_account(oc, step, b);
+            else if (output_write(oc, step, b, err) || output_flush(oc, err) ||
                 (sync && output_sync(oc, err)))
                 rc = err->code ? err->code : SL_EIO;
         }
@@ -420,8 +423,8 @@ static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, int me, 
 /* The end of a STEP when outputs are spread (outputs_spread). In the reply
    exchange every other host sent this one its status and its changes of
    the views this host writes (put_owner_part, now in recv); unless the
-   step is quiet (replayed, already written) or failed on some host, they
-   are written here (write_outputs). Then SLUICE_CRASH_AT=after-step, and
+   step failed on some host, they are written here (write_outputs), or
+   only counted when the step is quiet (replayed, already written). Then SLUICE_CRASH_AT=after-step, and
    the third exchange: this host's error, if any, and the offset and
    counters of each output connector it writes, for the coordinator's
    proxies (journal, checkpoints, /stats). */
@@ -456,8 +459,8 @@ static void fol_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Buf *send
             rc = err_set(&e, SL_ERUNTIME, "malformed changes from host %d (%s)", h,
                          net_host_name(h));
     }
-    if (mine && !rc && ok && !quiet)
-        rc = write_outputs(c, rt, cs, me, got, rt_steps(rt), sync, &e);
+    if (mine && !rc && ok)
+        rc = write_outputs(c, rt, cs, me, got, rt_steps(rt), quiet, sync, &e);
     if (!src && !rc)
         store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
     for (int h = 0; h < H; h++)

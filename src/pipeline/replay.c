@@ -5,7 +5,7 @@
  * and hash: an input that changed since is refused), adds the HTTP input
  * it took from the ingress log, and runs the same step (step.c); outputs
  * of all but the last replayed step are already in the files (the journal
- * explains why). ft_requeue puts the logged HTTP input no journaled step
+ * explains why): those steps run quiet, their outputs counted, not written. ft_requeue puts the logged HTTP input no journaled step
  * consumed back into the queue (inbox.c), in log order.
  */
 #include <stdio.h>

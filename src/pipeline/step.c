@@ -6,9 +6,11 @@
  * (journal.c) before the step runs on the backend; a step that a runtime
  * error rolled back runs again without the input records that fail
  * (reject.c); then each view's consolidated changes go to its output
- * connectors and to the after-step hook (HTTP egress), statistics are
- * published (stats.c) and progress is reported. The controller loop
- * (pipeline.c) and the replay of journaled steps (replay.c) call it.
+ * connectors (a quiet step, replayed with its outputs already written,
+ * only counts them: output_account) and to the after-step hook (HTTP
+ * egress), statistics are published (stats.c) and progress is reported.
+ * The controller loop (pipeline.c) and the replay of journaled steps
+ * (replay.c) call it.
  *
  * Also the views' changes and contents as the server and --dump read
  * them, and the stop flag that SIGINT/SIGTERM set.
@@ -190,6 +192,19 @@ static int deliver(Pipeline *p, const Pending *pd, Err *err)
     return rc;
 }
 
+/* A replayed step whose outputs are already written (replay.c): count
+   its changes into every local output's counters as the write would have
+   (output_account), so that records and bytes come out as an
+   uninterrupted run's. A remote output's host counts its own (follow.c). */
+static void account(Pipeline *p)
+{
+    for (int j = 0; j < p->cs.nout; j++) {
+        OutputConn *oc = p->cs.out[j];
+        if (!output_remote(oc))
+            output_account(oc, rt_steps(p->be->rt), pipeline_changes(p, output_rel(oc)));
+    }
+}
+
 /* ---------------------------------------------------------------- input */
 
 static void add_unit(Pipeline *p, Pending *pd, int slot, double arrival, int rel, Piece *list,
@@ -332,7 +347,10 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
     p->rows += pd->rows;
     ft_step_done(p->ft, pd);
     mem_set_doing("delivering the outputs of step %lld", rt_steps(p->be->rt), 0);
-    rc = p->quiet_outputs ? 0 : deliver(p, pd, err);
+    if (p->quiet_outputs)
+        account(p);
+    else
+        rc = deliver(p, pd, err);
     if (!rc && p->hooks.after_step)
         p->hooks.after_step(p->hooks.arg, p, rt_steps(p->be->rt));
     for (int i = 0; !rc && i < p->nmore_hooks; i++)

@@ -571,3 +571,31 @@ def test_input_that_ends_within_the_first_step_replays_after_a_kill(tmp_path):
     assert "replaying" in res.stderr or "journal" in res.stderr, res.stderr[-3000:]
     assert (tmp_path / "dump" / "balance.csv").read_bytes() == ref_balance
     assert out.read_bytes() == ref_out, res.stderr[-3000:]
+
+
+def newest_manifest(st):
+    names = [f for f in os.listdir(st) if f.startswith("manifest-") and f.endswith(".json")]
+    name = max(names, key=lambda f: int(f.split("-")[1].split(".")[0]))
+    return json.loads(open(st / name).read().split("\n#sluice-manifest")[0])
+
+
+def test_output_counters_include_the_steps_replayed_quietly(tmp_path):
+    """A crash three steps past a checkpoint: the restart replays them, the
+    first two quietly (their output is already in the file); the final
+    manifest's records and bytes of the file output still count them: they
+    equal the file's size and the sum of the weights in it (Python's count),
+    and the file equals an uninterrupted run's."""
+    rows = 600_000
+    _, ref_out = reference(tmp_path, rows)
+    prog, out = bank_program(tmp_path, rows)
+    st = tmp_path / "storage"
+    args = ["run", prog, "--until-done", "--no-progress", "--step-rows", STEP_ROWS,
+            "--storage", st, "--checkpoint-interval", "0"]
+    crash(args, "after-step:18", every=5)  # checkpoint at 15; journal 16, 17, 18
+    res = finish(args)
+    assert "3 journaled steps to replay" in res.stderr, res.stderr[-3000:]
+    data = out.read_bytes()
+    assert data == ref_out
+    weights = sum(abs(int(line.rsplit(b",", 1)[1])) for line in data.splitlines())
+    o = newest_manifest(st)["outputs"][0]
+    assert (o["records"], o["bytes"], o["offset"]) == (weights, len(data), len(data)), o
