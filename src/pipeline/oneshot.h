@@ -74,4 +74,18 @@ int oneshot_run(const char *prelude, const char *select_sql, const QInput *in, i
                 int nsteps, const Chunk *const *steps, int workers, QStepFn after, void *arg,
                 QResult *out, Err *err);
 
+/* A one-shot SELECT over a running pipeline's materialized relations
+   (livequery.c; HTTP /query and the PostgreSQL wire protocol): those sql
+   names are copied at a step boundary, then the query runs on a thread of
+   its own under the limits of oneshot_limits() (set in *b), cancelled when
+   the client on socket fd (-1: none) has gone. LQ_OK: out holds the rows;
+   LQ_STOPPING: the pipeline is stopping; LQ_BUDGET: b->stop says which
+   limit stopped it; LQ_SQL: err says why, and *unmat is a relation the
+   query names that is not materialized (the likely cause), else -1. */
+struct Pipeline;
+struct Budget;
+typedef enum LiveQueryRc { LQ_OK, LQ_STOPPING, LQ_BUDGET, LQ_SQL } LiveQueryRc;
+LiveQueryRc pipeline_query(struct Pipeline *p, const char *sql, int fd, QResult *out,
+                           struct Budget *b, int *unmat, Err *err);
+
 #endif

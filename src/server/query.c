@@ -2,16 +2,13 @@
  * server/query.c - GET|POST /query?sql=...&format=text|json|csv: one
  * SELECT over a consistent snapshot of the materialized tables and views.
  *
- * The SQL (the sql argument, or the POST body) is tokenized to find the
- * relations it may name; the controller copies the materialized ones'
- * contents between two steps (pipeline_call + pipeline_contents_raw, a
- * memcpy of their row encodings), and this thread decodes them and runs
- * the query with pipeline/oneshot.h, so the pipeline keeps stepping while
- * the query runs. A query naming a relation that is not materialized gets
+ * The SQL (the sql argument, or the POST body) goes to pipeline_query
+ * (pipeline/livequery.c, shared with pgwire/): the controller copies the
+ * materialized relations it names between two steps, and the query runs
+ * on a thread of its own while the pipeline keeps stepping. A query naming a relation that is not materialized gets
  * a 400 naming it and saying how to materialize it.
  *
- * Bounds: the decoding and the query run on a thread of their own (a 16
- * MiB stack, whatever the connection threads have) under a base/budget.h
+ * Bounds: the decoding and the query run under a base/budget.h
  * Budget: at most oneshot_limits() seconds and bytes, and cancelled
  * when the client closes its connection (a peek at the socket, at most
  * every 50 ms). A query stopped by its memory budget gets 507, by its time
@@ -21,38 +18,18 @@
  * "(N rows)" at the end), json (one object per row and line), csv (a
  * header line, then the rows).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <strings.h>
-#include <sys/socket.h>
 
 #include "../base/budget.h"
 #include "../base/mem.h"
 #include "../expr/text.h"
 #include "../io/format.h"
-#include "../zset/xrec.h"
 #include "../pipeline/oneshot.h"
-#include "../sql/lexer.h"
 #include "../sql/sql.h"
-#include "../zset/key.h"
 #include "http_int.h"
 
 #define MAX_SQL (1 << 20)
-#define QUERY_STACK ((size_t)16 << 20)
-
-typedef struct Snap {
-    int n;
-    int *rels;
-    Buf *raw;
-} Snap;
-
-static void snapshot(Pipeline *p, void *arg)
-{
-    Snap *s = arg;
-    for (int i = 0; i < s->n; i++)
-        pipeline_contents_raw(p, s->rels[i], &s->raw[i]);
-}
 
 static int on_body(Req *q, const char *data, size_t n)
 {
@@ -154,103 +131,6 @@ static void format_rows(const QResult *res, bool csv, Buf *out)
     }
 }
 
-/* Relations whose names appear as identifiers in sql (case-insensitive). */
-static int candidates(const Circuit *c, const char *sql, int *rels)
-{
-    Arena *a = arena_new(4096);
-    Token *toks = NULL;
-    int ntoks = 0, n = 0;
-    Err e = {0};
-    if (!lex(sql, a, &toks, &ntoks, &e))
-        for (int i = 0; i < ntoks; i++) {
-            if (toks[i].k != T_IDENT && toks[i].k != T_QIDENT)
-                continue;
-            int rel = circuit_find_rel(c, toks[i].s);
-            bool dup = false;
-            for (int k = 0; k < n; k++)
-                dup = dup || rels[k] == rel;
-            if (rel >= 0 && !dup)
-                rels[n++] = rel;
-        }
-    arena_free(a);
-    return n;
-}
-
-/* err names relation r as unknown ("... \"name\" does not exist"). */
-static bool names(const Err *e, const char *name)
-{
-    char quoted[300];
-    snprintf(quoted, sizeof(quoted), "\"%s\"", name);
-    return strcasestr(e->msg, quoted) != NULL;
-}
-
-/* Budget.cancelled: has the client closed the connection (arg: its fd)? */
-static bool client_gone(void *arg)
-{
-    char c;
-    ssize_t n = recv(*(const int *)arg, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
-/* One query's run: the snapshot's decoding and oneshot_query, under b, on
-   a thread of its own (run_job). */
-typedef struct Job {
-    const Circuit *c;
-    const Snap *sn;
-    const char *sql;
-    int fd;     /* the client's socket (client_gone), or -1 */
-    Budget b;   /* set by the caller; its stop says why the run ended */
-    QResult res;
-    Err e;
-    int rc;     /* oneshot_query's */
-} Job;
-
-static void *job_main(void *arg)
-{
-    Job *j = arg;
-    const Snap *sn = j->sn;
-    budget_begin(&j->b);
-    Arena *a = arena_new(1 << 16);
-    QInput *in = arena_zalloc(a, sizeof(QInput) * (size_t)(sn->n + 1));
-    for (int i = 0; i < sn->n; i++) {
-        const Relation *r = &j->c->rels[sn->rels[i]];
-        int64_t nrec = 0;
-        size_t pos = 0;
-        XRec x;
-        while (xrec_next(&sn->raw[i], &pos, &x))
-            nrec++;
-        Chunk *ch = chunk_new(a, r->ncol, r->types, nrec ? nrec : 1);
-        pos = 0;
-        while (xrec_next(&sn->raw[i], &pos, &x)) {
-            key_decode(x.k, r->types, r->ncol, ch, 0, ch->n);
-            ch->w[ch->n++] = x.w;
-        }
-        in[i] = (QInput){r->name, r->ncol, (const char *const *)r->colnames, r->types, ch};
-    }
-    j->rc = oneshot_query(j->sql, in, sn->n, 1, &j->res, &j->e);
-    arena_free(a);
-    budget_end();
-    return NULL;
-}
-
-/* Run j on a thread with a stack of QUERY_STACK bytes: the front end's
-   limits (sql/ast.h) are sized for 8 MiB with room to spare, and a
-   connection thread's stack is the default, which is 2 MiB under
-   `ulimit -s unlimited`. Runs it on this thread if none can be made. */
-static void run_job(Job *j)
-{
-    pthread_attr_t at;
-    pthread_t t;
-    bool ok = pthread_attr_init(&at) == 0;
-    ok = ok && pthread_attr_setstacksize(&at, QUERY_STACK) == 0 &&
-         pthread_create(&t, &at, job_main, j) == 0;
-    pthread_attr_destroy(&at);
-    if (ok)
-        pthread_join(t, NULL);
-    else
-        job_main(j);
-}
-
 /* The response for a query its budget stopped (b->stop set); logs it. */
 static int stopped(Req *q, const Budget *b, const char *sql)
 {
@@ -296,51 +176,32 @@ static int run(Req *q)
     if (strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "csv"))
         return req_error(q, MHD_HTTP_BAD_REQUEST, "InvalidParameter", NULL,
                          "format must be text, json or csv, not \"%s\"", fmt);
-    int *cand = sl_calloc((size_t)c->nrels + 1, sizeof(int));
-    int ncand = candidates(c, sql, cand);
-    Snap sn = {0, sl_calloc((size_t)ncand + 1, sizeof(int)), sl_calloc((size_t)ncand + 1, sizeof(Buf))};
-    for (int i = 0; i < ncand; i++)
-        if (c->rels[cand[i]].materialized && c->rels[cand[i]].sink >= 0)
-            sn.rels[sn.n++] = cand[i];
-    int rc = 0;
-    if (pipeline_call(s->p, snapshot, &sn)) {
-        rc = req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "PipelineStopping", NULL,
-                       "the pipeline is stopping; no more queries");
-        goto out_free;
-    }
-    QueryLimits lim = oneshot_limits();
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    Job job = {c, &sn, sql, ci ? ci->connect_fd : -1, {0}, {0}, {0}, 0};
-    job.b = (Budget){.limit = lim.memory_bytes, .timeout = lim.timeout_secs,
-                     .cancelled = ci ? client_gone : NULL, .arg = &job.fd};
-    run_job(&job);
-    Budget b = job.b;
-    QResult res = job.res;
-    Err e = job.e;
-    int qrc = job.rc;
-    if (qrc && b.stop) {
-        rc = stopped(q, &b, sql);
-        goto out_free;
-    }
-    if (qrc) {
-        for (int i = 0; i < ncand; i++) {
-            const Relation *r = &c->rels[cand[i]];
-            if ((r->materialized && r->sink >= 0) || !names(&e, r->name))
-                continue;
+    QResult res = {0};
+    Budget b;
+    Err e = {0};
+    int unmat;
+    LiveQueryRc lq = pipeline_query(s->p, sql, ci ? ci->connect_fd : -1, &res, &b, &unmat, &e);
+    if (lq == LQ_STOPPING)
+        return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "PipelineStopping", NULL,
+                         "the pipeline is stopping; no more queries");
+    if (lq == LQ_BUDGET)
+        return stopped(q, &b, sql);
+    if (lq == LQ_SQL) {
+        if (unmat >= 0) {
+            const Relation *r = &c->rels[unmat];
             cJSON *d = cJSON_CreateObject();
             cJSON_AddStringToObject(d, "relation", r->name);
             if (r->is_table)
-                rc = req_error(q, MHD_HTTP_BAD_REQUEST, "NotMaterialized", d,
-                               "table %s is not materialized, so /query cannot read it: declare "
-                               "it with WITH ('materialized' = 'true')",
-                               r->name);
-            else
-                rc = req_error(q, MHD_HTTP_BAD_REQUEST, "NotMaterialized", d,
-                               "view %s is not materialized, so /query cannot read it: declare "
-                               "it as CREATE MATERIALIZED VIEW %s",
-                               r->name, r->name);
-            goto out_free;
+                return req_error(q, MHD_HTTP_BAD_REQUEST, "NotMaterialized", d,
+                                 "table %s is not materialized, so /query cannot read it: "
+                                 "declare it with WITH ('materialized' = 'true')",
+                                 r->name);
+            return req_error(q, MHD_HTTP_BAD_REQUEST, "NotMaterialized", d,
+                             "view %s is not materialized, so /query cannot read it: declare "
+                             "it as CREATE MATERIALIZED VIEW %s",
+                             r->name, r->name);
         }
         cJSON *d = cJSON_CreateObject();
         if (e.line) {
@@ -349,12 +210,10 @@ static int run(Req *q)
         }
         cJSON_AddStringToObject(d, "kind", err_kind(e.code));
         if (e.line)
-            rc = req_error(q, MHD_HTTP_BAD_REQUEST, "SqlError", d, "%d:%d: %s: %s", e.line,
-                           e.col, err_kind(e.code), e.msg);
-        else
-            rc = req_error(q, MHD_HTTP_BAD_REQUEST, "SqlError", d, "%s: %s", err_kind(e.code),
-                           e.msg);
-        goto out_free;
+            return req_error(q, MHD_HTTP_BAD_REQUEST, "SqlError", d, "%d:%d: %s: %s", e.line,
+                             e.col, err_kind(e.code), e.msg);
+        return req_error(q, MHD_HTTP_BAD_REQUEST, "SqlError", d, "%s: %s", err_kind(e.code),
+                         e.msg);
     }
     Buf out = BUF_INIT;
     const char *ctype = "text/plain; charset=utf-8";
@@ -371,14 +230,8 @@ static int run(Req *q)
         sl_panic("out of memory");
     if (out.n)
         memcpy(body, out.p, out.n);
-    rc = req_respond(q, MHD_HTTP_OK, ctype, body, out.n);
+    int rc = req_respond(q, MHD_HTTP_OK, ctype, body, out.n);
     buf_free(&out);
-out_free:
-    for (int i = 0; i < sn.n; i++)
-        buf_free(&sn.raw[i]);
-    sl_free(sn.raw);
-    sl_free(sn.rels);
-    sl_free(cand);
     return rc;
 }
 

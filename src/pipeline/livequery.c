@@ -1,0 +1,173 @@
+/*
+ * pipeline/livequery.c - one-shot SELECTs over a running pipeline (HTTP
+ * /query and the PostgreSQL wire protocol): the materialized relations
+ * the query names are copied at a step boundary (pipeline_call), decoded
+ * and handed to oneshot_query on a thread of its own, under the limits of
+ * oneshot_limits() and cancelled when the client's socket closes.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "../base/budget.h"
+#include "../base/mem.h"
+#include "../circuit/circuit.h"
+#include "../sql/lexer.h"
+#include "../sql/sql.h"
+#include "../zset/key.h"
+#include "../zset/xrec.h"
+#include "oneshot.h"
+#include "pipeline_int.h"
+
+/* The front end's limits (sql/ast.h) are sized for an 8 MiB stack with
+   room to spare; a connection thread's may be 2 MiB. */
+#define QUERY_STACK ((size_t)16 << 20)
+
+typedef struct Snap {
+    int n;
+    int *rels;
+    Buf *raw;
+} Snap;
+
+static void snapshot(Pipeline *p, void *arg)
+{
+    Snap *s = arg;
+    for (int i = 0; i < s->n; i++)
+        pipeline_contents_raw(p, s->rels[i], &s->raw[i]);
+}
+
+/* Relations whose names appear as identifiers in sql (case-insensitive). */
+static int candidates(const Circuit *c, const char *sql, int *rels)
+{
+    Arena *a = arena_new(4096);
+    Token *toks = NULL;
+    int ntoks = 0, n = 0;
+    Err e = {0};
+    if (!lex(sql, a, &toks, &ntoks, &e))
+        for (int i = 0; i < ntoks; i++) {
+            if (toks[i].k != T_IDENT && toks[i].k != T_QIDENT)
+                continue;
+            int rel = circuit_find_rel(c, toks[i].s);
+            bool dup = false;
+            for (int k = 0; k < n; k++)
+                dup = dup || rels[k] == rel;
+            if (rel >= 0 && !dup)
+                rels[n++] = rel;
+        }
+    arena_free(a);
+    return n;
+}
+
+/* err names relation r as unknown ("... \"name\" does not exist"). */
+static bool names(const Err *e, const char *name)
+{
+    char quoted[300];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", name);
+    return strcasestr(e->msg, quoted) != NULL;
+}
+
+/* Budget.cancelled: has the client closed the connection (arg: its fd)? */
+static bool client_gone(void *arg)
+{
+    char ch;
+    ssize_t n = recv(*(const int *)arg, &ch, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* One query's run: the snapshot's decoding and oneshot_query, under b. */
+typedef struct Job {
+    const Circuit *c;
+    const Snap *sn;
+    const char *sql;
+    Budget *b;
+    QResult *res;
+    Err *e;
+    int rc; /* oneshot_query's */
+} Job;
+
+static void *job_main(void *arg)
+{
+    Job *j = arg;
+    const Snap *sn = j->sn;
+    budget_begin(j->b);
+    Arena *a = arena_new(1 << 16);
+    QInput *in = arena_zalloc(a, sizeof(QInput) * (size_t)(sn->n + 1));
+    for (int i = 0; i < sn->n; i++) {
+        const Relation *r = &j->c->rels[sn->rels[i]];
+        int64_t nrec = 0;
+        size_t pos = 0;
+        XRec x;
+        while (xrec_next(&sn->raw[i], &pos, &x))
+            nrec++;
+        Chunk *ch = chunk_new(a, r->ncol, r->types, nrec ? nrec : 1);
+        pos = 0;
+        while (xrec_next(&sn->raw[i], &pos, &x)) {
+            key_decode(x.k, r->types, r->ncol, ch, 0, ch->n);
+            ch->w[ch->n++] = x.w;
+        }
+        in[i] = (QInput){r->name, r->ncol, (const char *const *)r->colnames, r->types, ch};
+    }
+    j->rc = oneshot_query(j->sql, in, sn->n, 1, j->res, j->e);
+    arena_free(a);
+    budget_end();
+    return NULL;
+}
+
+/* Run j on a thread with a stack of QUERY_STACK bytes (on this thread if
+   none can be made). */
+static void run_job(Job *j)
+{
+    pthread_attr_t at;
+    pthread_t t;
+    bool ok = pthread_attr_init(&at) == 0;
+    ok = ok && pthread_attr_setstacksize(&at, QUERY_STACK) == 0 &&
+         pthread_create(&t, &at, job_main, j) == 0;
+    pthread_attr_destroy(&at);
+    if (ok)
+        pthread_join(t, NULL);
+    else
+        job_main(j);
+}
+
+LiveQueryRc pipeline_query(Pipeline *p, const char *sql, int fd, QResult *out, Budget *b,
+                           int *unmat, Err *err)
+{
+    const Circuit *c = p->c;
+    *unmat = -1;
+    int *cand = sl_calloc((size_t)c->nrels + 1, sizeof(int));
+    int ncand = candidates(c, sql, cand);
+    Snap sn = {0, sl_calloc((size_t)ncand + 1, sizeof(int)),
+               sl_calloc((size_t)ncand + 1, sizeof(Buf))};
+    for (int i = 0; i < ncand; i++)
+        if (c->rels[cand[i]].materialized && c->rels[cand[i]].sink >= 0)
+            sn.rels[sn.n++] = cand[i];
+    LiveQueryRc rc = LQ_OK;
+    QueryLimits lim = oneshot_limits();
+    *b = (Budget){.limit = lim.memory_bytes, .timeout = lim.timeout_secs,
+                  .cancelled = fd >= 0 ? client_gone : NULL, .arg = &fd};
+    if (pipeline_call(p, snapshot, &sn)) {
+        rc = LQ_STOPPING;
+        goto out;
+    }
+    Job job = {c, &sn, sql, b, out, err, 0};
+    run_job(&job);
+    if (job.rc && b->stop) {
+        rc = LQ_BUDGET;
+    } else if (job.rc) {
+        rc = LQ_SQL;
+        for (int i = 0; i < ncand && *unmat < 0; i++) {
+            const Relation *r = &c->rels[cand[i]];
+            if (!(r->materialized && r->sink >= 0) && names(err, r->name))
+                *unmat = cand[i];
+        }
+    }
+out:
+    for (int i = 0; i < sn.n; i++)
+        buf_free(&sn.raw[i]);
+    sl_free(sn.raw);
+    sl_free(sn.rels);
+    sl_free(cand);
+    return rc;
+}
