@@ -68,6 +68,19 @@ build/sluice-slt: $(REL_SLT) build/libsluice.a
 build/debug/sluice-slt: $(DBG_SLT) build/debug/libsluice.a
 	$(CC) $(DBG_CFLAGS) $(DBG_LDFLAGS) -o $@ $(DBG_SLT) build/debug/libsluice.a $(LIBS) -lnettle
 
+# The web console's files (src/console/) become a generated header of byte
+# arrays (scripts/embed_assets.sh) that src/console/console.c includes.
+CONSOLE_ASSETS := $(sort $(wildcard src/console/*.html src/console/*.js src/console/*.css))
+CONSOLE_OBJ := $(foreach t,build/obj build/debug/obj build/fuzz/obj build/tsan/obj,$(t)/console/console.o)
+build/gen/console_assets.h: $(CONSOLE_ASSETS) scripts/embed_assets.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed_assets.sh $@ $(CONSOLE_ASSETS)
+$(CONSOLE_OBJ): build/gen/console_assets.h
+$(CONSOLE_OBJ): REL_CFLAGS += -Ibuild/gen
+$(CONSOLE_OBJ): DBG_CFLAGS += -Ibuild/gen
+$(CONSOLE_OBJ): FUZZ_CFLAGS += -Ibuild/gen
+$(CONSOLE_OBJ): TSAN_CFLAGS += -Ibuild/gen
+
 debug: build/debug/sluice build/debug/sluice-slt
 
 # All tests: unit tests (cmocka) under ASan/UBSan, then end-to-end tests

@@ -12,6 +12,8 @@
  *   GET    /v0/pipelines/NAME/logs     the tail of its children's output
  *   any    /v0/pipelines/NAME/<other>  the pipeline's own API (proxy.c);
  *                                      503 while it is not up
+ *   GET    /, /console/NAME            the web console (src/console/), served
+ *                                      without a key: it holds no data
  *
  * Request bodies are read whole up to --max-body (413 past it) before the
  * handler runs. Every answer that is not the pipeline's own is JSON; errors
@@ -31,6 +33,7 @@
 
 #include "../base/mem.h"
 #include "../base/vec.h"
+#include "../console/console.h"
 #include "../server/server.h"
 #include "../sql/sql.h"
 #include "mgr_int.h"
@@ -49,7 +52,7 @@ static int not_found(struct MHD_Connection *c, const char *method, const char *u
         "GET /v0/pipelines", "GET /v0/pipelines/NAME", "PUT /v0/pipelines/NAME",
         "DELETE /v0/pipelines/NAME", "POST /v0/pipelines/NAME/start",
         "POST /v0/pipelines/NAME/pause", "POST /v0/pipelines/NAME/stop",
-        "GET /v0/pipelines/NAME/logs",
+        "GET /v0/pipelines/NAME/logs", "GET / (the web console)",
         "* /v0/pipelines/NAME/<the pipeline's own endpoint>"};
     for (size_t i = 0; i < ARRAY_LEN(eps); i++)
         cJSON_AddItemToArray(e, cJSON_CreateString(eps[i]));
@@ -285,9 +288,23 @@ static int get_logs(Mgr *m, struct MHD_Connection *c, const char *name)
 
 /* ------------------------------------------------------------- dispatch */
 
+/* The web console's file at url (src/console/: the page at /, the rest
+   under /console/) for a GET, or NULL. */
+static const ConsoleAsset *console_file(const char *method, const char *url)
+{
+    return strcmp(method, "GET") ? NULL : console_asset(url);
+}
+
 static int dispatch(Mgr *m, struct MHD_Connection *c, const char *method, const char *url,
                     const MReq *rq)
 {
+    const ConsoleAsset *a = console_file(method, url);
+    if (a) {
+        struct MHD_Response *r = console_response(a);
+        int rc = MHD_queue_response(c, MHD_HTTP_OK, r) == MHD_YES ? 0 : -1;
+        MHD_destroy_response(r);
+        return rc;
+    }
     const char *pre = "/v0/pipelines";
     size_t pn = strlen(pre);
     if (strncmp(url, pre, pn) || (url[pn] && url[pn] != '/'))
@@ -387,7 +404,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         ServerRefusal r = {0};
         const char *mu[2] = {method, url};
         int port = __atomic_load_n(&m->port, __ATOMIC_ACQUIRE);
-        unsigned st = server_gate(&m->o.srv, port, c, method, url, mgr_read_only_ok, mu, &r);
+        ServerOpts so = m->o.srv;
+        if (console_file(method, url))
+            so.nkeys = 0; /* the console's files: no data, no key */
+        unsigned st = server_gate(&so, port, c, method, url, mgr_read_only_ok, mu, &r);
         if (st) {
             rq->refused = true;
             api_error(c, st, r.code, r.details, "%s", r.msg);

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "../base/mem.h"
+#include "../console/console.h"
 #include "../sql/sql.h"
 #include "http_int.h"
 
@@ -133,6 +134,37 @@ int req_relation(Req *q, const char *prefix, const char *what)
 
 /* ---------------------------------------------------------------- routing */
 
+/* The web console's file for q (src/console/): /console/NAME, and the page
+   at / for a browser (Accept: text/html; other clients get the JSON
+   index), or NULL. The files hold no data, so the gate asks no key for
+   them (docs/security.md); the page sends the user's key with its calls. */
+static const ConsoleAsset *console_file(const Req *q)
+{
+    if (strcmp(q->method, "GET") && strcmp(q->method, "HEAD"))
+        return NULL;
+    if (!strcmp(q->path, "/")) {
+        const char *acc = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Accept");
+        if (!acc || !strstr(acc, "text/html"))
+            return NULL;
+    }
+    return console_asset(q->path);
+}
+
+static int console_serve(Req *q)
+{
+    const ConsoleAsset *a = console_file(q);
+    if (!a && !strcmp(q->path, "/"))
+        return api_index(q);
+    if (!a)
+        return req_error(q, MHD_HTTP_NOT_FOUND, "UnknownEndpoint", NULL,
+                         "the console has no file %s", q->path);
+    struct MHD_Response *r = console_response(a);
+    int rc = MHD_queue_response(q->conn, MHD_HTTP_OK, r) == MHD_YES ? 0 : -1;
+    MHD_destroy_response(r);
+    q->responded = true;
+    return rc;
+}
+
 /* One endpoint: the single source of routing, of the 404's list of
    endpoints, of the 405's Allow header, of what a read-only key may do and
    of which requests stream their body. */
@@ -164,7 +196,8 @@ static const Route routes[] = {
     {"/stats", "GET", "GET", false, stats_json, NULL, 0},
     {"/metrics", "GET", "GET", false, stats_prometheus, NULL, 0},
     {"/dead_letter", "GET", "GET", false, stats_dead_letter, NULL, 0},
-    {"/", "GET", NULL, false, api_index, NULL, 0},
+    {"/console/", "GET", NULL, false, console_serve, NULL, 0},
+    {"/", "GET", NULL, false, console_serve, NULL, 0},
 };
 
 static bool route_is_prefix(const Route *rt)
@@ -371,8 +404,11 @@ static bool req_read_only_ok(const void *arg) { return read_only_ok(arg); }
 static bool gate(Req *q)
 {
     ServerRefusal r = {0};
+    ServerOpts o = q->s->o;
+    if (console_file(q))
+        o.nkeys = 0; /* the console's files: no data, no key */
     unsigned status =
-        server_gate(&q->s->o, __atomic_load_n(&q->s->port, __ATOMIC_ACQUIRE), q->conn, q->method,
+        server_gate(&o, __atomic_load_n(&q->s->port, __ATOMIC_ACQUIRE), q->conn, q->method,
                     q->path, req_read_only_ok, q, &r);
     if (!status)
         return true;

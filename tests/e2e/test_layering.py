@@ -29,6 +29,7 @@ SRC = os.path.join(ROOT, "src")
 
 ALLOWED = {
     "base": set(),
+    "console": set(),
     "expr": {"base"},
     "zset": {"base", "expr"},
     "objstore": {"base"},
@@ -39,9 +40,9 @@ ALLOWED = {
     "runtime": {"base", "expr", "zset", "circuit", "cluster"},
     "io": {"base", "expr", "zset", "circuit", "runtime", "objstore"},
     "pipeline": {"base", "expr", "zset", "circuit", "runtime", "io", "sql", "storage", "cluster"},
-    "server": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql"},
+    "server": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "console"},
     "pgwire": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "server"},
-    "manager": {"base", "expr", "zset", "circuit", "sql", "server", "pipeline"},
+    "manager": {"base", "expr", "zset", "circuit", "sql", "server", "pipeline", "console"},
     "cli": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "server", "cluster",
             "pgwire", "manager"},
     "slt": {"base", "expr", "zset", "circuit", "runtime", "io", "pipeline", "sql", "cluster"},
