@@ -1,6 +1,6 @@
-# Sluice build. Plain GNU Make: one file, no generator step, fast no-op
-# rebuilds; every source under src/ is compiled, so adding a file needs no
-# edit here. Two trees: build/ (release, -O2) and build/debug/ (ASan+UBSan,
+# Sluice build. Plain GNU Make: one file, fast no-op rebuilds; every source
+# under src/ is compiled, so adding a file needs no edit here. One generator
+# step: the web console's files become build/gen/console_assets.h. Two trees: build/ (release, -O2) and build/debug/ (ASan+UBSan,
 # used by the tests); two more on demand: build/fuzz/ (clang, libFuzzer,
 # `make fuzz`, fuzz/README.md) and build/tsan/ (ThreadSanitizer, `make tsan`).
 

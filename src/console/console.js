@@ -506,7 +506,7 @@ function renderCheckpoint(r) {
     const parts = [];
     parts.push('fault tolerance: ' + (c.fault_tolerance || 'none'));
     if (c.last) {
-        parts.push('last checkpoint at step ' + c.last.step + ' took ' + c.last.secs + ' s, wrote ' +
+        parts.push('last checkpoint at step ' + c.last.step + ' took ' + Number(c.last.secs).toFixed(3) + ' s, wrote ' +
             bytes(c.last.bytes_written || 0) + ' (' + c.last.files_written + ' files written, ' +
             c.last.files_reused + ' reused)');
     } else parts.push('no checkpoint yet');

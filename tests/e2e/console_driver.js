@@ -41,7 +41,7 @@ async function main() {
             case 'eval': value = await page.evaluate(c.js); break;
             case 'shot': await page.screenshot({ path: c.path, fullPage: true }); break;
             case 'logs': value = logs.splice(0); break;
-            case 'close': await browser.close(); say({ ok: true, value: null }); return;
+            case 'close': await browser.close(); say({ ok: true, value: null }); process.exit(0);
             default: throw new Error('unknown op ' + c.op);
             }
             say({ ok: true, value });
@@ -50,6 +50,7 @@ async function main() {
         }
     }
     await browser.close();
+    process.exit(0);
 }
 
 main().catch((e) => {
