@@ -468,12 +468,15 @@ function renderConnectors(st) {
     for (const i of st.inputs || []) {
         const m = i.metrics || {};
         const lat = m.processing_latency_ms || {};
+        const etl = m.event_time_lag_ms || {};
+        const p95 = (x) => (x.p95 === undefined || x.p95 === null ? '-' : x.p95);
         rows.push('<tr data-endpoint="' + esc(i.endpoint_name) + '" data-records="' +
             (m.total_records || 0) + '"><td>' + esc(i.endpoint_name) + '</td><td>' + esc(i.table) +
             '</td><td>' + esc(i.transport || '') + '</td><td class="num">' + (m.total_records || 0) +
             '</td><td class="num">' + ((m.num_parse_errors || 0) + (m.rejected_records || 0)) +
-            '</td><td class="num">' + (lat.p95 === undefined || lat.p95 === null ? '-' : lat.p95) +
-            '</td><td class="num">' + (m.lag === undefined || m.lag === null ? '-' : m.lag) +
+            '</td><td class="num">' + p95(lat) + '</td><td class="num">' + p95(etl) +
+            '</td><td class="num">' + (m.lag === undefined || m.lag === null ? '-' :
+                m.lag + ' ' + (m.position_unit || '')) +
             '</td></tr>');
     }
     for (const o of st.outputs || []) {
@@ -481,7 +484,9 @@ function renderConnectors(st) {
         rows.push('<tr><td>' + esc(o.endpoint_name || '') + '</td><td>' + esc(o.view || '') +
             '</td><td>' + esc(o.transport || 'output') + '</td><td class="num">' +
             (m.transmitted_records || 0) + '</td><td class="num">' +
-            (m.dead_letter_records || m.failed_records || 0) + '</td><td>-</td><td>-</td></tr>');
+            (m.dead_lettered_records || 0) + '</td><td>-</td><td class="num">' +
+            (m.end_to_end_lag_ms && m.end_to_end_lag_ms.p95 !== undefined ?
+                m.end_to_end_lag_ms.p95 : '-') + '</td><td>-</td></tr>');
     }
     $('#connectors tbody').innerHTML = rows.join('');
 }

@@ -42,6 +42,7 @@ typedef struct Pipe {
     char key[65];           /* the child's API key (random per start, given
                                through DIR/NAME/child.json, mode 0600) */
     long log_off;           /* where the current child's lines start in its log */
+    double log_checked;     /* when its log was last bounded (supervise.c) */
     double spawned_at;      /* monotonic seconds */
     double up_at;           /* when its port became known */
     double next_start;      /* not before (backoff) */

@@ -23,6 +23,12 @@
  * so a reused pid is left alone), stops it with SIGTERM (SIGKILL after the
  * grace period) and starts the pipeline again from its storage: there is
  * never a second child on the same storage.
+ *
+ * The log is bounded: before a child starts, a log past 2 x LOG_KEEP bytes
+ * is cut to its last LOG_KEEP (whole lines); while a child writes to it,
+ * the supervisor frees all but the last LOG_KEEP bytes on disk once a
+ * second (a hole punched at the start: offsets stay valid, the file is
+ * sparse). GET /v0/pipelines/NAME/logs reads the last 256 KiB.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +51,7 @@
 #define BACKOFF_CAP 10.0
 #define HEALTHY_SECS 60.0
 #define START_FAILS_MAX 3
+#define LOG_KEEP (1L << 20)
 
 static pthread_t sup_thread;
 
@@ -162,6 +169,59 @@ static int child_key(Mgr *m, Pipe *p, char *cfg, size_t n)
     return 0;
 }
 
+/* No child writes to the log: past 2 x LOG_KEEP bytes it is cut to its
+   last LOG_KEEP bytes (from a line start), rewritten and renamed over. */
+static void compact_log(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) || st.st_size <= 2 * LOG_KEEP)
+        return;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    char *b = sl_malloc(LOG_KEEP);
+    size_t n = 0;
+    if (!fseek(f, (long)(st.st_size - LOG_KEEP), SEEK_SET))
+        n = fread(b, 1, LOG_KEEP, f);
+    fclose(f);
+    const char *nl = memchr(b, '\n', n);
+    size_t from = nl ? (size_t)(nl - b) + 1 : 0;
+    char tmp[4300];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *o = fopen(tmp, "wb");
+    bool ok = o && fprintf(o, "--- manager: the log was cut to its last %zu bytes\n",
+                           n - from) > 0 &&
+              fwrite(b + from, 1, n - from, o) == n - from;
+    if (o && fclose(o))
+        ok = false;
+    if (ok && rename(tmp, path) == 0)
+        fprintf(stderr, "sluice: manager: %s: cut to its last %zu bytes\n", path, n - from);
+    else
+        unlink(tmp);
+    sl_free(b);
+}
+
+/* A child writes to the log: all but its last LOG_KEEP bytes are freed on
+   disk (a hole at the start; the size and every offset stay). */
+static void bound_log(const Mgr *m, const Pipe *p)
+{
+    char path[4200];
+    mpipe_path(m, p, "log", path, sizeof(path));
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return;
+    if (!fstat(fd, &st) && (long long)st.st_blocks * 512 > 2LL * LOG_KEEP &&
+        st.st_size > LOG_KEEP) {
+        off_t end = (st.st_size - LOG_KEEP) & ~(off_t)4095;
+        if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, end) &&
+            errno != EOPNOTSUPP)
+            fprintf(stderr, "sluice: manager: cannot free the start of %s: %s\n", path,
+                    strerror(errno));
+    }
+    close(fd);
+}
+
 static void spawn(Mgr *m, Pipe *p)
 {
     char prog[4200], logp[4200], stor[4200], cfg[4200], workers[16], hosts[16], ckpt[32];
@@ -205,6 +265,7 @@ static void spawn(Mgr *m, Pipe *p)
     if (p->want == WANT_PAUSED)
         argv[k++] = "--paused";
     argv[k] = NULL;
+    compact_log(logp);
     int fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     struct stat st;
     if (fd < 0 || fstat(fd, &st)) {
@@ -344,6 +405,10 @@ static void tick(Mgr *m)
             p->up_at = now;
             fprintf(stderr, "sluice: manager: %s: serving on port %d\n", p->name, p->port);
             pthread_cond_broadcast(&m->cv);
+        }
+        if (p->pid && now - p->log_checked >= 1.0) {
+            p->log_checked = now;
+            bound_log(m, p);
         }
         if (p->pid && p->port && now - p->up_at >= HEALTHY_SECS) {
             p->backoff = BACKOFF_FIRST;

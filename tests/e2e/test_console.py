@@ -342,3 +342,32 @@ def test_sluice_run_serves_the_console_behind_its_api_key(http_pipeline, browser
     b.shot("08-single-pipeline.png")
     b.cmd("click", sel="#stop")
     assert p.proc.wait(timeout=120) == 0
+
+
+def test_the_log_the_console_shows_stays_bounded(manager):  # noqa: F811
+    m = manager()
+    m.put("small", "CREATE TABLE t (a INT);\nCREATE MATERIALIZED VIEW v AS SELECT COUNT(*) AS n FROM t;\n",
+          {"workers": 1, "storage": False})
+    log = os.path.join(str(m.dir), "small", "log")
+    old = "".join("an old line %07d of an earlier child's output\n" % i for i in range(60000))
+    assert len(old) > (2 << 20)
+    with open(log, "w") as f:
+        f.write(old)
+    m.post("small", "start")
+    m.wait_state("small", "RUNNING")
+    # cut before the child started: the last MiB of whole lines is kept
+    text = open(log, encoding="utf-8").read()
+    assert text.startswith("--- manager: the log was cut to its last"), text[:200]
+    assert len(text) < (1 << 20) + 4096
+    assert "an old line 0059999 of" in text and "an old line 0000000 of" not in text
+    # grown while a child writes: all but the last MiB is freed on disk
+    with open(log, "a") as f:
+        for i in range(60000):
+            f.write("a new line %07d written while the child runs\n" % i)
+    assert os.path.getsize(log) > (3 << 20)
+    wait_until(lambda: os.stat(log).st_blocks * 512 <= (1 << 20) + (64 << 10),
+               "the start of the log freed on disk")
+    r = requests.get(m.url("/v0/pipelines/small/logs"), timeout=60)
+    assert r.status_code == 200 and r.text.endswith("a new line 0059999 written while the child runs\n")
+    assert "\0" not in r.text
+    m.post("small", "stop", status=200)

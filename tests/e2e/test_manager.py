@@ -442,7 +442,8 @@ def test_hostile_requests_get_json_4xx(manager):
           400, "InvalidPipeline")
     check(s.put(m.url("/v0/pipelines/p"), data="x" * 300000, timeout=60), 413, "PayloadTooLarge")
     check(s.get(m.url("/v1/pipelines"), timeout=60), 404, "NotFound")
-    check(s.get(m.url("/"), timeout=60), 404, "NotFound")
+    check(s.get(m.url("/nope"), timeout=60), 404, "NotFound")
+    assert "text/html" in s.get(m.url("/"), timeout=60).headers["Content-Type"]  # the console
     check(s.patch(m.url("/v0/pipelines"), timeout=60), 405, "MethodNotAllowed")
     check(s.get(m.url("/v0/pipelines/p/start"), timeout=60), 405, "MethodNotAllowed")
     check(s.post(m.url("/v0/pipelines/nope/start"), timeout=60), 404, "UnknownPipeline")
