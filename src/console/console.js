@@ -131,6 +131,7 @@ async function refreshList() {
 async function select(name) {
     stopStream();
     S.sel = name;
+    S.history = [];
     S.pts = [];
     S.last = null;
     S.views = '';
@@ -140,9 +141,11 @@ async function select(name) {
     $('#log').textContent = '';
     renderList();
     showPipe(true);
+    $('#pipe').classList.remove('creating');
     const r = await api(base());
     if (!r.ok) return;
     S.info = r.json;
+    S.history = r.json.state_history || [];
     fillEditor(S.info);
     renderHead();
     renderErrors();
@@ -153,9 +156,11 @@ function newPipeline() {
     stopStream();
     S.sel = null;
     S.info = null;
+    S.history = [];
     S.pts = [];
     renderList();
     showPipe(true);
+    $('#pipe').classList.add('creating');
     $('#p-name').textContent = '(new pipeline)';
     $('#p-state').textContent = '';
     $('#e-name').value = '';
@@ -184,7 +189,7 @@ function renderHead() {
     if (!hist) {
         hist = document.createElement('div');
         hist.id = 'p-history';
-        hist.className = 'muted';
+        hist.className = 'muted needs-pipe';
         $('#head').appendChild(hist);
     }
     hist.textContent = h.length ? 'states: ' + h.join(' \u2192 ') : '';
