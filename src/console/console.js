@@ -460,7 +460,10 @@ async function sample() {
     S.last = {t: now, pid, rec, steps};
     pushPoint({t: now, up: true, rec: rrec, steps: rsteps, rss: g.rss_bytes || 0,
                mem: g.state_bytes || 0});
-    $('#p-step').textContent = steps;
+    if (S.mode === 'manager') {
+        const s = await api(base() + '/status');
+        if (s.ok && s.json) $('#p-step').textContent = s.json.step;
+    } else if (S.info.step !== undefined) $('#p-step').textContent = S.info.step;
     renderCharts();
     renderConnectors(r.json);
     renderViews(r.json);
@@ -529,8 +532,8 @@ function renderCheckpoint(r) {
 
 async function checkpointNow() {
     const r = await api(base() + '/checkpoint', {method: 'POST'});
-    $('#ckpt').textContent = r.ok ? 'checkpoint #' + r.json.checkpoint_sequence_number + ' requested'
-        : errText(r);
+    $('#ckpt-msg').textContent = r.ok ? 'checkpoint #' + r.json.checkpoint_sequence_number +
+        ' requested' : errText(r);
 }
 
 /* ------------------------------------------------------------- query */
