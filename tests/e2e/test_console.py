@@ -217,6 +217,7 @@ def test_console_bank_story_kill_9_and_recovery(manager, browser):  # noqa: F811
     pid = int(b.text("#p-pid"))
     assert pid == m.get("bank")["pid"]
     unavailable_before = b.text("#p-history").count("UNAVAILABLE")
+    downs_before = b.js("document.querySelectorAll('#chart-tput rect.down').length")
     t0 = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     seen = set()
@@ -242,6 +243,9 @@ def test_console_bank_story_kill_9_and_recovery(manager, browser):  # noqa: F811
                                           sorted(s for s in seen if s != "shot")))
     assert j["pid"] != pid and "signal 9" in j["last_error"]
     assert "signal 9" in b.text("#p-error")
+    # the graph shows the dip: one more period without service shaded
+    wait_until(lambda: b.js("document.querySelectorAll('#chart-tput rect.down').length")
+               > downs_before, "the restart shaded in the throughput graph", poll=0.1)
     # it goes on where it left off: records flow again
     wait_until(lambda: chart(b, "#chart-tput")["last"]["rec"] > 0, "the graph moving again",
                poll=0.1)
@@ -371,3 +375,29 @@ def test_the_log_the_console_shows_stays_bounded(manager):  # noqa: F811
     assert r.status_code == 200 and r.text.endswith("a new line 0059999 written while the child runs\n")
     assert "\0" not in r.text
     m.post("small", "stop", status=200)
+
+
+def test_manager_console_behind_an_api_key(manager, browser):  # noqa: F811
+    key = "k-manager-console"
+    m = manager(["--api-key", key])
+    r = requests.get(m.url("/"), timeout=60)
+    assert r.status_code == 200 and "text/html" in r.headers["Content-Type"], r.text[:300]
+    assert requests.get(m.url("/console/console.css"), timeout=60).status_code == 200
+    assert requests.get(m.url("/v0/pipelines"), timeout=60).status_code == 401
+    r = requests.get(m.url("/"), headers={"Host": "evil.example"}, timeout=60)
+    assert r.status_code == 403, r.text
+    b = browser()
+    b.cmd("goto", url=m.url("/"))
+    wait_until(lambda: b.js("!document.querySelector('#keybar').classList.contains('hidden')"),
+               "the console asking for the API key", poll=0.1)
+    b.cmd("fill", sel="#key", text=key)
+    b.cmd("click", sel="#key-save")
+    b.wait_text("#mode", lambda t: t == "pipeline manager", "the manager's console with the key")
+    b.cmd("click", sel="#new")
+    b.cmd("fill", sel="#e-name", text="keyed")
+    b.cmd("fill", sel="#e-sql", text="CREATE TABLE t (a INT);\n")
+    b.cmd("click", sel="#save")
+    b.wait_text("#pipelines tbody", lambda t: "keyedSTOPPED" in t, "created with the key")
+    r = requests.get(m.url("/v0/pipelines/keyed"), headers={"Authorization": "Bearer " + key},
+                     timeout=60)
+    assert r.status_code == 200 and r.json()["program_code"] == "CREATE TABLE t (a INT);\n"
