@@ -264,16 +264,22 @@ def test_console_bank_story_kill_9_and_recovery(manager, browser):  # noqa: F811
     # the change stream of balance: its snapshot, then its changes
     b.js("document.querySelector('#s-view').value = 'balance'")
     b.cmd("click", sel="#s-follow")
-    wait_until(lambda: int(b.js("document.querySelector('#s-changes').dataset.changes")) >= 10
-               and "(snapshot)" in b.text("#s-changes tbody")
-               and re.search(r"\n?\d+insert", b.text("#s-changes tbody").replace(" (snapshot)", "")),
-               "the change stream of balance in the console", poll=0.1)
+    rows_of = ("Array.from(document.querySelectorAll('#s-changes tbody tr'))"
+               ".filter((tr) => %s tr.cells[0].textContent.includes('snapshot')).length")
+    wait_until(lambda: b.js(rows_of % "") >= 10 and b.js(rows_of % "!") > 0,
+               "the change stream of balance in the console: its snapshot, then changes",
+               poll=0.1)
     # checkpoints, on request too; the log of both processes
     b.cmd("click", sel="#ckpt-now")
     b.wait_text("#ckpt", lambda t: "last checkpoint at step" in t, "a checkpoint shown")
     b.wait_text("#log", lambda t: t.count("--- manager: started") == 2, "the log of both starts")
     b.shot("06-stream-checkpoint-log.png")
 
+    b.cmd("click", sel="#pause")
+    b.wait_text("#p-state", lambda t: t == "PAUSED", "PAUSED in the console")
+    assert m.get("bank")["state"] == "PAUSED"
+    b.cmd("click", sel="#start")
+    b.wait_text("#p-state", lambda t: t == "RUNNING", "RUNNING again in the console")
     b.cmd("click", sel="#stop")
     b.wait_text("#p-state", lambda t: t == "STOPPED", "STOPPED in the console")
 
