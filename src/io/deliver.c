@@ -51,6 +51,17 @@
  * Backpressure: an output whose queue holds more than "max_queued_records"
  * or "max_queued_bytes" makes deliver_backpressure true; the controller
  * then reads no input until it drains.
+ *
+ * Scale-out: every host runs a Delivery over the outputs it writes
+ * (pipeline/follow.c on the others), with its queue and dead-letter files
+ * in the shared storage under the same names (out<j> is the program's
+ * j-th output whichever host writes it, so a restart with other --hosts
+ * finds them). On the coordinator the other hosts' outputs are proxies
+ * (DOut.remote): their owners' figures arrive with every reply
+ * (deliver_report_put there, deliver_report_take here), so backpressure,
+ * a drain thread's fatal error, the wait at the end and /stats see them
+ * as their own; dead letters kept in memory travel as they change, those
+ * in files are read from the file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +78,7 @@
 #include <xxhash.h>
 
 #include "../base/mem.h"
+#include "../base/wire.h"
 #include "deliver.h"
 #include "io_int.h"
 
@@ -92,7 +104,7 @@ typedef struct DOut {
     QEnt *head, *tail;   /* under d->mu; only the drain thread pops */
     int64_t qrecs, qsteps;
     size_t qbytes;
-    int64_t qlast;       /* step of the newest queued entry (-1) */
+    int64_t qlast;       /* step of the newest entry ever queued (-1) */
     int qfd;             /* the durable queue, or -1 */
     int dlfd;            /* the dead letters, or -1 (then dlmem) */
     Buf dlmem;
@@ -110,6 +122,12 @@ typedef struct DOut {
     float lag[LAG_SAMPLES];
     int64_t lagw[LAG_SAMPLES];
     int nlag, lagpos;
+    /* scale-out */
+    bool remote;         /* another host delivers it: rs is its last report */
+    DeliverStats rs;
+    char host[96];       /* its host, for messages ("1 (name)") */
+    size_t dl_sent;      /* dead letters in memory: bytes the coordinator holds */
+    size_t dl_low;       /* the shortest dlmem since the last report (a cut) */
 } DOut;
 
 struct Delivery {
@@ -457,6 +475,8 @@ static void dead_begin(DOut *o, int64_t step)
         }
     } else {
         o->dlmem.n = o->dlmem_start;
+        if (o->dl_low > o->dlmem.n)
+            o->dl_low = o->dlmem.n;
     }
 }
 
@@ -647,15 +667,25 @@ Delivery *deliver_open(Connectors *cs, const DeliverOpts *opt, Err *err)
         o->qfd = o->dlfd = -1;
         o->qlast = -1;
         o->dl_step = -1;
-        o->oc->dead = on_dead;
-        o->oc->dead_arg = o;
+        o->remote = output_remote(o->oc);
+        o->oc->deliv = o;
+        if (!o->remote) {
+            o->oc->dead = on_dead;
+            o->oc->dead_arg = o;
+        }
     }
     for (int j = 0; j < d->n && opt->dir; j++) {
         DOut *o = &d->o[j];
-        if (!o->oc->ops->committed || output_remote(o->oc))
-            continue; /* file_output never queues (its errors are fatal); a scale-out
-                         proxy's host writes it */
+        if (!o->oc->ops->committed)
+            continue; /* file_output never queues (its errors are fatal) */
         char name[64];
+        if (o->remote) { /* the owner's dead letters, read here for GET /dead_letter (the
+                            storage is shared: docs/scale-out.md) */
+            snprintf(name, sizeof(name), "out%d.jsonl", j);
+            if ((o->dlfd = open_in(opt->dir, "dead_letter", name, err)) < 0)
+                goto fail;
+            continue;
+        }
         snprintf(name, sizeof(name), "out%d.queue", j);
         if ((o->qfd = open_in(opt->dir, "delivery", name, err)) < 0 || queue_load(o, err))
             goto fail;
@@ -665,8 +695,8 @@ Delivery *deliver_open(Connectors *cs, const DeliverOpts *opt, Err *err)
     }
     for (int j = 0; j < d->n; j++) {
         DOut *o = &d->o[j];
-        if (!o->oc->ops->committed || output_remote(o->oc))
-            continue;
+        if (!o->oc->ops->committed || o->remote)
+            continue; /* (a scale-out proxy's host drains it) */
         if (pthread_create(&o->th, NULL, drain_main, o)) {
             err_set(err, SL_EIO, "%s: cannot start its delivery thread", o->oc->name);
             goto fail;
@@ -703,7 +733,9 @@ void deliver_close(Delivery *d)
         if (o->dlfd >= 0)
             close(o->dlfd);
         buf_free(&o->dlmem);
-        o->oc->dead = NULL;
+        if (!o->remote)
+            o->oc->dead = NULL;
+        o->oc->deliv = NULL;
     }
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
@@ -727,7 +759,9 @@ int deliver_step(Delivery *d, int64_t step, const Batch *const *changes, double 
             return err->code ? err->code : SL_EIO;
         }
         bool queued = o->head != NULL;
-        if (queued && d->exact && step <= o->qlast) { /* replayed: queued already */
+        /* replayed and queued already (perhaps drained since: the drain
+           thread starts before the replay) */
+        if (d->exact && step <= o->qlast) {
             pthread_mutex_unlock(&d->mu);
             continue;
         }
@@ -799,7 +833,9 @@ bool deliver_backpressure(Delivery *d, char *name, size_t n)
     for (int j = 0; j < d->n && !bp; j++) {
         DOut *o = &d->o[j];
         const DeliverCfg *c = &o->oc->dcfg;
-        if (o->qrecs > c->max_queued_records || (int64_t)o->qbytes > c->max_queued_bytes) {
+        if (o->remote ? o->rs.backpressure
+                      : o->qrecs > c->max_queued_records ||
+                            (int64_t)o->qbytes > c->max_queued_bytes) {
             bp = true;
             if (name)
                 snprintf(name, n, "%s", o->oc->name);
@@ -814,7 +850,7 @@ int64_t deliver_pending(Delivery *d)
     int64_t n = 0;
     pthread_mutex_lock(&d->mu);
     for (int j = 0; j < d->n; j++)
-        n += d->o[j].qrecs;
+        n += d->o[j].remote ? d->o[j].rs.pending : d->o[j].qrecs;
     pthread_mutex_unlock(&d->mu);
     return n;
 }
@@ -833,18 +869,30 @@ int deliver_finish(Delivery *d, bool (*giveup)(void *arg), void *arg, Err *err)
                 pthread_mutex_unlock(&d->mu);
                 return err->code ? err->code : SL_EIO;
             }
-            left += o->qrecs;
-            steps += o->qsteps;
-            if (o->head && !first)
+            int64_t recs = o->remote ? o->rs.pending : o->qrecs;
+            int64_t qs = o->remote ? o->rs.queued_steps : o->qsteps;
+            left += recs;
+            steps += qs;
+            if ((o->remote ? recs > 0 || qs > 0 : o->head != NULL) && !first)
                 first = o;
         }
         if (!first)
             break;
-        if (giveup && giveup(arg)) {
+        const char *why = first->remote ? first->rs.error : first->error;
+        char name[sizeof(first->oc->name) + sizeof(first->host) + 8];
+        snprintf(name, sizeof(name), "%s%s%s%s", first->remote ? "host " : "", first->host,
+                 first->remote ? ": " : "", first->oc->name);
+        char error[sizeof(first->error)];
+        snprintf(error, sizeof(error), "%s", why[0] ? why : "still failing");
+        /* giveup may ask the other hosts how their queues are (scale-out:
+           their replies land in deliver_report_take, which takes mu) */
+        pthread_mutex_unlock(&d->mu);
+        bool give = giveup && giveup(arg);
+        pthread_mutex_lock(&d->mu);
+        if (give) {
             Err e = {0};
             err_set(&e, SL_EIO, "%s: stopped while waiting for the destination (%s): %lld "
-                    "change%s of %lld step%s not delivered%s", first->oc->name,
-                    first->error[0] ? first->error : "still failing", (long long)left,
+                    "change%s of %lld step%s not delivered%s", name, error, (long long)left,
                     left == 1 ? "" : "s", (long long)steps, steps == 1 ? "" : "s",
                     d->durable ? "; they stay queued in the storage directory and a restart "
                                  "delivers them"
@@ -868,13 +916,25 @@ int deliver_finish(Delivery *d, bool (*giveup)(void *arg), void *arg, Err *err)
     return 0;
 }
 
-void deliver_stats(Delivery *d, int out, DeliverStats *s)
+typedef struct LagSample {
+    float lag;
+    int64_t w;
+} LagSample;
+
+static int lag_cmp(const void *a, const void *b)
 {
-    memset(s, 0, sizeof(*s));
-    if (!d || out < 0 || out >= d->n)
+    float x = ((const LagSample *)a)->lag, y = ((const LagSample *)b)->lag;
+    return (x > y) - (x < y);
+}
+
+/* Output o's figures (under mu). */
+static void stats_of(DOut *o, DeliverStats *s)
+{
+    if (o->remote) {
+        *s = o->rs;
         return;
-    DOut *o = &d->o[out];
-    pthread_mutex_lock(&d->mu);
+    }
+    memset(s, 0, sizeof(*s));
     s->changes = o->changes;
     s->sent = o->sent;
     s->acked = o->acked;
@@ -888,44 +948,171 @@ void deliver_stats(Delivery *d, int out, DeliverStats *s)
     s->backpressure = o->qrecs > c->max_queued_records || (int64_t)o->qbytes > c->max_queued_bytes;
     if (o->failing)
         snprintf(s->error, sizeof(s->error), "%s", o->error);
+    /* weighted percentiles over the samples sorted by lag */
     int n = o->nlag;
-    float *lag = sl_malloc((size_t)n * sizeof(float) + 1);
-    int64_t *w = sl_malloc((size_t)n * sizeof(int64_t) + 1);
-    memcpy(lag, o->lag, (size_t)n * sizeof(float));
-    memcpy(w, o->lagw, (size_t)n * sizeof(int64_t));
-    pthread_mutex_unlock(&d->mu);
-    /* weighted percentiles: sort the samples by lag (insertion sort keeps
-       the weights alongside; at most LAG_SAMPLES) */
-    for (int i = 1; i < n; i++) {
-        float l = lag[i];
-        int64_t ww = w[i];
-        int k = i - 1;
-        while (k >= 0 && lag[k] > l) {
-            lag[k + 1] = lag[k];
-            w[k + 1] = w[k];
-            k--;
-        }
-        lag[k + 1] = l;
-        w[k + 1] = ww;
-    }
+    LagSample *ls = sl_malloc((size_t)n * sizeof(*ls) + 1);
     int64_t tot = 0;
-    for (int i = 0; i < n; i++)
-        tot += w[i];
+    for (int i = 0; i < n; i++) {
+        ls[i] = (LagSample){o->lag[i], o->lagw[i]};
+        tot += o->lagw[i];
+    }
+    qsort(ls, (size_t)n, sizeof(*ls), lag_cmp);
     s->lag_n = tot;
     double *dst[3] = {&s->lag_p50, &s->lag_p95, &s->lag_p99};
     const double q[3] = {0.5, 0.95, 0.99};
     for (int k = 0; k < 3 && tot > 0; k++) {
         int64_t want = (int64_t)ceil(q[k] * (double)tot), acc = 0;
         for (int i = 0; i < n; i++) {
-            acc += w[i];
+            acc += ls[i].w;
             if (acc >= want) {
-                *dst[k] = lag[i];
+                *dst[k] = ls[i].lag;
                 break;
             }
         }
     }
-    sl_free(lag);
-    sl_free(w);
+    sl_free(ls);
+}
+
+void deliver_stats(Delivery *d, int out, DeliverStats *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (!d || out < 0 || out >= d->n)
+        return;
+    pthread_mutex_lock(&d->mu);
+    stats_of(&d->o[out], s);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* ---------------------------------------------------------------- scale-out reports */
+
+static void put_str(Buf *b, const char *s)
+{
+    int32_t n = (int32_t)strlen(s);
+    put32(b, n);
+    buf_append(b, s, (size_t)n);
+}
+
+static void rd_str(Rd *r, char *dst, size_t n)
+{
+    int32_t len = rd32(r);
+    const uint8_t *p = len >= 0 ? rd_bytes(r, (size_t)len) : NULL;
+    if (!p) {
+        r->bad = true;
+        dst[0] = 0;
+        return;
+    }
+    snprintf(dst, n, "%.*s", len, (const char *)p);
+}
+
+static int64_t dbits(double v)
+{
+    int64_t b;
+    memcpy(&b, &v, 8);
+    return b;
+}
+
+static double bitsd(int64_t b)
+{
+    double v;
+    memcpy(&v, &b, 8);
+    return v == v ? v : 0; /* (no NaN from a damaged report) */
+}
+
+void deliver_report_put(Delivery *d, Buf *b)
+{
+    size_t at = b->n;
+    put32(b, 0);
+    if (!d)
+        return;
+    size_t start = b->n;
+    int32_t n = 0;
+    put32(b, 0);
+    pthread_mutex_lock(&d->mu);
+    for (int j = 0; j < d->n; j++) {
+        DOut *o = &d->o[j];
+        if (o->remote)
+            continue;
+        DeliverStats s;
+        stats_of(o, &s);
+        put32(b, j);
+        const int64_t v[9] = {s.changes, s.sent,          s.acked,        s.retried, s.dead,
+                              s.pending, s.pending_bytes, s.queued_steps, s.lag_n};
+        for (int k = 0; k < 9; k++)
+            put64(b, v[k]);
+        put64(b, dbits(s.lag_p50));
+        put64(b, dbits(s.lag_p95));
+        put64(b, dbits(s.lag_p99));
+        put32(b, (s.failing ? 1 : 0) | (s.backpressure ? 2 : 0) | (o->fatal ? 4 : 0));
+        put_str(b, s.error);
+        put32(b, o->fatal ? (o->fatal_err.code ? o->fatal_err.code : SL_EIO) : 0);
+        put_str(b, o->fatal ? o->fatal_err.msg : "");
+        /* dead letters kept in memory travel as they change: the length
+           the coordinator keeps of what it has, then what follows */
+        if (o->dlfd >= 0) {
+            put64(b, -1);
+        } else {
+            size_t keep = SL_MIN(o->dl_sent, o->dl_low);
+            put64(b, (int64_t)keep);
+            put64(b, (int64_t)(o->dlmem.n - keep));
+            buf_append(b, o->dlmem.p + keep, o->dlmem.n - keep);
+            o->dl_sent = o->dl_low = o->dlmem.n;
+        }
+        n++;
+    }
+    pthread_mutex_unlock(&d->mu);
+    memcpy(b->p + start, &n, 4);
+    int32_t len = (int32_t)(b->n - start);
+    memcpy(b->p + at, &len, 4);
+}
+
+int deliver_report_take(Connectors *cs, const char *host, const uint8_t *p, size_t len)
+{
+    Rd r = {p, p + len, false};
+    if (len == 0)
+        return 0;
+    int32_t n = rd_count32(&r, 4);
+    for (int k = 0; k < n && !r.bad; k++) {
+        int32_t j = rd32(&r);
+        DeliverStats s;
+        memset(&s, 0, sizeof(s));
+        int64_t *v[9] = {&s.changes, &s.sent,          &s.acked,        &s.retried, &s.dead,
+                         &s.pending, &s.pending_bytes, &s.queued_steps, &s.lag_n};
+        for (int i = 0; i < 9; i++)
+            *v[i] = rd64(&r);
+        s.lag_p50 = bitsd(rd64(&r));
+        s.lag_p95 = bitsd(rd64(&r));
+        s.lag_p99 = bitsd(rd64(&r));
+        int32_t flags = rd32(&r);
+        s.failing = flags & 1;
+        s.backpressure = (flags & 2) != 0;
+        rd_str(&r, s.error, sizeof(s.error));
+        int32_t fcode = rd32(&r);
+        char fmsg[sizeof(((Err *)0)->msg)];
+        rd_str(&r, fmsg, sizeof(fmsg));
+        int64_t keep = rd64(&r), dn = keep >= 0 ? rd64(&r) : 0;
+        const uint8_t *dl = dn > 0 ? rd_bytes(&r, (size_t)dn) : NULL;
+        if (r.bad || j < 0 || j >= cs->nout || dn < 0 || !output_remote(cs->out[j]))
+            return -1;
+        DOut *o = cs->out[j]->deliv;
+        if (!o) /* no Delivery yet (the start-up): the next report counts */
+            continue;
+        Delivery *d = o->d;
+        pthread_mutex_lock(&d->mu);
+        o->rs = s;
+        snprintf(o->host, sizeof(o->host), "%s", host);
+        if ((flags & 4) && !o->fatal) {
+            o->fatal = true;
+            err_set(&o->fatal_err, fcode ? fcode : SL_EIO, "host %s: %s", host, fmsg);
+            pthread_cond_broadcast(&d->cv);
+        }
+        if (keep >= 0 && o->dlfd < 0 && (size_t)keep <= o->dlmem.n) {
+            o->dlmem.n = (size_t)keep;
+            if (dl)
+                buf_append(&o->dlmem, dl, (size_t)dn);
+        }
+        pthread_mutex_unlock(&d->mu);
+    }
+    return r.bad ? -1 : 0;
 }
 
 /* Whether output o answers to name: its view's name or its full name. */

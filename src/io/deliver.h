@@ -65,6 +65,21 @@ void deliver_stats(Delivery *d, int out, DeliverStats *s);
    document into out; false when no output has that name. */
 bool deliver_dead_letters(Delivery *d, const char *name, Buf *out);
 
+/* Scale-out. Each host delivers the outputs it writes; the coordinator's
+   Delivery keeps a proxy of every other one, whose figures (the stats
+   above, a fatal error, dead letters kept in memory) the owner sends with
+   its replies. deliver_report_put appends this host's report (a length,
+   then the figures of every output it writes; d NULL: none) to b;
+   deliver_report_take applies one, from host (a name for messages), to
+   the proxies of cs (ignored before a Delivery is open): 0, or -1 when
+   malformed. A proxy counts in deliver_backpressure, deliver_pending,
+   deliver_check, deliver_finish (giveup is called without the lock held,
+   so that it may ask the hosts: their reports land here), deliver_stats
+   and deliver_dead_letters (with storage the owner's file, read here:
+   the storage is shared). */
+void deliver_report_put(Delivery *d, Buf *b);
+int deliver_report_take(Connectors *cs, const char *host, const uint8_t *p, size_t len);
+
 /* The connector's "delivery" object (NULL: the defaults) into oc. */
 int deliver_config(OutputConn *oc, const cJSON *cfg, const char *where, Err *err);
 

@@ -192,6 +192,8 @@ struct OutputConn {
        alone): to the dead letters, before the step commits (deliver.c) */
     void (*dead)(void *arg, int64_t step, const char *rec, const char *why);
     void *dead_arg;
+    void *deliv;            /* deliver.c's state of it while a Delivery is open (a proxy's
+                               figures arrive there: deliver_report_take) */
     /* scale-out: the host that writes this output; on the others it is a
        proxy whose offset and counters the owner reports */
     int owner;

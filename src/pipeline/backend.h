@@ -98,6 +98,8 @@ struct Backend {
     Runtime *rt;              /* this process's workers (reset replaces it) */
     int workers;              /* in all, every host */
     int hosts;                /* processes the workers are spread over */
+    double src_wall;          /* wall-clock seconds the next step's input arrived, on
+                                 average (the controller sets it): its outputs' lag */
 };
 
 /* Open the connectors (this host's share: io's connectors_open_part) and

@@ -14,7 +14,8 @@
  * between hosts, then one reply from every host.
  *
  * What travels (each a net_exchange):
- *  - STEP: the relations whose changes the coordinator wants (its own
+ *  - STEP: when the step's input arrived (wall clock: its outputs' lag),
+ *    the relations whose changes the coordinator wants (its own
  *    outputs' views, egress subscriptions), then the input pieces of the
  *    follower's workers (pend_set_input splits the step's input over all
  *    W workers): generated rows travel as ranges (connector, plan, first
@@ -31,10 +32,12 @@
  *    exchange also carries, from every host (coordinator included) to
  *    each such host, the sender's step status and its changes of the
  *    views that host writes (put_owner_part); the host merges them with
- *    its own and writes (unless the step is quiet or failed anywhere),
- *    and a third exchange brings the coordinator its error, if any, and
- *    each of its outputs' offset and counters (out_reports), which the
- *    proxies keep for the journal, checkpoints and /stats.
+ *    its own and delivers them through its own Delivery (io/deliver.c:
+ *    retries, a durable queue drained by a thread, dead letters; unless
+ *    the step is quiet or failed anywhere), and a third exchange brings
+ *    the coordinator its error, if any, each of its outputs' offset and
+ *    counters (out_reports), which the proxies keep for the journal,
+ *    checkpoints and /stats, and their delivery figures.
  *  - CONTENTS rel: every host's materialized contents of rel (/query,
  *    snapshots, --dump).
  *  - READ conn: file and kafka inputs (and s3_input parts) belong to
@@ -60,10 +63,18 @@
  *  - RESTORE step: rebuild the follower's workers from a manifest's state.
  *  - OUTSET j: output connector j, which the follower writes, goes on from
  *    an offset with the given counters (output_truncate at a start or a
- *    restart); the reply says the offset it resumes at.
- *  - STOP: the last figures; the follower leaves.
- * Every reply carries, after the figures, a finished checkpoint report
- * when there is one.
+ *    restart); the reply says the offset it resumes at. Once every
+ *    output it writes is positioned the follower opens its Delivery,
+ *    which queues again what its storage still holds for them.
+ *  - STOP: the last figures (the follower's deliver_finish gives up at
+ *    once: the coordinator waited for every host's queues already); the
+ *    follower leaves.
+ * Every reply's figures end with the host's delivery figures
+ * (deliver_report_put: per output it writes sent, acknowledged, retried,
+ * dead-lettered, pending, lag, a drain thread's fatal error, dead letters
+ * kept in memory), which the coordinator's Delivery keeps in its proxies
+ * (backpressure, /stats, GET /dead_letter, the wait at the end), then a
+ * finished checkpoint report when there is one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +88,7 @@
 #include "../base/mem.h"
 #include "../base/wire.h"
 #include "../cluster/net.h"
+#include "../io/deliver.h"
 #include "../zset/key.h"
 #include "backend.h"
 #include "dist_wire.h"
@@ -165,6 +177,22 @@ static void gather_replies(Dist *d)
     d->last_net = pipe_now();
 }
 
+/* Host h's delivery figures (deliver_report_put there) into the proxies
+   of its outputs. */
+static void take_delivery(Dist *d, int h, Rd *r)
+{
+    int32_t len = rd32(r);
+    const uint8_t *p = len > 0 ? rd_bytes(r, (size_t)len) : NULL;
+    if (len < 0 || (len > 0 && !p)) {
+        r->bad = true;
+        return;
+    }
+    char host[96];
+    snprintf(host, sizeof(host), "%d (%s)", h, net_host_name(h));
+    if (p && deliver_report_take(d->cs, host, p, (size_t)len))
+        r->bad = true;
+}
+
 /* Parse the common head of host h's reply: status and figures. */
 static int reply_head(Dist *d, int h, Rd *r, Err *err)
 {
@@ -176,6 +204,8 @@ static int reply_head(Dist *d, int h, Rd *r, Err *err)
                 msg ? (const char *)msg : "");
     Rd rest = *r;
     read_figures(d->c, &rest, &d->hf[h]);
+    if (!rest.bad)
+        take_delivery(d, h, &rest);
     if (!rest.bad && rd32(&rest)) { /* a checkpoint report */
         int64_t step = rd64(&rest);
         int32_t len = rd32(&rest);
@@ -269,6 +299,8 @@ static int out_reports(Dist *d, int rc, Err *err)
             else
                 output_remote_update(d->cs->out[j], off, records, bytes);
         }
+        if (!r.bad)
+            take_delivery(d, h, &r);
         if (r.bad) {
             if (!rc)
                 rc = err_set(err, SL_ERUNTIME, "host %d (%s): malformed output report", h,
@@ -292,6 +324,9 @@ static int d_step(Backend *be, bool quiet, Err *err)
     cmd_begin(d, DC_STEP, quiet);
     for (int h = 1; h < H; h++) {
         Buf *b = &d->dsend[h];
+        int64_t wbits; /* when the step's input arrived: its outputs' lag */
+        memcpy(&wbits, &be->src_wall, 8);
+        put64(b, wbits);
         /* the relations whose changes the coordinator wants */
         size_t at = b->n;
         int32_t nw = 0;
