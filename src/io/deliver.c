@@ -62,6 +62,9 @@
  * a drain thread's fatal error, the wait at the end and /stats see them
  * as their own; dead letters kept in memory travel as they change, those
  * in files are read from the file.
+ *
+ * The figures (/stats, the reports between hosts, the dead letters
+ * listed, the counters a checkpoint keeps) are deliver_figs.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,68 +82,9 @@
 
 #include "../base/mem.h"
 #include "../base/wire.h"
-#include "deliver.h"
-#include "io_int.h"
+#include "deliver_int.h"
 
-#define LAG_SAMPLES 4096
 #define DRAIN_MAX_WAIT 5.0
-#define DEAD_MEM_MAX (8u << 20) /* bytes of dead letters kept without storage */
-
-typedef struct QEnt {
-    int64_t step;
-    Batch *b;           /* our own copy */
-    int64_t recs;       /* sum of |w| */
-    size_t bytes;
-    double src_wall;    /* wall seconds the step's input arrived */
-    struct QEnt *next;
-} QEnt;
-
-typedef struct DOut {
-    Delivery *d;
-    OutputConn *oc;
-    int idx;
-    pthread_t th;
-    bool th_started;
-    QEnt *head, *tail;   /* under d->mu; only the drain thread pops */
-    int64_t qrecs, qsteps;
-    size_t qbytes;
-    int64_t qlast;       /* step of the newest entry ever queued (-1) */
-    int qfd;             /* the durable queue, or -1 */
-    int dlfd;            /* the dead letters, or -1 (then dlmem) */
-    Buf dlmem;
-    int64_t dl_step;     /* step whose dead letters start at dl_start */
-    off_t dl_start;
-    size_t dlmem_start;
-    int64_t cur_dead;    /* dead letters of the write in progress */
-    int64_t inflight;    /* records of a direct write in progress (pending too) */
-    /* figures, under d->mu */
-    int64_t changes, sent, acked, retried, dead;
-    bool failing;
-    char error[256];
-    bool fatal;          /* a drain thread met a fatal error */
-    Err fatal_err;
-    float lag[LAG_SAMPLES];
-    int64_t lagw[LAG_SAMPLES];
-    int nlag, lagpos;
-    /* scale-out */
-    bool remote;         /* another host delivers it: rs is its last report */
-    DeliverStats rs;
-    char host[96];       /* its host, for messages ("1 (name)") */
-    size_t dl_sent;      /* dead letters in memory: bytes the coordinator holds */
-    size_t dl_low;       /* the shortest dlmem since the last report (a cut) */
-} DOut;
-
-struct Delivery {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;    /* queue changes, quit */
-    DOut *o;
-    int n;
-    bool quit;
-    bool exact;
-    bool durable;
-    bool (*stop)(void *arg);
-    void *stop_arg;
-};
 
 /* Checkpoints fork() the process (pipeline/snapshot.c); a drain thread
    caught inside libpq or the allocator at that moment could leave a lock
@@ -222,7 +166,7 @@ int deliver_config(OutputConn *oc, const cJSON *cfg, const char *where, Err *err
 
 /* ---------------------------------------------------------------- helpers */
 
-static int64_t batch_recs(const Batch *b)
+int64_t deliver__recs(const Batch *b)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < b->n; i++)
@@ -239,7 +183,7 @@ static Batch *batch_copy(const Batch *b)
 }
 
 /* The last step the destination committed (-1: it cannot say). */
-static int64_t committed_step(OutputConn *oc)
+int64_t deliver__committed(OutputConn *oc)
 {
     return oc->ops->committed ? oc->ops->committed(oc) : -1;
 }
@@ -352,7 +296,7 @@ static int queue_load(DOut *o, Err *err)
         }
         got += (size_t)r;
     }
-    int64_t done = committed_step(o->oc);
+    int64_t done = deliver__committed(o->oc);
     size_t pos = 0;
     int64_t steps = 0, recs = 0;
     while (pos + 12 <= n) {
@@ -383,7 +327,7 @@ static int queue_load(DOut *o, Err *err)
             q += kl + vl;
         }
         e->b = bb_finish(bb);
-        e->recs = batch_recs(e->b);
+        e->recs = deliver__recs(e->b);
         e->bytes = batch_bytes(e->b);
         pos += 12 + len;
         if (e->step <= done || (o->head && e->step <= o->qlast)) {
@@ -411,7 +355,7 @@ static int queue_load(DOut *o, Err *err)
 
 /* ---------------------------------------------------------------- dead letters */
 
-static void json_str(Buf *b, const char *s)
+void deliver__json_str(Buf *b, const char *s)
 {
     buf_putc(b, '"');
     for (; *s; s++) {
@@ -444,9 +388,9 @@ static void on_dead(void *arg, int64_t step, const char *rec, const char *why)
     char ts[32];
     strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
     buf_printf(&b, "{\"step\":%lld,\"time\":\"%s\",\"output\":", (long long)step, ts);
-    json_str(&b, o->oc->name);
+    deliver__json_str(&b, o->oc->name);
     buf_puts(&b, ",\"error\":");
-    json_str(&b, why);
+    deliver__json_str(&b, why);
     buf_printf(&b, ",\"record\":%s}\n", rec);
     if (o->dlfd >= 0) {
         if (write_all(o->dlfd, b.p, b.n) || fdatasync(o->dlfd))
@@ -494,7 +438,7 @@ static int dead_load(DOut *o, Err *err)
         return err_set(err, SL_EIO, "%s: cannot read its dead letters", o->oc->name);
     }
     p[n] = 0;
-    int64_t done = committed_step(o->oc);
+    int64_t done = deliver__committed(o->oc);
     size_t keep = 0;
     for (char *l = p; *l;) {
         char *nl = strchr(l, '\n');
@@ -537,9 +481,11 @@ static int write_once(DOut *o, int64_t step, const Batch *b, Err *err)
     return 0;
 }
 
-/* After a write of recs records that worked (under mu). */
-static void written(DOut *o, int64_t recs, double src_wall)
+/* After a write of step's recs records that worked (under mu). */
+static void written(DOut *o, int64_t step, int64_t recs, double src_wall)
 {
+    if (step > o->counted)
+        o->counted = step;
     o->dead += o->cur_dead;
     o->acked += recs - o->cur_dead;
     o->cur_dead = 0;
@@ -551,7 +497,7 @@ static int enqueue(DOut *o, int64_t step, const Batch *b, double src_wall, Err *
     QEnt *e = sl_calloc(1, sizeof(*e));
     e->step = step;
     e->b = batch_copy(b);
-    e->recs = batch_recs(b);
+    e->recs = deliver__recs(b);
     e->bytes = batch_bytes(b);
     e->src_wall = src_wall;
     /* appended and pushed under mu: the drain thread empties the file when
@@ -608,7 +554,7 @@ static void *drain_main(void *arg)
         o->oc->draining = false;
         pthread_mutex_lock(&d->mu); /* (the gate still held: its prints, frees) */
         if (!rc) {
-            written(o, e->recs, e->src_wall);
+            written(o, e->step, e->recs, e->src_wall);
             o->head = e->next;
             if (!o->head)
                 o->tail = NULL;
@@ -693,6 +639,9 @@ Delivery *deliver_open(Connectors *cs, const DeliverOpts *opt, Err *err)
         if ((o->dlfd = open_in(opt->dir, "dead_letter", name, err)) < 0 || dead_load(o, err))
             goto fail;
     }
+    for (int j = 0; j < d->n; j++) /* the counters a checkpoint restored */
+        if (!d->o[j].remote)
+            deliver__restore(&d->o[j]);
     for (int j = 0; j < d->n; j++) {
         DOut *o = &d->o[j];
         if (!o->oc->ops->committed || o->remote)
@@ -751,7 +700,7 @@ int deliver_step(Delivery *d, int64_t step, const Batch *const *changes, double 
         const Batch *b = changes[j];
         if (!b)
             continue;
-        int64_t recs = batch_recs(b);
+        int64_t recs = deliver__recs(b);
         pthread_mutex_lock(&d->mu);
         if (o->fatal) {
             *err = o->fatal_err;
@@ -778,11 +727,16 @@ int deliver_step(Delivery *d, int64_t step, const Batch *const *changes, double 
             continue;
         }
         Err e = {0};
+        /* after a restart, a step the destination has already (it skips
+           it): its dead letters are those its first write left */
+        bool again = o->oc->ops->committed && step <= deliver__committed(o->oc);
         int rc = write_once(o, step, b, &e);
         pthread_mutex_lock(&d->mu);
         o->inflight = 0;
         if (!rc) {
-            written(o, recs, src_wall);
+            if (again)
+                o->cur_dead = deliver__dead_between(o, step - 1, step);
+            written(o, step, recs, src_wall);
             pthread_mutex_unlock(&d->mu);
             continue;
         }
@@ -914,259 +868,4 @@ int deliver_finish(Delivery *d, bool (*giveup)(void *arg), void *arg, Err *err)
     }
     pthread_mutex_unlock(&d->mu);
     return 0;
-}
-
-typedef struct LagSample {
-    float lag;
-    int64_t w;
-} LagSample;
-
-static int lag_cmp(const void *a, const void *b)
-{
-    float x = ((const LagSample *)a)->lag, y = ((const LagSample *)b)->lag;
-    return (x > y) - (x < y);
-}
-
-/* Output o's figures (under mu). */
-static void stats_of(DOut *o, DeliverStats *s)
-{
-    if (o->remote) {
-        *s = o->rs;
-        return;
-    }
-    memset(s, 0, sizeof(*s));
-    s->changes = o->changes;
-    s->sent = o->sent;
-    s->acked = o->acked;
-    s->retried = o->retried;
-    s->dead = o->dead;
-    s->pending = o->qrecs + o->inflight;
-    s->pending_bytes = (int64_t)o->qbytes;
-    s->queued_steps = o->qsteps;
-    s->failing = o->failing;
-    const DeliverCfg *c = &o->oc->dcfg;
-    s->backpressure = o->qrecs > c->max_queued_records || (int64_t)o->qbytes > c->max_queued_bytes;
-    if (o->failing)
-        snprintf(s->error, sizeof(s->error), "%s", o->error);
-    /* weighted percentiles over the samples sorted by lag */
-    int n = o->nlag;
-    LagSample *ls = sl_malloc((size_t)n * sizeof(*ls) + 1);
-    int64_t tot = 0;
-    for (int i = 0; i < n; i++) {
-        ls[i] = (LagSample){o->lag[i], o->lagw[i]};
-        tot += o->lagw[i];
-    }
-    qsort(ls, (size_t)n, sizeof(*ls), lag_cmp);
-    s->lag_n = tot;
-    double *dst[3] = {&s->lag_p50, &s->lag_p95, &s->lag_p99};
-    const double q[3] = {0.5, 0.95, 0.99};
-    for (int k = 0; k < 3 && tot > 0; k++) {
-        int64_t want = (int64_t)ceil(q[k] * (double)tot), acc = 0;
-        for (int i = 0; i < n; i++) {
-            acc += ls[i].w;
-            if (acc >= want) {
-                *dst[k] = ls[i].lag;
-                break;
-            }
-        }
-    }
-    sl_free(ls);
-}
-
-void deliver_stats(Delivery *d, int out, DeliverStats *s)
-{
-    memset(s, 0, sizeof(*s));
-    if (!d || out < 0 || out >= d->n)
-        return;
-    pthread_mutex_lock(&d->mu);
-    stats_of(&d->o[out], s);
-    pthread_mutex_unlock(&d->mu);
-}
-
-/* ---------------------------------------------------------------- scale-out reports */
-
-static void put_str(Buf *b, const char *s)
-{
-    int32_t n = (int32_t)strlen(s);
-    put32(b, n);
-    buf_append(b, s, (size_t)n);
-}
-
-static void rd_str(Rd *r, char *dst, size_t n)
-{
-    int32_t len = rd32(r);
-    const uint8_t *p = len >= 0 ? rd_bytes(r, (size_t)len) : NULL;
-    if (!p) {
-        r->bad = true;
-        dst[0] = 0;
-        return;
-    }
-    snprintf(dst, n, "%.*s", len, (const char *)p);
-}
-
-static int64_t dbits(double v)
-{
-    int64_t b;
-    memcpy(&b, &v, 8);
-    return b;
-}
-
-static double bitsd(int64_t b)
-{
-    double v;
-    memcpy(&v, &b, 8);
-    return v == v ? v : 0; /* (no NaN from a damaged report) */
-}
-
-void deliver_report_put(Delivery *d, Buf *b)
-{
-    size_t at = b->n;
-    put32(b, 0);
-    if (!d)
-        return;
-    size_t start = b->n;
-    int32_t n = 0;
-    put32(b, 0);
-    pthread_mutex_lock(&d->mu);
-    for (int j = 0; j < d->n; j++) {
-        DOut *o = &d->o[j];
-        if (o->remote)
-            continue;
-        DeliverStats s;
-        stats_of(o, &s);
-        put32(b, j);
-        const int64_t v[9] = {s.changes, s.sent,          s.acked,        s.retried, s.dead,
-                              s.pending, s.pending_bytes, s.queued_steps, s.lag_n};
-        for (int k = 0; k < 9; k++)
-            put64(b, v[k]);
-        put64(b, dbits(s.lag_p50));
-        put64(b, dbits(s.lag_p95));
-        put64(b, dbits(s.lag_p99));
-        put32(b, (s.failing ? 1 : 0) | (s.backpressure ? 2 : 0) | (o->fatal ? 4 : 0));
-        put_str(b, s.error);
-        put32(b, o->fatal ? (o->fatal_err.code ? o->fatal_err.code : SL_EIO) : 0);
-        put_str(b, o->fatal ? o->fatal_err.msg : "");
-        /* dead letters kept in memory travel as they change: the length
-           the coordinator keeps of what it has, then what follows */
-        if (o->dlfd >= 0) {
-            put64(b, -1);
-        } else {
-            size_t keep = SL_MIN(o->dl_sent, o->dl_low);
-            put64(b, (int64_t)keep);
-            put64(b, (int64_t)(o->dlmem.n - keep));
-            buf_append(b, o->dlmem.p + keep, o->dlmem.n - keep);
-            o->dl_sent = o->dl_low = o->dlmem.n;
-        }
-        n++;
-    }
-    pthread_mutex_unlock(&d->mu);
-    memcpy(b->p + start, &n, 4);
-    int32_t len = (int32_t)(b->n - start);
-    memcpy(b->p + at, &len, 4);
-}
-
-int deliver_report_take(Connectors *cs, const char *host, const uint8_t *p, size_t len)
-{
-    Rd r = {p, p + len, false};
-    if (len == 0)
-        return 0;
-    int32_t n = rd_count32(&r, 4);
-    for (int k = 0; k < n && !r.bad; k++) {
-        int32_t j = rd32(&r);
-        DeliverStats s;
-        memset(&s, 0, sizeof(s));
-        int64_t *v[9] = {&s.changes, &s.sent,          &s.acked,        &s.retried, &s.dead,
-                         &s.pending, &s.pending_bytes, &s.queued_steps, &s.lag_n};
-        for (int i = 0; i < 9; i++)
-            *v[i] = rd64(&r);
-        s.lag_p50 = bitsd(rd64(&r));
-        s.lag_p95 = bitsd(rd64(&r));
-        s.lag_p99 = bitsd(rd64(&r));
-        int32_t flags = rd32(&r);
-        s.failing = flags & 1;
-        s.backpressure = (flags & 2) != 0;
-        rd_str(&r, s.error, sizeof(s.error));
-        int32_t fcode = rd32(&r);
-        char fmsg[sizeof(((Err *)0)->msg)];
-        rd_str(&r, fmsg, sizeof(fmsg));
-        int64_t keep = rd64(&r), dn = keep >= 0 ? rd64(&r) : 0;
-        const uint8_t *dl = dn > 0 ? rd_bytes(&r, (size_t)dn) : NULL;
-        if (r.bad || j < 0 || j >= cs->nout || dn < 0 || !output_remote(cs->out[j]))
-            return -1;
-        DOut *o = cs->out[j]->deliv;
-        if (!o) /* no Delivery yet (the start-up): the next report counts */
-            continue;
-        Delivery *d = o->d;
-        pthread_mutex_lock(&d->mu);
-        o->rs = s;
-        snprintf(o->host, sizeof(o->host), "%s", host);
-        if ((flags & 4) && !o->fatal) {
-            o->fatal = true;
-            err_set(&o->fatal_err, fcode ? fcode : SL_EIO, "host %s: %s", host, fmsg);
-            pthread_cond_broadcast(&d->cv);
-        }
-        if (keep >= 0 && o->dlfd < 0 && (size_t)keep <= o->dlmem.n) {
-            o->dlmem.n = (size_t)keep;
-            if (dl)
-                buf_append(&o->dlmem, dl, (size_t)dn);
-        }
-        pthread_mutex_unlock(&d->mu);
-    }
-    return r.bad ? -1 : 0;
-}
-
-/* Whether output o answers to name: its view's name or its full name. */
-static bool named(const Delivery *d, const DOut *o, const char *name, const char *view)
-{
-    (void)d;
-    return !strcmp(o->oc->name, name) || (view && !strcasecmp(view, name));
-}
-
-bool deliver_dead_letters(Delivery *d, const char *name, Buf *out)
-{
-    bool any = false;
-    buf_puts(out, "{\"output\":");
-    json_str(out, name);
-    buf_puts(out, ",\"records\":[");
-    int64_t count = 0;
-    pthread_mutex_lock(&d->mu);
-    for (int j = 0; j < d->n; j++) {
-        DOut *o = &d->o[j];
-        /* "view V, connector N (transport)": the view's name is word 2 */
-        char view[192] = "";
-        if (!strncmp(o->oc->name, "view ", 5)) {
-            snprintf(view, sizeof(view), "%s", o->oc->name + 5);
-            char *c = strchr(view, ',');
-            if (c)
-                *c = 0;
-        }
-        if (!named(d, o, name, view))
-            continue;
-        any = true;
-        Buf text = BUF_INIT;
-        if (o->dlfd >= 0) {
-            struct stat st;
-            if (!fstat(o->dlfd, &st) && st.st_size > 0) {
-                buf_reserve(&text, (size_t)st.st_size);
-                ssize_t r = pread(o->dlfd, text.p, (size_t)st.st_size, 0);
-                text.n = r > 0 ? (size_t)r : 0;
-            }
-        } else {
-            buf_append(&text, o->dlmem.p, o->dlmem.n);
-        }
-        for (size_t i = 0; i < text.n;) {
-            const char *l = (const char *)text.p + i;
-            const char *nl = memchr(l, '\n', text.n - i);
-            if (!nl)
-                break;
-            if (count++)
-                buf_putc(out, ',');
-            buf_append(out, l, (size_t)(nl - l));
-            i = (size_t)(nl - (const char *)text.p) + 1;
-        }
-        buf_free(&text);
-    }
-    pthread_mutex_unlock(&d->mu);
-    buf_printf(out, "],\"count\":%lld}", (long long)count);
-    return any;
 }

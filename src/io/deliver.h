@@ -57,6 +57,7 @@ typedef struct DeliverStats {
     bool failing;          /* the destination is failing now */
     bool backpressure;     /* the queue is past its bound */
     char error[256];       /* the last transient error while failing */
+    int64_t counted;       /* the last step whose records acked + dead count in full */
     int64_t lag_n;         /* records with a lag sample */
     double lag_p50, lag_p95, lag_p99; /* seconds from input arrival to acknowledgement */
 } DeliverStats;
@@ -64,6 +65,27 @@ void deliver_stats(Delivery *d, int out, DeliverStats *s);
 /* The dead letters of the outputs of view (or connector) name as a JSON
    document into out; false when no output has that name. */
 bool deliver_dead_letters(Delivery *d, const char *name, Buf *out);
+
+/* The counters a checkpoint keeps (docs/connectors.md "Delivery"). */
+typedef struct DeliverCounts {
+    int64_t changes, sent, acked, retried, dead;
+    int64_t counted;       /* the last step whose records acked + dead count in full */
+} DeliverCounts;
+/* Output oc's counters now (a proxy's: those its host reported last);
+   false while no Delivery is open. */
+bool deliver_counts(OutputConn *oc, DeliverCounts *c);
+/* Their names in a checkpoint manifest, in the order of DeliverCounts. */
+extern const char *const deliver_count_names[6];
+/* A checkpoint at step restored: oc's counters go on from c (before
+   deliver_open, which takes them with what changed since the checkpoint:
+   the queue, the dead letters, the destination's last step).
+   deliver_saved_counts gives them back (a proxy's, for its host). */
+void deliver_restore_counts(OutputConn *oc, int64_t step, const DeliverCounts *c);
+bool deliver_saved_counts(OutputConn *oc, int64_t *step, DeliverCounts *c);
+/* A replayed step whose outputs are not written again (quiet): count its
+   changes[j] as delivered where the destination had them when the
+   Delivery opened (the others were queued: counted when loaded). */
+void deliver_account(Delivery *d, int64_t step, const Batch *const *changes);
 
 /* Scale-out. Each host delivers the outputs it writes; the coordinator's
    Delivery keeps a proxy of every other one, whose figures (the stats

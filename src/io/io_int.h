@@ -15,6 +15,7 @@
 
 #include "connector.h"
 #include "datagen.h"
+#include "deliver.h"
 #include "format.h"
 
 typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
@@ -200,6 +201,11 @@ struct OutputConn {
     bool remote;
     int64_t remote_off;
     int64_t resumed;        /* committed() when output_truncate positioned it */
+    /* delivery counters a checkpoint restored (deliver_restore_counts), for
+       deliver_open (or, on a proxy, for its host) */
+    bool dl_saved;
+    int64_t dl_saved_step;
+    DeliverCounts dl_saved_c;
 };
 
 double io_now(void);

@@ -62,7 +62,8 @@
  *    writes the manifest (phase two) once every host reported success.
  *  - RESTORE step: rebuild the follower's workers from a manifest's state.
  *  - OUTSET j: output connector j, which the follower writes, goes on from
- *    an offset with the given counters (output_truncate at a start or a
+ *    an offset with the given counters and the delivery counters a
+ *    checkpoint restored, if any (output_truncate at a start or a
  *    restart); the reply says the offset it resumes at. Once every
  *    output it writes is positioned the follower opens its Delivery,
  *    which queues again what its storage still holds for them.
@@ -433,6 +434,16 @@ static int d_out_truncate(Backend *be, int j, int64_t offset, Err *err)
     put64(&d->dsend[owner], offset);
     put64(&d->dsend[owner], records);
     put64(&d->dsend[owner], bytes);
+    int64_t at; /* the delivery counters a checkpoint restored */
+    DeliverCounts dc;
+    bool saved = deliver_saved_counts(oc, &at, &dc);
+    put32(&d->dsend[owner], saved);
+    if (saved) {
+        put64(&d->dsend[owner], at);
+        const int64_t v[6] = {dc.changes, dc.sent, dc.acked, dc.retried, dc.dead, dc.counted};
+        for (int k = 0; k < 6; k++)
+            put64(&d->dsend[owner], v[k]);
+    }
     send_cmd(d);
     gather_replies(d);
     int rc = 0;

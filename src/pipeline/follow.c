@@ -416,15 +416,16 @@ static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery
             OutputConn *oc = cs->out[j];
             if (output_remote(oc) || output_rel(oc) != rel)
                 continue;
+            chg[j] = b;
             if (quiet) /* replayed: already written; counted as written */
                 output_account(oc, step, b);
-            else
-                chg[j] = b;
         }
     }
-    if (!quiet && dl)
+    if (quiet)
+        deliver_account(dl, step, chg);
+    else if (dl)
         rc = deliver_step(dl, step, chg, src_wall, err);
-    else if (!quiet)
+    else
         rc = err_set(err, SL_ERUNTIME, "step %lld: this host's outputs have no delivery",
                      (long long)step);
     for (int j = 0; j < cs->nout && !rc && sync && !quiet; j++)
@@ -727,6 +728,14 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
                    !output_remote(cs.out[arg])) {
             OutputConn *oc = cs.out[arg];
             int64_t off = rd64(&r), records = rd64(&r), bytes = rd64(&r);
+            if (rd32(&r)) { /* the delivery counters of a checkpoint (deliver_open takes them) */
+                int64_t at = rd64(&r), v[6];
+                for (int k = 0; k < 6; k++)
+                    v[k] = rd64(&r);
+                if (!r.bad)
+                    deliver_restore_counts(oc, at, &(DeliverCounts){v[0], v[1], v[2], v[3],
+                                                                     v[4], v[5]});
+            }
             Err oe = {0};
             if (r.bad)
                 err_set(&oe, SL_ERUNTIME, "malformed output command from the coordinator");

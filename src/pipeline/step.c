@@ -199,14 +199,20 @@ static int deliver(Pipeline *p, Err *err)
 /* A replayed step whose outputs are already written (replay.c): count
    its changes into every local output's counters as the write would have
    (output_account), so that records and bytes come out as an
-   uninterrupted run's. A remote output's host counts its own (follow.c). */
+   uninterrupted run's, and as delivered (deliver_account). A remote
+   output's host counts its own (follow.c). */
 static void account(Pipeline *p)
 {
+    const Batch **chg = sl_calloc((size_t)p->cs.nout + 1, sizeof(*chg));
     for (int j = 0; j < p->cs.nout; j++) {
         OutputConn *oc = p->cs.out[j];
-        if (!output_remote(oc))
-            output_account(oc, rt_steps(p->be->rt), pipeline_changes(p, output_rel(oc)));
+        if (!output_remote(oc)) {
+            chg[j] = pipeline_changes(p, output_rel(oc));
+            output_account(oc, rt_steps(p->be->rt), chg[j]);
+        }
     }
+    deliver_account(p->dl, rt_steps(p->be->rt), chg);
+    sl_free(chg);
 }
 
 /* ---------------------------------------------------------------- input */

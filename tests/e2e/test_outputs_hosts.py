@@ -596,7 +596,8 @@ def test_kill9_of_host_1_with_its_queue_full_delivers_each_step_once(pg, http_pi
     inserts of new ids only, so a step applied twice would show as UPDATEs
     in PostgreSQL's audit trigger and a lost one as missing rows. A row the
     CHECK refuses in a queued step is a dead letter once, listed by the
-    coordinator from host 1's file."""
+    coordinator from host 1's file. A checkpoint taken with two steps queued
+    restores the delivery counters: at the end they count each change once."""
     import requests
     from httpkit import ingress, lines
     pg.psql(DL_AUDIT.format(t="oh_kill9"))
@@ -619,6 +620,12 @@ def test_kill9_of_host_1_with_its_queue_full_delivers_each_step_once(pg, http_pi
             ingress(p, "t", lines(*rows))
             want.update({k * 100 + i: k for i in range(10)})
             wait_until(lambda: dl_metrics(p)["queued_steps"] >= k, "step %d queued" % (k + 2))
+            if k == 2:  # a checkpoint with two steps queued on host 1
+                r = requests.post(p.url("/checkpoint"), timeout=60)
+                assert r.status_code == 200, r.text
+                seq = r.json()["checkpoint_sequence_number"]
+                wait_until(lambda: (requests.get(p.url("/checkpoint_status"), timeout=60)
+                                    .json().get("success") or 0) >= seq, "the checkpoint")
         m = dl_adds_up(dl_metrics(p))
         assert m["pending_records"] == 41, m
         # step 7: host 1 queues it, then dies
@@ -645,6 +652,11 @@ def test_kill9_of_host_1_with_its_queue_full_delivers_each_step_once(pg, http_pi
     assert audit == {"INSERT": str(len(want))}, audit
     d = requests.get(q.url("/dead_letter"), params={"output": "v"}, timeout=60).json()
     assert [e["record"]["insert"] for e in d["records"]] == [{"id": 999, "v": -1}], d
-    m = dl_adds_up(dl_metrics(q))
-    assert m["pending_records"] == 0
+    # the counters went on from the checkpoint's (host 1's, through the
+    # coordinator): every change counted once
+    m = wait_until(lambda: (lambda m: m if m["changes"] == len(want) + 1 and
+                            m["pending_records"] == 0 else None)(dl_metrics(q)),
+                   "every change counted")
+    dl_adds_up(m)
+    assert (m["acknowledged_records"], m["dead_lettered_records"]) == (len(want), 1), m
     q.stop()
