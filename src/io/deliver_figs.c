@@ -171,7 +171,8 @@ void deliver_report_put(Delivery *d, Buf *b)
             size_t keep = SL_MIN(o->dl_sent, o->dl_low);
             put64(b, (int64_t)keep);
             put64(b, (int64_t)(o->dlmem.n - keep));
-            buf_append(b, o->dlmem.p + keep, o->dlmem.n - keep);
+            if (o->dlmem.n > keep)
+                buf_append(b, o->dlmem.p + keep, o->dlmem.n - keep);
             o->dl_sent = o->dl_low = o->dlmem.n;
         }
         n++;

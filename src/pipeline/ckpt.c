@@ -376,10 +376,10 @@ static int start_job(Ft *ft, int64_t seq, FtCounts n, Err *err)
 /* Tell the inputs what the oldest checkpoint kept holds (input_release). */
 static void release_inputs(Ft *ft)
 {
-    static const InPos zero; /* all zero */
     const InPos *old = ft->kept_pos[0] ? ft->kept_pos[0] : ft->kept_pos[1];
-    for (int j = 0; j < ft->cs->nin; j++)
-        input_release(ft->cs->in[j], old ? &old[j] : &zero);
+    InPos *zero = old ? NULL : sl_calloc((size_t)ft->cs->nin + 1, sizeof(InPos));
+    ft->be->ops->release(ft->be, old ? old : zero); /* on the hosts that read them */
+    sl_free(zero);
 }
 
 /* The writer finished: publish, remember the state for unchanged

@@ -40,8 +40,8 @@
  *    checkpoints and /stats, and their delivery figures.
  *  - CONTENTS rel: every host's materialized contents of rel (/query,
  *    snapshots, --dump).
- *  - READ conn: file and kafka inputs (and s3_input parts) belong to
- *    hosts round-robin (io's connectors_open_part); the owner seeks (at a
+ *  - READ conn: file, kafka and postgres_cdc inputs (and s3_input parts)
+ *    belong to hosts round-robin (io's connectors_open_part); the owner seeks (at a
  *    restart), reads (while replaying: up to the journaled position) and
  *    parses up to N rows and keeps them, and replies with their count, its
  *    new position and their hash (the coordinator journals them), when it
@@ -67,6 +67,9 @@
  *    restart); the reply says the offset it resumes at. Once every
  *    output it writes is positioned the follower opens its Delivery,
  *    which queues again what its storage still holds for them.
+ *  - RELEASE: per input the host reads, the position of the oldest
+ *    checkpoint kept: its source may drop what precedes it
+ *    (input_release: postgres_cdc_input confirms its slot up to there).
  *  - STOP: the last figures (the follower's deliver_finish gives up at
  *    once: the coordinator waited for every host's queues already); the
  *    follower leaves.
@@ -621,6 +624,44 @@ static void figures_only(Dist *d, int kind)
     }
 }
 
+/* Input sources may drop what precedes pos[j]: here, or on the host that
+   reads input j (one RELEASE command: each host its inputs' positions). */
+static void d_release(Backend *be, const InPos *pos)
+{
+    Dist *d = (Dist *)be;
+    bool any = false;
+    for (int j = 0; j < d->cs->nin; j++) {
+        if (input_remote(d->cs->in[j]))
+            any = true;
+        else
+            input_release(d->cs->in[j], &pos[j]);
+    }
+    if (!any || d->stopped)
+        return;
+    cmd_begin(d, DC_RELEASE, 0);
+    for (int h = 1; h < be->hosts; h++) {
+        Buf *b = &d->dsend[h];
+        size_t at = b->n;
+        int32_t n = 0;
+        put32(b, 0);
+        for (int j = 0; j < d->cs->nin; j++)
+            if (input_remote(d->cs->in[j]) && input_owner(d->cs->in[j]) == h) {
+                put32(b, j);
+                put_pos(b, &pos[j]);
+                n++;
+            }
+        memcpy(b->p + at, &n, 4);
+    }
+    send_cmd(d);
+    gather_replies(d);
+    for (int h = 1; h < be->hosts; h++) {
+        Rd r = reply_of(d, h);
+        Err e = {0};
+        if (reply_head(d, h, &r, &e))
+            fprintf(stderr, "sluice: %s\n", e.msg);
+    }
+}
+
 /* Input read and not stepped was thrown away: the hosts drop what they
    keep. */
 static void d_drop(Backend *be)
@@ -827,6 +868,7 @@ static const BackendOps dist_ops = {
     .rolled_back = d_rolled_back,
     .set_input = d_set_input,
     .read = d_read,
+    .release = d_release,
     .drop = d_drop,
     .changes = d_changes,
     .watch = d_watch,

@@ -644,6 +644,15 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             kept_drop(kept, cs.nin); /* a step takes everything read */
         } else if (kind == DC_DROP) {
             kept_drop(kept, cs.nin);
+        } else if (kind == DC_RELEASE) { /* the oldest checkpoint kept: sources may let go */
+            int32_t n = rd_count32(&r, 4);
+            for (int k = 0; k < n && !r.bad; k++) {
+                int32_t j = rd32(&r);
+                InPos pos;
+                rd_pos(&r, &pos);
+                if (!r.bad && j >= 0 && j < cs.nin && !input_remote(cs.in[j]))
+                    input_release(cs.in[j], &pos);
+            }
         } else if (kind == DC_CKPT) {
             int64_t ck = rd64(&r);
             fol_ckpt(&fol, c, rt, &cs, ck, arg != 0);

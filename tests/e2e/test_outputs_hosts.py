@@ -21,7 +21,12 @@ from every host each step (docs/scale-out.md).
   database goes away and comes back (host 1 queues, drains in order; the
   coordinator's /stats adds up), rows a CHECK refuses become dead letters
   that the coordinator's GET /dead_letter lists, and host 1 dies with steps
-  queued in the storage directory: the restart delivers each once.
+  queued in the storage directory: the restart delivers each once, and
+  the delivery counters, restored from a checkpoint, count each change
+  once.
+- A postgres_cdc_input placed on host 1 (after a file input): the view
+  equals PostgreSQL's GROUP BY over the source; host 1 confirms the
+  replication slot once the coordinator's checkpoint lets it.
 No test depends on timing: crashes happen at counted events and waits poll
 observable state with a hang guard.
 """
@@ -660,3 +665,44 @@ def test_kill9_of_host_1_with_its_queue_full_delivers_each_step_once(pg, http_pi
     dl_adds_up(m)
     assert (m["acknowledged_records"], m["dead_lettered_records"]) == (len(want), 1), m
     q.stop()
+
+
+def test_postgres_cdc_input_on_host_1_confirms_its_slot_there(pg, http_pipeline, tmp_path):
+    """Change streams are placed as file and Kafka inputs: a file input
+    first (host 0), then a postgres_cdc_input, read on host 1 (/stats says
+    so). The view equals PostgreSQL's GROUP BY over the source through the
+    snapshot and the changes; the replication slot stays where the start
+    left it until a checkpoint, after which the coordinator tells host 1,
+    which confirms it (pg_replication_slots)."""
+    import requests
+    import test_postgres as tp
+    pg.psql("CREATE TABLE src_h1 (id bigint PRIMARY KEY, grp integer NOT NULL, v bigint, s text);"
+            "INSERT INTO src_h1 SELECT i, i % 11, i * 3 % 97, 'x' FROM generate_series(1, 2000) i")
+    side = tmp_path / "side.csv"
+    side.write_text("".join("%d\n" % i for i in range(50)))
+    sql = ("CREATE TABLE side (x INT) %s;\n" % conn_clause(
+        [{"transport": {"name": "file_input", "config": {"path": str(side)}},
+          "format": {"name": "csv"}}]) + tp.CDC_SQL.format(inp=tp.cdc_in(pg, "src_h1"), out=""))
+    p = http_pipeline(sql, "--hosts", "2", "--workers", "2", "--storage", tmp_path / "st",
+                      "--checkpoint-interval", "0")
+    want = tp.pg_source_groups(pg, "src_h1")
+    wait_until(lambda: tp.view_groups(p) == want, "the snapshot through host 1")
+    stats = requests.get(p.url("/stats"), timeout=60).json()
+    hosts = {i["transport"]: i["host"] for i in stats["inputs"] if i["transport"] != "http"}
+    assert hosts == {"file_input": 0, "postgres_cdc_input": 1}, stats["inputs"]
+    pg.psql("UPDATE src_h1 SET grp = grp + 1 WHERE id % 5 = 0; DELETE FROM src_h1 WHERE id < 100")
+    want = tp.pg_source_groups(pg, "src_h1")
+    wait_until(lambda: tp.view_groups(p) == want, "the changes through host 1")
+
+    def confirmed():
+        rows = pg.query("SELECT confirmed_flush_lsn - '0/0'::pg_lsn FROM pg_replication_slots "
+                        "WHERE slot_name = 'sluice_src_h1'")
+        return int(rows[0][0]) if rows and rows[0][0] else 0
+    before = confirmed()
+    r = requests.post(p.url("/checkpoint"), timeout=60)
+    assert r.status_code == 200, r.text
+    seq = r.json()["checkpoint_sequence_number"]
+    wait_until(lambda: (requests.get(p.url("/checkpoint_status"), timeout=60).json()
+                        .get("success") or 0) >= seq, "the checkpoint")
+    wait_until(lambda: confirmed() > before, "host 1 confirming the slot up to the checkpoint")
+    p.stop()
