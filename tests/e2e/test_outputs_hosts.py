@@ -19,11 +19,12 @@ from every host each step (docs/scale-out.md).
   it again).
 - Delivery on host 1 (io/deliver.c on every host): its postgres_output's
   database goes away and comes back (host 1 queues, drains in order; the
-  coordinator's /stats adds up), rows a CHECK refuses become dead letters
-  that the coordinator's GET /dead_letter lists, and host 1 dies with steps
-  queued in the storage directory: the restart delivers each once, and
-  the delivery counters, restored from a checkpoint, count each change
-  once.
+  coordinator's /stats adds up), its queue past a small bound pauses the
+  coordinator's inputs (ingress 503) until it drains, rows a CHECK refuses
+  become dead letters that the coordinator's GET /dead_letter lists, and
+  host 1 dies with steps queued in the storage directory: the restart
+  delivers each once, and the delivery counters, restored from a
+  checkpoint, count each change once.
 - A postgres_cdc_input placed on host 1 (after a file input): the view
   equals PostgreSQL's GROUP BY over the source; host 1 confirms the
   replication slot once the coordinator's checkpoint lets it.
@@ -455,12 +456,12 @@ def test_postgres_output_counters_after_host_1_s_kill(pg, tmp_path):
 DL_FAST = {"retry": {"attempts": 2, "backoff_ms": 10, "max_backoff_ms": 20}}
 
 
-def dl_program(pg, tmp_path, table, tag):
+def dl_program(pg, tmp_path, table, tag, delivery=None):
     """An HTTP table, a file output (host 0) and a postgres_output (host 1)
     of the same view, delivered with quick retries."""
     pgc = {"transport": {"name": "postgres_output",
                          "config": {"uri": pg.uri, "table": table, "key_columns": ["id"]}},
-           "delivery": DL_FAST}
+           "delivery": dict(DL_FAST, **(delivery or {}))}
     return ("CREATE TABLE t (id BIGINT NOT NULL, v BIGINT NOT NULL)\n"
             "  WITH ('connectors' = '[{\"transport\": {\"name\": \"http_input\"}}]');\n"
             "CREATE VIEW v_file %s AS SELECT id, v FROM t;\n"
@@ -705,4 +706,46 @@ def test_postgres_cdc_input_on_host_1_confirms_its_slot_there(pg, http_pipeline,
     wait_until(lambda: (requests.get(p.url("/checkpoint_status"), timeout=60).json()
                         .get("success") or 0) >= seq, "the checkpoint")
     wait_until(lambda: confirmed() > before, "host 1 confirming the slot up to the checkpoint")
+    p.stop()
+
+
+def test_host_1_s_queue_past_its_bound_pauses_the_coordinator_s_inputs(pg, http_pipeline,
+                                                                        tmp_path):
+    """Backpressure from host 1: its postgres_output's queue past a small
+    bound (the database away) makes the coordinator's ingress answer 503
+    and /stats name the output; once host 1 drains it, inputs resume and
+    every row arrives."""
+    import requests
+    from httpkit import ingress, lines
+    sql = dl_program(pg, tmp_path, "oh_bp", "bp", {"max_queued_records": 30})
+    p = http_pipeline(sql, "--hosts", "2", "--workers", "2")
+    ingress(p, "t", lines({"id": 0, "v": 0}))
+    want = {0: 0}
+    wait_until(lambda: dl_table(pg, "oh_bp") == want, "the first row")
+    pg.stop()
+    try:
+        n = 1
+        while True:  # 20 rows a push until the inputs pause (past 30 queued on host 1)
+            s0 = dl_metrics(p)["pending_records"]
+            r = requests.post(p.url("/ingress/t"), timeout=60,
+                              data=lines(*[{"id": i, "v": i} for i in range(n, n + 20)]))
+            if r.status_code == 503:
+                assert r.json()["error_code"] == "Backpressure", r.text
+                break
+            assert r.status_code == 200, r.text
+            want.update({i: i for i in range(n, n + 20)})
+            n += 20
+            wait_until(lambda: dl_metrics(p)["pending_records"] >= s0 + 20 or
+                       dl_stats(p)["global_metrics"]["backpressure"], "the push queued")
+            assert n < 400, "no backpressure"
+        bp = dl_stats(p)["global_metrics"]["backpressure"]
+        assert bp["view"] == "v" and bp["pending_records"] > 30, bp
+    finally:
+        pg.start()
+    wait_until(lambda: dl_stats(p)["global_metrics"]["backpressure"] is None,
+               "the inputs resuming")
+    ingress(p, "t", lines({"id": 999, "v": 9}))
+    want[999] = 9
+    wait_until(lambda: dl_table(pg, "oh_bp") == want, "every row in the table")
+    dl_adds_up(dl_metrics(p))
     p.stop()
