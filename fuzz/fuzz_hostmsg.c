@@ -3,7 +3,7 @@
  * pipeline, as a follower reads them: the coordinator's commands
  * (pipeline/follow.c pipeline_follow: STEP with the relations wanted and
  * its encoded input pieces, CONTENTS, LOOKUP, READ, CKPT, RESTORE, DROP,
- * OUTSET, STOP; base/wire.h readers)
+ * OUTSET, RELEASE, STOP; base/wire.h readers)
  * and, during a step, the rows other hosts' workers exchange
  * (runtime/exchange.c), all through cluster/net.c's net_exchange.
  *
@@ -33,7 +33,7 @@ static const char *const PROGRAM =
 
 /* dist.c's command kinds (pipeline/dist_wire.h) */
 enum { DC_STEP = 1, DC_CONTENTS, DC_PING, DC_STOP, DC_LOOKUP, DC_CKPT, DC_RESTORE, DC_READ,
-       DC_DROP, DC_OUTSET };
+       DC_DROP, DC_OUTSET, DC_RELEASE };
 
 typedef struct Feed {
     const uint8_t *p, *end;
@@ -88,6 +88,10 @@ static void feed(void *ctx, const Buf *send, Buf *recv)
 static void seed_step(const Circuit *c, Buf *b, int64_t step)
 {
     cmd_head(b, DC_STEP, 0, step);
+    double wall = 1.7e9; /* when the step's input arrived (the outputs' lag) */
+    int64_t wbits;
+    memcpy(&wbits, &wall, 8);
+    put64(b, wbits);
     put32(b, 1);   /* the relations whose changes the coordinator wants: */
     put32(b, 2);   /* totals */
     Arena *a = arena_new(4096);

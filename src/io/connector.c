@@ -159,7 +159,7 @@ static void part_name(char *name, size_t n, const char *where, int h, int H)
    One function per transport: check its config and format, open it when
    cx->open, and say where it runs (scale-out: file-like and Kafka inputs
    go round-robin to the hosts, the k-th to host k % hosts, and so do
-   outputs; change streams to host 0). The input's or output's shared fields are set
+   PostgreSQL change streams and outputs). The input's or output's shared fields are set
    before; errors name the connector (cx->where). */
 
 static void place_round_robin(InputConn *ic, const ConnCtx *cx)
@@ -264,8 +264,7 @@ static int open_pg_cdc(InputConn *ic, const ConnCtx *cx, Err *err)
     Err e = {0};
     if (tr_pg_cdc_config(ic, cx->cfg, cx->where, &e))
         return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
-    ic->owner = 0; /* scale-out: host 0 reads it */
-    ic->remote = cx->host != 0;
+    place_round_robin(ic, cx); /* read on one host (a proxy elsewhere), as Kafka */
     if (cx->open && !ic->remote && tr_pg_cdc_open(ic, err))
         return err->code;
     return 0;

@@ -51,6 +51,20 @@
  * Backpressure: an output whose queue holds more than "max_queued_records"
  * or "max_queued_bytes" makes deliver_backpressure true; the controller
  * then reads no input until it drains.
+ *
+ * Scale-out: every host runs a Delivery over the outputs it writes
+ * (pipeline/follow.c on the others), with its queue and dead-letter files
+ * in the shared storage under the same names (out<j> is the program's
+ * j-th output whichever host writes it, so a restart with other --hosts
+ * finds them). On the coordinator the other hosts' outputs are proxies
+ * (DOut.remote): their owners' figures arrive with every reply
+ * (deliver_report_put there, deliver_report_take here), so backpressure,
+ * a drain thread's fatal error, the wait at the end and /stats see them
+ * as their own; dead letters kept in memory travel as they change, those
+ * in files are read from the file.
+ *
+ * The figures (/stats, the reports between hosts, the dead letters
+ * listed, the counters a checkpoint keeps) are deliver_figs.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,62 +81,10 @@
 #include <xxhash.h>
 
 #include "../base/mem.h"
-#include "deliver.h"
-#include "io_int.h"
+#include "../base/wire.h"
+#include "deliver_int.h"
 
-#define LAG_SAMPLES 4096
 #define DRAIN_MAX_WAIT 5.0
-#define DEAD_MEM_MAX (8u << 20) /* bytes of dead letters kept without storage */
-
-typedef struct QEnt {
-    int64_t step;
-    Batch *b;           /* our own copy */
-    int64_t recs;       /* sum of |w| */
-    size_t bytes;
-    double src_wall;    /* wall seconds the step's input arrived */
-    struct QEnt *next;
-} QEnt;
-
-typedef struct DOut {
-    Delivery *d;
-    OutputConn *oc;
-    int idx;
-    pthread_t th;
-    bool th_started;
-    QEnt *head, *tail;   /* under d->mu; only the drain thread pops */
-    int64_t qrecs, qsteps;
-    size_t qbytes;
-    int64_t qlast;       /* step of the newest queued entry (-1) */
-    int qfd;             /* the durable queue, or -1 */
-    int dlfd;            /* the dead letters, or -1 (then dlmem) */
-    Buf dlmem;
-    int64_t dl_step;     /* step whose dead letters start at dl_start */
-    off_t dl_start;
-    size_t dlmem_start;
-    int64_t cur_dead;    /* dead letters of the write in progress */
-    int64_t inflight;    /* records of a direct write in progress (pending too) */
-    /* figures, under d->mu */
-    int64_t changes, sent, acked, retried, dead;
-    bool failing;
-    char error[256];
-    bool fatal;          /* a drain thread met a fatal error */
-    Err fatal_err;
-    float lag[LAG_SAMPLES];
-    int64_t lagw[LAG_SAMPLES];
-    int nlag, lagpos;
-} DOut;
-
-struct Delivery {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;    /* queue changes, quit */
-    DOut *o;
-    int n;
-    bool quit;
-    bool exact;
-    bool durable;
-    bool (*stop)(void *arg);
-    void *stop_arg;
-};
 
 /* Checkpoints fork() the process (pipeline/snapshot.c); a drain thread
    caught inside libpq or the allocator at that moment could leave a lock
@@ -204,7 +166,7 @@ int deliver_config(OutputConn *oc, const cJSON *cfg, const char *where, Err *err
 
 /* ---------------------------------------------------------------- helpers */
 
-static int64_t batch_recs(const Batch *b)
+int64_t deliver__recs(const Batch *b)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < b->n; i++)
@@ -221,7 +183,7 @@ static Batch *batch_copy(const Batch *b)
 }
 
 /* The last step the destination committed (-1: it cannot say). */
-static int64_t committed_step(OutputConn *oc)
+int64_t deliver__committed(OutputConn *oc)
 {
     return oc->ops->committed ? oc->ops->committed(oc) : -1;
 }
@@ -334,7 +296,7 @@ static int queue_load(DOut *o, Err *err)
         }
         got += (size_t)r;
     }
-    int64_t done = committed_step(o->oc);
+    int64_t done = deliver__committed(o->oc);
     size_t pos = 0;
     int64_t steps = 0, recs = 0;
     while (pos + 12 <= n) {
@@ -365,7 +327,7 @@ static int queue_load(DOut *o, Err *err)
             q += kl + vl;
         }
         e->b = bb_finish(bb);
-        e->recs = batch_recs(e->b);
+        e->recs = deliver__recs(e->b);
         e->bytes = batch_bytes(e->b);
         pos += 12 + len;
         if (e->step <= done || (o->head && e->step <= o->qlast)) {
@@ -393,7 +355,7 @@ static int queue_load(DOut *o, Err *err)
 
 /* ---------------------------------------------------------------- dead letters */
 
-static void json_str(Buf *b, const char *s)
+void deliver__json_str(Buf *b, const char *s)
 {
     buf_putc(b, '"');
     for (; *s; s++) {
@@ -426,9 +388,9 @@ static void on_dead(void *arg, int64_t step, const char *rec, const char *why)
     char ts[32];
     strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
     buf_printf(&b, "{\"step\":%lld,\"time\":\"%s\",\"output\":", (long long)step, ts);
-    json_str(&b, o->oc->name);
+    deliver__json_str(&b, o->oc->name);
     buf_puts(&b, ",\"error\":");
-    json_str(&b, why);
+    deliver__json_str(&b, why);
     buf_printf(&b, ",\"record\":%s}\n", rec);
     if (o->dlfd >= 0) {
         if (write_all(o->dlfd, b.p, b.n) || fdatasync(o->dlfd))
@@ -457,6 +419,8 @@ static void dead_begin(DOut *o, int64_t step)
         }
     } else {
         o->dlmem.n = o->dlmem_start;
+        if (o->dl_low > o->dlmem.n)
+            o->dl_low = o->dlmem.n;
     }
 }
 
@@ -474,7 +438,7 @@ static int dead_load(DOut *o, Err *err)
         return err_set(err, SL_EIO, "%s: cannot read its dead letters", o->oc->name);
     }
     p[n] = 0;
-    int64_t done = committed_step(o->oc);
+    int64_t done = deliver__committed(o->oc);
     size_t keep = 0;
     for (char *l = p; *l;) {
         char *nl = strchr(l, '\n');
@@ -517,9 +481,11 @@ static int write_once(DOut *o, int64_t step, const Batch *b, Err *err)
     return 0;
 }
 
-/* After a write of recs records that worked (under mu). */
-static void written(DOut *o, int64_t recs, double src_wall)
+/* After a write of step's recs records that worked (under mu). */
+static void written(DOut *o, int64_t step, int64_t recs, double src_wall)
 {
+    if (step > o->counted)
+        o->counted = step;
     o->dead += o->cur_dead;
     o->acked += recs - o->cur_dead;
     o->cur_dead = 0;
@@ -531,7 +497,7 @@ static int enqueue(DOut *o, int64_t step, const Batch *b, double src_wall, Err *
     QEnt *e = sl_calloc(1, sizeof(*e));
     e->step = step;
     e->b = batch_copy(b);
-    e->recs = batch_recs(b);
+    e->recs = deliver__recs(b);
     e->bytes = batch_bytes(b);
     e->src_wall = src_wall;
     /* appended and pushed under mu: the drain thread empties the file when
@@ -588,7 +554,7 @@ static void *drain_main(void *arg)
         o->oc->draining = false;
         pthread_mutex_lock(&d->mu); /* (the gate still held: its prints, frees) */
         if (!rc) {
-            written(o, e->recs, e->src_wall);
+            written(o, e->step, e->recs, e->src_wall);
             o->head = e->next;
             if (!o->head)
                 o->tail = NULL;
@@ -647,15 +613,25 @@ Delivery *deliver_open(Connectors *cs, const DeliverOpts *opt, Err *err)
         o->qfd = o->dlfd = -1;
         o->qlast = -1;
         o->dl_step = -1;
-        o->oc->dead = on_dead;
-        o->oc->dead_arg = o;
+        o->remote = output_remote(o->oc);
+        o->oc->deliv = o;
+        if (!o->remote) {
+            o->oc->dead = on_dead;
+            o->oc->dead_arg = o;
+        }
     }
     for (int j = 0; j < d->n && opt->dir; j++) {
         DOut *o = &d->o[j];
-        if (!o->oc->ops->committed || output_remote(o->oc))
-            continue; /* file_output never queues (its errors are fatal); a scale-out
-                         proxy's host writes it */
+        if (!o->oc->ops->committed)
+            continue; /* file_output never queues (its errors are fatal) */
         char name[64];
+        if (o->remote) { /* the owner's dead letters, read here for GET /dead_letter (the
+                            storage is shared: docs/scale-out.md) */
+            snprintf(name, sizeof(name), "out%d.jsonl", j);
+            if ((o->dlfd = open_in(opt->dir, "dead_letter", name, err)) < 0)
+                goto fail;
+            continue;
+        }
         snprintf(name, sizeof(name), "out%d.queue", j);
         if ((o->qfd = open_in(opt->dir, "delivery", name, err)) < 0 || queue_load(o, err))
             goto fail;
@@ -663,10 +639,13 @@ Delivery *deliver_open(Connectors *cs, const DeliverOpts *opt, Err *err)
         if ((o->dlfd = open_in(opt->dir, "dead_letter", name, err)) < 0 || dead_load(o, err))
             goto fail;
     }
+    for (int j = 0; j < d->n; j++) /* the counters a checkpoint restored */
+        if (!d->o[j].remote)
+            deliver__restore(&d->o[j]);
     for (int j = 0; j < d->n; j++) {
         DOut *o = &d->o[j];
-        if (!o->oc->ops->committed || output_remote(o->oc))
-            continue;
+        if (!o->oc->ops->committed || o->remote)
+            continue; /* (a scale-out proxy's host drains it) */
         if (pthread_create(&o->th, NULL, drain_main, o)) {
             err_set(err, SL_EIO, "%s: cannot start its delivery thread", o->oc->name);
             goto fail;
@@ -703,7 +682,9 @@ void deliver_close(Delivery *d)
         if (o->dlfd >= 0)
             close(o->dlfd);
         buf_free(&o->dlmem);
-        o->oc->dead = NULL;
+        if (!o->remote)
+            o->oc->dead = NULL;
+        o->oc->deliv = NULL;
     }
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
@@ -719,7 +700,7 @@ int deliver_step(Delivery *d, int64_t step, const Batch *const *changes, double 
         const Batch *b = changes[j];
         if (!b)
             continue;
-        int64_t recs = batch_recs(b);
+        int64_t recs = deliver__recs(b);
         pthread_mutex_lock(&d->mu);
         if (o->fatal) {
             *err = o->fatal_err;
@@ -727,7 +708,9 @@ int deliver_step(Delivery *d, int64_t step, const Batch *const *changes, double 
             return err->code ? err->code : SL_EIO;
         }
         bool queued = o->head != NULL;
-        if (queued && d->exact && step <= o->qlast) { /* replayed: queued already */
+        /* replayed and queued already (perhaps drained since: the drain
+           thread starts before the replay) */
+        if (d->exact && step <= o->qlast) {
             pthread_mutex_unlock(&d->mu);
             continue;
         }
@@ -744,11 +727,16 @@ int deliver_step(Delivery *d, int64_t step, const Batch *const *changes, double 
             continue;
         }
         Err e = {0};
+        /* after a restart, a step the destination has already (it skips
+           it): its dead letters are those its first write left */
+        bool again = o->oc->ops->committed && step <= deliver__committed(o->oc);
         int rc = write_once(o, step, b, &e);
         pthread_mutex_lock(&d->mu);
         o->inflight = 0;
         if (!rc) {
-            written(o, recs, src_wall);
+            if (again)
+                o->cur_dead = deliver__dead_between(o, step - 1, step);
+            written(o, step, recs, src_wall);
             pthread_mutex_unlock(&d->mu);
             continue;
         }
@@ -799,7 +787,9 @@ bool deliver_backpressure(Delivery *d, char *name, size_t n)
     for (int j = 0; j < d->n && !bp; j++) {
         DOut *o = &d->o[j];
         const DeliverCfg *c = &o->oc->dcfg;
-        if (o->qrecs > c->max_queued_records || (int64_t)o->qbytes > c->max_queued_bytes) {
+        if (o->remote ? o->rs.backpressure
+                      : o->qrecs > c->max_queued_records ||
+                            (int64_t)o->qbytes > c->max_queued_bytes) {
             bp = true;
             if (name)
                 snprintf(name, n, "%s", o->oc->name);
@@ -814,7 +804,7 @@ int64_t deliver_pending(Delivery *d)
     int64_t n = 0;
     pthread_mutex_lock(&d->mu);
     for (int j = 0; j < d->n; j++)
-        n += d->o[j].qrecs;
+        n += d->o[j].remote ? d->o[j].rs.pending : d->o[j].qrecs;
     pthread_mutex_unlock(&d->mu);
     return n;
 }
@@ -833,18 +823,30 @@ int deliver_finish(Delivery *d, bool (*giveup)(void *arg), void *arg, Err *err)
                 pthread_mutex_unlock(&d->mu);
                 return err->code ? err->code : SL_EIO;
             }
-            left += o->qrecs;
-            steps += o->qsteps;
-            if (o->head && !first)
+            int64_t recs = o->remote ? o->rs.pending : o->qrecs;
+            int64_t qs = o->remote ? o->rs.queued_steps : o->qsteps;
+            left += recs;
+            steps += qs;
+            if ((o->remote ? recs > 0 || qs > 0 : o->head != NULL) && !first)
                 first = o;
         }
         if (!first)
             break;
-        if (giveup && giveup(arg)) {
+        const char *why = first->remote ? first->rs.error : first->error;
+        char name[sizeof(first->oc->name) + sizeof(first->host) + 8];
+        snprintf(name, sizeof(name), "%s%s%s%s", first->remote ? "host " : "", first->host,
+                 first->remote ? ": " : "", first->oc->name);
+        char error[sizeof(first->error)];
+        snprintf(error, sizeof(error), "%s", why[0] ? why : "still failing");
+        /* giveup may ask the other hosts how their queues are (scale-out:
+           their replies land in deliver_report_take, which takes mu) */
+        pthread_mutex_unlock(&d->mu);
+        bool give = giveup && giveup(arg);
+        pthread_mutex_lock(&d->mu);
+        if (give) {
             Err e = {0};
             err_set(&e, SL_EIO, "%s: stopped while waiting for the destination (%s): %lld "
-                    "change%s of %lld step%s not delivered%s", first->oc->name,
-                    first->error[0] ? first->error : "still failing", (long long)left,
+                    "change%s of %lld step%s not delivered%s", name, error, (long long)left,
                     left == 1 ? "" : "s", (long long)steps, steps == 1 ? "" : "s",
                     d->durable ? "; they stay queued in the storage directory and a restart "
                                  "delivers them"
@@ -866,120 +868,4 @@ int deliver_finish(Delivery *d, bool (*giveup)(void *arg), void *arg, Err *err)
     }
     pthread_mutex_unlock(&d->mu);
     return 0;
-}
-
-void deliver_stats(Delivery *d, int out, DeliverStats *s)
-{
-    memset(s, 0, sizeof(*s));
-    if (!d || out < 0 || out >= d->n)
-        return;
-    DOut *o = &d->o[out];
-    pthread_mutex_lock(&d->mu);
-    s->changes = o->changes;
-    s->sent = o->sent;
-    s->acked = o->acked;
-    s->retried = o->retried;
-    s->dead = o->dead;
-    s->pending = o->qrecs + o->inflight;
-    s->pending_bytes = (int64_t)o->qbytes;
-    s->queued_steps = o->qsteps;
-    s->failing = o->failing;
-    const DeliverCfg *c = &o->oc->dcfg;
-    s->backpressure = o->qrecs > c->max_queued_records || (int64_t)o->qbytes > c->max_queued_bytes;
-    if (o->failing)
-        snprintf(s->error, sizeof(s->error), "%s", o->error);
-    int n = o->nlag;
-    float *lag = sl_malloc((size_t)n * sizeof(float) + 1);
-    int64_t *w = sl_malloc((size_t)n * sizeof(int64_t) + 1);
-    memcpy(lag, o->lag, (size_t)n * sizeof(float));
-    memcpy(w, o->lagw, (size_t)n * sizeof(int64_t));
-    pthread_mutex_unlock(&d->mu);
-    /* weighted percentiles: sort the samples by lag (insertion sort keeps
-       the weights alongside; at most LAG_SAMPLES) */
-    for (int i = 1; i < n; i++) {
-        float l = lag[i];
-        int64_t ww = w[i];
-        int k = i - 1;
-        while (k >= 0 && lag[k] > l) {
-            lag[k + 1] = lag[k];
-            w[k + 1] = w[k];
-            k--;
-        }
-        lag[k + 1] = l;
-        w[k + 1] = ww;
-    }
-    int64_t tot = 0;
-    for (int i = 0; i < n; i++)
-        tot += w[i];
-    s->lag_n = tot;
-    double *dst[3] = {&s->lag_p50, &s->lag_p95, &s->lag_p99};
-    const double q[3] = {0.5, 0.95, 0.99};
-    for (int k = 0; k < 3 && tot > 0; k++) {
-        int64_t want = (int64_t)ceil(q[k] * (double)tot), acc = 0;
-        for (int i = 0; i < n; i++) {
-            acc += w[i];
-            if (acc >= want) {
-                *dst[k] = lag[i];
-                break;
-            }
-        }
-    }
-    sl_free(lag);
-    sl_free(w);
-}
-
-/* Whether output o answers to name: its view's name or its full name. */
-static bool named(const Delivery *d, const DOut *o, const char *name, const char *view)
-{
-    (void)d;
-    return !strcmp(o->oc->name, name) || (view && !strcasecmp(view, name));
-}
-
-bool deliver_dead_letters(Delivery *d, const char *name, Buf *out)
-{
-    bool any = false;
-    buf_puts(out, "{\"output\":");
-    json_str(out, name);
-    buf_puts(out, ",\"records\":[");
-    int64_t count = 0;
-    pthread_mutex_lock(&d->mu);
-    for (int j = 0; j < d->n; j++) {
-        DOut *o = &d->o[j];
-        /* "view V, connector N (transport)": the view's name is word 2 */
-        char view[192] = "";
-        if (!strncmp(o->oc->name, "view ", 5)) {
-            snprintf(view, sizeof(view), "%s", o->oc->name + 5);
-            char *c = strchr(view, ',');
-            if (c)
-                *c = 0;
-        }
-        if (!named(d, o, name, view))
-            continue;
-        any = true;
-        Buf text = BUF_INIT;
-        if (o->dlfd >= 0) {
-            struct stat st;
-            if (!fstat(o->dlfd, &st) && st.st_size > 0) {
-                buf_reserve(&text, (size_t)st.st_size);
-                ssize_t r = pread(o->dlfd, text.p, (size_t)st.st_size, 0);
-                text.n = r > 0 ? (size_t)r : 0;
-            }
-        } else {
-            buf_append(&text, o->dlmem.p, o->dlmem.n);
-        }
-        for (size_t i = 0; i < text.n;) {
-            const char *l = (const char *)text.p + i;
-            const char *nl = memchr(l, '\n', text.n - i);
-            if (!nl)
-                break;
-            if (count++)
-                buf_putc(out, ',');
-            buf_append(out, l, (size_t)(nl - l));
-            i = (size_t)(nl - (const char *)text.p) + 1;
-        }
-        buf_free(&text);
-    }
-    pthread_mutex_unlock(&d->mu);
-    buf_printf(out, "],\"count\":%lld}", (long long)count);
-    return any;
 }

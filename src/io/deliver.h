@@ -57,6 +57,7 @@ typedef struct DeliverStats {
     bool failing;          /* the destination is failing now */
     bool backpressure;     /* the queue is past its bound */
     char error[256];       /* the last transient error while failing */
+    int64_t counted;       /* the last step whose records acked + dead count in full */
     int64_t lag_n;         /* records with a lag sample */
     double lag_p50, lag_p95, lag_p99; /* seconds from input arrival to acknowledgement */
 } DeliverStats;
@@ -64,6 +65,42 @@ void deliver_stats(Delivery *d, int out, DeliverStats *s);
 /* The dead letters of the outputs of view (or connector) name as a JSON
    document into out; false when no output has that name. */
 bool deliver_dead_letters(Delivery *d, const char *name, Buf *out);
+
+/* The counters a checkpoint keeps (docs/connectors.md "Delivery"). */
+typedef struct DeliverCounts {
+    int64_t changes, sent, acked, retried, dead;
+    int64_t counted;       /* the last step whose records acked + dead count in full */
+} DeliverCounts;
+/* Output oc's counters now (a proxy's: those its host reported last);
+   false while no Delivery is open. */
+bool deliver_counts(OutputConn *oc, DeliverCounts *c);
+/* Their names in a checkpoint manifest, in the order of DeliverCounts. */
+extern const char *const deliver_count_names[6];
+/* A checkpoint at step restored: oc's counters go on from c (before
+   deliver_open, which takes them with what changed since the checkpoint:
+   the queue, the dead letters, the destination's last step).
+   deliver_saved_counts gives them back (a proxy's, for its host). */
+void deliver_restore_counts(OutputConn *oc, int64_t step, const DeliverCounts *c);
+bool deliver_saved_counts(OutputConn *oc, int64_t *step, DeliverCounts *c);
+/* A replayed step whose outputs are not written again (quiet): count its
+   changes[j] as delivered where the destination had them when the
+   Delivery opened (the others were queued: counted when loaded). */
+void deliver_account(Delivery *d, int64_t step, const Batch *const *changes);
+
+/* Scale-out. Each host delivers the outputs it writes; the coordinator's
+   Delivery keeps a proxy of every other one, whose figures (the stats
+   above, a fatal error, dead letters kept in memory) the owner sends with
+   its replies. deliver_report_put appends this host's report (a length,
+   then the figures of every output it writes; d NULL: none) to b;
+   deliver_report_take applies one, from host (a name for messages), to
+   the proxies of cs (ignored before a Delivery is open): 0, or -1 when
+   malformed. A proxy counts in deliver_backpressure, deliver_pending,
+   deliver_check, deliver_finish (giveup is called without the lock held,
+   so that it may ask the hosts: their reports land here), deliver_stats
+   and deliver_dead_letters (with storage the owner's file, read here:
+   the storage is shared). */
+void deliver_report_put(Delivery *d, Buf *b);
+int deliver_report_take(Connectors *cs, const char *host, const uint8_t *p, size_t len);
 
 /* The connector's "delivery" object (NULL: the defaults) into oc. */
 int deliver_config(OutputConn *oc, const cJSON *cfg, const char *where, Err *err);

@@ -15,6 +15,7 @@
 
 #include "connector.h"
 #include "datagen.h"
+#include "deliver.h"
 #include "format.h"
 
 typedef enum FmtKind { FMT_CSV, FMT_JSON } FmtKind;
@@ -192,12 +193,19 @@ struct OutputConn {
        alone): to the dead letters, before the step commits (deliver.c) */
     void (*dead)(void *arg, int64_t step, const char *rec, const char *why);
     void *dead_arg;
+    void *deliv;            /* deliver.c's state of it while a Delivery is open (a proxy's
+                               figures arrive there: deliver_report_take) */
     /* scale-out: the host that writes this output; on the others it is a
        proxy whose offset and counters the owner reports */
     int owner;
     bool remote;
     int64_t remote_off;
     int64_t resumed;        /* committed() when output_truncate positioned it */
+    /* delivery counters a checkpoint restored (deliver_restore_counts), for
+       deliver_open (or, on a proxy, for its host) */
+    bool dl_saved;
+    int64_t dl_saved_step;
+    DeliverCounts dl_saved_c;
 };
 
 double io_now(void);

@@ -20,12 +20,5 @@ Backend *backend_open(const Circuit *c, const PipelineOpts *o, Connectors *cs, E
     connectors_set_parse_threads(cs, (W + H - 1) / H); /* this host's workers */
     if (H == 1)
         return backend_local_new(c, cs, W);
-    for (int j = 0; j < cs->nout; j++)
-        if (output_remote(cs->out[j]))
-            fprintf(stderr, "sluice: scale-out: %s writes on host %d without the delivery "
-                            "queue, dead letters and backpressure (they run on host 0 only, "
-                            "not built for other hosts yet): a failure there past its retries "
-                            "stops the pipeline, which resumes exactly once on restart\n",
-                    output_name(cs->out[j]), output_owner(cs->out[j]));
     return backend_dist_new(c, cs, W, H);
 }

@@ -43,6 +43,9 @@ typedef struct BackendOps {
        the rows, -1 on an I/O error. */
     int64_t (*read)(Backend *be, int conn, int64_t max, Arena *a, Piece **list, uint64_t *hash,
                     Err *err);
+    /* Every input connector's source may drop what precedes pos[j] (the
+       oldest checkpoint kept: input_release, on the host that reads it). */
+    void (*release)(Backend *be, const InPos *pos);
     /* Input read and not stepped was thrown away (an aborted transaction). */
     void (*drop)(Backend *be);
     /* Add the last step's changes of relation rel's sink, every host's,
@@ -98,6 +101,8 @@ struct Backend {
     Runtime *rt;              /* this process's workers (reset replaces it) */
     int workers;              /* in all, every host */
     int hosts;                /* processes the workers are spread over */
+    double src_wall;          /* wall-clock seconds the next step's input arrived, on
+                                 average (the controller sets it): its outputs' lag */
 };
 
 /* Open the connectors (this host's share: io's connectors_open_part) and

@@ -142,6 +142,13 @@ static int l_out_truncate(Backend *be, int j, int64_t offset, Err *err)
     return output_truncate(((Local *)be)->cs->out[j], offset, err);
 }
 
+static void l_release(Backend *be, const InPos *pos)
+{
+    Connectors *cs = ((Local *)be)->cs;
+    for (int j = 0; j < cs->nin; j++)
+        input_release(cs->in[j], &pos[j]);
+}
+
 static int64_t l_divzero(Backend *be, int node) { return rt_divzero_node(be->rt, node); }
 
 static int l_host_stats(Backend *be, HostStats *out) { return 0; }
@@ -159,6 +166,7 @@ static const BackendOps local_ops = {
     .rolled_back = l_rolled_back,
     .set_input = l_set_input,
     .read = l_read,
+    .release = l_release,
     .drop = l_nothing,
     .changes = l_changes,
     .watch = l_watch,

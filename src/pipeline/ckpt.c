@@ -44,6 +44,7 @@
 
 #include "../base/mem.h"
 #include "../cluster/net.h"
+#include "../io/deliver.h"
 #include "ft_int.h"
 
 static const char *mode_name(int m)
@@ -287,6 +288,13 @@ static char *job_meta(Ft *ft, FtCounts n)
         cJSON_AddNumberToObject(e, "offset", (double)output_offset(oc));
         cJSON_AddNumberToObject(e, "records", (double)output_records(oc));
         cJSON_AddNumberToObject(e, "bytes", (double)output_bytes(oc));
+        DeliverCounts dc; /* io/deliver_figs.c: counters across restarts */
+        if (deliver_counts(oc, &dc)) {
+            cJSON *dj = cJSON_AddObjectToObject(e, "delivery");
+            const int64_t v[6] = {dc.changes, dc.sent, dc.acked, dc.retried, dc.dead, dc.counted};
+            for (int k = 0; k < 6; k++)
+                cJSON_AddItemToObject(dj, deliver_count_names[k], ckpt_jint_new(v[k]));
+        }
         cJSON_AddItemToArray(outs, e);
     }
     char *s = cJSON_PrintUnformatted(m);
@@ -368,10 +376,10 @@ static int start_job(Ft *ft, int64_t seq, FtCounts n, Err *err)
 /* Tell the inputs what the oldest checkpoint kept holds (input_release). */
 static void release_inputs(Ft *ft)
 {
-    static const InPos zero; /* all zero */
     const InPos *old = ft->kept_pos[0] ? ft->kept_pos[0] : ft->kept_pos[1];
-    for (int j = 0; j < ft->cs->nin; j++)
-        input_release(ft->cs->in[j], old ? &old[j] : &zero);
+    InPos *zero = old ? NULL : sl_calloc((size_t)ft->cs->nin + 1, sizeof(InPos));
+    ft->be->ops->release(ft->be, old ? old : zero); /* on the hosts that read them */
+    sl_free(zero);
 }
 
 /* The writer finished: publish, remember the state for unchanged
@@ -645,6 +653,13 @@ static int load_positions(Ft *ft, const cJSON *m, FtCounts *n, Err *err)
     for (int j = 0; j < ft->cs->nout; j++) {
         const cJSON *e = cJSON_GetArrayItem(outs, j);
         output_set_counts(ft->cs->out[j], ckpt_jint(e, "records"), ckpt_jint(e, "bytes"));
+        const cJSON *dj = cJSON_GetObjectItemCaseSensitive(e, "delivery");
+        int64_t v[6] = {0, 0, 0, 0, 0, 0};
+        for (int k = 0; k < 6 && cJSON_IsObject(dj); k++)
+            ckpt_jint_get(cJSON_GetObjectItemCaseSensitive(dj, deliver_count_names[k]), &v[k]);
+        if (cJSON_IsObject(dj))
+            deliver_restore_counts(ft->cs->out[j], ckpt_jint(m, "step"),
+                                   &(DeliverCounts){v[0], v[1], v[2], v[3], v[4], v[5]});
     }
     n->rows = ckpt_jint(m, "rows");
     n->txn_id = ckpt_jint(m, "txn_id");

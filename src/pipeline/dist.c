@@ -14,7 +14,8 @@
  * between hosts, then one reply from every host.
  *
  * What travels (each a net_exchange):
- *  - STEP: the relations whose changes the coordinator wants (its own
+ *  - STEP: when the step's input arrived (wall clock: its outputs' lag),
+ *    the relations whose changes the coordinator wants (its own
  *    outputs' views, egress subscriptions), then the input pieces of the
  *    follower's workers (pend_set_input splits the step's input over all
  *    W workers): generated rows travel as ranges (connector, plan, first
@@ -31,14 +32,16 @@
  *    exchange also carries, from every host (coordinator included) to
  *    each such host, the sender's step status and its changes of the
  *    views that host writes (put_owner_part); the host merges them with
- *    its own and writes (unless the step is quiet or failed anywhere),
- *    and a third exchange brings the coordinator its error, if any, and
- *    each of its outputs' offset and counters (out_reports), which the
- *    proxies keep for the journal, checkpoints and /stats.
+ *    its own and delivers them through its own Delivery (io/deliver.c:
+ *    retries, a durable queue drained by a thread, dead letters; unless
+ *    the step is quiet or failed anywhere), and a third exchange brings
+ *    the coordinator its error, if any, each of its outputs' offset and
+ *    counters (out_reports), which the proxies keep for the journal,
+ *    checkpoints and /stats, and their delivery figures.
  *  - CONTENTS rel: every host's materialized contents of rel (/query,
  *    snapshots, --dump).
- *  - READ conn: file and kafka inputs (and s3_input parts) belong to
- *    hosts round-robin (io's connectors_open_part); the owner seeks (at a
+ *  - READ conn: file, kafka and postgres_cdc inputs (and s3_input parts)
+ *    belong to hosts round-robin (io's connectors_open_part); the owner seeks (at a
  *    restart), reads (while replaying: up to the journaled position) and
  *    parses up to N rows and keeps them, and replies with their count, its
  *    new position and their hash (the coordinator journals them), when it
@@ -59,11 +62,23 @@
  *    writes the manifest (phase two) once every host reported success.
  *  - RESTORE step: rebuild the follower's workers from a manifest's state.
  *  - OUTSET j: output connector j, which the follower writes, goes on from
- *    an offset with the given counters (output_truncate at a start or a
- *    restart); the reply says the offset it resumes at.
- *  - STOP: the last figures; the follower leaves.
- * Every reply carries, after the figures, a finished checkpoint report
- * when there is one.
+ *    an offset with the given counters and the delivery counters a
+ *    checkpoint restored, if any (output_truncate at a start or a
+ *    restart); the reply says the offset it resumes at. Once every
+ *    output it writes is positioned the follower opens its Delivery,
+ *    which queues again what its storage still holds for them.
+ *  - RELEASE: per input the host reads, the position of the oldest
+ *    checkpoint kept: its source may drop what precedes it
+ *    (input_release: postgres_cdc_input confirms its slot up to there).
+ *  - STOP: the last figures (the follower's deliver_finish gives up at
+ *    once: the coordinator waited for every host's queues already); the
+ *    follower leaves.
+ * Every reply's figures end with the host's delivery figures
+ * (deliver_report_put: per output it writes sent, acknowledged, retried,
+ * dead-lettered, pending, lag, a drain thread's fatal error, dead letters
+ * kept in memory), which the coordinator's Delivery keeps in its proxies
+ * (backpressure, /stats, GET /dead_letter, the wait at the end), then a
+ * finished checkpoint report when there is one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +92,7 @@
 #include "../base/mem.h"
 #include "../base/wire.h"
 #include "../cluster/net.h"
+#include "../io/deliver.h"
 #include "../zset/key.h"
 #include "backend.h"
 #include "dist_wire.h"
@@ -165,6 +181,22 @@ static void gather_replies(Dist *d)
     d->last_net = pipe_now();
 }
 
+/* Host h's delivery figures (deliver_report_put there) into the proxies
+   of its outputs. */
+static void take_delivery(Dist *d, int h, Rd *r)
+{
+    int32_t len = rd32(r);
+    const uint8_t *p = len > 0 ? rd_bytes(r, (size_t)len) : NULL;
+    if (len < 0 || (len > 0 && !p)) {
+        r->bad = true;
+        return;
+    }
+    char host[96];
+    snprintf(host, sizeof(host), "%d (%s)", h, net_host_name(h));
+    if (p && deliver_report_take(d->cs, host, p, (size_t)len))
+        r->bad = true;
+}
+
 /* Parse the common head of host h's reply: status and figures. */
 static int reply_head(Dist *d, int h, Rd *r, Err *err)
 {
@@ -176,6 +208,8 @@ static int reply_head(Dist *d, int h, Rd *r, Err *err)
                 msg ? (const char *)msg : "");
     Rd rest = *r;
     read_figures(d->c, &rest, &d->hf[h]);
+    if (!rest.bad)
+        take_delivery(d, h, &rest);
     if (!rest.bad && rd32(&rest)) { /* a checkpoint report */
         int64_t step = rd64(&rest);
         int32_t len = rd32(&rest);
@@ -269,6 +303,8 @@ static int out_reports(Dist *d, int rc, Err *err)
             else
                 output_remote_update(d->cs->out[j], off, records, bytes);
         }
+        if (!r.bad)
+            take_delivery(d, h, &r);
         if (r.bad) {
             if (!rc)
                 rc = err_set(err, SL_ERUNTIME, "host %d (%s): malformed output report", h,
@@ -292,6 +328,9 @@ static int d_step(Backend *be, bool quiet, Err *err)
     cmd_begin(d, DC_STEP, quiet);
     for (int h = 1; h < H; h++) {
         Buf *b = &d->dsend[h];
+        int64_t wbits; /* when the step's input arrived: its outputs' lag */
+        memcpy(&wbits, &be->src_wall, 8);
+        put64(b, wbits);
         /* the relations whose changes the coordinator wants */
         size_t at = b->n;
         int32_t nw = 0;
@@ -398,6 +437,16 @@ static int d_out_truncate(Backend *be, int j, int64_t offset, Err *err)
     put64(&d->dsend[owner], offset);
     put64(&d->dsend[owner], records);
     put64(&d->dsend[owner], bytes);
+    int64_t at; /* the delivery counters a checkpoint restored */
+    DeliverCounts dc;
+    bool saved = deliver_saved_counts(oc, &at, &dc);
+    put32(&d->dsend[owner], saved);
+    if (saved) {
+        put64(&d->dsend[owner], at);
+        const int64_t v[6] = {dc.changes, dc.sent, dc.acked, dc.retried, dc.dead, dc.counted};
+        for (int k = 0; k < 6; k++)
+            put64(&d->dsend[owner], v[k]);
+    }
     send_cmd(d);
     gather_replies(d);
     int rc = 0;
@@ -568,6 +617,44 @@ static void figures_only(Dist *d, int kind)
     send_cmd(d);
     gather_replies(d);
     for (int h = 1; h < d->be.hosts; h++) {
+        Rd r = reply_of(d, h);
+        Err e = {0};
+        if (reply_head(d, h, &r, &e))
+            fprintf(stderr, "sluice: %s\n", e.msg);
+    }
+}
+
+/* Input sources may drop what precedes pos[j]: here, or on the host that
+   reads input j (one RELEASE command: each host its inputs' positions). */
+static void d_release(Backend *be, const InPos *pos)
+{
+    Dist *d = (Dist *)be;
+    bool any = false;
+    for (int j = 0; j < d->cs->nin; j++) {
+        if (input_remote(d->cs->in[j]))
+            any = true;
+        else
+            input_release(d->cs->in[j], &pos[j]);
+    }
+    if (!any || d->stopped)
+        return;
+    cmd_begin(d, DC_RELEASE, 0);
+    for (int h = 1; h < be->hosts; h++) {
+        Buf *b = &d->dsend[h];
+        size_t at = b->n;
+        int32_t n = 0;
+        put32(b, 0);
+        for (int j = 0; j < d->cs->nin; j++)
+            if (input_remote(d->cs->in[j]) && input_owner(d->cs->in[j]) == h) {
+                put32(b, j);
+                put_pos(b, &pos[j]);
+                n++;
+            }
+        memcpy(b->p + at, &n, 4);
+    }
+    send_cmd(d);
+    gather_replies(d);
+    for (int h = 1; h < be->hosts; h++) {
         Rd r = reply_of(d, h);
         Err e = {0};
         if (reply_head(d, h, &r, &e))
@@ -781,6 +868,7 @@ static const BackendOps dist_ops = {
     .rolled_back = d_rolled_back,
     .set_input = d_set_input,
     .read = d_read,
+    .release = d_release,
     .drop = d_drop,
     .changes = d_changes,
     .watch = d_watch,

@@ -4,9 +4,10 @@
  * whose header describes the protocol) and answers it over this host's
  * share of the workers, the file inputs this host reads (kept until a
  * step takes them), the output connectors it writes (each step's changes
- * of their views gathered from every host: fol_outputs) and this host's
- * share of every checkpoint (a child
- * forked by snapshot.c's ckpt_fork, its report sent with a later reply).
+ * of their views gathered from every host and handed to this host's
+ * Delivery, io/deliver.c, whose figures ride on every reply: fol_outputs)
+ * and this host's share of every checkpoint (a child forked by
+ * snapshot.c's ckpt_fork, its report sent with a later reply).
  * Every reply carries the host's figures; pipeline_follow_failed answers
  * the first command when this rank could not even start.
  */
@@ -22,6 +23,7 @@
 
 #include "../base/mem.h"
 #include "../cluster/net.h"
+#include "../io/deliver.h"
 #include "../zset/key.h"
 #include "backend.h"
 #include "dist_wire.h"
@@ -38,8 +40,9 @@ static int64_t cpu_msecs(void)
 }
 
 /* This host's figures: fixed part, then per relation (changes, net rows),
-   then per node the divisions by zero. */
-static void put_figures(const Circuit *c, Runtime *rt, Buf *b)
+   then per node the divisions by zero, then the delivery figures of the
+   outputs it writes (deliver_report_put). */
+static void put_figures(const Circuit *c, Runtime *rt, Delivery *dl, Buf *b)
 {
     put64(b, (int64_t)mem_rss_bytes());
     put64(b, (int64_t)mem_peak_rss_bytes());
@@ -56,6 +59,7 @@ static void put_figures(const Circuit *c, Runtime *rt, Buf *b)
     }
     for (int n = 0; n < c->nnodes; n++)
         put64(b, rt_divzero_node(rt, n));
+    deliver_report_put(dl, b);
 }
 
 void pipeline_follow_failed(const char *why)
@@ -384,14 +388,20 @@ static bool xrec_fits(const uint8_t *p, int64_t n)
     return true;
 }
 
-/* Write step's changes of every view this host writes output connectors
+/* Deliver step's changes of every view this host writes output connectors
    of: this host's own and those other hosts sent (got, per relation),
-   consolidated into one batch per view, as a single host would; flush
-   each, and sync it when the journal counts on it (sync). A quiet step
-   (replayed, already written) is only counted (output_account). */
-static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, int me, Buf *got,
-                         int64_t step, bool quiet, bool sync, Err *err)
+   consolidated into one batch per view, as a single host would, through
+   this host's Delivery (io/deliver.c: retries, the queue, dead letters;
+   src_wall: when the step's input arrived, for the lag), then sync each
+   output when the journal counts on it (sync). A quiet step (replayed,
+   already written) is only counted (output_account). */
+static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery *dl, int me,
+                         Buf *got, int64_t step, bool quiet, bool sync, double src_wall,
+                         Err *err)
 {
+    const Batch **chg = sl_calloc((size_t)cs->nout + 1, sizeof(*chg));
+    Batch **own = sl_calloc((size_t)c->nrels + 1, sizeof(*own));
+    int rc = 0;
     for (int rel = 0; rel < c->nrels; rel++) {
         if (!host_writes(cs, me, rel))
             continue;
@@ -401,23 +411,32 @@ static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, int me, 
         XRec x;
         while (xrec_next(&got[rel], &pos, &x))
             bb_add(bb, x.k, x.kn, NULL, 0, x.w);
-        Batch *b = bb_finish(bb);
-        int rc = 0;
-        for (int j = 0; j < cs->nout && !rc; j++) {
+        Batch *b = own[rel] = bb_finish(bb);
+        for (int j = 0; j < cs->nout; j++) {
             OutputConn *oc = cs->out[j];
             if (output_remote(oc) || output_rel(oc) != rel)
                 continue;
+            chg[j] = b;
             if (quiet) /* replayed: already written; counted as written */
                 output_account(oc, step, b);
-            else if (output_write(oc, step, b, err) || output_flush(oc, err) ||
-                (sync && output_sync(oc, err)))
-                rc = err->code ? err->code : SL_EIO;
         }
-        batch_unref(b);
-        if (rc)
-            return rc;
     }
-    return 0;
+    if (quiet)
+        deliver_account(dl, step, chg);
+    else if (dl)
+        rc = deliver_step(dl, step, chg, src_wall, err);
+    else
+        rc = err_set(err, SL_ERUNTIME, "step %lld: this host's outputs have no delivery",
+                     (long long)step);
+    for (int j = 0; j < cs->nout && !rc && sync && !quiet; j++)
+        if (!output_remote(cs->out[j]) && output_sync(cs->out[j], err))
+            rc = err->code ? err->code : SL_EIO;
+    for (int rel = 0; rel < c->nrels; rel++)
+        if (own[rel])
+            batch_unref(own[rel]);
+    sl_free(own);
+    sl_free(chg);
+    return rc;
 }
 
 /* The end of a STEP when outputs are spread (outputs_spread). In the reply
@@ -427,9 +446,9 @@ static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, int me, 
    only counted when the step is quiet (replayed, already written). Then SLUICE_CRASH_AT=after-step, and
    the third exchange: this host's error, if any, and the offset and
    counters of each output connector it writes, for the coordinator's
-   proxies (journal, checkpoints, /stats). */
-static void fol_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Buf *send, Buf *recv,
-                        int src, bool quiet, bool sync, Buf *got)
+   proxies (journal, checkpoints, /stats), then its delivery figures. */
+static void fol_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery *dl, Buf *send,
+                        Buf *recv, int src, bool quiet, bool sync, double src_wall, Buf *got)
 {
     int H = net_hosts(), me = net_host();
     bool mine = host_writes_any(cs, me), ok = !src;
@@ -460,7 +479,7 @@ static void fol_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Buf *send
                          net_host_name(h));
     }
     if (mine && !rc && ok)
-        rc = write_outputs(c, rt, cs, me, got, rt_steps(rt), quiet, sync, &e);
+        rc = write_outputs(c, rt, cs, dl, me, got, rt_steps(rt), quiet, sync, src_wall, &e);
     if (!src && !rc)
         store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
     for (int h = 0; h < H; h++)
@@ -483,6 +502,7 @@ static void fol_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Buf *send
             put64(b, output_records(oc));
             put64(b, output_bytes(oc));
         }
+        deliver_report_put(dl, b);
     }
     net_set_activity("reporting this host's outputs");
     net_exchange(send, recv);
@@ -516,6 +536,25 @@ static bool stopping(void *arg)
     return stop_signal != 0;
 }
 
+static bool giveup_now(void *arg)
+{
+    (void)arg;
+    return true;
+}
+
+/* This host's Delivery over the outputs it writes (io/deliver.c), opened
+   as host 0 opens its own: once they are positioned (every OUTSET for
+   them came), or at the latest at the first step. Its queues and dead
+   letters are in the storage directory when it is a local one (the same
+   for every host), else in memory. NULL with err set when it cannot open. */
+static Delivery *fol_deliver_open(Connectors *cs, const PipelineOpts *o, Err *err)
+{
+    bool s3 = o->storage && !strncmp(o->storage, "s3://", 5);
+    DeliverOpts dopt = {o->storage && !s3 ? o->storage : NULL,
+                        o->storage && o->fault_tolerance == FT_EXACTLY_ONCE, stopping, NULL};
+    return deliver_open(cs, &dopt, err);
+}
+
 int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
 {
     int H = net_hosts(), me = net_host();
@@ -542,6 +581,10 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     Buf *send = host_bufs_new(H);
     Buf *recv = host_bufs_new(H);
     Arena *a = arena_new(1 << 16);
+    Delivery *dl = NULL;
+    int owned = 0, outsets = 0; /* outputs this host writes; OUTSETs for them so far */
+    for (int j = 0; j < cs.nout; j++)
+        owned += !output_remote(cs.out[j]);
     int rc = 0;
     for (bool stop = false; !stop;) {
         for (int h = 0; h < H; h++)
@@ -567,12 +610,17 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
         }
         arena_reset(a);
         int nwant = 0, *want = NULL; /* a STEP's relations for the coordinator */
+        double src_wall = 0;         /* when its input arrived (the outputs' lag) */
         if (kind == DC_STEP) {
             char what[96];
             snprintf(what, sizeof(what), "in step %lld", (long long)step + 1);
             net_set_activity(what);
             if (rt_steps(rt) != step)
                 rt_set_steps(rt, step);
+            int64_t wbits = rd64(&r);
+            memcpy(&src_wall, &wbits, 8);
+            if (!(src_wall >= 0 && src_wall < 1e11))
+                src_wall = 0;
             nwant = rd_count32(&r, 4);
             want = arena_alloc(a, sizeof(int) * (size_t)(nwant + 1));
             for (int k = 0; k < nwant; k++) {
@@ -586,6 +634,8 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             } else {
                 src = take_pieces(c, rt, &cs, kept, &r, a, &e);
             }
+            if (!src && owned && !dl && !(dl = fol_deliver_open(&cs, o, &e)))
+                src = e.code ? e.code : SL_EIO;
             int src2 = rt_step(rt, src ? &(Err){0} : &e);
             if (!src)
                 src = src2;
@@ -594,6 +644,15 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             kept_drop(kept, cs.nin); /* a step takes everything read */
         } else if (kind == DC_DROP) {
             kept_drop(kept, cs.nin);
+        } else if (kind == DC_RELEASE) { /* the oldest checkpoint kept: sources may let go */
+            int32_t n = rd_count32(&r, 4);
+            for (int k = 0; k < n && !r.bad; k++) {
+                int32_t j = rd32(&r);
+                InPos pos;
+                rd_pos(&r, &pos);
+                if (!r.bad && j >= 0 && j < cs.nin && !input_remote(cs.in[j]))
+                    input_release(cs.in[j], &pos);
+            }
         } else if (kind == DC_CKPT) {
             int64_t ck = rd64(&r);
             fol_ckpt(&fol, c, rt, &cs, ck, arg != 0);
@@ -609,7 +668,11 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
         put32(b, src);
         put32(b, (int32_t)strlen(e.msg));
         buf_append(b, e.msg, strlen(e.msg));
-        put_figures(c, rt, b);
+        if (kind == DC_STOP && dl) { /* the coordinator waited for the queues already */
+            Err fe = {0};
+            deliver_finish(dl, giveup_now, NULL, &fe);
+        }
+        put_figures(c, rt, dl, b);
         fol_report(&fol, b);
         if (kind == DC_STEP) {
             put_changes(c, rt, want, nwant, b);
@@ -674,12 +737,24 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
                    !output_remote(cs.out[arg])) {
             OutputConn *oc = cs.out[arg];
             int64_t off = rd64(&r), records = rd64(&r), bytes = rd64(&r);
+            if (rd32(&r)) { /* the delivery counters of a checkpoint (deliver_open takes them) */
+                int64_t at = rd64(&r), v[6];
+                for (int k = 0; k < 6; k++)
+                    v[k] = rd64(&r);
+                if (!r.bad)
+                    deliver_restore_counts(oc, at, &(DeliverCounts){v[0], v[1], v[2], v[3],
+                                                                     v[4], v[5]});
+            }
             Err oe = {0};
             if (r.bad)
                 err_set(&oe, SL_ERUNTIME, "malformed output command from the coordinator");
             else
                 output_set_counts(oc, records, bytes);
-            if (r.bad || output_truncate(oc, off, &oe)) { /* the reply says why instead */
+            int orc = r.bad || output_truncate(oc, off, &oe);
+            /* every output of this host positioned: its queues load (deliver_open) */
+            if (!orc && ++outsets >= owned && !dl && !(dl = fol_deliver_open(&cs, o, &oe)))
+                orc = 1;
+            if (orc) { /* the reply says why instead */
                 buf_reset(b);
                 put32(b, oe.code ? oe.code : SL_EIO);
                 put32(b, (int32_t)strlen(oe.msg));
@@ -702,7 +777,7 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             stop = true;
         net_exchange(send, recv);
         if (kind == DC_STEP && spread)
-            fol_outputs(c, rt, &cs, send, recv, src, arg != 0, sync, got);
+            fol_outputs(c, rt, &cs, dl, send, recv, src, arg != 0, sync, src_wall, got);
     }
     host_bufs_free(send, H);
     host_bufs_free(recv, H);
@@ -723,6 +798,7 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     sl_free(kept);
     store_close(fol.st);
     rt_free(rt);
+    deliver_close(dl);
     connectors_close(&cs);
     return rc;
 }

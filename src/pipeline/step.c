@@ -170,24 +170,28 @@ bool pipeline_contents_raw(Pipeline *p, int rel, Buf *out)
     return true;
 }
 
-/* Deliver this step's changes to every output connector (io/deliver.c:
-   retries, the queue, dead letters). The step's input arrived, on
-   average over its rows, at src_wall (wall-clock seconds): the origin of
-   the outputs' end-to-end lag. */
-static int deliver(Pipeline *p, const Pending *pd, Err *err)
+/* When pd's input arrived, on average over its rows (wall-clock seconds):
+   the origin of the outputs' end-to-end lag. */
+static double src_wall_of(const Pending *pd)
 {
-    const Batch **chg = sl_calloc((size_t)p->cs.nout + 1, sizeof(*chg));
-    for (int j = 0; j < p->cs.nout; j++) /* scale-out: a remote output's host wrote it */
-        if (!output_remote(p->cs.out[j]))
-            chg[j] = pipeline_changes(p, output_rel(p->cs.out[j]));
     double now = pipe_now(), wall = (double)wall_usecs() * 1e-6, sum = 0;
     int64_t rows = 0;
     for (const Unit *u = pd->units; u; u = u->next) {
         sum += (now - u->arrival) * (double)u->rows;
         rows += u->rows;
     }
-    double src_wall = rows ? wall - sum / (double)rows : wall;
-    int rc = deliver_step(p->dl, rt_steps(p->be->rt), chg, src_wall, err);
+    return rows ? wall - sum / (double)rows : wall;
+}
+
+/* Deliver this step's changes to every output connector (io/deliver.c:
+   retries, the queue, dead letters). */
+static int deliver(Pipeline *p, Err *err)
+{
+    const Batch **chg = sl_calloc((size_t)p->cs.nout + 1, sizeof(*chg));
+    for (int j = 0; j < p->cs.nout; j++) /* scale-out: a remote output's host wrote it */
+        if (!output_remote(p->cs.out[j]))
+            chg[j] = pipeline_changes(p, output_rel(p->cs.out[j]));
+    int rc = deliver_step(p->dl, rt_steps(p->be->rt), chg, p->be->src_wall, err);
     sl_free(chg);
     return rc;
 }
@@ -195,14 +199,20 @@ static int deliver(Pipeline *p, const Pending *pd, Err *err)
 /* A replayed step whose outputs are already written (replay.c): count
    its changes into every local output's counters as the write would have
    (output_account), so that records and bytes come out as an
-   uninterrupted run's. A remote output's host counts its own (follow.c). */
+   uninterrupted run's, and as delivered (deliver_account). A remote
+   output's host counts its own (follow.c). */
 static void account(Pipeline *p)
 {
+    const Batch **chg = sl_calloc((size_t)p->cs.nout + 1, sizeof(*chg));
     for (int j = 0; j < p->cs.nout; j++) {
         OutputConn *oc = p->cs.out[j];
-        if (!output_remote(oc))
-            output_account(oc, rt_steps(p->be->rt), pipeline_changes(p, output_rel(oc)));
+        if (!output_remote(oc)) {
+            chg[j] = pipeline_changes(p, output_rel(oc));
+            output_account(oc, rt_steps(p->be->rt), chg[j]);
+        }
     }
+    deliver_account(p->dl, rt_steps(p->be->rt), chg);
+    sl_free(chg);
 }
 
 /* ---------------------------------------------------------------- input */
@@ -325,6 +335,7 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
     if (p->ft && ft_journal_step(p->ft, pd, stop_requested, p, err))
         return err->code;
     pend_set_input(p, pd);
+    p->be->src_wall = src_wall_of(pd); /* (other hosts deliver their outputs in the step) */
     int rc = p->be->ops->step(p->be, p->quiet_outputs, err);
     /* a runtime error over the input: the step undid itself; run it again
        without the rows that fail (reject.c) */
@@ -350,7 +361,7 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
     if (p->quiet_outputs)
         account(p);
     else
-        rc = deliver(p, pd, err);
+        rc = deliver(p, err);
     if (!rc && p->hooks.after_step)
         p->hooks.after_step(p->hooks.arg, p, rt_steps(p->be->rt));
     for (int i = 0; !rc && i < p->nmore_hooks; i++)

@@ -17,6 +17,17 @@ from every host each step (docs/scale-out.md).
   the table equals PostgreSQL's view of the input, also across kill -9 of
   host 1 right after a step committed (the restart must not send or apply
   it again).
+- Delivery on host 1 (io/deliver.c on every host): its postgres_output's
+  database goes away and comes back (host 1 queues, drains in order; the
+  coordinator's /stats adds up), its queue past a small bound pauses the
+  coordinator's inputs (ingress 503) until it drains, rows a CHECK refuses
+  become dead letters that the coordinator's GET /dead_letter lists, and
+  host 1 dies with steps queued in the storage directory: the restart
+  delivers each once, and the delivery counters, restored from a
+  checkpoint, count each change once.
+- A postgres_cdc_input placed on host 1 (after a file input): the view
+  equals PostgreSQL's GROUP BY over the source; host 1 confirms the
+  replication slot once the coordinator's checkpoint lets it.
 No test depends on timing: crashes happen at counted events and waits poll
 observable state with a hang guard.
 """
@@ -353,8 +364,8 @@ def test_kafka_input_on_host_1_exactly_once_across_its_kill(tmp_path):
 def test_a_stop_ends_host_1_s_wait_for_its_database(pg, http_pipeline, tmp_path):
     """A postgres_output on host 1 waits for its unreachable server; SIGTERM
     to the launcher reaches host 1 too and ends the wait, as on one host:
-    the job exits saying the step was not written, and the table stays at
-    the step before."""
+    the job exits saying the step (queued in memory on host 1) is lost, and
+    the table stays at the step before."""
     import test_postgres as tp
     from httpkit import ingress, lines
     sql = ("CREATE TABLE t (id BIGINT NOT NULL, grp INT NOT NULL, v BIGINT NOT NULL)\n"
@@ -438,3 +449,303 @@ def test_postgres_output_counters_after_host_1_s_kill(pg, tmp_path):
     ref, got = manifest_outputs(tmp_path / "ref"), manifest_outputs(tmp_path / "kill")
     assert got[1]["records"] == sum(tp.audit_counts(pg, "oc_kill").values()), got
     assert [(o["records"], o["bytes"]) for o in got] == [(o["records"], o["bytes"]) for o in ref]
+
+
+# ---------------------------------------------------------------- delivery on host 1
+
+DL_FAST = {"retry": {"attempts": 2, "backoff_ms": 10, "max_backoff_ms": 20}}
+
+
+def dl_program(pg, tmp_path, table, tag, delivery=None):
+    """An HTTP table, a file output (host 0) and a postgres_output (host 1)
+    of the same view, delivered with quick retries."""
+    pgc = {"transport": {"name": "postgres_output",
+                         "config": {"uri": pg.uri, "table": table, "key_columns": ["id"]}},
+           "delivery": dict(DL_FAST, **(delivery or {}))}
+    return ("CREATE TABLE t (id BIGINT NOT NULL, v BIGINT NOT NULL)\n"
+            "  WITH ('connectors' = '[{\"transport\": {\"name\": \"http_input\"}}]');\n"
+            "CREATE VIEW v_file %s AS SELECT id, v FROM t;\n"
+            "CREATE VIEW v %s AS SELECT id, v FROM t;\n"
+            % (file_out(tmp_path / ("%s.json" % tag), "json"), conn_clause([pgc])))
+
+
+def dl_stats(p):
+    import requests
+    r = requests.get(p.url("/stats"), timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def dl_metrics(p):
+    outs = [o for o in dl_stats(p)["outputs"] if o["transport"] == "postgres_output"]
+    assert len(outs) == 1 and outs[0]["host"] == 1, outs
+    return outs[0]["metrics"]
+
+
+def dl_adds_up(m):
+    assert m["changes"] == m["acknowledged_records"] + m["dead_lettered_records"] + \
+        m["pending_records"], m
+    return m
+
+
+def dl_table(pg, name):
+    if pg.query("SELECT to_regclass('%s') IS NULL" % name) == [["t"]]:
+        return None
+    return {int(i): int(v) for i, v in pg.query("SELECT id, v FROM %s" % name)}
+
+
+def dl_steps(p):
+    return dl_stats(p)["global_metrics"]["total_completed_steps"]
+
+
+def test_host_1_queues_while_its_database_is_away_and_drains_in_order(pg, http_pipeline,
+                                                                        tmp_path):
+    """The postgres_output of host 1 keeps failing: host 1 queues its steps
+    (the pipeline goes on stepping), the coordinator's /stats shows the
+    queue growing with changes = acknowledged + dead-lettered + pending,
+    and once the database is back the queue drains in order (the same ids
+    change in every step: a step applied out of order would leave an older
+    value), nothing lost."""
+    from httpkit import ingress, lines
+    p = http_pipeline(dl_program(pg, tmp_path, "oh_away", "away"), "--hosts", "2",
+                      "--workers", "2")
+    want = {i: i for i in range(50)}
+    ingress(p, "t", lines(*[{"id": i, "v": i} for i in range(50)]))
+    wait_until(lambda: dl_table(pg, "oh_away") == want, "the first rows in PostgreSQL")
+    pg.stop()
+    try:
+        for k in range(1, 6):
+            s0 = dl_steps(p)
+            rows = [{"delete": {"id": i, "v": want[i]}} for i in range(0, 50, 2)]
+            rows += [{"insert": {"id": i, "v": i * 100 + k}} for i in range(0, 50, 2)]
+            for i in range(0, 50, 2):
+                want[i] = i * 100 + k
+            ingress(p, "t", lines(*rows))
+            wait_until(lambda: dl_steps(p) > s0, "step %d running with the database away" % k)
+        m = wait_until(lambda: (lambda m: m if m["queued_steps"] >= 5 else None)(dl_metrics(p)),
+                       "five steps queued on host 1")
+        dl_adds_up(m)
+        assert m["pending_records"] == 5 * 50 and m["failing"] and m["error"], m
+        assert m["retried_records"] > 0
+        assert "retrying in the background" in p.stderr()
+    finally:
+        pg.start()
+    m = wait_until(lambda: (lambda m: m if m["pending_records"] == 0 else None)(dl_metrics(p)),
+                   "host 1's queue draining")
+    assert dl_table(pg, "oh_away") == want
+    dl_adds_up(m)
+    assert m["dead_lettered_records"] == 0 and not m["failing"]
+    assert m["acknowledged_records"] == m["changes"] == 50 + 5 * 50
+    lag = m["end_to_end_lag_ms"]
+    assert lag["count"] == m["acknowledged_records"] and lag["p99"] >= lag["p50"] > 0
+    import requests
+    metrics = requests.get(p.url("/metrics"), timeout=60).text
+    assert re.search(r'sluice_output_acknowledged_records_total\{view="v"[^}]*\} 300', metrics), \
+        metrics
+    ingress(p, "t", lines({"id": 1000, "v": 1}))
+    want[1000] = 1
+    wait_until(lambda: dl_table(pg, "oh_away") == want, "a step after the drain")
+    p.stop()
+
+
+def test_rows_refused_on_host_1_are_dead_letters_on_the_coordinator(pg, http_pipeline,
+                                                                     tmp_path):
+    """A CHECK constraint refuses some rows of host 1's postgres_output: they
+    go to host 1's dead letters (kept in memory: no storage), which GET
+    /dead_letter on the coordinator lists; everything else arrives and the
+    counts add up."""
+    import requests
+    from httpkit import ingress, lines
+    pg.psql("CREATE TABLE oh_check (id bigint PRIMARY KEY, v bigint CHECK (v >= 0))")
+    p = http_pipeline(dl_program(pg, tmp_path, "oh_check", "check"), "--hosts", "2",
+                      "--workers", "2")
+    rows = [{"id": i, "v": (i * 37) % 23 - 5} for i in range(200)]
+    good = {r["id"]: r["v"] for r in rows if r["v"] >= 0}
+    bad = {r["id"]: r["v"] for r in rows if r["v"] < 0}
+    assert bad and good
+    for k in range(0, 200, 40):
+        ingress(p, "t", lines(*rows[k:k + 40]))
+    m = wait_until(lambda: (lambda m: m if m["changes"] == 200 and m["pending_records"] == 0
+                            else None)(dl_metrics(p)), "every change delivered")
+    dl_adds_up(m)
+    assert m["dead_lettered_records"] == len(bad)
+    assert m["acknowledged_records"] == 200 - len(bad)
+    assert dl_table(pg, "oh_check") == good
+    r = requests.get(p.url("/dead_letter"), params={"output": "v"}, timeout=60)
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert d["count"] == len(bad)
+    assert {e["record"]["insert"]["id"]: e["record"]["insert"]["v"] for e in d["records"]} == bad
+    for e in d["records"]:
+        assert "oh_check_v_check" in e["error"] and e["step"] > 0
+    assert requests.get(p.url("/dead_letter"), params={"output": "v_file"},
+                        timeout=60).json()["count"] == 0
+    assert "went to the dead letters" in p.stderr()
+    p.stop()
+
+
+DL_AUDIT = """
+CREATE TABLE {t} (id bigint PRIMARY KEY, v bigint CHECK (v >= 0));
+CREATE TABLE {t}_audit (op text);
+CREATE OR REPLACE FUNCTION {t}_audit_fn() RETURNS trigger AS $$
+BEGIN INSERT INTO {t}_audit VALUES (TG_OP); RETURN NULL; END $$ LANGUAGE plpgsql;
+CREATE TRIGGER {t}_audit_tr AFTER INSERT OR UPDATE OR DELETE ON {t}
+  FOR EACH ROW EXECUTE FUNCTION {t}_audit_fn();
+"""
+
+
+def test_kill9_of_host_1_with_its_queue_full_delivers_each_step_once(pg, http_pipeline,
+                                                                      tmp_path, monkeypatch):
+    """Host 1 queues steps in the storage directory while its database is
+    away and dies (SLUICE_CRASH_AT, right after queuing step 7); the restart
+    (database back) loads host 1's queue and delivers every step once:
+    inserts of new ids only, so a step applied twice would show as UPDATEs
+    in PostgreSQL's audit trigger and a lost one as missing rows. A row the
+    CHECK refuses in a queued step is a dead letter once, listed by the
+    coordinator from host 1's file. A checkpoint taken with two steps queued
+    restores the delivery counters: at the end they count each change once."""
+    import requests
+    from httpkit import ingress, lines
+    pg.psql(DL_AUDIT.format(t="oh_kill9"))
+    st = tmp_path / "st"
+    sql = dl_program(pg, tmp_path, "oh_kill9", "kill9")
+    args = ("--hosts", "2", "--workers", "2", "--storage", st, "--checkpoint-interval", "0")
+    monkeypatch.setenv("SLUICE_CRASH_AT", "after-step:7@1")
+    p = http_pipeline(sql, *args, name="a")
+    monkeypatch.delenv("SLUICE_CRASH_AT")
+    want = {i: i for i in range(10)}
+    ingress(p, "t", lines(*[{"id": i, "v": i} for i in range(10)]))
+    wait_until(lambda: dl_table(pg, "oh_kill9") == want, "the first rows")
+    assert dl_steps(p) == 2  # (the start with storage is step 1)
+    pg.stop()
+    try:
+        for k in range(1, 5):  # steps 3..6, queued on host 1
+            rows = [{"id": k * 100 + i, "v": k} for i in range(10)]
+            if k == 4:
+                rows.append({"id": 999, "v": -1})  # refused once delivered
+            ingress(p, "t", lines(*rows))
+            want.update({k * 100 + i: k for i in range(10)})
+            wait_until(lambda: dl_metrics(p)["queued_steps"] >= k, "step %d queued" % (k + 2))
+            if k == 2:  # a checkpoint with two steps queued on host 1
+                r = requests.post(p.url("/checkpoint"), timeout=60)
+                assert r.status_code == 200, r.text
+                seq = r.json()["checkpoint_sequence_number"]
+                wait_until(lambda: (requests.get(p.url("/checkpoint_status"), timeout=60)
+                                    .json().get("success") or 0) >= seq, "the checkpoint")
+        m = dl_adds_up(dl_metrics(p))
+        assert m["pending_records"] == 41, m
+        # step 7: host 1 queues it, then dies
+        try:
+            requests.post(p.url("/ingress/t"), data=lines(*[{"id": 600 + i, "v": 6}
+                                                            for i in range(10)]), timeout=60)
+        except requests.RequestException:
+            pass  # the job may end before it answers
+        want.update({600 + i: 6 for i in range(10)})
+        p.proc.wait(timeout=120)
+        err = p.stderr()
+        assert p.proc.returncode != 0 and "status 137" in err, err[-3000:]
+        assert "in the storage directory" in err
+    finally:
+        pg.start()
+    assert dl_table(pg, "oh_kill9") == {i: i for i in range(10)}
+    q = http_pipeline(sql, *args, name="b")
+    wait_until(lambda: dl_table(pg, "oh_kill9") == want, "host 1's queued steps delivered")
+    assert "still to deliver" in q.stderr()
+    ingress(q, "t", lines({"id": 9999, "v": 1}))
+    want[9999] = 1
+    wait_until(lambda: dl_table(pg, "oh_kill9") == want, "a new step")
+    audit = dict(pg.query("SELECT op, count(*) FROM oh_kill9_audit GROUP BY op"))
+    assert audit == {"INSERT": str(len(want))}, audit
+    d = requests.get(q.url("/dead_letter"), params={"output": "v"}, timeout=60).json()
+    assert [e["record"]["insert"] for e in d["records"]] == [{"id": 999, "v": -1}], d
+    # the counters went on from the checkpoint's (host 1's, through the
+    # coordinator): every change counted once
+    m = wait_until(lambda: (lambda m: m if m["changes"] == len(want) + 1 and
+                            m["pending_records"] == 0 else None)(dl_metrics(q)),
+                   "every change counted")
+    dl_adds_up(m)
+    assert (m["acknowledged_records"], m["dead_lettered_records"]) == (len(want), 1), m
+    q.stop()
+
+
+def test_postgres_cdc_input_on_host_1_confirms_its_slot_there(pg, http_pipeline, tmp_path):
+    """Change streams are placed as file and Kafka inputs: a file input
+    first (host 0), then a postgres_cdc_input, read on host 1 (/stats says
+    so). The view equals PostgreSQL's GROUP BY over the source through the
+    snapshot and the changes; the replication slot stays where the start
+    left it until a checkpoint, after which the coordinator tells host 1,
+    which confirms it (pg_replication_slots)."""
+    import requests
+    import test_postgres as tp
+    pg.psql("CREATE TABLE src_h1 (id bigint PRIMARY KEY, grp integer NOT NULL, v bigint, s text);"
+            "INSERT INTO src_h1 SELECT i, i % 11, i * 3 % 97, 'x' FROM generate_series(1, 2000) i")
+    side = tmp_path / "side.csv"
+    side.write_text("".join("%d\n" % i for i in range(50)))
+    sql = ("CREATE TABLE side (x INT) %s;\n" % conn_clause(
+        [{"transport": {"name": "file_input", "config": {"path": str(side)}},
+          "format": {"name": "csv"}}]) + tp.CDC_SQL.format(inp=tp.cdc_in(pg, "src_h1"), out=""))
+    p = http_pipeline(sql, "--hosts", "2", "--workers", "2", "--storage", tmp_path / "st",
+                      "--checkpoint-interval", "0")
+    want = tp.pg_source_groups(pg, "src_h1")
+    wait_until(lambda: tp.view_groups(p) == want, "the snapshot through host 1")
+    stats = requests.get(p.url("/stats"), timeout=60).json()
+    hosts = {i["transport"]: i["host"] for i in stats["inputs"] if i["transport"] != "http"}
+    assert hosts == {"file_input": 0, "postgres_cdc_input": 1}, stats["inputs"]
+    pg.psql("UPDATE src_h1 SET grp = grp + 1 WHERE id % 5 = 0; DELETE FROM src_h1 WHERE id < 100")
+    want = tp.pg_source_groups(pg, "src_h1")
+    wait_until(lambda: tp.view_groups(p) == want, "the changes through host 1")
+
+    def confirmed():
+        rows = pg.query("SELECT confirmed_flush_lsn - '0/0'::pg_lsn FROM pg_replication_slots "
+                        "WHERE slot_name = 'sluice_src_h1'")
+        return int(rows[0][0]) if rows and rows[0][0] else 0
+    before = confirmed()
+    r = requests.post(p.url("/checkpoint"), timeout=60)
+    assert r.status_code == 200, r.text
+    seq = r.json()["checkpoint_sequence_number"]
+    wait_until(lambda: (requests.get(p.url("/checkpoint_status"), timeout=60).json()
+                        .get("success") or 0) >= seq, "the checkpoint")
+    wait_until(lambda: confirmed() > before, "host 1 confirming the slot up to the checkpoint")
+    p.stop()
+
+
+def test_host_1_s_queue_past_its_bound_pauses_the_coordinator_s_inputs(pg, http_pipeline,
+                                                                        tmp_path):
+    """Backpressure from host 1: its postgres_output's queue past a small
+    bound (the database away) makes the coordinator's ingress answer 503
+    and /stats name the output; once host 1 drains it, inputs resume and
+    every row arrives."""
+    import requests
+    from httpkit import ingress, lines
+    sql = dl_program(pg, tmp_path, "oh_bp", "bp", {"max_queued_records": 30})
+    p = http_pipeline(sql, "--hosts", "2", "--workers", "2")
+    ingress(p, "t", lines({"id": 0, "v": 0}))
+    want = {0: 0}
+    wait_until(lambda: dl_table(pg, "oh_bp") == want, "the first row")
+    pg.stop()
+    try:
+        n = 1
+        while True:  # 20 rows a push until the inputs pause (past 30 queued on host 1)
+            s0 = dl_metrics(p)["pending_records"]
+            r = requests.post(p.url("/ingress/t"), timeout=60,
+                              data=lines(*[{"id": i, "v": i} for i in range(n, n + 20)]))
+            if r.status_code == 503:
+                assert r.json()["error_code"] == "Backpressure", r.text
+                break
+            assert r.status_code == 200, r.text
+            want.update({i: i for i in range(n, n + 20)})
+            n += 20
+            wait_until(lambda: dl_metrics(p)["pending_records"] >= s0 + 20 or
+                       dl_stats(p)["global_metrics"]["backpressure"], "the push queued")
+            assert n < 400, "no backpressure"
+        bp = dl_stats(p)["global_metrics"]["backpressure"]
+        assert bp["view"] == "v" and bp["pending_records"] > 30, bp
+    finally:
+        pg.start()
+    wait_until(lambda: dl_stats(p)["global_metrics"]["backpressure"] is None,
+               "the inputs resuming")
+    ingress(p, "t", lines({"id": 999, "v": 9}))
+    want[999] = 9
+    wait_until(lambda: dl_table(pg, "oh_bp") == want, "every row in the table")
+    dl_adds_up(dl_metrics(p))
+    p.stop()
