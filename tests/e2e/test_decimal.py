@@ -1,0 +1,155 @@
+"""Exact decimals (docs/sql.md, types): NUMERIC without a precision keeps
+0.05 exactly and a million of them sum to 50000 exactly; a value with more
+integer digits than its DECIMAL(p,s) allows is a per-record error while the
+other records go on; extra fraction digits round half away from zero; the
+answers of tests/slt/decimal.test agree with PostgreSQL 15.
+
+Expected values are computed here with Python's decimal module or by
+PostgreSQL itself, never taken from an earlier Sluice run.
+"""
+import os
+import re
+import subprocess
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, getcontext
+
+import pytest
+
+from conftest import conn_clause, read_dump, run_ok
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SLT_FILE = os.path.join(ROOT, "tests", "slt", "decimal.test")
+SLT_DBG = os.environ.get("SLUICE_SLT", os.path.join(ROOT, "build", "debug", "sluice-slt"))
+RELEASE = os.environ.get("SLUICE_RELEASE", os.path.join(ROOT, "build", "sluice"))
+getcontext().prec = 120  # 38-digit values and their products, exactly
+FINAL = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
+
+
+def slt(args):
+    p = subprocess.run([SLT_DBG] + args, capture_output=True, text=True, timeout=600)
+    m = FINAL.findall(p.stdout)
+    assert m, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "AddressSanitizer" not in p.stderr and "runtime error" not in p.stderr, p.stderr
+    return p, tuple(int(x) for x in m[-1])
+
+
+@pytest.mark.parametrize("mode", [[], ["--incremental", "--check-steps", "--workers", "3"]],
+                         ids=["snapshot", "incremental-w3"])
+def test_decimal_slt_file_passes(mode):
+    p, (passed, failed, skipped) = slt(["--verbose"] + mode + [SLT_FILE])
+    assert failed == 0, p.stdout
+    assert passed >= 30
+
+
+def parse_slt(path):
+    """(kind, sql, types, sort, expected values, pg annotation) per record."""
+    recs, lines, i = [], open(path).read().split("\n"), 0
+    note = None
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("# pg"):
+            note = line[2:].strip()
+        if line.startswith("statement "):
+            sql = []
+            i += 1
+            while i < len(lines) and lines[i].strip():
+                sql.append(lines[i])
+                i += 1
+            recs.append(("statement", "\n".join(sql), line.split()[1], None, None, None))
+            continue
+        if line.startswith("query "):
+            head = line.split()
+            types, sort = head[1], head[2] if len(head) > 2 else "nosort"
+            sql = []
+            i += 1
+            while lines[i] != "----":
+                sql.append(lines[i])
+                i += 1
+            i += 1
+            vals = []
+            while i < len(lines) and lines[i].strip():
+                vals.append(lines[i])
+                i += 1
+            recs.append(("query", "\n".join(sql), types, sort, vals, note))
+            note = None
+            continue
+        i += 1
+    return recs
+
+
+def as_value(v):
+    try:
+        return Decimal(v)
+    except InvalidOperation:
+        return v
+
+
+def pg_matches(ours, theirs, note):
+    """Our printed value against PostgreSQL's: equal as numbers; with
+    "pg: round" PostgreSQL's exact value is first rounded half away from
+    zero to our scale."""
+    if ours == "NULL" or theirs is None:
+        return ours == "NULL" and theirs is None
+    a, b = as_value(ours), as_value(theirs)
+    if isinstance(a, Decimal) and isinstance(b, Decimal):
+        if note == "pg: round":
+            b = b.quantize(Decimal(1).scaleb(a.as_tuple().exponent), rounding=ROUND_HALF_UP)
+        return a == b
+    return a == b
+
+
+def test_decimal_slt_answers_agree_with_postgres(pg):
+    pg.psql("DROP TABLE IF EXISTS acct; DROP TABLE IF EXISTS rate;")
+    checked = 0
+    for kind, sql, arg, sort, vals, note in parse_slt(SLT_FILE):
+        if kind == "statement":
+            if arg == "ok":
+                pg.psql(sql)
+            continue  # our errors are overflows past 38 digits: PostgreSQL has no limit
+        if note and note.startswith("pg-sql:"):
+            sql, note = note[len("pg-sql:"):].strip(), None
+        rows = pg.query(sql)
+        width = len(arg)
+        ours = [vals[k:k + width] for k in range(0, len(vals), width)]
+        if sort == "rowsort":  # match rows by their first column (an id or a key)
+            key = lambda r: as_value(r[0]) if r[0] not in ("NULL", None) else Decimal(-10**40)
+            ours.sort(key=key)
+            rows.sort(key=key)
+        assert len(ours) == len(rows), (sql, ours, rows)
+        for o, t in zip(ours, rows):
+            assert all(pg_matches(x, y, note) for x, y in zip(o, t)), (sql, o, t)
+        checked += 1
+    assert checked >= 25
+
+
+def test_numeric_keeps_values_exact_and_overflow_is_a_per_record_error(tmp_path):
+    """1M records of 0.05 into NUMERIC sum to 50000 exactly; DECIMAL(5,2)
+    rounds 1.005 to 1.01 (half away from zero) and rejects 1234.5 (four
+    integer digits) as a bad record while every other record is applied."""
+    n = 1000000
+    bad = {250001, 750001}  # line numbers (1-based) of the records that overflow
+    path = tmp_path / "in.csv"
+    with open(path, "w") as f:
+        for line in range(1, n + len(bad) + 1):
+            f.write("0.05,1234.5\n" if line in bad else "0.05,1.005\n")
+    clause = conn_clause([{"transport": {"name": "file_input", "config": {"path": str(path)}},
+                           "format": {"name": "csv"}}])
+    prog = tmp_path / "p.sql"
+    prog.write_text(
+        "CREATE TABLE t (x NUMERIC, y DECIMAL(5,2)) %s;\n" % clause +
+        "CREATE MATERIALIZED VIEW agg AS SELECT COUNT(*) AS n, SUM(x) AS sx, SUM(y) AS sy, "
+        "MIN(y) AS lo, MAX(y) AS hi, AVG(x) AS ax FROM t;\n")
+    dump = tmp_path / "dump"
+    p = run_ok(["run", prog, "--until-done", "--no-progress", "--workers", "2", "--dump", dump],
+               binary=RELEASE, timeout=600)
+    _, rows = read_dump(dump / "agg.csv")
+    assert len(rows) == 1
+    cnt, sx, sy, lo, hi, ax = rows[0]
+    assert int(cnt) == n
+    assert Decimal(sx) == Decimal("0.05") * n and sx == "50000.000000000000000000"
+    assert Decimal(sy) == Decimal("1.005").quantize(Decimal("0.01"), ROUND_HALF_UP) * n
+    assert (lo, hi) == ("1.01", "1.01")
+    assert Decimal(ax) == Decimal("0.05")
+    reported = sorted(int(l.split(" line ")[1].split(":")[0]) for l in p.stderr.splitlines()
+                      if " line " in l and "file_input" in l)
+    assert reported == sorted(bad), p.stderr[-3000:]
+    assert "out of range for DECIMAL(5,2)" in p.stderr
