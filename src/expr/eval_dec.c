@@ -227,6 +227,17 @@ int expr__dec_arith(int op, const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, 
     case E_SUB: {
         /* the binder casts both operands to the result type */
         int fa = s - s0, fb = s - s1;
+        if (fa == 0 && fb == 0) { /* the usual case: one loop, no rescaling */
+            for (int64_t k = 0; k < n; k++) {
+                i128 r;
+                bool o = op == E_ADD ? __builtin_add_overflow(x[k], y[k], &r)
+                                     : __builtin_sub_overflow(x[k], y[k], &r);
+                o |= (r < lo) | (r > hi);
+                put(out, k, r);
+                bad |= o & !m[k];
+            }
+            break;
+        }
         for (int64_t k = 0; k < n; k++) {
             i128 u, v, r = 0;
             bool o = !rescale(x[k], s0, s0 + fa, &u) | !rescale(y[k], s1, s1 + fb, &v);
@@ -239,6 +250,16 @@ int expr__dec_arith(int op, const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, 
     }
     case E_MUL: {
         int sh = s0 + s1 - s;
+        if (sh == 0) { /* exact scale: a product that passes 128 bits overflows */
+            for (int64_t k = 0; k < n; k++) {
+                i128 r;
+                bool o = __builtin_mul_overflow(x[k], y[k], &r);
+                o |= (r < lo) | (r > hi);
+                put(out, k, o ? 0 : r);
+                bad |= o & !m[k];
+            }
+            break;
+        }
         for (int64_t k = 0; k < n; k++) {
             i128 r = 0;
             bool o = m[k] ? false : !mul_one(x[k], y[k], sh, &r);
@@ -311,6 +332,11 @@ void expr__dec_compare(const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, int *
 {
     const i128 *x = expr__as_i128(cx, a, n), *y = expr__as_i128(cx, b, n);
     int s0 = scale_of(a), s1 = scale_of(b), s = s0 > s1 ? s0 : s1;
+    if (s0 == s1) {
+        for (int64_t k = 0; k < n; k++)
+            c[k] = m[k] ? 0 : (x[k] > y[k]) - (x[k] < y[k]);
+        return;
+    }
     for (int64_t k = 0; k < n; k++) {
         if (m[k]) {
             c[k] = 0;
@@ -382,6 +408,17 @@ int expr__dec_cast(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_t
     bool round = to == TK_DECIMAL; /* to an integer type: truncate */
     i128 lo, hi;
     range128(out->t, &lo, &hi);
+    if (a->i && out->x && st >= sf && st - sf <= 19) { /* 64-bit into 128: never overflows 128 */
+        i128 f = pow10_i128(st - sf);
+        bool bad = false;
+        for (int64_t k = 0; k < n; k++) {
+            i128 r = (i128)a->i[k] * f;
+            out->x[k] = r;
+            bad |= ((r < lo) | (r > hi)) & !m[k];
+        }
+        if (!bad)
+            return 0;
+    }
     for (int64_t k = 0; k < n; k++) {
         i128 r = 0;
         bool o = false;

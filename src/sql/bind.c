@@ -439,10 +439,26 @@ Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r)
     return e;
 }
 
+/* The type an integer constant compared with a DECIMAL counts as: DECIMAL
+   with the digits of its value (so that `price > 9990000000` stays on the
+   64-bit path instead of widening price to the 19 digits of any BIGINT). */
+static SqlType cmp_type(const Expr *e, const Expr *other)
+{
+    if (e->k != E_CONST || e->cnull || !type_is_integer((TypeKind)e->t.kind) ||
+        other->t.kind != TK_DECIMAL)
+        return e->t;
+    SqlType d = type_make(TK_DECIMAL, e->t.nullable);
+    int digits = 1;
+    for (int64_t v = e->ci; v >= 10 || v <= -10; v /= 10)
+        digits++;
+    d.prec = (uint8_t)digits;
+    return d;
+}
+
 Expr *sql__compare(P *p, Ast *at, ExprKind k, Expr *l, Expr *r)
 {
     SqlType t;
-    if (!sql__common_type(l->t, r->t, &t)) {
+    if (!sql__common_type(cmp_type(l, r), cmp_type(r, l), &t)) {
         perr(p, SL_ESEMANTIC, at->line, at->col, "cannot compare %s with %s", tname(l->t),
              tname(r->t));
         return NULL;

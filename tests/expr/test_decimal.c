@@ -191,6 +191,10 @@ static void test_decimal_casts_between_widths_round_or_truncate_as_documented(vo
     assert_string_equal(eval_text(cast_to(D(38, 4), expr_const_i64(A, type_make(TK_BIGINT, false),
                                                                    INT64_MIN))),
                         "-9223372036854775808.0000");
+    Expr *e18 = expr_const_i64(A, type_make(TK_BIGINT, false), INT64_C(1000000000000000000));
+    assert_non_null(strstr(eval_text(cast_to(D(20, 3), e18)),
+                           "value 1000000000000000000 out of range"));
+    assert_string_equal(eval_text(cast_to(D(21, 2), e18)), "1000000000000000000.00");
     assert_string_equal(eval_text(cast_to(type_make(TK_VARCHAR, false), dc(38, 3, "-0.001"))),
                         "-0.001");
     Expr *s = expr_const_str(A, type_make(TK_VARCHAR, false), " 1.5 ", 5);
