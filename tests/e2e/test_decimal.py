@@ -153,3 +153,42 @@ def test_numeric_keeps_values_exact_and_overflow_is_a_per_record_error(tmp_path)
                       if " line " in l and "file_input" in l)
     assert reported == sorted(bad), p.stderr[-3000:]
     assert "out of range for DECIMAL(5,2)" in p.stderr
+
+
+def test_wide_decimals_over_the_postgresql_wire_protocol(http_pipeline):
+    """psql (text format) inserts NUMERIC and DECIMAL(38,4) values through
+    `--pg` and reads them back and their sums: every digit arrives."""
+    import shutil
+    psql = shutil.which("psql")
+    if not psql:
+        pytest.skip("psql (postgresql-client) is not installed")
+    p = http_pipeline("CREATE TABLE w (id INT NOT NULL PRIMARY KEY, x NUMERIC, "
+                      "y DECIMAL(38,4)) WITH ('materialized' = 'true');\n"
+                      "CREATE MATERIALIZED VIEW s AS SELECT SUM(x) AS sx, SUM(y) AS sy FROM w;\n",
+                      "--pg", "127.0.0.1:0")
+
+    def port():
+        m = re.search(r"sluice: pg: listening on 127\.0\.0\.1:(\d+)", p.stderr())
+        return int(m.group(1)) if m else None
+    from conftest import wait_until
+    pgport = wait_until(port, "sluice printing its pg port", poll=0.01)
+    rows = [(1, "0.05", "1234567890123456789012345678901234.5678"),
+            (2, "12345678901234567890.123456789012345678", "-0.0001"),
+            (3, "-0.000000000000000001", "-999999999999999999999999999999999.9999")]
+
+    def run(sql):
+        r = subprocess.run([psql, "-X", "-h", "127.0.0.1", "-p", str(pgport), "-U", "tester",
+                            "-d", "x", "-A", "-t", "-F", ",", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, PGCONNECT_TIMEOUT="30"))
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+    run("INSERT INTO w VALUES " + ", ".join("(%d, %s, %s)" % r for r in rows))
+    got = run("SELECT id, x, y FROM w ORDER BY id").splitlines()
+    assert [tuple(l.split(",")) for l in got] == [
+        (str(i), format(Decimal(x).quantize(Decimal(1).scaleb(-18)), "f"),
+         format(Decimal(y).quantize(Decimal("0.0001")), "f")) for i, x, y in rows]
+    sx, sy = run("SELECT sx, sy FROM s").split(",")
+    assert Decimal(sx) == sum(Decimal(r[1]) for r in rows)
+    assert Decimal(sy) == sum(Decimal(r[2]) for r in rows)
+    p.stop()
