@@ -192,3 +192,33 @@ def test_wide_decimals_over_the_postgresql_wire_protocol(http_pipeline):
     assert Decimal(sx) == sum(Decimal(r[1]) for r in rows)
     assert Decimal(sy) == sum(Decimal(r[2]) for r in rows)
     p.stop()
+
+
+def test_json_ingress_and_output_keep_every_digit(http_pipeline):
+    """JSON numbers and strings into NUMERIC and DECIMAL(38,4) over HTTP
+    ingress; a value with too many integer digits is a bad record listed
+    with its line, the others are applied; /query in CSV and JSON gives the
+    digits back."""
+    from httpkit import ingress, lines, query
+    p = http_pipeline("CREATE TABLE j (id INT NOT NULL, x NUMERIC, y DECIMAL(38,4)) "
+                      "WITH ('materialized' = 'true');\n"
+                      "CREATE MATERIALIZED VIEW s AS SELECT SUM(x) AS sx, SUM(y) AS sy FROM j;\n")
+    body = ('{"id": 1, "x": 0.05, "y": 1234567890123456789012345678901234.56785}\n'
+            '{"id": 2, "x": "-12345678901234567890.123456789012345678", "y": "-0.00005"}\n'
+            '{"id": 3, "x": 123456789012345678901, "y": 1}\n'
+            '{"id": 4, "x": 1e-18, "y": 99999999999999999999999999999999999999}\n')
+    r = ingress(p, "j", body, wait="true")
+    assert r["accepted"] == 2, r
+    assert sorted(e["line"] for e in r["errors"]) == [3, 4], r
+    assert all("out of range" in e["reason"] for e in r["errors"]), r
+    got = query(p, "SELECT id, x, y FROM j ORDER BY id", fmt="csv").splitlines()
+    assert got == ["id,x,y", "1,0.050000000000000000,1234567890123456789012345678901234.5679",
+                   "2,-12345678901234567890.123456789012345678,-0.0001"]
+    sx, sy = query(p, "SELECT sx, sy FROM s", fmt="csv").splitlines()[1].split(",")
+    assert Decimal(sx) == Decimal("0.05") - Decimal("12345678901234567890.123456789012345678")
+    assert Decimal(sy) == Decimal("1234567890123456789012345678901234.5679") - Decimal("0.0001")
+    import requests
+    js = requests.get(p.url("/query"), params={"sql": "SELECT y FROM j WHERE id = 1",
+                                               "format": "json"}, timeout=60).text
+    assert js.replace(" ", "").strip() == '{"y":1234567890123456789012345678901234.5679}', js
+    p.stop()
