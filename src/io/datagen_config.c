@@ -529,17 +529,16 @@ static int setup_field(Arena *a, const char *name, SqlType t, const cJSON *fs, c
     char jb[80], tn[48];
     const cJSON *it;
     memset(f, 0, sizeof(*f));
+    if (type_is_wide(t)) { /* values of DECIMAL(18, min(s, 6)), widened by datagen_fill */
+        t.prec = DECIMAL64_MAX_PREC;
+        t.scale = (uint8_t)SL_MIN(t.scale, 6);
+    }
     f->t = t;
     f->st = ST_INCREMENT;
     TypeKind k = (TypeKind)t.kind;
     Phys ph = type_phys(t);
     if (k == TK_NULL)
         return cfg_err(err, ctx, "column \"%s\" has a type datagen cannot generate", name);
-    if (ph == PHYS_I128)
-        return cfg_err(err, ctx,
-                       "column \"%s\": datagen generates DECIMAL of precision at most %d, "
-                       "not %d",
-                       name, DECIMAL64_MAX_PREC, t.prec);
     if (fs && !cJSON_IsObject(fs))
         return cfg_err(err, ctx, "field settings must be an object, got %s",
                        jtext(fs, jb, sizeof(jb)));

@@ -222,3 +222,23 @@ def test_json_ingress_and_output_keep_every_digit(http_pipeline):
                                                "format": "json"}, timeout=60).text
     assert js.replace(" ", "").strip() == '{"y":1234567890123456789012345678901234.5679}', js
     p.stop()
+
+
+def test_datagen_fills_wide_decimal_columns(tmp_path):
+    """datagen generates NUMERIC (DECIMAL(38,18)) and DECIMAL(30,2) columns
+    as DECIMAL(18, min(s, 6)) values widened exactly: increment over
+    [0, 1000) sums to 499500, uniform over [1.5, 2.5) stays in it."""
+    cfg = {"seed": 1, "plan": [{"limit": 1000, "fields": {
+        "x": {"strategy": "increment", "range": [0, 1000]},
+        "y": {"strategy": "uniform", "range": [1.5, 2.5]}}}]}
+    clause = conn_clause([{"transport": {"name": "datagen", "config": cfg}}])
+    prog = tmp_path / "p.sql"
+    prog.write_text("CREATE TABLE t (x NUMERIC, y DECIMAL(30,2)) %s;\n" % clause +
+                    "CREATE MATERIALIZED VIEW s AS SELECT COUNT(*) AS n, SUM(x) AS sx, "
+                    "MIN(y) AS lo, MAX(y) AS hi, COUNT(DISTINCT y) AS dy FROM t;\n")
+    dump = tmp_path / "dump"
+    run_ok(["run", prog, "--until-done", "--no-progress", "--workers", "2", "--dump", dump])
+    _, rows = read_dump(dump / "s.csv")
+    n, sx, lo, hi, dy = rows[0]
+    assert int(n) == 1000 and sx == "499500.000000000000000000"
+    assert Decimal("1.50") <= Decimal(lo) and Decimal(hi) <= Decimal("2.49") and int(dy) > 50
