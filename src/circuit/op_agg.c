@@ -4,7 +4,9 @@
  * Delta rule: for every group touched in a step, the output changes by
  * -(old row) +(new row), and by nothing when both are equal. Linear
  * aggregates (COUNT, SUM, AVG) keep per-group accumulators (count, 128-bit
- * integer sum or double sum, non-NULL count) and never revisit history;
+ * integer sum - 192-bit over a DECIMAL wider than 18 digits, so that a
+ * total past 10^38 is an error and never a wrap - or an exact double sum,
+ * non-NULL count) and never revisit history;
  * MIN and MAX keep the group's multiset of values in a trace keyed by the
  * group and read it for touched groups.
  *
