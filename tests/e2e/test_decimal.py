@@ -10,7 +10,7 @@ PostgreSQL itself, never taken from an earlier Sluice run.
 import os
 import re
 import subprocess
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, getcontext
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation, getcontext
 
 import pytest
 
@@ -242,3 +242,109 @@ def test_datagen_fills_wide_decimal_columns(tmp_path):
     n, sx, lo, hi, dy = rows[0]
     assert int(n) == 1000 and sx == "499500.000000000000000000"
     assert Decimal("1.50") <= Decimal(lo) and Decimal(hi) <= Decimal("2.49") and int(dy) > 50
+
+
+# ------------------------------------------------- random arithmetic vs Python
+
+def dec_type_of_op(op, t1, t2):
+    """The result type docs/sql.md gives for t1 op t2 (t = (p, s))."""
+    (p1, s1), (p2, s2) = t1, t2
+    if op in "+-%":
+        s = max(s1, s2)
+        p = min(38, max(p1 - s1, p2 - s2) + s + (1 if op in "+-" else 0))
+        return p, s
+    if op == "*":
+        p, s = p1 + p2, s1 + s2
+    else:
+        s = max(s1, s2, 6)
+        p = p1 - s1 + s2 + s
+    if p > 38:
+        s = min(s, max(min(s, 6), 38 - (p - s)))
+        p = 38
+    return p, s
+
+
+class Overflow(Exception):
+    pass
+
+
+def fit(v, t, rounding):
+    """v at scale t[1] (rounded as given), or Overflow past t's digits."""
+    q = v.quantize(Decimal(1).scaleb(-t[1]), rounding=rounding)
+    if abs(q) >= Decimal(10) ** (t[0] - t[1]):
+        raise Overflow()
+    return q
+
+
+def model(op, a, t1, b, t2):
+    """Python's exact decimal arithmetic with Sluice's documented typing and
+    rounding: None for NULL (division by zero); Overflow raised."""
+    if a is None or b is None:
+        return None
+    t = dec_type_of_op(op, t1, t2)
+    if op in "+-%":
+        x, y = fit(a, t, ROUND_HALF_UP), fit(b, t, ROUND_HALF_UP)  # exact: scales only grow
+        if op == "%":
+            return None if y == 0 else fit(x % y, t, ROUND_HALF_UP)
+        return fit(x + y if op == "+" else x - y, t, ROUND_HALF_UP)
+    if op == "*":
+        return fit(a * b, t, ROUND_HALF_UP)
+    return None if b == 0 else fit(a / b, t, ROUND_DOWN)
+
+
+def text_of(v, scale):
+    if v is None:
+        return "NULL"
+    v = v.quantize(Decimal(1).scaleb(-scale))
+    return format(abs(v) if v == 0 else v, "f")
+
+
+def test_random_decimal_arithmetic_matches_python(tmp_path):
+    """Random values of DECIMAL(38,10), (30,20), (18,4) and (12,6) (wide
+    and 64-bit, digits up to the type's limit, zeros, negatives) through
+    + - * / % of every pair of columns, checked row by row against Python's
+    decimal module under the result types and rounding of docs/sql.md; a
+    query that overflows anywhere must fail. Run in both slt modes."""
+    import random
+    rnd = random.Random(20261203)
+    cols = {"a": (38, 10), "b": (30, 20), "c": (18, 4), "d": (12, 6)}
+
+    def value(t):
+        p, s = t
+        k = rnd.choice([0, 1, 3, p // 2, p - 2, p])  # digits
+        if k == 0:
+            return Decimal(0)
+        m = rnd.randrange(10 ** (k - 1), 10 ** k) * rnd.choice([1, -1])
+        return Decimal(m).scaleb(-s)
+    rows = [{c: (None if rnd.random() < 0.05 else value(t)) for c, t in cols.items()}
+            for _ in range(60)]
+    lines = ["hash-threshold 100000", "", "statement ok",
+             "CREATE TABLE r(id INTEGER, %s)" % ", ".join(
+                 "%s DECIMAL(%d,%d)" % (c, t[0], t[1]) for c, t in cols.items()), ""]
+    for i, r in enumerate(rows):
+        vals = ", ".join("NULL" if r[c] is None else text_of(r[c], cols[c][1]) for c in cols)
+        lines += ["statement ok", "INSERT INTO r VALUES(%d, %s)" % (i, vals), ""]
+    nq = nerr = 0
+    for x in cols:
+        for y in cols:
+            for op in "+-*/%":
+                t = dec_type_of_op(op, cols[x], cols[y])
+                sql = "SELECT id, %s %s %s FROM r ORDER BY id" % (x, op, y)
+                try:
+                    out = [text_of(model(op, r[x], cols[x], r[y], cols[y]), t[1]) for r in rows]
+                except Overflow:
+                    lines += ["statement error", sql, ""]
+                    nerr += 1
+                    continue
+                lines += ["query IT nosort", sql, "----"]
+                for i, v in enumerate(out):
+                    lines += [str(i), v]
+                lines.append("")
+                nq += 1
+    path = tmp_path / "random_decimal.test"
+    path.write_text("\n".join(lines))
+    assert nq >= 40, (nq, nerr)
+    for mode in ([], ["--incremental", "--workers", "2"]):
+        p, (passed, failed, skipped) = slt(["--verbose"] + mode + [str(path)])
+        assert failed == 0, p.stdout[-6000:]
+        assert passed == 1 + len(rows) + nq + nerr
