@@ -465,7 +465,27 @@ Expr *sql__compare(P *p, Ast *at, ExprKind k, Expr *l, Expr *r)
     }
     if (t.kind == TK_NULL)
         t = type_make(TK_INT, true);
-    Expr *e = sql__mk(p, k, type_make(TK_BOOL, l->t.nullable || r->t.nullable), 2);
+    SqlType bt = type_make(TK_BOOL, l->t.nullable || r->t.nullable);
+    if (t.kind == TK_DECIMAL && (type_is_integer(l->t.kind) || l->t.kind == TK_DECIMAL) &&
+        (type_is_integer(r->t.kind) || r->t.kind == TK_DECIMAL)) {
+        SqlType dl = decimal_of(cmp_type(l, r)), dr = decimal_of(cmp_type(r, l));
+        int s = SL_MAX(dl.scale, dr.scale), ip = SL_MAX(dl.prec - dl.scale, dr.prec - dr.scale);
+        if (ip + s > DECIMAL_MAX_PREC) {
+            /* no DECIMAL holds both (DECIMAL(38,10) against DECIMAL(30,20)):
+               compare the values as they are (exactly, expr/eval_dec.c),
+               and = as NOT <>, which the planner does not take for a join
+               key (join keys are of one type) */
+            Expr *e = sql__mk(p, k == E_EQ ? E_NE : k, bt, 2);
+            e->a[0] = l;
+            e->a[1] = r;
+            if (k != E_EQ)
+                return e;
+            Expr *n = sql__mk(p, E_NOT, bt, 1);
+            n->a[0] = e;
+            return n;
+        }
+    }
+    Expr *e = sql__mk(p, k, bt, 2);
     e->a[0] = sql__cast_to(p, l, t);
     e->a[1] = sql__cast_to(p, r, t);
     return e;

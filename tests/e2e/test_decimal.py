@@ -341,6 +341,30 @@ def test_random_decimal_arithmetic_matches_python(tmp_path):
                     lines += [str(i), v]
                 lines.append("")
                 nq += 1
+    for x in cols:  # comparisons across widths and scales, and casts that round
+        for y in cols:
+            sql = "SELECT id, %s < %s, %s = %s FROM r ORDER BY id" % (x, y, x, y)
+            lines += ["query ITT nosort", sql, "----"]
+            for i, r in enumerate(rows):
+                a, b = r[x], r[y]
+                lines += [str(i)] + (["NULL", "NULL"] if a is None or b is None else
+                                     [str(int(a < b)), str(int(a == b))])
+            lines.append("")
+            nq += 1
+        for t in ((20, 3), (38, 0), (10, 9)):
+            sql = "SELECT id, CAST(%s AS DECIMAL(%d,%d)) FROM r ORDER BY id" % ((x,) + t)
+            try:
+                out = [text_of(None if r[x] is None else fit(r[x], t, ROUND_HALF_UP), t[1])
+                       for r in rows]
+            except Overflow:
+                lines += ["statement error", sql, ""]
+                nerr += 1
+                continue
+            lines += ["query IT nosort", sql, "----"]
+            for i, v in enumerate(out):
+                lines += [str(i), v]
+            lines.append("")
+            nq += 1
     path = tmp_path / "random_decimal.test"
     path.write_text("\n".join(lines))
     assert nq >= 40, (nq, nerr)
