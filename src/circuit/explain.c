@@ -74,7 +74,7 @@ static void explain_wfn(const CNode *n, Buf *out)
         if (f->col >= 0)
             buf_puts(out, ")");
         if (f->kind >= WIN_COUNT_STAR) {
-            bool fl = !f->rows && n->nord == 1 && type_phys(n->types[n->ord[0]].kind) == PHYS_F64;
+            bool fl = !f->rows && n->nord == 1 && type_phys(n->types[n->ord[0]]) == PHYS_F64;
             buf_printf(out, " %s between ", f->rows ? "rows" : "range");
             explain_bound(f->start, f->start_n, f->start_f, fl, out);
             buf_puts(out, " and ");

@@ -158,6 +158,8 @@ int64_t cout_rows(ChunkOut *o, int64_t rows)
                 memcpy(t->f, s->f, n * sizeof(double));
             if (s->s)
                 memcpy(t->s, s->s, n * sizeof(Str));
+            if (s->x)
+                memcpy(t->x, s->x, n * sizeof(i128));
             if (s->nul)
                 memcpy(t->nul, s->nul, n);
         }

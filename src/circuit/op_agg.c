@@ -4,7 +4,9 @@
  * Delta rule: for every group touched in a step, the output changes by
  * -(old row) +(new row), and by nothing when both are equal. Linear
  * aggregates (COUNT, SUM, AVG) keep per-group accumulators (count, 128-bit
- * integer sum or double sum, non-NULL count) and never revisit history;
+ * integer sum - 192-bit over a DECIMAL wider than 18 digits, so that a
+ * total past 10^38 is an error and never a wrap - or an exact double sum,
+ * non-NULL count) and never revisit history;
  * MIN and MAX keep the group's multiset of values in a trace keyed by the
  * group and read it for touched groups.
  *
@@ -53,10 +55,47 @@
 #include "../zset/trace.h"
 
 typedef struct Acc {
-    __int128 isum; /* integer/decimal sums */
+    __int128 isum; /* integer/decimal sums; over a wide DECIMAL (AggSt.wsum)
+                      the low 128 bits of a 192-bit sum */
     int64_t cnt;   /* rows (COUNT(*)) or non-NULL values */
-    int64_t pad;
+    int64_t hi;    /* wide DECIMAL sums: the high 64 bits (sign-extended) */
 } Acc;
+
+/* a += x * w in 192 bits (a wide DECIMAL sum: |x| < 10^38, so x * w may
+   pass 2^127 but never 2^191). */
+static inline void acc_add_wide(Acc *a, __int128 x, int64_t w)
+{
+    __int128 p;
+    unsigned __int128 lo;
+    int64_t hi;
+    if (!__builtin_mul_overflow(x, (__int128)w, &p)) {
+        lo = (unsigned __int128)p;
+        hi = p < 0 ? -1 : 0;
+    } else { /* |x| * |w| as 192 bits, then the sign */
+        unsigned __int128 ux = x < 0 ? -(unsigned __int128)x : (unsigned __int128)x;
+        uint64_t uw = w < 0 ? -(uint64_t)w : (uint64_t)w;
+        unsigned __int128 l = (unsigned __int128)(uint64_t)ux * uw;
+        unsigned __int128 h = (unsigned __int128)(uint64_t)(ux >> 64) * uw + (l >> 64);
+        lo = (h << 64) | (uint64_t)l;
+        hi = (int64_t)(uint64_t)(h >> 64);
+        if ((x < 0) != (w < 0)) { /* two's complement over 192 bits */
+            lo = ~lo + 1;
+            hi = (int64_t)~(uint64_t)hi + (lo == 0);
+        }
+    }
+    unsigned __int128 s = (unsigned __int128)a->isum + lo;
+    a->hi += hi + (s < lo);
+    a->isum = (__int128)s;
+}
+
+/* The 192-bit sum of a as 128 bits; false when it does not fit. */
+static inline bool acc_wide_value(const Acc *a, __int128 *out)
+{
+    if (a->hi != (a->isum < 0 ? -1 : 0))
+        return false;
+    *out = a->isum;
+    return true;
+}
 
 /* SUM/AVG over REAL/DOUBLE: an exact sum, so that the result does not
    depend on step boundaries or worker count, and deletions cancel exactly. */
@@ -93,6 +132,7 @@ typedef struct AggSt {
     size_t partsz;
     size_t *off;         /* per aggregate: offset of its accumulator in Part.acc */
     bool *fsum;          /* per aggregate: FAcc (floating SUM/AVG) */
+    bool *wsum;          /* per aggregate: SUM/AVG over a wide DECIMAL (Acc.hi) */
     Buf kb, vb;
     Arena *scratch_arena;
     Chunk *scratch;      /* one row of output values for encoding */
@@ -344,6 +384,14 @@ static void fold_chunk(Op *op, AggSt *s, const Chunk *c, Local *l)
                     acc->cnt += w[r];
                     xsum_add(&acc->sum, x[r], w[r]);
                 }
+        } else if (v->x) {
+            const __int128 *x = v->x;
+            for (int64_t r = 0; r < rows; r++)
+                if (!nul || !nul[r]) {
+                    Acc *acc = ACC(r);
+                    acc->cnt += w[r];
+                    acc_add_wide(acc, x[r], w[r]);
+                }
         } else if (!nul && unit) {
             const int64_t *x = v->i;
             for (int64_t r = 0; r < rows; r++) {
@@ -403,7 +451,13 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
         } else {
             Acc *a = (Acc *)(g->p.acc + s->off[j]);
             const Acc *b = (const Acc *)(p->acc + s->off[j]);
-            a->isum += b->isum;
+            if (s->wsum[j]) {
+                unsigned __int128 x = (unsigned __int128)a->isum + (unsigned __int128)b->isum;
+                a->hi += b->hi + (x < (unsigned __int128)b->isum);
+                a->isum = (__int128)x;
+            } else {
+                a->isum += b->isum;
+            }
             a->cnt += b->cnt;
         }
     }
@@ -446,13 +500,14 @@ static const uint8_t *minmax_value(Trace *t, const Group *g, bool want_max)
 }
 
 /* COUNT/SUM/AVG(DISTINCT x) of the group: over the values of its multiset
-   with a positive total weight. Sets *cnt, and *isum or *fsum (per type). */
+   with a positive total weight. Sets *cnt, and *isum (a 192-bit sum, as
+   acc_add_wide) or *fsum (per type). */
 static void distinct_fold(Trace *t, const Group *g, SqlType in_t, Chunk *one, int64_t *cnt,
-                          __int128 *isum, XSum *fsum)
+                          Acc *isum, XSum *fsum)
 {
     ValWs c = {0};
     *cnt = 0;
-    *isum = 0;
+    memset(isum, 0, sizeof(*isum));
     memset(fsum, 0, sizeof(*fsum));
     trace_for_key(t, g->key, g->klen, op_valw_add, &c);
     if (c.n)
@@ -467,7 +522,9 @@ static void distinct_fold(Trace *t, const Group *g, SqlType in_t, Chunk *one, in
             if (one->col[0].f)
                 xsum_add(fsum, one->col[0].f[0], 1);
             else if (one->col[0].i)
-                *isum += one->col[0].i[0];
+                acc_add_wide(isum, one->col[0].i[0], 1);
+            else if (one->col[0].x)
+                acc_add_wide(isum, one->col[0].x[0], 1);
         }
         i = j;
     }
@@ -476,18 +533,42 @@ static void distinct_fold(Trace *t, const Group *g, SqlType in_t, Chunk *one, in
 
 static int set_int(OpEnv *env, Vec *v, __int128 x, const CNode *n, const char *what)
 {
-    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    __int128 lo = INT64_MIN, hi = INT64_MAX;
     if (v->t.kind == TK_DECIMAL) {
-        lo = -(pow10_i64(18) - 1);
-        hi = pow10_i64(18) - 1;
+        hi = pow10_i128(v->t.prec) - 1;
+        lo = -hi;
     }
     if (x < lo || x > hi) {
         char tb[48];
         return err_set(env->ev->err, SL_ERUNTIME, "%s overflowed %s (aggregate in node %d)", what,
                        type_name(v->t, tb, sizeof(tb)), n->id);
     }
-    v->i[0] = (int64_t)x;
+    if (v->x)
+        v->x[0] = x;
+    else
+        v->i[0] = (int64_t)x;
     return 0;
+}
+
+/* The sum of acc (a 192-bit one when wide) into row 0 of v, or the average
+   over cnt rounded half away from zero (DECIMAL); errors past 38 digits. */
+static int set_sum(OpEnv *env, Vec *v, const Acc *acc, bool wide, int64_t cnt, bool avg,
+                   const CNode *n)
+{
+    __int128 x = acc->isum;
+    if (wide && !acc_wide_value(acc, &x)) {
+        char tb[48];
+        return err_set(env->ev->err, SL_ERUNTIME, "%s overflowed %s (aggregate in node %d)",
+                       avg ? "AVG" : "SUM", type_name(v->t, tb, sizeof(tb)), n->id);
+    }
+    if (avg) {
+        __int128 q = x / cnt, r = x % cnt;
+        __int128 ar = r < 0 ? -r : r, ac = cnt < 0 ? -(__int128)cnt : cnt;
+        if (2 * ar >= ac)
+            q += ((x < 0) != (cnt < 0)) ? -1 : 1;
+        x = q;
+    }
+    return set_int(env, v, x, n, avg ? "AVG" : "SUM");
 }
 
 /* Compute the group's current output row into s->scratch row 0. */
@@ -506,29 +587,26 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
             v->nul[0] = 0;
         if (a->distinct) {
             int64_t dc;
-            __int128 is;
+            Acc is;
             XSum fs;
             if (!s->one[j])
                 s->one[j] = chunk_new(s->one_arena, 1, &a->in_t, 1);
             distinct_fold(s->minmax[j], g, a->in_t, s->one[j], &dc, &is, &fs);
-            bool f = type_phys(a->in_t.kind) == PHYS_F64;
+            bool f = type_phys(a->in_t) == PHYS_F64;
             if (a->kind == AGG_COUNT)
                 v->i[0] = dc;
             else if (dc == 0)
                 vec_set_null(v, 0);
             else if (a->kind == AGG_SUM) {
                 if (v->f)
-                    v->f[0] = f ? xsum_value(&fs) : (double)is;
-                else if (set_int(env, v, is, n, "SUM"))
+                    v->f[0] = f ? xsum_value(&fs) : (double)is.isum;
+                else if (set_sum(env, v, &is, true, 1, false, n))
                     return SL_ERUNTIME;
             } else if (a->in_t.kind == TK_DECIMAL) { /* round half away from zero */
-                __int128 q = is / dc, r = is % dc;
-                if (2 * (r < 0 ? -r : r) >= dc)
-                    q += is < 0 ? -1 : 1;
-                if (set_int(env, v, q, n, "AVG"))
+                if (set_sum(env, v, &is, true, dc, true, n))
                     return SL_ERUNTIME;
             } else
-                v->f[0] = (f ? xsum_value(&fs) : (double)is) / (double)dc;
+                v->f[0] = (f ? xsum_value(&fs) : (double)is.isum) / (double)dc;
             continue;
         }
         switch (a->kind) {
@@ -541,18 +619,14 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
                 vec_set_null(v, 0);
             else if (v->f)
                 v->f[0] = xsum_value(&facc->sum);
-            else if (set_int(env, v, acc->isum, n, "SUM"))
+            else if (set_sum(env, v, acc, s->wsum[j], 1, false, n))
                 return SL_ERUNTIME;
             break;
         case AGG_AVG:
             if (cnt == 0) {
                 vec_set_null(v, 0);
             } else if (a->in_t.kind == TK_DECIMAL) {
-                __int128 q = acc->isum / acc->cnt, r = acc->isum % acc->cnt;
-                __int128 ar = r < 0 ? -r : r, ac = acc->cnt < 0 ? -(__int128)acc->cnt : acc->cnt;
-                if (2 * ar >= ac)
-                    q += ((acc->isum < 0) != (acc->cnt < 0)) ? -1 : 1;
-                if (set_int(env, v, q, n, "AVG"))
+                if (set_sum(env, v, acc, s->wsum[j], acc->cnt, true, n))
                     return SL_ERUNTIME;
             } else if (type_is_integer(a->in_t.kind)) {
                 v->f[0] = (double)acc->isum / (double)acc->cnt;
@@ -821,6 +895,7 @@ static void free_agg(Op *op)
     sl_free(s->minmax);
     sl_free(s->off);
     sl_free(s->fsum);
+    sl_free(s->wsum);
     sl_free(s->gcols);
     sl_free(s->touched);
     sl_free(s->garbage);
@@ -1050,10 +1125,12 @@ int op_agg_init(Op *op)
     s->in_types = src->types;
     s->off = sl_calloc((size_t)(n->naggs + 1), sizeof(size_t));
     s->fsum = sl_calloc((size_t)(n->naggs + 1), sizeof(bool));
+    s->wsum = sl_calloc((size_t)(n->naggs + 1), sizeof(bool));
     size_t accsz = 0;
     for (int j = 0; j < n->naggs; j++) {
         const AggSpec *a = &n->aggs[j];
-        s->fsum[j] = (a->kind == AGG_SUM || a->kind == AGG_AVG) && type_phys(a->in_t.kind) == PHYS_F64;
+        s->fsum[j] = (a->kind == AGG_SUM || a->kind == AGG_AVG) && type_phys(a->in_t) == PHYS_F64;
+        s->wsum[j] = type_is_wide(a->in_t);
         s->off[j] = accsz;
         accsz += s->fsum[j] ? sizeof(FAcc) : sizeof(Acc);
     }
@@ -1073,7 +1150,7 @@ int op_agg_init(Op *op)
     s->scratch->n = 1;
     s->local = sl_calloc(1, sizeof(Local));
     for (int j = 0; j < n->ncol; j++)
-        s->has_str = s->has_str || type_phys(n->types[j].kind) == PHYS_STR;
+        s->has_str = s->has_str || type_phys(n->types[j]) == PHYS_STR;
     s->acols = sl_malloc(sizeof(int) * (size_t)(s->nin - s->ngroup + 1));
     for (int j = s->ngroup; j < s->nin; j++)
         s->acols[j - s->ngroup] = j;

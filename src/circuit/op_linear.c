@@ -81,6 +81,8 @@ static int eval_union(Op *op, OpEnv *env, Chunk **in)
                 memcpy(d->i + k, v->i, m * sizeof(int64_t));
             else if (d->f)
                 memcpy(d->f + k, v->f, m * sizeof(double));
+            else if (d->x)
+                memcpy(d->x + k, v->x, m * sizeof(i128));
             else
                 memcpy(d->s + k, v->s, m * sizeof(Str));
             if (d->nul) {

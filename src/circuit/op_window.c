@@ -209,7 +209,7 @@ static void acc_row(const WinSt *s, const WinFunc *f, int fi, FEval *e, const PC
         }
         if (x->null)
             return;
-        Phys ph = type_phys(f->in_t.kind);
+        Phys ph = type_phys(f->in_t);
         while (e->dqt > e->dqh) {
             int cmp = oval_cmp(e->dq[e->dqt - 1].v, x, ph);
             if (f->kind == WIN_MIN ? cmp < 0 : cmp > 0)
@@ -547,7 +547,7 @@ static int eval_interval(OpEnv *env, WinSt *s, const CNode *nd, const OTree *t, 
                     return SL_ERUNTIME;
         bool same = n0 == n1;
         for (int64_t i = 0; i < n0 * nf && same; i++)
-            same = oval_eq(&ov[i], &nv[i], type_phys(nd->wfn[i % nf].out_t.kind));
+            same = oval_eq(&ov[i], &nv[i], type_phys(nd->wfn[i % nf].out_t));
         if (!same) {
             for (int64_t c = 0; c < n0; c++)
                 emit_copy(s, nd, co, x, &ov[c * nf], -1);
@@ -794,7 +794,7 @@ int op_window_init(Op *op)
                      f->end == FB_PRECEDING || f->end == FB_FOLLOWING);
         s->fn_key[i] = offs && n->nord == 1 ? val_slot(s, n->ord[0]) : -1;
         s->fn_sum[i] = -1;
-        bool fl = f->col >= 0 && type_phys(f->in_t.kind) == PHYS_F64;
+        bool fl = f->col >= 0 && type_phys(f->in_t) == PHYS_F64;
         if (f->kind == WIN_COUNT || ((f->kind == WIN_SUM || f->kind == WIN_AVG) && !fl)) {
             int j = 0;
             while (j < nsum && s->sum_of[j] != s->fn_arg[i])

@@ -8,10 +8,11 @@ void vec_init(Vec *v, Arena *a, SqlType t, int64_t cap)
     size_t n = (size_t)(cap > 0 ? cap : 1);
     memset(v, 0, sizeof(*v));
     v->t = t;
-    switch (type_phys(t.kind)) {
+    switch (type_phys(t)) {
     case PHYS_I64: v->i = arena_alloc(a, n * sizeof(int64_t)); break;
     case PHYS_F64: v->f = arena_alloc(a, n * sizeof(double)); break;
     case PHYS_STR: v->s = arena_alloc(a, n * sizeof(Str)); break;
+    case PHYS_I128: v->x = arena_alloc(a, n * sizeof(i128)); break;
     }
     if (t.nullable)
         v->nul = arena_zalloc(a, n);
@@ -38,6 +39,8 @@ void chunk_append_row(Chunk *dst, const Chunk *src, int64_t r)
         const Vec *s = &src->col[j];
         if (d->i)
             d->i[k] = s->i[r];
+        else if (d->x)
+            d->x[k] = s->x[r];
         else if (d->f)
             d->f[k] = s->f[r];
         else
@@ -67,6 +70,7 @@ Chunk *chunk_slice(Arena *a, const Chunk *c, int64_t start, int64_t n)
         if (v->i) d->i = v->i + start;
         if (v->f) d->f = v->f + start;
         if (v->s) d->s = v->s + start;
+        if (v->x) d->x = v->x + start;
         if (v->nul) d->nul = v->nul + start;
     }
     return s;

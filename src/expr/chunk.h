@@ -25,6 +25,7 @@ typedef struct Vec {
     int64_t *i; /* PHYS_I64 values, else NULL */
     double *f;  /* PHYS_F64 values, else NULL */
     Str *s;     /* PHYS_STR values, else NULL */
+    i128 *x;    /* PHYS_I128 values (wide DECIMAL), else NULL */
     uint8_t *nul;
 } Vec;
 
@@ -50,6 +51,8 @@ static inline void vec_zero(Vec *v, int64_t r)
 {
     if (v->i)
         v->i[r] = 0;
+    else if (v->x)
+        v->x[r] = 0;
     else if (v->f)
         v->f[r] = 0;
     else

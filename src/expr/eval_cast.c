@@ -300,7 +300,16 @@ static int any_to_str(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint
 static int str_to_any(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
 {
     Err e = {0};
-    Phys ph = type_phys(out->t.kind);
+    Phys ph = type_phys(out->t);
+    if (ph == PHYS_I128) {
+        for (int64_t k = 0; k < n; k++) {
+            Str s = a->s[k];
+            out->x[k] = 0;
+            if (!m[k] && text_parse_dec(out->t, s.p ? s.p : "", s.n, &out->x[k], &e))
+                return err_set(cx->err, SL_ERUNTIME, "%s", e.msg);
+        }
+        return 0;
+    }
     for (int64_t k = 0; k < n; k++) {
         int64_t i = 0;
         double f = 0;
@@ -328,6 +337,8 @@ int expr__cast(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m)
             memset(out->i, 0, sizeof(int64_t) * (size_t)n);
         if (out->f)
             memset(out->f, 0, sizeof(double) * (size_t)n);
+        if (out->x)
+            memset(out->x, 0, sizeof(i128) * (size_t)n);
         if (out->s)
             for (int64_t k = 0; k < n; k++)
                 out->s[k] = empty_str;
@@ -338,7 +349,9 @@ int expr__cast(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m)
     if (type_is_string(from))
         return str_to_any(a, n, cx, out, m);
     if (is_numlike(from) && is_numlike(to)) {
-        bool fi = type_phys(from) == PHYS_I64, ti = type_phys(to) == PHYS_I64;
+        if (a->x || out->x)
+            return expr__dec_cast(a, n, cx, out, m);
+        bool fi = a->i != NULL, ti = out->i != NULL;
         if (fi && ti)
             return int_to_int(a, n, cx, out, m);
         if (fi)

@@ -62,8 +62,8 @@ int expr__check_nulls(EvalCtx *cx, const Vec *out, const char *what, int64_t add
 void expr__range(SqlType t, int64_t *lo, int64_t *hi)
 {
     if (t.kind == TK_DECIMAL) {
-        int p = t.prec ? t.prec : DECIMAL_MAX_PREC;
-        *hi = pow10_i64(p > DECIMAL_MAX_PREC ? DECIMAL_MAX_PREC : p) - 1;
+        int p = t.prec ? t.prec : DECIMAL64_MAX_PREC;
+        *hi = pow10_i64(p > DECIMAL64_MAX_PREC ? DECIMAL64_MAX_PREC : p) - 1;
         *lo = -*hi;
         return;
     }
@@ -94,6 +94,16 @@ double *expr__as_f64(EvalCtx *cx, const Vec *v, int64_t n)
             z[k] = 0;
         return z;
     }
+    if (v->x) { /* correctly rounded through the text, as CAST does */
+        Vec d;
+        SqlType dt = type_make(TK_DOUBLE, false);
+        vec_init(&d, cx->arena, dt, n);
+        uint8_t *m = arena_zalloc(cx->arena, (size_t)(n > 0 ? n : 1));
+        Vec src = *v;
+        src.nul = NULL;
+        expr__dec_cast(&src, n, cx, &d, m);
+        return d.f;
+    }
     double d = v->t.kind == TK_DECIMAL ? (double)pow10_i64(v->t.scale) : 1.0;
     const int64_t *x = v->i;
     for (int64_t k = 0; k < n; k++)
@@ -119,7 +129,7 @@ static __attribute__((noinline)) int eval_col(const Expr *e, const Chunk *in, co
         return 0;
     }
     expr__vec(cx, e->t, n, out);
-    switch (type_phys(e->t.kind)) {
+    switch (type_phys(e->t)) {
     case PHYS_I64: {
         int64_t *z = out->i;
         const int64_t *x = src->i;
@@ -141,6 +151,13 @@ static __attribute__((noinline)) int eval_col(const Expr *e, const Chunk *in, co
             z[k] = x[sel[k]];
         break;
     }
+    case PHYS_I128: {
+        i128 *z = out->x;
+        const i128 *x = src->x;
+        for (int64_t k = 0; k < n; k++)
+            z[k] = x[sel[k]];
+        break;
+    }
     }
     if (out->nul && src->nul) {
         uint8_t *z = out->nul;
@@ -154,7 +171,7 @@ static __attribute__((noinline)) int eval_col(const Expr *e, const Chunk *in, co
 static __attribute__((noinline)) int eval_const(const Expr *e, int64_t n, EvalCtx *cx, Vec *out)
 {
     expr__vec(cx, e->t, n, out);
-    switch (type_phys(e->t.kind)) {
+    switch (type_phys(e->t)) {
     case PHYS_I64: {
         int64_t v = e->cnull ? 0 : e->ci;
         for (int64_t k = 0; k < n; k++)
@@ -173,6 +190,12 @@ static __attribute__((noinline)) int eval_const(const Expr *e, int64_t n, EvalCt
             v = (Str){"", 0};
         for (int64_t k = 0; k < n; k++)
             out->s[k] = v;
+        break;
+    }
+    case PHYS_I128: {
+        i128 v = e->cnull ? 0 : e->cx;
+        for (int64_t k = 0; k < n; k++)
+            out->x[k] = v;
         break;
     }
     }
@@ -383,7 +406,10 @@ int expr__arith(int op, const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, Vec 
                 uint8_t *m)
 {
     char tn[48];
-    switch (type_phys(out->t.kind)) {
+    if ((out->x || a->x || b->x) && (a->i || a->x) && (b->i || b->x))
+        return expr__dec_arith(op, a, b, n, cx, out, m);
+    switch (type_phys(out->t)) {
+    case PHYS_I128: break;
     case PHYS_F64: {
         const double *x = expr__as_f64(cx, a, n), *y = expr__as_f64(cx, b, n);
         return arith_f64(op, x, y, n, cx, out, m);
@@ -413,6 +439,8 @@ static int eval_neg(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_
             out->f[k] = -x[k];
         return 0;
     }
+    if ((out->x || a->x) && (out->i || out->x) && (a->i || a->x))
+        return expr__dec_neg(a, n, cx, out, m);
     if (!out->i || !a->i)
         return err_set(cx->err, SL_ERUNTIME, "unary - is not defined for strings");
     int64_t lo, hi;
@@ -452,6 +480,10 @@ static void compare(int op, const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, 
         for (int64_t k = 0; k < n; k++)
             c[k] = m[k] ? 0 : expr__strcmp(a->s[k], b->s[k]);
         CMP_LOOPS(c[k], 0);
+    } else if ((a->x || b->x) && (a->i || a->x) && (b->i || b->x)) {
+        int *c = arena_alloc(cx->arena, sizeof(int) * (size_t)n);
+        expr__dec_compare(a, b, n, cx, c, m);
+        CMP_LOOPS(c[k], 0);
     } else if (a->i && b->i && a->t.scale == b->t.scale) {
         const int64_t *x = a->i, *y = b->i;
         CMP_LOOPS(x[k], y[k]);
@@ -472,7 +504,7 @@ static void compare(int op, const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, 
  * rows[0..m)) and copy its values and NULLs into out at those positions. */
 static void scatter(Vec *out, const int32_t *pos, const Vec *v, int64_t m)
 {
-    switch (type_phys(out->t.kind)) {
+    switch (type_phys(out->t)) {
     case PHYS_I64:
         for (int64_t j = 0; j < m; j++)
             out->i[pos[j]] = v->i ? v->i[j] : 0;
@@ -484,6 +516,10 @@ static void scatter(Vec *out, const int32_t *pos, const Vec *v, int64_t m)
     case PHYS_STR:
         for (int64_t j = 0; j < m; j++)
             out->s[pos[j]] = v->s ? v->s[j] : (Str){"", 0};
+        break;
+    case PHYS_I128:
+        for (int64_t j = 0; j < m; j++)
+            out->x[pos[j]] = v->x ? v->x[j] : 0;
         break;
     }
     if (out->nul)
@@ -656,7 +692,7 @@ static int eval_in(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n
         }
         Vec y;
         if (it->k == E_CONST && x->i && it->t.scale == x->t.scale &&
-            type_phys(it->t.kind) == PHYS_I64) {
+            type_phys(it->t) == PHYS_I64) {
             const int64_t *xi = x->i, c = it->ci;
             for (int64_t k = 0; k < n; k++)
                 found[k] |= xi[k] == c;
@@ -688,7 +724,7 @@ static int eval_in(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n
 static int eval_nullif(const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, Vec *out,
                        uint8_t *m)
 {
-    switch (type_phys(out->t.kind)) {
+    switch (type_phys(out->t)) {
     case PHYS_I64:
         if (a->i)
             memcpy(out->i, a->i, sizeof(int64_t) * (size_t)n);
@@ -700,6 +736,10 @@ static int eval_nullif(const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, Vec *
     case PHYS_STR:
         if (a->s)
             memcpy(out->s, a->s, sizeof(Str) * (size_t)n);
+        break;
+    case PHYS_I128:
+        if (a->x)
+            memcpy(out->x, a->x, sizeof(i128) * (size_t)n);
         break;
     }
     uint8_t *both = arena_alloc(cx->arena, (size_t)n);

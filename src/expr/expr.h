@@ -22,9 +22,10 @@
 
 typedef enum ExprKind {
     E_COL,     /* column `col` of the input chunk */
-    E_CONST,   /* constant: cnull, or ci / cf / cs per type_phys(t.kind) */
+    E_CONST,   /* constant: cnull, or ci / cf / cs per type_phys(t) */
     E_NEG,     /* -a[0] */
-    E_ADD,     /* a[0] + a[1]; same types; DECIMAL: same scale; also
+    E_ADD,     /* a[0] + a[1]; same types; DECIMAL: same scale (a DECIMAL
+                  wider than 18 digits goes through eval_dec.c); also
                   TIMESTAMP + INTERVAL DAY TO SECOND and DATE + BIGINT days
                   (plain int64 sums of microseconds / days, sql/bind.c) */
     E_SUB,     /* a[0] - a[1]; as E_ADD, and TIMESTAMP - TIMESTAMP giving an
@@ -33,7 +34,8 @@ typedef enum ExprKind {
                   result scale = t.scale = a0.scale + a1.scale (may be
                   reduced by the binder: then round half away from zero) */
     E_DIV,     /* a[0] / a[1]; same types, except DECIMAL: any scales,
-                  result scale t.scale; computed in 128 bits, truncated */
+                  result scale t.scale; computed exactly (128 or 256
+                  bits), truncated toward zero */
                /* E_MUL, E_DIV also take INTERVAL op BIGINT (an int64 count) */
     E_MOD,     /* a[0] % a[1]; integers (sign of the dividend) and DECIMAL
                   (same scale) and floating (fmod) */
@@ -118,6 +120,7 @@ typedef struct Expr {
     int fn;               /* E_FUNC: FuncId */
     bool cnull;           /* E_CONST: the constant is NULL */
     int64_t ci;           /* E_CONST PHYS_I64 */
+    i128 cx;              /* E_CONST PHYS_I128 (a wide DECIMAL) */
     double cf;            /* E_CONST PHYS_F64 */
     Str cs;               /* E_CONST PHYS_STR (memory owned by the plan) */
     struct Expr **a;      /* operands */
@@ -152,6 +155,8 @@ Expr *expr_new(Arena *a, ExprKind k, SqlType t, int na);
 Expr *expr_col(Arena *a, int col, SqlType t);
 Expr *expr_const_null(Arena *a, SqlType t);
 Expr *expr_const_i64(Arena *a, SqlType t, int64_t v);
+/* A DECIMAL constant of any precision (v scaled by 10^t.scale). */
+Expr *expr_const_dec(Arena *a, SqlType t, i128 v);
 Expr *expr_const_f64(Arena *a, SqlType t, double v);
 Expr *expr_const_str(Arena *a, SqlType t, const char *s, size_t n);
 /* Debug/EXPLAIN text of e into out. */

@@ -75,6 +75,18 @@ const char *expr__fn_name(int fn);
 
 int expr__arith(int op, const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, Vec *out,
                 uint8_t *m);
+/* The wide DECIMAL path (eval_dec.c), used when an operand or the result
+   is a DECIMAL of precision > 18: a op b, -a, three-way comparisons of a
+   and b into c (0 for rows masked by m), and CAST of a to out->t (a or out
+   wide; numbers and BOOLEAN only). */
+int expr__dec_arith(int op, const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, Vec *out,
+                    uint8_t *m);
+int expr__dec_neg(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m);
+void expr__dec_compare(const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, int *c,
+                       const uint8_t *m);
+int expr__dec_cast(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m);
+/* Integer/DECIMAL values of v (unscaled) as 128 bits (v->x itself when wide). */
+i128 *expr__as_i128(EvalCtx *cx, const Vec *v, int64_t n);
 /* a converted to out->t (eval_cast.c); m holds a's NULLs. */
 int expr__cast(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m);
 /* Built-in functions (fn_str.c, fn_num.c, fn_time.c); args[0..e->na). */

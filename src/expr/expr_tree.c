@@ -44,6 +44,16 @@ Expr *expr_const_i64(Arena *a, SqlType t, int64_t v)
     return e;
 }
 
+Expr *expr_const_dec(Arena *a, SqlType t, i128 v)
+{
+    Expr *e = expr_new(a, E_CONST, t, 0);
+    if (type_is_wide(t))
+        e->cx = v;
+    else
+        e->ci = (int64_t)v;
+    return e;
+}
+
 Expr *expr_const_f64(Arena *a, SqlType t, double v)
 {
     Expr *e = expr_new(a, E_CONST, t, 0);
@@ -156,6 +166,10 @@ static void print_const(const Expr *e, Buf *out)
     case TK_INTERVAL_DT:
     case TK_INTERVAL_YM: buf_puts(out, "INTERVAL '"); break;
     default: break;
+    }
+    if (type_is_wide(e->t)) {
+        text_format_dec(e->cx, e->t.scale, out);
+        return;
     }
     text_format(e->t, e->ci, e->cf, e->cs, out);
     if (type_is_interval((TypeKind)e->t.kind))

@@ -4,7 +4,8 @@
  * In: operands evaluated into dense Vecs by expr_eval (expr.c), the output
  * Vec allocated with the node's type and the row mask m (expr_int.h).
  * Out: values of the node's type. Each function computes in its operand's
- * own domain, widened (integers as BIGINT, DECIMAL(p,s) as DECIMAL(18,s),
+ * own domain, widened (integers as BIGINT, DECIMAL(p,s) as DECIMAL(38,s) in
+ * 128 bits,
  * floats as DOUBLE), then converts to the result type with the CAST kernel,
  * which checks the range: ROUND(9.99, 1) fits DECIMAL(18,2) but not
  * DECIMAL(3,2), and the error names the value. Floating point follows IEEE
@@ -19,7 +20,7 @@ static void wide_vec(EvalCtx *cx, const Vec *a, int64_t n, Vec *w)
 {
     SqlType t = a->t;
     t.nullable = 0;
-    if (type_phys(t.kind) == PHYS_F64) {
+    if (type_phys(t) == PHYS_F64) {
         t = type_make(TK_DOUBLE, false);
     } else if (t.kind == TK_DECIMAL) {
         t.prec = DECIMAL_MAX_PREC;
@@ -27,6 +28,23 @@ static void wide_vec(EvalCtx *cx, const Vec *a, int64_t n, Vec *w)
         t = type_make(TK_BIGINT, false);
     }
     expr__vec(cx, t, n, w);
+}
+
+/* The same for 128-bit x (a DECIMAL), 0 <= k. */
+static bool round_units128(i128 x, int k, i128 *out)
+{
+    if (k <= 0) {
+        *out = x;
+        return true;
+    }
+    if (k > 38) {
+        *out = 0;
+        return true;
+    }
+    i128 u = pow10_i128(k), q = x / u, r = x % u;
+    i128 ar = r < 0 ? -r : r;
+    q += ar >= u - ar ? (r < 0 ? -1 : 1) : 0;
+    return !__builtin_mul_overflow(q, u, out);
 }
 
 /* Round x (scaled integer) to a multiple of 10^k, half away from zero. */
@@ -59,6 +77,12 @@ static int fn_abs(const Vec *a, int64_t n, Vec *w, const uint8_t *m, EvalCtx *cx
             w->f[k] = fabs(x[k]);
         return 0;
     }
+    if (w->x) { /* |DECIMAL| < 10^38: no overflow */
+        const i128 *y = expr__as_i128(cx, a, n);
+        for (int64_t k = 0; k < n; k++)
+            w->x[k] = y[k] < 0 ? -y[k] : y[k];
+        return 0;
+    }
     const int64_t *x = a->i;
     bool bad = false;
     for (int64_t k = 0; k < n; k++) {
@@ -81,6 +105,19 @@ static int fn_floor_ceil(const Vec *a, int64_t n, Vec *w, const uint8_t *m, Eval
             for (int64_t k = 0; k < n; k++)
                 w->f[k] = floor(x[k]);
         return 0;
+    }
+    if (w->x) {
+        const i128 *y = expr__as_i128(cx, a, n);
+        int s = a->t.scale;
+        i128 u = pow10_i128(s);
+        bool bad = false;
+        for (int64_t k = 0; k < n; k++) {
+            i128 q = y[k] / u;
+            if (q * u != y[k] && (y[k] < 0) != ceil_)
+                q += ceil_ ? 1 : -1;
+            bad |= __builtin_mul_overflow(q, u, &w->x[k]) & !m[k];
+        }
+        return bad ? overflow_in(cx, ceil_ ? "CEIL" : "FLOOR", w->t) : 0;
     }
     const int64_t *x = a->i;
     int s = a->t.kind == TK_DECIMAL ? a->t.scale : 0;
@@ -127,9 +164,19 @@ static int fn_round(const Vec *args, int na, int64_t n, Vec *w, const uint8_t *m
                 w->f[k] = (double)(float)w->f[k];
         return 0;
     }
-    const int64_t *x = a->i;
     int s = a->t.kind == TK_DECIMAL ? a->t.scale : 0;
     bool bad = false;
+    if (w->x) {
+        const i128 *y = expr__as_i128(cx, a, n);
+        for (int64_t k = 0; k < n; k++) {
+            int64_t d = dg ? dg[k] : 0;
+            int64_t kk = (int64_t)s - d;
+            int kd = kk < 0 ? 0 : kk > 39 ? 39 : (int)kk;
+            bad |= !round_units128(y[k], kd, &w->x[k]) & !m[k];
+        }
+        return bad ? overflow_in(cx, "ROUND", w->t) : 0;
+    }
+    const int64_t *x = a->i;
     for (int64_t k = 0; k < n; k++) {
         int64_t d = dg ? dg[k] : 0;
         int64_t kk = (int64_t)s - d;
@@ -145,6 +192,12 @@ static int fn_sign(const Vec *a, int64_t n, Vec *w, EvalCtx *cx)
         const double *x = expr__as_f64(cx, a, n);
         for (int64_t k = 0; k < n; k++)
             w->f[k] = isnan(x[k]) ? x[k] : (double)((x[k] > 0) - (x[k] < 0));
+        return 0;
+    }
+    if (w->x) {
+        const i128 *y = expr__as_i128(cx, a, n);
+        for (int64_t k = 0; k < n; k++)
+            w->x[k] = (y[k] > 0) - (y[k] < 0);
         return 0;
     }
     const int64_t *x = a->i;
@@ -172,6 +225,15 @@ static int finish(int fn, const Vec *w, int64_t n, EvalCtx *cx, Vec *out, const 
         if (bad)
             return expr__overflow(cx, names[fn], out->t);
     }
+    if (w->x && to == TK_DECIMAL && out->t.scale == w->t.scale && fn < (int)ARRAY_LEN(names) &&
+        names[fn]) {
+        i128 hi = pow10_i128(out->t.prec) - 1;
+        bool bad = false;
+        for (int64_t k = 0; k < n; k++)
+            bad |= ((w->x[k] < -hi) | (w->x[k] > hi)) & !m[k];
+        if (bad)
+            return expr__overflow(cx, names[fn], out->t);
+    }
     return expr__cast(w, n, cx, out, (uint8_t *)m);
 }
 
@@ -180,7 +242,7 @@ int expr__fn_num(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *ou
     if (e->na < 1)
         return err_set(cx->err, SL_ERUNTIME, "function %d needs an operand", e->fn);
     const Vec *a = &args[0];
-    if (type_phys(a->t.kind) == PHYS_STR)
+    if (type_phys(a->t) == PHYS_STR)
         return err_set(cx->err, SL_ERUNTIME, "numeric function %d applied to a string", e->fn);
     Vec w;
     int rc = 0;

@@ -241,9 +241,11 @@ static int parse_bool(SqlType t, const char *s, size_t n, int64_t *out, Err *err
 
 /*
  * DECIMAL: [sign] digits [. digits] [e [sign] digits], rounded half away from
- * zero to t.scale; at most prec - scale integer digits after rounding.
+ * zero to t.scale (as PostgreSQL rounds numeric input); at most prec - scale
+ * integer digits after rounding, else out of range. Any precision up to 38
+ * (the value is built in 128 bits).
  */
-static int parse_decimal(SqlType t, const char *s, size_t n, int64_t *out, Err *err)
+static int parse_decimal(SqlType t, const char *s, size_t n, i128 *out, Err *err)
 {
     int prec = t.prec ? t.prec : DECIMAL_MAX_PREC;
     int scale = t.scale;
@@ -253,7 +255,7 @@ static int parse_decimal(SqlType t, const char *s, size_t n, int64_t *out, Err *
         neg = s[j++] == '-';
     /* significant digits (leading zeros dropped): first is at position
      * 10^(point-1) of the value */
-    char dg[40];
+    char dg[48];
     int nd = 0, point = 0, ndig = 0;
     bool seen_point = false;
     for (; j < n; j++) {
@@ -272,7 +274,7 @@ static int parse_decimal(SqlType t, const char *s, size_t n, int64_t *out, Err *
                 point--;
             continue;
         }
-        if (nd < (int)sizeof(dg)) /* more never matter: at most 18 digits are kept */
+        if (nd < (int)sizeof(dg)) /* more never matter: at most 38 digits are kept */
             dg[nd++] = c;
         if (!seen_point)
             point++;
@@ -302,15 +304,24 @@ static int parse_decimal(SqlType t, const char *s, size_t n, int64_t *out, Err *
     int want = point + scale;
     if (want > prec)
         return out_of_range(err, t, s, n);
-    int64_t v = 0;
+    i128 v = 0;
     for (int k = 0; k < want; k++)
         v = v * 10 + (k < nd ? dg[k] - '0' : 0);
     if (want >= 0 && want < nd && dg[want] >= '5')
         v++;
-    if (v >= pow10_i64(prec))
+    if (v >= pow10_i128(prec))
         return out_of_range(err, t, s, n);
     *out = neg ? -v : v;
     return 0;
+}
+
+int text_parse_dec(SqlType t, const char *s, size_t n, i128 *out, Err *err)
+{
+    while (n > 0 && is_space(*s))
+        s++, n--;
+    while (n > 0 && is_space(s[n - 1]))
+        n--;
+    return parse_decimal(t, s, n, out, err);
 }
 
 static int parse_float(SqlType t, const char *s, size_t n, double *out, Err *err)
@@ -398,7 +409,16 @@ int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double 
     case TK_SMALLINT:
     case TK_INT:
     case TK_BIGINT: return parse_int(t, s, n, i, err);
-    case TK_DECIMAL: return parse_decimal(t, s, n, i, err);
+    case TK_DECIMAL: {
+        i128 v;
+        int rc;
+        if (NEVER(type_is_wide(t))) /* callers use text_parse_dec */
+            return err_set(err, SL_EDATA, "a wide DECIMAL parsed through text_parse");
+        if ((rc = parse_decimal(t, s, n, &v, err)))
+            return rc;
+        *i = (int64_t)v;
+        return 0;
+    }
     case TK_REAL:
     case TK_DOUBLE: return parse_float(t, s, n, f, err);
     case TK_DATE: {
@@ -490,11 +510,37 @@ static void format_double(double f, bool real, Buf *out)
     buf_puts(out, tmp);
 }
 
+void text_format_dec(i128 v, int scale, Buf *out)
+{
+    unsigned __int128 a = v < 0 ? (unsigned __int128)0 - (unsigned __int128)v
+                                : (unsigned __int128)v;
+    if (scale > DECIMAL_MAX_PREC) /* outside the type's contract; print something */
+        scale = DECIMAL_MAX_PREC;
+    if (scale < 0)
+        scale = 0;
+    char d[48];
+    int nd = 0;
+    do { /* digits, least significant first; at least scale + 1 of them */
+        d[nd++] = (char)('0' + (int)(a % 10));
+        a /= 10;
+    } while (a || nd <= scale);
+    char txt[52];
+    int k = 0;
+    if (v < 0)
+        txt[k++] = '-';
+    for (int j = nd - 1; j >= 0; j--) {
+        txt[k++] = d[j];
+        if (j == scale && scale > 0)
+            txt[k++] = '.';
+    }
+    buf_append(out, txt, (size_t)k);
+}
+
 static void format_decimal(int64_t v, int scale, Buf *out)
 {
     uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    if (scale > DECIMAL_MAX_PREC) /* outside the type's contract; print something */
-        scale = DECIMAL_MAX_PREC;
+    if (scale > DECIMAL64_MAX_PREC) /* outside the type's contract; print something */
+        scale = DECIMAL64_MAX_PREC;
     if (scale <= 0) {
         buf_printf(out, "%s%llu", v < 0 ? "-" : "", (unsigned long long)a);
         return;
@@ -664,6 +710,8 @@ int text_parse_vec(Vec *v, int64_t r, const char *s, size_t n, Arena *a, Err *er
     int64_t iv = 0;
     double fv = 0;
     Str sv = {"", 0};
+    if (v->x)
+        return text_parse_dec(v->t, s, n, &v->x[r], err);
     int rc = text_parse(v->t, s, n, a, &iv, &fv, &sv, err);
     if (rc)
         return rc;
@@ -681,6 +729,10 @@ bool text_format_vec(const Vec *v, int64_t r, Buf *out)
     if (vec_is_null(v, r))
         return false;
     static const Str empty = {"", 0};
+    if (v->x) {
+        text_format_dec(v->x[r], v->t.scale, out);
+        return true;
+    }
     text_format(v->t, v->i ? v->i[r] : 0, v->f ? v->f[r] : 0.0, v->s ? v->s[r] : empty, out);
     return true;
 }

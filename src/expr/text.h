@@ -37,11 +37,16 @@
  */
 int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double *f, Str *str,
                Err *err);
+/* DECIMAL text as in text_parse into 128 bits, for any precision (the
+   wide DECIMALs, p > 18, go through here: text_parse refuses them). */
+int text_parse_dec(SqlType t, const char *s, size_t n, i128 *out, Err *err);
 /* The same into row r of v (of type v->t; its NULL flag is left alone). */
 int text_parse_vec(Vec *v, int64_t r, const char *s, size_t n, Arena *a, Err *err);
 
-/* Append value (i, f or s per type_phys(t.kind)) in canonical text to out. */
+/* Append value (i, f or s per type_phys(t)) in canonical text to out. */
 void text_format(SqlType t, int64_t i, double f, Str s, Buf *out);
+/* A DECIMAL of any precision: v scaled by 10^scale, canonical text. */
+void text_format_dec(i128 v, int scale, Buf *out);
 /* Same for row r of v; a NULL appends nothing and returns false. */
 bool text_format_vec(const Vec *v, int64_t r, Buf *out);
 

@@ -53,3 +53,13 @@ int64_t pow10_i64(int n)
                                 100000000000000000LL, 1000000000000000000LL};
     return (n >= 0 && n <= 18) ? p[n] : 0;
 }
+
+i128 pow10_i128(int n)
+{
+    if (n < 0 || n > 38)
+        return 0;
+    i128 r = 1;
+    for (; n > 18; n -= 18)
+        r *= pow10_i64(18);
+    return r * pow10_i64(n);
+}

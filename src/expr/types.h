@@ -3,11 +3,13 @@
  *
  * Every value lives in one of three physical classes:
  *   PHYS_I64: BOOLEAN (0/1), TINYINT..BIGINT, DECIMAL(p,s) as an integer
- *             scaled by 10^s (p <= 18), DATE (days since 1970-01-01),
+ *             scaled by 10^s when p <= 18 (the fast path), DATE (days since 1970-01-01),
  *             TIME (microseconds since midnight), TIMESTAMP (microseconds
  *             since 1970-01-01 00:00:00, no time zone), INTERVAL DAY TO
  *             SECOND (microseconds, signed), INTERVAL YEAR TO MONTH (months,
  *             signed);
+ *   PHYS_I128: DECIMAL(p,s) with 18 < p <= 38 as an __int128 scaled by
+ *             10^s (|value| < 10^p, so the range is symmetric);
  *   PHYS_F64: REAL (rounded to float precision), DOUBLE;
  *   PHYS_STR: CHAR(n), VARCHAR(n), TEXT as (pointer, length); never contain
  *             a NUL byte (input rejects it, as PostgreSQL does).
@@ -36,9 +38,15 @@ typedef enum TypeKind {
     TK_INTERVAL_YM, /* INTERVAL YEAR TO MONTH: months */
 } TypeKind;
 
-typedef enum Phys { PHYS_I64, PHYS_F64, PHYS_STR } Phys;
+typedef enum Phys { PHYS_I64, PHYS_F64, PHYS_STR, PHYS_I128 } Phys;
 
-#define DECIMAL_MAX_PREC 18
+typedef __int128 i128;
+
+#define DECIMAL_MAX_PREC   38 /* DECIMAL(p,s): 1 <= p <= 38 */
+#define DECIMAL64_MAX_PREC 18 /* up to here a DECIMAL is a 64-bit integer */
+/* NUMERIC / DECIMAL written without a precision (docs/sql.md, types). */
+#define DECIMAL_DEFAULT_PREC  38
+#define DECIMAL_DEFAULT_SCALE 18
 #define VARCHAR_UNBOUNDED (-1)
 
 typedef struct SqlType {
@@ -55,9 +63,11 @@ static inline SqlType type_make(TypeKind k, bool nullable)
     return t;
 }
 
-static inline Phys type_phys(TypeKind k)
+static inline Phys type_phys(SqlType t)
 {
-    switch (k) {
+    switch ((TypeKind)t.kind) {
+    case TK_DECIMAL:
+        return t.prec > DECIMAL64_MAX_PREC ? PHYS_I128 : PHYS_I64;
     case TK_REAL:
     case TK_DOUBLE:
         return PHYS_F64;
@@ -94,5 +104,12 @@ void type_int_range(TypeKind k, int64_t *lo, int64_t *hi);
 const char *type_name(SqlType t, char *buf, size_t size);
 /* 10^n for 0 <= n <= 18. */
 int64_t pow10_i64(int n);
+/* 10^n for 0 <= n <= 38. */
+i128 pow10_i128(int n);
+/* A DECIMAL wider than the 64-bit path. */
+static inline bool type_is_wide(SqlType t)
+{
+    return t.kind == TK_DECIMAL && t.prec > DECIMAL64_MAX_PREC;
+}
 
 #endif

@@ -42,6 +42,8 @@
  *              range [0, 25)). With values: values[rank - 1]. n up to 2^20
  *              uses a Walker alias table built once (O(1) per row); larger n
  *              uses rejection-inversion (Hoermann & Derflinger 1996).
+ *   (a DECIMAL wider than 18 digits is generated as DECIMAL(18, min(s, 6)),
+ *   MAX and ranges included, then widened to its own scale exactly)
  *   word       one lorem-ipsum word.
  *   words      "range" words (count, default [1, 5)) joined by spaces.
  *   sentence   "range" words (default [4, 12)), capitalized, ending in '.'.
@@ -566,7 +568,13 @@ void datagen_fill(const Datagen *g, int p, int64_t start, int64_t count, Chunk *
                  (long long)count, (long long)base, (long long)out->cap);
     for (int c = 0; c < g->ncols; c++) {
         const Field *f = &pl->f[c];
-        Vec *v = &out->col[c];
+        Vec *v = &out->col[c], narrow;
+        if (v->x) { /* a wide DECIMAL: generated as DECIMAL(18,s), widened below */
+            narrow = *v;
+            narrow.x = NULL;
+            narrow.i = arena_alloc(a, sizeof(int64_t) * (size_t)(base + count));
+            v = &narrow;
+        }
         switch (f->g) {
         case G_I64_INCR: fill_i64_incr(f, start, count, v->i + base); break;
         case G_I64_UNIFORM:
@@ -584,6 +592,11 @@ void datagen_fill(const Datagen *g, int p, int64_t start, int64_t count, Chunk *
         }
         if (v->nul)
             fill_nulls(f, start, count, v->nul + base);
+        if (v == &narrow) {
+            i128 up = pow10_i128(out->col[c].t.scale - f->t.scale);
+            for (int64_t i = base; i < base + count; i++)
+                out->col[c].x[i] = (i128)v->i[i] * up;
+        }
     }
     int64_t *w = out->w + base, i = 0;
     v2u64 ones = {1, 1};

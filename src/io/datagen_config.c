@@ -142,7 +142,7 @@ static int parse_seed(const cJSON *it, uint64_t *out, const char *ctx, Err *err)
 /* Physical value domain of a PHYS_I64 type. */
 static void domain(SqlType t, i128 *lo, i128 *hi)
 {
-    int p = t.prec ? t.prec : DECIMAL_MAX_PREC;
+    int p = t.prec ? t.prec : DECIMAL64_MAX_PREC;
     switch ((TypeKind)t.kind) {
     case TK_BOOL: *lo = 0; *hi = 1; break;
     case TK_DECIMAL: *hi = pow10_i64(p) - 1; *lo = -*hi; break;
@@ -210,7 +210,7 @@ static int json_value(SqlType t, const cJSON *it, bool gen_units, Arena *a, i128
 {
     Err e = {0};
     TypeKind k = (TypeKind)t.kind;
-    Phys ph = type_phys(k);
+    Phys ph = type_phys(t);
     int64_t unit = gen_units ? 1 : gen_unit(t);
     if (cJSON_IsBool(it)) {
         if (k != TK_BOOL) {
@@ -235,7 +235,7 @@ static int json_value(SqlType t, const cJSON *it, bool gen_units, Arena *a, i128
             char buf[64];
             int64_t v;
             SqlType wide = t;
-            wide.prec = DECIMAL_MAX_PREC;
+            wide.prec = DECIMAL64_MAX_PREC;
             dbl_text(d, buf, sizeof(buf));
             if (text_parse(wide, buf, strlen(buf), a, &v, f, s, &e)) {
                 snprintf(why, whysize, "%.400s", e.msg);
@@ -259,7 +259,7 @@ static int json_value(SqlType t, const cJSON *it, bool gen_units, Arena *a, i128
         if (type_is_integer(k))
             pt.kind = TK_BIGINT;
         if (k == TK_DECIMAL)
-            pt.prec = DECIMAL_MAX_PREC;
+            pt.prec = DECIMAL64_MAX_PREC;
         if (k == TK_TIMESTAMP)
             rc = parse_ts_text(pt, str, &v, &e);
         else
@@ -309,11 +309,11 @@ static int parse_range(const cJSON *it, SqlType t, bool lengths, Range *r, const
             if (json_value(t, jv, true, NULL, iv, fv, &s, why, sizeof(why)))
                 return cfg_err(err, ctx, "bad \"range\" bound %s: %s", jtext(jv, jb, sizeof(jb)),
                                why);
-            if (type_phys((TypeKind)t.kind) == PHYS_F64 && !isfinite(*fv))
+            if (type_phys(t) == PHYS_F64 && !isfinite(*fv))
                 return cfg_err(err, ctx, "\"range\" bounds must be finite");
         }
     }
-    bool empty = type_phys((TypeKind)t.kind) == PHYS_F64 && !lengths ? !(r->fa < r->fb)
+    bool empty = type_phys(t) == PHYS_F64 && !lengths ? !(r->fa < r->fb)
                                                                       : !(r->a < r->b);
     if (empty)
         return cfg_err(err, ctx, "empty \"range\" %s: the lower bound must be below the upper",
@@ -329,7 +329,7 @@ static int parse_values(const cJSON *it, const Field *f, Arena *a, Values *v, co
         return cfg_err(err, ctx, "\"values\" must be a non-empty array, got %s",
                        jtext(it, jb, sizeof(jb)));
     int n = cJSON_GetArraySize(it);
-    Phys ph = type_phys((TypeKind)f->t.kind);
+    Phys ph = type_phys(f->t);
     v->n = (uint32_t)n;
     v->i = ph == PHYS_I64 ? arena_zalloc(a, (size_t)n * sizeof(int64_t)) : NULL;
     v->f = ph == PHYS_F64 ? arena_zalloc(a, (size_t)n * sizeof(double)) : NULL;
@@ -529,10 +529,14 @@ static int setup_field(Arena *a, const char *name, SqlType t, const cJSON *fs, c
     char jb[80], tn[48];
     const cJSON *it;
     memset(f, 0, sizeof(*f));
+    if (type_is_wide(t)) { /* values of DECIMAL(18, min(s, 6)), widened by datagen_fill */
+        t.prec = DECIMAL64_MAX_PREC;
+        t.scale = (uint8_t)SL_MIN(t.scale, 6);
+    }
     f->t = t;
     f->st = ST_INCREMENT;
     TypeKind k = (TypeKind)t.kind;
-    Phys ph = type_phys(k);
+    Phys ph = type_phys(t);
     if (k == TK_NULL)
         return cfg_err(err, ctx, "column \"%s\" has a type datagen cannot generate", name);
     if (fs && !cJSON_IsObject(fs))

@@ -75,6 +75,8 @@ uint64_t ft_hash_pieces(const Piece *list, uint64_t h)
                     rh = XXH64(&v->i[r], 8, rh);
                 else if (v->f)
                     rh = XXH64(&v->f[r], 8, rh);
+                else if (v->x)
+                    rh = XXH64(&v->x[r], 16, rh);
                 else if (v->s)
                     rh = XXH64(v->s[r].p, v->s[r].n, rh);
             }

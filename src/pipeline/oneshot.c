@@ -46,6 +46,8 @@ static int cmp_rows(const void *a, const void *b, void *arg)
         }
         if (v->i)
             c = v->i[x] < v->i[y] ? -1 : v->i[x] > v->i[y];
+        else if (v->x)
+            c = v->x[x] < v->x[y] ? -1 : v->x[x] > v->x[y];
         else if (v->f)
             c = v->f[x] < v->f[y] ? -1 : v->f[x] > v->f[y];
         else {

@@ -188,6 +188,8 @@ static bool merge_update(Pipeline *p, Pending *pd, InBatch *b, const Relation *r
             d->i[row] = sv->i[0];
         else if (d->f)
             d->f[row] = sv->f[0];
+        else if (d->x)
+            d->x[row] = sv->x[0];
         else
             d->s[row] = (Str){arena_strndup(b->a, sv->s[0].p, sv->s[0].n), sv->s[0].n};
     }
@@ -209,6 +211,8 @@ static void compact(Chunk *c)
                     v->i[k] = v->i[r];
                 else if (v->f)
                     v->f[k] = v->f[r];
+                else if (v->x)
+                    v->x[k] = v->x[r];
                 else
                     v->s[k] = v->s[r];
                 if (v->nul)

@@ -230,8 +230,12 @@ static int put_value(const SltTable *t, Chunk *dst, Arena *a, int j, int64_t row
     if (d->nul)
         d->nul[row] = 0;
     TypeKind sk = v->t.kind, dk = d->t.kind;
-    if (sk == dk && v->t.scale == d->t.scale) {
-        if (d->i)
+    if (sk == dk && v->t.scale == d->t.scale && !d->x != !v->x) {
+        /* DECIMALs of the same scale, one wide and one not: through text */
+    } else if (sk == dk && v->t.scale == d->t.scale) {
+        if (d->x)
+            d->x[row] = v->x[r];
+        else if (d->i)
             d->i[row] = v->i[r];
         else if (d->f)
             d->f[row] = v->f[r];
@@ -254,8 +258,7 @@ static int put_value(const SltTable *t, Chunk *dst, Arena *a, int j, int64_t row
     /* through text */
     Buf b = BUF_INIT;
     text_format_vec(v, r, &b);
-    int rc = text_parse(d->t, (const char *)b.p, b.n, a, d->i ? &d->i[row] : NULL,
-                        d->f ? &d->f[row] : NULL, d->s ? &d->s[row] : NULL, err);
+    int rc = text_parse_vec(d, row, (const char *)b.p, b.n, a, err);
     buf_free(&b);
     return rc;
 }
@@ -265,7 +268,8 @@ static bool same_key(const SltTable *t, const Chunk *a, int64_t x, const Chunk *
 {
     for (int k = 0; k < t->npk; k++) {
         const Vec *u = &a->col[t->pk[k]], *v = &b->col[t->pk[k]];
-        if (u->i ? u->i[x] != v->i[y]
+        if (u->x ? u->x[x] != v->x[y]
+            : u->i ? u->i[x] != v->i[y]
                  : u->f ? u->f[x] != v->f[y]
                         : (u->s[x].n != v->s[y].n || memcmp(u->s[x].p, v->s[y].p, u->s[x].n)))
             return false;
@@ -277,7 +281,8 @@ static bool same_value(const Vec *u, int64_t x, int64_t y)
 {
     if (vec_is_null(u, x) || vec_is_null(u, y))
         return false; /* NULLs never collide in UNIQUE */
-    return u->i ? u->i[x] == u->i[y]
+    return u->x ? u->x[x] == u->x[y]
+           : u->i ? u->i[x] == u->i[y]
                 : u->f ? u->f[x] == u->f[y]
                        : u->s[x].n == u->s[y].n && !memcmp(u->s[x].p, u->s[y].p, u->s[x].n);
 }
@@ -748,8 +753,7 @@ static bool literal_into(SltTable *t, Chunk *c, int j, int64_t row, const char *
         }
         if (d->nul)
             d->nul[row] = 0;
-        *rc = text_parse(d->t, s.p ? (const char *)s.p : "", s.n, t->ra, d->i ? &d->i[row] : NULL,
-                         d->f ? &d->f[row] : NULL, d->s ? &d->s[row] : NULL, err);
+        *rc = text_parse_vec(d, row, s.p ? (const char *)s.p : "", s.n, t->ra, err);
         buf_free(&s);
         return true;
     }
@@ -781,8 +785,7 @@ static bool literal_into(SltTable *t, Chunk *c, int j, int64_t row, const char *
         d->i[row] = (int64_t)f;
         return true;
     }
-    *rc = text_parse(d->t, num, n, t->ra, d->i ? &d->i[row] : NULL, d->f ? &d->f[row] : NULL,
-                     d->s ? &d->s[row] : NULL, err);
+    *rc = text_parse_vec(d, row, num, n, t->ra, err);
     return true;
 }
 

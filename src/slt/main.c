@@ -123,7 +123,12 @@ static void print_value(const Vec *v, int64_t r, char type, Buf *out)
     }
     TypeKind k = v->t.kind;
     if (type == 'I') {
-        if (k == TK_DECIMAL) {
+        if (v->x) {
+            Buf t = BUF_INIT;
+            text_format_dec(v->x[r] / pow10_i128(v->t.scale), 0, &t);
+            buf_append(out, t.p, t.n);
+            buf_free(&t);
+        } else if (k == TK_DECIMAL) {
             int64_t d = 1;
             for (int i = 0; i < v->t.scale; i++)
                 d *= 10;
@@ -146,7 +151,12 @@ static void print_value(const Vec *v, int64_t r, char type, Buf *out)
         double f;
         if (v->f)
             f = v->f[r];
-        else if (k == TK_DECIMAL) {
+        else if (v->x) {
+            Buf t = BUF_INIT;
+            text_format_dec(v->x[r], v->t.scale, &t);
+            f = strtod(buf_cstr(&t), NULL);
+            buf_free(&t);
+        } else if (k == TK_DECIMAL) {
             f = (double)v->i[r];
             for (int i = 0; i < v->t.scale; i++)
                 f /= 10;

@@ -35,7 +35,7 @@ static int int_digits(TypeKind k)
     case TK_TINYINT: return 3;
     case TK_SMALLINT: return 5;
     case TK_INT: return 10;
-    default: return 18;
+    default: return 19;
     }
 }
 
@@ -241,10 +241,10 @@ static Expr *literal(P *p, Ast *x)
             SqlType t = type_make(TK_DECIMAL, false);
             t.prec = (uint8_t)SL_MAX(SL_MAX(digits, scale), 1);
             t.scale = (uint8_t)scale;
-            int64_t v;
+            i128 v;
             Err e = {0};
-            if (text_parse(t, s, strlen(s), p->a, &v, NULL, NULL, &e) == 0)
-                return expr_const_i64(p->a, t, v);
+            if (text_parse_dec(t, s, strlen(s), &v, &e) == 0)
+                return expr_const_dec(p->a, t, v);
         }
         return expr_const_f64(p->a, type_make(TK_DOUBLE, false), strtod(s, NULL));
     }
@@ -259,6 +259,14 @@ static Expr *literal(P *p, Ast *x)
                 return NULL;
             }
             return expr_const_i64(p->a, x->type, v);
+        }
+        if (type_is_wide(x->type)) {
+            i128 w;
+            if (text_parse_dec(x->type, x->str, x->slen, &w, &e)) {
+                perr(p, SL_ESEMANTIC, x->line, x->col, "%s", e.msg);
+                return NULL;
+            }
+            return expr_const_dec(p->a, x->type, w);
         }
         if (text_parse(x->type, x->str, x->slen, p->a, &v, NULL, NULL, &e)) {
             perr(p, SL_ESEMANTIC, x->line, x->col, "%s", e.msg);
@@ -396,13 +404,26 @@ Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r)
             Expr *e = sql__mk(p, k, t, 2);
             e->a[0] = sql__cast_to(p, l, dl);
             e->a[1] = sql__cast_to(p, r, dr);
+            /* result types (docs/sql.md): * gives DECIMAL(p1+p2, s1+s2); /
+               gives scale max(s1, s2, 6) and the integer digits p1-s1+s2;
+               past 38 digits the integer digits are kept and the scale
+               is cut, to no less than min(s, 6) (SQL Server's rule, which
+               Calcite and so Feldera follow) */
+            int ps, ss;
             if (k == E_MUL) {
-                e->t.scale = (uint8_t)SL_MIN(dl.scale + dr.scale, DECIMAL_MAX_PREC);
-                e->t.prec = DECIMAL_MAX_PREC;
+                ss = dl.scale + dr.scale;
+                ps = dl.prec + dr.prec;
             } else {
-                e->t.scale = (uint8_t)SL_MAX(SL_MAX(dl.scale, dr.scale), 6);
-                e->t.prec = DECIMAL_MAX_PREC;
+                ss = SL_MAX(SL_MAX(dl.scale, dr.scale), 6);
+                ps = (dl.prec - dl.scale) + dr.scale + ss;
             }
+            if (ps > DECIMAL_MAX_PREC) {
+                int id = ps - ss;
+                ss = SL_MIN(ss, SL_MAX(SL_MIN(ss, 6), DECIMAL_MAX_PREC - id));
+                ps = DECIMAL_MAX_PREC;
+            }
+            e->t.scale = (uint8_t)ss;
+            e->t.prec = (uint8_t)SL_MAX(ps, 1);
             if (k == E_DIV)
                 e->t.nullable = 1;
             return e;
@@ -418,17 +439,53 @@ Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r)
     return e;
 }
 
+/* The type an integer constant compared with a DECIMAL counts as: DECIMAL
+   with the digits of its value (so that `price > 9990000000` stays on the
+   64-bit path instead of widening price to the 19 digits of any BIGINT). */
+static SqlType cmp_type(const Expr *e, const Expr *other)
+{
+    if (e->k != E_CONST || e->cnull || !type_is_integer((TypeKind)e->t.kind) ||
+        other->t.kind != TK_DECIMAL)
+        return e->t;
+    SqlType d = type_make(TK_DECIMAL, e->t.nullable);
+    int digits = 1;
+    for (int64_t v = e->ci; v >= 10 || v <= -10; v /= 10)
+        digits++;
+    d.prec = (uint8_t)digits;
+    return d;
+}
+
 Expr *sql__compare(P *p, Ast *at, ExprKind k, Expr *l, Expr *r)
 {
     SqlType t;
-    if (!sql__common_type(l->t, r->t, &t)) {
+    if (!sql__common_type(cmp_type(l, r), cmp_type(r, l), &t)) {
         perr(p, SL_ESEMANTIC, at->line, at->col, "cannot compare %s with %s", tname(l->t),
              tname(r->t));
         return NULL;
     }
     if (t.kind == TK_NULL)
         t = type_make(TK_INT, true);
-    Expr *e = sql__mk(p, k, type_make(TK_BOOL, l->t.nullable || r->t.nullable), 2);
+    SqlType bt = type_make(TK_BOOL, l->t.nullable || r->t.nullable);
+    if (t.kind == TK_DECIMAL && (type_is_integer(l->t.kind) || l->t.kind == TK_DECIMAL) &&
+        (type_is_integer(r->t.kind) || r->t.kind == TK_DECIMAL)) {
+        SqlType dl = decimal_of(cmp_type(l, r)), dr = decimal_of(cmp_type(r, l));
+        int s = SL_MAX(dl.scale, dr.scale), ip = SL_MAX(dl.prec - dl.scale, dr.prec - dr.scale);
+        if (ip + s > DECIMAL_MAX_PREC) {
+            /* no DECIMAL holds both (DECIMAL(38,10) against DECIMAL(30,20)):
+               compare the values as they are (exactly, expr/eval_dec.c),
+               and = as NOT <>, which the planner does not take for a join
+               key (join keys are of one type) */
+            Expr *e = sql__mk(p, k == E_EQ ? E_NE : k, bt, 2);
+            e->a[0] = l;
+            e->a[1] = r;
+            if (k != E_EQ)
+                return e;
+            Expr *n = sql__mk(p, E_NOT, bt, 1);
+            n->a[0] = e;
+            return n;
+        }
+    }
+    Expr *e = sql__mk(p, k, bt, 2);
     e->a[0] = sql__cast_to(p, l, t);
     e->a[1] = sql__cast_to(p, r, t);
     return e;
@@ -483,10 +540,14 @@ bool sql__expr_equal(const Expr *a, const Expr *b)
     case E_CONST:
         if (a->cnull || b->cnull)
             return a->cnull == b->cnull;
-        if (type_phys(a->t.kind) == PHYS_STR)
+        if (type_phys(a->t) == PHYS_STR)
             return a->cs.n == b->cs.n && !memcmp(a->cs.p, b->cs.p, a->cs.n);
-        if (type_phys(a->t.kind) == PHYS_F64)
+        if (type_phys(a->t) == PHYS_F64)
             return a->cf == b->cf;
+        if (type_phys(a->t) != type_phys(b->t))
+            return false;
+        if (type_phys(a->t) == PHYS_I128)
+            return a->cx == b->cx;
         return a->ci == b->ci;
     case E_FUNC:
         if (a->fn != b->fn)

@@ -52,9 +52,12 @@ int sql__parse_type(Parser *p, SqlType *out)
         if (!strcasecmp(s, "double"))
             accept_kw(p, "precision");
     } else if (!strcasecmp(s, "decimal") || !strcasecmp(s, "numeric") || !strcasecmp(s, "dec")) {
-        int prec = DECIMAL_MAX_PREC, scale = 0;
+        /* without a precision: DECIMAL(38,18), so that values such as 0.05
+           are kept exactly (docs/sql.md, types) */
+        int prec = DECIMAL_DEFAULT_PREC, scale = DECIMAL_DEFAULT_SCALE;
         ty.kind = TK_DECIMAL;
         if (accept_op(p, "(")) {
+            scale = 0; /* DECIMAL(p) is DECIMAL(p,0), as the standard says */
             Token *pt = cur(p);
             if (parse_int_arg(p, &prec))
                 return p->err->code;
@@ -65,7 +68,7 @@ int sql__parse_type(Parser *p, SqlType *out)
             if (prec < 1 || prec > DECIMAL_MAX_PREC) {
                 if (prec > DECIMAL_MAX_PREC)
                     return err_setpos(p->err, SL_EUNSUPPORTED, pt->line, pt->col,
-                                      "DECIMAL precision %d is not supported yet (at most %d)",
+                                      "DECIMAL precision %d is not supported (at most %d)",
                                       prec, DECIMAL_MAX_PREC);
                 return err_setpos(p->err, SL_EPARSE, pt->line, pt->col,
                                   "DECIMAL precision must be at least 1");

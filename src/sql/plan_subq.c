@@ -171,9 +171,10 @@ static int plan_sub(P *p, Ast *x, PRel *s, int mark)
 static Expr *zero_of(P *p, SqlType t)
 {
     t.nullable = 0;
-    switch (type_phys(t.kind)) {
+    switch (type_phys(t)) {
     case PHYS_F64: return expr_const_f64(p->a, t, 0);
     case PHYS_STR: return expr_const_str(p->a, t, "", 0);
+    case PHYS_I128: return expr_const_dec(p->a, t, 0);
     default: return expr_const_i64(p->a, t, 0);
     }
 }

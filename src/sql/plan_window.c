@@ -97,6 +97,10 @@ static int int_literal(P *p, Ast *x, const char *what, int64_t *out)
 static int agg_types(P *p, Ast *x, WinFunc *f, SqlType at)
 {
     f->in_t = at;
+    if (type_is_wide(at))
+        return perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                    "%s over %s is not supported yet (window functions take DECIMAL of "
+                    "precision at most %d)", x->name, tname(at), DECIMAL64_MAX_PREC);
     switch (f->kind) {
     case WIN_COUNT_STAR:
     case WIN_COUNT:
@@ -115,7 +119,7 @@ static int agg_types(P *p, Ast *x, WinFunc *f, SqlType at)
             f->out_t = type_make(f->kind == WIN_SUM ? TK_BIGINT : TK_DOUBLE, true);
         else if (at.kind == TK_DECIMAL) {
             f->out_t = at;
-            f->out_t.prec = DECIMAL_MAX_PREC;
+            f->out_t.prec = DECIMAL64_MAX_PREC;
         } else
             f->out_t = type_make(TK_DOUBLE, true);
         f->out_t.nullable = 1;
@@ -129,13 +133,17 @@ static int range_offset(P *p, Ast *n, SqlType kt, int64_t *i, double *f)
     if (!n || (n->k != A_INT && n->k != A_NUM))
         return perr(p, SL_EUNSUPPORTED, n ? n->line : 0, n ? n->col : 0,
                     "a RANGE offset must be a non-negative numeric literal");
-    if (type_phys(kt.kind) == PHYS_F64) {
+    if (type_phys(kt) == PHYS_F64) {
         *f = strtod(n->str, NULL);
         return 0;
     }
+    if (type_is_wide(kt))
+        return perr(p, SL_EUNSUPPORTED, n->line, n->col,
+                    "a RANGE offset over %s is not supported yet (precision at most %d)",
+                    tname(kt), DECIMAL64_MAX_PREC);
     if (kt.kind == TK_DECIMAL) {
         SqlType t = kt;
-        t.prec = DECIMAL_MAX_PREC;
+        t.prec = DECIMAL64_MAX_PREC;
         t.nullable = 0;
         Err e = {0};
         if (text_parse(t, n->str, strlen(n->str), p->a, i, NULL, NULL, &e))
@@ -279,6 +287,12 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
             c.def = sql__cast_to(p, c.def, t);
         }
         c.arg = sql__cast_to(p, c.arg, t);
+        if (type_is_wide(c.arg->t)) {
+            perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                 "%s over %s is not supported yet (window functions take DECIMAL of precision "
+                 "at most %d)", x->name, tname(c.arg->t), DECIMAL64_MAX_PREC);
+            return NULL;
+        }
         f->in_t = c.arg->t;
         f->out_t = c.arg->t;
         f->out_t.nullable = 1;

@@ -109,6 +109,8 @@ static void put_expr(Buf *b, const Expr *e)
         put_i64(b, e->cnull);
         if (!e->cnull) {
             put_i64(b, e->ci);
+            if (type_is_wide(e->t)) /* a DECIMAL(p > 18) constant */
+                buf_append(b, &e->cx, sizeof(e->cx));
             buf_append(b, &e->cf, sizeof(e->cf));
             put_str(b, e->cs.p ? e->cs.p : "", e->cs.p ? e->cs.n : 0);
         }

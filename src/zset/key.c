@@ -143,11 +143,31 @@ static inline uint64_t enc_real(double d)
     return enc_float_bits(bits, 4);
 }
 
-/* Bytes the encoding of value r of v may take: a marker, then at most 8
+/* Bytes of the fixed-width encoding of type t: a wide DECIMAL takes 16. */
+static inline int type_width(SqlType t)
+{
+    return type_is_wide(t) ? 16 : fixed_width((TypeKind)t.kind);
+}
+
+/* A wide DECIMAL: 16 bytes big-endian, sign bit flipped. */
+static inline void put_i128(uint8_t *p, i128 x)
+{
+    unsigned __int128 u = (unsigned __int128)x ^ ((unsigned __int128)1 << 127);
+    put_be(p, (uint64_t)(u >> 64), 8);
+    put_be(p + 8, (uint64_t)u, 8);
+}
+
+static inline i128 get_i128(const uint8_t *p)
+{
+    unsigned __int128 u = ((unsigned __int128)get_be(p, 8) << 64) | get_be(p + 8, 8);
+    return (i128)(u ^ ((unsigned __int128)1 << 127));
+}
+
+/* Bytes the encoding of value r of v may take: a marker, then at most 16
    bytes for a fixed-width value, or the string and its NUL. */
 static inline size_t value_bound(const Vec *v, int64_t r)
 {
-    return type_is_string((TypeKind)v->t.kind) ? (size_t)v->s[r].n + 2 : 9;
+    return type_is_string((TypeKind)v->t.kind) ? (size_t)v->s[r].n + 2 : 17;
 }
 
 /* Encode value r of v at p, which has value_bound bytes of room; returns
@@ -174,6 +194,10 @@ static inline uint8_t *encode_value(const Vec *v, int64_t r, uint8_t *p)
     case TK_TIMESTAMP:
     case TK_INTERVAL_DT:
     case TK_INTERVAL_YM: {
+        if (v->x) {
+            put_i128(p, v->x[r]);
+            return p + 16;
+        }
         int width = fixed_width(k);
         put_be(p, enc_int(v->i[r], width), width);
         return p + width;
@@ -250,6 +274,10 @@ static inline const uint8_t *decode_value(const uint8_t *p, SqlType t, Vec *v, i
     case TK_TIMESTAMP:
     case TK_INTERVAL_DT:
     case TK_INTERVAL_YM: {
+        if (type_is_wide(t)) {
+            v->x[r] = get_i128(p);
+            return p + 16;
+        }
         int width = fixed_width(k);
         v->i[r] = dec_int(get_be(p, width), width);
         return p + width;
@@ -287,7 +315,7 @@ static inline const uint8_t *skip_value(const uint8_t *p, SqlType t)
         return p;
     if (type_is_string(k))
         return p + strlen((const char *)p) + 1;
-    return p + fixed_width(k);
+    return p + type_width(t);
 }
 
 const uint8_t *key_decode(const uint8_t *p, const SqlType *types, int ncols, Chunk *dst,
@@ -331,7 +359,7 @@ void key_plan_init(KeyPlan *kp, const SqlType *types, int ncols, const bool *nee
     int off = 0, j = 0;
     for (; j < ncols; j++) {
         TypeKind k = (TypeKind)types[j].kind;
-        if (types[j].nullable || !int_kind(k))
+        if (types[j].nullable || !int_kind(k) || type_is_wide(types[j]))
             break;
         if (!need || need[j]) {
             kp->fast_col[kp->nfast] = j;
@@ -410,7 +438,7 @@ int key_fixed_width(const Chunk *c, const int *cols, int ncols)
     int w = 0;
     for (int j = 0; j < ncols; j++) {
         const SqlType t = c->col[cols ? cols[j] : j].t;
-        if (t.nullable || !int_kind((TypeKind)t.kind))
+        if (t.nullable || !int_kind((TypeKind)t.kind) || type_is_wide(t))
             return -1;
         w += fixed_width((TypeKind)t.kind);
     }

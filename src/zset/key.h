@@ -7,7 +7,8 @@
  *   nullable column: one marker byte, 0x00 = NULL (then nothing else),
  *                    0x01 = present (then the value) - NULLs sort first;
  *   BOOLEAN, TINYINT: 1 byte; SMALLINT: 2; INT, DATE: 4; BIGINT, DECIMAL,
- *                    TIME, TIMESTAMP: 8 - big-endian, sign bit flipped;
+ *                    TIME, TIMESTAMP: 8, DECIMAL(p > 18): 16 - big-endian,
+ *                    sign bit flipped;
  *   REAL: 4 bytes, DOUBLE: 8 bytes - IEEE bits, all bits flipped when
  *                    negative else sign bit flipped; -0.0 encoded as 0.0,
  *                    every NaN as one canonical NaN (sorts above +Inf);

@@ -394,9 +394,9 @@ static inline void h_gen_insert(HGen *g, int t)
                 continue;
             }
             int64_t v = cg->lo + h_below(&g->st, cg->hi - cg->lo + 1);
-            if (type_phys(g->types[t][j].kind) == PHYS_STR)
+            if (type_phys(g->types[t][j]) == PHYS_STR)
                 r.v[j] = h_str(h_strs[v], (uint32_t)strlen(h_strs[v]));
-            else if (type_phys(g->types[t][j].kind) == PHYS_F64)
+            else if (type_phys(g->types[t][j]) == PHYS_F64)
                 r.v[j] = h_dbl((double)v / 4); /* quarters: sums stay exact */
             else
                 r.v[j] = h_int(v);
@@ -670,7 +670,7 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
         tsh[t].ncol = r->ncol;
         tsh[t].types = r->types;
         for (int j = 0; j < r->ncol; j++)
-            tsh[t].ph[j] = type_phys(r->types[j].kind);
+            tsh[t].ph[j] = type_phys(r->types[j]);
     }
     int64_t *who = sl_malloc(sizeof(int64_t) * (size_t)(x->changes.n + 1));
     HEnt *ents = sl_malloc(sizeof(HEnt) * (size_t)(x->changes.n + 1));
@@ -878,7 +878,7 @@ static inline void h_run_seed(const HSpec *s)
         x->vshape[v].ncol = c->rels[r].ncol;
         x->vshape[v].types = c->rels[r].types;
         for (int j = 0; j < c->rels[r].ncol; j++)
-            x->vshape[v].ph[j] = type_phys(c->rels[r].types[j].kind);
+            x->vshape[v].ph[j] = type_phys(c->rels[r].types[j]);
     }
 
     /* fill, thin out, drain, fill again, thin out (, drain) */

@@ -229,7 +229,7 @@ static void random_value(Vec *v, int64_t r, TypeKind k)
             return;
         }
     }
-    switch (type_phys(k)) {
+    switch (type_phys(v->t)) {
     case PHYS_I64: {
         int64_t lo, hi;
         int_range(k, &lo, &hi);
@@ -249,6 +249,11 @@ static void random_value(Vec *v, int64_t r, TypeKind k)
         v->s[r] = (Str){w, (uint32_t)strlen(w)};
         break;
     }
+    case PHYS_I128: {
+        i128 hi = pow10_i128(38) - 1, x = (i128)(((unsigned __int128)rnd() << 64) | rnd());
+        v->x[r] = x % (hi + 1);
+        break;
+    }
     }
 }
 
@@ -261,6 +266,8 @@ static void assert_value_equal(const Vec *a, const Vec *b, int64_t r)
     }
     if (a->i)
         assert_int_equal(a->i[r], b->i[r]);
+    else if (a->x)
+        assert_true(a->x[r] == b->x[r]);
     else if (a->f) {
         if (isnan(a->f[r]))
             assert_true(isnan(b->f[r]));
@@ -463,6 +470,44 @@ static void test_key_encode_fixed_equals_key_encode(void **state)
     arena_free(a);
 }
 
+/* DECIMAL(38,s) values: 16 bytes each, memcmp order = numeric order, and
+   they decode to the same values (with 10^38 - 1 and its negation). */
+static void test_key_wide_decimals_take_16_bytes_and_sort_numerically(void **state)
+{
+    enum { ROWS = 400 };
+    SqlType ty = type_make(TK_DECIMAL, false);
+    ty.prec = 38;
+    ty.scale = 4;
+    Arena *a = arena_new(0);
+    Chunk *c = chunk_new(a, 1, &ty, ROWS);
+    Chunk *d = chunk_new(a, 1, &ty, ROWS);
+    i128 top = pow10_i128(38) - 1;
+    for (int64_t r = 0; r < ROWS; r++)
+        random_value(&c->col[0], r, TK_DECIMAL);
+    c->col[0].x[0] = top;
+    c->col[0].x[1] = -top;
+    c->col[0].x[2] = 0;
+    c->col[0].x[3] = -1;
+    c->col[0].x[4] = (i128)INT64_MAX + 1;
+    c->n = d->n = ROWS;
+    for (int64_t r = 0; r < ROWS; r++) {
+        Buf x = enc_row(c, r);
+        assert_int_equal(x.n, 16);
+        key_decode(x.p, &ty, 1, d, 0, r);
+        assert_true(d->col[0].x[r] == c->col[0].x[r]);
+        for (int64_t q = 0; q < r; q++) {
+            Buf y = enc_row(c, q);
+            int m = memcmp(x.p, y.p, 16);
+            i128 u = c->col[0].x[r], v = c->col[0].x[q];
+            assert_int_equal(m < 0 ? -1 : m > 0, (u > v) - (u < v));
+            buf_free(&y);
+        }
+        buf_free(&x);
+    }
+    assert_int_equal(key_fixed_width(c, NULL, 1), -1);
+    arena_free(a);
+}
+
 static void test_key_widths_follow_the_type(void **state)
 {
     static const struct {
@@ -511,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_key_decode_round_trips_every_type),
         cmocka_unit_test(test_key_decode_of_null_zeroes_the_value_slot),
         cmocka_unit_test(test_key_widths_follow_the_type),
+        cmocka_unit_test(test_key_wide_decimals_take_16_bytes_and_sort_numerically),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
