@@ -354,6 +354,42 @@ static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
     return NULL;
 }
 
+/* An integer literal (possibly negated): its value in *v. */
+static bool int_literal(const Expr *e, int64_t *v)
+{
+    bool neg = false;
+    if (e->k == E_NEG) {
+        neg = true;
+        e = e->a[0];
+    }
+    if (e->k != E_CONST || e->cnull || e->t.kind < TK_TINYINT || e->t.kind > TK_BIGINT)
+        return false;
+    if (neg && e->ci == INT64_MIN)
+        return false;
+    *v = neg ? -e->ci : e->ci;
+    return true;
+}
+
+/* Literal typing: + - * of two integer literals whose exact result does
+   not fit their common type (INT for 100000 * 100000) is the BIGINT
+   constant, as MySQL and SQLite compute it, instead of an INT that
+   overflows at run time. NULL (the operation as written) otherwise. */
+static Expr *widen_literals(P *p, int op, const Expr *l, const Expr *r)
+{
+    int64_t a, b, v;
+    if ((op != OP_ADD && op != OP_SUB && op != OP_MUL) || !int_literal(l, &a) ||
+        !int_literal(r, &b))
+        return NULL;
+    bool ovf = op == OP_ADD ? __builtin_add_overflow(a, b, &v)
+             : op == OP_SUB ? __builtin_sub_overflow(a, b, &v)
+                            : __builtin_mul_overflow(a, b, &v);
+    if (ovf) /* past BIGINT too: the run-time overflow error */
+        return NULL;
+    if (l->t.kind == TK_BIGINT || r->t.kind == TK_BIGINT || (v >= INT32_MIN && v <= INT32_MAX))
+        return NULL;
+    return expr_const_i64(p->a, type_make(TK_BIGINT, false), v);
+}
+
 Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r)
 {
     SqlType lt = l->t, rt = r->t, t;
@@ -385,6 +421,9 @@ Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r)
                  ops[op], tname(lt), tname(rt));
         return NULL;
     }
+    Expr *wide = widen_literals(p, op, l, r);
+    if (wide)
+        return wide;
     ExprKind k = op == OP_ADD ? E_ADD : op == OP_SUB ? E_SUB : op == OP_MUL ? E_MUL
                : op == OP_DIV ? E_DIV : E_MOD;
     if (!sql__common_type(lt, rt, &t))
@@ -828,6 +867,8 @@ Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
         return sql__bind_window(p, bc, x);
     if (x->k == A_FUNC && sql__is_agg_name(x->name))
         return sql__bind_agg_call(p, bc, x);
+    if (sql__agg_later(p, x))
+        return NULL;
     /* try as a group expression */
     if (x->k != A_INT && x->k != A_NUM && x->k != A_STR && x->k != A_NULL && x->k != A_BOOL &&
         x->k != A_TYPED) {

@@ -178,6 +178,8 @@ static int parse_create_table(Parser *p, Stmt *s)
                 return p->err->code;
             continue;
         }
+        if (is_kw(t, "watermark") && is_kw(&p->t[p->i + 1], "for"))
+            return sql__unsupported(p, t, "WATERMARK FOR (watermarks)");
         if (is_kw(t, "foreign") || is_kw(t, "constraint") || is_kw(t, "unique") ||
             is_kw(t, "check"))
             return sql__unsupported(p, t, "table constraints other than PRIMARY KEY");
@@ -205,7 +207,9 @@ static int parse_create_table(Parser *p, Stmt *s)
                 s->pk = arena_alloc(p->a, sizeof(char *));
                 s->pk[s->npk++] = c->name;
                 c->primary_key = true;
-            } else if (is_kw(ct, "default") || is_kw(ct, "lateness") ||
+            } else if (is_kw(ct, "lateness")) {
+                return sql__unsupported(p, ct, "LATENESS (watermarks)");
+            } else if (is_kw(ct, "default") ||
                        is_kw(ct, "foreign") || is_kw(ct, "references") ||
                        is_kw(ct, "unique") || is_kw(ct, "check") || is_kw(ct, "watermark")) {
                 char b[64];
@@ -251,6 +255,10 @@ static int parse_stmt(Parser *p, Stmt **out)
         if (is_kw(t, "insert") || is_kw(t, "declare") || is_kw(t, "set") ||
             is_kw(t, "select") || is_kw(t, "drop") || is_kw(t, "lateness")) {
             char b[64];
+            if (is_kw(t, "lateness"))
+                return sql__unsupported(p, t, "LATENESS (watermarks)");
+            if (is_kw(t, "declare") && is_kw(&p->t[p->i + 1], "recursive"))
+                return sql__unsupported(p, t, "DECLARE RECURSIVE VIEW (recursive views)");
             snprintf(b, sizeof(b), "statement %s", t->s);
             return sql__unsupported(p, t, b);
         }

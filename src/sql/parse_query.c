@@ -20,6 +20,10 @@ static char *opt_alias(Parser *p)
     if (accept_kw(p, "as"))
         return sql__ident(p, "an alias");
     Token *t = cur(p);
+    if (is_kw(t, "asof") && is_kw(&p->t[p->i + 1], "join")) { /* not an alias */
+        sql__unsupported(p, t, "ASOF JOIN");
+        return NULL;
+    }
     if (t->k == T_QIDENT || (t->k == T_IDENT && !sql__is_reserved(t)))
         return sql__ident(p, "an alias");
     return NULL;
@@ -42,6 +46,8 @@ static int parse_tvf(Parser *p, FromItem *f)
     p->i += 2;
     Token *fn = cur(p);
     if (!is_kw(fn, "tumble") && !is_kw(fn, "hop")) {
+        if (is_kw(fn, "session"))
+            return sql__unsupported(p, fn, "table function SESSION (session windows)");
         if (fn->k == T_IDENT && is_op(&p->t[p->i + 1], "(")) {
             return err_setpos(p->err, SL_EUNSUPPORTED, fn->line, fn->col,
                               "table function %.40s is not supported yet (only TUMBLE and HOP)",
@@ -181,11 +187,19 @@ static FromItem *parse_from_item_in(Parser *p)
             jk = is_kw(cur(p), "left") ? J_LEFT : is_kw(cur(p), "right") ? J_RIGHT : J_FULL;
             p->i++;
             accept_kw(p, "outer");
+            if (is_kw(cur(p), "asof")) {
+                sql__unsupported(p, cur(p), "ASOF JOIN");
+                return NULL;
+            }
             if (sql__expect_kw(p, "join"))
                 return NULL;
         } else {
             if (natural) {
                 sql__fail(p, "JOIN");
+                return NULL;
+            }
+            if (is_kw(cur(p), "asof") && is_kw(&p->t[p->i + 1], "join")) {
+                sql__unsupported(p, cur(p), "ASOF JOIN");
                 return NULL;
             }
             return l;

@@ -15,7 +15,8 @@
  *   join that has their columns, the columns then put back in FROM order;
  *   OUTER, NATURAL and USING joins are items planned as a unit by
  *   plan_join.c, their own order kept) -> GROUP BY/aggregates (a MAP
- *   computing group keys and aggregate arguments, then OPK_AGG) -> HAVING,
+ *   computing group keys and aggregate arguments, then OPK_AGG; select-list
+ *   aliases in GROUP BY and HAVING replaced by their expressions) -> HAVING,
  *   window functions (plan_window.c) and the select list (one MAP) ->
  *   DISTINCT -> set operations (plan_set.c). WITH queries and VALUES are
  *   planned by plan_set.c, subqueries in expressions by plan_subq.c,
@@ -429,6 +430,90 @@ static const char *item_name(P *p, SelectItem *si, int i)
     return b;
 }
 
+/* ---- select-list aliases in GROUP BY and HAVING ----
+   A bare name in GROUP BY (the whole key) or in HAVING (anywhere outside a
+   subquery) that is no column of the FROM clause (nor of an outer query,
+   for a correlated subquery) may name a select item by its alias (as
+   MySQL, SQLite and Spark allow); an input column of that name wins, as in
+   PostgreSQL, so no query valid without aliases changes meaning. Two items
+   with the alias: an error naming both. The item's expression replaces the
+   name before binding. */
+
+static bool input_has(const Scope *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!s->c[i].hidden && !s->c[i].qual_only &&
+            !strcasecmp(s->c[i].name, name))
+            return true;
+    return false;
+}
+
+/* The expression of the select item aliased x->name (*out; NULL if none),
+   or -1 with p->err when two items have that alias. */
+static int alias_of(P *p, Select *q, Ast *x, const char *clause, Ast **out)
+{
+    int first = -1;
+    *out = NULL;
+    for (int i = 0; i < q->nitems; i++) {
+        SelectItem *it = &q->items[i];
+        if (!it->alias || strcasecmp(it->alias, x->name) != 0)
+            continue;
+        if (first >= 0)
+            return perr(p, SL_ESEMANTIC, x->line, x->col,
+                        "%s name \"%s\" is ambiguous: it is the alias of the select items at "
+                        "%d:%d and %d:%d",
+                        clause, x->name, q->items[first].line, q->items[first].col, it->line,
+                        it->col);
+        first = i;
+    }
+    if (first >= 0)
+        *out = q->items[first].e;
+    return 0;
+}
+
+/* x with aliases replaced (copied along the changed paths), NULL with
+   p->err on an ambiguous alias. */
+static Ast *alias_subst(P *p, Select *q, const Scope *s, Ast *x, const char *clause)
+{
+    if (!x)
+        return x;
+    if (x->k == A_COL) {
+        Ast *e = NULL;
+        if (x->qual || x->subcol || input_has(s, x->name))
+            return x;
+        if (alias_of(p, q, x, clause, &e))
+            return NULL;
+        return e ? e : x;
+    }
+    if (x->k == A_SUBQUERY || x->k == A_EXISTS || x->over)
+        return x;
+    Ast *a = alias_subst(p, q, s, x->a, clause), *b = a ? alias_subst(p, q, s, x->b, clause) : NULL,
+        *c = b ? alias_subst(p, q, s, x->c, clause) : NULL;
+    if ((x->a && !a) || (x->b && !b) || (x->c && !c))
+        return NULL;
+    Ast **args = x->args.v;
+    for (int i = 0; i < x->args.n; i++) {
+        Ast *y = alias_subst(p, q, s, x->args.v[i], clause);
+        if (!y)
+            return NULL;
+        if (y != x->args.v[i] && args == x->args.v) {
+            args = arena_alloc(p->a, sizeof(Ast *) * (size_t)x->args.n);
+            memcpy(args, x->args.v, sizeof(Ast *) * (size_t)x->args.n);
+        }
+        args[i] = y;
+    }
+    if (a == x->a && b == x->b && c == x->c && args == x->args.v)
+        return x;
+    Ast *y = arena_alloc(p->a, sizeof(Ast));
+    *y = *x;
+    y->a = a;
+    y->b = b;
+    y->c = c;
+    y->args.v = args;
+    y->args.cap = x->args.n;
+    return y;
+}
+
 /* An ORDER BY key that is a constant integer: a select-list position. */
 static int order_ordinal(Ast *e)
 {
@@ -546,7 +631,10 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         }
     }
 
-    bool agg = q->group.n > 0 || sql__has_agg(q->having);
+    Ast *having_ast = q->having;
+    if (having_ast && !(having_ast = alias_subst(p, q, &from.s, having_ast, "HAVING")))
+        return p->err->code;
+    bool agg = q->group.n > 0 || sql__has_agg(having_ast);
     for (int i = 0; i < n && !agg; i++)
         agg = sql__has_agg(exprs[i]);
 
@@ -598,7 +686,7 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
             if (resolve_order(p, oq, &bc, proj, n, names, q->distinct, ord))
                 return p->err->code;
         }
-        if (q->having)
+        if (having_ast)
             return perr(p, SL_ESEMANTIC, q->having->line, q->having->col,
                         "HAVING needs GROUP BY or an aggregate");
     } else {
@@ -617,7 +705,8 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
                     return perr(p, SL_ESEMANTIC, g->line, g->col,
                                 "GROUP BY position %ld is not in the select list", k);
                 g = exprs[k - 1];
-            }
+            } else if (g->k == A_COL && !(g = alias_subst(p, q, &from.s, g, "GROUP BY")))
+                return p->err->code;
             if (!(ag.group[i] = sql__bind(p, &bc, g)))
                 return p->err->code;
             if (ag.group[i]->t.kind == TK_NULL)
@@ -649,9 +738,9 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         }
         Expr *having = NULL;
         ag.win = NULL; /* no window functions in HAVING */
-        if (q->having) {
+        if (having_ast) {
             BindCtx bc = {&from.s, &ag, "HAVING"};
-            if (!(having = sql__bind(p, &bc, q->having)) ||
+            if (!(having = sql__bind(p, &bc, having_ast)) ||
                 !(having = sql__bool_operand(p, having, q->having, "HAVING")))
                 return p->err->code;
         }

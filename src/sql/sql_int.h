@@ -269,5 +269,7 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x);
 /* An aggregate call x: its column in the aggregation's output. */
 Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x);
 bool sql__is_agg_name(const char *n);
+/* An aggregate not implemented yet (array_agg, ...): p->err set, true. */
+bool sql__agg_later(P *p, struct Ast *x);
 
 #endif
