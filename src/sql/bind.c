@@ -374,11 +374,20 @@ static bool int_literal(const Expr *e, int64_t *v)
    not fit their common type (INT for 100000 * 100000) is the BIGINT
    constant, as MySQL and SQLite compute it, instead of an INT that
    overflows at run time. NULL (the operation as written) otherwise. */
-static Expr *widen_literals(P *p, int op, const Expr *l, const Expr *r)
+static bool ast_int_literal(const Ast *a)
+{
+    while (a && a->k == A_UN && (a->op == OP_NEG || a->op == OP_PLUS))
+        a = a->a;
+    return a && a->k == A_INT;
+}
+
+static Expr *widen_literals(P *p, const Ast *x, int op, const Expr *l, const Expr *r)
 {
     int64_t a, b, v;
-    if ((op != OP_ADD && op != OP_SUB && op != OP_MUL) || !int_literal(l, &a) ||
-        !int_literal(r, &b))
+    /* literals as written: CAST(2147483647 AS INT) + 1 is an INT that
+       overflows, as in PostgreSQL, though the binder folds the cast */
+    if ((op != OP_ADD && op != OP_SUB && op != OP_MUL) || !ast_int_literal(x->a) ||
+        !ast_int_literal(x->b) || !int_literal(l, &a) || !int_literal(r, &b))
         return NULL;
     bool ovf = op == OP_ADD ? __builtin_add_overflow(a, b, &v)
              : op == OP_SUB ? __builtin_sub_overflow(a, b, &v)
@@ -421,7 +430,7 @@ Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r)
                  ops[op], tname(lt), tname(rt));
         return NULL;
     }
-    Expr *wide = widen_literals(p, op, l, r);
+    Expr *wide = widen_literals(p, x, op, l, r);
     if (wide)
         return wide;
     ExprKind k = op == OP_ADD ? E_ADD : op == OP_SUB ? E_SUB : op == OP_MUL ? E_MUL
