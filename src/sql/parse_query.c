@@ -47,7 +47,9 @@ static int parse_tvf(Parser *p, FromItem *f)
     Token *fn = cur(p);
     if (!is_kw(fn, "tumble") && !is_kw(fn, "hop")) {
         if (is_kw(fn, "session"))
-            return sql__unsupported(p, fn, "table function SESSION (session windows)");
+            return err_setpos(p->err, SL_EUNSUPPORTED, fn->line, fn->col,
+                              "table function SESSION is not supported yet (session windows; "
+                              "only TUMBLE and HOP)");
         if (fn->k == T_IDENT && is_op(&p->t[p->i + 1], "(")) {
             return err_setpos(p->err, SL_EUNSUPPORTED, fn->line, fn->col,
                               "table function %.40s is not supported yet (only TUMBLE and HOP)",

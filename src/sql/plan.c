@@ -487,9 +487,16 @@ static Ast *alias_subst(P *p, Select *q, const Scope *s, Ast *x, const char *cla
     }
     if (x->k == A_SUBQUERY || x->k == A_EXISTS || x->over)
         return x;
-    Ast *a = alias_subst(p, q, s, x->a, clause), *b = a ? alias_subst(p, q, s, x->b, clause) : NULL,
-        *c = b ? alias_subst(p, q, s, x->c, clause) : NULL;
-    if ((x->a && !a) || (x->b && !b) || (x->c && !c))
+    /* a NULL child (CASE without an operand, ...) stays NULL: only a NULL
+       for a non-NULL child is an error */
+    Ast *a = alias_subst(p, q, s, x->a, clause);
+    if (x->a && !a)
+        return NULL;
+    Ast *b = alias_subst(p, q, s, x->b, clause);
+    if (x->b && !b)
+        return NULL;
+    Ast *c = alias_subst(p, q, s, x->c, clause);
+    if (x->c && !c)
         return NULL;
     Ast **args = x->args.v;
     for (int i = 0; i < x->args.n; i++) {
