@@ -766,6 +766,25 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         e->a[0] = l;
         return e;
     }
+    case A_DISTINCT: {
+        /* a IS NOT DISTINCT FROM b = COALESCE(a = b, a IS NULL AND b IS NULL):
+           never NULL; plan.c joins on it as a null-safe key (sql__nd_eq) */
+        if (!(l = sql__bind(p, bc, x->a)) || !(r = sql__bind(p, bc, x->b)) ||
+            !(l = sql__compare(p, x, E_EQ, l, r)))
+            return NULL;
+        if (l->t.nullable) {
+            Expr *both = sql__mk(p, E_AND, type_make(TK_BOOL, false), 2);
+            for (int i = 0; i < 2; i++) {
+                both->a[i] = sql__mk(p, E_ISNULL, type_make(TK_BOOL, false), 1);
+                both->a[i]->a[0] = l->a[i];
+            }
+            Expr *e = sql__mk(p, E_COALESCE, type_make(TK_BOOL, false), 2);
+            e->a[0] = l;
+            e->a[1] = both;
+            l = e;
+        }
+        return negate_if(p, l, !x->negated);
+    }
     case A_ISBOOL: {
         if (!(l = sql__bind(p, bc, x->a)) || !(l = sql__bool_operand(p, l, x->a, "IS TRUE/FALSE")))
             return NULL;

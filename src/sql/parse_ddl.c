@@ -39,18 +39,30 @@ int sql__parse_type(Parser *p, SqlType *out)
         ty.kind = TK_BOOL;
     else if (!strcasecmp(s, "tinyint"))
         ty.kind = TK_TINYINT;
-    else if (!strcasecmp(s, "smallint"))
+    else if (!strcasecmp(s, "smallint") || !strcasecmp(s, "int2"))
         ty.kind = TK_SMALLINT;
-    else if (!strcasecmp(s, "int") || !strcasecmp(s, "integer"))
+    else if (!strcasecmp(s, "int") || !strcasecmp(s, "integer") || !strcasecmp(s, "int4"))
         ty.kind = TK_INT;
-    else if (!strcasecmp(s, "bigint"))
+    else if (!strcasecmp(s, "bigint") || !strcasecmp(s, "int8"))
         ty.kind = TK_BIGINT;
-    else if (!strcasecmp(s, "real"))
+    else if (!strcasecmp(s, "real") || !strcasecmp(s, "float4"))
         ty.kind = TK_REAL;
-    else if (!strcasecmp(s, "float") || !strcasecmp(s, "double")) {
+    else if (!strcasecmp(s, "float") || !strcasecmp(s, "double") || !strcasecmp(s, "float8")) {
         ty.kind = TK_DOUBLE;
         if (!strcasecmp(s, "double"))
             accept_kw(p, "precision");
+        else if (!strcasecmp(s, "float") && accept_op(p, "(")) {
+            /* FLOAT(p): binary digits of precision, REAL up to 24 (as PostgreSQL) */
+            Token *pt = cur(p);
+            int bits;
+            if (parse_int_arg(p, &bits) || sql__expect_op(p, ")"))
+                return p->err->code;
+            if (bits < 1 || bits > 53)
+                return err_setpos(p->err, SL_EPARSE, pt->line, pt->col,
+                                  "precision for type FLOAT must be between 1 and 53 bits");
+            if (bits <= 24)
+                ty.kind = TK_REAL;
+        }
     } else if (!strcasecmp(s, "decimal") || !strcasecmp(s, "numeric") || !strcasecmp(s, "dec")) {
         int prec = DECIMAL_MAX_PREC, scale = 0;
         ty.kind = TK_DECIMAL;

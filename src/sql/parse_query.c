@@ -260,7 +260,7 @@ static bool is_wrapper(const Select *s)
     return s->nitems == 1 && s->items[0].e->k == A_STAR && !s->items[0].e->qual &&
            s->nfrom == 1 && s->from[0]->k == F_SUBQUERY && !s->from[0]->alias &&
            !s->from[0]->ncol_aliases && !s->where && !s->group.n && !s->having &&
-           !s->distinct && !s->nvalues && !s->nctes;
+           !s->distinct && !s->don.n && !s->nvalues && !s->nctes;
 }
 
 /* VALUES (e, ...), (e, ...): rows of expressions (after the keyword). */
@@ -309,11 +309,19 @@ static Select *parse_select_body(Parser *p, const Token *t)
     s->line = t->line;
     s->col = t->col;
     if (accept_kw(p, "distinct")) {
-        s->distinct = true;
-        if (is_kw(cur(p), "on")) {
-            sql__unsupported(p, cur(p), "DISTINCT ON");
-            return NULL;
-        }
+        if (accept_kw(p, "on")) { /* planned by plan.c (plan_distinct_on) */
+            if (sql__expect_op(p, "("))
+                return NULL;
+            do {
+                Ast *e = sql__parse_expr(p);
+                if (!e)
+                    return NULL;
+                sql__list_push(p, &s->don, e);
+            } while (accept_op(p, ","));
+            if (sql__expect_op(p, ")"))
+                return NULL;
+        } else
+            s->distinct = true;
     } else
         accept_kw(p, "all");
     int cap = 0;

@@ -189,8 +189,8 @@ static int pick_next(const Item *items, int nitems, const int *item_of, const bo
 {
     int best = nitems;
     for (int i = 0; i < nconj; i++) {
-        const Expr *e = ce[i];
-        if (used[i] || e->k != E_EQ)
+        const Expr *e;
+        if (used[i] || !sql__join_eq(ce[i], &e))
             continue;
         for (int s = 0; s < 2; s++) {
             const Expr *x = e->a[s], *y = e->a[1 - s];
@@ -353,10 +353,12 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
         Expr **lk = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
         Expr **rk = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
         SqlType *kt = arena_alloc(p->a, sizeof(SqlType) * (size_t)(nconj + 1));
+        bool *ns = arena_alloc(p->a, sizeof(bool) * (size_t)(nconj + 1));
         int nk = 0;
         for (int i = 0; i < nconj; i++) {
-            Expr *e = ce[i];
-            if (used[i] || e->k != E_EQ)
+            const Expr *e;
+            int how = used[i] ? 0 : sql__join_eq(ce[i], &e);
+            if (!how)
                 continue;
             Expr *a = e->a[0], *b = e->a[1];
             if (!sql__refs_any(a) || !sql__refs_any(b))
@@ -372,12 +374,13 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
             lk[nk] = remap_pos(p, a, pos);
             rk[nk] = sql__remap(p, b, 0, -lo);
             kt[nk] = a->t; /* sql__compare() already cast both to one type */
+            ns[nk] = how == 2;
             nk++;
             used[i] = true;
         }
         int *lcols, *rcols;
-        int lnode = sql__join_side(p, cur, lk, nk, kt, &lcols);
-        int rnode = sql__join_side(p, it->r.node, rk, nk, kt, &rcols);
+        int lnode = sql__join_side_ns(p, cur, lk, nk, kt, ns, &lcols);
+        int rnode = sql__join_side_ns(p, it->r.node, rk, nk, kt, ns, &rcols);
         CNode *ln = p->c->nodes[lnode], *rn = p->c->nodes[rnode];
         cur = sql__join(p, lnode, rnode, lcols, rcols, nk);
         if (ln->ncol != curcols || rn->ncol != it->r.s.n) {
@@ -582,8 +585,90 @@ static int resolve_order(P *p, Select *oq, BindCtx *bc, Expr **proj, int n, cons
     return 0;
 }
 
+/* ---- DISTINCT ON ----
+   SELECT DISTINCT ON (d, ...) items ... ORDER BY o, ... keeps, of the rows
+   equal on the d's, the first in ORDER BY order (PostgreSQL): the query is
+   planned with one more item, ROW_NUMBER() OVER (PARTITION BY d, ... ORDER
+   BY o, ...) (plan_window.c; rows equal on every o are ordered by the rest
+   of the row, so the choice is deterministic, also without ORDER BY), then
+   a MAP keeps the rows numbered 1 and drops that column. A d or o that is
+   a select-list position or an output name stands for that item's
+   expression, as in PostgreSQL. */
+
+static Ast *don_expr(P *p, Select *q, Ast *e, const char *clause)
+{
+    if (e->k == A_INT) {
+        long k = strtol(e->str, NULL, 10);
+        if (k < 1 || k > q->nitems || q->items[k - 1].e->k == A_STAR) {
+            perr(p, SL_ESEMANTIC, e->line, e->col, "%s position %ld is not in the select list",
+                 clause, k);
+            return NULL;
+        }
+        return q->items[k - 1].e;
+    }
+    if (e->k == A_COL && !e->qual && !e->subcol)
+        for (int i = 0; i < q->nitems; i++)
+            if (q->items[i].alias && !strcasecmp(q->items[i].alias, e->name))
+                return q->items[i].e;
+    return e;
+}
+
+static int plan_distinct_on(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
+{
+    WinDef *w = arena_zalloc(p->a, sizeof(WinDef));
+    w->line = q->line;
+    w->col = q->col;
+    w->part.n = w->part.cap = q->don.n;
+    w->part.v = arena_alloc(p->a, sizeof(Ast *) * (size_t)q->don.n);
+    for (int i = 0; i < q->don.n; i++)
+        if (!(w->part.v[i] = don_expr(p, q, q->don.v[i], "DISTINCT ON")))
+            return p->err->code;
+    if (!q->next && q->norder) { /* the ORDER BY of a set operation is not this block's */
+        w->norder = q->norder;
+        w->order = arena_alloc(p->a, sizeof(OrderItem) * (size_t)q->norder);
+        for (int i = 0; i < q->norder; i++) {
+            w->order[i] = q->order[i];
+            if (!(w->order[i].e = don_expr(p, q, q->order[i].e, "ORDER BY")))
+                return p->err->code;
+        }
+    }
+    Ast *rn = arena_zalloc(p->a, sizeof(Ast));
+    rn->k = A_FUNC;
+    rn->name = (char *)"row_number";
+    rn->over = w;
+    rn->line = q->line;
+    rn->col = q->col;
+    rn->height = 1;
+    Select q2 = *q;
+    memset(&q2.don, 0, sizeof(q2.don));
+    q2.items = arena_alloc(p->a, sizeof(SelectItem) * (size_t)(q->nitems + 1));
+    memcpy(q2.items, q->items, sizeof(SelectItem) * (size_t)q->nitems);
+    q2.items[q->nitems] = (SelectItem){rn, (char *)"$rn", q->line, q->col};
+    q2.nitems = q->nitems + 1;
+    if (sql__plan_core(p, &q2, out, oq, ord))
+        return p->err->code;
+    CNode *cn = p->c->nodes[out->node];
+    int rnc = out->s.n - 1, nh = ord ? ord->nhidden : 0;
+    Expr **proj = arena_alloc(p->a, sizeof(Expr *) * (size_t)(rnc + nh + 1));
+    for (int i = 0; i < rnc; i++)
+        proj[i] = expr_col(p->a, i, cn->types[i]);
+    for (int j = 0; j < nh; j++)
+        proj[rnc + j] = expr_col(p->a, rnc + 1 + j, cn->types[rnc + 1 + j]);
+    Expr *first = sql__mk(p, E_EQ, type_make(TK_BOOL, false), 2);
+    first->a[0] = expr_col(p->a, rnc, cn->types[rnc]);
+    first->a[1] = expr_const_i64(p->a, cn->types[rnc], 1);
+    out->node = sql__add_map(p, out->node, first, proj, rnc + nh);
+    out->s.n = rnc;
+    for (int i = 0; ord && i < ord->n; i++)
+        if (ord->col[i] > rnc)
+            ord->col[i]--;
+    return 0;
+}
+
 int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
 {
+    if (q->don.n)
+        return plan_distinct_on(p, q, out, oq, ord);
     if (q->nvalues) { /* VALUES (plan_set.c); ORDER BY by name or position */
         if (sql__plan_values(p, q, out))
             return p->err->code;

@@ -395,6 +395,9 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
     if (x->k == A_EXISTS && aggq)
         return perr(p, SL_EUNSUPPORTED, x->line, x->col,
                     "EXISTS over a correlated aggregate query is not supported yet");
+    if (S->don.n)
+        return perr(p, SL_EUNSUPPORTED, S->line, S->col,
+                    "DISTINCT ON in a correlated subquery is not supported yet");
     Select *q = arena_alloc(p->a, sizeof(Select));
     *q = *S;
     q->from = arena_alloc(p->a, sizeof(FromItem *) * (size_t)(S->nfrom + 1));

@@ -199,6 +199,16 @@ UNSUPPORTED = [
      ["aggregate", "array_agg"]),
     ("session_window", "SELECT * FROM TABLE(SESSION(TABLE t, DESCRIPTOR(a), 1))", "SESSION",
      ["SESSION"]),
+    ("string_agg", "SELECT b, STRING_AGG(s, ',') AS x FROM t GROUP BY b", "STRING_AGG",
+     ["aggregate", "string_agg"]),
+    ("bit_xor", "SELECT BIT_XOR(a) AS x FROM t", "BIT_XOR", ["aggregate", "bit_xor"]),
+    ("cast_to_interval", "SELECT a, s::INTERVAL AS x FROM t", "INTERVAL AS", ["type INTERVAL"]),
+    ("array_constructor", "SELECT a, ARRAY[1, 2] AS x FROM t", "ARRAY", ["ARRAY"]),
+    ("distinct_on_correlated",
+     "SELECT a FROM t WHERE EXISTS (SELECT DISTINCT ON (c) c FROM u WHERE u.a = t.a)",
+     "SELECT DISTINCT", ["DISTINCT ON", "correlated"]),
+    ("filter_on_window", "SELECT a, SUM(b) FILTER (WHERE a > 1) OVER () AS x FROM t",
+     "FILTER", ["FILTER"]),
 ]
 
 
@@ -247,6 +257,13 @@ def test_unsupported_ddl_construct(tmp_path, case):
     for w in words:
         assert w.lower() in e[3].lower(), e
     assert_at(e, lines, needle)
+
+
+def test_bool_aggregate_of_a_number(tmp_path):
+    lines = TABLES + ["CREATE VIEW v AS SELECT b,", "  BOOL_AND(a) AS x FROM t GROUP BY b;"]
+    e = compile_error(tmp_path, lines)
+    assert "BOOLEAN" in e[3] and "bool_and" in e[3].lower(), e
+    assert_at(e, lines, "BOOL_AND")
 
 
 def test_ambiguous_alias_in_group_by(tmp_path):
