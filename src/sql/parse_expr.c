@@ -414,6 +414,10 @@ static Ast *parse_primary(Parser *p)
                     if (!(x = sql__parse_expr(p)))
                         return NULL;
                     sql__list_push(p, &n->args, x);
+                    if (is_kw(cur(p), "order")) {
+                        sql__unsupported(p, cur(p), "ORDER BY inside a function's arguments");
+                        return NULL;
+                    }
                     /* SUBSTRING(s FROM a FOR b), POSITION(a IN b), TRIM(...) */
                     if (!strcmp(n->name, "substring") || !strcmp(n->name, "substr")) {
                         if (accept_kw(p, "from")) {
@@ -431,6 +435,10 @@ static Ast *parse_primary(Parser *p)
             }
             if (sql__expect_op(p, ")"))
                 return NULL;
+            if (is_kw(cur(p), "within") && is_kw(&p->t[p->i + 1], "group")) {
+                sql__unsupported(p, cur(p), "an ordered-set aggregate (WITHIN GROUP)");
+                return NULL;
+            }
             if (is_kw(cur(p), "over") && parse_over(p, n))
                 return NULL;
             if (is_kw(cur(p), "filter")) {
@@ -548,6 +556,10 @@ static Ast *parse_unary(Parser *p)
         return n;
     }
     Ast *x = parse_pg_casts(p, parse_primary(p));
+    if (x && is_kw(cur(p), "at") && is_kw(&p->t[p->i + 1], "time")) {
+        sql__unsupported(p, cur(p), "AT TIME ZONE (time zones)");
+        return NULL;
+    }
     if (x && is_op(cur(p), "[")) {
         sql__unsupported(p, cur(p), "array indexing");
         return NULL;

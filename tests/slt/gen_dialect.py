@@ -169,6 +169,31 @@ FILES.append(
           "II", "nosort"),
      ]))
 
+FILES.append(
+    ("dialect_fetch.test", "pg",
+     "FETCH FIRST n ROWS ONLY, OFFSET n ROWS, LIMIT ALL (the standard's and PostgreSQL's "
+     "spellings of LIMIT/OFFSET)", [
+         ("FETCH FIRST",
+          "SELECT a, b FROM t1 ORDER BY b NULLS LAST, a FETCH FIRST 3 ROWS ONLY",
+          "II", "nosort"),
+         ("OFFSET ... ROWS before FETCH NEXT",
+          "SELECT a, b FROM t1 ORDER BY b NULLS LAST, a OFFSET 2 ROWS FETCH NEXT 2 ROWS ONLY",
+          "II", "nosort"),
+         ("FETCH FIRST ROW ONLY: one row",
+          "SELECT k, s FROM t2 ORDER BY f DESC NULLS LAST, k FETCH FIRST ROW ONLY",
+          "IT", "nosort"),
+         ("OFFSET before LIMIT",
+          "SELECT a FROM t1 ORDER BY a NULLS LAST OFFSET 5 LIMIT 2",
+          "I", "nosort"),
+         ("LIMIT ALL: no limit",
+          "SELECT a FROM t1 WHERE a > 3 ORDER BY a LIMIT ALL",
+          "I", "nosort"),
+         ("in a subquery",
+          "SELECT SUM(b) FROM (SELECT b FROM t1 ORDER BY b DESC NULLS LAST "
+          "FETCH FIRST 2 ROWS ONLY) AS x",
+          "I", "nosort"),
+     ]))
+
 # Statements a file needs beyond DDL (same text for both engines).
 EXTRA = {
     "dialect_types.test": [
