@@ -34,6 +34,7 @@ typedef enum AstKind {
     A_EXTRACT,  /* EXTRACT(name FROM a) */
     A_SUBQUERY, /* (SELECT ...) in an expression (scalar subquery) */
     A_EXISTS,   /* EXISTS (SELECT ...): sub */
+    A_DISTINCT, /* a IS [NOT] DISTINCT FROM b; negated for NOT DISTINCT */
 } AstKind;
 
 typedef enum AstOp {
@@ -166,6 +167,7 @@ typedef struct Cte {
 typedef struct Select {
     int line, col;
     bool distinct;
+    AstList don;         /* DISTINCT ON (...): its expressions (distinct false) */
     SelectItem *items;
     int nitems;
     FromItem **from;   /* comma-separated items */

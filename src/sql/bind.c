@@ -362,6 +362,51 @@ static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
     return NULL;
 }
 
+/* An integer literal (possibly negated): its value in *v. */
+static bool int_literal(const Expr *e, int64_t *v)
+{
+    bool neg = false;
+    if (e->k == E_NEG) {
+        neg = true;
+        e = e->a[0];
+    }
+    if (e->k != E_CONST || e->cnull || e->t.kind < TK_TINYINT || e->t.kind > TK_BIGINT)
+        return false;
+    if (neg && e->ci == INT64_MIN)
+        return false;
+    *v = neg ? -e->ci : e->ci;
+    return true;
+}
+
+/* Literal typing: + - * of two integer literals whose exact result does
+   not fit their common type (INT for 100000 * 100000) is the BIGINT
+   constant, as MySQL and SQLite compute it, instead of an INT that
+   overflows at run time. NULL (the operation as written) otherwise. */
+static bool ast_int_literal(const Ast *a)
+{
+    while (a && a->k == A_UN && (a->op == OP_NEG || a->op == OP_PLUS))
+        a = a->a;
+    return a && a->k == A_INT;
+}
+
+static Expr *widen_literals(P *p, const Ast *x, int op, const Expr *l, const Expr *r)
+{
+    int64_t a, b, v;
+    /* literals as written: CAST(2147483647 AS INT) + 1 is an INT that
+       overflows, as in PostgreSQL, though the binder folds the cast */
+    if ((op != OP_ADD && op != OP_SUB && op != OP_MUL) || !ast_int_literal(x->a) ||
+        !ast_int_literal(x->b) || !int_literal(l, &a) || !int_literal(r, &b))
+        return NULL;
+    bool ovf = op == OP_ADD ? __builtin_add_overflow(a, b, &v)
+             : op == OP_SUB ? __builtin_sub_overflow(a, b, &v)
+                            : __builtin_mul_overflow(a, b, &v);
+    if (ovf) /* past BIGINT too: the run-time overflow error */
+        return NULL;
+    if (l->t.kind == TK_BIGINT || r->t.kind == TK_BIGINT || (v >= INT32_MIN && v <= INT32_MAX))
+        return NULL;
+    return expr_const_i64(p->a, type_make(TK_BIGINT, false), v);
+}
+
 Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r)
 {
     SqlType lt = l->t, rt = r->t, t;
@@ -393,6 +438,9 @@ Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r)
                  ops[op], tname(lt), tname(rt));
         return NULL;
     }
+    Expr *wide = widen_literals(p, x, op, l, r);
+    if (wide)
+        return wide;
     ExprKind k = op == OP_ADD ? E_ADD : op == OP_SUB ? E_SUB : op == OP_MUL ? E_MUL
                : op == OP_DIV ? E_DIV : E_MOD;
     if (!sql__common_type(lt, rt, &t))
@@ -779,6 +827,25 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         e->a[0] = l;
         return e;
     }
+    case A_DISTINCT: {
+        /* a IS NOT DISTINCT FROM b = COALESCE(a = b, a IS NULL AND b IS NULL):
+           never NULL; plan.c joins on it as a null-safe key (sql__nd_eq) */
+        if (!(l = sql__bind(p, bc, x->a)) || !(r = sql__bind(p, bc, x->b)) ||
+            !(l = sql__compare(p, x, E_EQ, l, r)))
+            return NULL;
+        if (l->t.nullable) {
+            Expr *both = sql__mk(p, E_AND, type_make(TK_BOOL, false), 2);
+            for (int i = 0; i < 2; i++) {
+                both->a[i] = sql__mk(p, E_ISNULL, type_make(TK_BOOL, false), 1);
+                both->a[i]->a[0] = l->a[i];
+            }
+            Expr *e = sql__mk(p, E_COALESCE, type_make(TK_BOOL, false), 2);
+            e->a[0] = l;
+            e->a[1] = both;
+            l = e;
+        }
+        return negate_if(p, l, !x->negated);
+    }
     case A_ISBOOL: {
         if (!(l = sql__bind(p, bc, x->a)) || !(l = sql__bool_operand(p, l, x->a, "IS TRUE/FALSE")))
             return NULL;
@@ -889,6 +956,8 @@ Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
         return sql__bind_window(p, bc, x);
     if (x->k == A_FUNC && sql__is_agg_name(x->name))
         return sql__bind_agg_call(p, bc, x);
+    if (sql__agg_later(p, x))
+        return NULL;
     /* try as a group expression */
     if (x->k != A_INT && x->k != A_NUM && x->k != A_STR && x->k != A_NULL && x->k != A_BOOL &&
         x->k != A_TYPED) {

@@ -17,7 +17,51 @@
 bool sql__is_agg_name(const char *n)
 {
     return !strcmp(n, "count") || !strcmp(n, "sum") || !strcmp(n, "avg") || !strcmp(n, "min") ||
-           !strcmp(n, "max");
+           !strcmp(n, "max") || sql__bool_agg(n);
+}
+
+/* BOOL_AND and EVERY are MIN over BOOLEAN (FALSE < TRUE), BOOL_OR is MAX:
+   1 for bool_and/every, 2 for bool_or, 0 for other names. */
+int sql__bool_agg(const char *n)
+{
+    return !strcmp(n, "bool_and") || !strcmp(n, "every") ? 1 : !strcmp(n, "bool_or") ? 2 : 0;
+}
+
+/* The BOOLEAN argument a of bool aggregate x, or NULL with p->err. */
+Expr *sql__bool_agg_arg(P *p, Ast *x, Expr *a)
+{
+    if (a->t.kind == TK_NULL)
+        return sql__cast_to(p, a, type_make(TK_BOOL, true));
+    if (a->t.kind != TK_BOOL) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs a BOOLEAN argument, not %s", x->name,
+             tname(a->t));
+        return NULL;
+    }
+    return a;
+}
+
+/* Aggregates of other engines not implemented yet: named as such in the
+   error wherever they appear (not "must appear in GROUP BY" about their
+   argument, nor "function ... is not supported"). */
+bool sql__agg_later(P *p, Ast *x)
+{
+    static const char *later[] = {
+        "array_agg",   "string_agg",  "listagg",    "group_concat",
+        "bit_and",     "bit_or",      "bit_xor",
+        "stddev",      "stddev_pop",  "stddev_samp", "variance",    "var_pop",
+        "var_samp",    "percentile_cont", "percentile_disc", "mode", "median",
+        "arg_min",     "arg_max",     "covar_pop",  "covar_samp",   "corr",
+        "json_agg",    "jsonb_agg",   "json_object_agg", "count_if", "any_value",
+    };
+    if (x->k != A_FUNC || x->over)
+        return false;
+    for (size_t i = 0; i < ARRAY_LEN(later); i++)
+        if (!strcmp(x->name, later[i])) {
+            perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                 "aggregate function %s is not supported yet", x->name);
+            return true;
+        }
+    return false;
 }
 
 Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x)
@@ -49,10 +93,16 @@ Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x)
         if (!arg)
             return NULL;
         SqlType at = arg->t;
+        if (sql__bool_agg(x->name) && !(arg = sql__bool_agg_arg(p, x, arg)))
+            return NULL;
+        at = arg->t;
         if (at.kind == TK_NULL)
             arg = sql__cast_to(p, arg, at = type_make(TK_INT, true));
         sp.in_t = arg->t;
-        if (!strcmp(x->name, "count")) {
+        if (sql__bool_agg(x->name)) {
+            sp.kind = sql__bool_agg(x->name) == 1 ? AGG_MIN : AGG_MAX;
+            sp.out_t = type_make(TK_BOOL, true);
+        } else if (!strcmp(x->name, "count")) {
             sp.kind = AGG_COUNT;
             sp.out_t = type_make(TK_BIGINT, false);
         } else if (!strcmp(x->name, "min") || !strcmp(x->name, "max")) {
@@ -187,6 +237,8 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
         return sql__bind_window(p, bc, x);
     if (sql__is_agg_name(x->name))
         return sql__bind_agg_call(p, bc, x);
+    if (sql__agg_later(p, x))
+        return NULL;
     if (x->star || x->distinct) {
         perr(p, SL_ESEMANTIC, x->line, x->col, "%s is not an aggregate function", x->name);
         return NULL;

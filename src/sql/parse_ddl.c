@@ -39,18 +39,30 @@ int sql__parse_type(Parser *p, SqlType *out)
         ty.kind = TK_BOOL;
     else if (!strcasecmp(s, "tinyint"))
         ty.kind = TK_TINYINT;
-    else if (!strcasecmp(s, "smallint"))
+    else if (!strcasecmp(s, "smallint") || !strcasecmp(s, "int2"))
         ty.kind = TK_SMALLINT;
-    else if (!strcasecmp(s, "int") || !strcasecmp(s, "integer"))
+    else if (!strcasecmp(s, "int") || !strcasecmp(s, "integer") || !strcasecmp(s, "int4"))
         ty.kind = TK_INT;
-    else if (!strcasecmp(s, "bigint"))
+    else if (!strcasecmp(s, "bigint") || !strcasecmp(s, "int8"))
         ty.kind = TK_BIGINT;
-    else if (!strcasecmp(s, "real"))
+    else if (!strcasecmp(s, "real") || !strcasecmp(s, "float4"))
         ty.kind = TK_REAL;
-    else if (!strcasecmp(s, "float") || !strcasecmp(s, "double")) {
+    else if (!strcasecmp(s, "float") || !strcasecmp(s, "double") || !strcasecmp(s, "float8")) {
         ty.kind = TK_DOUBLE;
         if (!strcasecmp(s, "double"))
             accept_kw(p, "precision");
+        else if (!strcasecmp(s, "float") && accept_op(p, "(")) {
+            /* FLOAT(p): binary digits of precision, REAL up to 24 (as PostgreSQL) */
+            Token *pt = cur(p);
+            int bits;
+            if (parse_int_arg(p, &bits) || sql__expect_op(p, ")"))
+                return p->err->code;
+            if (bits < 1 || bits > 53)
+                return err_setpos(p->err, SL_EPARSE, pt->line, pt->col,
+                                  "precision for type FLOAT must be between 1 and 53 bits");
+            if (bits <= 24)
+                ty.kind = TK_REAL;
+        }
     } else if (!strcasecmp(s, "decimal") || !strcasecmp(s, "numeric") || !strcasecmp(s, "dec")) {
         /* without a precision: DECIMAL(38,18), so that values such as 0.05
            are kept exactly (docs/sql.md, types) */
@@ -181,6 +193,8 @@ static int parse_create_table(Parser *p, Stmt *s)
                 return p->err->code;
             continue;
         }
+        if (is_kw(t, "watermark") && is_kw(&p->t[p->i + 1], "for"))
+            return sql__unsupported(p, t, "WATERMARK FOR (watermarks)");
         if (is_kw(t, "foreign") || is_kw(t, "constraint") || is_kw(t, "unique") ||
             is_kw(t, "check"))
             return sql__unsupported(p, t, "table constraints other than PRIMARY KEY");
@@ -208,7 +222,9 @@ static int parse_create_table(Parser *p, Stmt *s)
                 s->pk = arena_alloc(p->a, sizeof(char *));
                 s->pk[s->npk++] = c->name;
                 c->primary_key = true;
-            } else if (is_kw(ct, "default") || is_kw(ct, "lateness") ||
+            } else if (is_kw(ct, "lateness")) {
+                return sql__unsupported(p, ct, "LATENESS (watermarks)");
+            } else if (is_kw(ct, "default") ||
                        is_kw(ct, "foreign") || is_kw(ct, "references") ||
                        is_kw(ct, "unique") || is_kw(ct, "check") || is_kw(ct, "watermark")) {
                 char b[64];
@@ -254,6 +270,10 @@ static int parse_stmt(Parser *p, Stmt **out)
         if (is_kw(t, "insert") || is_kw(t, "declare") || is_kw(t, "set") ||
             is_kw(t, "select") || is_kw(t, "drop") || is_kw(t, "lateness")) {
             char b[64];
+            if (is_kw(t, "lateness"))
+                return sql__unsupported(p, t, "LATENESS (watermarks)");
+            if (is_kw(t, "declare") && is_kw(&p->t[p->i + 1], "recursive"))
+                return sql__unsupported(p, t, "DECLARE RECURSIVE VIEW (recursive views)");
             snprintf(b, sizeof(b), "statement %s", t->s);
             return sql__unsupported(p, t, b);
         }

@@ -1,10 +1,11 @@
 /*
  * sql/parse_expr.c - the grammar of expressions (parse_int.h): operators
  * by precedence, loosest first: OR, AND, NOT, comparison / IS / BETWEEN /
- * IN / LIKE, ||, + -, * / %, unary + -, primary (literals, columns,
- * CASE, CAST, typed literals and INTERVALs, EXTRACT, EXISTS and scalar
- * subqueries, function calls with their special argument forms and an
- * OVER (...) window). Called by parse_query.c and parse_ddl.c wherever
+ * IN / LIKE, ||, + -, * / %, unary + -, postfix :: casts, primary
+ * (literals, columns, CASE, CAST, typed literals (`INT '1'` is a CAST of
+ * the string) and INTERVALs, EXTRACT, EXISTS and scalar subqueries,
+ * function calls with their special argument forms, FILTER (WHERE ...)
+ * and an OVER (...) window). Called by parse_query.c and parse_ddl.c wherever
  * an expression may stand; builds ast.h nodes.
  *
  * Binary chains are parsed iteratively; a chain of ANDs (or ORs) becomes
@@ -201,6 +202,57 @@ static Ast *parse_interval(Parser *p, Token *t)
     return n;
 }
 
+/* A type name before a string, `INT '1'` or `DOUBLE PRECISION '2.5'` (the
+   standard's typed literal; DATE, TIME, TIMESTAMP and INTERVAL have their
+   own forms above): CAST('1' AS INT). */
+static bool is_typed_literal(Parser *p, const Token *t)
+{
+    static const char *const names[] = {"tinyint", "smallint", "int2", "int", "integer", "int4",
+        "bigint", "int8", "real", "float4", "float", "float8", "double", "boolean", "bool",
+        "varchar", "char", "character", "text", "string", "decimal", "numeric", "dec"};
+    const Token *nx = &p->t[p->i + 1];
+    bool dp = is_kw(t, "double") && is_kw(nx, "precision");
+    if (dp)
+        nx++;
+    if (nx->k != T_STR)
+        return false;
+    for (size_t i = 0; i < ARRAY_LEN(names); i++)
+        if (is_kw(t, names[i]))
+            return true;
+    return false;
+}
+
+static Ast *parse_typed_literal(Parser *p, Token *t)
+{
+    Ast *n = sql__new_ast(p, A_CAST, t);
+    if (sql__parse_type(p, &n->type))
+        return NULL;
+    Token *v = cur(p);
+    n->a = sql__new_ast(p, A_STR, v);
+    n->a->str = (char *)v->s;
+    n->a->slen = v->n;
+    p->i++;
+    return n;
+}
+
+/* x::type (PostgreSQL's cast, binding tighter than any operator):
+   CAST(x AS type), repeatedly. */
+static Ast *parse_pg_casts(Parser *p, Ast *x)
+{
+    while (x && is_op(cur(p), "::")) {
+        Token *t = cur(p);
+        p->i++;
+        Ast *n = sql__new_ast(p, A_CAST, t);
+        n->a = x;
+        n->line = x->line;
+        n->col = x->col;
+        if (sql__parse_type(p, &n->type))
+            return NULL;
+        x = sql__check_height(p, t, n);
+    }
+    return x;
+}
+
 static Ast *parse_primary(Parser *p)
 {
     Token *t = cur(p);
@@ -297,6 +349,12 @@ static Ast *parse_primary(Parser *p)
                 p->i++;
                 return parse_interval(p, t);
             }
+            if (is_typed_literal(p, t))
+                return parse_typed_literal(p, t);
+            if (is_kw(t, "array") && (is_op(&p->t[p->i + 1], "[") || is_op(&p->t[p->i + 1], "("))) {
+                sql__unsupported(p, t, "ARRAY constructor");
+                return NULL;
+            }
             static const char *const clock_fns[] = {"current_date", "current_time",
                 "current_timestamp", "localtime", "localtimestamp", "now"};
             for (size_t i = 0; i < ARRAY_LEN(clock_fns); i++)
@@ -356,6 +414,10 @@ static Ast *parse_primary(Parser *p)
                     if (!(x = sql__parse_expr(p)))
                         return NULL;
                     sql__list_push(p, &n->args, x);
+                    if (is_kw(cur(p), "order")) {
+                        sql__unsupported(p, cur(p), "ORDER BY inside a function's arguments");
+                        return NULL;
+                    }
                     /* SUBSTRING(s FROM a FOR b), POSITION(a IN b), TRIM(...) */
                     if (!strcmp(n->name, "substring") || !strcmp(n->name, "substr")) {
                         if (accept_kw(p, "from")) {
@@ -373,10 +435,21 @@ static Ast *parse_primary(Parser *p)
             }
             if (sql__expect_op(p, ")"))
                 return NULL;
+            if (is_kw(cur(p), "within") && is_kw(&p->t[p->i + 1], "group")) {
+                sql__unsupported(p, cur(p), "an ordered-set aggregate (WITHIN GROUP)");
+                return NULL;
+            }
             if (is_kw(cur(p), "over") && parse_over(p, n))
                 return NULL;
-            if (is_kw(cur(p), "filter") && parse_filter(p, n))
-                return NULL;
+            if (is_kw(cur(p), "filter")) {
+                Token *ft = cur(p);
+                if (parse_filter(p, n))
+                    return NULL;
+                if (is_kw(cur(p), "over")) {
+                    sql__unsupported(p, ft, "FILTER on a window function (OVER)");
+                    return NULL;
+                }
+            }
             return n;
         }
         n = sql__new_ast(p, A_COL, t);
@@ -409,14 +482,15 @@ static Ast *parse_primary(Parser *p)
    the same rows counted since aggregates skip NULLs. 0, or -1 on an error. */
 static int parse_filter(Parser *p, Ast *n)
 {
-    static const char *const aggs[] = {"count", "sum", "avg", "min", "max", NULL};
+    static const char *const aggs[] = {"count", "sum", "avg", "min", "max", "bool_and",
+                                       "bool_or", "every", NULL};
     Token *at = cur(p);
     const char *const *k = aggs;
     while (*k && strcmp(*k, n->name))
         k++;
     if (!*k || n->over || (!n->star && n->args.n != 1)) {
-        sql__unsupported(p, at, "FILTER other than on COUNT, SUM, AVG, MIN or MAX of one "
-                                "argument (without OVER)");
+        sql__unsupported(p, at, "FILTER other than on COUNT, SUM, AVG, MIN, MAX, BOOL_AND, "
+                                "BOOL_OR or EVERY of one argument (without OVER)");
         return -1;
     }
     p->i++;
@@ -481,9 +555,9 @@ static Ast *parse_unary(Parser *p)
         n->a = x;
         return n;
     }
-    Ast *x = parse_primary(p);
-    if (x && is_op(cur(p), "::")) {
-        sql__unsupported(p, cur(p), "the :: cast operator (use CAST(x AS type))");
+    Ast *x = parse_pg_casts(p, parse_primary(p));
+    if (x && is_kw(cur(p), "at") && is_kw(&p->t[p->i + 1], "time")) {
+        sql__unsupported(p, cur(p), "AT TIME ZONE (time zones)");
         return NULL;
     }
     if (x && is_op(cur(p), "[")) {
@@ -572,9 +646,14 @@ static Ast *parse_cmp(Parser *p)
                 n = sql__new_ast(p, A_ISBOOL, t);
                 n->ival = is_kw(cur(p), "true");
                 p->i++;
-            } else if (is_kw(cur(p), "distinct")) {
-                sql__unsupported(p, cur(p), "IS [NOT] DISTINCT FROM");
-                return NULL;
+            } else if (accept_kw(p, "distinct")) {
+                if (sql__expect_kw(p, "from"))
+                    return NULL;
+                n = sql__new_ast(p, A_DISTINCT, t);
+                if (!(n->b = parse_concat(p)))
+                    return NULL;
+                n->line = l->line;
+                n->col = l->col;
             } else {
                 sql__fail(p, "NULL, TRUE or FALSE after IS");
                 return NULL;

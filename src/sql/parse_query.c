@@ -1,8 +1,9 @@
 /*
  * sql/parse_query.c - the grammar of queries (parse_int.h): WITH, then
- * SELECT blocks (select list, FROM with its joins and table functions,
- * WHERE, GROUP BY, HAVING) or VALUES rows, combined by UNION / EXCEPT /
- * INTERSECT (INTERSECT binding tighter), then ORDER BY, LIMIT and OFFSET.
+ * SELECT blocks ([DISTINCT [ON (...)]] select list, FROM with its joins
+ * and table functions, WHERE, GROUP BY, HAVING) or VALUES rows, combined
+ * by UNION / EXCEPT / INTERSECT (INTERSECT binding tighter), then ORDER BY,
+ * LIMIT and OFFSET (or FETCH FIRST n ROWS ONLY).
  * Called for views (parse_ddl.c) and for subqueries in expressions
  * (parse_expr.c); builds ast.h's Select and FromItem.
  *
@@ -15,11 +16,81 @@
 #include "../base/vec.h"
 #include "parse_int.h"
 
+/* LIMIT n | LIMIT ALL, OFFSET m [ROW|ROWS], and the standard's FETCH
+   {FIRST|NEXT} [n] {ROW|ROWS} ONLY (LIMIT n, n 1 when absent), in either
+   order, each once, LIMIT and FETCH not both. 0, or -1 on an error. */
+static int parse_limit(Parser *p, Select *s)
+{
+    bool lim = false, off = false;
+    for (;;) {
+        Token *t = cur(p);
+        if (!lim && (is_kw(t, "limit") || is_kw(t, "fetch"))) {
+            lim = true;
+        } else if (!off && is_kw(t, "offset")) {
+            off = true;
+        } else
+            return 0;
+        if (!s->limit_line) {
+            s->limit_line = t->line;
+            s->limit_col = t->col;
+        }
+        p->i++;
+        if (is_kw(t, "offset")) {
+            if (!(s->offset = sql__parse_expr(p)))
+                return -1;
+            if (!accept_kw(p, "rows"))
+                accept_kw(p, "row");
+        } else if (is_kw(t, "limit")) {
+            if (!accept_kw(p, "all") && !(s->limit = sql__parse_expr(p)))
+                return -1;
+        } else {
+            if (!accept_kw(p, "first") && sql__expect_kw(p, "next"))
+                return -1;
+            if (!is_kw(cur(p), "row") && !is_kw(cur(p), "rows") && !(s->limit = sql__parse_expr(p)))
+                return -1;
+            if (!s->limit) {
+                Ast *one = sql__new_ast(p, A_INT, t);
+                one->str = (char *)"1";
+                one->slen = 1;
+                s->limit = one;
+            }
+            if (!accept_kw(p, "rows") && sql__expect_kw(p, "row"))
+                return -1;
+            if (is_kw(cur(p), "with")) {
+                sql__unsupported(p, cur(p), "FETCH ... WITH TIES");
+                return -1;
+            }
+            if (sql__expect_kw(p, "only"))
+                return -1;
+        }
+    }
+}
+
 static char *opt_alias(Parser *p)
 {
     if (accept_kw(p, "as"))
         return sql__ident(p, "an alias");
     Token *t = cur(p);
+    const Token *nx = &p->t[p->i + 1];
+    if (is_kw(t, "asof") && is_kw(nx, "join")) { /* not an alias */
+        sql__unsupported(p, t, "ASOF JOIN");
+        return NULL;
+    }
+    if (is_kw(t, "for") && is_kw(nx, "system_time")) {
+        sql__unsupported(p, t, "a temporal join (FOR SYSTEM_TIME AS OF)");
+        return NULL;
+    }
+    if (is_kw(t, "for") && (is_kw(nx, "update") || is_kw(nx, "share") || is_kw(nx, "no") ||
+                            is_kw(nx, "key"))) {
+        sql__unsupported(p, t, "row locking (FOR UPDATE/SHARE)");
+        return NULL;
+    }
+    if (is_kw(t, "tablesample")) {
+        sql__unsupported(p, t, "TABLESAMPLE");
+        return NULL;
+    }
+    if (is_kw(t, "fetch") && (is_kw(nx, "first") || is_kw(nx, "next")))
+        return NULL; /* FETCH FIRST n ROWS ONLY */
     if (t->k == T_QIDENT || (t->k == T_IDENT && !sql__is_reserved(t)))
         return sql__ident(p, "an alias");
     return NULL;
@@ -42,6 +113,10 @@ static int parse_tvf(Parser *p, FromItem *f)
     p->i += 2;
     Token *fn = cur(p);
     if (!is_kw(fn, "tumble") && !is_kw(fn, "hop")) {
+        if (is_kw(fn, "session"))
+            return err_setpos(p->err, SL_EUNSUPPORTED, fn->line, fn->col,
+                              "table function SESSION is not supported yet (session windows; "
+                              "only TUMBLE and HOP)");
         if (fn->k == T_IDENT && is_op(&p->t[p->i + 1], "(")) {
             return err_setpos(p->err, SL_EUNSUPPORTED, fn->line, fn->col,
                               "table function %.40s is not supported yet (only TUMBLE and HOP)",
@@ -181,11 +256,19 @@ static FromItem *parse_from_item_in(Parser *p)
             jk = is_kw(cur(p), "left") ? J_LEFT : is_kw(cur(p), "right") ? J_RIGHT : J_FULL;
             p->i++;
             accept_kw(p, "outer");
+            if (is_kw(cur(p), "asof")) {
+                sql__unsupported(p, cur(p), "ASOF JOIN");
+                return NULL;
+            }
             if (sql__expect_kw(p, "join"))
                 return NULL;
         } else {
             if (natural) {
                 sql__fail(p, "JOIN");
+                return NULL;
+            }
+            if (is_kw(cur(p), "asof") && is_kw(&p->t[p->i + 1], "join")) {
+                sql__unsupported(p, cur(p), "ASOF JOIN");
                 return NULL;
             }
             return l;
@@ -244,7 +327,7 @@ static bool is_wrapper(const Select *s)
     return s->nitems == 1 && s->items[0].e->k == A_STAR && !s->items[0].e->qual &&
            s->nfrom == 1 && s->from[0]->k == F_SUBQUERY && !s->from[0]->alias &&
            !s->from[0]->ncol_aliases && !s->where && !s->group.n && !s->having &&
-           !s->distinct && !s->nvalues && !s->nctes;
+           !s->distinct && !s->don.n && !s->nvalues && !s->nctes;
 }
 
 /* VALUES (e, ...), (e, ...): rows of expressions (after the keyword). */
@@ -293,11 +376,19 @@ static Select *parse_select_body(Parser *p, const Token *t)
     s->line = t->line;
     s->col = t->col;
     if (accept_kw(p, "distinct")) {
-        s->distinct = true;
-        if (is_kw(cur(p), "on")) {
-            sql__unsupported(p, cur(p), "DISTINCT ON");
-            return NULL;
-        }
+        if (accept_kw(p, "on")) { /* planned by plan.c (plan_distinct_on) */
+            if (sql__expect_op(p, "("))
+                return NULL;
+            do {
+                Ast *e = sql__parse_expr(p);
+                if (!e)
+                    return NULL;
+                sql__list_push(p, &s->don, e);
+            } while (accept_op(p, ","));
+            if (sql__expect_op(p, ")"))
+                return NULL;
+        } else
+            s->distinct = true;
     } else
         accept_kw(p, "all");
     int cap = 0;
@@ -452,13 +543,7 @@ static Select *parse_query_in(Parser *p)
         if (sql__expect_kw(p, "by") || sql__parse_order_by(p, &first->order, &first->norder))
             return NULL;
     }
-    if (is_kw(cur(p), "limit") || is_kw(cur(p), "offset")) {
-        first->limit_line = cur(p)->line;
-        first->limit_col = cur(p)->col;
-    }
-    if (accept_kw(p, "limit") && !(first->limit = sql__parse_expr(p)))
-        return NULL;
-    if (accept_kw(p, "offset") && !(first->offset = sql__parse_expr(p)))
+    if (parse_limit(p, first))
         return NULL;
     /* (q) on its own: q itself, so that its ORDER BY / LIMIT stay the query's */
     if (!first->next && !first->norder && !first->limit && !first->offset && !nctes &&

@@ -15,7 +15,8 @@
  *   join that has their columns, the columns then put back in FROM order;
  *   OUTER, NATURAL and USING joins are items planned as a unit by
  *   plan_join.c, their own order kept) -> GROUP BY/aggregates (a MAP
- *   computing group keys and aggregate arguments, then OPK_AGG) -> HAVING,
+ *   computing group keys and aggregate arguments, then OPK_AGG; select-list
+ *   aliases in GROUP BY and HAVING replaced by their expressions) -> HAVING,
  *   window functions (plan_window.c) and the select list (one MAP) ->
  *   DISTINCT -> set operations (plan_set.c). WITH queries and VALUES are
  *   planned by plan_set.c, subqueries in expressions by plan_subq.c,
@@ -188,8 +189,8 @@ static int pick_next(const Item *items, int nitems, const int *item_of, const bo
 {
     int best = nitems;
     for (int i = 0; i < nconj; i++) {
-        const Expr *e = ce[i];
-        if (used[i] || e->k != E_EQ)
+        const Expr *e;
+        if (used[i] || !sql__join_eq(ce[i], &e))
             continue;
         for (int s = 0; s < 2; s++) {
             const Expr *x = e->a[s], *y = e->a[1 - s];
@@ -352,10 +353,12 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
         Expr **lk = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
         Expr **rk = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
         SqlType *kt = arena_alloc(p->a, sizeof(SqlType) * (size_t)(nconj + 1));
+        bool *ns = arena_alloc(p->a, sizeof(bool) * (size_t)(nconj + 1));
         int nk = 0;
         for (int i = 0; i < nconj; i++) {
-            Expr *e = ce[i];
-            if (used[i] || e->k != E_EQ)
+            const Expr *e;
+            int how = used[i] ? 0 : sql__join_eq(ce[i], &e);
+            if (!how)
                 continue;
             Expr *a = e->a[0], *b = e->a[1];
             if (!sql__refs_any(a) || !sql__refs_any(b))
@@ -371,12 +374,13 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
             lk[nk] = remap_pos(p, a, pos);
             rk[nk] = sql__remap(p, b, 0, -lo);
             kt[nk] = a->t; /* sql__compare() already cast both to one type */
+            ns[nk] = how == 2;
             nk++;
             used[i] = true;
         }
         int *lcols, *rcols;
-        int lnode = sql__join_side(p, cur, lk, nk, kt, &lcols);
-        int rnode = sql__join_side(p, it->r.node, rk, nk, kt, &rcols);
+        int lnode = sql__join_side_ns(p, cur, lk, nk, kt, ns, &lcols);
+        int rnode = sql__join_side_ns(p, it->r.node, rk, nk, kt, ns, &rcols);
         CNode *ln = p->c->nodes[lnode], *rn = p->c->nodes[rnode];
         cur = sql__join(p, lnode, rnode, lcols, rcols, nk);
         if (ln->ncol != curcols || rn->ncol != it->r.s.n) {
@@ -427,6 +431,97 @@ static const char *item_name(P *p, SelectItem *si, int i)
     char *b = arena_alloc(p->a, 24);
     snprintf(b, 24, "EXPR$%d", i);
     return b;
+}
+
+/* ---- select-list aliases in GROUP BY and HAVING ----
+   A bare name in GROUP BY (the whole key) or in HAVING (anywhere outside a
+   subquery) that is no column of the FROM clause (nor of an outer query,
+   for a correlated subquery) may name a select item by its alias (as
+   MySQL, SQLite and Spark allow); an input column of that name wins, as in
+   PostgreSQL, so no query valid without aliases changes meaning. Two items
+   with the alias: an error naming both. The item's expression replaces the
+   name before binding. */
+
+static bool input_has(const Scope *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!s->c[i].hidden && !s->c[i].qual_only &&
+            !strcasecmp(s->c[i].name, name))
+            return true;
+    return false;
+}
+
+/* The expression of the select item aliased x->name (*out; NULL if none),
+   or -1 with p->err when two items have that alias. */
+static int alias_of(P *p, Select *q, Ast *x, const char *clause, Ast **out)
+{
+    int first = -1;
+    *out = NULL;
+    for (int i = 0; i < q->nitems; i++) {
+        SelectItem *it = &q->items[i];
+        if (!it->alias || strcasecmp(it->alias, x->name) != 0)
+            continue;
+        if (first >= 0)
+            return perr(p, SL_ESEMANTIC, x->line, x->col,
+                        "%s name \"%s\" is ambiguous: it is the alias of the select items at "
+                        "%d:%d and %d:%d",
+                        clause, x->name, q->items[first].line, q->items[first].col, it->line,
+                        it->col);
+        first = i;
+    }
+    if (first >= 0)
+        *out = q->items[first].e;
+    return 0;
+}
+
+/* x with aliases replaced (copied along the changed paths), NULL with
+   p->err on an ambiguous alias. */
+static Ast *alias_subst(P *p, Select *q, const Scope *s, Ast *x, const char *clause)
+{
+    if (!x)
+        return x;
+    if (x->k == A_COL) {
+        Ast *e = NULL;
+        if (x->qual || x->subcol || input_has(s, x->name))
+            return x;
+        if (alias_of(p, q, x, clause, &e))
+            return NULL;
+        return e ? e : x;
+    }
+    if (x->k == A_SUBQUERY || x->k == A_EXISTS || x->over)
+        return x;
+    /* a NULL child (CASE without an operand, ...) stays NULL: only a NULL
+       for a non-NULL child is an error */
+    Ast *a = alias_subst(p, q, s, x->a, clause);
+    if (x->a && !a)
+        return NULL;
+    Ast *b = alias_subst(p, q, s, x->b, clause);
+    if (x->b && !b)
+        return NULL;
+    Ast *c = alias_subst(p, q, s, x->c, clause);
+    if (x->c && !c)
+        return NULL;
+    Ast **args = x->args.v;
+    for (int i = 0; i < x->args.n; i++) {
+        Ast *y = alias_subst(p, q, s, x->args.v[i], clause);
+        if (!y)
+            return NULL;
+        if (y != x->args.v[i] && args == x->args.v) {
+            args = arena_alloc(p->a, sizeof(Ast *) * (size_t)x->args.n);
+            memcpy(args, x->args.v, sizeof(Ast *) * (size_t)x->args.n);
+        }
+        args[i] = y;
+    }
+    if (a == x->a && b == x->b && c == x->c && args == x->args.v)
+        return x;
+    Ast *y = arena_alloc(p->a, sizeof(Ast));
+    *y = *x;
+    y->a = a;
+    y->b = b;
+    y->c = c;
+    y->args.v = args;
+    y->args.cap = x->args.n;
+    return y;
 }
 
 /* An ORDER BY key that is a constant integer: a select-list position. */
@@ -490,8 +585,90 @@ static int resolve_order(P *p, Select *oq, BindCtx *bc, Expr **proj, int n, cons
     return 0;
 }
 
+/* ---- DISTINCT ON ----
+   SELECT DISTINCT ON (d, ...) items ... ORDER BY o, ... keeps, of the rows
+   equal on the d's, the first in ORDER BY order (PostgreSQL): the query is
+   planned with one more item, ROW_NUMBER() OVER (PARTITION BY d, ... ORDER
+   BY o, ...) (plan_window.c; rows equal on every o are ordered by the rest
+   of the row, so the choice is deterministic, also without ORDER BY), then
+   a MAP keeps the rows numbered 1 and drops that column. A d or o that is
+   a select-list position or an output name stands for that item's
+   expression, as in PostgreSQL. */
+
+static Ast *don_expr(P *p, Select *q, Ast *e, const char *clause)
+{
+    if (e->k == A_INT) {
+        long k = strtol(e->str, NULL, 10);
+        if (k < 1 || k > q->nitems || q->items[k - 1].e->k == A_STAR) {
+            perr(p, SL_ESEMANTIC, e->line, e->col, "%s position %ld is not in the select list",
+                 clause, k);
+            return NULL;
+        }
+        return q->items[k - 1].e;
+    }
+    if (e->k == A_COL && !e->qual && !e->subcol)
+        for (int i = 0; i < q->nitems; i++)
+            if (q->items[i].alias && !strcasecmp(q->items[i].alias, e->name))
+                return q->items[i].e;
+    return e;
+}
+
+static int plan_distinct_on(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
+{
+    WinDef *w = arena_zalloc(p->a, sizeof(WinDef));
+    w->line = q->line;
+    w->col = q->col;
+    w->part.n = w->part.cap = q->don.n;
+    w->part.v = arena_alloc(p->a, sizeof(Ast *) * (size_t)q->don.n);
+    for (int i = 0; i < q->don.n; i++)
+        if (!(w->part.v[i] = don_expr(p, q, q->don.v[i], "DISTINCT ON")))
+            return p->err->code;
+    if (!q->next && q->norder) { /* the ORDER BY of a set operation is not this block's */
+        w->norder = q->norder;
+        w->order = arena_alloc(p->a, sizeof(OrderItem) * (size_t)q->norder);
+        for (int i = 0; i < q->norder; i++) {
+            w->order[i] = q->order[i];
+            if (!(w->order[i].e = don_expr(p, q, q->order[i].e, "ORDER BY")))
+                return p->err->code;
+        }
+    }
+    Ast *rn = arena_zalloc(p->a, sizeof(Ast));
+    rn->k = A_FUNC;
+    rn->name = (char *)"row_number";
+    rn->over = w;
+    rn->line = q->line;
+    rn->col = q->col;
+    rn->height = 1;
+    Select q2 = *q;
+    memset(&q2.don, 0, sizeof(q2.don));
+    q2.items = arena_alloc(p->a, sizeof(SelectItem) * (size_t)(q->nitems + 1));
+    memcpy(q2.items, q->items, sizeof(SelectItem) * (size_t)q->nitems);
+    q2.items[q->nitems] = (SelectItem){rn, (char *)"$rn", q->line, q->col};
+    q2.nitems = q->nitems + 1;
+    if (sql__plan_core(p, &q2, out, oq, ord))
+        return p->err->code;
+    CNode *cn = p->c->nodes[out->node];
+    int rnc = out->s.n - 1, nh = ord ? ord->nhidden : 0;
+    Expr **proj = arena_alloc(p->a, sizeof(Expr *) * (size_t)(rnc + nh + 1));
+    for (int i = 0; i < rnc; i++)
+        proj[i] = expr_col(p->a, i, cn->types[i]);
+    for (int j = 0; j < nh; j++)
+        proj[rnc + j] = expr_col(p->a, rnc + 1 + j, cn->types[rnc + 1 + j]);
+    Expr *first = sql__mk(p, E_EQ, type_make(TK_BOOL, false), 2);
+    first->a[0] = expr_col(p->a, rnc, cn->types[rnc]);
+    first->a[1] = expr_const_i64(p->a, cn->types[rnc], 1);
+    out->node = sql__add_map(p, out->node, first, proj, rnc + nh);
+    out->s.n = rnc;
+    for (int i = 0; ord && i < ord->n; i++)
+        if (ord->col[i] > rnc)
+            ord->col[i]--;
+    return 0;
+}
+
 int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
 {
+    if (q->don.n)
+        return plan_distinct_on(p, q, out, oq, ord);
     if (q->nvalues) { /* VALUES (plan_set.c); ORDER BY by name or position */
         if (sql__plan_values(p, q, out))
             return p->err->code;
@@ -546,7 +723,10 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         }
     }
 
-    bool agg = q->group.n > 0 || sql__has_agg(q->having);
+    Ast *having_ast = q->having;
+    if (having_ast && !(having_ast = alias_subst(p, q, &from.s, having_ast, "HAVING")))
+        return p->err->code;
+    bool agg = q->group.n > 0 || sql__has_agg(having_ast);
     for (int i = 0; i < n && !agg; i++)
         agg = sql__has_agg(exprs[i]);
 
@@ -598,7 +778,7 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
             if (resolve_order(p, oq, &bc, proj, n, names, q->distinct, ord))
                 return p->err->code;
         }
-        if (q->having)
+        if (having_ast)
             return perr(p, SL_ESEMANTIC, q->having->line, q->having->col,
                         "HAVING needs GROUP BY or an aggregate");
     } else {
@@ -617,7 +797,8 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
                     return perr(p, SL_ESEMANTIC, g->line, g->col,
                                 "GROUP BY position %ld is not in the select list", k);
                 g = exprs[k - 1];
-            }
+            } else if (g->k == A_COL && !(g = alias_subst(p, q, &from.s, g, "GROUP BY")))
+                return p->err->code;
             if (!(ag.group[i] = sql__bind(p, &bc, g)))
                 return p->err->code;
             if (ag.group[i]->t.kind == TK_NULL)
@@ -649,9 +830,9 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         }
         Expr *having = NULL;
         ag.win = NULL; /* no window functions in HAVING */
-        if (q->having) {
+        if (having_ast) {
             BindCtx bc = {&from.s, &ag, "HAVING"};
-            if (!(having = sql__bind(p, &bc, q->having)) ||
+            if (!(having = sql__bind(p, &bc, having_ast)) ||
                 !(having = sql__bool_operand(p, having, q->having, "HAVING")))
                 return p->err->code;
         }

@@ -10,7 +10,8 @@
  * encoding (zset/key.h), in which a nullable column carries a NULL marker
  * byte, so a join whose key columns are nullable (same types on both
  * sides) matches NULL with NULL. SQL equality (`ON a.x = b.y`) never
- * matches NULL: sql__join_side() filters NULL keys first. Only the joins
+ * matches NULL: sql__join_side() filters NULL keys first; `ON a.x IS NOT
+ * DISTINCT FROM b.y` keeps them, nullable on both sides. Only the joins
  * on whole rows (sql__semi_all: here and for INTERSECT/EXCEPT ALL,
  * plan_set.c) use nullable keys, so that rows compare with NULL equal to
  * NULL.
@@ -256,6 +257,7 @@ int sql__plan_join_unit(P *p, FromItem *f, PRel *out, PushDown *cand)
     Expr **pl = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nce + 1));
     Expr **pr = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nce + 1));
     Expr **xr = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nce + 1));
+    bool *ns = arena_alloc(p->a, sizeof(bool) * (size_t)(nce + 1));
     int nk = 0, npl = 0, npr = 0, nx = 0;
     for (int i = 0; i < nce; i++) {
         Expr *e = ce[i];
@@ -267,8 +269,10 @@ int sql__plan_join_unit(P *p, FromItem *f, PRel *out, PushDown *cand)
             pr[npr++] = sql__remap(p, e, 0, -nL);
             continue;
         }
-        if (e->k == E_EQ && sql__refs_any(e->a[0]) && sql__refs_any(e->a[1])) {
-            Expr *a = e->a[0], *b = e->a[1];
+        const Expr *q;
+        int how = sql__join_eq(e, &q);
+        if (how && sql__refs_any(q->a[0]) && sql__refs_any(q->a[1])) {
+            Expr *a = q->a[0], *b = q->a[1];
             if (sql__refs_within(b, 0, nL) && sql__refs_within(a, nL, nL + nR)) {
                 Expr *t = a;
                 a = b;
@@ -277,6 +281,7 @@ int sql__plan_join_unit(P *p, FromItem *f, PRel *out, PushDown *cand)
             if (sql__refs_within(a, 0, nL) && sql__refs_within(b, nL, nL + nR)) {
                 lk[nk] = a;
                 rk[nk] = sql__remap(p, b, 0, -nL);
+                ns[nk] = how == 2; /* IS NOT DISTINCT FROM: NULL matches NULL */
                 kt[nk++] = a->t; /* sql__compare() cast both sides to one type */
                 continue;
             }
@@ -295,8 +300,8 @@ int sql__plan_join_unit(P *p, FromItem *f, PRel *out, PushDown *cand)
         lf = sql__cols(p, L.node, sql__and_all(p, pl, npl), 0, nL, NULL);
     if (npr)
         rf = sql__cols(p, R.node, sql__and_all(p, pr, npr), 0, nR, NULL);
-    jp.lnode = sql__join_side(p, lf, lk, nk, kt, &jp.lkeys);
-    jp.rnode = sql__join_side(p, rf, rk, nk, kt, &jp.rkeys);
+    jp.lnode = sql__join_side_ns(p, lf, lk, nk, kt, ns, &jp.lkeys);
+    jp.rnode = sql__join_side_ns(p, rf, rk, nk, kt, ns, &jp.rkeys);
     jp.nk = nk;
     jp.j = sql__join(p, jp.lnode, jp.rnode, jp.lkeys, jp.rkeys, nk);
     int lw = p->c->nodes[jp.lnode]->ncol;

@@ -49,13 +49,40 @@ Expr **sql__identity_proj(P *p, const CNode *src, int extra)
     return v;
 }
 
+int sql__join_eq(const Expr *e, const Expr **eq)
+{
+    if (e->k == E_EQ) {
+        *eq = e;
+        return 1;
+    }
+    if (e->k != E_COALESCE || e->na != 2 || e->a[0]->k != E_EQ || e->a[1]->k != E_AND ||
+        e->a[1]->na != 2)
+        return 0;
+    const Expr *q = e->a[0], *both = e->a[1];
+    for (int i = 0; i < 2; i++)
+        if (both->a[i]->k != E_ISNULL || !sql__expr_equal(both->a[i]->a[0], q->a[i]))
+            return 0;
+    *eq = q;
+    return 2;
+}
+
 int sql__join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, int **cols_out)
+{
+    return sql__join_side_ns(p, node, keys, nkeys, kt, NULL, cols_out);
+}
+
+int sql__join_side_ns(P *p, int node, Expr **keys, int nkeys, const SqlType *kt,
+                      const bool *nullsafe, int **cols_out)
 {
     CNode *src = p->c->nodes[node];
     int *cols = arena_alloc(p->a, sizeof(int) * (size_t)nkeys);
     bool need = false;
     for (int i = 0; i < nkeys; i++) {
-        if (keys[i]->k == E_COL && !keys[i]->t.nullable && sql__same_repr(keys[i]->t, kt[i]))
+        bool ns = nullsafe && nullsafe[i];
+        /* a null-safe key is nullable on both sides: the key encodings
+           must agree (a NULL marker byte in both, plan_join.c) */
+        if (keys[i]->k == E_COL && keys[i]->t.nullable == ns &&
+            sql__same_repr(keys[i]->t, kt[i]))
             cols[i] = keys[i]->col;
         else
             need = true;
@@ -65,19 +92,20 @@ int sql__join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, in
         Expr **nn = arena_alloc(p->a, sizeof(Expr *) * (size_t)nkeys);
         int nnn = 0, np = src->ncol;
         for (int i = 0; i < nkeys; i++) {
-            if (keys[i]->t.nullable) {
+            bool ns = nullsafe && nullsafe[i]; /* NULL keys kept: NULL matches NULL */
+            if (keys[i]->t.nullable && !ns) {
                 Expr *t = sql__mk(p, E_ISNOTNULL, type_make(TK_BOOL, false), 1);
                 t->a[0] = keys[i];
                 nn[nnn++] = t;
             }
             SqlType t = kt[i];
-            t.nullable = 0;
+            t.nullable = ns;
             Expr *k = sql__cast_to(p, keys[i], t);
             if (k == keys[i]) { /* same repr, only nullability differs */
                 k = arena_alloc(p->a, sizeof(*k));
                 *k = *keys[i];
             }
-            k->t.nullable = 0;
+            k->t.nullable = t.nullable;
             proj[np] = k;
             cols[i] = np++;
         }

@@ -396,6 +396,9 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
     if (x->k == A_EXISTS && aggq)
         return perr(p, SL_EUNSUPPORTED, x->line, x->col,
                     "EXISTS over a correlated aggregate query is not supported yet");
+    if (S->don.n)
+        return perr(p, SL_EUNSUPPORTED, S->line, S->col,
+                    "DISTINCT ON in a correlated subquery is not supported yet");
     Select *q = arena_alloc(p->a, sizeof(Select));
     *q = *S;
     q->from = arena_alloc(p->a, sizeof(FromItem *) * (size_t)(S->nfrom + 1));
@@ -482,7 +485,10 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
     Expr **p2 = sql__identity_proj(p, svn, 0);
     p2[nd] = expr_col(p->a, nd, ctn);
     int s2 = sql__add_map(p, sv, nn, p2, nd + 1);
-    CNode *d = p->c->nodes[sql__unary(p, OPK_DISTINCT, s2)];
+    /* the node first: adding it may move p->c->nodes, which C may read
+       before or after the call */
+    int dn = sql__unary(p, OPK_DISTINCT, s2);
+    CNode *d = p->c->nodes[dn];
     Expr **p3 = sql__identity_proj(p, d, 1);
     p3[nd + 1] = const_b(p, true);
     int q1 = sql__add_map(p, d->id, NULL, p3, nd + 2);

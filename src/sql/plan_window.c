@@ -312,12 +312,14 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
             }
             if (!(c.arg = bind_part(p, &in, x->args.v[0])))
                 return NULL;
+            if (sql__bool_agg(x->name) && !(c.arg = sql__bool_agg_arg(p, x, c.arg)))
+                return NULL;
             at = c.arg->t;
             f->kind = is_name(x, "count") ? WIN_COUNT
                       : is_name(x, "sum") ? WIN_SUM
                       : is_name(x, "avg") ? WIN_AVG
-                      : is_name(x, "min") ? WIN_MIN
-                                          : WIN_MAX;
+                      : is_name(x, "min") || sql__bool_agg(x->name) == 1 ? WIN_MIN
+                                                                        : WIN_MAX;
         }
         if (agg_types(p, x, f, at) || bind_frame(p, x, &c))
             return NULL;

@@ -152,6 +152,14 @@ Expr **sql__identity_proj(P *p, const CNode *src, int extra);
    computed columns (and filters NULL keys) with a MAP when needed. Returns
    the node to join, the key columns in *cols_out. */
 int sql__join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, int **cols_out);
+/* The same with null-safe keys where nullsafe[i] (NULL: none): their NULLs
+   are kept and match each other (IS NOT DISTINCT FROM). */
+int sql__join_side_ns(P *p, int node, Expr **keys, int nkeys, const SqlType *kt,
+                      const bool *nullsafe, int **cols_out);
+/* A conjunct usable as a join key: 1 for a = b, 2 for the null-safe
+   a IS NOT DISTINCT FROM b as the binder builds it (COALESCE(a = b, a IS
+   NULL AND b IS NULL)), 0 otherwise; *eq the a = b inside. */
+int sql__join_eq(const Expr *e, const Expr **eq);
 /* A one-input node of kind k (NEGATE, DISTINCT) with in's columns. */
 int sql__unary(P *p, OpKind k, int in);
 /* Sum of inputs in[0..n) (all with the same column types); a + b; a - b. */
@@ -269,5 +277,11 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x);
 /* An aggregate call x: its column in the aggregation's output. */
 Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x);
 bool sql__is_agg_name(const char *n);
+/* BOOL_AND/EVERY (1: MIN over BOOLEAN), BOOL_OR (2: MAX), else 0; their
+   argument checked (a BOOLEAN, or NULL cast to one). */
+int sql__bool_agg(const char *n);
+Expr *sql__bool_agg_arg(P *p, struct Ast *x, Expr *a);
+/* An aggregate not implemented yet (array_agg, ...): p->err set, true. */
+bool sql__agg_later(P *p, struct Ast *x);
 
 #endif

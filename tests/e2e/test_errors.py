@@ -190,6 +190,36 @@ UNSUPPORTED = [
     ("ntile", "SELECT a, NTILE(2) OVER (ORDER BY a) AS r FROM t", "NTILE", ["window function"]),
     ("recursive_cte", "WITH RECURSIVE x AS (SELECT a FROM t) SELECT a FROM x", "WITH",
      ["WITH RECURSIVE"]),
+    ("asof_join", "SELECT t.a FROM t ASOF JOIN u ON t.a = u.a", "ASOF", ["ASOF JOIN"]),
+    ("asof_join_alias", "SELECT x.a FROM t x ASOF JOIN u ON x.a = u.a", "ASOF", ["ASOF JOIN"]),
+    ("left_asof_join", "SELECT t.a FROM t LEFT ASOF JOIN u ON t.a = u.a", "ASOF", ["ASOF JOIN"]),
+    ("global_arrayagg", "SELECT array_agg(a) AS x, COUNT(*) AS n FROM t", "array_agg",
+     ["aggregate", "array_agg"]),
+    ("grouped_arrayagg", "SELECT b, ARRAY_AGG(a) AS x FROM t GROUP BY b", "ARRAY_AGG",
+     ["aggregate", "array_agg"]),
+    ("session_window", "SELECT * FROM TABLE(SESSION(TABLE t, DESCRIPTOR(a), 1))", "SESSION",
+     ["SESSION"]),
+    ("string_agg", "SELECT b, STRING_AGG(s, ',') AS x FROM t GROUP BY b", "STRING_AGG",
+     ["aggregate", "string_agg"]),
+    ("bit_xor", "SELECT BIT_XOR(a) AS x FROM t", "BIT_XOR", ["aggregate", "bit_xor"]),
+    ("cast_to_interval", "SELECT a, s::INTERVAL AS x FROM t", "INTERVAL AS", ["type INTERVAL"]),
+    ("array_constructor", "SELECT a, ARRAY[1, 2] AS x FROM t", "ARRAY", ["ARRAY"]),
+    ("distinct_on_correlated",
+     "SELECT a FROM t WHERE EXISTS (SELECT DISTINCT ON (c) c FROM u WHERE u.a = t.a)",
+     "SELECT DISTINCT", ["DISTINCT ON", "correlated"]),
+    ("within_group", "SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY b) AS x FROM t",
+     "WITHIN", ["WITHIN GROUP"]),
+    ("order_by_in_aggregate", "SELECT MAX(b ORDER BY a) AS x FROM t", "ORDER BY a",
+     ["ORDER BY", "arguments"]),
+    ("fetch_with_ties", "SELECT a FROM t ORDER BY a FETCH FIRST 3 ROWS WITH TIES", "WITH TIES",
+     ["WITH TIES"]),
+    ("temporal_join", "SELECT t.a FROM t JOIN u FOR SYSTEM_TIME AS OF t.a ON t.a = u.a",
+     "FOR SYSTEM_TIME", ["FOR SYSTEM_TIME AS OF"]),
+    ("tablesample", "SELECT a FROM t TABLESAMPLE BERNOULLI (10)", "TABLESAMPLE",
+     ["TABLESAMPLE"]),
+    ("at_time_zone", "SELECT a, s AT TIME ZONE 'UTC' AS x FROM t", "AT TIME", ["AT TIME ZONE"]),
+    ("filter_on_window", "SELECT a, SUM(b) FILTER (WHERE a > 1) OVER () AS x FROM t",
+     "FILTER", ["FILTER"]),
 ]
 
 
@@ -214,6 +244,61 @@ def test_unsupported_construct(tmp_path, case):
         ok += [col + 3, col + 4]  # its "(" or the subquery's SELECT
     assert e[0] == line and e[1] in ok, "reported %d:%d, expected %d:%s for %r" % (
         e[0], e[1], line, ok, needle)
+
+
+DDL_UNSUPPORTED = [
+    # (id, program lines, needle, words)
+    ("watermark_for", ["CREATE TABLE w (", "  ts TIMESTAMP,",
+                       "  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND", ");"],
+     "WATERMARK", ["WATERMARK FOR"]),
+    ("lateness_column", ["CREATE TABLE w (", "  ts TIMESTAMP LATENESS INTERVAL '5' SECOND", ");"],
+     "LATENESS", ["LATENESS"]),
+    ("lateness_statement", TABLES + ["CREATE VIEW v AS SELECT a FROM t;",
+                                     "LATENESS v.a 10;"], "LATENESS", ["LATENESS"]),
+    ("declare_recursive_view", TABLES + ["DECLARE RECURSIVE VIEW r (x INT);"], "DECLARE",
+     ["DECLARE RECURSIVE VIEW"]),
+]
+
+
+@pytest.mark.parametrize("case", DDL_UNSUPPORTED, ids=[c[0] for c in DDL_UNSUPPORTED])
+def test_unsupported_ddl_construct(tmp_path, case):
+    _, lines, needle, words = case
+    e = compile_error(tmp_path, lines)
+    assert e[2] == "unsupported" and "not supported yet" in e[3], e
+    for w in words:
+        assert w.lower() in e[3].lower(), e
+    assert_at(e, lines, needle)
+
+
+def test_bool_aggregate_of_a_number(tmp_path):
+    lines = TABLES + ["CREATE VIEW v AS SELECT b,", "  BOOL_AND(a) AS x FROM t GROUP BY b;"]
+    e = compile_error(tmp_path, lines)
+    assert "BOOLEAN" in e[3] and "bool_and" in e[3].lower(), e
+    assert_at(e, lines, "BOOL_AND")
+
+
+def test_ambiguous_alias_in_group_by(tmp_path):
+    lines = TABLES + ["CREATE VIEW v AS SELECT a AS k, b AS k,", "  COUNT(*) AS n FROM t GROUP BY k;"]
+    e = compile_error(tmp_path, lines)
+    assert "ambiguous" in e[3] and '"k"' in e[3] and "GROUP BY" in e[3], e
+    # both choices named by their place in the select list
+    for needle in ("a AS k", "b AS k"):
+        assert "%d:%d" % locate(lines, needle) in e[3], e
+    assert_at(e, lines, "k;")
+
+
+def test_ambiguous_alias_in_having(tmp_path):
+    lines = TABLES + ["CREATE VIEW v AS SELECT a AS k, SUM(b) AS k FROM t", "  GROUP BY a HAVING k > 1;"]
+    e = compile_error(tmp_path, lines)
+    assert "ambiguous" in e[3] and '"k"' in e[3] and "HAVING" in e[3], e
+    assert_at(e, lines, "k >")
+
+
+def test_input_column_wins_over_alias_in_group_by(tmp_path):
+    # as in PostgreSQL: GROUP BY a groups by t.a, so b is not grouped
+    lines = TABLES + ["CREATE VIEW v AS SELECT b AS a, COUNT(*) AS n FROM t GROUP BY a;"]
+    e = compile_error(tmp_path, lines)
+    assert '"b"' in e[3] and "GROUP BY" in e[3], e
 
 
 def test_decimal_precision_too_large(tmp_path):
