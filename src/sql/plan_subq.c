@@ -481,7 +481,9 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
     Expr **p2 = sql__identity_proj(p, svn, 0);
     p2[nd] = expr_col(p->a, nd, ctn);
     int s2 = sql__add_map(p, sv, nn, p2, nd + 1);
-    CNode *d = p->c->nodes[sql__unary(p, OPK_DISTINCT, s2)];
+    /* the call may grow p->c->nodes: index the array after it */
+    int di = sql__unary(p, OPK_DISTINCT, s2);
+    CNode *d = p->c->nodes[di];
     Expr **p3 = sql__identity_proj(p, d, 1);
     p3[nd + 1] = const_b(p, true);
     int q1 = sql__add_map(p, d->id, NULL, p3, nd + 2);

@@ -23,6 +23,10 @@ the SQL sent to PostgreSQL only (Sluice always runs the generated text):
     Sluice (docs/sql.md, as in SQLite) and an error in PostgreSQL;
   - `CAST(f AS INTEGER)` -> `CAST(TRUNC(f) AS INTEGER)`: Sluice truncates a
     float toward zero, PostgreSQL rounds;
+  - result types: SUM of BIGINT is BIGINT in Sluice, NUMERIC in PostgreSQL
+    (so `SUM(x) / 3` would not truncate): each session's schema has its own
+    sum(bigint) returning BIGINT, found before pg_catalog's; EXTRACT is
+    CAST to BIGINT;
   - an ORDER BY item without NULLS FIRST/LAST gets the one Sluice uses by
     default (NULL is the smallest value: NULLS FIRST ascending, NULLS LAST
     descending; PostgreSQL's default is the opposite), in top-level ORDER
@@ -99,12 +103,12 @@ def up(el):
     return el.upper() if isinstance(el, str) else None
 
 
-def rewrite(g):
+def rewrite(g, nested=False):
     """The PostgreSQL form of one group's elements (recursively)."""
-    g = Group(rewrite(el) if isinstance(el, Group) else el for el in g)
-    # ( a / b ), ( a % b ): one top-level division in a group
+    g = Group(rewrite(el, True) if isinstance(el, Group) else el for el in g)
+    # ( a / b ), ( a % b ): one division in a parenthesized group
     ops = [i for i, el in enumerate(g) if el in ("/", "%")]
-    if len(ops) == 1 and 0 < ops[0] < len(g) - 1:
+    if nested and len(ops) == 1 and 0 < ops[0] < len(g) - 1:
         i = ops[0]
         g = Group(g[:i + 1] + ["NULLIF", Group(g[i + 1:] + [",", "0"])])
     out = Group()
@@ -118,6 +122,11 @@ def rewrite(g):
             if len(inner) >= 3 and up(inner[-1]) in ("INTEGER", "INT", "BIGINT") and \
                     up(inner[-2]) == "AS":
                 g[i + 1] = Group(["TRUNC", Group(inner[:-2])] + inner[-2:])
+        # EXTRACT is NUMERIC in PostgreSQL, BIGINT in Sluice
+        if u == "EXTRACT" and i + 1 < len(g) and isinstance(g[i + 1], Group):
+            out += ["CAST", Group(["EXTRACT", g[i + 1], "AS", "BIGINT"])]
+            i += 2
+            continue
         if u == "DOUBLE" and not (i + 1 < len(g) and up(g[i + 1]) == "PRECISION"):
             out += ["DOUBLE", "PRECISION"]
             i += 1
@@ -215,7 +224,12 @@ class PgSession:
         self.cur = self.conn.cursor()
         self.cur.execute("SET statement_timeout = '120s'")
         self.cur.execute("CREATE SCHEMA %s" % schema)
-        self.cur.execute("SET search_path TO %s" % schema)
+        # SUM(BIGINT) is BIGINT in Sluice, NUMERIC in PostgreSQL (2/3 is then
+        # 0.67, not 0): the session's schema, searched before pg_catalog,
+        # has its own sum(bigint) returning BIGINT (overflow is an error)
+        self.cur.execute("CREATE AGGREGATE %s.sum(bigint) (SFUNC = int8pl, STYPE = bigint)"
+                         % schema)
+        self.cur.execute("SET search_path TO %s, pg_catalog" % schema)
         for t in self.tables:
             self.cur.execute(pg_ddl(t))
 

@@ -219,6 +219,33 @@ def test_postgresql_answers_as_sluice_defines_them(pg_oracle):
         s.close()
 
 
+def test_correlated_in_subquery_planned_after_the_node_array_grew(runner, tmp_path):
+    """Found by the PostgreSQL run (seeds 1, 134, 200, 263): planning a
+    correlated IN took `p->c->nodes[sql__unary(...)]`, reading the node
+    array before the call that may reallocate it (src/sql/plan_subq.c);
+    with enough nodes planned before it, the pointer was stale (UBSan:
+    misaligned address 0xbebebebebebebebe in sql__identity_proj)."""
+    q = ("SELECT (TIMESTAMP '2024-06-17 23:00:00' = TIMESTAMP '2024-08-05 15:00:00') AS c0 "
+         "FROM t1 AS x20 FULL OUTER JOIN t2 AS x21 ON (x20.a = x21.c4) AND (-1.75 != x21.c0) "
+         "INTERSECT SELECT q22.c2 AS c0 FROM (SELECT x24.d AS c0, x23.c0 AS c1, "
+         "(x23.c4 LIKE 'h%o') AS c2 FROM t2 AS x23, t2 AS x24 WHERE (x23.c = x24.c0) "
+         "ORDER BY c0, c2, c1 LIMIT 7) AS q22 WHERE ((SELECT COUNT(s25.c0) FROM t2 s25) = q22.c0) "
+         "EXCEPT SELECT (x28.c0 >= 6) AS c0 FROM (SELECT x27.b AS c0, x27.b AS c1, "
+         "TIMESTAMP '2024-10-13 10:30:00' AS c2, x27.b AS c3 FROM t1 AS x27) AS q26 "
+         "LEFT JOIN t2 AS x28 ON (q26.c1 = x28.c0) WHERE ('a%b' NOT IN (SELECT s29.a FROM t1 s29 "
+         "WHERE s29.a = x28.b)) AND (' a' BETWEEN 'a_c' AND 'B')")
+    s = check.Slt()
+    s.statement("CREATE TABLE t1 (a TEXT, b BIGINT NOT NULL)")
+    s.statement("CREATE TABLE t2 (id INTEGER PRIMARY KEY, c0 INTEGER, b TEXT, c FLOAT, d BIGINT, "
+                "c4 VARCHAR)")
+    s.statement("INSERT INTO t1 VALUES ('x', 1)")
+    s.query(q, "I", [])
+    for mode in (check.Mode(False, 1), check.Mode(True, 2)):
+        rr = check.run_text(runner, s.render(), mode, str(tmp_path))
+        assert not rr.crashed, rr.err[-2000:]
+        assert rr.counts == (4, 0, 0), rr.out
+
+
 def test_features_are_probed(runner, features):
     base = gen.default_features()
     assert base <= features | set(gen.KNOWN_BUGS)
