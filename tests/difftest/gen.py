@@ -105,13 +105,16 @@ FEATURES = {
                              "SELECT a, COUNT(*) FROM p GROUP BY ROLLUP (a) UNION ALL "
                              "SELECT a, COUNT(*) FROM p GROUP BY CUBE (a)",
                       "[PostgreSQL oracle] GROUP BY GROUPING SETS / ROLLUP / CUBE"),
+    "distinct_on":  (False, "SELECT DISTINCT ON (s) s, a FROM p ORDER BY s, a",
+                     "[PostgreSQL oracle] SELECT DISTINCT ON (x) ... ORDER BY x, every other column"),
 }
 
 # Features only the PostgreSQL oracle checks (SQLite has not got them), with
 # the SLT letters of their probe query's columns.
-PG_ONLY = {"filter", "interval", "bool_agg", "string_agg", "percentile", "grouping_sets"}
+PG_ONLY = {"filter", "interval", "bool_agg", "string_agg", "percentile", "grouping_sets",
+           "distinct_on"}
 PG_PROBE_LETTERS = {"filter": "II", "interval": "IT", "bool_agg": "II", "string_agg": "T",
-                    "percentile": "IR", "grouping_sets": "II"}
+                    "percentile": "IR", "grouping_sets": "II", "distinct_on": "TI"}
 
 # Features the probe would switch on but that give wrong results today; each
 # entry names the bug (see the report in tests/difftest/README.md). Remove
@@ -1069,6 +1072,20 @@ class QueryGen:
             q.limit = r.randint(0, 8)
             if self.on("offset") and r.random() < 0.3:
                 q.offset = r.randint(0, 4)
+        elif self.on("distinct_on") and lim_ok and len(q.branches) == 1 and \
+                first.group is None and not first.distinct and \
+                not any(e.win for e in first.items) and r.random() < 0.15:
+            # DISTINCT ON (item j) ... ORDER BY j, then every other output
+            # column: the row kept per key is then determined (ties are
+            # identical rows)
+            j = r.choice([i for i, e in enumerate(first.items) if e.refs] or
+                         list(range(len(first.items))))
+            first.distinct_on = first.items[j]
+            rest = [i for i in range(len(q.types)) if i != j]
+            r.shuffle(rest)
+            q.order = [(i, r.random() < 0.4, None) for i in [j] + rest]
+            q.order_by_name = r.random() < 0.5
+            q.limit = r.randint(0, 8) if r.random() < 0.3 else None
         return q
 
     def select(self, depth, want=None):
@@ -1209,12 +1226,16 @@ class Select:
         self.where = []     # [E] conjuncts
         self.group = None   # None: no aggregation; []: global aggregate; [E]: keys
         self.group_mode = None  # ROLLUP, CUBE, SETS (GROUPING SETS) over the keys
+        self.distinct_on = None  # E: SELECT DISTINCT ON (that item)
         self.having = []    # [E] conjuncts
 
     def sql(self, ctes):
         out = ["SELECT "]
         if self.distinct:
             out.append("DISTINCT ")
+        don = getattr(self, "distinct_on", None)
+        if don is not None:
+            out.append("DISTINCT ON (%s) " % don.sql())
         out.append(", ".join("%s AS c%d" % (e.sql(), i) for i, e in enumerate(self.items)))
         out.append(" FROM ")
         for fi in self.frm:
@@ -1262,7 +1283,8 @@ class Query:
             s += " ORDER BY " + ", ".join(
                 ("c%d" % i if self.order_by_name else str(i + 1)) + (" DESC" if d else "") +
                 (" NULLS " + n if n else "") for i, d, n in self.order)
-            s += " LIMIT %d" % self.limit
+            if self.limit is not None:
+                s += " LIMIT %d" % self.limit
             if self.offset is not None:
                 s += " OFFSET %d" % self.offset
         if top and ctes:
