@@ -16,6 +16,10 @@ then rows are removed (delta debugging) and the query is simplified
 (set-operation branches, ORDER BY, select items, WHERE/HAVING/ON
 conjuncts, joins, GROUP BY keys, sub-expressions) while it keeps failing in
 the same way; candidates are batched into one SLT file per runner call.
+
+The oracle is SQLite (SqliteOracle) unless the case names another
+(pgoracle.PgOracle): build_slt and the minimizer ask it through sessions
+(execute, rows, reset), the same for both.
 """
 import copy
 import hashlib

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""tests/difftest/gen.py - randomized differential testing of Sluice against SQLite.
+"""tests/difftest/gen.py - randomized differential testing of Sluice against
+SQLite and (--oracle postgresql, pgoracle.py) PostgreSQL 15.
 
 For every seed this generates, from `random.Random(seed)` alone:
   - a schema: 1-3 tables of INTEGER / FLOAT / VARCHAR columns, sometimes an
@@ -18,7 +19,10 @@ Usage (see tests/difftest/README.md):
     python3 tests/difftest/gen.py --seeds 1000 --bin build/sluice-slt
     python3 tests/difftest/gen.py --seed 17 --print     # the SLT file of one seed
 
-Standard library only; runs under /usr/bin/python3 and /usr/bin/pytest.
+Standard library only (psycopg2 for the PostgreSQL oracle); runs under
+/usr/bin/python3 and /usr/bin/pytest. Features marked PG_ONLY (FILTER,
+timestamps and intervals, ...) are generated only when PostgreSQL is the
+oracle; with SQLite every seed gives the same case as before they existed.
 """
 import argparse
 import os
