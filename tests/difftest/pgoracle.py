@@ -106,11 +106,6 @@ def up(el):
 def rewrite(g, nested=False):
     """The PostgreSQL form of one group's elements (recursively)."""
     g = Group(rewrite(el, True) if isinstance(el, Group) else el for el in g)
-    # ( a / b ), ( a % b ): one division in a parenthesized group
-    ops = [i for i, el in enumerate(g) if el in ("/", "%")]
-    if nested and len(ops) == 1 and 0 < ops[0] < len(g) - 1:
-        i = ops[0]
-        g = Group(g[:i + 1] + ["NULLIF", Group(g[i + 1:] + [",", "0"])])
     out = Group()
     i = 0
     while i < len(g):
@@ -148,6 +143,12 @@ def rewrite(g, nested=False):
             continue
         out.append(el)
         i += 1
+    # ( a / b ), ( a % b ): one division in a parenthesized group (last, so
+    # that the divisor has had the rewrites above)
+    ops = [i for i, el in enumerate(out) if el in ("/", "%")]
+    if nested and len(ops) == 1 and 0 < ops[0] < len(out) - 1:
+        i = ops[0]
+        out = Group(out[:i + 1] + ["NULLIF", Group(out[i + 1:] + [",", "0"])])
     return out
 
 

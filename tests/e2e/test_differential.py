@@ -192,6 +192,9 @@ def test_sql_for_postgresql_is_normalized():
     assert t("SELECT RANK() OVER (PARTITION BY a ORDER BY b DESC), c FROM t ORDER BY 2, 1 NULLS LAST "
              "LIMIT 3") == "SELECT RANK () OVER (PARTITION BY a ORDER BY b DESC NULLS LAST), c FROM t " \
                            "ORDER BY 2 NULLS FIRST, 1 NULLS LAST LIMIT 3"
+    # the divisor is rewritten too (seeds 1106, 1164 of the first runs)
+    assert t("SELECT (x.a / CAST(2.75 AS INTEGER)) FROM t AS x") == \
+        "SELECT (x.a / NULLIF (CAST (TRUNC (2.75) AS INTEGER), 0)) FROM t AS x"
     assert t("SELECT s FROM t WHERE s LIKE 'a%b' OR s = 'it''s (x / y)'") == \
         "SELECT s FROM t WHERE s LIKE 'a%b' OR s = 'it''s (x / y)'"
     tb = gen.Table("t1", [gen.Column("id", "int", "INTEGER", pk=True),
