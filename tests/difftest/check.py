@@ -16,6 +16,10 @@ then rows are removed (delta debugging) and the query is simplified
 (set-operation branches, ORDER BY, select items, WHERE/HAVING/ON
 conjuncts, joins, GROUP BY keys, sub-expressions) while it keeps failing in
 the same way; candidates are batched into one SLT file per runner call.
+
+The oracle is SQLite (SqliteOracle) unless the case names another
+(pgoracle.PgOracle): build_slt and the minimizer ask it through sessions
+(execute, rows, reset), the same for both.
 """
 import copy
 import hashlib
@@ -42,6 +46,48 @@ SQLITE_REWRITE = None
 
 def sqlite_rows(db, sql):
     return db.execute(SQLITE_REWRITE(sql) if SQLITE_REWRITE else sql).fetchall()
+
+
+class SqliteOracle:
+    """Python's sqlite3 as the oracle (the other one is pgoracle.PgOracle;
+    both give sessions with the same methods)."""
+    name = "SQLite"
+
+    def session(self, tables=()):
+        return SqliteSession(tables)
+
+
+class SqliteSession:
+    def __init__(self, tables):
+        self.tables = list(tables)
+        self.db = gen.sqlite_db(self.tables)
+
+    def execute(self, sql):
+        self.db.execute(sql)
+
+    def rows(self, sql):
+        return sqlite_rows(self.db, sql)
+
+    def valid(self, sql):
+        try:
+            self.db.execute("EXPLAIN " + sql)
+            return True
+        except Exception:
+            return False
+
+    def reset(self):
+        for t in self.tables:
+            self.db.execute("DELETE FROM %s" % t.name)
+
+    def close(self):
+        self.db.close()
+
+
+SQLITE = SqliteOracle()
+
+
+def oracle_of(case):
+    return getattr(case, "oracle", None) or SQLITE
 
 
 def find_runner(explicit=None):
@@ -155,21 +201,40 @@ class Slt:
 
 def build_slt(case):
     """The case as an SLT file: the stream's batches, every query after
-    every batch."""
-    db = gen.sqlite_db()
-    s = Slt()
-    for t in case.tables:
-        db.execute(t.ddl())
-        s.statement(t.ddl())
-    for b, stmts in enumerate(case.batches):
-        for st in stmts:
-            db.execute(st)
-            s.statement(st, batch=b)
-        for qi, q in enumerate(case.queries):
-            sql = q.sql()
-            s.query(sql, q.letters(), sqlite_rows(db, sql), qi=qi, batch=b, query=q)
-    db.close()
-    return s
+    every batch, with the oracle's answers. A query that the oracle fails
+    to run at some check (PostgreSQL: a run-time error such as a cast out
+    of range) is left out of the case (case.dropped counts them); SQLite
+    never fails a query the generator kept."""
+    oracle = oracle_of(case)
+    while True:
+        sess = oracle.session(case.tables)
+        s = Slt()
+        bad = None
+        try:
+            for t in case.tables:
+                s.statement(t.ddl())
+            for b, stmts in enumerate(case.batches):
+                for st in stmts:
+                    sess.execute(st)
+                    s.statement(st, batch=b)
+                for qi, q in enumerate(case.queries):
+                    sql = q.sql()
+                    try:
+                        rows = sess.rows(sql)
+                    except Exception:
+                        if oracle is SQLITE:
+                            raise
+                        bad = qi
+                        break
+                    s.query(sql, q.letters(), rows, qi=qi, batch=b, query=q)
+                if bad is not None:
+                    break
+        finally:
+            sess.close()
+        if bad is None:
+            return s
+        case.queries = case.queries[:bad] + case.queries[bad + 1:]
+        case.dropped = getattr(case, "dropped", 0) + 1
 
 
 # ---------------------------------------------------------------- running
@@ -275,6 +340,9 @@ def probe_features(binary, keep_buggy=False):
         db.execute(st)
         s.statement(st)
     for f, sql in probes.items():
+        if f in gen.PG_ONLY:  # SQLite cannot answer: only an error matters here
+            s.query(sql, gen.PG_PROBE_LETTERS[f], [], tag=f)
+            continue
         cur = db.execute(sql)
         rows = cur.fetchall()
         letters = "".join(
@@ -322,10 +390,13 @@ class SeedResult:
         self.nqueries = None
         self.repro = None
         self.notes = []
+        self.oracle = SQLITE.name
+        self.dropped = 0    # queries the oracle failed to run (left out)
+        self.rejected = 0   # generated queries the oracle rejected (PostgreSQL's EXPLAIN)
 
     def report(self):
-        out = ["difftest seed %d: %d of %d checks failed (case files %s)" % (
-            self.seed, len(self.failures), self.checks, ", ".join(self.files))]
+        out = ["difftest seed %d (%s): %d of %d checks failed (case files %s)" % (
+            self.seed, self.oracle, len(self.failures), self.checks, ", ".join(self.files))]
         for f in self.failures[:5]:
             r = f.rec
             where = ("query %d after batch %d" % (r.qi, r.batch)) if r and r.qi is not None else "record"
@@ -338,7 +409,8 @@ class SeedResult:
         if self.features is not None:
             out.append("  regenerate: python3 tests/difftest/gen.py --seed %d --queries %d --no-probe "
                        "--features %s%s" % (self.seed, self.nqueries, ",".join(sorted(self.features)),
-                " --ignore-known-bugs" if gen.IGNORE_KNOWN_BUGS else ""))
+                " --ignore-known-bugs" if gen.IGNORE_KNOWN_BUGS else "") +
+                (" --oracle postgresql" if self.oracle != SQLITE.name else ""))
         return "\n".join(out)
 
 
@@ -410,18 +482,21 @@ def locate_crash(binary, slt, skip, mode, workdir, rr):
     return f
 
 
-def run_seeds(seeds, binary, feats, nqueries, jobs=1, minimize=True, out_dir=None):
+def run_seeds(seeds, binary, feats, nqueries, jobs=1, minimize=True, out_dir=None, oracle=None):
     """Yields a SeedResult per seed, in the order of seeds (jobs of them run
-    at a time)."""
+    at a time). oracle: SQLITE (None) or a pgoracle.PgOracle."""
     base = out_dir or tempfile.mkdtemp(prefix="difftest-")
     os.makedirs(base, exist_ok=True)
 
     def one(seed):
-        case = gen.gen_case(seed, feats, nqueries)
+        case = gen.gen_case(seed, feats, nqueries, oracle=oracle)
         d = os.path.join(base, "seed%d" % seed)
         os.makedirs(d, exist_ok=True)
         r = run_case(case, binary, d, minimize)
         r.features, r.nqueries = feats, nqueries
+        r.oracle = oracle_of(case).name
+        r.dropped = case.dropped
+        r.rejected = getattr(case, "rejected", 0)
         if not r.failures and out_dir is None:
             for fn in os.listdir(d):
                 os.unlink(os.path.join(d, fn))
@@ -483,21 +558,27 @@ class Minimizer:
         self.reps = 3 if self.mode.incremental else 1
         self.runs = 0
         self.tables = case.tables
+        self.sess = None
 
     # ---- candidate evaluation
+    def session(self):
+        """The oracle's session for candidates, emptied."""
+        if self.sess is None:
+            self.sess = oracle_of(self.case).session(self.tables)
+        else:
+            self.sess.reset()
+        return self.sess
+
     def block(self, s, rows, query, idx, first):
         """Statements giving the tables `rows`, then the query (reps times)."""
-        db = gen.sqlite_db(self.tables)
+        db = self.session()
         stmts = ["DELETE FROM %s" % t.name for t in self.tables] if not first else []
         for t in self.tables:
             if rows[t.name]:
                 stmts.append(insert_sql(t, rows[t.name]))
                 db.execute(stmts[-1])
         sql = query.sql()
-        try:
-            res = sqlite_rows(db, sql)  # raises when the candidate is not valid SQL
-        finally:
-            db.close()
+        res = db.rows(sql)  # raises when the candidate is not valid SQL
         for st in stmts:
             s.statement(st, tag=idx)
         for _ in range(self.reps):
@@ -611,14 +692,11 @@ class Minimizer:
     # number of queries before it, and a table's row order from the
     # statements that built it)
     def history_slt(self, stmts, q):
-        db = gen.sqlite_db(self.tables)
+        db = self.session()
         for st in stmts:
             db.execute(st)
         sql = q.sql()
-        try:
-            res = sqlite_rows(db, sql)
-        finally:
-            db.close()
+        res = db.rows(sql)
         s = self.ddl()
         # padding: queries that fail to compile still advance the runner's
         # plan seed (an extra table would change the circuit instead)
@@ -687,8 +765,8 @@ class Minimizer:
 
     def describe(self, lines, s, rr, mode, path):
         qrec = [r for r in s.recs if r.kind == "query" and r.tag != "pad"][0]
-        lines.append("  expected (SQLite; types %s, rows sorted): %s" % (
-            qrec.letters, " ".join(qrec.values) if qrec.values else "(no rows)"))
+        lines.append("  expected (%s; types %s, rows sorted): %s" % (
+            oracle_of(self.case).name, qrec.letters, " ".join(qrec.values) if qrec.values else "(no rows)"))
         fails = [f for f in rr.failures if s.rec_at(f.line) is not None]
         if fails:
             lines.append("  sluice: %s" % fails[0].msg)
@@ -704,6 +782,13 @@ class Minimizer:
         return "\n".join(lines)
 
     def run(self):
+        try:
+            return self.run1()
+        finally:
+            if self.sess is not None:
+                self.sess.close()
+
+    def run1(self):
         rec = self.failure.rec
         q = self.case.queries[rec.qi]
         rows = snapshot(self.case, rec.batch)

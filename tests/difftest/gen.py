@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""tests/difftest/gen.py - randomized differential testing of Sluice against SQLite.
+"""tests/difftest/gen.py - randomized differential testing of Sluice against
+SQLite and (--oracle postgresql, pgoracle.py) PostgreSQL 15.
 
 For every seed this generates, from `random.Random(seed)` alone:
   - a schema: 1-3 tables of INTEGER / FLOAT / VARCHAR columns, sometimes an
@@ -18,7 +19,10 @@ Usage (see tests/difftest/README.md):
     python3 tests/difftest/gen.py --seeds 1000 --bin build/sluice-slt
     python3 tests/difftest/gen.py --seed 17 --print     # the SLT file of one seed
 
-Standard library only; runs under /usr/bin/python3 and /usr/bin/pytest.
+Standard library only (psycopg2 for the PostgreSQL oracle); runs under
+/usr/bin/python3 and /usr/bin/pytest. Features marked PG_ONLY (FILTER,
+timestamps and intervals, ...) are generated only when PostgreSQL is the
+oracle; with SQLite every seed gives the same case as before they existed.
 """
 import argparse
 import os
@@ -85,7 +89,36 @@ FEATURES = {
                      "RANK/DENSE_RANK/ROW_NUMBER and aggregates OVER (PARTITION BY ... ORDER BY ...)"),
     "limit_subquery": (False, "SELECT a FROM (SELECT a FROM p ORDER BY a LIMIT 2) AS q",
                        "ORDER BY ... LIMIT inside a subquery in FROM"),
+    # PostgreSQL-only features (PG_ONLY): SQLite lacks them, so only the
+    # PostgreSQL oracle generates them, once the engine accepts the probe
+    "filter":       (False, "SELECT COUNT(*) FILTER (WHERE a > 1), SUM(a) FILTER (WHERE s = 'x') FROM p",
+                     "[PostgreSQL oracle] COUNT/SUM/AVG/MIN/MAX(...) FILTER (WHERE ...)"),
+    "interval":     (False, "SELECT EXTRACT(HOUR FROM TIMESTAMP '2024-01-01 00:00:00' + "
+                            "(INTERVAL '1' HOUR * a)), DATE_TRUNC('day', TIMESTAMP '2024-01-01 "
+                            "05:00:00' - INTERVAL '2' DAY) FROM p",
+                     "[PostgreSQL oracle] TIMESTAMP values: literals, + - INTERVAL, INTERVAL * "
+                     "integer, EXTRACT, DATE_TRUNC, comparisons, MIN/MAX, output"),
+    "bool_agg":     (False, "SELECT BOOL_AND(a > 1), BOOL_OR(a > 1) FROM p",
+                     "[PostgreSQL oracle] BOOL_AND / BOOL_OR"),
+    "string_agg":   (False, "SELECT STRING_AGG(s, ',' ORDER BY s) FROM p",
+                     "[PostgreSQL oracle] STRING_AGG(x, sep ORDER BY x)"),
+    "percentile":   (False, "SELECT PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY a), "
+                            "PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY b) FROM p",
+                     "[PostgreSQL oracle] PERCENTILE_CONT / PERCENTILE_DISC ... WITHIN GROUP"),
+    "grouping_sets": (False, "SELECT a, COUNT(*) FROM p GROUP BY GROUPING SETS ((a), ()) UNION ALL "
+                             "SELECT a, COUNT(*) FROM p GROUP BY ROLLUP (a) UNION ALL "
+                             "SELECT a, COUNT(*) FROM p GROUP BY CUBE (a)",
+                      "[PostgreSQL oracle] GROUP BY GROUPING SETS / ROLLUP / CUBE"),
+    "distinct_on":  (False, "SELECT DISTINCT ON (s) s, a FROM p ORDER BY s, a",
+                     "[PostgreSQL oracle] SELECT DISTINCT ON (x) ... ORDER BY x, every other column"),
 }
+
+# Features only the PostgreSQL oracle checks (SQLite has not got them), with
+# the SLT letters of their probe query's columns.
+PG_ONLY = {"filter", "interval", "bool_agg", "string_agg", "percentile", "grouping_sets",
+           "distinct_on"}
+PG_PROBE_LETTERS = {"filter": "II", "interval": "IT", "bool_agg": "II", "string_agg": "T",
+                    "percentile": "IR", "grouping_sets": "II", "distinct_on": "TI"}
 
 # Features the probe would switch on but that give wrong results today; each
 # entry names the bug (see the report in tests/difftest/README.md). Remove
@@ -490,7 +523,14 @@ class QueryGen:
     def text_lit(self):
         return const(sql_str(self.rng.choice(STRINGS)), "text")
 
+    def ts_lit(self):
+        r = self.rng
+        return const("TIMESTAMP '2024-%02d-%02d %02d:%02d:00'" % (
+            r.randint(1, 12), r.randint(1, 28), r.randint(0, 23), r.choice([0, 0, 30, 59])), "ts")
+
     def lit(self, ty):
+        if ty == "ts":
+            return self.ts_lit()
         if ty == "int":
             return self.int_lit()
         if ty == "float":
@@ -510,6 +550,9 @@ class QueryGen:
                 a = self.agg_call(ty, ctx)
                 if a is not None:
                     return a
+            if ty == "bool" and self.on("bool_agg") and r.random() < 0.5:
+                return E("%s({0})" % r.choice(["BOOL_AND", "BOOL_OR"]),
+                         [self.expr("bool", ctx.row(), 1)], "bool", row_ok=False, agg_ok=True)
             if keys:
                 return r.choice(keys)
             return self.lit(ty)
@@ -526,8 +569,40 @@ class QueryGen:
 
     # ---- aggregates
     def agg_call(self, ty, ctx):
+        e = self.agg_call0(ty, ctx)
+        if e is not None and self.on("filter") and self.rng.random() < 0.2 and \
+                e.fmt.startswith(("COUNT(", "SUM(", "AVG(", "MIN(", "MAX(")):
+            cond = self.expr("bool", ctx.row(), 1)
+            f = E.__new__(E)
+            for sl in E.__slots__:
+                setattr(f, sl, getattr(e, sl))
+            f.fmt = e.fmt + " FILTER (WHERE {%d})" % len(e.kids)
+            f.kids = e.kids + [cond]
+            f.refs = e.refs | cond.refs
+            return f
+        return e
+
+    def agg_call0(self, ty, ctx):
         r = self.rng
         rowctx = ctx.row()
+        if ty == "ts":
+            return E("%s({0})" % r.choice(["MIN", "MAX"]), [self.expr("ts", rowctx, 2)], "ts",
+                     row_ok=False, agg_ok=True)
+        if ty in ("int", "float") and self.on("percentile") and r.random() < 0.1:
+            frac = r.choice(["0", "0.25", "0.5", "0.75", "1"])
+            if ty == "int":
+                arg = self.expr("int", rowctx, 1)
+                return E("PERCENTILE_DISC(%s) WITHIN GROUP (ORDER BY {0})" % frac, [arg], "int",
+                         bound=arg.bound, row_ok=False, agg_ok=True)
+            arg = self.expr(r.choice(["int", "float"]), rowctx, 1)
+            if arg.bound > ROW_LIMIT:
+                arg = self.leaf(arg.ty, rowctx)
+            return E("PERCENTILE_CONT(%s) WITHIN GROUP (ORDER BY CAST({0} AS DOUBLE))" % frac,
+                     [arg], "float", bound=arg.bound, exact=False, row_ok=False, agg_ok=True)
+        if ty == "text" and self.on("string_agg") and r.random() < 0.3:
+            arg = self.expr("text", rowctx, 1)
+            return E("STRING_AGG({0}, %s ORDER BY {0})" % sql_str(r.choice([",", "", " | "])),
+                     [arg], "text", row_ok=False, agg_ok=True)
         dist = "DISTINCT " if self.on("count_distinct") and r.random() < 0.15 else ""
         if ty == "int":
             x = r.random()
@@ -580,7 +655,7 @@ class QueryGen:
         if depth <= 0 or r.random() < 0.35:
             return self.leaf(ty, ctx)
         f = {"int": self.int_expr, "float": self.float_expr, "text": self.text_expr,
-             "bool": self.bool_expr}[ty]
+             "bool": self.bool_expr, "ts": self.ts_expr}[ty]
         for _ in range(4):
             e = f(ctx, depth)
             if e is not None:
@@ -651,6 +726,10 @@ class QueryGen:
 
     def int_expr(self, ctx, depth):
         r = self.rng
+        if self.on("interval") and r.random() < 0.08:
+            return E("EXTRACT(%s FROM {0})" % r.choice(["YEAR", "MONTH", "DAY", "HOUR", "MINUTE",
+                                                       "DOW", "DOY", "QUARTER"]),
+                     [self.expr("ts", ctx, depth - 1)], "int", bound=10000)
         x = r.random()
         if x < 0.2 and self.on("case"):
             return self.common("int", ctx, depth)
@@ -746,8 +825,37 @@ class QueryGen:
             return E("REPLACE({0}, %s, %s)" % (sql_str(pat), sql_str(rep)), [a], "text")
         return self.common("text", ctx, depth)
 
+    def ts_expr(self, ctx, depth):
+        """TIMESTAMP expressions (feature interval): a literal plus an
+        integer number of hours/minutes/days, +/- constant intervals,
+        DATE_TRUNC, CASE/COALESCE/NULLIF."""
+        r = self.rng
+        x = r.random()
+        if x < 0.3:
+            i = self.expr("int", ctx, depth - 1)
+            if i.bound > 10 ** 5:
+                i = self.int_lit(-100, 100)
+            unit = r.choice(["HOUR", "MINUTE", "DAY", "SECOND"])
+            return E("({0} + (INTERVAL '1' %s * {1}))" % unit, [self.ts_lit(), i], "ts")
+        a = self.expr("ts", ctx, depth - 1)
+        if x < 0.55:
+            n = r.randint(0, 40)
+            unit = r.choice(["HOUR", "MINUTE", "DAY", "MONTH", "YEAR"])
+            if unit in ("MONTH", "YEAR"):
+                n = r.randint(0, 13)
+            return E("({0} %s INTERVAL '%d' %s)" % (r.choice(["+", "-"]), n, unit), [a], "ts")
+        if x < 0.7:
+            unit = r.choice(["year", "month", "week", "day", "hour"])
+            return E("DATE_TRUNC('%s', {0})" % unit, [a], "ts")
+        return self.common("ts", ctx, depth)
+
     def cmp(self, ctx, depth):
         r = self.rng
+        if self.on("interval") and r.random() < 0.1:
+            a = self.expr("ts", ctx, depth - 1)
+            b = self.expr("ts", ctx, depth - 1) if r.random() < 0.6 else self.ts_lit()
+            op = r.choice(["=", "<>", "<", "<=", ">", ">="])
+            return E("({0} %s {1})" % op, [a, b], "bool")
         ty = r.choice(["int", "int", "float", "text"])
         a = self.expr(ty, ctx, depth - 1)
         if ty != "text" and r.random() < 0.3:
@@ -968,6 +1076,20 @@ class QueryGen:
             q.limit = r.randint(0, 8)
             if self.on("offset") and r.random() < 0.3:
                 q.offset = r.randint(0, 4)
+        elif self.on("distinct_on") and lim_ok and len(q.branches) == 1 and \
+                first.group is None and not first.distinct and \
+                not any(e.win for e in first.items) and r.random() < 0.15:
+            # DISTINCT ON (item j) ... ORDER BY j, then every other output
+            # column: the row kept per key is then determined (ties are
+            # identical rows)
+            j = r.choice([i for i, e in enumerate(first.items) if e.refs] or
+                         list(range(len(first.items))))
+            first.distinct_on = first.items[j]
+            rest = [i for i in range(len(q.types)) if i != j]
+            r.shuffle(rest)
+            q.order = [(i, r.random() < 0.4, None) for i in [j] + rest]
+            q.order_by_name = r.random() < 0.5
+            q.limit = r.randint(0, 8) if r.random() < 0.3 else None
         return q
 
     def select(self, depth, want=None):
@@ -996,7 +1118,8 @@ class QueryGen:
                 s.where.append(self.expr("bool", wctx, 2))
         shape = r.random()
         nitems = len(want) if want else r.choice([1, 2, 2, 3, 3, 4])
-        tys = want or [r.choice(["int", "int", "float", "text", "bool"]) for _ in range(nitems)]
+        kinds = ["int", "int", "float", "text", "bool"] + (["ts"] if self.on("interval") else [])
+        tys = want or [r.choice(kinds) for _ in range(nitems)]
         if want:  # a branch of a set operation may produce an int where the first has a float
             tys = [t if t != "float" or r.random() < 0.7 else "int" for t in tys]
         if shape < 0.3 and self.on("group_by"):
@@ -1012,6 +1135,8 @@ class QueryGen:
                     k.agg_ok = True
                 keys.append(k)
             s.group = keys
+            if self.on("grouping_sets") and r.random() < 0.25:
+                s.group_mode = r.choice(["ROLLUP", "CUBE", "SETS"])
             actx = Ctx(cols, agg=True, keys=keys)
             s.items = [self.item(t, actx) for t in tys]
             if self.on("having") and r.random() < 0.4:
@@ -1104,12 +1229,17 @@ class Select:
         self.frm = []       # [FromItem]
         self.where = []     # [E] conjuncts
         self.group = None   # None: no aggregation; []: global aggregate; [E]: keys
+        self.group_mode = None  # ROLLUP, CUBE, SETS (GROUPING SETS) over the keys
+        self.distinct_on = None  # E: SELECT DISTINCT ON (that item)
         self.having = []    # [E] conjuncts
 
     def sql(self, ctes):
         out = ["SELECT "]
         if self.distinct:
             out.append("DISTINCT ")
+        don = getattr(self, "distinct_on", None)
+        if don is not None:
+            out.append("DISTINCT ON (%s) " % don.sql())
         out.append(", ".join("%s AS c%d" % (e.sql(), i) for i, e in enumerate(self.items)))
         out.append(" FROM ")
         for fi in self.frm:
@@ -1118,7 +1248,14 @@ class Select:
                 out.append(" ON " + " AND ".join(e.sql() for e in fi.on))
         if self.where:
             out.append(" WHERE " + " AND ".join(e.sql() for e in self.where))
-        if self.group:
+        mode = getattr(self, "group_mode", None)
+        if self.group and mode == "SETS":
+            keys = [e.sql() for e in self.group]
+            sets = ["(%s)" % ", ".join(keys), "(%s)" % keys[-1], "()"]
+            out.append(" GROUP BY GROUPING SETS (%s)" % ", ".join(sets))
+        elif self.group and mode:
+            out.append(" GROUP BY %s (%s)" % (mode, ", ".join(e.sql() for e in self.group)))
+        elif self.group:
             out.append(" GROUP BY " + ", ".join(e.sql() for e in self.group))
         if self.having:
             out.append(" HAVING " + " AND ".join(e.sql() for e in self.having))
@@ -1150,7 +1287,8 @@ class Query:
             s += " ORDER BY " + ", ".join(
                 ("c%d" % i if self.order_by_name else str(i + 1)) + (" DESC" if d else "") +
                 (" NULLS " + n if n else "") for i, d, n in self.order)
-            s += " LIMIT %d" % self.limit
+            if self.limit is not None:
+                s += " LIMIT %d" % self.limit
             if self.offset is not None:
                 s += " OFFSET %d" % self.offset
         if top and ctes:
@@ -1158,16 +1296,20 @@ class Query:
         return s
 
     def letters(self):
-        return "".join({"int": "I", "bool": "I", "float": "R", "text": "T"}[t] for t in self.types)
+        return "".join({"int": "I", "bool": "I", "float": "R", "text": "T", "ts": "T"}[t]
+                       for t in self.types)
 
 
 # ---------------------------------------------------------------- a case
 
 class Case:
-    """Everything one seed produces."""
-    def __init__(self, seed, tables, batches, queries, workers_inc, workers_full):
+    """Everything one seed produces. oracle: None (SQLite) or the oracle
+    whose answers are expected (check.py, pgoracle.py)."""
+    def __init__(self, seed, tables, batches, queries, workers_inc, workers_full, oracle=None):
         self.seed, self.tables, self.batches, self.queries = seed, tables, batches, queries
         self.workers_inc, self.workers_full = workers_inc, workers_full
+        self.oracle = oracle
+        self.dropped = 0  # queries left out: the oracle rejected or failed them
 
 
 def sqlite_db(tables=()):
@@ -1180,7 +1322,12 @@ def sqlite_db(tables=()):
     return db
 
 
-def gen_case(seed, feats, nqueries=8, nbatches=None):
+def gen_case(seed, feats, nqueries=8, nbatches=None, oracle=None):
+    """One seed's case. With oracle=None SQLite is the oracle and the
+    PostgreSQL-only features are off; otherwise the oracle's session checks
+    every generated query (PostgreSQL: EXPLAIN) instead of SQLite."""
+    if oracle is None:
+        feats = set(feats) - PG_ONLY
     rng = random.Random(seed)
     tables = gen_schema(rng, feats)
     db = sqlite_db(tables)
@@ -1189,19 +1336,35 @@ def gen_case(seed, feats, nqueries=8, nbatches=None):
     qg = QueryGen(rng, tables, feats)
     queries = []
     tries = 0
-    while len(queries) < nqueries and tries < nqueries * 10:
-        tries += 1
-        q = qg.query()
-        try:  # the generator's output must be valid SQLite: drop what is not
-            db.execute("EXPLAIN " + q.sql())
-        except sqlite3.Error as e:
-            if os.environ.get("SLUICE_DIFF_DEBUG"):
-                print("difftest: generator produced invalid SQL (%s): %s" % (e, q.sql()),
-                      file=sys.stderr)
-            continue
-        queries.append(q)
+    dropped = 0
+    sess = oracle.session(tables) if oracle is not None else None
+    try:
+        while len(queries) < nqueries and tries < nqueries * 10:
+            tries += 1
+            q = qg.query()
+            if sess is not None:  # valid for the oracle (PostgreSQL: EXPLAIN)
+                if not sess.valid(q.sql()):
+                    dropped += 1
+                    if os.environ.get("SLUICE_DIFF_DEBUG"):
+                        print("difftest: %s rejects: %s" % (oracle.name, q.sql()), file=sys.stderr)
+                    continue
+                queries.append(q)
+                continue
+            try:  # the generator's output must be valid SQLite: drop what is not
+                db.execute("EXPLAIN " + q.sql())
+            except sqlite3.Error as e:
+                if os.environ.get("SLUICE_DIFF_DEBUG"):
+                    print("difftest: generator produced invalid SQL (%s): %s" % (e, q.sql()),
+                          file=sys.stderr)
+                continue
+            queries.append(q)
+    finally:
+        if sess is not None:
+            sess.close()
     db.close()
-    return Case(seed, tables, batches, queries, rng.randint(1, 3), rng.randint(1, 3))
+    case = Case(seed, tables, batches, queries, rng.randint(1, 3), rng.randint(1, 3), oracle)
+    case.rejected = dropped
+    return case
 
 
 # ---------------------------------------------------------------- CLI
@@ -1229,6 +1392,12 @@ def main(argv=None):
     ap.add_argument("--print", action="store_true", help="print the SLT file of --seed and exit")
     ap.add_argument("--keep-going", action="store_true", help="do not stop at the first failing seed")
     ap.add_argument("--verbose", "-v", action="store_true")
+    ap.add_argument("--oracle", choices=["sqlite", "postgresql"], default="sqlite",
+                    help="the engine whose answers are expected (postgresql: also the "
+                         "PostgreSQL-only features; tests/difftest/pgoracle.py)")
+    ap.add_argument("--pg-uri", default=None,
+                    help="with --oracle postgresql: a server's URI (default: start a throw-away "
+                         "PostgreSQL 15 on 127.0.0.1, tests/e2e/pgserver.py)")
     a = ap.parse_args(argv)
 
     if a.list_features:
@@ -1237,11 +1406,37 @@ def main(argv=None):
                                       "  [known bug: %s]" % KNOWN_BUGS[name] if name in KNOWN_BUGS else ""))
         return 0
     binary = check.find_runner(a.bin)
+    if a.oracle == "postgresql" and not a.list_features:
+        return with_pg(a, lambda oracle: run_main(a, binary, check, oracle))
+    return run_main(a, binary, check, None)
+
+
+def with_pg(a, fn):
+    """Runs fn(PgOracle) on a.pg_uri or on a throw-away server."""
+    import pgoracle
+    srv = None
+    uri = a.pg_uri
+    if uri is None:
+        ok, why = pgoracle.available()
+        if not ok:
+            raise SystemExit("difftest: no PostgreSQL: " + why)
+        import pgserver  # on the path after pgoracle.available()
+        srv = pgserver.PgServer()
+        srv.start()
+        uri = srv.uri
+    try:
+        return fn(pgoracle.PgOracle(uri))
+    finally:
+        if srv is not None:
+            srv.remove()
+
+
+def run_main(a, binary, check, oracle):
     global IGNORE_KNOWN_BUGS
     IGNORE_KNOWN_BUGS = a.ignore_known_bugs
     if a.print:
         feats = parse_features(a.features)
-        case = gen_case(a.seed if a.seed is not None else a.start, feats, a.queries)
+        case = gen_case(a.seed if a.seed is not None else a.start, feats, a.queries, oracle=oracle)
         print(check.build_slt(case).text, end="")
         return 0
     if a.no_probe:
@@ -1251,13 +1446,16 @@ def main(argv=None):
         for n in notes:
             print("difftest: " + n, file=sys.stderr)
         feats = parse_features(a.features, avail)
-    print("difftest: runner %s; features: %s" % (binary, ",".join(sorted(feats))), file=sys.stderr)
+    if oracle is None:
+        feats -= PG_ONLY
+    print("difftest: runner %s; oracle %s; features: %s" % (
+        binary, oracle.name if oracle else "SQLite", ",".join(sorted(feats))), file=sys.stderr)
     seeds = [a.seed] if a.seed is not None else list(range(a.start, a.start + a.seeds))
     t0 = time.time()
     nchecks = 0
     nfail = 0
     for res in check.run_seeds(seeds, binary, feats, a.queries, jobs=a.jobs,
-                               minimize=not a.no_minimize, out_dir=a.out):
+                               minimize=not a.no_minimize, out_dir=a.out, oracle=oracle):
         nchecks += res.checks
         if res.failures:
             nfail += 1
