@@ -45,6 +45,13 @@
  *              ties (order).
  *   CONST      no columns.
  *
+ * Constants prune what can never count: a node that emits no row for any
+ * input (a filter with a conjunct that is a constant FALSE or NULL or
+ * always NULL, like x < NULLIF(y, y); LIMIT 0; what only reads such
+ * nodes) has no lineage, and neither have the CASE branches a constant
+ * condition never takes, the conditions of a CASE whose branches all give
+ * the same value, nor the COALESCE arguments after a non-NULL constant.
+ *
  * The result over-approximates what can change (tests/e2e/test_lineage.py
  * measures by how much): a column listed may not change for any input,
  * e.g. `a - a`; one not listed never changes.
@@ -66,6 +73,7 @@ struct Lineage {
     int *base;     /* per relation: its first source column, or -1 (views) */
     uint8_t **col; /* per node: ncol * nsrc LinKind */
     uint8_t **rows; /* per node: nsrc LR_* bits */
+    bool *dead;     /* per node: emits no row for any input */
 };
 
 static const int row_bits[] = {LR_FILTER, LR_JOIN_KEY, LR_GROUP_KEY, LR_ORDER};
@@ -119,8 +127,98 @@ static void rows_from_col(const Lineage *l, uint8_t *rows, int in, int c, int bi
             rows[s] |= (uint8_t)bits;
 }
 
+static bool reads_columns(const Expr *e)
+{
+    if (e->k == E_COL)
+        return true;
+    for (int i = 0; i < e->na; i++)
+        if (reads_columns(e->a[i]))
+            return true;
+    return false;
+}
+
+/* The truth of a constant BOOLEAN expression (no column): 1 TRUE, 0 FALSE
+   or NULL, -1 not constant or not evaluable. */
+static int const_truth(const Expr *e)
+{
+    if (!e || reads_columns(e))
+        return -1;
+    Arena *a = arena_new(4096);
+    Chunk *in = chunk_new(a, 0, NULL, 1);
+    in->n = 1;
+    Err err = {0};
+    EvalCtx cx = {a, 0, &err};
+    int32_t sel[1];
+    int64_t n = 0;
+    int rc = expr_filter(e, in, NULL, 1, &cx, sel, &n);
+    arena_free(a);
+    return rc ? -1 : n == 1;
+}
+
+/* Are a and b the same computation (same tree, types and constants)? */
+static bool expr_same(const Expr *a, const Expr *b)
+{
+    if (a->k != b->k || a->t.kind != b->t.kind || a->t.scale != b->t.scale ||
+        a->t.len != b->t.len || a->na != b->na)
+        return false;
+    switch (a->k) {
+    case E_COL:
+        return a->col == b->col;
+    case E_CONST:
+        return a->cnull == b->cnull && a->ci == b->ci &&
+               (a->cf == b->cf || (a->cf != a->cf && b->cf != b->cf)) && a->cs.n == b->cs.n &&
+               (!a->cs.n || !memcmp(a->cs.p, b->cs.p, a->cs.n));
+    case E_FUNC:
+        if (a->fn != b->fn)
+            return false;
+        break;
+    default:
+        break;
+    }
+    for (int i = 0; i < a->na; i++)
+        if (!expr_same(a->a[i], b->a[i]))
+            return false;
+    return true;
+}
+
+/* Is e NULL for every row? NULL constants, NULLIF(x, x), and operators
+   that give NULL for a NULL operand over such an operand. */
+static bool always_null(const Expr *e)
+{
+    switch (e->k) {
+    case E_CONST:
+        return e->cnull;
+    case E_COL:
+    case E_AND:
+    case E_OR:
+    case E_ISNULL:
+    case E_ISNOTNULL:
+    case E_ISTRUE:
+    case E_ISFALSE:
+    case E_CASE:
+    case E_COALESCE:
+    case E_IN:
+        return false;
+    case E_NULLIF:
+        return expr_same(e->a[0], e->a[1]) || always_null(e->a[0]);
+    case E_FUNC:
+        if (e->fn == FN_CONCAT)
+            break;
+        return false; /* some functions map NULL to a value */
+    default:
+        break;
+    }
+    for (int i = 0; i < e->na; i++)
+        if (always_null(e->a[i]))
+            return true;
+    return false;
+}
+
 /* Every column that expression e of node in's rows reads, merged into acc
-   (raised to floor) or, when acc is NULL, into rows with bits. */
+   (raised to floor) or, when acc is NULL, into rows with bits. The
+   branches a constant condition never takes are left out: CASE WHEN
+   FALSE THEN x, the branches after WHEN TRUE, the COALESCE arguments after
+   a non-NULL constant. */
 static void expr_walk(const Lineage *l, const Expr *e, int in, uint8_t *acc, uint8_t floor,
                       uint8_t *rows, int bits)
 {
@@ -131,6 +229,37 @@ static void expr_walk(const Lineage *l, const Expr *e, int in, uint8_t *acc, uin
             merge_col(l, acc, in, e->col, floor);
         else
             rows_from_col(l, rows, in, e->col, bits);
+        return;
+    }
+    if (e->k == E_CASE) {
+        /* every branch the same value (and an ELSE): the conditions do not count */
+        bool same = e->na % 2 == 1;
+        for (int i = 1; same && i < e->na; i += 2)
+            same = expr_same(e->a[i], e->a[e->na - 1]);
+        if (same) {
+            expr_walk(l, e->a[e->na - 1], in, acc, floor, rows, bits);
+            return;
+        }
+        int i = 0;
+        for (; i + 1 < e->na; i += 2) {
+            int t = const_truth(e->a[i]);
+            if (t == 0)
+                continue;
+            expr_walk(l, e->a[i], in, acc, floor, rows, bits);
+            expr_walk(l, e->a[i + 1], in, acc, floor, rows, bits);
+            if (t == 1)
+                return;
+        }
+        if (i < e->na)
+            expr_walk(l, e->a[i], in, acc, floor, rows, bits);
+        return;
+    }
+    if (e->k == E_COALESCE) {
+        for (int i = 0; i < e->na; i++) {
+            expr_walk(l, e->a[i], in, acc, floor, rows, bits);
+            if (e->a[i]->k == E_CONST && !e->a[i]->cnull)
+                return;
+        }
         return;
     }
     for (int i = 0; i < e->na; i++)
@@ -252,11 +381,54 @@ static void node_union(Lineage *l, const CNode *n)
     }
 }
 
+/* Is filter e never TRUE: a constant FALSE or NULL, always NULL, or a
+   conjunction with such a conjunct? */
+static bool never_true(const Expr *e)
+{
+    if (!e)
+        return false;
+    if (always_null(e))
+        return true;
+    if (e->k == E_AND)
+        for (int i = 0; i < e->na; i++)
+            if (never_true(e->a[i]))
+                return true;
+    return const_truth(e) == 0;
+}
+
+/* Does node n emit no row whatever its inputs hold? A map whose filter
+   is a constant FALSE or NULL, a top-k keeping 0 rows, a union of dead
+   inputs, any other node over a dead input (but a global aggregate, whose
+   one row then holds constants). */
+static bool node_dead(const Lineage *l, const CNode *n)
+{
+    bool any = false, all = n->nin > 0;
+    for (int k = 0; k < n->nin; k++) {
+        any |= l->dead[n->in[k]];
+        all &= l->dead[n->in[k]];
+    }
+    switch (n->k) {
+    case OPK_UNION:
+        return all;
+    case OPK_AGG:
+        return any && !n->global;
+    case OPK_MAP:
+        return any || never_true(n->filter);
+    case OPK_TOPK:
+        return any || n->limit == 0;
+    default:
+        return any;
+    }
+}
+
 static void analyse(Lineage *l)
 {
     const Circuit *c = l->c;
     for (int id = 0; id < c->nnodes; id++) {
         const CNode *n = c->nodes[id];
+        l->dead[id] = node_dead(l, n);
+        if (l->dead[id])
+            continue; /* no column, no row: nothing to change */
         for (int k = 0; k < n->nin; k++)
             for (int s = 0; s < l->nsrc; s++)
                 l->rows[id][s] |= l->rows[n->in[k]][s];
@@ -322,6 +494,7 @@ Lineage *lineage_new(const Circuit *c)
         }
     l->col = sl_calloc((size_t)(c->nnodes + 1), sizeof(uint8_t *));
     l->rows = sl_calloc((size_t)(c->nnodes + 1), sizeof(uint8_t *));
+    l->dead = sl_calloc((size_t)(c->nnodes + 1), sizeof(bool));
     for (int id = 0; id < c->nnodes; id++) {
         l->col[id] = sl_calloc((size_t)c->nodes[id]->ncol * (size_t)l->nsrc + 1, 1);
         l->rows[id] = sl_calloc((size_t)l->nsrc + 1, 1);
@@ -340,6 +513,7 @@ void lineage_free(Lineage *l)
     }
     sl_free(l->col);
     sl_free(l->rows);
+    sl_free(l->dead);
     sl_free(l->src_rel);
     sl_free(l->src_col);
     sl_free(l->base);
