@@ -769,7 +769,7 @@ void lineage_dot(const Lineage *l, const char *hide, Buf *out)
 
 /* ---------------------------------------------------------------- OpenLineage */
 
-#define OL_PRODUCER "https://github.com/sluice/sluice"
+#define OL_PRODUCER "urn:sluice:lineage" /* no public home: a URN is a URI */
 #define OL_EVENT_SCHEMA "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/JobEvent"
 #define OL_FACET_SCHEMA                                                                        \
     "https://openlineage.io/spec/facets/1-2-0/ColumnLineageDatasetFacet.json"                 \
