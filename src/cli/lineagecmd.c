@@ -108,7 +108,7 @@ int cmd_lineage(int argc, char **argv)
     Err e = {0};
     char *text = cli_read_file(path, &e);
     if (!text) {
-        fprintf(stderr, "sluice: %s\n", e.msg);
+        cli_print_err(path, &e); /* as run and check print it */
         return 1;
     }
     Circuit *c = cli_compile_run(text, path);
