@@ -46,9 +46,9 @@
  *   CONST      no columns.
  *
  * Constants prune what can never count: a node that emits no row for any
- * input (a filter with a conjunct that is a constant FALSE or NULL or
- * always NULL, like x < NULLIF(y, y); LIMIT 0; what only reads such
- * nodes) has no lineage, and neither have the CASE branches a constant
+ * input (a filter with a conjunct that is a constant FALSE or NULL,
+ * always NULL like x < NULLIF(y, y), or never TRUE like x <> x; LIMIT 0;
+ * what only reads such nodes) has no lineage, and neither have the CASE branches a constant
  * condition never takes, the conditions of a CASE whose branches all give
  * the same value, nor the COALESCE arguments after a non-NULL constant.
  *
@@ -381,18 +381,51 @@ static void node_union(Lineage *l, const CNode *n)
     }
 }
 
-/* Is filter e never TRUE: a constant FALSE or NULL, always NULL, or a
-   conjunction with such a conjunct? */
+/* Is e a comparison of a value with itself (of kind k, on a type without
+   NaN, which is not equal to itself)? */
+static bool self_compare(const Expr *e, ExprKind k)
+{
+    return e->k == k && e->na == 2 && e->a[0]->t.kind != TK_REAL &&
+           e->a[0]->t.kind != TK_DOUBLE && expr_same(e->a[0], e->a[1]);
+}
+
+/* Is filter e never TRUE: a constant FALSE or NULL, always NULL, x <> x,
+   x < x, x > x, NOT (x = x) (FALSE or NULL), a conjunction with such a
+   conjunct, a disjunction of such terms? */
 static bool never_true(const Expr *e)
 {
     if (!e)
         return false;
     if (always_null(e))
         return true;
-    if (e->k == E_AND)
+    switch (e->k) {
+    case E_AND:
         for (int i = 0; i < e->na; i++)
             if (never_true(e->a[i]))
                 return true;
+        break;
+    case E_OR: {
+        bool all = e->na > 0;
+        for (int i = 0; i < e->na && all; i++)
+            all = never_true(e->a[i]);
+        if (all)
+            return true;
+        break;
+    }
+    case E_NE:
+    case E_LT:
+    case E_GT:
+        if (self_compare(e, e->k))
+            return true;
+        break;
+    case E_NOT:
+        if (self_compare(e->a[0], E_EQ) || self_compare(e->a[0], E_LE) ||
+            self_compare(e->a[0], E_GE))
+            return true;
+        break;
+    default:
+        break;
+    }
     return const_truth(e) == 0;
 }
 

@@ -43,7 +43,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "difftest"))
 import check  # noqa: E402
 import gen  # noqa: E402
 
-SEEDS = [11, 23, 37, 58, 71, 94]
+# SLUICE_LINEAGE_SEEDS=N runs seeds 1..N instead (longer hunts for counterexamples)
+SEEDS = ([11, 23, 37, 58, 71, 94] if not os.environ.get("SLUICE_LINEAGE_SEEDS") else
+         list(range(1, int(os.environ["SLUICE_LINEAGE_SEEDS"]) + 1)))
 QUERIES = 8
 TRIALS = 2              # pipeline experiments per source column
 EXPLORE = 150           # SQLite experiments per unconfirmed identity/transformation dependency
@@ -337,8 +339,10 @@ def test_lineage_explains_every_change_and_is_tight(tmp_path, http_pipeline, slu
     # are not constant (HAVING MIN('a ') IS NULL, x = 6 / x) and branches
     # that give the same value either way (CASE WHEN b THEN id ELSE id):
     # printed above, bounded here (the seeds are fixed, so is the count).
+    # SLUICE_LINEAGE_SEEDS hunts for counterexamples to the first property
+    # over other seeds: the second is reported there, not bounded.
     direct = sum(totals["listed_" + k] - totals["key_" + k] for k in ("identity", "transformation"))
-    assert len(unconfirmed) <= 0.15 * direct, \
+    assert len(unconfirmed) <= 0.15 * direct or os.environ.get("SLUICE_LINEAGE_SEEDS"), \
         "identity/transformation never observed:\n" + "\n".join(unconfirmed)
 
 

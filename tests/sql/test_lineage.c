@@ -169,7 +169,8 @@ static void test_constants_prune_what_never_counts(void **st)
                   "CREATE VIEW z AS SELECT a FROM t ORDER BY a LIMIT 0;\n"
                   "CREATE VIEW c AS SELECT CASE WHEN 1 = 0 THEN a WHEN b > 0 THEN b ELSE 0 END "
                   "AS x, CASE WHEN s = 'x' THEN a ELSE a END AS y, COALESCE(1, b) AS w FROM t;\n"
-                  "CREATE VIEW g AS SELECT COUNT(*) AS n, SUM(a) AS sa FROM t WHERE FALSE;\n");
+                  "CREATE VIEW g AS SELECT COUNT(*) AS n, SUM(a) AS sa FROM t WHERE FALSE;\n"
+                  "CREATE VIEW self AS SELECT a FROM t WHERE a <> a OR NOT (s = s);\n");
     assert_int_equal(kind(&p, "f.a", "t.a"), LK_NONE);
     assert_int_equal(rows(&p, "f", "t.b"), 0);
     assert_int_equal(kind(&p, "nn.a", "t.a"), LK_NONE);
@@ -181,6 +182,7 @@ static void test_constants_prune_what_never_counts(void **st)
     assert_int_equal(kind(&p, "c.w", "t.b"), LK_NONE);
     /* a global aggregate of nothing still has its row, of constants */
     assert_int_equal(kind(&p, "g.sa", "t.a"), LK_NONE);
+    assert_int_equal(kind(&p, "self.a", "t.a"), LK_NONE);
     done(&p);
 }
 
