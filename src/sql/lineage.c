@@ -48,9 +48,11 @@
  * Constants prune what can never count: a node that emits no row for any
  * input (a filter with a conjunct that is a constant FALSE or NULL,
  * always NULL like x < NULLIF(y, y), or never TRUE like x <> x; LIMIT 0;
- * what only reads such nodes) has no lineage, and neither have the CASE branches a constant
- * condition never takes, the conditions of a CASE whose branches all give
- * the same value, nor the COALESCE arguments after a non-NULL constant.
+ * what only reads such nodes) has no lineage, and neither have the CASE
+ * branches a constant condition never takes, the conditions of a CASE
+ * whose branches all give the same value, the other operands of FALSE AND
+ * ... and TRUE OR ..., nor the COALESCE arguments after a non-NULL
+ * constant.
  *
  * The result over-approximates what can change (tests/e2e/test_lineage.py
  * measures by how much): a column listed may not change for any input,
@@ -137,22 +139,30 @@ static bool reads_columns(const Expr *e)
     return false;
 }
 
-/* The truth of a constant BOOLEAN expression (no column): 1 TRUE, 0 FALSE
-   or NULL, -1 not constant or not evaluable. */
-static int const_truth(const Expr *e)
+/* The value of a constant BOOLEAN expression (no column): 0 FALSE, 1 TRUE,
+   2 NULL, -1 not constant or not evaluable. */
+static int const_bool(const Expr *e)
 {
-    if (!e || reads_columns(e))
+    if (!e || e->t.kind != TK_BOOL || reads_columns(e))
         return -1;
     Arena *a = arena_new(4096);
     Chunk *in = chunk_new(a, 0, NULL, 1);
     in->n = 1;
     Err err = {0};
     EvalCtx cx = {a, 0, &err};
-    int32_t sel[1];
-    int64_t n = 0;
-    int rc = expr_filter(e, in, NULL, 1, &cx, sel, &n);
+    Vec out;
+    int r = -1;
+    if (!expr_eval(e, in, NULL, 1, &cx, &out))
+        r = out.nul && out.nul[0] ? 2 : out.i[0] != 0;
     arena_free(a);
-    return rc ? -1 : n == 1;
+    return r;
+}
+
+/* 1 when constant e is TRUE, 0 when FALSE or NULL, -1 not constant. */
+static int const_truth(const Expr *e)
+{
+    int b = const_bool(e);
+    return b < 0 ? -1 : b == 1;
 }
 
 /* Are a and b the same computation (same tree, types and constants)? */
@@ -253,6 +263,12 @@ static void expr_walk(const Lineage *l, const Expr *e, int in, uint8_t *acc, uin
         if (i < e->na)
             expr_walk(l, e->a[i], in, acc, floor, rows, bits);
         return;
+    }
+    if (e->k == E_AND || e->k == E_OR) {
+        /* FALSE AND x is FALSE, TRUE OR x is TRUE, whatever x */
+        for (int i = 0; i < e->na; i++)
+            if (const_bool(e->a[i]) == (e->k == E_OR))
+                return;
     }
     if (e->k == E_COALESCE) {
         for (int i = 0; i < e->na; i++) {

@@ -168,7 +168,8 @@ static void test_constants_prune_what_never_counts(void **st)
                   "CREATE VIEW nn AS SELECT a FROM t WHERE b < NULLIF(a, a);\n"
                   "CREATE VIEW z AS SELECT a FROM t ORDER BY a LIMIT 0;\n"
                   "CREATE VIEW c AS SELECT CASE WHEN 1 = 0 THEN a WHEN b > 0 THEN b ELSE 0 END "
-                  "AS x, CASE WHEN s = 'x' THEN a ELSE a END AS y, COALESCE(1, b) AS w FROM t;\n"
+                  "AS x, CASE WHEN s = 'x' THEN a ELSE a END AS y, COALESCE(1, b) AS w, "
+                  "(1 = 2) AND b > 0 AS fa, b > 0 OR 2 > 1 AS tr, b > 0 OR 1 > 2 AS o FROM t;\n"
                   "CREATE VIEW g AS SELECT COUNT(*) AS n, SUM(a) AS sa FROM t WHERE FALSE;\n"
                   "CREATE VIEW self AS SELECT a FROM t WHERE a <> a OR NOT (s = s);\n");
     assert_int_equal(kind(&p, "f.a", "t.a"), LK_NONE);
@@ -180,6 +181,9 @@ static void test_constants_prune_what_never_counts(void **st)
     assert_int_equal(kind(&p, "c.y", "t.s"), LK_NONE);
     assert_int_equal(kind(&p, "c.y", "t.a"), LK_TRANSFORMATION);
     assert_int_equal(kind(&p, "c.w", "t.b"), LK_NONE);
+    assert_int_equal(kind(&p, "c.fa", "t.b"), LK_NONE);
+    assert_int_equal(kind(&p, "c.tr", "t.b"), LK_NONE);
+    assert_int_equal(kind(&p, "c.o", "t.b"), LK_TRANSFORMATION);
     /* a global aggregate of nothing still has its row, of constants */
     assert_int_equal(kind(&p, "g.sa", "t.a"), LK_NONE);
     assert_int_equal(kind(&p, "self.a", "t.a"), LK_NONE);
