@@ -28,6 +28,7 @@
 #include "../cluster/net.h"
 #include "client.h"
 #include "diff.h"
+#include "lineagecmd.h"
 #include "launch.h"
 #include "mgrcli.h"
 
@@ -49,6 +50,8 @@ static void usage(FILE *f)
             "       sluice check PROGRAM.sql\n"
             "       sluice check OLD.sql NEW.sql [--format text|json]\n"
             "       sluice diff --storage DIR NEW.sql [--format text|json] [--s3-endpoint URL]\n"
+            "       sluice lineage PROGRAM.sql [--format json|dot|openlineage]\n"
+            "                      [--impact TABLE.COLUMN [--format text|json]]\n"
             "       sluice query URL SQL [--format text|json|csv]\n"
             "       sluice push URL TABLE FILE [--format json|csv] [--update-format F] [--wait]\n"
             "       sluice tail URL VIEW [--format json|csv] [--snapshot] [--backpressure]\n"
@@ -112,6 +115,10 @@ static void usage(FILE *f)
             "        source and drop, per table and view (DIR: the program of its newest\n"
             "        checkpoint); changes nothing; exit status 0 even when they differ\n"
             "        (docs/bootstrapping.md)\n"
+            "lineage for every view column, the table columns it comes from (identity,\n"
+            "        transformation, aggregation) and per view those that decide its rows\n"
+            "        (filter, join_key, group_key, order); --impact T.X: what a change of\n"
+            "        T.X can change (docs/lineage.md)\n"
             "query, push, tail, stats  clients of a running pipeline's HTTP API\n"
             "        (URL like http://127.0.0.1:8080 or https://...; options --api-key KEY\n"
             "        or env SLUICE_API_KEY, --cacert FILE, --insecure)\n"
@@ -946,6 +953,8 @@ int main(int argc, char **argv)
         return cmd_check(argc - 2, argv + 2);
     if (!strcmp(argv[1], "diff"))
         return cmd_diff(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "lineage"))
+        return cmd_lineage(argc - 2, argv + 2);
     if (!strcmp(argv[1], "query"))
         return cmd_query(argc - 2, argv + 2);
     if (!strcmp(argv[1], "push"))

@@ -1,13 +1,15 @@
 /*
  * server/api.c - the endpoints that carry no data: GET /status, POST
- * /start, /pause, /stop, the transaction endpoints, GET /completion_status
- * and GET / (what the pipeline serves). Each turns into a pipeline_command
- * or reads pipeline_stats; none touches the runtime. /status also says
+ * /start, /pause, /stop, the transaction endpoints, GET /completion_status,
+ * GET / (what the pipeline serves) and GET /lineage (sql/lineage.h over
+ * the compiled program). The others turn into a pipeline_command or read
+ * pipeline_stats; none touches the runtime. /status also says
  * when the steps wait on an egress subscriber that does not read
  * ("stalled", from egress.c).
  */
 #include <stdlib.h>
 
+#include "../sql/lineage.h"
 #include "http_int.h"
 
 const char *api_txn_status(const PipeStats *st)
@@ -178,6 +180,16 @@ int api_index(Req *q)
         else
             cJSON_AddItemToArray(c->rels[i].is_table ? t : v, cJSON_CreateString(c->rels[i].name));
     }
+    return req_json(q, MHD_HTTP_OK, j);
+}
+
+/* GET /lineage: the field-level lineage of the program's views, as
+   `sluice lineage` prints it (docs/lineage.md). */
+int api_lineage(Req *q)
+{
+    Lineage *l = lineage_new(q->s->c);
+    cJSON *j = lineage_json(l);
+    lineage_free(l);
     return req_json(q, MHD_HTTP_OK, j);
 }
 

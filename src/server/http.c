@@ -196,6 +196,7 @@ static const Route routes[] = {
     {"/stats", "GET", "GET", false, stats_json, NULL, 0},
     {"/metrics", "GET", "GET", false, stats_prometheus, NULL, 0},
     {"/dead_letter", "GET", "GET", false, stats_dead_letter, NULL, 0},
+    {"/lineage", "GET", "GET", false, api_lineage, NULL, 0},
     {"/console/", "GET", NULL, false, console_serve, NULL, 0},
     {"/", "GET", NULL, false, console_serve, NULL, 0},
 };

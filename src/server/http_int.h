@@ -80,6 +80,7 @@ int api_checkpoint(Req *q);
 int api_checkpoint_status(Req *q);
 int api_completion(Req *q);
 int api_index(Req *q);
+int api_lineage(Req *q); /* GET /lineage: sql/lineage.h's JSON */
 /* Feldera's name of the transaction state: TransactionInProgress,
    CommitInProgress or NoTransaction (/status and /stats). */
 const char *api_txn_status(const PipeStats *st);
