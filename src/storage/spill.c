@@ -141,7 +141,9 @@ void spill_store_close(void)
     spill_conf(&conf);
     spill_configure(NULL, &conf);
     pthread_mutex_lock(&S.mu);
+    char where[4200] = "";
     if (S.st) {
+        snprintf(where, sizeof(where), "%s", store_dir(S.st));
         char **names;
         int n;
         Err e = {0};
@@ -153,14 +155,14 @@ void spill_store_close(void)
         store_close(S.st);
         S.st = NULL;
     }
-    if (S.scratch) {
-        char path[4200];
-        snprintf(path, sizeof(path), "%s/LOCK", S.scratch);
+    if (where[0]) { /* the directory is ours (scratch, or <storage>/spill) */
+        char path[4300];
+        snprintf(path, sizeof(path), "%s/LOCK", where);
         unlink(path);
-        rmdir(S.scratch);
-        sl_free(S.scratch);
-        S.scratch = NULL;
+        rmdir(where);
     }
+    sl_free(S.scratch);
+    S.scratch = NULL;
     hmap_free(S.names);
     S.names = NULL;
     sl_free(S.dir);

@@ -21,7 +21,6 @@
 #include "../base/mem.h"
 #include "../base/vec.h"
 #include "hmap.h"
-#include "trace.h"
 
 typedef struct CEnt {
     Batch *b;
@@ -43,7 +42,10 @@ static struct {
     size_t disk;
     int64_t hits, misses, runs;
     uint64_t next_id;
-    Trace **traces;
+    struct Owner {
+        void *o;
+        const SpillOwner *ops;
+    } *traces;
     int ntraces, captraces;
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER, .conf = {0, 64u << 20, 256u << 10, 64u << 10}};
 
@@ -295,18 +297,18 @@ Batch *spilled_load(const Spilled *s)
 
 /* ---- registry and enforcement ---- */
 
-void spill_register(Trace *t)
+void spill_register(void *o, const SpillOwner *ops)
 {
     pthread_mutex_lock(&G.mu);
-    *VEC_PUSH(G.traces, G.ntraces, G.captraces) = t;
+    *VEC_PUSH(G.traces, G.ntraces, G.captraces) = (struct Owner){o, ops};
     pthread_mutex_unlock(&G.mu);
 }
 
-void spill_unregister(Trace *t)
+void spill_unregister(void *o)
 {
     pthread_mutex_lock(&G.mu);
     for (int i = 0; i < G.ntraces; i++)
-        if (G.traces[i] == t) {
+        if (G.traces[i].o == o) {
             G.traces[i] = G.traces[--G.ntraces];
             break;
         }
@@ -331,23 +333,23 @@ int spill_enforce(size_t other_bytes, size_t *spilled, Err *err)
     /* traces are not made or freed between steps: the list is stable here */
     size_t resident = 0;
     for (int i = 0; i < G.ntraces; i++)
-        resident += trace_resident_bytes(G.traces[i]);
+        resident += G.traces[i].ops->resident(G.traces[i].o);
     pthread_mutex_lock(&G.mu);
     size_t cache = G.cached;
     pthread_mutex_unlock(&G.mu);
     while (resident + other_bytes + cache > conf.limit) {
-        Trace *best = NULL;
+        struct Owner *best = NULL;
         size_t bsz = 0;
         for (int i = 0; i < G.ntraces; i++) {
-            size_t sz = trace_largest_resident(G.traces[i]);
+            size_t sz = G.traces[i].ops->largest(G.traces[i].o);
             if (sz >= conf.min_run && sz > bsz) {
-                best = G.traces[i];
+                best = &G.traces[i];
                 bsz = sz;
             }
         }
         if (!best)
             break;
-        int rc = trace_spill_largest(best, err);
+        int rc = best->ops->spill_largest(best->o, err);
         if (rc)
             return rc;
         resident -= bsz < resident ? bsz : resident;

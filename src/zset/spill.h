@@ -79,10 +79,16 @@ void spill_unpin(const Spilled *s, int i);
 /* The whole run as one batch (a merge, a checkpoint); a new reference. */
 Batch *spilled_load(const Spilled *s);
 
-/* Traces register so that enforcement sees them (trace.c). */
-typedef struct Trace Trace;
-void spill_register(Trace *t);
-void spill_unregister(Trace *t);
+/* What can spill registers so that enforcement sees it (trace.c: each
+   trace): the bytes of its runs in memory, the size of the largest, and
+   moving that one to files. */
+typedef struct SpillOwner {
+    size_t (*resident)(const void *o);
+    size_t (*largest)(const void *o);
+    int (*spill_largest)(void *o, Err *err);
+} SpillOwner;
+void spill_register(void *o, const SpillOwner *ops);
+void spill_unregister(void *o);
 
 /* Between steps: spill resident runs, largest first, until the resident
    trace bytes plus other_bytes (state that cannot spill) plus the cache

@@ -52,13 +52,18 @@ static __thread bool track_new;
 
 void trace_track_new(bool on) { track_new = on; }
 
+static size_t own_resident(const void *o) { return trace_resident_bytes(o); }
+static size_t own_largest(const void *o) { return trace_largest_resident(o); }
+static int own_spill(void *o, Err *err) { return trace_spill_largest(o, err); }
+static const SpillOwner owner_ops = {own_resident, own_largest, own_spill};
+
 Trace *trace_new(void)
 {
     Trace *t = sl_malloc(sizeof(*t));
     memset(t, 0, sizeof(*t));
     if (track_new) {
         t->tracked = true;
-        spill_register(t);
+        spill_register(t, &owner_ops);
     }
     return t;
 }
