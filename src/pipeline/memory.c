@@ -15,9 +15,10 @@
  * and the largest node are published (MemStats.pressure) and logged once.
  *
  * Figures: walking the state (every group of an aggregate) is not free,
- * so pmem_refresh walks at most about once a second, and never more often
- * than 20 times its own cost (at most ~5% of the controller's time).
+ * so pmem_refresh walks no more often than 20 times its own cost (at most
+ * ~5% of the controller's time) and at most every 10 ms.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ struct PMem {
     bool walked;
     char pressure[256];
     bool said;               /* pressure logged */
+    bool hold;               /* inputs paused: the state cannot fit */
     MemStats pub;            /* published copy (p->mu) */
 };
 
@@ -76,6 +78,10 @@ void pmem_start(Pipeline *p, const PipelineOpts *o)
     if (o->memory_limit > 0) {
         m->limit = (size_t)o->memory_limit;
         m->source = "flag";
+        /* a fixed mmap threshold: large blocks (batches, spilled runs read
+           back) go back to the system when freed, instead of glibc raising
+           the threshold and keeping them in the heap after the first free */
+        mallopt(M_MMAP_THRESHOLD, 1 << 20);
     } else if (o->memory_limit < 0) {
         m->source = "none";
     } else {
@@ -196,16 +202,48 @@ static void walk(Pipeline *p)
     m->arena = rt_arena_bytes(rt);
 }
 
+/* Can the state fit? When what cannot spill (with the cache) is larger
+   than the limit, say so once, naming the largest such node, and hold the
+   inputs until it fits again. */
+static void judge(Pipeline *p)
+{
+    PMem *m = p->pm;
+    if (!m->limit || (m->hold && m->pressure[0] == 's' && !strncmp(m->pressure, "spilling", 8)))
+        return;
+    SpillStats ss;
+    spill_stats(&ss);
+    size_t resident = m->unspillable + ss.cache_bytes;
+    const NodeMem *top = NULL; /* the largest state that cannot spill */
+    for (int i = 0; i < m->nnodes && !top; i++)
+        if (strcmp(m->nodes[i].kind, "join") && strcmp(m->nodes[i].kind, "distinct"))
+            top = &m->nodes[i];
+    if (resident > m->limit && top) {
+        snprintf(m->pressure, sizeof(m->pressure),
+                 "state that cannot spill (%zu bytes) exceeds the memory limit (%zu bytes); "
+                 "largest: node %d (%s of %s, %zu bytes)",
+                 resident, m->limit, top->node, top->kind, p->c->rels[top->rel].name,
+                 top->bytes);
+        if (!m->said)
+            fprintf(stderr, "sluice: memory: %s; inputs are paused\n", m->pressure);
+        m->said = m->hold = true;
+    } else {
+        m->pressure[0] = 0;
+        m->said = m->hold = false;
+    }
+}
+
 bool pmem_refresh(Pipeline *p, bool force)
 {
     PMem *m = p->pm;
-    double now = now_secs(), gap = m->cost * 20 > 1.0 ? m->cost * 20 : 1.0;
+    /* at most 5% of the controller's time walking */
+    double now = now_secs(), gap = m->cost * 20 > 0.01 ? m->cost * 20 : 0.01;
     if (m->walked && !force && now - m->last < gap)
         return false;
     walk(p);
     m->last = now_secs();
     m->cost = m->last - now;
     m->walked = true;
+    judge(p);
     SpillStats ss;
     spill_stats(&ss);
     const char *dir = spill_store_where();
@@ -228,6 +266,7 @@ bool pmem_refresh(Pipeline *p, bool force)
     o->age_secs = m->last; /* made an age by pipeline_stats */
     snprintf(o->spill_dir, sizeof(o->spill_dir), "%s", dir ? dir : "");
     snprintf(o->pressure, sizeof(o->pressure), "%s", m->pressure);
+    o->hold = m->hold;
     pthread_mutex_unlock(&p->mu);
     return true;
 }
@@ -244,31 +283,15 @@ int pmem_after_step(Pipeline *p, Err *err)
     if (rc) {
         snprintf(m->pressure, sizeof(m->pressure), "spilling failed: %.200s", e.msg);
         if (!m->said)
-            fprintf(stderr, "sluice: memory: %s\n", m->pressure);
-        m->said = true;
-        return 0; /* the state stays in memory; the pipeline goes on */
+            fprintf(stderr, "sluice: memory: %s; inputs are paused\n", m->pressure);
+        m->said = m->hold = true;
+        return 0; /* the state stays in memory; no more input grows it */
     }
-    size_t resident = 0;
-    SpillStats ss;
-    spill_stats(&ss);
-    resident = m->unspillable + ss.cache_bytes;
-    (void)err;
-    if (resident > m->limit && m->nnodes > 0) {
-        const NodeMem *top = &m->nodes[0];
-        snprintf(m->pressure, sizeof(m->pressure),
-                 "state that cannot spill (%zu bytes) exceeds the memory limit (%zu bytes); "
-                 "largest: node %d (%s of %s, %zu bytes)",
-                 resident, m->limit, top->node, top->kind, p->c->rels[top->rel].name,
-                 top->bytes);
-        if (!m->said)
-            fprintf(stderr, "sluice: memory: %s\n", m->pressure);
-        m->said = true;
-    } else {
-        m->pressure[0] = 0;
-        m->said = false;
-    }
+    judge(p);
     return 0;
 }
+
+bool pmem_hold(Pipeline *p) { return p->pm && p->pm->hold; }
 
 void pmem_stats(Pipeline *p, MemStats *out, double now)
 {

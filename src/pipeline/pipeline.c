@@ -426,7 +426,7 @@ static int run_loop(Pipeline *p, Err *err)
                 return err->code;
             continue;
         }
-        if (pipe_state(p) == PS_PAUSED || backpressure(p)) {
+        if (pipe_state(p) == PS_PAUSED || backpressure(p) || pmem_hold(p)) {
             stats_publish(p);
             wait_wake(p, 0.05);
             continue;

@@ -99,6 +99,8 @@ void pmem_start(Pipeline *p, const PipelineOpts *o);
 void pmem_free(Pipeline *p);
 /* Between steps: spill until the state fits the limit. */
 int pmem_after_step(Pipeline *p, Err *err);
+/* The state cannot fit the budget: the inputs wait (pipeline.c's loop). */
+bool pmem_hold(Pipeline *p);
 /* Walk the state for the figures when due (force: now); true when walked. */
 bool pmem_refresh(Pipeline *p, bool force);
 /* The published figures (a copy; under p->mu). */

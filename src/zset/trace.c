@@ -3,8 +3,9 @@
  * In: consolidated batches from operators (ownership taken). Out: per-key
  * lookups for joins and aggregates, and one consolidated batch on demand.
  *
- * Invariant: spine[0..n) runs oldest to newest and every run holds more
- * than twice the tuples of the next newer one, so n = O(log N). A batch
+ * Invariant: spine[0..n) runs oldest to newest and every run in memory
+ * holds more than twice the tuples of the next newer one, so n = O(log N)
+ * without spilling (spilled runs: below). A batch
  * that was visible to readers (in the spine, or handed in by the caller)
  * and is merged away goes to the retired list until trace_step_end; merge
  * results that never left this file are freed at once.
@@ -16,7 +17,11 @@
  * copies the values it hands out into the trace's scratch arena (valid
  * until trace_step_end, as a resident batch's are), so no block stays
  * pinned beyond the probe (a cursor keeps its current block pinned until
- * it moves on). A merge that reaches a spilled run reads it back whole.
+ * it moves on). Merges stop at a spilled run: the invariant holds among
+ * the runs in memory above the newest spilled one, so a trace of N tuples
+ * under a budget B has about N / B spilled runs plus O(log B) in memory.
+ * (Reading a spilled run back to merge would need it whole in memory; a
+ * streaming merge of spilled runs is future work.)
  *
  * Rollback: the first insert after trace_step_end keeps references to the
  * spine as it was (O(log N) references: runs are immutable), so
@@ -161,7 +166,10 @@ void trace_insert_take(Trace *t, Batch *b)
     }
     Batch *cur = b;
     bool fresh = false;
-    while (t->n > 0 && t->spine[t->n - 1].n <= 2 * cur->n) {
+    /* runs in memory merge; a spilled run is never read back to merge
+       (that would need it all in memory at once): newer runs pile up on
+       it until they are spilled in turn */
+    while (t->n > 0 && t->spine[t->n - 1].b && t->spine[t->n - 1].n <= 2 * cur->n) {
         Run top = t->spine[--t->n];
         bool loaded;
         Batch *tb = run_batch(top, &loaded);

@@ -7,7 +7,7 @@ memory`, and the memory budget (docs/memory.md).
     resident memory the run added; the join's row count is the number of
     transactions (its trace holds them all); the join view's count equals
     the independent count of transactions (every account matches).
-  * A join, an aggregate over it and a DISTINCT under a 1M limit with small
+  * A join, an aggregate over it and a DISTINCT under a 400K limit with small
     steps (so state spills after most steps and is read back by the next)
     give byte-identical dumps to the same run without a limit, and the
     order count SQLite computes from the generator's rows.
@@ -131,15 +131,21 @@ def test_join_under_a_small_memory_limit_spills_and_equals_the_run_without(tmp_p
     prog = tmp_path / "join.sql"
     prog.write_text(JOIN)
     dumps = {}
-    for name, extra in (("free", ["--memory-limit", "none"]),
-                        ("limited", ["--memory-limit", "1M"])):
-        d = tmp_path / name
-        r = run_ok(["run", str(prog), "--until-done", "--no-progress", "--step-rows", "5000",
-                    "--dump", str(d)] + extra, timeout=300)
-        dumps[name] = (d, r)
+    # small blocks, and every run may spill: the DISTINCT's small trace too,
+    # which every step probes
+    os.environ["SLUICE_SPILL_BLOCK"], os.environ["SLUICE_SPILL_MIN_RUN"] = "4096", "0"
+    try:
+        for name, extra in (("free", ["--memory-limit", "none"]),
+                            ("limited", ["--memory-limit", "400K"])):
+            d = tmp_path / name
+            r = run_ok(["run", str(prog), "--until-done", "--no-progress", "--step-rows", "5000",
+                        "--dump", str(d)] + extra, timeout=300)
+            dumps[name] = (d, r)
+    finally:
+        del os.environ["SLUICE_SPILL_BLOCK"], os.environ["SLUICE_SPILL_MIN_RUN"]
     free, limited = dumps["free"], dumps["limited"]
     assert "spilled" not in free[1].stderr
-    m = re.search(r"sluice: memory: (\d+) trace runs spilled under the limit of 1\.0 MB; "
+    m = re.search(r"sluice: memory: (\d+) trace runs spilled under the limit of 0\.4 MB; "
                   r"spilled blocks read (\d+) times from the cache, (\d+) from files",
                   limited[1].stderr)
     assert m and int(m.group(1)) > 0 and int(m.group(3)) > 0, limited[1].stderr
@@ -153,3 +159,36 @@ def test_join_under_a_small_memory_limit_spills_and_equals_the_run_without(tmp_p
     _, rows = read_dump(str(limited[0] / "sales_by_region.csv"))
     assert sum(int(r[2]) for r in rows) == 100000
     assert len(read_dump(str(limited[0] / "pairs.csv"))[1]) == 50 * 99
+
+
+GROWING = """
+CREATE TABLE t (id BIGINT NOT NULL, v INT NOT NULL) WITH ('connectors' = '[{
+  "transport": {"name": "datagen", "config": {"seed": 4, "plan": [{"limit": 200000,
+    "fields": {"v": {"strategy": "uniform", "range": [0, 1000]}}}]}}}]');
+CREATE MATERIALIZED VIEW everything AS SELECT id, v FROM t;
+"""
+
+
+def test_state_that_cannot_spill_past_the_limit_pauses_the_inputs_and_says_why(http_pipeline):
+    # a materialized view's contents cannot spill: past 256K the inputs
+    # pause, /status and the log name the operator, and the pipeline stays
+    # up (queries answer, a stop ends it cleanly)
+    p = http_pipeline(GROWING, "--memory-limit", "256K", "--step-rows", "2000")
+
+    def stalled():
+        s = requests.get(p.url("/status"), timeout=60).json()
+        return s if s["stalled"] else None
+    s = wait_until(stalled, "the inputs pausing for memory", hang_guard=120)
+    assert s["stalled"]["reason"] == "memory" and s["state"] == "running"
+    msg = s["stalled"]["message"]
+    assert "exceeds the memory limit (262144 bytes)" in msg and "sink of everything" in msg, msg
+    assert "sluice: memory: state that cannot spill" in p.stderr()
+    assert "inputs are paused" in p.stderr()
+    st = requests.get(p.url("/stats"), timeout=60).json()
+    assert st["memory"]["pressure"] == msg
+    done = st["global_metrics"]["total_processed_records"]
+    assert 0 < done < 200000
+    q = requests.post(p.url("/query"), params={"format": "json"},
+                      data="SELECT COUNT(*) AS n FROM everything", timeout=60)
+    assert q.status_code == 200 and json.loads(q.text)["n"] == done
+    p.stop()
