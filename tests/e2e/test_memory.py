@@ -135,8 +135,10 @@ def test_join_under_a_small_memory_limit_spills_and_equals_the_run_without(tmp_p
     # which every step probes
     os.environ["SLUICE_SPILL_BLOCK"], os.environ["SLUICE_SPILL_MIN_RUN"] = "4096", "0"
     try:
+        cfg = tmp_path / "cfg.json"
+        cfg.write_text(json.dumps({"memory_limit": "400K"}))  # as --memory-limit 400K
         for name, extra in (("free", ["--memory-limit", "none"]),
-                            ("limited", ["--memory-limit", "400K"])):
+                            ("limited", ["--config", str(cfg)])):
             d = tmp_path / name
             r = run_ok(["run", str(prog), "--until-done", "--no-progress", "--step-rows", "5000",
                         "--dump", str(d)] + extra, timeout=300)
@@ -192,3 +194,17 @@ def test_state_that_cannot_spill_past_the_limit_pauses_the_inputs_and_says_why(h
                       data="SELECT COUNT(*) AS n FROM everything", timeout=60)
     assert q.status_code == 200 and json.loads(q.text)["n"] == done
     p.stop()
+
+
+def test_a_bad_memory_limit_is_refused(tmp_path):
+    prog = tmp_path / "p.sql"
+    prog.write_text("CREATE TABLE t (x INT);\n")
+    for bad in ("12X", "-1", "", "0"):
+        r = subprocess.run([sluice_bin(), "run", str(prog), "--memory-limit", bad],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "--memory-limit needs a size" in r.stderr, (bad, r.stderr)
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"memory_limit": True}))
+    r = subprocess.run([sluice_bin(), "run", str(prog), "--config", str(cfg)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and 'bad or unknown setting "memory_limit"' in r.stderr, r.stderr
