@@ -337,7 +337,9 @@ int spill_enforce(size_t other_bytes, size_t *spilled, Err *err)
     pthread_mutex_lock(&G.mu);
     size_t cache = G.cached;
     pthread_mutex_unlock(&G.mu);
-    while (resident + other_bytes + cache > conf.limit) {
+    /* runs in memory count twice: a merge holds the old runs and the new
+       one at once until the step ends */
+    while (2 * resident + other_bytes + cache > conf.limit) {
         struct Owner *best = NULL;
         size_t bsz = 0;
         for (int i = 0; i < G.ntraces; i++) {
