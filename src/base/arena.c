@@ -173,3 +173,13 @@ void arena_adopt(Arena *dst, Arena *src)
 }
 
 size_t arena_used(const Arena *a) { return a->used; }
+
+size_t arena_held(const Arena *a)
+{
+    size_t n = 0;
+    for (const Block *b = a->head; b; b = b->next)
+        n += sizeof(*b) + b->size;
+    for (const Block *b = a->spare; b; b = b->next)
+        n += sizeof(*b) + b->size;
+    return n;
+}

@@ -27,5 +27,7 @@ Arena *arena_borrow(Arena *parent, size_t want);
 void arena_adopt(Arena *dst, Arena *src);
 /* Bytes handed out since the last reset. */
 size_t arena_used(const Arena *a);
+/* Bytes of the blocks a holds (used or kept for reuse). */
+size_t arena_held(const Arena *a);
 
 #endif

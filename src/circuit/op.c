@@ -171,3 +171,10 @@ int64_t cout_rows(ChunkOut *o, int64_t rows)
     c->n += rows;
     return first;
 }
+
+void op_mem(Op *op, OpMem *m)
+{
+    memset(m, 0, sizeof(*m));
+    if (op->mem)
+        op->mem(op, m);
+}

@@ -60,6 +60,12 @@ void batchlist_add(BatchList *l, Batch *b);
 /* Drop every reference and the array. */
 void batchlist_free(BatchList *l);
 
+/* An operator's memory figures (the trace's shape: rows kept, bytes in
+   memory, bytes spilled to files, spilled blocks read from the cache and
+   from files). */
+#include "../zset/trace.h"
+typedef TraceMem OpMem;
+
 typedef struct Op Op;
 struct Op {
     const CNode *node;
@@ -105,6 +111,10 @@ struct Op {
        instance owns (the keys op_route sends to w). */
     int (*load_split)(Op *op, int w, int W, Batch *const *const *lists, const int *counts,
                       int nold, Err *err);
+    /* Memory: add the state's figures to *m (NULL for stateless
+       operators). Between steps; may walk the whole state, so callers
+       bound how often they ask. */
+    void (*mem)(Op *op, OpMem *m);
 };
 
 /* How many shard channels node n needs (0 = it exchanges nothing). */
@@ -113,6 +123,9 @@ int op_shard_channels(const CNode *n);
    channels) stays the caller's and must outlive the instance. */
 Op *op_new(const Circuit *c, const CNode *n, Shard *sh);
 void op_free(Op *op);
+
+/* The memory figures of op (zeros for a stateless operator). */
+void op_mem(Op *op, OpMem *m);
 
 /* Checkpoint helpers: append references to t's spine batches to out, and
    restore n saved spine batches into t (taking references of its own). */

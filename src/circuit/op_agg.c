@@ -875,6 +875,32 @@ static void undo_agg(Op *op)
     }
 }
 
+/* Groups: the map, each group's key and last output; MIN/MAX value sets;
+   the checkpoint copy kept while unchanged. */
+static void mem_agg(Op *op, OpMem *m)
+{
+    AggSt *s = op->st;
+    size_t it = 0, heap = 0;
+    const uint8_t *k;
+    size_t kn;
+    void *pl;
+    while (hmap_next(s->groups, &it, &k, &kn, &pl)) {
+        const Group *g = pl;
+        heap += g->klen + (g->out ? g->outlen : 0);
+    }
+    m->rows += hmap_count(s->groups);
+    m->bytes += hmap_bytes(s->groups) + heap + (s->saved ? batch_bytes(s->saved) : 0);
+    for (int j = 0; j < s->naggs; j++)
+        if (s->minmax[j]) {
+            TraceMem t = {0};
+            trace_mem(s->minmax[j], &t);
+            m->bytes += t.bytes;
+            m->disk_bytes += t.disk_bytes;
+            m->cache_hits += t.cache_hits;
+            m->cache_misses += t.cache_misses;
+        }
+}
+
 static void free_agg(Op *op)
 {
     AggSt *s = op->st;
@@ -1165,5 +1191,6 @@ int op_agg_init(Op *op)
     op->save = save_agg;
     op->load = load_agg;
     op->load_split = load_split_agg;
+    op->mem = mem_agg;
     return 0;
 }

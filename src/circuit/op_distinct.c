@@ -82,6 +82,8 @@ static void undo_distinct(Op *op)
     trace_rollback(s->rows);
 }
 
+static void mem_distinct(Op *op, OpMem *m) { trace_mem(((DistinctSt *)op->st)->rows, m); }
+
 static void free_distinct(Op *op)
 {
     DistinctSt *s = op->st;
@@ -160,6 +162,7 @@ int op_distinct_init(Op *op)
     op->step_end = step_end_distinct;
     op->undo = undo_distinct;
     op->free = free_distinct;
+    op->mem = mem_distinct;
     op->save = save_distinct;
     op->load = load_distinct;
     op->load_split = load_split_distinct;

@@ -224,6 +224,13 @@ static void step_end_join(Op *op)
     trace_step_end(s->t[1]);
 }
 
+static void mem_join(Op *op, OpMem *m)
+{
+    JoinSt *s = op->st;
+    trace_mem(s->t[0], m);
+    trace_mem(s->t[1], m);
+}
+
 static void free_join(Op *op)
 {
     JoinSt *s = op->st;
@@ -382,6 +389,7 @@ int op_join_init(Op *op)
     op->step_end = step_end_join;
     op->undo = undo_join;
     op->free = free_join;
+    op->mem = mem_join;
     op->save = save_join;
     op->load = load_join;
     op->load_split = load_split_join;

@@ -93,6 +93,15 @@ static int finish_sink(Op *op, OpEnv *env)
     return 0;
 }
 
+/* Materialized contents, this step's changes, the checkpoint copy. */
+static void mem_sink(Op *op, OpMem *m)
+{
+    SinkSt *s = op->st;
+    m->rows += s->mat ? hmap_count(s->mat) : 0;
+    m->bytes += (s->mat ? hmap_bytes(s->mat) : 0) + s->changes.cap + s->kb.cap +
+                (s->saved ? batch_bytes(s->saved) : 0);
+}
+
 static void free_sink(Op *op)
 {
     SinkSt *s = op->st;
@@ -221,6 +230,7 @@ int op_sink_init(Op *op)
     op->save = save_sink;
     op->load = load_sink;
     op->load_split = load_split_sink;
+    op->mem = mem_sink;
     return 0;
 }
 

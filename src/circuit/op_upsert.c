@@ -181,6 +181,20 @@ static void undo_upsert(Op *op)
     }
 }
 
+/* The key index, each current row's encoding, the checkpoint copy. */
+static void mem_upsert(Op *op, OpMem *m)
+{
+    UpsertSt *s = op->st;
+    size_t it = 0, heap = 0;
+    const uint8_t *k;
+    size_t kn;
+    void *pl;
+    while (hmap_next(s->rows, &it, &k, &kn, &pl))
+        heap += ((const Row *)pl)->enc ? ((const Row *)pl)->n : 0;
+    m->rows += hmap_count(s->rows);
+    m->bytes += hmap_bytes(s->rows) + heap + (s->saved ? batch_bytes(s->saved) : 0);
+}
+
 static void free_upsert(Op *op)
 {
     UpsertSt *s = op->st;
@@ -280,6 +294,7 @@ int op_upsert_init(Op *op)
     op->save = save_upsert;
     op->load = load_upsert;
     op->load_split = load_split_upsert;
+    op->mem = mem_upsert;
     return 0;
 }
 

@@ -150,6 +150,26 @@ void pstate_free(PState *ps)
 
 /* State: one batch of every partition's rows (otree_save), built once and
    kept while unchanged. Between steps both weight versions are equal. */
+/* Partitions: the map, each partition's key and tree nodes; the
+   checkpoint copy. Rows count distinct rows (nodes). */
+static void mem_pstate(Op *op, OpMem *m)
+{
+    PState *ps = op->st;
+    size_t it = 0, heap = 0;
+    const uint8_t *k;
+    size_t kn;
+    void *pl;
+    while (hmap_next(ps->parts, &it, &k, &kn, &pl)) {
+        const PPart *p = pl;
+        heap += p->klen;
+        for (const ONode *n = otree_first(&p->t); n; n = otree_next(n)) {
+            heap += ps->lay.off_enc + (n->len ? n->len : 1);
+            m->rows++;
+        }
+    }
+    m->bytes += hmap_bytes(ps->parts) + heap + (ps->saved ? batch_bytes(ps->saved) : 0);
+}
+
 static int save_pstate(Op *op, BatchList *out)
 {
     PState *ps = op->st;
@@ -243,4 +263,5 @@ void pstate_init(Op *op, PState *ps, const char *what)
     op->save = save_pstate;
     op->load = load_pstate;
     op->load_split = load_split_pstate;
+    op->mem = mem_pstate;
 }

@@ -45,6 +45,7 @@ static void usage(FILE *f)
             "                  [--query-timeout SECS] [--query-memory BYTES]\n"
             "                  [--storage DIR] [--fault-tolerance MODE]\n"
             "                  [--checkpoint-interval SECS] [--s3-endpoint URL]\n"
+            "                  [--memory-limit BYTES|none]\n"
             "                  [--config FILE] [--hosts H [--hostfile FILE]\n"
             "                  [--mca KEY VALUE]... [--step-deadline SECS]]\n"
             "       sluice check PROGRAM.sql\n"
@@ -55,7 +56,7 @@ static void usage(FILE *f)
             "       sluice query URL SQL [--format text|json|csv]\n"
             "       sluice push URL TABLE FILE [--format json|csv] [--update-format F] [--wait]\n"
             "       sluice tail URL VIEW [--format json|csv] [--snapshot] [--backpressure]\n"
-            "       sluice stats URL\n"
+            "       sluice stats URL [--format json|prometheus|memory]\n"
             "       sluice serve --dir DIR [--http [HOST:]PORT] (the pipeline manager)\n"
             "       sluice create|start|pause|stop|delete|status|list URL ... (its clients)\n"
             "       sluice --version\n"
@@ -96,10 +97,14 @@ static void usage(FILE *f)
             "                 records: reject those records and go on (default), or stop\n"
             "  --s3-endpoint URL  with --storage s3://BUCKET/PREFIX: the S3-compatible\n"
             "                 server (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)\n"
+            "  --memory-limit BYTES|none  state kept in memory before traces spill to\n"
+            "                 files (K, M, G; default 80%% of the cgroup limit or of\n"
+            "                 MemTotal; docs/memory.md)\n"
             "  --config FILE  runtime settings as JSON: workers, hosts, storage, s3_endpoint,\n"
             "                 fault_tolerance, checkpoint_interval_secs, step_deadline_secs,\n"
             "                 http_max_connections, http_idle_timeout_secs, api_keys,\n"
-            "                 query_timeout_secs, query_memory_bytes, on_error, pg_listen\n"
+            "                 query_timeout_secs, query_memory_bytes, on_error, pg_listen,\n"
+            "                 memory_limit\n"
             "                 (flags win; api_keys add to --api-key)\n"
             "  --hosts H      scale-out: run as H processes (an MPI job started through\n"
             "                 mpirun) that split the workers evenly and step together;\n"
@@ -257,6 +262,14 @@ static bool cfg_keys(const cJSON *v)
    query_timeout_secs, query_memory_bytes (pipeline/oneshot.h). */
 static QueryLimits query_limits = {30, (int64_t)1 << 30};
 
+static int64_t parse_size(const char *flag, const char *v);
+
+/* --memory-limit BYTES (K/M/G suffixes) or "none" (docs/memory.md). */
+static int64_t parse_memory_limit(const char *flag, const char *v)
+{
+    return v && !strcmp(v, "none") ? -1 : parse_size(flag, v);
+}
+
 static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHosts *ch)
 {
     Err e = {0};
@@ -310,6 +323,11 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
             snprintf(num, sizeof(num), "%.0f", v->valuedouble);
             parse_pg_addr(num);
         }
+        else if (!strcmp(k, "memory_limit") && cJSON_IsString(v))
+            o->memory_limit = parse_memory_limit("memory_limit", v->valuestring);
+        else if (!strcmp(k, "memory_limit") && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
+                 v->valuedouble <= 1e15)
+            o->memory_limit = (int64_t)v->valuedouble;
         else if (!strcmp(k, "query_timeout_secs") && cJSON_IsNumber(v) && v->valuedouble >= 0)
             query_limits.timeout_secs = v->valuedouble;
         else if (!strcmp(k, "query_memory_bytes") && cJSON_IsNumber(v) && v->valuedouble >= 0 &&
@@ -320,7 +338,8 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
                             "workers, hosts, storage, s3_endpoint, fault_tolerance, "
                             "checkpoint_interval_secs, step_deadline_secs, on_error, "
                             "http_max_connections, http_idle_timeout_secs, api_keys, "
-                            "query_timeout_secs, query_memory_bytes, pg_listen)\n",
+                            "query_timeout_secs, query_memory_bytes, pg_listen, "
+                            "memory_limit)\n",
                     path, k);
             exit(2);
         }
@@ -531,7 +550,9 @@ static int cmd_run(int argc, char **argv)
         } else if (!strcmp(a, "--query-memory")) {
             const char *v = ++i < argc ? argv[i] : NULL;
             query_limits.memory_bytes = v && !strcmp(v, "0") ? 0 : parse_size(a, v);
-        } else if (!strcmp(a, "--config"))
+        } else if (!strcmp(a, "--memory-limit"))
+            o.memory_limit = parse_memory_limit(a, ++i < argc ? argv[i] : NULL);
+        else if (!strcmp(a, "--config"))
             ++i; /* read above */
         else if (!strcmp(a, "--storage")) {
             if (++i >= argc || !*argv[i]) {
@@ -913,6 +934,67 @@ static int cmd_tail(int argc, char **argv)
     return finish(rc, &e, &r, false);
 }
 
+static const char *human_bytes(double v, char *b, size_t n)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (v >= 1024 && u < 4)
+        v /= 1024, u++;
+    snprintf(b, n, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return b;
+}
+
+static double jnum(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* `sluice stats URL --format memory`: where the memory goes, the top
+   consumers first (the "memory" object of /stats, docs/memory.md). */
+static void print_memory(const cJSON *j)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "memory");
+    char a[32], b[32], d[32];
+    if (!cJSON_IsObject(m)) {
+        printf("no memory figures\n");
+        return;
+    }
+    const cJSON *lim = cJSON_GetObjectItemCaseSensitive(m, "limit_bytes");
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(m, "limit_source");
+    printf("memory limit %s (%s), resident %s, state %s in memory + %s on disk\n",
+           cJSON_IsNumber(lim) ? human_bytes(lim->valuedouble, a, sizeof(a)) : "none",
+           cJSON_IsString(src) ? src->valuestring : "?",
+           human_bytes(jnum(m, "rss_bytes"), b, sizeof(b)),
+           human_bytes(jnum(m, "state_bytes"), d, sizeof(d)),
+           human_bytes(jnum(m, "state_on_disk_bytes"), a, sizeof(a)));
+    printf("spill cache %s (%.0f hits, %.0f misses), step arenas %s, input queue %s, "
+           "output queues %s, unaccounted %s\n",
+           human_bytes(jnum(m, "spill_cache_bytes"), a, sizeof(a)), jnum(m, "spill_cache_hits"),
+           jnum(m, "spill_cache_misses"), human_bytes(jnum(m, "step_arena_bytes"), b, sizeof(b)),
+           human_bytes(jnum(m, "input_queue_bytes"), d, sizeof(d)),
+           human_bytes(jnum(m, "output_queue_bytes"), a, sizeof(a)),
+           human_bytes(jnum(m, "unaccounted_bytes"), b, sizeof(b)));
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(m, "pressure");
+    if (cJSON_IsString(pr))
+        printf("pressure: %s\n", pr->valuestring);
+    printf("%-5s %-10s %-24s %12s %12s %12s\n", "node", "kind", "relation", "rows", "memory",
+           "disk");
+    const cJSON *e;
+    int shown = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(m, "operators"))
+    {
+        if (shown++ == 10)
+            break;
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "kind");
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "relation");
+        printf("%-5.0f %-10s %-24s %12.0f %12s %12s\n", jnum(e, "node"),
+               cJSON_IsString(k) ? k->valuestring : "?", cJSON_IsString(r) ? r->valuestring : "?",
+               jnum(e, "rows"), human_bytes(jnum(e, "bytes_in_memory"), a, sizeof(a)),
+               human_bytes(jnum(e, "bytes_on_disk"), b, sizeof(b)));
+    }
+}
+
 static int cmd_stats(int argc, char **argv)
 {
     client_opts(&argc, argv);
@@ -922,6 +1004,11 @@ static int cmd_stats(int argc, char **argv)
     if (rc || (rc = client_url(argv[0], &u)))
         return rc;
     bool prom = fmt && !strcmp(fmt, "prometheus");
+    bool memory = fmt && !strcmp(fmt, "memory");
+    if (fmt && !prom && !memory && strcmp(fmt, "json")) {
+        fprintf(stderr, "sluice: stats --format takes json, prometheus or memory\n");
+        return 2;
+    }
     HttpReq rq = {"GET", prom ? "/metrics" : "/stats", NULL, NULL, 0, NULL, NULL, NULL};
     HttpResp r;
     Err e = {0};
@@ -929,7 +1016,11 @@ static int cmd_stats(int argc, char **argv)
     if (!rc && r.status == 200 && !prom) {
         char *text = sl_strndup((const char *)r.body.p, r.body.n);
         cJSON *j = cJSON_Parse(text);
-        char *pretty = j ? cJSON_Print(j) : NULL;
+        char *pretty = j && !memory ? cJSON_Print(j) : NULL;
+        if (j && memory) {
+            print_memory(j);
+            buf_reset(&r.body);
+        }
         if (pretty) {
             printf("%s\n", pretty);
             free(pretty);

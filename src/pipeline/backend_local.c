@@ -19,13 +19,12 @@ typedef struct Local {
 
 size_t backend_local_state_bytes(const Circuit *c, Runtime *rt)
 {
-    size_t bytes = 0;
+    size_t bytes = 0; /* every operator's state in memory (op.h's mem) */
     for (int w = 0; w < rt_workers(rt); w++)
         for (int n = 0; n < c->nnodes; n++) {
-            if (c->nodes[n]->k == OPK_SINK)
-                bytes += op_sink_bytes(rt_op(rt, w, n));
-            else if (c->nodes[n]->k == OPK_UPSERT)
-                bytes += op_upsert_bytes(rt_op(rt, w, n));
+            OpMem m;
+            op_mem(rt_op(rt, w, n), &m);
+            bytes += m.bytes;
         }
     return bytes;
 }

@@ -63,8 +63,10 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     p->o = *o;
     p->W = o->workers > 0 ? o->workers : 1;
     p->err_rel = errors_table(c);
+    pmem_start(p, o);
     p->be = backend_open(c, o, &p->cs, err); /* opens the connectors too */
     if (!p->be) {
+        pmem_free(p);
         sl_free(p);
         return NULL;
     }
@@ -126,6 +128,7 @@ void pipeline_free(Pipeline *p)
         if (p->chg[i])
             batch_unref(p->chg[i]);
     p->be->ops->free(p->be);
+    pmem_free(p); /* after the traces: their spilled files go first */
     connectors_close(&p->cs);
     stats_free(p);
     sl_free(p->watch);
@@ -424,7 +427,7 @@ static int run_loop(Pipeline *p, Err *err)
                 return err->code;
             continue;
         }
-        if (pipe_state(p) == PS_PAUSED || backpressure(p)) {
+        if (pipe_state(p) == PS_PAUSED || backpressure(p) || pmem_hold(p)) {
             stats_publish(p);
             wait_wake(p, 0.05);
             continue;

@@ -37,6 +37,10 @@ typedef struct PipelineOpts {
     const char *program;  /* its text, kept in every checkpoint's manifest
                              for `sluice diff` (docs/bootstrapping.md), or NULL */
     int on_error;         /* ONERR_*: what a runtime error in a step does */
+    /* memory budget (docs/memory.md): bytes of state kept in memory before
+       traces spill to files; 0 = the default (cgroup memory.max, else 80%
+       of MemTotal), < 0 = none */
+    int64_t memory_limit;
 } PipelineOpts;
 
 /* The table that receives the records a runtime error rejected: one row
@@ -238,6 +242,33 @@ typedef struct HostStats {
     double exchange_secs;   /* in exchanges between hosts */
 } HostStats;
 
+/* Memory of one stateful node (all workers of this process). */
+typedef struct NodeMem {
+    int node;
+    const char *kind;       /* join, aggregate, distinct, upsert, sink, top-k, window */
+    int rel;                /* the relation whose definition made the node */
+    int64_t rows;           /* tuples, groups, keys or rows kept */
+    size_t bytes, disk_bytes; /* in memory, spilled to files */
+    int64_t cache_hits, cache_misses; /* spilled blocks read from the cache / files */
+} NodeMem;
+
+/* Where memory goes (this process; docs/memory.md). */
+typedef struct MemStats {
+    size_t limit;           /* the budget, 0 when none */
+    const char *limit_source; /* flag, cgroup, meminfo, none */
+    size_t state_bytes, disk_bytes;  /* every node's, in memory and on disk */
+    size_t cache_bytes;     /* spilled blocks read back and cached */
+    int64_t cache_hits, cache_misses, spilled_runs;
+    size_t arena_bytes;     /* workers' step and morsel arenas */
+    double age_secs;        /* since the figures were taken (they are walked
+                               at most about once a second) */
+    char spill_dir[256];    /* "" until something spilled */
+    char pressure[256];     /* why the budget cannot be kept, "" when it is */
+    bool hold;              /* ... so the inputs are paused (docs/memory.md) */
+    int nnodes;
+    NodeMem *nodes;         /* stateful nodes, most bytes first */
+} MemStats;
+
 typedef struct PipeStats {
     const char *state;      /* running, paused, stopping, stopped */
     int64_t step;
@@ -264,6 +295,7 @@ typedef struct PipeStats {
                                cpu_msecs above are their sums) */
     HostStats *hosts;
     char backpressure[192]; /* the output whose queue pauses the inputs, "" when none */
+    MemStats mem;
 } PipeStats;
 
 /* ---------------------------------------------------------------- checkpoints */

@@ -88,7 +88,23 @@ struct Pipeline {
     Figures fig;              /* the published figures (stats.c) */
     TxnPub tx_pub;            /* the transaction as /stats shows it */
     Rejects rej;              /* rejected records (reject.c) */
+    struct PMem *pm;          /* the memory budget and breakdown (memory.c) */
 };
+
+/* memory.c: the memory budget and breakdown (docs/memory.md) */
+typedef struct PMem PMem;
+/* Resolve the limit, set up spilling, track the traces this thread makes
+   (before the backend is opened). */
+void pmem_start(Pipeline *p, const PipelineOpts *o);
+void pmem_free(Pipeline *p);
+/* Between steps: spill until the state fits the limit. */
+int pmem_after_step(Pipeline *p, Err *err);
+/* The state cannot fit the budget: the inputs wait (pipeline.c's loop). */
+bool pmem_hold(Pipeline *p);
+/* Walk the state for the figures when due (force: now); true when walked. */
+bool pmem_refresh(Pipeline *p, bool force);
+/* The published figures (a copy; under p->mu). */
+void pmem_stats(Pipeline *p, MemStats *out, double now);
 
 /* txn.c, for pipeline.c */
 /* The state (takes mu). */

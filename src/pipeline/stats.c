@@ -138,7 +138,8 @@ void stats_publish(Pipeline *p)
 {
     const Circuit *c = p->c;
     Backend *be = p->be;
-    size_t bytes = be->ops->state_bytes(be); /* every host's */
+    /* every host's; walking the state is throttled (memory.c) */
+    size_t bytes = pmem_refresh(p, false) ? be->ops->state_bytes(be) : p->fig.state_bytes;
     bool ended = true;
     for (int j = 0; j < p->cs.nin; j++)
         ended = ended && input_done(p->cs.in[j]);
@@ -298,6 +299,7 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
     }
     o->nout = p->cs.nout;
     memcpy(o->out, p->fig.outs, sizeof(OutStats) * (size_t)p->cs.nout);
+    pmem_stats(p, &o->mem, now);
     pthread_mutex_unlock(&p->mu);
     for (int j = 0; j < o->nout && p->dl; j++) { /* delivery: under its own lock */
         OutStats *d = &o->out[j];
@@ -334,5 +336,6 @@ void pipestats_free(PipeStats *s)
     sl_free(s->in);
     sl_free(s->out);
     sl_free(s->rels);
+    sl_free(s->mem.nodes);
     memset(s, 0, sizeof(*s));
 }

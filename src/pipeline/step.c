@@ -375,6 +375,7 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
     int64_t tok = pd->max_token;
     pend_reset(p, pd);
     pipe_tokens_done(p, tok);
+    pmem_after_step(p, err);
     stats_publish(p);
     progress(p, false);
     return 0;

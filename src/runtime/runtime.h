@@ -65,6 +65,9 @@ int rt_first_worker(const Runtime *rt);
    `sink` as xrec records (key = row encoding, weight; a row may come more
    than once, weights add up). Between steps. */
 void rt_sink_contents(Runtime *rt, int sink, Buf *out);
+/* Bytes held by this process's workers' step and morsel arenas (between
+   steps: memory/stats). */
+size_t rt_arena_bytes(const Runtime *rt);
 /* Bytes this process sent to other hosts' workers through exchanges. */
 int64_t rt_remote_bytes(const Runtime *rt);
 /* Seconds spent in exchanges between hosts (xchg_remote_ns). */

@@ -524,6 +524,14 @@ double rt_remote_secs(const Runtime *rt)
     return (double)n * 1e-9;
 }
 
+size_t rt_arena_bytes(const Runtime *rt)
+{
+    size_t n = 0;
+    for (int k = 0; k < rt->nl; k++)
+        n += arena_held(rt->w[k].arena) + arena_held(rt->w[k].morsel);
+    return n;
+}
+
 int64_t rt_remote_bytes(const Runtime *rt)
 {
     int64_t n = 0;

@@ -43,6 +43,10 @@ int api_status(Req *q)
         cJSON_AddNumberToObject(w, "subscriber", (double)sub);
         cJSON_AddNumberToObject(w, "waiting_secs", secs);
         cJSON_AddNumberToObject(w, "timeout_secs", q->s->o.egress_stall);
+    } else if (st.mem.hold) { /* the state cannot fit the memory budget */
+        cJSON *w = cJSON_AddObjectToObject(j, "stalled");
+        cJSON_AddStringToObject(w, "reason", "memory");
+        cJSON_AddStringToObject(w, "message", st.mem.pressure);
     } else {
         cJSON_AddNullToObject(j, "stalled");
     }

@@ -206,6 +206,101 @@ static void delivery_json(cJSON *m, const OutStats *o)
     cJSON_AddItemToObject(m, "end_to_end_lag_ms", lat_json(&o->lag));
 }
 
+/* Bytes queued for the outputs (delivery queues). */
+static size_t egress_pending(const PipeStats *st)
+{
+    size_t n = 0;
+    for (int k = 0; k < st->nout; k++)
+        n += (size_t)st->out[k].pending_bytes;
+    return n;
+}
+
+/* Per relation sums of the nodes its definition made (rels[i], nrels). */
+static void mem_by_rel(const Circuit *c, const MemStats *m, NodeMem *rels)
+{
+    memset(rels, 0, sizeof(NodeMem) * (size_t)c->nrels);
+    for (int i = 0; i < m->nnodes; i++) {
+        const NodeMem *d = &m->nodes[i];
+        if (d->rel < 0 || d->rel >= c->nrels)
+            continue;
+        NodeMem *r = &rels[d->rel];
+        r->rel = d->rel;
+        r->node++; /* counts nodes here */
+        r->rows += d->kind[0] == 's' && !strcmp(d->kind, "sink") ? d->rows : 0;
+        r->bytes += d->bytes;
+        r->disk_bytes += d->disk_bytes;
+        r->cache_hits += d->cache_hits;
+        r->cache_misses += d->cache_misses;
+    }
+}
+
+static void mem_fields(cJSON *e, const NodeMem *d)
+{
+    cJSON_AddNumberToObject(e, "bytes_in_memory", (double)d->bytes);
+    cJSON_AddNumberToObject(e, "bytes_on_disk", (double)d->disk_bytes);
+    cJSON_AddNumberToObject(e, "cache_hits", (double)d->cache_hits);
+    cJSON_AddNumberToObject(e, "cache_misses", (double)d->cache_misses);
+}
+
+/* The "memory" object: the budget, where the process's memory goes, per
+   operator (most bytes first) and per view (docs/memory.md). */
+static void memory_json(cJSON *j, const Circuit *c, const PipeStats *st)
+{
+    const MemStats *m = &st->mem;
+    cJSON *o = cJSON_AddObjectToObject(j, "memory");
+    if (m->limit)
+        cJSON_AddNumberToObject(o, "limit_bytes", (double)m->limit);
+    else
+        cJSON_AddNullToObject(o, "limit_bytes");
+    cJSON_AddStringToObject(o, "limit_source", m->limit_source ? m->limit_source : "none");
+    cJSON_AddNumberToObject(o, "rss_bytes", (double)st->rss_bytes);
+    cJSON_AddNumberToObject(o, "state_bytes", (double)m->state_bytes);
+    cJSON_AddNumberToObject(o, "state_on_disk_bytes", (double)m->disk_bytes);
+    cJSON_AddNumberToObject(o, "spill_cache_bytes", (double)m->cache_bytes);
+    cJSON_AddNumberToObject(o, "spill_cache_hits", (double)m->cache_hits);
+    cJSON_AddNumberToObject(o, "spill_cache_misses", (double)m->cache_misses);
+    cJSON_AddNumberToObject(o, "spilled_runs", (double)m->spilled_runs);
+    cJSON_AddNumberToObject(o, "step_arena_bytes", (double)m->arena_bytes);
+    cJSON_AddNumberToObject(o, "input_queue_bytes", (double)st->buffered_bytes);
+    cJSON_AddNumberToObject(o, "output_queue_bytes", (double)egress_pending(st));
+    size_t known = m->state_bytes + m->cache_bytes + m->arena_bytes + (size_t)st->buffered_bytes +
+                   egress_pending(st);
+    cJSON_AddNumberToObject(o, "unaccounted_bytes",
+                            st->rss_bytes > known ? (double)(st->rss_bytes - known) : 0);
+    cJSON_AddNumberToObject(o, "figures_age_msecs", m->age_secs * 1000.0);
+    if (m->spill_dir[0])
+        cJSON_AddStringToObject(o, "spill_dir", m->spill_dir);
+    if (m->pressure[0])
+        cJSON_AddStringToObject(o, "pressure", m->pressure);
+    else
+        cJSON_AddNullToObject(o, "pressure");
+    cJSON *ops = cJSON_AddArrayToObject(o, "operators");
+    for (int i = 0; i < m->nnodes; i++) {
+        const NodeMem *d = &m->nodes[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "node", d->node);
+        cJSON_AddStringToObject(e, "kind", d->kind);
+        cJSON_AddStringToObject(e, "relation", c->rels[d->rel].name);
+        cJSON_AddNumberToObject(e, "rows", (double)d->rows);
+        mem_fields(e, d);
+        cJSON_AddItemToArray(ops, e);
+    }
+    NodeMem *rels = sl_calloc((size_t)c->nrels + 1, sizeof(NodeMem));
+    mem_by_rel(c, m, rels);
+    cJSON *vs = cJSON_AddArrayToObject(o, "relations");
+    for (int i = 0; i < c->nrels; i++) {
+        if (!rels[i].node)
+            continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", c->rels[i].name);
+        cJSON_AddNumberToObject(e, "operators", rels[i].node);
+        cJSON_AddNumberToObject(e, "rows", (double)st->rels[i].rows);
+        mem_fields(e, &rels[i]);
+        cJSON_AddItemToArray(vs, e);
+    }
+    sl_free(rels);
+}
+
 /* The /stats document of figures f. */
 static cJSON *stats_doc(Server *s, const Figures *f)
 {
@@ -284,6 +379,7 @@ static cJSON *stats_doc(Server *s, const Figures *f)
         cJSON_AddNumberToObject(g, "transaction_records", (double)st.txn_records);
         cJSON_AddNumberToObject(g, "transaction_msecs", st.txn_secs * 1000.0);
     }
+    memory_json(j, c, &st);
     cJSON *ins = cJSON_AddArrayToObject(j, "inputs");
     for (int k = 0; k < st.nin; k++) {
         const ConnStats *ci = &st.in[k];
@@ -529,6 +625,47 @@ static void host_metric(Buf *b, const PipeStats *st, const char *name, const cha
     }
 }
 
+/* The same as gauges. */
+static void memory_prom(Buf *b, const Circuit *c, const PipeStats *st)
+{
+    const MemStats *m = &st->mem;
+    scalar(b, "sluice_memory_limit_bytes", "gauge", "The memory budget of the state (0: none).",
+           "%zu", m->limit);
+    scalar(b, "sluice_state_disk_bytes", "gauge", "Bytes of state spilled to files.", "%zu",
+           m->disk_bytes);
+    scalar(b, "sluice_spill_cache_bytes", "gauge", "Bytes of spilled blocks cached in memory.",
+           "%zu", m->cache_bytes);
+    scalar(b, "sluice_spill_cache_hits_total", "counter",
+           "Spilled blocks read from the cache.", "%lld", (long long)m->cache_hits);
+    scalar(b, "sluice_spill_cache_misses_total", "counter",
+           "Spilled blocks read from files.", "%lld", (long long)m->cache_misses);
+    scalar(b, "sluice_step_arena_bytes", "gauge", "Bytes held by the workers' step arenas.",
+           "%zu", m->arena_bytes);
+    scalar(b, "sluice_input_queue_bytes", "gauge", "Bytes of HTTP input waiting for a step.",
+           "%lld", (long long)st->buffered_bytes);
+    scalar(b, "sluice_output_queue_bytes", "gauge", "Bytes queued for the outputs.", "%zu",
+           egress_pending(st));
+    static const char *const names[] = {"sluice_operator_state_rows",
+                                        "sluice_operator_memory_bytes",
+                                        "sluice_operator_disk_bytes"};
+    static const char *const helps[] = {"Rows (tuples, groups, keys) an operator keeps.",
+                                        "Bytes of an operator's state in memory.",
+                                        "Bytes of an operator's state spilled to files."};
+    for (int f = 0; f < 3; f++) {
+        head(b, names[f], "gauge", helps[f]);
+        for (int i = 0; i < m->nnodes; i++) {
+            const NodeMem *d = &m->nodes[i];
+            buf_printf(b, "%s{node=\"%d\",kind=\"%s\",relation=\"", names[f], d->node,
+                       d->kind);
+            label(b, c->rels[d->rel].name);
+            long long v = f == 0   ? (long long)d->rows
+                          : f == 1 ? (long long)d->bytes
+                                   : (long long)d->disk_bytes;
+            buf_printf(b, "\"} %lld\n", v);
+        }
+    }
+}
+
 /* The /metrics text of figures f, appended to *out. */
 static void prom_text(Server *s, const Figures *f, Buf *b)
 {
@@ -564,7 +701,7 @@ static void prom_text(Server *s, const Figures *f, Buf *b)
            "Records received but not processed yet (queue and open transaction).", "%lld",
            (long long)st.buffered_records);
     scalar(b, "sluice_state_bytes", "gauge",
-           "Bytes of operator state (materialized contents and primary-key indexes).", "%zu",
+           "Bytes of operator state in memory (traces, hash maps, materialized contents).", "%zu",
            st.state_bytes);
     scalar(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", "%zu",
            st.rss_bytes);
@@ -597,6 +734,7 @@ static void prom_text(Server *s, const Figures *f, Buf *b)
     for (size_t i = 0; i < ARRAY_LEN(lat_metrics); i++)
         summary(b, &lat_metrics[i], c, &st);
     progress_prom(b, c, &st);
+    memory_prom(b, c, &st);
 
     for (size_t m = 0; m < ARRAY_LEN(out_metrics); m++) {
         const OutMetric *om = &out_metrics[m];

@@ -86,6 +86,9 @@ void store_forget_lock(Store *st);
 void store_close(Store *st);
 const char *store_dir(const Store *st);
 void store_stats(const Store *st, StoreStats *out);
+/* Files of st need not survive a crash (spilled state): published without
+   fsync, still atomically renamed. */
+void store_set_scratch(Store *st);
 
 /*
  * Two kept checkpoints never share a file. Every batch has two possible
@@ -202,5 +205,17 @@ bool store_crash_due(const char *point);
 /* For points the caller counts itself (a step number, a checkpoint count):
    _exit(137) when SLUICE_CRASH_AT is "<point>:<n>[@<rank>]". */
 void store_crash_at_count(const char *point, int64_t n);
+
+/*
+ * Spilled trace state (spill.c): install the files behind zset/spill.h's
+ * budget. Blocks go to storage_dir/spill (its own lock; NULL: a scratch
+ * directory under $TMPDIR, removed at close), made on the first spill.
+ * conf->limit 0 turns spilling off. spill_store_where is the directory
+ * once made (NULL before); close removes every spilled file.
+ */
+struct SpillConf;
+void spill_store_setup(const char *storage_dir, const struct SpillConf *conf);
+const char *spill_store_where(void);
+void spill_store_close(void);
 
 #endif

@@ -26,6 +26,7 @@ struct Store {
     atomic_uint_fast64_t batches_written, batches_reused, bytes_written;
     char **avoid;               /* sorted: the previous checkpoint's files (store_set_avoid) */
     size_t navoid;
+    bool nosync;                /* scratch files (spill): no fsync (store_set_scratch) */
 };
 
 /* Write all n bytes to fd; 0 or -errno. */

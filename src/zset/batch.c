@@ -535,3 +535,44 @@ Batch *batch_merge(const Batch *a, const Batch *b)
         out = batch_shrink(out, m);
     return out;
 }
+
+/* ---- slices (spilled blocks, zset/spill.c) ---- */
+
+Batch *batch_slice(const Batch *b, int64_t lo, int64_t hi)
+{
+    int64_t n = hi - lo;
+    size_t base = b->off[lo], nbytes = b->off[hi] - base;
+    Batch *s = batch_alloc(n, nbytes);
+    for (int64_t i = 0; i < n; i++)
+        s->off[i + 1] = b->off[lo + i + 1] - base;
+    memcpy(s->w, b->w + lo, (size_t)n * sizeof(int64_t));
+    memcpy(s->klen, b->klen + lo, (size_t)n * sizeof(uint32_t));
+    memcpy(s->data, b->data + base, nbytes);
+    s->n = n;
+    return s;
+}
+
+Batch *batch_concat(Batch *const *parts, int np)
+{
+    int64_t n = 0;
+    size_t nbytes = 0;
+    for (int k = 0; k < np; k++) {
+        n += parts[k]->n;
+        nbytes += parts[k]->off[parts[k]->n];
+    }
+    Batch *c = batch_alloc(n, nbytes);
+    int64_t at = 0;
+    size_t base = 0;
+    for (int k = 0; k < np; k++) {
+        const Batch *p = parts[k];
+        for (int64_t i = 0; i < p->n; i++)
+            c->off[at + i + 1] = base + p->off[i + 1];
+        memcpy(c->w + at, p->w, (size_t)p->n * sizeof(int64_t));
+        memcpy(c->klen + at, p->klen, (size_t)p->n * sizeof(uint32_t));
+        memcpy(c->data + base, p->data, p->off[p->n]);
+        at += p->n;
+        base += p->off[p->n];
+    }
+    c->n = n;
+    return c;
+}

@@ -55,6 +55,11 @@ Batch *batch_merge(const Batch *a, const Batch *b);
 Batch *batch_empty(void);
 void batch_ref(Batch *b);
 void batch_unref(Batch *b);
+/* Tuples [lo, hi) of b as a batch of their own (a spilled block). */
+Batch *batch_slice(const Batch *b, int64_t lo, int64_t hi);
+/* The tuples of parts[0..np) end to end: the parts must be consecutive
+   slices of one sorted batch (a spilled run read back). */
+Batch *batch_concat(Batch *const *parts, int np);
 /* Bytes held by b (for memory statistics). */
 size_t batch_bytes(const Batch *b);
 

@@ -3,45 +3,102 @@
  * In: consolidated batches from operators (ownership taken). Out: per-key
  * lookups for joins and aggregates, and one consolidated batch on demand.
  *
- * Invariant: spine[0..n) runs oldest to newest and every batch holds more
- * than twice the tuples of the next newer one, so n = O(log N). A batch
+ * Invariant: spine[0..n) runs oldest to newest and every run in memory
+ * holds more than twice the tuples of the next newer one, so n = O(log N)
+ * without spilling (spilled runs: below). A batch
  * that was visible to readers (in the spine, or handed in by the caller)
  * and is merged away goes to the retired list until trace_step_end; merge
  * results that never left this file are freed at once.
  *
+ * A run is a batch in memory or, once the memory budget moved it out
+ * (spill.h, between steps), a Spilled run: blocks in files, an index of
+ * their first keys in memory. A probe of a spilled run reads only the
+ * blocks whose key range holds the key, through the shared cache, and
+ * copies the values it hands out into the trace's scratch arena (valid
+ * until trace_step_end, as a resident batch's are), so no block stays
+ * pinned beyond the probe (a cursor keeps its current block pinned until
+ * it moves on). Merges stop at a spilled run: the invariant holds among
+ * the runs in memory above the newest spilled one, so a trace of N tuples
+ * under a budget B has about N / B spilled runs plus O(log B) in memory.
+ * (Reading a spilled run back to merge would need it whole in memory; a
+ * streaming merge of spilled runs is future work.)
+ *
  * Rollback: the first insert after trace_step_end keeps references to the
- * spine as it was (O(log N) references: the batches are immutable), so
+ * spine as it was (O(log N) references: runs are immutable), so
  * trace_rollback can put it back; trace_step_end drops them.
  */
 #include "trace.h"
 
+#include "../base/arena.h"
 #include "../base/mem.h"
 #include "../base/vec.h"
+#include "spill.h"
+
+typedef struct Run {
+    Batch *b;     /* in memory, or NULL */
+    Spilled *s;   /* in files, or NULL */
+    int64_t n;    /* tuples */
+} Run;
 
 struct Trace {
-    Batch **spine; /* oldest (largest) first */
+    Run *spine;   /* oldest (largest) first */
     int n, cap;
     Batch **retired;
     int nretired, capretired;
-    Batch **sp;    /* the spine before the step's first insert (own references) */
+    Run *sp;      /* the spine before the step's first insert (own references) */
     int nsp, capsp;
-    bool has_sp;   /* sp is set: an insert happened since trace_step_end */
+    bool has_sp;  /* sp is set: an insert happened since trace_step_end */
+    bool tracked; /* registered with spill.c */
+    Arena *scratch; /* values copied out of spilled blocks this step */
+    int64_t hits, misses;
 };
+
+static __thread bool track_new;
+
+void trace_track_new(bool on) { track_new = on; }
+
+static size_t own_resident(const void *o) { return trace_resident_bytes(o); }
+static size_t own_largest(const void *o) { return trace_largest_resident(o); }
+static int own_spill(void *o, Err *err) { return trace_spill_largest(o, err); }
+static const SpillOwner owner_ops = {own_resident, own_largest, own_spill};
 
 Trace *trace_new(void)
 {
     Trace *t = sl_malloc(sizeof(*t));
     memset(t, 0, sizeof(*t));
+    if (track_new) {
+        t->tracked = true;
+        spill_register(t, &owner_ops);
+    }
     return t;
+}
+
+static void run_ref(Run r)
+{
+    if (r.b)
+        batch_ref(r.b);
+    else
+        spilled_ref(r.s);
+}
+
+static void run_unref(Run r)
+{
+    if (r.b)
+        batch_unref(r.b);
+    else
+        spilled_unref(r.s);
 }
 
 void trace_free(Trace *t)
 {
     if (!t)
         return;
+    if (t->tracked)
+        spill_unregister(t);
     for (int i = 0; i < t->n; i++)
-        batch_unref(t->spine[i]);
+        run_unref(t->spine[i]);
     trace_step_end(t);
+    arena_free(t->scratch);
     sl_free(t->spine);
     sl_free(t->retired);
     sl_free(t->sp);
@@ -53,9 +110,17 @@ static void retire(Trace *t, Batch *b)
     *VEC_PUSH(t->retired, t->nretired, t->capretired) = b;
 }
 
+static void retire_run(Trace *t, Run r)
+{
+    if (r.b)
+        retire(t, r.b);
+    else
+        spilled_unref(r.s); /* readers hold copies, not pointers into it */
+}
+
 static void push(Trace *t, Batch *b)
 {
-    *VEC_PUSH(t->spine, t->n, t->cap) = b;
+    *VEC_PUSH(t->spine, t->n, t->cap) = (Run){b, NULL, b->n};
 }
 
 /* Drop the caller-visible batch cur, or free it when fresh (made here). */
@@ -71,9 +136,17 @@ static void discard(Trace *t, Batch *cur, bool fresh)
 static void drop_savepoint(Trace *t)
 {
     for (int i = 0; i < t->nsp; i++)
-        batch_unref(t->sp[i]);
+        run_unref(t->sp[i]);
     t->nsp = 0;
     t->has_sp = false;
+}
+
+/* Run r's tuples in memory: its batch, or a fresh copy read back
+   (*fresh set then). */
+static Batch *run_batch(Run r, bool *fresh)
+{
+    *fresh = r.b == NULL;
+    return r.b ? r.b : spilled_load(r.s);
 }
 
 void trace_insert_take(Trace *t, Batch *b)
@@ -85,7 +158,7 @@ void trace_insert_take(Trace *t, Batch *b)
     if (!t->has_sp) {
         VEC_RESERVE(t->sp, t->capsp, t->n);
         for (int i = 0; i < t->n; i++) {
-            batch_ref(t->spine[i]);
+            run_ref(t->spine[i]);
             t->sp[i] = t->spine[i];
         }
         t->nsp = t->n;
@@ -93,10 +166,17 @@ void trace_insert_take(Trace *t, Batch *b)
     }
     Batch *cur = b;
     bool fresh = false;
-    while (t->n > 0 && t->spine[t->n - 1]->n <= 2 * cur->n) {
-        Batch *top = t->spine[--t->n];
-        Batch *m = batch_merge(top, cur);
-        retire(t, top);
+    /* runs in memory merge; a spilled run is never read back to merge
+       (that would need it all in memory at once): newer runs pile up on
+       it until they are spilled in turn */
+    while (t->n > 0 && t->spine[t->n - 1].b && t->spine[t->n - 1].n <= 2 * cur->n) {
+        Run top = t->spine[--t->n];
+        bool loaded;
+        Batch *tb = run_batch(top, &loaded);
+        Batch *m = batch_merge(tb, cur);
+        if (loaded)
+            batch_unref(tb);
+        retire_run(t, top);
         discard(t, cur, fresh);
         cur = m;
         fresh = true;
@@ -113,6 +193,8 @@ void trace_step_end(Trace *t)
         batch_unref(t->retired[i]);
     t->nretired = 0;
     drop_savepoint(t);
+    if (t->scratch)
+        arena_reset(t->scratch);
 }
 
 void trace_rollback(Trace *t)
@@ -120,10 +202,10 @@ void trace_rollback(Trace *t)
     if (!t->has_sp)
         return;
     for (int i = 0; i < t->n; i++)
-        batch_unref(t->spine[i]);
+        run_unref(t->spine[i]);
     t->n = 0;
-    for (int i = 0; i < t->nsp; i++)
-        push(t, t->sp[i]); /* the savepoint's references move to the spine */
+    for (int i = 0; i < t->nsp; i++) /* the savepoint's references move to the spine */
+        *VEC_PUSH(t->spine, t->n, t->cap) = t->sp[i];
     t->nsp = 0;
     t->has_sp = false;
 }
@@ -132,39 +214,158 @@ int64_t trace_count(const Trace *t)
 {
     int64_t n = 0;
     for (int i = 0; i < t->n; i++)
-        n += t->spine[i]->n;
+        n += t->spine[i].n;
     return n;
 }
 
 size_t trace_bytes(const Trace *t)
 {
-    size_t n = sizeof(*t) + (size_t)(t->cap + t->capretired) * sizeof(Batch *);
+    size_t n = sizeof(*t) + (size_t)t->cap * sizeof(Run) +
+               (size_t)t->capretired * sizeof(Batch *);
     for (int i = 0; i < t->n; i++)
-        n += batch_bytes(t->spine[i]);
+        n += t->spine[i].b ? batch_bytes(t->spine[i].b) : spilled_index_bytes(t->spine[i].s);
     for (int i = 0; i < t->nretired; i++)
         n += batch_bytes(t->retired[i]);
     return n;
 }
 
-void trace_for_key(const Trace *t, const uint8_t *k, size_t kn, TraceFn cb, void *ctx)
+void trace_mem(const Trace *t, TraceMem *m)
 {
+    m->rows += trace_count(t);
+    m->bytes += trace_bytes(t);
+    for (int i = 0; i < t->n; i++)
+        if (t->spine[i].s)
+            m->disk_bytes += t->spine[i].s->disk;
+    m->cache_hits += t->hits;
+    m->cache_misses += t->misses;
+}
+
+size_t trace_resident_bytes(const Trace *t)
+{
+    size_t n = 0;
+    for (int i = 0; i < t->n; i++)
+        if (t->spine[i].b)
+            n += batch_bytes(t->spine[i].b);
+    return n;
+}
+
+/* Index of the largest run in memory, or -1. */
+static int largest_resident(const Trace *t)
+{
+    int best = -1;
+    size_t bsz = 0;
+    for (int i = 0; i < t->n; i++)
+        if (t->spine[i].b && batch_bytes(t->spine[i].b) > bsz) {
+            best = i;
+            bsz = batch_bytes(t->spine[i].b);
+        }
+    return best;
+}
+
+size_t trace_largest_resident(const Trace *t)
+{
+    int i = largest_resident(t);
+    return i < 0 ? 0 : batch_bytes(t->spine[i].b);
+}
+
+int trace_spill_largest(Trace *t, Err *err)
+{
+    int i = largest_resident(t);
+    if (i < 0)
+        return 0;
+    Spilled *s;
+    int rc = spill_write(t->spine[i].b, &s, err);
+    if (rc)
+        return rc;
+    batch_unref(t->spine[i].b); /* a checkpoint writer may still hold it */
+    t->spine[i].b = NULL;
+    t->spine[i].s = s;
+    return 0;
+}
+
+/* ---- reading spilled runs ---- */
+
+/* Hand the matches of key k in block bk (pinned) from index j on to cb,
+   copying the values; returns the index after the last match. */
+static int64_t block_emit(Trace *t, const Batch *bk, int64_t j, const uint8_t *k, size_t kn,
+                          TraceFn cb, void *ctx)
+{
+    for (; j < bk->n && batch_key_cmp(bk, j, k, kn) == 0; j++) {
+        size_t vn = batch_vlen(bk, j);
+        if (!t->scratch)
+            t->scratch = arena_new(64 * 1024);
+        uint8_t *v = arena_alloc(t->scratch, vn ? vn : 1);
+        memcpy(v, batch_val(bk, j), vn);
+        cb(ctx, v, vn, bk->w[j]);
+    }
+    return j;
+}
+
+static const Batch *pin(Trace *t, const Spilled *s, int i)
+{
+    bool hit;
+    const Batch *b = spill_pin(s, i, &hit);
+    if (hit)
+        t->hits++;
+    else
+        t->misses++;
+    return b;
+}
+
+/* Is the first key of block i of s equal to k? */
+static bool starts_with_key(const Spilled *s, int i, const uint8_t *k, size_t kn)
+{
+    return i < s->nblocks && s->blk[i].firstn == kn && !memcmp(s->blk[i].first, k, kn);
+}
+
+/* Matches of k in spilled run s, from block i on (spilled_seek's answer). */
+static void spilled_for_key(Trace *t, const Spilled *s, int i, const uint8_t *k, size_t kn,
+                            TraceFn cb, void *ctx)
+{
+    for (; i < s->nblocks; i++) {
+        const Batch *bk = pin(t, s, i);
+        int64_t j = block_emit(t, bk, batch_seek(bk, k, kn), k, kn, cb, ctx);
+        bool more = j == bk->n;
+        spill_unpin(s, i);
+        if (!more || !starts_with_key(s, i + 1, k, kn))
+            break;
+    }
+}
+
+void trace_for_key(const Trace *tc, const uint8_t *k, size_t kn, TraceFn cb, void *ctx)
+{
+    Trace *t = (Trace *)tc; /* the scratch arena and the counters change */
     for (int i = 0; i < t->n; i++) {
-        const Batch *b = t->spine[i];
+        const Batch *b = t->spine[i].b;
+        if (!b) {
+            const Spilled *s = t->spine[i].s;
+            spilled_for_key(t, s, spilled_seek(s, 0, k, kn), k, kn, cb, ctx);
+            continue;
+        }
         for (int64_t j = batch_seek(b, k, kn); j < b->n && batch_key_cmp(b, j, k, kn) == 0; j++)
             cb(ctx, batch_val(b, j), batch_vlen(b, j), b->w[j]);
     }
 }
 
 struct TraceCursor {
-    const Trace *t;
-    int64_t *pos; /* per batch: no tuple before it has a key >= the last probe */
+    Trace *t;
+    int64_t *pos; /* per run: no tuple before it has a key >= the last probe
+                     (a spilled run: no block before it) */
+    int *pinned;  /* per spilled run: the block kept pinned, or -1 */
+    const Batch **blk; /* ... and that block */
+    int nruns;
 };
 
 TraceCursor *trace_cursor_new(const Trace *t)
 {
     TraceCursor *c = sl_malloc(sizeof(*c));
-    c->t = t;
+    c->t = (Trace *)t;
+    c->nruns = t->n;
     c->pos = sl_calloc((size_t)(t->n ? t->n : 1), sizeof(int64_t));
+    c->pinned = sl_malloc(sizeof(int) * (size_t)(t->n ? t->n : 1));
+    c->blk = sl_calloc((size_t)(t->n ? t->n : 1), sizeof(Batch *));
+    for (int i = 0; i < t->n; i++)
+        c->pinned[i] = -1;
     return c;
 }
 
@@ -172,7 +373,12 @@ void trace_cursor_free(TraceCursor *c)
 {
     if (!c)
         return;
+    for (int i = 0; i < c->nruns; i++)
+        if (c->pinned[i] >= 0)
+            spill_unpin(c->t->spine[i].s, c->pinned[i]);
     sl_free(c->pos);
+    sl_free(c->pinned);
+    sl_free(c->blk);
     sl_free(c);
 }
 
@@ -190,11 +396,38 @@ static int64_t gallop(const Batch *b, int64_t from, const uint8_t *k, size_t kn)
     return batch_seek_range(b, lo + 1, hi, k, kn);
 }
 
+/* The cursor's probe of spilled run r: the block it keeps pinned serves
+   consecutive keys that fall in it. */
+static void cursor_spilled(TraceCursor *c, int r, const uint8_t *k, size_t kn, TraceFn cb,
+                           void *ctx)
+{
+    Trace *t = c->t;
+    const Spilled *s = t->spine[r].s;
+    int i = spilled_seek(s, (int)c->pos[r], k, kn);
+    c->pos[r] = i;
+    for (; i < s->nblocks; i++) {
+        if (c->pinned[r] != i) {
+            if (c->pinned[r] >= 0)
+                spill_unpin(s, c->pinned[r]);
+            c->blk[r] = pin(t, s, i);
+            c->pinned[r] = i;
+        }
+        const Batch *bk = c->blk[r];
+        int64_t j = block_emit(t, bk, batch_seek(bk, k, kn), k, kn, cb, ctx);
+        if (j < bk->n || !starts_with_key(s, i + 1, k, kn))
+            break;
+    }
+}
+
 void trace_cursor_for_key(TraceCursor *c, const uint8_t *k, size_t kn, TraceFn cb, void *ctx)
 {
     const Trace *t = c->t;
     for (int i = 0; i < t->n; i++) {
-        const Batch *b = t->spine[i];
+        const Batch *b = t->spine[i].b;
+        if (!b) {
+            cursor_spilled(c, i, k, kn, cb, ctx);
+            continue;
+        }
         int64_t j = c->pos[i] = gallop(b, c->pos[i], k, kn);
         for (; j < b->n && batch_key_cmp(b, j, k, kn) == 0; j++)
             cb(ctx, batch_val(b, j), batch_vlen(b, j), b->w[j]);
@@ -205,10 +438,15 @@ Batch *trace_consolidate(Trace *t)
 {
     if (t->n == 0)
         return batch_empty();
-    Batch *acc = t->spine[t->n - 1];
-    bool fresh = false;
+    bool loaded;
+    Batch *acc = run_batch(t->spine[t->n - 1], &loaded);
+    bool fresh = loaded;
     for (int i = t->n - 2; i >= 0; i--) {
-        Batch *m = batch_merge(t->spine[i], acc);
+        bool li;
+        Batch *bi = run_batch(t->spine[i], &li);
+        Batch *m = batch_merge(bi, acc);
+        if (li)
+            batch_unref(bi);
         if (fresh)
             batch_unref(acc);
         acc = m;
@@ -216,7 +454,7 @@ Batch *trace_consolidate(Trace *t)
     }
     if (fresh) {
         for (int i = 0; i < t->n; i++)
-            retire(t, t->spine[i]);
+            retire_run(t, t->spine[i]);
         t->n = 0;
         if (acc->n == 0)
             return acc;
@@ -227,7 +465,16 @@ Batch *trace_consolidate(Trace *t)
 }
 
 int trace_nbatches(const Trace *t) { return t->n; }
-Batch *trace_batch(const Trace *t, int i) { return t->spine[i]; }
+
+Batch *trace_batch(const Trace *tc, int i)
+{
+    Trace *t = (Trace *)tc;
+    if (t->spine[i].b)
+        return t->spine[i].b;
+    Batch *b = spilled_load(t->spine[i].s); /* kept until trace_step_end */
+    retire(t, b);
+    return b;
+}
 
 void trace_restore_take(Trace *t, Batch *b)
 {

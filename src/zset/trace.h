@@ -12,6 +12,7 @@
 #ifndef SL_ZSET_TRACE_H
 #define SL_ZSET_TRACE_H
 
+#include "../base/err.h"
 #include "batch.h"
 
 typedef struct Trace Trace;
@@ -28,7 +29,8 @@ void trace_step_end(Trace *t);
 void trace_rollback(Trace *t);
 
 /* Checkpoints: the spine's batches, oldest (largest) first (borrowed:
-   batch_ref what you keep), and appending a saved batch back at the new
+   batch_ref what you keep; a spilled run is read back whole and kept until
+   trace_step_end), and appending a saved batch back at the new
    end without merging, so a restored trace has the saved spine. */
 int trace_nbatches(const Trace *t);
 Batch *trace_batch(const Trace *t, int i);
@@ -36,7 +38,28 @@ void trace_restore_take(Trace *t, Batch *b);
 
 /* Tuples in all batches (not consolidated across batches). */
 int64_t trace_count(const Trace *t);
+/* Bytes in memory: resident batches, retired ones, spilled runs' indexes. */
 size_t trace_bytes(const Trace *t);
+
+/* Memory figures (added to *m): tuples, bytes in memory, bytes of spilled
+   runs on disk, blocks read back from the cache / from files. */
+typedef struct TraceMem {
+    int64_t rows;
+    size_t bytes, disk_bytes;
+    int64_t cache_hits, cache_misses;
+} TraceMem;
+void trace_mem(const Trace *t, TraceMem *m);
+
+/*
+ * The memory budget (spill.h). Traces made by this thread while on are
+ * registered for spill_enforce (the pipeline's runtime turns it on; a
+ * one-shot /query's traces stay out). Between steps: the bytes of runs in
+ * memory, the largest one, and moving that one to files.
+ */
+void trace_track_new(bool on);
+size_t trace_resident_bytes(const Trace *t);
+size_t trace_largest_resident(const Trace *t);
+int trace_spill_largest(Trace *t, Err *err);
 
 /*
  * Call cb for every tuple whose key equals k, batch by batch (a (key, val)

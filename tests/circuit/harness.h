@@ -47,8 +47,44 @@
 #include "circuit/circuit.h"
 #include "runtime/runtime.h"
 #include "sql/sql.h"
+#include "storage/storage.h"
 #include "zset/hmap.h"
 #include "zset/key.h"
+#include "zset/spill.h"
+#include "zset/trace.h"
+
+/* With h_spill on (a test sets it around h_run), the memory budget is one
+   byte: after every step every trace run moves to spill files, and the
+   next steps read it back through a cache of a few blocks. */
+static bool h_spill;
+
+static inline Runtime *h_rt_new(const Circuit *c, int W)
+{
+    trace_track_new(h_spill);
+    Runtime *rt = rt_new(c, W);
+    trace_track_new(false);
+    return rt;
+}
+
+static inline void h_spill_setup(bool on)
+{
+    h_spill = on;
+    SpillConf conf = {.limit = on ? 1 : 0, .cache_bytes = 512, .block_bytes = 96, .min_run = 0};
+    if (on)
+        spill_store_setup(NULL, &conf);
+    else
+        spill_store_close();
+}
+
+static inline bool h_spill_all(char *msg, size_t n)
+{
+    Err e = {0};
+    if (h_spill && spill_enforce(0, NULL, &e)) {
+        snprintf(msg, n, "spill: %s", e.msg);
+        return false;
+    }
+    return true;
+}
 
 #define H_MAXC 8 /* columns per table or view */
 #define H_MAXT 4 /* tables per program */
@@ -658,7 +694,7 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
                              bool consolidate, uint64_t seed, HCanon *final)
 {
     const Circuit *c = x->c;
-    Runtime *rt = rt_new(c, W);
+    Runtime *rt = h_rt_new(c, W);
     HRows tabs[H_MAXT];
     HShape tsh[H_MAXT];
     uint64_t st = seed, rst = seed ^ 0xc4ec4;
@@ -742,6 +778,8 @@ static inline bool h_run_one(HCtx *x, const int64_t *sizes, int64_t nsteps, int 
                      err.msg);
             ok = false;
         }
+        if (ok)
+            ok = h_spill_all(x->msg, sizeof(x->msg));
         arena_free(a);
         for (int64_t i = 0; i < n; i++)
             h_apply(tabs, &ch[i], tsh);
@@ -789,7 +827,7 @@ static inline Runtime *h_restart(HCtx *x, Runtime *rt, int nw, bool *ok)
             if (rt_save(rt, w, n, &saved[w * nn + n]))
                 *ok = false;
     rt_free(rt);
-    Runtime *nr = rt_new(c, nw);
+    Runtime *nr = h_rt_new(c, nw);
     rt_set_steps(nr, steps);
     Batch *const **lists = sl_calloc((size_t)W, sizeof(Batch **));
     int *counts = sl_calloc((size_t)W, sizeof(int));

@@ -574,9 +574,22 @@ static void test_having_case_between_in_is_null_match_reference_for_any_steps_an
     h_run(&s);
 }
 
+/* Every trace (distinct, MIN/MAX value sets) spilled after every step
+   (h_spill): the same answers. */
+static void test_distinct_and_aggregates_with_every_trace_spilled_match_the_reference(
+    void **state)
+{
+    h_spill_setup(true);
+    test_distinct_integral_matches_reference_for_any_steps_and_workers(state);
+    test_group_by_aggregates_integral_matches_reference_for_any_steps_and_workers(state);
+    h_spill_setup(false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(
+            test_distinct_and_aggregates_with_every_trace_spilled_match_the_reference),
         cmocka_unit_test(
             test_map_filter_project_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_union_all_integral_matches_reference_for_any_steps_and_workers),

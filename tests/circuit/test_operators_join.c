@@ -349,6 +349,16 @@ static void test_self_join_integral_matches_reference_for_any_steps_and_workers(
     h_run(&s);
 }
 
+/* Every trace spilled after every step (h_spill): the same answers. */
+static void test_joins_with_every_trace_spilled_match_the_reference(void **state)
+{
+    h_spill_setup(true);
+    test_join_on_one_key_integral_matches_reference_for_any_steps_and_workers(state);
+    test_join_on_two_keys_integral_matches_reference_for_any_steps_and_workers(state);
+    test_self_join_integral_matches_reference_for_any_steps_and_workers(state);
+    h_spill_setup(false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +374,7 @@ int main(void)
             test_join_of_fixed_width_rows_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_cross_join_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_self_join_integral_matches_reference_for_any_steps_and_workers),
+        cmocka_unit_test(test_joins_with_every_trace_spilled_match_the_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

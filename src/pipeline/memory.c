@@ -1,0 +1,308 @@
+/*
+ * pipeline/memory.c - the memory budget and the memory breakdown
+ * (docs/memory.md). In: the limit from PipelineOpts (or the machine), the
+ * operators' `mem` figures (circuit/op.h), the spill cache (zset/spill.h).
+ * Out: spilling between steps, and the MemStats that /stats, /metrics and
+ * `sluice stats` show.
+ *
+ * The budget covers operator state: trace runs (which can spill), hash
+ * maps (aggregate groups, PRIMARY KEY rows, materialized contents,
+ * partitions of top-k and window: reported, not spillable) and the cache
+ * of spilled blocks read back. After every step pmem_after_step asks
+ * spill_enforce to move the largest runs to files until the state fits;
+ * what cannot spill counts with the figures of the last walk. When even
+ * spilling every run cannot keep the state within the limit, the reason
+ * and the largest node are published (MemStats.pressure) and logged once.
+ *
+ * Figures: walking the state (every group of an aggregate) is not free,
+ * so pmem_refresh walks no more often than 20 times its own cost (at most
+ * ~5% of the controller's time) and at most every 10 ms.
+ */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../base/mem.h"
+#include "../storage/storage.h"
+#include "../zset/spill.h"
+#include "pipeline_int.h"
+
+struct PMem {
+    size_t limit;
+    const char *source;
+    NodeMem *nodes;          /* controller's walk */
+    int nnodes;
+    size_t state, disk, arena, unspillable;
+    double last, cost;       /* when the last walk ended, what it cost */
+    bool walked;
+    char pressure[256];
+    bool said;               /* pressure logged */
+    bool hold;               /* inputs paused: the state cannot fit */
+    MemStats pub;            /* published copy (p->mu) */
+};
+
+/* The cgroup v2 limit of this process, 0 when none. */
+static size_t cgroup_limit(void)
+{
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (!f)
+        return 0;
+    char buf[64] = {0};
+    size_t v = 0;
+    if (fgets(buf, sizeof(buf), f) && strncmp(buf, "max", 3))
+        v = (size_t)strtoull(buf, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+static size_t mem_total(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemTotal: %zu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+void pmem_start(Pipeline *p, const PipelineOpts *o)
+{
+    PMem *m = sl_calloc(1, sizeof(*m));
+    p->pm = m;
+    if (o->memory_limit > 0) {
+        m->limit = (size_t)o->memory_limit;
+        m->source = "flag";
+        /* a fixed mmap threshold: large blocks (batches, spilled runs read
+           back) go back to the system when freed, instead of glibc raising
+           the threshold and keeping them in the heap after the first free */
+        mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    } else if (o->memory_limit < 0) {
+        m->source = "none";
+    } else {
+        size_t cg = cgroup_limit(), tot = mem_total();
+        if (cg && (!tot || cg < tot)) {
+            m->limit = cg / 10 * 8;
+            m->source = "cgroup";
+        } else if (tot) {
+            m->limit = tot / 10 * 8;
+            m->source = "meminfo";
+        } else {
+            m->source = "none";
+        }
+    }
+    SpillConf conf = {.limit = m->limit, .block_bytes = 256u << 10, .min_run = 64u << 10};
+    const char *e = getenv("SLUICE_SPILL_BLOCK"); /* tests: small blocks */
+    if (e && atoll(e) > 0)
+        conf.block_bytes = (size_t)atoll(e);
+    /* an eighth of the limit, at least 4 blocks, at most 64 MiB */
+    conf.cache_bytes = m->limit / 8;
+    if (conf.cache_bytes < 4 * conf.block_bytes)
+        conf.cache_bytes = 4 * conf.block_bytes;
+    if (conf.cache_bytes > (64u << 20))
+        conf.cache_bytes = 64u << 20;
+    e = getenv("SLUICE_SPILL_MIN_RUN");
+    if (e && atoll(e) >= 0)
+        conf.min_run = (size_t)atoll(e);
+    bool local = o->storage && strncmp(o->storage, "s3://", 5);
+    spill_store_setup(local ? o->storage : NULL, &conf);
+    /* the runtime's traces, made on this thread, take part in the budget
+       (one-shot queries run elsewhere and do not) */
+    trace_track_new(true);
+}
+
+void pmem_free(Pipeline *p)
+{
+    PMem *m = p->pm;
+    if (!m)
+        return;
+    SpillStats ss;
+    spill_stats(&ss);
+    if (ss.runs_spilled > 0)
+        fprintf(stderr,
+                "sluice: memory: %lld trace runs spilled under the limit of %.1f MB; spilled "
+                "blocks read %lld times from the cache, %lld from files\n",
+                (long long)ss.runs_spilled, (double)m->limit / 1048576.0, (long long)ss.hits,
+                (long long)ss.misses);
+    spill_store_close();
+    sl_free(m->nodes);
+    sl_free(m->pub.nodes);
+    sl_free(m);
+    p->pm = NULL;
+}
+
+static double now_secs(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static const char *kind_name(OpKind k)
+{
+    switch (k) {
+    case OPK_AGG: return "aggregate";
+    case OPK_JOIN: return "join";
+    case OPK_DISTINCT: return "distinct";
+    case OPK_SINK: return "sink";
+    case OPK_UPSERT: return "upsert";
+    case OPK_TOPK: return "top-k";
+    case OPK_WINDOW: return "window";
+    default: return NULL;
+    }
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    const NodeMem *x = a, *y = b;
+    return x->bytes + x->disk_bytes < y->bytes + y->disk_bytes   ? 1
+           : x->bytes + x->disk_bytes > y->bytes + y->disk_bytes ? -1
+                                                                 : x->node - y->node;
+}
+
+/* Walk every stateful node of this process's workers. */
+static void walk(Pipeline *p)
+{
+    PMem *m = p->pm;
+    const Circuit *c = p->c;
+    Runtime *rt = p->be->rt;
+    if (!m->nodes)
+        m->nodes = sl_calloc((size_t)c->nnodes + 1, sizeof(NodeMem));
+    m->nnodes = 0;
+    m->state = m->disk = m->unspillable = 0;
+    for (int n = 0; n < c->nnodes; n++) {
+        const char *kind = kind_name(c->nodes[n]->k);
+        if (!kind)
+            continue;
+        NodeMem *d = &m->nodes[m->nnodes++];
+        memset(d, 0, sizeof(*d));
+        d->node = n;
+        d->kind = kind;
+        d->rel = c->nodes[n]->owner;
+        for (int w = 0; w < rt_workers(rt); w++) {
+            OpMem om;
+            op_mem(rt_op(rt, w, n), &om);
+            d->rows += om.rows;
+            d->bytes += om.bytes;
+            d->disk_bytes += om.disk_bytes;
+            d->cache_hits += om.cache_hits;
+            d->cache_misses += om.cache_misses;
+        }
+        m->state += d->bytes;
+        m->disk += d->disk_bytes;
+        if (c->nodes[n]->k != OPK_JOIN && c->nodes[n]->k != OPK_DISTINCT)
+            m->unspillable += d->bytes;
+    }
+    qsort(m->nodes, (size_t)m->nnodes, sizeof(NodeMem), by_bytes);
+    m->arena = rt_arena_bytes(rt);
+}
+
+/* Can the state fit? When what cannot spill (with the cache) is larger
+   than the limit, say so once, naming the largest such node, and hold the
+   inputs until it fits again. */
+static void judge(Pipeline *p)
+{
+    PMem *m = p->pm;
+    if (!m->limit || (m->hold && m->pressure[0] == 's' && !strncmp(m->pressure, "spilling", 8)))
+        return;
+    SpillStats ss;
+    spill_stats(&ss);
+    size_t resident = m->unspillable + ss.cache_bytes;
+    const NodeMem *top = NULL; /* the largest state that cannot spill */
+    for (int i = 0; i < m->nnodes && !top; i++)
+        if (strcmp(m->nodes[i].kind, "join") && strcmp(m->nodes[i].kind, "distinct"))
+            top = &m->nodes[i];
+    if (resident > m->limit && top) {
+        snprintf(m->pressure, sizeof(m->pressure),
+                 "state that cannot spill (%zu bytes) exceeds the memory limit (%zu bytes); "
+                 "largest: node %d (%s of %s, %zu bytes)",
+                 resident, m->limit, top->node, top->kind, p->c->rels[top->rel].name,
+                 top->bytes);
+        if (!m->said)
+            fprintf(stderr, "sluice: memory: %s; inputs are paused\n", m->pressure);
+        m->said = m->hold = true;
+    } else {
+        m->pressure[0] = 0;
+        m->said = m->hold = false;
+    }
+}
+
+bool pmem_refresh(Pipeline *p, bool force)
+{
+    PMem *m = p->pm;
+    /* at most 5% of the controller's time walking */
+    double now = now_secs(), gap = m->cost * 20 > 0.01 ? m->cost * 20 : 0.01;
+    if (m->walked && !force && now - m->last < gap)
+        return false;
+    walk(p);
+    m->last = now_secs();
+    m->cost = m->last - now;
+    m->walked = true;
+    judge(p);
+    SpillStats ss;
+    spill_stats(&ss);
+    const char *dir = spill_store_where();
+    pthread_mutex_lock(&p->mu);
+    MemStats *o = &m->pub;
+    NodeMem *keep = o->nodes;
+    memset(o, 0, sizeof(*o));
+    o->nodes = keep ? keep : sl_calloc((size_t)p->c->nnodes + 1, sizeof(NodeMem));
+    memcpy(o->nodes, m->nodes, sizeof(NodeMem) * (size_t)m->nnodes);
+    o->nnodes = m->nnodes;
+    o->limit = m->limit;
+    o->limit_source = m->source;
+    o->state_bytes = m->state;
+    o->disk_bytes = m->disk;
+    o->cache_bytes = ss.cache_bytes;
+    o->cache_hits = ss.hits;
+    o->cache_misses = ss.misses;
+    o->spilled_runs = ss.runs_spilled;
+    o->arena_bytes = m->arena;
+    o->age_secs = m->last; /* made an age by pipeline_stats */
+    snprintf(o->spill_dir, sizeof(o->spill_dir), "%s", dir ? dir : "");
+    snprintf(o->pressure, sizeof(o->pressure), "%s", m->pressure);
+    o->hold = m->hold;
+    pthread_mutex_unlock(&p->mu);
+    return true;
+}
+
+int pmem_after_step(Pipeline *p, Err *err)
+{
+    PMem *m = p->pm;
+    if (!m || !m->limit)
+        return 0;
+    if (!m->walked)
+        pmem_refresh(p, true);
+    Err e = {0};
+    int rc = spill_enforce(m->unspillable, NULL, &e);
+    if (rc) {
+        snprintf(m->pressure, sizeof(m->pressure), "spilling failed: %.200s", e.msg);
+        if (!m->said)
+            fprintf(stderr, "sluice: memory: %s; inputs are paused\n", m->pressure);
+        m->said = m->hold = true;
+        return 0; /* the state stays in memory; no more input grows it */
+    }
+    judge(p);
+    return 0;
+}
+
+bool pmem_hold(Pipeline *p) { return p->pm && p->pm->hold; }
+
+void pmem_stats(Pipeline *p, MemStats *out, double now)
+{
+    /* under p->mu (pipeline_stats) */
+    PMem *m = p->pm;
+    memset(out, 0, sizeof(*out));
+    if (!m)
+        return;
+    *out = m->pub;
+    out->nodes = sl_calloc((size_t)m->pub.nnodes + 1, sizeof(NodeMem));
+    if (m->pub.nnodes)
+        memcpy(out->nodes, m->pub.nodes, sizeof(NodeMem) * (size_t)m->pub.nnodes);
+    out->age_secs = m->pub.age_secs > 0 ? now - m->pub.age_secs : 0;
+}

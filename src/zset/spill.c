@@ -1,0 +1,373 @@
+/*
+ * zset/spill.c - spilled runs, the block cache and the budget's
+ * enforcement (spill.h). In: spine batches that trace.c hands over when
+ * spill_enforce chooses them, cut here into blocks of about block_bytes
+ * and written through the installed SpillIO (storage/spill.c: the batch
+ * file format of checkpoints). Out: blocks read back for probes, pinned
+ * while read, and whole runs for merges and checkpoints.
+ *
+ * One process-wide state under one mutex: workers probe their own traces
+ * concurrently, but share the cache. The cache is an LRU list of unpinned
+ * blocks plus the pinned ones; it keeps at most cache_bytes of unpinned
+ * blocks (pinned ones are always kept: a probe reads them). Enforcement
+ * runs between steps, when no probe is under way.
+ */
+#include "spill.h"
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include "../base/hash.h"
+#include "../base/mem.h"
+#include "../base/vec.h"
+#include "hmap.h"
+
+typedef struct CEnt {
+    Batch *b;
+    size_t bytes;
+    int pins;
+    uint64_t id;
+    struct CEnt *prev, *next; /* LRU of unpinned entries, newest at head */
+    bool in_lru;
+} CEnt;
+
+static struct {
+    pthread_mutex_t mu;
+    bool has_io;
+    SpillIO io;
+    SpillConf conf;
+    HMap *cache;      /* id -> CEnt */
+    CEnt *head, *tail;
+    size_t cached;    /* bytes of every cached block (pinned or not) */
+    size_t disk;
+    int64_t hits, misses, runs;
+    uint64_t next_id;
+    struct Owner {
+        void *o;
+        const SpillOwner *ops;
+    } *traces;
+    int ntraces, captraces;
+} G = {.mu = PTHREAD_MUTEX_INITIALIZER, .conf = {0, 64u << 20, 256u << 10, 64u << 10}};
+
+void spill_configure(const SpillIO *io, const SpillConf *conf)
+{
+    pthread_mutex_lock(&G.mu);
+    G.has_io = io != NULL;
+    if (io)
+        G.io = *io;
+    G.conf = *conf;
+    if (!G.conf.block_bytes)
+        G.conf.block_bytes = 256u << 10;
+    pthread_mutex_unlock(&G.mu);
+}
+
+void spill_conf(SpillConf *out)
+{
+    pthread_mutex_lock(&G.mu);
+    *out = G.conf;
+    pthread_mutex_unlock(&G.mu);
+}
+
+/* ---- the cache (G.mu held) ---- */
+
+static void lru_unlink(CEnt *e)
+{
+    if (!e->in_lru)
+        return;
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        G.head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        G.tail = e->prev;
+    e->prev = e->next = NULL;
+    e->in_lru = false;
+}
+
+static void lru_push(CEnt *e)
+{
+    e->prev = NULL;
+    e->next = G.head;
+    if (G.head)
+        G.head->prev = e;
+    G.head = e;
+    if (!G.tail)
+        G.tail = e;
+    e->in_lru = true;
+}
+
+static void cache_remove(CEnt *e)
+{
+    uint64_t id = e->id;
+    lru_unlink(e);
+    G.cached -= e->bytes;
+    batch_unref(e->b);
+    hmap_delete(G.cache, (const uint8_t *)&id, sizeof(id), sl_hash(&id, sizeof(id)));
+    sl_free(e);
+}
+
+/* Evict unpinned blocks, oldest first, while the cache holds more than its bound. */
+static void cache_trim(void)
+{
+    while (G.tail && G.cached > G.conf.cache_bytes)
+        cache_remove(G.tail);
+}
+
+static CEnt *cache_find(uint64_t id)
+{
+    if (!G.cache)
+        return NULL;
+    CEnt **pe = hmap_find(G.cache, (const uint8_t *)&id, sizeof(id), sl_hash(&id, sizeof(id)));
+    return pe ? *pe : NULL;
+}
+
+/* ---- spilled runs ---- */
+
+int spill_write(const Batch *b, Spilled **out, Err *err)
+{
+    pthread_mutex_lock(&G.mu);
+    bool has = G.has_io;
+    SpillIO io = G.io;
+    size_t bsz = G.conf.block_bytes;
+    pthread_mutex_unlock(&G.mu);
+    if (!has)
+        return err_set(err, SL_ECONFIG, "spilling is not configured");
+    Spilled *s = sl_calloc(1, sizeof(*s));
+    s->refs = 1;
+    s->n = b->n;
+    s->bytes = batch_bytes(b);
+    int capb = 0;
+    for (int64_t lo = 0; lo < b->n;) {
+        int64_t hi = lo + 1;
+        while (hi < b->n && b->off[hi] - b->off[lo] < bsz)
+            hi++;
+        Batch *part = batch_slice(b, lo, hi);
+        SpillBlock *bk = VEC_PUSH(s->blk, s->nblocks, capb);
+        memset(bk, 0, sizeof(*bk));
+        int rc = io.put(io.ctx, part, bk->name, &bk->disk, err);
+        if (rc) {
+            batch_unref(part);
+            s->nblocks--;
+            spilled_unref(s);
+            return rc;
+        }
+        bk->n = part->n;
+        bk->firstn = (uint32_t)batch_klen(part, 0);
+        bk->first = sl_malloc(bk->firstn ? bk->firstn : 1);
+        memcpy(bk->first, batch_key(part, 0), bk->firstn);
+        s->disk += bk->disk;
+        pthread_mutex_lock(&G.mu);
+        bk->id = ++G.next_id;
+        pthread_mutex_unlock(&G.mu);
+        batch_unref(part);
+        lo = hi;
+    }
+    pthread_mutex_lock(&G.mu);
+    G.disk += s->disk;
+    G.runs++;
+    pthread_mutex_unlock(&G.mu);
+    *out = s;
+    return 0;
+}
+
+void spilled_ref(Spilled *s) { s->refs++; }
+
+void spilled_unref(Spilled *s)
+{
+    if (!s || NEVER(s->refs <= 0) || --s->refs > 0)
+        return;
+    pthread_mutex_lock(&G.mu);
+    for (int i = 0; i < s->nblocks; i++) {
+        CEnt *e = cache_find(s->blk[i].id);
+        if (e && ALWAYS(e->pins == 0))
+            cache_remove(e);
+        if (G.has_io)
+            G.io.drop(G.io.ctx, s->blk[i].name);
+        sl_free(s->blk[i].first);
+    }
+    G.disk -= s->disk;
+    pthread_mutex_unlock(&G.mu);
+    sl_free(s->blk);
+    sl_free(s);
+}
+
+size_t spilled_index_bytes(const Spilled *s)
+{
+    size_t n = sizeof(*s) + (size_t)s->nblocks * sizeof(SpillBlock);
+    for (int i = 0; i < s->nblocks; i++)
+        n += s->blk[i].firstn;
+    return n;
+}
+
+static int key_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? c : an < bn ? -1 : an > bn;
+}
+
+int spilled_seek(const Spilled *s, int from, const uint8_t *k, size_t kn)
+{
+    /* the last block whose first key is < k (equal keys may begin in it) */
+    int lo = from, hi = s->nblocks; /* answer in [from, nblocks) */
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        if (key_cmp(s->blk[mid].first, s->blk[mid].firstn, k, kn) < 0)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+const Batch *spill_pin(const Spilled *s, int i, bool *hit)
+{
+    const SpillBlock *bk = &s->blk[i];
+    uint64_t id = bk->id;
+    pthread_mutex_lock(&G.mu);
+    CEnt *e = cache_find(id);
+    if (e) {
+        lru_unlink(e);
+        e->pins++;
+        G.hits++;
+        pthread_mutex_unlock(&G.mu);
+        *hit = true;
+        return e->b;
+    }
+    SpillIO io = G.io;
+    G.misses++;
+    pthread_mutex_unlock(&G.mu);
+    *hit = false;
+    Batch *b = NULL;
+    Err err = {0};
+    if (io.get(io.ctx, bk->name, &b, &err) || b->n != bk->n)
+        sl_panic("spilled trace block %s cannot be read back: %s", bk->name,
+                 err.msg[0] ? err.msg : "wrong tuple count");
+    pthread_mutex_lock(&G.mu);
+    if (!G.cache)
+        G.cache = hmap_new(sizeof(CEnt *));
+    bool created;
+    CEnt **pe = hmap_upsert(G.cache, (const uint8_t *)&id, sizeof(id), sl_hash(&id, sizeof(id)),
+                            &created);
+    if (!created) { /* another thread read it meanwhile (never: one owner) */
+        (*pe)->pins++;
+        lru_unlink(*pe);
+        pthread_mutex_unlock(&G.mu);
+        batch_unref(b);
+        return (*pe)->b;
+    }
+    e = sl_calloc(1, sizeof(*e));
+    e->b = b;
+    e->bytes = batch_bytes(b);
+    e->pins = 1;
+    e->id = id;
+    *pe = e;
+    G.cached += e->bytes;
+    cache_trim();
+    pthread_mutex_unlock(&G.mu);
+    return b;
+}
+
+void spill_unpin(const Spilled *s, int i)
+{
+    uint64_t id = s->blk[i].id;
+    pthread_mutex_lock(&G.mu);
+    CEnt *e = cache_find(id);
+    if (ALWAYS(e) && ALWAYS(e->pins > 0) && --e->pins == 0) {
+        lru_push(e);
+        cache_trim();
+    }
+    pthread_mutex_unlock(&G.mu);
+}
+
+Batch *spilled_load(const Spilled *s)
+{
+    Batch **parts = sl_malloc(sizeof(Batch *) * (size_t)(s->nblocks + 1));
+    for (int i = 0; i < s->nblocks; i++) {
+        bool hit;
+        parts[i] = (Batch *)spill_pin(s, i, &hit);
+    }
+    Batch *all = batch_concat(parts, s->nblocks);
+    for (int i = 0; i < s->nblocks; i++)
+        spill_unpin(s, i);
+    sl_free(parts);
+    return all;
+}
+
+/* ---- registry and enforcement ---- */
+
+void spill_register(void *o, const SpillOwner *ops)
+{
+    pthread_mutex_lock(&G.mu);
+    *VEC_PUSH(G.traces, G.ntraces, G.captraces) = (struct Owner){o, ops};
+    pthread_mutex_unlock(&G.mu);
+}
+
+void spill_unregister(void *o)
+{
+    pthread_mutex_lock(&G.mu);
+    for (int i = 0; i < G.ntraces; i++)
+        if (G.traces[i].o == o) {
+            G.traces[i] = G.traces[--G.ntraces];
+            break;
+        }
+    if (G.ntraces == 0) {
+        sl_free(G.traces);
+        G.traces = NULL;
+        G.captraces = 0;
+    }
+    pthread_mutex_unlock(&G.mu);
+}
+
+int spill_enforce(size_t other_bytes, size_t *spilled, Err *err)
+{
+    if (spilled)
+        *spilled = 0;
+    pthread_mutex_lock(&G.mu);
+    bool on = G.has_io && G.conf.limit > 0;
+    SpillConf conf = G.conf;
+    pthread_mutex_unlock(&G.mu);
+    if (!on)
+        return 0;
+    /* traces are not made or freed between steps: the list is stable here */
+    size_t resident = 0;
+    for (int i = 0; i < G.ntraces; i++)
+        resident += G.traces[i].ops->resident(G.traces[i].o);
+    pthread_mutex_lock(&G.mu);
+    size_t cache = G.cached;
+    pthread_mutex_unlock(&G.mu);
+    /* runs in memory count twice: a merge holds the old runs and the new
+       one at once until the step ends */
+    while (2 * resident + other_bytes + cache > conf.limit) {
+        struct Owner *best = NULL;
+        size_t bsz = 0;
+        for (int i = 0; i < G.ntraces; i++) {
+            size_t sz = G.traces[i].ops->largest(G.traces[i].o);
+            if (sz >= conf.min_run && sz > bsz) {
+                best = &G.traces[i];
+                bsz = sz;
+            }
+        }
+        if (!best)
+            break;
+        int rc = best->ops->spill_largest(best->o, err);
+        if (rc)
+            return rc;
+        resident -= bsz < resident ? bsz : resident;
+        if (spilled)
+            *spilled += bsz;
+    }
+    return 0;
+}
+
+void spill_stats(SpillStats *out)
+{
+    pthread_mutex_lock(&G.mu);
+    out->cache_bytes = G.cached;
+    out->disk_bytes = G.disk;
+    out->hits = G.hits;
+    out->misses = G.misses;
+    out->runs_spilled = G.runs;
+    pthread_mutex_unlock(&G.mu);
+}

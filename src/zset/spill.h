@@ -1,0 +1,107 @@
+/*
+ * zset/spill.h - the memory budget of trace state: spilled runs (a spine
+ * batch cut into blocks that live in files), the bounded cache that reads
+ * blocks back, and the enforcement that chooses what to spill.
+ *
+ * zset/ knows no files: whoever owns a directory (storage/spill.c) plugs
+ * in a SpillIO that writes one block as a file and reads it back. Without
+ * one, nothing spills. Every trace registers itself here; between steps
+ * (no trace in use on any thread) the controller calls spill_enforce, which
+ * spills the largest resident runs (the oldest: a spine's oldest batch is
+ * its largest) of all traces until the resident state fits the budget.
+ * A reader of a spilled run (trace.c) loads only the blocks whose key
+ * range holds the probed key, through the cache, and copies what it hands
+ * out, so a block is pinned only while a probe reads it.
+ */
+#ifndef SL_ZSET_SPILL_H
+#define SL_ZSET_SPILL_H
+
+#include "../base/err.h"
+#include "batch.h"
+
+#define SPILL_NAME_MAX 64
+
+typedef struct SpillIO {
+    void *ctx;
+    /* Write block b as a file: its name to name, its size on disk to *disk. */
+    int (*put)(void *ctx, const Batch *b, char name[SPILL_NAME_MAX], size_t *disk, Err *err);
+    /* Read the named file back (refs 1). */
+    int (*get)(void *ctx, const char *name, Batch **out, Err *err);
+    /* The file is no longer needed by this block (files are named by
+       content: the same name may serve several blocks; the IO counts). */
+    void (*drop)(void *ctx, const char *name);
+} SpillIO;
+
+typedef struct SpillConf {
+    size_t limit;       /* bytes of state to keep to (0: no budget) */
+    size_t cache_bytes; /* blocks read back, unpinned, kept up to this */
+    size_t block_bytes; /* data bytes per block */
+    size_t min_run;     /* runs below this size stay in memory */
+} SpillConf;
+
+/* Install io (copied; NULL: spill nothing) and the budget. Between steps. */
+void spill_configure(const SpillIO *io, const SpillConf *conf);
+void spill_conf(SpillConf *out);
+
+/* A run that lives in files: blocks of consecutive tuples of one batch. */
+typedef struct SpillBlock {
+    char name[SPILL_NAME_MAX];
+    uint64_t id;        /* cache key */
+    int64_t n;          /* tuples */
+    uint8_t *first;     /* key of its first tuple */
+    uint32_t firstn;
+    size_t disk;        /* file bytes */
+} SpillBlock;
+
+typedef struct Spilled {
+    int refs;
+    int64_t n;          /* tuples */
+    size_t bytes;       /* batch_bytes of the run when resident */
+    size_t disk;        /* file bytes of all blocks */
+    int nblocks;
+    SpillBlock *blk;
+} Spilled;
+
+/* Write b as blocks (b is not changed; the caller drops it). */
+int spill_write(const Batch *b, Spilled **out, Err *err);
+void spilled_ref(Spilled *s);
+void spilled_unref(Spilled *s);
+/* Bytes the run's index holds in memory. */
+size_t spilled_index_bytes(const Spilled *s);
+/* Index of the first block that may hold key k (blocks before it hold only
+   smaller keys), starting the search at block from. */
+int spilled_seek(const Spilled *s, int from, const uint8_t *k, size_t kn);
+/* Block i, read through the cache and pinned: release with spill_unpin.
+   *hit tells whether it was cached. Panics naming the file when it cannot
+   be read (the state is lost to this process). */
+const Batch *spill_pin(const Spilled *s, int i, bool *hit);
+void spill_unpin(const Spilled *s, int i);
+/* The whole run as one batch (a merge, a checkpoint); a new reference. */
+Batch *spilled_load(const Spilled *s);
+
+/* What can spill registers so that enforcement sees it (trace.c: each
+   trace): the bytes of its runs in memory, the size of the largest, and
+   moving that one to files. */
+typedef struct SpillOwner {
+    size_t (*resident)(const void *o);
+    size_t (*largest)(const void *o);
+    int (*spill_largest)(void *o, Err *err);
+} SpillOwner;
+void spill_register(void *o, const SpillOwner *ops);
+void spill_unregister(void *o);
+
+/* Between steps: spill resident runs, largest first, until the resident
+   trace bytes plus other_bytes (state that cannot spill) plus the cache
+   fit the limit, or nothing is left to spill. 0, or an error from the IO
+   (err set); *spilled (may be NULL) gets the bytes moved out. */
+int spill_enforce(size_t other_bytes, size_t *spilled, Err *err);
+
+typedef struct SpillStats {
+    size_t cache_bytes;      /* blocks held by the cache */
+    size_t disk_bytes;       /* files of every spilled run */
+    int64_t hits, misses;    /* block reads served by the cache / from files */
+    int64_t runs_spilled;    /* runs written so far */
+} SpillStats;
+void spill_stats(SpillStats *out);
+
+#endif

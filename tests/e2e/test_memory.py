@@ -1,0 +1,210 @@
+"""Memory: the breakdown of /stats, /metrics and `sluice stats --format
+memory`, and the memory budget (docs/memory.md).
+
+  * The bank example (300K generated transactions) plus a join view: every
+    stateful node that `sluice check` lists appears in /stats' "memory"
+    operators and in /metrics; state_bytes is within a sane factor of the
+    resident memory the run added; the join's row count is the number of
+    transactions (its trace holds them all); the join view's count equals
+    the independent count of transactions (every account matches).
+  * A join, an aggregate over it and a DISTINCT under a 400K limit with small
+    steps (so state spills after most steps and is read back by the next)
+    give byte-identical dumps to the same run without a limit, and the
+    order count SQLite computes from the generator's rows.
+"""
+import json
+import os
+import re
+import subprocess
+
+import requests
+
+from conftest import EXAMPLES, read_dump, run_ok, sluice_bin, wait_until
+
+BANK_ROWS = 300000
+
+
+def bank_with_join():
+    with open(os.path.join(EXAMPLES, "bank.sql")) as f:
+        text = f.read()
+    text, n = re.subn(r'("limit"\s*:\s*)100000000\b', r"\g<1>%d" % BANK_ROWS, text)
+    assert n == 1
+    text += """
+CREATE TABLE accounts (id INT NOT NULL, tier INT NOT NULL) WITH ('connectors' = '[{
+  "transport": {"name": "datagen", "config": {"seed": 3, "plan": [{"limit": 10,
+    "fields": {"tier": {"strategy": "uniform", "range": [0, 3]}}}]}}}]');
+CREATE MATERIALIZED VIEW tier_volume AS
+SELECT a.tier, COUNT(*) AS n, SUM(t.amount) AS s
+FROM transactions t JOIN accounts a ON t.from_account = a.id
+GROUP BY a.tier;
+"""
+    return text
+
+
+STATEFUL = ("join", "aggregate", "distinct", "sink", "upsert", "top-k", "window")
+
+
+def stateful_nodes(prog):
+    r = run_ok(["check", prog])
+    nodes = {}
+    for m in re.finditer(r"^\s+(\d+): ([a-z-]+)\(", r.stdout, re.M):
+        if m.group(2) in STATEFUL:
+            nodes[int(m.group(1))] = m.group(2)
+    return nodes
+
+
+def test_memory_breakdown_lists_every_operator_and_counts_the_state(http_pipeline):
+    p = http_pipeline(bank_with_join(), "--paused", "--step-rows", "20000")
+    nodes = stateful_nodes(str(p.prog))
+    assert "join" in nodes.values() and "aggregate" in nodes.values()
+    rss0 = requests.get(p.url("/stats"), timeout=60).json()["memory"]["rss_bytes"]
+    assert requests.post(p.url("/start"), timeout=60).status_code == 200
+
+    def done():
+        s = requests.get(p.url("/stats"), timeout=60).json()
+        if not s["global_metrics"]["pipeline_complete"]:
+            return None
+        ops = {o["node"]: o for o in s["memory"]["operators"]}
+        joins = [o for o in ops.values() if o["kind"] == "join"]
+        # the walk is throttled: wait for one after the last step
+        return s if joins and joins[0]["rows"] == BANK_ROWS + 10 else None
+    s = wait_until(done, "the pipeline's end and its memory figures", hang_guard=240)
+    m = s["memory"]
+    # (the run adds the sluice_errors table, which `check` does not show)
+    ops = {o["node"]: o for o in m["operators"] if o["relation"] != "sluice_errors"}
+    assert {n: o["kind"] for n, o in ops.items()} == nodes
+    for o in m["operators"]:
+        # (a sink of a view neither materialized nor output keeps nothing)
+        assert o["bytes_in_memory"] > 0 or o["kind"] == "sink", o
+        assert o["bytes_on_disk"] == 0 and o["rows"] >= 0
+    # most bytes first
+    sizes = [o["bytes_in_memory"] for o in m["operators"]]
+    assert sizes == sorted(sizes, reverse=True)
+    assert m["operators"][0]["kind"] == "join"
+    # state_bytes counts all state, and within a sane factor of what the run added
+    assert m["state_bytes"] == sum(sizes) == s["global_metrics"]["state_bytes"]
+    grown = m["rss_bytes"] - rss0
+    assert grown > 0 and grown / 20 <= m["state_bytes"] <= 2 * grown, (m["state_bytes"], grown)
+    assert m["limit_source"] in ("cgroup", "meminfo") and m["limit_bytes"] > 0
+    assert m["step_arena_bytes"] > 0 and m["pressure"] is None
+    rels = {r["name"]: r for r in m["relations"]}
+    assert rels["tier_volume"]["operators"] == 3  # join, aggregate, sink
+    # the join view against an independent count: every transaction matches
+    q = requests.post(p.url("/query"), params={"format": "json"},
+                      data="SELECT SUM(n) AS n FROM tier_volume", timeout=60)
+    assert q.status_code == 200, q.text
+    assert json.loads(q.text.splitlines()[0])["n"] == BANK_ROWS
+    # /metrics: one gauge per stateful node
+    text = requests.get(p.url("/metrics"), timeout=60).text
+    got = set(int(x) for x in re.findall(r'^sluice_operator_memory_bytes\{node="(\d+)"', text,
+                                         re.M))
+    assert got == set(o["node"] for o in m["operators"]) and set(nodes) <= got
+    # sluice stats --format memory: the top consumer first
+    r = subprocess.run([sluice_bin(), "stats", p.base, "--format", "memory"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("memory limit ")
+    head = lines.index(next(l for l in lines if l.startswith("node ")))
+    assert lines[head + 1].split()[1] == "join"
+    p.stop()
+
+
+JOIN = """
+CREATE TABLE customers (id INT NOT NULL, region INT NOT NULL) WITH ('connectors' = '[{
+  "transport": {"name": "datagen", "config": {"seed": 1, "plan": [{"limit": 2000,
+    "fields": {"region": {"strategy": "uniform", "range": [0, 10]}}}]}}}]');
+CREATE TABLE orders (id BIGINT NOT NULL, customer INT NOT NULL, amount INT NOT NULL)
+WITH ('connectors' = '[{
+  "transport": {"name": "datagen", "config": {"seed": 2, "plan": [{"limit": 100000,
+    "fields": {"customer": {"strategy": "uniform", "range": [0, 2000]},
+               "amount": {"strategy": "uniform", "range": [1, 100]}}}]}}}]');
+CREATE MATERIALIZED VIEW sales_by_region AS
+SELECT c.region, SUM(o.amount) AS total, COUNT(*) AS orders
+FROM orders o JOIN customers c ON o.customer = c.id
+GROUP BY c.region;
+CREATE MATERIALIZED VIEW pairs AS SELECT DISTINCT customer % 50 AS c, amount FROM orders;
+"""
+
+
+def test_join_under_a_small_memory_limit_spills_and_equals_the_run_without(tmp_path):
+    prog = tmp_path / "join.sql"
+    prog.write_text(JOIN)
+    dumps = {}
+    # small blocks, and every run may spill: the DISTINCT's small trace too,
+    # which every step probes
+    os.environ["SLUICE_SPILL_BLOCK"], os.environ["SLUICE_SPILL_MIN_RUN"] = "4096", "0"
+    try:
+        cfg = tmp_path / "cfg.json"
+        cfg.write_text(json.dumps({"memory_limit": "400K"}))  # as --memory-limit 400K
+        for name, extra in (("free", ["--memory-limit", "none"]),
+                            ("limited", ["--config", str(cfg)])):
+            d = tmp_path / name
+            r = run_ok(["run", str(prog), "--until-done", "--no-progress", "--step-rows", "5000",
+                        "--dump", str(d)] + extra, timeout=300)
+            dumps[name] = (d, r)
+    finally:
+        del os.environ["SLUICE_SPILL_BLOCK"], os.environ["SLUICE_SPILL_MIN_RUN"]
+    free, limited = dumps["free"], dumps["limited"]
+    assert "spilled" not in free[1].stderr
+    m = re.search(r"sluice: memory: (\d+) trace runs spilled under the limit of 0\.4 MB; "
+                  r"spilled blocks read (\d+) times from the cache, (\d+) from files",
+                  limited[1].stderr)
+    assert m and int(m.group(1)) > 0 and int(m.group(3)) > 0, limited[1].stderr
+    for v in ("sales_by_region", "pairs"):
+        a = (free[0] / (v + ".csv")).read_bytes()
+        b = (limited[0] / (v + ".csv")).read_bytes()
+        assert a == b, v
+    # independent: every order has its customer (ids 0..1999), so the
+    # join counts every order once; every (c, amount) pair of 50 x 99
+    # values shows up among 100000 uniform orders
+    _, rows = read_dump(str(limited[0] / "sales_by_region.csv"))
+    assert sum(int(r[2]) for r in rows) == 100000
+    assert len(read_dump(str(limited[0] / "pairs.csv"))[1]) == 50 * 99
+
+
+GROWING = """
+CREATE TABLE t (id BIGINT NOT NULL, v INT NOT NULL) WITH ('connectors' = '[{
+  "transport": {"name": "datagen", "config": {"seed": 4, "plan": [{"limit": 200000,
+    "fields": {"v": {"strategy": "uniform", "range": [0, 1000]}}}]}}}]');
+CREATE MATERIALIZED VIEW everything AS SELECT id, v FROM t;
+"""
+
+
+def test_state_that_cannot_spill_past_the_limit_pauses_the_inputs_and_says_why(http_pipeline):
+    # a materialized view's contents cannot spill: past 256K the inputs
+    # pause, /status and the log name the operator, and the pipeline stays
+    # up (queries answer, a stop ends it cleanly)
+    p = http_pipeline(GROWING, "--memory-limit", "256K", "--step-rows", "2000")
+
+    def stalled():
+        s = requests.get(p.url("/status"), timeout=60).json()
+        return s if s["stalled"] else None
+    s = wait_until(stalled, "the inputs pausing for memory", hang_guard=120)
+    assert s["stalled"]["reason"] == "memory" and s["state"] == "running"
+    msg = s["stalled"]["message"]
+    assert "exceeds the memory limit (262144 bytes)" in msg and "sink of everything" in msg, msg
+    assert "sluice: memory: state that cannot spill" in p.stderr()
+    assert "inputs are paused" in p.stderr()
+    st = requests.get(p.url("/stats"), timeout=60).json()
+    assert st["memory"]["pressure"] == msg
+    done = st["global_metrics"]["total_processed_records"]
+    assert 0 < done < 200000
+    q = requests.post(p.url("/query"), params={"format": "json"},
+                      data="SELECT COUNT(*) AS n FROM everything", timeout=60)
+    assert q.status_code == 200 and json.loads(q.text)["n"] == done
+    p.stop()
+
+
+def test_a_bad_memory_limit_is_refused(tmp_path):
+    prog = tmp_path / "p.sql"
+    prog.write_text("CREATE TABLE t (x INT);\n")
+    for bad in ("12X", "-1", "", "0"):
+        r = subprocess.run([sluice_bin(), "run", str(prog), "--memory-limit", bad],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "--memory-limit needs a size" in r.stderr, (bad, r.stderr)
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"memory_limit": True}))
+    r = subprocess.run([sluice_bin(), "run", str(prog), "--config", str(cfg)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and 'bad or unknown setting "memory_limit"' in r.stderr, r.stderr

@@ -1,0 +1,206 @@
+/*
+ * tests/zset/test_trace_spill.c - a trace under a tiny memory budget (every
+ * run spilled after every step, blocks of a few tuples so that runs of
+ * equal keys cross block boundaries) answers exactly as the same trace
+ * kept in memory: point lookups, cursors, checkpoint batches, rollback of
+ * a step and the consolidated integral; the spill files are gone once the
+ * traces are.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "storage/storage.h"
+#include "zset/spill.h"
+#include "zset/trace.h"
+
+#define ZT_SEED 0x2545F4914F6CDD1Dull
+#define ZT_TUP_BYTES 16
+#include "zset_test.h"
+
+static Batch *random_batch(int n)
+{
+    BatchBuilder *bb = bb_new();
+    for (int i = 0; i < n; i++) {
+        uint8_t k[4], v[3];
+        size_t kn = 1 + rnd() % 3, vn = rnd() % 3;
+        for (size_t j = 0; j < kn; j++)
+            k[j] = (uint8_t)('a' + rnd() % 4);
+        k[kn] = 0;
+        for (size_t j = 0; j < vn; j++)
+            v[j] = (uint8_t)('x' + rnd() % 2);
+        v[vn] = 0;
+        bb_add(bb, k, kn + 1, v, vn + 1, (int64_t)(rnd() % 5) - 2);
+    }
+    return bb_finish(bb);
+}
+
+/* Every key the generator makes, ascending. */
+static int all_keys(uint8_t keys[][4], size_t *lens)
+{
+    int n = 0;
+    for (int a = 0; a < 4; a++) {
+        keys[n][0] = (uint8_t)('a' + a), keys[n][1] = 0, lens[n++] = 2;
+        for (int b = 0; b < 4; b++) {
+            keys[n][0] = (uint8_t)('a' + a), keys[n][1] = (uint8_t)('a' + b), keys[n][2] = 0;
+            lens[n++] = 3;
+            for (int c = 0; c < 4; c++) {
+                keys[n][0] = (uint8_t)('a' + a), keys[n][1] = (uint8_t)('a' + b);
+                keys[n][2] = (uint8_t)('a' + c), keys[n][3] = 0;
+                lens[n++] = 4;
+            }
+        }
+    }
+    /* ascending: "a\0" < "aa\0" < "aaa\0" < "aab\0" ... as generated */
+    return n;
+}
+
+typedef struct Acc {
+    BatchBuilder *bb;
+    const uint8_t *k;
+    size_t kn;
+} Acc;
+
+static void acc_add(void *ctx, const uint8_t *val, size_t vn, int64_t w)
+{
+    Acc *a = ctx;
+    bb_add(a->bb, a->k, a->kn, val, vn, w);
+}
+
+static void assert_same_batch(const Batch *x, const Batch *y)
+{
+    assert_int_equal(x->n, y->n);
+    assert_int_equal(x->off[x->n], y->off[y->n]);
+    assert_memory_equal(x->data, y->data, x->off[x->n]);
+    for (int64_t i = 0; i < x->n; i++) {
+        assert_int_equal(x->w[i], y->w[i]);
+        assert_int_equal(x->klen[i], y->klen[i]);
+    }
+}
+
+/* Every key looked up in t (point lookups, or one cursor), consolidated. */
+static Batch *lookups(const Trace *t, bool cursor)
+{
+    static uint8_t keys[100][4];
+    static size_t lens[100];
+    int nk = all_keys(keys, lens);
+    Acc a = {bb_new(), NULL, 0};
+    TraceCursor *c = cursor ? trace_cursor_new(t) : NULL;
+    for (int i = 0; i < nk; i++) {
+        a.k = keys[i];
+        a.kn = lens[i];
+        if (c)
+            trace_cursor_for_key(c, keys[i], lens[i], acc_add, &a);
+        else
+            trace_for_key(t, keys[i], lens[i], acc_add, &a);
+    }
+    trace_cursor_free(c);
+    return bb_finish(a.bb);
+}
+
+/* The merge of every checkpoint batch of t. */
+static Batch *saved(const Trace *t)
+{
+    Batch *acc = batch_empty();
+    for (int i = 0; i < trace_nbatches(t); i++) {
+        Batch *m = batch_merge(acc, trace_batch(t, i));
+        batch_unref(acc);
+        acc = m;
+    }
+    return acc;
+}
+
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += !strncmp(e->d_name, "batch-", 6);
+    closedir(d);
+    return n;
+}
+
+static void test_spilled_trace_answers_as_in_memory(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sluice-test-spill-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    SpillConf conf = {.limit = 1, .cache_bytes = 256, .block_bytes = 40, .min_run = 0};
+    spill_store_setup(dir, &conf);
+    trace_track_new(true);
+    Trace *sp = trace_new();
+    trace_track_new(false);
+    Trace *mem = trace_new();
+    for (int step = 0; step < 80; step++) {
+        Batch *b = random_batch(1 + (int)(rnd() % 60));
+        batch_ref(b);
+        trace_insert_take(sp, b);
+        trace_insert_take(mem, b);
+        if (step % 2 == 0) { /* read during the step, before it ends */
+            Batch *x = lookups(sp, step % 4 == 0), *y = lookups(mem, step % 4 == 0);
+            assert_same_batch(x, y);
+            batch_unref(x);
+            batch_unref(y);
+        }
+        if (step % 5 == 4) {
+            trace_rollback(sp);
+            trace_rollback(mem);
+        }
+        trace_step_end(sp);
+        trace_step_end(mem);
+        Err err = {0};
+        size_t moved;
+        assert_int_equal(spill_enforce(0, &moved, &err), 0);
+        assert_int_equal(trace_resident_bytes(sp), 0);
+        for (int cur = 0; cur < 2; cur++) {
+            Batch *x = lookups(sp, cur), *y = lookups(mem, cur);
+            assert_same_batch(x, y);
+            batch_unref(x);
+            batch_unref(y);
+        }
+        if (step % 10 == 9) {
+            Batch *x = saved(sp), *y = saved(mem);
+            assert_same_batch(x, y);
+            batch_unref(x);
+            batch_unref(y);
+        }
+        trace_step_end(sp);
+        trace_step_end(mem);
+    }
+    TraceMem m = {0};
+    trace_mem(sp, &m);
+    assert_true(m.disk_bytes > 0);
+    assert_true(m.cache_misses > 0);
+    assert_true(count_files(spill_store_where()) > 0);
+    Batch *x = trace_consolidate(sp), *y = trace_consolidate(mem);
+    assert_same_batch(x, y);
+    batch_unref(x);
+    batch_unref(y);
+    trace_free(sp);
+    trace_free(mem);
+    SpillStats ss;
+    spill_stats(&ss);
+    assert_int_equal(ss.disk_bytes, 0);
+    char sdir[4200];
+    snprintf(sdir, sizeof(sdir), "%s", spill_store_where());
+    assert_int_equal(count_files(sdir), 0);
+    spill_store_close();
+    assert_int_equal(rmdir(dir), 0); /* the spill directory went with it */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spilled_trace_answers_as_in_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
