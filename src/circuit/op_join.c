@@ -23,7 +23,8 @@
  * that makes up a quarter or more of one side's rows there becomes hot,
  * for good (up to HOT_MAX per worker). The owner sends a hot key's rows on
  * in round 2: those of its "split" side (the side that had more of them)
- * round-robin to all workers, those of the other ("broadcast") side to
+ * round-robin to all workers (the owner, which pays for the pass over what
+ * it received, keeps half a share), those of the other ("broadcast") side to
  * every worker, and when the key turns hot, the broadcast side's rows its
  * trace already holds as well (each other worker's copy starts there). So
  * every worker holds a part of the split side's rows of a hot key and a
@@ -60,13 +61,14 @@
 
 #define HOT_MIN_ROWS 8192 /* rows of a key in a step before it can turn hot */
 #define HOT_MAX 64        /* hot keys per instance */
-#define HOT_SAMPLES 16384 /* about how many records an owner samples per side */
+#define HOT_SAMPLES 16384 /* records an owner samples per inbox */
 
 /* A hot key this worker owns (see the header). */
 typedef struct HotKey {
     uint8_t *k;
     uint32_t kn;
-    int split;   /* the side whose rows are spread; the other is copied */
+    uint64_t pfx; /* key_pfx of k */
+    int split;    /* the side whose rows are spread; the other is copied */
     bool fresh;  /* turned hot in this step: seed the other workers */
 } HotKey;
 
@@ -90,7 +92,6 @@ typedef struct JoinSt {
     int nhot, hotcap, nhot0; /* nhot0: as the step started (undo) */
     int64_t min_rows;
     uint64_t rr;             /* round-robin of split rows */
-    BatchBuilder *bb[2];     /* an owner's round-1 delta without hot rows */
 } JoinSt;
 
 /* Output rows waiting to be decoded: their left and right encodings and
@@ -237,11 +238,29 @@ static int push_join(Op *op, OpEnv *env, int side, Chunk *c)
 
 /* ---- skew: hot keys (see the header) ------------------------------------- */
 
-/* Index of k in the hot set, or -1. */
-static int hot_find(const JoinSt *s, const uint8_t *k, uint32_t kn)
+/* The first 8 bytes of a key (fewer zero-padded): equal keys of up to 8
+   bytes have equal prefixes and lengths, and only they. */
+static inline uint64_t key_pfx(const uint8_t *k, uint32_t kn)
 {
+    uint64_t p = 0;
+    if (kn >= 8)
+        memcpy(&p, k, 8);
+    else if (kn == 4)
+        memcpy(&p, k, 4);
+    else
+        for (uint32_t i = 0; i < kn; i++)
+            p |= (uint64_t)k[i] << (8 * i);
+    return p;
+}
+
+/* Index of k in the hot set, or -1 (an owner asks this of every record it
+   receives once it has hot keys: no call for keys of up to 8 bytes). */
+static inline int hot_find(const JoinSt *s, const uint8_t *k, uint32_t kn)
+{
+    uint64_t p = key_pfx(k, kn);
     for (int i = 0; i < s->nhot; i++)
-        if (s->hot[i].kn == kn && !memcmp(s->hot[i].k, k, kn))
+        if (s->hot[i].pfx == p && s->hot[i].kn == kn &&
+            (kn <= 8 || !memcmp(s->hot[i].k + 8, k + 8, kn - 8)))
             return i;
     return -1;
 }
@@ -253,6 +272,7 @@ static void hot_add(JoinSt *s, const uint8_t *k, uint32_t kn, int split, bool fr
     if (kn)
         memcpy(h->k, k, kn);
     h->kn = kn;
+    h->pfx = key_pfx(k, kn);
     h->split = split;
     h->fresh = fresh;
 }
@@ -264,7 +284,9 @@ static void hot_truncate(JoinSt *s, int n)
 }
 
 /* A sampled key count: an open-addressing table of keys (pointing into
-   the inboxes) and how many of the sampled records carry each. */
+   the inboxes) and how many of the sampled records carry each; the
+   sample is the first records of each inbox, `scale` the inboxes' bytes
+   over the sampled bytes. */
 typedef struct KeyCount {
     uint64_t h;
     const uint8_t *k;
@@ -274,40 +296,33 @@ typedef struct KeyCount {
 typedef struct KeySample {
     KeyCount *tab;
     size_t mask, used;
-    int64_t stride, records;
+    double scale;
+    int64_t records; /* estimated records in all */
 } KeySample;
 
-/* Sample the keys of the records on channel ch: one record in `stride`,
-   counted per key (new keys stop being added once the table is half
-   full: a key that makes up a quarter of the records is in it long
-   before). */
+/* Count the keys of the first HOT_SAMPLES records of each inbox of
+   channel ch (new keys stop being added once the table is half full: a
+   key that makes up a quarter of the records is in it long before). */
 static void sample_keys(const Shard *sh, int ch, KeySample *ks)
 {
-    size_t bytes = 0;
+    size_t slots = 16, bytes = 0, sampled = 0, most = 0;
     for (int from = 0; from < sh->W; from++)
-        bytes += sh->in[ch * sh->W + from]->n;
-    int64_t maxrec = (int64_t)(bytes / 17); /* a record has 16 bytes and a key */
-    ks->stride = 1 + maxrec / HOT_SAMPLES;
-    size_t slots = 16;
-    while (slots < 2 * (size_t)(maxrec / ks->stride + 1) && slots < 2 * HOT_SAMPLES)
+        most += sh->in[ch * sh->W + from]->n / 17 + 1; /* a record: 16 bytes and a key */
+    while (slots < 2 * most && slots < 2 * HOT_SAMPLES)
         slots *= 2;
     ks->tab = sl_calloc(slots, sizeof(KeyCount));
     ks->mask = slots - 1;
     ks->used = 0;
-    ks->records = 0;
-    int64_t skip = 0;
+    int64_t n = 0;
     for (int from = 0; from < sh->W; from++) {
         const Buf *b = sh->in[ch * sh->W + from];
+        bytes += b->n;
         size_t pos = 0;
         XRec r;
-        while (xrec_next(b, &pos, &r)) {
-            ks->records++;
-            if (skip-- > 0)
-                continue;
-            skip = ks->stride - 1;
+        for (int64_t i = 0; i < HOT_SAMPLES && xrec_next(b, &pos, &r); i++, n++) {
             uint64_t h = sl_hash(r.k, r.kn);
-            for (size_t i = h & ks->mask;; i = (i + 1) & ks->mask) {
-                KeyCount *e = &ks->tab[i];
+            for (size_t j = h & ks->mask;; j = (j + 1) & ks->mask) {
+                KeyCount *e = &ks->tab[j];
                 if (!e->n) {
                     if (2 * ks->used < slots) {
                         *e = (KeyCount){h, r.k, r.kn, 1};
@@ -321,7 +336,10 @@ static void sample_keys(const Shard *sh, int ch, KeySample *ks)
                 }
             }
         }
+        sampled += pos;
     }
+    ks->scale = sampled ? (double)bytes / (double)sampled : 1.0;
+    ks->records = (int64_t)((double)n * ks->scale);
 }
 
 /* The estimated rows of key k in sample ks (0 when not sampled). */
@@ -332,7 +350,7 @@ static int64_t sample_est(const KeySample *ks, const uint8_t *k, uint32_t kn)
     uint64_t h = sl_hash(k, kn);
     for (size_t i = h & ks->mask; ks->tab[i].n; i = (i + 1) & ks->mask)
         if (ks->tab[i].h == h && ks->tab[i].kn == kn && !memcmp(ks->tab[i].k, k, kn))
-            return ks->tab[i].n * ks->stride;
+            return (int64_t)((double)ks->tab[i].n * ks->scale);
     return 0;
 }
 
@@ -350,7 +368,7 @@ static void detect_hot(JoinSt *s, const Shard *sh)
     for (int side = 0; side < 2; side++)
         for (size_t i = 0; ks[side].tab && i <= ks[side].mask && s->nhot < HOT_MAX; i++) {
             const KeyCount *e = &ks[side].tab[i];
-            int64_t est = e->n * ks[side].stride;
+            int64_t est = (int64_t)((double)e->n * ks[side].scale);
             if (!e->n || est < s->min_rows || est * 4 < ks[side].records)
                 continue;
             int64_t other = sample_est(&ks[1 - side], e->k, e->kn);
@@ -378,6 +396,49 @@ static void seed_row(void *ctx, const uint8_t *val, size_t vn, int64_t w)
             shard_put(x->sh, x->ch, to, x->h->k, x->h->kn, val, vn, w);
 }
 
+/* Send the hot rows of inbox b (side `side`) on in round 2 and take them
+   out of b, in place (b is this worker's to read in this step): a split
+   side's rows round-robin over the workers (this worker's share, half of
+   another's, stays),
+   a broadcast side's to every other worker (and one stays). */
+static void divert(JoinSt *s, Shard *sh, int side, Buf *b)
+{
+    int W = sh->W;
+    size_t pos = 0, at = 0, keep = 0, run = 0; /* run: start of the kept records not yet moved */
+    XRec r;
+    while (at = pos, xrec_next(b, &pos, &r)) {
+        int h = hot_find(s, r.k, r.kn);
+        if (h < 0)
+            continue;
+        if (s->hot[h].split == side) {
+            /* 2W - 1 slots: two per other worker, one here (the owner
+               pays for this pass) */
+            int slot = (int)(s->rr++ % (uint64_t)(2 * W - 1)), to = slot / 2;
+            if (slot == 2 * W - 2)
+                continue; /* its part here */
+            to += to >= sh->me;
+            buf_append(sh->out[(2 + side) * W + to], b->p + at, pos - at); /* the record */
+        } else {
+            for (int o = 0; o < W; o++)
+                if (o != sh->me)
+                    buf_append(sh->out[(2 + side) * W + o], b->p + at, pos - at);
+            continue; /* and a copy here */
+        }
+        if (at > run) { /* move the kept records before this one down */
+            if (keep != run)
+                memmove(b->p + keep, b->p + run, at - run);
+            keep += at - run;
+        }
+        run = pos;
+    }
+    if (b->n > run) {
+        if (keep != run)
+            memmove(b->p + keep, b->p + run, b->n - run);
+        keep += b->n - run;
+    }
+    b->n = keep;
+}
+
 /* Round 2 (op.h reroute): an owner finds the keys turning hot, sends the
    hot keys' rows on (channels 2 and 3) and keeps the rest for its delta. */
 static void reroute_join(Op *op, OpEnv *env)
@@ -389,26 +450,9 @@ static void reroute_join(Op *op, OpEnv *env)
         detect_hot(s, sh);
     if (!s->nhot)
         return;
-    for (int side = 0; side < 2; side++) {
-        BatchBuilder *bb = s->bb[side] = bb_new();
-        for (int from = 0; from < W; from++) {
-            const Buf *b = sh->in[side * W + from];
-            size_t pos = 0;
-            XRec r;
-            while (xrec_next(b, &pos, &r)) {
-                int h = hot_find(s, r.k, r.kn);
-                if (h < 0) {
-                    bb_add(bb, r.k, r.kn, r.v, r.vn, r.w);
-                } else if (s->hot[h].split == side) {
-                    int to = (int)(s->rr++ % (uint64_t)W);
-                    shard_put(sh, 2 + side, to, r.k, r.kn, r.v, r.vn, r.w);
-                } else {
-                    for (int to = 0; to < W; to++)
-                        shard_put(sh, 2 + side, to, r.k, r.kn, r.v, r.vn, r.w);
-                }
-            }
-        }
-    }
+    for (int side = 0; side < 2; side++)
+        for (int from = 0; from < W; from++)
+            divert(s, sh, side, sh->in[side * W + from]);
     for (int i = 0; i < s->nhot; i++) {
         HotKey *h = &s->hot[i];
         if (!h->fresh)
@@ -422,15 +466,11 @@ static void reroute_join(Op *op, OpEnv *env)
 
 /* This worker's delta of one side: its round-1 rows (an owner's without
    its hot keys' rows) and the hot rows sent to it in round 2. */
-static Batch *side_delta(JoinSt *s, const Shard *sh, int side)
+static Batch *side_delta(const Shard *sh, int side)
 {
-    BatchBuilder *bb = s->bb[side];
-    s->bb[side] = NULL;
-    if (!bb) {
-        bb = bb_new();
-        for (int from = 0; from < sh->W; from++)
-            bb_add_xrecs(bb, sh->in[side * sh->W + from]);
-    }
+    BatchBuilder *bb = bb_new();
+    for (int from = 0; from < sh->W; from++)
+        bb_add_xrecs(bb, sh->in[side * sh->W + from]);
     for (int from = 0; from < sh->W && sh->nch > 2; from++)
         bb_add_xrecs(bb, sh->in[(2 + side) * sh->W + from]);
     return bb_finish(bb);
@@ -439,7 +479,7 @@ static Batch *side_delta(JoinSt *s, const Shard *sh, int side)
 static int finish_join(Op *op, OpEnv *env)
 {
     JoinSt *s = op->st;
-    Batch *delta[2] = {side_delta(s, op->sh, 0), side_delta(s, op->sh, 1)};
+    Batch *delta[2] = {side_delta(op->sh, 0), side_delta(op->sh, 1)};
     ChunkOut co;
     ValWs ms = {0};
     Pairs *pp = sl_malloc(sizeof(*pp));
