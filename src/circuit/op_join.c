@@ -61,7 +61,7 @@
 
 #define HOT_MIN_ROWS 8192 /* rows of a key in a step before it can turn hot */
 #define HOT_MAX 64        /* hot keys per instance */
-#define HOT_SAMPLES 16384 /* records an owner samples per inbox */
+#define HOT_SAMPLES 4096 /* records an owner samples per inbox */
 
 /* A hot key this worker owns (see the header). */
 typedef struct HotKey {
