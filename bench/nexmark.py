@@ -15,6 +15,7 @@ from 1970-01-01), so 10M events span 1,000 s of event time: 100 windows of
 10 s, one day.
 
     bench/nexmark.py [--events 1e6] [--queries q0,q4] [--workers 1,2] [--timeout 900] [--all]
+                     [--sluice OTHER/build/sluice]
 
 Past 2M events the queries whose state grows with the input (HEAVY below)
 are skipped unless --all is given.
@@ -99,11 +100,19 @@ def main():
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--all", action="store_true",
                     help="also run the queries with large state past 2M events")
+    ap.add_argument("--sluice", help="the sluice binary to measure (default: build/sluice, "
+                    "rebuilt first); for before/after comparisons")
     a = ap.parse_args()
     events = int(float(a.events))
     queries = a.queries.split(",")
     workers = [int(w) for w in a.workers.split(",")]
-    build()
+    global SLUICE
+    if a.sluice:
+        SLUICE = os.path.abspath(a.sluice)
+        if not os.path.exists(PROBE):
+            build()
+    else:
+        build()
     results = {}
     probe = {}
     for w in workers:
@@ -112,7 +121,6 @@ def main():
         probe[w] = json.loads(out)
     with tempfile.TemporaryDirectory() as tmp:
         # run a copy: a rebuild meanwhile must not change the binary under test
-        global SLUICE
         shutil.copy(SLUICE, os.path.join(tmp, "sluice"))
         SLUICE = os.path.join(tmp, "sluice")
         for q in queries:

@@ -15,7 +15,7 @@ int op_shard_channels(const CNode *n)
     case OPK_DISTINCT:
         return 1;
     case OPK_JOIN:
-        return 2;
+        return 4; /* each side, then each side's hot-key rows (op_join.c) */
     case OPK_UPSERT:
         return 1;
     case OPK_TOPK:

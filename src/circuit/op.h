@@ -79,6 +79,14 @@ struct Op {
     /* The end of the routing phase (NULL: nothing to do): send what push()
        kept back (the aggregate's local partials). */
     void (*flush)(Op *op, OpEnv *env);
+    /* A second exchange round (NULL: one round). The runtime moves
+       channels [0, nch_first) of the operator's Shard, calls reroute(),
+       which reads those inboxes and writes outboxes of the channels from
+       nch_first on (the join sends a hot key's rows on from the key's
+       owner to every worker), moves those, then calls finish(). Every
+       worker's instance runs it, with or without anything to send. */
+    void (*reroute)(Op *op, OpEnv *env);
+    int nch_first;
     int (*finish)(Op *op, OpEnv *env);
     /* Rollback of a step that failed before any finish() (a runtime error
        in a linear operator over the step's input): withdraw what push() of

@@ -47,10 +47,11 @@ Exchange *xchg_new(int W, int host, int hosts, int nchannels, pthread_barrier_t 
 int64_t xchg_remote_bytes(const Exchange *x) { return x->remote_bytes; }
 int64_t xchg_remote_ns(const Exchange *x) { return x->remote_ns; }
 
-/* The host-to-host part of an exchange. Host d's message from this host
-   is, for every channel, local sender and receiver on d in that order,
-   [u64 length][bytes]; the receiver walks the same order. */
-static void remote(Exchange *x)
+/* The host-to-host part of an exchange of channels [lo, hi). Host d's
+   message from this host is, for every such channel, local sender and
+   receiver on d in that order, [u64 length][bytes]; the receiver walks the
+   same order. */
+static void remote(Exchange *x, int lo_ch, int hi_ch)
 {
     int64_t t0 = mono_ns();
     int H = x->hosts, W = x->n;
@@ -60,7 +61,7 @@ static void remote(Exchange *x)
         if (d == x->host)
             continue;
         int lo = xchg_first(W, H, d), hi = xchg_first(W, H, d + 1);
-        for (int ch = 0; ch < x->nch; ch++)
+        for (int ch = lo_ch; ch < hi_ch; ch++)
             for (int f = x->first; f < x->first + x->nlocal; f++)
                 for (int t = lo; t < hi; t++) {
                     const Buf *b = xchg_buf(x, f, t, ch);
@@ -78,7 +79,7 @@ static void remote(Exchange *x)
         const Buf *m = &x->recv[s];
         size_t pos = 0;
         int lo = xchg_first(W, H, s), hi = xchg_first(W, H, s + 1);
-        for (int ch = 0; ch < x->nch; ch++)
+        for (int ch = lo_ch; ch < hi_ch; ch++)
             for (int f = lo; f < hi; f++)
                 for (int t = x->first; t < x->first + x->nlocal; t++) {
                     Buf *b = xchg_buf(x, f, t, ch);
@@ -119,13 +120,15 @@ Buf *xchg_buf(Exchange *x, int from, int to, int channel)
     return &x->bufs[(from * x->n + to) * x->nch + channel];
 }
 
-void xchg_wait(Exchange *x, int me)
+void xchg_wait(Exchange *x, int me) { xchg_wait_range(x, me, 0, x->nch); }
+
+void xchg_wait_range(Exchange *x, int me, int lo, int hi)
 {
     if (x->bar)
         pthread_barrier_wait(x->bar);
     if (x->hosts > 1) {
         if (me == x->first)
-            remote(x);
+            remote(x, lo, hi);
         if (x->bar)
             pthread_barrier_wait(x->bar);
     }

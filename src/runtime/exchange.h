@@ -38,6 +38,10 @@ Buf *xchg_buf(Exchange *x, int from, int to, int channel);
 /* Every local worker (global id me) calls this once per step per
    exchange, after writing. */
 void xchg_wait(Exchange *x, int me);
+/* The same for channels [lo, hi) only: an operator that exchanges in two
+   rounds (a join's hot keys, circuit/op.h reroute) moves its first
+   channels, reads them and writes the others, then moves those. */
+void xchg_wait_range(Exchange *x, int me, int lo, int hi);
 /* Bytes this process sent to other hosts through exchanges. */
 int64_t xchg_remote_bytes(const Exchange *x);
 /* Nanoseconds this process spent in host-to-host exchanges (packing,

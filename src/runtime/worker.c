@@ -19,7 +19,9 @@
  *     operator's Shard, circuit/shard.h, whose boxes point at the node's
  *     Exchange) move to them, and finish() reads those addressed to its
  *     worker (update state, emit the step's changes). Operators never
- *     touch the Exchange.
+ *     touch the Exchange. An operator with reroute() (op.h) exchanges in
+ *     two rounds: its first channels move, reroute() reads them and
+ *     writes the others, those move, then finish().
  * Exchanges use a second barrier shared by the W workers; every worker
  * finishes every streamed operator, so they reach each exchange in the same
  * order.
@@ -333,8 +335,13 @@ static void run_step(Worker *w)
             op->flush(op, &env);
         /* exchange and finish even after an error: the other workers wait
            at the exchange */
-        if (rt->x[i])
+        if (rt->x[i] && op->reroute) {
+            xchg_wait_range(rt->x[i], w->id, 0, op->nch_first);
+            op->reroute(op, &env);
+            xchg_wait_range(rt->x[i], w->id, op->nch_first, op->sh->nch);
+        } else if (rt->x[i]) {
             xchg_wait(rt->x[i], w->id);
+        }
         op->out = NULL;
         if ((op->finish(op, &env) || !op->out) && !w->err.code)
             err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);

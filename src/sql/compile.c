@@ -318,6 +318,7 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
         if ((s->k == S_CREATE_TABLE ? plan_table(&p, s) : plan_view(&p, s)))
             goto out_fail;
     }
+    sql__prune_joins(&p);
     *out = c;
     return 0;
 out_fail:

@@ -172,6 +172,9 @@ int sql__cols(P *p, int in, Expr *filter, int first, int n, const SqlType *t);
 /* A JOIN of l and r on key columns lk[i] = rk[i] (copied; NULL when nk
    is 0: a cross join): l's columns, then r's. */
 int sql__join(P *p, int l, int r, const int *lk, const int *rk, int nk);
+/* The compiler's last pass: a join's inputs narrowed to the columns read
+   after it (plan_prune.c). */
+void sql__prune_joins(P *p);
 /* first, first + 1, ..., first + n - 1 (arena). */
 int *sql__iota(P *p, int n, int first);
 /* The rows of a whose value also appears in s (a set with a's column

@@ -8,7 +8,10 @@
  * insertions and deletions cut into steps several ways on 1, 2 and 4
  * workers (harness.h); every materialized view's integrated output must
  * equal a nested-loop reference over the integrated input after every step
- * and be identical across cuts and worker counts.
+ * and be identical across cuts and worker counts. Skewed keys (half of one
+ * side's rows on one key) run with a low hot-key threshold, so hot keys
+ * are split across workers in most steps; a direct test checks that the
+ * join state of a hot key is spread over the workers.
  */
 #include "harness.h"
 
@@ -359,6 +362,200 @@ static void test_joins_with_every_trace_spilled_match_the_reference(void **state
     h_spill_setup(false);
 }
 
+/* ---- skewed keys (hot keys split across workers, op_join.c) ------------------------ */
+
+/* The key of t's row in view st: half of t's rows (b even) have key 0. */
+static int64_t skew_key(const HVal *t) { return t[1].i % 2 == 0 ? 0 : t[0].i; }
+
+/* sk: SELECT st.a, st.b, u.c FROM st JOIN u ON st.a = u.a */
+static void ref_skew_sk(const HRows *tabs, HRows *out)
+{
+    FOR_ROWS(t, &tabs[0])
+    FOR_ROWS(u, &tabs[1])
+    if (skew_key(t) == u[0].i)
+        h_emit(out, ROW(h_int(skew_key(t)), t[1], u[1]));
+}
+
+/* skr: SELECT u.c, st.b FROM u JOIN st ON u.a = st.a WHERE u.c > 2 */
+static void ref_skew_skr(const HRows *tabs, HRows *out)
+{
+    FOR_ROWS(u, &tabs[1])
+    FOR_ROWS(t, &tabs[0])
+    if (skew_key(t) == u[0].i && !u[1].null && u[1].i > 2)
+        h_emit(out, ROW(u[1], t[1]));
+}
+
+/* ska: SELECT u.c, COUNT(*) AS n, SUM(st.b) AS sb FROM st JOIN u ON st.a = u.a
+   GROUP BY u.c */
+static void ref_skew_ska(const HRows *tabs, HRows *out)
+{
+    HRows m = {0}, keys = {0};
+    FOR_ROWS(t, &tabs[0])
+    FOR_ROWS(u, &tabs[1])
+    if (skew_key(t) == u[0].i)
+        h_emit(&m, ROW(u[1], t[1]));
+    int gc[] = {0};
+    h_group_keys(&m, gc, 1, &keys);
+    for (int64_t g = 0; g < keys.n; g++) {
+        int64_t n = 0, sb = 0;
+        for (int64_t i = 0; i < m.n; i++)
+            if (h_in_group(&m.r[i], gc, 1, &keys.r[g])) {
+                n++;
+                sb += m.r[i].v[1].i;
+            }
+        h_emit(out, ROW(keys.r[g].v[0], h_int(n), h_int(sb)));
+    }
+    h_rows_free(&m);
+    h_rows_free(&keys);
+}
+
+/* With a hot-key threshold of 3 rows, key 0 (half of t's rows) and many
+   others turn hot in the larger steps: their rows are split across workers
+   and the other side's copied, restarts re-shard them, undone steps undo
+   the hot set; the integral must not notice. */
+static void test_skewed_join_integral_matches_reference_for_any_steps_and_workers(void **state)
+{
+    (void)state;
+    setenv("SLUICE_SKEW_MIN_ROWS", "3", 1);
+    HSpec s = {
+        .sql = "CREATE TABLE t (a INT NOT NULL, b INT NOT NULL);\n"
+               "CREATE TABLE u (a INT NOT NULL, c INT);\n"
+               "CREATE VIEW st AS SELECT CASE WHEN b % 2 = 0 THEN 0 ELSE a END AS a, b FROM t;\n"
+               "CREATE MATERIALIZED VIEW sk AS SELECT st.a, st.b, u.c FROM st JOIN u\n"
+               "  ON st.a = u.a;\n"
+               "CREATE MATERIALIZED VIEW skr AS SELECT u.c, st.b FROM u JOIN st\n"
+               "  ON u.a = st.a WHERE u.c > 2;\n"
+               "CREATE MATERIALIZED VIEW ska AS SELECT u.c, COUNT(*) AS n, SUM(st.b) AS sb\n"
+               "  FROM st JOIN u ON st.a = u.a GROUP BY u.c;\n",
+        .tables = {{"t", 2, {{0, 6, 0}, {0, 9, 0}}, 3},
+                   {"u", 2, {{0, 6, 0}, {0, 5, 20}}, 1}},
+        .views = {{"sk", ref_skew_sk}, {"skr", ref_skew_skr}, {"ska", ref_skew_ska}},
+        .nchanges = 400,
+        .seed = 46,
+    };
+    h_run(&s);
+    unsetenv("SLUICE_SKEW_MIN_ROWS");
+}
+
+/* Rows of the left trace and hot keys in worker w's saved join state. */
+static void skew_state(Runtime *rt, int w, int node, int64_t *left, int64_t *right, int *hot)
+{
+    BatchList bl = {0};
+    assert_int_equal(rt_save(rt, w, node, &bl), 0);
+    assert_true(bl.n >= 1);
+    const Batch *h = bl.b[0];
+    int64_t nb[2] = {0, 0};
+    *hot = 0;
+    for (int64_t i = 0; i < h->n; i++) {
+        if (batch_klen(h, i) == 3 && !memcmp(batch_key(h, i), "hot", 3))
+            (*hot)++;
+        else
+            nb[batch_klen(h, i) == 4 ? 0 : 1] = h->w[i]; /* "left" / "right" */
+    }
+    *left = *right = 0;
+    for (int64_t i = 0; i < nb[0]; i++)
+        *left += bl.b[1 + i]->n;
+    for (int64_t i = 0; i < nb[1]; i++)
+        *right += bl.b[1 + nb[0] + i]->n;
+    batchlist_free(&bl);
+}
+
+/* Sum of the weights of sink `sink` over all workers. */
+static int64_t skew_rows(Runtime *rt, int sink)
+{
+    HCanon c = h_collect(rt, sink);
+    int64_t n = 0;
+    for (int64_t i = 0; i < c.n; i++)
+        n += c.e[i].w;
+    h_canon_free(&c);
+    return n;
+}
+
+/* One step of rows into table rel, split evenly over W workers. */
+static void skew_step(Runtime *rt, const Circuit *c, int W, int rel, const HRow *rows,
+                      const int64_t *w, int64_t n)
+{
+    Arena *a = arena_new(1 << 16);
+    const Relation *r = &c->rels[rel];
+    for (int k = 0; k < W; k++) {
+        int64_t lo = n * k / W, hi = n * (k + 1) / W;
+        Piece *p = arena_zalloc(a, sizeof(Piece));
+        p->chunk = chunk_new(a, r->ncol, r->types, hi - lo);
+        for (int64_t i = lo; i < hi; i++)
+            h_put_row(p->chunk, p->chunk->n++, &rows[i], w[i], a);
+        rt_set_input(rt, k, rel, p);
+    }
+    Err err = {0};
+    assert_int_equal(rt_step(rt, &err), 0);
+    arena_free(a);
+}
+
+/* Half of 8000 rows on one key: with 2 workers both hold about half of
+   them (the key's owner spread them) and a copy of the other side's row of
+   that key; a later change of that row reaches every part. */
+static void test_hot_key_rows_are_spread_over_workers(void **state)
+{
+    (void)state;
+    setenv("SLUICE_SKEW_MIN_ROWS", "1000", 1);
+    Circuit *c = NULL;
+    Err err = {0};
+    assert_int_equal(circuit_compile("CREATE TABLE t (a INT NOT NULL, b INT NOT NULL);\n"
+                                     "CREATE TABLE u (a INT NOT NULL, c INT NOT NULL);\n"
+                                     "CREATE MATERIALIZED VIEW j AS SELECT t.b, u.c FROM t JOIN u\n"
+                                     "  ON t.a = u.a;\n",
+                                     &c, &err),
+                     0);
+    int t = circuit_find_rel(c, "t"), u = circuit_find_rel(c, "u"), j = circuit_find_rel(c, "j");
+    int node = -1;
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i]->k == OPK_JOIN)
+            node = i;
+    assert_true(node >= 0);
+    Runtime *rt = rt_new(c, 2);
+    enum { N = 8000 };
+    HRow *rows = sl_calloc(N, sizeof(HRow));
+    int64_t *w = sl_calloc(N, sizeof(int64_t));
+    for (int i = 0; i < N; i++) {
+        rows[i].v[0] = h_int(i % 2 == 0 ? 0 : i);
+        rows[i].v[1] = h_int(i);
+        w[i] = 1;
+    }
+    HRow urow[3] = {{.v = {h_int(0), h_int(7)}}, {.v = {h_int(1), h_int(8)}},
+                    {.v = {h_int(0), h_int(9)}}};
+    int64_t uw[3] = {1, 1, -1};
+    skew_step(rt, c, 2, u, urow, uw, 2);
+    skew_step(rt, c, 2, t, rows, w, N);
+    assert_int_equal(skew_rows(rt, c->rels[j].sink), N / 2 + 1);
+    int64_t left[2], right[2];
+    int hot[2];
+    for (int k = 0; k < 2; k++)
+        skew_state(rt, k, node, &left[k], &right[k], &hot[k]);
+    assert_int_equal(hot[0] + hot[1], 1);
+    assert_int_equal(left[0] + left[1], N);
+    for (int k = 0; k < 2; k++) {
+        assert_true(left[k] > N * 2 / 5); /* N/2 each, give or take the uniform keys */
+        assert_true(right[k] >= 1);       /* the copy of u's row of key 0 */
+    }
+    /* u's row of key 0 changes: (0, 7) out, (0, 9) in */
+    HRow upd[2] = {urow[0], urow[2]};
+    int64_t updw[2] = {-1, 1};
+    skew_step(rt, c, 2, u, upd, updw, 2);
+    assert_int_equal(skew_rows(rt, c->rels[j].sink), N / 2 + 1);
+    HCanon out = h_collect(rt, c->rels[j].sink);
+    int64_t nine = 0;
+    for (int64_t i = 0; i < out.n; i++) {
+        assert_true(out.e[i].w == 1);
+        nine += out.e[i].p[out.e[i].n - 1] == 9; /* u.c last: key encoding ends with it */
+    }
+    h_canon_free(&out);
+    assert_int_equal(nine, N / 2);
+    rt_free(rt);
+    circuit_free(c);
+    sl_free(rows);
+    sl_free(w);
+    unsetenv("SLUICE_SKEW_MIN_ROWS");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -375,6 +572,9 @@ int main(void)
         cmocka_unit_test(test_cross_join_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_self_join_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_joins_with_every_trace_spilled_match_the_reference),
+        cmocka_unit_test(
+            test_skewed_join_integral_matches_reference_for_any_steps_and_workers),
+        cmocka_unit_test(test_hot_key_rows_are_spread_over_workers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
