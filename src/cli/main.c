@@ -86,6 +86,11 @@ static void usage(FILE *f)
             "  --storage DIR  keep checkpoints, the journal and logged HTTP input in DIR;\n"
             "                 a restart with the same DIR resumes where the last run\n"
             "                 stopped or died (docs/fault-tolerance.md)\n"
+            "  --bootstrap allow|reject|await_approval  DIR holds a checkpoint of another\n"
+            "                 program: keep what still holds and compute what changed\n"
+            "                 (allow), refuse (reject), or start paused until POST /approve\n"
+            "                 (await_approval, the default with --http; without it the\n"
+            "                 default refuses): docs/bootstrapping.md\n"
             "  --fault-tolerance exactly_once|at_least_once|none  (default exactly_once)\n"
             "  --checkpoint-interval SECS  seconds between checkpoints (default 60;\n"
             "                 0 = only on request, POST /checkpoint)\n"
@@ -250,6 +255,19 @@ static bool cfg_keys(const cJSON *v)
    query_timeout_secs, query_memory_bytes (pipeline/oneshot.h). */
 static QueryLimits query_limits = {30, (int64_t)1 << 30};
 
+/* --bootstrap or bootstrap_policy in --config (BOOT_*; cli/diff.h). */
+static int boot_policy = BOOT_UNSET;
+
+static void set_boot_policy(const char *v, const char *where)
+{
+    boot_policy = cli_boot_policy(v);
+    if (boot_policy < 0) {
+        fprintf(stderr, "sluice: %s needs allow, reject or await_approval, not \"%s\"\n", where,
+                v ? v : "");
+        exit(2);
+    }
+}
+
 static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHosts *ch)
 {
     Err e = {0};
@@ -303,6 +321,8 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
             snprintf(num, sizeof(num), "%.0f", v->valuedouble);
             parse_pg_addr(num);
         }
+        else if (!strcmp(k, "bootstrap_policy") && cJSON_IsString(v))
+            set_boot_policy(v->valuestring, "bootstrap_policy");
         else if (!strcmp(k, "query_timeout_secs") && cJSON_IsNumber(v) && v->valuedouble >= 0)
             query_limits.timeout_secs = v->valuedouble;
         else if (!strcmp(k, "query_memory_bytes") && cJSON_IsNumber(v) && v->valuedouble >= 0 &&
@@ -313,7 +333,7 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
                             "workers, hosts, storage, s3_endpoint, fault_tolerance, "
                             "checkpoint_interval_secs, step_deadline_secs, on_error, "
                             "http_max_connections, http_idle_timeout_secs, api_keys, "
-                            "query_timeout_secs, query_memory_bytes, pg_listen)\n",
+                            "query_timeout_secs, query_memory_bytes, pg_listen, bootstrap_policy)\n",
                     path, k);
             exit(2);
         }
@@ -486,6 +506,8 @@ static int cmd_run(int argc, char **argv)
             parse_addr(++i < argc ? argv[i] : NULL, &so, host, sizeof(host));
         } else if (!strcmp(a, "--pg"))
             parse_pg_addr(++i < argc ? argv[i] : NULL);
+        else if (!strcmp(a, "--bootstrap"))
+            set_boot_policy(++i < argc ? argv[i] : NULL, "--bootstrap");
         else if (!strcmp(a, "--paused"))
             o.start_paused = true;
         else if (!strcmp(a, "--http-max-body"))
@@ -602,6 +624,16 @@ static int cmd_run(int argc, char **argv)
         sl_free(cfg_storage);
         return 1;
     }
+    CliBoot boot;
+    if (cli_bootstrap(&o, c, program, path, boot_policy, http, &boot)) {
+        cli_bootstrap_free(&boot);
+        pipeline_dismiss_followers();
+        net_finalize();
+        circuit_free(c);
+        sl_free(program);
+        sl_free(cfg_storage);
+        return 1;
+    }
     Pipeline *p = pipeline_new(c, &o, &e);
     Server *srv = NULL;
     so.keys = srv_keys;
@@ -641,6 +673,7 @@ static int cmd_run(int argc, char **argv)
     if (rc)
         cli_print_err(path, &e);
     net_finalize();
+    cli_bootstrap_free(&boot);
     circuit_free(c);
     sl_free(program);
     sl_free(cfg_storage);

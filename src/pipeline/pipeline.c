@@ -33,6 +33,7 @@
 #include "../sql/sql.h"
 #include "../storage/storage.h"
 #include "../zset/key.h"
+#include "boot.h"
 #include "pipeline_int.h"
 
 /* ---------------------------------------------------------------- life cycle */
@@ -51,6 +52,29 @@ static int errors_table(const Circuit *c)
             return -1;
     }
     return rel;
+}
+
+/* Bootstrapping (boot.h): ft_open restored the old program's checkpoint
+   into the kept nodes; one step in which only the new part of the circuit
+   runs, fed the stored streams it reads (new views' outputs get their
+   contents), then the new program's first checkpoint, before any input. */
+static int bootstrap(Pipeline *p, Err *err)
+{
+    BootPlan *b = p->o.boot;
+    double t0 = pipe_now();
+    rt_set_boot(p->be->rt, b->run, b->is_new, boot_feed(b, p->be->rt));
+    ft_bootstrap_begin(p->ft);
+    int rc = pipe_run_step(p, &p->pend, err);
+    double t1 = pipe_now();
+    FtCounts n = {p->rows, p->tx.id};
+    if (!rc)
+        rc = ft_bootstrap_end(p->ft, n, err);
+    if (!rc)
+        fprintf(stderr, "sluice: bootstrapping: %d new node%s computed from stored state in step "
+                        "%lld (%.3f s), checkpoint of the new program written (%.3f s)\n",
+                b->nnew, b->nnew == 1 ? "" : "s", (long long)rt_steps(p->be->rt), t1 - t0,
+                pipe_now() - t1);
+    return rc;
 }
 
 /* A sink waiting for its server (io's output_set_stop) gives up on a stop. */
@@ -105,6 +129,8 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
         p->dl = deliver_open(&p->cs, &dopt, err);
         rc = p->dl ? 0 : err->code;
     }
+    if (!rc && ft_booting(p->ft))
+        rc = bootstrap(p, err);
     if (rc) {
         pipeline_free(p);
         return NULL;
@@ -397,6 +423,14 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
         return err->code;
     stats_publish(p);
     return 0;
+}
+
+int pipeline_settle(Pipeline *p, Err *err)
+{
+    int rc = ft_replay(p, err);
+    if (!rc)
+        rc = final_drain(p, false, err);
+    return rc;
 }
 
 static int run_loop(Pipeline *p, Err *err)

@@ -37,6 +37,11 @@ typedef struct PipelineOpts {
     const char *program;  /* its text, kept in every checkpoint's manifest
                              for `sluice diff` (docs/bootstrapping.md), or NULL */
     int on_error;         /* ONERR_*: what a runtime error in a step does */
+    /* bootstrapping (pipeline/boot.h): the storage holds a checkpoint of
+       another program, settled (pipeline_settle); restore it through this
+       plan and run the bootstrap step. NULL: such storage is refused. */
+    struct BootPlan *boot;
+    bool boot_await;      /* ... start awaiting approval (POST /approve) */
 } PipelineOpts;
 
 /* The table that receives the records a runtime error rejected: one row
@@ -69,6 +74,12 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err);
    (until_done), SIGINT/SIGTERM or a stop command; then the summary and
    --dump. Returns 0, or an SL_E* code with err set. */
 int pipeline_run(Pipeline *p, Err *err);
+/* Bootstrapping (docs/bootstrapping.md), on a pipeline of the program a
+   storage was written by: replay its journaled steps and logged HTTP
+   input, and write a checkpoint with nothing after it; no connector is
+   read. Then pipeline_free it and start the new program over that
+   checkpoint (PipelineOpts.boot). */
+int pipeline_settle(Pipeline *p, Err *err);
 /* Free everything; the pipeline must not be running. */
 void pipeline_free(Pipeline *p);
 const Circuit *pipeline_circuit(const Pipeline *p);

@@ -96,6 +96,11 @@ struct Runtime {
     bool trial, inject;     /* rt_set_trial: fail the next run of the step */
     bool rolled_back;       /* the last step failed and was undone */
     bool *changed;          /* per node: received input since rt_clear_changed */
+    /* rt_set_boot (bootstrapping, pipeline/boot.c): the next step runs
+       only the nodes with boot_run, feed[lw * nnodes + n] is node n's
+       output on local worker lw (its integral), boot_new the new nodes */
+    const bool *boot_run, *boot_new;
+    Chunk *const *boot_feed;
 };
 
 /* Input j of node n in a phase: the input's output when it carries data in
@@ -290,6 +295,52 @@ static void undo_phase1(Worker *w, OpEnv *menv, int64_t fed)
     }
 }
 
+/* A bootstrap step (rt_set_boot): no table input; fed nodes output their
+   integral, the nodes in boot_run run over their inputs' outputs (new ones
+   as in their first step: a global aggregate or a VALUES emits its row),
+   every other node outputs nothing. Streamed nodes outside boot_run still
+   finish (with no input, as in any step they get none), so every worker
+   reaches every exchange in the same order. */
+static void boot_step(Worker *w, OpEnv *env)
+{
+    Runtime *rt = w->rt;
+    const Circuit *c = rt->c;
+    OpEnv fresh = *env;
+    fresh.step = 0;
+    for (int i = 0; i < c->nnodes; i++) {
+        Op *op = w->ops[i];
+        const CNode *n = op->node;
+        Chunk *fed = rt->boot_feed[(size_t)(w->id - rt->first) * (size_t)c->nnodes + (size_t)i];
+        OpEnv *e = rt->boot_new[i] ? &fresh : env;
+        bool run = rt->boot_run[i] && n->k != OPK_SOURCE;
+        if (fed) {
+            op->out = fed;
+            continue;
+        }
+        if (!op->push) {
+            if (run)
+                eval_linear(w, e, op, rt->probe_all);
+            else
+                op->out = op_empty(w->arena, n);
+            continue;
+        }
+        if (run)
+            push_inputs(w, e, op, rt->probe_all);
+        if (op->flush)
+            op->flush(op, e);
+        if (rt->x[i])
+            xchg_wait(rt->x[i], w->id);
+        op->out = NULL;
+        if ((op->finish(op, e) || !op->out) && !w->err.code)
+            err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
+        if (!op->out || !run)
+            op->out = op_empty(w->arena, n);
+    }
+    for (int i = 0; i < c->nnodes; i++)
+        if (w->ops[i]->step_end)
+            w->ops[i]->step_end(w->ops[i]);
+}
+
 static void run_step(Worker *w)
 {
     Runtime *rt = w->rt;
@@ -303,6 +354,10 @@ static void run_step(Worker *w)
             shard_reset(w->shards[i]);
         if (w->ops[i]->begin)
             w->ops[i]->begin(w->ops[i], &env);
+    }
+    if (rt->boot_run) {
+        boot_step(w, &env);
+        return;
     }
 
     OpEnv menv = env;
@@ -565,6 +620,8 @@ int rt_step(Runtime *rt, Err *err)
     }
     if (!rt->rolled_back)
         rt->steps++;
+    rt->boot_run = rt->boot_new = NULL;
+    rt->boot_feed = NULL;
     int rc = 0;
     for (int k = 0; k < rt->nl; k++) {
         Worker *w = &rt->w[k];
@@ -584,6 +641,13 @@ int rt_step(Runtime *rt, Err *err)
 }
 
 void rt_set_trial(Runtime *rt, bool on) { rt->trial = on; }
+
+void rt_set_boot(Runtime *rt, const bool *run, const bool *is_new, Chunk *const *feed)
+{
+    rt->boot_run = run;
+    rt->boot_new = is_new;
+    rt->boot_feed = feed;
+}
 
 bool rt_can_undo(const Runtime *rt)
 {

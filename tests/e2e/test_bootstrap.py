@@ -1,0 +1,264 @@
+"""Bootstrapping on restart (issue 17 item 2; docs/bootstrapping.md): a
+storage written by `sluice run OLD.sql --storage DIR`, more input appended,
+then `sluice run NEW.sql --storage DIR --bootstrap allow`. Every case
+checks the final dumps against the new program's results computed here in
+Python over all the input (never numbers Sluice produced), that unchanged
+views' output files hold every change exactly once (no gap, no duplicate
+across the restart), and that new views' output files start with a
+snapshot. Also: the policies (reject, the default without --http), a
+case not built yet refused with a message naming the relation, kill -9
+inside the bootstrap (SLUICE_CRASH_AT) redone by the next start, another
+worker count, and GET /diff + POST /approve with --http."""
+import json
+import os
+import random
+import subprocess
+import urllib.request
+
+from conftest import (csv_input, csv_output, conn_clause, parse_csv, read_dump, run, run_ok,
+                      sluice_bin, wait_until, write_csv)
+
+ACCOUNTS = 12
+RICH = 3000
+
+
+def tx_rows(seed, start, n):
+    r = random.Random(seed)
+    return [[start + i, r.randint(1, ACCOUNTS), r.randint(-200, 900)] for i in range(n)]
+
+
+def append_csv(path, rows):
+    with open(path, "a") as f:
+        for row in rows:
+            f.write(",".join(str(v) for v in row) + "\n")
+
+
+class Bank:
+    """The bank program of docs/bootstrapping.md over CSV files."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.tx_path = tmp / "tx.csv"
+        self.acc_path = tmp / "acc.csv"
+        self.tx = tx_rows(1, 0, 400)
+        write_csv(self.tx_path, self.tx)
+        write_csv(self.acc_path, [[a, "owner%d" % a] for a in range(1, ACCOUNTS + 1)])
+        self.st = tmp / "storage"
+
+    def table_tx(self, extra="", path=None):
+        return "CREATE TABLE transactions (id BIGINT, account INT, amount BIGINT%s) %s;" % (
+            extra, csv_input(path or self.tx_path))
+
+    def table_acc(self):
+        return "CREATE TABLE accounts (account INT PRIMARY KEY, owner VARCHAR) %s;" % csv_input(
+            self.acc_path)
+
+    def out(self, name):
+        return csv_output(self.tmp / ("%s.out.csv" % name))
+
+    def old(self):
+        return [
+            self.table_tx(), self.table_acc(),
+            "CREATE MATERIALIZED VIEW balance AS SELECT account, SUM(amount) AS balance "
+            "FROM transactions GROUP BY account;",
+            "CREATE MATERIALIZED VIEW named_balance AS SELECT owner, balance FROM balance "
+            "JOIN accounts ON balance.account = accounts.account;",
+            "CREATE VIEW big_tx %s AS SELECT id, amount FROM transactions WHERE amount > 700;"
+            % self.out("big_tx"),
+        ]
+
+    def write(self, name, stmts):
+        p = self.tmp / name
+        p.write_text("\n".join(stmts) + "\n")
+        return p
+
+    def start(self, workers=1):
+        old = self.write("old.sql", self.old())
+        run_ok(["run", old, "--storage", self.st, "--until-done", "--workers", workers])
+
+    def more(self, n=300, seed=2):
+        rows = tx_rows(seed, len(self.tx), n)
+        self.tx += rows
+        append_csv(self.tx_path, rows)
+
+    # expected results, computed here
+    def balance(self, mult=1):
+        b = {}
+        for _, a, amt in self.tx:
+            b[a] = b.get(a, 0) + amt
+        return {a: v * mult for a, v in b.items()}
+
+
+def dump(tmp, name):
+    d = tmp / name
+    return d
+
+
+def rows_of(dumpdir, rel):
+    _, recs = read_dump(dumpdir / ("%s.csv" % rel))
+    return sorted(tuple(r) for r in recs)
+
+
+def integrated(path):
+    """An output file's changes summed up: row -> weight (none zero)."""
+    acc = {}
+    if not os.path.exists(path):
+        return acc
+    for rec in parse_csv(open(path).read()):
+        if not rec or rec == [None]:
+            continue
+        key, w = tuple(rec[:-1]), int(rec[-1])
+        acc[key] = acc.get(key, 0) + w
+    return {k: v for k, v in acc.items() if v}
+
+
+def changes(path):
+    return [tuple(r) for r in parse_csv(open(path).read()) if r and r != [None]]
+
+
+def manifests(st):
+    return sorted((n for n in os.listdir(st) if n.startswith("manifest-")),
+                  key=lambda n: int(n[len("manifest-"):].split(".")[0]))
+
+
+def manifest(st, name):
+    return json.loads(open(os.path.join(st, name)).read().split("\n")[0])
+
+
+def new_program(bank):
+    """Adds views over the materialized balance and the PRIMARY KEY
+    accounts, changes named_balance (over both), drops nothing else."""
+    return bank.write("new.sql", [
+        bank.table_tx(), bank.table_acc(),
+        "CREATE MATERIALIZED VIEW balance AS SELECT account, SUM(amount) AS balance "
+        "FROM transactions GROUP BY account;",
+        "CREATE MATERIALIZED VIEW named_balance AS SELECT owner, balance * 2 AS b2 FROM balance "
+        "JOIN accounts ON balance.account = accounts.account;",
+        "CREATE VIEW big_tx %s AS SELECT id, amount FROM transactions WHERE amount > 700;"
+        % bank.out("big_tx"),
+        "CREATE MATERIALIZED VIEW rich %s AS SELECT account, balance FROM balance "
+        "WHERE balance > %d;" % (bank.out("rich"), RICH),
+        "CREATE MATERIALIZED VIEW total AS SELECT COUNT(*) AS n, SUM(balance) AS s FROM balance;",
+        "CREATE MATERIALIZED VIEW owners AS SELECT owner FROM accounts WHERE account <= 3;",
+    ])
+
+
+def check_new(bank, d):
+    bal = bank.balance()
+    assert rows_of(d, "balance") == sorted((str(a), str(v)) for a, v in bal.items())
+    assert rows_of(d, "named_balance") == sorted(("owner%d" % a, str(2 * v))
+                                                 for a, v in bal.items())
+    rich = {(str(a), str(v)) for a, v in bal.items() if v > RICH}
+    assert set(rows_of(d, "rich")) == rich
+    assert rows_of(d, "total") == [(str(len(bal)), str(sum(bal.values())))]
+    assert rows_of(d, "owners") == [("owner1",), ("owner2",), ("owner3",)]
+    # the kept view's output: every change once, across the restart
+    big = sorted((str(i), str(a)) for i, _, a in bank.tx if a > 700)
+    got = changes(bank.tmp / "big_tx.out.csv")
+    assert sorted(r[:2] for r in got) == big and all(r[2] == "1" for r in got)
+    # the new view's output: its snapshot, then its changes, add up to it
+    assert integrated(bank.tmp / "rich.out.csv") == {k: 1 for k in rich}
+
+
+def test_add_and_change_views_over_stored_state(sluice, tmp_path):
+    bank = Bank(tmp_path)
+    bank.start()
+    before = manifests(bank.st)
+    old_m = manifest(bank.st, before[-1])
+    bank.more()
+    new = new_program(bank)
+
+    # without --http the default refuses, and so does reject: nothing changes
+    for extra in ([], ["--bootstrap", "reject"]):
+        p = run(["run", new, "--storage", bank.st, "--until-done"] + extra)
+        assert p.returncode == 1, p.stderr
+        assert "named_balance  view   changed" in p.stderr
+        assert "not restarting with a changed program" in p.stderr
+        assert manifests(bank.st) == before
+
+    d = tmp_path / "d1"
+    p = run_ok(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow",
+                "--dump", d])
+    assert "bootstrapping:" in p.stderr
+    check_new(bank, d)
+    boots = [manifest(bank.st, n).get("bootstrap") for n in manifests(bank.st)]
+    assert {"from": old_m["fingerprint"], "from_step": old_m["step"]} in boots
+
+    # an ordinary restart of the new program afterwards, with more input
+    bank.more(seed=3)
+    d = tmp_path / "d2"
+    p = run_ok(["run", new, "--storage", bank.st, "--until-done", "--dump", d])
+    assert "bootstrapping" not in p.stderr
+    check_new(bank, d)
+
+
+def test_changed_table_is_read_again(sluice, tmp_path):
+    """A column added to transactions: the table is read from the start and
+    everything over it recomputed; accounts keeps its state."""
+    bank = Bank(tmp_path)
+    bank.start()
+    bank.more()
+    tx2 = tmp_path / "tx2.csv"
+    write_csv(tx2, [r + ["n%d" % r[0]] for r in bank.tx])
+    new = bank.write("new.sql", [
+        bank.table_tx(", note VARCHAR", tx2), bank.table_acc(),
+        "CREATE MATERIALIZED VIEW balance AS SELECT account, SUM(amount) AS balance "
+        "FROM transactions GROUP BY account;",
+        "CREATE MATERIALIZED VIEW named_balance AS SELECT owner, balance FROM balance "
+        "JOIN accounts ON balance.account = accounts.account;",
+        "CREATE VIEW big_tx %s AS SELECT id, amount FROM transactions WHERE amount > 700;"
+        % bank.out("big_tx"),
+    ])
+    d = tmp_path / "d"
+    run_ok(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow",
+            "--dump", d])
+    bal = bank.balance()
+    assert rows_of(d, "balance") == sorted((str(a), str(v)) for a, v in bal.items())
+    assert rows_of(d, "named_balance") == sorted(("owner%d" % a, str(v)) for a, v in bal.items())
+    # big_tx changed (its input did): its output starts over, each row once
+    big = sorted((str(i), str(a)) for i, _, a in bank.tx if a > 700)
+    assert sorted(r[:2] for r in changes(tmp_path / "big_tx.out.csv")) == big
+
+
+def test_a_case_not_built_yet_is_refused_naming_the_relation(sluice, tmp_path):
+    bank = Bank(tmp_path)
+    bank.start()
+    before = manifests(bank.st)
+    new = bank.write("new.sql", bank.old() + [
+        "CREATE MATERIALIZED VIEW per_account AS SELECT account, COUNT(*) AS n "
+        "FROM transactions GROUP BY account;"])
+    p = run(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow"])
+    assert p.returncode == 1
+    assert "view per_account" in p.stderr and "transactions" in p.stderr
+    assert "not built yet" in p.stderr
+    assert manifests(bank.st) == before
+
+
+def test_kill_during_bootstrap_then_restart_finishes_it(sluice, tmp_path):
+    bank = Bank(tmp_path)
+    bank.start()
+    step = manifest(bank.st, manifests(bank.st)[-1])["step"]
+    bank.more()
+    new = new_program(bank)
+    env = dict(os.environ, SLUICE_CRASH_AT="after-step:%d" % (step + 1))
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+    p = subprocess.run([sluice_bin(), "run", str(new), "--storage", str(bank.st), "--until-done",
+                        "--bootstrap", "allow"], capture_output=True, env=env, timeout=300)
+    assert p.returncode == 137, p.stderr.decode()[-3000:]
+    # the bootstrap step's snapshot reached rich's output before the kill
+    assert integrated(tmp_path / "rich.out.csv")
+    d = tmp_path / "d"
+    run_ok(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow",
+            "--dump", d])
+    check_new(bank, d)
+
+
+def test_other_worker_count(sluice, tmp_path):
+    bank = Bank(tmp_path)
+    bank.start(workers=1)
+    bank.more()
+    new = new_program(bank)
+    d = tmp_path / "d"
+    run_ok(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow",
+            "--workers", 3, "--dump", d])
+    check_new(bank, d)
