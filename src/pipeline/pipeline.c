@@ -129,8 +129,13 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
         p->dl = deliver_open(&p->cs, &dopt, err);
         rc = p->dl ? 0 : err->code;
     }
-    if (!rc && ft_booting(p->ft))
+    if (!rc && ft_booting(p->ft) && o->boot_await) {
+        p->boot = BOOT_AWAITING; /* pipeline_run waits for pipeline_approve */
+        p->state = PS_PAUSED;
+    } else if (!rc && ft_booting(p->ft)) {
         rc = bootstrap(p, err);
+        p->boot = BOOT_DONE;
+    }
     if (rc) {
         pipeline_free(p);
         return NULL;
@@ -425,6 +430,66 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
     return 0;
 }
 
+cJSON *pipeline_boot_diff(Pipeline *p)
+{
+    if (!p->o.boot)
+        return NULL;
+    cJSON *j = progdiff_json(p->o.boot->d, PIPELINE_ERRORS_TABLE);
+    pthread_mutex_lock(&p->mu);
+    int b = p->boot;
+    pthread_mutex_unlock(&p->mu);
+    static const char *names[] = {"none", "awaiting_approval", "approved", "rejected", "done"};
+    cJSON_AddStringToObject(j, "bootstrap", names[b]);
+    return j;
+}
+
+int pipeline_approve(Pipeline *p, bool yes)
+{
+    pthread_mutex_lock(&p->mu);
+    int rc = p->boot == BOOT_AWAITING && !p->stop_req ? 0 : PIPE_CONFLICT;
+    if (!rc) {
+        p->boot = yes ? BOOT_APPROVED : BOOT_REJECTED;
+        if (!yes)
+            p->stop_req = true;
+        pthread_cond_signal(&p->wake);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+/* --bootstrap await_approval: nothing runs until pipeline_approve; then
+   the bootstrap step. 1 when the pipeline stopped meanwhile (rejected, or
+   a stop): the storage keeps the old program's checkpoint. */
+static int await_approval(Pipeline *p, Err *err)
+{
+    fprintf(stderr, "sluice: bootstrapping: awaiting approval (GET /diff shows the change, POST "
+                    "/approve runs it, POST /reject stops)\n");
+    for (;;) {
+        service(p);
+        pthread_mutex_lock(&p->mu);
+        int b = p->boot;
+        bool stop = p->stop_req || pipe_signalled();
+        pthread_mutex_unlock(&p->mu);
+        if (stop) {
+            fprintf(stderr, "sluice: bootstrapping %s: stopping; the storage keeps the old "
+                            "program's checkpoint\n",
+                    b == BOOT_REJECTED ? "rejected" : "not approved");
+            return 1;
+        }
+        if (b == BOOT_APPROVED)
+            break;
+        stats_publish(p);
+        wait_wake(p, 0.05);
+    }
+    int rc = bootstrap(p, err);
+    pthread_mutex_lock(&p->mu);
+    p->boot = BOOT_DONE;
+    if (p->state == PS_PAUSED && !p->o.start_paused)
+        p->state = PS_RUNNING;
+    pthread_mutex_unlock(&p->mu);
+    return rc ? -1 : 0;
+}
+
 int pipeline_settle(Pipeline *p, Err *err)
 {
     int rc = ft_replay(p, err);
@@ -515,8 +580,12 @@ int pipeline_run(Pipeline *p, Err *err)
     pipe_catch_signals();
     p->t0 = p->last_report = pipe_now();
     p->rows0 = p->rows; /* restored from a checkpoint: rates count this run */
-    int rc = ft_replay(p, err);
-    if (!rc)
+    int rc = 0, aw = p->boot == BOOT_AWAITING ? await_approval(p, err) : 0;
+    if (aw < 0)
+        rc = err->code;
+    if (!rc && !aw)
+        rc = ft_replay(p, err);
+    if (!rc && !aw)
         rc = run_loop(p, err);
     double el = pipe_now() - p->t0;
     if (p->tty && p->o.progress)
@@ -555,7 +624,7 @@ int pipeline_run(Pipeline *p, Err *err)
                         c->rels[i].is_table ? "table" : "view", c->rels[i].name, (long long)dz,
                         dz == 1 ? "" : "s");
         }
-        if (p->o.dump_dir)
+        if (p->o.dump_dir && !aw)
             rc = pipeline_dump(p, p->o.dump_dir, err);
     }
     p->be->ops->stop(p->be); /* the other hosts leave */

@@ -80,6 +80,15 @@ int pipeline_run(Pipeline *p, Err *err);
    read. Then pipeline_free it and start the new program over that
    checkpoint (PipelineOpts.boot). */
 int pipeline_settle(Pipeline *p, Err *err);
+/* GET /diff: the program diff of the bootstrap (sql/progdiff.h's JSON,
+   with "bootstrap": awaiting_approval, approved, rejected or done), or
+   NULL when the pipeline did not start over another program's storage.
+   cJSON_Delete it. Any thread. */
+cJSON *pipeline_boot_diff(Pipeline *p);
+/* POST /approve (yes) or /reject: the bootstrap awaiting approval runs,
+   or the pipeline stops with the storage unchanged. PIPE_CONFLICT when
+   nothing awaits approval. Any thread. */
+int pipeline_approve(Pipeline *p, bool yes);
 /* Free everything; the pipeline must not be running. */
 void pipeline_free(Pipeline *p);
 const Circuit *pipeline_circuit(const Pipeline *p);

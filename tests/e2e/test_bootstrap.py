@@ -262,3 +262,51 @@ def test_other_worker_count(sluice, tmp_path):
     run_ok(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow",
             "--workers", 3, "--dump", d])
     check_new(bank, d)
+
+
+def test_http_await_approval_then_approve(sluice, tmp_path, http_pipeline):
+    """With --http the default is await_approval: the pipeline restores,
+    shows the diff at GET /diff, takes no input (a push is refused with
+    503), and bootstraps on POST /approve; POST /reject instead stops it
+    with the storage unchanged."""
+    import requests
+    bank = Bank(tmp_path)
+    bank.start()
+    before = manifests(bank.st)
+    bank.more()
+    new = new_program(bank)
+    sql = new.read_text()
+
+    p = http_pipeline(sql, "--storage", bank.st, name="rejected")
+    wait_until(lambda: requests.get(p.url("/status"), timeout=30).json()["state"]
+               == "awaiting_approval", "awaiting approval")
+    d = requests.get(p.url("/diff"), timeout=30).json()
+    rels = {r["name"]: r for r in d["relations"]}
+    assert d["bootstrap"] == "awaiting_approval"
+    assert rels["rich"]["status"] == "added" and rels["named_balance"]["status"] == "changed"
+    r = requests.post(p.url("/ingress/accounts"), data='{"insert": {"account": 99, "owner": "x"}}',
+                      timeout=30)
+    assert r.status_code == 503, r.text
+    assert requests.post(p.url("/reject"), timeout=30).status_code == 200
+    assert p.wait_exit().returncode == 0
+    assert manifests(bank.st) == before
+    assert not integrated(tmp_path / "rich.out.csv")
+
+    p = http_pipeline(sql, "--storage", bank.st, name="approved")
+    wait_until(lambda: requests.get(p.url("/status"), timeout=30).json()["state"]
+               == "awaiting_approval", "awaiting approval")
+    assert requests.post(p.url("/approve"), timeout=30).status_code == 200
+    assert requests.post(p.url("/approve"), timeout=30).status_code == 409
+    bal = bank.balance()
+    want = sorted([str(a), str(v)] for a, v in bal.items() if v > RICH)
+
+    def rich_now():
+        r = requests.get(p.url("/query"), params={"sql": "SELECT account, balance FROM rich",
+                                                  "format": "json"}, timeout=30)
+        if r.status_code != 200:
+            return None
+        rows = [json.loads(line) for line in r.text.splitlines() if line.strip()]
+        return sorted([str(x["account"]), str(x["balance"])] for x in rows) == want
+    wait_until(rich_now, "rich computed over every transaction")
+    assert requests.get(p.url("/diff"), timeout=30).json()["bootstrap"] == "done"
+    p.stop()
