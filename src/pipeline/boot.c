@@ -15,7 +15,8 @@
  *     kept materialized sink (a materialized table or view) is fed the
  *     sink's contents, as one delta; a kept filter, projection or union
  *     over such streams runs over them;
- *     a kept PRIMARY KEY table's upsert is fed its rows;
+ *     a kept PRIMARY KEY table's upsert is fed its rows, a kept
+ *     aggregate its groups' current output rows;
  *   - a new node: its output in the step;
  *   - a new table's source: nothing (its connectors start from the
  *     beginning, and its rows arrive as live input).
@@ -84,7 +85,7 @@ static int refuse(const BootPlan *b, const bool *comp, int n, int in, Err *err)
     int rc = err_set(err, SL_ECONFIG,
                      "bootstrapping: %s %s (%s) needs the history of %s, which the checkpoint "
                      "does not hold (stored state: the contents of materialized tables and "
-                     "views, the rows of PRIMARY KEY tables); reading %s again from the "
+                     "views, the rows of PRIMARY KEY tables, aggregates' results); reading %s again from the "
                      "beginning for it alone is not built yet: make what it reads materialized "
                      "in the old program, or start with a new storage directory",
                      r && r->is_table ? "table" : "view", r ? r->name : "?",
@@ -129,8 +130,9 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
             avail[s->in[0]] = true;
         }
     }
-    for (int n = 0; n < nn; n++) /* a kept PRIMARY KEY table: its rows */
-        if (nc->nodes[n]->k == OPK_UPSERT && !b->is_new[n] && b->feed_sink[n] < 0) {
+    for (int n = 0; n < nn; n++) /* a kept PRIMARY KEY table: its rows; an aggregate: its output */
+        if ((nc->nodes[n]->k == OPK_UPSERT || nc->nodes[n]->k == OPK_AGG) && !b->is_new[n] &&
+            b->feed_sink[n] < 0) {
             b->feed_sink[n] = n;
             avail[n] = true;
         }
@@ -337,6 +339,40 @@ static Chunk *upsert_chunk(BootPlan *b, Runtime *rt, int w, const CNode *n)
     return c;
 }
 
+typedef struct Rows {
+    const CNode *n;
+    Chunk *c;
+    int64_t count;
+} Rows;
+
+static void count_row(void *arg, const uint8_t *row, size_t n)
+{
+    (void)row;
+    (void)n;
+    ((Rows *)arg)->count++;
+}
+
+static void add_row(void *arg, const uint8_t *row, size_t n)
+{
+    Rows *r = arg;
+    (void)n;
+    key_decode(row, r->n->types, r->n->ncol, r->c, 0, r->c->n);
+    r->c->w[r->c->n++] = 1;
+}
+
+/* The current output rows of aggregate node n on local worker w (strings
+   point into its groups, which the bootstrap step does not change: it is
+   fed, not run). */
+static Chunk *agg_chunk(BootPlan *b, Runtime *rt, int w, const CNode *n)
+{
+    Op *op = rt_op(rt, w, n->id);
+    Rows r = {n, NULL, 0};
+    op_agg_rows(op, count_row, &r);
+    r.c = chunk_new(b->arena, n->ncol, n->types, r.count ? r.count : 1);
+    op_agg_rows(op, add_row, &r);
+    return r.c;
+}
+
 Chunk *const *boot_feed(BootPlan *b, Runtime *rt)
 {
     int nn = b->nc->nnodes, nl = rt_workers(rt);
@@ -348,7 +384,8 @@ Chunk *const *boot_feed(BootPlan *b, Runtime *rt)
         for (int n = 0; n < nn; n++)
             if (b->feed_sink[n] >= 0)
                 b->feed[(size_t)w * (size_t)nn + (size_t)n] =
-                    b->feed_sink[n] == n ? upsert_chunk(b, rt, w, b->nc->nodes[n])
-                                         : sink_chunk(b, rt, w, b->feed_sink[n], b->nc->nodes[n]);
+                    b->feed_sink[n] != n ? sink_chunk(b, rt, w, b->feed_sink[n], b->nc->nodes[n])
+                    : b->nc->nodes[n]->k == OPK_AGG ? agg_chunk(b, rt, w, b->nc->nodes[n])
+                                                    : upsert_chunk(b, rt, w, b->nc->nodes[n]);
     return b->feed;
 }

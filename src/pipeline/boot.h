@@ -35,7 +35,8 @@ typedef struct BootPlan {
     bool *is_new;            /* per new node: no old node computes its stream */
     int *feed_sink;          /* per new node: the kept materialized sink whose contents
                                 are its integral (it is fed them), itself for a kept
-                                PRIMARY KEY table's upsert (fed its rows), or -1 */
+                                PRIMARY KEY table's upsert (fed its rows) or aggregate
+                                (fed its current output rows), or -1 */
     Arena *arena;            /* the fed chunks (boot_feed) */
     Chunk **feed;            /* per (local worker, new node), or NULL */
     BatchList held;          /* saved states the fed chunks point into */

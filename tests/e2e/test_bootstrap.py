@@ -310,3 +310,30 @@ def test_http_await_approval_then_approve(sluice, tmp_path, http_pipeline):
     wait_until(rich_now, "rich computed over every transaction")
     assert requests.get(p.url("/diff"), timeout=30).json()["bootstrap"] == "done"
     p.stop()
+
+
+def test_change_a_view_over_stored_aggregate_state(sluice, tmp_path):
+    """balance becomes SUM(amount) * 100: computed from the aggregate's
+    stored results, no transaction read again; named_balance (unchanged
+    text, changed input) follows; big_tx and its output are untouched."""
+    bank = Bank(tmp_path)
+    bank.start(workers=2)
+    bank.more()
+    new = bank.write("new.sql", [
+        bank.table_tx(), bank.table_acc(),
+        "CREATE MATERIALIZED VIEW balance AS SELECT account, SUM(amount) * 100 AS balance "
+        "FROM transactions GROUP BY account;",
+        "CREATE MATERIALIZED VIEW named_balance AS SELECT owner, balance FROM balance "
+        "JOIN accounts ON balance.account = accounts.account;",
+        "CREATE VIEW big_tx %s AS SELECT id, amount FROM transactions WHERE amount > 700;"
+        % bank.out("big_tx"),
+    ])
+    d = tmp_path / "d"
+    p = run_ok(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow",
+                "--workers", 2, "--dump", d])
+    assert "recomputed from stored state" in p.stderr
+    bal = bank.balance(100)
+    assert rows_of(d, "balance") == sorted((str(a), str(v)) for a, v in bal.items())
+    assert rows_of(d, "named_balance") == sorted(("owner%d" % a, str(v)) for a, v in bal.items())
+    big = sorted((str(i), str(a)) for i, _, a in bank.tx if a > 700)
+    assert sorted(r[:2] for r in changes(tmp_path / "big_tx.out.csv")) == big
