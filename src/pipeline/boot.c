@@ -105,9 +105,6 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
     b->old_fp = old_fp;
     b->d = progdiff_new(old, old_text, nc, new_text);
     int nn = nc->nnodes;
-    b->map = sl_calloc((size_t)old->nnodes + 1, sizeof(int));
-    for (int i = 0; i < old->nnodes; i++)
-        b->map[i] = -1;
     b->run = sl_calloc((size_t)nn + 1, sizeof(bool));
     b->is_new = sl_calloc((size_t)nn + 1, sizeof(bool));
     b->feed_sink = sl_calloc((size_t)nn + 1, sizeof(int));
@@ -116,8 +113,6 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
         int o = b->d->old_node[n];
         b->feed_sink[n] = -1;
         b->is_new[n] = o < 0;
-        if (o >= 0 && b->map[o] < 0)
-            b->map[o] = n;
     }
     /* the kept streams the checkpoint holds whole: a kept materialized
        sink's input, and linear functions of such streams */
@@ -177,8 +172,6 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
                 break;
             }
             b->run[i] = b->is_new[i] = true; /* recomputed: its old state is not loaded */
-            if (b->d->old_node[i] >= 0 && b->map[b->d->old_node[i]] == i)
-                b->map[b->d->old_node[i]] = -1;
         }
     }
     for (int n = 0; n < nn; n++)
@@ -197,7 +190,6 @@ void boot_plan_free(BootPlan *b)
     if (!b)
         return;
     progdiff_free(b->d);
-    sl_free(b->map);
     sl_free(b->run);
     sl_free(b->is_new);
     sl_free(b->feed_sink);
@@ -215,11 +207,17 @@ cJSON *boot_state(const BootPlan *b, const cJSON *state)
     cJSON_ArrayForEach(e, state)
     {
         int64_t node = ckpt_jint(e, "node");
-        if (node < 0 || node >= b->old->nnodes || b->map[node] < 0)
-            continue; /* its stream is gone: its state is released */
-        cJSON *c = cJSON_Duplicate(e, true);
-        cJSON_ReplaceItemInObjectCaseSensitive(c, "node", cJSON_CreateNumber(b->map[node]));
-        cJSON_AddItemToArray(out, c);
+        if (node < 0 || node >= b->old->nnodes)
+            continue;
+        /* every kept new node computing its stream takes it (two views may
+           share a sub-stream); none: its state is released */
+        for (int n = 0; n < b->nc->nnodes; n++) {
+            if (b->is_new[n] || b->d->old_node[n] != node)
+                continue;
+            cJSON *c = cJSON_Duplicate(e, true);
+            cJSON_ReplaceItemInObjectCaseSensitive(c, "node", cJSON_CreateNumber(n));
+            cJSON_AddItemToArray(out, c);
+        }
     }
     return out;
 }

@@ -30,7 +30,6 @@ typedef struct BootPlan {
     const Circuit *old, *nc; /* the stored program's circuit and the new one (the caller's) */
     ProgDiff *d;
     uint64_t old_fp;         /* the stored program's fingerprint */
-    int *map;                /* per old node: the new node that takes its state, or -1 */
     bool *run;               /* per new node: runs in the bootstrap step */
     bool *is_new;            /* per new node: no old node computes its stream */
     int *feed_sink;          /* per new node: the kept materialized sink whose contents
