@@ -96,6 +96,27 @@ static int refuse(const BootPlan *b, const bool *comp, int n, int in, Err *err)
     return rc;
 }
 
+/* Can table rel be read again from the beginning up to a checkpoint's
+   position, for the new part alone? Its connectors must all be ones whose
+   rows come in one fixed order (datagen, files, S3); a table fed over HTTP
+   only, or by Kafka or PostgreSQL, cannot yet. */
+static bool rereadable(const Circuit *c, int rel)
+{
+    const cJSON *conns = c->rels[rel].connectors, *e;
+    if (!cJSON_GetArraySize(conns))
+        return false;
+    cJSON_ArrayForEach(e, conns)
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "transport");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+        if (!cJSON_IsString(name) || (strcmp(name->valuestring, "datagen") &&
+                                      strcmp(name->valuestring, "file_input") &&
+                                      strcmp(name->valuestring, "s3_input")))
+            return false;
+    }
+    return true;
+}
+
 BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_fp,
                         const Circuit *nc, const char *new_text, Err *err)
 {
@@ -108,6 +129,7 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
     b->run = sl_calloc((size_t)nn + 1, sizeof(bool));
     b->is_new = sl_calloc((size_t)nn + 1, sizeof(bool));
     b->feed_sink = sl_calloc((size_t)nn + 1, sizeof(int));
+    b->reread = sl_calloc((size_t)nc->nrels + 1, sizeof(bool));
     bool *avail = sl_calloc((size_t)nn + 1, sizeof(bool));
     for (int n = 0; n < nn; n++) {
         int o = b->d->old_node[n];
@@ -147,7 +169,8 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
     bool *comp = sl_calloc((size_t)nn + 1, sizeof(bool));
     for (int n = 0; n < nn; n++) {
         const CNode *x = nc->nodes[n];
-        comp[n] = avail[n] || (x->k == OPK_SOURCE ? b->is_new[n] : true);
+        comp[n] = avail[n] ||
+                  (x->k == OPK_SOURCE ? b->is_new[n] || rereadable(nc, x->rel) : true);
         for (int j = 0; j < x->nin && !avail[n]; j++)
             comp[n] = comp[n] && comp[x->in[j]];
     }
@@ -171,6 +194,10 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
                 rc = refuse(b, comp, n, i, err);
                 break;
             }
+            if (nc->nodes[i]->k == OPK_SOURCE) { /* a kept table read again for the new part */
+                b->run[i] = b->reread[nc->nodes[i]->rel] = true;
+                continue;
+            }
             b->run[i] = b->is_new[i] = true; /* recomputed: its old state is not loaded */
         }
     }
@@ -193,6 +220,11 @@ void boot_plan_free(BootPlan *b)
     sl_free(b->run);
     sl_free(b->is_new);
     sl_free(b->feed_sink);
+    sl_free(b->reread);
+    sl_free(b->target);
+    if (b->bc)
+        sl_free(b->bc->rels);
+    sl_free(b->bc);
     sl_free(b->feed);
     batchlist_free(&b->held);
     if (b->arena)
@@ -253,10 +285,15 @@ static const cJSON *named(const cJSON *m, const char *list, const char *name)
     return NULL;
 }
 
-int boot_positions(const BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
+int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
 {
+    sl_free(b->target);
+    b->target = sl_calloc((size_t)cs->nin + 1, sizeof(int64_t));
     for (int j = 0; j < cs->nin; j++) {
         const cJSON *e = named(m, "inputs", input_name(cs->in[j]));
+        b->target[j] = -1;
+        if (e && b->reread[input_rel(cs->in[j])]) /* read again up to here */
+            b->target[j] = ckpt_jint(e, "rows");
         if (!e || !kept(b, input_rel(cs->in[j]), true))
             continue; /* starts from the beginning */
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
@@ -386,4 +423,42 @@ Chunk *const *boot_feed(BootPlan *b, Runtime *rt)
                     : b->nc->nodes[n]->k == OPK_AGG ? agg_chunk(b, rt, w, b->nc->nodes[n])
                                                     : upsert_chunk(b, rt, w, b->nc->nodes[n]);
     return b->feed;
+}
+
+int boot_backfill_open(BootPlan *b, const Connectors *cs, Connectors *out, Err *err)
+{
+    const Circuit *c = b->nc;
+    memset(out, 0, sizeof(*out));
+    b->bc = sl_calloc(1, sizeof(Circuit));
+    *b->bc = *c;
+    b->bc->rels = sl_calloc((size_t)c->nrels + 1, sizeof(Relation));
+    memcpy(b->bc->rels, c->rels, sizeof(Relation) * (size_t)c->nrels);
+    bool any = false;
+    for (int r = 0; r < c->nrels; r++) {
+        if (!c->rels[r].is_table || !b->reread[r])
+            b->bc->rels[r].connectors = NULL; /* only the tables read again */
+        any |= b->reread[r];
+    }
+    if (!any)
+        return 0;
+    int rc = connectors_open(b->bc, true, out, err);
+    for (int j = 0; rc == 0 && j < out->nin; j++) {
+        input_set_replay(out->in[j], true); /* no rate limits */
+        int64_t t = -1;
+        for (int k = 0; k < cs->nin && t < 0; k++)
+            if (!strcmp(input_name(cs->in[k]), input_name(out->in[j])))
+                t = b->target ? b->target[k] : -1;
+        if (t < 0) /* read for the new part only up to where the live one is */
+            rc = err_set(err, SL_EIO, "bootstrapping: %s: no position in the checkpoint to read "
+                         "it again up to", input_name(out->in[j]));
+    }
+    return rc;
+}
+
+int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, const InputConn *ic)
+{
+    for (int k = 0; k < cs->nin; k++)
+        if (!strcmp(input_name(cs->in[k]), input_name(ic)))
+            return b->target ? b->target[k] : -1;
+    return -1;
 }

@@ -41,6 +41,11 @@ typedef struct BootPlan {
     BatchList held;          /* saved states the fed chunks point into */
     int nfeed;
     int nnew;                /* nodes that run new in the bootstrap step */
+    bool *reread;            /* per new relation: a kept table read again from the
+                                beginning for the new part (backfill) */
+    int64_t *target;         /* per input connector (boot_positions): the rows its
+                                backfill reads (its checkpoint's count), or -1 */
+    Circuit *bc;             /* the circuit the backfill connectors are opened from */
 } BootPlan;
 
 /* The plan of bootstrapping from old (its text old_text, fingerprint
@@ -57,11 +62,17 @@ cJSON *boot_state(const BootPlan *b, const cJSON *state);
    of a kept table with the same name continues where the checkpoint left
    it; the others (new or changed tables) start from the beginning. Output
    record counts likewise. */
-int boot_positions(const BootPlan *b, Connectors *cs, const cJSON *m, Err *err);
+int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err);
 /* Where output j continues from: its offset in manifest m when it is a
    kept view's output of the same name, else 0 (a new or changed view's
    output starts over). */
 int64_t boot_out_offset(const BootPlan *b, const Connectors *cs, const cJSON *m, int j);
+/* Open a second instance of the input connectors of the tables read again
+   (b->reread) into out (connectors_close it; before boot_plan_free): the
+   backfill, read from the beginning up to boot_backfill_target rows (the
+   live connector of the same name in cs continues from there). */
+int boot_backfill_open(BootPlan *b, const Connectors *cs, Connectors *out, Err *err);
+int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, const InputConn *ic);
 /* The bootstrap step's fed outputs for rt (rt_set_boot's feed): per local
    worker, each fed node's integral, from its sink's contents. Valid until
    boot_plan_free. */

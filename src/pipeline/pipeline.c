@@ -55,24 +55,58 @@ static int errors_table(const Circuit *c)
 }
 
 /* Bootstrapping (boot.h): ft_open restored the old program's checkpoint
-   into the kept nodes; one step in which only the new part of the circuit
-   runs, fed the stored streams it reads (new views' outputs get their
-   contents), then the new program's first checkpoint, before any input. */
+   into the kept nodes. Bootstrap steps run only the new part of the
+   circuit: the first is fed the stored streams it reads, and each reads
+   the next rows of the tables read again for it (a second instance of
+   their connectors, from the beginning up to where the checkpoint left the
+   live ones); new views' outputs get their contents. Then the new
+   program's first checkpoint, before any live input. */
 static int bootstrap(Pipeline *p, Err *err)
 {
     BootPlan *b = p->o.boot;
     double t0 = pipe_now();
-    rt_set_boot(p->be->rt, b->run, b->is_new, boot_feed(b, p->be->rt));
+    Connectors bcs;
+    int rc = boot_backfill_open(b, &p->cs, &bcs, err);
+    int64_t reread = 0, steps = 0, rows0 = p->rows;
     ft_bootstrap_begin(p->ft);
-    int rc = pipe_run_step(p, &p->pend, err);
+    for (bool first = true; !rc; first = false) {
+        int64_t got = 0;
+        bool more = false;
+        for (int j = 0; j < bcs.nin && !rc; j++) {
+            InputConn *ic = bcs.in[j];
+            int64_t left = boot_backfill_target(b, &p->cs, ic) - input_rows(ic);
+            if (left <= 0 || input_done(ic) || got >= p->step_rows)
+                continue;
+            Piece *list = NULL;
+            int64_t want = left < p->step_rows - got ? left : p->step_rows - got;
+            int64_t n = input_next(ic, want, p->pend.a, 1, &list, err);
+            if (n < 0) {
+                rc = err->code;
+                break;
+            }
+            pend_append(p, &p->pend, input_rel(ic), list, n);
+            got += n;
+            more |= n > 0;
+        }
+        if (rc || (!first && !more))
+            break;
+        reread += got;
+        steps++;
+        rt_set_boot(p->be->rt, b->run, b->is_new, first ? boot_feed(b, p->be->rt) : NULL);
+        rc = pipe_run_step(p, &p->pend, err);
+    }
+    connectors_close(&bcs);
+    p->rows = rows0; /* rows read again are not new input */
     double t1 = pipe_now();
     FtCounts n = {p->rows, p->tx.id};
     if (!rc)
         rc = ft_bootstrap_end(p->ft, n, err);
     if (!rc)
-        fprintf(stderr, "sluice: bootstrapping: %d new node%s computed from stored state in step "
-                        "%lld (%.3f s), checkpoint of the new program written (%.3f s)\n",
-                b->nnew, b->nnew == 1 ? "" : "s", (long long)rt_steps(p->be->rt), t1 - t0,
+        fprintf(stderr, "sluice: bootstrapping: %d new node%s computed from stored state%s in "
+                        "%lld step%s (%.3f s; %lld rows read again), checkpoint of the new "
+                        "program written (%.3f s)\n",
+                b->nnew, b->nnew == 1 ? "" : "s", reread ? " and tables read again" : "",
+                (long long)steps, steps == 1 ? "" : "s", t1 - t0, (long long)reread,
                 pipe_now() - t1);
     return rc;
 }

@@ -295,26 +295,56 @@ static void undo_phase1(Worker *w, OpEnv *menv, int64_t fed)
     }
 }
 
-/* A bootstrap step (rt_set_boot): no table input; fed nodes output their
-   integral, the nodes in boot_run run over their inputs' outputs (new ones
-   as in their first step: a global aggregate or a VALUES emits its row),
-   every other node outputs nothing. Streamed nodes outside boot_run still
-   finish (with no input, as in any step they get none), so every worker
-   reaches every exchange in the same order. */
+/* A table's input of a bootstrap step (rows read again for the new part)
+   as one chunk in the step arena. */
+static Chunk *boot_source(Worker *w, const CNode *n)
+{
+    int64_t total = 0;
+    for (Piece *p = w->input[n->rel]; p; p = p->next)
+        total += p->chunk ? p->chunk->n : p->count;
+    Chunk *c = chunk_new(w->arena, n->ncol, n->types, total ? total : 1);
+    for (Piece *p = w->input[n->rel]; p; p = p->next) {
+        Chunk *m = p->chunk;
+        if (!m) {
+            m = chunk_new(w->arena, n->ncol, n->types, p->count ? p->count : 1);
+            p->fill(p->src, p->plan, p->start, p->count, m, w->arena);
+            for (int64_t r = 0; r < m->n && p->negate; r++)
+                m->w[r] = -m->w[r];
+        }
+        for (int64_t r = 0; r < m->n; r++)
+            chunk_append_row(c, m, r);
+    }
+    return c;
+}
+
+/* A bootstrap step (rt_set_boot): fed nodes output their integral, the
+   nodes in boot_run run over their inputs' outputs (a source: the step's
+   input of its table; new nodes in the first bootstrap step as in their
+   first step: a global aggregate or a VALUES emits its row), every other
+   node outputs nothing. Streamed nodes outside boot_run still finish
+   (with no input, as in any step they get none), so every worker reaches
+   every exchange in the same order. */
 static void boot_step(Worker *w, OpEnv *env)
 {
     Runtime *rt = w->rt;
     const Circuit *c = rt->c;
     OpEnv fresh = *env;
-    fresh.step = 0;
+    if (rt->boot_feed) /* the first bootstrap step */
+        fresh.step = 0;
     for (int i = 0; i < c->nnodes; i++) {
         Op *op = w->ops[i];
         const CNode *n = op->node;
-        Chunk *fed = rt->boot_feed[(size_t)(w->id - rt->first) * (size_t)c->nnodes + (size_t)i];
+        Chunk *fed = rt->boot_feed ? rt->boot_feed[(size_t)(w->id - rt->first) *
+                                                   (size_t)c->nnodes + (size_t)i]
+                                   : NULL;
         OpEnv *e = rt->boot_new[i] ? &fresh : env;
         bool run = rt->boot_run[i] && n->k != OPK_SOURCE;
         if (fed) {
             op->out = fed;
+            continue;
+        }
+        if (n->k == OPK_SOURCE && rt->boot_run[i]) {
+            op->out = boot_source(w, n);
             continue;
         }
         if (!op->push) {

@@ -1,7 +1,7 @@
 """Bootstrapping as a property (issue 17 item 3): random programs made of
 the SQL-vs-SQLite queries (test_sql_vs_sqlite.py) over its random tables
-(here materialized, so that every new view can be computed from stored
-state), evolved by random edits - views dropped, added, and changed (the
+(materialized, so that every new view is computed from stored state, or
+not, so that new views read their tables again), evolved by random edits - views dropped, added, and changed (the
 same name, another query) - are run with --storage over the first part of
 the input, then bootstrapped to the edited program (--bootstrap allow)
 while the rest of the input arrives. Every view of the edited program must
@@ -23,23 +23,22 @@ from test_sql_vs_sqlite import (HELPERS, QUERIES, T1_DDL, T2_DDL, T3_DDL, T4_DDL
                                 sqlite_sql, write_inputs)
 
 STEP_ROWS = 40
-# (seed, old workers, new workers, kill inside the bootstrap)
-EVOLUTIONS = [(7, 1, 1, False), (11, 1, 3, False), (13, 2, 1, True), (17, 3, 2, False)]
+# (seed, old workers, new workers, kill inside the bootstrap, tables materialized)
+EVOLUTIONS = [(7, 1, 1, False, True), (11, 1, 3, False, True), (13, 2, 1, True, True),
+              (17, 1, 1, False, False), (19, 3, 2, True, False)]
 if os.environ.get("BOOT_PROPERTY_SEEDS"):  # more evolutions: N of them, seeds 1000..
-    EVOLUTIONS = [(1000 + i, 1 + i % 3, 1 + (i // 3) % 3, i % 4 == 0)
+    EVOLUTIONS = [(1000 + i, 1 + i % 3, 1 + (i // 3) % 3, i % 4 == 0, i % 2 == 0)
                   for i in range(int(os.environ["BOOT_PROPERTY_SEEDS"]))]
 
 
-def materialized(clause):
-    return clause.replace("WITH (", "WITH ('materialized' = 'true', ", 1)
-
-
-def tables_sql(d):
+def tables_sql(d, mat=True):
+    def m(clause):
+        return clause.replace("WITH (", "WITH ('materialized' = 'true', ", 1) if mat else clause
     return "\n".join([
-        T1_DDL % materialized(csv_input(os.path.join(d, "t1.csv"))),
-        T2_DDL % materialized(csv_input(os.path.join(d, "t2.csv"), headers=True)),
-        T3_DDL % materialized(json_input(os.path.join(d, "t3.json"))),
-        T4_DDL % materialized(json_input(os.path.join(d, "t4.json"))),
+        T1_DDL % m(csv_input(os.path.join(d, "t1.csv"))),
+        T2_DDL % m(csv_input(os.path.join(d, "t2.csv"), headers=True)),
+        T3_DDL % m(json_input(os.path.join(d, "t3.json"))),
+        T4_DDL % m(json_input(os.path.join(d, "t4.json"))),
     ] + HELPERS)
 
 
@@ -47,10 +46,10 @@ def view(name, query):
     return "CREATE MATERIALIZED VIEW %s AS\n%s;" % (name, sluice_sql(query))
 
 
-def program(d, fname, views):
+def program(d, fname, views, mat):
     path = os.path.join(d, fname)
     with open(path, "w") as f:
-        f.write(tables_sql(d) + "\n" + "\n".join(view(n, q) for n, q in views) + "\n")
+        f.write(tables_sql(d, mat) + "\n" + "\n".join(view(n, q) for n, q in views) + "\n")
     return path
 
 
@@ -69,9 +68,9 @@ def split_inputs(d, rng):
     return full
 
 
-@pytest.mark.parametrize("seed,w_old,w_new,kill", EVOLUTIONS,
+@pytest.mark.parametrize("seed,w_old,w_new,kill,mat", EVOLUTIONS,
                          ids=lambda v: str(v))
-def test_random_evolution_equals_sqlite(sluice, tmp_path, seed, w_old, w_new, kill):
+def test_random_evolution_equals_sqlite(sluice, tmp_path, seed, w_old, w_new, kill, mat):
     rng = random.Random(seed)
     d = str(tmp_path)
     data = gen_data(seed)
@@ -84,8 +83,8 @@ def test_random_evolution_equals_sqlite(sluice, tmp_path, seed, w_old, w_new, ki
     dropped = old_views[0]
     changed = (old_views[1][0], pool[6])
     new_views = [changed] + old_views[2:] + [(n, n) for n in pool[7:9]]
-    old = program(d, "old.sql", old_views)
-    new = program(d, "new.sql", new_views)
+    old = program(d, "old.sql", old_views, mat)
+    new = program(d, "new.sql", new_views, mat)
     st = os.path.join(d, "storage")
 
     full = split_inputs(d, rng)
