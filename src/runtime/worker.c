@@ -302,17 +302,20 @@ static Chunk *boot_source(Worker *w, const CNode *n)
     int64_t total = 0;
     for (Piece *p = w->input[n->rel]; p; p = p->next)
         total += p->chunk ? p->chunk->n : p->count;
+    Piece *only = w->input[n->rel];
+    if (only && !only->next && only->chunk)
+        return only->chunk;
     Chunk *c = chunk_new(w->arena, n->ncol, n->types, total ? total : 1);
     for (Piece *p = w->input[n->rel]; p; p = p->next) {
-        Chunk *m = p->chunk;
-        if (!m) {
-            m = chunk_new(w->arena, n->ncol, n->types, p->count ? p->count : 1);
-            p->fill(p->src, p->plan, p->start, p->count, m, w->arena);
-            for (int64_t r = 0; r < m->n && p->negate; r++)
-                m->w[r] = -m->w[r];
+        if (p->chunk) {
+            for (int64_t r = 0; r < p->chunk->n; r++)
+                chunk_append_row(c, p->chunk, r);
+            continue;
         }
-        for (int64_t r = 0; r < m->n; r++)
-            chunk_append_row(c, m, r);
+        int64_t from = c->n; /* generated rows: straight into c */
+        p->fill(p->src, p->plan, p->start, p->count, c, w->arena);
+        for (int64_t r = from; r < c->n && p->negate; r++)
+            c->w[r] = -c->w[r];
     }
     return c;
 }
