@@ -135,6 +135,12 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
         int o = b->d->old_node[n];
         b->feed_sink[n] = -1;
         b->is_new[n] = o < 0;
+        /* a sink's fingerprint does not name its relation: a view added (or
+           renamed) with the body of an old one has a new sink all the same,
+           so that its outputs start with its contents */
+        if (o >= 0 && nc->nodes[n]->k == OPK_SINK &&
+            strcasecmp(nc->rels[nc->nodes[n]->rel].name, old->rels[old->nodes[o]->rel].name))
+            b->is_new[n] = true;
     }
     /* the kept streams the checkpoint holds whole: a kept materialized
        sink's input, and linear functions of such streams */
