@@ -392,3 +392,21 @@ def test_a_view_added_with_an_old_views_body_gets_its_snapshot(sluice, tmp_path)
     big = {(str(i), str(a)): 1 for i, _, a in bank.tx if a > 700}
     assert integrated(tmp_path / "big_tx2.out.csv") == big
     assert sorted(r[:2] for r in changes(tmp_path / "big_tx.out.csv")) == sorted(big)
+
+
+def test_scale_out_bootstrap_is_refused(sluice, tmp_path):
+    """--hosts 2 with a changed program: refused at start with a message
+    (not built yet), the storage unchanged."""
+    import shutil
+    if shutil.which("mpirun") is None:
+        import pytest
+        pytest.skip("mpirun is not on PATH")
+    bank = Bank(tmp_path)
+    bank.start()
+    before = manifests(bank.st)
+    new = new_program(bank)
+    p = run(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow",
+             "--hosts", 2], timeout=300)
+    assert p.returncode == 1
+    assert "bootstrapping a scale-out pipeline (--hosts 2) is not built yet" in p.stderr
+    assert manifests(bank.st) == before
