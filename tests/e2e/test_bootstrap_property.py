@@ -2,7 +2,7 @@
 the SQL-vs-SQLite queries (test_sql_vs_sqlite.py) over its random tables
 (materialized, so that every new view is computed from stored state, or
 not, so that new views read their tables again), evolved by random edits - views dropped, added, and changed (the
-same name, another query) - are run with --storage over the first part of
+same name, another query), a table's connector changed - are run with --storage over the first part of
 the input, then bootstrapped to the edited program (--bootstrap allow)
 while the rest of the input arrives. Every view of the edited program must
 then equal SQLite's answer over the whole input (the same comparison as
@@ -31,14 +31,19 @@ if os.environ.get("BOOT_PROPERTY_SEEDS"):  # more evolutions: N of them, seeds 1
                   for i in range(int(os.environ["BOOT_PROPERTY_SEEDS"]))]
 
 
-def tables_sql(d, mat=True):
-    def m(clause):
+def tables_sql(d, mat=True, changed=()):
+    """changed: tables whose connector gets another setting (max_batch_size):
+    another history, so they are read again and everything over them
+    recomputed."""
+    def m(name, clause):
+        if name in changed:
+            clause = clause.replace('"format"', '"max_batch_size": 7, "format"', 1)
         return clause.replace("WITH (", "WITH ('materialized' = 'true', ", 1) if mat else clause
     return "\n".join([
-        T1_DDL % m(csv_input(os.path.join(d, "t1.csv"))),
-        T2_DDL % m(csv_input(os.path.join(d, "t2.csv"), headers=True)),
-        T3_DDL % m(json_input(os.path.join(d, "t3.json"))),
-        T4_DDL % m(json_input(os.path.join(d, "t4.json"))),
+        T1_DDL % m("t1", csv_input(os.path.join(d, "t1.csv"))),
+        T2_DDL % m("t2", csv_input(os.path.join(d, "t2.csv"), headers=True)),
+        T3_DDL % m("t3", json_input(os.path.join(d, "t3.json"))),
+        T4_DDL % m("t4", json_input(os.path.join(d, "t4.json"))),
     ] + HELPERS)
 
 
@@ -46,10 +51,11 @@ def view(name, query):
     return "CREATE MATERIALIZED VIEW %s AS\n%s;" % (name, sluice_sql(query))
 
 
-def program(d, fname, views, mat):
+def program(d, fname, views, mat, changed=()):
     path = os.path.join(d, fname)
     with open(path, "w") as f:
-        f.write(tables_sql(d, mat) + "\n" + "\n".join(view(n, q) for n, q in views) + "\n")
+        f.write(tables_sql(d, mat, changed) + "\n" + "\n".join(view(n, q) for n, q in views) +
+                "\n")
     return path
 
 
@@ -83,8 +89,10 @@ def test_random_evolution_equals_sqlite(sluice, tmp_path, seed, w_old, w_new, ki
     dropped = old_views[0]
     changed = (old_views[1][0], pool[6])
     new_views = [changed] + old_views[2:] + [(n, n) for n in pool[7:9]]
+    # and one table's connector changes, in half of the evolutions
+    changed_tables = [rng.choice(["t2", "t3", "t4"])] if rng.random() < 0.5 else []
     old = program(d, "old.sql", old_views, mat)
-    new = program(d, "new.sql", new_views, mat)
+    new = program(d, "new.sql", new_views, mat, changed_tables)
     st = os.path.join(d, "storage")
 
     full = split_inputs(d, rng)
@@ -112,7 +120,8 @@ def test_random_evolution_equals_sqlite(sluice, tmp_path, seed, w_old, w_new, ki
     for name, query in new_views:
         expected = db.execute(sqlite_sql(query)).fetchall()
         assert_dump_matches(w, name, "new", expected,
-                            "view %s = %s (old program: %s; dropped %s)" % (
-                                name, sluice_sql(query), [q for _, q in old_views], dropped[0]),
+                            "view %s = %s (old program: %s; dropped %s; changed tables %s)" % (
+                                name, sluice_sql(query), [q for _, q in old_views], dropped[0],
+                                changed_tables),
                             expect_rows=False)
     assert not os.path.exists(os.path.join(out, dropped[0] + ".csv"))
