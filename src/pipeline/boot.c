@@ -98,8 +98,11 @@ static int refuse(const BootPlan *b, const bool *comp, int n, int in, Err *err)
 
 /* Can table rel be read again from the beginning up to a checkpoint's
    position, for the new part alone? Its connectors must all be ones whose
-   rows come in one fixed order (datagen, files, S3); a table fed over HTTP
-   only, or by Kafka or PostgreSQL, cannot yet. */
+   rows come in one fixed order (datagen, files, S3: read up to the
+   checkpoint's row count) or Kafka from a known start ("earliest" or
+   explicit offsets: read up to the checkpoint's offset of every
+   partition); a table fed over HTTP only, by PostgreSQL, or by Kafka
+   from "latest" cannot (yet). */
 static bool rereadable(const Circuit *c, int rel)
 {
     const cJSON *conns = c->rels[rel].connectors, *e;
@@ -109,9 +112,14 @@ static bool rereadable(const Circuit *c, int rel)
     {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "transport");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
-        if (!cJSON_IsString(name) || (strcmp(name->valuestring, "datagen") &&
-                                      strcmp(name->valuestring, "file_input") &&
-                                      strcmp(name->valuestring, "s3_input")))
+        const cJSON *from = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(t, "config"), "start_from");
+        bool kafka = cJSON_IsString(name) && !strcmp(name->valuestring, "kafka_input") &&
+                     ((cJSON_IsString(from) && !strcmp(from->valuestring, "earliest")) ||
+                      cJSON_IsObject(from));
+        if (!kafka && (!cJSON_IsString(name) || (strcmp(name->valuestring, "datagen") &&
+                                                 strcmp(name->valuestring, "file_input") &&
+                                                 strcmp(name->valuestring, "s3_input"))))
             return false;
     }
     return true;
@@ -228,6 +236,7 @@ void boot_plan_free(BootPlan *b)
     sl_free(b->feed_sink);
     sl_free(b->reread);
     sl_free(b->target);
+    sl_free(b->tpos);
     if (b->bc)
         sl_free(b->bc->rels);
     sl_free(b->bc);
@@ -294,7 +303,9 @@ static const cJSON *named(const cJSON *m, const char *list, const char *name)
 int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
 {
     sl_free(b->target);
+    sl_free(b->tpos);
     b->target = sl_calloc((size_t)cs->nin + 1, sizeof(int64_t));
+    b->tpos = sl_calloc((size_t)cs->nin + 1, sizeof(InPos));
     for (int j = 0; j < cs->nin; j++) {
         const cJSON *e = named(m, "inputs", input_name(cs->in[j]));
         b->target[j] = -1;
@@ -312,6 +323,7 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
         pos->nx = cJSON_GetArraySize(v) - 2;
         for (int i = 0; i < pos->nx && i < INPOS_MAX; i++)
             ckpt_jint_get(cJSON_GetArrayItem(v, 2 + i), &pos->x[i]);
+        b->tpos[j] = *pos;
         int rc = input_seek(cs->in[j], pos, err);
         sl_free(pos);
         if (rc)
@@ -461,10 +473,14 @@ int boot_backfill_open(BootPlan *b, const Connectors *cs, Connectors *out, Err *
     return rc;
 }
 
-int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, const InputConn *ic)
+int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, InputConn *ic)
 {
-    for (int k = 0; k < cs->nin; k++)
-        if (!strcmp(input_name(cs->in[k]), input_name(ic)))
-            return b->target ? b->target[k] : -1;
+    for (int k = 0; k < cs->nin; k++) {
+        if (strcmp(input_name(cs->in[k]), input_name(ic)) || !b->target)
+            continue;
+        if (b->tpos && !strcmp(input_transport(ic), "kafka_input"))
+            input_replay_to(ic, &b->tpos[k]); /* every partition up to its offset */
+        return b->target[k];
+    }
     return -1;
 }

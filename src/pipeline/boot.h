@@ -45,6 +45,8 @@ typedef struct BootPlan {
                                 beginning for the new part (backfill) */
     int64_t *target;         /* per input connector (boot_positions): the rows its
                                 backfill reads (its checkpoint's count), or -1 */
+    InPos *tpos;             /* ... and its position there (kafka_input reads every
+                                partition up to its offset) */
     Circuit *bc;             /* the circuit the backfill connectors are opened from */
 } BootPlan;
 
@@ -69,10 +71,13 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err);
 int64_t boot_out_offset(const BootPlan *b, const Connectors *cs, const cJSON *m, int j);
 /* Open a second instance of the input connectors of the tables read again
    (b->reread) into out (connectors_close it; before boot_plan_free): the
-   backfill, read from the beginning up to boot_backfill_target rows (the
-   live connector of the same name in cs continues from there). */
+   backfill, read from the beginning up to boot_backfill_target rows, or
+   for kafka_input up to the checkpoint's offsets (the live connector of
+   the same name in cs continues from there). */
 int boot_backfill_open(BootPlan *b, const Connectors *cs, Connectors *out, Err *err);
-int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, const InputConn *ic);
+/* The rows backfill input ic reads in all; a kafka_input is told (in
+   replay mode) to read each partition up to the checkpoint's offset. */
+int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, InputConn *ic);
 /* The bootstrap step's fed outputs for rt (rt_set_boot's feed): per local
    worker, each fed node's integral, from its sink's contents. Valid until
    boot_plan_free. */
