@@ -410,3 +410,25 @@ def test_scale_out_bootstrap_is_refused(sluice, tmp_path):
     assert p.returncode == 1
     assert "bootstrapping a scale-out pipeline (--hosts 2) is not built yet" in p.stderr
     assert manifests(bank.st) == before
+
+
+def test_old_program_killed_then_bootstrapped_settles_its_journal_first(sluice, tmp_path):
+    """The old program dies (kill -9) with journaled steps after its last
+    checkpoint: the bootstrap first has the old program replay them (its
+    outputs written once), then bootstraps; every view as computed here."""
+    bank = Bank(tmp_path)
+    old = bank.write("old.sql", bank.old())
+    env = dict(os.environ, SLUICE_CRASH_AT="after-step:7", SLUICE_CHECKPOINT_EVERY_STEPS="3")
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+    p = subprocess.run([sluice_bin(), "run", str(old), "--storage", str(bank.st),
+                        "--until-done", "--step-rows", "40", "--checkpoint-interval", "0"],
+                       capture_output=True, env=env, timeout=300)
+    assert p.returncode == 137, p.stderr.decode()[-3000:]
+    assert manifest(bank.st, manifests(bank.st)[-1])["step"] == 6  # steps 7.. are journaled
+    bank.more()
+    new = new_program(bank)
+    d = tmp_path / "d"
+    p = run_ok(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow",
+                "--step-rows", 40, "--dump", d])
+    assert "1 journaled step to replay" in p.stderr
+    check_new(bank, d)
