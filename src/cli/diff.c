@@ -282,10 +282,19 @@ int cli_bootstrap(PipelineOpts *o, const Circuit *c, const char *text, const cha
         fprintf(stderr, "sluice: %s: %s\n", path, e.msg);
         return 1;
     }
+    cb->old_fp = old_fp;
+    o->boot = cb->plan;
+    o->boot_await = policy == BOOT_AWAIT;
+    return 0;
+}
+
+int cli_bootstrap_settle(const PipelineOpts *o, CliBoot *cb, const char *path)
+{
     /* the old program settles its storage: its journaled steps replayed,
        a checkpoint with nothing after it */
+    Err e = {0};
     PipelineOpts so = *o;
-    so.fingerprint = old_fp;
+    so.fingerprint = cb->old_fp;
     so.program = cb->old_text;
     so.dump_dir = NULL;
     so.until_done = false;
@@ -301,8 +310,7 @@ int cli_bootstrap(PipelineOpts *o, const Circuit *c, const char *text, const cha
                 e.msg);
         return 1;
     }
-    o->boot = cb->plan;
-    o->boot_await = policy == BOOT_AWAIT;
+    cb->plan->unsettled = false;
     return 0;
 }
 

@@ -32,15 +32,21 @@ int cli_boot_policy(const char *v);
 typedef struct CliBoot {
     Circuit *old;      /* the stored program, compiled */
     char *old_text;
+    uint64_t old_fp;
     struct BootPlan *plan;
 } CliBoot;
 /* Before `run` starts c (text, from path) over o->storage: when the
    storage's newest checkpoint is of another program, print the diff and,
    as policy says (http: the default is await_approval, else refusing),
-   refuse (1), or have the old program settle the storage and set o->boot
-   (o->boot_await: wait for POST /approve). 0 to go on. */
+   refuse (1), or set o->boot (o->boot_await: wait for POST /approve). 0
+   to go on. */
 int cli_bootstrap(PipelineOpts *o, const Circuit *c, const char *text, const char *path,
                   int policy, bool http, CliBoot *cb);
+/* pipeline_new refused because the old program's logs hold steps or
+   input after its checkpoint (cb->plan->unsettled): the old program
+   replays them and writes a checkpoint with nothing after it. 0, or 1
+   (message printed). */
+int cli_bootstrap_settle(const PipelineOpts *o, CliBoot *cb, const char *path);
 void cli_bootstrap_free(CliBoot *cb);
 int cmd_check_diff(int argc, char **argv);
 

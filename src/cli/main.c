@@ -20,6 +20,7 @@
 #include "../base/mem.h"
 #include "../circuit/circuit.h"
 #include "../io/connector.h"
+#include "../pipeline/boot.h"
 #include "../pipeline/oneshot.h"
 #include "../pipeline/pipeline.h"
 #include "../pgwire/pgwire.h"
@@ -635,6 +636,15 @@ static int cmd_run(int argc, char **argv)
         return 1;
     }
     Pipeline *p = pipeline_new(c, &o, &e);
+    if (!p && boot.plan && boot.plan->unsettled) { /* the old program settles first */
+        if (cli_bootstrap_settle(&o, &boot, path) == 0) {
+            e = (Err){0};
+            p = pipeline_new(c, &o, &e);
+        } else {
+            e = (Err){0};
+            err_set(&e, SL_EIO, "bootstrapping: the storage could not be settled");
+        }
+    }
     Server *srv = NULL;
     so.keys = srv_keys;
     so.nkeys = srv_nkeys;

@@ -4,11 +4,12 @@
  * over storage written by the old one keeps the state that still holds
  * and computes only what changed.
  *
- * The CLI compiles the stored program (progstore.h) and the new one, has
- * the old program settle its storage (pipeline_settle: journaled steps
- * replayed, a checkpoint of the old program with nothing after it), then
- * makes a plan (boot_plan_new) and hands it to pipeline_new through
- * PipelineOpts.boot. ckpt.c restores the old checkpoint through the plan
+ * The CLI compiles the stored program (progstore.h) and the new one, makes
+ * a plan (boot_plan_new) and hands it to pipeline_new through
+ * PipelineOpts.boot; when the old program's logs hold steps or input after
+ * its checkpoint (BootPlan.unsettled), it first has the old program settle
+ * the storage (pipeline_settle: journaled steps replayed, a checkpoint of
+ * the old program with nothing after it) and tries again. ckpt.c restores the old checkpoint through the plan
  * (each kept operator's state loaded into the new node computing the same
  * stream, connectors positioned by name); pipeline.c then runs one
  * bootstrap step (runtime.h rt_set_boot) in which only the new part of the
@@ -48,6 +49,9 @@ typedef struct BootPlan {
     InPos *tpos;             /* ... and its position there (kafka_input reads every
                                 partition up to its offset) */
     Circuit *bc;             /* the circuit the backfill connectors are opened from */
+    bool unsettled;          /* pipeline_new failed because the old program's journal or
+                                ingress log holds steps or input after its checkpoint:
+                                pipeline_settle them with the old program, then retry */
 } BootPlan;
 
 /* The plan of bootstrapping from old (its text old_text, fingerprint

@@ -1028,9 +1028,11 @@ int ft_open(Ft *ft, FtCounts *n, Err *err)
         rc = ft_read_logs(ft, cstep, cseq, err);
     if (!rc && !m && below != UINT64_MAX && ft->nrecs == 0 && cstep == 0)
         fprintf(stderr, "sluice: storage: no usable checkpoint; starting from the beginning\n");
-    if (!rc && ft->booting && (ft->nrecs || ft->nirecs))
+    if (!rc && ft->booting && (ft->boot_unsettled || ft->nrecs || ft->nirecs)) {
+        ft->boot->unsettled = true; /* the caller has the old program settle it */
         rc = err_set(err, SL_EIO, "storage %s: bootstrapping needs a checkpoint with no journaled "
                      "step or logged input after it (the old program settles it first)", dir);
+    }
     if (!rc)
         rc = truncate_outputs(ft, m, err);
     ft->ing_consumed = cseq;

@@ -80,6 +80,7 @@ struct Ft {
                                  next checkpoint records "bootstrap" */
     char boot_from[32];       /* its fingerprint */
     int64_t boot_from_step;   /* its step */
+    bool boot_unsettled;      /* its logs hold steps or input after it (boot.h) */
     Store *st;
     int mode;                 /* FT_* */
     double interval;
