@@ -432,3 +432,22 @@ def test_old_program_killed_then_bootstrapped_settles_its_journal_first(sluice, 
                 "--step-rows", 40, "--dump", d])
     assert "1 journaled step to replay" in p.stderr
     check_new(bank, d)
+
+
+def test_a_new_layout_of_the_same_program_restarts_without_approval(sluice, tmp_path):
+    """Comments, line breaks, keyword case: another text, the same circuit:
+    no policy needed, nothing recomputed, the outputs continue."""
+    bank = Bank(tmp_path)
+    bank.start()
+    bank.more()
+    same = bank.write("same.sql", ["-- the same program, laid out anew"] +
+                      [s.replace("CREATE MATERIALIZED VIEW", "create materialized view\n")
+                       for s in bank.old()])
+    d = tmp_path / "d"
+    p = run_ok(["run", same, "--storage", bank.st, "--until-done", "--dump", d])
+    assert "the same tables and views: restarting with this one" in p.stderr
+    assert "0 new nodes" in p.stderr
+    bal = bank.balance()
+    assert rows_of(d, "balance") == sorted((str(a), str(v)) for a, v in bal.items())
+    big = sorted((str(i), str(a)) for i, _, a in bank.tx if a > 700)
+    assert sorted(r[:2] for r in changes(tmp_path / "big_tx.out.csv")) == big
