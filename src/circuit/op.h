@@ -192,6 +192,11 @@ void op_sink_watch(Op *op, bool on);
 /* Bytes held by the sink's state (materialized contents). */
 size_t op_sink_bytes(Op *op);
 
+/* Aggregate access for bootstrapping (pipeline/boot.c), between steps:
+   fn(arg, row, n) for each group's current output row (its encoding; the
+   integral of the node's output stream on this worker). op_agg.c. */
+void op_agg_rows(Op *op, void (*fn)(void *arg, const uint8_t *row, size_t n), void *arg);
+
 /* Upsert access for the controller between steps (op_upsert.c). */
 /* The current row (row encoding, *n bytes; valid until the next step) of
    the key encoded in k[0..kn), or NULL. Only the instance of the worker

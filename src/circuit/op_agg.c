@@ -1194,3 +1194,17 @@ int op_agg_init(Op *op)
     op->mem = mem_agg;
     return 0;
 }
+
+void op_agg_rows(Op *op, void (*fn)(void *arg, const uint8_t *row, size_t n), void *arg)
+{
+    AggSt *s = op->st;
+    size_t it = 0;
+    const uint8_t *k;
+    size_t kn;
+    void *pl;
+    while (hmap_next(s->groups, &it, &k, &kn, &pl)) {
+        const Group *g = pl;
+        if (g->out)
+            fn(arg, g->out, g->outlen);
+    }
+}

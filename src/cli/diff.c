@@ -16,11 +16,13 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <xxhash.h>
 
 #include "../base/mem.h"
 #include "../pipeline/pipeline.h"
 #include "../sql/progdiff.h"
 #include "../sql/sql.h"
+#include "../pipeline/boot.h"
 #include "../pipeline/progstore.h"
 #include "diff.h"
 
@@ -107,9 +109,6 @@ static int show(const Circuit *old, const char *old_text, const Circuit *new_c,
     } else {
         buf_printf(&b, "old: %s\nnew: %s\n\n", old_name, new_name);
         progdiff_print(d, PIPELINE_ERRORS_TABLE, &b);
-        if (progdiff_changed(d))
-            buf_puts(&b, "(sluice run refuses to restart this storage with a changed program "
-                         "until bootstrapping is implemented: docs/bootstrapping.md)\n");
     }
     fwrite(b.p, 1, b.n, stdout);
     buf_free(&b);
@@ -220,4 +219,112 @@ int cmd_diff(int argc, char **argv)
     sl_free(ntext);
     circuit_free(new_c);
     return rc;
+}
+
+int cli_boot_policy(const char *v)
+{
+    if (!v)
+        return -1;
+    if (!strcmp(v, "allow"))
+        return BOOT_ALLOW;
+    if (!strcmp(v, "reject"))
+        return BOOT_REJECT;
+    if (!strcmp(v, "await_approval"))
+        return BOOT_AWAIT;
+    return -1;
+}
+
+int cli_bootstrap(PipelineOpts *o, const Circuit *c, const char *text, const char *path,
+                  int policy, bool http, CliBoot *cb)
+{
+    memset(cb, 0, sizeof(*cb));
+    int64_t step = 0;
+    char *notes = NULL;
+    Err e = {0};
+    if (!o->storage || progstore_read(o->storage, &cb->old_text, &step, &notes, &e)) {
+        sl_free(notes); /* no checkpoint (or none with its program): the restart says */
+        return 0;
+    }
+    sl_free(notes);
+    uint64_t old_fp = XXH64(cb->old_text, strlen(cb->old_text), 0);
+    if (old_fp == o->fingerprint)
+        return 0;
+    char where[1024];
+    snprintf(where, sizeof(where), "%s (program of the checkpoint of step %lld)", o->storage,
+             (long long)step);
+    if (!(cb->old = cli_compile_run(cb->old_text, where)))
+        return 1;
+    ProgDiff *d = progdiff_new(cb->old, cb->old_text, c, text);
+    bool changed = progdiff_changed(d);
+    Buf b = BUF_INIT;
+    if (changed) {
+        buf_printf(&b, "sluice: storage %s holds a checkpoint of another program; what "
+                        "changed:\n", o->storage);
+        progdiff_print(d, PIPELINE_ERRORS_TABLE, &b);
+    } else { /* layout, comments, order: nothing to approve */
+        buf_printf(&b, "sluice: storage %s holds a checkpoint of a program with another text "
+                        "but the same tables and views: restarting with this one\n", o->storage);
+        policy = BOOT_ALLOW;
+    }
+    fwrite(b.p, 1, b.n, stderr);
+    buf_free(&b);
+    progdiff_free(d);
+    if (policy == BOOT_UNSET)
+        policy = http ? BOOT_AWAIT : BOOT_UNSET;
+    if (policy == BOOT_REJECT || policy == BOOT_UNSET) {
+        fprintf(stderr, "sluice: %s: not restarting with a changed program (%s): start with the "
+                        "program that wrote the storage, use a new storage directory, or give "
+                        "--bootstrap allow to keep what still holds and compute what changed "
+                        "(docs/bootstrapping.md)\n",
+                path, policy == BOOT_REJECT ? "--bootstrap reject" : "the default without --http");
+        return 1;
+    }
+    if (o->hosts > 1) {
+        fprintf(stderr, "sluice: %s: bootstrapping a scale-out pipeline (--hosts %d) is not built "
+                        "yet: restart with one host to bootstrap, then scale out\n",
+                path, o->hosts);
+        return 1;
+    }
+    if (!(cb->plan = boot_plan_new(cb->old, cb->old_text, old_fp, c, text, &e))) {
+        fprintf(stderr, "sluice: %s: %s\n", path, e.msg);
+        return 1;
+    }
+    cb->old_fp = old_fp;
+    o->boot = cb->plan;
+    o->boot_await = policy == BOOT_AWAIT;
+    return 0;
+}
+
+int cli_bootstrap_settle(const PipelineOpts *o, CliBoot *cb, const char *path)
+{
+    /* the old program settles its storage: its journaled steps replayed,
+       a checkpoint with nothing after it */
+    Err e = {0};
+    PipelineOpts so = *o;
+    so.fingerprint = cb->old_fp;
+    so.program = cb->old_text;
+    so.dump_dir = NULL;
+    so.until_done = false;
+    so.start_paused = false;
+    so.boot = NULL;
+    so.boot_await = false;
+    so.progress = 0;
+    Pipeline *op = pipeline_new(cb->old, &so, &e);
+    int rc = op ? pipeline_settle(op, &e) : e.code;
+    pipeline_free(op);
+    if (rc) {
+        fprintf(stderr, "sluice: %s: settling the storage with its old program: %s\n", path,
+                e.msg);
+        return 1;
+    }
+    cb->plan->unsettled = false;
+    return 0;
+}
+
+void cli_bootstrap_free(CliBoot *cb)
+{
+    boot_plan_free(cb->plan);
+    circuit_free(cb->old);
+    sl_free(cb->old_text);
+    memset(cb, 0, sizeof(*cb));
 }

@@ -10,6 +10,7 @@
 
 #include "../base/err.h"
 #include "../circuit/circuit.h"
+#include "../pipeline/pipeline.h"
 
 /* A whole file as a NUL-terminated string (sl_free), or NULL with err set. */
 char *cli_read_file(const char *path, Err *err);
@@ -23,6 +24,30 @@ Circuit *cli_compile_run(const char *text, const char *where);
 /* The subcommands (argv after the subcommand's name); exit status 0 (even
    when the programs differ), 1 error, 2 bad command line. */
 int cmd_diff(int argc, char **argv);
+
+/* `sluice run PROGRAM --storage DIR --bootstrap POLICY` (docs/bootstrapping.md). */
+enum { BOOT_UNSET, BOOT_ALLOW, BOOT_REJECT, BOOT_AWAIT };
+/* POLICY as given (allow, reject, await_approval), or -1. */
+int cli_boot_policy(const char *v);
+typedef struct CliBoot {
+    Circuit *old;      /* the stored program, compiled */
+    char *old_text;
+    uint64_t old_fp;
+    struct BootPlan *plan;
+} CliBoot;
+/* Before `run` starts c (text, from path) over o->storage: when the
+   storage's newest checkpoint is of another program, print the diff and,
+   as policy says (http: the default is await_approval, else refusing),
+   refuse (1), or set o->boot (o->boot_await: wait for POST /approve). 0
+   to go on. */
+int cli_bootstrap(PipelineOpts *o, const Circuit *c, const char *text, const char *path,
+                  int policy, bool http, CliBoot *cb);
+/* pipeline_new refused because the old program's logs hold steps or
+   input after its checkpoint (cb->plan->unsettled): the old program
+   replays them and writes a checkpoint with nothing after it. 0, or 1
+   (message printed). */
+int cli_bootstrap_settle(const PipelineOpts *o, CliBoot *cb, const char *path);
+void cli_bootstrap_free(CliBoot *cb);
 int cmd_check_diff(int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@
 #include "../base/mem.h"
 #include "../circuit/circuit.h"
 #include "../io/connector.h"
+#include "../pipeline/boot.h"
 #include "../pipeline/oneshot.h"
 #include "../pipeline/pipeline.h"
 #include "../pgwire/pgwire.h"
@@ -90,6 +91,11 @@ static void usage(FILE *f)
             "  --storage DIR  keep checkpoints, the journal and logged HTTP input in DIR;\n"
             "                 a restart with the same DIR resumes where the last run\n"
             "                 stopped or died (docs/fault-tolerance.md)\n"
+            "  --bootstrap allow|reject|await_approval  DIR holds a checkpoint of another\n"
+            "                 program: keep what still holds and compute what changed\n"
+            "                 (allow), refuse (reject), or start paused until POST /approve\n"
+            "                 (await_approval, the default with --http; without it the\n"
+            "                 default refuses): docs/bootstrapping.md\n"
             "  --fault-tolerance exactly_once|at_least_once|none  (default exactly_once)\n"
             "  --checkpoint-interval SECS  seconds between checkpoints (default 60;\n"
             "                 0 = only on request, POST /checkpoint)\n"
@@ -270,6 +276,19 @@ static int64_t parse_memory_limit(const char *flag, const char *v)
     return v && !strcmp(v, "none") ? -1 : parse_size(flag, v);
 }
 
+/* --bootstrap or bootstrap_policy in --config (BOOT_*; cli/diff.h). */
+static int boot_policy = BOOT_UNSET;
+
+static void set_boot_policy(const char *v, const char *where)
+{
+    boot_policy = cli_boot_policy(v);
+    if (boot_policy < 0) {
+        fprintf(stderr, "sluice: %s needs allow, reject or await_approval, not \"%s\"\n", where,
+                v ? v : "");
+        exit(2);
+    }
+}
+
 static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHosts *ch)
 {
     Err e = {0};
@@ -328,6 +347,8 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
         else if (!strcmp(k, "memory_limit") && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
                  v->valuedouble <= 1e15)
             o->memory_limit = (int64_t)v->valuedouble;
+        else if (!strcmp(k, "bootstrap_policy") && cJSON_IsString(v))
+            set_boot_policy(v->valuestring, "bootstrap_policy");
         else if (!strcmp(k, "query_timeout_secs") && cJSON_IsNumber(v) && v->valuedouble >= 0)
             query_limits.timeout_secs = v->valuedouble;
         else if (!strcmp(k, "query_memory_bytes") && cJSON_IsNumber(v) && v->valuedouble >= 0 &&
@@ -339,7 +360,7 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
                             "checkpoint_interval_secs, step_deadline_secs, on_error, "
                             "http_max_connections, http_idle_timeout_secs, api_keys, "
                             "query_timeout_secs, query_memory_bytes, pg_listen, "
-                            "memory_limit)\n",
+                            "memory_limit, bootstrap_policy)\n",
                     path, k);
             exit(2);
         }
@@ -512,6 +533,8 @@ static int cmd_run(int argc, char **argv)
             parse_addr(++i < argc ? argv[i] : NULL, &so, host, sizeof(host));
         } else if (!strcmp(a, "--pg"))
             parse_pg_addr(++i < argc ? argv[i] : NULL);
+        else if (!strcmp(a, "--bootstrap"))
+            set_boot_policy(++i < argc ? argv[i] : NULL, "--bootstrap");
         else if (!strcmp(a, "--paused"))
             o.start_paused = true;
         else if (!strcmp(a, "--http-max-body"))
@@ -630,7 +653,26 @@ static int cmd_run(int argc, char **argv)
         sl_free(cfg_storage);
         return 1;
     }
+    CliBoot boot;
+    if (cli_bootstrap(&o, c, program, path, boot_policy, http, &boot)) {
+        cli_bootstrap_free(&boot);
+        pipeline_dismiss_followers();
+        net_finalize();
+        circuit_free(c);
+        sl_free(program);
+        sl_free(cfg_storage);
+        return 1;
+    }
     Pipeline *p = pipeline_new(c, &o, &e);
+    if (!p && boot.plan && boot.plan->unsettled) { /* the old program settles first */
+        if (cli_bootstrap_settle(&o, &boot, path) == 0) {
+            e = (Err){0};
+            p = pipeline_new(c, &o, &e);
+        } else {
+            e = (Err){0};
+            err_set(&e, SL_EIO, "bootstrapping: the storage could not be settled");
+        }
+    }
     Server *srv = NULL;
     so.keys = srv_keys;
     so.nkeys = srv_nkeys;
@@ -669,6 +711,7 @@ static int cmd_run(int argc, char **argv)
     if (rc)
         cli_print_err(path, &e);
     net_finalize();
+    cli_bootstrap_free(&boot);
     circuit_free(c);
     sl_free(program);
     sl_free(cfg_storage);

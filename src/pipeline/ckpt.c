@@ -45,6 +45,7 @@
 #include "../base/mem.h"
 #include "../cluster/net.h"
 #include "../io/deliver.h"
+#include "boot.h"
 #include "ft_int.h"
 
 static const char *mode_name(int m)
@@ -257,6 +258,11 @@ static char *job_meta(Ft *ft, FtCounts n)
     cJSON_AddStringToObject(m, "fingerprint", fp);
     if (ft->program) /* for `sluice diff` and bootstrapping (docs/bootstrapping.md) */
         cJSON_AddStringToObject(m, "program", ft->program);
+    if (ft->booting) { /* the first checkpoint after a bootstrap: for the record */
+        cJSON *b = cJSON_AddObjectToObject(m, "bootstrap");
+        cJSON_AddStringToObject(b, "from", ft->boot_from);
+        cJSON_AddNumberToObject(b, "from_step", (double)ft->boot_from_step);
+    }
     cJSON_AddNumberToObject(m, "workers", ft->be->workers);
     cJSON_AddNumberToObject(m, "hosts", ft->be->hosts);
     cJSON_AddNumberToObject(m, "nodes", ft->c->nnodes);
@@ -563,6 +569,29 @@ int ft_tick(Ft *ft, bool busy, FtCounts n, bool final, Err *err)
     return 0;
 }
 
+bool ft_booting(Ft *ft) { return ft && ft->booting; }
+
+void ft_bootstrap_begin(Ft *ft) { ft->replaying = true; }
+
+int ft_bootstrap_end(Ft *ft, FtCounts n, Err *err)
+{
+    ft->replaying = false;
+    job_wait(ft);
+    if (ft->job)
+        collect_job(ft);
+    if (start_job(ft, 0, n, err))
+        return err->code;
+    job_wait(ft);
+    int rc = ft->job->rc;
+    if (rc)
+        err_set(err, SL_EIO, "bootstrapping: the first checkpoint of the new program failed: %s",
+                ft->job->err);
+    collect_job(ft);
+    if (!rc)
+        ft->booting = false;
+    return rc;
+}
+
 int ft_request(Ft *ft, int64_t *seq)
 {
     *seq = 0;
@@ -676,7 +705,9 @@ static int truncate_outputs(Ft *ft, const cJSON *m, Err *err)
         int last = ft->nrecs - 1;
         while (last >= 0 && ft->recs[last].step < 0) /* skip records */
             last--;
-        if (last >= 0)
+        if (ft->booting)
+            off = boot_out_offset(ft->boot, ft->cs, m, j);
+        else if (last >= 0)
             off = ft->recs[last].out_off[j];
         else if (outs)
             off = ckpt_jint(cJSON_GetArrayItem(outs, j), "offset");
@@ -804,6 +835,19 @@ static int check_identity(Ft *ft, const cJSON *m, int64_t step, Err *err)
     char mine[32];
     snprintf(mine, sizeof(mine), "%016" PRIx64, ft->fingerprint);
     const char *dir = store_where(ft->st);
+    char theirs[32];
+    snprintf(theirs, sizeof(theirs), "%016" PRIx64, ft->boot ? ft->boot->old_fp : 0);
+    ft->booting = ft->boot && cJSON_IsString(fp) && strcmp(fp->valuestring, mine) &&
+                  !strcmp(fp->valuestring, theirs);
+    if (ft->booting) { /* the program being replaced (boot.h) */
+        snprintf(ft->boot_from, sizeof(ft->boot_from), "%s", theirs);
+        ft->boot_from_step = step;
+        if (ckpt_jint(m, "nodes") != ft->boot->old->nnodes)
+            return err_set(err, SL_ECONFIG, "storage %s: the checkpoint's circuit has %lld "
+                           "nodes, its program's %d", dir, (long long)ckpt_jint(m, "nodes"),
+                           ft->boot->old->nnodes);
+        return 0;
+    }
     if (!cJSON_IsString(fp) || strcmp(fp->valuestring, mine))
         return err_set(err, SL_ECONFIG,
                        "storage %s holds a checkpoint (step %lld) of a different program "
@@ -864,6 +908,7 @@ Ft *ft_new(const Circuit *c, Connectors *cs, Backend *be, const PipelineOpts *o,
     ft->dir = o->storage;
     ft->fingerprint = o->fingerprint;
     ft->program = o->program;
+    ft->boot = o->boot;
     ft->mode = o->fault_tolerance;
     ft->interval = o->checkpoint_interval;
     ft->last_step = -1;
@@ -911,17 +956,23 @@ int ft_open(Ft *ft, FtCounts *n, Err *err)
             return err->code;
         }
         int w0 = (int)ckpt_jint(m, "workers");
+        /* bootstrapping: each kept operator's state goes to the new node
+           computing the same stream (boot.h) */
+        cJSON *mstate = cJSON_GetObjectItemCaseSensitive(m, "state");
+        cJSON *bstate = !rrc && ft->booting ? boot_state(ft->boot, mstate) : NULL;
+        if (bstate)
+            mstate = bstate;
         if (!rrc)
-            rrc = ckpt_load_state(ft->st, ft->be->rt, ft->c->nnodes,
-                                  cJSON_GetObjectItemCaseSensitive(m, "state"), w0, &le);
-        if (!rrc)
+            rrc = ckpt_load_state(ft->st, ft->be->rt, ft->c->nnodes, mstate, w0, &le);
+        if (!rrc && !ft->booting)
             rrc = positions_fit(ft, m, &le);
         if (!rrc) { /* every other host (if any) loads its share */
-            char *stext = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
+            char *stext = cJSON_PrintUnformatted(mstate);
             rrc = ft->be->ops->restore(ft->be, (int64_t)step, stext ? stext : "[]", w0, &le);
             cJSON_free(stext);
             remote_loaded = true;
         }
+        cJSON_Delete(bstate);
         if (!rrc) {
             int h0 = ckpt_jint(m, "hosts") > 0 ? (int)ckpt_jint(m, "hosts") : 1;
             if (w0 != ft->be->workers)
@@ -975,19 +1026,28 @@ int ft_open(Ft *ft, FtCounts *n, Err *err)
     if (m) {
         /* the state is that of its files: the next checkpoint keeps the
            files of nodes that receive no input meanwhile */
-        if (ckpt_jint(m, "workers") == ft->be->workers) { /* re-sharded state has no files yet */
+        if (ckpt_jint(m, "workers") == ft->be->workers && !ft->booting) {
+            /* re-sharded or bootstrapped state has no files yet */
             char *st = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "state"));
             ft->last_state = sl_strdup(st ? st : "[]");
             cJSON_free(st);
             rt_clear_changed(ft->be->rt);
         }
         rt_set_steps(ft->be->rt, cstep);
-        rc = load_positions(ft, m, n, err);
+        rc = ft->booting ? boot_positions(ft->boot, ft->cs, m, err) : load_positions(ft, m, n, err);
+        n->rows = ckpt_jint(m, "rows");
+        n->txn_id = ckpt_jint(m, "txn_id");
     }
+
     if (!rc)
         rc = ft_read_logs(ft, cstep, cseq, err);
     if (!rc && !m && below != UINT64_MAX && ft->nrecs == 0 && cstep == 0)
         fprintf(stderr, "sluice: storage: no usable checkpoint; starting from the beginning\n");
+    if (!rc && ft->booting && (ft->boot_unsettled || ft->nrecs || ft->nirecs)) {
+        ft->boot->unsettled = true; /* the caller has the old program settle it */
+        rc = err_set(err, SL_EIO, "storage %s: bootstrapping needs a checkpoint with no journaled "
+                     "step or logged input after it (the old program settles it first)", dir);
+    }
     if (!rc)
         rc = truncate_outputs(ft, m, err);
     ft->ing_consumed = cseq;

@@ -46,6 +46,15 @@ void ft_close(Ft *ft);
 int ft_tick(Ft *ft, bool busy, FtCounts n, bool final, Err *err);
 /* Something for the controller to do (a request is pending). */
 bool ft_wants(Ft *ft);
+/* Bootstrapping (boot.h): did ft_open restore the checkpoint of the
+   program being replaced? Then the bootstrap step runs between
+   ft_bootstrap_begin (it is not journaled: a kill before the new
+   program's first checkpoint bootstraps again) and ft_bootstrap_end,
+   which writes that checkpoint (with "bootstrap" in its manifest) and
+   waits for it. */
+bool ft_booting(Ft *ft);
+void ft_bootstrap_begin(Ft *ft);
+int ft_bootstrap_end(Ft *ft, FtCounts n, Err *err);
 /* Ask for a checkpoint (its request number in *seq); PIPE_CONFLICT
    without storage (ft NULL). Any thread. */
 int ft_request(Ft *ft, int64_t *seq);

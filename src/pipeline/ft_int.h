@@ -75,6 +75,12 @@ struct Ft {
     uint64_t fingerprint;     /* the program's */
     const char *program;      /* its text (manifest "program"), or NULL */
     bool replaying;           /* replay.c runs journaled steps: not journaled again */
+    struct BootPlan *boot;    /* bootstrapping from another program's checkpoint (boot.h) */
+    bool booting;             /* ... the restored checkpoint is that program's: the
+                                 next checkpoint records "bootstrap" */
+    char boot_from[32];       /* its fingerprint */
+    int64_t boot_from_step;   /* its step */
+    bool boot_unsettled;      /* its logs hold steps or input after it (boot.h) */
     Store *st;
     int mode;                 /* FT_* */
     double interval;

@@ -73,6 +73,14 @@ int pipeline_push_take(Pipeline *p, InBatch *b, double wait_secs, int64_t *token
             buf_free(&enc);
             return PIPE_STOPPING;
         }
+        if (p->boot == BOOT_AWAITING || p->boot == BOOT_APPROVED) {
+            /* no input before the bootstrap (it would be logged for the
+               old program's checkpoint): retry once approved */
+            pthread_mutex_unlock(&p->mu);
+            inbatch_free(b);
+            buf_free(&enc);
+            return PIPE_FULL;
+        }
         if (p->q.rows == 0 || p->q.rows + rows <= p->q.limit)
             break;
         if (p->state == PS_PAUSED || wait_secs <= 0) {

@@ -466,6 +466,12 @@ static int on_journal(void *arg, const uint8_t *data, size_t n)
     int64_t step = rd64(&r), seq_hi = rd64(&r);
     int nin = rd32(&r);
     const char *bad = NULL;
+    if (!r.bad && ft->booting) { /* the old program's records (boot.h) */
+        int k0 = kind > J_SKIP ? kind - 2 : kind;
+        if (k0 == J_STEP ? step > x->after : step >= x->after)
+            ft->boot_unsettled = true; /* it must settle them first */
+        return 0;
+    }
     if (r.bad)
         bad = "shorter than its header";
     else if (kind < J_STEP || kind > J_SKIPX)
@@ -557,6 +563,18 @@ static int on_ingress(void *arg, const uint8_t *data, size_t n)
     Ft *ft = x->ft;
     char what[300];
     snprintf(what, sizeof(what), "%s/%s", store_where(ft->st), x->file);
+    if (ft->booting) { /* the old program's records (boot.h): only their numbers count */
+        Rd h = {data, data + n, false};
+        int64_t hs = rd64(&h);
+        if (!h.bad && hs > x->next) {
+            x->next = hs;
+            if (hs > ft->ing_seq)
+                ft->ing_seq = hs;
+            if (hs > x->after)
+                ft->boot_unsettled = true; /* it must settle them first */
+            return 0;
+        }
+    }
     InBatch *b = ft_ingress_decode(ft->c, data, n, what, x->err);
     if (!b)
         return x->err->code;

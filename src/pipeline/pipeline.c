@@ -33,6 +33,7 @@
 #include "../sql/sql.h"
 #include "../storage/storage.h"
 #include "../zset/key.h"
+#include "boot.h"
 #include "pipeline_int.h"
 
 /* ---------------------------------------------------------------- life cycle */
@@ -51,6 +52,63 @@ static int errors_table(const Circuit *c)
             return -1;
     }
     return rel;
+}
+
+/* Bootstrapping (boot.h): ft_open restored the old program's checkpoint
+   into the kept nodes. Bootstrap steps run only the new part of the
+   circuit: the first is fed the stored streams it reads, and each reads
+   the next rows of the tables read again for it (a second instance of
+   their connectors, from the beginning up to where the checkpoint left the
+   live ones); new views' outputs get their contents. Then the new
+   program's first checkpoint, before any live input. */
+static int bootstrap(Pipeline *p, Err *err)
+{
+    BootPlan *b = p->o.boot;
+    double t0 = pipe_now();
+    Connectors bcs;
+    int rc = boot_backfill_open(b, &p->cs, &bcs, err);
+    int64_t reread = 0, steps = 0, rows0 = p->rows;
+    ft_bootstrap_begin(p->ft);
+    for (bool first = true; !rc; first = false) {
+        int64_t got = 0;
+        bool more = false;
+        for (int j = 0; j < bcs.nin && !rc; j++) {
+            InputConn *ic = bcs.in[j];
+            int64_t left = boot_backfill_target(b, &p->cs, ic) - input_rows(ic);
+            if (left <= 0 || input_done(ic) || got >= p->step_rows)
+                continue;
+            Piece *list = NULL;
+            int64_t want = left < p->step_rows - got ? left : p->step_rows - got;
+            int64_t n = input_next(ic, want, p->pend.a, 1, &list, err);
+            if (n < 0) {
+                rc = err->code;
+                break;
+            }
+            pend_append(p, &p->pend, input_rel(ic), list, n);
+            got += n;
+            more |= n > 0;
+        }
+        if (rc || (!first && !more))
+            break;
+        reread += got;
+        steps++;
+        rt_set_boot(p->be->rt, b->run, b->is_new, first ? boot_feed(b, p->be->rt) : NULL);
+        rc = pipe_run_step(p, &p->pend, err);
+    }
+    connectors_close(&bcs);
+    p->rows = rows0; /* rows read again are not new input */
+    double t1 = pipe_now();
+    FtCounts n = {p->rows, p->tx.id};
+    if (!rc)
+        rc = ft_bootstrap_end(p->ft, n, err);
+    if (!rc)
+        fprintf(stderr, "sluice: bootstrapping: %d new node%s computed from stored state%s in "
+                        "%lld step%s (%.3f s; %lld rows read again), checkpoint of the new "
+                        "program written (%.3f s)\n",
+                b->nnew, b->nnew == 1 ? "" : "s", reread ? " and tables read again" : "",
+                (long long)steps, steps == 1 ? "" : "s", t1 - t0, (long long)reread,
+                pipe_now() - t1);
+    return rc;
 }
 
 /* A sink waiting for its server (io's output_set_stop) gives up on a stop. */
@@ -106,6 +164,13 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
                             o->storage && o->fault_tolerance == FT_EXACTLY_ONCE, stop_hook, p};
         p->dl = deliver_open(&p->cs, &dopt, err);
         rc = p->dl ? 0 : err->code;
+    }
+    if (!rc && ft_booting(p->ft) && o->boot_await) {
+        p->boot = BOOT_AWAITING; /* pipeline_run waits for pipeline_approve */
+        p->state = PS_PAUSED;
+    } else if (!rc && ft_booting(p->ft)) {
+        rc = bootstrap(p, err);
+        p->boot = BOOT_DONE;
     }
     if (rc) {
         pipeline_free(p);
@@ -403,6 +468,74 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
     return 0;
 }
 
+cJSON *pipeline_boot_diff(Pipeline *p)
+{
+    if (!p->o.boot)
+        return NULL;
+    cJSON *j = progdiff_json(p->o.boot->d, PIPELINE_ERRORS_TABLE);
+    pthread_mutex_lock(&p->mu);
+    int b = p->boot;
+    pthread_mutex_unlock(&p->mu);
+    static const char *names[] = {"none", "awaiting_approval", "approved", "rejected", "done"};
+    cJSON_AddStringToObject(j, "bootstrap", names[b]);
+    return j;
+}
+
+int pipeline_approve(Pipeline *p, bool yes)
+{
+    pthread_mutex_lock(&p->mu);
+    int rc = p->boot == BOOT_AWAITING && !p->stop_req ? 0 : PIPE_CONFLICT;
+    if (!rc) {
+        p->boot = yes ? BOOT_APPROVED : BOOT_REJECTED;
+        if (!yes)
+            p->stop_req = true;
+        pthread_cond_signal(&p->wake);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+/* --bootstrap await_approval: nothing runs until pipeline_approve; then
+   the bootstrap step. 1 when the pipeline stopped meanwhile (rejected, or
+   a stop): the storage keeps the old program's checkpoint. */
+static int await_approval(Pipeline *p, Err *err)
+{
+    fprintf(stderr, "sluice: bootstrapping: awaiting approval (GET /diff shows the change, POST "
+                    "/approve runs it, POST /reject stops)\n");
+    for (;;) {
+        service(p);
+        pthread_mutex_lock(&p->mu);
+        int b = p->boot;
+        bool stop = p->stop_req || pipe_signalled();
+        pthread_mutex_unlock(&p->mu);
+        if (stop) {
+            fprintf(stderr, "sluice: bootstrapping %s: stopping; the storage keeps the old "
+                            "program's checkpoint\n",
+                    b == BOOT_REJECTED ? "rejected" : "not approved");
+            return 1;
+        }
+        if (b == BOOT_APPROVED)
+            break;
+        stats_publish(p);
+        wait_wake(p, 0.05);
+    }
+    int rc = bootstrap(p, err);
+    pthread_mutex_lock(&p->mu);
+    p->boot = BOOT_DONE;
+    if (p->state == PS_PAUSED && !p->o.start_paused)
+        p->state = PS_RUNNING;
+    pthread_mutex_unlock(&p->mu);
+    return rc ? -1 : 0;
+}
+
+int pipeline_settle(Pipeline *p, Err *err)
+{
+    int rc = ft_replay(p, err);
+    if (!rc)
+        rc = final_drain(p, false, err);
+    return rc;
+}
+
 static int run_loop(Pipeline *p, Err *err)
 {
     bool announced = false;
@@ -485,8 +618,12 @@ int pipeline_run(Pipeline *p, Err *err)
     pipe_catch_signals();
     p->t0 = p->last_report = pipe_now();
     p->rows0 = p->rows; /* restored from a checkpoint: rates count this run */
-    int rc = ft_replay(p, err);
-    if (!rc)
+    int rc = 0, aw = p->boot == BOOT_AWAITING ? await_approval(p, err) : 0;
+    if (aw < 0)
+        rc = err->code;
+    if (!rc && !aw)
+        rc = ft_replay(p, err);
+    if (!rc && !aw)
         rc = run_loop(p, err);
     double el = pipe_now() - p->t0;
     if (p->tty && p->o.progress)
@@ -525,7 +662,7 @@ int pipeline_run(Pipeline *p, Err *err)
                         c->rels[i].is_table ? "table" : "view", c->rels[i].name, (long long)dz,
                         dz == 1 ? "" : "s");
         }
-        if (p->o.dump_dir)
+        if (p->o.dump_dir && !aw)
             rc = pipeline_dump(p, p->o.dump_dir, err);
     }
     p->be->ops->stop(p->be); /* the other hosts leave */

@@ -41,6 +41,11 @@ typedef struct PipelineOpts {
        traces spill to files; 0 = the default (cgroup memory.max, else 80%
        of MemTotal), < 0 = none */
     int64_t memory_limit;
+    /* bootstrapping (pipeline/boot.h): the storage holds a checkpoint of
+       another program, settled (pipeline_settle); restore it through this
+       plan and run the bootstrap step. NULL: such storage is refused. */
+    struct BootPlan *boot;
+    bool boot_await;      /* ... start awaiting approval (POST /approve) */
 } PipelineOpts;
 
 /* The table that receives the records a runtime error rejected: one row
@@ -73,6 +78,21 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err);
    (until_done), SIGINT/SIGTERM or a stop command; then the summary and
    --dump. Returns 0, or an SL_E* code with err set. */
 int pipeline_run(Pipeline *p, Err *err);
+/* Bootstrapping (docs/bootstrapping.md), on a pipeline of the program a
+   storage was written by: replay its journaled steps and logged HTTP
+   input, and write a checkpoint with nothing after it; no connector is
+   read. Then pipeline_free it and start the new program over that
+   checkpoint (PipelineOpts.boot). */
+int pipeline_settle(Pipeline *p, Err *err);
+/* GET /diff: the program diff of the bootstrap (sql/progdiff.h's JSON,
+   with "bootstrap": awaiting_approval, approved, rejected or done), or
+   NULL when the pipeline did not start over another program's storage.
+   cJSON_Delete it. Any thread. */
+cJSON *pipeline_boot_diff(Pipeline *p);
+/* POST /approve (yes) or /reject: the bootstrap awaiting approval runs,
+   or the pipeline stops with the storage unchanged. PIPE_CONFLICT when
+   nothing awaits approval. Any thread. */
+int pipeline_approve(Pipeline *p, bool yes);
 /* Free everything; the pipeline must not be running. */
 void pipeline_free(Pipeline *p);
 const Circuit *pipeline_circuit(const Pipeline *p);

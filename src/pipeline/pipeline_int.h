@@ -89,6 +89,16 @@ struct Pipeline {
     TxnPub tx_pub;            /* the transaction as /stats shows it */
     Rejects rej;              /* rejected records (reject.c) */
     struct PMem *pm;          /* the memory budget and breakdown (memory.c) */
+    int boot;                 /* bootstrapping (boot.h): BOOT_* below */
+};
+
+/* Pipeline.boot: a restart with a changed program (docs/bootstrapping.md). */
+enum {
+    BOOT_NONE,     /* the storage held this program's checkpoint, or none */
+    BOOT_AWAITING, /* restored, waiting for pipeline_approve: no input is taken */
+    BOOT_APPROVED, /* approved: the controller runs the bootstrap step */
+    BOOT_REJECTED, /* rejected: the pipeline stops, the storage unchanged */
+    BOOT_DONE,     /* the bootstrap step ran and its checkpoint is written */
 };
 
 /* memory.c: the memory budget and breakdown (docs/memory.md) */

@@ -238,6 +238,10 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
     double now = pipe_now();
     pthread_mutex_lock(&p->mu);
     o->state = p->stop_req && p->state != PS_STOPPED ? "stopping" : state_name(p->state);
+    if (p->boot == BOOT_AWAITING && !p->stop_req)
+        o->state = "awaiting_approval";
+    else if (p->boot == BOOT_APPROVED && !p->stop_req)
+        o->state = "bootstrapping";
     o->step = p->fig.steps;
     o->input_records = p->fig.input_records;
     o->input_bytes = p->fig.input_bytes;

@@ -99,6 +99,15 @@ int rt_step_dry(Runtime *rt, Err *err);
    at the end and undoes it (when every operator that took input can),
    then runs it for real; results must be as without. */
 void rt_set_trial(Runtime *rt, bool on);
+/* Bootstrapping (pipeline/boot.c, docs/bootstrapping.md): in the next
+   rt_step node n outputs feed[lw * nnodes + n] on local worker lw when
+   feed and that are not NULL (a stored stream's integral: the first
+   bootstrap step), else runs over its inputs when run[n] (a source: its
+   table's input of the step, rows read again for the new part; is_new[n]
+   in the first bootstrap step: as in its first step), else outputs
+   nothing. The arrays and chunks must outlive the step; the step after it
+   is an ordinary one unless rt_set_boot is called again. One host only. */
+void rt_set_boot(Runtime *rt, const bool *run, const bool *is_new, Chunk *const *feed);
 int64_t rt_steps(const Runtime *rt);
 Op *rt_op(Runtime *rt, int w, int node);
 /* Checkpoints. rt_save appends the state of node's instance on worker w

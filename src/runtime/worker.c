@@ -98,6 +98,11 @@ struct Runtime {
     bool trial, inject;     /* rt_set_trial: fail the next run of the step */
     bool rolled_back;       /* the last step failed and was undone */
     bool *changed;          /* per node: received input since rt_clear_changed */
+    /* rt_set_boot (bootstrapping, pipeline/boot.c): the next step runs
+       only the nodes with boot_run, feed[lw * nnodes + n] is node n's
+       output on local worker lw (its integral), boot_new the new nodes */
+    const bool *boot_run, *boot_new;
+    Chunk *const *boot_feed;
 };
 
 /* Input j of node n in a phase: the input's output when it carries data in
@@ -292,6 +297,85 @@ static void undo_phase1(Worker *w, OpEnv *menv, int64_t fed)
     }
 }
 
+/* A table's input of a bootstrap step (rows read again for the new part)
+   as one chunk in the step arena. */
+static Chunk *boot_source(Worker *w, const CNode *n)
+{
+    int64_t total = 0;
+    for (Piece *p = w->input[n->rel]; p; p = p->next)
+        total += p->chunk ? p->chunk->n : p->count;
+    Piece *only = w->input[n->rel];
+    if (only && !only->next && only->chunk)
+        return only->chunk;
+    Chunk *c = chunk_new(w->arena, n->ncol, n->types, total ? total : 1);
+    for (Piece *p = w->input[n->rel]; p; p = p->next) {
+        if (p->chunk) {
+            for (int64_t r = 0; r < p->chunk->n; r++)
+                chunk_append_row(c, p->chunk, r);
+            continue;
+        }
+        int64_t from = c->n; /* generated rows: straight into c */
+        p->fill(p->src, p->plan, p->start, p->count, c, w->arena);
+        for (int64_t r = from; r < c->n && p->negate; r++)
+            c->w[r] = -c->w[r];
+    }
+    return c;
+}
+
+/* A bootstrap step (rt_set_boot): fed nodes output their integral, the
+   nodes in boot_run run over their inputs' outputs (a source: the step's
+   input of its table; new nodes in the first bootstrap step as in their
+   first step: a global aggregate or a VALUES emits its row), every other
+   node outputs nothing. Streamed nodes outside boot_run still finish
+   (with no input, as in any step they get none), so every worker reaches
+   every exchange in the same order. */
+static void boot_step(Worker *w, OpEnv *env)
+{
+    Runtime *rt = w->rt;
+    const Circuit *c = rt->c;
+    OpEnv fresh = *env;
+    if (rt->boot_feed) /* the first bootstrap step */
+        fresh.step = 0;
+    for (int i = 0; i < c->nnodes; i++) {
+        Op *op = w->ops[i];
+        const CNode *n = op->node;
+        Chunk *fed = rt->boot_feed ? rt->boot_feed[(size_t)(w->id - rt->first) *
+                                                   (size_t)c->nnodes + (size_t)i]
+                                   : NULL;
+        OpEnv *e = rt->boot_new[i] ? &fresh : env;
+        bool run = rt->boot_run[i] && n->k != OPK_SOURCE;
+        if (fed) {
+            op->out = fed;
+            continue;
+        }
+        if (n->k == OPK_SOURCE && rt->boot_run[i]) {
+            op->out = boot_source(w, n);
+            continue;
+        }
+        if (!op->push) {
+            if (run)
+                eval_linear(w, e, op, rt->probe_all);
+            else
+                op->out = op_empty(w->arena, n);
+            continue;
+        }
+        if (run)
+            push_inputs(w, e, op, rt->probe_all);
+        if (op->flush)
+            op->flush(op, e);
+        if (rt->x[i])
+            xchg_wait(rt->x[i], w->id);
+        op->out = NULL;
+        if ((op->finish(op, e) || !op->out) && !w->err.code)
+            err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
+        if (!op->out || !run)
+            op->out = op_empty(w->arena, n);
+    }
+    for (int i = 0; i < c->nnodes; i++)
+        if (w->ops[i]->step_end)
+            w->ops[i]->step_end(w->ops[i]);
+}
+
 static void run_step(Worker *w)
 {
     Runtime *rt = w->rt;
@@ -305,6 +389,10 @@ static void run_step(Worker *w)
             shard_reset(w->shards[i]);
         if (w->ops[i]->begin)
             w->ops[i]->begin(w->ops[i], &env);
+    }
+    if (rt->boot_run) {
+        boot_step(w, &env);
+        return;
     }
 
     OpEnv menv = env;
@@ -580,6 +668,8 @@ int rt_step(Runtime *rt, Err *err)
     }
     if (!rt->rolled_back)
         rt->steps++;
+    rt->boot_run = rt->boot_new = NULL;
+    rt->boot_feed = NULL;
     int rc = 0;
     for (int k = 0; k < rt->nl; k++) {
         Worker *w = &rt->w[k];
@@ -599,6 +689,13 @@ int rt_step(Runtime *rt, Err *err)
 }
 
 void rt_set_trial(Runtime *rt, bool on) { rt->trial = on; }
+
+void rt_set_boot(Runtime *rt, const bool *run, const bool *is_new, Chunk *const *feed)
+{
+    rt->boot_run = run;
+    rt->boot_new = is_new;
+    rt->boot_feed = feed;
+}
 
 bool rt_can_undo(const Runtime *rt)
 {

@@ -1,6 +1,7 @@
 /*
  * server/api.c - the endpoints that carry no data: GET /status, POST
  * /start, /pause, /stop, the transaction endpoints, GET /completion_status,
+ * GET /diff, POST /approve and /reject (bootstrapping a changed program),
  * GET / (what the pipeline serves) and GET /lineage (sql/lineage.h over
  * the compiled program). The others turn into a pipeline_command or read
  * pipeline_stats; none touches the runtime. /status also says
@@ -247,3 +248,28 @@ int api_checkpoint_status(Req *q)
     }
     return req_json(q, MHD_HTTP_OK, j);
 }
+
+/* GET /diff: the program change this pipeline bootstraps
+   (docs/bootstrapping.md); POST /approve runs it, POST /reject stops. */
+int api_diff(Req *q)
+{
+    cJSON *j = pipeline_boot_diff(q->s->p);
+    if (!j)
+        return req_error(q, MHD_HTTP_NOT_FOUND, "NoProgramChange", NULL,
+                         "the pipeline did not start over storage of another program: there "
+                         "is no program change to show");
+    return req_json(q, MHD_HTTP_OK, j);
+}
+
+static int approve(Req *q, bool yes)
+{
+    if (pipeline_approve(q->s->p, yes))
+        return req_error(q, MHD_HTTP_CONFLICT, "NotAwaitingApproval", NULL,
+                         "no program change awaits approval (GET /diff says why)");
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "bootstrap", yes ? "approved" : "rejected");
+    return req_json(q, MHD_HTTP_OK, j);
+}
+
+int api_approve(Req *q) { return approve(q, true); }
+int api_reject(Req *q) { return approve(q, false); }

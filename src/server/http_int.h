@@ -78,6 +78,9 @@ int api_transaction(Req *q, PipeCmd cmd);
 /* POST /checkpoint, GET /checkpoint_status (fault tolerance, issue 6). */
 int api_checkpoint(Req *q);
 int api_checkpoint_status(Req *q);
+int api_diff(Req *q);
+int api_approve(Req *q);
+int api_reject(Req *q);
 int api_completion(Req *q);
 int api_index(Req *q);
 int api_lineage(Req *q); /* GET /lineage: sql/lineage.h's JSON */

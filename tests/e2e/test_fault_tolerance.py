@@ -238,7 +238,8 @@ def test_storage_of_another_program_is_refused(tmp_path):
     other.write_text(prog.read_text().replace("sum(amount) AS credits", "sum(amount) + 0 AS credits"))
     p = run(["run", other, "--until-done", "--no-progress", "--storage", st])
     assert p.returncode == 1
-    assert "different program" in p.stderr and str(st) in p.stderr, p.stderr
+    assert "checkpoint of another program" in p.stderr and str(st) in p.stderr, p.stderr
+    assert "--bootstrap allow" in p.stderr  # test_bootstrap.py: what it does
 
 
 def test_restart_with_other_worker_counts_resumes_identically(tmp_path):

@@ -1,0 +1,486 @@
+/*
+ * pipeline/boot.c - the plan of bootstrapping a restart with a changed
+ * program (boot.h; docs/bootstrapping.md): which old node's state each new
+ * node takes over, which nodes run in the bootstrap step and what they are
+ * fed, where each connector continues.
+ *
+ * The program diff (sql/progdiff.h) gives per new node the old node
+ * computing the same stream (equal fingerprints: same operator, same
+ * column types, same inputs, so the saved state has the same format).
+ * Nodes with one are kept: their state is loaded, and in the bootstrap
+ * step they do not run (the views that did not change never see their
+ * history twice). The other nodes are new: they start empty and run in the
+ * bootstrap step, over what their inputs give in it:
+ *   - a kept node whose whole stream the checkpoint holds: the input of a
+ *     kept materialized sink (a materialized table or view) is fed the
+ *     sink's contents, as one delta; a kept filter, projection or union
+ *     over such streams runs over them;
+ *     a kept PRIMARY KEY table's upsert is fed its rows, a kept
+ *     aggregate its groups' current output rows;
+ *   - a new node: its output in the step;
+ *   - a new table's source: nothing (its connectors start from the
+ *     beginning, and its rows arrive as live input).
+ * A new node that reads another kept stream: when that stream can be
+ * computed from stored ones (a kept join of a materialized view and a
+ * PRIMARY KEY table under a changed projection), the kept node is
+ * recomputed instead (its old state is not loaded; it runs in the step and
+ * rebuilds the same state from its inputs' contents). Otherwise it needs
+ * history the checkpoint does not hold: re-reading the tables for the new
+ * part alone is not built yet, so the plan refuses, naming the relation
+ * and the tables.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../base/mem.h"
+#include "../zset/hmap.h"
+#include "../zset/key.h"
+#include "snapshot.h"
+#include "boot.h"
+
+static bool is_linear(const CNode *n)
+{
+    return n->k == OPK_MAP || n->k == OPK_UNION || n->k == OPK_NEGATE;
+}
+
+/* The diff's entry of the new program's relation rel, or NULL. */
+static const PdRel *rel_of(const ProgDiff *d, int rel)
+{
+    for (int i = 0; i < d->nrels; i++)
+        if (d->rels[i].new_rel == rel && rel >= 0)
+            return &d->rels[i];
+    return NULL;
+}
+
+/* Append to t the tables whose history node n needs (kept sources
+   reached backwards through streams that cannot be computed). */
+static void tables_of(const BootPlan *b, const bool *comp, int n, bool *seen, Buf *t)
+{
+    const CNode *x = b->nc->nodes[n];
+    if (seen[n] || comp[n])
+        return;
+    seen[n] = true;
+    if (x->k == OPK_SOURCE) {
+        buf_printf(t, "%s%s", t->n ? ", " : "", b->nc->rels[x->rel].name);
+        return;
+    }
+    for (int j = 0; j < x->nin; j++)
+        tables_of(b, comp, x->in[j], seen, t);
+}
+
+/* Why new node n cannot be computed: its relation, and the tables whose
+   history it needs through its input in. */
+static int refuse(const BootPlan *b, const bool *comp, int n, int in, Err *err)
+{
+    const Circuit *c = b->nc;
+    int owner = c->nodes[n]->owner;
+    const Relation *r = owner >= 0 && owner < c->nrels ? &c->rels[owner] : NULL;
+    const PdRel *pr = rel_of(b->d, owner);
+    Buf t = BUF_INIT;
+    bool *seen = sl_calloc((size_t)c->nnodes + 1, sizeof(bool));
+    tables_of(b, comp, in, seen, &t);
+    sl_free(seen);
+    int rc = err_set(err, SL_ECONFIG,
+                     "bootstrapping: %s %s (%s) needs the history of %s, which the checkpoint "
+                     "does not hold (stored state: the contents of materialized tables and "
+                     "views, the rows of PRIMARY KEY tables, aggregates' results); reading %s again from the "
+                     "beginning for it alone is not built yet: make what it reads materialized "
+                     "in the old program, or start with a new storage directory",
+                     r && r->is_table ? "table" : "view", r ? r->name : "?",
+                     pr ? progdiff_status_name(pr->status) : "new",
+                     t.n ? (const char *)buf_cstr(&t) : "its tables",
+                     t.n ? (const char *)buf_cstr(&t) : "them");
+    buf_free(&t);
+    return rc;
+}
+
+/* Can table rel be read again from the beginning up to a checkpoint's
+   position, for the new part alone? Its connectors must all be ones whose
+   rows come in one fixed order (datagen, files, S3: read up to the
+   checkpoint's row count) or Kafka from a known start ("earliest" or
+   explicit offsets: read up to the checkpoint's offset of every
+   partition); a table fed over HTTP only, by PostgreSQL, or by Kafka
+   from "latest" cannot (yet). */
+static bool rereadable(const Circuit *c, int rel)
+{
+    const cJSON *conns = c->rels[rel].connectors, *e;
+    if (!cJSON_GetArraySize(conns))
+        return false;
+    cJSON_ArrayForEach(e, conns)
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "transport");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+        const cJSON *from = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(t, "config"), "start_from");
+        bool kafka = cJSON_IsString(name) && !strcmp(name->valuestring, "kafka_input") &&
+                     ((cJSON_IsString(from) && !strcmp(from->valuestring, "earliest")) ||
+                      cJSON_IsObject(from));
+        if (!kafka && (!cJSON_IsString(name) || (strcmp(name->valuestring, "datagen") &&
+                                                 strcmp(name->valuestring, "file_input") &&
+                                                 strcmp(name->valuestring, "s3_input"))))
+            return false;
+    }
+    return true;
+}
+
+BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_fp,
+                        const Circuit *nc, const char *new_text, Err *err)
+{
+    BootPlan *b = sl_calloc(1, sizeof(*b));
+    b->old = old;
+    b->nc = nc;
+    b->old_fp = old_fp;
+    b->d = progdiff_new(old, old_text, nc, new_text);
+    int nn = nc->nnodes;
+    b->run = sl_calloc((size_t)nn + 1, sizeof(bool));
+    b->is_new = sl_calloc((size_t)nn + 1, sizeof(bool));
+    b->feed_sink = sl_calloc((size_t)nn + 1, sizeof(int));
+    b->reread = sl_calloc((size_t)nc->nrels + 1, sizeof(bool));
+    bool *avail = sl_calloc((size_t)nn + 1, sizeof(bool));
+    for (int n = 0; n < nn; n++) {
+        int o = b->d->old_node[n];
+        b->feed_sink[n] = -1;
+        b->is_new[n] = o < 0;
+        /* a sink's fingerprint does not name its relation: a view added (or
+           renamed) with the body of an old one has a new sink all the same,
+           so that its outputs start with its contents */
+        if (o >= 0 && nc->nodes[n]->k == OPK_SINK &&
+            strcasecmp(nc->rels[nc->nodes[n]->rel].name, old->rels[old->nodes[o]->rel].name))
+            b->is_new[n] = true;
+    }
+    /* the kept streams the checkpoint holds whole: a kept materialized
+       sink's input, and linear functions of such streams */
+    for (int n = 0; n < nn; n++) {
+        const CNode *s = nc->nodes[n];
+        if (s->k != OPK_SINK || b->is_new[n] || !nc->rels[s->rel].materialized || s->nin != 1)
+            continue;
+        if (!b->is_new[s->in[0]]) {
+            b->feed_sink[s->in[0]] = n;
+            avail[s->in[0]] = true;
+        }
+    }
+    for (int n = 0; n < nn; n++) /* a kept PRIMARY KEY table: its rows; an aggregate: its output */
+        if ((nc->nodes[n]->k == OPK_UPSERT || nc->nodes[n]->k == OPK_AGG) && !b->is_new[n] &&
+            b->feed_sink[n] < 0) {
+            b->feed_sink[n] = n;
+            avail[n] = true;
+        }
+    for (int n = 0; n < nn; n++) {
+        const CNode *x = nc->nodes[n];
+        if (b->is_new[n] || avail[n] || !is_linear(x))
+            continue;
+        bool all = x->nin > 0;
+        for (int j = 0; j < x->nin; j++)
+            all = all && avail[x->in[j]] && !b->is_new[x->in[j]];
+        if (all)
+            avail[n] = b->run[n] = true;
+    }
+    /* computable in the bootstrap step: a stored stream, a new table's
+       (empty), or any other node over computable streams; a kept source
+       is not (its history is not stored) */
+    bool *comp = sl_calloc((size_t)nn + 1, sizeof(bool));
+    for (int n = 0; n < nn; n++) {
+        const CNode *x = nc->nodes[n];
+        comp[n] = avail[n] ||
+                  (x->k == OPK_SOURCE ? b->is_new[n] || rereadable(nc, x->rel) : true);
+        for (int j = 0; j < x->nin && !avail[n]; j++)
+            comp[n] = comp[n] && comp[x->in[j]];
+    }
+    for (int n = 0; n < nn; n++)
+        if (b->is_new[n])
+            b->run[n] = true;
+    /* from the last node back: what a running node reads must be stored
+       or run too; a kept node that is not stored but computable is
+       recomputed (its state rebuilt from its inputs' contents: e.g. a
+       kept join under a changed projection), else the plan refuses */
+    int rc = 0;
+    for (int n = nn - 1; n >= 0 && !rc; n--) {
+        if (!b->run[n] || avail[n])
+            continue;
+        const CNode *x = nc->nodes[n];
+        for (int j = 0; j < x->nin && !rc; j++) {
+            int i = x->in[j];
+            if (b->run[i] || avail[i])
+                continue;
+            if (!comp[i]) {
+                rc = refuse(b, comp, n, i, err);
+                break;
+            }
+            if (nc->nodes[i]->k == OPK_SOURCE) { /* a kept table read again for the new part */
+                b->run[i] = b->reread[nc->nodes[i]->rel] = true;
+                continue;
+            }
+            b->run[i] = b->is_new[i] = true; /* recomputed: its old state is not loaded */
+        }
+    }
+    for (int n = 0; n < nn; n++)
+        b->nnew += b->is_new[n];
+    sl_free(comp);
+    sl_free(avail);
+    if (rc) {
+        boot_plan_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void boot_plan_free(BootPlan *b)
+{
+    if (!b)
+        return;
+    progdiff_free(b->d);
+    sl_free(b->run);
+    sl_free(b->is_new);
+    sl_free(b->feed_sink);
+    sl_free(b->reread);
+    sl_free(b->target);
+    sl_free(b->tpos);
+    if (b->bc)
+        sl_free(b->bc->rels);
+    sl_free(b->bc);
+    sl_free(b->feed);
+    batchlist_free(&b->held);
+    if (b->arena)
+        arena_free(b->arena);
+    sl_free(b);
+}
+
+cJSON *boot_state(const BootPlan *b, const cJSON *state)
+{
+    cJSON *out = cJSON_CreateArray();
+    const cJSON *e;
+    cJSON_ArrayForEach(e, state)
+    {
+        int64_t node = ckpt_jint(e, "node");
+        if (node < 0 || node >= b->old->nnodes)
+            continue;
+        /* every kept new node computing its stream takes it (two views may
+           share a sub-stream); none: its state is released */
+        for (int n = 0; n < b->nc->nnodes; n++) {
+            if (b->is_new[n] || b->d->old_node[n] != node)
+                continue;
+            cJSON *c = cJSON_Duplicate(e, true);
+            cJSON_ReplaceItemInObjectCaseSensitive(c, "node", cJSON_CreateNumber(n));
+            cJSON_AddItemToArray(out, c);
+        }
+    }
+    return out;
+}
+
+/* Does the new program's relation rel continue its old stream: for a
+   table (is_input), its source is kept (same name, columns, connectors:
+   the same history, so its connectors continue); for a view, its sink is
+   (its outputs continue; a new sink starts over with the bootstrap step's
+   snapshot). */
+static bool kept(const BootPlan *b, int rel, bool is_input)
+{
+    const Circuit *c = b->nc;
+    if (rel < 0 || rel >= c->nrels)
+        return false;
+    if (!is_input)
+        return c->rels[rel].sink >= 0 && !b->is_new[c->rels[rel].sink];
+    for (int n = 0; n < c->nnodes; n++)
+        if (c->nodes[n]->k == OPK_SOURCE && c->nodes[n]->rel == rel)
+            return !b->is_new[n];
+    return false;
+}
+
+/* The manifest entry (in "inputs" or "outputs") named name, or NULL. */
+static const cJSON *named(const cJSON *m, const char *list, const char *name)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(m, list))
+    {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(v) && !strcasecmp(v->valuestring, name))
+            return e;
+    }
+    return NULL;
+}
+
+int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
+{
+    sl_free(b->target);
+    sl_free(b->tpos);
+    b->target = sl_calloc((size_t)cs->nin + 1, sizeof(int64_t));
+    b->tpos = sl_calloc((size_t)cs->nin + 1, sizeof(InPos));
+    for (int j = 0; j < cs->nin; j++) {
+        const cJSON *e = named(m, "inputs", input_name(cs->in[j]));
+        b->target[j] = -1;
+        if (e && b->reread[input_rel(cs->in[j])]) /* read again up to here */
+            b->target[j] = ckpt_jint(e, "rows");
+        if (!e || !kept(b, input_rel(cs->in[j]), true))
+            continue; /* starts from the beginning */
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
+        InPos *pos = sl_calloc(1, sizeof(*pos));
+        ckpt_jint_get(cJSON_GetArrayItem(v, 0), &pos->v[0]); /* manifest_check: all read */
+        ckpt_jint_get(cJSON_GetArrayItem(v, 1), &pos->v[1]);
+        pos->rows = ckpt_jint(e, "rows");
+        pos->errors = ckpt_jint(e, "errors");
+        pos->bytes = ckpt_jint(e, "bytes");
+        pos->nx = cJSON_GetArraySize(v) - 2;
+        for (int i = 0; i < pos->nx && i < INPOS_MAX; i++)
+            ckpt_jint_get(cJSON_GetArrayItem(v, 2 + i), &pos->x[i]);
+        b->tpos[j] = *pos;
+        int rc = input_seek(cs->in[j], pos, err);
+        sl_free(pos);
+        if (rc)
+            return rc;
+    }
+    for (int j = 0; j < cs->nout; j++) {
+        const cJSON *e = named(m, "outputs", output_name(cs->out[j]));
+        if (e && kept(b, output_rel(cs->out[j]), false))
+            output_set_counts(cs->out[j], ckpt_jint(e, "records"), ckpt_jint(e, "bytes"));
+    }
+    return 0;
+}
+
+int64_t boot_out_offset(const BootPlan *b, const Connectors *cs, const cJSON *m, int j)
+{
+    const cJSON *e = named(m, "outputs", output_name(cs->out[j]));
+    if (!e || !kept(b, output_rel(cs->out[j]), false))
+        return 0;
+    int64_t off = ckpt_jint(e, "offset");
+    return off > 0 ? off : 0;
+}
+
+/* The contents of sink s on local worker w as one chunk of node n's
+   columns (strings point into the sink's map, which the bootstrap step
+   does not change: kept sinks do not run in it). */
+static Chunk *sink_chunk(BootPlan *b, Runtime *rt, int w, int s, const CNode *n)
+{
+    HMap *m = op_sink_contents(rt_op(rt, w, s));
+    int64_t rows = 0;
+    size_t it = 0;
+    const uint8_t *k;
+    size_t kn;
+    void *pl;
+    while (m && hmap_next(m, &it, &k, &kn, &pl))
+        rows++;
+    Chunk *c = chunk_new(b->arena, n->ncol, n->types, rows ? rows : 1);
+    it = 0;
+    while (m && hmap_next(m, &it, &k, &kn, &pl)) {
+        key_decode(k, n->types, n->ncol, c, 0, c->n);
+        c->w[c->n++] = *(int64_t *)pl;
+    }
+    return c;
+}
+
+/* The rows of the PRIMARY KEY table kept by upsert node n on local worker
+   w (its saved state: key, row encoding, weight 1); the batches stay
+   referenced in b->held (strings point into them). */
+static Chunk *upsert_chunk(BootPlan *b, Runtime *rt, int w, const CNode *n)
+{
+    BatchList l = {0};
+    rt_save(rt, w, n->id, &l);
+    int64_t rows = 0;
+    for (int i = 0; i < l.n; i++)
+        rows += l.b[i]->n;
+    Chunk *c = chunk_new(b->arena, n->ncol, n->types, rows ? rows : 1);
+    for (int i = 0; i < l.n; i++) {
+        const Batch *x = l.b[i];
+        for (int64_t r = 0; r < x->n; r++) {
+            key_decode(batch_val(x, r), n->types, n->ncol, c, 0, c->n);
+            c->w[c->n++] = x->w[r];
+        }
+        batch_ref(l.b[i]);
+        batchlist_add(&b->held, l.b[i]);
+    }
+    batchlist_free(&l);
+    return c;
+}
+
+typedef struct Rows {
+    const CNode *n;
+    Chunk *c;
+    int64_t count;
+} Rows;
+
+static void count_row(void *arg, const uint8_t *row, size_t n)
+{
+    (void)row;
+    (void)n;
+    ((Rows *)arg)->count++;
+}
+
+static void add_row(void *arg, const uint8_t *row, size_t n)
+{
+    Rows *r = arg;
+    (void)n;
+    key_decode(row, r->n->types, r->n->ncol, r->c, 0, r->c->n);
+    r->c->w[r->c->n++] = 1;
+}
+
+/* The current output rows of aggregate node n on local worker w (strings
+   point into its groups, which the bootstrap step does not change: it is
+   fed, not run). */
+static Chunk *agg_chunk(BootPlan *b, Runtime *rt, int w, const CNode *n)
+{
+    Op *op = rt_op(rt, w, n->id);
+    Rows r = {n, NULL, 0};
+    op_agg_rows(op, count_row, &r);
+    r.c = chunk_new(b->arena, n->ncol, n->types, r.count ? r.count : 1);
+    op_agg_rows(op, add_row, &r);
+    return r.c;
+}
+
+Chunk *const *boot_feed(BootPlan *b, Runtime *rt)
+{
+    int nn = b->nc->nnodes, nl = rt_workers(rt);
+    if (!b->arena)
+        b->arena = arena_new(1 << 20);
+    sl_free(b->feed);
+    b->feed = sl_calloc((size_t)nl * (size_t)nn + 1, sizeof(Chunk *));
+    for (int w = 0; w < nl; w++)
+        for (int n = 0; n < nn; n++)
+            if (b->feed_sink[n] >= 0)
+                b->feed[(size_t)w * (size_t)nn + (size_t)n] =
+                    b->feed_sink[n] != n ? sink_chunk(b, rt, w, b->feed_sink[n], b->nc->nodes[n])
+                    : b->nc->nodes[n]->k == OPK_AGG ? agg_chunk(b, rt, w, b->nc->nodes[n])
+                                                    : upsert_chunk(b, rt, w, b->nc->nodes[n]);
+    return b->feed;
+}
+
+int boot_backfill_open(BootPlan *b, const Connectors *cs, Connectors *out, Err *err)
+{
+    const Circuit *c = b->nc;
+    memset(out, 0, sizeof(*out));
+    b->bc = sl_calloc(1, sizeof(Circuit));
+    *b->bc = *c;
+    b->bc->rels = sl_calloc((size_t)c->nrels + 1, sizeof(Relation));
+    memcpy(b->bc->rels, c->rels, sizeof(Relation) * (size_t)c->nrels);
+    bool any = false;
+    for (int r = 0; r < c->nrels; r++) {
+        if (!c->rels[r].is_table || !b->reread[r])
+            b->bc->rels[r].connectors = NULL; /* only the tables read again */
+        any |= b->reread[r];
+    }
+    if (!any)
+        return 0;
+    int rc = connectors_open(b->bc, true, out, err);
+    for (int j = 0; rc == 0 && j < out->nin; j++) {
+        input_set_replay(out->in[j], true); /* no rate limits */
+        int64_t t = -1;
+        for (int k = 0; k < cs->nin && t < 0; k++)
+            if (!strcmp(input_name(cs->in[k]), input_name(out->in[j])))
+                t = b->target ? b->target[k] : -1;
+        if (t < 0) /* read for the new part only up to where the live one is */
+            rc = err_set(err, SL_EIO, "bootstrapping: %s: no position in the checkpoint to read "
+                         "it again up to", input_name(out->in[j]));
+    }
+    return rc;
+}
+
+int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, InputConn *ic)
+{
+    for (int k = 0; k < cs->nin; k++) {
+        if (strcmp(input_name(cs->in[k]), input_name(ic)) || !b->target)
+            continue;
+        if (b->tpos && !strcmp(input_transport(ic), "kafka_input"))
+            input_replay_to(ic, &b->tpos[k]); /* every partition up to its offset */
+        return b->target[k];
+    }
+    return -1;
+}
