@@ -69,7 +69,7 @@ static CNode *narrowing(P *p, const CNode *j, int side, const bool *need)
         keep[keys[k]] = true;
     for (int i = 0; i < src->ncol; i++) {
         keep[i] = keep[i] || need[off + i] ||
-                  (!src->types[i].nullable && type_phys(src->types[i].kind) != PHYS_STR);
+                  (!src->types[i].nullable && type_phys(src->types[i]) != PHYS_STR);
         dropped += !keep[i];
     }
     if (!dropped)
