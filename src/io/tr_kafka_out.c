@@ -5,8 +5,8 @@
  * In: each step's consolidated changes (output_write), then the end of the
  * step (output_flush). Out: one message per unit of weight, {"insert":
  * row} or {"delete": row} in JSON (CSV: the row's fields and the weight),
- * with headers sluice_step (the step number) and sluice_seq (its index in
- * the step), no key. A step's messages form one Kafka transaction,
+ * with headers sluice_step (the step number), sluice_seq (its index in
+ * the step) and sluice_count (the step's messages), no key. A step's messages form one Kafka transaction,
  * committed before the step ends; a step without changes sends nothing.
  *
  * Exactly once. With --storage the step journal records, before every
@@ -16,8 +16,10 @@
  * learns where). A fresh producer with the same transactional.id fences
  * the crashed one and aborts its open transaction (init_transactions), and
  * the connector reads the committed tail of every partition of the topic
- * (read_committed) for the highest sluice_step there: replayed steps up to
- * it are already in the topic and are not sent again. So a read_committed
+ * (read_committed) for the highest sluice_step there whose messages are
+ * all present (sluice_count distinct seqs: a broker that shows aborted
+ * transactions shows a cut-off step in part): replayed steps up to it are
+ * already in the topic and are not sent again. So a read_committed
  * consumer sees every step's changes once, in step order per partition;
  * a read_uncommitted one may also see an aborted step's messages.
  *
@@ -35,8 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../base/mem.h"
+#include "../storage/storage.h"
 #include "../zset/key.h"
 #include "io_int.h"
 
@@ -49,6 +53,7 @@ struct KafkaOut {
     int64_t committed;    /* last step committed */
     int64_t step;         /* the step being written (-1: none) */
     int64_t seq;
+    int64_t count;        /* the step's messages (header sluice_count) */
     Buf msgs;             /* the step's message values, each after its length */
     bool in_txn;
     int64_t said;         /* the step whose failing commit stderr reported */
@@ -151,8 +156,119 @@ static void kafka_out_close(OutputConn *oc)
     oc->kout = NULL;
 }
 
-/* The highest sluice_step header among the committed messages at the end
-   of every partition of the topic (0 when none). */
+/* A header of m as a number (-1 when absent). */
+static int64_t header_num(rd_kafka_message_t *m, const char *name)
+{
+    rd_kafka_headers_t *h = NULL;
+    const void *v;
+    size_t vn;
+    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, name, &v, &vn) ||
+        vn >= 24)
+        return -1;
+    char num[24];
+    memcpy(num, v, vn);
+    num[vn] = 0;
+    return strtoll(num, NULL, 10);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* What the end of a topic holds: its highest step and, of that step, the
+   distinct sluice_seq values seen and the sluice_count the messages carry
+   (-1: written before the count header existed). */
+typedef struct {
+    int64_t step;
+    int64_t count;
+    int64_t *seqs;
+    size_t nseq, capseq;
+} Tail;
+
+/* Read partition p backwards from its end, in windows growing by 8x, until
+   a window starts before the partition's highest step (or at the start of
+   the partition): every message of that step in p is then seen. Its
+   seqs go into t when the step is the highest so far. */
+static int scan_partition(OutputConn *oc, rd_kafka_t *rc, int32_t p, Tail *t, Err *err)
+{
+    KafkaOut *k = oc->kout;
+    int64_t lo = 0, hi = 0;
+    rd_kafka_resp_err_t re = rd_kafka_query_watermark_offsets(rc, k->topic, p, &lo, &hi, 10000);
+    if (re)
+        return err_set(err, SL_EIO, "%s: cannot read the end of topic \"%s\" partition %d: %s",
+                       oc->name, k->topic, (int)p, rd_kafka_err2str(re));
+    for (int64_t w = 16; hi > lo; w *= 8) {
+        int64_t start = hi - w > lo ? hi - w : lo;
+        int64_t top = -1, low = INT64_MAX, count = -1;
+        size_t mark = t->nseq; /* this window's seqs of top go after mark */
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, k->topic, p)->offset = start;
+        rd_kafka_assign(rc, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        double t0 = io_now();
+        for (;;) {
+            rd_kafka_message_t *m = rd_kafka_consumer_poll(rc, 200);
+            if (!m) {
+                if (io_now() - t0 > 30)
+                    return err_set(err, SL_EIO, "%s: reading the end of topic \"%s\" partition "
+                                   "%d gave nothing for 30 s", oc->name, k->topic, (int)p);
+                continue;
+            }
+            bool eof = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
+            int64_t s = m->err ? -1 : header_num(m, "sluice_step");
+            if (s >= 0) { /* commit markers and foreign messages hold none */
+                if (s < low)
+                    low = s;
+                if (s > top) { /* a higher step: what was collected is of a lower one */
+                    top = s;
+                    t->nseq = mark;
+                    count = -1;
+                }
+                if (s == top) {
+                    if (t->nseq == t->capseq) {
+                        t->capseq = t->capseq ? 2 * t->capseq : 256;
+                        t->seqs = sl_realloc(t->seqs, t->capseq * sizeof(*t->seqs));
+                    }
+                    t->seqs[t->nseq++] = header_num(m, "sluice_seq");
+                    count = header_num(m, "sluice_count");
+                }
+            }
+            int64_t off = m->offset;
+            rd_kafka_message_destroy(m);
+            if (eof || off >= hi - 1)
+                break;
+        }
+        bool whole = top >= 0 && (low < top || start == lo);
+        if (top >= 0 && top < t->step)
+            whole = true; /* not the highest step: nothing more to learn here */
+        if (whole || start == lo) {
+            if (top < 0 || top < t->step) {
+                t->nseq = mark;
+            } else if (top > t->step) { /* drop the seqs of the lower step */
+                memmove(t->seqs, t->seqs + mark, (t->nseq - mark) * sizeof(*t->seqs));
+                t->nseq -= mark;
+                t->step = top;
+                t->count = count;
+            } else if (count >= 0) {
+                t->count = count;
+            }
+            return 0;
+        }
+        t->nseq = mark; /* read a larger window */
+    }
+    return 0;
+}
+
+/* The last step whose messages the topic holds in full (0 when none).
+   The highest sluice_step at the end of the partitions, read as
+   read_committed, is that step on a broker that hides aborted
+   transactions; on one that shows them (librdkafka's mock cluster, a
+   read_uncommitted proxy) the highest step may be a transaction the crash
+   cut off, holding only some of its messages: every message carries the
+   step's message count (sluice_count), and a step with fewer distinct
+   seqs in the topic is not complete, so the one before it is the last. */
 static int64_t last_step_in_topic(OutputConn *oc, Err *err)
 {
     KafkaOut *k = oc->kout;
@@ -193,64 +309,30 @@ static int64_t last_step_in_topic(OutputConn *oc, Err *err)
         return -1;
     }
     rd_kafka_poll_set_consumer(rc);
-    int64_t best = 0;
-    for (int32_t p = 0; p < nparts && !err->code; p++) {
-        int64_t lo = 0, hi = 0;
-        re = rd_kafka_query_watermark_offsets(rc, k->topic, p, &lo, &hi, 10000);
-        if (re) {
-            err_set(err, SL_EIO, "%s: cannot read the end of topic \"%s\" partition %d: %s",
-                    oc->name, k->topic, (int)p, rd_kafka_err2str(re));
-            break;
-        }
-        /* windows growing backwards from the end, until one holds a step
-           (commit markers and aborted messages hold none) */
-        bool found = false;
-        for (int64_t w = 16; !found && hi > lo; w *= 8) {
-            int64_t start = hi - w > lo ? hi - w : lo;
-            rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-            rd_kafka_topic_partition_list_add(l, k->topic, p)->offset = start;
-            rd_kafka_assign(rc, l);
-            rd_kafka_topic_partition_list_destroy(l);
-            double t0 = io_now();
-            for (;;) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(rc, 200);
-                if (!m) {
-                    if (io_now() - t0 > 30) {
-                        err_set(err, SL_EIO, "%s: reading the end of topic \"%s\" partition %d "
-                                "gave nothing for 30 s", oc->name, k->topic, (int)p);
-                        break;
-                    }
-                    continue;
-                }
-                bool eof = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
-                if (!m->err) {
-                    rd_kafka_headers_t *h = NULL;
-                    const void *v;
-                    size_t vn;
-                    if (!rd_kafka_message_headers(m, &h) &&
-                        !rd_kafka_header_get_last(h, "sluice_step", &v, &vn) && vn < 24) {
-                        char num[24];
-                        memcpy(num, v, vn);
-                        num[vn] = 0;
-                        int64_t s = strtoll(num, NULL, 10);
-                        found = true;
-                        if (s > best)
-                            best = s;
-                    }
-                }
-                int64_t off = m->offset;
-                rd_kafka_message_destroy(m);
-                if (eof || off >= hi - 1)
-                    break;
-            }
-            if (start == lo || err->code)
-                break;
-        }
-    }
+    Tail t = {.step = 0, .count = -1};
+    for (int32_t p = 0; p < nparts && !err->code; p++)
+        scan_partition(oc, rc, p, &t, err);
     rd_kafka_assign(rc, NULL);
     rd_kafka_consumer_close(rc);
     rd_kafka_destroy(rc);
-    return err->code ? -1 : best;
+    int64_t last = t.step;
+    if (!err->code && t.step > 0 && t.count >= 0) {
+        qsort(t.seqs, t.nseq, sizeof(*t.seqs), cmp_i64);
+        int64_t distinct = 0;
+        for (size_t i = 0; i < t.nseq; i++)
+            distinct += t.seqs[i] >= 0 && t.seqs[i] < t.count &&
+                        (i == 0 || t.seqs[i] != t.seqs[i - 1]);
+        if (distinct < t.count) {
+            fprintf(stderr, "sluice: %s: topic \"%s\" holds %lld of the %lld messages of step "
+                            "%lld (a transaction the crash cut off, shown by the broker); the "
+                            "step is sent again\n",
+                    oc->name, k->topic, (long long)distinct, (long long)t.count,
+                    (long long)t.step);
+            last = t.step - 1;
+        }
+    }
+    sl_free(t.seqs);
+    return err->code ? -1 : last;
 }
 
 static int kafka_out_truncate(OutputConn *oc, int64_t offset, Err *err)
@@ -292,15 +374,17 @@ static int txn_error(OutputConn *oc, const char *what, rd_kafka_error_t *e, Err 
 static int send_one(OutputConn *oc, const char *v, size_t n, int64_t seq, Err *err)
 {
     KafkaOut *k = oc->kout;
-    char step[24], sq[24];
+    char step[24], sq[24], cnt[24];
     snprintf(step, sizeof(step), "%lld", (long long)k->step);
     snprintf(sq, sizeof(sq), "%lld", (long long)seq);
+    snprintf(cnt, sizeof(cnt), "%lld", (long long)k->count);
     for (;;) {
         rd_kafka_resp_err_t e = rd_kafka_producev(
             k->rk, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_VALUE((void *)v, n),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
             RD_KAFKA_V_HEADER("sluice_step", step, (ssize_t)strlen(step)),
-            RD_KAFKA_V_HEADER("sluice_seq", sq, (ssize_t)strlen(sq)), RD_KAFKA_V_END);
+            RD_KAFKA_V_HEADER("sluice_seq", sq, (ssize_t)strlen(sq)),
+            RD_KAFKA_V_HEADER("sluice_count", cnt, (ssize_t)strlen(cnt)), RD_KAFKA_V_END);
         if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
             rd_kafka_poll(k->rk, 10);
             continue;
@@ -376,6 +460,9 @@ static int kafka_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *er
             k->in_txn = true;
             k->step = step;
             k->seq = 0;
+            k->count = 0;
+            for (int64_t r = 0; r < b->n; r++)
+                k->count += b->w[r] < 0 ? -b->w[r] : b->w[r];
             buf_reset(&k->msgs);
         }
         for (int64_t j = 0; j < units; j++) {
@@ -384,6 +471,11 @@ static int kafka_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *er
             buf_append(&k->msgs, oc->line.p, oc->line.n);
             if (send_one(oc, (const char *)oc->line.p, oc->line.n, k->seq++, err))
                 return err->code;
+            /* tests: a crash with half a step's messages at the brokers (storage.h) */
+            if (k->seq == (k->count + 1) / 2 && store_crash_from_count_due("kafka-mid-step", step)) {
+                rd_kafka_flush(k->rk, 30000);
+                _exit(137);
+            }
             __atomic_add_fetch(&oc->records, 1, __ATOMIC_RELAXED); /* a drain thread */
             __atomic_add_fetch(&oc->bytes, (int64_t)oc->line.n, __ATOMIC_RELAXED);
         }

@@ -205,6 +205,10 @@ bool store_crash_due(const char *point);
 /* For points the caller counts itself (a step number, a checkpoint count):
    _exit(137) when SLUICE_CRASH_AT is "<point>:<n>[@<rank>]". */
 void store_crash_at_count(const char *point, int64_t n);
+/* Whether SLUICE_CRASH_AT is "<point>:<m>[@<rank>]" with n >= m, for
+   callers that reach the point only on some counts (a step with output)
+   and finish something (flush a producer) before their own _exit(137). */
+bool store_crash_from_count_due(const char *point, int64_t n);
 
 /*
  * Spilled trace state (spill.c): install the files behind zset/spill.h's

@@ -396,6 +396,49 @@ def test_output_exactly_once_across_crashes_after_a_commit(tmp_path, kafka):
             p.proc.wait()
 
 
+def test_output_crash_inside_a_transaction_sends_the_step_again(tmp_path, kafka):
+    """A crash with half of a step's messages at the brokers, in an open
+    transaction. The mock cluster shows them to read_committed readers (it
+    writes no abort markers), so the restart sees part of that step at the
+    end of the topic: it must count the step as not sent (sluice_count)
+    and send it whole, not skip it."""
+    k = kafka((("ev", 4), ("out", 3)))
+    n = 6000
+    k.produce("ev", records(0, n))
+    prog = tmp_path / "p.sql"
+    prog.write_text(out_program(k.bootstrap))
+    st = tmp_path / "storage"
+    args = ["run", prog, "--no-progress", "--storage", st, "--step-rows", "300",
+            "--http", "127.0.0.1:0"]
+    env = dict(os.environ, SLUICE_CHECKPOINT_EVERY_STEPS="3")
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+    log = ""
+    for at in (5, 11):
+        r = subprocess.run([sluice_bin()] + [str(a) for a in args], capture_output=True,
+                           text=True, timeout=300,
+                           env=dict(env, SLUICE_CRASH_AT="kafka-mid-step:%d" % at))
+        log += r.stderr
+        assert r.returncode == 137, r.stderr[-3000:]
+    assert "the step is sent again" in log, log[-3000:]
+    p = Pipeline(tmp_path, out_program(k.bootstrap), ["--storage", st, "--step-rows", "300"])
+    try:
+        p.wait_count(n)
+        want = expected_out(n)
+        msgs = wait_until(lambda: (lambda m: m if len({(s, q) for s, q, _ in m}) >= len(want)
+                                   else None)(consume(k, "out")), "the output reaching the topic")
+        first = {}
+        for s, q, v in msgs:
+            assert first.setdefault((s, q), v) == v, "two messages for step %d seq %d" % (s, q)
+        assert ids_of([(s, q, v) for (s, q), v in first.items()]) == want
+        cut = [s for s in (5, 11) if sum(1 for (st_, _q) in first if st_ == s)]
+        assert cut, "the crash steps sent nothing: %s" % sorted({s for s, _ in first})
+        p.stop()
+    finally:
+        if p.proc.poll() is None:
+            os.killpg(p.proc.pid, signal.SIGKILL)
+            p.proc.wait()
+
+
 def test_output_killed_at_random_moments(tmp_path, kafka, pipelines):
     """kill -9 anywhere, also inside a transaction. The mock cluster writes no
     abort markers, so a read_committed reader of it also sees the messages of
