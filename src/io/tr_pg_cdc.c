@@ -1090,7 +1090,8 @@ static void probe_wal(PgCdc *pc)
 /* Position: the LSN up to which the change stream has been read into
    steps (the resume LSN; past it, up to where the server's decoding has
    streamed, when everything received has been handed out); high
-   watermark: the server's current WAL end; lag: the WAL bytes between. */
+   watermark: the server's current WAL end (as last polled, and never
+   below the position); lag: the WAL bytes between. */
 static void cdc_progress(InputConn *ic, InProgress *out)
 {
     PgCdc *pc = ic->cdc;
@@ -1107,10 +1108,13 @@ static void cdc_progress(InputConn *ic, InProgress *out)
     out->pos = (int64_t)at;
     snprintf(out->pos_text, sizeof(out->pos_text), "%X/%X", (unsigned)(at >> 32), (unsigned)at);
     if (pc->wal_now) {
-        out->high = (int64_t)pc->wal_now;
-        out->lag = pc->wal_now > at ? (int64_t)(pc->wal_now - at) : 0;
-        snprintf(out->high_text, sizeof(out->high_text), "%X/%X", (unsigned)(pc->wal_now >> 32),
-                 (unsigned)pc->wal_now);
+        /* the background poll may predate what the stream has delivered
+           since: the WAL end is never behind what was read */
+        uint64_t hi = pc->wal_now > at ? pc->wal_now : at;
+        out->high = (int64_t)hi;
+        out->lag = (int64_t)(hi - at);
+        snprintf(out->high_text, sizeof(out->high_text), "%X/%X", (unsigned)(hi >> 32),
+                 (unsigned)hi);
     }
 }
 
