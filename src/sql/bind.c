@@ -580,7 +580,8 @@ Expr *sql__and_all(P *p, Expr *const *v, int n)
 
 bool sql__expr_equal(const Expr *a, const Expr *b)
 {
-    if (a->k != b->k || a->na != b->na || a->t.kind != b->t.kind || a->t.scale != b->t.scale)
+    if (a->k != b->k || a->na != b->na || a->t.kind != b->t.kind || a->t.scale != b->t.scale ||
+        a->t.len != b->t.len)
         return false;
     switch (a->k) {
     case E_COL:

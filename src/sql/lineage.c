@@ -66,6 +66,7 @@
 #include "../base/mem.h"
 #include "lineage.h"
 #include "sql.h"
+#include "sql_int.h"
 
 struct Lineage {
     const Circuit *c;
@@ -165,32 +166,6 @@ static int const_truth(const Expr *e)
     return b < 0 ? -1 : b == 1;
 }
 
-/* Are a and b the same computation (same tree, types and constants)? */
-static bool expr_same(const Expr *a, const Expr *b)
-{
-    if (a->k != b->k || a->t.kind != b->t.kind || a->t.scale != b->t.scale ||
-        a->t.len != b->t.len || a->na != b->na)
-        return false;
-    switch (a->k) {
-    case E_COL:
-        return a->col == b->col;
-    case E_CONST:
-        return a->cnull == b->cnull && a->ci == b->ci &&
-               (a->cf == b->cf || (a->cf != a->cf && b->cf != b->cf)) && a->cs.n == b->cs.n &&
-               (!a->cs.n || !memcmp(a->cs.p, b->cs.p, a->cs.n));
-    case E_FUNC:
-        if (a->fn != b->fn)
-            return false;
-        break;
-    default:
-        break;
-    }
-    for (int i = 0; i < a->na; i++)
-        if (!expr_same(a->a[i], b->a[i]))
-            return false;
-    return true;
-}
-
 /* Is e NULL for every row? NULL constants, NULLIF(x, x), and operators
    that give NULL for a NULL operand over such an operand. */
 static bool always_null(const Expr *e)
@@ -210,7 +185,7 @@ static bool always_null(const Expr *e)
     case E_IN:
         return false;
     case E_NULLIF:
-        return expr_same(e->a[0], e->a[1]) || always_null(e->a[0]);
+        return sql__expr_equal(e->a[0], e->a[1]) || always_null(e->a[0]);
     case E_FUNC:
         if (e->fn == FN_CONCAT)
             break;
@@ -245,7 +220,7 @@ static void expr_walk(const Lineage *l, const Expr *e, int in, uint8_t *acc, uin
         /* every branch the same value (and an ELSE): the conditions do not count */
         bool same = e->na % 2 == 1;
         for (int i = 1; same && i < e->na; i += 2)
-            same = expr_same(e->a[i], e->a[e->na - 1]);
+            same = sql__expr_equal(e->a[i], e->a[e->na - 1]);
         if (same) {
             expr_walk(l, e->a[e->na - 1], in, acc, floor, rows, bits);
             return;
@@ -402,7 +377,7 @@ static void node_union(Lineage *l, const CNode *n)
 static bool self_compare(const Expr *e, ExprKind k)
 {
     return e->k == k && e->na == 2 && e->a[0]->t.kind != TK_REAL &&
-           e->a[0]->t.kind != TK_DOUBLE && expr_same(e->a[0], e->a[1]);
+           e->a[0]->t.kind != TK_DOUBLE && sql__expr_equal(e->a[0], e->a[1]);
 }
 
 /* Is filter e never TRUE: a constant FALSE or NULL, always NULL, x <> x,
