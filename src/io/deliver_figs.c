@@ -240,6 +240,21 @@ static bool named(const Delivery *d, const DOut *o, const char *name, const char
     return !strcmp(o->oc->name, name) || (view && !strcasecmp(view, name));
 }
 
+/* The dead letters of o (its file, or the in-memory copy) into text. */
+static void dead_text(DOut *o, Buf *text)
+{
+    if (o->dlfd >= 0) {
+        struct stat st;
+        if (!fstat(o->dlfd, &st) && st.st_size > 0) {
+            buf_reserve(text, (size_t)st.st_size);
+            ssize_t r = pread(o->dlfd, text->p, (size_t)st.st_size, 0);
+            text->n = r > 0 ? (size_t)r : 0;
+        }
+    } else {
+        buf_append(text, o->dlmem.p, o->dlmem.n);
+    }
+}
+
 bool deliver_dead_letters(Delivery *d, const char *name, Buf *out)
 {
     bool any = false;
@@ -262,16 +277,7 @@ bool deliver_dead_letters(Delivery *d, const char *name, Buf *out)
             continue;
         any = true;
         Buf text = BUF_INIT;
-        if (o->dlfd >= 0) {
-            struct stat st;
-            if (!fstat(o->dlfd, &st) && st.st_size > 0) {
-                buf_reserve(&text, (size_t)st.st_size);
-                ssize_t r = pread(o->dlfd, text.p, (size_t)st.st_size, 0);
-                text.n = r > 0 ? (size_t)r : 0;
-            }
-        } else {
-            buf_append(&text, o->dlmem.p, o->dlmem.n);
-        }
+        dead_text(o, &text);
         for (size_t i = 0; i < text.n;) {
             const char *l = (const char *)text.p + i;
             const char *nl = memchr(l, '\n', text.n - i);
@@ -296,16 +302,7 @@ int64_t deliver__dead_between(DOut *o, int64_t lo, int64_t hi)
     if (hi <= lo)
         return 0;
     Buf text = BUF_INIT;
-    if (o->dlfd >= 0) {
-        struct stat st;
-        if (!fstat(o->dlfd, &st) && st.st_size > 0) {
-            buf_reserve(&text, (size_t)st.st_size);
-            ssize_t r = pread(o->dlfd, text.p, (size_t)st.st_size, 0);
-            text.n = r > 0 ? (size_t)r : 0;
-        }
-    } else {
-        buf_append(&text, o->dlmem.p, o->dlmem.n);
-    }
+    dead_text(o, &text);
     int64_t n = 0;
     for (size_t i = 0; i < text.n;) {
         const char *l = (const char *)text.p + i;
