@@ -19,6 +19,9 @@
 /* Log an impossible state with a backtrace and abort. Never for user input. */
 __attribute__((noreturn, format(printf, 1, 2)))
 void sl_panic(const char *fmt, ...);
+/* Tests' counted fault points: whether SLUICE_CRASH_AT=<point>:<N>[@<rank>]
+   is due at n (n == N, or n >= N with at_least). */
+bool sl_crash_count_due(const char *point, int64_t n, bool at_least);
 
 /*
  * ALWAYS(X) and NEVER(X) (SQLite's): an invariant that the code after them

@@ -40,7 +40,6 @@
 #include <unistd.h>
 
 #include "../base/mem.h"
-#include "../storage/storage.h"
 #include "../zset/key.h"
 #include "io_int.h"
 
@@ -471,8 +470,8 @@ static int kafka_out_write(OutputConn *oc, int64_t step, const Batch *b, Err *er
             buf_append(&k->msgs, oc->line.p, oc->line.n);
             if (send_one(oc, (const char *)oc->line.p, oc->line.n, k->seq++, err))
                 return err->code;
-            /* tests: a crash with half a step's messages at the brokers (storage.h) */
-            if (k->seq == (k->count + 1) / 2 && store_crash_from_count_due("kafka-mid-step", step)) {
+            /* tests: a crash with half a step's messages at the brokers (base.h) */
+            if (k->seq == (k->count + 1) / 2 && sl_crash_count_due("kafka-mid-step", step, true)) {
                 rd_kafka_flush(k->rk, 30000);
                 _exit(137);
             }

@@ -139,34 +139,15 @@ void store_crash_point(const char *point)
 }
 
 /* Points counted by the caller ("after-step:N" is step N, "after-checkpoint:N"
-   the N-th checkpoint): SLUICE_CRASH_AT=<point>:<N>[@<rank>] exits when n == N,
-   on MPI rank <rank> only when given. */
-/* Whether SLUICE_CRASH_AT names point and n (or, with at_least, whether n
-   reached its count). */
-static bool crash_count_due(const char *point, int64_t n, bool at_least)
-{
-    const char *at = getenv("SLUICE_CRASH_AT");
-    size_t pn = strlen(point);
-    if (!at || strncmp(at, point, pn) != 0 || at[pn] != ':')
-        return false;
-    char *end;
-    long long want = strtoll(at + pn + 1, &end, 10);
-    if (*end == '@') {
-        const char *rank = getenv("OMPI_COMM_WORLD_RANK");
-        if (atoi(end + 1) != (rank ? atoi(rank) : 0))
-            return false;
-    }
-    return at_least ? n >= want : n == want;
-}
-
+   the N-th checkpoint): see sl_crash_count_due. */
 bool store_crash_from_count_due(const char *point, int64_t n)
 {
-    return crash_count_due(point, n, true);
+    return sl_crash_count_due(point, n, true);
 }
 
 void store_crash_at_count(const char *point, int64_t n)
 {
-    if (crash_count_due(point, n, false))
+    if (sl_crash_count_due(point, n, false))
         _exit(137);
 }
 
