@@ -127,7 +127,7 @@ int cmd_lineage(int argc, char **argv)
         else
             print_impact(j);
     } else if (!strcmp(fmt, "json")) {
-        print_json(lineage_json(l));
+        print_json(lineage_json_graph(l, PIPELINE_ERRORS_TABLE));
     } else if (!strcmp(fmt, "dot")) {
         Buf b = BUF_INIT;
         lineage_dot(l, PIPELINE_ERRORS_TABLE, &b);

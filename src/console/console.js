@@ -9,7 +9,12 @@
  * restarts, pid, the manager's state history), its /stats (a point of the
  * throughput chart: input records/s and steps/s from the counters'
  * differences; of the memory chart: rss and state bytes) and its
- * /checkpoint_status; the log every third second. While the pipeline is
+ * /checkpoint_status; the log every third second. The same /stats fills
+ * the memory panel (memory.relations and memory.operators, the largest
+ * first: rows, bytes in memory, bytes on disk). /lineage is read when a
+ * pipeline is selected or starts serving and every fifth second after,
+ * and graph.js draws it (the program graph; clicking a column shows its
+ * lineage) when it changed. While the pipeline is
  * not serving a zero point is drawn and the manager's UNAVAILABLE periods
  * are shaded, so the dip and recovery of a restart show. The editor is a
  * textarea over a highlighted copy (pre); compile errors answered by PUT
@@ -33,6 +38,7 @@ const S = {
     views: '',
     stream: null,          // AbortController of the change stream
     errors: [],            // compile errors of the last save
+    lineage: '',           // the text of the last /lineage drawn ('' none)
     tick: 0,
 };
 const MAX_PTS = 150;
@@ -139,6 +145,7 @@ async function select(name) {
     $('#q-result thead').innerHTML = $('#q-result tbody').innerHTML = '';
     $('#s-changes tbody').innerHTML = '';
     $('#log').textContent = '';
+    clearPanels();
     renderList();
     showPipe(true);
     $('#pipe').classList.remove('creating');
@@ -150,6 +157,16 @@ async function select(name) {
     renderHead();
     renderErrors();
     await sample();
+    await refreshLineage();
+}
+
+/* The memory panel and the program graph, emptied (another pipeline). */
+function clearPanels() {
+    S.lineage = '';
+    SluiceGraph.select(null);
+    SluiceGraph.clear($('#graph'), $('#g-info'), 'The graph appears while the pipeline runs.');
+    $('#mem-sum').textContent = '-';
+    $('#mem-rels tbody').innerHTML = $('#mem-ops tbody').innerHTML = '';
 }
 
 function newPipeline() {
@@ -158,6 +175,7 @@ function newPipeline() {
     S.info = null;
     S.history = [];
     S.pts = [];
+    clearPanels();
     renderList();
     showPipe(true);
     $('#pipe').classList.add('creating');
@@ -415,7 +433,8 @@ function chart(svg, series) {
 const num = (v) => v >= 1e6 ? (v / 1e6).toFixed(1) + 'M' : v >= 1e4 ? (v / 1e3).toFixed(1) + 'k' :
     String(Math.round(v * 10) / 10);
 const bytes = (v) => v >= 1 << 30 ? (v / (1 << 30)).toFixed(2) + ' GiB' :
-    v >= 1 << 20 ? (v / (1 << 20)).toFixed(1) + ' MiB' : (v / 1024).toFixed(0) + ' KiB';
+    v >= 1 << 20 ? (v / (1 << 20)).toFixed(1) + ' MiB' : v >= 1024 ? (v / 1024).toFixed(0) + ' KiB' :
+    Math.round(v) + ' B';
 
 function renderCharts() {
     chart($('#chart-tput'), [
@@ -465,10 +484,74 @@ async function sample() {
         if (s.ok && s.json) $('#p-step').textContent = s.json.step;
     } else if (S.info.step !== undefined) $('#p-step').textContent = S.info.step;
     renderCharts();
+    renderMemory(r.json.memory);
     renderConnectors(r.json);
     renderViews(r.json);
     const c = await api(base() + '/checkpoint_status');
     renderCheckpoint(c);
+}
+
+/* A bar of the share of the largest consumer: bytes in memory, then on disk. */
+function bar(mem, disk, max) {
+    const W = 80, w = (v) => (max > 0 ? W * v / max : 0).toFixed(1);
+    return '<svg class="bar" width="' + W + '" height="8"><rect width="' + W +
+        '" height="8"></rect><rect class="mem" width="' + w(mem) + '" height="8"></rect>' +
+        '<rect class="disk" x="' + w(mem) + '" width="' + w(disk) + '" height="8"></rect></svg>';
+}
+
+const MEM_TOP = 10;
+
+/* The memory panel: the budget and the top consumers of /stats' memory
+   object (docs/memory.md): per table or view (the operators its definition
+   made), and per operator. */
+function renderMemory(m) {
+    if (!m) return;
+    const sum = $('#mem-sum');
+    const parts = ['limit ' + (m.limit_bytes ? bytes(m.limit_bytes) + ' (' + m.limit_source + ')' :
+        'none'), 'resident ' + bytes(m.rss_bytes || 0), 'state ' + bytes(m.state_bytes || 0) +
+        ' in memory + ' + bytes(m.state_on_disk_bytes || 0) + ' on disk',
+        'spill cache ' + bytes(m.spill_cache_bytes || 0), 'step arenas ' +
+        bytes(m.step_arena_bytes || 0), 'input queues ' + bytes(m.input_queue_bytes || 0),
+        'output queues ' + bytes(m.output_queue_bytes || 0)];
+    if (m.pressure) parts.push('PRESSURE: ' + m.pressure);
+    sum.textContent = parts.join(' \u00b7 ');
+    sum.classList.toggle('pressure', !!m.pressure);
+    const size = (e) => (e.bytes_in_memory || 0) + (e.bytes_on_disk || 0);
+    const rels = (m.relations || []).slice().sort((a, b) => size(b) - size(a)).slice(0, MEM_TOP);
+    const max = rels.length ? size(rels[0]) : 0;
+    $('#mem-rels tbody').innerHTML = rels.map((e) =>
+        '<tr data-name="' + esc(e.name) + '" data-bytes="' + (e.bytes_in_memory || 0) +
+        '" data-disk="' + (e.bytes_on_disk || 0) + '" data-rows="' + (e.rows || 0) + '"><td>' +
+        esc(e.name) + '</td><td class="num">' + (e.operators || 0) + '</td><td class="num">' +
+        (e.rows || 0) + '</td><td class="num">' + bytes(e.bytes_in_memory || 0) +
+        '</td><td class="num">' + bytes(e.bytes_on_disk || 0) + '</td><td>' +
+        bar(e.bytes_in_memory || 0, e.bytes_on_disk || 0, max) + '</td></tr>').join('');
+    const ops = (m.operators || []).slice().sort((a, b) => size(b) - size(a)).slice(0, MEM_TOP);
+    $('#mem-ops tbody').innerHTML = ops.map((e) =>
+        '<tr data-node="' + e.node + '" data-bytes="' + (e.bytes_in_memory || 0) + '"><td class="num">' +
+        e.node + '</td><td>' + esc(e.kind) + '</td><td>' + esc(e.relation) + '</td><td class="num">' +
+        (e.rows || 0) + '</td><td class="num">' + bytes(e.bytes_in_memory || 0) +
+        '</td><td class="num">' + bytes(e.bytes_on_disk || 0) + '</td></tr>').join('');
+}
+
+/* ----------------------------------------------------- program graph */
+
+/* Read /lineage and draw it when it changed (graph.js). */
+async function refreshLineage() {
+    if (!S.sel || !S.info) return;
+    if (!serving()) { // a restart keeps what is drawn: the program is the same
+        if (!S.lineage)
+            SluiceGraph.clear($('#graph'), $('#g-info'), 'The graph appears while the pipeline runs.');
+        return;
+    }
+    const r = await api(base() + '/lineage');
+    if (!r.ok || !r.json || !r.json.views) {
+        if (!S.lineage) $('#g-info').textContent = 'no lineage: ' + errText(r);
+        return;
+    }
+    if (r.text === S.lineage) return;
+    S.lineage = r.text;
+    SluiceGraph.show($('#graph'), $('#g-info'), r.json, r.text);
 }
 
 function renderConnectors(st) {
@@ -666,6 +749,7 @@ async function tick() {
             if (S.sel) {
                 await refreshInfo();
                 await sample();
+                if (!S.lineage || S.tick % 5 === 0) await refreshLineage();
                 if (S.tick % 3 === 0) await refreshLog();
             }
         }
@@ -700,6 +784,7 @@ function wire() {
     });
     $('#s-follow').addEventListener('click', follow);
     $('#s-stop').addEventListener('click', stopStream);
+    $('#g-clear').addEventListener('click', () => SluiceGraph.select(null));
     const ta = $('#e-sql');
     ta.addEventListener('input', () => {
         if (S.errors.length) { S.errors = []; renderErrors(); } else highlight();

@@ -193,7 +193,7 @@ int api_index(Req *q)
 int api_lineage(Req *q)
 {
     Lineage *l = lineage_new(q->s->c);
-    cJSON *j = lineage_json(l);
+    cJSON *j = lineage_json_graph(l, PIPELINE_ERRORS_TABLE);
     lineage_free(l);
     return req_json(q, MHD_HTTP_OK, j);
 }

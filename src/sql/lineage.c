@@ -571,6 +571,80 @@ int lineage_rows(const Lineage *l, int rel, int srel, int scol)
     return l->rows[l->c->rels[rel].node][s];
 }
 
+/* ---------------------------------------------------------------- relations */
+
+/* A view's node, or -1. */
+static int view_node(const Lineage *l, int r)
+{
+    const Relation *v = &l->c->rels[r];
+    return v->is_table || v->node < 0 ? -1 : v->node;
+}
+
+/* Does any view depend on (or read) table t? */
+static bool table_used(const Lineage *l, int t)
+{
+    const Circuit *c = l->c;
+    for (int r = 0; r < c->nrels; r++) {
+        int node = view_node(l, r);
+        for (int i = 0; node >= 0 && i < c->rels[t].ncol; i++) {
+            int s = l->base[t] + i;
+            if (l->rows[node][s])
+                return true;
+            for (int k = 0; k < c->nodes[node]->ncol; k++)
+                if (colv(l, node, k)[s])
+                    return true;
+        }
+    }
+    return false;
+}
+
+/* The relations that relation r reads directly: reads[q] set for each.
+   A node belongs to the relation whose definition created it (its owner),
+   so r reads the owners of the inputs of its own nodes, and, when r's
+   stream is another relation's node (a view that is SELECT * FROM x), that
+   node's owner. Relations sharing one stream (t, and a view SELECT * FROM
+   t) count as the one that made it. */
+static void rel_reads(const Circuit *c, int r, bool *reads)
+{
+    for (int id = 0; id < c->nnodes; id++) {
+        const CNode *n = c->nodes[id];
+        if (n->owner != r)
+            continue;
+        for (int k = 0; k < n->nin; k++) {
+            int o = c->nodes[n->in[k]]->owner;
+            if (o != r && o >= 0 && o < c->nrels)
+                reads[o] = true;
+        }
+    }
+    int top = c->rels[r].node;
+    if (top >= 0) {
+        int o = c->nodes[top]->owner;
+        if (o != r && o >= 0 && o < c->nrels)
+            reads[o] = true;
+    }
+}
+
+/* Is table t part of the graph? Every table but the one named hide (the
+   pipeline's own errors table), which is only when a view reads it or
+   depends on it. */
+static bool table_shown(const Lineage *l, int t, const char *hide)
+{
+    const Circuit *c = l->c;
+    if (!hide || strcmp(c->rels[t].name, hide) || table_used(l, t))
+        return true;
+    bool *reads = sl_calloc((size_t)c->nrels + 1, sizeof(bool));
+    bool read = false;
+    for (int r = 0; r < c->nrels && !read; r++) {
+        if (view_node(l, r) < 0)
+            continue;
+        memset(reads, 0, sizeof(bool) * (size_t)c->nrels);
+        rel_reads(c, r, reads);
+        read = reads[t];
+    }
+    sl_free(reads);
+    return read;
+}
+
 /* ---------------------------------------------------------------- JSON */
 
 static cJSON *src_item(const Lineage *l, int s, const char *kind)
@@ -581,13 +655,6 @@ static cJSON *src_item(const Lineage *l, int s, const char *kind)
     cJSON_AddStringToObject(o, "column", t->colnames[l->src_col[s]]);
     cJSON_AddStringToObject(o, "kind", kind);
     return o;
-}
-
-/* A view's node, or -1. */
-static int view_node(const Lineage *l, int r)
-{
-    const Relation *v = &l->c->rels[r];
-    return v->is_table || v->node < 0 ? -1 : v->node;
 }
 
 cJSON *lineage_json(const Lineage *l)
@@ -614,6 +681,37 @@ cJSON *lineage_json(const Lineage *l)
             for (size_t b = 0; b < ARRAY_LEN(row_bits); b++)
                 if (l->rows[node][s] & row_bits[b])
                     cJSON_AddItemToArray(rows, src_item(l, s, lineage_row_name(row_bits[b])));
+    }
+    return j;
+}
+
+cJSON *lineage_json_graph(const Lineage *l, const char *hide)
+{
+    const Circuit *c = l->c;
+    cJSON *j = lineage_json(l);
+    cJSON *views = cJSON_GetObjectItemCaseSensitive(j, "views");
+    bool *reads = sl_calloc((size_t)c->nrels + 1, sizeof(bool));
+    for (int r = 0; r < c->nrels; r++) {
+        if (view_node(l, r) < 0)
+            continue;
+        cJSON *vo = cJSON_GetObjectItemCaseSensitive(views, c->rels[r].name);
+        cJSON *a = cJSON_AddArrayToObject(vo, "reads");
+        memset(reads, 0, sizeof(bool) * (size_t)c->nrels);
+        rel_reads(c, r, reads);
+        for (int q = 0; q < c->nrels; q++)
+            if (reads[q])
+                cJSON_AddItemToArray(a, cJSON_CreateString(c->rels[q].name));
+    }
+    sl_free(reads);
+    cJSON *tables = cJSON_AddObjectToObject(j, "tables");
+    for (int t = 0; t < c->nrels; t++) {
+        const Relation *v = &c->rels[t];
+        if (!v->is_table || !table_shown(l, t, hide))
+            continue;
+        cJSON *to = cJSON_AddObjectToObject(tables, v->name);
+        cJSON *cols = cJSON_AddArrayToObject(to, "columns");
+        for (int i = 0; i < v->ncol - v->nhidden; i++)
+            cJSON_AddItemToArray(cols, cJSON_CreateString(v->colnames[i]));
     }
     return j;
 }
@@ -697,39 +795,6 @@ static void dot_text(Buf *out, const char *s)
     }
 }
 
-/* Does any view depend on (or read) table t? */
-static bool table_used(const Lineage *l, int t)
-{
-    const Circuit *c = l->c;
-    for (int r = 0; r < c->nrels; r++) {
-        int node = view_node(l, r);
-        for (int i = 0; node >= 0 && i < c->rels[t].ncol; i++) {
-            int s = l->base[t] + i;
-            if (l->rows[node][s])
-                return true;
-            for (int k = 0; k < c->nodes[node]->ncol; k++)
-                if (colv(l, node, k)[s])
-                    return true;
-        }
-    }
-    return false;
-}
-
-/* The relations whose node is an input of a node that relation r's
-   definition created: reads[q] set for each. */
-static void rel_reads(const Circuit *c, int r, bool *reads)
-{
-    for (int id = 0; id < c->nnodes; id++) {
-        const CNode *n = c->nodes[id];
-        if (n->owner != r)
-            continue;
-        for (int k = 0; k < n->nin; k++)
-            for (int q = 0; q < c->nrels; q++)
-                if (q != r && c->rels[q].node == n->in[k])
-                    reads[q] = true;
-    }
-}
-
 void lineage_dot(const Lineage *l, const char *hide, Buf *out)
 {
     const Circuit *c = l->c;
@@ -739,7 +804,7 @@ void lineage_dot(const Lineage *l, const char *hide, Buf *out)
     bool *shown = sl_calloc((size_t)c->nrels + 1, sizeof(bool));
     for (int r = 0; r < c->nrels; r++) {
         const Relation *v = &c->rels[r];
-        if (v->is_table && hide && !strcmp(v->name, hide) && !table_used(l, r))
+        if (v->is_table && !table_shown(l, r, hide))
             continue;
         if (!v->is_table && view_node(l, r) < 0)
             continue;
@@ -863,7 +928,7 @@ cJSON *lineage_openlineage(const Lineage *l, const char *ns, const char *job,
     for (int r = 0; r < c->nrels; r++) {
         const Relation *v = &c->rels[r];
         if (v->is_table) {
-            if (!(hide && !strcmp(v->name, hide) && !table_used(l, r)))
+            if (table_shown(l, r, hide))
                 cJSON_AddItemToArray(inputs, ol_dataset(ns, v, &facets));
             continue;
         }

@@ -58,10 +58,18 @@ const char *lineage_row_name(int bit);
    "rows": [{"table", "column", "kind"}, ...]}, ...}} in program order;
    entries in source order (cJSON_Delete it). */
 cJSON *lineage_json(const Lineage *l);
+/* lineage_json plus what a drawing of the program needs (the JSON that
+   `sluice lineage` and GET /lineage print): per view "reads", the tables
+   and views it reads directly, in program order (a view that is another
+   relation's stream, SELECT * FROM x, reads the relation that made it);
+   and "tables": {"T": {"columns": ["X", ...]}, ...}, every table in
+   program order but the one named hide (may be NULL), which is left out
+   unless a view reads it. */
+cJSON *lineage_json_graph(const Lineage *l, const char *hide);
 /* A Graphviz digraph: tables and views as records of their columns, an
    edge per (source column, view column) styled by kind, a dotted edge per
    row-deciding source column, grey edges for the relations a view reads.
-   Tables named hide (may be NULL) are left out unless a view reads them. */
+   The table named hide (may be NULL) is left out unless a view reads it. */
 void lineage_dot(const Lineage *l, const char *hide, Buf *out);
 /* An OpenLineage JobEvent (job namespace ns, name job) whose outputs are
    the views, each with the columnLineage dataset facet (DIRECT

@@ -361,6 +361,7 @@ def test_bank_lineage_is_as_documented(sluice):
                     "balance": [tx("amount", "aggregation")]},
         "rows": [tx("from_account", "join_key"), tx("from_account", "group_key"),
                  tx("to_account", "join_key"), tx("to_account", "group_key")],
+        "reads": ["credits", "debits"],  # for a drawing (test_console_lineage.py)
     }
     assert lin["views"]["credits"]["columns"] == {
         "account": [tx("to_account", "identity")], "credits": [tx("amount", "aggregation")]}
