@@ -1,7 +1,7 @@
 /*
  * console/console.h - the web console's files (docs/manager.md, "The web
- * console"), built into the binary: src/console/index.html, console.js and
- * console.css are turned into byte arrays at build time
+ * console"), built into the binary: src/console/index.html, console.js,
+ * graph.js and console.css are turned into byte arrays at build time
  * (scripts/embed_assets.sh -> build/gen/console_assets.h) and served by
  * the manager (`sluice serve`) and by a pipeline's own server (`sluice run
  * --http`) from this table. Nothing is fetched from the network at run

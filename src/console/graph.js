@@ -25,7 +25,8 @@
  *   - anywhere else clears the selection.
  * The relations that carry the columns found to the selection (a view's
  * own ancestors whose lineage lists one of its sources; for an impact, the
- * views changed) are outlined, and the arrows between them drawn darker.
+ * views changed) are outlined, and the arrows between them drawn darker;
+ * the others are dimmed.
  * What is marked is also in data-
  * attributes (data-hl: the kind of a column; data-rows: the row kinds; on
  * the svg: data-selected, data-marked) and said in words under the graph.
@@ -184,7 +185,8 @@ const SluiceGraph = (() => {
             const d = nodes[n];
             const rk = m.rows[key(n, null)];
             g += '<g class="g-node' + (d.table ? ' g-table' : ' g-view') +
-                (m.touched.has(n) ? ' touched' : '') + '" data-rel="' + esc(n) + '">';
+                (m.touched.has(n) ? ' touched' : G.sel ? ' dim' : '') + '" data-rel="' +
+                esc(n) + '">';
             g += '<rect class="g-box" x="' + d.x + '" y="' + d.y + '" width="' + d.w +
                 '" height="' + d.h + '" rx="4"></rect>';
             g += '<g class="g-head' + (rk ? ' g-rowdec' : '') + (m.sel === key(n, null) ?

@@ -29,6 +29,7 @@ import pytest
 import requests
 
 from conftest import REPO, run, wait_until
+from test_manager import manager  # noqa: F401  (the fixture)
 
 BANK = os.path.join(REPO, "examples", "bank.sql")
 SHOTS = os.path.join(REPO, "build", "test-artifacts", "console")
@@ -123,6 +124,23 @@ def test_get_lineage_and_the_console_assets(http_pipeline, sluice):
     js = requests.get(p.url("/console/console.js"), timeout=60).text
     assert "SluiceGraph.show(" in js and "'/lineage'" in js and "renderMemory(" in js
     p.stop()
+
+
+def test_the_manager_serves_a_pipelines_lineage_to_its_console(manager, tmp_path):  # noqa: F811
+    m = manager()
+    prog = bank_without_connectors()
+    m.put("bank", prog, {"workers": 1, "storage": False})
+    m.post("bank", "start")
+    m.wait_state("bank", "RUNNING")
+    r = requests.get(m.url("/v0/pipelines/bank/lineage"), timeout=60)  # what console.js reads
+    assert r.status_code == 200, r.text
+    src = tmp_path / "bank.sql"
+    src.write_text(prog)
+    assert r.json() == lineage_cli(src)
+    page = requests.get(m.url("/"), timeout=60).text
+    assert '<script src="/console/graph.js"' in page
+    assert requests.get(m.url("/console/graph.js"), timeout=60).status_code == 200
+    m.post("bank", "stop", status=200)
 
 
 # ---------------------------------------------------------------- in a browser
