@@ -930,7 +930,7 @@ static __attribute__((noinline)) int group_ref(P *p, BindCtx *bc, Ast *x, Expr *
     if (e) {
         for (int i = 0; i < ag->ngroup; i++)
             if (sql__expr_equal(e, ag->group[i])) {
-                *out = expr_col(p->a, i, ag->group[i]->t);
+                *out = expr_col(p->a, i, ag->gtypes ? ag->gtypes[i] : ag->group[i]->t);
                 return 0;
             }
     }

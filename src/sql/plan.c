@@ -804,6 +804,7 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
             if (ag.group[i]->t.kind == TK_NULL)
                 ag.group[i] = sql__cast_to(p, ag.group[i], type_make(TK_INT, true));
         }
+        int *keyof = q->ngsets ? sql__gsets_keys(p, &ag) : NULL; /* plan_gsets.c */
         ag.allowed = true;
         ag.win = win;
         /* the post-aggregation scope: group columns, then aggregates */
@@ -839,25 +840,39 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         /* MAP: [group keys..., aggregate arguments...] */
         int nargs = 0;
         for (int i = 0; i < ag.ncalls; i++)
-            nargs += ag.calls[i].arg ? 1 : 0;
+            nargs += (ag.calls[i].arg ? 1 : 0) + (ag.calls[i].ord ? ag.calls[i].spec.nord : 0);
         Expr **pre = arena_alloc(p->a, sizeof(Expr *) * (size_t)(ag.ngroup + nargs + 1));
         for (int i = 0; i < ag.ngroup; i++)
             pre[i] = ag.group[i];
         int np = ag.ngroup;
         CNode *an;
         AggSpec *specs = arena_alloc(p->a, sizeof(AggSpec) * (size_t)(ag.ncalls + 1));
-        bool linear = true;
+        bool linear = true, gsets = q->ngsets > 0;
         for (int i = 0; i < ag.ncalls; i++) {
             specs[i] = ag.calls[i].spec;
             if (ag.calls[i].arg) {
                 specs[i].col = np;
                 pre[np++] = ag.calls[i].arg;
             }
-            if (specs[i].kind == AGG_MIN || specs[i].kind == AGG_MAX || specs[i].distinct)
+            if (ag.calls[i].ord) { /* STRING_AGG(... ORDER BY ...) and the like */
+                specs[i].ord = arena_alloc(p->a, sizeof(int) * (size_t)specs[i].nord);
+                for (int k = 0; k < specs[i].nord; k++) {
+                    specs[i].ord[k] = np;
+                    pre[np++] = ag.calls[i].ord[k];
+                }
+            }
+            if (specs[i].kind >= AGG_MIN || specs[i].distinct) /* MIN, MAX, agg_state.c */
                 linear = false;
+            gsets = gsets || ag.calls[i].grouping;
         }
         node = sql__add_map(p, node, filter, pre, np);
         filter = NULL;
+        if (gsets) { /* GROUPING SETS, ROLLUP, CUBE, GROUPING() */
+            if ((node = sql__plan_gsets(p, q, &ag, keyof, specs, node)) < 0)
+                return p->err->code;
+            filter = having;
+            goto windows;
+        }
         an = sql__add_node(p, OPK_AGG, 1, ag.ngroup + ag.ncalls);
         an->in[0] = node;
         an->ngroup = ag.ngroup;
@@ -872,6 +887,7 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         node = an->id;
         filter = having;
     }
+windows:
     /* window functions, after WHERE/GROUP BY/HAVING (plan_window.c) */
     int nh0 = ord ? ord->nhidden : 0;
     if ((node = sql__plan_windows(p, win, node, &filter, proj, n + nh0)) < 0)
