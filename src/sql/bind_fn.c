@@ -147,6 +147,7 @@ Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x)
             return expr_col(p->a, ag->ngroup + i, c->spec.out_t);
     }
     AggCall *c = VEC_PUSH_ARENA(p->a, ag->calls, ag->ncalls, ag->cap);
+    memset(c, 0, sizeof(*c));
     c->ast = x;
     c->spec = sp;
     c->arg = arg;
