@@ -37,6 +37,7 @@
  */
 #include "agg_state.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,11 +155,12 @@ static int string_agg(const AggSpec *a, const ValWs *c, Vec *v, Arena *strs, int
     if (total > UINT32_MAX)
         goto out_too_long;
     char *s = arena_alloc(strs, total + 1), *d = s;
+    bool first = true; /* (an empty first value still takes a separator) */
     for (int64_t i = 0; i < c->n; i++) {
         const char *x = (const char *)entry_value(a, &c->v[i]) + skip;
         size_t len = strlen(x);
-        for (int64_t w = a->distinct ? 1 : c->v[i].w; w > 0; w--) {
-            if (d != s) {
+        for (int64_t w = a->distinct ? 1 : c->v[i].w; w > 0; w--, first = false) {
+            if (!first) {
                 memcpy(d, a->sep, a->seplen);
                 d += a->seplen;
             }
@@ -166,6 +168,7 @@ static int string_agg(const AggSpec *a, const ValWs *c, Vec *v, Arena *strs, int
             d += len;
         }
     }
+    assert((size_t)(d - s) == total);
     v->s[0] = (Str){s, (uint32_t)total};
     return 0;
 out_too_long:
