@@ -810,6 +810,7 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         /* the post-aggregation scope: group columns, then aggregates */
         for (int i = 0; i < n; i++) {
             BindCtx bc = {&from.s, &ag, "the select list"};
+            ag.top = true;
             if (!exprs[i]) {
                 Ast fake = {0};
                 fake.k = A_COL;
@@ -824,6 +825,7 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
             if (proj[i]->t.kind == TK_NULL)
                 proj[i] = sql__cast_to(p, proj[i], type_make(TK_INT, true));
         }
+        ag.top = false;
         if (ord) {
             BindCtx bc = {&from.s, &ag, "ORDER BY"};
             if (resolve_order(p, oq, &bc, proj, n, names, q->distinct, ord))

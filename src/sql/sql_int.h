@@ -77,6 +77,8 @@ typedef struct AggCtx {
     int ngroup;
     const SqlType *gtypes; /* non-NULL: the group columns' types above the
                               aggregation (grouping sets: nullable) */
+    bool top; /* binding a whole select item (grouping sets: a constant
+                 key is a key only there) */
     AggCall *calls;
     int ncalls, cap;
     bool allowed; /* aggregates may appear here */

@@ -103,6 +103,15 @@ def up(el):
     return el.upper() if isinstance(el, str) else None
 
 
+def trunc_cast(g, i):
+    """CAST ( x AS INTEGER ) at g[i] -> CAST ( TRUNC ( x ) AS INTEGER ), in place."""
+    if up(g[i]) == "CAST" and i + 1 < len(g) and isinstance(g[i + 1], Group):
+        inner = g[i + 1]
+        if len(inner) >= 3 and up(inner[-1]) in ("INTEGER", "INT", "BIGINT") and \
+                up(inner[-2]) == "AS":
+            g[i + 1] = Group(["TRUNC", Group(inner[:-2])] + inner[-2:])
+
+
 def rewrite(g, nested=False):
     """The PostgreSQL form of one group's elements (recursively)."""
     g = Group(rewrite(el, True) if isinstance(el, Group) else el for el in g)
@@ -112,11 +121,7 @@ def rewrite(g, nested=False):
         el = g[i]
         u = up(el)
         # CAST ( x AS INTEGER ) -> CAST ( TRUNC ( x ) AS INTEGER )
-        if u == "CAST" and i + 1 < len(g) and isinstance(g[i + 1], Group):
-            inner = g[i + 1]
-            if len(inner) >= 3 and up(inner[-1]) in ("INTEGER", "INT", "BIGINT") and \
-                    up(inner[-2]) == "AS":
-                g[i + 1] = Group(["TRUNC", Group(inner[:-2])] + inner[-2:])
+        trunc_cast(g, i)
         # EXTRACT is NUMERIC in PostgreSQL, BIGINT in Sluice
         if u == "EXTRACT" and i + 1 < len(g) and isinstance(g[i + 1], Group):
             out += ["CAST", Group(["EXTRACT", g[i + 1], "AS", "BIGINT"])]
@@ -135,6 +140,8 @@ def rewrite(g, nested=False):
             for k, it in enumerate(items):
                 if k:
                     out.append(",")
+                for m in range(len(it)):  # an ORDER BY item's own CASTs
+                    trunc_cast(it, m)
                 out += it
                 words = [up(x) for x in it]
                 if "NULLS" not in words:
