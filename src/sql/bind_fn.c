@@ -252,6 +252,11 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
         return sql__bind_agg_call(p, bc, x);
     if (sql__agg_later(p, x))
         return NULL;
+    if (x->norder || x->within) {
+        perr(p, SL_ESEMANTIC, x->order_line, x->order_col, "%s is not an aggregate function",
+             x->name);
+        return NULL;
+    }
     if (x->star || x->distinct) {
         perr(p, SL_ESEMANTIC, x->line, x->col, "%s is not an aggregate function", x->name);
         return NULL;

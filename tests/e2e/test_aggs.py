@@ -77,6 +77,7 @@ ERRORS = [
     ("SELECT STRING_AGG(DISTINCT s, ',' ORDER BY a) FROM t", "a) FROM", "error",
      ["DISTINCT", "ORDER BY"]),
     ("SELECT BIT_AND(s) FROM t", "s) FROM", "error", ["bit_and", "integer"]),
+    ("SELECT LOWER(s ORDER BY a) FROM t", "ORDER BY a", "error", ["lower", "not an aggregate"]),
     ("SELECT a, GROUPING(b) FROM t GROUP BY ROLLUP(a)", "b) FROM", "error",
      ["GROUPING", "GROUP BY"]),
 ]
