@@ -1102,7 +1102,10 @@ class QueryGen:
                 q.offset = r.randint(0, 4)
         elif self.on("distinct_on") and lim_ok and len(q.branches) == 1 and \
                 first.group is None and not first.distinct and \
-                not any(e.win for e in first.items) and r.random() < 0.15:
+                not any(e.win for e in first.items) and \
+                not any("(SELECT" in e.sql() for e in first.items) and r.random() < 0.15:
+            # (a subquery in the select list of a DISTINCT ON query is not
+            # supported yet: "... in the select list is not supported yet")
             # DISTINCT ON (item j) ... ORDER BY j, then every other output
             # column: the row kept per key is then determined (ties are
             # identical rows)
