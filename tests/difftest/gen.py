@@ -1152,9 +1152,16 @@ class QueryGen:
         if shape < 0.3 and self.on("group_by"):
             nkeys = r.choice([1, 1, 2])
             keys = []
+            # grouping sets group by columns only: PostgreSQL folds an
+            # expression key it can reduce to a constant wherever it is not
+            # the select item the key was matched to (then the same
+            # expression is NULL in one column and a value in another)
+            gmode = None
+            if self.on("grouping_sets") and r.random() < 0.25:
+                gmode = r.choice(["ROLLUP", "CUBE", "SETS"])
             for _ in range(nkeys):
                 ty = r.choice(["int", "int", "text", "float", "bool"])
-                if r.random() < 0.7:
+                if gmode or r.random() < 0.7:
                     c = [c for c in cols if c.ty == ty] or cols
                     k = r.choice(c).expr(key=True)
                 else:
@@ -1162,8 +1169,7 @@ class QueryGen:
                     k.agg_ok = True
                 keys.append(k)
             s.group = keys
-            if self.on("grouping_sets") and r.random() < 0.25:
-                s.group_mode = r.choice(["ROLLUP", "CUBE", "SETS"])
+            s.group_mode = gmode
             actx = Ctx(cols, agg=True, keys=keys)
             s.items = [self.item(t, actx) for t in tys]
             ints = [i for i, t in enumerate(tys) if t == "int"]
