@@ -115,6 +115,19 @@ def trunc_cast(g, i):
 def rewrite(g, nested=False):
     """The PostgreSQL form of one group's elements (recursively)."""
     g = Group(rewrite(el, True) if isinstance(el, Group) else el for el in g)
+    out = rewrite_seq(g)
+    # ( a / b ), ( a % b ): one division in a parenthesized group (last, so
+    # that the divisor has had the rewrites above)
+    ops = [i for i, el in enumerate(out) if el in ("/", "%")]
+    if nested and len(ops) == 1 and 0 < ops[0] < len(out) - 1:
+        i = ops[0]
+        out = Group(out[:i + 1] + ["NULLIF", Group(out[i + 1:] + [",", "0"])])
+    return out
+
+
+def rewrite_seq(g):
+    """The rewrites of one sequence of elements whose groups are rewritten
+    already (an ORDER BY item's elements get them too)."""
     out = Group()
     i = 0
     while i < len(g):
@@ -140,8 +153,7 @@ def rewrite(g, nested=False):
             for k, it in enumerate(items):
                 if k:
                     out.append(",")
-                for m in range(len(it)):  # an ORDER BY item's own CASTs
-                    trunc_cast(it, m)
+                it = rewrite_seq(Group(it))  # CAST, EXTRACT, ... in the item
                 out += it
                 words = [up(x) for x in it]
                 if "NULLS" not in words:
@@ -150,12 +162,6 @@ def rewrite(g, nested=False):
             continue
         out.append(el)
         i += 1
-    # ( a / b ), ( a % b ): one division in a parenthesized group (last, so
-    # that the divisor has had the rewrites above)
-    ops = [i for i, el in enumerate(out) if el in ("/", "%")]
-    if nested and len(ops) == 1 and 0 < ops[0] < len(out) - 1:
-        i = ops[0]
-        out = Group(out[:i + 1] + ["NULLIF", Group(out[i + 1:] + [",", "0"])])
     return out
 
 
