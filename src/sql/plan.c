@@ -873,23 +873,22 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
             if ((node = sql__plan_gsets(p, q, &ag, keyof, specs, node)) < 0)
                 return p->err->code;
             filter = having;
-            goto windows;
+        } else {
+            an = sql__add_node(p, OPK_AGG, 1, ag.ngroup + ag.ncalls);
+            an->in[0] = node;
+            an->ngroup = ag.ngroup;
+            an->aggs = specs;
+            an->naggs = ag.ncalls;
+            an->linear = linear;
+            an->global = ag.ngroup == 0;
+            for (int i = 0; i < ag.ngroup; i++)
+                an->types[i] = ag.group[i]->t;
+            for (int i = 0; i < ag.ncalls; i++)
+                an->types[ag.ngroup + i] = specs[i].out_t;
+            node = an->id;
+            filter = having;
         }
-        an = sql__add_node(p, OPK_AGG, 1, ag.ngroup + ag.ncalls);
-        an->in[0] = node;
-        an->ngroup = ag.ngroup;
-        an->aggs = specs;
-        an->naggs = ag.ncalls;
-        an->linear = linear;
-        an->global = ag.ngroup == 0;
-        for (int i = 0; i < ag.ngroup; i++)
-            an->types[i] = ag.group[i]->t;
-        for (int i = 0; i < ag.ncalls; i++)
-            an->types[ag.ngroup + i] = specs[i].out_t;
-        node = an->id;
-        filter = having;
     }
-windows:
     /* window functions, after WHERE/GROUP BY/HAVING (plan_window.c) */
     int nh0 = ord ? ord->nhidden : 0;
     if ((node = sql__plan_windows(p, win, node, &filter, proj, n + nh0)) < 0)
