@@ -726,7 +726,7 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
     Ast *having_ast = q->having;
     if (having_ast && !(having_ast = alias_subst(p, q, &from.s, having_ast, "HAVING")))
         return p->err->code;
-    bool agg = q->group.n > 0 || sql__has_agg(having_ast);
+    bool agg = q->group.n > 0 || q->ngsets > 0 || sql__has_agg(having_ast);
     for (int i = 0; i < n && !agg; i++)
         agg = sql__has_agg(exprs[i]);
 

@@ -146,6 +146,9 @@ FILES = [
          "SELECT k, GROUPING(k), COUNT(*) FROM t2 GROUP BY k", "III", "rowsort"),
         ("the empty set over an empty table is one row",
          "SELECT a, COUNT(*), SUM(b) FROM e GROUP BY ROLLUP(a)", "III", "rowsort"),
+        ("GROUP BY () alone groups every row into one, even without aggregates",
+         "SELECT 1, COUNT(*) FROM t2 GROUP BY () UNION ALL SELECT 2, 7 FROM e GROUP BY ()",
+         "II", "rowsort"),
     ]),
 ]
 
