@@ -469,9 +469,10 @@ static Ast *parse_primary(Parser *p)
                     return NULL;
             }
             if (is_kw(cur(p), "over") && (n->norder || n->within || multiset_agg(n->name))) {
-                char *what = arena_alloc(p->a, strlen(n->name) + 64);
-                sprintf(what, "%s%s as a window function (OVER)", n->name,
-                        n->within ? " WITHIN GROUP" : n->norder ? " with ORDER BY" : "");
+                size_t wn = strlen(n->name) + 64;
+                char *what = arena_alloc(p->a, wn);
+                snprintf(what, wn, "%s%s as a window function (OVER)", n->name,
+                         n->within ? " WITHIN GROUP" : n->norder ? " with ORDER BY" : "");
                 sql__unsupported(p, cur(p), what);
                 return NULL;
             }
