@@ -69,14 +69,33 @@ typedef struct WinFunc {
     double start_f, end_f;  /* RANGE over a REAL/DOUBLE key */
 } WinFunc;
 
-typedef enum AggKind { AGG_COUNT_STAR, AGG_COUNT, AGG_SUM, AGG_AVG, AGG_MIN, AGG_MAX } AggKind;
+/* After AGG_MAX: the aggregates over a group's value multiset kept in
+   agg_state.c (never linear). */
+typedef enum AggKind {
+    AGG_COUNT_STAR, AGG_COUNT, AGG_SUM, AGG_AVG, AGG_MIN, AGG_MAX,
+    AGG_STRING_AGG, /* STRING_AGG(x, sep [ORDER BY ...]) */
+    AGG_BIT_AND, AGG_BIT_OR, AGG_BIT_XOR,
+    AGG_PCT_CONT,   /* PERCENTILE_CONT(frac) WITHIN GROUP (ORDER BY x): col = x */
+    AGG_PCT_DISC,   /* PERCENTILE_DISC(frac) WITHIN GROUP (ORDER BY x) */
+    AGG_MODE,       /* MODE() WITHIN GROUP (ORDER BY x) */
+} AggKind;
 
 typedef struct AggSpec {
     AggKind kind;
     int col;      /* input column of the argument (unused for COUNT(*)) */
     SqlType in_t; /* argument type */
     SqlType out_t;
-    bool distinct; /* COUNT/SUM/AVG(DISTINCT x): over the set of values */
+    bool distinct; /* COUNT/SUM/AVG/STRING_AGG/BIT_XOR(DISTINCT x): over the
+                      set of values */
+    /* multiset aggregates: the values' order, by input columns ord[0..nord)
+       (NULL the smallest value unless ord_nulls_first says otherwise),
+       then by the value */
+    int nord;
+    int *ord;
+    bool *ord_desc, *ord_nulls_first;
+    const char *sep; /* STRING_AGG: the separator (a constant) */
+    uint32_t seplen;
+    double frac;     /* PERCENTILE_CONT/DISC: the fraction, 0..1 */
 } AggSpec;
 
 typedef struct CNode {

@@ -86,7 +86,10 @@ static void explain_wfn(const CNode *n, Buf *out)
 
 static const char *aggname(AggKind k)
 {
-    static const char *n[] = {"count(*)", "count", "sum", "avg", "min", "max"};
+    static const char *n[] = {"count(*)",        "count",           "sum",     "avg",
+                              "min",             "max",             "string_agg", "bit_and",
+                              "bit_or",          "bit_xor",         "percentile_cont",
+                              "percentile_disc", "mode"};
     return n[k];
 }
 
@@ -143,7 +146,12 @@ void circuit_explain(const Circuit *c, Buf *out)
                 const AggSpec *a = &n->aggs[j];
                 buf_printf(out, "%s%s", j ? ", " : "", aggname(a->kind));
                 if (a->kind != AGG_COUNT_STAR)
-                    buf_printf(out, "(#%d)", a->col);
+                    buf_printf(out, "(%s#%d", a->distinct ? "distinct " : "", a->col);
+                for (int k = 0; k < a->nord; k++)
+                    buf_printf(out, "%s#%d%s", k ? ", " : " order by ", a->ord[k],
+                               a->ord_desc[k] ? " desc" : "");
+                if (a->kind != AGG_COUNT_STAR)
+                    buf_puts(out, ")");
             }
             buf_printf(out, "]%s", n->linear ? " combine-before-exchange" : "");
             break;

@@ -7,8 +7,9 @@
  * integer sum - 192-bit over a DECIMAL wider than 18 digits, so that a
  * total past 10^38 is an error and never a wrap - or an exact double sum,
  * non-NULL count) and never revisit history;
- * MIN and MAX keep the group's multiset of values in a trace keyed by the
- * group and read it for touched groups.
+ * MIN, MAX, the DISTINCT forms, STRING_AGG, BIT_*, PERCENTILE_* and MODE
+ * keep the group's multiset of values in a trace keyed by the group and
+ * read it for touched groups (agg_state.c).
  *
  * Combine before exchange: when every aggregate is linear, each worker
  * first folds its input into local partial accumulators per group (push),
@@ -53,6 +54,7 @@
 #include "../zset/key.h"
 #include "../expr/xsum.h"
 #include "../zset/trace.h"
+#include "agg_state.h"
 
 typedef struct Acc {
     __int128 isum; /* integer/decimal sums; over a wide DECIMAL (AggSt.wsum)
@@ -138,6 +140,7 @@ typedef struct AggSt {
     Chunk *scratch;      /* one row of output values for encoding */
     Chunk **one;         /* per DISTINCT aggregate: one decoded value */
     Arena *one_arena;
+    Arena *str_arena;    /* multiset aggregates' strings, reset per group */
     struct Local *local; /* reused local-combine tables */
     int *acols;          /* argument columns (ngroup .. nin-1) */
     bool has_str;        /* the output has string columns */
@@ -464,69 +467,26 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
     touch(s, g, step);
 }
 
-static int valw_cmp(const void *a, const void *b)
-{
-    const ValW *x = a, *y = b;
-    size_t m = x->n < y->n ? x->n : y->n;
-    int c = memcmp(x->v, y->v, m);
-    if (c)
-        return c;
-    return x->n < y->n ? -1 : x->n > y->n;
-}
-
-/* The smallest (want_max false) or largest value of the group's multiset
-   with a positive total weight, or NULL. */
-static const uint8_t *minmax_value(Trace *t, const Group *g, bool want_max)
-{
-    ValWs c = {0};
-    const uint8_t *best = NULL;
-    trace_for_key(t, g->key, g->klen, op_valw_add, &c);
-    if (c.n) {
-        qsort(c.v, (size_t)c.n, sizeof(ValW), valw_cmp);
-        for (int64_t i = 0; i < c.n;) {
-            int64_t j = i, w = 0;
-            while (j < c.n && valw_cmp(&c.v[i], &c.v[j]) == 0)
-                w += c.v[j++].w;
-            if (w > 0) {
-                best = c.v[i].v;
-                if (!want_max)
-                    break;
-            }
-            i = j;
-        }
-    }
-    sl_free(c.v);
-    return best;
-}
-
 /* COUNT/SUM/AVG(DISTINCT x) of the group: over the values of its multiset
    with a positive total weight. Sets *cnt, and *isum (a 192-bit sum, as
    acc_add_wide) or *fsum (per type). */
 static void distinct_fold(Trace *t, const Group *g, SqlType in_t, Chunk *one, int64_t *cnt,
                           Acc *isum, XSum *fsum)
 {
-    ValWs c = {0};
+    ValWs c;
     *cnt = 0;
     memset(isum, 0, sizeof(*isum));
     memset(fsum, 0, sizeof(*fsum));
-    trace_for_key(t, g->key, g->klen, op_valw_add, &c);
-    if (c.n)
-        qsort(c.v, (size_t)c.n, sizeof(ValW), valw_cmp);
-    for (int64_t i = 0; i < c.n;) {
-        int64_t j = i, w = 0;
-        while (j < c.n && valw_cmp(&c.v[i], &c.v[j]) == 0)
-            w += c.v[j++].w;
-        if (w > 0) {
-            (*cnt)++;
-            key_decode(c.v[i].v, &in_t, 1, one, 0, 0);
-            if (one->col[0].f)
-                xsum_add(fsum, one->col[0].f[0], 1);
-            else if (one->col[0].i)
-                acc_add_wide(isum, one->col[0].i[0], 1);
-            else if (one->col[0].x)
-                acc_add_wide(isum, one->col[0].x[0], 1);
-        }
-        i = j;
+    agg_state_values(t, g->key, g->klen, &c);
+    for (int64_t i = 0; i < c.n; i++) {
+        (*cnt)++;
+        key_decode(c.v[i].v, &in_t, 1, one, 0, 0);
+        if (one->col[0].f)
+            xsum_add(fsum, one->col[0].f[0], 1);
+        else if (one->col[0].i)
+            acc_add_wide(isum, one->col[0].i[0], 1);
+        else if (one->col[0].x)
+            acc_add_wide(isum, one->col[0].x[0], 1);
     }
     sl_free(c.v);
 }
@@ -576,6 +536,7 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
 {
     const CNode *n = op->node;
     Chunk *sc = s->scratch;
+    arena_reset(s->str_arena);
     key_decode(g->key, n->types, s->ngroup, sc, 0, 0);
     for (int j = 0; j < n->naggs; j++) {
         const AggSpec *a = &n->aggs[j];
@@ -585,6 +546,12 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
         Vec *v = &sc->col[s->ngroup + j];
         if (v->nul)
             v->nul[0] = 0;
+        if (a->kind >= AGG_MIN) { /* the multiset aggregates: agg_state.c */
+            if (agg_state_value(a, s->minmax[j], g->key, g->klen, sc, s->ngroup + j,
+                                s->str_arena, n->id, env->ev->err))
+                return SL_ERUNTIME;
+            continue;
+        }
         if (a->distinct) {
             int64_t dc;
             Acc is;
@@ -634,17 +601,8 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
                 v->f[0] = xsum_value(&facc->sum) / (double)facc->cnt;
             }
             break;
-        case AGG_MIN:
-        case AGG_MAX: {
-            const uint8_t *val = minmax_value(s->minmax[j], g, a->kind == AGG_MAX);
-            if (!val) {
-                vec_set_null(v, 0);
-            } else {
-                SqlType t = a->in_t;
-                key_decode(val, &t, 1, sc, s->ngroup + j, 0);
-            }
+        default:
             break;
-        }
         }
     }
     return 0;
@@ -778,19 +736,17 @@ static int finish_agg(Op *op, OpEnv *env)
             const uint8_t *k = local_key(l, i, &kn);
             merge_part(s, k, kn, local_part(s, l, i), env->step);
         }
-        /* value multisets for MIN/MAX */
+        /* value multisets (agg_state.c) */
         for (int j = 0; j < n->naggs; j++) {
             if (!s->minmax[j])
                 continue;
-            int col = n->aggs[j].col;
             BatchBuilder *bb = bb_new();
             for (int64_t i = 0; i < rows->n; i++) {
-                if (vec_is_null(&rows->col[col], i))
+                buf_reset(&s->vb);
+                if (!agg_state_encode(&n->aggs[j], rows, i, &s->vb))
                     continue;
                 buf_reset(&s->kb);
-                buf_reset(&s->vb);
                 key_encode(rows, s->gcols, s->ngroup, i, &s->kb);
-                key_encode(rows, &col, 1, i, &s->vb);
                 bb_add(bb, s->kb.p, s->kb.n, s->vb.p, s->vb.n, rows->w[i]);
             }
             trace_insert_take(s->minmax[j], bb_finish(bb));
@@ -932,6 +888,7 @@ static void free_agg(Op *op)
     buf_free(&s->vb);
     arena_free(s->scratch_arena);
     arena_free(s->one_arena);
+    arena_free(s->str_arena);
     sl_free(s->one);
     local_free(s->local);
     sl_free(s->acols);
@@ -1167,10 +1124,11 @@ int op_agg_init(Op *op)
         s->gcols[i] = i;
     s->minmax = sl_calloc((size_t)(n->naggs + 1), sizeof(Trace *));
     for (int j = 0; j < n->naggs; j++)
-        if (n->aggs[j].kind == AGG_MIN || n->aggs[j].kind == AGG_MAX || n->aggs[j].distinct)
+        if (agg_state_needed(&n->aggs[j]))
             s->minmax[j] = trace_new();
     s->scratch_arena = arena_new(4096);
     s->one_arena = arena_new(1024);
+    s->str_arena = arena_new(1024);
     s->one = sl_calloc((size_t)(n->naggs + 1), sizeof(Chunk *));
     s->scratch = chunk_new(s->scratch_arena, n->ncol, n->types, 1);
     s->scratch->n = 1;

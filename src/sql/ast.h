@@ -24,7 +24,8 @@ typedef enum AstKind {
     A_BIN,      /* op (AstOp), a, b */
     A_UN,       /* op: OP_NEG, OP_NOT, OP_PLUS; a */
     A_FUNC,     /* name, args; distinct; star for COUNT(*) */
-    A_CASE,     /* a = operand (simple CASE) or NULL; args = when,then,...; b = else */
+    A_CASE,     /* a = operand (simple CASE) or NULL; args = when,then,...; b = else;
+                   ival 1: made of agg(x) FILTER (WHERE c) (parse_expr.c) */
     A_CAST,     /* a, type */
     A_BETWEEN,  /* a BETWEEN b AND c; negated */
     A_IN,       /* a IN (args); negated */
@@ -69,6 +70,11 @@ struct Ast {
     int subcol;         /* subquery expressions: 1 + the column holding its value
                            (set by the planner, plan_subq.c), 0 until then */
     struct WinDef *over; /* A_FUNC with OVER (...): a window function */
+    struct OrderItem *order; /* A_FUNC: agg(args ORDER BY ...) or, with within,
+                                agg(args) WITHIN GROUP (ORDER BY ...) */
+    int norder;
+    bool within;
+    int order_line, order_col; /* of the ORDER or WITHIN keyword */
     int height;         /* levels of the tree below and including this node
                            (parse.c; 0 until computed) */
 };
@@ -174,6 +180,11 @@ typedef struct Select {
     int nfrom;
     Ast *where;
     AstList group;
+    int **gsets;         /* GROUP BY with ROLLUP/CUBE/GROUPING SETS/(): ngsets
+                            grouping sets, each gsetn[i] indexes into group
+                            (parse_gsets.c); ngsets 0: a plain GROUP BY */
+    int *gsetn;
+    int ngsets;
     Ast *having;
     OrderItem *order;
     int norder;

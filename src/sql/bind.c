@@ -927,10 +927,16 @@ static __attribute__((noinline)) int group_ref(P *p, BindCtx *bc, Ast *x, Expr *
     Expr *e = bind_inner(p, &plain, x);
     p->err = orig;
     *p->err = save;
+    bool top = ag->top;
+    ag->top = false;
     if (e) {
         for (int i = 0; i < ag->ngroup; i++)
             if (sql__expr_equal(e, ag->group[i])) {
-                *out = expr_col(p->a, i, ag->group[i]->t);
+                /* grouping sets: a constant key inside an expression stays
+                   the constant, as PostgreSQL folds it (plan_gsets.c) */
+                if (ag->gtypes && !top && !sql__refs_any(ag->group[i]))
+                    break;
+                *out = expr_col(p->a, i, ag->gtypes ? ag->gtypes[i] : ag->group[i]->t);
                 return 0;
             }
     }
@@ -953,6 +959,8 @@ Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
     AggCtx *ag = bc->agg;
     if (!ag || !ag->allowed)
         return x->k == A_BIN ? bind_binary(p, bc, x) : bind_inner(p, bc, x);
+    bool top = ag->top; /* only the outermost call binds a whole item */
+    ag->top = false;
     if (x->k == A_FUNC && x->over) /* plan_window.c */
         return sql__bind_window(p, bc, x);
     if (x->k == A_FUNC && sql__is_agg_name(x->name))
@@ -963,6 +971,7 @@ Expr *sql__bind(P *p, BindCtx *bc, Ast *x)
     if (x->k != A_INT && x->k != A_NUM && x->k != A_STR && x->k != A_NULL && x->k != A_BOOL &&
         x->k != A_TYPED) {
         Expr *e;
+        ag->top = top;
         if (group_ref(p, bc, x, &e))
             return NULL;
         if (e)

@@ -17,7 +17,7 @@
 bool sql__is_agg_name(const char *n)
 {
     return !strcmp(n, "count") || !strcmp(n, "sum") || !strcmp(n, "avg") || !strcmp(n, "min") ||
-           !strcmp(n, "max") || sql__bool_agg(n);
+           !strcmp(n, "max") || sql__bool_agg(n) || sql__set_agg_name(n);
 }
 
 /* BOOL_AND and EVERY are MIN over BOOLEAN (FALSE < TRUE), BOOL_OR is MAX:
@@ -46,10 +46,9 @@ Expr *sql__bool_agg_arg(P *p, Ast *x, Expr *a)
 bool sql__agg_later(P *p, Ast *x)
 {
     static const char *later[] = {
-        "array_agg",   "string_agg",  "listagg",    "group_concat",
-        "bit_and",     "bit_or",      "bit_xor",
+        "array_agg",   "listagg",     "group_concat",
         "stddev",      "stddev_pop",  "stddev_samp", "variance",    "var_pop",
-        "var_samp",    "percentile_cont", "percentile_disc", "mode", "median",
+        "var_samp",    "median",
         "arg_min",     "arg_max",     "covar_pop",  "covar_samp",   "corr",
         "json_agg",    "jsonb_agg",   "json_object_agg", "count_if", "any_value",
     };
@@ -71,6 +70,19 @@ Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x)
         perr(p, SL_ESEMANTIC, x->line, x->col, "aggregate function %s is not allowed in %s",
              x->name, bc->clause);
         return NULL;
+    }
+    if (sql__set_agg_name(x->name)) /* bind_agg.c */
+        return sql__bind_set_agg(p, bc, x);
+    if (x->within) {
+        perr(p, SL_ESEMANTIC, x->order_line, x->order_col,
+             "%s is not an ordered-set aggregate (WITHIN GROUP)", x->name);
+        return NULL;
+    }
+    for (int i = 0; i < x->norder; i++) { /* order-insensitive: checked, then ignored */
+        AggCtx none = {0};
+        BindCtx inner = {bc->s, &none, "ORDER BY in an aggregate"};
+        if (!sql__bind(p, &inner, x->order[i].e))
+            return NULL;
     }
     AggSpec sp = {0};
     Expr *arg = NULL;
@@ -131,10 +143,11 @@ Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x)
     /* reuse an identical call */
     for (int i = 0; i < ag->ncalls; i++) {
         AggCall *c = &ag->calls[i];
-        if (c->spec.kind == sp.kind && c->spec.distinct == sp.distinct && ((!c->arg && !arg) || (c->arg && arg && sql__expr_equal(c->arg, arg))))
+        if (!c->grouping && c->spec.kind == sp.kind && c->spec.distinct == sp.distinct && ((!c->arg && !arg) || (c->arg && arg && sql__expr_equal(c->arg, arg))))
             return expr_col(p->a, ag->ngroup + i, c->spec.out_t);
     }
     AggCall *c = VEC_PUSH_ARENA(p->a, ag->calls, ag->ncalls, ag->cap);
+    memset(c, 0, sizeof(*c));
     c->ast = x;
     c->spec = sp;
     c->arg = arg;
@@ -239,6 +252,11 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
         return sql__bind_agg_call(p, bc, x);
     if (sql__agg_later(p, x))
         return NULL;
+    if (x->norder || x->within) {
+        perr(p, SL_ESEMANTIC, x->order_line, x->order_col, "%s is not an aggregate function",
+             x->name);
+        return NULL;
+    }
     if (x->star || x->distinct) {
         perr(p, SL_ESEMANTIC, x->line, x->col, "%s is not an aggregate function", x->name);
         return NULL;

@@ -278,8 +278,12 @@ static void node_agg(Lineage *l, const CNode *n)
         rows_from_col(l, l->rows[n->id], in, i, LR_GROUP_KEY);
     }
     for (int j = 0; j < n->naggs; j++)
-        if (n->aggs[j].kind != AGG_COUNT_STAR)
+        if (n->aggs[j].kind != AGG_COUNT_STAR) {
             merge_col(l, colv(l, n->id, n->ngroup + j), in, n->aggs[j].col, LK_AGGREGATION);
+            for (int k = 0; k < n->aggs[j].nord; k++) /* STRING_AGG(... ORDER BY o) */
+                merge_col(l, colv(l, n->id, n->ngroup + j), in, n->aggs[j].ord[k],
+                          LK_AGGREGATION);
+        }
 }
 
 static void node_join(Lineage *l, const CNode *n)

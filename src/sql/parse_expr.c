@@ -52,6 +52,19 @@ static int parse_frame_bound(Parser *p, int *kind, Ast **n)
 }
 
 /* OVER (PARTITION BY ... ORDER BY ... [ROWS|RANGE frame]) after function f. */
+/* Aggregates with no window form here (STRING_AGG, BIT_*, the
+   ordered-set aggregates, GROUPING): OVER after them is an error. */
+static bool multiset_agg(const char *n)
+{
+    static const char *const names[] = {"string_agg", "bit_and", "bit_or", "bit_xor",
+                                        "percentile_cont", "percentile_disc", "mode",
+                                        "grouping"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(n, names[i]))
+            return true;
+    return false;
+}
+
 /* `agg(x) FILTER (WHERE c)` (below). */
 static int parse_filter(Parser *p, Ast *n);
 
@@ -414,9 +427,14 @@ static Ast *parse_primary(Parser *p)
                     if (!(x = sql__parse_expr(p)))
                         return NULL;
                     sql__list_push(p, &n->args, x);
-                    if (is_kw(cur(p), "order")) {
-                        sql__unsupported(p, cur(p), "ORDER BY inside a function's arguments");
-                        return NULL;
+                    if (is_kw(cur(p), "order")) { /* agg(x, ... ORDER BY o, ...) */
+                        n->order_line = cur(p)->line;
+                        n->order_col = cur(p)->col;
+                        p->i++;
+                        if (sql__expect_kw(p, "by") ||
+                            sql__parse_order_by(p, &n->order, &n->norder))
+                            return NULL;
+                        break;
                     }
                     /* SUBSTRING(s FROM a FOR b), POSITION(a IN b), TRIM(...) */
                     if (!strcmp(n->name, "substring") || !strcmp(n->name, "substr")) {
@@ -436,7 +454,26 @@ static Ast *parse_primary(Parser *p)
             if (sql__expect_op(p, ")"))
                 return NULL;
             if (is_kw(cur(p), "within") && is_kw(&p->t[p->i + 1], "group")) {
-                sql__unsupported(p, cur(p), "an ordered-set aggregate (WITHIN GROUP)");
+                /* ordered-set aggregate: f(args) WITHIN GROUP (ORDER BY x) */
+                if (n->norder) {
+                    sql__unsupported(p, cur(p), "WITHIN GROUP after ORDER BY in the arguments");
+                    return NULL;
+                }
+                n->order_line = cur(p)->line;
+                n->order_col = cur(p)->col;
+                n->within = true;
+                p->i += 2;
+                if (sql__expect_op(p, "(") || sql__expect_kw(p, "order") ||
+                    sql__expect_kw(p, "by") || sql__parse_order_by(p, &n->order, &n->norder) ||
+                    sql__expect_op(p, ")"))
+                    return NULL;
+            }
+            if (is_kw(cur(p), "over") && (n->norder || n->within || multiset_agg(n->name))) {
+                size_t wn = strlen(n->name) + 64;
+                char *what = arena_alloc(p->a, wn);
+                snprintf(what, wn, "%s%s as a window function (OVER)", n->name,
+                         n->within ? " WITHIN GROUP" : n->norder ? " with ORDER BY" : "");
+                sql__unsupported(p, cur(p), what);
                 return NULL;
             }
             if (is_kw(cur(p), "over") && parse_over(p, n))
@@ -483,14 +520,19 @@ static Ast *parse_primary(Parser *p)
 static int parse_filter(Parser *p, Ast *n)
 {
     static const char *const aggs[] = {"count", "sum", "avg", "min", "max", "bool_and",
-                                       "bool_or", "every", NULL};
+                                       "bool_or", "every", "bit_and", "bit_or", "bit_xor",
+                                       "string_agg", "percentile_cont", "percentile_disc",
+                                       "mode", NULL};
     Token *at = cur(p);
     const char *const *k = aggs;
     while (*k && strcmp(*k, n->name))
         k++;
-    if (!*k || n->over || (!n->star && n->args.n != 1)) {
+    bool str = !strcmp(n->name, "string_agg"), within = n->within;
+    if (!*k || n->over || (!n->star && !within && n->args.n != 1 + str) ||
+        (within && n->norder != 1)) {
         sql__unsupported(p, at, "FILTER other than on COUNT, SUM, AVG, MIN, MAX, BOOL_AND, "
-                                "BOOL_OR or EVERY of one argument (without OVER)");
+                                "BOOL_OR, EVERY, BIT_AND/OR/XOR of one argument, STRING_AGG, "
+                                "PERCENTILE_CONT/DISC or MODE (without OVER)");
         return -1;
     }
     p->i++;
@@ -498,16 +540,22 @@ static int parse_filter(Parser *p, Ast *n)
     if (sql__expect_op(p, "(") || sql__expect_kw(p, "where") || !(c = sql__parse_expr(p)) ||
         sql__expect_op(p, ")"))
         return -1;
-    Ast *x = n->star ? sql__new_ast(p, A_INT, at) : n->args.v[0];
+    /* the value that skips the row when NULL: the ordered-set aggregates'
+       WITHIN GROUP expression */
+    Ast *x = n->star ? sql__new_ast(p, A_INT, at) : within ? n->order[0].e : n->args.v[0];
     if (n->star) {
         x->str = (char *)"1";
         x->slen = 1;
         n->star = false;
         sql__list_push(p, &n->args, x);
     }
+    cs->ival = 1;
     sql__list_push(p, &cs->args, c);
     sql__list_push(p, &cs->args, x);
-    n->args.v[0] = cs;
+    if (within)
+        n->order[0].e = cs;
+    else
+        n->args.v[0] = cs;
     return 0;
 }
 

@@ -7,6 +7,7 @@
  *   parse_expr.c   expressions, function calls, OVER (...) windows
  *   parse_query.c  queries: SELECT, FROM and joins, set operations,
  *                  WITH, VALUES, ORDER BY, LIMIT
+ *   parse_gsets.c  GROUP BY: ROLLUP, CUBE, GROUPING SETS
  *   parse_ddl.c    the program (sql_parse): CREATE TABLE / VIEW, types,
  *                  WITH properties
  *
@@ -62,6 +63,12 @@ static inline bool accept_op(Parser *p, const char *op)
     }
     return false;
 }
+
+/* ---- parse_gsets.c ---- */
+
+/* The list after GROUP BY into s->group (and s->gsets when it has
+   ROLLUP, CUBE, GROUPING SETS or ()); 0 or the error code. */
+int sql__parse_group_by(Parser *p, struct Select *s);
 
 /* ---- parse.c ---- */
 

@@ -420,11 +420,7 @@ static Select *parse_select_body(Parser *p, const Token *t)
         p->i++;
         if (sql__expect_kw(p, "by"))
             return NULL;
-        if (is_kw(cur(p), "rollup") || is_kw(cur(p), "cube") || is_kw(cur(p), "grouping")) {
-            sql__unsupported(p, cur(p), "ROLLUP / CUBE / GROUPING SETS");
-            return NULL;
-        }
-        if (sql__parse_exprs(p, &s->group))
+        if (sql__parse_group_by(p, s)) /* parse_gsets.c */
             return NULL;
     }
     if (accept_kw(p, "having") && !(s->having = sql__parse_expr(p)))

@@ -726,7 +726,7 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
     Ast *having_ast = q->having;
     if (having_ast && !(having_ast = alias_subst(p, q, &from.s, having_ast, "HAVING")))
         return p->err->code;
-    bool agg = q->group.n > 0 || sql__has_agg(having_ast);
+    bool agg = q->group.n > 0 || q->ngsets > 0 || sql__has_agg(having_ast);
     for (int i = 0; i < n && !agg; i++)
         agg = sql__has_agg(exprs[i]);
 
@@ -804,11 +804,13 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
             if (ag.group[i]->t.kind == TK_NULL)
                 ag.group[i] = sql__cast_to(p, ag.group[i], type_make(TK_INT, true));
         }
+        int *keyof = q->ngsets ? sql__gsets_keys(p, &ag) : NULL; /* plan_gsets.c */
         ag.allowed = true;
         ag.win = win;
         /* the post-aggregation scope: group columns, then aggregates */
         for (int i = 0; i < n; i++) {
             BindCtx bc = {&from.s, &ag, "the select list"};
+            ag.top = true;
             if (!exprs[i]) {
                 Ast fake = {0};
                 fake.k = A_COL;
@@ -823,6 +825,7 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
             if (proj[i]->t.kind == TK_NULL)
                 proj[i] = sql__cast_to(p, proj[i], type_make(TK_INT, true));
         }
+        ag.top = false;
         if (ord) {
             BindCtx bc = {&from.s, &ag, "ORDER BY"};
             if (resolve_order(p, oq, &bc, proj, n, names, q->distinct, ord))
@@ -839,38 +842,52 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         /* MAP: [group keys..., aggregate arguments...] */
         int nargs = 0;
         for (int i = 0; i < ag.ncalls; i++)
-            nargs += ag.calls[i].arg ? 1 : 0;
+            nargs += (ag.calls[i].arg ? 1 : 0) + (ag.calls[i].ord ? ag.calls[i].spec.nord : 0);
         Expr **pre = arena_alloc(p->a, sizeof(Expr *) * (size_t)(ag.ngroup + nargs + 1));
         for (int i = 0; i < ag.ngroup; i++)
             pre[i] = ag.group[i];
         int np = ag.ngroup;
         CNode *an;
         AggSpec *specs = arena_alloc(p->a, sizeof(AggSpec) * (size_t)(ag.ncalls + 1));
-        bool linear = true;
+        bool linear = true, gsets = q->ngsets > 0;
         for (int i = 0; i < ag.ncalls; i++) {
             specs[i] = ag.calls[i].spec;
             if (ag.calls[i].arg) {
                 specs[i].col = np;
                 pre[np++] = ag.calls[i].arg;
             }
-            if (specs[i].kind == AGG_MIN || specs[i].kind == AGG_MAX || specs[i].distinct)
+            if (ag.calls[i].ord) { /* STRING_AGG(... ORDER BY ...) and the like */
+                specs[i].ord = arena_alloc(p->a, sizeof(int) * (size_t)specs[i].nord);
+                for (int k = 0; k < specs[i].nord; k++) {
+                    specs[i].ord[k] = np;
+                    pre[np++] = ag.calls[i].ord[k];
+                }
+            }
+            if (specs[i].kind >= AGG_MIN || specs[i].distinct) /* MIN, MAX, agg_state.c */
                 linear = false;
+            gsets = gsets || ag.calls[i].grouping;
         }
         node = sql__add_map(p, node, filter, pre, np);
         filter = NULL;
-        an = sql__add_node(p, OPK_AGG, 1, ag.ngroup + ag.ncalls);
-        an->in[0] = node;
-        an->ngroup = ag.ngroup;
-        an->aggs = specs;
-        an->naggs = ag.ncalls;
-        an->linear = linear;
-        an->global = ag.ngroup == 0;
-        for (int i = 0; i < ag.ngroup; i++)
-            an->types[i] = ag.group[i]->t;
-        for (int i = 0; i < ag.ncalls; i++)
-            an->types[ag.ngroup + i] = specs[i].out_t;
-        node = an->id;
-        filter = having;
+        if (gsets) { /* GROUPING SETS, ROLLUP, CUBE, GROUPING() */
+            if ((node = sql__plan_gsets(p, q, &ag, keyof, specs, node)) < 0)
+                return p->err->code;
+            filter = having;
+        } else {
+            an = sql__add_node(p, OPK_AGG, 1, ag.ngroup + ag.ncalls);
+            an->in[0] = node;
+            an->ngroup = ag.ngroup;
+            an->aggs = specs;
+            an->naggs = ag.ncalls;
+            an->linear = linear;
+            an->global = ag.ngroup == 0;
+            for (int i = 0; i < ag.ngroup; i++)
+                an->types[i] = ag.group[i]->t;
+            for (int i = 0; i < ag.ncalls; i++)
+                an->types[ag.ngroup + i] = specs[i].out_t;
+            node = an->id;
+            filter = having;
+        }
     }
     /* window functions, after WHERE/GROUP BY/HAVING (plan_window.c) */
     int nh0 = ord ? ord->nhidden : 0;

@@ -212,6 +212,11 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
             put_type(b, a->in_t);
             put_type(b, a->out_t);
             put_i64(b, a->distinct);
+            put_ints(b, a->ord, a->nord);
+            for (int k = 0; k < a->nord; k++)
+                put_i64(b, a->ord_desc[k] * 2 + a->ord_nulls_first[k]);
+            put_str(b, a->sep ? a->sep : "", a->seplen);
+            buf_append(b, &a->frac, sizeof(a->frac));
         }
         put_i64(b, n->linear);
         put_i64(b, n->global);

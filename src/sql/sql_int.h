@@ -13,6 +13,8 @@
  *   plan_tvf.c     TUMBLE and HOP in FROM
  *   bind.c         names and types of expressions, operators, casts
  *   bind_fn.c      function calls: aggregates, scalar and date functions
+ *   bind_agg.c     STRING_AGG, BIT_*, PERCENTILE_*, MODE, GROUPING
+ *   plan_gsets.c   GROUPING SETS / ROLLUP / CUBE
  *
  * Below: scopes of named columns, the planner context P, aggregate
  * collection, then each file's entry points, grouped by the file that
@@ -63,11 +65,20 @@ typedef struct AggCall {
     Ast *ast;
     AggSpec spec;
     Expr *arg; /* over the FROM scope; NULL for COUNT(*) */
+    Expr **ord; /* spec.nord ORDER BY expressions over the FROM scope */
+    bool grouping; /* GROUPING(...): no aggregate, a constant per grouping
+                      set of the keys gk[0..ngk) (plan_gsets.c) */
+    int *gk;
+    int ngk;
 } AggCall;
 
 typedef struct AggCtx {
     Expr **group; /* bound over the FROM scope */
     int ngroup;
+    const SqlType *gtypes; /* non-NULL: the group columns' types above the
+                              aggregation (grouping sets: nullable) */
+    bool top; /* binding a whole select item (grouping sets: a constant
+                 key is a key only there) */
     AggCall *calls;
     int ncalls, cap;
     bool allowed; /* aggregates may appear here */
@@ -284,6 +295,18 @@ bool sql__is_agg_name(const char *n);
    argument checked (a BOOLEAN, or NULL cast to one). */
 int sql__bool_agg(const char *n);
 Expr *sql__bool_agg_arg(P *p, struct Ast *x, Expr *a);
+/* STRING_AGG, BIT_*, PERCENTILE_*, MODE, GROUPING (bind_agg.c). */
+bool sql__set_agg_name(const char *n);
+Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x);
+/* GROUP BY with grouping sets (q->ngsets, or GROUPING calls): in, the map
+   of [group keys..., aggregate arguments...], becomes the union of one
+   aggregate per set laid out as [keys..., calls...] (plan_gsets.c); the
+   node, or -1 with p->err. */
+/* With grouping sets: ag's group keys made distinct (identical ones are
+   one key; AggCtx.gtypes set), returning each original key's index. */
+int *sql__gsets_keys(P *p, AggCtx *ag);
+int sql__plan_gsets(P *p, const struct Select *q, const AggCtx *ag, const int *keyof,
+                    const AggSpec *specs, int in);
 /* An aggregate not implemented yet (array_agg, ...): p->err set, true. */
 bool sql__agg_later(P *p, struct Ast *x);
 

@@ -111,14 +111,21 @@ FEATURES = {
                       "[PostgreSQL oracle] GROUP BY GROUPING SETS / ROLLUP / CUBE"),
     "distinct_on":  (False, "SELECT DISTINCT ON (s) s, a FROM p ORDER BY s, a",
                      "[PostgreSQL oracle] SELECT DISTINCT ON (x) ... ORDER BY x, every other column"),
+    "bit_agg":      (False, "SELECT BIT_AND(a), BIT_OR(a), BIT_XOR(DISTINCT a) FROM p",
+                     "[PostgreSQL oracle] BIT_AND / BIT_OR / BIT_XOR ([DISTINCT])"),
+    "mode_agg":     (False, "SELECT MODE() WITHIN GROUP (ORDER BY a) FROM p",
+                     "[PostgreSQL oracle] MODE() WITHIN GROUP (ORDER BY x)"),
+    "grouping_fn":  (False, "SELECT a, GROUPING(a), COUNT(*) FROM p GROUP BY ROLLUP (a)",
+                     "[PostgreSQL oracle] GROUPING(key) beside GROUPING SETS / ROLLUP / CUBE"),
 }
 
 # Features only the PostgreSQL oracle checks (SQLite has not got them), with
 # the SLT letters of their probe query's columns.
 PG_ONLY = {"filter", "interval", "bool_agg", "string_agg", "percentile", "grouping_sets",
-           "distinct_on"}
+           "distinct_on", "bit_agg", "mode_agg", "grouping_fn"}
 PG_PROBE_LETTERS = {"filter": "II", "interval": "IT", "bool_agg": "II", "string_agg": "T",
-                    "percentile": "IR", "grouping_sets": "II", "distinct_on": "TI"}
+                    "percentile": "IR", "grouping_sets": "II", "distinct_on": "TI",
+                    "bit_agg": "III", "mode_agg": "I", "grouping_fn": "III"}
 
 # Features the probe would switch on but that give wrong results today; each
 # entry names the bug (see the report in tests/difftest/README.md). Remove
@@ -571,7 +578,8 @@ class QueryGen:
     def agg_call(self, ty, ctx):
         e = self.agg_call0(ty, ctx)
         if e is not None and self.on("filter") and self.rng.random() < 0.2 and \
-                e.fmt.startswith(("COUNT(", "SUM(", "AVG(", "MIN(", "MAX(")):
+                e.fmt.startswith(("COUNT(", "SUM(", "AVG(", "MIN(", "MAX(", "STRING_AGG(",
+                                  "BIT_", "PERCENTILE_", "MODE(")):
             cond = self.expr("bool", ctx.row(), 1)
             f = E.__new__(E)
             for sl in E.__slots__:
@@ -601,8 +609,24 @@ class QueryGen:
                      [arg], "float", bound=arg.bound, exact=False, row_ok=False, agg_ok=True)
         if ty == "text" and self.on("string_agg") and r.random() < 0.3:
             arg = self.expr("text", rowctx, 1)
-            return E("STRING_AGG({0}, %s ORDER BY {0})" % sql_str(r.choice([",", "", " | "])),
-                     [arg], "text", row_ok=False, agg_ok=True)
+            dist = "DISTINCT " if r.random() < 0.25 else ""
+            return E("STRING_AGG(%s{0}, %s ORDER BY {0}%s)" % (
+                dist, sql_str(r.choice([",", "", " | "])), r.choice(["", " DESC"])),
+                [arg], "text", row_ok=False, agg_ok=True)
+        if ty in ("int", "text") and self.on("mode_agg") and r.random() < 0.06:
+            arg = self.expr(ty, rowctx, 1)
+            if arg.bound > ROW_LIMIT:
+                arg = self.leaf(ty, rowctx)
+            return E("MODE() WITHIN GROUP (ORDER BY {0}%s)" % r.choice(["", " DESC"]), [arg],
+                     ty, bound=arg.bound, row_ok=False, agg_ok=True)
+        if ty == "int" and self.on("bit_agg") and r.random() < 0.1:
+            arg = self.expr("int", rowctx, 1)
+            if arg.bound > ROW_LIMIT:
+                arg = self.leaf("int", rowctx)
+            fn = r.choice(["BIT_AND", "BIT_OR", "BIT_XOR"])
+            dist = "DISTINCT " if fn == "BIT_XOR" and r.random() < 0.3 else ""
+            return E("%s(%s{0})" % (fn, dist), [arg], "int", bound=2 * arg.bound + 2,
+                     row_ok=False, agg_ok=True)
         dist = "DISTINCT " if self.on("count_distinct") and r.random() < 0.15 else ""
         if ty == "int":
             x = r.random()
@@ -1078,7 +1102,10 @@ class QueryGen:
                 q.offset = r.randint(0, 4)
         elif self.on("distinct_on") and lim_ok and len(q.branches) == 1 and \
                 first.group is None and not first.distinct and \
-                not any(e.win for e in first.items) and r.random() < 0.15:
+                not any(e.win for e in first.items) and \
+                not any("(SELECT" in e.sql() for e in first.items) and r.random() < 0.15:
+            # (a subquery in the select list of a DISTINCT ON query is not
+            # supported yet: "... in the select list is not supported yet")
             # DISTINCT ON (item j) ... ORDER BY j, then every other output
             # column: the row kept per key is then determined (ties are
             # identical rows)
@@ -1125,9 +1152,16 @@ class QueryGen:
         if shape < 0.3 and self.on("group_by"):
             nkeys = r.choice([1, 1, 2])
             keys = []
+            # grouping sets group by columns only: PostgreSQL folds an
+            # expression key it can reduce to a constant wherever it is not
+            # the select item the key was matched to (then the same
+            # expression is NULL in one column and a value in another)
+            gmode = None
+            if self.on("grouping_sets") and r.random() < 0.25:
+                gmode = r.choice(["ROLLUP", "CUBE", "SETS"])
             for _ in range(nkeys):
                 ty = r.choice(["int", "int", "text", "float", "bool"])
-                if r.random() < 0.7:
+                if gmode or r.random() < 0.7:
                     c = [c for c in cols if c.ty == ty] or cols
                     k = r.choice(c).expr(key=True)
                 else:
@@ -1135,10 +1169,15 @@ class QueryGen:
                     k.agg_ok = True
                 keys.append(k)
             s.group = keys
-            if self.on("grouping_sets") and r.random() < 0.25:
-                s.group_mode = r.choice(["ROLLUP", "CUBE", "SETS"])
+            s.group_mode = gmode
             actx = Ctx(cols, agg=True, keys=keys)
             s.items = [self.item(t, actx) for t in tys]
+            ints = [i for i, t in enumerate(tys) if t == "int"]
+            if s.group_mode and self.on("grouping_fn") and ints and r.random() < 0.5:
+                ks = r.sample(keys, r.choice([1, len(keys)]))
+                s.items[r.choice(ints)] = E(
+                    "GROUPING(%s)" % ", ".join("{%d}" % i for i in range(len(ks))), ks, "int",
+                    bound=3, row_ok=False, agg_ok=True)
             if self.on("having") and r.random() < 0.4:
                 s.having.append(self.expr("bool", actx, 2))
         elif shape < 0.45 and self.on("global_agg"):

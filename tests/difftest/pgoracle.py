@@ -103,20 +103,38 @@ def up(el):
     return el.upper() if isinstance(el, str) else None
 
 
+def trunc_cast(g, i):
+    """CAST ( x AS INTEGER ) at g[i] -> CAST ( TRUNC ( x ) AS INTEGER ), in place."""
+    if up(g[i]) == "CAST" and i + 1 < len(g) and isinstance(g[i + 1], Group):
+        inner = g[i + 1]
+        if len(inner) >= 3 and up(inner[-1]) in ("INTEGER", "INT", "BIGINT") and \
+                up(inner[-2]) == "AS":
+            g[i + 1] = Group(["TRUNC", Group(inner[:-2])] + inner[-2:])
+
+
 def rewrite(g, nested=False):
     """The PostgreSQL form of one group's elements (recursively)."""
     g = Group(rewrite(el, True) if isinstance(el, Group) else el for el in g)
+    out = rewrite_seq(g)
+    # ( a / b ), ( a % b ): one division in a parenthesized group (last, so
+    # that the divisor has had the rewrites above)
+    ops = [i for i, el in enumerate(out) if el in ("/", "%")]
+    if nested and len(ops) == 1 and 0 < ops[0] < len(out) - 1:
+        i = ops[0]
+        out = Group(out[:i + 1] + ["NULLIF", Group(out[i + 1:] + [",", "0"])])
+    return out
+
+
+def rewrite_seq(g):
+    """The rewrites of one sequence of elements whose groups are rewritten
+    already (an ORDER BY item's elements get them too)."""
     out = Group()
     i = 0
     while i < len(g):
         el = g[i]
         u = up(el)
         # CAST ( x AS INTEGER ) -> CAST ( TRUNC ( x ) AS INTEGER )
-        if u == "CAST" and i + 1 < len(g) and isinstance(g[i + 1], Group):
-            inner = g[i + 1]
-            if len(inner) >= 3 and up(inner[-1]) in ("INTEGER", "INT", "BIGINT") and \
-                    up(inner[-2]) == "AS":
-                g[i + 1] = Group(["TRUNC", Group(inner[:-2])] + inner[-2:])
+        trunc_cast(g, i)
         # EXTRACT is NUMERIC in PostgreSQL, BIGINT in Sluice
         if u == "EXTRACT" and i + 1 < len(g) and isinstance(g[i + 1], Group):
             out += ["CAST", Group(["EXTRACT", g[i + 1], "AS", "BIGINT"])]
@@ -135,6 +153,7 @@ def rewrite(g, nested=False):
             for k, it in enumerate(items):
                 if k:
                     out.append(",")
+                it = rewrite_seq(Group(it))  # CAST, EXTRACT, ... in the item
                 out += it
                 words = [up(x) for x in it]
                 if "NULLS" not in words:
@@ -143,12 +162,6 @@ def rewrite(g, nested=False):
             continue
         out.append(el)
         i += 1
-    # ( a / b ), ( a % b ): one division in a parenthesized group (last, so
-    # that the divisor has had the rewrites above)
-    ops = [i for i, el in enumerate(out) if el in ("/", "%")]
-    if nested and len(ops) == 1 and 0 < ops[0] < len(out) - 1:
-        i = ops[0]
-        out = Group(out[:i + 1] + ["NULLIF", Group(out[i + 1:] + [",", "0"])])
     return out
 
 

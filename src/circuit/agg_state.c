@@ -1,0 +1,258 @@
+/*
+ * circuit/agg_state.c - the value multisets of the non-linear aggregates
+ * and the aggregates computed from them (op_agg.c owns the traces).
+ *
+ * State: per aggregate, a trace keyed by the group key whose values are
+ * the group's entries with their weights. An insertion adds weight +1, a
+ * deletion -1, so the trace always holds the group's current multiset,
+ * whatever the step boundaries or the number of workers (each group lives
+ * on one worker). After a step the touched groups' aggregates are computed
+ * again from their multisets (agg_state_value): the cost is linear in the
+ * group's distinct entries, like MIN/MAX, and nothing is kept per group
+ * beyond the entries themselves.
+ *
+ * Entry layout (agg_state_encode):
+ *   no ORDER BY:   the value's key encoding (zset/key.h), so memcmp order
+ *                  is the value's SQL order;
+ *   ORDER BY o...: for each o its key encoding, the NULL marker moved to
+ *                  0x02 when NULL must sort after the values, and every
+ *                  byte flipped for DESC (encodings are prefix-free, so a
+ *                  flipped one sorts in reverse); then the value's
+ *                  encoding; then the length of the order part as 4
+ *                  native-order bytes. memcmp order is the ORDER BY, ties
+ *                  broken by the value (PostgreSQL leaves ties unordered).
+ * NULL values are never entries: every aggregate here skips them.
+ *
+ * Results (PostgreSQL's definitions):
+ *   MIN/MAX         the first / last entry;
+ *   STRING_AGG      the values in entry order, each as often as its weight
+ *                   (once with DISTINCT), joined by the separator;
+ *   BIT_AND/OR/XOR  over the values (XOR: a value counts when its weight
+ *                   is odd, or once with DISTINCT);
+ *   PERCENTILE_CONT the value at position f * (N - 1) of the N ordered
+ *                   values (as DOUBLE), interpolated linearly between the
+ *                   two neighbours;
+ *   PERCENTILE_DISC the value at position ceil(f * N) (1-based, at least 1);
+ *   MODE            the most frequent value, the first in order on a tie.
+ */
+#include "agg_state.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/mem.h"
+#include "../zset/key.h"
+
+bool agg_state_needed(const AggSpec *a)
+{
+    return a->kind == AGG_MIN || a->kind == AGG_MAX || a->distinct || a->kind >= AGG_STRING_AGG;
+}
+
+bool agg_state_encode(const AggSpec *a, const Chunk *rows, int64_t r, Buf *out)
+{
+    if (vec_is_null(&rows->col[a->col], r))
+        return false;
+    if (!a->nord) {
+        key_encode(rows, &a->col, 1, r, out);
+        return true;
+    }
+    size_t start = out->n;
+    for (int k = 0; k < a->nord; k++) {
+        size_t s0 = out->n;
+        bool desc = a->ord_desc[k];
+        key_encode(rows, &a->ord[k], 1, r, out);
+        /* NULL after the values before flipping when DESC == NULLS FIRST */
+        if (rows->col[a->ord[k]].t.nullable && out->p[s0] == 0 && desc == a->ord_nulls_first[k])
+            out->p[s0] = 2;
+        if (desc)
+            for (size_t i = s0; i < out->n; i++)
+                out->p[i] = (uint8_t)~out->p[i];
+    }
+    uint32_t ol = (uint32_t)(out->n - start);
+    key_encode(rows, &a->col, 1, r, out);
+    buf_append(out, &ol, sizeof(ol));
+    return true;
+}
+
+static int valw_cmp(const void *a, const void *b)
+{
+    const ValW *x = a, *y = b;
+    size_t m = x->n < y->n ? x->n : y->n;
+    int c = memcmp(x->v, y->v, m);
+    if (c)
+        return c;
+    return x->n < y->n ? -1 : x->n > y->n;
+}
+
+void agg_state_values(const Trace *t, const uint8_t *k, size_t kn, ValWs *out)
+{
+    ValWs c = {0};
+    trace_for_key(t, k, kn, op_valw_add, &c);
+    if (c.n)
+        qsort(c.v, (size_t)c.n, sizeof(ValW), valw_cmp);
+    int64_t m = 0;
+    for (int64_t i = 0; i < c.n;) {
+        int64_t j = i, w = 0;
+        while (j < c.n && valw_cmp(&c.v[i], &c.v[j]) == 0)
+            w += c.v[j++].w;
+        if (w > 0)
+            c.v[m++] = (ValW){c.v[i].v, c.v[i].n, w};
+        i = j;
+    }
+    c.n = m;
+    *out = c;
+}
+
+/* The value's encoding inside entry e. */
+static const uint8_t *entry_value(const AggSpec *a, const ValW *e)
+{
+    if (!a->nord)
+        return e->v;
+    uint32_t ol;
+    memcpy(&ol, e->v + e->n - sizeof(ol), sizeof(ol));
+    return e->v + ol;
+}
+
+/* Row 0 of one, a one-column chunk of a's argument type, as a DOUBLE. */
+static double as_double(const AggSpec *a, const Chunk *one)
+{
+    const Vec *v = &one->col[0];
+    if (v->f)
+        return v->f[0];
+    double x = v->x ? (double)v->x[0] : (double)v->i[0];
+    if (a->in_t.kind == TK_DECIMAL && a->in_t.scale)
+        x /= (double)pow10_i64(a->in_t.scale);
+    return x;
+}
+
+/* The entry at 0-based position pos of the values counted with their
+   weights (pos < their total weight). */
+static const ValW *entry_at(const ValWs *c, int64_t pos)
+{
+    for (int64_t i = 0; i < c->n; i++) {
+        if (pos < c->v[i].w)
+            return &c->v[i];
+        pos -= c->v[i].w;
+    }
+    return &c->v[c->n - 1];
+}
+
+static int string_agg(const AggSpec *a, const ValWs *c, Vec *v, Arena *strs, int node, Err *err)
+{
+    size_t skip = a->in_t.nullable ? 1 : 0, total = 0;
+    int64_t parts = 0;
+    for (int64_t i = 0; i < c->n; i++) {
+        int64_t w = a->distinct ? 1 : c->v[i].w;
+        size_t len = strlen((const char *)entry_value(a, &c->v[i]) + skip);
+        total += (size_t)w * len;
+        parts += w;
+        if (total > UINT32_MAX)
+            goto out_too_long;
+    }
+    total += (size_t)(parts - 1) * a->seplen;
+    if (total > UINT32_MAX)
+        goto out_too_long;
+    char *s = arena_alloc(strs, total + 1), *d = s;
+    bool first = true; /* (an empty first value still takes a separator) */
+    for (int64_t i = 0; i < c->n; i++) {
+        const char *x = (const char *)entry_value(a, &c->v[i]) + skip;
+        size_t len = strlen(x);
+        for (int64_t w = a->distinct ? 1 : c->v[i].w; w > 0; w--, first = false) {
+            if (!first) {
+                memcpy(d, a->sep, a->seplen);
+                d += a->seplen;
+            }
+            memcpy(d, x, len);
+            d += len;
+        }
+    }
+    assert((size_t)(d - s) == total);
+    v->s[0] = (Str){s, (uint32_t)total};
+    return 0;
+out_too_long:
+    return err_set(err, SL_ERUNTIME,
+                   "STRING_AGG result longer than %u bytes (aggregate in node %d)", UINT32_MAX,
+                   node);
+}
+
+int agg_state_value(const AggSpec *a, const Trace *t, const uint8_t *k, size_t kn, Chunk *dst,
+                    int col, Arena *strs, int node, Err *err)
+{
+    ValWs c = {0};
+    Vec *v = &dst->col[col];
+    SqlType in_t = a->in_t;
+    int rc = 0;
+    agg_state_values(t, k, kn, &c);
+    if (v->nul)
+        v->nul[0] = 0;
+    if (!c.n) {
+        vec_set_null(v, 0);
+        goto out_free;
+    }
+    int64_t total = 0;
+    for (int64_t i = 0; i < c.n; i++)
+        total += c.v[i].w;
+    switch (a->kind) {
+    case AGG_MIN:
+        key_decode(c.v[0].v, &in_t, 1, dst, col, 0);
+        break;
+    case AGG_MAX:
+        key_decode(c.v[c.n - 1].v, &in_t, 1, dst, col, 0);
+        break;
+    case AGG_STRING_AGG:
+        rc = string_agg(a, &c, v, strs, node, err);
+        break;
+    case AGG_BIT_AND:
+    case AGG_BIT_OR:
+    case AGG_BIT_XOR: {
+        Chunk *one = chunk_new(strs, 1, &in_t, 1);
+        int64_t x = a->kind == AGG_BIT_AND ? -1 : 0;
+        for (int64_t i = 0; i < c.n; i++) {
+            key_decode(entry_value(a, &c.v[i]), &in_t, 1, one, 0, 0);
+            int64_t y = one->col[0].i[0];
+            if (a->kind == AGG_BIT_AND)
+                x &= y;
+            else if (a->kind == AGG_BIT_OR)
+                x |= y;
+            else if (a->distinct || (c.v[i].w & 1))
+                x ^= y;
+        }
+        v->i[0] = x;
+        break;
+    }
+    case AGG_PCT_CONT: {
+        Chunk *one = chunk_new(strs, 1, &in_t, 1);
+        double pos = a->frac * (double)(total - 1), lo = floor(pos), hi = ceil(pos);
+        key_decode(entry_value(a, entry_at(&c, (int64_t)lo)), &in_t, 1, one, 0, 0);
+        double x = as_double(a, one);
+        if (hi != lo) {
+            key_decode(entry_value(a, entry_at(&c, (int64_t)hi)), &in_t, 1, one, 0, 0);
+            x += (as_double(a, one) - x) * (pos - lo);
+        }
+        v->f[0] = x;
+        break;
+    }
+    case AGG_PCT_DISC: {
+        int64_t row = (int64_t)ceil(a->frac * (double)total);
+        row = row < 1 ? 1 : row > total ? total : row;
+        key_decode(entry_value(a, entry_at(&c, row - 1)), &in_t, 1, dst, col, 0);
+        break;
+    }
+    case AGG_MODE: {
+        int64_t best = 0;
+        for (int64_t i = 1; i < c.n; i++)
+            if (c.v[i].w > c.v[best].w)
+                best = i;
+        key_decode(entry_value(a, &c.v[best]), &in_t, 1, dst, col, 0);
+        break;
+    }
+    default:
+        rc = err_set(err, SL_ERUNTIME, "aggregate node %d: no multiset aggregate of kind %d",
+                     node, (int)a->kind);
+    }
+out_free:
+    sl_free(c.v);
+    return rc;
+}

@@ -1,0 +1,249 @@
+/*
+ * sql/bind_agg.c - binding the aggregates kept as value multisets
+ * (STRING_AGG, BIT_AND/OR/XOR, PERCENTILE_CONT/DISC, MODE; computed by
+ * circuit/agg_state.c) and GROUPING(...) (a constant per grouping set,
+ * plan_gsets.c). bind_fn.c's sql__bind_agg_call hands them here; like the
+ * other aggregates they are collected on the AggCtx of the GROUP BY being
+ * planned, each call its own output column.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/vec.h"
+#include "sql_int.h"
+
+bool sql__set_agg_name(const char *n)
+{
+    return !strcmp(n, "string_agg") || !strcmp(n, "bit_and") || !strcmp(n, "bit_or") ||
+           !strcmp(n, "bit_xor") || !strcmp(n, "percentile_cont") ||
+           !strcmp(n, "percentile_disc") || !strcmp(n, "mode") || !strcmp(n, "grouping");
+}
+
+/* x over the FROM scope, with no aggregate inside. */
+static Expr *bind_inner_arg(P *p, BindCtx *bc, Ast *x, const char *what)
+{
+    AggCtx none = {0};
+    BindCtx inner = {bc->s, &none, what};
+    return sql__bind(p, &inner, x);
+}
+
+/* The value of the first argument of a FILTERed call (the THEN of the
+   CASE parse_expr.c made), else a itself. */
+static Ast *unfiltered(Ast *a)
+{
+    return a->k == A_CASE && a->ival == 1 && a->args.n == 2 ? a->args.v[1] : a;
+}
+
+static Expr *add_call(P *p, AggCtx *ag, Ast *x, const AggSpec *sp, Expr *arg, Expr **ord)
+{
+    AggCall *c = VEC_PUSH_ARENA(p->a, ag->calls, ag->ncalls, ag->cap);
+    memset(c, 0, sizeof(*c));
+    c->ast = x;
+    c->spec = *sp;
+    c->arg = arg;
+    c->ord = ord;
+    return expr_col(p->a, ag->ngroup + ag->ncalls - 1, sp->out_t);
+}
+
+/* GROUPING(k, ...): each argument one of the GROUP BY expressions. */
+static Expr *bind_grouping(P *p, BindCtx *bc, Ast *x)
+{
+    AggCtx *ag = bc->agg;
+    AggSpec sp = {0};
+    if (x->star || x->distinct || x->args.n == 0 || x->args.n > 31 || x->norder) {
+        perr(p, SL_ESEMANTIC, x->line, x->col,
+             "GROUPING takes 1 to 31 GROUP BY expressions as its arguments");
+        return NULL;
+    }
+    int *gk = arena_alloc(p->a, sizeof(int) * (size_t)x->args.n);
+    for (int i = 0; i < x->args.n; i++) {
+        Ast *a = x->args.v[i];
+        Expr *e = bind_inner_arg(p, bc, a, "GROUPING");
+        if (!e)
+            return NULL;
+        gk[i] = -1;
+        for (int k = 0; k < ag->ngroup && gk[i] < 0; k++)
+            if (sql__expr_equal(ag->group[k], e))
+                gk[i] = k;
+        if (gk[i] < 0) {
+            perr(p, SL_ESEMANTIC, a->line, a->col,
+                 "arguments to GROUPING must be GROUP BY expressions of its query");
+            return NULL;
+        }
+    }
+    sp.kind = AGG_COUNT_STAR; /* no aggregate: plan_gsets.c makes it a constant */
+    sp.out_t = type_make(TK_INT, false);
+    Expr *r = add_call(p, ag, x, &sp, NULL, NULL);
+    AggCall *c = &ag->calls[ag->ncalls - 1];
+    c->grouping = true;
+    c->gk = gk;
+    c->ngk = x->args.n;
+    return r;
+}
+
+/* The constant fraction of PERCENTILE_CONT/DISC; false with p->err. */
+static bool fraction(P *p, Ast *x, double *out)
+{
+    Ast *a = x->args.n == 1 ? x->args.v[0] : NULL;
+    if (!a || (a->k != A_INT && a->k != A_NUM)) {
+        if (a && a->k != A_NULL)
+            perr(p, SL_EUNSUPPORTED, a->line, a->col,
+                 "%s with a fraction other than a numeric constant is not supported yet",
+                 x->name);
+        else
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes one fraction between 0 and 1",
+                 x->name);
+        return false;
+    }
+    *out = strtod(a->str, NULL);
+    if (!(*out >= 0 && *out <= 1)) {
+        perr(p, SL_ESEMANTIC, a->line, a->col, "percentile value %s is not between 0 and 1",
+             a->str);
+        return false;
+    }
+    return true;
+}
+
+Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
+{
+    AggCtx *ag = bc->agg;
+    const char *n = x->name;
+    if (!strcmp(n, "grouping"))
+        return bind_grouping(p, bc, x);
+    bool str = !strcmp(n, "string_agg");
+    bool ordset = !strcmp(n, "percentile_cont") || !strcmp(n, "percentile_disc") ||
+                  !strcmp(n, "mode");
+    AggSpec sp = {0};
+    if (ordset != x->within) {
+        if (ordset)
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs WITHIN GROUP (ORDER BY ...)", n);
+        else
+            perr(p, SL_ESEMANTIC, x->order_line, x->order_col,
+                 "%s is not an ordered-set aggregate (WITHIN GROUP)", n);
+        return NULL;
+    }
+    if (x->star) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "%s(*) is not valid; only COUNT(*)", n);
+        return NULL;
+    }
+    if (ordset) {
+        if (x->distinct) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "DISTINCT in ordered-set aggregate %s", n);
+            return NULL;
+        }
+        if (x->norder != 1) {
+            perr(p, SL_ESEMANTIC, x->order_line, x->order_col,
+                 "%s takes one ORDER BY expression in WITHIN GROUP", n);
+            return NULL;
+        }
+        bool mode = !strcmp(n, "mode");
+        if (mode && x->args.n) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "MODE() takes no arguments");
+            return NULL;
+        }
+        if (!mode && !fraction(p, x, &sp.frac))
+            return NULL;
+        Expr *v = bind_inner_arg(p, bc, x->order[0].e, "an aggregate argument");
+        if (!v)
+            return NULL;
+        bool cont = !strcmp(n, "percentile_cont");
+        if (v->t.kind == TK_NULL)
+            v = sql__cast_to(p, v, type_make(cont ? TK_DOUBLE : TK_INT, true));
+        if (cont && !type_is_numeric(v->t.kind)) {
+            perr(p, SL_ESEMANTIC, x->order[0].e->line, x->order[0].e->col,
+                 "PERCENTILE_CONT needs a numeric ORDER BY expression, not %s", tname(v->t));
+            return NULL;
+        }
+        sp.kind = cont ? AGG_PCT_CONT : mode ? AGG_MODE : AGG_PCT_DISC;
+        sp.in_t = v->t;
+        sp.out_t = cont ? type_make(TK_DOUBLE, true) : v->t;
+        sp.out_t.nullable = 1;
+        Expr **ord = NULL;
+        if (x->order[0].desc) { /* NULLs are skipped: only the direction counts */
+            sp.nord = 1;
+            sp.ord_desc = arena_alloc(p->a, sizeof(bool));
+            sp.ord_nulls_first = arena_alloc(p->a, sizeof(bool));
+            sp.ord_desc[0] = true;
+            sp.ord_nulls_first[0] = false;
+            ord = arena_alloc(p->a, sizeof(Expr *));
+            ord[0] = v;
+        }
+        return add_call(p, ag, x, &sp, v, ord);
+    }
+    if (x->args.n != 1 + str) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes exactly %s", n,
+             str ? "two arguments (a value and a separator)" : "one argument");
+        return NULL;
+    }
+    Expr *v = bind_inner_arg(p, bc, x->args.v[0], "an aggregate argument");
+    if (!v)
+        return NULL;
+    if (str) {
+        Ast *s = x->args.v[1];
+        if (v->t.kind == TK_NULL || v->t.kind == TK_CHAR)
+            v = sql__cast_to(p, v, type_make(TK_VARCHAR, true));
+        if (!type_is_string(v->t.kind)) {
+            perr(p, SL_ESEMANTIC, x->args.v[0]->line, x->args.v[0]->col,
+                 "STRING_AGG needs a string value, not %s", tname(v->t));
+            return NULL;
+        }
+        if (s->k != A_STR && s->k != A_NULL) {
+            perr(p, SL_EUNSUPPORTED, s->line, s->col,
+                 "STRING_AGG with a separator other than a string constant is not supported "
+                 "yet");
+            return NULL;
+        }
+        sp.kind = AGG_STRING_AGG;
+        sp.sep = s->k == A_STR ? s->str : "";
+        sp.seplen = s->k == A_STR ? (uint32_t)s->slen : 0;
+        sp.out_t = type_make(TK_VARCHAR, true);
+        sp.distinct = x->distinct;
+    } else {
+        if (v->t.kind == TK_NULL)
+            v = sql__cast_to(p, v, type_make(TK_INT, true));
+        if (!type_is_integer(v->t.kind)) {
+            perr(p, SL_ESEMANTIC, x->args.v[0]->line, x->args.v[0]->col,
+                 "%s needs an integer argument, not %s", n, tname(v->t));
+            return NULL;
+        }
+        sp.kind = !strcmp(n, "bit_and") ? AGG_BIT_AND : !strcmp(n, "bit_or") ? AGG_BIT_OR
+                                                                             : AGG_BIT_XOR;
+        sp.out_t = v->t;
+        sp.out_t.nullable = 1;
+        sp.distinct = x->distinct && sp.kind == AGG_BIT_XOR;
+    }
+    sp.in_t = v->t;
+    /* ORDER BY inside the call: STRING_AGG's order; the others ignore it
+       (their value does not depend on the order) once it binds */
+    Expr **ord = NULL;
+    if (x->norder) {
+        ord = arena_alloc(p->a, sizeof(Expr *) * (size_t)x->norder);
+        Expr *val = x->distinct ? bind_inner_arg(p, bc, unfiltered(x->args.v[0]),
+                                                 "an aggregate argument")
+                                : NULL;
+        for (int i = 0; i < x->norder; i++) {
+            const OrderItem *o = &x->order[i];
+            if (!(ord[i] = bind_inner_arg(p, bc, o->e, "ORDER BY in an aggregate")))
+                return NULL;
+            if (x->distinct && !(val && sql__expr_equal(val, ord[i]))) {
+                perr(p, SL_ESEMANTIC, o->e->line, o->e->col,
+                     "in an aggregate with DISTINCT, ORDER BY expressions must appear in its "
+                     "argument list");
+                return NULL;
+            }
+        }
+        if (str) {
+            sp.nord = x->norder;
+            sp.ord_desc = arena_alloc(p->a, sizeof(bool) * (size_t)x->norder);
+            sp.ord_nulls_first = arena_alloc(p->a, sizeof(bool) * (size_t)x->norder);
+            for (int i = 0; i < x->norder; i++) {
+                const OrderItem *o = &x->order[i];
+                sp.ord_desc[i] = o->desc;
+                sp.ord_nulls_first[i] = o->nulls ? o->nulls == 1 : !o->desc;
+            }
+        } else {
+            ord = NULL;
+        }
+    }
+    return add_call(p, ag, x, &sp, v, ord);
+}

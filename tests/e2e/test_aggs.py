@@ -1,0 +1,93 @@
+"""STRING_AGG, BIT_AND/OR/XOR, PERCENTILE_CONT/DISC, MODE, GROUPING SETS,
+ROLLUP, CUBE and GROUPING() (issue 19 item 3; docs/sql.md, "Aggregate
+functions"): tests/slt/aggs_*.test (PostgreSQL 15's answers, written by
+tests/slt/gen_aggs.py) in one-shot mode and incrementally - rows inserted,
+deleted and inserted again over 4 steps, every step compared with a
+from-scratch evaluation - on 1, 2 and 3 workers; and the errors for the
+forms not supported (the construct named, at its line and column)."""
+import glob
+import os
+import re
+import subprocess
+
+import pytest
+
+from test_errors import compile_error, locate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CASES = sorted(glob.glob(os.path.join(ROOT, "tests", "slt", "aggs_*.test")))
+DBG = os.environ.get("SLUICE_SLT", os.path.join(ROOT, "build", "debug", "sluice-slt"))
+FINAL = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
+
+
+def records(path):
+    with open(path) as f:
+        return sum(1 for line in f if line.startswith(("statement ", "query ")))
+
+
+@pytest.mark.parametrize("case", CASES, ids=os.path.basename)
+@pytest.mark.parametrize("args", [["--workers", "2"],
+                                  ["--incremental", "--check-steps", "--workers", "1"],
+                                  ["--incremental", "--check-steps", "--workers", "2"],
+                                  ["--incremental", "--check-steps", "--workers", "3"]],
+                         ids=["oneshot", "incremental-w1", "incremental-w2", "incremental-w3"])
+def test_aggs_slt(args, case):
+    p = subprocess.run([DBG, "--verbose"] + args + [case], capture_output=True, text=True,
+                       timeout=300)
+    m = FINAL.findall(p.stdout)
+    assert m, p.stdout[-2000:] + p.stderr[-2000:]
+    passed, failed, skipped = (int(x) for x in m[-1])
+    assert (passed, failed, skipped) == (records(case), 0, 0), p.stdout
+    assert p.returncode == 0
+
+
+def test_expected_results_are_postgresql_answers():
+    """gen_aggs.py --check recomputes every expected value with its own
+    throw-away PostgreSQL 15 server and compares with the files."""
+    import pgserver
+    ok, why = pgserver.available()
+    if not ok:
+        pytest.skip("no PostgreSQL server: " + why)
+    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "slt", "gen_aggs.py"),
+                        "--check"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+TABLE = "CREATE TABLE t (a INT, b INT NOT NULL, s VARCHAR);"
+
+ERRORS = [
+    # (view text, needle where the error points, kind, words the message has)
+    ("SELECT STRING_AGG(s, s) FROM t", "s) FROM", "unsupported",
+     ["STRING_AGG", "separator", "string constant"]),
+    ("SELECT STRING_AGG(s, ',') OVER (PARTITION BY a) FROM t", "OVER", "unsupported",
+     ["string_agg", "window function"]),
+    ("SELECT BIT_OR(a) OVER () FROM t", "OVER", "unsupported", ["bit_or", "window function"]),
+    ("SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY a) OVER () FROM t", "OVER",
+     "unsupported", ["percentile_cont", "WITHIN GROUP", "window function"]),
+    ("SELECT ARRAY_AGG(a) FROM t", "ARRAY_AGG", "unsupported", ["array_agg"]),
+    ("SELECT PERCENTILE_CONT(b) WITHIN GROUP (ORDER BY a) FROM t", "b) WITHIN",
+     "unsupported", ["PERCENTILE_CONT", "fraction", "constant"]),
+    ("SELECT PERCENTILE_DISC(1.5) WITHIN GROUP (ORDER BY a) FROM t", "1.5", "error",
+     ["between 0 and 1"]),
+    ("SELECT PERCENTILE_CONT(0.5) FROM t", "PERCENTILE_CONT", "error", ["WITHIN GROUP"]),
+    ("SELECT SUM(a) WITHIN GROUP (ORDER BY a) FROM t", "WITHIN", "error",
+     ["sum", "ordered-set"]),
+    ("SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY s) FROM t", "s) FROM", "error",
+     ["PERCENTILE_CONT", "numeric"]),
+    ("SELECT STRING_AGG(DISTINCT s, ',' ORDER BY a) FROM t", "a) FROM", "error",
+     ["DISTINCT", "ORDER BY"]),
+    ("SELECT BIT_AND(s) FROM t", "s) FROM", "error", ["bit_and", "integer"]),
+    ("SELECT LOWER(s ORDER BY a) FROM t", "ORDER BY a", "error", ["lower", "not an aggregate"]),
+    ("SELECT a, GROUPING(b) FROM t GROUP BY ROLLUP(a)", "b) FROM", "error",
+     ["GROUPING", "GROUP BY"]),
+]
+
+
+@pytest.mark.parametrize("view,needle,kind,words", ERRORS, ids=[e[0][:48] for e in ERRORS])
+def test_unsupported_forms_are_named_at_their_place(tmp_path, view, needle, kind, words):
+    lines = [TABLE, "CREATE VIEW v AS " + view + ";"]
+    line, col, k, msg = compile_error(tmp_path, lines)
+    assert (line, col) == locate(lines, needle), msg
+    assert kind in k, (k, msg)
+    for w in words:
+        assert w.lower() in msg.lower(), (w, msg)
