@@ -251,6 +251,10 @@ typedef struct RelStats {
     int64_t rows;           /* net rows (integral of weights) */
     int64_t divzero;        /* divisions by zero that gave NULL */
     bool has_sink;
+    /* tables with LATENESS (circuit/watermark.h): the watermark
+       (INT64_MIN until a row is seen) and the rows dropped as late */
+    bool has_wm;
+    int64_t watermark, late;
 } RelStats;
 
 typedef struct HostStats {
