@@ -202,6 +202,8 @@ static int parse_create_table(Parser *p, Stmt *s)
         ColumnDef *c = VEC_PUSH_ARENA(p->a, s->cols, s->ncols, cap);
         c->line = t->line;
         c->col = t->col;
+        c->lateness = NULL;
+        c->primary_key = false;
         if (!(c->name = sql__ident(p, "a column name or PRIMARY KEY")) ||
             sql__parse_type(p, &c->type))
             return p->err->code;
