@@ -113,6 +113,16 @@ static int64_t expr_wm(const Expr *e, const int64_t *in)
     }
 }
 
+/* Are columns i and j of n's output the same value in every row (i == j,
+   or a projection of one input column to both)? */
+static bool same_column(const CNode *n, int i, int j)
+{
+    if (i == j)
+        return true;
+    return n->k == OPK_MAP && n->proj[i]->k == E_COL && n->proj[j]->k == E_COL &&
+           n->proj[i]->col == n->proj[j]->col;
+}
+
 void wm_propagate(const Circuit *c, const int64_t *relwm, int64_t *const *cols)
 {
     for (int i = 0; i < c->nnodes; i++) {
@@ -161,8 +171,14 @@ void wm_propagate(const Circuit *c, const int64_t *relwm, int64_t *const *cols)
                 if (a == WM_NONE || b == WM_NONE)
                     continue;
                 int64_t m = a < b ? a : b;
-                o[n->lkeys[k]] = m;
-                o[nl + n->rkeys[k]] = m;
+                /* the keys, and the columns that are copies of them (the
+                   planner projects a key column next to the original) */
+                for (int j = 0; j < nl; j++)
+                    if (same_column(c->nodes[n->in[0]], j, n->lkeys[k]))
+                        o[j] = m;
+                for (int j = 0; j < c->nodes[n->in[1]]->ncol; j++)
+                    if (same_column(c->nodes[n->in[1]], j, n->rkeys[k]))
+                        o[nl + j] = m;
             }
             break;
         }

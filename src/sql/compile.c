@@ -205,9 +205,9 @@ static int plan_lateness(P *p, Stmt *s)
                     "LATENESS names \"%s\", which is not a table declared before it", s->name);
     Relation *r = &p->c->rels[rel];
     if (!r->is_table)
-        return perr(p, SL_EUNSUPPORTED, s->name_line, s->name_col,
-                    "LATENESS on a view (%s) is not supported: declare it on the column of the "
-                    "table the view reads", s->name);
+        return perr(p, SL_EUNSUPPORTED, s->line, s->col,
+                    "LATENESS on a view (%s) is not supported yet: declare it on the column of "
+                    "the table the view reads", s->name);
     for (int i = 0; i < r->ncol; i++)
         if (!strcasecmp(r->colnames[i], s->lat_colname))
             return set_lateness(p, r, i, s->lateness, s->line, s->col);
