@@ -35,13 +35,21 @@
  * phase 2 and leaves the step count alone: the state is exactly as before
  * the step, and rt_rolled_back() says so. An error in phase 2 is undone
  * the same way when every stateful operator that received input in the
- * step can undo() (upserts, joins, aggregates and DISTINCT can; top-k and
- * windows cannot yet): sinks unpush their phase-2
+ * step can undo() (upserts, joins, aggregates and DISTINCT can; top-k,
+ * windows and emit_final cannot yet): sinks unpush their phase-2
  * inputs, the others undo, then phase 1 is withdrawn as above. The
  * controller can then find the failing rows with rt_probe() (linear
  * operators only, nothing pushed) and run the step again without them. A
  * step without an error pays a flag test per phase, and with several
  * workers two barrier waits.
+ *
+ * Watermarks (LATENESS, circuit/watermark.h): feed() drops a morsel's late
+ * rows against the watermarks as the step began and notes the largest
+ * values kept; after phase 1, wm_sync() (two barrier waits, and with
+ * several hosts one small net exchange) gives every worker the tables' new
+ * watermarks and every node's column watermarks, which phase 2's
+ * operators read (OpEnv.wm). A step that succeeds commits them into the
+ * tables' source nodes (wm_commit), whose checkpointed state they are.
  */
 #include "runtime.h"
 
