@@ -506,3 +506,50 @@ int wm_agg_bound(const Op *op, const OpEnv *env, int64_t *bound)
     }
     return -1;
 }
+
+int64_t wm_trace_forget(Trace *t, const SqlType *types, int col, int64_t bound)
+{
+    if (trace_count(t) == 0)
+        return 0;
+    Batch *b = trace_consolidate(t);
+    Arena *a = arena_new(1024);
+    Chunk *row = chunk_new(a, col + 1, types, 1);
+    bool need[col + 1];
+    for (int j = 0; j <= col; j++)
+        need[j] = j == col;
+    BatchBuilder *bb = bb_new();
+    int64_t n = 0;
+    for (int64_t i = 0; i < b->n; i++) {
+        key_decode_some(batch_key(b, i), types, col + 1, need, row, 0, 0);
+        const Vec *v = &row->col[col];
+        if (vec_is_null(v, 0) || v->i[0] >= bound)
+            continue;
+        bb_add(bb, batch_key(b, i), batch_klen(b, i), batch_val(b, i), batch_vlen(b, i), -b->w[i]);
+        n++;
+    }
+    Batch *neg = bb_finish(bb);
+    if (n) { /* the tuples and their negations cancel in one consolidation */
+        trace_insert_take(t, neg);
+        batch_unref(trace_consolidate(t));
+    } else {
+        batch_unref(neg);
+    }
+    trace_step_end(t); /* the forgetting is no step's to roll back */
+    batch_unref(b);
+    arena_free(a);
+    return n;
+}
+
+int wm_first_col(const OpEnv *env, int node, const int *cols, int ncols, const SqlType *types,
+                 int64_t *bound)
+{
+    for (int j = 0; env->wm && j < ncols; j++) {
+        int c = cols ? cols[j] : j;
+        int64_t w = op_wm(env, node, c);
+        if (w != WM_NONE && type_phys(types[j]) == PHYS_I64) {
+            *bound = w;
+            return j;
+        }
+    }
+    return -1;
+}

@@ -76,4 +76,15 @@ int op_final_init(Op *op);
    change again, so they may be forgotten); -1 when none. */
 int wm_agg_bound(const Op *op, const OpEnv *env, int64_t *bound);
 
+/* Forget the tuples of trace t whose key has, in its column col (of key
+   column types types[0..col]), a value below bound (an integer kind): they
+   can no longer meet a change. Between steps (after trace_step_end);
+   consolidates t. Returns the tuples forgotten. */
+int64_t wm_trace_forget(Trace *t, const SqlType *types, int col, int64_t bound);
+/* The first j < ncols such that column cols[j] (cols NULL: j) of node's
+   output has a watermark in this step and types[j] is an integer kind;
+   *bound gets it. -1 when none. */
+int wm_first_col(const OpEnv *env, int node, const int *cols, int ncols, const SqlType *types,
+                 int64_t *bound);
+
 #endif

@@ -118,7 +118,29 @@ static void set_rows(Runtime *rt, const Circuit *c, int64_t lo, int64_t hi, Aren
         Piece *pc = arena_zalloc(a, sizeof(Piece));
         pc->chunk = k;
         rt_set_input(rt, w, t, pc);
+        /* u: the same times, keys i (the join j pairs equal times) */
+        const Relation *ru = &c->rels[rel(c, "u")];
+        Chunk *ku = chunk_new(a, ru->ncol, ru->types, h - l);
+        for (int64_t i = l; i < h; i++) {
+            int64_t n = ku->n++;
+            ku->col[0].i[n] = i;
+            ku->col[1].i[n] = ts_of(i);
+            ku->w[n] = 1;
+        }
+        Piece *pu = arena_zalloc(a, sizeof(Piece));
+        pu->chunk = ku;
+        rt_set_input(rt, w, rel(c, "u"), pu);
     }
+}
+
+/* Pairs (i, k) of rows [0, n) with equal times: the join j's size. */
+static int64_t time_pairs(int64_t n)
+{
+    int64_t p = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < n; k++)
+            p += ts_of(i) == ts_of(k);
+    return p;
 }
 
 /* Save every node on every worker, free rt, load into nw workers. */
@@ -216,6 +238,15 @@ static void test_in_order_stream_gives_one_output_for_any_steps_and_workers(void
     int vw = rel(c, "w"), vf = rel(c, "f"), t = rel(c, "t");
     int agg = c->nodes[c->rels[vw].sink]->in[0], fin = c->rels[vf].node;
     assert_int_equal(c->nodes[agg]->k, OPK_AGG);
+    int dis = -1, join = -1;
+    for (int n = 0; n < c->nnodes; n++) {
+        if (c->nodes[n]->k == OPK_DISTINCT)
+            dis = n;
+        if (c->nodes[n]->k == OPK_JOIN)
+            join = n;
+    }
+    assert_true(dis >= 0 && join >= 0);
+    int64_t pairs = time_pairs(NROWS);
     HCanon ref_w = {0}, ref_f = {0};
     bool have_ref = false;
     static const int workers[] = {1, 2, 4};
@@ -239,6 +270,11 @@ static void test_in_order_stream_gives_one_output_for_any_steps_and_workers(void
                 /* O(open windows): the window of the watermark and after */
                 assert_true(state_rows(rt, agg) <= 3);
                 assert_true(state_rows(rt, fin) <= 3);
+                /* DISTINCT and the join keep the rows above the watermarks
+                   (10 s: at most 5 rows of t; 30 s: 12 of u), and none of
+                   a step's rows below them */
+                assert_true(state_rows(rt, dis) <= 8);
+                assert_true(state_rows(rt, join) <= 5 + 14);
                 if (cut > 0 && steps % 37 == 0) /* restart, sometimes re-sharded */
                     rt = restart(c, rt, steps % 74 == 0 ? workers[(wi + 1) % 3] : rt_workers(rt));
             }
@@ -250,6 +286,21 @@ static void test_in_order_stream_gives_one_output_for_any_steps_and_workers(void
                 mx = ts_of(k) > mx ? ts_of(k) : mx;
             assert_int_equal(wm, mx - 10 * SEC);
             HCanon gw = h_collect(rt, c->rels[vw].sink), gf = h_collect(rt, c->rels[vf].sink);
+            HCanon gj = h_collect(rt, c->rels[rel(c, "j")].sink), gd = h_collect(rt, c->rels[rel(c, "d")].sink);
+            int64_t nj = 0;
+            for (int64_t k = 0; k < gj.n; k++)
+                nj += gj.e[k].w;
+            assert_int_equal(nj, pairs);
+            int64_t distinct_ts = 0;
+            for (int64_t k = 0; k < NROWS; k++) {
+                bool seen = false;
+                for (int64_t m = 0; m < k; m++)
+                    seen = seen || ts_of(m) == ts_of(k);
+                distinct_ts += !seen;
+            }
+            assert_int_equal(gd.n, distinct_ts);
+            h_canon_free(&gj);
+            h_canon_free(&gd);
             check_windows(&gw, NROWS, INT64_MAX);
             check_windows(&gf, NROWS, (wm / (60 * SEC)) * 60 * SEC); /* closed windows */
             if (!have_ref) {
