@@ -3,6 +3,10 @@
  * do: drop late rows at ingest, forget state that can no longer change,
  * emit a window's result once ('emit_final').
  *
+ * Operators that forget: aggregates (groups below a key's watermark,
+ * op_agg.c forget_closed), DISTINCT and joins (wm_trace_forget from their
+ * step_end), OPK_FINAL (releases what it held).
+ *
  * A table with LATENESS L on column c has a watermark: the largest c seen
  * so far minus L, never decreasing. The runtime (worker.c) drops a row of
  * a step whose c is below the watermark as it stood when the step began
