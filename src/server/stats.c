@@ -822,8 +822,12 @@ static void prom_text(Server *s, const Figures *f, Buf *b)
         rel_sample(b, "sluice_division_by_zero_total", r->is_table ? "table" : "view", r->name,
                    (long long)rs->divzero);
     }
-    head(b, "sluice_late_records_total", "counter",
-         "Rows dropped as late (below the watermark of a table with LATENESS), per table.");
+    bool any = false;
+    for (int i = 0; i < c->nrels; i++)
+        any = any || st.rels[i].has_wm;
+    if (any)
+        head(b, "sluice_late_records_total", "counter",
+             "Rows dropped as late (below the watermark of a table with LATENESS), per table.");
     for (int i = 0; i < c->nrels; i++)
         if (st.rels[i].has_wm)
             rel_sample(b, "sluice_late_records_total", "table", c->rels[i].name,

@@ -269,3 +269,31 @@ def test_restart_from_checkpoint_keeps_the_watermark(tmp_path):
     lateids = late1 | late3 | {e["id"] for e in late2}
     kept = [e for e in first + late2 + more if e["id"] not in lateids]
     check_views(tmp_path / "dump", kept, max(e["ts"] for e in kept) - LATENESS)
+
+
+def test_two_hosts_drop_the_same_rows_and_give_the_same_dump(tmp_path):
+    """--hosts 2 --workers 3 (the watermark a max across hosts each step,
+    late counts summed) gives the --workers 3 run's dump and late count."""
+    import os
+    import shutil
+    import subprocess
+    from conftest import mpi_env, sluice_bin
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun is not on PATH: the --hosts run needs Open MPI")
+    events, late, _ = gen_events(800, seed=3)
+    inp = tmp_path / "in.json"
+    write_events(inp, events)
+    prog = program(tmp_path, inp)
+    base = ["run", prog, "--until-done", "--no-progress", "--step-rows", 10, "--workers", 3]
+    one = run_ok(base + ["--dump", tmp_path / "d1"])
+    env = dict(os.environ, **mpi_env())
+    p = subprocess.run([sluice_bin()] + [str(a) for a in base + ["--hosts", 2, "--dump",
+                                                                 tmp_path / "d2"]],
+                       capture_output=True, env=env, timeout=600)
+    err = p.stderr.decode()
+    assert p.returncode == 0 and "AddressSanitizer" not in err, err[-3000:]
+    msg = "sluice: table t: %d late rows dropped" % len(late)
+    assert msg in one.stderr and msg in err, err[-2000:]
+    for name in list(VIEWS) + ["f"]:
+        assert (tmp_path / "d1" / ("%s.csv" % name)).read_bytes() == \
+            (tmp_path / "d2" / ("%s.csv" % name)).read_bytes(), name
