@@ -828,14 +828,14 @@ static void delete_group(AggSt *s, Group *g)
  * below that column's watermark can never change again (every later input
  * row is at or above it), so it is forgotten: its output row stays in
  * the output's integral, its state goes. A TUMBLE aggregate over an
- * endless stream thus keeps the open windows only. Not with MIN/MAX or
- * DISTINCT aggregates (their value multisets would need the same cut).
+ * endless stream thus keeps the open windows only. MIN/MAX and DISTINCT
+ * aggregates' value multisets (keyed by the group) lose the same groups.
  */
 static void forget_closed(AggSt *s)
 {
-    for (int j = 0; j < s->naggs; j++)
+    for (int j = 0; j < s->naggs; j++) /* value multisets: keyed by the group */
         if (s->minmax[j])
-            return;
+            wm_trace_forget(s->minmax[j], s->in_types, s->gc_col, s->gc_bound);
     if (!s->gc_row)
         s->gc_row = chunk_new(s->scratch_arena, s->ngroup, s->in_types, 1);
     bool need[s->ngroup];

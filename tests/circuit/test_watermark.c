@@ -13,8 +13,9 @@
  *     small steps, on 1, 2 and 4 workers, with restarts from checkpoints
  *     (some onto another worker count), equal to a plain C count per window;
  *     'emit_final' holding exactly the windows the final watermark closed;
- *     no row late; the TUMBLE aggregate's state bounded by the open windows
- *     after every step, and the emit_final hold too;
+ *     no row late; the state of the TUMBLE aggregate, of a HOP aggregate
+ *     with MAX, of DISTINCT, of a join on the time column and of the
+ *     emit_final hold bounded by the watermarks after every step;
  *   - late rows: dropped and counted, the watermark monotonic, both kept
  *     across a restart onto another worker count.
  */
@@ -39,7 +40,7 @@ static const char *const program =
     "CREATE MATERIALIZED VIEW p AS SELECT ts + INTERVAL '5' SECOND AS a, v FROM t WHERE v > 0;\n"
     "CREATE MATERIALIZED VIEW j AS SELECT t.ts, u.k FROM t JOIN u ON t.ts = u.ts;\n"
     "CREATE MATERIALIZED VIEW d AS SELECT DISTINCT ts FROM t;\n"
-    "CREATE MATERIALIZED VIEW h AS SELECT window_start, COUNT(*) AS c\n"
+    "CREATE MATERIALIZED VIEW h AS SELECT window_start, COUNT(*) AS c, MAX(v) AS m\n"
     "  FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '30' SECOND, INTERVAL '1' MINUTE))\n"
     "  GROUP BY window_start;\n";
 
@@ -190,6 +191,17 @@ static int64_t state_rows(Runtime *rt, int node)
     return rows;
 }
 
+static size_t state_bytes(Runtime *rt, int node)
+{
+    size_t b = 0;
+    for (int w = 0; w < rt_workers(rt); w++) {
+        OpMem m;
+        op_mem(rt_op(rt, w, node), &m);
+        b += m.bytes;
+    }
+    return b;
+}
+
 static bool canon_eq(const HCanon *a, const HCanon *b)
 {
     if (a->n != b->n)
@@ -246,6 +258,8 @@ static void test_in_order_stream_gives_one_output_for_any_steps_and_workers(void
             join = n;
     }
     assert_true(dis >= 0 && join >= 0);
+    int hagg = c->nodes[c->rels[rel(c, "h")].sink]->in[0];
+    assert_int_equal(c->nodes[hagg]->k, OPK_AGG);
     int64_t pairs = time_pairs(NROWS);
     HCanon ref_w = {0}, ref_f = {0};
     bool have_ref = false;
@@ -275,6 +289,11 @@ static void test_in_order_stream_gives_one_output_for_any_steps_and_workers(void
                    a step's rows below them */
                 assert_true(state_rows(rt, dis) <= 8);
                 assert_true(state_rows(rt, join) <= 5 + 14);
+                /* HOP with MAX: the open windows' groups, and their MAX
+                   value sets (bytes: 6.5 KB at most here, 12 KB when the
+                   value sets are not cut, the groups' maps included) */
+                assert_true(state_rows(rt, hagg) <= 4);
+                assert_true(state_bytes(rt, hagg) <= 9000);
                 if (cut > 0 && steps % 37 == 0) /* restart, sometimes re-sharded */
                     rt = restart(c, rt, steps % 74 == 0 ? workers[(wi + 1) % 3] : rt_workers(rt));
             }
