@@ -295,7 +295,7 @@ static int parse_stmt(Parser *p, Stmt **out)
             snprintf(b, sizeof(b), "statement %s", t->s);
             return sql__unsupported(p, t, b);
         }
-        return sql__fail(p, "CREATE TABLE or CREATE VIEW");
+        return sql__fail(p, "CREATE TABLE, CREATE VIEW or LATENESS");
     }
     if (accept_kw(p, "table"))
         return parse_create_table(p, s);
