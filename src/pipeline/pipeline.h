@@ -269,7 +269,7 @@ typedef struct HostStats {
 /* Memory of one stateful node (all workers of this process). */
 typedef struct NodeMem {
     int node;
-    const char *kind;       /* join, aggregate, distinct, upsert, sink, top-k, window */
+    const char *kind;       /* join, aggregate, distinct, upsert, sink, top-k, window, emit_final */
     int rel;                /* the relation whose definition made the node */
     int64_t rows;           /* tuples, groups, keys or rows kept */
     size_t bytes, disk_bytes; /* in memory, spilled to files */
