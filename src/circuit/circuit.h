@@ -36,6 +36,9 @@ typedef enum OpKind {
                      the window order (+ a rank column): non-linear */
     OPK_WINDOW,   /* window functions per partition: input columns, then one
                      column per function: non-linear */
+    OPK_FINAL,    /* 'emit_final' (watermark.c): holds its input's changes
+                     until the watermark of column final_col passes them,
+                     then emits them once: non-linear */
 } OpKind;
 
 /* OPK_TOPK: which rank bounds the kept rows and is appended as a column. */
@@ -139,6 +142,8 @@ typedef struct CNode {
     /* OPK_WINDOW */
     WinFunc *wfn;
     int nwfn;
+    /* OPK_FINAL: the column whose watermark releases rows */
+    int final_col;
 } CNode;
 
 typedef struct Relation {
@@ -162,6 +167,15 @@ typedef struct Relation {
     int64_t limit, offset; /* -1 when absent (CC_PRESENT: applied by the reader) */
     int line, col;   /* where the relation is declared */
     int conn_line, conn_col; /* where its connectors string starts */
+    /* LATENESS (tables, watermark.h): column wm_col's watermark is the
+       largest value seen minus `lateness` (in the column's representation:
+       microseconds, days or the integer); a row below it is late, dropped
+       and counted. wm_col -1: none */
+    int wm_col;
+    int64_t lateness;
+    /* 'emit_final' (views): the output column whose watermark releases the
+       view's rows (r->node is then an OPK_FINAL node); -1: none */
+    int emit_final;
 } Relation;
 
 typedef struct Circuit {

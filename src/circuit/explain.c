@@ -21,6 +21,7 @@ static const char *opname(OpKind k)
     case OPK_CONST: return "const";
     case OPK_TOPK: return "topk";
     case OPK_WINDOW: return "window";
+    case OPK_FINAL: return "emit_final";
     }
     return "?";
 }
@@ -123,6 +124,12 @@ void circuit_explain(const Circuit *c, Buf *out)
         case OPK_SOURCE:
         case OPK_SINK:
             buf_printf(out, " %s", c->rels[n->rel].name);
+            if (n->k == OPK_SOURCE && c->rels[n->rel].wm_col >= 0)
+                buf_printf(out, " lateness #%d %lld", c->rels[n->rel].wm_col,
+                           (long long)c->rels[n->rel].lateness);
+            break;
+        case OPK_FINAL:
+            buf_printf(out, " when the watermark of #%d passes", n->final_col);
             break;
         case OPK_MAP:
             if (n->filter) {

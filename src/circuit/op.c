@@ -7,6 +7,7 @@
 #include "../base/mem.h"
 #include "../base/vec.h"
 #include "../zset/trace.h"
+#include "watermark.h"
 
 int op_shard_channels(const CNode *n)
 {
@@ -34,6 +35,10 @@ Op *op_new(const Circuit *c, const CNode *n, Shard *sh)
     op->sh = sh;
     switch (n->k) {
     case OPK_SOURCE:
+        op_linear_init(op);
+        if (c->rels[n->rel].is_table && c->rels[n->rel].wm_col >= 0)
+            wm_source_attach(op); /* the watermark is its state */
+        break;
     case OPK_CONST:
     case OPK_MAP:
     case OPK_UNION:
@@ -60,6 +65,9 @@ Op *op_new(const Circuit *c, const CNode *n, Shard *sh)
         break;
     case OPK_WINDOW:
         op_window_init(op);
+        break;
+    case OPK_FINAL:
+        op_final_init(op);
         break;
     }
     return op;

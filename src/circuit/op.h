@@ -31,6 +31,9 @@ typedef struct OpEnv {
     int64_t step;      /* 0 for the first step */
     Arena *arena;      /* step arena (reset when a step starts) */
     EvalCtx *ev;       /* ev->arena == arena; runtime errors go to ev->err */
+    /* per node, per column: this step's watermarks (watermark.h), valid in
+       finish(); NULL when the circuit has no LATENESS */
+    const int64_t *const *wm;
 } OpEnv;
 
 /* Values with their weights, as trace_for_key and trace_cursor_for_key
@@ -174,6 +177,7 @@ int op_sink_init(Op *op);
 int op_upsert_init(Op *op);
 int op_topk_init(Op *op);
 int op_window_init(Op *op);
+int op_final_init(Op *op); /* watermark.c */
 
 /* Sink access for the controller (op_sink.c). */
 typedef struct HMap HMap;

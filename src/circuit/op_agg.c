@@ -55,6 +55,7 @@
 #include "../expr/xsum.h"
 #include "../zset/trace.h"
 #include "agg_state.h"
+#include "watermark.h"
 
 typedef struct Acc {
     __int128 isum; /* integer/decimal sums; over a wide DECIMAL (AggSt.wsum)
@@ -151,6 +152,11 @@ typedef struct AggSt {
     Group **dead;        /* groups emptied this step, deleted at step end */
     int64_t ndead, capd;
     Batch *saved;        /* the groups as of the last save(), while unchanged */
+    /* watermarks (forget_closed): group column gc_col had watermark
+       gc_bound in this step (-1: none); groups below gc_done are gone */
+    int gc_col;
+    int64_t gc_bound, gc_done;
+    Chunk *gc_row;
 } AggSt;
 
 static void touch(AggSt *s, Group *g, int64_t step)
@@ -760,6 +766,7 @@ static int finish_agg(Op *op, OpEnv *env)
     cout_init(&co, env->arena, n->ncol, n->types, 2 * s->ntouched);
     int rc = emit(op, env, s, &co);
     op->out = co.c;
+    s->gc_col = wm_agg_bound(op, env, &s->gc_bound);
     return rc;
 }
 
@@ -770,6 +777,45 @@ static void delete_group(AggSt *s, Group *g)
     uint32_t kl = g->klen;
     hmap_delete(s->groups, k, kl, sl_hash(k, kl)); /* frees g */
     sl_free(k);
+}
+
+/*
+ * Watermarks (circuit/watermark.h): a group whose key column gc_col is
+ * below that column's watermark can never change again (every later input
+ * row is at or above it), so it is forgotten: its output row stays in
+ * the output's integral, its state goes. A TUMBLE aggregate over an
+ * endless stream thus keeps the open windows only. MIN/MAX and DISTINCT
+ * aggregates' value multisets (keyed by the group) lose the same groups.
+ */
+static void forget_closed(AggSt *s)
+{
+    for (int j = 0; j < s->naggs; j++) /* value multisets: keyed by the group */
+        if (s->minmax[j])
+            wm_trace_forget(s->minmax[j], s->in_types, s->gc_col, s->gc_bound);
+    if (!s->gc_row)
+        s->gc_row = chunk_new(s->scratch_arena, s->ngroup, s->in_types, 1);
+    bool need[s->ngroup];
+    for (int j = 0; j < s->ngroup; j++)
+        need[j] = j == s->gc_col;
+    size_t it = 0, kn;
+    const uint8_t *k;
+    void *pl;
+    bool gone = false;
+    while (hmap_next(s->groups, &it, &k, &kn, &pl)) {
+        Group *g = pl;
+        key_decode_some(g->key, s->in_types, s->gc_col + 1, need, s->gc_row, 0, 0);
+        const Vec *v = &s->gc_row->col[s->gc_col];
+        if (vec_is_null(v, 0) || v->i[0] >= s->gc_bound)
+            continue;
+        sl_free(g->out);
+        delete_group(s, g);
+        gone = true;
+    }
+    s->gc_done = s->gc_bound;
+    if (gone && s->saved) {
+        batch_unref(s->saved);
+        s->saved = NULL;
+    }
 }
 
 static void step_end_agg(Op *op)
@@ -786,6 +832,8 @@ static void step_end_agg(Op *op)
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
             trace_step_end(s->minmax[j]);
+    if (s->gc_col >= 0 && s->gc_bound != s->gc_done)
+        forget_closed(s);
 }
 
 /* Rollback of the step: every group as it was, none it created. */
@@ -821,6 +869,7 @@ static void undo_agg(Op *op)
     s->ngarbage = 0; /* the groups own them again */
     s->ndead = 0;
     s->ntouched = 0;
+    s->gc_col = -1; /* the step's watermark is not committed */
     buf_reset(&s->undo);
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
@@ -1126,6 +1175,8 @@ int op_agg_init(Op *op)
     for (int j = 0; j < n->naggs; j++)
         if (agg_state_needed(&n->aggs[j]))
             s->minmax[j] = trace_new();
+    s->gc_col = -1;
+    s->gc_done = WM_NONE;
     s->scratch_arena = arena_new(4096);
     s->one_arena = arena_new(1024);
     s->str_arena = arena_new(1024);

@@ -10,6 +10,11 @@
  * row: sequential memory access however large the state), and the batch
  * then joins the trace.
  *
+ * Watermarks (watermark.h): at step end, the rows whose column has a value
+ * below that column's watermark are forgotten (no later change can reach
+ * them), so DISTINCT over an endless time-ordered stream keeps what is
+ * above the watermark only.
+ *
  * Checkpoint: batch 0 is a header (key "rows", weight = how many spine
  * batches follow; absent when none), then the trace's own spine batches,
  * oldest first (references, no copy).
@@ -20,9 +25,14 @@
 #include "../zset/batch.h"
 #include "../zset/key.h"
 #include "../zset/trace.h"
+#include "watermark.h"
 
 typedef struct DistinctSt {
     Trace *rows; /* integral: key = row encoding, empty value */
+    /* watermarks: column gc_col's in this step (-1: none), and the bound
+       the rows below which are gone (watermark.h) */
+    int gc_col;
+    int64_t gc_bound, gc_done;
 } DistinctSt;
 
 /* A row's record: key = the row's encoding, no value. */
@@ -66,6 +76,7 @@ static int finish_distinct(Op *op, OpEnv *env)
     trace_cursor_free(cur);
     trace_insert_take(s->rows, delta);
     op->out = co.c;
+    s->gc_col = wm_first_col(env, n->in[0], NULL, n->ncol, n->types, &s->gc_bound);
     return 0;
 }
 
@@ -73,12 +84,18 @@ static void step_end_distinct(Op *op)
 {
     DistinctSt *s = op->st;
     trace_step_end(s->rows);
+    /* a row below its column's watermark can never change again */
+    if (s->gc_col >= 0 && s->gc_bound != s->gc_done) {
+        wm_trace_forget(s->rows, op->node->types, s->gc_col, s->gc_bound);
+        s->gc_done = s->gc_bound;
+    }
 }
 
 /* Rollback: the integral as before the step (trace.h). */
 static void undo_distinct(Op *op)
 {
     DistinctSt *s = op->st;
+    s->gc_col = -1; /* the step's watermark is not committed */
     trace_rollback(s->rows);
 }
 
@@ -156,6 +173,8 @@ int op_distinct_init(Op *op)
 {
     DistinctSt *s = sl_calloc(1, sizeof(*s));
     s->rows = trace_new();
+    s->gc_col = -1;
+    s->gc_done = INT64_MIN;
     op->st = s;
     op->push = push_distinct;
     op->finish = finish_distinct;

@@ -38,6 +38,11 @@
  * workers is needed, so it holds across hosts too), is saved with the
  * state and undone with it.
  *
+ * Watermarks (watermark.h): at step end, a side's rows whose key column
+ * is below the other side's watermark on that key are forgotten (no later
+ * row of the other side can match them), so a join on the time column of
+ * two streams with LATENESS keeps what is above the watermarks only.
+ *
  * Checkpoint: batch 0 is a header (key "left" or "right", weight = how
  * many spine batches of that side follow; a missing side has none; key
  * "hot", value = split side byte + key, weight 1: a hot key this worker
@@ -56,6 +61,7 @@
 #include "../zset/batch.h"
 #include "../zset/key.h"
 #include "../zset/trace.h"
+#include "watermark.h"
 
 #include <stdlib.h>
 
@@ -92,6 +98,12 @@ typedef struct JoinSt {
     int nhot, hotcap, nhot0; /* nhot0: as the step started (undo) */
     int64_t min_rows;
     uint64_t rr;             /* round-robin of split rows */
+    /* watermarks (join_forget): per side, the key position whose other
+       side has a watermark in this step (-1: none), that watermark, and
+       the bound already applied */
+    int gc_k[2];
+    int64_t gc_bound[2], gc_done[2];
+    SqlType *ktypes[2];      /* per side: the key columns' types */
 } JoinSt;
 
 /* Output rows waiting to be decoded: their left and right encodings and
@@ -492,7 +504,23 @@ static int finish_join(Op *op, OpEnv *env)
     trace_insert_take(s->t[0], delta[0]);
     trace_insert_take(s->t[1], delta[1]);
     op->out = co.c;
+    /* a side's rows with key k below the other side's watermark there can
+       meet no later row of that side */
+    const CNode *n = op->node;
+    for (int side = 0; side < 2; side++)
+        s->gc_k[side] = wm_first_col(env, n->in[1 - side], s->keys[1 - side], s->nkeys,
+                                     s->ktypes[side], &s->gc_bound[side]);
     return stopped ? budget_error(env->ev->err) : 0;
+}
+
+/* Watermarks (watermark.h): forget what join_forget's bounds allow. */
+static void join_forget(JoinSt *s)
+{
+    for (int side = 0; side < 2; side++)
+        if (s->gc_k[side] >= 0 && s->gc_bound[side] != s->gc_done[side]) {
+            wm_trace_forget(s->t[side], s->ktypes[side], s->gc_k[side], s->gc_bound[side]);
+            s->gc_done[side] = s->gc_bound[side];
+        }
 }
 
 /* Rollback: both integrals as before the step (trace.h). */
@@ -502,6 +530,7 @@ static void undo_join(Op *op)
     trace_rollback(s->t[0]);
     trace_rollback(s->t[1]);
     hot_truncate(s, s->nhot0);
+    s->gc_k[0] = s->gc_k[1] = -1; /* the step's watermarks are not committed */
 }
 
 static void step_end_join(Op *op)
@@ -510,6 +539,7 @@ static void step_end_join(Op *op)
     trace_step_end(s->t[0]);
     trace_step_end(s->t[1]);
     s->nhot0 = s->nhot;
+    join_forget(s);
 }
 
 static void mem_join(Op *op, OpMem *m)
@@ -530,6 +560,8 @@ static void free_join(Op *op)
     key_plan_free(&s->plan[0]);
     key_plan_free(&s->plan[1]);
     sl_free(s->need[0]);
+    sl_free(s->ktypes[0]);
+    sl_free(s->ktypes[1]);
     hot_truncate(s, 0);
     sl_free(s->hot);
     sl_free(s);
@@ -736,6 +768,13 @@ int op_join_init(Op *op)
     s->keys[0] = n->lkeys;
     s->keys[1] = n->rkeys;
     s->nkeys = n->nkeys;
+    for (int side = 0; side < 2; side++) {
+        s->gc_k[side] = -1;
+        s->gc_done[side] = INT64_MIN;
+        s->ktypes[side] = sl_calloc((size_t)n->nkeys + 1, sizeof(SqlType));
+        for (int k = 0; k < n->nkeys; k++)
+            s->ktypes[side][k] = s->types[side][s->keys[side][k]];
+    }
     const char *e = getenv("SLUICE_SKEW_MIN_ROWS");
     s->min_rows = e && atoll(e) > 0 ? atoll(e) : HOT_MIN_ROWS;
     op->st = s;

@@ -153,6 +153,7 @@ static const char *kind_name(OpKind k)
     case OPK_UPSERT: return "upsert";
     case OPK_TOPK: return "top-k";
     case OPK_WINDOW: return "window";
+    case OPK_FINAL: return "emit_final";
     default: return NULL;
     }
 }

@@ -652,6 +652,13 @@ int pipeline_run(Pipeline *p, Err *err)
         if (hbad)
             fprintf(stderr, "sluice: %lld bad HTTP input record%s rejected\n", (long long)hbad,
                     hbad == 1 ? "" : "s");
+        for (int i = 0; i < c->nrels; i++) { /* LATENESS: never silent */
+            int64_t late = 0;
+            if (c->rels[i].is_table && c->rels[i].wm_col >= 0 &&
+                (rt_watermark(p->be->rt, i, &late), late))
+                fprintf(stderr, "sluice: table %s: %lld late row%s dropped (below its watermark)\n",
+                        c->rels[i].name, (long long)late, late == 1 ? "" : "s");
+        }
         for (int i = 0; i < c->nrels; i++) {
             int64_t dz = 0;
             for (int j = 0; j < c->nnodes; j++)

@@ -251,6 +251,10 @@ typedef struct RelStats {
     int64_t rows;           /* net rows (integral of weights) */
     int64_t divzero;        /* divisions by zero that gave NULL */
     bool has_sink;
+    /* tables with LATENESS (circuit/watermark.h): the watermark
+       (INT64_MIN until a row is seen) and the rows dropped as late */
+    bool has_wm;
+    int64_t watermark, late;
 } RelStats;
 
 typedef struct HostStats {
@@ -265,7 +269,7 @@ typedef struct HostStats {
 /* Memory of one stateful node (all workers of this process). */
 typedef struct NodeMem {
     int node;
-    const char *kind;       /* join, aggregate, distinct, upsert, sink, top-k, window */
+    const char *kind;       /* join, aggregate, distinct, upsert, sink, top-k, window, emit_final */
     int rel;                /* the relation whose definition made the node */
     int64_t rows;           /* tuples, groups, keys or rows kept */
     size_t bytes, disk_bytes; /* in memory, spilled to files */

@@ -176,6 +176,8 @@ void stats_publish(Pipeline *p)
         const Relation *rel = &c->rels[i];
         r->has_sink = rel->sink >= 0;
         be->ops->rel_figures(be, i, &r->changes, &r->rows);
+        r->has_wm = rel->is_table && rel->wm_col >= 0;
+        r->watermark = rt_watermark(p->be->rt, i, &r->late);
         r->divzero = 0;
         for (int n = 0; n < c->nnodes; n++)
             if (c->nodes[n]->owner == i)

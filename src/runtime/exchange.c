@@ -133,3 +133,28 @@ void xchg_wait_range(Exchange *x, int me, int lo, int hi)
             pthread_barrier_wait(x->bar);
     }
 }
+
+void xchg_hosts_reduce(int64_t *v, int nmax, int nsum, int host, int hosts)
+{
+    if (hosts <= 1)
+        return;
+    int n = nmax + nsum;
+    Buf *send = sl_calloc((size_t)hosts, sizeof(Buf)), *recv = sl_calloc((size_t)hosts, sizeof(Buf));
+    for (int h = 0; h < hosts; h++)
+        if (h != host)
+            buf_append(&send[h], v, sizeof(int64_t) * (size_t)n);
+    net_exchange(send, recv);
+    for (int h = 0; h < hosts; h++) {
+        if (h != host && recv[h].n == sizeof(int64_t) * (size_t)n) {
+            const int64_t *o = (const int64_t *)(const void *)recv[h].p;
+            for (int i = 0; i < nmax; i++)
+                v[i] = o[i] > v[i] ? o[i] : v[i];
+            for (int i = nmax; i < n; i++)
+                v[i] += o[i];
+        }
+        buf_free(&send[h]);
+        buf_free(&recv[h]);
+    }
+    sl_free(send);
+    sl_free(recv);
+}

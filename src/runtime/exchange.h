@@ -47,5 +47,9 @@ int64_t xchg_remote_bytes(const Exchange *x);
 /* Nanoseconds this process spent in host-to-host exchanges (packing,
    waiting for and moving the bytes, unpacking). */
 int64_t xchg_remote_ns(const Exchange *x);
+/* Combine v[0..nmax+nsum) across the hosts (a no-op with one): the first
+   nmax entries by max, the others by sum; every host gets the result.
+   One thread per host, every host at the same point (watermarks). */
+void xchg_hosts_reduce(int64_t *v, int nmax, int nsum, int host, int hosts);
 
 #endif

@@ -109,6 +109,10 @@ void rt_set_trial(Runtime *rt, bool on);
    is an ordinary one unless rt_set_boot is called again. One host only. */
 void rt_set_boot(Runtime *rt, const bool *run, const bool *is_new, Chunk *const *feed);
 int64_t rt_steps(const Runtime *rt);
+/* Relation rel's watermark (circuit/watermark.h; WM_NONE = INT64_MIN when
+   it has none or has seen no row) and in *late the rows dropped as late
+   so far (on host 0: of every host). Between steps. */
+int64_t rt_watermark(const Runtime *rt, int rel, int64_t *late);
 Op *rt_op(Runtime *rt, int w, int node);
 /* Checkpoints. rt_save appends the state of node's instance on worker w
    to *out (nothing for a stateless operator); call between steps.

@@ -35,13 +35,21 @@
  * phase 2 and leaves the step count alone: the state is exactly as before
  * the step, and rt_rolled_back() says so. An error in phase 2 is undone
  * the same way when every stateful operator that received input in the
- * step can undo() (upserts, joins, aggregates and DISTINCT can; top-k and
- * windows cannot yet): sinks unpush their phase-2
+ * step can undo() (upserts, joins, aggregates and DISTINCT can; top-k,
+ * windows and emit_final cannot yet): sinks unpush their phase-2
  * inputs, the others undo, then phase 1 is withdrawn as above. The
  * controller can then find the failing rows with rt_probe() (linear
  * operators only, nothing pushed) and run the step again without them. A
  * step without an error pays a flag test per phase, and with several
  * workers two barrier waits.
+ *
+ * Watermarks (LATENESS, circuit/watermark.h): feed() drops a morsel's late
+ * rows against the watermarks as the step began and notes the largest
+ * values kept; after phase 1, wm_sync() (two barrier waits, and with
+ * several hosts one small net exchange) gives every worker the tables' new
+ * watermarks and every node's column watermarks, which phase 2's
+ * operators read (OpEnv.wm). A step that succeeds commits them into the
+ * tables' source nodes (wm_commit), whose checkpointed state they are.
  */
 #include "runtime.h"
 
@@ -51,6 +59,7 @@
 
 #include "../base/budget.h"
 #include "../base/mem.h"
+#include "../circuit/watermark.h"
 #include "../zset/hmap.h"
 #include "../zset/xrec.h"
 
@@ -76,6 +85,8 @@ typedef struct Worker {
     int64_t ndivzero0;
     bool *pushed;     /* per node: received input this step */
     bool undo;        /* run_morsel withdraws what it pushed (rollback) */
+    int64_t *seen;    /* per relation: largest LATENESS column value kept this step */
+    int64_t *late;    /* per relation: rows dropped as late this step */
 } Worker;
 
 struct Runtime {
@@ -103,6 +114,14 @@ struct Runtime {
        output on local worker lw (its integral), boot_new the new nodes */
     const bool *boot_run, *boot_new;
     Chunk *const *boot_feed;
+    /* watermarks (circuit/watermark.h), when some table has LATENESS: per
+       relation its source node (-1: none), the watermark as the step
+       began and after its input (every worker of every host), the step's
+       late rows; per node and column, the watermarks from wm_new */
+    bool has_wm;
+    int *wm_src;
+    int64_t *wm_old, *wm_new, *wm_late;
+    int64_t **wm_cols;
 };
 
 /* Input j of node n in a phase: the input's output when it carries data in
@@ -184,7 +203,15 @@ static void run_morsel(Worker *w, OpEnv *env)
    is empty for this morsel (linear operators distribute over sums). */
 static void feed(Worker *w, OpEnv *env, int src, Chunk *m)
 {
+    Runtime *rt = w->rt;
     const Circuit *c = w->rt->c;
+    int rel = c->nodes[src]->rel;
+    if (rt->has_wm && rt->wm_src[rel] >= 0) { /* late rows go before any operator */
+        int64_t late = 0;
+        m = wm_drop_late(&c->rels[rel], rt->wm_old[rel], m, w->morsel, &w->seen[rel], &late);
+        if (!w->undo)
+            w->late[rel] += late;
+    }
     for (int i = 0; i < c->nnodes; i++)
         if (c->nodes[i]->k == OPK_SOURCE)
             w->ops[i]->out = i == src ? m : op_empty(env->arena, c->nodes[i]);
@@ -376,12 +403,51 @@ static void boot_step(Worker *w, OpEnv *env)
             w->ops[i]->step_end(w->ops[i]);
 }
 
+/* After phase 1: every worker has read its input, so the tables' new
+   watermarks are known (the largest values kept on every worker of every
+   host); local worker 0 computes them and every node's column watermarks
+   while the others wait, before any stateful operator finishes. */
+static void wm_sync(Worker *w)
+{
+    Runtime *rt = w->rt;
+    const Circuit *c = rt->c;
+    int R = c->nrels;
+    if (rt->nl > 1)
+        pthread_barrier_wait(&rt->xbar);
+    if (w->id == rt->first) {
+        int64_t *v = sl_malloc(sizeof(int64_t) * (size_t)(2 * R + 1));
+        for (int r = 0; r < R; r++) {
+            v[r] = WM_NONE;
+            v[R + r] = 0;
+            for (int k = 0; k < rt->nl; k++) {
+                v[r] = rt->w[k].seen[r] > v[r] ? rt->w[k].seen[r] : v[r];
+                v[R + r] += rt->w[k].late[r];
+            }
+        }
+        xchg_hosts_reduce(v, R, R, rt->host, rt->hosts);
+        for (int r = 0; r < R; r++) {
+            rt->wm_new[r] = rt->wm_src[r] >= 0 ? wm_advance(&c->rels[r], rt->wm_old[r], v[r])
+                                               : WM_NONE;
+            rt->wm_late[r] = v[R + r];
+        }
+        sl_free(v);
+        wm_propagate(c, rt->wm_new, rt->wm_cols);
+    }
+    if (rt->nl > 1)
+        pthread_barrier_wait(&rt->xbar);
+}
+
 static void run_step(Worker *w)
 {
     Runtime *rt = w->rt;
     const Circuit *c = rt->c;
     arena_reset(w->arena);
-    OpEnv env = {w->id, rt->W, rt->steps, w->arena, &w->ev};
+    OpEnv env = {w->id, rt->W, rt->steps, w->arena, &w->ev,
+                 rt->has_wm ? (const int64_t *const *)rt->wm_cols : NULL};
+    for (int r = 0; rt->has_wm && r < c->nrels; r++) {
+        w->seen[r] = WM_NONE;
+        w->late[r] = 0;
+    }
     memcpy(w->divzero0, w->divzero, sizeof(int64_t) * (size_t)c->nnodes);
     w->ndivzero0 = w->ev.ndivzero;
     for (int i = 0; i < c->nnodes; i++) {
@@ -404,6 +470,8 @@ static void run_step(Worker *w)
         undo_phase1(w, &menv, fed);
         return;
     }
+    if (rt->has_wm)
+        wm_sync(w);
 
     /* the rest of the circuit, once, in node order */
     for (int i = 0; i < c->nnodes; i++) {
@@ -540,6 +608,25 @@ Runtime *rt_new_part(const Circuit *c, int W, int host, int hosts)
             w->ops[i] = op_new(c, c->nodes[i], w->shards[i]);
         }
         w->input = sl_calloc((size_t)(c->nrels + 1), sizeof(Piece *));
+        w->seen = sl_calloc((size_t)(c->nrels + 1), sizeof(int64_t));
+        w->late = sl_calloc((size_t)(c->nrels + 1), sizeof(int64_t));
+    }
+    rt->has_wm = wm_any(c);
+    if (rt->has_wm) {
+        rt->wm_src = sl_malloc(sizeof(int) * (size_t)(c->nrels + 1));
+        rt->wm_old = sl_calloc((size_t)(c->nrels + 1), sizeof(int64_t));
+        rt->wm_new = sl_calloc((size_t)(c->nrels + 1), sizeof(int64_t));
+        rt->wm_late = sl_calloc((size_t)(c->nrels + 1), sizeof(int64_t));
+        for (int r = 0; r < c->nrels; r++) {
+            rt->wm_src[r] = -1;
+            rt->wm_old[r] = rt->wm_new[r] = WM_NONE;
+        }
+        for (int i = 0; i < c->nnodes; i++) {
+            const CNode *n = c->nodes[i];
+            if (n->k == OPK_SOURCE && c->rels[n->rel].is_table && c->rels[n->rel].wm_col >= 0)
+                rt->wm_src[n->rel] = i;
+        }
+        rt->wm_cols = wm_cols_new(c);
     }
     /* an explicit stack: the default follows ulimit -s (2 MiB when it is
        unlimited), and evaluating an expression as deep as the compiler
@@ -579,6 +666,8 @@ void rt_free(Runtime *rt)
         sl_free(w->divzero0);
         sl_free(w->pushed);
         sl_free(w->input);
+        sl_free(w->seen);
+        sl_free(w->late);
         arena_free(w->arena);
         arena_free(w->morsel);
     }
@@ -589,6 +678,11 @@ void rt_free(Runtime *rt)
     sl_free(rt->pv);
     sl_free(rt->probe_all);
     sl_free(rt->changed);
+    sl_free(rt->wm_src);
+    sl_free(rt->wm_old);
+    sl_free(rt->wm_new);
+    sl_free(rt->wm_late);
+    wm_cols_free(rt->c, rt->wm_cols);
     sl_free(rt->w);
     sl_free(rt);
 }
@@ -641,6 +735,8 @@ void rt_set_input(Runtime *rt, int w, int rel, Piece *list) { rt->w[w].input[rel
 /* Every worker runs the step once (its input stays set). */
 static void step_once(Runtime *rt)
 {
+    for (int r = 0; rt->has_wm && r < rt->c->nrels; r++) /* a restore may have set them */
+        rt->wm_old[r] = rt->wm_src[r] >= 0 ? wm_source_get(rt->w[0].ops[rt->wm_src[r]]) : WM_NONE;
     atomic_store(&rt->mfail, false);
     atomic_store(&rt->stuck, false);
     if (rt->nl > 1)
@@ -649,6 +745,22 @@ static void step_once(Runtime *rt)
     if (rt->nl > 1)
         pthread_barrier_wait(&rt->done);
     rt->rolled_back = (atomic_load(&rt->mfail) || rt->inject) && !atomic_load(&rt->stuck);
+}
+
+/* A step succeeded: every source instance takes the new watermark; the
+   step's late rows (of every host) count on global worker 0. */
+static void wm_commit(Runtime *rt)
+{
+    for (int r = 0; r < rt->c->nrels; r++) {
+        int src = rt->wm_src[r];
+        if (src < 0)
+            continue;
+        if (rt->wm_new[r] != rt->wm_old[r] || rt->wm_late[r])
+            rt->changed[src] = true; /* the next checkpoint saves it */
+        for (int k = 0; k < rt->nl; k++)
+            wm_source_commit(rt->w[k].ops[src], rt->wm_new[r],
+                             rt->w[k].id == 0 ? rt->wm_late[r] : 0);
+    }
 }
 
 int rt_step(Runtime *rt, Err *err)
@@ -666,8 +778,11 @@ int rt_step(Runtime *rt, Err *err)
     } else {
         step_once(rt);
     }
-    if (!rt->rolled_back)
+    if (!rt->rolled_back) {
         rt->steps++;
+        if (rt->has_wm && !rt->boot_run)
+            wm_commit(rt);
+    }
     rt->boot_run = rt->boot_new = NULL;
     rt->boot_feed = NULL;
     int rc = 0;
@@ -733,7 +848,7 @@ int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err)
 {
     Worker *w = &rt->w[0];
     const Circuit *c = rt->c;
-    OpEnv env = {w->id, rt->W, rt->steps, w->morsel, &w->ev};
+    OpEnv env = {w->id, rt->W, rt->steps, w->morsel, &w->ev, NULL};
     int64_t dz = w->ev.ndivzero;
     memcpy(w->divzero0, w->divzero, sizeof(int64_t) * (size_t)c->nnodes);
     err_clear(&w->err);
@@ -769,6 +884,16 @@ int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err)
 }
 
 int64_t rt_steps(const Runtime *rt) { return rt->steps; }
+
+int64_t rt_watermark(const Runtime *rt, int rel, int64_t *late)
+{
+    *late = 0;
+    if (!rt->has_wm || rt->wm_src[rel] < 0)
+        return WM_NONE;
+    for (int k = 0; k < rt->nl; k++)
+        *late += wm_source_late(rt->w[k].ops[rt->wm_src[rel]]);
+    return wm_source_get(rt->w[0].ops[rt->wm_src[rel]]);
+}
 Op *rt_op(Runtime *rt, int w, int node) { return rt->w[w].ops[node]; }
 
 int rt_save(Runtime *rt, int w, int node, BatchList *out)

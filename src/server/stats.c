@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "../base/mem.h"
+#include "../expr/text.h"
 #include "http_int.h"
 
 /* The figures of each input connector, in the order both outputs give
@@ -453,6 +454,18 @@ static cJSON *stats_doc(Server *s, const Figures *f)
             cJSON_AddNumberToObject(v, "changes", (double)rs->changes);
         }
         cJSON_AddNumberToObject(v, "division_by_zero", (double)rs->divzero);
+        if (rs->has_wm) { /* LATENESS: docs/streaming.md */
+            cJSON_AddNumberToObject(v, "late_records", (double)rs->late);
+            if (rs->watermark == INT64_MIN) {
+                cJSON_AddNullToObject(v, "watermark");
+            } else {
+                Buf t = BUF_INIT;
+                text_format(r->types[r->wm_col], rs->watermark, 0, (Str){"", 0}, &t);
+                buf_putc(&t, 0);
+                cJSON_AddStringToObject(v, "watermark", (char *)t.p);
+                buf_free(&t);
+            }
+        }
     }
     return j;
 }
@@ -809,6 +822,16 @@ static void prom_text(Server *s, const Figures *f, Buf *b)
         rel_sample(b, "sluice_division_by_zero_total", r->is_table ? "table" : "view", r->name,
                    (long long)rs->divzero);
     }
+    bool any = false;
+    for (int i = 0; i < c->nrels; i++)
+        any = any || st.rels[i].has_wm;
+    if (any)
+        head(b, "sluice_late_records_total", "counter",
+             "Rows dropped as late (below the watermark of a table with LATENESS), per table.");
+    for (int i = 0; i < c->nrels; i++)
+        if (st.rels[i].has_wm)
+            rel_sample(b, "sluice_late_records_total", "table", c->rels[i].name,
+                       (long long)st.rels[i].late);
 }
 
 int stats_prometheus(Req *q)

@@ -205,6 +205,8 @@ typedef struct ColumnDef {
     SqlType type;
     bool primary_key;
     int line, col;
+    Ast *lateness;      /* LATENESS expr (a constant), or NULL */
+    int lat_line, lat_col;
 } ColumnDef;
 
 typedef struct Property {
@@ -213,7 +215,7 @@ typedef struct Property {
     int vline, vcol;   /* of the value string (for JSON error positions) */
 } Property;
 
-typedef enum StmtKind { S_CREATE_TABLE, S_CREATE_VIEW } StmtKind;
+typedef enum StmtKind { S_CREATE_TABLE, S_CREATE_VIEW, S_LATENESS } StmtKind;
 
 typedef struct Stmt {
     StmtKind k;
@@ -230,6 +232,9 @@ typedef struct Stmt {
     char **col_aliases; /* CREATE VIEW v (a, b) AS ... */
     int ncol_aliases;
     Select *query;
+    /* LATENESS name.lat_colname expr; (the statement form) */
+    char *lat_colname;
+    Ast *lateness;
     /* both */
     Property *props;
     int nprops;

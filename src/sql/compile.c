@@ -18,6 +18,7 @@
 #include "../base/mem.h"
 #include "../base/vec.h"
 #include "sql_int.h"
+#include "../circuit/watermark.h"
 
 /* A LIMIT/OFFSET operand: a non-negative integer literal. */
 static int limit_value(P *p, Ast *e, const char *what, int64_t *out)
@@ -69,6 +70,8 @@ static Relation *add_rel(P *p, const char *name, int line, int col)
     r->line = line;
     r->col = col;
     r->sink = -1;
+    r->wm_col = -1;
+    r->emit_final = -1;
     return r;
 }
 
@@ -118,10 +121,27 @@ static int apply_props(P *p, Stmt *s, Relation *r)
             r->materialized = r->materialized || !strcasecmp(pr->value, "true");
         } else if (!strcasecmp(pr->key, "append_only")) {
             /* a promise about the input; accepted, no optimisation uses it yet */
+        } else if (!strcasecmp(pr->key, "emit_final")) {
+            /* a column name (Feldera's spelling), or 'true': the first
+               column with a watermark (checked in check_emit_final) */
+            if (r->is_table)
+                return perr(p, SL_ECONFIG, pr->line, pr->col,
+                            "'emit_final' applies to views, not to table %s", r->name);
+            r->emit_final = -2; /* 'true' */
+            if (strcasecmp(pr->value, "true")) {
+                r->emit_final = -1;
+                for (int j = 0; j < r->ncol - r->nhidden; j++)
+                    if (!strcasecmp(r->colnames[j], pr->value))
+                        r->emit_final = j;
+                if (r->emit_final < 0)
+                    return perr(p, SL_ECONFIG, pr->vline, pr->vcol,
+                                "'emit_final' of %s names \"%s\", not one of its columns",
+                                r->name, pr->value);
+            }
         } else {
             return perr(p, SL_ECONFIG, pr->line, pr->col,
                         "unknown property '%s' on %s (known: connectors, materialized, "
-                        "append_only)", pr->key, r->name);
+                        "append_only, emit_final)", pr->key, r->name);
         }
     }
     return 0;
@@ -136,6 +156,103 @@ static void add_sink(P *p, Relation *r, int rel_index)
     s->label = r->name;
     memcpy(s->types, src->types, sizeof(SqlType) * (size_t)src->ncol);
     r->sink = s->id;
+}
+
+/* Column col of table r gets LATENESS x: a constant INTERVAL DAY TO
+   SECOND over a TIMESTAMP (microseconds) or DATE (whole days) column, an
+   integer over an integer column. */
+static int set_lateness(P *p, Relation *r, int col, Ast *x, int line, int pos)
+{
+    if (r->wm_col >= 0 && r->wm_col != col)
+        return perr(p, SL_EUNSUPPORTED, line, pos,
+                    "table %s already has LATENESS on column %s: one watermark column per "
+                    "table is supported", r->name, r->colnames[r->wm_col]);
+    Scope none = {NULL, 0};
+    BindCtx bc = {&none, NULL, "LATENESS"};
+    Expr *e = sql__bind(p, &bc, x);
+    if (!e)
+        return p->err->code;
+    SqlType t = r->types[col];
+    bool interval = e->k == E_CONST && !e->cnull && e->t.kind == TK_INTERVAL_DT;
+    bool integer = e->k == E_CONST && !e->cnull && type_is_integer(e->t.kind);
+    int64_t v;
+    if ((t.kind == TK_TIMESTAMP || t.kind == TK_DATE) && interval) {
+        v = t.kind == TK_DATE ? (e->ci + 86400000000LL - 1) / 86400000000LL /* whole days */ : e->ci;
+    } else if (type_is_integer(t.kind) && integer) {
+        v = e->ci;
+    } else if (type_is_integer(t.kind) || t.kind == TK_TIMESTAMP || t.kind == TK_DATE) {
+        return perr(p, SL_ESEMANTIC, x->line, x->col,
+                    "LATENESS of column %s (%s) must be a constant %s", r->colnames[col],
+                    tname(t), type_is_integer(t.kind) ? "integer" : "INTERVAL (e.g. INTERVAL '1' HOUR)");
+    } else {
+        return perr(p, SL_EUNSUPPORTED, line, pos,
+                    "LATENESS on column %s of type %s is not supported (TIMESTAMP, DATE and "
+                    "integer columns are)", r->colnames[col], tname(t));
+    }
+    if (v < 0)
+        return perr(p, SL_ESEMANTIC, x->line, x->col, "LATENESS must not be negative");
+    r->wm_col = col;
+    r->lateness = v;
+    return 0;
+}
+
+/* LATENESS t.col expr; (the statement form), for a table declared before. */
+static int plan_lateness(P *p, Stmt *s)
+{
+    int rel = circuit_find_rel(p->c, s->name);
+    if (rel < 0)
+        return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
+                    "LATENESS names \"%s\", which is not a table declared before it", s->name);
+    Relation *r = &p->c->rels[rel];
+    if (!r->is_table)
+        return perr(p, SL_EUNSUPPORTED, s->line, s->col,
+                    "LATENESS on a view (%s) is not supported yet: declare it on the column of "
+                    "the table the view reads", s->name);
+    for (int i = 0; i < r->ncol; i++)
+        if (!strcasecmp(r->colnames[i], s->lat_colname))
+            return set_lateness(p, r, i, s->lateness, s->line, s->col);
+    return perr(p, SL_ESEMANTIC, s->name_line, s->name_col, "column \"%s\" not found in %s",
+                s->lat_colname, s->name);
+}
+
+/* Views with 'emit_final' (an OPK_FINAL node before the sink, plan_view):
+   the column must have a watermark (known once every LATENESS statement is
+   read); 'true' takes the first column that has one. */
+static int check_emit_final(P *p)
+{
+    Circuit *c = p->c;
+    int64_t *relwm = arena_alloc(p->a, sizeof(int64_t) * (size_t)(c->nrels + 1));
+    for (int r = 0; r < c->nrels; r++)
+        relwm[r] = c->rels[r].is_table && c->rels[r].wm_col >= 0 ? 0 : WM_NONE;
+    int64_t **cols = wm_cols_new(c);
+    wm_propagate(c, relwm, cols);
+    int rc = 0;
+    for (int i = 0; i < c->nrels && !rc; i++) {
+        Relation *r = &c->rels[i];
+        if (r->emit_final == -1 || r->is_table)
+            continue;
+        int node = c->nodes[r->node]->in[0]; /* r->node is the OPK_FINAL node */
+        if (r->emit_final == -2)
+            for (int j = 0; j < r->ncol - r->nhidden && r->emit_final == -2; j++)
+                if (cols[node][j] != WM_NONE)
+                    r->emit_final = j;
+        if (r->emit_final < 0 || cols[node][r->emit_final] == WM_NONE) {
+            char what[160];
+            if (r->emit_final >= 0)
+                snprintf(what, sizeof(what), "its column %s has none", r->colnames[r->emit_final]);
+            else
+                snprintf(what, sizeof(what), "none of its columns has one");
+            rc = perr(p, SL_ESEMANTIC, r->line, r->col,
+                      "'emit_final' on view %s needs a column with a watermark, and %s (a "
+                      "watermark comes from a table's LATENESS column through projections "
+                      "(column + constant), TUMBLE/HOP window bounds, GROUP BY keys, joins on "
+                      "it and DISTINCT)", r->name, what);
+            break;
+        }
+        c->nodes[r->node]->final_col = r->emit_final;
+    }
+    wm_cols_free(c, cols);
+    return rc;
 }
 
 static int plan_table(P *p, Stmt *s)
@@ -172,6 +289,10 @@ static int plan_table(P *p, Stmt *s)
     }
     if (apply_props(p, s, r))
         return p->err->code;
+    for (int i = 0; i < s->ncols; i++)
+        if (s->cols[i].lateness &&
+            set_lateness(p, r, i, s->cols[i].lateness, s->cols[i].lat_line, s->cols[i].lat_col))
+            return p->err->code;
     CNode *n = sql__add_node(p, OPK_SOURCE, 0, r->ncol);
     n->rel = (int)(r - p->c->rels);
     n->label = r->name;
@@ -251,6 +372,19 @@ static int plan_view(P *p, Stmt *s)
                     r->colnames[dup]);
     if (apply_props(p, s, r))
         return p->err->code;
+    if (r->emit_final != -1) {
+        if (lim || r->nhidden)
+            return perr(p, SL_EUNSUPPORTED, s->name_line, s->name_col,
+                        "'emit_final' on view %s with ORDER BY ... LIMIT is not supported",
+                        s->name);
+        CNode *src = p->c->nodes[r->node];
+        CNode *f = sql__add_node(p, OPK_FINAL, 1, src->ncol);
+        f->in[0] = r->node;
+        f->final_col = r->emit_final; /* -2 ('true') resolved by check_emit_final */
+        f->label = r->name;
+        memcpy(f->types, src->types, sizeof(SqlType) * (size_t)src->ncol);
+        r->node = f->id;
+    }
     /* every view gets a sink: it counts the view's changes (stats), feeds
        its output connectors and, when materialized, keeps its contents */
     add_sink(p, r, idx);
@@ -315,10 +449,14 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
     for (int i = 0; i < prog->n; i++) {
         Stmt *s = prog->stmts[i];
         p.owner = c->nrels; /* the relation this statement adds */
-        if ((s->k == S_CREATE_TABLE ? plan_table(&p, s) : plan_view(&p, s)))
+        if ((s->k == S_CREATE_TABLE ? plan_table(&p, s)
+             : s->k == S_LATENESS   ? plan_lateness(&p, s)
+                                    : plan_view(&p, s)))
             goto out_fail;
     }
     sql__prune_joins(&p);
+    if (check_emit_final(&p))
+        goto out_fail;
     *out = c;
     return 0;
 out_fail:

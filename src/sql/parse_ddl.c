@@ -3,7 +3,8 @@
  * statements separated by semicolons, each CREATE TABLE (columns with
  * their types and constraints, PRIMARY KEY) or CREATE [MATERIALIZED]
  * VIEW (column names, query: parse_query.c), either with WITH ('key' =
- * 'value', ...) properties. Column types are parsed here for CAST too
+ * 'value', ...) properties, or LATENESS t.col expr (a column's lateness,
+ * also written as the column constraint LATENESS expr). Column types are parsed here for CAST too
  * (sql__parse_type). Tokens come from lexer.c; statements we recognise
  * but do not support yet are reported as such.
  */
@@ -201,6 +202,8 @@ static int parse_create_table(Parser *p, Stmt *s)
         ColumnDef *c = VEC_PUSH_ARENA(p->a, s->cols, s->ncols, cap);
         c->line = t->line;
         c->col = t->col;
+        c->lateness = NULL;
+        c->primary_key = false;
         if (!(c->name = sql__ident(p, "a column name or PRIMARY KEY")) ||
             sql__parse_type(p, &c->type))
             return p->err->code;
@@ -222,8 +225,15 @@ static int parse_create_table(Parser *p, Stmt *s)
                 s->pk = arena_alloc(p->a, sizeof(char *));
                 s->pk[s->npk++] = c->name;
                 c->primary_key = true;
-            } else if (is_kw(ct, "lateness")) {
-                return sql__unsupported(p, ct, "LATENESS (watermarks)");
+            } else if (accept_kw(p, "lateness")) {
+                /* LATENESS expr: a watermark on this column (docs/streaming.md) */
+                c->lat_line = ct->line;
+                c->lat_col = ct->col;
+                if (c->lateness)
+                    return err_setpos(p->err, SL_ESEMANTIC, ct->line, ct->col,
+                                      "column %s has LATENESS twice", c->name);
+                if (!(c->lateness = sql__parse_expr(p)))
+                    return p->err->code;
             } else if (is_kw(ct, "default") ||
                        is_kw(ct, "foreign") || is_kw(ct, "references") ||
                        is_kw(ct, "unique") || is_kw(ct, "check") || is_kw(ct, "watermark")) {
@@ -266,18 +276,26 @@ static int parse_stmt(Parser *p, Stmt **out)
     s->line = t->line;
     s->col = t->col;
     *out = s;
+    if (accept_kw(p, "lateness")) { /* LATENESS t.col expr (the statement form) */
+        s->k = S_LATENESS;
+        Token *nt = cur(p);
+        s->name_line = nt->line;
+        s->name_col = nt->col;
+        if (!(s->name = sql__ident(p, "a table name")) || sql__expect_op(p, ".") ||
+            !(s->lat_colname = sql__ident(p, "a column name")))
+            return p->err->code;
+        return (s->lateness = sql__parse_expr(p)) ? 0 : p->err->code;
+    }
     if (!accept_kw(p, "create")) {
         if (is_kw(t, "insert") || is_kw(t, "declare") || is_kw(t, "set") ||
-            is_kw(t, "select") || is_kw(t, "drop") || is_kw(t, "lateness")) {
+            is_kw(t, "select") || is_kw(t, "drop")) {
             char b[64];
-            if (is_kw(t, "lateness"))
-                return sql__unsupported(p, t, "LATENESS (watermarks)");
             if (is_kw(t, "declare") && is_kw(&p->t[p->i + 1], "recursive"))
                 return sql__unsupported(p, t, "DECLARE RECURSIVE VIEW (recursive views)");
             snprintf(b, sizeof(b), "statement %s", t->s);
             return sql__unsupported(p, t, b);
         }
-        return sql__fail(p, "CREATE TABLE or CREATE VIEW");
+        return sql__fail(p, "CREATE TABLE, CREATE VIEW or LATENESS");
     }
     if (accept_kw(p, "table"))
         return parse_create_table(p, s);

@@ -192,8 +192,15 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
         for (int i = 0; i < r->ncol; i++)
             put_name(b, r->colnames[i]);
         put_json(b, r->connectors);
+        if (r->wm_col >= 0) { /* LATENESS: the watermark is the node's state */
+            put_i64(b, r->wm_col);
+            put_i64(b, r->lateness);
+        }
         break;
     }
+    case OPK_FINAL:
+        put_i64(b, n->final_col);
+        break;
     case OPK_SINK:
         put_i64(b, c->rels[n->rel].materialized);
         break;

@@ -253,10 +253,9 @@ DDL_UNSUPPORTED = [
     ("watermark_for", ["CREATE TABLE w (", "  ts TIMESTAMP,",
                        "  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND", ");"],
      "WATERMARK", ["WATERMARK FOR"]),
-    ("lateness_column", ["CREATE TABLE w (", "  ts TIMESTAMP LATENESS INTERVAL '5' SECOND", ");"],
-     "LATENESS", ["LATENESS"]),
+    # LATENESS on a table's column works (test_streaming.py); on a view not yet
     ("lateness_statement", TABLES + ["CREATE VIEW v AS SELECT a FROM t;",
-                                     "LATENESS v.a 10;"], "LATENESS", ["LATENESS"]),
+                                     "LATENESS v.a 10;"], "LATENESS", ["LATENESS", "view"]),
     ("declare_recursive_view", TABLES + ["DECLARE RECURSIVE VIEW r (x INT);"], "DECLARE",
      ["DECLARE RECURSIVE VIEW"]),
 ]

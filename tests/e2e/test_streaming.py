@@ -1,0 +1,319 @@
+"""Watermarks: LATENESS, late rows, 'emit_final' and state that stops growing
+(docs/streaming.md).
+
+One table t(id, v, ts TIMESTAMP LATENESS INTERVAL '1' HOUR) fed from a JSON
+file of events in nearly increasing time order: each row is at most half the
+lateness behind the largest ts before it (so never late, whatever the step
+boundaries), and every so often a row far behind (more than twice the
+lateness below a row at least 60 rows earlier: with at most 10 rows per
+worker per step that row was in an earlier step, so the watermark the late
+row meets is already past it, whatever the step boundaries). Late-drop
+depends on arrival order and step boundaries in general; the data here is
+built so that it does not, and the test knows which rows are late.
+
+Checked against SQLite over the rows that are not late: a TUMBLE aggregate,
+a HOP aggregate, DISTINCT window starts, and the 'emit_final' view (the
+windows whose start is below the final watermark's window start, each once).
+Also: /stats late_records and /metrics sluice_late_records_total, the state
+of the aggregates (groups kept) staying O(open windows) against a copy of
+the table without LATENESS, a restart from a checkpoint that keeps the
+watermark (rows late only against the restored watermark are dropped), and
+the compile errors of the syntax.
+"""
+import datetime
+import json
+import re
+import sqlite3
+
+import pytest
+import requests
+
+from conftest import json_input, read_dump, run, run_ok, wait_until
+
+EPOCH = datetime.datetime(1970, 1, 1)
+BASE = datetime.datetime(2024, 3, 1)
+HOUR = 3600
+LATENESS = HOUR
+
+
+def ts_text(sec):
+    return (EPOCH + datetime.timedelta(seconds=sec)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def gen_events(n, first_id=0, start=None, every=97, seed=1):
+    """n events ~12 minutes apart with jitter; every `every`-th is late.
+    Returns (events, late ids, the largest ts)."""
+    import random
+    rnd = random.Random(seed)
+    t0 = int((BASE - EPOCH).total_seconds()) if start is None else start
+    events, late, mx = [], set(), None
+    for i in range(n):
+        ident = first_id + i
+        if i >= 60 and i % every == 0:
+            ts = mx - 2 * LATENESS - rnd.randrange(1, 5 * HOUR)  # far behind: late
+            late.add(ident)
+        else:
+            ts = t0 + i * 720 - rnd.randrange(0, LATENESS // 2)
+            mx = ts if mx is None else max(mx, ts)
+        events.append({"id": ident, "v": rnd.randrange(-50, 100), "ts": ts})
+    return events, late, mx
+
+
+def write_events(path, events, mode="w"):
+    with open(path, mode) as f:
+        for e in events:
+            f.write(json.dumps({"insert": {"id": e["id"], "v": e["v"], "ts": ts_text(e["ts"])}}) + "\n")
+
+
+VIEWS = {
+    "w": "SELECT window_start, window_end, COUNT(*) AS c, SUM(v) AS s "
+         "FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' HOUR)) "
+         "GROUP BY window_start, window_end",
+    "h": "SELECT window_start, COUNT(*) AS c, MAX(id) AS m "
+         "FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '30' MINUTE, INTERVAL '1' HOUR)) "
+         "GROUP BY window_start",
+    "d": "SELECT DISTINCT window_start FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), "
+         "INTERVAL '2' HOUR)) WHERE v > 0",
+}
+# SQLite: the window starts by integer arithmetic on epoch seconds
+SQLITE = {
+    "w": "SELECT datetime(ws, 'unixepoch'), datetime(ws + 3600, 'unixepoch'), COUNT(*), SUM(v) "
+         "FROM (SELECT (e / 3600) * 3600 AS ws, v FROM t) GROUP BY ws",
+    "h": "SELECT datetime(ws, 'unixepoch'), COUNT(*), MAX(id) FROM ("
+         "SELECT (e / 1800) * 1800 AS ws, id FROM t UNION ALL "
+         "SELECT (e / 1800) * 1800 - 1800 AS ws, id FROM t) GROUP BY ws",
+    "d": "SELECT DISTINCT datetime((e / 7200) * 7200, 'unixepoch') FROM t WHERE v > 0",
+}
+
+
+def program(tmp_path, inp, lateness=True, extra=""):
+    lat = " LATENESS INTERVAL '1' HOUR" if lateness else ""
+    sql = ["CREATE TABLE t (id INT NOT NULL, v INT, ts TIMESTAMP%s) %s;" % (lat, json_input(inp))]
+    for name, q in VIEWS.items():
+        sql.append("CREATE MATERIALIZED VIEW %s AS %s;" % (name, q))
+    if lateness:
+        sql.append("CREATE MATERIALIZED VIEW f WITH ('emit_final' = 'window_end') AS %s;"
+                   % VIEWS["w"])
+    sql.append(extra)
+    p = tmp_path / ("prog%s.sql" % ("" if lateness else "_nolate"))
+    p.write_text("\n".join(sql) + "\n")
+    return p
+
+
+def sqlite_of(events):
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (id INT, v INT, e INT)")
+    db.executemany("INSERT INTO t VALUES (?, ?, ?)", [(e["id"], e["v"], e["ts"]) for e in events])
+    return db
+
+
+def norm(rows):
+    return sorted(tuple("" if x is None else str(x) for x in r) for r in rows)
+
+
+def check_views(dump, kept, final_wm):
+    db = sqlite_of(kept)
+    for name, q in SQLITE.items():
+        _, got = read_dump(dump / ("%s.csv" % name))
+        assert norm(got) == norm(db.execute(q).fetchall()), name
+    # emit_final: the windows closed by the final watermark, once each
+    closed = (final_wm // HOUR) * HOUR
+    want = db.execute(SQLITE["w"].replace("GROUP BY ws", "GROUP BY ws HAVING ws < %d" % closed))
+    _, got = read_dump(dump / "f.csv")
+    want = norm(want.fetchall())
+    assert norm(got) == want and len(want) > 100
+
+
+def test_lateness_and_emit_final_syntax():
+    ok = [
+        "CREATE TABLE t (ts TIMESTAMP LATENESS INTERVAL '1' HOUR, v INT);",
+        "CREATE TABLE t (ts TIMESTAMP NOT NULL LATENESS INTERVAL 5 MINUTE);",
+        "CREATE TABLE t (n BIGINT LATENESS 100, v INT);",
+        "CREATE TABLE t (d DATE LATENESS INTERVAL '2' DAY);",
+        "CREATE TABLE t (ts TIMESTAMP, v INT);\nLATENESS t.ts INTERVAL '10' SECOND;",
+        # the statement after a view that reads the column: emit_final still sees it
+        "CREATE TABLE t (ts TIMESTAMP, v INT);\n"
+        "CREATE VIEW f WITH ('emit_final' = 'true') AS SELECT window_start, COUNT(*) AS c FROM "
+        "TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' HOUR)) GROUP BY window_start;\n"
+        "LATENESS t.ts INTERVAL '1' HOUR;",
+        "CREATE TABLE t (n INT LATENESS 10);\n"
+        "CREATE VIEW f WITH ('emit_final' = 'k') AS SELECT n + 5 AS k, COUNT(*) AS c FROM t "
+        "GROUP BY n + 5;",
+    ]
+    bad = [
+        ("CREATE TABLE t (s VARCHAR LATENESS 1);", "LATENESS on column s of type VARCHAR"),
+        ("CREATE TABLE t (ts TIMESTAMP LATENESS 5);", "must be a constant INTERVAL"),
+        ("CREATE TABLE t (n INT LATENESS INTERVAL '1' HOUR);", "must be a constant integer"),
+        ("CREATE TABLE t (n INT LATENESS -3);", "must not be negative"),
+        ("CREATE TABLE t (a INT LATENESS 1, b INT LATENESS 2);", "one watermark column per table"),
+        ("CREATE TABLE t (a INT);\nCREATE VIEW v AS SELECT a FROM t;\nLATENESS v.a 10;",
+         "LATENESS on a view (v) is not supported"),
+        ("LATENESS t.a 10;\nCREATE TABLE t (a INT);", "not a table declared before it"),
+        ("CREATE TABLE t (a INT);\nLATENESS t.b 10;", "column \"b\" not found in t"),
+        ("CREATE TABLE t (a INT LATENESS 1, b INT);\n"
+         "CREATE VIEW v WITH ('emit_final' = 'c') AS SELECT b, COUNT(*) AS c FROM t GROUP BY b;",
+         "its column c has none"),
+        ("CREATE TABLE t (a INT LATENESS 1, b INT);\n"
+         "CREATE VIEW v WITH ('emit_final' = 'zz') AS SELECT b FROM t;", "not one of its columns"),
+        ("CREATE TABLE t (a INT, b INT) WITH ('emit_final' = 'a');", "applies to views"),
+        ("CREATE TABLE t (a INT LATENESS 1);\n"
+         "CREATE VIEW v WITH ('emit_final' = 'true') AS SELECT a * 2 AS x FROM t;",
+         "none of its columns has one"),
+    ]
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        for i, text in enumerate(ok):
+            p = "%s/ok%d.sql" % (d, i)
+            open(p, "w").write(text)
+            out = run_ok(["check", p]).stdout
+            assert "lateness" in out, out
+        for i, (text, msg) in enumerate(bad):
+            p = "%s/bad%d.sql" % (d, i)
+            open(p, "w").write(text)
+            res = run(["check", p])
+            assert res.returncode != 0 and msg in res.stderr, (text, res.stderr)
+            assert "AddressSanitizer" not in res.stderr
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_late_rows_are_dropped_counted_and_views_match_sqlite(tmp_path, workers):
+    events, late, _ = gen_events(1500)
+    inp = tmp_path / "in.json"
+    write_events(inp, events)
+    prog = program(tmp_path, inp)
+    res = run_ok(["run", prog, "--until-done", "--no-progress", "--step-rows", 10, "--workers",
+                  workers, "--dump", tmp_path / "dump"])
+    assert len(late) > 10
+    assert "sluice: table t: %d late rows dropped" % len(late) in res.stderr, res.stderr
+    kept = [e for e in events if e["id"] not in late]
+    check_views(tmp_path / "dump", kept, max(e["ts"] for e in kept) - LATENESS)
+    # the same input in one step: nothing is late (the watermark moves only
+    # between steps' inputs), and without LATENESS nothing is late either
+    res = run_ok(["run", program(tmp_path, inp, lateness=False), "--until-done", "--no-progress",
+                  "--dump", tmp_path / "dump_all"])
+    assert "late row" not in res.stderr
+    db = sqlite_of(events)
+    _, got = read_dump(tmp_path / "dump_all" / "w.csv")
+    assert norm(got) == norm(db.execute(SQLITE["w"]).fetchall())
+
+
+def agg_rows(stats, view):
+    """Groups kept by the aggregate operators of `view` (all workers)."""
+    return sum(o["rows"] for o in stats["memory"]["operators"]
+               if o["relation"] == view and o["kind"] == "aggregate")
+
+
+def test_stats_metrics_and_state_bounded_by_open_windows(tmp_path, http_pipeline):
+    """2000 rows over ~400 windows: the TUMBLE aggregate over the table with
+    LATENESS keeps only the open windows' groups (a count, not a time),
+    the same aggregate over a copy without LATENESS keeps every window."""
+    events, late, _ = gen_events(2000, seed=5)
+    inp = tmp_path / "in.json"
+    write_events(inp, events)
+    extra = ("CREATE TABLE u (id INT NOT NULL, v INT, ts TIMESTAMP) %s;\n"
+             "CREATE VIEW wu AS SELECT window_start, COUNT(*) AS c FROM "
+             "TABLE(TUMBLE(TABLE u, DESCRIPTOR(ts), INTERVAL '1' HOUR)) GROUP BY window_start;\n"
+             "CREATE VIEW wt AS SELECT window_start, COUNT(*) AS c FROM "
+             "TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' HOUR)) GROUP BY window_start;"
+             % json_input(inp))
+    prog = program(tmp_path, inp, extra=extra)
+    pl = http_pipeline(prog.read_text(), "--step-rows", 10, "--workers", 2)
+    kept = [e for e in events if e["id"] not in late]
+    windows_all = len({e["ts"] // HOUR for e in events})
+    windows_kept = len({e["ts"] // HOUR for e in kept})
+
+    def settled():
+        s = requests.get(pl.url("/stats"), timeout=30).json()
+        done = s["global_metrics"]["pipeline_complete"]
+        return s if done and agg_rows(s, "wu") == windows_all else None
+    s = wait_until(settled, "the pipeline reading both inputs to the end")
+    assert s["tables"]["t"]["late_records"] == len(late)
+    assert s["tables"]["t"]["watermark"] == ts_text(max(e["ts"] for e in kept) - LATENESS)
+    assert "late_records" not in s["tables"]["u"]
+    # O(open windows): the windows the lateness keeps open, on two workers
+    assert agg_rows(s, "wt") <= 4, agg_rows(s, "wt")
+    assert agg_rows(s, "w") <= 4 and windows_kept > 300
+    fin = [o["rows"] for o in s["memory"]["operators"] if o["kind"] == "emit_final"]
+    assert fin and sum(fin) <= 4, fin
+    m = requests.get(pl.url("/metrics"), timeout=30).text
+    assert re.search(r'^sluice_late_records_total\{table="t"\} %d$' % len(late), m, re.M), m
+    assert "# TYPE sluice_late_records_total counter" in m
+    assert 'sluice_late_records_total{table="u"}' not in m
+    pl.stop()
+
+
+def test_restart_from_checkpoint_keeps_the_watermark(tmp_path):
+    """A run ends (final checkpoint); more input is appended; the rows of the
+    new input that are late only against the first run's watermark are
+    dropped after the restart (a lost watermark would let them in), also on
+    another worker count. Results equal SQLite over the kept rows."""
+    first, late1, mx = gen_events(600, seed=9)
+    inp = tmp_path / "in.json"
+    write_events(inp, first)
+    prog = program(tmp_path, inp)
+    st = tmp_path / "storage"
+    args = ["run", prog, "--until-done", "--no-progress", "--step-rows", 10, "--storage", st,
+            "--checkpoint-interval", "0"]
+    res = run_ok(args + ["--workers", 1])
+    assert "sluice: table t: %d late rows dropped" % len(late1) in res.stderr, res.stderr
+    # new rows: first 5 below the restored watermark (late), then in order
+    late2 = []
+    for k in range(5):
+        late2.append({"id": 5000 + k, "v": 7, "ts": mx - LATENESS - 600 * (k + 1)})
+    more, late3, _ = gen_events(300, first_id=6000, start=mx + 60, seed=11)
+    write_events(inp, late2 + more, mode="a")
+    res = run_ok(args + ["--workers", 2, "--dump", tmp_path / "dump"])
+    assert "resuming from the checkpoint" in res.stderr, res.stderr
+    nlate = len(late1) + len(late2) + len(late3)
+    assert "sluice: table t: %d late rows dropped" % nlate in res.stderr, res.stderr
+    lateids = late1 | late3 | {e["id"] for e in late2}
+    kept = [e for e in first + late2 + more if e["id"] not in lateids]
+    check_views(tmp_path / "dump", kept, max(e["ts"] for e in kept) - LATENESS)
+
+
+def test_two_hosts_drop_the_same_rows_and_give_the_same_dump(tmp_path):
+    """--hosts 2 --workers 3 (the watermark a max across hosts each step,
+    late counts summed) gives the --workers 3 run's dump and late count."""
+    import os
+    import shutil
+    import subprocess
+    from conftest import mpi_env, sluice_bin
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun is not on PATH: the --hosts run needs Open MPI")
+    events, late, _ = gen_events(800, seed=3)
+    inp = tmp_path / "in.json"
+    write_events(inp, events)
+    prog = program(tmp_path, inp)
+    base = ["run", prog, "--until-done", "--no-progress", "--step-rows", 10, "--workers", 3]
+    one = run_ok(base + ["--dump", tmp_path / "d1"])
+    env = dict(os.environ, **mpi_env())
+    p = subprocess.run([sluice_bin()] + [str(a) for a in base + ["--hosts", 2, "--dump",
+                                                                 tmp_path / "d2"]],
+                       capture_output=True, env=env, timeout=600)
+    err = p.stderr.decode()
+    assert p.returncode == 0 and "AddressSanitizer" not in err, err[-3000:]
+    msg = "sluice: table t: %d late rows dropped" % len(late)
+    assert msg in one.stderr and msg in err, err[-2000:]
+    for name in list(VIEWS) + ["f"]:
+        assert (tmp_path / "d1" / ("%s.csv" % name)).read_bytes() == \
+            (tmp_path / "d2" / ("%s.csv" % name)).read_bytes(), name
+
+
+def test_in_order_input_gives_one_dump_for_any_steps_and_workers(tmp_path):
+    """Rows never more than half the lateness behind: nothing is late, and
+    the dumps (emit_final included) are byte-identical for one step, steps
+    of 3 and of 10 rows per worker, on 1 and 3 workers (late-drop depends
+    on arrival order and steps only when rows are late)."""
+    events, _, _ = gen_events(900, every=10**9, seed=13)
+    inp = tmp_path / "in.json"
+    write_events(inp, events)
+    prog = program(tmp_path, inp)
+    dumps = []
+    for k, args in enumerate([[], ["--step-rows", 3], ["--step-rows", 10, "--workers", 3],
+                              ["--workers", 3]]):
+        d = tmp_path / ("d%d" % k)
+        res = run_ok(["run", prog, "--until-done", "--no-progress", "--dump", d] + args)
+        assert "late row" not in res.stderr, res.stderr
+        dumps.append({n: (d / ("%s.csv" % n)).read_bytes() for n in list(VIEWS) + ["f"]})
+    assert all(x == dumps[0] for x in dumps)
+    check_views(tmp_path / "d1", events, max(e["ts"] for e in events) - LATENESS)
