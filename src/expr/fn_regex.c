@@ -496,10 +496,12 @@ static int regexp_nth(RxTls *t, int fn, const Vec *args, int64_t n, EvalCtx *cx,
         int64_t start = arg_int(&args[2], k), nth = arg_int(&args[3], k);
         int64_t g = arg_int(&args[gi], k), endo = instr ? arg_int(&args[4], k) : 0;
         if (check_pos(cx, name, "start", start, 1) || check_pos(cx, name, "n", nth, 1) ||
-            check_pos(cx, name, "subexpr", g, 0) ||
-            (instr && (check_pos(cx, name, "endoption", endo, 0) ||
-                       (endo > 1 && check_pos(cx, name, "endoption", -endo, 0)))))
+            check_pos(cx, name, "subexpr", g, 0))
             return SL_ERUNTIME;
+        if (endo < 0 || endo > 1)
+            return err_set(cx->err, SL_ERUNTIME,
+                           "invalid value for parameter \"endoption\" of %s: %lld", name,
+                           (long long)endo);
         RxEntry *x = row_rx(t, args, 1, fi, RX_PG, fn, k, &have, cx);
         if (!x)
             return SL_ERUNTIME;
@@ -666,10 +668,9 @@ void expr_similar_to_regex(const char *p, size_t n, int esc, Buf *b)
             after_esc = false;
             if (c == '"') /* SUBSTRING's separators: grouping only */
                 continue;
-            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
-                buf_putc(b, '\\'); /* a quoted punctuation character */
-            else if (c != '\\')
-                buf_putc(b, '\\'); /* \d, \w, ... as PostgreSQL passes them */
+            /* a quoted character: punctuation stands for itself, a letter
+               keeps its escape meaning (\d, \w), as in PostgreSQL */
+            buf_putc(b, '\\');
             buf_putc(b, c);
             continue;
         }
@@ -720,9 +721,9 @@ static int similar_escape(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, con
         if (m[k])
             continue;
         Str p = arg_str(&args[0], k), e = arg_str(&args[1], k);
-        if (expr__utf8_len(e.p, e.n) > 1 || (e.n > 1)) {
-            rc = err_set(cx->err, SL_ERUNTIME,
-                         "invalid escape string: escape string must be empty or one character");
+        if (e.n > 1) {
+            rc = err_set(cx->err, SL_ERUNTIME, "invalid escape string \"%.*s\": it must be "
+                         "empty or one single-byte character", (int)e.n, e.p);
             goto out_free_buf;
         }
         buf_reset(&b);

@@ -162,7 +162,14 @@ Expr *sql__bind_regex(P *p, Ast *x, Expr **args, int n)
         a[na++] = str_arg(p, args[0]);
         a[na++] = n > 1 ? str_arg(p, args[1]) : str_const(p, "\\");
         pi = -1;
-        if (is_str_const(a[0]) && is_str_const(a[1]) && a[1]->cs.n <= 1) {
+        if (is_str_const(a[1]) && a[1]->cs.n > 1) {
+            Ast *at = n > 1 ? x->args.v[1] : x;
+            perr(p, SL_ESEMANTIC, at->line, at->col,
+                 "invalid escape string '%.*s': it must be empty or one single-byte character",
+                 (int)a[1]->cs.n, a[1]->cs.p);
+            return NULL;
+        }
+        if (is_str_const(a[0]) && is_str_const(a[1])) {
             /* a constant pattern becomes a constant regex here */
             Buf b = BUF_INIT;
             expr_similar_to_regex(a[0]->cs.p, a[0]->cs.n, a[1]->cs.n ? (uint8_t)a[1]->cs.p[0] : -1,

@@ -80,6 +80,7 @@ def at(lines, needle):
     ("regexp_replace(s, '[a-', 'x', 'g')", "'[a-'", "missing terminating ]"),
     ("REGEXP_EXTRACT(s, 'a{2,1}', 0)", "'a{2,1}'", "out of order"),
     ("s SIMILAR TO '(a'", "SIMILAR", "missing closing parenthesis"),
+    ("s NOT SIMILAR TO 'a' ESCAPE 'ab'", "'ab'", "invalid escape string"),
     ("regexp_like(s, 'a', 'z')", "regexp_like", "invalid regular expression option: \"z\""),
     ("regexp_like(s, 'a', 'g')", "regexp_like", "does not support the \"global\" option"),
 ])
