@@ -608,7 +608,8 @@ static int regexp_replace(RxTls *t, const Vec *args, int64_t n, EvalCtx *cx, Vec
             rc = err_set(cx->err, SL_ERUNTIME, "regexp_replace result too long (%zu bytes)", b.n);
             goto out_free_buf;
         }
-        out->s[k] = (Str){arena_strndup(cx->arena, (const char *)b.p, b.n), (uint32_t)b.n};
+        out->s[k] = b.n ? (Str){arena_strndup(cx->arena, (const char *)b.p, b.n), (uint32_t)b.n}
+                        : empty_str; /* everything replaced by '' */
     }
 out_free_buf:
     buf_free(&b);

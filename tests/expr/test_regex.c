@@ -121,6 +121,8 @@ static void test_regexp_replace_first_nth_and_global_with_back_references(void *
     /* empty matches: one per position, the search going on a character later */
     CHECK_STRS(replace(col(0, VC), "x*", "-", 1, -1, "g"), c,
                "-f-o-o-.-b-a-r-@-e--a-m-p-l-e-.-c-o-m-", "-a-a-a-", "-", NULL);
+    /* everything replaced by nothing */
+    CHECK_STRS(replace(col(0, VC), "^.*$", "", 1, -1, ""), c, "", "", "", NULL);
     /* a group that took no part gives '' */
     CHECK_STRS(replace(col(0, VC), "(x)?a", "[\\1]", 1, -1, "g"), c, "foo.b[]r@e[x]mple.com",
                "[][][]", "", NULL);
