@@ -16,8 +16,8 @@
  * are evaluated only over the rows still undecided, through a sub-selection
  * of the input rows; their results are scattered back into place.
  *
- * CAST lives in eval_cast.c; functions, LIKE and || in fn_str.c, fn_num.c
- * and fn_time.c (private declarations in expr_int.h).
+ * CAST lives in eval_cast.c; functions, LIKE and || in fn_str.c, fn_num.c,
+ * fn_time.c and fn_regex.c (private declarations in expr_int.h).
  */
 #include "expr.h"
 
@@ -791,6 +791,17 @@ static bool shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
         case FN_INITCAP: return out->s && na == 1 && a[0].s;
         case FN_SPLIT_INDEX:
         case FN_REGEXP_EXTRACT: return out->s && out->nul && na == 3 && a[0].s && a[1].s && a[2].i;
+        case FN_SPLIT_PART: return out->s && na == 3 && a[0].s && a[1].s && a[2].i;
+        case FN_SIMILAR_ESCAPE: return out->s && na == 2 && a[0].s && a[1].s;
+        case FN_REGEXP_LIKE: return out->i && na == 3 && a[0].s && a[1].s && a[2].s;
+        case FN_REGEXP_COUNT: return out->i && na == 4 && a[0].s && a[1].s && a[2].i && a[3].s;
+        case FN_REGEXP_REPLACE:
+            return out->s && na == 6 && a[0].s && a[1].s && a[2].s && a[3].i && a[4].i && a[5].s;
+        case FN_REGEXP_SUBSTR:
+            return out->s && na == 6 && a[0].s && a[1].s && a[2].i && a[3].i && a[4].s && a[5].i;
+        case FN_REGEXP_INSTR:
+            return out->i && na == 7 && a[0].s && a[1].s && a[2].i && a[3].i && a[4].i &&
+                   a[5].s && a[6].i;
         case FN_TRIM_CHARS: return out->s && na == 3 && a[0].s && a[1].s && a[2].i;
         case FN_CONCAT:
             for (int j = 0; j < na; j++)
@@ -920,8 +931,15 @@ static __attribute__((noinline)) int eval_node(const Expr *e, const Chunk *in,
         case FN_CONCAT:
         case FN_INITCAP:
         case FN_SPLIT_INDEX:
-        case FN_REGEXP_EXTRACT:
         case FN_TRIM_CHARS: return expr__fn_str(e, a, n, cx, out, m);
+        case FN_REGEXP_EXTRACT:
+        case FN_REGEXP_LIKE:
+        case FN_REGEXP_REPLACE:
+        case FN_REGEXP_COUNT:
+        case FN_REGEXP_SUBSTR:
+        case FN_REGEXP_INSTR:
+        case FN_SIMILAR_ESCAPE:
+        case FN_SPLIT_PART: return expr__fn_regex(e, a, n, cx, out, m);
         case FN_MOD: return expr__arith(E_MOD, &a[0], &a[1], n, cx, out, m);
         case FN_EXTRACT_YEAR:
         case FN_EXTRACT_MONTH:

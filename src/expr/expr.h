@@ -108,8 +108,20 @@ typedef enum FuncId {
                       split at every delimiter, NULL when there are fewer
                       parts, i < 0 or the delimiter is '' (Flink) */
     FN_REGEXP_EXTRACT, /* (s, pattern, i INT) -> group i (0: the whole match)
-                      of the first match of the POSIX extended regular
-                      expression pattern in s; NULL when none */
+                      of the first match of the regular expression pattern
+                      (PCRE2, Java's defaults) in s; NULL when none */
+    /* fn_regex.c: PCRE2 patterns with PostgreSQL's defaults and flags
+       (VARCHAR, '' for none); start and N are 1-based INTs */
+    FN_REGEXP_LIKE,    /* (s, pattern, flags) -> BOOLEAN */
+    FN_REGEXP_REPLACE, /* (s, pattern, replacement, start, N, flags): N = -1
+                      the first match (every one with flag 'g'), 0 every one */
+    FN_REGEXP_COUNT,   /* (s, pattern, start, flags) -> INT */
+    FN_REGEXP_SUBSTR,  /* (s, pattern, start, N, flags, subexpr) -> VARCHAR NULL */
+    FN_REGEXP_INSTR,   /* (s, pattern, start, N, endoption, flags, subexpr) -> INT */
+    FN_SIMILAR_ESCAPE, /* (pattern, escape) -> the SIMILAR TO pattern as a
+                      regular expression (escape '' for none) */
+    FN_SPLIT_PART,     /* (s, delimiter, n INT) -> field n (1-based, negative
+                      from the end), '' when none; n = 0 is an error */
     FN__COUNT
 } FuncId;
 
@@ -149,6 +161,19 @@ int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, Eva
  */
 int expr_filter(const Expr *pred, const Chunk *in, const int32_t *sel, int64_t n, EvalCtx *cx,
                 int32_t *out_sel, int64_t *out_n);
+
+/*
+ * Checks a constant pattern (n bytes) with constant flags (NULL: none) of
+ * regex function fn (FN_REGEXP_*): 0, or SL_ERUNTIME with PCRE2's message
+ * in err and, when the pattern itself is at fault, the 0-based character
+ * offset of the error in *offset (else -1).
+ */
+int expr_regex_check(const char *pat, size_t n, const char *flags, size_t nflags, int fn,
+                     Err *err, int *offset);
+/* SIMILAR TO's pattern p[0..n) as a regular expression appended to b
+   (esc: the escape byte, or -1 for none). */
+struct Buf;
+void expr_similar_to_regex(const char *p, size_t n, int esc, struct Buf *b);
 
 /* Constructors (memory from the plan arena a). */
 Expr *expr_new(Arena *a, ExprKind k, SqlType t, int na);

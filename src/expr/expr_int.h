@@ -1,7 +1,7 @@
 /*
  * expr/expr_int.h - declarations shared by the files of the expression
  * evaluator (expr.c: dispatch, arithmetic, logic; eval_cast.c: CAST;
- * fn_str.c, fn_num.c, fn_time.c: built-in functions, LIKE, ||) and of
+ * fn_str.c, fn_num.c, fn_time.c, fn_regex.c: built-in functions, LIKE, ||) and of
  * expr_tree.c (constructors, EXPLAIN text, operator and function names).
  *
  * Kernel convention: the caller has evaluated the operands into dense
@@ -94,6 +94,9 @@ int expr__fn_str(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *ou
 int expr__fn_num(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m);
 int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *out,
                   uint8_t *m);
+/* REGEXP_*, SIMILAR TO's translation and SPLIT_PART (fn_regex.c). */
+int expr__fn_regex(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *out,
+                   uint8_t *m);
 /* a || b and a LIKE b [ESCAPE c] (fn_str.c). */
 int expr__concat(const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m);
 int expr__like(const Vec *args, int na, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m);

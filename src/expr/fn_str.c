@@ -1,7 +1,8 @@
 /*
  * expr/fn_str.c - string functions (LOWER, UPPER, INITCAP, CHAR_LENGTH,
  * SUBSTRING, LEFT, RIGHT, TRIM with spaces or a character set, POSITION,
- * REPLACE, CONCAT, SPLIT_INDEX, REGEXP_EXTRACT), || and LIKE over vectors.
+ * REPLACE, CONCAT, SPLIT_INDEX), || and LIKE over vectors (regular
+ * expressions and SPLIT_PART: fn_regex.c).
  * ILIKE is LIKE over LOWER().
  * In: operands evaluated into dense Vecs by expr_eval (expr.c), the output
  * Vec allocated with the node's type and the row mask m (expr_int.h).
@@ -13,7 +14,6 @@
  * is ASCII only; LIKE compares bytes, with _ matching one character.
  * NULL rows are skipped (their Str slots may hold anything) and get "".
  */
-#include <regex.h>
 #include <string.h>
 
 #include "expr_int.h"
@@ -195,100 +195,6 @@ static int split_index(const Vec *args, int64_t n, Vec *out, uint8_t *m)
     return 0;
 }
 
-/* The longest run of plain characters every match of the POSIX extended
-   pattern p must contain (outside groups and brackets, not made optional
-   by a quantifier), or an empty Str when there is none to be sure of
-   (top-level alternation, escapes, classes in brackets). REGEXP_EXTRACT
-   skips regexec on rows without it. */
-static Str required_literal(Str p)
-{
-    Str best = {p.p, 0};
-    size_t run = 0, depth = 0;
-    for (size_t i = 0; i < p.n; i++) {
-        char c = p.p[i];
-        if (c == '\\' || (c == '|' && depth == 0))
-            return (Str){p.p, 0};
-        bool plain = depth == 0 && !strchr("()[]{}|^$.*+?", c);
-        if (plain && i + 1 < p.n && strchr("*?{", p.p[i + 1]))
-            plain = false; /* optional (or counted) */
-        if (plain) {
-            run++;
-            if (run > best.n)
-                best = (Str){p.p + i + 1 - run, (uint32_t)run};
-            continue;
-        }
-        run = 0;
-        if (c == '(')
-            depth++;
-        else if (c == ')' && depth > 0)
-            depth--;
-        else if (c == '[') { /* skip the bracket expression, ']' first is literal */
-            size_t j = i + 1;
-            if (j < p.n && p.p[j] == '^')
-                j++;
-            if (j < p.n && p.p[j] == ']')
-                j++;
-            for (; j < p.n && p.p[j] != ']'; j++)
-                if (p.p[j] == '[') /* [:class:] and the like: give up */
-                    return (Str){p.p, 0};
-            i = j;
-        } else if (c == '{') {
-            while (i < p.n && p.p[i] != '}')
-                i++;
-        }
-    }
-    return best;
-}
-
-/* REGEXP_EXTRACT(s, pattern, i): group i (0: the whole match) of the first
-   match of the POSIX extended regular expression pattern in s, a slice of
-   s; NULL when nothing matches or group i took no part. The pattern is
-   compiled once per run of rows that share it. */
-static int regexp_extract(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m)
-{
-    regex_t re;
-    Str have = {NULL, 0}, lit = {NULL, 0};
-    for (int64_t k = 0; k < n; k++) {
-        out->s[k] = empty_str;
-        if (m[k])
-            continue;
-        Str s = arg_str(&args[0], k), p = arg_str(&args[1], k);
-        int64_t g = arg_int(&args[2], k);
-        if (!have.p || p.n != have.n || memcmp(p.p, have.p, p.n)) {
-            if (have.p)
-                regfree(&re);
-            have = (Str){arena_strndup(cx->arena, p.p, p.n), p.n};
-            int e = regcomp(&re, have.p, REG_EXTENDED);
-            if (e) {
-                char why[128];
-                regerror(e, &re, why, sizeof(why));
-                return err_set(cx->err, SL_ERUNTIME, "REGEXP_EXTRACT: bad pattern '%s': %s",
-                               have.p, why);
-            }
-            lit = required_literal(have);
-        }
-        regmatch_t mt[10];
-        if (g < 0 || g > (int64_t)re.re_nsub || g >= 10) {
-            m[k] = 1;
-            continue;
-        }
-        if (lit.n && !memmem(s.p, s.n, lit.p, lit.n)) {
-            m[k] = 1;
-            continue;
-        }
-        mt[0].rm_so = 0;
-        mt[0].rm_eo = (regoff_t)s.n;
-        if (regexec(&re, s.p, 10, mt, REG_STARTEND) || mt[g].rm_so < 0) {
-            m[k] = 1;
-            continue;
-        }
-        out->s[k] = (Str){s.p + mt[g].rm_so, (uint32_t)(mt[g].rm_eo - mt[g].rm_so)};
-    }
-    if (have.p)
-        regfree(&re);
-    return 0;
-}
-
 /* LEFT(s, n) / RIGHT(s, n): slices; n <= 0 gives '' (Calcite, MySQL). */
 static int left_right(const Vec *args, int64_t n, Vec *out, const uint8_t *m, bool left)
 {
@@ -459,10 +365,6 @@ int expr__fn_str(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *ou
     case FN_SPLIT_INDEX:
         if (str_out && e->na == 3)
             return split_index(args, n, out, m);
-        break;
-    case FN_REGEXP_EXTRACT:
-        if (str_out && e->na == 3)
-            return regexp_extract(args, n, cx, out, m);
         break;
     case FN_INITCAP:
         if (str_out && e->na == 1)

@@ -171,7 +171,7 @@ static const FnDef fns[] = {
     {"ln", FN_LN, 1, 1},           {"exp", FN_EXP, 1, 1},         {"sign", FN_SIGN, 1, 1},
     {"position", FN_POSITION, 2, 2}, {"left", FN_LEFT, 2, 2},     {"right", FN_RIGHT, 2, 2},
     {"concat", FN_CONCAT, 1, 8},   {"initcap", FN_INITCAP, 1, 1}, {"btrim", FN_TRIM, 1, 2},
-    {"split_index", FN_SPLIT_INDEX, 3, 3}, {"regexp_extract", FN_REGEXP_EXTRACT, 3, 3},
+    {"split_index", FN_SPLIT_INDEX, 3, 3},
 };
 
 /* The unit argument of DATE_TRUNC / TIMESTAMPDIFF: a bare word (DAY) or a
@@ -313,6 +313,8 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
             e->a[i] = sql__cast_to(p, args[i], t);
         return e;
     }
+    if (sql__is_regex_fn(x->name)) /* bind_regex.c */
+        return sql__bind_regex(p, x, args, n);
     for (size_t i = 0; i < ARRAY_LEN(fns); i++) {
         const FnDef *f = &fns[i];
         if (strcmp(f->name, x->name))
@@ -366,7 +368,6 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
                                                                     : type_make(TK_VARCHAR, false));
             break;
         case FN_SPLIT_INDEX: /* NULL also when the part does not exist */
-        case FN_REGEXP_EXTRACT:
             t = type_make(TK_VARCHAR, true);
             args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, false));
             args[1] = sql__cast_to(p, args[1], type_make(TK_VARCHAR, false));

@@ -655,6 +655,70 @@ static Ast *parse_mul(Parser *p) { return parse_level(p, parse_unary, mul_op); }
 static Ast *parse_add(Parser *p) { return parse_level(p, parse_mul, add_op); }
 static Ast *parse_concat(Parser *p) { return parse_level(p, parse_add, concat_op); }
 
+/* A call of regex function `name` over args at token t (the operator). */
+static Ast *regex_call(Parser *p, const Token *t, const char *name, Ast *a, Ast *b, Ast *c)
+{
+    Ast *n = sql__new_ast(p, A_FUNC, t);
+    n->name = arena_strndup(p->a, name, strlen(name));
+    sql__list_push(p, &n->args, a);
+    sql__list_push(p, &n->args, b);
+    if (c)
+        sql__list_push(p, &n->args, c);
+    return n;
+}
+
+/* l ~ r, l ~* r, l !~ r, l !~* r (PostgreSQL), l [NOT] RLIKE / REGEXP r
+   (MySQL, Spark), l [NOT] SIMILAR TO r [ESCAPE e]: calls of regexp_like
+   (SIMILAR TO's pattern through similar_to_escape, as PostgreSQL does),
+   NOT-wrapped when negated. NULL when the current token is none of these
+   (nothing consumed), or with p->err set. RLIKE and REGEXP count as
+   operators only before something that can start an operand, so a column
+   alias of that name still parses. */
+static Ast *parse_regex_op(Parser *p, Ast *l, bool neg)
+{
+    Token *t = cur(p), *nx = &p->t[p->i + 1];
+    Ast *r, *n, *flags = NULL;
+    if (!neg && (is_op(t, "~") || is_op(t, "~*") || is_op(t, "!~") || is_op(t, "!~*"))) {
+        neg = t->s[0] == '!';
+        if (t->s[t->n - 1] == '*') { /* case-insensitive: flag 'i' */
+            flags = sql__new_ast(p, A_STR, t);
+            flags->str = arena_strndup(p->a, "i", 1);
+            flags->slen = 1;
+        }
+        p->i++;
+        if (!(r = parse_concat(p)))
+            return NULL;
+        n = regex_call(p, t, "regexp_like", l, r, flags);
+    } else if (is_kw(t, "similar") && is_kw(nx, "to")) {
+        p->i += 2;
+        Ast *e = NULL;
+        if (!(r = parse_concat(p)) || (accept_kw(p, "escape") && !(e = parse_concat(p))))
+            return NULL;
+        Ast *pat = sql__new_ast(p, A_FUNC, t);
+        pat->name = arena_strndup(p->a, "similar_to_escape", strlen("similar_to_escape"));
+        sql__list_push(p, &pat->args, r);
+        if (e)
+            sql__list_push(p, &pat->args, e);
+        n = regex_call(p, t, "regexp_like", l, pat, NULL);
+    } else if ((is_kw(t, "rlike") || is_kw(t, "regexp")) &&
+               (nx->k == T_STR || nx->k == T_QIDENT || nx->k == T_INT || nx->k == T_NUM ||
+                is_op(nx, "(") || (nx->k == T_IDENT && !sql__is_reserved(nx)))) {
+        p->i++;
+        if (!(r = parse_concat(p)))
+            return NULL;
+        n = regex_call(p, t, "regexp_like", l, r, NULL);
+    } else {
+        return NULL;
+    }
+    if (neg) {
+        Ast *x = sql__new_ast(p, A_UN, t);
+        x->op = OP_NOT;
+        x->a = n;
+        n = x;
+    }
+    return n;
+}
+
 static Ast *parse_cmp(Parser *p)
 {
     Ast *l = parse_concat(p);
@@ -714,7 +778,9 @@ static Ast *parse_cmp(Parser *p)
         bool neg = false;
         int save = p->i;
         if (is_kw(t, "not") && (is_kw(&p->t[p->i + 1], "between") || is_kw(&p->t[p->i + 1], "in") ||
-                                is_kw(&p->t[p->i + 1], "like") || is_kw(&p->t[p->i + 1], "ilike"))) {
+                                is_kw(&p->t[p->i + 1], "like") || is_kw(&p->t[p->i + 1], "ilike") ||
+                                is_kw(&p->t[p->i + 1], "similar") ||
+                                is_kw(&p->t[p->i + 1], "rlike") || is_kw(&p->t[p->i + 1], "regexp"))) {
             neg = true;
             p->i++;
         }
@@ -760,6 +826,13 @@ static Ast *parse_cmp(Parser *p)
             if (accept_kw(p, "escape") && !(n->c = parse_concat(p)))
                 return NULL;
             l = n;
+            continue;
+        }
+        Ast *rx = parse_regex_op(p, l, neg);
+        if (p->err->code)
+            return NULL;
+        if (rx) {
+            l = rx;
             continue;
         }
         p->i = save;

@@ -288,6 +288,10 @@ Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r);
 /* A function call x (A_FUNC): an aggregate (collected on bc->agg), a
    window function (plan_window.c) or a scalar function. */
 Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x);
+/* bind_regex.c: whether name is a regex function (or SPLIT_PART), and the
+   call x of one over its bound arguments args[0..n). */
+bool sql__is_regex_fn(const char *name);
+Expr *sql__bind_regex(P *p, Ast *x, Expr **args, int n);
 /* An aggregate call x: its column in the aggregation's output. */
 Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x);
 bool sql__is_agg_name(const char *n);
