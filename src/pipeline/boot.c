@@ -35,6 +35,7 @@
 #include <strings.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
 #include "snapshot.h"
@@ -123,6 +124,65 @@ static bool rereadable(const Circuit *c, int rel)
             return false;
     }
     return true;
+}
+
+/* The output connectors of circuit c in the order connectors_open opens
+   them (relations in order, each view's connectors in order: a view's
+   connectors are all outputs): per output its relation and JSON. */
+static int outputs_of(const Circuit *c, int **rel, const cJSON ***json)
+{
+    int n = 0, cap = 0, cap2 = 0, n2 = 0;
+    *rel = NULL;
+    *json = NULL;
+    for (int i = 0; i < c->nrels; i++) {
+        const cJSON *e;
+        if (c->rels[i].is_table || !c->rels[i].connectors)
+            continue;
+        cJSON_ArrayForEach(e, c->rels[i].connectors)
+        {
+            *VEC_PUSH(*rel, n, cap) = i;
+            *VEC_PUSH(*json, n2, cap2) = e;
+        }
+    }
+    return n;
+}
+
+/* Which old output each new output continues, and which new ones get a
+   snapshot (BootPlan.out_from, out_snap): an output of a view whose sink
+   is kept continues the old output of the view of the same name whose
+   connector JSON is the same (key order and layout aside; each old
+   output continued once); any other output of a kept view is a new
+   destination, given the view's contents first when it is materialized
+   (the sink holds them). Outputs of new and changed views start over
+   (their sink is new: the bootstrap step computes their contents). */
+static void map_outputs(BootPlan *b)
+{
+    int *orel, *nrel;
+    const cJSON **ojs, **njs;
+    int no = outputs_of(b->old, &orel, &ojs);
+    b->nout = outputs_of(b->nc, &nrel, &njs);
+    b->out_from = sl_calloc((size_t)b->nout + 1, sizeof(int));
+    b->out_snap = sl_calloc((size_t)b->nout + 1, sizeof(bool));
+    bool *taken = sl_calloc((size_t)no + 1, sizeof(bool));
+    for (int j = 0; j < b->nout; j++) {
+        const Relation *r = &b->nc->rels[nrel[j]];
+        b->out_from[j] = -1;
+        if (r->sink < 0 || b->is_new[r->sink])
+            continue;
+        for (int k = 0; k < no && b->out_from[j] < 0; k++)
+            if (!taken[k] && !strcasecmp(b->old->rels[orel[k]].name, r->name) &&
+                progdiff_same_json(ojs[k], njs[j]))
+                taken[k] = true, b->out_from[j] = k;
+        if (b->out_from[j] < 0 && r->materialized) {
+            b->out_snap[j] = true;
+            b->nsnap++;
+        }
+    }
+    sl_free(taken);
+    sl_free(orel);
+    sl_free(nrel);
+    sl_free(ojs);
+    sl_free(njs);
 }
 
 BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_fp,
@@ -219,6 +279,8 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
         b->nnew += b->is_new[n];
     sl_free(comp);
     sl_free(avail);
+    if (!rc)
+        map_outputs(b);
     if (rc) {
         boot_plan_free(b);
         return NULL;
@@ -235,6 +297,12 @@ void boot_plan_free(BootPlan *b)
     sl_free(b->is_new);
     sl_free(b->feed_sink);
     sl_free(b->reread);
+    sl_free(b->out_from);
+    sl_free(b->out_snap);
+    for (int j = 0; b->snapb && j < b->nout; j++)
+        if (b->snapb[j])
+            batch_unref(b->snapb[j]);
+    sl_free(b->snapb);
     sl_free(b->target);
     sl_free(b->tpos);
     if (b->bc)
@@ -269,18 +337,14 @@ cJSON *boot_state(const BootPlan *b, const cJSON *state)
     return out;
 }
 
-/* Does the new program's relation rel continue its old stream: for a
-   table (is_input), its source is kept (same name, columns, connectors:
-   the same history, so its connectors continue); for a view, its sink is
-   (its outputs continue; a new sink starts over with the bootstrap step's
-   snapshot). */
-static bool kept(const BootPlan *b, int rel, bool is_input)
+/* Does the new program's table rel continue its old stream: its source
+   is kept (same name, columns, connectors: the same history, so its
+   connectors continue)? */
+static bool kept_table(const BootPlan *b, int rel)
 {
     const Circuit *c = b->nc;
     if (rel < 0 || rel >= c->nrels)
         return false;
-    if (!is_input)
-        return c->rels[rel].sink >= 0 && !b->is_new[c->rels[rel].sink];
     for (int n = 0; n < c->nnodes; n++)
         if (c->nodes[n]->k == OPK_SOURCE && c->nodes[n]->rel == rel)
             return !b->is_new[n];
@@ -300,6 +364,15 @@ static const cJSON *named(const cJSON *m, const char *list, const char *name)
     return NULL;
 }
 
+/* The manifest entry of the old output that output j continues, or NULL
+   (a new destination: map_outputs). */
+static const cJSON *old_output(const BootPlan *b, const Connectors *cs, const cJSON *m, int j)
+{
+    if (cs->nout != b->nout || j < 0 || j >= b->nout || b->out_from[j] < 0)
+        return NULL;
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "outputs"), b->out_from[j]);
+}
+
 int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
 {
     sl_free(b->target);
@@ -311,7 +384,7 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
         b->target[j] = -1;
         if (e && b->reread[input_rel(cs->in[j])]) /* read again up to here */
             b->target[j] = ckpt_jint(e, "rows");
-        if (!e || !kept(b, input_rel(cs->in[j]), true))
+        if (!e || !kept_table(b, input_rel(cs->in[j])))
             continue; /* starts from the beginning */
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
         InPos *pos = sl_calloc(1, sizeof(*pos));
@@ -330,8 +403,8 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
             return rc;
     }
     for (int j = 0; j < cs->nout; j++) {
-        const cJSON *e = named(m, "outputs", output_name(cs->out[j]));
-        if (e && kept(b, output_rel(cs->out[j]), false))
+        const cJSON *e = old_output(b, cs, m, j);
+        if (e)
             output_set_counts(cs->out[j], ckpt_jint(e, "records"), ckpt_jint(e, "bytes"));
     }
     return 0;
@@ -339,10 +412,8 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
 
 int64_t boot_out_offset(const BootPlan *b, const Connectors *cs, const cJSON *m, int j)
 {
-    const cJSON *e = named(m, "outputs", output_name(cs->out[j]));
-    if (!e || !kept(b, output_rel(cs->out[j]), false))
-        return 0;
-    int64_t off = ckpt_jint(e, "offset");
+    const cJSON *e = old_output(b, cs, m, j);
+    int64_t off = e ? ckpt_jint(e, "offset") : 0;
     return off > 0 ? off : 0;
 }
 
@@ -483,4 +554,42 @@ int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, InputConn 
         return b->target[k];
     }
     return -1;
+}
+
+void boot_plan_put(const BootPlan *b, Buf *out)
+{
+    int nn = b->nc->nnodes;
+    put32(out, nn);
+    for (int n = 0; n < nn; n++) {
+        put32(out, b->run[n] | (b->is_new[n] << 1));
+        put32(out, b->feed_sink[n]);
+    }
+}
+
+BootPlan *boot_plan_get(const Circuit *nc, Rd *r)
+{
+    int nn = rd32(r);
+    if (r->bad || nn != nc->nnodes)
+        return NULL;
+    BootPlan *b = sl_calloc(1, sizeof(*b));
+    b->nc = nc;
+    b->run = sl_calloc((size_t)nn + 1, sizeof(bool));
+    b->is_new = sl_calloc((size_t)nn + 1, sizeof(bool));
+    b->feed_sink = sl_calloc((size_t)nn + 1, sizeof(int));
+    for (int n = 0; n < nn; n++) {
+        int32_t f = rd32(r), s = rd32(r);
+        b->run[n] = f & 1;
+        b->is_new[n] = (f & 2) != 0;
+        b->feed_sink[n] = s;
+        /* a fed node is fed its own integral or a kept materialized sink's */
+        if (s >= nn || s < -1 || (s >= 0 && s != n && nc->nodes[s]->k != OPK_SINK) ||
+            (s == n && nc->nodes[n]->k != OPK_UPSERT && nc->nodes[n]->k != OPK_AGG))
+            r->bad = true;
+        b->nnew += b->is_new[n];
+    }
+    if (r->bad) {
+        boot_plan_free(b);
+        return NULL;
+    }
+    return b;
 }

@@ -23,6 +23,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../base/wire.h"
 #include "../io/connector.h"
 #include "../runtime/runtime.h"
 #include "../sql/progdiff.h"
@@ -49,6 +50,15 @@ typedef struct BootPlan {
     InPos *tpos;             /* ... and its position there (kafka_input reads every
                                 partition up to its offset) */
     Circuit *bc;             /* the circuit the backfill connectors are opened from */
+    int nout;                /* output connectors of the new program (connectors_open order) */
+    int *out_from;           /* per output: the old program's output it continues (its index
+                                in the manifest's "outputs": same view kept, same connector
+                                JSON), or -1: a new destination (offset 0, counters 0) */
+    bool *out_snap;          /* per output: a new destination of a kept materialized view:
+                                the first bootstrap step gives it the view's contents */
+    int nsnap;               /* outputs with out_snap */
+    Batch **snapb;           /* per output written here: the snapshot the first bootstrap
+                                step delivers in place of its changes (boot_snapshot) */
     bool unsettled;          /* pipeline_new failed because the old program's journal or
                                 ingress log holds steps or input after its checkpoint:
                                 pipeline_settle them with the old program, then retry */
@@ -73,6 +83,19 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err);
    kept view's output of the same name, else 0 (a new or changed view's
    output starts over). */
 int64_t boot_out_offset(const BootPlan *b, const Connectors *cs, const cJSON *m, int j);
+/* What output j delivers in the step running now in place of its
+   changes (a new destination's snapshot), or NULL. */
+static inline const Batch *boot_snapshot(const BootPlan *b, int j)
+{
+    return b && b->snapb && j < b->nout ? b->snapb[j] : NULL;
+}
+/* Scale-out: the plan as the coordinator sends it to every other host
+   (which nodes run in the bootstrap steps, which are new, which are fed
+   what: every host runs the same plan), and back on a host of program nc
+   (its own stored streams feed its own workers: boot_feed). NULL when the
+   message does not fit nc. Such a plan has no diff and no connectors. */
+void boot_plan_put(const BootPlan *b, Buf *out);
+BootPlan *boot_plan_get(const Circuit *nc, Rd *r);
 /* Open a second instance of the input connectors of the tables read again
    (b->reread) into out (connectors_close it; before boot_plan_free): the
    backfill, read from the beginning up to boot_backfill_target rows, or

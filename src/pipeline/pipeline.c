@@ -61,6 +61,53 @@ static int errors_table(const Circuit *c)
    their connectors, from the beginning up to where the checkpoint left the
    live ones); new views' outputs get their contents. Then the new
    program's first checkpoint, before any live input. */
+/* The live input connector of cs that backfill input ic is a second
+   instance of (the same name). */
+static const InputConn *live_of(const Connectors *cs, const InputConn *ic)
+{
+    for (int k = 0; k < cs->nin; k++)
+        if (!strcmp(input_name(cs->in[k]), input_name(ic)))
+            return cs->in[k];
+    return NULL;
+}
+
+/* New destinations of kept materialized views (BootPlan.out_snap) get the
+   view's contents (every host's) in the first bootstrap step: snap[j] for
+   the backend (another host writes it), b->snapb[j] for deliver (here). */
+static Buf *boot_snapshots(Pipeline *p, BootPlan *b)
+{
+    Buf *snap = sl_calloc((size_t)p->cs.nout + 1, sizeof(Buf));
+    if (!b->nsnap || b->nout != p->cs.nout)
+        return snap;
+    b->snapb = sl_calloc((size_t)b->nout + 1, sizeof(Batch *));
+    for (int j = 0; j < b->nout; j++) {
+        if (!b->out_snap[j])
+            continue;
+        p->be->ops->contents(p->be, output_rel(p->cs.out[j]), &snap[j]);
+        if (output_remote(p->cs.out[j]))
+            continue;
+        BatchBuilder *bb = bb_new();
+        size_t pos = 0;
+        XRec x;
+        while (xrec_next(&snap[j], &pos, &x))
+            bb_add(bb, x.k, x.kn, NULL, 0, x.w);
+        b->snapb[j] = bb_finish(bb);
+    }
+    return snap;
+}
+
+static void boot_snapshots_done(Pipeline *p, BootPlan *b, Buf *snap)
+{
+    for (int j = 0; snap && j < p->cs.nout; j++)
+        buf_free(&snap[j]);
+    sl_free(snap);
+    for (int j = 0; b->snapb && j < b->nout; j++)
+        if (b->snapb[j])
+            batch_unref(b->snapb[j]);
+    sl_free(b->snapb);
+    b->snapb = NULL;
+}
+
 static int bootstrap(Pipeline *p, Err *err)
 {
     BootPlan *b = p->o.boot;
@@ -68,6 +115,7 @@ static int bootstrap(Pipeline *p, Err *err)
     Connectors bcs;
     int rc = boot_backfill_open(b, &p->cs, &bcs, err);
     int64_t reread = 0, steps = 0, rows0 = p->rows;
+    Buf *snap = boot_snapshots(p, b);
     ft_bootstrap_begin(p->ft);
     for (bool first = true; !rc; first = false) {
         int64_t got = 0;
@@ -84,6 +132,12 @@ static int bootstrap(Pipeline *p, Err *err)
                 rc = err->code;
                 break;
             }
+            /* generated rows: each host (and worker) generates its share
+               with the live generator of the same name (the same rows) */
+            const InputConn *live = live_of(&p->cs, ic);
+            for (Piece *pc = list; pc && live; pc = pc->next)
+                if (!pc->chunk && pc->fill && pc->src == input_gen(ic))
+                    pc->src = input_gen(live);
             pend_append(p, &p->pend, input_rel(ic), list, n);
             got += n;
             more |= n > 0;
@@ -92,9 +146,14 @@ static int bootstrap(Pipeline *p, Err *err)
             break;
         reread += got;
         steps++;
-        rt_set_boot(p->be->rt, b->run, b->is_new, first ? boot_feed(b, p->be->rt) : NULL);
-        rc = pipe_run_step(p, &p->pend, err);
+        rc = p->be->ops->boot(p->be, b, first, first ? snap : NULL, err);
+        if (!rc)
+            rc = pipe_run_step(p, &p->pend, err);
+        boot_snapshots_done(p, b, first ? snap : NULL);
+        snap = NULL;
     }
+    if (snap)
+        boot_snapshots_done(p, b, snap);
     connectors_close(&bcs);
     p->rows = rows0; /* rows read again are not new input */
     double t1 = pipe_now();
@@ -173,6 +232,8 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
         p->boot = BOOT_DONE;
     }
     if (rc) {
+        if (o->boot && o->boot->unsettled) /* the old program settles, then again */
+            p->be->ops->detach(p->be);
         pipeline_free(p);
         return NULL;
     }
@@ -504,6 +565,7 @@ static int await_approval(Pipeline *p, Err *err)
                     "/approve runs it, POST /reject stops)\n");
     for (;;) {
         service(p);
+        p->be->ops->tick(p->be); /* (other hosts wait meanwhile) */
         pthread_mutex_lock(&p->mu);
         int b = p->boot;
         bool stop = p->stop_req || pipe_signalled();
