@@ -185,6 +185,24 @@ static void map_outputs(BootPlan *b)
     sl_free(njs);
 }
 
+/* Can table rel be read again through its live connectors: all of them
+   go back to where they started when opened and read the same rows in
+   the same order (datagen, files, S3)? */
+static bool rewindable(const Circuit *c, int rel)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, c->rels[rel].connectors)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(e, "transport"), "name");
+        if (!cJSON_IsString(name) || (strcmp(name->valuestring, "datagen") &&
+                                      strcmp(name->valuestring, "file_input") &&
+                                      strcmp(name->valuestring, "s3_input")))
+            return false;
+    }
+    return true;
+}
+
 BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_fp,
                         const Circuit *nc, const char *new_text, Err *err)
 {
@@ -198,6 +216,7 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
     b->is_new = sl_calloc((size_t)nn + 1, sizeof(bool));
     b->feed_sink = sl_calloc((size_t)nn + 1, sizeof(int));
     b->reread = sl_calloc((size_t)nc->nrels + 1, sizeof(bool));
+    b->rewind = sl_calloc((size_t)nc->nrels + 1, sizeof(bool));
     bool *avail = sl_calloc((size_t)nn + 1, sizeof(bool));
     for (int n = 0; n < nn; n++) {
         int o = b->d->old_node[n];
@@ -279,6 +298,8 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
         b->nnew += b->is_new[n];
     sl_free(comp);
     sl_free(avail);
+    for (int r = 0; r < nc->nrels && !rc; r++)
+        b->rewind[r] = b->reread[r] && rewindable(nc, r);
     if (!rc)
         map_outputs(b);
     if (rc) {
@@ -297,6 +318,7 @@ void boot_plan_free(BootPlan *b)
     sl_free(b->is_new);
     sl_free(b->feed_sink);
     sl_free(b->reread);
+    sl_free(b->rewind);
     sl_free(b->out_from);
     sl_free(b->out_snap);
     for (int j = 0; b->snapb && j < b->nout; j++)
@@ -524,9 +546,10 @@ int boot_backfill_open(BootPlan *b, const Connectors *cs, Connectors *out, Err *
     memcpy(b->bc->rels, c->rels, sizeof(Relation) * (size_t)c->nrels);
     bool any = false;
     for (int r = 0; r < c->nrels; r++) {
-        if (!c->rels[r].is_table || !b->reread[r])
-            b->bc->rels[r].connectors = NULL; /* only the tables read again */
-        any |= b->reread[r];
+        bool second = c->rels[r].is_table && b->reread[r] && !b->rewind[r];
+        if (!second)
+            b->bc->rels[r].connectors = NULL; /* only the tables read again so */
+        any |= second;
     }
     if (!any)
         return 0;

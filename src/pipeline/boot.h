@@ -45,6 +45,11 @@ typedef struct BootPlan {
     int nnew;                /* nodes that run new in the bootstrap step */
     bool *reread;            /* per new relation: a kept table read again from the
                                 beginning for the new part (backfill) */
+    bool *rewind;            /* ... through its live connectors, each on the host that
+                                reads it (datagen, file and S3 inputs: input_rewind, read
+                                up to the checkpoint's row count, input_seek back); the
+                                others (kafka_input) through a second instance of them on
+                                the coordinator (boot_backfill_open) */
     int64_t *target;         /* per input connector (boot_positions): the rows its
                                 backfill reads (its checkpoint's count), or -1 */
     InPos *tpos;             /* ... and its position there (kafka_input reads every
@@ -97,7 +102,7 @@ static inline const Batch *boot_snapshot(const BootPlan *b, int j)
 void boot_plan_put(const BootPlan *b, Buf *out);
 BootPlan *boot_plan_get(const Circuit *nc, Rd *r);
 /* Open a second instance of the input connectors of the tables read again
-   (b->reread) into out (connectors_close it; before boot_plan_free): the
+   (b->reread) but not through their live connectors (b->rewind) into out (connectors_close it; before boot_plan_free): the
    backfill, read from the beginning up to boot_backfill_target rows, or
    for kafka_input up to the checkpoint's offsets (the live connector of
    the same name in cs continues from there). */

@@ -41,8 +41,9 @@
  *  - CONTENTS rel: every host's materialized contents of rel (/query,
  *    snapshots, --dump).
  *  - READ conn: file, kafka and postgres_cdc inputs (and s3_input parts)
- *    belong to hosts round-robin (io's connectors_open_part); the owner seeks (at a
- *    restart), reads (while replaying: up to the journaled position) and
+ *    belong to hosts round-robin (io's connectors_open_part); the owner
+ *    goes back to its start (bootstrapping reads it again: input_rewind),
+ *    seeks (at a restart, and after reading it again), reads (while replaying: up to the journaled position) and
  *    parses up to N rows and keeps them, and replies with their count, its
  *    new position and their hash (the coordinator journals them), when it
  *    may produce again and the rows' source times (kafka_input, for
@@ -557,10 +558,11 @@ static int64_t d_read(Backend *be, int conn, int64_t max, Arena *a, Piece **list
     }
     int owner = input_owner(ic);
     InPos seek;
-    bool seeking = input_take_seek(ic, &seek);
+    bool rewind = input_take_rewind(ic), seeking = input_take_seek(ic, &seek);
     cmd_begin(d, DC_READ, conn);
     Buf *b = &d->dsend[owner];
     put64(b, max);
+    put32(b, rewind); /* back to its start first (bootstrapping: input_rewind) */
     put32(b, seeking);
     if (seeking)
         put_pos(b, &seek);

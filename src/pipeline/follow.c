@@ -732,10 +732,13 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             int64_t max = rd64(&r);
             Err re = {0};
             int rrc = 0;
+            if (rd32(&r)) /* bootstrapping: from the beginning again */
+                rrc = input_rewind(ic, &re);
             if (rd32(&r)) {
                 InPos pos;
                 rd_pos(&r, &pos);
-                rrc = input_seek(ic, &pos, &re);
+                if (!rrc)
+                    rrc = input_seek(ic, &pos, &re);
             }
             bool target = rd32(&r) != 0; /* replaying: read up to this position */
             InPos to;

@@ -61,16 +61,6 @@ static int errors_table(const Circuit *c)
    their connectors, from the beginning up to where the checkpoint left the
    live ones); new views' outputs get their contents. Then the new
    program's first checkpoint, before any live input. */
-/* The live input connector of cs that backfill input ic is a second
-   instance of (the same name). */
-static const InputConn *live_of(const Connectors *cs, const InputConn *ic)
-{
-    for (int k = 0; k < cs->nin; k++)
-        if (!strcmp(input_name(cs->in[k]), input_name(ic)))
-            return cs->in[k];
-    return NULL;
-}
-
 /* New destinations of kept materialized views (BootPlan.out_snap) get the
    view's contents (every host's) in the first bootstrap step: snap[j] for
    the backend (another host writes it), b->snapb[j] for deliver (here). */
@@ -117,9 +107,34 @@ static int bootstrap(Pipeline *p, Err *err)
     int64_t reread = 0, steps = 0, rows0 = p->rows;
     Buf *snap = boot_snapshots(p, b);
     ft_bootstrap_begin(p->ft);
+    /* tables read again through their live connectors, each on its host:
+       back to the start, up to the checkpoint's rows, then back there */
+    bool *again = sl_calloc((size_t)p->cs.nin + 1, sizeof(bool));
+    for (int j = 0; j < p->cs.nin && !rc; j++) {
+        InputConn *ic = p->cs.in[j];
+        again[j] = b->rewind[input_rel(ic)] && b->target && b->target[j] > 0;
+        if (again[j] && !(rc = input_rewind(ic, err)))
+            input_set_replay(ic, true); /* no rate limit */
+    }
     for (bool first = true; !rc; first = false) {
         int64_t got = 0;
         bool more = false;
+        for (int j = 0; j < p->cs.nin && !rc; j++) {
+            InputConn *ic = p->cs.in[j];
+            int64_t left = again[j] ? b->target[j] - input_rows(ic) : 0;
+            if (left <= 0 || input_done(ic) || got >= p->step_rows)
+                continue;
+            Piece *list = NULL;
+            int64_t want = left < p->step_rows - got ? left : p->step_rows - got;
+            int64_t n = pipe_input_next(p, j, want, p->pend.a, &list, NULL, err);
+            if (n < 0) {
+                rc = err->code;
+                break;
+            }
+            pend_append(p, &p->pend, input_rel(ic), list, n);
+            got += n;
+            more |= n > 0;
+        }
         for (int j = 0; j < bcs.nin && !rc; j++) {
             InputConn *ic = bcs.in[j];
             int64_t left = boot_backfill_target(b, &p->cs, ic) - input_rows(ic);
@@ -132,12 +147,6 @@ static int bootstrap(Pipeline *p, Err *err)
                 rc = err->code;
                 break;
             }
-            /* generated rows: each host (and worker) generates its share
-               with the live generator of the same name (the same rows) */
-            const InputConn *live = live_of(&p->cs, ic);
-            for (Piece *pc = list; pc && live; pc = pc->next)
-                if (!pc->chunk && pc->fill && pc->src == input_gen(ic))
-                    pc->src = input_gen(live);
             pend_append(p, &p->pend, input_rel(ic), list, n);
             got += n;
             more |= n > 0;
@@ -154,6 +163,12 @@ static int bootstrap(Pipeline *p, Err *err)
     }
     if (snap)
         boot_snapshots_done(p, b, snap);
+    for (int j = 0; j < p->cs.nin && !rc; j++)
+        if (again[j]) { /* where the checkpoint left it (its host seeks at its next read) */
+            input_set_replay(p->cs.in[j], false);
+            rc = input_seek(p->cs.in[j], &b->tpos[j], err);
+        }
+    sl_free(again);
     connectors_close(&bcs);
     p->rows = rows0; /* rows read again are not new input */
     double t1 = pipe_now();
