@@ -25,9 +25,19 @@
  * PRIMARY KEY table under a changed projection), the kept node is
  * recomputed instead (its old state is not loaded; it runs in the step and
  * rebuilds the same state from its inputs' contents). Otherwise it needs
- * history the checkpoint does not hold: re-reading the tables for the new
- * part alone is not built yet, so the plan refuses, naming the relation
- * and the tables.
+ * history the checkpoint does not hold: the kept tables it reaches are
+ * read again from the beginning for the new part alone (reread; through
+ * their live connectors when those can go back to their start: rewind),
+ * or, when their connectors cannot be read again, the plan refuses,
+ * naming the relation and the tables.
+ *
+ * Outputs: an output connector of a kept view continues the old output
+ * with the same JSON (map_outputs); any other is a new destination, given
+ * the view's contents first when it is materialized.
+ *
+ * Scale-out: only the coordinator makes the plan; boot_plan_put and
+ * boot_plan_get carry the per-node part to the other hosts, which feed
+ * their own workers from their own share of the stored state.
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -11,10 +11,11 @@
  * the storage (pipeline_settle: journaled steps replayed, a checkpoint of
  * the old program with nothing after it) and tries again. ckpt.c restores the old checkpoint through the plan
  * (each kept operator's state loaded into the new node computing the same
- * stream, connectors positioned by name); pipeline.c then runs one
- * bootstrap step (runtime.h rt_set_boot) in which only the new part of the
- * circuit runs, fed the integral of the stored streams it reads, and
- * writes the first checkpoint of the new program before any input is read.
+ * stream, connectors positioned by name); pipeline.c then runs bootstrap
+ * steps (the step backend's boot, runtime.h rt_set_boot on every host) in
+ * which only the new part of the circuit runs, fed the integral of the
+ * stored streams it reads and the tables read again, and writes the first
+ * checkpoint of the new program before any input is read.
  * A kill before that checkpoint leaves the old program's checkpoint the
  * newest: the restart bootstraps again from it.
  */
