@@ -54,13 +54,6 @@ static int errors_table(const Circuit *c)
     return rel;
 }
 
-/* Bootstrapping (boot.h): ft_open restored the old program's checkpoint
-   into the kept nodes. Bootstrap steps run only the new part of the
-   circuit: the first is fed the stored streams it reads, and each reads
-   the next rows of the tables read again for it (a second instance of
-   their connectors, from the beginning up to where the checkpoint left the
-   live ones); new views' outputs get their contents. Then the new
-   program's first checkpoint, before any live input. */
 /* New destinations of kept materialized views (BootPlan.out_snap) get the
    view's contents (every host's) in the first bootstrap step: snap[j] for
    the backend (another host writes it), b->snapb[j] for deliver (here). */
@@ -98,6 +91,16 @@ static void boot_snapshots_done(Pipeline *p, BootPlan *b, Buf *snap)
     b->snapb = NULL;
 }
 
+/* Bootstrapping (boot.h): ft_open restored the old program's checkpoint
+   into the kept nodes (on every host). Bootstrap steps run only the new
+   part of the circuit, on every host (the backend's boot): the first is
+   fed the stored streams it reads, and each reads the next rows of the
+   tables read again for it (their live connectors gone back to their
+   start, on their own hosts, or a second instance of them here), from the
+   beginning up to where the checkpoint left the live ones; new views'
+   outputs, and new destinations of kept materialized views, get their
+   contents. Then the new program's first checkpoint, before any live
+   input. */
 static int bootstrap(Pipeline *p, Err *err)
 {
     BootPlan *b = p->o.boot;
