@@ -8,9 +8,9 @@ output files: a kept view's output holds every change once across the
 restart, a new view's (and a new output connector of a kept materialized
 view's, wherever it is written) starts with a snapshot.
 
-- views added over stored state, one over a file table read again (on the
-  coordinator) and one over a datagen table read again (generated on every
-  host), a view changed, a new output connector of the kept `balance`
+- views added over stored state, one over a file table read again (by
+  host 1, which reads that file live) and one over a datagen table read
+  again (generated on every host), a view changed, a new output connector of the kept `balance`
   written on host 1;
 - a view changed (from stored aggregate results), the old storage written
   by one host with one worker, bootstrapped on two hosts with three;
@@ -79,9 +79,11 @@ class Bank:
             extra, csv_input(path or self.tx_path))
 
     def tables(self):
-        return [self.table_tx(),
-                "CREATE TABLE accounts (account INT PRIMARY KEY, owner VARCHAR) %s;"
+        """accounts' file is the first file input (read on host 0 with
+        --hosts 2), transactions' the second (host 1)."""
+        return ["CREATE TABLE accounts (account INT PRIMARY KEY, owner VARCHAR) %s;"
                 % csv_input(self.acc_path),
+                self.table_tx(),
                 "CREATE TABLE clicks (usr INT, n INT) %s;" % datagen(3000)]
 
     def out(self, name):
@@ -294,7 +296,7 @@ def test_changed_table_is_read_again_on_two_hosts(sluice, tmp_path):
     tx2 = tmp_path / "tx2.csv"
     write_csv(tx2, [r + ["n%d" % r[0]] for r in bank.tx])
     stmts = bank.old()
-    stmts[0] = bank.table_tx(", note VARCHAR", tx2)
+    stmts[1] = bank.table_tx(", note VARCHAR", tx2)
     new = bank.write("new.sql", stmts)
     d = tmp_path / "d"
     p = run_ok(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow",
