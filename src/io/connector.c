@@ -495,10 +495,12 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, ConnCtx
         ic->backfill = txn != NULL;
         ic->event_col = event_col;
         /* add first so that connectors_close frees it on any error */
+        int first = cx->cs->nin;
         *VEC_PUSH(cx->cs->in, cx->cs->nin, cx->cs->capin) = ic;
         int rc = tp->open_in(ic, cx, err);
-        if (!rc && !ic->remote)
-            input_pos(ic, &ic->start); /* input_rewind goes back here */
+        for (int k = first; !rc && k < cx->cs->nin; k++) /* (s3_input: its parts too) */
+            if (!cx->cs->in[k]->remote)
+                input_pos(cx->cs->in[k], &cx->cs->in[k]->start); /* input_rewind goes back here */
         return rc;
     }
     if (r->is_table)
