@@ -389,13 +389,6 @@ static bool xrec_fits(const uint8_t *p, int64_t n)
     return true;
 }
 
-/* Deliver step's changes of every view this host writes output connectors
-   of: this host's own and those other hosts sent (got, per relation),
-   consolidated into one batch per view, as a single host would, through
-   this host's Delivery (io/deliver.c: retries, the queue, dead letters;
-   src_wall: when the step's input arrived, for the lag), then sync each
-   output when the journal counts on it (sync). A quiet step (replayed,
-   already written) is only counted (output_account). */
 /* A batch of xrec records. */
 static Batch *xrec_batch(const Buf *x)
 {
@@ -407,6 +400,14 @@ static Batch *xrec_batch(const Buf *x)
     return bb_finish(bb);
 }
 
+/* Deliver step's changes of every view this host writes output connectors
+   of: this host's own and those other hosts sent (got, per relation),
+   consolidated into one batch per view, as a single host would, through
+   this host's Delivery (io/deliver.c: retries, the queue, dead letters;
+   src_wall: when the step's input arrived, for the lag), then sync each
+   output when the journal counts on it (sync). A quiet step (replayed,
+   already written) is only counted (output_account). snap[j], when not
+   empty, replaces output j's changes once (a bootstrap's snapshot: BOOT). */
 static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery *dl, int me,
                          Buf *got, Buf *snap, int64_t step, bool quiet, bool sync,
                          double src_wall, Err *err)
