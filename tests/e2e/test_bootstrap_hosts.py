@@ -21,6 +21,7 @@ view's, wherever it is written) starts with a snapshot.
 - kill -9 (SLUICE_CRASH_AT, counted steps) of the old program, then of
   host 1 and of the coordinator inside the bootstrap steps: each restart
   settles or bootstraps again and the end is as without kills;
+- the add-view case across two network namespaces (simulated hosts);
 - on one host: a new or changed output connector of a kept materialized
   view gets the view's contents first, one of a view that is not
   materialized only its next changes, and the diff says which.
@@ -441,3 +442,39 @@ def test_new_output_of_a_kept_view_starts_with_a_snapshot(sluice, tmp_path):
     big = {(str(i), str(a)) for i, _, a in bank.tx if a > 700}
     assert {r[:2] for r in changes(tmp_path / "big.csv")} == big
     assert {r[:2] for r in changes(tmp_path / "big2.csv")} == big - old_big
+
+
+@needs_mpi
+def test_bootstrap_across_two_network_namespaces(sluice, tmp_path):
+    """The add-view bootstrap with the two hosts in network namespaces of
+    their own (scripts/netns-hosts.sh, tests/e2e/netns.py): the rows read
+    again on host 1, the plan and the snapshot for its output travel over
+    TCP between the namespaces."""
+    from netns import NetnsHosts, netns_available
+    ok, why = netns_available()
+    if not ok:
+        pytest.skip("network namespaces unavailable: %s" % why)
+    bank = Bank(tmp_path, tx_host=1)
+    with NetnsHosts(2) as h:
+        def ns_run(args):
+            env = dict(os.environ)
+            env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+            env.update(mpi_env())
+            argv = h.on_host1([sluice_bin()] + [str(a) for a in args] +
+                              ["--hosts", "2", "--workers", "2", "--no-progress",
+                               "--hostfile", h.hostfile] + h.mca)
+            p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+            for m in ("Sanitizer", "runtime error:", "Segmentation fault"):
+                assert m not in p.stderr, p.stderr[-4000:]
+            assert p.returncode == 0, p.stderr[-4000:]
+            return p
+        ns_run(["run", bank.write("old.sql", bank.old()), "--storage", bank.st,
+                "--until-done"])
+        bank.more()
+        new = added_program(bank)
+        d = tmp_path / "d"
+        p = ns_run(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow",
+                    "--dump", d])
+    assert "bootstrapping:" in p.stderr and "1000 rows read again" in p.stderr
+    check_same_as_fresh(bank, new, d)
+    check_added_outputs(bank)
