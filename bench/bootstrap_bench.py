@@ -12,7 +12,9 @@ with --bootstrap allow --until-done. Reported per case: the wall time of the
 whole restart (compile, settle, load, bootstrap step, first checkpoint,
 exit) and the bootstrap step alone (from the pipeline's own message).
 
-usage: bench/bootstrap_bench.py [N] (default 10000000)
+usage: bench/bootstrap_bench.py [N] [--hosts H] [--workers W]
+(N default 10000000; with --hosts H every run, the backfill included, is
+a scale-out pipeline of H processes on this machine: docs/scale-out.md)
 """
 import os
 import re
@@ -36,7 +38,17 @@ def run(args):
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000_000
+    argv = sys.argv[1:]
+    scale = []
+    for flag in ("--hosts", "--workers"):
+        if flag in argv:
+            i = argv.index(flag)
+            scale += [flag, argv[i + 1]]
+            del argv[i:i + 2]
+    if "--hosts" in scale:
+        os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    n = int(argv[0]) if argv else 10_000_000
     tmp = tempfile.mkdtemp(prefix="bootbench")
     try:
         bank = open(os.path.join(ROOT, "examples", "bank.sql")).read().replace(
@@ -56,14 +68,15 @@ def main():
             open(paths[k], "w").write(text)
         st = os.path.join(tmp, "st")
         wall, _ = run(["run", paths["same program (plain restart)"], "--storage", st,
-                       "--until-done", "--no-progress"])
-        print("bank backfill, %d rows: %.2f s" % (n, wall))
+                       "--until-done", "--no-progress"] + scale)
+        print("bank backfill, %d rows%s: %.2f s" % (n, (" (%s)" % " ".join(scale)) if scale
+                                                   else "", wall))
         for k, path in paths.items():
             copy = os.path.join(tmp, "copy")
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(st, copy)
             wall, err = run(["run", path, "--storage", copy, "--until-done", "--no-progress",
-                             "--bootstrap", "allow"])
+                             "--bootstrap", "allow"] + scale)
             m = re.search(r"bootstrapping: (\d+) new nodes? computed from stored state.* in "
                           r"(\d+) steps? \(([\d.]+) s; (\d+) rows read again\), checkpoint of "
                           r"the new program written \(([\d.]+) s\)", err)

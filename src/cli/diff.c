@@ -279,12 +279,6 @@ int cli_bootstrap(PipelineOpts *o, const Circuit *c, const char *text, const cha
                 path, policy == BOOT_REJECT ? "--bootstrap reject" : "the default without --http");
         return 1;
     }
-    if (o->hosts > 1) {
-        fprintf(stderr, "sluice: %s: bootstrapping a scale-out pipeline (--hosts %d) is not built "
-                        "yet: restart with one host to bootstrap, then scale out\n",
-                path, o->hosts);
-        return 1;
-    }
     if (!(cb->plan = boot_plan_new(cb->old, cb->old_text, old_fp, c, text, &e))) {
         fprintf(stderr, "sluice: %s: %s\n", path, e.msg);
         return 1;
@@ -309,6 +303,9 @@ int cli_bootstrap_settle(const PipelineOpts *o, CliBoot *cb, const char *path)
     so.boot = NULL;
     so.boot_await = false;
     so.progress = 0;
+    /* on this host alone (scale-out: the other hosts wait for the new
+       program's pipeline; a restart may use another host count) */
+    so.hosts = 1;
     Pipeline *op = pipeline_new(cb->old, &so, &e);
     int rc = op ? pipeline_settle(op, &e) : e.code;
     pipeline_free(op);

@@ -495,8 +495,13 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, ConnCtx
         ic->backfill = txn != NULL;
         ic->event_col = event_col;
         /* add first so that connectors_close frees it on any error */
+        int first = cx->cs->nin;
         *VEC_PUSH(cx->cs->in, cx->cs->nin, cx->cs->capin) = ic;
-        return tp->open_in(ic, cx, err);
+        int rc = tp->open_in(ic, cx, err);
+        for (int k = first; !rc && k < cx->cs->nin; k++) /* (s3_input: its parts too) */
+            if (!cx->cs->in[k]->remote)
+                input_pos(cx->cs->in[k], &cx->cs->in[k]->start); /* input_rewind goes back here */
+        return rc;
     }
     if (r->is_table)
         return cerr(err, r, "%s: %s", where,
@@ -717,6 +722,25 @@ void input_remote_update(InputConn *ic, const InPos *pos, bool done, double wait
     ic->errors = pos->errors;
     ic->bytes = pos->bytes;
     ic->done = done;
+}
+
+int input_rewind(InputConn *ic, Err *err)
+{
+    if (!ic->remote)
+        return input_seek(ic, &ic->start, err);
+    ic->rewind_pending = true; /* its owner goes back to its own start */
+    ic->seek_pending = false;
+    memset(&ic->remote_pos, 0, sizeof(ic->remote_pos));
+    ic->done = false;
+    ic->rows = ic->errors = ic->bytes = 0;
+    return 0;
+}
+
+bool input_take_rewind(InputConn *ic)
+{
+    bool r = ic->rewind_pending;
+    ic->rewind_pending = false;
+    return r;
 }
 
 bool input_take_seek(InputConn *ic, InPos *pos)

@@ -118,6 +118,13 @@ void input_pos_canon(const InputConn *ic, InPos *pos);
 /* Continue from pos (an input that has produced nothing yet, or any time
    for a replay). SL_EIO when the file cannot be positioned. */
 int input_seek(InputConn *ic, const InPos *pos, Err *err);
+/* Go back to where the input started when it was opened, to read it
+   again from the beginning (bootstrapping reads a table again for a new
+   view on the host that reads it live; then input_seek back). On a proxy
+   only recorded: input_take_rewind hands it to whoever tells the owner
+   (once), before any input_take_seek. */
+int input_rewind(InputConn *ic, Err *err);
+bool input_take_rewind(InputConn *ic);
 /* The oldest checkpoint a restart may fall back to holds pos (or, at the
    start, the run begins there): a source that keeps data for restarts may
    let go of what comes before it (postgres_cdc_input confirms its slot no

@@ -147,6 +147,8 @@ struct InputConn {
     bool remote;
     InPos remote_pos;
     bool seek_pending;
+    bool rewind_pending;        /* input_rewind on a proxy, for its owner */
+    InPos start;                /* the position right after opening (input_rewind) */
     double remote_wait;         /* the owner's input_wait at its last read */
     int64_t remote_ts[INPUT_TIMES_MAX]; /* the source times of its last read */
     int remote_nts;

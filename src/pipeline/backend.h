@@ -25,6 +25,7 @@
 #include "pipeline.h"
 
 typedef struct Backend Backend;
+struct BootPlan;
 
 /* Another host's report of its share of a checkpoint (dist.c hands it in
    when a reply brings it). */
@@ -75,6 +76,16 @@ typedef struct BackendOps {
     /* The other hosts' shares restart from a manifest's "state" (JSON;
        "[]": fresh) written by W0 workers, at step. */
     int (*restore)(Backend *be, int64_t step, const char *state, int W0, Err *err);
+    /* Bootstrapping (boot.h): the next step is a bootstrap step of plan b
+       on every host, which all run the same plan (first: fed the
+       integrals of the stored streams, each host its own share:
+       boot_feed); snap[j] (xrec records, per output; NULL: none) replaces
+       that step's changes of output j where another host writes it (a
+       new destination of a kept materialized view gets its contents). */
+    int (*boot)(Backend *be, struct BootPlan *b, bool first, const Buf *snap, Err *err);
+    /* The other hosts stay for the next pipeline of this process (the old
+       program settles the storage before a bootstrap): no STOP for them. */
+    void (*detach)(Backend *be);
     /* Fresh workers (the state of a half-loaded checkpoint is dropped). */
     void (*reset)(Backend *be);
     /* Between steps, idle or not: keep the other hosts company. */

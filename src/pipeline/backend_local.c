@@ -8,6 +8,7 @@
 
 #include "../base/mem.h"
 #include "../zset/key.h"
+#include "boot.h"
 #include "journal.h"
 #include "backend.h"
 
@@ -160,6 +161,12 @@ static void l_free(Backend *be)
     sl_free(be);
 }
 
+static int l_boot(Backend *be, BootPlan *b, bool first, const Buf *snap, Err *err)
+{
+    rt_set_boot(be->rt, b->run, b->is_new, first ? boot_feed(b, be->rt) : NULL);
+    return 0;
+}
+
 static const BackendOps local_ops = {
     .step = l_step,
     .rolled_back = l_rolled_back,
@@ -177,6 +184,8 @@ static const BackendOps local_ops = {
     .poll = l_nothing,
     .restore = l_restore,
     .reset = l_reset,
+    .boot = l_boot,
+    .detach = l_nothing,
     .tick = l_nothing,
     .gone = l_gone,
     .stop = l_nothing,

@@ -25,9 +25,19 @@
  * PRIMARY KEY table under a changed projection), the kept node is
  * recomputed instead (its old state is not loaded; it runs in the step and
  * rebuilds the same state from its inputs' contents). Otherwise it needs
- * history the checkpoint does not hold: re-reading the tables for the new
- * part alone is not built yet, so the plan refuses, naming the relation
- * and the tables.
+ * history the checkpoint does not hold: the kept tables it reaches are
+ * read again from the beginning for the new part alone (reread; through
+ * their live connectors when those can go back to their start: rewind),
+ * or, when their connectors cannot be read again, the plan refuses,
+ * naming the relation and the tables.
+ *
+ * Outputs: an output connector of a kept view continues the old output
+ * with the same JSON (map_outputs); any other is a new destination, given
+ * the view's contents first when it is materialized.
+ *
+ * Scale-out: only the coordinator makes the plan; boot_plan_put and
+ * boot_plan_get carry the per-node part to the other hosts, which feed
+ * their own workers from their own share of the stored state.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -35,6 +45,7 @@
 #include <strings.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
 #include "snapshot.h"
@@ -125,6 +136,83 @@ static bool rereadable(const Circuit *c, int rel)
     return true;
 }
 
+/* The output connectors of circuit c in the order connectors_open opens
+   them (relations in order, each view's connectors in order: a view's
+   connectors are all outputs): per output its relation and JSON. */
+static int outputs_of(const Circuit *c, int **rel, const cJSON ***json)
+{
+    int n = 0, cap = 0, cap2 = 0, n2 = 0;
+    *rel = NULL;
+    *json = NULL;
+    for (int i = 0; i < c->nrels; i++) {
+        const cJSON *e;
+        if (c->rels[i].is_table || !c->rels[i].connectors)
+            continue;
+        cJSON_ArrayForEach(e, c->rels[i].connectors)
+        {
+            *VEC_PUSH(*rel, n, cap) = i;
+            *VEC_PUSH(*json, n2, cap2) = e;
+        }
+    }
+    return n;
+}
+
+/* Which old output each new output continues, and which new ones get a
+   snapshot (BootPlan.out_from, out_snap): an output of a view whose sink
+   is kept continues the old output of the view of the same name whose
+   connector JSON is the same (key order and layout aside; each old
+   output continued once); any other output of a kept view is a new
+   destination, given the view's contents first when it is materialized
+   (the sink holds them). Outputs of new and changed views start over
+   (their sink is new: the bootstrap step computes their contents). */
+static void map_outputs(BootPlan *b)
+{
+    int *orel, *nrel;
+    const cJSON **ojs, **njs;
+    int no = outputs_of(b->old, &orel, &ojs);
+    b->nout = outputs_of(b->nc, &nrel, &njs);
+    b->out_from = sl_calloc((size_t)b->nout + 1, sizeof(int));
+    b->out_snap = sl_calloc((size_t)b->nout + 1, sizeof(bool));
+    bool *taken = sl_calloc((size_t)no + 1, sizeof(bool));
+    for (int j = 0; j < b->nout; j++) {
+        const Relation *r = &b->nc->rels[nrel[j]];
+        b->out_from[j] = -1;
+        if (r->sink < 0 || b->is_new[r->sink])
+            continue;
+        for (int k = 0; k < no && b->out_from[j] < 0; k++)
+            if (!taken[k] && !strcasecmp(b->old->rels[orel[k]].name, r->name) &&
+                progdiff_same_json(ojs[k], njs[j]))
+                taken[k] = true, b->out_from[j] = k;
+        if (b->out_from[j] < 0 && r->materialized) {
+            b->out_snap[j] = true;
+            b->nsnap++;
+        }
+    }
+    sl_free(taken);
+    sl_free(orel);
+    sl_free(nrel);
+    sl_free(ojs);
+    sl_free(njs);
+}
+
+/* Can table rel be read again through its live connectors: all of them
+   go back to where they started when opened and read the same rows in
+   the same order (datagen, files, S3)? */
+static bool rewindable(const Circuit *c, int rel)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, c->rels[rel].connectors)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(e, "transport"), "name");
+        if (!cJSON_IsString(name) || (strcmp(name->valuestring, "datagen") &&
+                                      strcmp(name->valuestring, "file_input") &&
+                                      strcmp(name->valuestring, "s3_input")))
+            return false;
+    }
+    return true;
+}
+
 BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_fp,
                         const Circuit *nc, const char *new_text, Err *err)
 {
@@ -138,6 +226,7 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
     b->is_new = sl_calloc((size_t)nn + 1, sizeof(bool));
     b->feed_sink = sl_calloc((size_t)nn + 1, sizeof(int));
     b->reread = sl_calloc((size_t)nc->nrels + 1, sizeof(bool));
+    b->rewind = sl_calloc((size_t)nc->nrels + 1, sizeof(bool));
     bool *avail = sl_calloc((size_t)nn + 1, sizeof(bool));
     for (int n = 0; n < nn; n++) {
         int o = b->d->old_node[n];
@@ -219,6 +308,10 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
         b->nnew += b->is_new[n];
     sl_free(comp);
     sl_free(avail);
+    for (int r = 0; r < nc->nrels && !rc; r++)
+        b->rewind[r] = b->reread[r] && rewindable(nc, r);
+    if (!rc)
+        map_outputs(b);
     if (rc) {
         boot_plan_free(b);
         return NULL;
@@ -235,6 +328,13 @@ void boot_plan_free(BootPlan *b)
     sl_free(b->is_new);
     sl_free(b->feed_sink);
     sl_free(b->reread);
+    sl_free(b->rewind);
+    sl_free(b->out_from);
+    sl_free(b->out_snap);
+    for (int j = 0; b->snapb && j < b->nout; j++)
+        if (b->snapb[j])
+            batch_unref(b->snapb[j]);
+    sl_free(b->snapb);
     sl_free(b->target);
     sl_free(b->tpos);
     if (b->bc)
@@ -269,18 +369,14 @@ cJSON *boot_state(const BootPlan *b, const cJSON *state)
     return out;
 }
 
-/* Does the new program's relation rel continue its old stream: for a
-   table (is_input), its source is kept (same name, columns, connectors:
-   the same history, so its connectors continue); for a view, its sink is
-   (its outputs continue; a new sink starts over with the bootstrap step's
-   snapshot). */
-static bool kept(const BootPlan *b, int rel, bool is_input)
+/* Does the new program's table rel continue its old stream: its source
+   is kept (same name, columns, connectors: the same history, so its
+   connectors continue)? */
+static bool kept_table(const BootPlan *b, int rel)
 {
     const Circuit *c = b->nc;
     if (rel < 0 || rel >= c->nrels)
         return false;
-    if (!is_input)
-        return c->rels[rel].sink >= 0 && !b->is_new[c->rels[rel].sink];
     for (int n = 0; n < c->nnodes; n++)
         if (c->nodes[n]->k == OPK_SOURCE && c->nodes[n]->rel == rel)
             return !b->is_new[n];
@@ -300,6 +396,15 @@ static const cJSON *named(const cJSON *m, const char *list, const char *name)
     return NULL;
 }
 
+/* The manifest entry of the old output that output j continues, or NULL
+   (a new destination: map_outputs). */
+static const cJSON *old_output(const BootPlan *b, const Connectors *cs, const cJSON *m, int j)
+{
+    if (cs->nout != b->nout || j < 0 || j >= b->nout || b->out_from[j] < 0)
+        return NULL;
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "outputs"), b->out_from[j]);
+}
+
 int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
 {
     sl_free(b->target);
@@ -311,7 +416,7 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
         b->target[j] = -1;
         if (e && b->reread[input_rel(cs->in[j])]) /* read again up to here */
             b->target[j] = ckpt_jint(e, "rows");
-        if (!e || !kept(b, input_rel(cs->in[j]), true))
+        if (!e || !kept_table(b, input_rel(cs->in[j])))
             continue; /* starts from the beginning */
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
         InPos *pos = sl_calloc(1, sizeof(*pos));
@@ -330,8 +435,8 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
             return rc;
     }
     for (int j = 0; j < cs->nout; j++) {
-        const cJSON *e = named(m, "outputs", output_name(cs->out[j]));
-        if (e && kept(b, output_rel(cs->out[j]), false))
+        const cJSON *e = old_output(b, cs, m, j);
+        if (e)
             output_set_counts(cs->out[j], ckpt_jint(e, "records"), ckpt_jint(e, "bytes"));
     }
     return 0;
@@ -339,10 +444,8 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
 
 int64_t boot_out_offset(const BootPlan *b, const Connectors *cs, const cJSON *m, int j)
 {
-    const cJSON *e = named(m, "outputs", output_name(cs->out[j]));
-    if (!e || !kept(b, output_rel(cs->out[j]), false))
-        return 0;
-    int64_t off = ckpt_jint(e, "offset");
+    const cJSON *e = old_output(b, cs, m, j);
+    int64_t off = e ? ckpt_jint(e, "offset") : 0;
     return off > 0 ? off : 0;
 }
 
@@ -453,9 +556,10 @@ int boot_backfill_open(BootPlan *b, const Connectors *cs, Connectors *out, Err *
     memcpy(b->bc->rels, c->rels, sizeof(Relation) * (size_t)c->nrels);
     bool any = false;
     for (int r = 0; r < c->nrels; r++) {
-        if (!c->rels[r].is_table || !b->reread[r])
-            b->bc->rels[r].connectors = NULL; /* only the tables read again */
-        any |= b->reread[r];
+        bool second = c->rels[r].is_table && b->reread[r] && !b->rewind[r];
+        if (!second)
+            b->bc->rels[r].connectors = NULL; /* only the tables read again so */
+        any |= second;
     }
     if (!any)
         return 0;
@@ -483,4 +587,42 @@ int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, InputConn 
         return b->target[k];
     }
     return -1;
+}
+
+void boot_plan_put(const BootPlan *b, Buf *out)
+{
+    int nn = b->nc->nnodes;
+    put32(out, nn);
+    for (int n = 0; n < nn; n++) {
+        put32(out, b->run[n] | (b->is_new[n] << 1));
+        put32(out, b->feed_sink[n]);
+    }
+}
+
+BootPlan *boot_plan_get(const Circuit *nc, Rd *r)
+{
+    int nn = rd32(r);
+    if (r->bad || nn != nc->nnodes)
+        return NULL;
+    BootPlan *b = sl_calloc(1, sizeof(*b));
+    b->nc = nc;
+    b->run = sl_calloc((size_t)nn + 1, sizeof(bool));
+    b->is_new = sl_calloc((size_t)nn + 1, sizeof(bool));
+    b->feed_sink = sl_calloc((size_t)nn + 1, sizeof(int));
+    for (int n = 0; n < nn; n++) {
+        int32_t f = rd32(r), s = rd32(r);
+        b->run[n] = f & 1;
+        b->is_new[n] = (f & 2) != 0;
+        b->feed_sink[n] = s;
+        /* a fed node is fed its own integral or a kept materialized sink's */
+        if (s >= nn || s < -1 || (s >= 0 && s != n && nc->nodes[s]->k != OPK_SINK) ||
+            (s == n && nc->nodes[n]->k != OPK_UPSERT && nc->nodes[n]->k != OPK_AGG))
+            r->bad = true;
+        b->nnew += b->is_new[n];
+    }
+    if (r->bad) {
+        boot_plan_free(b);
+        return NULL;
+    }
+    return b;
 }

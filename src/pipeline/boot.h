@@ -11,10 +11,11 @@
  * the storage (pipeline_settle: journaled steps replayed, a checkpoint of
  * the old program with nothing after it) and tries again. ckpt.c restores the old checkpoint through the plan
  * (each kept operator's state loaded into the new node computing the same
- * stream, connectors positioned by name); pipeline.c then runs one
- * bootstrap step (runtime.h rt_set_boot) in which only the new part of the
- * circuit runs, fed the integral of the stored streams it reads, and
- * writes the first checkpoint of the new program before any input is read.
+ * stream, connectors positioned by name); pipeline.c then runs bootstrap
+ * steps (the step backend's boot, runtime.h rt_set_boot on every host) in
+ * which only the new part of the circuit runs, fed the integral of the
+ * stored streams it reads and the tables read again, and writes the first
+ * checkpoint of the new program before any input is read.
  * A kill before that checkpoint leaves the old program's checkpoint the
  * newest: the restart bootstraps again from it.
  */
@@ -23,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../base/wire.h"
 #include "../io/connector.h"
 #include "../runtime/runtime.h"
 #include "../sql/progdiff.h"
@@ -44,11 +46,25 @@ typedef struct BootPlan {
     int nnew;                /* nodes that run new in the bootstrap step */
     bool *reread;            /* per new relation: a kept table read again from the
                                 beginning for the new part (backfill) */
+    bool *rewind;            /* ... through its live connectors, each on the host that
+                                reads it (datagen, file and S3 inputs: input_rewind, read
+                                up to the checkpoint's row count, input_seek back); the
+                                others (kafka_input) through a second instance of them on
+                                the coordinator (boot_backfill_open) */
     int64_t *target;         /* per input connector (boot_positions): the rows its
                                 backfill reads (its checkpoint's count), or -1 */
     InPos *tpos;             /* ... and its position there (kafka_input reads every
                                 partition up to its offset) */
     Circuit *bc;             /* the circuit the backfill connectors are opened from */
+    int nout;                /* output connectors of the new program (connectors_open order) */
+    int *out_from;           /* per output: the old program's output it continues (its index
+                                in the manifest's "outputs": same view kept, same connector
+                                JSON), or -1: a new destination (offset 0, counters 0) */
+    bool *out_snap;          /* per output: a new destination of a kept materialized view:
+                                the first bootstrap step gives it the view's contents */
+    int nsnap;               /* outputs with out_snap */
+    Batch **snapb;           /* per output written here: the snapshot the first bootstrap
+                                step delivers in place of its changes (boot_snapshot) */
     bool unsettled;          /* pipeline_new failed because the old program's journal or
                                 ingress log holds steps or input after its checkpoint:
                                 pipeline_settle them with the old program, then retry */
@@ -73,8 +89,21 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err);
    kept view's output of the same name, else 0 (a new or changed view's
    output starts over). */
 int64_t boot_out_offset(const BootPlan *b, const Connectors *cs, const cJSON *m, int j);
+/* What output j delivers in the step running now in place of its
+   changes (a new destination's snapshot), or NULL. */
+static inline const Batch *boot_snapshot(const BootPlan *b, int j)
+{
+    return b && b->snapb && j < b->nout ? b->snapb[j] : NULL;
+}
+/* Scale-out: the plan as the coordinator sends it to every other host
+   (which nodes run in the bootstrap steps, which are new, which are fed
+   what: every host runs the same plan), and back on a host of program nc
+   (its own stored streams feed its own workers: boot_feed). NULL when the
+   message does not fit nc. Such a plan has no diff and no connectors. */
+void boot_plan_put(const BootPlan *b, Buf *out);
+BootPlan *boot_plan_get(const Circuit *nc, Rd *r);
 /* Open a second instance of the input connectors of the tables read again
-   (b->reread) into out (connectors_close it; before boot_plan_free): the
+   (b->reread) but not through their live connectors (b->rewind) into out (connectors_close it; before boot_plan_free): the
    backfill, read from the beginning up to boot_backfill_target rows, or
    for kafka_input up to the checkpoint's offsets (the live connector of
    the same name in cs continues from there). */

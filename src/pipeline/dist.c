@@ -41,8 +41,9 @@
  *  - CONTENTS rel: every host's materialized contents of rel (/query,
  *    snapshots, --dump).
  *  - READ conn: file, kafka and postgres_cdc inputs (and s3_input parts)
- *    belong to hosts round-robin (io's connectors_open_part); the owner seeks (at a
- *    restart), reads (while replaying: up to the journaled position) and
+ *    belong to hosts round-robin (io's connectors_open_part); the owner
+ *    goes back to its start (bootstrapping reads it again: input_rewind),
+ *    seeks (at a restart, and after reading it again), reads (while replaying: up to the journaled position) and
  *    parses up to N rows and keeps them, and replies with their count, its
  *    new position and their hash (the coordinator journals them), when it
  *    may produce again and the rows' source times (kafka_input, for
@@ -70,6 +71,13 @@
  *  - RELEASE: per input the host reads, the position of the oldest
  *    checkpoint kept: its source may drop what precedes it
  *    (input_release: postgres_cdc_input confirms its slot up to there).
+ *  - BOOT first: the next STEP is a bootstrap step (pipeline/boot.h) of
+ *    the plan that follows (per node: runs, new, fed from which stored
+ *    stream), which every host runs over its own share of the stored
+ *    state (first: the stored streams' integrals are fed); then per
+ *    output the host writes that is a new destination of a kept
+ *    materialized view, the view's contents (every host's, gathered by
+ *    CONTENTS), which replace that step's changes for it (a snapshot).
  *  - STOP: the last figures (the follower's deliver_finish gives up at
  *    once: the coordinator waited for every host's queues already); the
  *    follower leaves.
@@ -95,6 +103,7 @@
 #include "../io/deliver.h"
 #include "../zset/key.h"
 #include "backend.h"
+#include "boot.h"
 #include "dist_wire.h"
 #include "journal.h"
 #include "stats.h"
@@ -549,10 +558,11 @@ static int64_t d_read(Backend *be, int conn, int64_t max, Arena *a, Piece **list
     }
     int owner = input_owner(ic);
     InPos seek;
-    bool seeking = input_take_seek(ic, &seek);
+    bool rewind = input_take_rewind(ic), seeking = input_take_seek(ic, &seek);
     cmd_begin(d, DC_READ, conn);
     Buf *b = &d->dsend[owner];
     put64(b, max);
+    put32(b, rewind); /* back to its start first (bootstrapping: input_rewind) */
     put32(b, seeking);
     if (seeking)
         put_pos(b, &seek);
@@ -744,6 +754,43 @@ static int d_restore(Backend *be, int64_t step, const char *state, int W0, Err *
     return rc;
 }
 
+/* The next step is a bootstrap step of plan b here and on every other
+   host (BOOT), with the snapshots of the new destinations each writes. */
+static int d_boot(Backend *be, BootPlan *b, bool first, const Buf *snap, Err *err)
+{
+    Dist *d = (Dist *)be;
+    rt_set_boot(be->rt, b->run, b->is_new, first ? boot_feed(b, be->rt) : NULL);
+    cmd_begin(d, DC_BOOT, first);
+    for (int h = 1; h < be->hosts; h++) {
+        Buf *m = &d->dsend[h];
+        boot_plan_put(b, m);
+        size_t at = m->n;
+        int32_t n = 0;
+        put32(m, 0);
+        for (int j = 0; snap && j < d->cs->nout; j++)
+            if (output_owner(d->cs->out[j]) == h && snap[j].n) {
+                put32(m, j);
+                put64(m, (int64_t)snap[j].n);
+                buf_append(m, snap[j].p, snap[j].n);
+                n++;
+            }
+        memcpy(m->p + at, &n, 4);
+    }
+    send_cmd(d);
+    gather_replies(d);
+    int rc = 0;
+    for (int h = 1; h < be->hosts; h++) {
+        Rd r = reply_of(d, h);
+        Err e = {0};
+        if (reply_head(d, h, &r, &e) && !rc)
+            rc = err_set(err, e.code ? e.code : SL_ERUNTIME, "%s", e.msg);
+    }
+    return rc;
+}
+
+/* The followers wait for the next pipeline's commands (no STOP). */
+static void d_detach(Backend *be) { ((Dist *)be)->stopped = true; }
+
 static void d_reset(Backend *be)
 {
     Dist *d = (Dist *)be;
@@ -880,6 +927,8 @@ static const BackendOps dist_ops = {
     .poll = d_poll,
     .restore = d_restore,
     .reset = d_reset,
+    .boot = d_boot,
+    .detach = d_detach,
     .tick = d_tick,
     .gone = d_gone,
     .stop = d_stop,

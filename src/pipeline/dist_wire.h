@@ -18,7 +18,7 @@
 #include "../io/connector.h"
 
 enum { DC_STEP = 1, DC_CONTENTS, DC_PING, DC_STOP, DC_LOOKUP, DC_CKPT, DC_RESTORE, DC_READ,
-       DC_DROP, DC_OUTSET, DC_RELEASE };
+       DC_DROP, DC_OUTSET, DC_RELEASE, DC_BOOT };
 
 /* One message buffer per host (net_exchange's send or receive side). */
 static inline Buf *host_bufs_new(int H) { return sl_calloc((size_t)H, sizeof(Buf)); }

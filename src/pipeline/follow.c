@@ -26,6 +26,7 @@
 #include "../io/deliver.h"
 #include "../zset/key.h"
 #include "backend.h"
+#include "boot.h"
 #include "dist_wire.h"
 #include "journal.h"
 #include "snapshot.h"
@@ -388,19 +389,32 @@ static bool xrec_fits(const uint8_t *p, int64_t n)
     return true;
 }
 
+/* A batch of xrec records. */
+static Batch *xrec_batch(const Buf *x)
+{
+    BatchBuilder *bb = bb_new();
+    size_t pos = 0;
+    XRec r;
+    while (xrec_next(x, &pos, &r))
+        bb_add(bb, r.k, r.kn, NULL, 0, r.w);
+    return bb_finish(bb);
+}
+
 /* Deliver step's changes of every view this host writes output connectors
    of: this host's own and those other hosts sent (got, per relation),
    consolidated into one batch per view, as a single host would, through
    this host's Delivery (io/deliver.c: retries, the queue, dead letters;
    src_wall: when the step's input arrived, for the lag), then sync each
    output when the journal counts on it (sync). A quiet step (replayed,
-   already written) is only counted (output_account). */
+   already written) is only counted (output_account). snap[j], when not
+   empty, replaces output j's changes once (a bootstrap's snapshot: BOOT). */
 static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery *dl, int me,
-                         Buf *got, int64_t step, bool quiet, bool sync, double src_wall,
-                         Err *err)
+                         Buf *got, Buf *snap, int64_t step, bool quiet, bool sync,
+                         double src_wall, Err *err)
 {
     const Batch **chg = sl_calloc((size_t)cs->nout + 1, sizeof(*chg));
     Batch **own = sl_calloc((size_t)c->nrels + 1, sizeof(*own));
+    Batch **snapb = sl_calloc((size_t)cs->nout + 1, sizeof(*snapb));
     int rc = 0;
     for (int rel = 0; rel < c->nrels; rel++) {
         if (!host_writes(cs, me, rel))
@@ -417,8 +431,12 @@ static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery
             if (output_remote(oc) || output_rel(oc) != rel)
                 continue;
             chg[j] = b;
+            if (snap[j].n) { /* bootstrapping: a new destination's snapshot (BOOT) */
+                chg[j] = snapb[j] = xrec_batch(&snap[j]);
+                buf_reset(&snap[j]);
+            }
             if (quiet) /* replayed: already written; counted as written */
-                output_account(oc, step, b);
+                output_account(oc, step, chg[j]);
         }
     }
     if (quiet)
@@ -434,6 +452,10 @@ static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery
     for (int rel = 0; rel < c->nrels; rel++)
         if (own[rel])
             batch_unref(own[rel]);
+    for (int j = 0; j < cs->nout; j++)
+        if (snapb[j])
+            batch_unref(snapb[j]);
+    sl_free(snapb);
     sl_free(own);
     sl_free(chg);
     return rc;
@@ -448,7 +470,8 @@ static int write_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery
    counters of each output connector it writes, for the coordinator's
    proxies (journal, checkpoints, /stats), then its delivery figures. */
 static void fol_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery *dl, Buf *send,
-                        Buf *recv, int src, bool quiet, bool sync, double src_wall, Buf *got)
+                        Buf *recv, int src, bool quiet, bool sync, double src_wall, Buf *got,
+                        Buf *snap)
 {
     int H = net_hosts(), me = net_host();
     bool mine = host_writes_any(cs, me), ok = !src;
@@ -479,7 +502,8 @@ static void fol_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery 
                          net_host_name(h));
     }
     if (mine && !rc && ok)
-        rc = write_outputs(c, rt, cs, dl, me, got, rt_steps(rt), quiet, sync, src_wall, &e);
+        rc = write_outputs(c, rt, cs, dl, me, got, snap, rt_steps(rt), quiet, sync, src_wall,
+                           &e);
     if (!src && !rc)
         store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
     for (int h = 0; h < H; h++)
@@ -574,6 +598,8 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     /* the journal counts on each step's output being durable */
     bool sync = o->storage && o->fault_tolerance == FT_EXACTLY_ONCE;
     Buf *got = sl_calloc((size_t)c->nrels + 1, sizeof(Buf));
+    Buf *snap = sl_calloc((size_t)cs.nout + 1, sizeof(Buf)); /* per output: a BOOT's snapshot */
+    BootPlan *boot = NULL; /* the bootstrap plan of the next step (BOOT) */
     connectors_set_parse_threads(&cs, o->workers > H ? (o->workers + H - 1) / H : 1);
     Kept *kept = sl_calloc((size_t)cs.nin + 1, sizeof(Kept));
     Runtime *rt = rt_new_part(c, o->workers, me, H);
@@ -656,6 +682,26 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
         } else if (kind == DC_CKPT) {
             int64_t ck = rd64(&r);
             fol_ckpt(&fol, c, rt, &cs, ck, arg != 0);
+        } else if (kind == DC_BOOT) { /* the next step is a bootstrap step */
+            boot_plan_free(boot);
+            boot = boot_plan_get(c, &r);
+            int32_t n = boot ? rd_count32(&r, 12) : 0;
+            for (int k = 0; k < n && !r.bad; k++) {
+                int32_t j = rd32(&r);
+                int64_t len = rd64(&r);
+                const uint8_t *data = len >= 0 ? rd_bytes(&r, (size_t)len) : NULL;
+                if (r.bad || !data || j < 0 || j >= cs.nout || output_remote(cs.out[j]) ||
+                    !xrec_fits(data, len)) {
+                    r.bad = true;
+                    break;
+                }
+                buf_reset(&snap[j]);
+                buf_append(&snap[j], data, (size_t)len);
+            }
+            if (!boot || r.bad)
+                src = err_set(&e, SL_ERUNTIME, "malformed bootstrap plan from the coordinator");
+            else
+                rt_set_boot(rt, boot->run, boot->is_new, arg ? boot_feed(boot, rt) : NULL);
         } else if (kind == DC_RESTORE) {
             int64_t at = rd64(&r);
             rt_free(rt); /* fresh instances, then the saved state */
@@ -687,10 +733,13 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             int64_t max = rd64(&r);
             Err re = {0};
             int rrc = 0;
+            if (rd32(&r)) /* bootstrapping: from the beginning again */
+                rrc = input_rewind(ic, &re);
             if (rd32(&r)) {
                 InPos pos;
                 rd_pos(&r, &pos);
-                rrc = input_seek(ic, &pos, &re);
+                if (!rrc)
+                    rrc = input_seek(ic, &pos, &re);
             }
             bool target = rd32(&r) != 0; /* replaying: read up to this position */
             InPos to;
@@ -777,13 +826,17 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             stop = true;
         net_exchange(send, recv);
         if (kind == DC_STEP && spread)
-            fol_outputs(c, rt, &cs, dl, send, recv, src, arg != 0, sync, src_wall, got);
+            fol_outputs(c, rt, &cs, dl, send, recv, src, arg != 0, sync, src_wall, got, snap);
     }
     host_bufs_free(send, H);
     host_bufs_free(recv, H);
     for (int i = 0; i < c->nrels; i++)
         buf_free(&got[i]);
     sl_free(got);
+    for (int j = 0; j < cs.nout; j++)
+        buf_free(&snap[j]);
+    sl_free(snap);
+    boot_plan_free(boot);
     arena_free(a);
     if (fol.pid) {
         Buf junk = BUF_INIT;

@@ -54,13 +54,53 @@ static int errors_table(const Circuit *c)
     return rel;
 }
 
+/* New destinations of kept materialized views (BootPlan.out_snap) get the
+   view's contents (every host's) in the first bootstrap step: snap[j] for
+   the backend (another host writes it), b->snapb[j] for deliver (here). */
+static Buf *boot_snapshots(Pipeline *p, BootPlan *b)
+{
+    Buf *snap = sl_calloc((size_t)p->cs.nout + 1, sizeof(Buf));
+    if (!b->nsnap || b->nout != p->cs.nout)
+        return snap;
+    b->snapb = sl_calloc((size_t)b->nout + 1, sizeof(Batch *));
+    for (int j = 0; j < b->nout; j++) {
+        if (!b->out_snap[j])
+            continue;
+        p->be->ops->contents(p->be, output_rel(p->cs.out[j]), &snap[j]);
+        if (output_remote(p->cs.out[j]))
+            continue;
+        BatchBuilder *bb = bb_new();
+        size_t pos = 0;
+        XRec x;
+        while (xrec_next(&snap[j], &pos, &x))
+            bb_add(bb, x.k, x.kn, NULL, 0, x.w);
+        b->snapb[j] = bb_finish(bb);
+    }
+    return snap;
+}
+
+static void boot_snapshots_done(Pipeline *p, BootPlan *b, Buf *snap)
+{
+    for (int j = 0; snap && j < p->cs.nout; j++)
+        buf_free(&snap[j]);
+    sl_free(snap);
+    for (int j = 0; b->snapb && j < b->nout; j++)
+        if (b->snapb[j])
+            batch_unref(b->snapb[j]);
+    sl_free(b->snapb);
+    b->snapb = NULL;
+}
+
 /* Bootstrapping (boot.h): ft_open restored the old program's checkpoint
-   into the kept nodes. Bootstrap steps run only the new part of the
-   circuit: the first is fed the stored streams it reads, and each reads
-   the next rows of the tables read again for it (a second instance of
-   their connectors, from the beginning up to where the checkpoint left the
-   live ones); new views' outputs get their contents. Then the new
-   program's first checkpoint, before any live input. */
+   into the kept nodes (on every host). Bootstrap steps run only the new
+   part of the circuit, on every host (the backend's boot): the first is
+   fed the stored streams it reads, and each reads the next rows of the
+   tables read again for it (their live connectors gone back to their
+   start, on their own hosts, or a second instance of them here), from the
+   beginning up to where the checkpoint left the live ones; new views'
+   outputs, and new destinations of kept materialized views, get their
+   contents. Then the new program's first checkpoint, before any live
+   input. */
 static int bootstrap(Pipeline *p, Err *err)
 {
     BootPlan *b = p->o.boot;
@@ -68,10 +108,36 @@ static int bootstrap(Pipeline *p, Err *err)
     Connectors bcs;
     int rc = boot_backfill_open(b, &p->cs, &bcs, err);
     int64_t reread = 0, steps = 0, rows0 = p->rows;
+    Buf *snap = boot_snapshots(p, b);
     ft_bootstrap_begin(p->ft);
+    /* tables read again through their live connectors, each on its host:
+       back to the start, up to the checkpoint's rows, then back there */
+    bool *again = sl_calloc((size_t)p->cs.nin + 1, sizeof(bool));
+    for (int j = 0; j < p->cs.nin && !rc; j++) {
+        InputConn *ic = p->cs.in[j];
+        again[j] = b->rewind[input_rel(ic)] && b->target && b->target[j] > 0;
+        if (again[j] && !(rc = input_rewind(ic, err)))
+            input_set_replay(ic, true); /* no rate limit */
+    }
     for (bool first = true; !rc; first = false) {
         int64_t got = 0;
         bool more = false;
+        for (int j = 0; j < p->cs.nin && !rc; j++) {
+            InputConn *ic = p->cs.in[j];
+            int64_t left = again[j] ? b->target[j] - input_rows(ic) : 0;
+            if (left <= 0 || input_done(ic) || got >= p->step_rows)
+                continue;
+            Piece *list = NULL;
+            int64_t want = left < p->step_rows - got ? left : p->step_rows - got;
+            int64_t n = pipe_input_next(p, j, want, p->pend.a, &list, NULL, err);
+            if (n < 0) {
+                rc = err->code;
+                break;
+            }
+            pend_append(p, &p->pend, input_rel(ic), list, n);
+            got += n;
+            more |= n > 0;
+        }
         for (int j = 0; j < bcs.nin && !rc; j++) {
             InputConn *ic = bcs.in[j];
             int64_t left = boot_backfill_target(b, &p->cs, ic) - input_rows(ic);
@@ -92,9 +158,20 @@ static int bootstrap(Pipeline *p, Err *err)
             break;
         reread += got;
         steps++;
-        rt_set_boot(p->be->rt, b->run, b->is_new, first ? boot_feed(b, p->be->rt) : NULL);
-        rc = pipe_run_step(p, &p->pend, err);
+        rc = p->be->ops->boot(p->be, b, first, first ? snap : NULL, err);
+        if (!rc)
+            rc = pipe_run_step(p, &p->pend, err);
+        boot_snapshots_done(p, b, first ? snap : NULL);
+        snap = NULL;
     }
+    if (snap)
+        boot_snapshots_done(p, b, snap);
+    for (int j = 0; j < p->cs.nin && !rc; j++)
+        if (again[j]) { /* where the checkpoint left it (its host seeks at its next read) */
+            input_set_replay(p->cs.in[j], false);
+            rc = input_seek(p->cs.in[j], &b->tpos[j], err);
+        }
+    sl_free(again);
     connectors_close(&bcs);
     p->rows = rows0; /* rows read again are not new input */
     double t1 = pipe_now();
@@ -173,6 +250,8 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
         p->boot = BOOT_DONE;
     }
     if (rc) {
+        if (o->boot && o->boot->unsettled) /* the old program settles, then again */
+            p->be->ops->detach(p->be);
         pipeline_free(p);
         return NULL;
     }
@@ -504,6 +583,7 @@ static int await_approval(Pipeline *p, Err *err)
                     "/approve runs it, POST /reject stops)\n");
     for (;;) {
         service(p);
+        p->be->ops->tick(p->be); /* (other hosts wait meanwhile) */
         pthread_mutex_lock(&p->mu);
         int b = p->boot;
         bool stop = p->stop_req || pipe_signalled();

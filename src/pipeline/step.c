@@ -25,6 +25,7 @@
 
 #include "../base/mem.h"
 #include "../storage/storage.h"
+#include "boot.h"
 #include "journal.h"
 #include "pipeline_int.h"
 
@@ -189,8 +190,10 @@ static int deliver(Pipeline *p, Err *err)
 {
     const Batch **chg = sl_calloc((size_t)p->cs.nout + 1, sizeof(*chg));
     for (int j = 0; j < p->cs.nout; j++) /* scale-out: a remote output's host wrote it */
-        if (!output_remote(p->cs.out[j]))
-            chg[j] = pipeline_changes(p, output_rel(p->cs.out[j]));
+        if (!output_remote(p->cs.out[j])) {
+            const Batch *snap = boot_snapshot(p->o.boot, j); /* bootstrapping (boot.h) */
+            chg[j] = snap ? snap : pipeline_changes(p, output_rel(p->cs.out[j]));
+        }
     int rc = deliver_step(p->dl, rt_steps(p->be->rt), chg, p->be->src_wall, err);
     sl_free(chg);
     return rc;

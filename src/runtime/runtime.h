@@ -106,7 +106,9 @@ void rt_set_trial(Runtime *rt, bool on);
    table's input of the step, rows read again for the new part; is_new[n]
    in the first bootstrap step: as in its first step), else outputs
    nothing. The arrays and chunks must outlive the step; the step after it
-   is an ordinary one unless rt_set_boot is called again. One host only. */
+   is an ordinary one unless rt_set_boot is called again. Scale-out: every
+   host is given the same run and is_new (pipeline/backend.h's boot), each
+   its own workers' feed. */
 void rt_set_boot(Runtime *rt, const bool *run, const bool *is_new, Chunk *const *feed);
 int64_t rt_steps(const Runtime *rt);
 /* Relation rel's watermark (circuit/watermark.h; WM_NONE = INT64_MIN when

@@ -165,7 +165,7 @@ static void put_json(Buf *b, const cJSON *j)
     }
 }
 
-static bool same_connectors(const cJSON *a, const cJSON *b)
+bool progdiff_same_json(const cJSON *a, const cJSON *b)
 {
     Buf x = BUF_INIT, y = BUF_INIT;
     put_json(&x, a);
@@ -566,6 +566,7 @@ static void classify(Ctx *x, PdRel *pr, int ni)
     pr->new_rel = ni;
     pr->old_rel = oi;
     pr->stored = d->stored[r->node];
+    pr->materialized = !r->is_table && r->materialized;
     pr->no_source = r->is_table && cJSON_GetArraySize(r->connectors) == 0;
     if (oi >= 0 && oc->rels[oi].is_table != r->is_table)
         oi = pr->old_rel = -1; /* a table became a view or back: another relation */
@@ -580,7 +581,7 @@ static void classify(Ctx *x, PdRel *pr, int ni)
     x->content_changed[ni] = d->fp[r->node] != x->ofp[o->node];
     if (!same_schema(o, r))
         pr->what |= PD_SCHEMA;
-    if (!same_connectors(o->connectors, r->connectors))
+    if (!progdiff_same_json(o->connectors, r->connectors))
         pr->what |= PD_CONNECTORS;
     if (o->materialized != r->materialized)
         pr->what |= PD_MATERIALIZED;
@@ -822,9 +823,9 @@ static void action_text(const ProgDiff *d, const PdRel *r, Buf *b)
             put_list(b, r->reread_for, r->nreread_for);
         }
         if (!r->is_table && (r->what & PD_CONNECTORS))
-            buf_puts(b, r->stored ? "; new outputs start with a snapshot"
-                                  : "; new outputs start with its next changes (no stored "
-                                    "contents for a snapshot)");
+            buf_puts(b, r->materialized ? "; new or changed outputs start with a snapshot"
+                                        : "; new or changed outputs start with its next "
+                                          "changes (not materialized: no snapshot)");
         break;
     case PD_RECOMPUTE:
         buf_puts(b, "recomputed from stored state");
@@ -917,6 +918,9 @@ cJSON *progdiff_json(const ProgDiff *d, const char *hide)
         cJSON_AddItemToObject(e, "inputs", str_array(r->inputs, r->ninputs));
         cJSON_AddStringToObject(e, "action", progdiff_action_name(r->action));
         cJSON_AddBoolToObject(e, "stored", r->stored);
+        if (!r->is_table && r->action == PD_KEEP && (r->what & PD_CONNECTORS))
+            cJSON_AddStringToObject(e, "new_outputs",
+                                    r->materialized ? "snapshot" : "next_changes");
         if (r->is_table)
             cJSON_AddBoolToObject(e, "http_input_only", r->no_source);
         cJSON_AddItemToObject(e, "reread", str_array(r->reread, r->nreread));

@@ -51,8 +51,11 @@ typedef struct PdRel {
     int what;            /* PD_DEFINITION | ... (PD_CHANGED only) */
     PdAction action;
     int old_rel, new_rel; /* indexes in each circuit, -1 when absent */
-    bool stored;          /* its contents can be rebuilt from stored state
-                             (a snapshot for new output connectors) */
+    bool stored;          /* its contents can be rebuilt from stored state */
+    bool materialized;    /* a view materialized in the new program: a kept one
+                             gives its new or changed output connectors a
+                             snapshot of its contents first (else they start
+                             with its next changes) */
     bool no_source;       /* a table without connectors (HTTP input): only
                              the ingress log can give its rows again */
     const char **inputs;  /* PD_INPUTS: the changed relations it reads */
@@ -94,6 +97,9 @@ void progdiff_print(const ProgDiff *d, const char *hide, Buf *out);
 /* The same as a JSON object (docs/bootstrapping.md gives its fields;
    cJSON_Delete it). */
 cJSON *progdiff_json(const ProgDiff *d, const char *hide);
+/* Are two 'connectors' JSON values the same (key order and layout do not
+   count)? */
+bool progdiff_same_json(const cJSON *a, const cJSON *b);
 /* A node's fingerprint in circuit c (tests). */
 uint64_t progdiff_node_fp(const Circuit *c, int node);
 

@@ -394,24 +394,6 @@ def test_a_view_added_with_an_old_views_body_gets_its_snapshot(sluice, tmp_path)
     assert sorted(r[:2] for r in changes(tmp_path / "big_tx.out.csv")) == sorted(big)
 
 
-def test_scale_out_bootstrap_is_refused(sluice, tmp_path):
-    """--hosts 2 with a changed program: refused at start with a message
-    (not built yet), the storage unchanged."""
-    import shutil
-    if shutil.which("mpirun") is None:
-        import pytest
-        pytest.skip("mpirun is not on PATH")
-    bank = Bank(tmp_path)
-    bank.start()
-    before = manifests(bank.st)
-    new = new_program(bank)
-    p = run(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow",
-             "--hosts", 2], timeout=300)
-    assert p.returncode == 1
-    assert "bootstrapping a scale-out pipeline (--hosts 2) is not built yet" in p.stderr
-    assert manifests(bank.st) == before
-
-
 def test_old_program_killed_then_bootstrapped_settles_its_journal_first(sluice, tmp_path):
     """The old program dies (kill -9) with journaled steps after its last
     checkpoint: the bootstrap first has the old program replay them (its

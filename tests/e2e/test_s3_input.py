@@ -290,3 +290,31 @@ def test_position_is_the_object_and_the_high_watermark_the_listing(tmp_path, s3,
     assert m["total_object_bytes"] == sum(sizes)
     assert m["total_records"] == 300 and m["total_bytes"] == sum(sizes)
     p.stop()
+
+
+def test_a_new_view_reads_the_objects_again_on_their_hosts(tmp_path, s3):
+    """Bootstrapping (docs/bootstrapping.md): a view added over an s3_input
+    table that nothing stores reads the objects again, each part on the
+    host that reads it live (--hosts 2), or on one host; the dump equals a
+    fresh run of the new program, and agg (kept) counts every record once."""
+    n, total = upload(s3, "s3in7", [("r/a.csv", None), ("r/b.csv.gz", "gzip"),
+                                    ("r/c.csv", None)], rows_per=2_000)
+    clause = s3_conn(s3, "s3in7", "r/")
+    old = program(tmp_path, clause)
+    new = tmp_path / "new.sql"
+    new.write_text(old.read_text() + "CREATE MATERIALIZED VIEW by_s AS SELECT s, COUNT(*) AS n "
+                   "FROM t GROUP BY s;\n")
+    fresh = tmp_path / "fresh"
+    run_ok(["run", new, "--until-done", "--no-progress", "--dump", fresh])
+    for hosts in (1, 2):
+        st, d = tmp_path / ("st%d" % hosts), tmp_path / ("d%d" % hosts)
+        scale = ["--hosts", "2", "--workers", "2"] if hosts == 2 else ["--workers", "2"]
+        run_ok(["run", old, "--storage", st, "--until-done", "--no-progress"] + scale,
+               timeout=300)
+        p = run_ok(["run", new, "--storage", st, "--until-done", "--no-progress", "--dump", d,
+                    "--bootstrap", "allow", "--step-rows", "2500"] + scale, timeout=300)
+        assert "%d rows read again" % n in p.stderr, p.stderr[-3000:]
+        for f in ("agg.csv", "by_s.csv"):
+            assert (d / f).read_bytes() == (fresh / f).read_bytes(), (hosts, f)
+        _, rows = read_dump(d / "agg.csv")
+        assert rows == [[str(n), str(total)]]

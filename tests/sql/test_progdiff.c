@@ -280,7 +280,28 @@ static void test_change_view_connector_keeps_its_state(void **s)
     assert_true(rel(d, "out1")->stored); /* over the materialized v1 */
     Buf b = BUF_INIT;
     progdiff_print(d, NULL, &b);
-    assert_non_null(strstr(buf_cstr(&b), "kept; new outputs start with a snapshot"));
+    /* not materialized itself: its contents are not kept, no snapshot */
+    assert_non_null(strstr(buf_cstr(&b), "kept; new or changed outputs start with its next "
+                                         "changes (not materialized: no snapshot)"));
+    progdiff_free(d);
+    /* materialized: its new destination gets its contents first */
+    d = diff(BASE "CREATE MATERIALIZED VIEW out1 WITH ('connectors' = '[1]') AS SELECT a FROM v1;",
+             BASE "CREATE MATERIALIZED VIEW out1 WITH ('connectors' = '[1, 2]') AS SELECT a FROM "
+                  "v1;");
+    expect(d, "out1", PD_CHANGED, PD_CONNECTORS, PD_KEEP, "");
+    buf_reset(&b);
+    progdiff_print(d, NULL, &b);
+    assert_non_null(strstr(buf_cstr(&b), "kept; new or changed outputs start with a snapshot"));
+    cJSON *j = progdiff_json(d, NULL), *e;
+    bool seen = false;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "relations"))
+        if (!strcmp(cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring, "out1")) {
+            assert_string_equal(
+                cJSON_GetObjectItemCaseSensitive(e, "new_outputs")->valuestring, "snapshot");
+            seen = true;
+        }
+    assert_true(seen);
+    cJSON_Delete(j);
     progdiff_free(d);
     /* a filter over a table nothing stores: no snapshot to give */
     d = diff(BASE "CREATE VIEW f WITH ('connectors' = '[1]') AS SELECT a FROM t WHERE b > 0;",
@@ -289,7 +310,7 @@ static void test_change_view_connector_keeps_its_state(void **s)
     assert_false(rel(d, "f")->stored);
     buf_reset(&b);
     progdiff_print(d, NULL, &b);
-    assert_non_null(strstr(buf_cstr(&b), "new outputs start with its next changes"));
+    assert_non_null(strstr(buf_cstr(&b), "new or changed outputs start with its next changes"));
     buf_free(&b);
     progdiff_free(d);
 }
