@@ -106,6 +106,8 @@ void pmem_start(Pipeline *p, const PipelineOpts *o)
         conf.cache_bytes = 4 * conf.block_bytes;
     if (conf.cache_bytes > (64u << 20))
         conf.cache_bytes = 64u << 20;
+    e = getenv("SLUICE_SPILL_MERGE"); /* experiments: 0 keeps spilled runs apart */
+    conf.merge = !(e && !strcmp(e, "0"));
     e = getenv("SLUICE_SPILL_MIN_RUN");
     if (e && atoll(e) >= 0)
         conf.min_run = (size_t)atoll(e);
@@ -262,6 +264,8 @@ bool pmem_refresh(Pipeline *p, bool force)
     o->cache_hits = ss.hits;
     o->cache_misses = ss.misses;
     o->spilled_runs = ss.runs_spilled;
+    o->runs_on_disk = ss.runs_live;
+    o->runs_merged = ss.runs_merged;
     o->arena_bytes = m->arena;
     o->age_secs = m->last; /* made an age by pipeline_stats */
     snprintf(o->spill_dir, sizeof(o->spill_dir), "%s", dir ? dir : "");
@@ -280,6 +284,8 @@ int pmem_after_step(Pipeline *p, Err *err)
         pmem_refresh(p, true);
     Err e = {0};
     int rc = spill_enforce(m->unspillable, NULL, &e);
+    if (!rc)
+        rc = spill_compact(NULL, &e);
     if (rc) {
         snprintf(m->pressure, sizeof(m->pressure), "spilling failed: %.200s", e.msg);
         if (!m->said)

@@ -17,11 +17,13 @@
  * copies the values it hands out into the trace's scratch arena (valid
  * until trace_step_end, as a resident batch's are), so no block stays
  * pinned beyond the probe (a cursor keeps its current block pinned until
- * it moves on). Merges stop at a spilled run: the invariant holds among
- * the runs in memory above the newest spilled one, so a trace of N tuples
- * under a budget B has about N / B spilled runs plus O(log B) in memory.
- * (Reading a spilled run back to merge would need it whole in memory; a
- * streaming merge of spilled runs is future work.)
+ * it moves on). An insert's merges stop at a spilled run (reading it back
+ * would need it whole in memory): the invariant holds among the runs in
+ * memory above the newest spilled one. Between steps, trace_compact
+ * applies the same rule to adjacent spilled runs with a streaming merge
+ * (spill_merge: block by block, file to file), so a trace of N tuples
+ * under a budget B keeps O(log(N / B)) spilled runs plus O(log B) in
+ * memory, and tuples that cancel leave the disk.
  *
  * Rollback: the first insert after trace_step_end keeps references to the
  * spine as it was (O(log N) references: runs are immutable), so
@@ -60,7 +62,8 @@ void trace_track_new(bool on) { track_new = on; }
 static size_t own_resident(const void *o) { return trace_resident_bytes(o); }
 static size_t own_largest(const void *o) { return trace_largest_resident(o); }
 static int own_spill(void *o, Err *err) { return trace_spill_largest(o, err); }
-static const SpillOwner owner_ops = {own_resident, own_largest, own_spill};
+static int own_compact(void *o, int *merged, Err *err) { return trace_compact(o, merged, err); }
+static const SpillOwner owner_ops = {own_resident, own_largest, own_spill, own_compact};
 
 Trace *trace_new(void)
 {
@@ -280,6 +283,36 @@ int trace_spill_largest(Trace *t, Err *err)
     batch_unref(t->spine[i].b); /* a checkpoint writer may still hold it */
     t->spine[i].b = NULL;
     t->spine[i].s = s;
+    return 0;
+}
+
+int trace_compact(Trace *t, int *merged, Err *err)
+{
+    *merged = 0;
+    /* the spine's rule among adjacent spilled runs, newest first: merge a
+       run into the older one while that one is at most twice its size */
+    for (int i = t->n - 1; i > 0; i--) {
+        Run *older = &t->spine[i - 1], *newer = &t->spine[i];
+        if (!older->s || !newer->s || older->s->bytes > 2 * newer->s->bytes)
+            continue;
+        Spilled *m;
+        int rc = spill_merge(older->s, newer->s, &m, err);
+        if (rc)
+            return rc;
+        spilled_unref(older->s);
+        spilled_unref(newer->s);
+        (*merged)++;
+        memmove(newer, newer + 1, sizeof(Run) * (size_t)(t->n - i - 1));
+        t->n--;
+        if (m->n == 0) { /* every tuple cancelled */
+            spilled_unref(m);
+            memmove(older, older + 1, sizeof(Run) * (size_t)(t->n - i));
+            t->n--;
+        } else {
+            *older = (Run){NULL, m, m->n};
+        }
+        i = t->n; /* the merged run may now merge with its older neighbour */
+    }
     return 0;
 }
 
