@@ -19,6 +19,7 @@
  * ~5% of the controller's time) and at most every 10 ms.
  */
 #include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,17 @@ struct PMem {
     bool said;               /* pressure logged */
     bool hold;               /* inputs paused: the state cannot fit */
     MemStats pub;            /* published copy (p->mu) */
+    /* the whole process under the limit (pmem_before_step) */
+    bool watch;              /* resident memory is past half the limit:
+                                every step is bounded and measured */
+    size_t rss;              /* resident memory, last reading */
+    size_t base;             /* ... that the state does not explain */
+    size_t trans;            /* a step's own allocations (decaying maximum) */
+    double per_row;          /* ... per input row (0: not measured yet) */
+    int64_t rows_in;         /* input rows of the step under way */
+    int64_t rows_max;        /* the step size asked for (--step-rows) */
+    bool stuck;              /* a step did not fit: its input waits (pmem_step_failed) */
+    bool retry;              /* ... and runs once more after spilling everything */
 };
 
 /* The cgroup v2 limit of this process, 0 when none. */
@@ -82,6 +94,7 @@ void pmem_start(Pipeline *p, const PipelineOpts *o)
            back) go back to the system when freed, instead of glibc raising
            the threshold and keeping them in the heap after the first free */
         mallopt(M_MMAP_THRESHOLD, 1 << 20);
+        m->watch = true; /* chosen, so probably tight: bound steps at once */
     } else if (o->memory_limit < 0) {
         m->source = "none";
     } else {
@@ -116,6 +129,14 @@ void pmem_start(Pipeline *p, const PipelineOpts *o)
     /* the runtime's traces, made on this thread, take part in the budget
        (one-shot queries run elsewhere and do not) */
     trace_track_new(true);
+}
+
+void pmem_start_steps(Pipeline *p)
+{
+    PMem *m = p->pm;
+    m->rows_max = p->step_rows;
+    if (m->watch && p->step_rows > 65536)
+        p->step_rows = 65536;
 }
 
 void pmem_free(Pipeline *p)
@@ -210,7 +231,8 @@ static void walk(Pipeline *p)
 static void judge(Pipeline *p)
 {
     PMem *m = p->pm;
-    if (!m->limit || (m->hold && m->pressure[0] == 's' && !strncmp(m->pressure, "spilling", 8)))
+    if (!m->limit || m->stuck ||
+        (m->hold && m->pressure[0] == 's' && !strncmp(m->pressure, "spilling", 8)))
         return;
     SpillStats ss;
     spill_stats(&ss);
@@ -242,6 +264,8 @@ bool pmem_refresh(Pipeline *p, bool force)
     if (m->walked && !force && now - m->last < gap)
         return false;
     walk(p);
+    m->rss = mem_rss_bytes();
+    m->watch = m->limit && (m->rss > m->limit / 2 || !strcmp(m->source, "flag"));
     m->last = now_secs();
     m->cost = m->last - now;
     m->walked = true;
@@ -275,6 +299,56 @@ bool pmem_refresh(Pipeline *p, bool force)
     return true;
 }
 
+/* Bytes of state the spill budget sees outside the traces' runs: what
+   cannot spill, plus (when watching) the process's baseline and a step's
+   own allocations. */
+static size_t other_bytes(const PMem *m)
+{
+    return m->unspillable + (m->watch ? m->base + m->trans : 0);
+}
+
+void pmem_before_step(Pipeline *p, int64_t rows)
+{
+    PMem *m = p->pm;
+    if (!m || !m->limit)
+        return;
+    m->rows_in = rows;
+    Runtime *rt = p->be->rt;
+    if (!m->watch || !rt_can_undo(rt)) {
+        rt_set_step_memory(rt, 0);
+        return;
+    }
+    /* what the step may allocate: the room left under the limit (at least
+       a sixteenth of it; a quarter on the retry after spilling it all) */
+    size_t rss = mem_rss_bytes(), floor = m->limit / (m->retry ? 4 : 16);
+    SpillStats ss;
+    spill_stats(&ss);
+    size_t known = spill_resident() + m->unspillable + ss.cache_bytes;
+    m->base = rss > known ? rss - known : 0;
+    size_t room = m->limit > rss ? m->limit - rss : 0;
+    if (room < floor)
+        room = floor;
+    rt_set_step_memory(rt, (int64_t)(room / (size_t)rt_workers(rt)));
+}
+
+/* Adapt the rows per step to what a step allocates per input row: as
+   many as take about an eighth of the limit (from 4096 rows up to
+   --step-rows, at most doubling from one step to the next); back to
+   --step-rows when memory is plentiful again. */
+static void adapt_step(Pipeline *p, PMem *m)
+{
+    if (!m->rows_max)
+        m->rows_max = p->step_rows;
+    int64_t want = m->rows_max;
+    if (m->watch && m->per_row > 0)
+        want = (int64_t)((double)(m->limit / 8) / m->per_row);
+    if (want > 2 * p->step_rows)
+        want = 2 * p->step_rows;
+    if (want > m->rows_max)
+        want = m->rows_max;
+    p->step_rows = want < 4096 ? 4096 : want;
+}
+
 int pmem_after_step(Pipeline *p, Err *err)
 {
     PMem *m = p->pm;
@@ -282,8 +356,18 @@ int pmem_after_step(Pipeline *p, Err *err)
         return 0;
     if (!m->walked)
         pmem_refresh(p, true);
+    if (m->watch) {
+        size_t t = (size_t)rt_step_memory_peak(p->be->rt);
+        m->trans = t > m->trans / 4 * 3 ? t : m->trans / 4 * 3;
+        if (m->rows_in > 0 && t > 0) { /* (a decaying maximum too) */
+            double r = (double)t / (double)m->rows_in;
+            m->per_row = r > m->per_row * 0.75 ? r : m->per_row * 0.75;
+        }
+    }
+    m->retry = false;
     Err e = {0};
-    int rc = spill_enforce(m->unspillable, NULL, &e);
+    size_t spilled = 0;
+    int rc = spill_enforce(other_bytes(m), &spilled, &e);
     if (!rc)
         rc = spill_compact(NULL, &e);
     if (rc) {
@@ -293,9 +377,58 @@ int pmem_after_step(Pipeline *p, Err *err)
         m->said = m->hold = true;
         return 0; /* the state stays in memory; no more input grows it */
     }
+    adapt_step(p, m);
+    if (m->watch || spilled) {
+        /* give what the step and the spilled runs freed back to the system */
+        if (spilled || m->trans > m->limit / 8)
+            malloc_trim(0);
+        m->rss = mem_rss_bytes();
+        m->watch = m->rss > m->limit / 2 || !strcmp(m->source, "flag");
+    }
     judge(p);
     return 0;
 }
+
+bool pmem_step_failed(Pipeline *p, int node, bool stall_ok)
+{
+    PMem *m = p->pm;
+    if (!m || !m->limit || node == -1)
+        return false;
+    if (!m->retry && !m->stuck) {
+        /* once: move every run that can spill to files, and try again */
+        Err e = {0};
+        spill_enforce(SIZE_MAX / 4, NULL, &e);
+        malloc_trim(0);
+        m->retry = true;
+        pmem_before_step(p, m->rows_in);
+        return true;
+    }
+    m->retry = false;
+    rt_set_step_memory(p->be->rt, 0);
+    if (!stall_ok)
+        return false;
+    m->stuck = m->hold = true;
+    const Circuit *c = p->c;
+    if (node >= 0) {
+        const char *kind = kind_name(c->nodes[node]->k);
+        snprintf(m->pressure, sizeof(m->pressure),
+                 "step %lld needs more memory than the limit (%zu bytes) leaves, in node %d "
+                 "(%s of %s); its input waits",
+                 (long long)rt_steps(p->be->rt) + 1, m->limit, node, kind ? kind : "operator",
+                 c->rels[c->nodes[node]->owner].name);
+    } else {
+        snprintf(m->pressure, sizeof(m->pressure),
+                 "step %lld needs more memory than the limit (%zu bytes) leaves, reading its "
+                 "input; its input waits",
+                 (long long)rt_steps(p->be->rt) + 1, m->limit);
+    }
+    fprintf(stderr, "sluice: memory: %s; inputs are paused\n", m->pressure);
+    m->said = true;
+    pmem_refresh(p, true);
+    return false;
+}
+
+bool pmem_step_stuck(Pipeline *p) { return p->pm && p->pm->stuck; }
 
 bool pmem_hold(Pipeline *p) { return p->pm && p->pm->hold; }
 

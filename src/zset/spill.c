@@ -484,7 +484,20 @@ void spill_unregister(void *o)
     pthread_mutex_unlock(&G.mu);
 }
 
+size_t spill_resident(void)
+{
+    size_t resident = 0; /* traces are not made or freed between steps */
+    for (int i = 0; i < G.ntraces; i++)
+        resident += G.traces[i].ops->resident(G.traces[i].o);
+    return resident;
+}
+
 int spill_enforce(size_t other_bytes, size_t *spilled, Err *err)
+{
+    return spill_enforce_times(other_bytes, 2, spilled, err);
+}
+
+int spill_enforce_times(size_t other_bytes, int times, size_t *spilled, Err *err)
 {
     if (spilled)
         *spilled = 0;
@@ -501,9 +514,9 @@ int spill_enforce(size_t other_bytes, size_t *spilled, Err *err)
     pthread_mutex_lock(&G.mu);
     size_t cache = G.cached;
     pthread_mutex_unlock(&G.mu);
-    /* runs in memory count twice: a merge holds the old runs and the new
-       one at once until the step ends */
-    while (2 * resident + other_bytes + cache > conf.limit) {
+    /* runs in memory count twice (times): a merge holds the old runs and
+       the new one at once until the step ends */
+    while ((size_t)times * resident + other_bytes + cache > conf.limit) {
         struct Owner *best = NULL;
         size_t bsz = 0;
         for (int i = 0; i < G.ntraces; i++) {

@@ -102,6 +102,11 @@ void spill_unregister(void *o);
    fit the limit, or nothing is left to spill. 0, or an error from the IO
    (err set); *spilled (may be NULL) gets the bytes moved out. */
 int spill_enforce(size_t other_bytes, size_t *spilled, Err *err);
+/* The same with the runs in memory counted times over (other_bytes
+   already holds what the next step's merges may need: 1). */
+int spill_enforce_times(size_t other_bytes, int times, size_t *spilled, Err *err);
+/* Between steps: bytes of every registered trace's runs in memory. */
+size_t spill_resident(void);
 
 /* Between steps, after spill_enforce: merge each trace's spilled runs
    (trace_compact) so that a trace keeps O(log(size / budget)) of them.
