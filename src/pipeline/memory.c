@@ -149,9 +149,10 @@ void pmem_free(Pipeline *p)
     if (ss.runs_spilled > 0)
         fprintf(stderr,
                 "sluice: memory: %lld trace runs spilled under the limit of %.1f MB; spilled "
-                "blocks read %lld times from the cache, %lld from files\n",
+                "blocks read %lld times from the cache, %lld from files; %lld merges of spilled "
+                "runs\n",
                 (long long)ss.runs_spilled, (double)m->limit / 1048576.0, (long long)ss.hits,
-                (long long)ss.misses);
+                (long long)ss.misses, (long long)ss.runs_merged);
     spill_store_close();
     sl_free(m->nodes);
     sl_free(m->pub.nodes);
@@ -318,9 +319,13 @@ void pmem_before_step(Pipeline *p, int64_t rows)
         rt_set_step_memory(rt, 0);
         return;
     }
-    /* what the step may allocate: the room left under the limit (at least
-       a sixteenth of it; a quarter on the retry after spilling it all) */
-    size_t rss = mem_rss_bytes(), floor = m->limit / (m->retry ? 4 : 16);
+    /* what the step may allocate: the room left under the limit, at least
+       a quarter of it (and 16 MiB); on the retry after spilling all it can,
+       the whole limit (and 64 MiB): a step that needs more than that on
+       its own cannot fit */
+    size_t rss = mem_rss_bytes(), floor = m->retry ? m->limit : m->limit / 4;
+    if (floor < (m->retry ? 64u << 20 : 16u << 20))
+        floor = m->retry ? 64u << 20 : 16u << 20;
     SpillStats ss;
     spill_stats(&ss);
     size_t known = spill_resident() + m->unspillable + ss.cache_bytes;
