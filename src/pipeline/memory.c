@@ -1,18 +1,31 @@
 /*
  * pipeline/memory.c - the memory budget and the memory breakdown
  * (docs/memory.md). In: the limit from PipelineOpts (or the machine), the
- * operators' `mem` figures (circuit/op.h), the spill cache (zset/spill.h).
- * Out: spilling between steps, and the MemStats that /stats, /metrics and
- * `sluice stats` show.
+ * operators' `mem` figures (circuit/op.h), the spill cache (zset/spill.h),
+ * what steps allocate (runtime.h). Out: spilling and merging spilled runs
+ * between steps, each step's allowance and the rows per step, and the
+ * MemStats that /stats, /metrics and `sluice stats` show.
  *
  * The budget covers operator state: trace runs (which can spill), hash
  * maps (aggregate groups, PRIMARY KEY rows, materialized contents,
  * partitions of top-k and window: reported, not spillable) and the cache
  * of spilled blocks read back. After every step pmem_after_step asks
- * spill_enforce to move the largest runs to files until the state fits;
+ * spill_enforce to move the largest runs to files until the state fits,
+ * then spill_compact to merge spilled runs;
  * what cannot spill counts with the figures of the last walk. When even
  * spilling every run cannot keep the state within the limit, the reason
  * and the largest node are published (MemStats.pressure) and logged once.
+ *
+ * The whole process counts (pmem_before_step, once resident memory
+ * passes half the limit, or from the start with --memory-limit): each
+ * step's workers may allocate only the room left under the limit
+ * (rt_set_step_memory); what a step allocated at its highest, and the
+ * resident memory the state does not explain (the baseline), count with
+ * the state when spilling; the rows per step follow what a step allocates
+ * per row; freed memory goes back to the system after large steps and
+ * spills. A step past its allowance is undone, run again once after
+ * spilling everything, and otherwise held: its input waits, the inputs
+ * pause, and the pressure message names the node (pmem_step_failed).
  *
  * Figures: walking the state (every group of an aggregate) is not free,
  * so pmem_refresh walks no more often than 20 times its own cost (at most

@@ -355,7 +355,8 @@ int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err)
     }
     /* a runtime error over the input: the step undid itself; run it again
        without the rows that fail (reject.c) */
-    while (rc && p->be->ops->rolled_back(p->be) && p->o.on_error == ONERR_REJECT) {
+    while (rc && p->be->ops->rolled_back(p->be) && p->o.on_error == ONERR_REJECT &&
+           rt_step_memory_node(p->be->rt) == -1) { /* (no record is at fault for memory) */
         if (reject_isolate(p, pd) == 0 && reject_by_steps(p, pd, err) == 0) {
             char msg[sizeof(err->msg)];
             snprintf(msg, sizeof(msg), "%s", err->msg);

@@ -264,35 +264,43 @@ static bool stream_advance(Stream *st)
 
 static int tuple_cmp(const Batch *a, int64_t i, const Batch *b, int64_t j);
 
-int spill_merge(const Spilled *a, const Spilled *b, Spilled **out, Err *err)
+int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err)
 {
     SpillIO io;
     size_t bsz;
     if (!io_of(&io, &bsz))
         return err_set(err, SL_ECONFIG, "spilling is not configured");
+    if (NEVER(nin < 1 || nin > SPILL_MERGE_MAX))
+        return err_set(err, SL_ECONFIG, "cannot merge %d spilled runs at once", nin);
     Spilled *s = new_run();
-    int capb = 0, rc = 0;
-    Stream x, y;
-    bool hx = stream_open(&x, a, &io), hy = stream_open(&y, b, &io);
+    int capb = 0, rc = 0, live = 0;
+    Stream st[SPILL_MERGE_MAX];
+    bool has[SPILL_MERGE_MAX];
+    for (int i = 0; i < nin; i++)
+        live += has[i] = stream_open(&st[i], in[i], &io);
     BatchBuilder *bb = bb_new();
     size_t fill = 0;
-    while (hx || hy) {
-        const Stream *from;
-        int64_t w;
-        int c = !hx ? 1 : !hy ? -1 : tuple_cmp(x.b, x.i, y.b, y.i);
-        from = c <= 0 ? &x : &y;
-        const Batch *fb = from->b;
-        int64_t fi = from->i;
-        w = c < 0 ? x.b->w[x.i] : c > 0 ? y.b->w[y.i] : 0;
-        if (c == 0 && unlikely(__builtin_add_overflow(x.b->w[x.i], y.b->w[y.i], &w)))
-            sl_panic("z-set weight overflow merging spilled runs");
+    while (live > 0) {
+        /* the smallest tuple among the runs, its weights summed */
+        int lo = -1;
+        for (int i = 0; i < nin; i++)
+            if (has[i] && (lo < 0 || tuple_cmp(st[i].b, st[i].i, st[lo].b, st[lo].i) < 0))
+                lo = i;
+        const Batch *fb = st[lo].b;
+        int64_t fi = st[lo].i, w = 0;
+        bool eq[SPILL_MERGE_MAX];
+        for (int i = 0; i < nin; i++) {
+            eq[i] = has[i] && (i == lo || tuple_cmp(st[i].b, st[i].i, fb, fi) == 0);
+            if (eq[i] && unlikely(__builtin_add_overflow(w, st[i].b->w[st[i].i], &w)))
+                sl_panic("z-set weight overflow merging spilled runs");
+        }
         if (w != 0) {
-            size_t kn = batch_klen(fb, fi);
-            bb_add(bb, batch_key(fb, fi), kn, batch_val(fb, fi), batch_vlen(fb, fi), w);
+            bb_add(bb, batch_key(fb, fi), batch_klen(fb, fi), batch_val(fb, fi),
+                   batch_vlen(fb, fi), w);
             fill += fb->off[fi + 1] - fb->off[fi];
         }
-        /* the output block ends here once full (the next tuple differs:
-           each tuple is emitted once, so no tuple spans two blocks) */
+        /* the output block ends here once full (each tuple is emitted
+           once, so no tuple spans two blocks) */
         if (fill >= bsz) {
             Batch *part = bb_finish(bb);
             bb = bb_new();
@@ -303,26 +311,24 @@ int spill_merge(const Spilled *a, const Spilled *b, Spilled **out, Err *err)
             if (rc)
                 break;
         }
-        if (c <= 0)
-            hx = stream_advance(&x);
-        if (c >= 0)
-            hy = stream_advance(&y);
+        for (int i = 0; i < nin; i++) /* (fb may go with the stream's block) */
+            if (eq[i] && !(has[i] = stream_advance(&st[i])))
+                live--;
     }
     Batch *part = bb_finish(bb);
     if (!rc && part->n > 0)
         rc = put_block(&io, s, &capb, part, err);
     batch_unref(part);
-    if (x.b)
-        batch_unref(x.b);
-    if (y.b)
-        batch_unref(y.b);
+    for (int i = 0; i < nin; i++)
+        if (st[i].b)
+            batch_unref(st[i].b);
     if (rc) {
         abandon_run(s);
         return rc;
     }
     finish_run(s);
     pthread_mutex_lock(&G.mu);
-    G.merges++;
+    G.merges += nin - 1;
     pthread_mutex_unlock(&G.mu);
     *out = s;
     return 0;

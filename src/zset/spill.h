@@ -65,10 +65,12 @@ typedef struct Spilled {
 
 /* Write b as blocks (b is not changed; the caller drops it). */
 int spill_write(const Batch *b, Spilled **out, Err *err);
-/* Merge two spilled runs into a new one (a and b are not changed; the
-   caller drops them), streaming: one block of each and one output block
-   in memory at a time. Tuples whose weights cancel are gone. */
-int spill_merge(const Spilled *a, const Spilled *b, Spilled **out, Err *err);
+/* Merge nin (2..SPILL_MERGE_MAX) spilled runs into a new one (in[] are
+   not changed; the caller drops them), streaming: one block of each and
+   one output block in memory at a time. Tuples whose weights cancel are
+   gone. Counts nin - 1 merges (SpillStats.runs_merged). */
+#define SPILL_MERGE_MAX 8
+int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err);
 void spilled_ref(Spilled *s);
 void spilled_unref(Spilled *s);
 /* Bytes the run's index holds in memory. */
@@ -119,7 +121,7 @@ typedef struct SpillStats {
     int64_t hits, misses;    /* block reads served by the cache / from files */
     int64_t runs_spilled;    /* runs written so far by spilling */
     int64_t runs_live;       /* spilled runs that exist now (every trace's) */
-    int64_t runs_merged;     /* merges of two spilled runs into one so far */
+    int64_t runs_merged;     /* spilled runs merged away so far (k runs into one: k - 1) */
 } SpillStats;
 void spill_stats(SpillStats *out);
 

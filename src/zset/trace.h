@@ -60,9 +60,9 @@ void trace_track_new(bool on);
 size_t trace_resident_bytes(const Trace *t);
 size_t trace_largest_resident(const Trace *t);
 int trace_spill_largest(Trace *t, Err *err);
-/* Merge adjacent spilled runs by the spine's rule (an older one at most
-   twice the newer's bytes), streaming from files to files; *merged gets
-   the number of merges. */
+/* Merge spilled runs of one size tier (within a factor 4) once there
+   are four of them, streaming from files to files; *merged gets the
+   number of runs merged away. */
 int trace_compact(Trace *t, int *merged, Err *err);
 
 /*
