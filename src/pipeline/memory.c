@@ -162,8 +162,8 @@ void pmem_free(Pipeline *p)
     if (ss.runs_spilled > 0)
         fprintf(stderr,
                 "sluice: memory: %lld trace runs spilled under the limit of %.1f MB; spilled "
-                "blocks read %lld times from the cache, %lld from files; %lld merges of spilled "
-                "runs\n",
+                "blocks read %lld times from the cache, %lld from files; %lld spilled runs "
+                "merged away\n",
                 (long long)ss.runs_spilled, (double)m->limit / 1048576.0, (long long)ss.hits,
                 (long long)ss.misses, (long long)ss.runs_merged);
     spill_store_close();
