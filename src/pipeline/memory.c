@@ -364,7 +364,8 @@ static void adapt_step(Pipeline *p, PMem *m)
         want = 2 * p->step_rows;
     if (want > m->rows_max)
         want = m->rows_max;
-    p->step_rows = want < 4096 ? 4096 : want;
+    int64_t least = m->rows_max < 4096 ? m->rows_max : 4096; /* (never above --step-rows) */
+    p->step_rows = want < least ? least : want;
 }
 
 int pmem_after_step(Pipeline *p, Err *err)
