@@ -1,24 +1,38 @@
 /*
  * pipeline/memory.c - the memory budget and the memory breakdown
  * (docs/memory.md). In: the limit from PipelineOpts (or the machine), the
- * operators' `mem` figures (circuit/op.h), the spill cache (zset/spill.h).
- * Out: spilling between steps, and the MemStats that /stats, /metrics and
- * `sluice stats` show.
+ * operators' `mem` figures (circuit/op.h), the spill cache (zset/spill.h),
+ * what steps allocate (runtime.h). Out: spilling and merging spilled runs
+ * between steps, each step's allowance and the rows per step, and the
+ * MemStats that /stats, /metrics and `sluice stats` show.
  *
  * The budget covers operator state: trace runs (which can spill), hash
  * maps (aggregate groups, PRIMARY KEY rows, materialized contents,
  * partitions of top-k and window: reported, not spillable) and the cache
  * of spilled blocks read back. After every step pmem_after_step asks
- * spill_enforce to move the largest runs to files until the state fits;
+ * spill_enforce to move the largest runs to files until the state fits,
+ * then spill_compact to merge spilled runs;
  * what cannot spill counts with the figures of the last walk. When even
  * spilling every run cannot keep the state within the limit, the reason
  * and the largest node are published (MemStats.pressure) and logged once.
+ *
+ * The whole process counts (pmem_before_step, once resident memory
+ * passes half the limit, or from the start with --memory-limit): each
+ * step's workers may allocate only the room left under the limit
+ * (rt_set_step_memory); what a step allocated at its highest, and the
+ * resident memory the state does not explain (the baseline), count with
+ * the state when spilling; the rows per step follow what a step allocates
+ * per row; freed memory goes back to the system after large steps and
+ * spills. A step past its allowance is undone, run again once after
+ * spilling everything, and otherwise held: its input waits, the inputs
+ * pause, and the pressure message names the node (pmem_step_failed).
  *
  * Figures: walking the state (every group of an aggregate) is not free,
  * so pmem_refresh walks no more often than 20 times its own cost (at most
  * ~5% of the controller's time) and at most every 10 ms.
  */
 #include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +55,17 @@ struct PMem {
     bool said;               /* pressure logged */
     bool hold;               /* inputs paused: the state cannot fit */
     MemStats pub;            /* published copy (p->mu) */
+    /* the whole process under the limit (pmem_before_step) */
+    bool watch;              /* resident memory is past half the limit:
+                                every step is bounded and measured */
+    size_t rss;              /* resident memory, last reading */
+    size_t base;             /* ... that the state does not explain */
+    size_t trans;            /* a step's own allocations (decaying maximum) */
+    double per_row;          /* ... per input row (0: not measured yet) */
+    int64_t rows_in;         /* input rows of the step under way */
+    int64_t rows_max;        /* the step size asked for (--step-rows) */
+    bool stuck;              /* a step did not fit: its input waits (pmem_step_failed) */
+    bool retry;              /* ... and runs once more after spilling everything */
 };
 
 /* The cgroup v2 limit of this process, 0 when none. */
@@ -82,6 +107,7 @@ void pmem_start(Pipeline *p, const PipelineOpts *o)
            back) go back to the system when freed, instead of glibc raising
            the threshold and keeping them in the heap after the first free */
         mallopt(M_MMAP_THRESHOLD, 1 << 20);
+        m->watch = true; /* chosen, so probably tight: bound steps at once */
     } else if (o->memory_limit < 0) {
         m->source = "none";
     } else {
@@ -106,6 +132,8 @@ void pmem_start(Pipeline *p, const PipelineOpts *o)
         conf.cache_bytes = 4 * conf.block_bytes;
     if (conf.cache_bytes > (64u << 20))
         conf.cache_bytes = 64u << 20;
+    e = getenv("SLUICE_SPILL_MERGE"); /* experiments: 0 keeps spilled runs apart */
+    conf.merge = !(e && !strcmp(e, "0"));
     e = getenv("SLUICE_SPILL_MIN_RUN");
     if (e && atoll(e) >= 0)
         conf.min_run = (size_t)atoll(e);
@@ -114,6 +142,14 @@ void pmem_start(Pipeline *p, const PipelineOpts *o)
     /* the runtime's traces, made on this thread, take part in the budget
        (one-shot queries run elsewhere and do not) */
     trace_track_new(true);
+}
+
+void pmem_start_steps(Pipeline *p)
+{
+    PMem *m = p->pm;
+    m->rows_max = p->step_rows;
+    if (m->watch && p->step_rows > 65536)
+        p->step_rows = 65536;
 }
 
 void pmem_free(Pipeline *p)
@@ -126,9 +162,10 @@ void pmem_free(Pipeline *p)
     if (ss.runs_spilled > 0)
         fprintf(stderr,
                 "sluice: memory: %lld trace runs spilled under the limit of %.1f MB; spilled "
-                "blocks read %lld times from the cache, %lld from files\n",
+                "blocks read %lld times from the cache, %lld from files; %lld spilled runs "
+                "merged away\n",
                 (long long)ss.runs_spilled, (double)m->limit / 1048576.0, (long long)ss.hits,
-                (long long)ss.misses);
+                (long long)ss.misses, (long long)ss.runs_merged);
     spill_store_close();
     sl_free(m->nodes);
     sl_free(m->pub.nodes);
@@ -209,7 +246,8 @@ static void walk(Pipeline *p)
 static void judge(Pipeline *p)
 {
     PMem *m = p->pm;
-    if (!m->limit || (m->hold && m->pressure[0] == 's' && !strncmp(m->pressure, "spilling", 8)))
+    if (!m->limit || m->stuck ||
+        (m->hold && m->pressure[0] == 's' && !strncmp(m->pressure, "spilling", 8)))
         return;
     SpillStats ss;
     spill_stats(&ss);
@@ -241,6 +279,8 @@ bool pmem_refresh(Pipeline *p, bool force)
     if (m->walked && !force && now - m->last < gap)
         return false;
     walk(p);
+    m->rss = mem_rss_bytes();
+    m->watch = m->limit && (m->rss > m->limit / 2 || !strcmp(m->source, "flag"));
     m->last = now_secs();
     m->cost = m->last - now;
     m->walked = true;
@@ -263,6 +303,8 @@ bool pmem_refresh(Pipeline *p, bool force)
     o->cache_hits = ss.hits;
     o->cache_misses = ss.misses;
     o->spilled_runs = ss.runs_spilled;
+    o->runs_on_disk = ss.runs_live;
+    o->runs_merged = ss.runs_merged;
     o->arena_bytes = m->arena;
     o->age_secs = m->last; /* made an age by pipeline_stats */
     snprintf(o->spill_dir, sizeof(o->spill_dir), "%s", dir ? dir : "");
@@ -272,6 +314,61 @@ bool pmem_refresh(Pipeline *p, bool force)
     return true;
 }
 
+/* Bytes of state the spill budget sees outside the traces' runs: what
+   cannot spill, plus (when watching) the process's baseline and a step's
+   own allocations. */
+static size_t other_bytes(const PMem *m)
+{
+    return m->unspillable + (m->watch ? m->base + m->trans : 0);
+}
+
+void pmem_before_step(Pipeline *p, int64_t rows)
+{
+    PMem *m = p->pm;
+    if (!m || !m->limit)
+        return;
+    m->rows_in = rows;
+    Runtime *rt = p->be->rt;
+    if (!m->watch || !rt_can_undo(rt)) {
+        rt_set_step_memory(rt, 0);
+        return;
+    }
+    /* what the step may allocate: the room left under the limit, at least
+       a quarter of it (and 16 MiB); on the retry after spilling all it can,
+       the whole limit (and 64 MiB): a step that needs more than that on
+       its own cannot fit */
+    size_t rss = mem_rss_bytes(), floor = m->retry ? m->limit : m->limit / 4;
+    if (floor < (m->retry ? 64u << 20 : 16u << 20))
+        floor = m->retry ? 64u << 20 : 16u << 20;
+    SpillStats ss;
+    spill_stats(&ss);
+    size_t known = spill_resident() + m->unspillable + ss.cache_bytes;
+    m->base = rss > known ? rss - known : 0;
+    size_t room = m->limit > rss ? m->limit - rss : 0;
+    if (room < floor)
+        room = floor;
+    rt_set_step_memory(rt, (int64_t)(room / (size_t)rt_workers(rt)));
+}
+
+/* Adapt the rows per step to what a step allocates per input row: as
+   many as take about an eighth of the limit (from 4096 rows up to
+   --step-rows, at most doubling from one step to the next); back to
+   --step-rows when memory is plentiful again. */
+static void adapt_step(Pipeline *p, PMem *m)
+{
+    if (!m->rows_max)
+        m->rows_max = p->step_rows;
+    int64_t want = m->rows_max;
+    if (m->watch && m->per_row > 0)
+        want = (int64_t)((double)(m->limit / 8) / m->per_row);
+    if (want > 2 * p->step_rows)
+        want = 2 * p->step_rows;
+    if (want > m->rows_max)
+        want = m->rows_max;
+    int64_t least = m->rows_max < 4096 ? m->rows_max : 4096; /* (never above --step-rows) */
+    p->step_rows = want < least ? least : want;
+}
+
 int pmem_after_step(Pipeline *p, Err *err)
 {
     PMem *m = p->pm;
@@ -279,8 +376,20 @@ int pmem_after_step(Pipeline *p, Err *err)
         return 0;
     if (!m->walked)
         pmem_refresh(p, true);
+    if (m->watch) {
+        size_t t = (size_t)rt_step_memory_peak(p->be->rt);
+        m->trans = t > m->trans / 4 * 3 ? t : m->trans / 4 * 3;
+        if (m->rows_in > 0 && t > 0) { /* (a decaying maximum too) */
+            double r = (double)t / (double)m->rows_in;
+            m->per_row = r > m->per_row * 0.75 ? r : m->per_row * 0.75;
+        }
+    }
+    m->retry = false;
     Err e = {0};
-    int rc = spill_enforce(m->unspillable, NULL, &e);
+    size_t spilled = 0;
+    int rc = spill_enforce(other_bytes(m), &spilled, &e);
+    if (!rc)
+        rc = spill_compact(NULL, &e);
     if (rc) {
         snprintf(m->pressure, sizeof(m->pressure), "spilling failed: %.200s", e.msg);
         if (!m->said)
@@ -288,9 +397,58 @@ int pmem_after_step(Pipeline *p, Err *err)
         m->said = m->hold = true;
         return 0; /* the state stays in memory; no more input grows it */
     }
+    adapt_step(p, m);
+    if (m->watch || spilled) {
+        /* give what the step and the spilled runs freed back to the system */
+        if (spilled || m->trans > m->limit / 8)
+            malloc_trim(0);
+        m->rss = mem_rss_bytes();
+        m->watch = m->rss > m->limit / 2 || !strcmp(m->source, "flag");
+    }
     judge(p);
     return 0;
 }
+
+bool pmem_step_failed(Pipeline *p, int node, bool stall_ok)
+{
+    PMem *m = p->pm;
+    if (!m || !m->limit || node == -1)
+        return false;
+    if (!m->retry && !m->stuck) {
+        /* once: move every run that can spill to files, and try again */
+        Err e = {0};
+        spill_enforce(SIZE_MAX / 4, NULL, &e);
+        malloc_trim(0);
+        m->retry = true;
+        pmem_before_step(p, m->rows_in);
+        return true;
+    }
+    m->retry = false;
+    rt_set_step_memory(p->be->rt, 0);
+    if (!stall_ok)
+        return false;
+    m->stuck = m->hold = true;
+    const Circuit *c = p->c;
+    if (node >= 0) {
+        const char *kind = kind_name(c->nodes[node]->k);
+        snprintf(m->pressure, sizeof(m->pressure),
+                 "step %lld needs more memory than the limit (%zu bytes) leaves, in node %d "
+                 "(%s of %s); its input waits",
+                 (long long)rt_steps(p->be->rt) + 1, m->limit, node, kind ? kind : "operator",
+                 c->rels[c->nodes[node]->owner].name);
+    } else {
+        snprintf(m->pressure, sizeof(m->pressure),
+                 "step %lld needs more memory than the limit (%zu bytes) leaves, reading its "
+                 "input; its input waits",
+                 (long long)rt_steps(p->be->rt) + 1, m->limit);
+    }
+    fprintf(stderr, "sluice: memory: %s; inputs are paused\n", m->pressure);
+    m->said = true;
+    pmem_refresh(p, true);
+    return false;
+}
+
+bool pmem_step_stuck(Pipeline *p) { return p->pm && p->pm->stuck; }
 
 bool pmem_hold(Pipeline *p) { return p->pm && p->pm->hold; }
 

@@ -213,6 +213,7 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
         output_set_stop(p->cs.out[j], stop_hook, p);
     p->q.limit = o->queue_records > 0 ? o->queue_records : 1000000;
     p->step_rows = o->step_rows > 0 ? o->step_rows : (int64_t)p->W * 1048576;
+    pmem_start_steps(p);
     p->state = o->start_paused ? PS_PAUSED : PS_RUNNING;
     p->watch = sl_calloc((size_t)c->nrels + 1, sizeof(int));
     p->chg = sl_calloc((size_t)c->nrels + 1, sizeof(Batch *));
@@ -528,7 +529,18 @@ static int final_drain(Pipeline *p, bool requested, Err *err)
             pipe_tokens_done(p, tok);
         }
     }
+    if (pmem_step_stuck(p)) { /* a step that cannot fit the memory limit */
+        fprintf(stderr, "sluice: memory: the step that does not fit the memory limit is not run "
+                        "(%lld input records)%s\n",
+                (long long)p->pend.rows,
+                p->ft ? "; its input is in the journal: a restart with a larger "
+                        "--memory-limit runs it"
+                      : "");
+        /* (pend stays: no checkpoint goes past a journaled step not run) */
+    }
     for (;;) {
+        if (pmem_step_stuck(p))
+            break;
         int64_t got = pipe_gather(p, &p->pend, false, p->step_rows, err);
         if (got < 0)
             return err->code;
@@ -685,9 +697,9 @@ static int run_loop(Pipeline *p, Err *err)
             wait_wake(p, input_due(p));
             continue;
         }
-        if (pipe_run_step(p, &p->pend, err))
+        if (pipe_run_step_ex(p, &p->pend, true, err))
             return err->code;
-        if (all_done && p->o.until_done)
+        if (all_done && p->o.until_done && !pmem_step_stuck(p))
             return final_drain(p, false, err);
     }
 }

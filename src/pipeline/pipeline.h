@@ -283,6 +283,8 @@ typedef struct MemStats {
     size_t state_bytes, disk_bytes;  /* every node's, in memory and on disk */
     size_t cache_bytes;     /* spilled blocks read back and cached */
     int64_t cache_hits, cache_misses, spilled_runs;
+    int64_t runs_on_disk;   /* spilled runs that exist now */
+    int64_t runs_merged;    /* spilled runs merged away (k into one: k - 1) */
     size_t arena_bytes;     /* workers' step and morsel arenas */
     double age_secs;        /* since the figures were taken (they are walked
                                at most about once a second) */

@@ -107,8 +107,22 @@ typedef struct PMem PMem;
    (before the backend is opened). */
 void pmem_start(Pipeline *p, const PipelineOpts *o);
 void pmem_free(Pipeline *p);
+/* Once p->step_rows is set: the step size to come back to; with
+   --memory-limit the first steps are small until one is measured. */
+void pmem_start_steps(Pipeline *p);
 /* Between steps: spill until the state fits the limit. */
 int pmem_after_step(Pipeline *p, Err *err);
+/* Before a step of rows input rows: bound what its workers may allocate
+   by the room left under the limit, and measure it (with --memory-limit,
+   or resident memory past half the limit). */
+void pmem_before_step(Pipeline *p, int64_t rows);
+/* The step failed and was undone because a worker passed its bound in
+   node (rt_step_memory_node; -1: not for memory, false). True: run it
+   again (everything that can spill was spilled); false: it cannot fit:
+   with stall_ok the inputs are paused and /status says why
+   (pmem_step_stuck), else the step's error stands (naming the node). */
+bool pmem_step_failed(Pipeline *p, int node, bool stall_ok);
+bool pmem_step_stuck(Pipeline *p);
 /* The state cannot fit the budget: the inputs wait (pipeline.c's loop). */
 bool pmem_hold(Pipeline *p);
 /* Walk the state for the figures when due (force: now); true when walked. */
@@ -148,5 +162,8 @@ void pipe_add_input(Pipeline *p, Pending *pd, int conn, Piece *list, int64_t row
 int64_t pipe_add_batch(Pipeline *p, Pending *pd, InBatch *b);
 /* One step over pd (journaled first with storage); pd is reset after. */
 int pipe_run_step(Pipeline *p, Pending *pd, Err *err);
+/* The same; with stall_ok, a step that cannot fit the memory limit leaves
+   pd pending and pauses the inputs (pmem_step_stuck) instead of failing. */
+int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err);
 
 #endif

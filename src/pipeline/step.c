@@ -332,17 +332,34 @@ void pipe_tokens_done(Pipeline *p, int64_t tok)
 
 /* One step over pd; pd is reset afterwards. With storage, the journal
    holds the step's inputs before it runs (before its outputs can leave). */
-int pipe_run_step(Pipeline *p, Pending *pd, Err *err)
+int pipe_run_step(Pipeline *p, Pending *pd, Err *err) { return pipe_run_step_ex(p, pd, false, err); }
+
+int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err)
 {
     mem_set_doing("journaling and splitting the input of step %lld", rt_steps(p->be->rt) + 1, 0);
     if (p->ft && ft_journal_step(p->ft, pd, stop_requested, p, err))
         return err->code;
     pend_set_input(p, pd);
     p->be->src_wall = src_wall_of(pd); /* (other hosts deliver their outputs in the step) */
+    pmem_before_step(p, pd->rows);
     int rc = p->be->ops->step(p->be, p->quiet_outputs, err);
+    /* a worker passed what the memory limit leaves for the step: undone;
+       again once after spilling all that can spill, else the input waits
+       and the inputs pause (memory.c; only in the controller's loop) */
+    while (rc && p->be->ops->rolled_back(p->be) &&
+           pmem_step_failed(p, rt_step_memory_node(p->be->rt), stall_ok)) {
+        err_clear(err);
+        pend_set_input(p, pd);
+        rc = p->be->ops->step(p->be, p->quiet_outputs, err);
+    }
+    if (rc && pmem_step_stuck(p)) {
+        err_clear(err);
+        return 0; /* pd stays pending: the loop waits (pmem_hold) */
+    }
     /* a runtime error over the input: the step undid itself; run it again
        without the rows that fail (reject.c) */
-    while (rc && p->be->ops->rolled_back(p->be) && p->o.on_error == ONERR_REJECT) {
+    while (rc && p->be->ops->rolled_back(p->be) && p->o.on_error == ONERR_REJECT &&
+           rt_step_memory_node(p->be->rt) == -1) { /* (no record is at fault for memory) */
         if (reject_isolate(p, pd) == 0 && reject_by_steps(p, pd, err) == 0) {
             char msg[sizeof(err->msg)];
             snprintf(msg, sizeof(msg), "%s", err->msg);

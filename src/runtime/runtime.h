@@ -82,6 +82,17 @@ int rt_step(Runtime *rt, Err *err);
    and the step count did not advance: the step may run again (with other
    input). One host only (worker.c). */
 bool rt_rolled_back(const Runtime *rt);
+/* Bound each worker's allocations in a step to per_worker bytes (0: no
+   bound; base/budget.h, polled by the input loop and joins every few
+   thousand rows, and after each operator): a worker past it fails the
+   step, which is undone like any runtime error (only use with
+   rt_can_undo). rt_step_memory_node: the node where the last step passed
+   it (-2: reading its input), or -1. */
+void rt_set_step_memory(Runtime *rt, int64_t per_worker);
+int rt_step_memory_node(const Runtime *rt);
+/* The sum of the workers' peak allocations in the last step (bytes
+   allocated minus freed on each, at its highest; 0 without a bound). */
+int64_t rt_step_memory_peak(const Runtime *rt);
 /* Between steps: evaluate the linear operators that read relation rel's
    input directly (filters, projections, unions before any stateful
    operator) over `rows`, pushing nothing anywhere. 0 when every row passes;

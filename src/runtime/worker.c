@@ -75,6 +75,8 @@ typedef struct Worker {
     pthread_t thread;
     Arena *arena;   /* step arena */
     Arena *morsel;  /* morsel arena, reset for every morsel */
+    int64_t mem_peak; /* bytes this worker held at most in its last step
+                         (measured with rt_set_step_memory only) */
     Op **ops;
     Shard **shards; /* per node: its instance's view of rt->x[node], or NULL */
     Piece **input;  /* per relation */
@@ -108,6 +110,8 @@ struct Runtime {
     atomic_bool stuck;      /* ... and an operator that cannot undo had input */
     bool trial, inject;     /* rt_set_trial: fail the next run of the step */
     bool rolled_back;       /* the last step failed and was undone */
+    int64_t step_mem;       /* rt_set_step_memory: bytes per worker, 0: none */
+    atomic_int mem_node;    /* the node whose worker passed it (-2: the input), -1 */
     bool *changed;          /* per node: received input since rt_clear_changed */
     /* rt_set_boot (bootstrapping, pipeline/boot.c): the next step runs
        only the nodes with boot_run, feed[lw * nnodes + n] is node n's
@@ -437,7 +441,49 @@ static void wm_sync(Worker *w)
         pthread_barrier_wait(&rt->xbar);
 }
 
+/* This worker passed its step allowance (rt_set_step_memory) in node n
+   (-2: reading the input): the step fails with a message naming it, and
+   is undone as after any runtime error. */
+static void passed_allowance(Worker *w, int n)
+{
+    Runtime *rt = w->rt;
+    int none = -1;
+    atomic_compare_exchange_strong(&rt->mem_node, &none, n);
+    if (strstr(w->err.msg, "than the limit leaves")) /* said at an earlier node */
+        return;
+    err_clear(&w->err); /* (the operator's own message names a /query's budget) */
+    if (n >= 0)
+        err_set(&w->err, SL_ERUNTIME,
+                "step %lld needs more memory than the limit leaves (%lld bytes per worker) in "
+                "operator node %d",
+                (long long)rt->steps + 1, (long long)rt->step_mem, n);
+    else
+        err_set(&w->err, SL_ERUNTIME,
+                "step %lld needs more memory than the limit leaves (%lld bytes per worker) for "
+                "its input",
+                (long long)rt->steps + 1, (long long)rt->step_mem);
+}
+
+static bool past_allowance(void)
+{
+    return unlikely(budget__cur != NULL) && budget_stop() && budget__cur->stop == BUDGET_MEMORY;
+}
+
+static void run_step_body(Worker *w);
+
 static void run_step(Worker *w)
+{
+    Runtime *rt = w->rt;
+    Budget b = {.limit = rt->step_mem};
+    if (rt->step_mem > 0)
+        budget_begin(&b);
+    run_step_body(w);
+    if (rt->step_mem > 0)
+        budget_end();
+    w->mem_peak = b.peak;
+}
+
+static void run_step_body(Worker *w)
 {
     Runtime *rt = w->rt;
     const Circuit *c = rt->c;
@@ -466,6 +512,8 @@ static void run_step(Worker *w)
     mem_set_doing("running step %lld (its input, through the filters and projections)",
                   rt->steps + 1, 0);
     int64_t fed = run_morsels(w, &menv, -1);
+    if (rt->step_mem > 0 && past_allowance())
+        passed_allowance(w, -2);
     if (phase1_failed(w)) {
         undo_phase1(w, &menv, fed);
         return;
@@ -501,6 +549,8 @@ static void run_step(Worker *w)
         op->out = NULL;
         if ((op->finish(op, &env) || !op->out) && !w->err.code)
             err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
+        if (rt->step_mem > 0 && past_allowance())
+            passed_allowance(w, i);
         if (!op->out)
             op->out = op_empty(w->arena, n);
     }
@@ -737,6 +787,7 @@ static void step_once(Runtime *rt)
 {
     for (int r = 0; rt->has_wm && r < rt->c->nrels; r++) /* a restore may have set them */
         rt->wm_old[r] = rt->wm_src[r] >= 0 ? wm_source_get(rt->w[0].ops[rt->wm_src[r]]) : WM_NONE;
+    atomic_store(&rt->mem_node, -1);
     atomic_store(&rt->mfail, false);
     atomic_store(&rt->stuck, false);
     if (rt->nl > 1)
@@ -843,6 +894,18 @@ int rt_step_dry(Runtime *rt, Err *err)
 }
 
 bool rt_rolled_back(const Runtime *rt) { return rt->rolled_back; }
+
+void rt_set_step_memory(Runtime *rt, int64_t per_worker) { rt->step_mem = per_worker; }
+
+int rt_step_memory_node(const Runtime *rt) { return atomic_load(&rt->mem_node); }
+
+int64_t rt_step_memory_peak(const Runtime *rt)
+{
+    int64_t n = 0;
+    for (int k = 0; k < rt->nl; k++)
+        n += rt->w[k].mem_peak;
+    return n;
+}
 
 int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err)
 {

@@ -261,6 +261,8 @@ static void memory_json(cJSON *j, const Circuit *c, const PipeStats *st)
     cJSON_AddNumberToObject(o, "spill_cache_hits", (double)m->cache_hits);
     cJSON_AddNumberToObject(o, "spill_cache_misses", (double)m->cache_misses);
     cJSON_AddNumberToObject(o, "spilled_runs", (double)m->spilled_runs);
+    cJSON_AddNumberToObject(o, "spilled_runs_on_disk", (double)m->runs_on_disk);
+    cJSON_AddNumberToObject(o, "spilled_runs_merged", (double)m->runs_merged);
     cJSON_AddNumberToObject(o, "step_arena_bytes", (double)m->arena_bytes);
     cJSON_AddNumberToObject(o, "input_queue_bytes", (double)st->buffered_bytes);
     cJSON_AddNumberToObject(o, "output_queue_bytes", (double)egress_pending(st));

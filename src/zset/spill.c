@@ -41,13 +41,14 @@ static struct {
     size_t cached;    /* bytes of every cached block (pinned or not) */
     size_t disk;
     int64_t hits, misses, runs;
+    int64_t live, merges; /* spilled runs alive now; merges of two into one */
     uint64_t next_id;
     struct Owner {
         void *o;
         const SpillOwner *ops;
     } *traces;
     int ntraces, captraces;
-} G = {.mu = PTHREAD_MUTEX_INITIALIZER, .conf = {0, 64u << 20, 256u << 10, 64u << 10}};
+} G = {.mu = PTHREAD_MUTEX_INITIALIZER, .conf = {0, 64u << 20, 256u << 10, 64u << 10, true}};
 
 void spill_configure(const SpillIO *io, const SpillConf *conf)
 {
@@ -125,48 +126,209 @@ static CEnt *cache_find(uint64_t id)
 
 /* ---- spilled runs ---- */
 
-int spill_write(const Batch *b, Spilled **out, Err *err)
+/* The installed IO and block size (false: nothing spills). */
+static bool io_of(SpillIO *io, size_t *bsz)
 {
     pthread_mutex_lock(&G.mu);
     bool has = G.has_io;
-    SpillIO io = G.io;
-    size_t bsz = G.conf.block_bytes;
+    *io = G.io;
+    *bsz = G.conf.block_bytes;
     pthread_mutex_unlock(&G.mu);
-    if (!has)
-        return err_set(err, SL_ECONFIG, "spilling is not configured");
+    return has;
+}
+
+/* Write part (a consolidated, non-empty batch) as the next block of s. */
+static int put_block(const SpillIO *io, Spilled *s, int *capb, const Batch *part, Err *err)
+{
+    SpillBlock *bk = VEC_PUSH(s->blk, s->nblocks, *capb);
+    memset(bk, 0, sizeof(*bk));
+    int rc = io->put(io->ctx, part, bk->name, &bk->disk, err);
+    if (rc) {
+        s->nblocks--;
+        return rc;
+    }
+    bk->n = part->n;
+    bk->firstn = (uint32_t)batch_klen(part, 0);
+    bk->first = sl_malloc(bk->firstn ? bk->firstn : 1);
+    memcpy(bk->first, batch_key(part, 0), bk->firstn);
+    s->disk += bk->disk;
+    s->n += part->n;
+    s->bytes += batch_bytes(part);
+    pthread_mutex_lock(&G.mu);
+    bk->id = ++G.next_id;
+    pthread_mutex_unlock(&G.mu);
+    return 0;
+}
+
+/* A run being written; published by finish_run. */
+static Spilled *new_run(void)
+{
     Spilled *s = sl_calloc(1, sizeof(*s));
     s->refs = 1;
-    s->n = b->n;
-    s->bytes = batch_bytes(b);
+    return s;
+}
+
+static void finish_run(Spilled *s)
+{
+    pthread_mutex_lock(&G.mu);
+    G.disk += s->disk;
+    G.live++;
+    pthread_mutex_unlock(&G.mu);
+}
+
+/* Drop a run that was never published (its blocks' files too). */
+static void abandon_run(Spilled *s)
+{
+    pthread_mutex_lock(&G.mu);
+    G.disk += s->disk; /* spilled_unref takes it off again */
+    G.live++;
+    pthread_mutex_unlock(&G.mu);
+    spilled_unref(s);
+}
+
+int spill_write(const Batch *b, Spilled **out, Err *err)
+{
+    SpillIO io;
+    size_t bsz;
+    if (!io_of(&io, &bsz))
+        return err_set(err, SL_ECONFIG, "spilling is not configured");
+    Spilled *s = new_run();
     int capb = 0;
     for (int64_t lo = 0; lo < b->n;) {
         int64_t hi = lo + 1;
         while (hi < b->n && b->off[hi] - b->off[lo] < bsz)
             hi++;
         Batch *part = batch_slice(b, lo, hi);
-        SpillBlock *bk = VEC_PUSH(s->blk, s->nblocks, capb);
-        memset(bk, 0, sizeof(*bk));
-        int rc = io.put(io.ctx, part, bk->name, &bk->disk, err);
+        int rc = put_block(&io, s, &capb, part, err);
+        batch_unref(part);
         if (rc) {
-            batch_unref(part);
-            s->nblocks--;
-            spilled_unref(s);
+            abandon_run(s);
             return rc;
         }
-        bk->n = part->n;
-        bk->firstn = (uint32_t)batch_klen(part, 0);
-        bk->first = sl_malloc(bk->firstn ? bk->firstn : 1);
-        memcpy(bk->first, batch_key(part, 0), bk->firstn);
-        s->disk += bk->disk;
-        pthread_mutex_lock(&G.mu);
-        bk->id = ++G.next_id;
-        pthread_mutex_unlock(&G.mu);
-        batch_unref(part);
         lo = hi;
     }
+    finish_run(s);
     pthread_mutex_lock(&G.mu);
-    G.disk += s->disk;
     G.runs++;
+    pthread_mutex_unlock(&G.mu);
+    *out = s;
+    return 0;
+}
+
+/* ---- merging spilled runs, block by block ---- */
+
+/* A spilled run read one block at a time (straight from its files: a
+   merge reads every block once, so it does not go through the cache). */
+typedef struct Stream {
+    const Spilled *s;
+    const SpillIO *io;
+    int blk;          /* the block loaded, or nblocks at the end */
+    Batch *b;         /* ... its tuples */
+    int64_t i;        /* next tuple of b */
+} Stream;
+
+/* Load the block after the current one (or the first); false at the end. */
+static bool stream_next_block(Stream *st)
+{
+    if (st->b)
+        batch_unref(st->b);
+    st->b = NULL;
+    st->i = 0;
+    while (++st->blk < st->s->nblocks) {
+        const SpillBlock *bk = &st->s->blk[st->blk];
+        Err err = {0};
+        if (st->io->get(st->io->ctx, bk->name, &st->b, &err) || st->b->n != bk->n)
+            sl_panic("spilled trace block %s cannot be read back: %s", bk->name,
+                     err.msg[0] ? err.msg : "wrong tuple count");
+        if (st->b->n > 0)
+            return true;
+        batch_unref(st->b);
+        st->b = NULL;
+    }
+    return false;
+}
+
+static bool stream_open(Stream *st, const Spilled *s, const SpillIO *io)
+{
+    *st = (Stream){.s = s, .io = io, .blk = -1};
+    return stream_next_block(st);
+}
+
+/* Step past the current tuple; false at the end of the run. */
+static bool stream_advance(Stream *st)
+{
+    if (++st->i < st->b->n)
+        return true;
+    return stream_next_block(st);
+}
+
+static int tuple_cmp(const Batch *a, int64_t i, const Batch *b, int64_t j);
+
+int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err)
+{
+    SpillIO io;
+    size_t bsz;
+    if (!io_of(&io, &bsz))
+        return err_set(err, SL_ECONFIG, "spilling is not configured");
+    if (NEVER(nin < 1 || nin > SPILL_MERGE_MAX))
+        return err_set(err, SL_ECONFIG, "cannot merge %d spilled runs at once", nin);
+    Spilled *s = new_run();
+    int capb = 0, rc = 0, live = 0;
+    Stream st[SPILL_MERGE_MAX];
+    bool has[SPILL_MERGE_MAX];
+    for (int i = 0; i < nin; i++)
+        live += has[i] = stream_open(&st[i], in[i], &io);
+    BatchBuilder *bb = bb_new();
+    size_t fill = 0;
+    while (live > 0) {
+        /* the smallest tuple among the runs, its weights summed */
+        int lo = -1;
+        for (int i = 0; i < nin; i++)
+            if (has[i] && (lo < 0 || tuple_cmp(st[i].b, st[i].i, st[lo].b, st[lo].i) < 0))
+                lo = i;
+        const Batch *fb = st[lo].b;
+        int64_t fi = st[lo].i, w = 0;
+        bool eq[SPILL_MERGE_MAX];
+        for (int i = 0; i < nin; i++) {
+            eq[i] = has[i] && (i == lo || tuple_cmp(st[i].b, st[i].i, fb, fi) == 0);
+            if (eq[i] && unlikely(__builtin_add_overflow(w, st[i].b->w[st[i].i], &w)))
+                sl_panic("z-set weight overflow merging spilled runs");
+        }
+        if (w != 0) {
+            bb_add(bb, batch_key(fb, fi), batch_klen(fb, fi), batch_val(fb, fi),
+                   batch_vlen(fb, fi), w);
+            fill += fb->off[fi + 1] - fb->off[fi];
+        }
+        /* the output block ends here once full (each tuple is emitted
+           once, so no tuple spans two blocks) */
+        if (fill >= bsz) {
+            Batch *part = bb_finish(bb);
+            bb = bb_new();
+            fill = 0;
+            if (part->n > 0)
+                rc = put_block(&io, s, &capb, part, err);
+            batch_unref(part);
+            if (rc)
+                break;
+        }
+        for (int i = 0; i < nin; i++) /* (fb may go with the stream's block) */
+            if (eq[i] && !(has[i] = stream_advance(&st[i])))
+                live--;
+    }
+    Batch *part = bb_finish(bb);
+    if (!rc && part->n > 0)
+        rc = put_block(&io, s, &capb, part, err);
+    batch_unref(part);
+    for (int i = 0; i < nin; i++)
+        if (st[i].b)
+            batch_unref(st[i].b);
+    if (rc) {
+        abandon_run(s);
+        return rc;
+    }
+    finish_run(s);
+    pthread_mutex_lock(&G.mu);
+    G.merges += nin - 1;
     pthread_mutex_unlock(&G.mu);
     *out = s;
     return 0;
@@ -188,6 +350,7 @@ void spilled_unref(Spilled *s)
         sl_free(s->blk[i].first);
     }
     G.disk -= s->disk;
+    G.live--;
     pthread_mutex_unlock(&G.mu);
     sl_free(s->blk);
     sl_free(s);
@@ -205,6 +368,13 @@ static int key_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
 {
     int c = memcmp(a, b, an < bn ? an : bn);
     return c ? c : an < bn ? -1 : an > bn;
+}
+
+/* Tuple order (batch.h, batch_merge): the bytes of key and value together. */
+static int tuple_cmp(const Batch *a, int64_t i, const Batch *b, int64_t j)
+{
+    return key_cmp(a->data + a->off[i], a->off[i + 1] - a->off[i], b->data + b->off[j],
+                   b->off[j + 1] - b->off[j]);
 }
 
 int spilled_seek(const Spilled *s, int from, const uint8_t *k, size_t kn)
@@ -320,7 +490,20 @@ void spill_unregister(void *o)
     pthread_mutex_unlock(&G.mu);
 }
 
+size_t spill_resident(void)
+{
+    size_t resident = 0; /* traces are not made or freed between steps */
+    for (int i = 0; i < G.ntraces; i++)
+        resident += G.traces[i].ops->resident(G.traces[i].o);
+    return resident;
+}
+
 int spill_enforce(size_t other_bytes, size_t *spilled, Err *err)
+{
+    return spill_enforce_times(other_bytes, 2, spilled, err);
+}
+
+int spill_enforce_times(size_t other_bytes, int times, size_t *spilled, Err *err)
 {
     if (spilled)
         *spilled = 0;
@@ -337,9 +520,9 @@ int spill_enforce(size_t other_bytes, size_t *spilled, Err *err)
     pthread_mutex_lock(&G.mu);
     size_t cache = G.cached;
     pthread_mutex_unlock(&G.mu);
-    /* runs in memory count twice: a merge holds the old runs and the new
-       one at once until the step ends */
-    while (2 * resident + other_bytes + cache > conf.limit) {
+    /* runs in memory count twice (times): a merge holds the old runs and
+       the new one at once until the step ends */
+    while ((size_t)times * resident + other_bytes + cache > conf.limit) {
         struct Owner *best = NULL;
         size_t bsz = 0;
         for (int i = 0; i < G.ntraces; i++) {
@@ -361,6 +544,26 @@ int spill_enforce(size_t other_bytes, size_t *spilled, Err *err)
     return 0;
 }
 
+int spill_compact(int *merged, Err *err)
+{
+    if (merged)
+        *merged = 0;
+    pthread_mutex_lock(&G.mu);
+    bool on = G.has_io && G.conf.limit > 0 && G.conf.merge;
+    pthread_mutex_unlock(&G.mu);
+    if (!on)
+        return 0;
+    for (int i = 0; i < G.ntraces; i++) {
+        int n = 0;
+        int rc = G.traces[i].ops->compact(G.traces[i].o, &n, err);
+        if (merged)
+            *merged += n;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 void spill_stats(SpillStats *out)
 {
     pthread_mutex_lock(&G.mu);
@@ -369,5 +572,7 @@ void spill_stats(SpillStats *out)
     out->hits = G.hits;
     out->misses = G.misses;
     out->runs_spilled = G.runs;
+    out->runs_live = G.live;
+    out->runs_merged = G.merges;
     pthread_mutex_unlock(&G.mu);
 }

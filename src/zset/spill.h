@@ -37,6 +37,7 @@ typedef struct SpillConf {
     size_t cache_bytes; /* blocks read back, unpinned, kept up to this */
     size_t block_bytes; /* data bytes per block */
     size_t min_run;     /* runs below this size stay in memory */
+    bool merge;         /* merge spilled runs (spill_compact) */
 } SpillConf;
 
 /* Install io (copied; NULL: spill nothing) and the budget. Between steps. */
@@ -64,6 +65,12 @@ typedef struct Spilled {
 
 /* Write b as blocks (b is not changed; the caller drops it). */
 int spill_write(const Batch *b, Spilled **out, Err *err);
+/* Merge nin (2..SPILL_MERGE_MAX) spilled runs into a new one (in[] are
+   not changed; the caller drops them), streaming: one block of each and
+   one output block in memory at a time. Tuples whose weights cancel are
+   gone. Counts nin - 1 merges (SpillStats.runs_merged). */
+#define SPILL_MERGE_MAX 8
+int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err);
 void spilled_ref(Spilled *s);
 void spilled_unref(Spilled *s);
 /* Bytes the run's index holds in memory. */
@@ -86,6 +93,8 @@ typedef struct SpillOwner {
     size_t (*resident)(const void *o);
     size_t (*largest)(const void *o);
     int (*spill_largest)(void *o, Err *err);
+    /* merge spilled runs as the spine's rule says (*merged: how many merges) */
+    int (*compact)(void *o, int *merged, Err *err);
 } SpillOwner;
 void spill_register(void *o, const SpillOwner *ops);
 void spill_unregister(void *o);
@@ -95,12 +104,24 @@ void spill_unregister(void *o);
    fit the limit, or nothing is left to spill. 0, or an error from the IO
    (err set); *spilled (may be NULL) gets the bytes moved out. */
 int spill_enforce(size_t other_bytes, size_t *spilled, Err *err);
+/* The same with the runs in memory counted times over (other_bytes
+   already holds what the next step's merges may need: 1). */
+int spill_enforce_times(size_t other_bytes, int times, size_t *spilled, Err *err);
+/* Between steps: bytes of every registered trace's runs in memory. */
+size_t spill_resident(void);
+
+/* Between steps, after spill_enforce: merge each trace's spilled runs
+   (trace_compact) so that a trace keeps O(log(size / budget)) of them.
+   Off when conf.merge is false. *merged (may be NULL): merges done. */
+int spill_compact(int *merged, Err *err);
 
 typedef struct SpillStats {
     size_t cache_bytes;      /* blocks held by the cache */
     size_t disk_bytes;       /* files of every spilled run */
     int64_t hits, misses;    /* block reads served by the cache / from files */
-    int64_t runs_spilled;    /* runs written so far */
+    int64_t runs_spilled;    /* runs written so far by spilling */
+    int64_t runs_live;       /* spilled runs that exist now (every trace's) */
+    int64_t runs_merged;     /* spilled runs merged away so far (k runs into one: k - 1) */
 } SpillStats;
 void spill_stats(SpillStats *out);
 

@@ -17,11 +17,14 @@
  * copies the values it hands out into the trace's scratch arena (valid
  * until trace_step_end, as a resident batch's are), so no block stays
  * pinned beyond the probe (a cursor keeps its current block pinned until
- * it moves on). Merges stop at a spilled run: the invariant holds among
- * the runs in memory above the newest spilled one, so a trace of N tuples
- * under a budget B has about N / B spilled runs plus O(log B) in memory.
- * (Reading a spilled run back to merge would need it whole in memory; a
- * streaming merge of spilled runs is future work.)
+ * it moves on). An insert's merges stop at a spilled run (reading it back
+ * would need it whole in memory): the invariant holds among the runs in
+ * memory above the newest spilled one. Between steps, trace_compact
+ * merges spilled runs of one size tier, four or more at once, with a
+ * streaming merge (spill_merge: block by block, file to file), so a trace
+ * of N tuples under a budget B keeps O(log(N / B)) spilled runs plus
+ * O(log B) in memory, each tuple is rewritten O(log4(N / B)) times, and
+ * tuples that cancel leave the disk.
  *
  * Rollback: the first insert after trace_step_end keeps references to the
  * spine as it was (O(log N) references: runs are immutable), so
@@ -60,7 +63,8 @@ void trace_track_new(bool on) { track_new = on; }
 static size_t own_resident(const void *o) { return trace_resident_bytes(o); }
 static size_t own_largest(const void *o) { return trace_largest_resident(o); }
 static int own_spill(void *o, Err *err) { return trace_spill_largest(o, err); }
-static const SpillOwner owner_ops = {own_resident, own_largest, own_spill};
+static int own_compact(void *o, int *merged, Err *err) { return trace_compact(o, merged, err); }
+static const SpillOwner owner_ops = {own_resident, own_largest, own_spill, own_compact};
 
 Trace *trace_new(void)
 {
@@ -280,6 +284,67 @@ int trace_spill_largest(Trace *t, Err *err)
     batch_unref(t->spine[i].b); /* a checkpoint writer may still hold it */
     t->spine[i].b = NULL;
     t->spine[i].s = s;
+    return 0;
+}
+
+/* The size tier of a spilled run: runs of one tier are within a factor 4. */
+static int tier(const Spilled *s)
+{
+    int t = 0;
+    for (size_t b = s->bytes >> 16; b; b >>= 2)
+        t++;
+    return t;
+}
+
+int trace_compact(Trace *t, int *merged, Err *err)
+{
+    *merged = 0;
+    /* size-tiered: when COMPACT_FANIN spilled runs share a tier, merge them
+       (and any others of it, up to SPILL_MERGE_MAX) into one, which lands
+       at least a tier higher: a tuple is rewritten O(log4(N / B)) times and
+       a trace keeps fewer than COMPACT_FANIN runs per tier */
+    enum { COMPACT_FANIN = 4 };
+    for (bool again = true; again;) {
+        again = false;
+        int count[64] = {0};
+        for (int i = 0; i < t->n; i++)
+            if (t->spine[i].s)
+                count[tier(t->spine[i].s)]++;
+        int tt = -1;
+        for (int k = 0; k < 64 && tt < 0; k++)
+            if (count[k] >= COMPACT_FANIN)
+                tt = k;
+        if (tt < 0)
+            break;
+        Spilled *in[SPILL_MERGE_MAX];
+        int at[SPILL_MERGE_MAX], nin = 0;
+        for (int i = 0; i < t->n && nin < SPILL_MERGE_MAX; i++)
+            if (t->spine[i].s && tier(t->spine[i].s) == tt) {
+                at[nin] = i;
+                in[nin++] = t->spine[i].s;
+            }
+        Spilled *m;
+        int rc = spill_merge(in, nin, &m, err);
+        if (rc)
+            return rc;
+        *merged += nin - 1;
+        /* the result takes the oldest's place; the others leave the spine
+           (a trace is a sum: where a run sits does not change it) */
+        int w = 0;
+        for (int i = 0, k = 0; i < t->n; i++) {
+            if (k < nin && i == at[k]) {
+                spilled_unref(t->spine[i].s);
+                if (k++ == 0 && m->n > 0)
+                    t->spine[w++] = (Run){NULL, m, m->n};
+                continue;
+            }
+            t->spine[w++] = t->spine[i];
+        }
+        t->n = w;
+        if (m->n == 0) /* every tuple cancelled */
+            spilled_unref(m);
+        again = true;
+    }
     return 0;
 }
 

@@ -60,6 +60,10 @@ void trace_track_new(bool on);
 size_t trace_resident_bytes(const Trace *t);
 size_t trace_largest_resident(const Trace *t);
 int trace_spill_largest(Trace *t, Err *err);
+/* Merge spilled runs of one size tier (within a factor 4) once there
+   are four of them, streaming from files to files; *merged gets the
+   number of runs merged away. */
+int trace_compact(Trace *t, int *merged, Err *err);
 
 /*
  * Call cb for every tuple whose key equals k, batch by batch (a (key, val)

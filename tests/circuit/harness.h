@@ -54,8 +54,9 @@
 #include "zset/trace.h"
 
 /* With h_spill on (a test sets it around h_run), the memory budget is one
-   byte: after every step every trace run moves to spill files, and the
-   next steps read it back through a cache of a few blocks. */
+   byte: after every step every trace run moves to spill files, spilled
+   runs are merged by the spine's rule (streaming, file to file), and the
+   next steps read them back through a cache of a few blocks. */
 static bool h_spill;
 
 static inline Runtime *h_rt_new(const Circuit *c, int W)
@@ -69,7 +70,8 @@ static inline Runtime *h_rt_new(const Circuit *c, int W)
 static inline void h_spill_setup(bool on)
 {
     h_spill = on;
-    SpillConf conf = {.limit = on ? 1 : 0, .cache_bytes = 512, .block_bytes = 96, .min_run = 0};
+    SpillConf conf = {
+        .limit = on ? 1 : 0, .cache_bytes = 512, .block_bytes = 96, .min_run = 0, .merge = true};
     if (on)
         spill_store_setup(NULL, &conf);
     else
@@ -79,7 +81,7 @@ static inline void h_spill_setup(bool on)
 static inline bool h_spill_all(char *msg, size_t n)
 {
     Err e = {0};
-    if (h_spill && spill_enforce(0, NULL, &e)) {
+    if (h_spill && (spill_enforce(0, NULL, &e) || spill_compact(NULL, &e))) {
         snprintf(msg, n, "spill: %s", e.msg);
         return false;
     }

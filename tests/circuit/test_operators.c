@@ -575,13 +575,19 @@ static void test_having_case_between_in_is_null_match_reference_for_any_steps_an
 }
 
 /* Every trace (distinct, MIN/MAX value sets) spilled after every step
-   (h_spill): the same answers. */
+   (h_spill), merged and read back: the same answers. */
 static void test_distinct_and_aggregates_with_every_trace_spilled_match_the_reference(
     void **state)
 {
+    SpillStats before, after;
+    spill_stats(&before);
     h_spill_setup(true);
     test_distinct_integral_matches_reference_for_any_steps_and_workers(state);
     test_group_by_aggregates_integral_matches_reference_for_any_steps_and_workers(state);
+    spill_stats(&after);
+    assert_true(after.runs_spilled > before.runs_spilled); /* spilled, */
+    assert_true(after.runs_merged > before.runs_merged);   /* merged, */
+    assert_true(after.misses > before.misses);             /* read back */
     h_spill_setup(false);
 }
 

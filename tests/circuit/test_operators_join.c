@@ -352,13 +352,19 @@ static void test_self_join_integral_matches_reference_for_any_steps_and_workers(
     h_run(&s);
 }
 
-/* Every trace spilled after every step (h_spill): the same answers. */
+/* Every trace spilled after every step (h_spill), merged and read back: the same answers. */
 static void test_joins_with_every_trace_spilled_match_the_reference(void **state)
 {
+    SpillStats before, after;
+    spill_stats(&before);
     h_spill_setup(true);
     test_join_on_one_key_integral_matches_reference_for_any_steps_and_workers(state);
     test_join_on_two_keys_integral_matches_reference_for_any_steps_and_workers(state);
     test_self_join_integral_matches_reference_for_any_steps_and_workers(state);
+    spill_stats(&after);
+    assert_true(after.runs_spilled > before.runs_spilled); /* spilled, */
+    assert_true(after.runs_merged > before.runs_merged);   /* merged, */
+    assert_true(after.misses > before.misses);             /* read back */
     h_spill_setup(false);
 }
 

@@ -208,3 +208,82 @@ def test_a_bad_memory_limit_is_refused(tmp_path):
     r = subprocess.run([sluice_bin(), "run", str(prog), "--config", str(cfg)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and 'bad or unknown setting "memory_limit"' in r.stderr, r.stderr
+
+
+def spill_run_counts(p):
+    """Once the pipeline has ended its input: /stats' spilled-run counts
+    (runs written by spilling, runs on disk now, merges)."""
+    def done():
+        s = requests.get(p.url("/stats"), timeout=60).json()
+        return s if s["global_metrics"]["pipeline_complete"] else None
+    m = wait_until(done, "the end of the input", hang_guard=240)["memory"]
+    return m["spilled_runs"], m["spilled_runs_on_disk"], m["spilled_runs_merged"]
+
+
+def test_spilled_runs_are_merged_so_few_stay_on_disk(http_pipeline):
+    # the same spilling run twice: with merges (the default) the runs on
+    # disk stay few (k runs merged into one count k - 1 merged away); with
+    # SLUICE_SPILL_MERGE=0 every run spilled stays on disk
+    os.environ["SLUICE_SPILL_BLOCK"], os.environ["SLUICE_SPILL_MIN_RUN"] = "4096", "0"
+    try:
+        counts = {}
+        for merge in ("1", "0"):
+            os.environ["SLUICE_SPILL_MERGE"] = merge
+            p = http_pipeline(JOIN, "--memory-limit", "400K", "--step-rows", "5000",
+                              name="merge" + merge)
+            counts[merge] = spill_run_counts(p)
+            q = requests.post(p.url("/query"), params={"format": "json"},
+                              data="SELECT SUM(orders) AS n FROM sales_by_region", timeout=60)
+            assert q.status_code == 200 and json.loads(q.text)["n"] == 100000, q.text
+            p.stop()
+    finally:
+        for k in ("SLUICE_SPILL_BLOCK", "SLUICE_SPILL_MIN_RUN", "SLUICE_SPILL_MERGE"):
+            del os.environ[k]
+    spilled, on_disk, merged = counts["1"]
+    assert spilled > 20 and merged > 0, counts
+    assert on_disk <= spilled - merged, counts
+    # size tiers (a factor 4 each) of fewer than four runs: O(log) runs per
+    # trace (three traces here: the join's two sides and the DISTINCT's)
+    assert on_disk <= 3 * 3 * (spilled.bit_length() // 2 + 1), counts
+    spilled0, on_disk0, merged0 = counts["0"]
+    assert merged0 == 0 and on_disk0 == spilled0 and on_disk0 > on_disk, counts
+
+
+EXPLOSION = """
+CREATE TABLE a (k INT NOT NULL, x INT NOT NULL) WITH ('connectors' = '[{
+  "transport": {"name": "datagen", "config": {"seed": 5, "plan": [{"limit": 4000,
+    "fields": {"k": {"strategy": "uniform", "range": [0, 1]}}}]}}}]');
+CREATE TABLE b (k INT NOT NULL, y INT NOT NULL) WITH ('connectors' = '[{
+  "transport": {"name": "datagen", "config": {"seed": 6, "plan": [{"limit": 4000,
+    "fields": {"k": {"strategy": "uniform", "range": [0, 1]}}}]}}}]');
+CREATE MATERIALIZED VIEW small AS SELECT COUNT(*) AS n FROM a;
+CREATE MATERIALIZED VIEW pairs AS SELECT a.x, b.y FROM a JOIN b ON a.k = b.k;
+"""
+
+
+def test_a_step_whose_join_explodes_pauses_the_inputs_and_names_the_join(http_pipeline):
+    # 4000 x 4000 rows of one key: 16M output rows in the first step, far
+    # more than a 64M limit leaves. The step is undone, tried once more after
+    # spilling, then its input waits: /status names the join, the pipeline
+    # stays up (queries, /stats) and a stop ends it cleanly
+    p = http_pipeline(EXPLOSION, "--memory-limit", "64M")
+
+    def stalled():
+        s = requests.get(p.url("/status"), timeout=60).json()
+        return s if s["stalled"] else None
+    s = wait_until(stalled, "the inputs pausing for memory", hang_guard=240)
+    assert s["stalled"]["reason"] == "memory" and s["state"] == "running"
+    msg = s["stalled"]["message"]
+    assert "step 1 needs more memory than the limit (67108864 bytes) leaves" in msg, msg
+    assert "(join of pairs)" in msg, msg
+    assert "inputs are paused" in p.stderr()
+    st = requests.get(p.url("/stats"), timeout=60).json()
+    assert st["memory"]["pressure"] == msg
+    assert st["global_metrics"]["total_processed_records"] == 0  # the step was undone
+    q = requests.post(p.url("/query"), params={"format": "json"},
+                      data="SELECT COUNT(*) AS n FROM small", timeout=60)
+    assert q.status_code == 200, q.text
+    assert "not run" not in p.stderr()
+    p.stop()
+    assert "the step that does not fit the memory limit is not run (8000 input records)" \
+        in p.stderr()

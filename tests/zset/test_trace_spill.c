@@ -129,12 +129,14 @@ static int count_files(const char *dir)
     return n;
 }
 
-static void test_spilled_trace_answers_as_in_memory(void **state)
+/* merge: spilled runs are merged between steps (spill_compact). */
+static void spilled_trace_answers_as_in_memory(bool merge)
 {
-    (void)state;
     char dir[] = "/tmp/sluice-test-spill-XXXXXX";
     assert_non_null(mkdtemp(dir));
-    SpillConf conf = {.limit = 1, .cache_bytes = 256, .block_bytes = 40, .min_run = 0};
+    SpillConf conf = {
+        .limit = 1, .cache_bytes = 256, .block_bytes = 40, .min_run = 0, .merge = merge};
+    int maxruns = 0;
     spill_store_setup(dir, &conf);
     trace_track_new(true);
     Trace *sp = trace_new();
@@ -161,6 +163,17 @@ static void test_spilled_trace_answers_as_in_memory(void **state)
         size_t moved;
         assert_int_equal(spill_enforce(0, &moved, &err), 0);
         assert_int_equal(trace_resident_bytes(sp), 0);
+        int merged;
+        assert_int_equal(spill_compact(&merged, &err), 0);
+        assert_true(merge || merged == 0);
+        if (trace_nbatches(sp) > maxruns)
+            maxruns = trace_nbatches(sp);
+        if (merge) { /* the spine's rule: sizes at least halve run to run */
+            assert_true(trace_nbatches(sp) <= 12);
+            SpillStats ss;
+            spill_stats(&ss);
+            assert_int_equal(ss.runs_live, trace_nbatches(sp));
+        }
         for (int cur = 0; cur < 2; cur++) {
             Batch *x = lookups(sp, cur), *y = lookups(mem, cur);
             assert_same_batch(x, y);
@@ -176,6 +189,11 @@ static void test_spilled_trace_answers_as_in_memory(void **state)
         trace_step_end(sp);
         trace_step_end(mem);
     }
+    if (!merge)
+        assert_true(maxruns > 30); /* about one run per step */
+    SpillStats st;
+    spill_stats(&st);
+    assert_true(merge ? st.runs_merged > 40 : st.runs_merged == 0);
     TraceMem m = {0};
     trace_mem(sp, &m);
     assert_true(m.disk_bytes > 0);
@@ -197,10 +215,23 @@ static void test_spilled_trace_answers_as_in_memory(void **state)
     assert_int_equal(rmdir(dir), 0); /* the spill directory went with it */
 }
 
+static void test_spilled_trace_answers_as_in_memory(void **state)
+{
+    (void)state;
+    spilled_trace_answers_as_in_memory(false);
+}
+
+static void test_merged_spilled_runs_answer_as_in_memory(void **state)
+{
+    (void)state;
+    spilled_trace_answers_as_in_memory(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spilled_trace_answers_as_in_memory),
+        cmocka_unit_test(test_merged_spilled_runs_answer_as_in_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
