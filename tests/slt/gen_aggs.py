@@ -12,7 +12,6 @@ tests/e2e/pgserver.py and removed at the end), never Sluice's.
 Queries whose PostgreSQL answer depends on an unspecified order (STRING_AGG
 without ORDER BY, ties in its ORDER BY) are not asked.
 """
-import hashlib
 import os
 import sys
 
@@ -165,18 +164,7 @@ def render(name, title, queries, eng):
         out.extend(["statement ok", s, ""])
     for comment, sql, types, sort in queries:
         rows = [[gen_dialect.fmt(v, types[i]) for i, v in enumerate(r)] for r in eng.run(sql)]
-        assert rows, sql
-        if sort == "rowsort":
-            rows.sort()
-        vals = [v for r in rows for v in r]
-        out.append("# " + comment)
-        out.extend(["query %s %s" % (types, sort), sql, "----"])
-        if len(vals) > HASH_THRESHOLD:
-            out.append("%d values hashing to %s" % (
-                len(vals), hashlib.md5("".join(v + "\n" for v in vals).encode()).hexdigest()))
-        else:
-            out.extend(vals)
-        out.append("")
+        gen_dialect.query_record(out, comment, sql, types, sort, rows)
     return "\n".join(out)
 
 

@@ -257,6 +257,24 @@ class Engine:
             self.srv.remove()
 
 
+def query_record(out, comment, sql, types, sort, rows):
+    """Append one sqllogictest query record to out: rows are the expected
+    answer (formatted values), sorted here for rowsort, hashed past
+    HASH_THRESHOLD values."""
+    assert rows, sql  # an empty answer checks little
+    if sort == "rowsort":
+        rows.sort()
+    vals = [v for r in rows for v in r]
+    out.append("# " + comment)
+    out.extend(["query %s %s" % (types, sort), sql, "----"])
+    if len(vals) > HASH_THRESHOLD:
+        out.append("%d values hashing to %s" % (
+            len(vals), hashlib.md5("".join(v + "\n" for v in vals).encode()).hexdigest()))
+    else:
+        out.extend(vals)
+    out.append("")
+
+
 def render(name, engine, title, queries, eng):
     who = ("SQLite %s (Python's sqlite3)" % sqlite3.sqlite_version if engine == "sqlite"
            else "PostgreSQL 15 (a throw-away server, tests/e2e/pgserver.py)")
@@ -270,18 +288,7 @@ def render(name, engine, title, queries, eng):
         out.extend(["statement ok", s, ""])
     for comment, sql, types, sort in queries:
         rows = [[fmt(v, types[i]) for i, v in enumerate(r)] for r in eng.run(sql)]
-        assert rows, sql  # an empty answer checks little
-        if sort == "rowsort":
-            rows.sort()
-        vals = [v for r in rows for v in r]
-        out.append("# " + comment)
-        out.extend(["query %s %s" % (types, sort), sql, "----"])
-        if len(vals) > HASH_THRESHOLD:
-            out.append("%d values hashing to %s" % (
-                len(vals), hashlib.md5("".join(v + "\n" for v in vals).encode()).hexdigest()))
-        else:
-            out.extend(vals)
-        out.append("")
+        query_record(out, comment, sql, types, sort, rows)
     return "\n".join(out)
 
 

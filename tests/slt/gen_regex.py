@@ -12,13 +12,12 @@ engine agree: docs/sql.md lists where they do not.
     /usr/bin/python3 tests/slt/gen_regex.py            # rewrites the file
     /usr/bin/python3 tests/slt/gen_regex.py --check    # compares, writes nothing
 """
-import hashlib
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gen_dialect import Engine, fmt  # noqa: E402
+from gen_dialect import Engine, fmt, query_record  # noqa: E402
 
 HASH_THRESHOLD = 40
 NAME = "regex.test"
@@ -125,18 +124,7 @@ def render(eng):
         out.extend(["statement ok", s, ""])
     for comment, sql, pg, types, sort in QUERIES:
         rows = [[show(v, types[i]) for i, v in enumerate(r)] for r in eng.run(pg or sql)]
-        assert rows, sql
-        if sort == "rowsort":
-            rows.sort()
-        vals = [v for r in rows for v in r]
-        out.append("# " + comment)
-        out.extend(["query %s %s" % (types, sort), sql, "----"])
-        if len(vals) > HASH_THRESHOLD:
-            out.append("%d values hashing to %s" % (
-                len(vals), hashlib.md5("".join(v + "\n" for v in vals).encode()).hexdigest()))
-        else:
-            out.extend(vals)
-        out.append("")
+        query_record(out, comment, sql, types, sort, rows)
     return "\n".join(out)
 
 
