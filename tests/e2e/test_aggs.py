@@ -7,22 +7,15 @@ from-scratch evaluation - on 1, 2 and 3 workers; and the errors for the
 forms not supported (the construct named, at its line and column)."""
 import glob
 import os
-import re
-import subprocess
 
 import pytest
+
+import sltfile
 
 from test_errors import compile_error, locate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CASES = sorted(glob.glob(os.path.join(ROOT, "tests", "slt", "aggs_*.test")))
-DBG = os.environ.get("SLUICE_SLT", os.path.join(ROOT, "build", "debug", "sluice-slt"))
-FINAL = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
-
-
-def records(path):
-    with open(path) as f:
-        return sum(1 for line in f if line.startswith(("statement ", "query ")))
 
 
 @pytest.mark.parametrize("case", CASES, ids=os.path.basename)
@@ -32,25 +25,13 @@ def records(path):
                                   ["--incremental", "--check-steps", "--workers", "3"]],
                          ids=["oneshot", "incremental-w1", "incremental-w2", "incremental-w3"])
 def test_aggs_slt(args, case):
-    p = subprocess.run([DBG, "--verbose"] + args + [case], capture_output=True, text=True,
-                       timeout=300)
-    m = FINAL.findall(p.stdout)
-    assert m, p.stdout[-2000:] + p.stderr[-2000:]
-    passed, failed, skipped = (int(x) for x in m[-1])
-    assert (passed, failed, skipped) == (records(case), 0, 0), p.stdout
-    assert p.returncode == 0
+    sltfile.all_pass(args, case)
 
 
 def test_expected_results_are_postgresql_answers():
     """gen_aggs.py --check recomputes every expected value with its own
     throw-away PostgreSQL 15 server and compares with the files."""
-    import pgserver
-    ok, why = pgserver.available()
-    if not ok:
-        pytest.skip("no PostgreSQL server: " + why)
-    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "slt", "gen_aggs.py"),
-                        "--check"], capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
+    sltfile.generator_agrees("gen_aggs.py")
 
 
 TABLE = "CREATE TABLE t (a INT, b INT NOT NULL, s VARCHAR);"

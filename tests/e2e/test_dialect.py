@@ -9,44 +9,25 @@ alias and for constructs not supported yet (name and line:column) are in
 test_errors.py."""
 import glob
 import os
-import re
-import subprocess
 
 import pytest
+
+import sltfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CASES = [os.path.join(ROOT, "tests", "slt", "cases", "dialect.test")] + sorted(
     glob.glob(os.path.join(ROOT, "tests", "slt", "dialect_*.test")))
-DBG = os.environ.get("SLUICE_SLT", os.path.join(ROOT, "build", "debug", "sluice-slt"))
-FINAL = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
-
-
-def records(path):
-    with open(path) as f:
-        return sum(1 for line in f if line.startswith(("statement ", "query ")))
 
 
 @pytest.mark.parametrize("case", CASES, ids=os.path.basename)
 @pytest.mark.parametrize("args", [[], ["--incremental", "--check-steps", "--workers", "2"]],
                          ids=["oneshot", "incremental"])
 def test_dialect_slt(args, case):
-    p = subprocess.run([DBG, "--verbose"] + args + [case], capture_output=True, text=True,
-                       timeout=300)
-    m = FINAL.findall(p.stdout)
-    assert m, p.stdout[-2000:] + p.stderr[-2000:]
-    passed, failed, skipped = (int(x) for x in m[-1])
-    assert (passed, failed, skipped) == (records(case), 0, 0), p.stdout
-    assert p.returncode == 0
+    sltfile.all_pass(args, case)
 
 
 def test_expected_results_are_the_engines_answers():
     """The dialect_*.test files hold SQLite's and PostgreSQL 15's answers:
     gen_dialect.py --check recomputes them (with its own throw-away
     server, tests/e2e/pgserver.py) and compares."""
-    import pgserver
-    ok, why = pgserver.available()
-    if not ok:
-        pytest.skip("no PostgreSQL server: " + why)
-    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "slt", "gen_dialect.py"),
-                        "--check"], capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
+    sltfile.generator_agrees("gen_dialect.py")

@@ -17,43 +17,25 @@
 import json
 import os
 import re
-import subprocess
 
 import pytest
 import requests
 
+import sltfile
 from conftest import run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SLT = os.path.join(ROOT, "tests", "slt", "regex.test")
-DBG_SLT = os.environ.get("SLUICE_SLT", os.path.join(ROOT, "build", "debug", "sluice-slt"))
-FINAL = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
-
-
-def records(path):
-    with open(path) as f:
-        return sum(1 for line in f if line.startswith(("statement ", "query ")))
 
 
 @pytest.mark.parametrize("args", [[], ["--incremental", "--check-steps", "--workers", "2"]],
                          ids=["oneshot", "incremental"])
 def test_regex_slt(args):
-    p = subprocess.run([DBG_SLT, "--verbose"] + args + [SLT], capture_output=True, text=True,
-                       timeout=300)
-    m = FINAL.findall(p.stdout)
-    assert m, p.stdout[-2000:] + p.stderr[-2000:]
-    assert tuple(int(x) for x in m[-1]) == (records(SLT), 0, 0), p.stdout
-    assert p.returncode == 0
+    sltfile.all_pass(args, SLT)
 
 
 def test_expected_results_are_postgres_answers():
-    import pgserver
-    ok, why = pgserver.available()
-    if not ok:
-        pytest.skip("no PostgreSQL server: " + why)
-    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "slt", "gen_regex.py"),
-                        "--check"], capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
+    sltfile.generator_agrees("gen_regex.py")
 
 
 # ------------------------------------------------------------ compile errors

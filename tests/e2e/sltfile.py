@@ -1,0 +1,42 @@
+"""Running one sqllogictest file of tests/slt/ with the debug sluice-slt and
+checking that every record passed, and re-checking a generated file's
+expected answers with its generator (tests/slt/gen_*.py --check, which
+starts its own throw-away PostgreSQL). Shared by the tests of the SQL
+surface (test_aggs, test_dialect, test_regex)."""
+import os
+import re
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DBG_SLT = os.environ.get("SLUICE_SLT", os.path.join(ROOT, "build", "debug", "sluice-slt"))
+FINAL = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
+
+
+def records(path):
+    """The statement and query records of an slt file."""
+    with open(path) as f:
+        return sum(1 for line in f if line.startswith(("statement ", "query ")))
+
+
+def all_pass(args, path):
+    """sluice-slt --verbose ARGS PATH passes every record of PATH."""
+    p = subprocess.run([DBG_SLT, "--verbose"] + args + [path], capture_output=True, text=True,
+                       timeout=300)
+    m = FINAL.findall(p.stdout)
+    assert m, p.stdout[-2000:] + p.stderr[-2000:]
+    assert tuple(int(x) for x in m[-1]) == (records(path), 0, 0), p.stdout
+    assert p.returncode == 0
+
+
+def generator_agrees(script):
+    """tests/slt/SCRIPT --check recomputes every expected value with
+    PostgreSQL (and SQLite where the file says so) and compares."""
+    import pgserver
+    ok, why = pgserver.available()
+    if not ok:
+        pytest.skip("no PostgreSQL server: " + why)
+    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "slt", script), "--check"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
