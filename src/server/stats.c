@@ -654,6 +654,10 @@ static void memory_prom(Buf *b, const Circuit *c, const PipeStats *st)
            "Spilled blocks read from the cache.", "%lld", (long long)m->cache_hits);
     scalar(b, "sluice_spill_cache_misses_total", "counter",
            "Spilled blocks read from files.", "%lld", (long long)m->cache_misses);
+    scalar(b, "sluice_spilled_runs_on_disk", "gauge", "Trace runs in spill files now.", "%lld",
+           (long long)m->runs_on_disk);
+    scalar(b, "sluice_spilled_runs_merged_total", "counter",
+           "Spilled trace runs merged into larger ones.", "%lld", (long long)m->runs_merged);
     scalar(b, "sluice_step_arena_bytes", "gauge", "Bytes held by the workers' step arenas.",
            "%zu", m->arena_bytes);
     scalar(b, "sluice_input_queue_bytes", "gauge", "Bytes of HTTP input waiting for a step.",

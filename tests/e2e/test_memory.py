@@ -232,6 +232,9 @@ def test_spilled_runs_are_merged_so_few_stay_on_disk(http_pipeline):
             p = http_pipeline(JOIN, "--memory-limit", "400K", "--step-rows", "5000",
                               name="merge" + merge)
             counts[merge] = spill_run_counts(p)
+            text = requests.get(p.url("/metrics"), timeout=60).text
+            assert "sluice_spilled_runs_on_disk %d\n" % counts[merge][1] in text, text
+            assert "sluice_spilled_runs_merged_total %d\n" % counts[merge][2] in text, text
             q = requests.post(p.url("/query"), params={"format": "json"},
                               data="SELECT SUM(orders) AS n FROM sales_by_region", timeout=60)
             assert q.status_code == 200 and json.loads(q.text)["n"] == 100000, q.text
