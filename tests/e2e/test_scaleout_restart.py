@@ -16,8 +16,8 @@ account twice in `balance` (its old row never retracted).
 
 Every case appends to the input files between runs and compares the final
 --dump with a fresh run over all of the input on one host, byte for byte:
-- transactions read by host 1 (the case that failed) and by host 0, with
-  a checkpoint every 3 steps (the second one incremental), and with the
+- transactions read by host 1 (the case that failed; also with 3 hosts)
+  and by host 0, with a checkpoint every 3 steps (the second one incremental), and with the
   final checkpoints only (the one after a restore is incremental too:
   a third run, from it);
 - a PRIMARY KEY table read by host 1, upserted in every step;
@@ -61,8 +61,9 @@ class Bank:
     read by host 1 (the fourth file input), with a materialized sum over
     it."""
 
-    def __init__(self, tmp, tx_host=1, latest=False, n=700):
+    def __init__(self, tmp, tx_host=1, latest=False, n=700, hosts=2):
         self.tmp = tmp
+        self.hosts = hosts
         self.tx_host = tx_host
         self.latest = latest
         self.tx_path, self.acc_path, self.lat_path = (tmp / "tx.csv", tmp / "acc.csv",
@@ -107,12 +108,13 @@ class Bank:
             append_csv(self.lat_path, [r[1:] for r in rows])
 
     def args(self, dump, storage=None):
-        return ["run", self.prog, "--storage", storage or self.st, "--hosts", 2, "--workers", 2,
+        return ["run", self.prog, "--storage", storage or self.st, "--hosts", self.hosts,
+                "--workers", self.hosts,
                 "--step-rows", STEP_ROWS, "--checkpoint-interval", 0, "--until-done",
                 "--dump", dump]
 
     def run(self, every=None, crash=None, expect=0, storage=None, env=None):
-        """One run of the program on two hosts over the same storage; every:
+        """One run of the program on self.hosts hosts over the same storage; every:
         a checkpoint every that many steps; crash: SLUICE_CRASH_AT."""
         self.runs += 1
         dump = self.tmp / ("dump%d" % self.runs)
@@ -153,12 +155,14 @@ def resumed_from(err):
     return [ln for ln in err.splitlines() if "resuming from the checkpoint" in ln]
 
 
-@pytest.mark.parametrize("tx_host", [1, 0])
-def test_restart_from_an_incremental_checkpoint(tmp_path, tx_host):
+@pytest.mark.parametrize("tx_host,hosts", [(1, 2), (0, 2), (1, 3)])
+def test_restart_from_an_incremental_checkpoint(tmp_path, tx_host, hosts):
     """Checkpoints at steps 3 and 6 (the second saves only what changed,
     on every host), then the final one; 300 more rows; the restart resumes
-    from the last and ends as a fresh run over all 1000 rows."""
-    bank = Bank(tmp_path, tx_host)
+    from the last and ends as a fresh run over all 1000 rows. With 3 hosts
+    (a worker each) hosts 0 and 2 get the transactions host 1 reads only
+    through the exchanges."""
+    bank = Bank(tmp_path, tx_host, hosts=hosts)
     bank.run(every=3)
     bank.more()
     d, err = bank.run(every=3)
