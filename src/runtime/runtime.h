@@ -133,9 +133,10 @@ Op *rt_op(Runtime *rt, int w, int node);
    gave for the same node and worker of the same program. */
 int rt_save(Runtime *rt, int w, int node, BatchList *out);
 int rt_load(Runtime *rt, int w, int node, Batch *const *b, int n, Err *err);
-/* Did node receive input (so its state may have changed) on any worker
-   since the runtime was made or rt_clear_changed? Checkpoints save only
-   such nodes again. */
+/* Did node receive input (so its state may have changed) on any of this
+   host's workers since the runtime was made or rt_clear_changed: rows
+   pushed into it there, or sent to it there through its exchange (from
+   any worker of any host)? Checkpoints save only such nodes again. */
 bool rt_node_changed(const Runtime *rt, int node);
 void rt_clear_changed(Runtime *rt);
 /* rt_load for a checkpoint taken with nold workers (this runtime has

@@ -85,7 +85,8 @@ typedef struct Worker {
     int64_t *divzero; /* per node: rows divided by zero */
     int64_t *divzero0;  /* ... as the step started (rollback) */
     int64_t ndivzero0;
-    bool *pushed;     /* per node: received input this step */
+    bool *pushed;     /* per node: received input this step (pushed, or
+                         through its exchange: note_received) */
     bool undo;        /* run_morsel withdraws what it pushed (rollback) */
     int64_t *seen;    /* per relation: largest LATENESS column value kept this step */
     int64_t *late;    /* per relation: rows dropped as late this step */
@@ -171,6 +172,23 @@ static void push_inputs(Worker *w, OpEnv *env, Op *op, const bool *flag)
         if (op->push(op, env, j, in) && !w->err.code)
             err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
     }
+}
+
+/* After op i's exchange: rows other workers sent this one change its
+   state as pushed ones do. With several hosts a host's workers may get
+   all of an operator's input from another host's (a file read there):
+   unmarked, the next checkpoint would keep that operator's files of the
+   one before on this host. */
+static void note_received(Worker *w, int i)
+{
+    const Shard *sh = w->shards[i];
+    if (!sh || w->pushed[i])
+        return;
+    for (int k = 0; k < sh->nch * sh->W; k++)
+        if (sh->in[k]->n) {
+            w->pushed[i] = true;
+            return;
+        }
 }
 
 /* Rollback: withdraw from op what this phase's inputs pushed into it. */
@@ -394,8 +412,10 @@ static void boot_step(Worker *w, OpEnv *env)
             push_inputs(w, e, op, rt->probe_all);
         if (op->flush)
             op->flush(op, e);
-        if (rt->x[i])
+        if (rt->x[i]) {
             xchg_wait(rt->x[i], w->id);
+            note_received(w, i);
+        }
         op->out = NULL;
         if ((op->finish(op, e) || !op->out) && !w->err.code)
             err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);
@@ -546,6 +566,8 @@ static void run_step_body(Worker *w)
         } else if (rt->x[i]) {
             xchg_wait(rt->x[i], w->id);
         }
+        if (rt->x[i])
+            note_received(w, i);
         op->out = NULL;
         if ((op->finish(op, &env) || !op->out) && !w->err.code)
             err_set(&w->err, SL_ERUNTIME, "operator %d failed", n->id);

@@ -266,11 +266,6 @@ def test_add_views_reread_and_new_output_on_two_hosts(sluice, tmp_path, workers,
     assert "1000 rows read again" in p.stderr  # 400 transactions, 600 clicks
     check_same_as_fresh(bank, new, d)
     check_added_outputs(bank)
-    if tx_host:
-        # not here: restarting from a second (incremental) checkpoint of a
-        # pipeline whose file input host 1 reads gives wrong state, with or
-        # without bootstrapping (a scale-out checkpoint bug of its own)
-        return
     # an ordinary restart of the new program afterwards, with more input
     bank.more(seed=3)
     d2 = tmp_path / "d2"
