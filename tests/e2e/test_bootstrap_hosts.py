@@ -29,31 +29,17 @@ No test depends on timing: kills happen at counted steps.
 """
 import json
 import os
-import random
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import (conn_clause, csv_input, csv_output, mpi_env, parse_csv, run, run_ok,
-                      sluice_bin, write_csv)
-
-ACCOUNTS = 12
-RICH = 3000
+import test_bootstrap
+from conftest import conn_clause, mpi_env, parse_csv, run, run_ok, sluice_bin, write_csv
+from test_bootstrap import RICH
 
 needs_mpi = pytest.mark.skipif(shutil.which("mpirun") is None,
                                reason="mpirun (Open MPI) is not installed")
-
-
-def tx_rows(seed, start, n):
-    r = random.Random(seed)
-    return [[start + i, r.randint(1, ACCOUNTS), r.randint(-200, 900)] for i in range(n)]
-
-
-def append_csv(path, rows):
-    with open(path, "a") as f:
-        for row in rows:
-            f.write(",".join(str(v) for v in row) + "\n")
 
 
 def datagen(limit):
@@ -63,27 +49,14 @@ def datagen(limit):
             "n": {"strategy": "uniform", "range": [1, 50]}}}]}}}])
 
 
-class Bank:
-    """The bank program of docs/bootstrapping.md over CSV files, with a
-    datagen table of clicks beside it."""
+class Bank(test_bootstrap.Bank):
+    """The bank program of docs/bootstrapping.md over CSV files
+    (test_bootstrap.Bank), with a datagen table of clicks beside it, on
+    one or more hosts."""
 
     def __init__(self, tmp, tx_host=0):
-        self.tmp = tmp
+        super().__init__(tmp)
         self.tx_host = tx_host
-        self.tx_path = tmp / "tx.csv"
-        self.acc_path = tmp / "acc.csv"
-        self.tx = tx_rows(1, 0, 400)
-        write_csv(self.tx_path, self.tx)
-        write_csv(self.acc_path, [[a, "owner%d" % a] for a in range(1, ACCOUNTS + 1)])
-        self.st = tmp / "storage"
-
-    def table_tx(self, extra="", path=None):
-        return "CREATE TABLE transactions (id BIGINT, account INT, amount BIGINT%s) %s;" % (
-            extra, csv_input(path or self.tx_path))
-
-    def table_acc(self):
-        return "CREATE TABLE accounts (account INT PRIMARY KEY, owner VARCHAR) %s;" % csv_input(
-            self.acc_path)
 
     def tables(self):
         """The k-th file input is read by host k % 2 with --hosts 2:
@@ -92,9 +65,6 @@ class Bank:
         if self.tx_host:
             files.reverse()
         return files + ["CREATE TABLE clicks (usr INT, n INT) %s;" % datagen(600)]
-
-    def out(self, name):
-        return csv_output(self.tmp / ("%s.out.csv" % name))
 
     def big_tx(self):
         return ("CREATE VIEW big_tx %s AS SELECT id, amount FROM transactions WHERE amount > 700;"
@@ -110,27 +80,11 @@ class Bank:
             "CREATE MATERIALIZED VIEW clicks_total AS SELECT SUM(n) AS s FROM clicks;",
         ]
 
-    def write(self, name, stmts):
-        p = self.tmp / name
-        p.write_text("\n".join(stmts) + "\n")
-        return p
-
     def start(self, hosts=2, workers=2, env=None, expect=0, extra=()):
         old = self.write("old.sql", self.old())
         return sluice_run(["run", old, "--storage", self.st, "--until-done",
                            "--workers", workers] + hosts_args(hosts) + list(extra),
                           env=env, expect=expect)
-
-    def more(self, n=300, seed=2):
-        rows = tx_rows(seed, len(self.tx), n)
-        self.tx += rows
-        append_csv(self.tx_path, rows)
-
-    def balance(self, mult=1):
-        b = {}
-        for _, a, amt in self.tx:
-            b[a] = b.get(a, 0) + amt
-        return {a: v * mult for a, v in b.items()}
 
 
 def hosts_args(hosts):

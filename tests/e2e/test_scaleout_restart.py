@@ -28,30 +28,18 @@ No test depends on timing: checkpoints are taken every K steps and waited
 for (SLUICE_CHECKPOINT_EVERY_STEPS), kills happen at counted steps.
 """
 import os
-import random
 import shutil
 import subprocess
 
 import pytest
 
 from conftest import csv_input, mpi_env, run_ok, sluice_bin, write_csv
+from test_bootstrap import ACCOUNTS, append_csv, tx_rows
 
 pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None,
                                 reason="mpirun (Open MPI) is not installed")
 
-ACCOUNTS = 12
 STEP_ROWS = 150
-
-
-def tx_rows(seed, start, n):
-    r = random.Random(seed)
-    return [[start + i, r.randint(1, ACCOUNTS), r.randint(-200, 900)] for i in range(n)]
-
-
-def append_csv(path, rows):
-    with open(path, "a") as f:
-        for row in rows:
-            f.write(",".join(str(v) for v in row) + "\n")
 
 
 class Bank:
