@@ -821,19 +821,34 @@ static void step_once(Runtime *rt)
 }
 
 /* A step succeeded: every source instance takes the new watermark; the
-   step's late rows (of every host) count on global worker 0. */
+   step's late rows (of every host) count on global worker 0. When a
+   watermark moved, the operators with a watermark on an input may have
+   forgotten state without any input this step: the next checkpoint saves
+   them too (else a restart would bring the forgotten state back). */
 static void wm_commit(Runtime *rt)
 {
-    for (int r = 0; r < rt->c->nrels; r++) {
+    const Circuit *c = rt->c;
+    bool moved = false;
+    for (int r = 0; r < c->nrels; r++) {
         int src = rt->wm_src[r];
         if (src < 0)
             continue;
+        moved |= rt->wm_new[r] != rt->wm_old[r];
         if (rt->wm_new[r] != rt->wm_old[r] || rt->wm_late[r])
             rt->changed[src] = true; /* the next checkpoint saves it */
         for (int k = 0; k < rt->nl; k++)
             wm_source_commit(rt->w[k].ops[src], rt->wm_new[r],
                              rt->w[k].id == 0 ? rt->wm_late[r] : 0);
     }
+    for (int n = 0; moved && n < c->nnodes; n++)
+        for (int j = 0; j < c->nodes[n]->nin && !rt->changed[n]; j++) {
+            int i = c->nodes[n]->in[j];
+            for (int col = 0; col < c->nodes[i]->ncol; col++)
+                if (rt->wm_cols[i][col] != WM_NONE) {
+                    rt->changed[n] = true;
+                    break;
+                }
+        }
 }
 
 int rt_step(Runtime *rt, Err *err)
