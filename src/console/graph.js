@@ -324,11 +324,11 @@ const SluiceGraph = (() => {
     }
 
     function ancestors(n) {
-        const out = new Set(), todo = [n];
-        while (todo.length) {
-            const d = G.nodes[todo.pop()];
+        const out = new Set(), stack = [n];
+        while (stack.length) {
+            const d = G.nodes[stack.pop()];
             if (!d) continue;
-            for (const r of d.reads) if (!out.has(r)) { out.add(r); todo.push(r); }
+            for (const r of d.reads) if (!out.has(r)) { out.add(r); stack.push(r); }
         }
         return out;
     }

@@ -21,14 +21,7 @@ import gen_dialect  # noqa: E402  (fmt, Engine)
 
 HASH_THRESHOLD = 40
 
-DDL = [
-    "CREATE TABLE t1(a INTEGER, b INTEGER, c INTEGER)",
-    "INSERT INTO t1 VALUES(1,10,100),(2,20,200),(3,30,300),(4,40,NULL),(5,NULL,500),"
-    "(6,60,600),(NULL,70,700),(2,25,NULL)",
-    "CREATE TABLE t2(k INTEGER, s VARCHAR, f DOUBLE PRECISION, ok BOOLEAN)",
-    "INSERT INTO t2 VALUES(1,'apple',1.5,TRUE),(1,'pear',2.25,FALSE),(2,'fig',NULL,TRUE),"
-    "(2,NULL,4.0,TRUE),(3,'kiwi',-1.0,NULL),(3,'lime',0.5,FALSE),(4,NULL,NULL,NULL),"
-    "(NULL,'plum',7.5,TRUE)",
+DDL = gen_dialect.DDL + [  # t1 and t2 as in the dialect files
     "CREATE TABLE t4(g INTEGER, h VARCHAR, n BIGINT, v INTEGER, d DECIMAL(10,2), w VARCHAR)",
     "INSERT INTO t4 VALUES(1,'x',12,5,1.25,'b'),(1,'x',10,5,2.50,'a'),(1,'y',-3,7,NULL,'b'),"
     "(1,'y',6,NULL,3.75,'c'),(2,'x',255,1,10.00,'a'),(2,'x',255,2,-1.50,'a'),"
