@@ -77,6 +77,8 @@ typedef struct Worker {
     Arena *morsel;  /* morsel arena, reset for every morsel */
     int64_t mem_peak; /* bytes this worker held at most in its last step
                          (measured with rt_set_step_memory only) */
+    bool mem_said;    /* this step's error is already the allowance's
+                         (passed_allowance; cleared as each step begins) */
     Op **ops;
     Shard **shards; /* per node: its instance's view of rt->x[node], or NULL */
     Piece **input;  /* per relation */
@@ -469,8 +471,9 @@ static void passed_allowance(Worker *w, int n)
     Runtime *rt = w->rt;
     int none = -1;
     atomic_compare_exchange_strong(&rt->mem_node, &none, n);
-    if (strstr(w->err.msg, "than the limit leaves")) /* said at an earlier node */
+    if (w->mem_said) /* said at an earlier node */
         return;
+    w->mem_said = true;
     err_clear(&w->err); /* (the operator's own message names a /query's budget) */
     if (n >= 0)
         err_set(&w->err, SL_ERUNTIME,
@@ -495,6 +498,7 @@ static void run_step(Worker *w)
 {
     Runtime *rt = w->rt;
     Budget b = {.limit = rt->step_mem};
+    w->mem_said = false;
     if (rt->step_mem > 0)
         budget_begin(&b);
     run_step_body(w);
