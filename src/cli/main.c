@@ -998,7 +998,7 @@ static double jnum(const cJSON *o, const char *k)
 static void print_memory(const cJSON *j)
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "memory");
-    char a[32], b[32], d[32];
+    char a[32], b[32], d[32], x[32], y[32]; /* one each per printf */
     if (!cJSON_IsObject(m)) {
         printf("no memory figures\n");
         return;
@@ -1010,14 +1010,14 @@ static void print_memory(const cJSON *j)
            cJSON_IsString(src) ? src->valuestring : "?",
            human_bytes(jnum(m, "rss_bytes"), b, sizeof(b)),
            human_bytes(jnum(m, "state_bytes"), d, sizeof(d)),
-           human_bytes(jnum(m, "state_on_disk_bytes"), a, sizeof(a)));
+           human_bytes(jnum(m, "state_on_disk_bytes"), x, sizeof(x)));
     printf("spill cache %s (%.0f hits, %.0f misses), step arenas %s, input queue %s, "
            "output queues %s, unaccounted %s\n",
            human_bytes(jnum(m, "spill_cache_bytes"), a, sizeof(a)), jnum(m, "spill_cache_hits"),
            jnum(m, "spill_cache_misses"), human_bytes(jnum(m, "step_arena_bytes"), b, sizeof(b)),
            human_bytes(jnum(m, "input_queue_bytes"), d, sizeof(d)),
-           human_bytes(jnum(m, "output_queue_bytes"), a, sizeof(a)),
-           human_bytes(jnum(m, "unaccounted_bytes"), b, sizeof(b)));
+           human_bytes(jnum(m, "output_queue_bytes"), x, sizeof(x)),
+           human_bytes(jnum(m, "unaccounted_bytes"), y, sizeof(y)));
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(m, "pressure");
     if (cJSON_IsString(pr))
         printf("pressure: %s\n", pr->valuestring);
@@ -1026,6 +1026,39 @@ static void print_memory(const cJSON *j)
     const cJSON *e;
     int shown = 0;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(m, "operators"))
+    {
+        if (shown++ == 10)
+            break;
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "kind");
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "relation");
+        printf("%-5.0f %-10s %-24s %12.0f %12s %12s\n", jnum(e, "node"),
+               cJSON_IsString(k) ? k->valuestring : "?", cJSON_IsString(r) ? r->valuestring : "?",
+               jnum(e, "rows"), human_bytes(jnum(e, "bytes_in_memory"), a, sizeof(a)),
+               human_bytes(jnum(e, "bytes_on_disk"), b, sizeof(b)));
+    }
+    /* scale-out: each host's figures, then the sums over the hosts */
+    const cJSON *hs = cJSON_GetObjectItemCaseSensitive(m, "hosts");
+    cJSON_ArrayForEach(e, hs)
+    {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+        printf("host %.0f (%s): resident %s, state %s in memory + %s on disk, step arenas %s\n",
+               jnum(e, "host"), cJSON_IsString(n) ? n->valuestring : "?",
+               human_bytes(jnum(e, "rss_bytes"), a, sizeof(a)),
+               human_bytes(jnum(e, "state_bytes"), b, sizeof(b)),
+               human_bytes(jnum(e, "state_on_disk_bytes"), d, sizeof(d)),
+               human_bytes(jnum(e, "step_arena_bytes"), x, sizeof(x)));
+    }
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(m, "totals");
+    if (!cJSON_IsObject(t))
+        return;
+    printf("all hosts: resident %s, state %s in memory + %s on disk\n",
+           human_bytes(jnum(t, "rss_bytes"), a, sizeof(a)),
+           human_bytes(jnum(t, "state_bytes"), b, sizeof(b)),
+           human_bytes(jnum(t, "state_on_disk_bytes"), d, sizeof(d)));
+    printf("%-5s %-10s %-24s %12s %12s %12s (all hosts)\n", "node", "kind", "relation", "rows",
+           "memory", "disk");
+    shown = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(t, "operators"))
     {
         if (shown++ == 10)
             break;

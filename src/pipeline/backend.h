@@ -102,6 +102,15 @@ typedef struct BackendOps {
     /* Per host figures into out[hosts] (NULL: the count only); 0 when the
        pipeline has no hosts to show (one process). */
     int (*host_stats)(Backend *be, HostStats *out);
+    /* Host h's memory as of its last reply (scale-out; NULL with one
+       process): its stateful nodes into out (room for c->nnodes, node
+       order) and its step arenas; returns how many nodes, -1 before its
+       first figures. */
+    int (*host_mem)(Backend *be, int h, NodeMem *out, size_t *arena_bytes);
+    /* Where the last step passed a host's allowance (rt_step_memory_node
+       of the first host that did: -2 reading its input, or -1) and which
+       host that was (its number into *host, its name into name). */
+    int (*mem_node)(Backend *be, int *host, char *name, size_t n);
     /* The end-of-run lines about the hosts (rows: processed this run). */
     void (*summary)(Backend *be, int64_t rows, FILE *f);
     void (*free)(Backend *be);
@@ -114,6 +123,13 @@ struct Backend {
     int hosts;                /* processes the workers are spread over */
     double src_wall;          /* wall-clock seconds the next step's input arrived, on
                                  average (the controller sets it): its outputs' lag */
+    /* the next step's memory allowance (pipeline/memory.c, which also sets
+       this process's own with rt_set_step_memory): 0, or every other host
+       bounds its workers to the room its own resident memory leaves under
+       step_limit, at least step_floor, shared among them (after giving
+       freed memory back to the system when step_retry) */
+    int64_t step_limit, step_floor;
+    bool step_retry;
 };
 
 /* Open the connectors (this host's share: io's connectors_open_part) and
@@ -128,6 +144,12 @@ Backend *backend_local_new(const Circuit *c, Connectors *cs, int W);
 size_t backend_local_state_bytes(const Circuit *c, Runtime *rt);
 void backend_local_rel_figures(const Circuit *c, Runtime *rt, int rel, int64_t *changes,
                                int64_t *rows);
+/* The kind /stats names a stateful node by (join, aggregate, ...), NULL
+   for a node without state. */
+const char *backend_mem_kind(OpKind k);
+/* Every stateful node's memory over rt's workers into out (room for
+   c->nnodes), in node order; returns how many. */
+int backend_local_mem(const Circuit *c, Runtime *rt, NodeMem *out);
 /* The changes of sink on every worker of rt into bb. */
 void backend_local_changes(Runtime *rt, int sink, BatchBuilder *bb);
 void backend_local_watch(Runtime *rt, int sink, bool on);

@@ -30,6 +30,46 @@ size_t backend_local_state_bytes(const Circuit *c, Runtime *rt)
     return bytes;
 }
 
+const char *backend_mem_kind(OpKind k)
+{
+    switch (k) {
+    case OPK_AGG: return "aggregate";
+    case OPK_JOIN: return "join";
+    case OPK_DISTINCT: return "distinct";
+    case OPK_SINK: return "sink";
+    case OPK_UPSERT: return "upsert";
+    case OPK_TOPK: return "top-k";
+    case OPK_WINDOW: return "window";
+    case OPK_FINAL: return "emit_final";
+    default: return NULL;
+    }
+}
+
+int backend_local_mem(const Circuit *c, Runtime *rt, NodeMem *out)
+{
+    int k = 0;
+    for (int n = 0; n < c->nnodes; n++) {
+        const char *kind = backend_mem_kind(c->nodes[n]->k);
+        if (!kind)
+            continue;
+        NodeMem *d = &out[k++];
+        memset(d, 0, sizeof(*d));
+        d->node = n;
+        d->kind = kind;
+        d->rel = c->nodes[n]->owner;
+        for (int w = 0; w < rt_workers(rt); w++) {
+            OpMem om;
+            op_mem(rt_op(rt, w, n), &om);
+            d->rows += om.rows;
+            d->bytes += om.bytes;
+            d->disk_bytes += om.disk_bytes;
+            d->cache_hits += om.cache_hits;
+            d->cache_misses += om.cache_misses;
+        }
+    }
+    return k;
+}
+
 void backend_local_rel_figures(const Circuit *c, Runtime *rt, int rel, int64_t *changes,
                                int64_t *rows)
 {
@@ -153,6 +193,14 @@ static int64_t l_divzero(Backend *be, int node) { return rt_divzero_node(be->rt,
 
 static int l_host_stats(Backend *be, HostStats *out) { return 0; }
 
+static int l_mem_node(Backend *be, int *host, char *name, size_t n)
+{
+    *host = 0;
+    if (n)
+        name[0] = 0;
+    return rt_step_memory_node(be->rt);
+}
+
 static void l_summary(Backend *be, int64_t rows, FILE *f) {}
 
 static void l_free(Backend *be)
@@ -193,6 +241,7 @@ static const BackendOps local_ops = {
     .rel_figures = l_rel_figures,
     .divzero = l_divzero,
     .host_stats = l_host_stats,
+    .mem_node = l_mem_node,
     .summary = l_summary,
     .free = l_free,
 };

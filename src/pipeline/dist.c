@@ -15,6 +15,9 @@
  *
  * What travels (each a net_exchange):
  *  - STEP: when the step's input arrived (wall clock: its outputs' lag),
+ *    the step's memory allowance (limit, floor, retry; memory.c: each host
+ *    bounds its workers by its own resident memory, and the hosts of a
+ *    bounded step agree whether to undo it, runtime/worker.c),
  *    the relations whose changes the coordinator wants (its own
  *    outputs' views, egress subscriptions), then the input pieces of the
  *    follower's workers (pend_set_input splits the step's input over all
@@ -23,7 +26,9 @@
  *    travel encoded. (Every command also carries the egress watch changes,
  *    op_sink_watch, since the last one.)
  *    Reply: the host's error, if any; its figures (memory, CPU, state,
- *    bytes exchanged, per relation changes and rows, divisions by zero);
+ *    bytes exchanged, per relation changes and rows, divisions by zero,
+ *    its memory per stateful node and where its step passed its
+ *    allowance: /stats memory.hosts[], pmem_step_failed);
  *    and the step's changes of the wanted views, which the coordinator
  *    merges with its own (pipeline_changes).
  *    Output connectors belong to hosts round-robin (io's
@@ -118,6 +123,10 @@ typedef struct HostFig {
     int64_t xusecs;                  /* time in exchanges between hosts */
     int64_t *rel_changes, *rel_rows; /* per relation */
     int64_t *divzero;                /* per node */
+    int64_t arena;                   /* its workers' step arenas */
+    int64_t mem_node;                /* where its last step passed its allowance, -1 */
+    NodeMem *nodes;                  /* its stateful nodes (node order) */
+    int nnodes;
 } HostFig;
 
 /* The distributed backend (backend.h): the coordinator's side. */
@@ -156,6 +165,28 @@ static void read_figures(const Circuit *c, Rd *r, HostFig *f)
     }
     for (int n = 0; n < c->nnodes; n++)
         f->divzero[n] = rd64(r);
+    f->arena = rd64(r);
+    f->mem_node = rd64(r);
+    int32_t nn = rd32(r);
+    if (nn < 0 || nn > c->nnodes)
+        r->bad = true;
+    f->nnodes = 0;
+    for (int i = 0; i < nn && !r->bad; i++) {
+        NodeMem *d = &f->nodes[f->nnodes];
+        d->node = rd32(r);
+        d->rows = rd64(r);
+        d->bytes = (size_t)rd64(r);
+        d->disk_bytes = (size_t)rd64(r);
+        d->cache_hits = rd64(r);
+        d->cache_misses = rd64(r);
+        if (r->bad || d->node < 0 || d->node >= c->nnodes ||
+            !(d->kind = backend_mem_kind(c->nodes[d->node]->k))) {
+            r->bad = true;
+            break;
+        }
+        d->rel = c->nodes[d->node]->owner;
+        f->nnodes++;
+    }
     f->valid = !r->bad;
 }
 
@@ -340,6 +371,9 @@ static int d_step(Backend *be, bool quiet, Err *err)
         int64_t wbits; /* when the step's input arrived: its outputs' lag */
         memcpy(&wbits, &be->src_wall, 8);
         put64(b, wbits);
+        put64(b, be->step_limit); /* the step's memory allowance (0: none) */
+        put64(b, be->step_floor);
+        put64(b, be->step_retry);
         /* the relations whose changes the coordinator wants */
         size_t at = b->n;
         int32_t nw = 0;
@@ -400,8 +434,17 @@ static int d_step(Backend *be, bool quiet, Err *err)
     return rc;
 }
 
-/* A step over many hosts does not undo itself (reject.c needs one host). */
-static bool d_rolled_back(Backend *be) { return false; }
+static int d_mem_node(Backend *be, int *host, char *name, size_t n);
+
+/* A step over many hosts undoes itself only when it was bounded and a
+   host passed its allowance (every host agreed: worker.c's hosts_agree);
+   reject.c, which finds the rows at fault, needs one host. */
+static bool d_rolled_back(Backend *be)
+{
+    char name[64];
+    int h;
+    return rt_rolled_back(be->rt) && d_mem_node(be, &h, name, sizeof(name)) != -1;
+}
 
 static void d_set_input(Backend *be, int w, int rel, Piece *list)
 {
@@ -855,6 +898,30 @@ static int d_host_stats(Backend *be, HostStats *out)
     return H;
 }
 
+static int d_host_mem(Backend *be, int h, NodeMem *out, size_t *arena_bytes)
+{
+    Dist *d = (Dist *)be;
+    if (h < 1 || h >= be->hosts || !d->hf[h].valid)
+        return -1;
+    memcpy(out, d->hf[h].nodes, sizeof(NodeMem) * (size_t)d->hf[h].nnodes);
+    *arena_bytes = (size_t)d->hf[h].arena;
+    return d->hf[h].nnodes;
+}
+
+static int d_mem_node(Backend *be, int *host, char *name, size_t n)
+{
+    Dist *d = (Dist *)be;
+    int node = rt_step_memory_node(be->rt);
+    *host = 0;
+    for (int h = 1; h < be->hosts && node == -1; h++)
+        if (d->hf[h].valid && d->hf[h].mem_node != -1) {
+            node = (int)d->hf[h].mem_node;
+            *host = h;
+        }
+    snprintf(name, n, "%s", net_host_name(*host));
+    return node;
+}
+
 static void d_summary(Backend *be, int64_t rows, FILE *f)
 {
     Dist *d = (Dist *)be;
@@ -896,6 +963,7 @@ static void d_free(Backend *be)
         sl_free(d->hf[h].rel_changes);
         sl_free(d->hf[h].rel_rows);
         sl_free(d->hf[h].divzero);
+        sl_free(d->hf[h].nodes);
     }
     host_bufs_free(d->dsend, be->hosts);
     host_bufs_free(d->drecv, be->hosts);
@@ -936,6 +1004,8 @@ static const BackendOps dist_ops = {
     .rel_figures = d_rel_figures,
     .divzero = d_divzero,
     .host_stats = d_host_stats,
+    .host_mem = d_host_mem,
+    .mem_node = d_mem_node,
     .summary = d_summary,
     .free = d_free,
 };
@@ -959,6 +1029,8 @@ Backend *backend_dist_new(const Circuit *c, Connectors *cs, int W, int H)
         d->hf[h].rel_changes = sl_calloc((size_t)c->nrels + 1, sizeof(int64_t));
         d->hf[h].rel_rows = sl_calloc((size_t)c->nrels + 1, sizeof(int64_t));
         d->hf[h].divzero = sl_calloc((size_t)c->nnodes + 1, sizeof(int64_t));
+        d->hf[h].nodes = sl_calloc((size_t)c->nnodes + 1, sizeof(NodeMem));
+        d->hf[h].mem_node = -1;
     }
     d->dsend = host_bufs_new(H);
     d->drecv = host_bufs_new(H);

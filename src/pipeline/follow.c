@@ -16,6 +16,7 @@
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -41,13 +42,21 @@ static int64_t cpu_msecs(void)
 }
 
 /* This host's figures: fixed part, then per relation (changes, net rows),
-   then per node the divisions by zero, then the delivery figures of the
-   outputs it writes (deliver_report_put). */
+   then per node the divisions by zero, then its memory (step arenas, the
+   node where the last step passed its allowance or -1, per stateful node
+   its rows, bytes in memory and on disk, cache hits and misses: one walk
+   of the state, which also gives the fixed part's state bytes), then the
+   delivery figures of the outputs it writes (deliver_report_put). */
 static void put_figures(const Circuit *c, Runtime *rt, Delivery *dl, Buf *b)
 {
+    NodeMem *nodes = sl_calloc((size_t)c->nnodes + 1, sizeof(NodeMem));
+    int nn = backend_local_mem(c, rt, nodes);
+    size_t state = 0;
+    for (int i = 0; i < nn; i++)
+        state += nodes[i].bytes;
     put64(b, (int64_t)mem_rss_bytes());
     put64(b, (int64_t)mem_peak_rss_bytes());
-    put64(b, (int64_t)backend_local_state_bytes(c, rt));
+    put64(b, (int64_t)state);
     put64(b, cpu_msecs());
     put64(b, rt_remote_bytes(rt));
     put64(b, rt_steps(rt));
@@ -60,7 +69,40 @@ static void put_figures(const Circuit *c, Runtime *rt, Delivery *dl, Buf *b)
     }
     for (int n = 0; n < c->nnodes; n++)
         put64(b, rt_divzero_node(rt, n));
+    put64(b, (int64_t)rt_arena_bytes(rt));
+    put64(b, rt_step_memory_node(rt));
+    put32(b, nn);
+    for (int i = 0; i < nn; i++) {
+        const NodeMem *d = &nodes[i];
+        put32(b, d->node);
+        put64(b, d->rows);
+        put64(b, (int64_t)d->bytes);
+        put64(b, (int64_t)d->disk_bytes);
+        put64(b, d->cache_hits);
+        put64(b, d->cache_misses);
+    }
+    sl_free(nodes);
     deliver_report_put(dl, b);
+}
+
+/* A STEP's memory allowance (pipeline/memory.c, pmem_before_step): with
+   a limit, this host's workers may allocate the room its resident memory
+   leaves under it, at least floor (the whole limit on the retry after a
+   step past it: what was freed goes back to the system first), shared
+   among them; every host bounds the step or none does (worker.c). */
+static void step_allowance(Runtime *rt, int64_t limit, int64_t floor, bool retry)
+{
+    if (limit <= 0 || floor <= 0) {
+        rt_set_step_memory(rt, 0);
+        return;
+    }
+    if (retry)
+        malloc_trim(0);
+    int64_t rss = (int64_t)mem_rss_bytes(), room = limit > rss ? limit - rss : 0;
+    if (room < floor)
+        room = floor;
+    int64_t per = room / rt_workers(rt);
+    rt_set_step_memory(rt, per > 0 ? per : 1);
 }
 
 void pipeline_follow_failed(const char *why)
@@ -647,6 +689,8 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             memcpy(&src_wall, &wbits, 8);
             if (!(src_wall >= 0 && src_wall < 1e11))
                 src_wall = 0;
+            int64_t limit = rd64(&r), floor = rd64(&r), retry = rd64(&r);
+            step_allowance(rt, limit, floor, retry != 0);
             nwant = rd_count32(&r, 4);
             want = arena_alloc(a, sizeof(int) * (size_t)(nwant + 1));
             for (int k = 0; k < nwant; k++) {
@@ -667,7 +711,8 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
                 src = src2;
             if (!src && !spread) /* else once the outputs are written (fol_outputs) */
                 store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
-            kept_drop(kept, cs.nin); /* a step takes everything read */
+            if (!rt_rolled_back(rt)) /* (undone: it runs again, with the same rows) */
+                kept_drop(kept, cs.nin); /* a step takes everything read */
         } else if (kind == DC_DROP) {
             kept_drop(kept, cs.nin);
         } else if (kind == DC_RELEASE) { /* the oldest checkpoint kept: sources may let go */

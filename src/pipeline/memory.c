@@ -64,6 +64,13 @@ struct PMem {
     double per_row;          /* ... per input row (0: not measured yet) */
     int64_t rows_in;         /* input rows of the step under way */
     int64_t rows_max;        /* the step size asked for (--step-rows) */
+    /* scale-out: every host's memory (gather_hosts; sizes as in MemStats) */
+    int nhosts;              /* 0 with one process */
+    HostMem *hosts;
+    NodeMem *host_nodes;     /* nhosts * (nnodes of the circuit + 1) */
+    NodeMem *total_nodes;
+    int ntotal;
+    size_t total_state, total_disk, total_arena;
     bool stuck;              /* a step did not fit: its input waits (pmem_step_failed) */
     bool retry;              /* ... and runs once more after spilling everything */
 };
@@ -169,6 +176,12 @@ void pmem_free(Pipeline *p)
     spill_store_close();
     sl_free(m->nodes);
     sl_free(m->pub.nodes);
+    sl_free(m->hosts);
+    sl_free(m->host_nodes);
+    sl_free(m->total_nodes);
+    sl_free(m->pub.hosts);
+    sl_free(m->pub.host_nodes);
+    sl_free(m->pub.total_nodes);
     sl_free(m);
     p->pm = NULL;
 }
@@ -178,21 +191,6 @@ static double now_secs(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static const char *kind_name(OpKind k)
-{
-    switch (k) {
-    case OPK_AGG: return "aggregate";
-    case OPK_JOIN: return "join";
-    case OPK_DISTINCT: return "distinct";
-    case OPK_SINK: return "sink";
-    case OPK_UPSERT: return "upsert";
-    case OPK_TOPK: return "top-k";
-    case OPK_WINDOW: return "window";
-    case OPK_FINAL: return "emit_final";
-    default: return NULL;
-    }
 }
 
 static int by_bytes(const void *a, const void *b)
@@ -211,33 +209,103 @@ static void walk(Pipeline *p)
     Runtime *rt = p->be->rt;
     if (!m->nodes)
         m->nodes = sl_calloc((size_t)c->nnodes + 1, sizeof(NodeMem));
-    m->nnodes = 0;
+    m->nnodes = backend_local_mem(c, rt, m->nodes);
     m->state = m->disk = m->unspillable = 0;
-    for (int n = 0; n < c->nnodes; n++) {
-        const char *kind = kind_name(c->nodes[n]->k);
-        if (!kind)
-            continue;
-        NodeMem *d = &m->nodes[m->nnodes++];
-        memset(d, 0, sizeof(*d));
-        d->node = n;
-        d->kind = kind;
-        d->rel = c->nodes[n]->owner;
-        for (int w = 0; w < rt_workers(rt); w++) {
-            OpMem om;
-            op_mem(rt_op(rt, w, n), &om);
-            d->rows += om.rows;
-            d->bytes += om.bytes;
-            d->disk_bytes += om.disk_bytes;
-            d->cache_hits += om.cache_hits;
-            d->cache_misses += om.cache_misses;
-        }
+    for (int i = 0; i < m->nnodes; i++) {
+        const NodeMem *d = &m->nodes[i];
         m->state += d->bytes;
         m->disk += d->disk_bytes;
-        if (c->nodes[n]->k != OPK_JOIN && c->nodes[n]->k != OPK_DISTINCT)
+        if (c->nodes[d->node]->k != OPK_JOIN && c->nodes[d->node]->k != OPK_DISTINCT)
             m->unspillable += d->bytes;
     }
     qsort(m->nodes, (size_t)m->nnodes, sizeof(NodeMem), by_bytes);
     m->arena = rt_arena_bytes(rt);
+}
+
+/* Scale-out: every host's memory as of its last reply (host 0's from the
+   walk), each host's nodes most bytes first, and the sums per node and in
+   all. Followers walk their state for every reply (follow.c), so this
+   reads figures only. */
+static void gather_hosts(Pipeline *p)
+{
+    PMem *m = p->pm;
+    Backend *be = p->be;
+    const Circuit *c = p->c;
+    if (be->hosts <= 1 || !be->ops->host_mem)
+        return;
+    size_t per = (size_t)c->nnodes + 1;
+    if (!m->hosts) {
+        m->nhosts = be->hosts;
+        m->hosts = sl_calloc((size_t)be->hosts, sizeof(HostMem));
+        m->host_nodes = sl_calloc((size_t)be->hosts * per, sizeof(NodeMem));
+        m->total_nodes = sl_calloc(per, sizeof(NodeMem));
+    }
+    HostStats *hs = sl_calloc((size_t)m->nhosts, sizeof(HostStats));
+    int nhs = be->ops->host_stats(be, hs);
+    /* per node, indexed by node number while summing */
+    NodeMem *sum = sl_calloc(per, sizeof(NodeMem));
+    bool *seen = sl_calloc(per, sizeof(bool));
+    m->total_state = m->total_disk = m->total_arena = 0;
+    for (int h = 0; h < m->nhosts; h++) {
+        HostMem *hm = &m->hosts[h];
+        NodeMem *nodes = &m->host_nodes[(size_t)h * per];
+        memset(hm, 0, sizeof(*hm));
+        hm->first = (int)((size_t)h * per);
+        if (h < nhs) {
+            snprintf(hm->name, sizeof(hm->name), "%s", hs[h].name);
+            hm->rss_bytes = hs[h].rss_bytes;
+        }
+        int n;
+        if (h == 0) {
+            memcpy(nodes, m->nodes, sizeof(NodeMem) * (size_t)m->nnodes);
+            n = m->nnodes;
+            hm->arena_bytes = m->arena;
+        } else {
+            n = be->ops->host_mem(be, h, nodes, &hm->arena_bytes);
+            if (n < 0)
+                continue; /* no figures yet */
+            qsort(nodes, (size_t)n, sizeof(NodeMem), by_bytes);
+        }
+        hm->valid = true;
+        hm->nnodes = n;
+        for (int i = 0; i < n; i++) {
+            const NodeMem *d = &nodes[i];
+            hm->state_bytes += d->bytes;
+            hm->disk_bytes += d->disk_bytes;
+            NodeMem *t = &sum[d->node];
+            if (!seen[d->node]) {
+                *t = *d;
+                seen[d->node] = true;
+                continue;
+            }
+            t->rows += d->rows;
+            t->bytes += d->bytes;
+            t->disk_bytes += d->disk_bytes;
+            t->cache_hits += d->cache_hits;
+            t->cache_misses += d->cache_misses;
+        }
+        m->total_state += hm->state_bytes;
+        m->total_disk += hm->disk_bytes;
+        m->total_arena += hm->arena_bytes;
+    }
+    m->ntotal = 0;
+    for (int n = 0; n < c->nnodes; n++)
+        if (seen[n])
+            m->total_nodes[m->ntotal++] = sum[n];
+    qsort(m->total_nodes, (size_t)m->ntotal, sizeof(NodeMem), by_bytes);
+    sl_free(sum);
+    sl_free(seen);
+    sl_free(hs);
+}
+
+/* Scale-out: is another host's resident memory past half the limit
+   (which applies to each host)? */
+static bool others_past_half(const PMem *m)
+{
+    for (int h = 1; h < m->nhosts; h++)
+        if (m->hosts[h].valid && m->hosts[h].rss_bytes > m->limit / 2)
+            return true;
+    return false;
 }
 
 /* Can the state fit? When what cannot spill (with the cache) is larger
@@ -256,11 +324,24 @@ static void judge(Pipeline *p)
     for (int i = 0; i < m->nnodes && !top; i++)
         if (strcmp(m->nodes[i].kind, "join") && strcmp(m->nodes[i].kind, "distinct"))
             top = &m->nodes[i];
+    char where[96] = ""; /* scale-out: which host */
+    /* the limit applies to each host; the other hosts do not spill, so
+       all their state counts (their largest node is named) */
+    for (int h = 1; h < m->nhosts && !(resident > m->limit && top); h++) {
+        const HostMem *hm = &m->hosts[h];
+        if (!hm->valid || hm->state_bytes <= m->limit || !hm->nnodes)
+            continue;
+        resident = hm->state_bytes;
+        top = &m->host_nodes[hm->first];
+        snprintf(where, sizeof(where), "host %d (%s): ", h, hm->name);
+    }
+    if (m->nhosts > 1 && !where[0])
+        snprintf(where, sizeof(where), "host 0 (%s): ", m->hosts[0].name);
     if (resident > m->limit && top) {
         snprintf(m->pressure, sizeof(m->pressure),
-                 "state that cannot spill (%zu bytes) exceeds the memory limit (%zu bytes); "
+                 "%sstate that cannot spill (%zu bytes) exceeds the memory limit (%zu bytes); "
                  "largest: node %d (%s of %s, %zu bytes)",
-                 resident, m->limit, top->node, top->kind, p->c->rels[top->rel].name,
+                 where, resident, m->limit, top->node, top->kind, p->c->rels[top->rel].name,
                  top->bytes);
         if (!m->said)
             fprintf(stderr, "sluice: memory: %s; inputs are paused\n", m->pressure);
@@ -279,8 +360,10 @@ bool pmem_refresh(Pipeline *p, bool force)
     if (m->walked && !force && now - m->last < gap)
         return false;
     walk(p);
+    gather_hosts(p);
     m->rss = mem_rss_bytes();
-    m->watch = m->limit && (m->rss > m->limit / 2 || !strcmp(m->source, "flag"));
+    m->watch = m->limit && (m->rss > m->limit / 2 || !strcmp(m->source, "flag") ||
+                            others_past_half(m));
     m->last = now_secs();
     m->cost = m->last - now;
     m->walked = true;
@@ -290,9 +373,13 @@ bool pmem_refresh(Pipeline *p, bool force)
     const char *dir = spill_store_where();
     pthread_mutex_lock(&p->mu);
     MemStats *o = &m->pub;
-    NodeMem *keep = o->nodes;
+    NodeMem *keep = o->nodes, *keep_hn = o->host_nodes, *keep_tn = o->total_nodes;
+    HostMem *keep_h = o->hosts;
     memset(o, 0, sizeof(*o));
     o->nodes = keep ? keep : sl_calloc((size_t)p->c->nnodes + 1, sizeof(NodeMem));
+    o->hosts = keep_h;
+    o->host_nodes = keep_hn;
+    o->total_nodes = keep_tn;
     memcpy(o->nodes, m->nodes, sizeof(NodeMem) * (size_t)m->nnodes);
     o->nnodes = m->nnodes;
     o->limit = m->limit;
@@ -310,6 +397,22 @@ bool pmem_refresh(Pipeline *p, bool force)
     snprintf(o->spill_dir, sizeof(o->spill_dir), "%s", dir ? dir : "");
     snprintf(o->pressure, sizeof(o->pressure), "%s", m->pressure);
     o->hold = m->hold;
+    if (m->nhosts) {
+        size_t per = (size_t)p->c->nnodes + 1;
+        if (!o->hosts) {
+            o->hosts = sl_calloc((size_t)m->nhosts, sizeof(HostMem));
+            o->host_nodes = sl_calloc((size_t)m->nhosts * per, sizeof(NodeMem));
+            o->total_nodes = sl_calloc(per, sizeof(NodeMem));
+        }
+        o->nhosts = m->nhosts;
+        memcpy(o->hosts, m->hosts, sizeof(HostMem) * (size_t)m->nhosts);
+        memcpy(o->host_nodes, m->host_nodes, sizeof(NodeMem) * (size_t)m->nhosts * per);
+        o->ntotal = m->ntotal;
+        memcpy(o->total_nodes, m->total_nodes, sizeof(NodeMem) * per);
+        o->total_state_bytes = m->total_state;
+        o->total_disk_bytes = m->total_disk;
+        o->total_arena_bytes = m->total_arena;
+    }
     pthread_mutex_unlock(&p->mu);
     return true;
 }
@@ -329,7 +432,10 @@ void pmem_before_step(Pipeline *p, int64_t rows)
         return;
     m->rows_in = rows;
     Runtime *rt = p->be->rt;
-    if (!m->watch || !rt_can_undo(rt)) {
+    Backend *be = p->be;
+    be->step_limit = be->step_floor = 0;
+    be->step_retry = false;
+    if (!m->watch || !rt_can_undo_step(rt)) {
         rt_set_step_memory(rt, 0);
         return;
     }
@@ -348,6 +454,10 @@ void pmem_before_step(Pipeline *p, int64_t rows)
     if (room < floor)
         room = floor;
     rt_set_step_memory(rt, (int64_t)(room / (size_t)rt_workers(rt)));
+    /* the other hosts: the same from their own resident memory (follow.c) */
+    be->step_limit = (int64_t)m->limit;
+    be->step_floor = (int64_t)floor;
+    be->step_retry = m->retry;
 }
 
 /* Adapt the rows per step to what a step allocates per input row: as
@@ -403,17 +513,22 @@ int pmem_after_step(Pipeline *p, Err *err)
         if (spilled || m->trans > m->limit / 8)
             malloc_trim(0);
         m->rss = mem_rss_bytes();
-        m->watch = m->rss > m->limit / 2 || !strcmp(m->source, "flag");
+        m->watch = m->rss > m->limit / 2 || !strcmp(m->source, "flag") || others_past_half(m);
     }
     judge(p);
     return 0;
 }
 
-bool pmem_step_failed(Pipeline *p, int node, bool stall_ok)
+bool pmem_step_failed(Pipeline *p, bool stall_ok)
 {
     PMem *m = p->pm;
+    char name[64] = "", where[96] = "";
+    int host = 0;
+    int node = m && m->limit ? p->be->ops->mem_node(p->be, &host, name, sizeof(name)) : -1;
     if (!m || !m->limit || node == -1)
         return false;
+    if (p->be->hosts > 1) /* (the limit applies to each host) */
+        snprintf(where, sizeof(where), " on host %d (%s)", host, name);
     if (!m->retry && !m->stuck) {
         /* once: move every run that can spill to files, and try again */
         Err e = {0};
@@ -425,22 +540,24 @@ bool pmem_step_failed(Pipeline *p, int node, bool stall_ok)
     }
     m->retry = false;
     rt_set_step_memory(p->be->rt, 0);
+    p->be->step_limit = p->be->step_floor = 0;
+    p->be->step_retry = false;
     if (!stall_ok)
         return false;
     m->stuck = m->hold = true;
     const Circuit *c = p->c;
     if (node >= 0) {
-        const char *kind = kind_name(c->nodes[node]->k);
+        const char *kind = backend_mem_kind(c->nodes[node]->k);
         snprintf(m->pressure, sizeof(m->pressure),
-                 "step %lld needs more memory than the limit (%zu bytes) leaves, in node %d "
+                 "step %lld needs more memory than the limit (%zu bytes) leaves%s, in node %d "
                  "(%s of %s); its input waits",
-                 (long long)rt_steps(p->be->rt) + 1, m->limit, node, kind ? kind : "operator",
-                 c->rels[c->nodes[node]->owner].name);
+                 (long long)rt_steps(p->be->rt) + 1, m->limit, where, node,
+                 kind ? kind : "operator", c->rels[c->nodes[node]->owner].name);
     } else {
         snprintf(m->pressure, sizeof(m->pressure),
-                 "step %lld needs more memory than the limit (%zu bytes) leaves, reading its "
-                 "input; its input waits",
-                 (long long)rt_steps(p->be->rt) + 1, m->limit);
+                 "step %lld needs more memory than the limit (%zu bytes) leaves%s, reading "
+                 "its input; its input waits",
+                 (long long)rt_steps(p->be->rt) + 1, m->limit, where);
     }
     fprintf(stderr, "sluice: memory: %s; inputs are paused\n", m->pressure);
     m->said = true;
@@ -464,4 +581,17 @@ void pmem_stats(Pipeline *p, MemStats *out, double now)
     if (m->pub.nnodes)
         memcpy(out->nodes, m->pub.nodes, sizeof(NodeMem) * (size_t)m->pub.nnodes);
     out->age_secs = m->pub.age_secs > 0 ? now - m->pub.age_secs : 0;
+    out->hosts = NULL;
+    out->host_nodes = out->total_nodes = NULL;
+    if (m->pub.nhosts && m->pub.hosts) {
+        size_t per = (size_t)p->c->nnodes + 1, nh = (size_t)m->pub.nhosts;
+        out->hosts = sl_malloc(sizeof(HostMem) * nh);
+        memcpy(out->hosts, m->pub.hosts, sizeof(HostMem) * nh);
+        out->host_nodes = sl_malloc(sizeof(NodeMem) * nh * per);
+        memcpy(out->host_nodes, m->pub.host_nodes, sizeof(NodeMem) * nh * per);
+        out->total_nodes = sl_malloc(sizeof(NodeMem) * per);
+        memcpy(out->total_nodes, m->pub.total_nodes, sizeof(NodeMem) * per);
+    } else {
+        out->nhosts = 0;
+    }
 }

@@ -276,6 +276,17 @@ typedef struct NodeMem {
     int64_t cache_hits, cache_misses; /* spilled blocks read from the cache / files */
 } NodeMem;
 
+/* One host's memory (scale-out), as of its last reply. */
+typedef struct HostMem {
+    size_t state_bytes, disk_bytes; /* its nodes', in memory and on disk */
+    size_t arena_bytes;     /* its workers' step and morsel arenas */
+    int first, nnodes;      /* its nodes: MemStats.host_nodes[first, first + nnodes),
+                               most bytes first */
+    bool valid;             /* its figures came (false: none yet) */
+    char name[64];          /* (HostStats.name) */
+    size_t rss_bytes;       /* its resident memory */
+} HostMem;
+
 /* Where memory goes (this process; docs/memory.md). */
 typedef struct MemStats {
     size_t limit;           /* the budget, 0 when none */
@@ -293,6 +304,14 @@ typedef struct MemStats {
     bool hold;              /* ... so the inputs are paused (docs/memory.md) */
     int nnodes;
     NodeMem *nodes;         /* stateful nodes, most bytes first */
+    /* scale-out: every host's (host 0's too, the figures above) and the
+       sums over the hosts; nhosts is 0 with one process */
+    int nhosts;
+    HostMem *hosts;
+    NodeMem *host_nodes;    /* the hosts' nodes (HostMem.first) */
+    size_t total_state_bytes, total_disk_bytes, total_arena_bytes;
+    int ntotal;
+    NodeMem *total_nodes;   /* per node, summed over the hosts, most bytes first */
 } MemStats;
 
 typedef struct PipeStats {

@@ -116,12 +116,13 @@ int pmem_after_step(Pipeline *p, Err *err);
    by the room left under the limit, and measure it (with --memory-limit,
    or resident memory past half the limit). */
 void pmem_before_step(Pipeline *p, int64_t rows);
-/* The step failed and was undone because a worker passed its bound in
-   node (rt_step_memory_node; -1: not for memory, false). True: run it
+/* The step failed and was undone because a worker passed its bound in a
+   node (the backend's mem_node, on any host; -1: not for memory, false).
+   True: run it
    again (everything that can spill was spilled); false: it cannot fit:
    with stall_ok the inputs are paused and /status says why
    (pmem_step_stuck), else the step's error stands (naming the node). */
-bool pmem_step_failed(Pipeline *p, int node, bool stall_ok);
+bool pmem_step_failed(Pipeline *p, bool stall_ok);
 bool pmem_step_stuck(Pipeline *p);
 /* The state cannot fit the budget: the inputs wait (pipeline.c's loop). */
 bool pmem_hold(Pipeline *p);

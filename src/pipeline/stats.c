@@ -343,5 +343,8 @@ void pipestats_free(PipeStats *s)
     sl_free(s->out);
     sl_free(s->rels);
     sl_free(s->mem.nodes);
+    sl_free(s->mem.hosts);
+    sl_free(s->mem.host_nodes);
+    sl_free(s->mem.total_nodes);
     memset(s, 0, sizeof(*s));
 }

@@ -346,8 +346,7 @@ int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err)
     /* a worker passed what the memory limit leaves for the step: undone;
        again once after spilling all that can spill, else the input waits
        and the inputs pause (memory.c; only in the controller's loop) */
-    while (rc && p->be->ops->rolled_back(p->be) &&
-           pmem_step_failed(p, rt_step_memory_node(p->be->rt), stall_ok)) {
+    while (rc && p->be->ops->rolled_back(p->be) && pmem_step_failed(p, stall_ok)) {
         err_clear(err);
         pend_set_input(p, pd);
         rc = p->be->ops->step(p->be, p->quiet_outputs, err);

@@ -80,13 +80,13 @@ int rt_step(Runtime *rt, Err *err);
 /* Did the last rt_step fail in a linear operator over the step's input and
    undo itself? Then every operator's state is exactly as before that step
    and the step count did not advance: the step may run again (with other
-   input). One host only (worker.c). */
+   input). One host only, or a step bounded on every host (worker.c). */
 bool rt_rolled_back(const Runtime *rt);
 /* Bound each worker's allocations in a step to per_worker bytes (0: no
    bound; base/budget.h, polled by the input loop and joins every few
    thousand rows, and after each operator): a worker past it fails the
    step, which is undone like any runtime error (only use with
-   rt_can_undo). rt_step_memory_node: the node where the last step passed
+   rt_can_undo_step; with several hosts, on all of them). rt_step_memory_node: the node where the last step passed
    it (-2: reading its input), or -1. */
 void rt_set_step_memory(Runtime *rt, int64_t per_worker);
 int rt_step_memory_node(const Runtime *rt);
@@ -99,8 +99,13 @@ int64_t rt_step_memory_peak(const Runtime *rt);
    SL_ERUNTIME with the first error otherwise. For finding the rows that
    made a rolled-back step fail. */
 int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err);
-/* Can every stateful operator undo a step (so rt_step_dry is safe)? */
+/* Can every stateful operator undo a step (so rt_step_dry is safe)? One
+   host only. */
 bool rt_can_undo(const Runtime *rt);
+/* Can a step past its memory allowance be undone: every stateful operator
+   can undo, on any number of hosts (with several, a bounded step's hosts
+   agree whether to undo it: every host must bound it). */
+bool rt_can_undo_step(const Runtime *rt);
 /* Run the step set by rt_set_input and undo it whatever happens: 0 when it
    would succeed, SL_ERUNTIME with the error otherwise. Needs rt_can_undo.
    For finding the input records that make a step fail when no single

@@ -41,7 +41,10 @@
  * controller can then find the failing rows with rt_probe() (linear
  * operators only, nothing pushed) and run the step again without them. A
  * step without an error pays a flag test per phase, and with several
- * workers two barrier waits.
+ * workers two barrier waits. With several hosts, only a step bounded by
+ * rt_set_step_memory (on every host) rolls back: after each phase the
+ * hosts agree on the flags (hosts_agree: one small net exchange per
+ * phase), so a host past its allowance undoes the step everywhere.
  *
  * Watermarks (LATENESS, circuit/watermark.h): feed() drops a morsel's late
  * rows against the watermarks as the step began and notes the largest
@@ -292,28 +295,50 @@ out_done:
     return fed;
 }
 
-/* Did any worker of this host fail in phase 1? With one host the step is
-   then undone; with several, the other hosts' workers wait at exchanges,
-   so the step goes on (and fails as before). */
+/* With several hosts and a bounded step (rt_set_step_memory on every
+   host): the hosts agree on the flags, each the largest of every host's,
+   with one small net exchange by local worker 0 between barriers, so
+   every host undoes the step or none does. */
+static void hosts_agree(Worker *w, bool with_stuck)
+{
+    Runtime *rt = w->rt;
+    if (w->id == rt->first) {
+        int64_t v[2] = {atomic_load(&rt->mfail), atomic_load(&rt->stuck)};
+        xchg_hosts_reduce(v, with_stuck ? 2 : 1, 0, rt->host, rt->hosts);
+        if (v[0])
+            atomic_store(&rt->mfail, true);
+        if (with_stuck && v[1])
+            atomic_store(&rt->stuck, true);
+    }
+    if (rt->nl > 1)
+        pthread_barrier_wait(&rt->xbar);
+}
+
+/* Did any worker fail in phase 1? Then the step is undone. With several
+   hosts only in a bounded step (hosts_agree); in any other, the other
+   hosts' workers wait at exchanges, so the step goes on (and fails as
+   before). */
 static bool phase1_failed(Worker *w)
 {
     Runtime *rt = w->rt;
-    if (rt->hosts > 1)
+    if (rt->hosts > 1 && rt->step_mem <= 0)
         return false;
     if (w->err.code)
         atomic_store(&rt->mfail, true);
     if (rt->nl > 1)
         pthread_barrier_wait(&rt->xbar);
+    if (rt->hosts > 1)
+        hosts_agree(w, false);
     return atomic_load(&rt->mfail);
 }
 
-/* Did phase 2 fail on any worker of this host, with every operator that
-   took input able to undo it? (One host only, as phase1_failed.) */
+/* Did phase 2 fail on any worker, with every operator that took input
+   able to undo it? (Several hosts only as in phase1_failed.) */
 static bool phase2_failed(Worker *w)
 {
     Runtime *rt = w->rt;
     const Circuit *c = rt->c;
-    if (rt->hosts > 1)
+    if (rt->hosts > 1 && rt->step_mem <= 0)
         return false;
     if (w->err.code)
         atomic_store(&rt->mfail, true);
@@ -324,6 +349,8 @@ static bool phase2_failed(Worker *w)
     }
     if (rt->nl > 1)
         pthread_barrier_wait(&rt->xbar);
+    if (rt->hosts > 1)
+        hosts_agree(w, true);
     if (rt->inject && !atomic_load(&rt->stuck))
         return true; /* every worker reads the same flags */
     return atomic_load(&rt->mfail) && !atomic_load(&rt->stuck);
@@ -904,11 +931,11 @@ void rt_set_boot(Runtime *rt, const bool *run, const bool *is_new, Chunk *const 
     rt->boot_feed = feed;
 }
 
-bool rt_can_undo(const Runtime *rt)
+bool rt_can_undo(const Runtime *rt) { return rt->hosts == 1 && rt_can_undo_step(rt); }
+
+bool rt_can_undo_step(const Runtime *rt)
 {
     const Worker *w = &rt->w[0];
-    if (rt->hosts > 1)
-        return false;
     for (int i = 0; i < rt->c->nnodes; i++)
         if (w->ops[i]->save && !w->ops[i]->undo && !w->ops[i]->unpush)
             return false;

@@ -217,11 +217,11 @@ static size_t egress_pending(const PipeStats *st)
 }
 
 /* Per relation sums of the nodes its definition made (rels[i], nrels). */
-static void mem_by_rel(const Circuit *c, const MemStats *m, NodeMem *rels)
+static void mem_by_rel(const Circuit *c, const NodeMem *nodes, int nnodes, NodeMem *rels)
 {
     memset(rels, 0, sizeof(NodeMem) * (size_t)c->nrels);
-    for (int i = 0; i < m->nnodes; i++) {
-        const NodeMem *d = &m->nodes[i];
+    for (int i = 0; i < nnodes; i++) {
+        const NodeMem *d = &nodes[i];
         if (d->rel < 0 || d->rel >= c->nrels)
             continue;
         NodeMem *r = &rels[d->rel];
@@ -243,8 +243,80 @@ static void mem_fields(cJSON *e, const NodeMem *d)
     cJSON_AddNumberToObject(e, "cache_misses", (double)d->cache_misses);
 }
 
+/* The "operators" and "relations" arrays of nodes into o. */
+static void mem_lists(cJSON *o, const Circuit *c, const PipeStats *st, const NodeMem *nodes,
+                      int nnodes)
+{
+    cJSON *ops = cJSON_AddArrayToObject(o, "operators");
+    for (int i = 0; i < nnodes; i++) {
+        const NodeMem *d = &nodes[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "node", d->node);
+        cJSON_AddStringToObject(e, "kind", d->kind);
+        cJSON_AddStringToObject(e, "relation", c->rels[d->rel].name);
+        cJSON_AddNumberToObject(e, "rows", (double)d->rows);
+        mem_fields(e, d);
+        cJSON_AddItemToArray(ops, e);
+    }
+    NodeMem *rels = sl_calloc((size_t)c->nrels + 1, sizeof(NodeMem));
+    mem_by_rel(c, nodes, nnodes, rels);
+    cJSON *vs = cJSON_AddArrayToObject(o, "relations");
+    for (int i = 0; i < c->nrels; i++) {
+        if (!rels[i].node)
+            continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", c->rels[i].name);
+        cJSON_AddNumberToObject(e, "operators", rels[i].node);
+        cJSON_AddNumberToObject(e, "rows", (double)st->rels[i].rows);
+        mem_fields(e, &rels[i]);
+        cJSON_AddItemToArray(vs, e);
+    }
+    sl_free(rels);
+}
+
+/* Scale-out: memory.hosts[] (each host's figures and operators) and
+   memory.totals (the sums over the hosts; rows per relation are every
+   host's already). */
+static void memory_hosts_json(cJSON *o, const Circuit *c, const PipeStats *st)
+{
+    const MemStats *m = &st->mem;
+    cJSON *hs = cJSON_AddArrayToObject(o, "hosts");
+    for (int h = 0; h < m->nhosts; h++) {
+        const HostMem *hm = &m->hosts[h];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "host", h);
+        if (h < st->nhosts) {
+            cJSON_AddStringToObject(e, "name", st->hosts[h].name);
+            cJSON_AddNumberToObject(e, "rss_bytes", (double)st->hosts[h].rss_bytes);
+        }
+        cJSON_AddBoolToObject(e, "reported", hm->valid);
+        cJSON_AddNumberToObject(e, "state_bytes", (double)hm->state_bytes);
+        cJSON_AddNumberToObject(e, "state_on_disk_bytes", (double)hm->disk_bytes);
+        cJSON_AddNumberToObject(e, "step_arena_bytes", (double)hm->arena_bytes);
+        cJSON *ops = cJSON_AddArrayToObject(e, "operators");
+        for (int i = 0; i < hm->nnodes; i++) {
+            const NodeMem *d = &m->host_nodes[hm->first + i];
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "node", d->node);
+            cJSON_AddStringToObject(x, "kind", d->kind);
+            cJSON_AddStringToObject(x, "relation", c->rels[d->rel].name);
+            cJSON_AddNumberToObject(x, "rows", (double)d->rows);
+            mem_fields(x, d);
+            cJSON_AddItemToArray(ops, x);
+        }
+        cJSON_AddItemToArray(hs, e);
+    }
+    cJSON *t = cJSON_AddObjectToObject(o, "totals");
+    cJSON_AddNumberToObject(t, "rss_bytes", (double)st->rss_bytes);
+    cJSON_AddNumberToObject(t, "state_bytes", (double)m->total_state_bytes);
+    cJSON_AddNumberToObject(t, "state_on_disk_bytes", (double)m->total_disk_bytes);
+    cJSON_AddNumberToObject(t, "step_arena_bytes", (double)m->total_arena_bytes);
+    mem_lists(t, c, st, m->total_nodes, m->ntotal);
+}
+
 /* The "memory" object: the budget, where the process's memory goes, per
-   operator (most bytes first) and per view (docs/memory.md). */
+   operator (most bytes first) and per view (docs/memory.md); with
+   --hosts, per host and in all (memory_hosts_json). */
 static void memory_json(cJSON *j, const Circuit *c, const PipeStats *st)
 {
     const MemStats *m = &st->mem;
@@ -277,31 +349,9 @@ static void memory_json(cJSON *j, const Circuit *c, const PipeStats *st)
         cJSON_AddStringToObject(o, "pressure", m->pressure);
     else
         cJSON_AddNullToObject(o, "pressure");
-    cJSON *ops = cJSON_AddArrayToObject(o, "operators");
-    for (int i = 0; i < m->nnodes; i++) {
-        const NodeMem *d = &m->nodes[i];
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "node", d->node);
-        cJSON_AddStringToObject(e, "kind", d->kind);
-        cJSON_AddStringToObject(e, "relation", c->rels[d->rel].name);
-        cJSON_AddNumberToObject(e, "rows", (double)d->rows);
-        mem_fields(e, d);
-        cJSON_AddItemToArray(ops, e);
-    }
-    NodeMem *rels = sl_calloc((size_t)c->nrels + 1, sizeof(NodeMem));
-    mem_by_rel(c, m, rels);
-    cJSON *vs = cJSON_AddArrayToObject(o, "relations");
-    for (int i = 0; i < c->nrels; i++) {
-        if (!rels[i].node)
-            continue;
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "name", c->rels[i].name);
-        cJSON_AddNumberToObject(e, "operators", rels[i].node);
-        cJSON_AddNumberToObject(e, "rows", (double)st->rels[i].rows);
-        mem_fields(e, &rels[i]);
-        cJSON_AddItemToArray(vs, e);
-    }
-    sl_free(rels);
+    mem_lists(o, c, st, m->nodes, m->nnodes);
+    if (m->nhosts > 1)
+        memory_hosts_json(o, c, st);
 }
 
 /* The /stats document of figures f. */
@@ -670,6 +720,40 @@ static void memory_prom(Buf *b, const Circuit *c, const PipeStats *st)
     static const char *const helps[] = {"Rows (tuples, groups, keys) an operator keeps.",
                                         "Bytes of an operator's state in memory.",
                                         "Bytes of an operator's state spilled to files."};
+    if (m->nhosts > 1) {
+        static const char *const hnames[] = {"sluice_host_state_bytes",
+                                             "sluice_host_state_disk_bytes",
+                                             "sluice_host_step_arena_bytes"};
+        static const char *const hhelps[] = {
+            "Bytes of operator state in memory per host (scale-out).",
+            "Bytes of operator state spilled to files per host (scale-out).",
+            "Bytes held by a host's workers' step arenas (scale-out)."};
+        for (int f = 0; f < 3; f++) {
+            head(b, hnames[f], "gauge", hhelps[f]);
+            for (int h = 0; h < m->nhosts; h++) {
+                const HostMem *hm = &m->hosts[h];
+                buf_printf(b, "%s{host=\"%d\"} %zu\n", hnames[f], h,
+                           f == 0 ? hm->state_bytes : f == 1 ? hm->disk_bytes : hm->arena_bytes);
+            }
+        }
+        static const char *const onames[] = {"sluice_host_operator_state_rows",
+                                             "sluice_host_operator_memory_bytes",
+                                             "sluice_host_operator_disk_bytes"};
+        for (int f = 0; f < 3; f++) {
+            head(b, onames[f], "gauge", helps[f]);
+            for (int h = 0; h < m->nhosts; h++)
+                for (int i = 0; i < m->hosts[h].nnodes; i++) {
+                    const NodeMem *d = &m->host_nodes[m->hosts[h].first + i];
+                    buf_printf(b, "%s{host=\"%d\",node=\"%d\",kind=\"%s\",relation=\"",
+                               onames[f], h, d->node, d->kind);
+                    label(b, c->rels[d->rel].name);
+                    long long v = f == 0   ? (long long)d->rows
+                                  : f == 1 ? (long long)d->bytes
+                                           : (long long)d->disk_bytes;
+                    buf_printf(b, "\"} %lld\n", v);
+                }
+        }
+    }
     for (int f = 0; f < 3; f++) {
         head(b, names[f], "gauge", helps[f]);
         for (int i = 0; i < m->nnodes; i++) {
