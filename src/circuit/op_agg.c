@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../base/budget.h"
 #include "../base/mem.h"
 #include "../base/vec.h"
 #include "../zset/batch.h"
@@ -703,6 +704,14 @@ static void flush_agg(Op *op, OpEnv *env)
     }
 }
 
+/* Every this many groups folded, finish asks whether the thread's budget
+   stopped it (a bounded step's allowance or a /query's bounds,
+   base/budget.h): a step that creates groups by the million stops part
+   way instead of first allocating them all. Stopping is safe: undo()
+   restores every group touched so far (logged before its first change)
+   and deletes those created; no MIN/MAX multiset was changed yet. */
+#define AGG_CHECK_EVERY 4096
+
 static int finish_agg(Op *op, OpEnv *env)
 {
     const CNode *n = op->node;
@@ -710,6 +719,7 @@ static int finish_agg(Op *op, OpEnv *env)
     int me = env->worker;
     ShardPos p = SHARD_POS_INIT;
     XRec r;
+    unsigned folded = 0;
     /* fold what this worker owns into the groups */
     s->ntouched = 0;
     if (n->global && env->step == 0 && me == 0) {
@@ -718,6 +728,8 @@ static int finish_agg(Op *op, OpEnv *env)
     }
     if (n->linear) {
         while (shard_next(op->sh, 0, &p, &r)) {
+            if (unlikely(++folded % AGG_CHECK_EVERY == 0) && budget_stop())
+                return budget_error(env->ev->err);
             Part *part = arena_alloc(env->arena, s->partsz);
             memcpy(part, r.v, s->partsz); /* align */
             merge_part(s, r.k, r.kn, part, env->step);
@@ -738,6 +750,8 @@ static int finish_agg(Op *op, OpEnv *env)
         local_reset(l);
         fold_chunk(op, s, rows, l);
         for (int64_t i = 0; i < l->nslots; i++) {
+            if (unlikely(++folded % AGG_CHECK_EVERY == 0) && budget_stop())
+                return budget_error(env->ev->err);
             size_t kn;
             const uint8_t *k = local_key(l, i, &kn);
             merge_part(s, k, kn, local_part(s, l, i), env->step);
