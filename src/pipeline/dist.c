@@ -401,7 +401,8 @@ static int d_step(Backend *be, bool quiet, Err *err)
     for (int h = 0; h < H; h++) {
         buf_reset(&d->dsend[h]);
         if (h > 0 && d->spread && host_writes_any(d->cs, h))
-            put_owner_part(c, be->rt, d->cs, h, rc, &d->dsend[h]);
+            put_owner_part(c, be->rt, d->cs, h, /* (undone here: failed somewhere) */
+                           rc || !rt_rolled_back(be->rt) ? rc : SL_ERUNTIME, &d->dsend[h]);
     }
     net_exchange(d->dsend, d->drecv);
     d->last_net = pipe_now();

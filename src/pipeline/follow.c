@@ -516,7 +516,7 @@ static void fol_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery 
                         Buf *snap)
 {
     int H = net_hosts(), me = net_host();
-    bool mine = host_writes_any(cs, me), ok = !src;
+    bool mine = host_writes_any(cs, me), ok = !src && !rt_rolled_back(rt);
     Err e = {0};
     int rc = 0;
     for (int rel = 0; rel < c->nrels && mine; rel++)
@@ -546,7 +546,7 @@ static void fol_outputs(const Circuit *c, Runtime *rt, Connectors *cs, Delivery 
     if (mine && !rc && ok)
         rc = write_outputs(c, rt, cs, dl, me, got, snap, rt_steps(rt), quiet, sync, src_wall,
                            &e);
-    if (!src && !rc)
+    if (!src && !rc && !rt_rolled_back(rt))
         store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
     for (int h = 0; h < H; h++)
         buf_reset(&send[h]);
@@ -709,7 +709,8 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             int src2 = rt_step(rt, src ? &(Err){0} : &e);
             if (!src)
                 src = src2;
-            if (!src && !spread) /* else once the outputs are written (fol_outputs) */
+            /* (with outputs spread: once they are written, fol_outputs) */
+            if (!src && !spread && !rt_rolled_back(rt))
                 store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
             if (!rt_rolled_back(rt)) /* (undone: it runs again, with the same rows) */
                 kept_drop(kept, cs.nin); /* a step takes everything read */
@@ -769,7 +770,8 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             put_changes(c, rt, want, nwant, b);
             for (int h = 1; h < H && spread; h++) /* the other outputs' hosts */
                 if (h != me && host_writes_any(&cs, h))
-                    put_owner_part(c, rt, &cs, h, src, &send[h]);
+                    put_owner_part(c, rt, &cs, h, src || !rt_rolled_back(rt) ? src : SL_ERUNTIME,
+                                   &send[h]);
         } else if (kind == DC_CONTENTS)
             put_contents(c, rt, arg, b);
         else if (kind == DC_READ && arg >= 0 && arg < cs.nin && !input_remote(cs.in[arg])) {

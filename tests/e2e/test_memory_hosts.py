@@ -10,9 +10,10 @@
   * The limit applies to each host. A join whose output explodes in one
     step on host 1 (4000 x 4000 rows of one key, whose hash places it on
     host 1 of 2): host 1 passes its allowance, every host undoes the step
-    (the view of the input on both hosts stays empty), it is tried once
-    more, then its input waits and the inputs pause: /status, /stats and
-    the log name host 1 and the join; a stop ends cleanly without it.
+    (the view of the input on both hosts stays empty, and the outputs
+    written by host 0 and by host 1 get nothing), it is tried once more,
+    then its input waits and the inputs pause: /status, /stats and the log
+    name host 1 and the join; a stop ends cleanly without it.
   * State that grows past the limit on host 1 (a join's trace, which does
     not spill there) pauses the inputs with a message naming host 1 and
     the join; the processed rows equal the view's count (/query).
@@ -113,6 +114,10 @@ CREATE TABLE b (k INT NOT NULL, y INT NOT NULL) WITH ('connectors' = '[{
     "fields": {"k": {"strategy": "uniform", "range": [0, 1]}}}]}}}]');
 CREATE MATERIALIZED VIEW everything_a AS SELECT k, x FROM a;
 CREATE MATERIALIZED VIEW pairs AS SELECT a.x, b.y FROM a JOIN b ON a.k = b.k;
+CREATE VIEW out0 WITH ('connectors' = '[{"transport": {"name": "file_output",
+  "config": {"path": "%(dir)s/out0.csv"}}, "format": {"name": "csv"}}]') AS SELECT * FROM a;
+CREATE VIEW out1 WITH ('connectors' = '[{"transport": {"name": "file_output",
+  "config": {"path": "%(dir)s/out1.csv"}}, "format": {"name": "csv"}}]') AS SELECT * FROM b;
 """
 
 
@@ -123,8 +128,11 @@ def stalled_status(p):
     return wait_until(stalled, "the inputs pausing for memory", hang_guard=240)
 
 
-def test_a_join_exploding_on_host_1_pauses_the_pipeline_and_names_host_and_join(http_pipeline):
-    p = http_pipeline(EXPLOSION, "--hosts", 2, "--workers", 2, "--memory-limit", "64M")
+def test_a_join_exploding_on_host_1_pauses_the_pipeline_and_names_host_and_join(http_pipeline,
+                                                                                tmp_path):
+    # (two file outputs: the first is written by host 0, the second by host 1)
+    p = http_pipeline(EXPLOSION % {"dir": tmp_path}, "--hosts", 2, "--workers", 2,
+                      "--memory-limit", "64M")
     s = stalled_status(p)
     assert s["stalled"]["reason"] == "memory" and s["state"] == "running"
     msg = s["stalled"]["message"]
@@ -145,6 +153,10 @@ def test_a_join_exploding_on_host_1_pauses_the_pipeline_and_names_host_and_join(
     p.stop()
     assert "the step that does not fit the memory limit is not run (8000 input records)" \
         in p.stderr()
+    # the undone step wrote nothing on either host
+    for name in ("out0.csv", "out1.csv"):
+        path = tmp_path / name
+        assert not path.exists() or path.read_text() == "", name
 
 
 # the join's trace of a grows on host 1 (key 0), where it cannot spill
