@@ -107,13 +107,14 @@ static int refuse(const BootPlan *b, const bool *comp, int n, int in, Err *err)
     return rc;
 }
 
-/* Can table rel be read again from the beginning up to a checkpoint's
-   position, for the new part alone? Its connectors must all be ones whose
-   rows come in one fixed order (datagen, files, S3: read up to the
-   checkpoint's row count) or Kafka from a known start ("earliest" or
-   explicit offsets: read up to the checkpoint's offset of every
-   partition); a table fed over HTTP only, by PostgreSQL, or by Kafka
-   from "latest" cannot (yet). */
+/* Can table rel be read again up to a checkpoint's position, for the new
+   part alone? Its connectors must all be ones whose rows come in one
+   fixed order (datagen, files, S3: read up to the checkpoint's row
+   count), Kafka from a known start ("earliest" or explicit offsets: read
+   up to the checkpoint's offset of every partition) or PostgreSQL CDC (a
+   new snapshot less the changes since the checkpoint's position:
+   input_boot_at); a table fed over HTTP only or by Kafka from "latest"
+   cannot (yet). */
 static bool rereadable(const Circuit *c, int rel)
 {
     const cJSON *conns = c->rels[rel].connectors, *e;
@@ -130,7 +131,9 @@ static bool rereadable(const Circuit *c, int rel)
                       cJSON_IsObject(from));
         if (!kafka && (!cJSON_IsString(name) || (strcmp(name->valuestring, "datagen") &&
                                                  strcmp(name->valuestring, "file_input") &&
-                                                 strcmp(name->valuestring, "s3_input"))))
+                                                 strcmp(name->valuestring, "s3_input") &&
+                                                 strcmp(name->valuestring,
+                                                        "postgres_cdc_input"))))
             return false;
     }
     return true;
@@ -567,12 +570,17 @@ int boot_backfill_open(BootPlan *b, const Connectors *cs, Connectors *out, Err *
     for (int j = 0; rc == 0 && j < out->nin; j++) {
         input_set_replay(out->in[j], true); /* no rate limits */
         int64_t t = -1;
+        int at = -1;
         for (int k = 0; k < cs->nin && t < 0; k++)
             if (!strcmp(input_name(cs->in[k]), input_name(out->in[j])))
-                t = b->target ? b->target[k] : -1;
+                t = b->target ? b->target[k] : -1, at = k;
         if (t < 0) /* read for the new part only up to where the live one is */
             rc = err_set(err, SL_EIO, "bootstrapping: %s: no position in the checkpoint to read "
                          "it again up to", input_name(out->in[j]));
+        else if (!strcmp(input_transport(out->in[j]), "postgres_cdc_input") &&
+                 !input_boot_at(out->in[j], &b->tpos[at])) /* the table as it was there */
+            rc = err_set(err, SL_EIO, "bootstrapping: %s cannot be read again",
+                         input_name(out->in[j]));
     }
     return rc;
 }
@@ -582,6 +590,8 @@ int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, InputConn 
     for (int k = 0; k < cs->nin; k++) {
         if (strcmp(input_name(cs->in[k]), input_name(ic)) || !b->target)
             continue;
+        if (!strcmp(input_transport(ic), "postgres_cdc_input"))
+            return INT64_MAX; /* until it ends (input_boot_at) */
         if (b->tpos && !strcmp(input_transport(ic), "kafka_input"))
             input_replay_to(ic, &b->tpos[k]); /* every partition up to its offset */
         return b->target[k];
