@@ -12,22 +12,29 @@ steps (SLUICE_CRASH_AT) leaves no temporary slot and the next start
 bootstraps again. Against a real PostgreSQL 15 (pgserver.py)."""
 import os
 import random
+import shutil
 import re
 import signal
 import subprocess
 import threading
 
+import pytest
+
 from test_bootstrap import manifest, manifests
 from test_postgres import cdc_in, pg_out, procs  # noqa: F401 (fixture)
 
-from conftest import sluice_bin, wait_until
+from conftest import csv_input, mpi_env, sluice_bin, wait_until, write_csv
 
 GROUPS = 9
 
 
-def program(pg, src, suffix, new, slot=None):
+def program(pg, src, suffix, new, slot=None, pad=None):
+    """pad: a CSV file read by a table declared first, so that with
+    --hosts 2 the CDC input is the second file-like input: read live on
+    host 1, while the bootstrap reads it again on the coordinator."""
     extra = {"slot": slot} if slot else {}
-    sql = ("CREATE TABLE t (id BIGINT NOT NULL, grp INT NOT NULL, v BIGINT NOT NULL, s VARCHAR) "
+    sql = "CREATE TABLE pad (k INT) %s;\n" % csv_input(pad) if pad else ""
+    sql += ("CREATE TABLE t (id BIGINT NOT NULL, grp INT NOT NULL, v BIGINT NOT NULL, s VARCHAR) "
            "%s;\n" % cdc_in(pg, src, **extra) +
            "CREATE MATERIALIZED VIEW agg %s AS SELECT grp, COUNT(*) AS n, SUM(v) AS s FROM t "
            "GROUP BY grp;\n" % pg_out(pg, "agg" + suffix, ["grp"]))
@@ -107,20 +114,27 @@ class Churn:
         self.thread.join()
 
 
-def make_source(pg, tmp_path, src):
+def make_source(pg, tmp_path, src, hosts=1):
+    pad = None
+    if hosts > 1:
+        pad = tmp_path / "pad.csv"
+        write_csv(pad, [[1], [2]])
     pg.psql("CREATE TABLE %s (id bigint PRIMARY KEY, grp integer NOT NULL, v bigint NOT NULL, "
             "s text); INSERT INTO %s SELECT i, i %% %d, i * 7 %% 1000, 'r' FROM "
             "generate_series(1, 400) i" % (src, src, GROUPS))
     old = tmp_path / "old.sql"
-    old.write_text(program(pg, src, "_" + src, False))
+    old.write_text(program(pg, src, "_" + src, False, pad=pad))
     new = tmp_path / "new.sql"
-    new.write_text(program(pg, src, "_" + src, True))
+    new.write_text(program(pg, src, "_" + src, True, pad=pad))
     return old, new
 
 
-def start(args, log, procs, env=None):
+def start(args, log, procs, env=None, hosts=1):
     e = dict(os.environ, **(env or {}))
     e.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+    if hosts > 1:
+        e.update(mpi_env())
+        args = args + ["--hosts", hosts, "--workers", 2]
     p = subprocess.Popen([sluice_bin()] + [str(a) for a in args], stdout=subprocess.DEVNULL,
                          stderr=open(log, "wb"), env=e)
     procs.append(p)
@@ -133,12 +147,12 @@ def stop(p, log):
     assert rc == 0, open(log).read()[-3000:]
 
 
-def run_old(pg, tmp_path, src, old, st, churn, procs):
+def run_old(pg, tmp_path, src, old, st, churn, procs, hosts=1):
     """The old program over the table while it changes, stopped once its
     view equals PostgreSQL's; then more changes (after its checkpoint)."""
     log = tmp_path / "old.log"
     p = start(["run", old, "--no-progress", "--storage", st, "--checkpoint-interval", "0.2",
-               "--step-rows", 7], log, procs)
+               "--step-rows", 7], log, procs, hosts=hosts)
     churn.run(20)
     wait_until(lambda: got_agg(pg, "_" + src) == want_agg(pg, src) or p.poll() is not None,
                "the old program's view equal to PostgreSQL's")
@@ -172,17 +186,20 @@ def check_final(pg, tmp_path, src, new, bsuffix, procs):
     pg.psql("SELECT pg_drop_replication_slot('fresh_%s')" % src)
 
 
+@pytest.mark.parametrize("hosts", [1, 2])
 def test_a_view_over_a_cdc_table_is_fed_a_new_snapshot_less_the_changes_since(
-        pg, tmp_path, procs):
-    src = "pgb1"
-    old, new = make_source(pg, tmp_path, src)
+        pg, tmp_path, procs, hosts):
+    if hosts > 1 and not shutil.which("mpirun"):
+        pytest.skip("mpirun not installed (Debian package openmpi-bin)")
+    src = "pgb1h%d" % hosts
+    old, new = make_source(pg, tmp_path, src, hosts)
     st = tmp_path / "st"
-    churn = Churn(pg, src, 5)
-    run_old(pg, tmp_path, src, old, st, churn, procs)
+    churn = Churn(pg, src, 5 + hosts)
+    run_old(pg, tmp_path, src, old, st, churn, procs, hosts)
     log = tmp_path / "new.log"
     churn.start()  # changes while the new program starts and bootstraps
     p = start(["run", new, "--no-progress", "--storage", st, "--bootstrap", "allow",
-               "--checkpoint-interval", "0.2", "--step-rows", 50], log, procs)
+               "--checkpoint-interval", "0.2", "--step-rows", 50], log, procs, hosts=hosts)
     wait_until(lambda: "checkpoint of the new program written" in open(log).read()
                or p.poll() is not None, "the bootstrap done")
     churn.stop()
