@@ -31,7 +31,13 @@
  * so the WAL a restart needs stays. The slot and its snapshot are set up at
  * the first read, after the restart has said where to resume; a fresh
  * start drops an old slot of the same name. The snapshot cannot be read
- * again: a restart inside it is refused.
+ * again: a restart inside it is refused. A restart waits (a while) for a
+ * connection that just let go of the slot to be gone.
+ *
+ * Bootstrapping (input_boot_at, on a second instance opened for it): the
+ * table as it was at the live input's position, for a changed program's
+ * new views: a new snapshot, less the changes since, taken back
+ * (boot_read).
  *
  * A lost connection is retried (at most once per backoff interval, without
  * blocking the pipeline): streaming resumes after the last transaction

@@ -49,8 +49,8 @@ typedef struct BootPlan {
     bool *rewind;            /* ... through its live connectors, each on the host that
                                 reads it (datagen, file and S3 inputs: input_rewind, read
                                 up to the checkpoint's row count, input_seek back); the
-                                others (kafka_input) through a second instance of them on
-                                the coordinator (boot_backfill_open) */
+                                others (kafka_input, postgres_cdc_input) through a second
+                                instance of them on the coordinator (boot_backfill_open) */
     int64_t *target;         /* per input connector (boot_positions): the rows its
                                 backfill reads (its checkpoint's count), or -1 */
     InPos *tpos;             /* ... and its position there (kafka_input reads every
@@ -105,8 +105,10 @@ BootPlan *boot_plan_get(const Circuit *nc, Rd *r);
 /* Open a second instance of the input connectors of the tables read again
    (b->reread) but not through their live connectors (b->rewind) into out (connectors_close it; before boot_plan_free): the
    backfill, read from the beginning up to boot_backfill_target rows, or
-   for kafka_input up to the checkpoint's offsets (the live connector of
-   the same name in cs continues from there). */
+   for kafka_input up to the checkpoint's offsets, or for
+   postgres_cdc_input as the table was at the checkpoint's position (a new
+   snapshot less the changes since: input_boot_at) until it ends (the
+   live connector of the same name in cs continues from there). */
 int boot_backfill_open(BootPlan *b, const Connectors *cs, Connectors *out, Err *err);
 /* The rows backfill input ic reads in all; a kafka_input is told (in
    replay mode) to read each partition up to the checkpoint's offset. */
