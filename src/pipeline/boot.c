@@ -187,9 +187,12 @@ static void map_outputs(BootPlan *b)
     sl_free(njs);
 }
 
-/* Can table rel be read again through its live connectors: all of them
-   go back to where they started when opened and read the same rows in
-   the same order (datagen, files, S3)? */
+/* Can table rel be read again through its live connectors, each on the
+   host that reads it: all of them go back to where they started when
+   opened and read the same rows (datagen, files, S3: in the same order;
+   kafka_input from a known start: in replay mode, each partition up to
+   the checkpoint's offset)? postgres_cdc_input is not (a second
+   instance takes a new snapshot: input_boot_at). */
 static bool rewindable(const Circuit *c, int rel)
 {
     const cJSON *e;
@@ -199,10 +202,11 @@ static bool rewindable(const Circuit *c, int rel)
             cJSON_GetObjectItemCaseSensitive(e, "transport"), "name");
         if (!cJSON_IsString(name) || (strcmp(name->valuestring, "datagen") &&
                                       strcmp(name->valuestring, "file_input") &&
-                                      strcmp(name->valuestring, "s3_input")))
+                                      strcmp(name->valuestring, "s3_input") &&
+                                      strcmp(name->valuestring, "kafka_input")))
             return false;
     }
-    return true;
+    return true; /* (kafka_input only from a known start: rereadable) */
 }
 
 BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_fp,
@@ -581,8 +585,6 @@ int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, InputConn 
             continue;
         if (!strcmp(input_transport(ic), "postgres_cdc_input"))
             return INT64_MAX; /* until it ends (input_boot_at) */
-        if (b->tpos && !strcmp(input_transport(ic), "kafka_input"))
-            input_replay_to(ic, &b->tpos[k]); /* every partition up to its offset */
         return b->target[k];
     }
     return -1;
