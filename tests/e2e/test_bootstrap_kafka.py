@@ -53,4 +53,6 @@ def test_a_view_over_a_kafka_table_reads_the_topic_again(tmp_path, kafka, pipeli
         return got if got == want else None
     wait_until(buckets, "per_bucket over all 1500 records")
     assert "1000 rows read again" in q.text(), q.text()[-3000:]
+    if hosts > 1:  # by the live connector, where it runs
+        assert "(kafka_input) read again on host 1 (1000 rows)" in q.text(), q.text()[-3000:]
     q.stop()
