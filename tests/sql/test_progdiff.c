@@ -555,7 +555,8 @@ static void test_printouts(void **s)
     progdiff_print(d, NULL, &b);
     const char *txt = buf_cstr(&b);
     assert_non_null(strstr(txt, "relation"));
-    assert_non_null(strstr(txt, "re-read from source: t (HTTP input only: its history is not kept: bootstrapping refuses)"));
+    assert_non_null(strstr(txt, "re-read from source: t (HTTP input only: its history is not "
+                                "kept: bootstrapping refuses)"));
     assert_non_null(strstr(txt, "kept; read again for pos"));
     assert_non_null(strstr(txt, "dropped"));
     assert_non_null(strstr(txt, "4 unchanged, 1 added, 1 removed, 0 changed"));
