@@ -693,6 +693,11 @@ void input_replay_to(InputConn *ic, const InPos *to)
         ic->ops->replay_to(ic, to);
 }
 
+bool input_boot_at(InputConn *ic, const InPos *pos)
+{
+    return !ic->remote && ic->ops->boot_at && ic->ops->boot_at(ic, pos);
+}
+
 void input_release(InputConn *ic, const InPos *pos)
 {
     if (!ic->remote && ic->ops->release)

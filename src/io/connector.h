@@ -137,6 +137,13 @@ void input_set_replay(InputConn *ic, bool on);
    whose rows do not come in one fixed order (kafka_input reads each
    partition exactly up to its offset in to->x). */
 void input_replay_to(InputConn *ic, const InPos *to);
+/* Bootstrapping (pipeline/boot.h), on a second instance of a live input
+   opened for it: read the table's contents as they were at the live
+   input's position pos (not from the beginning: postgres_cdc_input takes
+   a new snapshot and takes back the changes since pos), then end
+   (input_done). false when the transport cannot (only
+   postgres_cdc_input can). */
+bool input_boot_at(InputConn *ic, const InPos *pos);
 /* Scale-out proxies (connectors_open_part). input_seek on a proxy only
    records the position; input_take_seek hands it to whoever tells the
    owner (once). */

@@ -51,6 +51,10 @@ typedef struct InOps {
        one fixed order, reading again is enough). */
     void (*replay_to)(InputConn *ic, const InPos *to);
     void (*replay_end)(InputConn *ic);
+    /* Bootstrapping, on a second instance of a live input: read the
+       source's contents as they were at the live input's position pos,
+       then end; false when the transport cannot (NULL: cannot). */
+    bool (*boot_at)(InputConn *ic, const InPos *pos);
     /* Times the source stamped on the last read's records (NULL: the
        source stamps none). */
     int (*source_times)(const InputConn *ic, int64_t *out, int max);

@@ -31,7 +31,13 @@
  * so the WAL a restart needs stays. The slot and its snapshot are set up at
  * the first read, after the restart has said where to resume; a fresh
  * start drops an old slot of the same name. The snapshot cannot be read
- * again: a restart inside it is refused.
+ * again: a restart inside it is refused. A restart waits (a while) for a
+ * connection that just let go of the slot to be gone.
+ *
+ * Bootstrapping (input_boot_at, on a second instance opened for it): the
+ * table as it was at the live input's position, for a changed program's
+ * new views: a new snapshot, less the changes since, taken back
+ * (boot_read).
  *
  * A lost connection is retried (at most once per backoff interval, without
  * blocking the pipeline): streaming resumes after the last transaction
@@ -49,6 +55,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <poll.h>
 
@@ -110,6 +117,11 @@ struct PgCdc {
     bool probe_ready, probe_busy;
     double probe_next;
     uint64_t wal_now;
+    /* bootstrapping (input_boot_at): read the table as it was at the live
+       input's position (boot_lsn, boot_skip), then end (boot_read) */
+    bool boot;
+    uint64_t boot_lsn;
+    int64_t boot_skip;
 };
 
 static char *quoted(const char *s)
@@ -394,6 +406,41 @@ out_finish:
     return rc;
 }
 
+/* The table's rows in exported snapshot snap (over ordinary connection c)
+   into q, as records of weight +1. */
+static int copy_snapshot(InputConn *ic, PgCdc *pc, PGconn *c, const char *snap, Err *err)
+{
+    char sql[1024];
+    PGresult *r;
+    PQclear(PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ"));
+    snprintf(sql, sizeof(sql), "SET TRANSACTION SNAPSHOT '%s'", snap);
+    r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        return fail(ic, c, r, "cannot read the slot's snapshot", err);
+    PQclear(r);
+    snprintf(sql, sizeof(sql), "COPY (SELECT %s FROM %s) TO STDOUT", pc->cols, pc->qtable);
+    r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COPY_OUT)
+        return fail(ic, c, r, "cannot copy the source table", err);
+    PQclear(r);
+    char *line;
+    int n;
+    while ((n = PQgetCopyData(c, &line, 0)) > 0) {
+        size_t len = (size_t)n;
+        while (len && line[len - 1] == '\n')
+            len--;
+        copy_line_to_rec(pc, ic->schema.ncol, line, len);
+        ic->bytes += n;
+        PQfreemem(line);
+    }
+    r = PQgetResult(c);
+    if (n == -2 || PQresultStatus(r) != PGRES_COMMAND_OK)
+        return fail(ic, c, r, "copying the source table failed", err);
+    PQclear(r);
+    PQclear(PQexec(c, "COMMIT"));
+    return 0;
+}
+
 /* A fresh start: a new slot (an old one of that name is dropped), the
    table's rows in its snapshot, then the stream from its consistent point. */
 static int begin_fresh(InputConn *ic, PgCdc *pc, Err *err)
@@ -433,39 +480,8 @@ static int begin_fresh(InputConn *ic, PgCdc *pc, Err *err)
     PQclear(r);
     pc->received = pc->confirmed = lsn_parse(point);
     /* the initial snapshot */
-    PQclear(PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ"));
-    snprintf(sql, sizeof(sql), "SET TRANSACTION SNAPSHOT '%s'", snap);
-    r = PQexec(c, sql);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        rc = fail(ic, c, r, "cannot read the slot's snapshot", err);
+    if ((rc = copy_snapshot(ic, pc, c, snap, err)))
         goto out_finish;
-    }
-    PQclear(r);
-    snprintf(sql, sizeof(sql), "COPY (SELECT %s FROM %s) TO STDOUT", pc->cols,
-             pc->qtable);
-    r = PQexec(c, sql);
-    if (PQresultStatus(r) != PGRES_COPY_OUT) {
-        rc = fail(ic, c, r, "cannot copy the source table", err);
-        goto out_finish;
-    }
-    PQclear(r);
-    char *line;
-    int n;
-    while ((n = PQgetCopyData(c, &line, 0)) > 0) {
-        size_t len = (size_t)n;
-        while (len && line[len - 1] == '\n')
-            len--;
-        copy_line_to_rec(pc, ic->schema.ncol, line, len);
-        ic->bytes += n;
-        PQfreemem(line);
-    }
-    r = PQgetResult(c);
-    if (n == -2 || PQresultStatus(r) != PGRES_COMMAND_OK) {
-        rc = fail(ic, c, r, "copying the source table failed", err);
-        goto out_finish;
-    }
-    PQclear(r);
-    PQclear(PQexec(c, "COMMIT"));
     /* the snapshot ends at the slot's consistent point */
     TxEnd *e = VEC_PUSH(pc->ends, pc->nends, pc->capends);
     e->qend = pc->q.n;
@@ -484,9 +500,18 @@ static int begin_resume(InputConn *ic, PgCdc *pc, Err *err)
     pc->conn = connect_to(pc->uri, true);
     if (PQstatus(pc->conn) != CONNECTION_OK)
         return fail(ic, pc->conn, NULL, "cannot open a replication connection", err);
-    snprintf(sql, sizeof(sql), "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE "
-             "slot_name = '%s'", pc->slot);
+    snprintf(sql, sizeof(sql), "SELECT confirmed_flush_lsn, active FROM pg_replication_slots "
+             "WHERE slot_name = '%s'", pc->slot);
     PGresult *r = PQexec(pc->conn, sql);
+    /* a connection that just let go of the slot (a killed process's, or
+       a bootstrap's reading before this one) may hold it a moment more */
+    for (double until = io_now() + 30; PQresultStatus(r) == PGRES_TUPLES_OK &&
+                                        PQntuples(r) == 1 && PQgetvalue(r, 0, 1)[0] == 't' &&
+                                        io_now() < until;) {
+        PQclear(r);
+        pause_ms(20);
+        r = PQexec(pc->conn, sql);
+    }
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         return fail(ic, pc->conn, r, "cannot read the replication slot", err);
     snprintf(from, sizeof(from), "%X/%X", (unsigned)(pc->seek_lsn >> 32), (unsigned)pc->seek_lsn);
@@ -505,11 +530,125 @@ static int begin_resume(InputConn *ic, PgCdc *pc, Err *err)
                        "with a new storage directory (a new snapshot)", ic->name, pc->slot,
                        cf, from);
     pc->received = pc->confirmed = pc->pos_lsn = pc->seek_lsn;
+    if (pc->boot) { /* reading for a bootstrap: the slot is not moved at all */
+        pc->durable_known = true;
+        pc->durable = pc->confirmed = lsn_parse(cf);
+    }
     int rc = start_stream(ic, pc, from, err);
-    if (!rc)
+    if (!rc && !pc->boot)
         fprintf(stderr, "sluice: %s: resuming replication at %s (%lld change%s after it "
                         "already read)\n", ic->name, from, (long long)pc->skip,
                 pc->skip == 1 ? "" : "s");
+    return rc;
+}
+
+/* Bootstrapping (input_boot_at; docs/bootstrapping.md): the table as it
+   was at the live input's position (boot_lsn, boot_skip), for the new
+   part of a changed program alone. PostgreSQL cannot show a past state, so:
+   a new snapshot, exported by a temporary slot (dropped with its
+   connection, also by a kill) at its consistent point x >= boot_lsn (the
+   table now), then the changes between the position and x, streamed from
+   the live slot (never confirmed: a restart still finds them), taken back
+   last first (weights negated, in reverse order, so each prefix is a state
+   the table had). The transactions of the stream in the snapshot are those
+   that end at or before x. The live input then continues from its position
+   for the whole circuit, as after any restart. */
+static int pump(InputConn *ic, PgCdc *pc, Err *err);
+static int boot_read(InputConn *ic, PgCdc *pc, Err *err)
+{
+    char sql[512], tmp[64], point[64], snap[128];
+    pc->started = true;
+    if (pc->boot_lsn == 0)
+        return err_set(err, SL_EIO, "%s: the checkpoint was written during the initial snapshot "
+                       "of %s, which cannot be read again", ic->name, pc->table);
+    snprintf(tmp, sizeof(tmp), "%.40s_boot_%d", pc->slot, (int)getpid());
+    PGconn *rep = connect_to(pc->uri, true), *c = connect_to(pc->uri, false);
+    PGresult *r;
+    int rc = 0;
+    if (PQstatus(rep) != CONNECTION_OK) {
+        rc = fail(ic, rep, NULL, "cannot open a replication connection", err);
+        goto out;
+    }
+    if (PQstatus(c) != CONNECTION_OK) {
+        rc = fail(ic, c, NULL, "cannot connect to PostgreSQL", err);
+        goto out;
+    }
+    snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s TEMPORARY LOGICAL pgoutput "
+             "EXPORT_SNAPSHOT", tmp);
+    r = PQexec(rep, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+        rc = fail(ic, rep, r, "cannot create a temporary replication slot for a new snapshot "
+                  "(bootstrapping needs one free slot)", err);
+        goto out;
+    }
+    snprintf(point, sizeof(point), "%s", PQgetvalue(r, 0, 1));
+    snprintf(snap, sizeof(snap), "%s", PQgetvalue(r, 0, 2));
+    PQclear(r);
+    uint64_t x = lsn_parse(point);
+    if ((rc = copy_snapshot(ic, pc, c, snap, err)))
+        goto out;
+    PQfinish(rep); /* the temporary slot goes with it */
+    rep = NULL;
+    size_t qsnap = pc->q.n;
+    int64_t nsnap = pc->qn, nback = 0;
+    if (x > pc->boot_lsn) { /* changes after the position: stream them up to x */
+        pc->seek_lsn = pc->boot_lsn;
+        pc->skip = pc->boot_skip;
+        pc->nends = 0;
+        if ((rc = begin_resume(ic, pc, err)))
+            goto out;
+        for (double until = io_now() + 600; pc->stream_end < x;) {
+            if (io_now() > until) {
+                rc = err_set(err, SL_EIO, "%s: the change stream did not reach %s (the new "
+                             "snapshot) in 600 s", ic->name, point);
+                goto out;
+            }
+            if (pc->conn && pc->streaming) {
+                struct pollfd fd = {PQsocket(pc->conn), POLLIN, 0};
+                poll(&fd, 1, 100);
+            } else {
+                pause_ms(20);
+            }
+            if ((rc = pump(ic, pc, err)))
+                goto out;
+        }
+        size_t cut = qsnap; /* after the last transaction in the snapshot */
+        for (int t = 0; t < pc->nends; t++)
+            if (pc->ends[t].lsn <= x)
+                cut = pc->ends[t].qend;
+        /* taken back, last first */
+        size_t *at = NULL;
+        int64_t cap = 0;
+        for (size_t o = qsnap; o < cut; o += rec_len((const char *)pc->q.p + o, ic->schema.ncol))
+            *VEC_PUSH(at, nback, cap) = o;
+        Buf back = BUF_INIT;
+        for (int64_t i = nback - 1; i >= 0; i--) {
+            const char *rec = (const char *)pc->q.p + at[i];
+            size_t len = rec_len(rec, ic->schema.ncol);
+            buf_putc(&back, (char)-(signed char)rec[0]);
+            buf_append(&back, rec + 1, len - 1);
+        }
+        pc->q.n = qsnap;
+        if (back.n)
+            buf_append(&pc->q, back.p, back.n);
+        buf_free(&back);
+        sl_free(at);
+        if (pc->conn)
+            PQfinish(pc->conn); /* the live input takes the slot back */
+        pc->conn = NULL;
+        pc->streaming = false;
+    }
+    pc->nends = 0;
+    pc->qpos = 0;
+    pc->qn = nsnap + nback;
+    fprintf(stderr, "sluice: %s: read again for bootstrapping: a new snapshot of %lld row%s "
+                    "at %s, less %lld change%s since the checkpoint's position\n",
+            ic->name, (long long)nsnap, nsnap == 1 ? "" : "s", point, (long long)nback,
+            nback == 1 ? "" : "s");
+out:
+    if (rep)
+        PQfinish(rep);
+    PQfinish(c);
     return rc;
 }
 
@@ -784,7 +923,7 @@ static int pump(InputConn *ic, PgCdc *pc, Err *err)
     }
     /* libpq reads one buffer per PQconsumeInput: read again while the
        socket has more, up to a bound per call (a step's worth) */
-    for (int64_t got = 0, before = -1; got != before && pc->q.n < (64u << 20);) {
+    for (int64_t got = 0, before = -1; got != before && (pc->q.n < (64u << 20) || pc->boot);) {
         before = got;
         if (!PQconsumeInput(pc->conn)) {
             lost(ic, pc, PQerrorMessage(pc->conn));
@@ -869,14 +1008,20 @@ static int64_t cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piec
                        Err *err)
 {
     PgCdc *pc = ic->cdc;
-    if (!pc->started && begin(ic, pc, err))
-        return -1;
-    if (pump(ic, pc, err))
-        return -1;
-    /* replaying journaled steps: the records they took come again, but
-       the server streams them at its pace; wait for them */
-    if (ic->replay && wait_records(ic, pc, err))
-        return -1;
+    if (pc->boot) { /* read again for a bootstrap: all queued at the first read */
+        if (!pc->started && boot_read(ic, pc, err))
+            return -1;
+        ic->done = pc->qn == 0;
+    } else {
+        if (!pc->started && begin(ic, pc, err))
+            return -1;
+        if (pump(ic, pc, err))
+            return -1;
+        /* replaying journaled steps: the records they took come again, but
+           the server streams them at its pace; wait for them */
+        if (ic->replay && wait_records(ic, pc, err))
+            return -1;
+    }
     int ncol = ic->schema.ncol;
     if (pc->qn == 0) { /* nothing queued: no chunk (the arena lives until a step) */
         settle(pc);    /* (a checkpoint may have let the slot move) */
@@ -931,6 +1076,8 @@ static int64_t cdc_next(InputConn *ic, int64_t max, Arena *a, int nworkers, Piec
         }
     }
     settle(pc);
+    if (pc->boot)
+        ic->done = pc->qn == 0;
     int64_t total = c->n, per = (total + nworkers - 1) / nworkers;
     for (int wk = 0; wk < nworkers && total; wk++) {
         int64_t s = (int64_t)wk * per, e = s + per < total ? s + per : total;
@@ -1000,6 +1147,17 @@ static int cdc_seek(InputConn *ic, const InPos *pos, Err *err)
     pc->seek_lsn = (uint64_t)pos->v[0];
     pc->skip = pos->v[1];
     return 0;
+}
+
+static bool cdc_boot_at(InputConn *ic, const InPos *pos)
+{
+    PgCdc *pc = ic->cdc;
+    if (pc->started)
+        return false;
+    pc->boot = true;
+    pc->boot_lsn = (uint64_t)pos->v[0];
+    pc->boot_skip = pos->v[1];
+    return true;
 }
 
 static void cdc_release(InputConn *ic, const InPos *pos)
@@ -1124,6 +1282,7 @@ const InOps tr_pg_cdc_in_ops = {
     .pos = cdc_pos,
     .seek = cdc_seek,
     .release = cdc_release,
+    .boot_at = cdc_boot_at,
     .progress = cdc_progress,
     .close = cdc_close,
 };

@@ -66,19 +66,26 @@ static const PdRel *rel_of(const ProgDiff *d, int rel)
 }
 
 /* Append to t the tables whose history node n needs (kept sources
-   reached backwards through streams that cannot be computed). */
-static void tables_of(const BootPlan *b, const bool *comp, int n, bool *seen, Buf *t)
+   reached backwards through streams that cannot be computed), and to why
+   each one's reason that it cannot be read again. */
+static void tables_of(const BootPlan *b, const bool *comp, int n, bool *seen, Buf *t, Buf *why)
 {
     const CNode *x = b->nc->nodes[n];
     if (seen[n] || comp[n])
         return;
     seen[n] = true;
     if (x->k == OPK_SOURCE) {
-        buf_printf(t, "%s%s", t->n ? ", " : "", b->nc->rels[x->rel].name);
+        const Relation *r = &b->nc->rels[x->rel];
+        const char *u = progdiff_unreadable(r);
+        buf_printf(t, "%s%s", t->n ? ", " : "", r->name);
+        buf_printf(why, "%s%s: %s%s", why->n ? "; " : "", r->name, u ? u : "?",
+                   cJSON_GetArraySize(r->connectors) ? ""
+                   : ", the ingress log holding only what was pushed after the oldest "
+                     "checkpoint kept");
         return;
     }
     for (int j = 0; j < x->nin; j++)
-        tables_of(b, comp, x->in[j], seen, t);
+        tables_of(b, comp, x->in[j], seen, t, why);
 }
 
 /* Why new node n cannot be computed: its relation, and the tables whose
@@ -89,51 +96,36 @@ static int refuse(const BootPlan *b, const bool *comp, int n, int in, Err *err)
     int owner = c->nodes[n]->owner;
     const Relation *r = owner >= 0 && owner < c->nrels ? &c->rels[owner] : NULL;
     const PdRel *pr = rel_of(b->d, owner);
-    Buf t = BUF_INIT;
+    Buf t = BUF_INIT, why = BUF_INIT;
     bool *seen = sl_calloc((size_t)c->nnodes + 1, sizeof(bool));
-    tables_of(b, comp, in, seen, &t);
+    tables_of(b, comp, in, seen, &t, &why);
     sl_free(seen);
     int rc = err_set(err, SL_ECONFIG,
                      "bootstrapping: %s %s (%s) needs the history of %s, which the checkpoint "
                      "does not hold (stored state: the contents of materialized tables and "
-                     "views, the rows of PRIMARY KEY tables, aggregates' results); reading %s again from the "
-                     "beginning for it alone is not built yet: make what it reads materialized "
-                     "in the old program, or start with a new storage directory",
+                     "views, the rows of PRIMARY KEY tables, aggregates' results), and which "
+                     "cannot be read again from its connectors (%s). Reading it again for this "
+                     "is not built yet: make what it reads materialized in the old program, or "
+                     "start with a new storage directory",
                      r && r->is_table ? "table" : "view", r ? r->name : "?",
                      pr ? progdiff_status_name(pr->status) : "new",
                      t.n ? (const char *)buf_cstr(&t) : "its tables",
-                     t.n ? (const char *)buf_cstr(&t) : "them");
+                     why.n ? (const char *)buf_cstr(&why) : "?");
     buf_free(&t);
+    buf_free(&why);
     return rc;
 }
 
-/* Can table rel be read again from the beginning up to a checkpoint's
-   position, for the new part alone? Its connectors must all be ones whose
-   rows come in one fixed order (datagen, files, S3: read up to the
-   checkpoint's row count) or Kafka from a known start ("earliest" or
-   explicit offsets: read up to the checkpoint's offset of every
-   partition); a table fed over HTTP only, by PostgreSQL, or by Kafka
-   from "latest" cannot (yet). */
+/* Can table rel be read again up to a checkpoint's position, for the new
+   part alone (progdiff_unreadable)? Datagen, files and S3 (rows in one
+   fixed order: up to the checkpoint's row count), Kafka from a known
+   start ("earliest" or explicit offsets: up to the checkpoint's offset of
+   every partition) and PostgreSQL CDC (a new snapshot less the changes
+   since the checkpoint's position: input_boot_at) can; a table fed over
+   HTTP only or by Kafka from "latest" cannot. */
 static bool rereadable(const Circuit *c, int rel)
 {
-    const cJSON *conns = c->rels[rel].connectors, *e;
-    if (!cJSON_GetArraySize(conns))
-        return false;
-    cJSON_ArrayForEach(e, conns)
-    {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "transport");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
-        const cJSON *from = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(t, "config"), "start_from");
-        bool kafka = cJSON_IsString(name) && !strcmp(name->valuestring, "kafka_input") &&
-                     ((cJSON_IsString(from) && !strcmp(from->valuestring, "earliest")) ||
-                      cJSON_IsObject(from));
-        if (!kafka && (!cJSON_IsString(name) || (strcmp(name->valuestring, "datagen") &&
-                                                 strcmp(name->valuestring, "file_input") &&
-                                                 strcmp(name->valuestring, "s3_input"))))
-            return false;
-    }
-    return true;
+    return !progdiff_unreadable(&c->rels[rel]);
 }
 
 /* The output connectors of circuit c in the order connectors_open opens
@@ -195,9 +187,12 @@ static void map_outputs(BootPlan *b)
     sl_free(njs);
 }
 
-/* Can table rel be read again through its live connectors: all of them
-   go back to where they started when opened and read the same rows in
-   the same order (datagen, files, S3)? */
+/* Can table rel be read again through its live connectors, each on the
+   host that reads it: all of them go back to where they started when
+   opened and read the same rows (datagen, files, S3: in the same order;
+   kafka_input from a known start: in replay mode, each partition up to
+   the checkpoint's offset)? postgres_cdc_input is not (a second
+   instance takes a new snapshot: input_boot_at). */
 static bool rewindable(const Circuit *c, int rel)
 {
     const cJSON *e;
@@ -207,10 +202,11 @@ static bool rewindable(const Circuit *c, int rel)
             cJSON_GetObjectItemCaseSensitive(e, "transport"), "name");
         if (!cJSON_IsString(name) || (strcmp(name->valuestring, "datagen") &&
                                       strcmp(name->valuestring, "file_input") &&
-                                      strcmp(name->valuestring, "s3_input")))
+                                      strcmp(name->valuestring, "s3_input") &&
+                                      strcmp(name->valuestring, "kafka_input")))
             return false;
     }
-    return true;
+    return true; /* (kafka_input only from a known start: rereadable) */
 }
 
 BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_fp,
@@ -567,12 +563,17 @@ int boot_backfill_open(BootPlan *b, const Connectors *cs, Connectors *out, Err *
     for (int j = 0; rc == 0 && j < out->nin; j++) {
         input_set_replay(out->in[j], true); /* no rate limits */
         int64_t t = -1;
+        int at = -1;
         for (int k = 0; k < cs->nin && t < 0; k++)
             if (!strcmp(input_name(cs->in[k]), input_name(out->in[j])))
-                t = b->target ? b->target[k] : -1;
+                t = b->target ? b->target[k] : -1, at = k;
         if (t < 0) /* read for the new part only up to where the live one is */
             rc = err_set(err, SL_EIO, "bootstrapping: %s: no position in the checkpoint to read "
                          "it again up to", input_name(out->in[j]));
+        else if (!strcmp(input_transport(out->in[j]), "postgres_cdc_input") &&
+                 !input_boot_at(out->in[j], &b->tpos[at])) /* the table as it was there */
+            rc = err_set(err, SL_EIO, "bootstrapping: %s cannot be read again",
+                         input_name(out->in[j]));
     }
     return rc;
 }
@@ -582,8 +583,8 @@ int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, InputConn 
     for (int k = 0; k < cs->nin; k++) {
         if (strcmp(input_name(cs->in[k]), input_name(ic)) || !b->target)
             continue;
-        if (b->tpos && !strcmp(input_transport(ic), "kafka_input"))
-            input_replay_to(ic, &b->tpos[k]); /* every partition up to its offset */
+        if (!strcmp(input_transport(ic), "postgres_cdc_input"))
+            return INT64_MAX; /* until it ends (input_boot_at) */
         return b->target[k];
     }
     return -1;

@@ -47,9 +47,10 @@ typedef struct BootPlan {
     bool *reread;            /* per new relation: a kept table read again from the
                                 beginning for the new part (backfill) */
     bool *rewind;            /* ... through its live connectors, each on the host that
-                                reads it (datagen, file and S3 inputs: input_rewind, read
-                                up to the checkpoint's row count, input_seek back); the
-                                others (kafka_input) through a second instance of them on
+                                reads it (datagen, file, S3 and kafka inputs: input_rewind,
+                                read up to the checkpoint's row count, kafka in replay
+                                mode up to its offsets, input_seek back); the others
+                                (postgres_cdc_input) through a second instance of them on
                                 the coordinator (boot_backfill_open) */
     int64_t *target;         /* per input connector (boot_positions): the rows its
                                 backfill reads (its checkpoint's count), or -1 */
@@ -104,12 +105,13 @@ void boot_plan_put(const BootPlan *b, Buf *out);
 BootPlan *boot_plan_get(const Circuit *nc, Rd *r);
 /* Open a second instance of the input connectors of the tables read again
    (b->reread) but not through their live connectors (b->rewind) into out (connectors_close it; before boot_plan_free): the
-   backfill, read from the beginning up to boot_backfill_target rows, or
-   for kafka_input up to the checkpoint's offsets (the live connector of
-   the same name in cs continues from there). */
+   backfill, read up to boot_backfill_target rows (postgres_cdc_input:
+   the table as it was at the checkpoint's position, a new snapshot less
+   the changes since, input_boot_at, until it ends); the live connector of
+   the same name in cs continues from the checkpoint's position. */
 int boot_backfill_open(BootPlan *b, const Connectors *cs, Connectors *out, Err *err);
-/* The rows backfill input ic reads in all; a kafka_input is told (in
-   replay mode) to read each partition up to the checkpoint's offset. */
+/* The rows backfill input ic reads in all (postgres_cdc_input: until it
+   ends, INT64_MAX). */
 int64_t boot_backfill_target(const BootPlan *b, const Connectors *cs, InputConn *ic);
 /* The bootstrap step's fed outputs for rt (rt_set_boot's feed): per local
    worker, each fed node's integral, from its sink's contents. Valid until

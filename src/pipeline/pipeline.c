@@ -116,8 +116,11 @@ static int bootstrap(Pipeline *p, Err *err)
     for (int j = 0; j < p->cs.nin && !rc; j++) {
         InputConn *ic = p->cs.in[j];
         again[j] = b->rewind[input_rel(ic)] && b->target && b->target[j] > 0;
-        if (again[j] && !(rc = input_rewind(ic, err)))
+        if (again[j] && !(rc = input_rewind(ic, err))) {
             input_set_replay(ic, true); /* no rate limit */
+            if (!strcmp(input_transport(ic), "kafka_input")) /* each partition up to its */
+                input_replay_to(ic, &b->tpos[j]);             /* offset in the checkpoint */
+        }
     }
     for (bool first = true; !rc; first = false) {
         int64_t got = 0;
@@ -168,6 +171,10 @@ static int bootstrap(Pipeline *p, Err *err)
         boot_snapshots_done(p, b, snap);
     for (int j = 0; j < p->cs.nin && !rc; j++)
         if (again[j]) { /* where the checkpoint left it (its host seeks at its next read) */
+            InputConn *ic = p->cs.in[j];
+            if (p->o.hosts > 1)
+                fprintf(stderr, "sluice: bootstrapping: %s read again on host %d (%lld rows)\n",
+                        input_name(ic), input_owner(ic), (long long)input_rows(ic));
             input_set_replay(p->cs.in[j], false);
             rc = input_seek(p->cs.in[j], &b->tpos[j], err);
         }

@@ -568,6 +568,7 @@ static void classify(Ctx *x, PdRel *pr, int ni)
     pr->stored = d->stored[r->node];
     pr->materialized = !r->is_table && r->materialized;
     pr->no_source = r->is_table && cJSON_GetArraySize(r->connectors) == 0;
+    pr->unreadable = r->is_table ? progdiff_unreadable(r) : NULL;
     if (oi >= 0 && oc->rels[oi].is_table != r->is_table)
         oi = pr->old_rel = -1; /* a table became a view or back: another relation */
     if (oi < 0) {
@@ -801,15 +802,40 @@ static void what_text(const PdRel *r, Buf *b)
     }
 }
 
-/* A list of tables read again, each marked when it has no connector. */
+const char *progdiff_unreadable(const Relation *r)
+{
+    const cJSON *e;
+    if (!cJSON_GetArraySize(r->connectors))
+        return "HTTP input only: its history is not kept";
+    cJSON_ArrayForEach(e, r->connectors)
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "transport");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+        const char *nm = cJSON_IsString(name) ? name->valuestring : "";
+        if (!strcmp(nm, "kafka_input")) {
+            const cJSON *from = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(t, "config"), "start_from");
+            if (!(cJSON_IsString(from) && !strcmp(from->valuestring, "earliest")) &&
+                !cJSON_IsObject(from))
+                return "kafka_input from \"latest\": where its history began is not known";
+        } else if (strcmp(nm, "datagen") && strcmp(nm, "file_input") && strcmp(nm, "s3_input") &&
+                   strcmp(nm, "postgres_cdc_input")) {
+            return "its input connector cannot be read again";
+        }
+    }
+    return NULL;
+}
+
+/* A list of tables read again, each kept one whose history cannot be
+   read again marked (bootstrapping refuses). */
 static void put_tables(const ProgDiff *d, Buf *b, const char *const *v, int n)
 {
     for (int i = 0; i < n; i++) {
         buf_printf(b, "%s%s", i ? ", " : "", v[i]);
         for (int k = 0; k < d->nrels; k++)
-            if (d->rels[k].new_rel >= 0 && d->rels[k].no_source &&
-                !strcasecmp(d->rels[k].name, v[i]))
-                buf_puts(b, " (HTTP input: from the ingress log)");
+            if (d->rels[k].new_rel >= 0 && d->rels[k].is_table && d->rels[k].unreadable &&
+                d->rels[k].action == PD_KEEP && !strcasecmp(d->rels[k].name, v[i]))
+                buf_printf(b, " (%s: bootstrapping refuses)", d->rels[k].unreadable);
     }
 }
 
@@ -821,6 +847,8 @@ static void action_text(const ProgDiff *d, const PdRel *r, Buf *b)
         if (r->nreread_for) {
             buf_puts(b, "; read again for ");
             put_list(b, r->reread_for, r->nreread_for);
+            if (r->unreadable)
+                buf_printf(b, " (%s: bootstrapping refuses)", r->unreadable);
         }
         if (!r->is_table && (r->what & PD_CONNECTORS))
             buf_puts(b, r->materialized ? "; new or changed outputs start with a snapshot"
@@ -923,6 +951,8 @@ cJSON *progdiff_json(const ProgDiff *d, const char *hide)
                                     r->materialized ? "snapshot" : "next_changes");
         if (r->is_table)
             cJSON_AddBoolToObject(e, "http_input_only", r->no_source);
+        if (r->is_table && r->unreadable && r->action == PD_KEEP && r->nreread_for)
+            cJSON_AddStringToObject(e, "reread_refused", r->unreadable);
         cJSON_AddItemToObject(e, "reread", str_array(r->reread, r->nreread));
         cJSON_AddItemToObject(e, "reread_for", str_array(r->reread_for, r->nreread_for));
         cJSON_AddItemToArray(rels, e);

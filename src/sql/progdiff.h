@@ -56,8 +56,11 @@ typedef struct PdRel {
                              gives its new or changed output connectors a
                              snapshot of its contents first (else they start
                              with its next changes) */
-    bool no_source;       /* a table without connectors (HTTP input): only
-                             the ingress log can give its rows again */
+    bool no_source;       /* a table without connectors (HTTP input only) */
+    const char *unreadable; /* a table whose history cannot be read again from its
+                             connectors (progdiff_unreadable), or NULL: when it is
+                             kept and a new view needs its history, bootstrapping
+                             refuses */
     const char **inputs;  /* PD_INPUTS: the changed relations it reads */
     int ninputs;
     const char **reread;  /* PD_REREAD: the tables read again for it */
@@ -104,6 +107,11 @@ bool progdiff_same_json(const cJSON *a, const cJSON *b);
 uint64_t progdiff_node_fp(const Circuit *c, int node);
 
 const char *progdiff_status_name(PdStatus s);
+/* Why table r's history cannot be read again from its connectors for a
+   bootstrap (docs/bootstrapping.md: datagen, file_input, s3_input,
+   postgres_cdc_input and kafka_input from "earliest" or explicit offsets
+   can), or NULL when it can. */
+const char *progdiff_unreadable(const Relation *r);
 const char *progdiff_action_name(PdAction a);
 
 #endif

@@ -233,6 +233,8 @@ def test_a_case_not_built_yet_is_refused_naming_the_relation(sluice, tmp_path):
     assert p.returncode == 1
     assert "view pushed_n" in p.stderr and "pushed" in p.stderr
     assert "not built yet" in p.stderr
+    assert "pushed: HTTP input only: its history is not kept" in p.stderr, p.stderr
+    assert "HTTP input only: its history is not kept: bootstrapping refuses" in p.stderr
     assert manifests(bank.st) == before
 
 

@@ -493,6 +493,59 @@ static void test_reformatted_programs_are_unchanged(void **s)
         }
 }
 
+/* A kept table whose history cannot be read again for a new view over it
+   is marked in the diff (bootstrapping refuses); the ones that can are
+   not: datagen, files, S3, PostgreSQL CDC, Kafka from a known start. */
+static void test_tables_that_cannot_be_read_again_are_marked(void **s)
+{
+    (void)s;
+    static const struct {
+        const char *conn, *why; /* why NULL: can be read again */
+    } cases[] = {
+        {"", "HTTP input only: its history is not kept"},
+        {"WITH ('connectors' = '[{\"transport\": {\"name\": \"kafka_input\", \"config\": "
+         "{\"bootstrap.servers\": \"h:1\", \"topic\": \"e\"}}, \"format\": {\"name\": "
+         "\"json\"}}]')",
+         "kafka_input from \"latest\": where its history began is not known"},
+        {"WITH ('connectors' = '[{\"transport\": {\"name\": \"kafka_input\", \"config\": "
+         "{\"bootstrap.servers\": \"h:1\", \"topic\": \"e\", \"start_from\": "
+         "\"earliest\"}}, \"format\": {\"name\": \"json\"}}]')", NULL},
+        {"WITH ('connectors' = '[{\"transport\": {\"name\": \"postgres_cdc_input\", "
+         "\"config\": {\"uri\": \"x\", \"table\": \"t\"}}}]')", NULL},
+        {"WITH ('connectors' = '[{\"transport\": {\"name\": \"datagen\", \"config\": "
+         "{\"plan\": [{\"limit\": 5}]}}}]')", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        Buf o = BUF_INIT, n = BUF_INIT;
+        buf_printf(&o, "CREATE TABLE t (a INT, b INT) %s;\n" V1, cases[i].conn);
+        buf_printf(&n, "%sCREATE VIEW c AS SELECT COUNT(*) AS n FROM t;\n", buf_cstr(&o));
+        ProgDiff *d = diff(buf_cstr(&o), buf_cstr(&n));
+        expect(d, "c", PD_ADDED, 0, PD_REREAD, "t");
+        const PdRel *t = rel(d, "t");
+        assert_int_equal(t->action, PD_KEEP);
+        if (!cases[i].why ? t->unreadable != NULL : !t->unreadable ||
+                                                      strcmp(t->unreadable, cases[i].why))
+            fail_msg("case %zu: got \"%s\", want \"%s\"", i,
+                     t->unreadable ? t->unreadable : "(null)",
+                     cases[i].why ? cases[i].why : "(null)");
+        Buf txt = BUF_INIT;
+        progdiff_print(d, NULL, &txt);
+        assert_int_equal(strstr(buf_cstr(&txt), "bootstrapping refuses") != NULL,
+                         cases[i].why != NULL);
+        cJSON *j = progdiff_json(d, NULL);
+        const cJSON *e;
+        bool refused = false;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "relations"))
+            refused |= cJSON_GetObjectItemCaseSensitive(e, "reread_refused") != NULL;
+        assert_int_equal(refused, cases[i].why != NULL);
+        cJSON_Delete(j);
+        buf_free(&txt);
+        progdiff_free(d);
+        buf_free(&o);
+        buf_free(&n);
+    }
+}
+
 static void test_printouts(void **s)
 {
     (void)s;
@@ -502,7 +555,8 @@ static void test_printouts(void **s)
     progdiff_print(d, NULL, &b);
     const char *txt = buf_cstr(&b);
     assert_non_null(strstr(txt, "relation"));
-    assert_non_null(strstr(txt, "re-read from source: t (HTTP input: from the ingress log)"));
+    assert_non_null(strstr(txt, "re-read from source: t (HTTP input only: its history is not "
+                                "kept: bootstrapping refuses)"));
     assert_non_null(strstr(txt, "kept; read again for pos"));
     assert_non_null(strstr(txt, "dropped"));
     assert_non_null(strstr(txt, "4 unchanged, 1 added, 1 removed, 0 changed"));
@@ -543,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_statement_order_and_node_numbers_do_not_count),
         cmocka_unit_test(test_fingerprint_sees_constants_types_and_expressions),
         cmocka_unit_test(test_reformatted_programs_are_unchanged),
+        cmocka_unit_test(test_tables_that_cannot_be_read_again_are_marked),
         cmocka_unit_test(test_printouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
