@@ -122,6 +122,10 @@ typedef enum FuncId {
                       regular expression (escape '' for none) */
     FN_SPLIT_PART,     /* (s, delimiter, n INT) -> field n (1-based, negative
                       from the end), '' when none; n = 0 is an error */
+    FN_AT_TZ_LOCAL,    /* (TIMESTAMPTZ, zone) -> TIMESTAMP: wall-clock time in
+                          zone; zone is a BIGINT tz.h id or a VARCHAR name */
+    FN_AT_TZ_INSTANT,  /* (TIMESTAMP, zone) -> TIMESTAMPTZ: the instant the
+                          wall-clock time has in zone */
     FN__COUNT
 } FuncId;
 

@@ -480,14 +480,14 @@ static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (
 
 int64_t tz_utc_to_local_us(int id, int64_t utc_us)
 {
-    if (id == TZ_UTC)
+    if (id == TZ_UTC || utc_us > TZ_US_LIMIT || utc_us < -TZ_US_LIMIT)
         return utc_us;
     return utc_us + (int64_t)tz_offset(id, floor_div(utc_us, 1000000)) * 1000000;
 }
 
 int64_t tz_local_to_utc_us(int id, int64_t local_us)
 {
-    if (id == TZ_UTC)
+    if (id == TZ_UTC || local_us > TZ_US_LIMIT || local_us < -TZ_US_LIMIT)
         return local_us;
     int64_t s = floor_div(local_us, 1000000);
     return tz_local_to_utc(id, s) * 1000000 + (local_us - s * 1000000);

@@ -21,6 +21,9 @@
 
 #define TZ_MAX_ZONES 4096
 #define TZ_UTC 0
+/* Microsecond values beyond +-2^62 (far outside years 1..9999) are taken
+   as UTC, so no conversion overflows. */
+#define TZ_US_LIMIT (INT64_C(1) << 62)
 
 /* The id of zone name[0..n), loading it on first use; -1 with err set
    (SL_EDATA, `unknown time zone "Mars/Base"`) when there is no such zone. */

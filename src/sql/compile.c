@@ -19,6 +19,7 @@
 #include "../base/vec.h"
 #include "sql_int.h"
 #include "../circuit/watermark.h"
+#include "../expr/tz.h"
 
 /* A LIMIT/OFFSET operand: a non-negative integer literal. */
 static int limit_value(P *p, Ast *e, const char *what, int64_t *out)
@@ -434,7 +435,7 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
     Program *prog;
     Circuit *c = sl_calloc(1, sizeof(*c));
     c->arena = arena_new(64 * 1024);
-    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL, 0, 0};
+    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL, 0, 0, TZ_UTC};
     for (int i = 0; i < ndecl; i++) {
         p.owner = c->nrels;
         if (declare_table(&p, &decl[i]))
@@ -442,6 +443,7 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
     }
     if (sql_parse(sql, c->arena, &prog, p.err))
         goto out_fail;
+    p.tz = prog->tz;
     if (prog->n == 0) {
         err_setpos(p.err, SL_ESEMANTIC, 1, 1, "the program is empty: no CREATE TABLE or VIEW");
         goto out_fail;
