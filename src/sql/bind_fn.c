@@ -207,7 +207,6 @@ static Expr *bind_time_fn(P *p, BindCtx *bc, Ast *x)
     Expr *u = expr_const_i64(p->a, type_make(TK_BIGINT, false), unit);
     Expr *v[2];
     bool nul = false;
-    SqlType tz = type_make(TK_NULL, false); /* a TIMESTAMPTZ operand's type */
     for (int i = 0; i < n - 1; i++) {
         Ast *ax = x->args.v[diff ? i + 1 : 1 - ui];
         if (!(v[i] = sql__bind(p, bc, ax)))
@@ -217,10 +216,10 @@ static Expr *bind_time_fn(P *p, BindCtx *bc, Ast *x)
             v[i] = sql__cast_to(p, v[i], type_make(k = diff ? TK_TIMESTAMP : TK_DATE, true));
         else if (type_is_string(k))
             v[i] = sql__cast_to(p, v[i], type_make(k = TK_TIMESTAMP, false));
-        if (k == TK_TIMESTAMPTZ) { /* on the wall-clock time of its zone */
-            tz = v[i]->t;
+        if (k == TK_TIMESTAMPTZ && diff) /* on the wall-clock time of its zone */
             v[i] = sql__cast_to(p, v[i], type_make(k = TK_TIMESTAMP, v[i]->t.nullable));
-        }
+        if (k == TK_TIMESTAMPTZ) /* DATE_TRUNC: in the session zone (fn_time.c) */
+            k = TK_TIMESTAMP;
         if (k != TK_DATE && k != TK_TIMESTAMP) {
             perr(p, SL_ESEMANTIC, ax->line, ax->col, "%s needs a DATE or TIMESTAMP, not %s",
                  x->name, tname(v[i]->t));
@@ -240,12 +239,12 @@ static Expr *bind_time_fn(P *p, BindCtx *bc, Ast *x)
     } else {
         if (v[0]->t.kind == TK_DATE && unit > TU_DAY) /* finer than a day: no-op on a DATE */
             return v[0];
-        e = sql__mk(p, E_FUNC, type_make((TypeKind)v[0]->t.kind, nul), 2);
+        SqlType rt = v[0]->t;
+        rt.nullable = nul;
+        e = sql__mk(p, E_FUNC, rt, 2);
         e->a[0] = v[0];
         e->a[1] = u;
         e->fn = FN_DATE_TRUNC;
-        if (tz.kind == TK_TIMESTAMPTZ) /* back to an instant, as PostgreSQL */
-            e = sql__cast_to(p, e, (SqlType){TK_TIMESTAMPTZ, nul, 0, 0, tz.len});
     }
     return e;
 }
