@@ -203,3 +203,47 @@ def test_a_changed_session_zone_changes_the_views_that_use_it(tmp_path):
     utc = tmp_path / "utc.sql"
     utc.write_text(tz.read_text().replace("Europe/Paris", "UTC"))
     assert status(utc, tz) == {"t": "changed", "v": "changed"}
+
+
+def test_postgresql_clients_read_timestamptz_as_oid_1184(http_pipeline):
+    """Over the wire protocol a TIMESTAMPTZ column is type 1184: psycopg2
+    (text) and psycopg 3 (binary results) read aware datetimes equal to the
+    instants sent, whatever the session zone shows them in."""
+    import datetime
+    psycopg2 = pytest.importorskip("psycopg2")
+    import re
+    p = http_pipeline("SET TIME ZONE 'America/New_York';\n"
+                      "CREATE TABLE e (id INT NOT NULL PRIMARY KEY, x TIMESTAMPTZ) "
+                      "WITH ('materialized' = 'true');\n"
+                      "CREATE MATERIALIZED VIEW v AS SELECT id, x, x AT TIME ZONE 'Asia/Tokyo' "
+                      "AS tokyo FROM e;\n", "--pg", "127.0.0.1:0")
+    from conftest import wait_until
+    port = wait_until(lambda: (lambda m: int(m.group(1)) if m else None)(
+        re.search(r"sluice: pg: listening on 127\.0\.0\.1:(\d+)", p.stderr())),
+        "the pg port", poll=0.01)
+    utc = datetime.timezone.utc
+    sent = {1: datetime.datetime(2024, 3, 10, 10, 0, tzinfo=datetime.timezone(
+                datetime.timedelta(hours=2))),
+            2: datetime.datetime(2024, 11, 3, 5, 30, 0, 250000, tzinfo=utc),
+            3: datetime.datetime(2090, 7, 1, 12, 0, tzinfo=utc)}
+    c = psycopg2.connect(host="127.0.0.1", port=port, user="tester", dbname="db",
+                         connect_timeout=30)
+    c.autocommit = True
+    cur = c.cursor()
+    for i, x in sent.items():
+        cur.execute("INSERT INTO e VALUES (%s, %s)", (i, x))
+    cur.execute("SELECT id, x, tokyo FROM v ORDER BY id")
+    assert [d.type_code for d in cur.description] == [23, 1184, 1114]
+    rows = cur.fetchall()
+    assert [(r[0], r[1]) for r in rows] == sorted(sent.items())
+    assert rows[0][1].utcoffset() == datetime.timedelta(hours=-4)  # shown in New York
+    assert rows[0][2] == datetime.datetime(2024, 3, 10, 17, 0)
+    c.close()
+    psycopg = pytest.importorskip("psycopg")
+    c = psycopg.connect(host="127.0.0.1", port=port, user="tester", dbname="db",
+                        autocommit=True, connect_timeout=30)
+    cur = c.cursor(binary=True)
+    cur.execute("SELECT id, x FROM v ORDER BY id")
+    assert cur.fetchall() == sorted(sent.items())
+    c.close()
+    p.stop()
