@@ -156,6 +156,22 @@ def test_inserts_and_deletes_over_http_equal_postgresql(pg, http_pipeline, zone)
                    for l in r.text.splitlines() if l.strip()]
             check(got, pg_answer(pg, zone, list(live.values()), name),
                   "%s in %s after %d rows" % (name, zone, len(live)))
+        # an ad-hoc query's own values are in the program's session zone
+        adhoc = ("SELECT id, CAST(xl AS TIMESTAMPTZ) AS back, TIMESTAMPTZ '2024-11-03 01:30:00' "
+                 "AS lit, CAST('2024-04-07 02:15:00' AS TIMESTAMPTZ) AS s FROM v_row")
+        r = requests.get(p.url("/query"), params={"sql": adhoc, "format": "json"}, timeout=60)
+        assert r.status_code == 200, r.text
+        got = [tuple(norm(v) for v in json.loads(l).values()) for l in r.text.splitlines()
+               if l.strip()]
+        pg.query("DROP TABLE IF EXISTS t; CREATE TABLE t (id INT NOT NULL, x TIMESTAMPTZ, "
+                 "l TIMESTAMP)")
+        if live:
+            pg.query("SET TIME ZONE '%s'; INSERT INTO t VALUES %s" % (zone, ",".join(
+                "(%d, %s, %s)" % (v["id"], q(v["x"]), q(v["l"])) for v in live.values())))
+        want = pg.query("SET TIME ZONE '%s'; SELECT id, CAST(CAST(x AS TIMESTAMP) AS TIMESTAMPTZ), "
+                        "TIMESTAMPTZ '2024-11-03 01:30:00', "
+                        "CAST('2024-04-07 02:15:00' AS TIMESTAMPTZ) FROM t" % zone)
+        check(got, [tuple(norm(v) for v in w) for w in want], "ad-hoc query in %s" % zone)
     p.stop()
 
 
