@@ -211,7 +211,7 @@ static bool scan_zone(const char *s, size_t n, size_t p, bool *fixed, int64_t *o
         int sign = s[p] == '-' ? -1 : 1;
         int64_t v[3] = {0, 0, 0};
         size_t j = p + 1;
-        for (int k = 0; k < 3 && j < n; k++) {
+        for (int k = 0; k < 3 && (k == 0 || j < n); k++) { /* hours required */
             if (k && s[j] == ':')
                 j++;
             size_t j0 = j;

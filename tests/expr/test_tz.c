@@ -5,6 +5,7 @@
  * that only the POSIX footer rule covers (2090), local times in a gap and
  * in an overlap (PostgreSQL's choice), unknown names and damaged files.
  * Expected values were taken from Python's zoneinfo over the same files.
+ * Also TIMESTAMPTZ text in and out (expr/text.c) and concurrent lookups.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <pthread.h>
+
+#include "../../src/base/buf.h"
+#include "../../src/expr/text.h"
 #include "../../src/expr/tz.h"
 
 static int zone(const char *name)
@@ -119,6 +124,89 @@ static void test_damaged_files_are_refused_not_read_past_their_end(void **state)
     assert_int_equal(tz_load_image("junk", (const uint8_t *)"TZif2", 5, &e), -1);
 }
 
+static int64_t parse_tstz(int zone, const char *s)
+{
+    int64_t v = 0;
+    Err e;
+    err_init(&e);
+    if (text_parse(type_tstz(zone, false), s, strlen(s), NULL, &v, NULL, NULL, &e))
+        fail_msg("%s: %s", s, e.msg);
+    return v;
+}
+
+static void check_format(int zone, int64_t us, const char *want)
+{
+    Buf b = BUF_INIT;
+    text_format(type_tstz(zone, false), us, 0, (Str){NULL, 0}, &b);
+    assert_string_equal(buf_cstr(&b), want);
+    buf_free(&b);
+}
+
+#define S INT64_C(1000000)
+
+static void test_text_reads_offsets_names_and_local_time_of_the_session_zone(void **state)
+{
+    int ny = zone("America/New_York"), lh = zone("Australia/Lord_Howe");
+    int64_t t = INT64_C(1710064800) * S; /* 2024-03-10 10:00:00Z */
+    assert_int_equal(parse_tstz(ny, "2024-03-10 12:00:00+02"), t);
+    assert_int_equal(parse_tstz(ny, "2024-03-10T10:00:00Z"), t);
+    assert_int_equal(parse_tstz(ny, "2024-03-10 04:30:00-05:30"), t);
+    assert_int_equal(parse_tstz(ny, "2024-03-10 15:45:00+0545"), t);
+    assert_int_equal(parse_tstz(ny, "2024-03-10 06:00:00"), t); /* EDT, the session zone */
+    assert_int_equal(parse_tstz(TZ_UTC, "2024-03-10 06:00:00 America/New_York"), t);
+    assert_int_equal(parse_tstz(ny, "2024-03-10 21:00:00 Australia/Lord_Howe"), t);
+    assert_int_equal(parse_tstz(ny, " 2024-03-10 10:00:00.25 UTC "), t + S / 4);
+    assert_int_equal(parse_tstz(ny, "2024-03-10"), t - 5 * 3600 * S); /* local midnight, EST */
+    check_format(ny, t, "2024-03-10 06:00:00-04");
+    check_format(ny, t + 1, "2024-03-10 06:00:00.000001-04");
+    check_format(lh, INT64_C(1712415600) * S, "2024-04-07 01:30:00+10:30");
+    check_format(zone("Asia/Kathmandu"), t, "2024-03-10 15:45:00+05:45");
+    check_format(TZ_UTC, t, "2024-03-10 10:00:00+00");
+    const char *bad[] = {"2024-03-10 10:00:00 Mars/Base", "2024-03-10 10:00:00+", "x",
+                         "2024-03-10 10:00:00+2", "2024-03-10 10:00:00+02:0x", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int64_t v;
+        Err e;
+        err_init(&e);
+        assert_int_equal(text_parse(type_tstz(ny, false), bad[i], strlen(bad[i]), NULL, &v, NULL,
+                                    NULL, &e), SL_EDATA);
+        assert_non_null(strstr(e.msg, "TIMESTAMP WITH TIME ZONE"));
+    }
+}
+
+static const char *const many[] = {"Europe/Berlin", "Asia/Tokyo", "America/Chicago",
+                                   "Pacific/Chatham", "Africa/Cairo", "America/Sao_Paulo",
+                                   "Asia/Kolkata", "Europe/London"};
+static int ids[8][8];
+
+static void *lookup_all(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    for (int k = 0; k < 8; k++) {
+        const char *n = many[(k + t) % 8];
+        Err e;
+        err_init(&e);
+        ids[t][(k + t) % 8] = tz_find(n, strlen(n), &e);
+        (void)tz_offset(ids[t][(k + t) % 8], 1710054000);
+    }
+    return NULL;
+}
+
+static void test_threads_looking_up_the_same_zones_share_one_copy(void **state)
+{
+    pthread_t th[8];
+    for (int t = 0; t < 8; t++)
+        assert_int_equal(pthread_create(&th[t], NULL, lookup_all, (void *)(intptr_t)t), 0);
+    for (int t = 0; t < 8; t++)
+        pthread_join(th[t], NULL);
+    for (int k = 0; k < 8; k++) {
+        assert_true(ids[0][k] > 0);
+        for (int t = 1; t < 8; t++)
+            assert_int_equal(ids[t][k], ids[0][k]);
+        assert_string_equal(tz_name(ids[0][k]), many[k]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +216,8 @@ int main(void)
         cmocka_unit_test(test_local_times_in_gaps_and_overlaps_resolve_as_postgresql),
         cmocka_unit_test(test_utc_names_and_unknown_zones),
         cmocka_unit_test(test_damaged_files_are_refused_not_read_past_their_end),
+        cmocka_unit_test(test_text_reads_offsets_names_and_local_time_of_the_session_zone),
+        cmocka_unit_test(test_threads_looking_up_the_same_zones_share_one_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
