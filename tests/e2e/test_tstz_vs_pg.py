@@ -14,7 +14,8 @@ with the system tzdata) and to Sluice, run for several session zones:
 Every view's rows must equal PostgreSQL's answer to the same query as a
 multiset: AT TIME ZONE both ways, casts between TIMESTAMPTZ, TIMESTAMP,
 DATE and VARCHAR, comparisons, EXTRACT, DATE_TRUNC in the session zone,
-+/- intervals (minutes, months), MIN/MAX/COUNT with GROUP BY.
++/- intervals (minutes, months), MIN/MAX/COUNT with GROUP BY, TUMBLE
+(against PostgreSQL's date_bin).
 """
 import json
 import os
@@ -53,7 +54,24 @@ QUERIES = {
         FROM t GROUP BY CAST(x AS DATE)""",
     "v_hour": """SELECT DATE_TRUNC('hour', x) AS hr, COUNT(*) AS c, MAX(l) AS ml
         FROM t GROUP BY DATE_TRUNC('hour', x)""",
+    # TUMBLE over instants; PostgreSQL's date_bin from the epoch is the same
+    "v_tumble": ("""SELECT window_start, window_end, COUNT(*) AS c, MIN(x) AS mn
+        FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(x), INTERVAL '6' HOUR))
+        GROUP BY window_start, window_end""",
+                 """SELECT date_bin('6 hours', x, TIMESTAMPTZ '1970-01-01 00:00:00+00'),
+        date_bin('6 hours', x, TIMESTAMPTZ '1970-01-01 00:00:00+00') + INTERVAL '6 hours',
+        COUNT(*), MIN(x) FROM t WHERE x IS NOT NULL GROUP BY 1, 2"""),
 }
+
+
+def sluice_sql(name):
+    q = QUERIES[name]
+    return q[0] if isinstance(q, tuple) else q
+
+
+def pg_sql(name):
+    q = QUERIES[name]
+    return q[1] if isinstance(q, tuple) else q
 
 
 def gen_rows(seed, n):
@@ -79,8 +97,8 @@ def gen_rows(seed, n):
 
 
 def program(zone, inp):
-    views = "\n".join("CREATE MATERIALIZED VIEW %s AS %s;" % (name, q)
-                      for name, q in QUERIES.items())
+    views = "\n".join("CREATE MATERIALIZED VIEW %s AS %s;" % (name, sluice_sql(name))
+                      for name in QUERIES)
     return ("SET TIME ZONE '%s';\nCREATE TABLE t (id INT NOT NULL, x TIMESTAMP WITH TIME ZONE, "
             "l TIMESTAMP) %s;\n%s\n" % (zone, inp, views))
 
@@ -102,7 +120,7 @@ def pg_answer(pg, zone, rows, name):
         vals = ",".join("(%d, %s, %s)" % (r["id"], q(r["x"]), q(r["l"])) for r in rows)
         pg.query("SET TIME ZONE '%s'; INSERT INTO t VALUES %s" % (zone, vals))
     return [tuple(norm(v) for v in r)
-            for r in pg.query("SET TIME ZONE '%s'; %s" % (zone, QUERIES[name]))]
+            for r in pg.query("SET TIME ZONE '%s'; %s" % (zone, pg_sql(name)))]
 
 
 def q(v):
