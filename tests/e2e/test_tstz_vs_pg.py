@@ -281,3 +281,37 @@ def test_postgresql_clients_read_timestamptz_as_oid_1184(http_pipeline):
     assert cur.fetchall() == sorted(sent.items())
     c.close()
     p.stop()
+
+
+def test_an_unknown_zone_in_a_value_rejects_that_record_only(pg, tmp_path):
+    """A zone that is a column's value is looked up row by row: a name that
+    is no zone rejects that record (reported and counted), the others get
+    PostgreSQL's answer; input text with an unknown zone is a bad record."""
+    rows = [(1, "2024-03-10 02:30:00", "America/New_York"), (2, "2024-03-10 10:00:00", "Mars/Base"),
+            (3, "2024-11-03 01:30:00", "America/New_York"), (4, "2024-04-07 02:15:00",
+                                                             "Australia/Lord_Howe"),
+            (5, "2090-03-12 02:30:00", "America/New_York")]
+    inp = tmp_path / "z.csv"
+    inp.write_text("".join("%d,%s,%s\n" % r for r in rows) + "6,2024-01-01 00:00:00,UTC\n")
+    tz_inp = tmp_path / "tz.csv"
+    tz_inp.write_text("1,2024-01-01 10:00:00 Mars/Base\n2,2024-01-01 10:00:00 Asia/Tokyo\n")
+    from conftest import csv_input
+    prog = tmp_path / "z.sql"
+    prog.write_text(
+        "SET TIME ZONE 'Europe/Paris';\n"
+        "CREATE TABLE t (id INT, l TIMESTAMP, z VARCHAR) %s;\n"
+        "CREATE TABLE u (id INT, x TIMESTAMPTZ) %s;\n"
+        "CREATE MATERIALIZED VIEW v AS SELECT id, l AT TIME ZONE z AS x FROM t;\n"
+        "CREATE MATERIALIZED VIEW w AS SELECT id, x FROM u;\n" % (csv_input(inp),
+                                                                    csv_input(tz_inp)))
+    dump = tmp_path / "dump"
+    r = run_ok(["run", prog, "--until-done", "--dump", dump, "--no-progress"])
+    assert 'unknown time zone "Mars/Base"' in r.stderr
+    _, got = read_dump(dump / "v.csv")
+    want = pg.query("SET TIME ZONE 'Europe/Paris'; SELECT id, l AT TIME ZONE z FROM (VALUES %s) "
+                    "AS s(id, l, z) WHERE z <> 'Mars/Base'" % ",".join(
+                        "(%d, TIMESTAMP '%s', '%s')" % r for r in rows + [(6, "2024-01-01 00:00:00",
+                                                                            "UTC")]))
+    check([tuple(x) for x in got], [tuple(x) for x in want], "AT TIME ZONE of a column")
+    _, got = read_dump(dump / "w.csv")
+    assert got == [["2", "2024-01-01 02:00:00+01"]]
