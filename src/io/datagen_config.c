@@ -162,7 +162,7 @@ static void domain(SqlType t, i128 *lo, i128 *hi)
 /* Generation unit -> physical value factor. */
 static int64_t gen_unit(SqlType t)
 {
-    return (t.kind == TK_TIME || t.kind == TK_TIMESTAMP) ? 1000 : 1;
+    return (t.kind == TK_TIME || type_is_ts(t.kind)) ? 1000 : 1;
 }
 
 /* Shortest text that reads back as v. */
