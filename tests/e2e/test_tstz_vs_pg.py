@@ -315,3 +315,44 @@ def test_an_unknown_zone_in_a_value_rejects_that_record_only(pg, tmp_path):
     check([tuple(x) for x in got], [tuple(x) for x in want], "AT TIME ZONE of a column")
     _, got = read_dump(dump / "w.csv")
     assert got == [["2", "2024-01-01 02:00:00+01"]]
+
+
+def test_a_restart_with_another_zone_recomputes_what_depends_on_it(pg, tmp_path):
+    """--storage, then a restart with the session zone changed and
+    --bootstrap allow: the view showing a TIMESTAMPTZ is recomputed from
+    stored state in the new zone, the one that does not is kept, and a
+    table with a TIMESTAMPTZ column is read again (its text has no offset,
+    so the new zone gives other instants); all as PostgreSQL has them."""
+    from conftest import csv_input
+    rows = [(1, "2024-03-10 02:30:00"), (2, "2024-11-03 01:30:00"), (3, "2090-07-01 12:00:00"),
+            (4, "2024-04-07 01:45:00")]
+    inp = tmp_path / "r.csv"
+    inp.write_text("".join("%d,%s\n" % r for r in rows))
+    base = ("CREATE TABLE t (id INT, l TIMESTAMP) %s;\n"
+            "CREATE TABLE u (id INT, x TIMESTAMPTZ) %s;\n"
+            "CREATE MATERIALIZED VIEW vx AS SELECT id, l AT TIME ZONE 'America/New_York' AS x "
+            "FROM t;\n"
+            "CREATE MATERIALIZED VIEW vn AS SELECT id, l FROM t;\n"
+            "CREATE MATERIALIZED VIEW vu AS SELECT id, x FROM u;\n" % (csv_input(inp),
+                                                                     csv_input(inp)))
+    store = tmp_path / "store"
+    for i, zone in enumerate(["UTC", "Australia/Lord_Howe"]):
+        prog = tmp_path / ("p%d.sql" % i)
+        prog.write_text("SET TIME ZONE '%s';\n%s" % (zone, base))
+        dump = tmp_path / ("dump%d" % i)
+        r = run_ok(["run", prog, "--storage", store, "--until-done", "--dump", dump,
+                    "--no-progress"] + (["--bootstrap", "allow"] if i else []))
+        vals = ",".join("(%d, '%s')" % r for r in rows)
+        want_x = pg.query("SET TIME ZONE '%s'; SELECT id, CAST(l AS TIMESTAMP) AT TIME ZONE "
+                          "'America/New_York' FROM (VALUES %s) s(id, l)" % (zone, vals))
+        want_u = pg.query("SET TIME ZONE '%s'; SELECT id, CAST(l AS TIMESTAMPTZ) "
+                          "FROM (VALUES %s) s(id, l)" % (zone, vals))
+        for view, want in (("vx", want_x), ("vu", want_u)):
+            _, got = read_dump(dump / ("%s.csv" % view))
+            check([tuple(x) for x in got], [tuple(x) for x in want], "%s in %s" % (view, zone))
+        if i:
+            assert "bootstrapping" in r.stderr, r.stderr
+    diff = json.loads(run_ok(["check", tmp_path / "p0.sql", tmp_path / "p1.sql",
+                              "--format", "json"]).stdout)
+    assert {x["name"]: x["status"] for x in diff["relations"]} == {
+        "t": "unchanged", "u": "changed", "vx": "changed", "vn": "unchanged", "vu": "changed"}
