@@ -431,6 +431,23 @@ int tz_load_image(const char *name, const uint8_t *data, size_t n, Err *err)
     return id;
 }
 
+static int32_t zone_offset(const Zone *z, int64_t utc);
+static int64_t zone_local_to_utc(const Zone *z, int64_t local);
+
+int tz_check_image(const uint8_t *data, size_t n, const int64_t *at, int nat, int32_t *off,
+                   int64_t *utc, Err *err)
+{
+    Zone *z = parse_tzif("check", data, n, err);
+    if (!z)
+        return -1;
+    for (int i = 0; i < nat; i++) {
+        off[i] = zone_offset(z, at[i]);
+        utc[i] = zone_local_to_utc(z, at[i]);
+    }
+    zone_free(z);
+    return 0;
+}
+
 static const Zone *zone_of(int id)
 {
     if (id <= 0 || id >= atomic_load_explicit(&nzones, memory_order_acquire))
@@ -440,9 +457,10 @@ static const Zone *zone_of(int id)
 
 const char *tz_name(int id) { return zone_of(id)->name; }
 
-int32_t tz_offset(int id, int64_t utc)
+int32_t tz_offset(int id, int64_t utc) { return zone_offset(zone_of(id), utc); }
+
+static int32_t zone_offset(const Zone *z, int64_t utc)
 {
-    const Zone *z = zone_of(id);
     if (z == &utc_zone)
         return 0;
     if (z->ntrans == 0 || utc < z->trans[0])
@@ -462,13 +480,17 @@ int32_t tz_offset(int id, int64_t utc)
 
 int64_t tz_local_to_utc(int id, int64_t local)
 {
-    if (id == TZ_UTC)
-        return local;
-    /* the offsets a day either side; a transition between them makes local
-       a gap (neither fits) or an overlap (both fit) */
-    int32_t before = tz_offset(id, local - 86400), after = tz_offset(id, local + 86400);
+    return id == TZ_UTC ? local : zone_local_to_utc(zone_of(id), local);
+}
+
+/* The offsets a day either side of local; a transition between them makes
+   local a gap (neither fits) or an overlap (both fit). Zones do not change
+   offset twice within two days. */
+static int64_t zone_local_to_utc(const Zone *z, int64_t local)
+{
+    int32_t before = zone_offset(z, local - 86400), after = zone_offset(z, local + 86400);
     int64_t ub = local - before, ua = local - after;
-    bool fb = tz_offset(id, ub) == before, fa = tz_offset(id, ua) == after;
+    bool fb = zone_offset(z, ub) == before, fa = zone_offset(z, ua) == after;
     if (fa)
         return ua; /* the only fit, or the later one in an overlap */
     if (fb)

@@ -45,5 +45,10 @@ int64_t tz_local_to_utc_us(int id, int64_t local_us);
 /* Parse a TZif file image (for tests: tz_find reads files). Returns a zone
    id or -1 with err set. */
 int tz_load_image(const char *name, const uint8_t *data, size_t n, Err *err);
+/* Parse a TZif image without keeping it (tests of damaged files): 0 with
+   the offsets at instants at[0..nat) and the instants of local times
+   at[0..nat) in off[] and utc[], or -1 with err set. */
+int tz_check_image(const uint8_t *data, size_t n, const int64_t *at, int nat, int32_t *off,
+                   int64_t *utc, Err *err);
 
 #endif
