@@ -16,12 +16,14 @@
  */
 #include "tz.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "../base/mem.h"
 #include "text.h"
@@ -335,7 +337,7 @@ static int find_published(const char *s, size_t n)
 {
     int c = atomic_load_explicit(&nzones, memory_order_acquire);
     for (int i = 1; i < c; i++)
-        if (strlen(zones[i]->name) == n && !memcmp(zones[i]->name, s, n))
+        if (strlen(zones[i]->name) == n && !strncasecmp(zones[i]->name, s, n))
             return i;
     return -1;
 }
@@ -344,15 +346,56 @@ static bool known_bad(const char *s, size_t n)
 {
     int c = atomic_load_explicit(&nbad, memory_order_acquire);
     for (int i = 0; i < c; i++)
-        if (strlen(bad[i]) == n && !memcmp(bad[i], s, n))
+        if (strlen(bad[i]) == n && !strncasecmp(bad[i], s, n))
             return true;
     return false;
 }
 
+/* The spelling under TZ_DIR of name, each part matched ignoring case
+   ('europe/paris' -> 'Europe/Paris'), into out; false when there is none. */
+static bool resolve_case(const char *name, char *out, size_t size)
+{
+    char dir[256];
+    size_t dl = (size_t)snprintf(dir, sizeof(dir), "%s", TZ_DIR), ol = 0;
+    for (const char *p = name; *p;) {
+        const char *e = strchr(p, '/');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        DIR *d = opendir(dir);
+        if (!d)
+            return false;
+        struct dirent *de;
+        bool found = false;
+        while (!found && (de = readdir(d)))
+            if (strlen(de->d_name) == len && !strncasecmp(de->d_name, p, len) &&
+                dl + len + 2 < sizeof(dir) && ol + len + 2 < size) {
+                memcpy(dir + dl, de->d_name, len);
+                memcpy(out + ol, de->d_name, len);
+                dl += len;
+                ol += len;
+                found = true;
+            }
+        closedir(d);
+        if (!found)
+            return false;
+        dir[dl] = out[ol] = 0;
+        if (!e)
+            break;
+        dir[dl++] = out[ol++] = '/';
+        dir[dl] = out[ol] = 0;
+        p = e + 1;
+    }
+    return ol > 0;
+}
+
+/* The zone in file TZ_DIR/name (a regular file), or NULL with err untouched
+   when there is none, or NULL with err set when it is not TZif. */
 static Zone *load_file(const char *name, Err *err)
 {
     char path[256];
     snprintf(path, sizeof(path), TZ_DIR "%s", name);
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode))
+        return NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
@@ -396,6 +439,9 @@ int tz_find(const char *s, size_t n, Err *err)
         Err e;
         err_init(&e);
         Zone *z = load_file(name, &e);
+        char canon[129]; /* not published: find_published ignores case */
+        if (!z && !e.code && resolve_case(name, canon, sizeof(canon)))
+            z = load_file(canon, &e);
         if (z)
             id = publish(z, err);
         else if (e.code) {

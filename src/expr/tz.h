@@ -3,8 +3,9 @@
  * database (TZif files under /usr/share/zoneinfo, Debian package tzdata)
  * read without setenv("TZ")/localtime, so worker threads may use it.
  *
- * A zone is named as in the tz database ('Europe/Paris') or 'UTC' (also
- * 'GMT', 'Z', 'Etc/UTC', any case). Each name is loaded once per process
+ * A zone is named as in the tz database ('Europe/Paris', in any case as
+ * PostgreSQL allows: the name kept is the file's) or 'UTC' (also 'GMT',
+ * 'Z', 'Etc/UTC'). Each name is loaded once per process
  * and kept until exit in a table of at most TZ_MAX_ZONES zones; its index,
  * the zone id, is what a TIMESTAMPTZ SqlType carries (SqlType.len) as the
  * session zone. Id 0 is UTC. Ids are local to a process: anything written

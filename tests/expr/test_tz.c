@@ -93,6 +93,13 @@ static void test_utc_names_and_unknown_zones(void **state)
     err_init(&e);
     assert_int_equal(tz_find("Mars/Base", 9, &e), -1); /* remembered */
     assert_int_equal(e.code, SL_EDATA);
+    err_init(&e);
+    assert_int_equal(tz_find("America", 7, &e), -1); /* a directory */
+    assert_non_null(strstr(e.msg, "unknown time zone"));
+    int pa = tz_find("asia/KATHMANDU", 14, &e); /* not loaded yet */
+    assert_true(pa > 0);
+    assert_string_equal(tz_name(pa), "Asia/Kathmandu");
+    assert_int_equal(tz_find("Asia/Kathmandu", 14, &e), pa);
 }
 
 static void test_damaged_files_are_refused_not_read_past_their_end(void **state)
