@@ -401,6 +401,16 @@ static Ast *parse_primary(Parser *p)
                     return NULL;
                 return n;
             }
+            /* date_part('field', x): PostgreSQL's spelling of EXTRACT */
+            if (is_kw(t, "date_part") && is_op(&p->t[p->i + 1], "(") &&
+                p->t[p->i + 2].k == T_STR && is_op(&p->t[p->i + 3], ",")) {
+                n = sql__new_ast(p, A_EXTRACT, t);
+                n->name = arena_strndup(p->a, p->t[p->i + 2].s, p->t[p->i + 2].n);
+                p->i += 4;
+                if (!(n->a = sql__parse_expr(p)) || sql__expect_op(p, ")"))
+                    return NULL;
+                return n;
+            }
             if (is_kw(t, "exists") && is_op(&p->t[p->i + 1], "(")) {
                 p->i += 2;
                 n = sql__new_ast(p, A_EXISTS, t);

@@ -13,7 +13,7 @@ with the system tzdata) and to Sluice, run for several session zones:
     waited for, the views read with /query (JSON) after each.
 Every view's rows must equal PostgreSQL's answer to the same query as a
 multiset: AT TIME ZONE both ways, casts between TIMESTAMPTZ, TIMESTAMP,
-DATE and VARCHAR, comparisons, EXTRACT, DATE_TRUNC in the session zone,
+DATE and VARCHAR, comparisons, EXTRACT/date_part, DATE_TRUNC in the session zone,
 +/- intervals (minutes, months), MIN/MAX/COUNT with GROUP BY, TUMBLE
 (against PostgreSQL's date_bin).
 """
@@ -45,6 +45,7 @@ QUERIES = {
         CAST(x AS DATE) AS xd, CAST(EXTRACT(HOUR FROM x) AS BIGINT) AS h,
         CAST(EXTRACT(MINUTE FROM x) AS BIGINT) AS mi, CAST(EXTRACT(DAY FROM x) AS BIGINT) AS dd,
         CAST(EXTRACT(EPOCH FROM DATE_TRUNC('second', x)) AS BIGINT) AS ep,
+        CAST(date_part('dow', x) AS BIGINT) AS dw, CAST(date_part('doy', x) AS BIGINT) AS dy,
         DATE_TRUNC('day', x) AS tday, DATE_TRUNC('hour', x) AS thour,
         DATE_TRUNC('month', x) AS tmon, x + INTERVAL '90' MINUTE AS p90,
         x - INTERVAL '1' MONTH AS m1, x < l AS lt, x = CAST(l AS TIMESTAMPTZ) AS eq,
