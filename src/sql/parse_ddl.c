@@ -4,7 +4,9 @@
  * their types and constraints, PRIMARY KEY) or CREATE [MATERIALIZED]
  * VIEW (column names, query: parse_query.c), either with WITH ('key' =
  * 'value', ...) properties, or LATENESS t.col expr (a column's lateness,
- * also written as the column constraint LATENESS expr). Column types are parsed here for CAST too
+ * also written as the column constraint LATENESS expr), optionally headed
+ * by SET TIME ZONE (the session zone: Program.tz, and the zone of every
+ * TIMESTAMPTZ type parsed after it). Column types are parsed here for CAST too
  * (sql__parse_type). Tokens come from lexer.c; statements we recognise
  * but do not support yet are reported as such.
  */
