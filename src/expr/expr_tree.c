@@ -147,6 +147,7 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_TIME_ADD] = "TIME_ADD",
     [FN_AT_TZ_LOCAL] = "TIMEZONE",
     [FN_AT_TZ_INSTANT] = "TIMEZONE",
+    [FN_TZ_OFFSET] = "TZ_OFFSET",
 };
 
 const char *expr__fn_name(int fn) { return fn >= 0 && fn < FN__COUNT ? fn_names[fn] : NULL; }

@@ -210,6 +210,17 @@ int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *o
                   uint8_t *m)
 {
     switch (e->fn) {
+    case FN_TZ_OFFSET:
+        if (e->na != 2 || !args[0].i || !args[1].i || !out->i)
+            return err_set(cx->err, SL_ERUNTIME, "TZ_OFFSET operands of the wrong kind");
+        for (int64_t k = 0; k < n; k++) {
+            int64_t x = args[0].i[k], off = 0;
+            if (!m[k] && x < TZ_US_LIMIT && x > -TZ_US_LIMIT)
+                off = tz_offset(args[0].t.len, expr__floor_div(x, US_PER_SEC));
+            int64_t part = args[1].i[k];
+            out->i[k] = part == 1 ? off / 3600 : part == 2 ? off / 60 % 60 : off;
+        }
+        return 0;
     case FN_AT_TZ_LOCAL:
     case FN_AT_TZ_INSTANT:
         if (e->na == 2 && args[0].i && (args[1].i || args[1].s) && out->i)

@@ -936,6 +936,21 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
                  tname(l->t));
             return NULL;
         }
+        static const char *const tzf[] = {"timezone", "timezone_hour", "timezone_minute"};
+        for (int i = 0; i < 3; i++)
+            if (!strcasecmp(x->name, tzf[i])) {
+                if (l->t.kind != TK_TIMESTAMPTZ) {
+                    perr(p, SL_ESEMANTIC, x->line, x->col,
+                         "EXTRACT field %s needs a TIMESTAMP WITH TIME ZONE, not %s", x->name,
+                         tname(l->t));
+                    return NULL;
+                }
+                Expr *e = sql__mk(p, E_FUNC, type_make(TK_BIGINT, l->t.nullable), 2);
+                e->fn = FN_TZ_OFFSET;
+                e->a[0] = l;
+                e->a[1] = expr_const_i64(p->a, type_make(TK_BIGINT, false), i);
+                return e;
+            }
         /* TIMESTAMPTZ: fields of its wall-clock time in the session zone;
            EPOCH counts seconds of the instant itself */
         if (l->t.kind == TK_TIMESTAMPTZ && strcasecmp(x->name, "epoch"))
