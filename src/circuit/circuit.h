@@ -184,6 +184,7 @@ typedef struct Circuit {
     int nnodes;
     Relation *rels;
     int nrels;
+    int tz; /* session time zone (expr/tz.h id, 0 = UTC): SET TIME ZONE */
 } Circuit;
 
 /* Human-readable circuit (sluice check). */

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "expr_int.h"
+#include "tz.h"
 
 static bool is_numlike(TypeKind k) { return k == TK_BOOL || type_is_numeric(k); }
 
@@ -194,6 +195,35 @@ static int float_to_float(const Vec *a, int64_t n, Vec *out)
 
 /* ------------------------------------------------------------- temporal */
 
+/* Between TIMESTAMPTZ (an instant) and the local TIMESTAMP, DATE, TIME of
+ * the TIMESTAMPTZ side's session zone. */
+static int tstz_cast(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
+{
+    TypeKind from = (TypeKind)a->t.kind, to = (TypeKind)out->t.kind;
+    const int64_t *x = a->i;
+    int64_t *z = out->i;
+    if (to == TK_TIMESTAMPTZ && (from == TK_TIMESTAMP || from == TK_DATE)) {
+        int zone = out->t.len;
+        for (int64_t k = 0; k < n; k++) {
+            int64_t l = m[k] ? 0 : x[k];
+            if (from == TK_DATE && __builtin_mul_overflow(l, US_PER_DAY, &l))
+                return err_set(cx->err, SL_ERUNTIME, "date out of range in CAST to TIMESTAMP WITH TIME ZONE");
+            z[k] = tz_local_to_utc_us(zone, l);
+        }
+        return 0;
+    }
+    if (from == TK_TIMESTAMPTZ && (to == TK_TIMESTAMP || to == TK_DATE || to == TK_TIME)) {
+        int zone = a->t.len;
+        for (int64_t k = 0; k < n; k++) {
+            int64_t l = tz_utc_to_local_us(zone, m[k] ? 0 : x[k]);
+            int64_t d = expr__floor_div(l, US_PER_DAY);
+            z[k] = to == TK_TIMESTAMP ? l : to == TK_DATE ? d : l - d * US_PER_DAY;
+        }
+        return 0;
+    }
+    return cannot_cast(cx, a->t, out->t);
+}
+
 static int time_to_time(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
 {
     TypeKind from = (TypeKind)a->t.kind, to = (TypeKind)out->t.kind;
@@ -203,6 +233,8 @@ static int time_to_time(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const ui
         out->i = (int64_t *)x;
         return 0;
     }
+    if (from == TK_TIMESTAMPTZ || to == TK_TIMESTAMPTZ)
+        return tstz_cast(a, n, cx, out, m);
     if (from == TK_DATE && to == TK_TIMESTAMP) {
         bool bad = false;
         for (int64_t k = 0; k < n; k++) {

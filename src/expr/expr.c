@@ -958,6 +958,9 @@ static __attribute__((noinline)) int eval_node(const Expr *e, const Chunk *in,
         case FN_DATE_TRUNC:
         case FN_TIMESTAMPDIFF:
         case FN_TUMBLE_START:
+        case FN_AT_TZ_LOCAL:
+        case FN_AT_TZ_INSTANT:
+        case FN_TZ_OFFSET:
         case FN_TIME_ADD: return expr__fn_time(e, a, n, cx, out, m);
         default: return expr__fn_num(e, a, n, cx, out, m);
         }

@@ -122,6 +122,14 @@ typedef enum FuncId {
                       regular expression (escape '' for none) */
     FN_SPLIT_PART,     /* (s, delimiter, n INT) -> field n (1-based, negative
                       from the end), '' when none; n = 0 is an error */
+    FN_AT_TZ_LOCAL,    /* (TIMESTAMPTZ, zone) -> TIMESTAMP: wall-clock time in
+                          zone; zone is a BIGINT tz.h id or a VARCHAR name */
+    FN_AT_TZ_INSTANT,  /* (TIMESTAMP, zone) -> TIMESTAMPTZ: the instant the
+                          wall-clock time has in zone */
+    FN_TZ_OFFSET,      /* (TIMESTAMPTZ, part BIGINT constant) -> BIGINT: the
+                          offset of its session zone at that instant, part
+                          0: seconds east of UTC, 1: its hours, 2: its
+                          minutes (both with its sign): EXTRACT(TIMEZONE...) */
     FN__COUNT
 } FuncId;
 

@@ -145,6 +145,9 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_SPLIT_PART] = "SPLIT_PART",
     [FN_TUMBLE_START] = "TUMBLE_START",
     [FN_TIME_ADD] = "TIME_ADD",
+    [FN_AT_TZ_LOCAL] = "TIMEZONE",
+    [FN_AT_TZ_INSTANT] = "TIMEZONE",
+    [FN_TZ_OFFSET] = "TZ_OFFSET",
 };
 
 const char *expr__fn_name(int fn) { return fn >= 0 && fn < FN__COUNT ? fn_names[fn] : NULL; }
@@ -170,6 +173,7 @@ static void print_const(const Expr *e, Buf *out)
     case TK_DATE: buf_puts(out, "DATE '"); break;
     case TK_TIME: buf_puts(out, "TIME '"); break;
     case TK_TIMESTAMP: buf_puts(out, "TIMESTAMP '"); break;
+    case TK_TIMESTAMPTZ: buf_puts(out, "TIMESTAMPTZ '"); break;
     case TK_INTERVAL_DT:
     case TK_INTERVAL_YM: buf_puts(out, "INTERVAL '"); break;
     default: break;

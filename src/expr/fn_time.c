@@ -15,6 +15,7 @@
  * kernel, which truncates toward zero for an integer result.
  */
 #include "expr_int.h"
+#include "tz.h"
 
 static int days_in_month(int y, int mo)
 {
@@ -82,16 +83,23 @@ static int64_t iso_week(int64_t days)
 }
 
 /* DATE_TRUNC(x, unit): DATE stays DATE, TIMESTAMP stays TIMESTAMP; WEEK
- * starts on Monday (ISO, as PostgreSQL). */
+ * starts on Monday (ISO, as PostgreSQL). A TIMESTAMPTZ is truncated in its
+ * session zone: its wall-clock time there, truncated, read back in the zone
+ * for a DAY or coarser, else with the offset it had (PostgreSQL: so
+ * DATE_TRUNC('hour', x) keeps x's side of a fall-back overlap). */
 static int date_trunc(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
 {
-    bool ts = args[0].t.kind == TK_TIMESTAMP;
+    bool tstz = args[0].t.kind == TK_TIMESTAMPTZ, ts = tstz || args[0].t.kind == TK_TIMESTAMP;
+    int zone = tstz ? args[0].t.len : 0;
     const int64_t *x = args[0].i, *u = args[1].i;
     for (int64_t k = 0; k < n; k++) {
         out->i[k] = 0;
         if (m[k])
             continue;
-        int64_t v = ts ? x[k] : x[k] * US_PER_DAY;
+        int64_t off = 0;
+        if (tstz && x[k] < TZ_US_LIMIT && x[k] > -TZ_US_LIMIT)
+            off = (int64_t)tz_offset(zone, expr__floor_div(x[k], US_PER_SEC)) * US_PER_SEC;
+        int64_t v = ts ? x[k] + off : x[k] * US_PER_DAY;
         int64_t days = expr__floor_div(v, US_PER_DAY), unit = 0, r;
         int y, mo, d;
         date_to_ymd(days, &y, &mo, &d);
@@ -110,6 +118,8 @@ static int date_trunc(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const u
         }
         if (unit)
             r = expr__floor_div(v, unit) * unit;
+        if (tstz)
+            r = u[k] <= TU_DAY ? tz_local_to_utc_us(zone, r) : r - off;
         out->i[k] = ts ? r : expr__floor_div(r, US_PER_DAY);
     }
     return 0;
@@ -170,10 +180,52 @@ static int tumble_start(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const
     return 0;
 }
 
+/* ts AT TIME ZONE zone, both ways. A constant zone was resolved by the
+ * binder into an id (BIGINT); a VARCHAR zone is looked up row by row (the
+ * cache in tz.c makes a repeat cheap), an unknown name failing the row. */
+static int at_time_zone(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *out,
+                        const uint8_t *m)
+{
+    bool to_local = e->fn == FN_AT_TZ_LOCAL;
+    const int64_t *x = args[0].i;
+    for (int64_t k = 0; k < n; k++) {
+        out->i[k] = 0;
+        if (m[k])
+            continue;
+        int zone;
+        if (args[1].i) {
+            zone = (int)args[1].i[k];
+        } else {
+            Err ze;
+            err_init(&ze);
+            if ((zone = tz_find(args[1].s[k].p, args[1].s[k].n, &ze)) < 0)
+                return err_set(cx->err, SL_ERUNTIME, "AT TIME ZONE: %s", ze.msg);
+        }
+        out->i[k] = to_local ? tz_utc_to_local_us(zone, x[k]) : tz_local_to_utc_us(zone, x[k]);
+    }
+    return 0;
+}
+
 int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *out,
                   uint8_t *m)
 {
     switch (e->fn) {
+    case FN_TZ_OFFSET:
+        if (e->na != 2 || !args[0].i || !args[1].i || !out->i)
+            return err_set(cx->err, SL_ERUNTIME, "TZ_OFFSET operands of the wrong kind");
+        for (int64_t k = 0; k < n; k++) {
+            int64_t x = args[0].i[k], off = 0;
+            if (!m[k] && x < TZ_US_LIMIT && x > -TZ_US_LIMIT)
+                off = tz_offset(args[0].t.len, expr__floor_div(x, US_PER_SEC));
+            int64_t part = args[1].i[k];
+            out->i[k] = part == 1 ? off / 3600 : part == 2 ? off / 60 % 60 : off;
+        }
+        return 0;
+    case FN_AT_TZ_LOCAL:
+    case FN_AT_TZ_INSTANT:
+        if (e->na == 2 && args[0].i && (args[1].i || args[1].s) && out->i)
+            return at_time_zone(e, args, n, cx, out, m);
+        return err_set(cx->err, SL_ERUNTIME, "AT TIME ZONE operands of the wrong kind");
     case FN_TIME_ADD: /* TIME + interval wraps around midnight (Calcite) */
         if (e->na != 2 || !args[0].i || !args[1].i || !out->i)
             return err_set(cx->err, SL_ERUNTIME, "TIME_ADD operands of the wrong kind");
@@ -192,7 +244,7 @@ int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *o
         return err_set(cx->err, SL_ERUNTIME, "ADD_MONTHS operands of the wrong kind");
     case FN_DATE_TRUNC:
         if (e->na == 2 && args[0].i && args[1].i && out->i &&
-            (args[0].t.kind == TK_DATE || args[0].t.kind == TK_TIMESTAMP))
+            (args[0].t.kind == TK_DATE || type_is_ts(args[0].t.kind)))
             return date_trunc(args, n, cx, out, m);
         return err_set(cx->err, SL_ERUNTIME, "DATE_TRUNC needs a DATE or TIMESTAMP");
     case FN_TIMESTAMPDIFF:

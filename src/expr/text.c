@@ -13,6 +13,7 @@
 #include "text.h"
 
 #include "expr_int.h"
+#include "tz.h"
 
 #include "../base/mem.h"
 
@@ -193,6 +194,79 @@ static bool scan_time(const char *s, size_t n, size_t *p, int64_t *us)
     *us = ((h * 60 + mi) * 60 + sec) * US_PER_SEC + frac;
     *p = j;
     return true;
+}
+
+/* A zone after a timestamp: Z, [+-]HH[[:]MM[[:]SS]] (east of UTC, as ISO
+ * 8601 and PostgreSQL's output), or a tz database name. Sets *fixed and
+ * *off (seconds) for the first two, *zone for a name; false when malformed. */
+static bool scan_zone(const char *s, size_t n, size_t p, bool *fixed, int64_t *off, int *zone,
+                      Err *err)
+{
+    if (p + 1 == n && (s[p] == 'Z' || s[p] == 'z')) {
+        *fixed = true;
+        *off = 0;
+        return true;
+    }
+    if (s[p] == '+' || s[p] == '-') {
+        int sign = s[p] == '-' ? -1 : 1;
+        int64_t v[3] = {0, 0, 0};
+        size_t j = p + 1;
+        for (int k = 0; k < 3 && (k == 0 || j < n); k++) { /* hours required */
+            if (k && s[j] == ':')
+                j++;
+            size_t j0 = j;
+            if (!read_uint(s, n, &j, 2, &v[k]) || j - j0 != 2)
+                return false;
+        }
+        if (j != n || v[0] > 15 || v[1] > 59 || v[2] > 59)
+            return false;
+        *fixed = true;
+        *off = sign * (v[0] * 3600 + v[1] * 60 + v[2]);
+        return true;
+    }
+    *fixed = false;
+    return (*zone = tz_find(s + p, n - p, err)) >= 0;
+}
+
+/* TIMESTAMP WITH TIME ZONE: a TIMESTAMP's text, then optionally a zone
+ * (scan_zone) after the time or a space; without one the time is local
+ * time of t's session zone. */
+static int parse_tstz(SqlType t, const char *s, size_t n, int64_t *i, Err *err)
+{
+    size_t p = 0;
+    int64_t days, us = 0;
+    if (!scan_date(s, n, &p, &days))
+        return bad_value(err, t, s, n);
+    if (p < n && (s[p] == ' ' || s[p] == 'T')) {
+        size_t q = p + 1;
+        while (q < n && s[q] == ' ')
+            q++;
+        if (q < n && is_digit(s[q])) {
+            if (!scan_time(s, n, &q, &us))
+                return bad_value(err, t, s, n);
+            p = q;
+        }
+    }
+    while (p < n && s[p] == ' ')
+        p++;
+    int64_t local = days * US_PER_DAY + us;
+    if (p == n) {
+        *i = tz_local_to_utc_us(t.len, local);
+        return 0;
+    }
+    bool fixed;
+    int64_t off = 0;
+    int zone = 0;
+    Err ze;
+    err_init(&ze);
+    if (!scan_zone(s, n, p, &fixed, &off, &zone, &ze)) {
+        if (ze.code)
+            return err_set(err, SL_EDATA, "invalid TIMESTAMP WITH TIME ZONE value \"%.*s\": %s",
+                           (int)(n > 64 ? 64 : n), s, ze.msg);
+        return bad_value(err, t, s, n);
+    }
+    *i = fixed ? local - off * US_PER_SEC : tz_local_to_utc_us(zone, local);
+    return 0;
 }
 
 static int parse_int(SqlType t, const char *s, size_t n, int64_t *out, Err *err)
@@ -452,6 +526,7 @@ int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double 
         *i = days * US_PER_DAY + us;
         return 0;
     }
+    case TK_TIMESTAMPTZ: return parse_tstz(t, s, n, i, err);
     case TK_INTERVAL_DT:
     case TK_INTERVAL_YM: {
         /* canonical text: [-]D HH:MM:SS[.f] / [-]Y-M; a bare [-]D is days */
@@ -596,6 +671,22 @@ void text_format(SqlType t, int64_t i, double f, Str s, Buf *out)
         format_date(days, out);
         buf_putc(out, ' ');
         format_time(i - days * US_PER_DAY, out);
+        break;
+    }
+    case TK_TIMESTAMPTZ: {
+        int64_t sec = floor_div(i, US_PER_SEC);
+        int64_t off = i > TZ_US_LIMIT || i < -TZ_US_LIMIT ? 0 : tz_offset(t.len, sec);
+        int64_t local = i + off * US_PER_SEC;
+        int64_t days = floor_div(local, US_PER_DAY);
+        format_date(days, out);
+        buf_putc(out, ' ');
+        format_time(local - days * US_PER_DAY, out);
+        int64_t a = off < 0 ? -off : off;
+        buf_printf(out, "%c%02d", off < 0 ? '-' : '+', (int)(a / 3600));
+        if (a % 3600)
+            buf_printf(out, ":%02d", (int)(a / 60 % 60));
+        if (a % 60)
+            buf_printf(out, ":%02d", (int)(a % 60));
         break;
     }
     case TK_INTERVAL_DT:

@@ -11,6 +11,8 @@
  *   DATE      YYYY-MM-DD
  *   TIME      HH:MM:SS[.ffffff] (fraction only when non-zero, trailing zeros cut)
  *   TIMESTAMP YYYY-MM-DD HH:MM:SS[.ffffff] (same rule)
+ *   TIMESTAMPTZ the local time in the type's session zone, then its offset
+ *             as PostgreSQL shows it: "2024-03-10 03:00:00-04", "+05:30"
  *   INTERVAL DAY TO SECOND  [-]D HH:MM:SS[.ffffff] (days, then the time of
  *             the absolute value: "1 02:00:00", "-0 00:00:10")
  *   INTERVAL YEAR TO MONTH  [-]Y-M ("1-2" is 14 months)
@@ -31,7 +33,10 @@
  * (CHAR(n) padded with spaces to n; a VARCHAR(n)/CHAR(n) value longer than n
  * is an error; a NUL byte is an error). Leading/trailing spaces are ignored
  * for non-string types. DATE accepts YYYY-MM-DD; TIME HH:MM[:SS[.f]];
- * TIMESTAMP 'YYYY-MM-DD[ T]HH:MM[:SS[.f]]' or a bare date (midnight).
+ * TIMESTAMP 'YYYY-MM-DD[ T]HH:MM[:SS[.f]]' or a bare date (midnight);
+ * TIMESTAMPTZ the same, then optionally Z, an offset [+-]HH[[:]MM[[:]SS]] or
+ * a zone name ('2024-03-10 10:00 Europe/Paris'); without one, local time
+ * in the session zone (t.len).
  * On success stores into *i, *f or *s (per type_phys) and returns 0; else
  * returns SL_EDATA with a message like `invalid INT value "12x"`.
  */

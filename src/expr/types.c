@@ -38,6 +38,7 @@ const char *type_name(SqlType t, char *buf, size_t size)
     case TK_DATE: snprintf(buf, size, "DATE"); break;
     case TK_TIME: snprintf(buf, size, "TIME"); break;
     case TK_TIMESTAMP: snprintf(buf, size, "TIMESTAMP"); break;
+    case TK_TIMESTAMPTZ: snprintf(buf, size, "TIMESTAMP WITH TIME ZONE"); break;
     case TK_INTERVAL_DT: snprintf(buf, size, "INTERVAL DAY TO SECOND"); break;
     case TK_INTERVAL_YM: snprintf(buf, size, "INTERVAL YEAR TO MONTH"); break;
     }

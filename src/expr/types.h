@@ -5,7 +5,8 @@
  *   PHYS_I64: BOOLEAN (0/1), TINYINT..BIGINT, DECIMAL(p,s) as an integer
  *             scaled by 10^s when p <= 18 (the fast path), DATE (days since 1970-01-01),
  *             TIME (microseconds since midnight), TIMESTAMP (microseconds
- *             since 1970-01-01 00:00:00, no time zone), INTERVAL DAY TO
+ *             since 1970-01-01 00:00:00, no time zone), TIMESTAMPTZ
+ *             (microseconds since 1970-01-01 00:00:00 UTC), INTERVAL DAY TO
  *             SECOND (microseconds, signed), INTERVAL YEAR TO MONTH (months,
  *             signed);
  *   PHYS_I128: DECIMAL(p,s) with 18 < p <= 38 as an __int128 scaled by
@@ -36,6 +37,9 @@ typedef enum TypeKind {
     TK_TIMESTAMP,
     TK_INTERVAL_DT, /* INTERVAL DAY TO SECOND: microseconds */
     TK_INTERVAL_YM, /* INTERVAL YEAR TO MONTH: months */
+    TK_TIMESTAMPTZ, /* TIMESTAMP WITH TIME ZONE: an instant, microseconds
+                       since 1970-01-01 00:00:00 UTC; len is the session
+                       zone (expr/tz.h id) it is read and shown in */
 } TypeKind;
 
 typedef enum Phys { PHYS_I64, PHYS_F64, PHYS_STR, PHYS_I128 } Phys;
@@ -54,14 +58,26 @@ typedef struct SqlType {
     uint8_t nullable; /* 1 when the value may be NULL */
     uint8_t prec;     /* DECIMAL precision */
     uint8_t scale;    /* DECIMAL scale */
-    int32_t len;      /* CHAR/VARCHAR length, VARCHAR_UNBOUNDED for none */
+    int32_t len;      /* CHAR/VARCHAR length, VARCHAR_UNBOUNDED for none;
+                         TIMESTAMPTZ: the session time zone (tz.h id, 0 = UTC) */
 } SqlType;
 
 static inline SqlType type_make(TypeKind k, bool nullable)
 {
-    SqlType t = {(uint8_t)k, (uint8_t)nullable, 0, 0, VARCHAR_UNBOUNDED};
+    SqlType t = {(uint8_t)k, (uint8_t)nullable, 0, 0,
+                 k == TK_TIMESTAMPTZ ? 0 : VARCHAR_UNBOUNDED};
     return t;
 }
+
+/* TIMESTAMP WITH TIME ZONE shown and read in zone tz (a tz.h id). */
+static inline SqlType type_tstz(int tz, bool nullable)
+{
+    SqlType t = {TK_TIMESTAMPTZ, (uint8_t)nullable, 0, 0, tz};
+    return t;
+}
+
+/* TIMESTAMP or TIMESTAMPTZ: microseconds since 1970 (local or UTC). */
+static inline bool type_is_ts(TypeKind k) { return k == TK_TIMESTAMP || k == TK_TIMESTAMPTZ; }
 
 static inline Phys type_phys(SqlType t)
 {
@@ -90,7 +106,7 @@ static inline bool type_is_numeric(TypeKind k)
 static inline bool type_is_string(TypeKind k) { return k == TK_CHAR || k == TK_VARCHAR; }
 static inline bool type_is_temporal(TypeKind k)
 {
-    return k == TK_DATE || k == TK_TIME || k == TK_TIMESTAMP;
+    return k == TK_DATE || k == TK_TIME || k == TK_TIMESTAMP || k == TK_TIMESTAMPTZ;
 }
 
 static inline bool type_is_interval(TypeKind k)

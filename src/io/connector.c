@@ -459,7 +459,7 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, ConnCtx
                      r->name, etc->valuestring);
             return cerr(err, r, "%s: %s", where, d);
         }
-        if (r->types[event_col].kind != TK_TIMESTAMP) {
+        if (!type_is_ts(r->types[event_col].kind)) {
             snprintf(d, sizeof(d), "\"event_time_column\": column \"%s\" must be a TIMESTAMP",
                      r->colnames[event_col]);
             return cerr(err, r, "%s: %s", where, d);

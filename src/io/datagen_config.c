@@ -148,7 +148,8 @@ static void domain(SqlType t, i128 *lo, i128 *hi)
     case TK_DECIMAL: *hi = pow10_i64(p) - 1; *lo = -*hi; break;
     case TK_DATE: *lo = -719162; *hi = 2932896; break; /* 0001-01-01 .. 9999-12-31 */
     case TK_TIME: *lo = 0; *hi = 86400000000LL - 1; break;
-    case TK_TIMESTAMP: *lo = -62135596800000000LL; *hi = 253402300800000000LL - 1; break;
+    case TK_TIMESTAMP:
+    case TK_TIMESTAMPTZ: *lo = -62135596800000000LL; *hi = 253402300800000000LL - 1; break;
     default: {
         int64_t l, h;
         type_int_range((TypeKind)t.kind, &l, &h);
@@ -161,7 +162,7 @@ static void domain(SqlType t, i128 *lo, i128 *hi)
 /* Generation unit -> physical value factor. */
 static int64_t gen_unit(SqlType t)
 {
-    return (t.kind == TK_TIME || t.kind == TK_TIMESTAMP) ? 1000 : 1;
+    return (t.kind == TK_TIME || type_is_ts(t.kind)) ? 1000 : 1;
 }
 
 /* Shortest text that reads back as v. */

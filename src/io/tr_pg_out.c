@@ -134,6 +134,7 @@ static void pg_type(Buf *b, SqlType t)
     case TK_DATE: buf_puts(b, "date"); break;
     case TK_TIME: buf_puts(b, "time"); break;
     case TK_TIMESTAMP: buf_puts(b, "timestamp"); break;
+    case TK_TIMESTAMPTZ: buf_puts(b, "timestamptz"); break;
     default: buf_puts(b, "interval"); break;
     }
 }

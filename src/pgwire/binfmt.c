@@ -47,6 +47,7 @@ bool pg_bin_supported(uint32_t oid)
     switch (oid) {
     case 16: case 21: case 23: case 20: case 700: case 701: case 1700:
     case 25: case 1042: case 1043: case 19: case 26: case 1082: case 1083: case 1114:
+    case 1184:
         return true;
     default:
         return false;
@@ -71,6 +72,7 @@ const char *pg_type_name(uint32_t oid)
     case 1082: return "date";
     case 1083: return "time";
     case 1114: return "timestamp";
+    case 1184: return "timestamptz";
     case 1186: return "interval";
     case 17: return "bytea";
     default: return "unknown";
@@ -155,6 +157,7 @@ static bool value_bin(uint32_t oid, const char *s, size_t n, Buf *out)
     case 1082: t.kind = TK_DATE; break;
     case 1083: t.kind = TK_TIME; break;
     case 1114: t.kind = TK_TIMESTAMP; break;
+    case 1184: t = type_tstz(0, false); break; /* the text's offset gives the instant */
     case 1700: return numeric_bin(s, n, out);
     default: return false;
     }
@@ -181,7 +184,8 @@ static bool value_bin(uint32_t oid, const char *s, size_t n, Buf *out)
     }
     case 1082: be32(out, (uint32_t)(int32_t)(i - PG_EPOCH_DAYS)); break;
     case 1083: be64(out, (uint64_t)i); break;
-    case 1114: be64(out, (uint64_t)(i - (int64_t)PG_EPOCH_DAYS * US_DAY)); break;
+    case 1114:
+    case 1184: be64(out, (uint64_t)(i - (int64_t)PG_EPOCH_DAYS * US_DAY)); break;
     default: return false;
     }
     return true;

@@ -346,6 +346,7 @@ static void rel_columns(PgConn *c, int rel, const char *q, PgRes *res)
         case TK_DATE: pgt = "date"; break;
         case TK_TIME: pgt = "time without time zone"; break;
         case TK_TIMESTAMP: pgt = "timestamp without time zone"; break;
+        case TK_TIMESTAMPTZ: pgt = "timestamp with time zone"; break;
         case TK_DECIMAL:
             snprintf(tn, sizeof(tn), "numeric(%d,%d)", t.prec, t.scale);
             pgt = tn;

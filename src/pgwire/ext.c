@@ -138,6 +138,9 @@ static void literal(Buf *out, uint32_t oid, const char *v, size_t n)
     case 1114:
         buf_puts(out, "TIMESTAMP ");
         break;
+    case 1184:
+        buf_puts(out, "TIMESTAMPTZ ");
+        break;
     case 0:
         if (num && (isdigit((unsigned char)v[0]) || v[0] == '-')) {
             buf_append(out, v, n); /* an untyped number: as written */
@@ -243,6 +246,7 @@ static bool binary_text(uint32_t oid, const char *v, size_t n, char *out, size_t
     }
     case 1082: /* days since 2000-01-01 */
     case 1114: /* microseconds since 2000-01-01 */
+    case 1184: /* the same, UTC */
     case 1083: { /* microseconds since midnight */
         if (n != (oid == 1082 ? 4u : 8u))
             return false;
@@ -260,7 +264,8 @@ static bool binary_text(uint32_t oid, const char *v, size_t n, char *out, size_t
         else if (oid == 1083)
             snprintf(out, on, "%02d:%02d:%02d.%06d", hh, mi, ss, frac);
         else
-            snprintf(out, on, "%04d-%02d-%02d %02d:%02d:%02d.%06d", y, m, d, hh, mi, ss, frac);
+            snprintf(out, on, "%04d-%02d-%02d %02d:%02d:%02d.%06d%s", y, m, d, hh, mi, ss, frac,
+                     oid == 1184 ? "+00" : "");
         return true;
     }
     default:

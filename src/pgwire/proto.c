@@ -212,6 +212,7 @@ uint32_t pg_type_oid(SqlType t)
     case TK_DATE: return 1082;
     case TK_TIME: return 1083;
     case TK_TIMESTAMP: return 1114;
+    case TK_TIMESTAMPTZ: return 1184;
     default: return 25; /* intervals (our text form), NULL: text */
     }
 }
@@ -222,7 +223,7 @@ int pg_type_len(uint32_t oid)
     case 16: return 1;
     case 21: return 2;
     case 23: case 700: case 1082: return 4;
-    case 20: case 701: case 1083: case 1114: return 8;
+    case 20: case 701: case 1083: case 1114: case 1184: return 8;
     default: return -1;
     }
 }

@@ -14,6 +14,7 @@
 #include "../base/budget.h"
 #include "../base/mem.h"
 #include "../circuit/circuit.h"
+#include "../expr/tz.h"
 #include "../sql/lexer.h"
 #include "../sql/sql.h"
 #include "../zset/key.h"
@@ -109,7 +110,14 @@ static void *job_main(void *arg)
         }
         in[i] = (QInput){r->name, r->ncol, (const char *const *)r->colnames, r->types, ch};
     }
-    j->rc = oneshot_query(j->sql, in, sn->n, 1, j->res, j->e);
+    /* the program's session zone, for the query's own TIMESTAMPTZ values */
+    char prelude[200];
+    snprintf(prelude, sizeof(prelude), "SET TIME ZONE '%s'", tz_name(j->c->tz));
+    const Chunk **steps = arena_zalloc(a, sizeof(Chunk *) * (size_t)(sn->n + 1));
+    for (int i = 0; i < sn->n; i++)
+        steps[i] = in[i].rows;
+    j->rc = oneshot_run(j->c->tz ? prelude : NULL, j->sql, in, sn->n, 1, steps, 1, NULL, NULL,
+                        j->res, j->e);
     arena_free(a);
     budget_end();
     return NULL;

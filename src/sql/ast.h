@@ -243,6 +243,7 @@ typedef struct Stmt {
 typedef struct Program {
     Stmt **stmts;
     int n;
+    int tz; /* session time zone (expr/tz.h id; SET TIME ZONE), 0 = UTC */
 } Program;
 
 struct Arena;

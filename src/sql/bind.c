@@ -82,6 +82,9 @@ bool sql__common_type(SqlType a, SqlType b, SqlType *out)
     } else if ((a.kind == TK_DATE && b.kind == TK_TIMESTAMP) ||
                (a.kind == TK_TIMESTAMP && b.kind == TK_DATE)) {
         r = type_make(TK_TIMESTAMP, nul);
+    } else if ((a.kind == TK_TIMESTAMPTZ && (b.kind == TK_TIMESTAMP || b.kind == TK_DATE)) ||
+               (b.kind == TK_TIMESTAMPTZ && (a.kind == TK_TIMESTAMP || a.kind == TK_DATE))) {
+        r = a.kind == TK_TIMESTAMPTZ ? a : b; /* the local side read in the session zone */
     } else if (type_is_string(a.kind) && b.kind != TK_BOOL) {
         r = b; /* string literal compared with a number or date: parse it */
     } else if (type_is_string(b.kind) && a.kind != TK_BOOL) {
@@ -304,11 +307,51 @@ static Expr *add_by_fn(P *p, int fn, TypeKind t, bool nul, Expr *l, Expr *r, boo
    DATE/TIMESTAMP +- INTERVAL, TIMESTAMP - TIMESTAMP, INTERVAL +- INTERVAL,
    INTERVAL * / integer. DATE + a constant whole-day interval stays a DATE
    (Calcite); DATE + any other day-time interval is a TIMESTAMP. */
+static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r);
+
+/* Arithmetic with a TIMESTAMPTZ operand: +- INTERVAL DAY TO SECOND moves
+   the instant (an interval is a fixed length here, so '1 day' is 24 hours
+   even across a DST change); +- INTERVAL YEAR TO MONTH moves the
+   wall-clock time of the session zone by calendar months; TIMESTAMPTZ -
+   TIMESTAMPTZ (or a TIMESTAMP/DATE read in the session zone) is the
+   elapsed INTERVAL. NULL when no rule applies (p->err untouched). */
+static Expr *tstz_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
+{
+    TypeKind a = (TypeKind)l->t.kind, b = (TypeKind)r->t.kind;
+    bool nul = l->t.nullable || r->t.nullable, add = op == OP_ADD, sub = op == OP_SUB;
+    if (add && type_is_interval(a) && b == TK_TIMESTAMPTZ)
+        return tstz_arith(p, x, op, r, l);
+    if ((add || sub) && a == TK_TIMESTAMPTZ && b == TK_INTERVAL_DT) {
+        Expr *e = mk2(p, add ? E_ADD : E_SUB, TK_TIMESTAMPTZ, nul, l, r);
+        e->t.len = l->t.len;
+        return e;
+    }
+    if ((add || sub) && a == TK_TIMESTAMPTZ && b == TK_INTERVAL_YM) {
+        SqlType tz = l->t;
+        Expr *loc = sql__cast_to(p, l, type_make(TK_TIMESTAMP, l->t.nullable));
+        Expr *e = time_arith(p, x, op, loc, r);
+        tz.nullable = nul;
+        return e ? sql__cast_to(p, e, tz) : NULL;
+    }
+    if (sub && (a == TK_TIMESTAMPTZ || b == TK_TIMESTAMPTZ) &&
+        (type_is_ts(a) || a == TK_DATE) && (type_is_ts(b) || b == TK_DATE)) {
+        SqlType tz = a == TK_TIMESTAMPTZ ? l->t : r->t;
+        tz.nullable = false;
+        return mk2(p, E_SUB, TK_INTERVAL_DT, nul, sql__cast_to(p, l, tz), sql__cast_to(p, r, tz));
+    }
+    return NULL;
+}
+
 static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
 {
     static const char *ops[] = {"+", "-", "*", "/", "%"};
     TypeKind a = (TypeKind)l->t.kind, b = (TypeKind)r->t.kind;
     bool nul = l->t.nullable || r->t.nullable;
+    if (a == TK_TIMESTAMPTZ || b == TK_TIMESTAMPTZ) {
+        Expr *e = tstz_arith(p, x, op, l, r);
+        if (e || p->err->code)
+            return e;
+    }
     /* a NULL operand takes the type that makes the expression valid */
     if (a == TK_NULL)
         l = sql__cast_to(p, l, type_make(a = type_is_interval(b) ? b : TK_INTERVAL_DT, true));
@@ -893,6 +936,25 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
                  tname(l->t));
             return NULL;
         }
+        static const char *const tzf[] = {"timezone", "timezone_hour", "timezone_minute"};
+        for (int i = 0; i < 3; i++)
+            if (!strcasecmp(x->name, tzf[i])) {
+                if (l->t.kind != TK_TIMESTAMPTZ) {
+                    perr(p, SL_ESEMANTIC, x->line, x->col,
+                         "EXTRACT field %s needs a TIMESTAMP WITH TIME ZONE, not %s", x->name,
+                         tname(l->t));
+                    return NULL;
+                }
+                Expr *e = sql__mk(p, E_FUNC, type_make(TK_BIGINT, l->t.nullable), 2);
+                e->fn = FN_TZ_OFFSET;
+                e->a[0] = l;
+                e->a[1] = expr_const_i64(p->a, type_make(TK_BIGINT, false), i);
+                return e;
+            }
+        /* TIMESTAMPTZ: fields of its wall-clock time in the session zone;
+           EPOCH counts seconds of the instant itself */
+        if (l->t.kind == TK_TIMESTAMPTZ && strcasecmp(x->name, "epoch"))
+            l = sql__cast_to(p, l, type_make(TK_TIMESTAMP, l->t.nullable));
         for (size_t i = 0; i < ARRAY_LEN(fields); i++)
             if (!strcasecmp(fields[i].n, x->name)) {
                 Expr *e = sql__mk(p, E_FUNC, type_make(TK_BIGINT, l->t.nullable), 1);

@@ -12,6 +12,7 @@
 
 #include "../base/vec.h"
 #include "../expr/text.h"
+#include "../expr/tz.h"
 #include "sql_int.h"
 
 bool sql__is_agg_name(const char *n)
@@ -215,6 +216,10 @@ static Expr *bind_time_fn(P *p, BindCtx *bc, Ast *x)
             v[i] = sql__cast_to(p, v[i], type_make(k = diff ? TK_TIMESTAMP : TK_DATE, true));
         else if (type_is_string(k))
             v[i] = sql__cast_to(p, v[i], type_make(k = TK_TIMESTAMP, false));
+        if (k == TK_TIMESTAMPTZ && diff) /* on the wall-clock time of its zone */
+            v[i] = sql__cast_to(p, v[i], type_make(k = TK_TIMESTAMP, v[i]->t.nullable));
+        if (k == TK_TIMESTAMPTZ) /* DATE_TRUNC: in the session zone (fn_time.c) */
+            k = TK_TIMESTAMP;
         if (k != TK_DATE && k != TK_TIMESTAMP) {
             perr(p, SL_ESEMANTIC, ax->line, ax->col, "%s needs a DATE or TIMESTAMP, not %s",
                  x->name, tname(v[i]->t));
@@ -234,11 +239,63 @@ static Expr *bind_time_fn(P *p, BindCtx *bc, Ast *x)
     } else {
         if (v[0]->t.kind == TK_DATE && unit > TU_DAY) /* finer than a day: no-op on a DATE */
             return v[0];
-        e = sql__mk(p, E_FUNC, type_make((TypeKind)v[0]->t.kind, nul), 2);
+        SqlType rt = v[0]->t;
+        rt.nullable = nul;
+        e = sql__mk(p, E_FUNC, rt, 2);
         e->a[0] = v[0];
         e->a[1] = u;
         e->fn = FN_DATE_TRUNC;
     }
+    return e;
+}
+
+/* timezone(zone, x), i.e. x AT TIME ZONE zone: a TIMESTAMPTZ gives the
+   TIMESTAMP of its wall-clock time in zone, a TIMESTAMP (or DATE) the
+   TIMESTAMPTZ of its wall-clock time read in zone; a string x is taken as a
+   TIMESTAMPTZ (PostgreSQL). A constant zone is looked up here. */
+static Expr *bind_timezone(P *p, BindCtx *bc, Ast *x)
+{
+    if (x->args.n != 2) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to timezone");
+        return NULL;
+    }
+    Ast *za = x->args.v[0], *va = x->args.v[1];
+    Expr *z = sql__bind(p, bc, za), *v = z ? sql__bind(p, bc, va) : NULL;
+    if (!v)
+        return NULL;
+    TypeKind k = (TypeKind)v->t.kind;
+    if (k == TK_NULL || type_is_string(k))
+        v = sql__cast_to(p, v, type_tstz(p->tz, v->t.nullable)), k = TK_TIMESTAMPTZ;
+    else if (k == TK_DATE)
+        v = sql__cast_to(p, v, type_make(TK_TIMESTAMP, v->t.nullable)), k = TK_TIMESTAMP;
+    if (k != TK_TIMESTAMP && k != TK_TIMESTAMPTZ) {
+        perr(p, SL_ESEMANTIC, va->line, va->col,
+             "AT TIME ZONE needs a TIMESTAMP or TIMESTAMP WITH TIME ZONE, not %s", tname(v->t));
+        return NULL;
+    }
+    if (z->t.kind == TK_NULL)
+        z = sql__cast_to(p, z, type_make(TK_VARCHAR, true));
+    if (!type_is_string((TypeKind)z->t.kind)) {
+        perr(p, SL_ESEMANTIC, za->line, za->col, "a time zone is a string ('Europe/Paris'), not %s",
+             tname(z->t));
+        return NULL;
+    }
+    if (z->k == E_CONST && !z->cnull) {
+        Err e;
+        err_init(&e);
+        int id = tz_find(z->cs.p, z->cs.n, &e);
+        if (id < 0) {
+            perr(p, SL_ESEMANTIC, za->line, za->col, "%s", e.msg);
+            return NULL;
+        }
+        z = expr_const_i64(p->a, type_make(TK_BIGINT, false), id);
+    }
+    bool nul = v->t.nullable || z->t.nullable;
+    SqlType rt = k == TK_TIMESTAMPTZ ? type_make(TK_TIMESTAMP, nul) : type_tstz(p->tz, nul);
+    Expr *e = sql__mk(p, E_FUNC, rt, 2);
+    e->a[0] = v;
+    e->a[1] = z;
+    e->fn = k == TK_TIMESTAMPTZ ? FN_AT_TZ_LOCAL : FN_AT_TZ_INSTANT;
     return e;
 }
 
@@ -268,6 +325,8 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
     if (!strcmp(x->name, "date_trunc") || !strcmp(x->name, "timestamp_trunc") ||
         !strcmp(x->name, "timestampdiff"))
         return bind_time_fn(p, bc, x);
+    if (!strcmp(x->name, "timezone"))
+        return bind_timezone(p, bc, x);
     /* COALESCE never evaluates what follows its first non-NULL literal, so
        an argument there that is not valid where it stands (e.g. a column
        outside GROUP BY, as SQLite allows) is dropped instead of rejected */

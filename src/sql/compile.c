@@ -19,6 +19,7 @@
 #include "../base/vec.h"
 #include "sql_int.h"
 #include "../circuit/watermark.h"
+#include "../expr/tz.h"
 
 /* A LIMIT/OFFSET operand: a non-negative integer literal. */
 static int limit_value(P *p, Ast *e, const char *what, int64_t *out)
@@ -176,18 +177,18 @@ static int set_lateness(P *p, Relation *r, int col, Ast *x, int line, int pos)
     bool interval = e->k == E_CONST && !e->cnull && e->t.kind == TK_INTERVAL_DT;
     bool integer = e->k == E_CONST && !e->cnull && type_is_integer(e->t.kind);
     int64_t v;
-    if ((t.kind == TK_TIMESTAMP || t.kind == TK_DATE) && interval) {
+    if ((type_is_ts(t.kind) || t.kind == TK_DATE) && interval) {
         v = t.kind == TK_DATE ? (e->ci + 86400000000LL - 1) / 86400000000LL /* whole days */ : e->ci;
     } else if (type_is_integer(t.kind) && integer) {
         v = e->ci;
-    } else if (type_is_integer(t.kind) || t.kind == TK_TIMESTAMP || t.kind == TK_DATE) {
+    } else if (type_is_integer(t.kind) || type_is_ts(t.kind) || t.kind == TK_DATE) {
         return perr(p, SL_ESEMANTIC, x->line, x->col,
                     "LATENESS of column %s (%s) must be a constant %s", r->colnames[col],
                     tname(t), type_is_integer(t.kind) ? "integer" : "INTERVAL (e.g. INTERVAL '1' HOUR)");
     } else {
         return perr(p, SL_EUNSUPPORTED, line, pos,
-                    "LATENESS on column %s of type %s is not supported (TIMESTAMP, DATE and "
-                    "integer columns are)", r->colnames[col], tname(t));
+                    "LATENESS on column %s of type %s is not supported (TIMESTAMP, "
+                    "TIMESTAMPTZ, DATE and integer columns are)", r->colnames[col], tname(t));
     }
     if (v < 0)
         return perr(p, SL_ESEMANTIC, x->line, x->col, "LATENESS must not be negative");
@@ -434,7 +435,7 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
     Program *prog;
     Circuit *c = sl_calloc(1, sizeof(*c));
     c->arena = arena_new(64 * 1024);
-    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL, 0, 0};
+    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL, 0, 0, TZ_UTC};
     for (int i = 0; i < ndecl; i++) {
         p.owner = c->nrels;
         if (declare_table(&p, &decl[i]))
@@ -442,6 +443,7 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
     }
     if (sql_parse(sql, c->arena, &prog, p.err))
         goto out_fail;
+    p.tz = c->tz = prog->tz;
     if (prog->n == 0) {
         err_setpos(p.err, SL_ESEMANTIC, 1, 1, "the program is empty: no CREATE TABLE or VIEW");
         goto out_fail;

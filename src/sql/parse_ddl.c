@@ -4,7 +4,9 @@
  * their types and constraints, PRIMARY KEY) or CREATE [MATERIALIZED]
  * VIEW (column names, query: parse_query.c), either with WITH ('key' =
  * 'value', ...) properties, or LATENESS t.col expr (a column's lateness,
- * also written as the column constraint LATENESS expr). Column types are parsed here for CAST too
+ * also written as the column constraint LATENESS expr), optionally headed
+ * by SET TIME ZONE (the session zone: Program.tz, and the zone of every
+ * TIMESTAMPTZ type parsed after it). Column types are parsed here for CAST too
  * (sql__parse_type). Tokens come from lexer.c; statements we recognise
  * but do not support yet are reported as such.
  */
@@ -13,6 +15,7 @@
 
 #include "../base/err.h"
 #include "../base/vec.h"
+#include "../expr/tz.h"
 #include "parse_int.h"
 
 static int parse_int_arg(Parser *p, int *out)
@@ -114,13 +117,17 @@ int sql__parse_type(Parser *p, SqlType *out)
         ty.kind = TK_DATE;
     else if (!strcasecmp(s, "time"))
         ty.kind = TK_TIME;
-    else if (!strcasecmp(s, "timestamp")) {
+    else if (!strcasecmp(s, "timestamptz")) {
+        ty.kind = TK_TIMESTAMPTZ;
+        ty.len = p->tz;
+    } else if (!strcasecmp(s, "timestamp")) {
         ty.kind = TK_TIMESTAMP;
         if (accept_kw(p, "with")) {
-            p->i--;
-            return sql__unsupported(p, t, "TIMESTAMP WITH TIME ZONE");
-        }
-        if (accept_kw(p, "without") && (sql__expect_kw(p, "time") || sql__expect_kw(p, "zone")))
+            if (sql__expect_kw(p, "time") || sql__expect_kw(p, "zone"))
+                return p->err->code;
+            ty.kind = TK_TIMESTAMPTZ;
+            ty.len = p->tz;
+        } else if (accept_kw(p, "without") && (sql__expect_kw(p, "time") || sql__expect_kw(p, "zone")))
             return p->err->code;
     } else {
         static const char *later[] = {"interval", "array", "map", "variant", "binary",
@@ -321,10 +328,47 @@ static int parse_stmt(Parser *p, Stmt **out)
     return sql__fail(p, "TABLE, VIEW or MATERIALIZED VIEW after CREATE");
 }
 
+/* SET TIME ZONE 'zone' | SET TIME ZONE LOCAL/DEFAULT | SET timezone { = | TO }
+   'zone': the session time zone (docs/sql.md), only ahead of the program's
+   first statement since it changes how every later one reads and shows
+   TIMESTAMP WITH TIME ZONE. */
+static int parse_set_time_zone(Parser *p, bool first)
+{
+    Token *t = cur(p);
+    p->i++;
+    if (accept_kw(p, "time")) {
+        if (sql__expect_kw(p, "zone"))
+            return p->err->code;
+    } else if (!accept_kw(p, "timezone")) {
+        return sql__unsupported(p, t, "SET other than SET TIME ZONE");
+    } else if (!accept_op(p, "=") && !accept_kw(p, "to")) {
+        return sql__fail(p, "= or TO");
+    }
+    if (!first)
+        return err_setpos(p->err, SL_ESEMANTIC, t->line, t->col,
+                          "SET TIME ZONE must come before the first statement of the program");
+    Token *z = cur(p);
+    if (z->k == T_IDENT && (is_kw(z, "local") || is_kw(z, "default"))) {
+        p->i++;
+        p->tz = TZ_UTC;
+        return 0;
+    }
+    if (z->k != T_STR)
+        return sql__fail(p, "a time zone name in quotes ('Europe/Paris')");
+    Err e;
+    err_init(&e);
+    int id = tz_find(z->s, z->n, &e);
+    if (id < 0)
+        return err_setpos(p->err, SL_ESEMANTIC, z->line, z->col, "%s", e.msg);
+    p->i++;
+    p->tz = id;
+    return 0;
+}
+
 int sql_parse(const char *text, Arena *a, Program **out, Err *err)
 {
     Err local;
-    Parser p = {NULL, 0, 0, a, err ? err : &local, 0, 0};
+    Parser p = {NULL, 0, 0, a, err ? err : &local, 0, 0, TZ_UTC};
     err_clear(&local);
     if (lex(text, a, &p.t, &p.n, p.err))
         return p.err->code;
@@ -333,6 +377,16 @@ int sql_parse(const char *text, Arena *a, Program **out, Err *err)
     while (cur(&p)->k != T_EOF) {
         if (accept_op(&p, ";"))
             continue;
+        if (is_kw(cur(&p), "set") &&
+            (is_kw(&p.t[p.i + 1], "timezone") ||
+             (is_kw(&p.t[p.i + 1], "time") && is_kw(&p.t[p.i + 2], "zone")))) {
+            if (parse_set_time_zone(&p, prog->n == 0))
+                return p.err->code;
+            prog->tz = p.tz;
+            if (cur(&p)->k != T_EOF && sql__expect_op(&p, ";"))
+                return p.err->code;
+            continue;
+        }
         Stmt *s;
         if (parse_stmt(&p, &s))
             return p.err->code;

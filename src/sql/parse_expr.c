@@ -362,6 +362,18 @@ static Ast *parse_primary(Parser *p)
                 p->i++;
                 return parse_interval(p, t);
             }
+            if ((is_kw(t, "timestamptz") && p->t[p->i + 1].k == T_STR) ||
+                (is_kw(t, "timestamp") && is_kw(&p->t[p->i + 1], "with") &&
+                 is_kw(&p->t[p->i + 2], "time") && is_kw(&p->t[p->i + 3], "zone") &&
+                 p->t[p->i + 4].k == T_STR)) {
+                n = sql__new_ast(p, A_TYPED, t);
+                n->type = type_tstz(p->tz, false);
+                p->i += is_kw(t, "timestamptz") ? 1 : 4;
+                n->str = (char *)cur(p)->s;
+                n->slen = cur(p)->n;
+                p->i++;
+                return n;
+            }
             if (is_typed_literal(p, t))
                 return parse_typed_literal(p, t);
             if (is_kw(t, "array") && (is_op(&p->t[p->i + 1], "[") || is_op(&p->t[p->i + 1], "("))) {
@@ -386,6 +398,16 @@ static Ast *parse_primary(Parser *p)
                 n = sql__new_ast(p, A_EXTRACT, t);
                 if (!(n->name = sql__ident(p, "a date/time field")) || sql__expect_kw(p, "from") ||
                     !(n->a = sql__parse_expr(p)) || sql__expect_op(p, ")"))
+                    return NULL;
+                return n;
+            }
+            /* date_part('field', x): PostgreSQL's spelling of EXTRACT */
+            if (is_kw(t, "date_part") && is_op(&p->t[p->i + 1], "(") &&
+                p->t[p->i + 2].k == T_STR && is_op(&p->t[p->i + 3], ",")) {
+                n = sql__new_ast(p, A_EXTRACT, t);
+                n->name = arena_strndup(p->a, p->t[p->i + 2].s, p->t[p->i + 2].n);
+                p->i += 4;
+                if (!(n->a = sql__parse_expr(p)) || sql__expect_op(p, ")"))
                     return NULL;
                 return n;
             }
@@ -604,9 +626,22 @@ static Ast *parse_unary(Parser *p)
         return n;
     }
     Ast *x = parse_pg_casts(p, parse_primary(p));
-    if (x && is_kw(cur(p), "at") && is_kw(&p->t[p->i + 1], "time")) {
-        sql__unsupported(p, cur(p), "AT TIME ZONE (time zones)");
-        return NULL;
+    /* x AT TIME ZONE z: PostgreSQL's timezone(z, x), binding tighter than
+       arithmetic and looser than :: */
+    while (x && is_kw(cur(p), "at") && is_kw(&p->t[p->i + 1], "time") &&
+           is_kw(&p->t[p->i + 2], "zone")) {
+        Token *at = cur(p);
+        p->i += 3;
+        Ast *z = parse_pg_casts(p, parse_primary(p));
+        if (!z)
+            return NULL;
+        Ast *n = sql__new_ast(p, A_FUNC, at);
+        n->name = arena_strndup(p->a, "timezone", 8);
+        sql__list_push(p, &n->args, z);
+        sql__list_push(p, &n->args, x);
+        n->line = x->line;
+        n->col = x->col;
+        x = n;
     }
     if (x && is_op(cur(p), "[")) {
         sql__unsupported(p, cur(p), "array indexing");

@@ -31,6 +31,7 @@ typedef struct Parser {
     Err *err;
     int depth; /* nesting now (SQL_MAX_NESTING) */
     int nfrom; /* relations in the FROM clause being parsed (SQL_MAX_FROM) */
+    int tz;    /* session time zone (expr/tz.h id): SET TIME ZONE */
 } Parser;
 
 static inline Token *cur(Parser *p) { return &p->t[p->i]; }

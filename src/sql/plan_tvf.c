@@ -66,7 +66,7 @@ int sql__plan_tvf(P *p, FromItem *f, PRel *out)
         return perr(p, SL_ESEMANTIC, f->tvf_col_line, f->tvf_col_col,
                     "column \"%s\" not found in \"%s\"", f->tvf_col, f->tvf_input->name);
     SqlType tt = in.s.c[tc].t;
-    if (tt.kind != TK_TIMESTAMP)
+    if (!type_is_ts(tt.kind)) /* TIMESTAMPTZ: windows of the instant (UTC-aligned) */
         return perr(p, SL_ESEMANTIC, f->tvf_col_line, f->tvf_col_col,
                     "the DESCRIPTOR column of %s must be a TIMESTAMP, not %s", fname, tname(tt));
     int64_t slide = interval_arg(p, f->tvf_args.v[0], hop ? "slide" : "size", true);
@@ -96,7 +96,7 @@ int sql__plan_tvf(P *p, FromItem *f, PRel *out)
                     HOP_MAX_WINDOWS, (long long)nwin);
 
     int nc = in.s.n;
-    SqlType it = type_make(TK_INTERVAL_DT, false), ts = type_make(TK_TIMESTAMP, tt.nullable);
+    SqlType it = type_make(TK_INTERVAL_DT, false), ts = tt;
     Expr *tcol = expr_col(p->a, tc, tt);
     Expr *keep = NULL;
     if (tt.nullable) {

@@ -44,6 +44,7 @@
 #include "../base/hash.h"
 #include "../base/mem.h"
 #include "../base/vec.h"
+#include "../expr/tz.h"
 #include "lexer.h"
 #include "progdiff.h"
 #include "sql.h"
@@ -58,7 +59,13 @@ static void put_type(Buf *b, SqlType t)
     put_i64(b, t.nullable);
     put_i64(b, t.prec);
     put_i64(b, t.scale);
-    put_i64(b, t.len);
+    if (t.kind == TK_TIMESTAMPTZ) { /* its session zone by name: ids are per process */
+        const char *z = tz_name(t.len);
+        put_i64(b, (int64_t)strlen(z));
+        buf_append(b, z, strlen(z));
+    } else {
+        put_i64(b, t.len);
+    }
 }
 
 static void put_str(Buf *b, const char *s, size_t n)

@@ -97,6 +97,7 @@ typedef struct P {
     int unresolved; /* column names resolve_col could not resolve: how
                        plan_subq.c tells a correlated subquery */
     int depth; /* queries being planned within one another (plan.c) */
+    int tz; /* session time zone (expr/tz.h id): SET TIME ZONE, 0 = UTC */
 } P;
 
 /* ORDER BY of a query resolved to output columns (plan.c). */

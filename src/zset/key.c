@@ -32,6 +32,7 @@ static inline int fixed_width(TypeKind k)
     case TK_DECIMAL:
     case TK_TIME:
     case TK_TIMESTAMP:
+    case TK_TIMESTAMPTZ:
     case TK_INTERVAL_DT:
     case TK_INTERVAL_YM:
     case TK_DOUBLE: return 8;
@@ -192,6 +193,7 @@ static inline uint8_t *encode_value(const Vec *v, int64_t r, uint8_t *p)
     case TK_DECIMAL:
     case TK_TIME:
     case TK_TIMESTAMP:
+    case TK_TIMESTAMPTZ:
     case TK_INTERVAL_DT:
     case TK_INTERVAL_YM: {
         if (v->x) {
@@ -272,6 +274,7 @@ static inline const uint8_t *decode_value(const uint8_t *p, SqlType t, Vec *v, i
     case TK_DECIMAL:
     case TK_TIME:
     case TK_TIMESTAMP:
+    case TK_TIMESTAMPTZ:
     case TK_INTERVAL_DT:
     case TK_INTERVAL_YM: {
         if (type_is_wide(t)) {

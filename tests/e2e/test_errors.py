@@ -219,7 +219,6 @@ UNSUPPORTED = [
      "FOR SYSTEM_TIME", ["FOR SYSTEM_TIME AS OF"]),
     ("tablesample", "SELECT a FROM t TABLESAMPLE BERNOULLI (10)", "TABLESAMPLE",
      ["TABLESAMPLE"]),
-    ("at_time_zone", "SELECT a, s AT TIME ZONE 'UTC' AS x FROM t", "AT TIME", ["AT TIME ZONE"]),
     ("filter_on_window", "SELECT a, SUM(b) FILTER (WHERE a > 1) OVER () AS x FROM t",
      "FILTER", ["FILTER"]),
 ]
