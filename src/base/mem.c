@@ -1,12 +1,35 @@
 /*
  * base/mem.c - checked allocation and resident-memory readings.
+ *
+ * Blocks of HUGE_MIN bytes and up (batches, sort indexes, exchange
+ * buffers of a large step) are marked for transparent huge pages
+ * (madvise MADV_HUGEPAGE, where the system leaves THP to madvise): one
+ * fault maps 2 MiB instead of 4 KiB. A step that builds, sorts and merges
+ * batches of tens of MB spent a third of its time in page faults on
+ * fresh blocks (issue 16); resident memory grows by at most the part of
+ * a huge page a block leaves untouched.
  */
 #include "mem.h"
 
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+#define HUGE_MIN ((size_t)4 << 20)
+
+/* Mark the huge pages wholly inside [p, p + n) for THP. */
+static inline void advise_huge(void *p, size_t n)
+{
+    if (n < HUGE_MIN || !p)
+        return;
+    uintptr_t lo = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(HUGE_PAGE - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* a hint: failure changes nothing */
+}
 
 /* What this thread is doing (mem_set_doing): a printf format and its two
    numbers, read only when memory runs out. */
@@ -51,6 +74,7 @@ void *sl_malloc(size_t n)
     void *p = malloc(n ? n : 1);
     if (unlikely(!p))
         oom(n);
+    advise_huge(p, n);
     budget_note(p, 1);
     return p;
 }
@@ -70,6 +94,7 @@ void *sl_realloc(void *p, size_t n)
     void *q = realloc(p, n ? n : 1);
     if (unlikely(!q))
         oom(n);
+    advise_huge(q, n);
     budget_note(q, 1);
     return q;
 }

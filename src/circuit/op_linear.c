@@ -6,6 +6,9 @@
  */
 #include "op.h"
 
+#include "../base/mem.h"
+#include "../base/vec.h"
+
 /* Sources are fed by the worker a morsel at a time (runtime/worker.c);
    evaluated on their own they have nothing to give. */
 static int eval_source(Op *op, OpEnv *env, Chunk **in)
@@ -26,15 +29,154 @@ static int eval_const(Op *op, OpEnv *env, Chunk **in)
     return 0;
 }
 
+/*
+ * Common subexpressions of a map. A subexpression that the filter (or, in
+ * a map without one, a projection) evaluates over all of its input rows
+ * (not inside a later AND/OR operand, a CASE branch or a later COALESCE
+ * operand) and that occurs again, in the filter or in a projection, is
+ * evaluated once per row, first, as an extra column of the input; every
+ * occurrence reads that column (Nexmark q21's LOWER(channel), in four
+ * WHENs of one CASE). It runs over exactly the rows it ran over before, so
+ * values are as without sharing, and a division by zero in it counts once
+ * a row. The CNode keeps the expressions as written (EXPLAIN, lineage);
+ * the map's state holds the rewritten ones.
+ */
+#define SHARED_MAX 16
+
+typedef struct MapSt {
+    Arena *a;      /* the rewritten expressions */
+    int ncol_in;   /* input columns: shared[i] becomes column ncol_in + i */
+    Expr *shared[SHARED_MAX];
+    int nshared;
+    Expr *filter;
+    Expr **proj;
+} MapSt;
+
+/* The subexpressions of e evaluated over all rows e is, parents first. */
+static void collect_uncond(Expr *e, Expr ***v, int *n, int *cap)
+{
+    if (!e)
+        return;
+    *VEC_PUSH(*v, *n, *cap) = e;
+    bool first_only = e->k == E_AND || e->k == E_OR || e->k == E_CASE || e->k == E_COALESCE;
+    for (int i = 0; i < (first_only && e->na ? 1 : e->na); i++)
+        collect_uncond(e->a[i], v, n, cap);
+}
+
+/* Occurrences of c in e (not counting inside one). */
+static int count_same(const Expr *e, const Expr *c)
+{
+    if (!e)
+        return 0;
+    if (expr_same(e, c))
+        return 1;
+    int k = 0;
+    for (int i = 0; i < e->na; i++)
+        k += count_same(e->a[i], c);
+    return k;
+}
+
+/* e with every occurrence of a shared expression replaced by its column;
+   unchanged subtrees are e's own. */
+static Expr *share(const MapSt *m, Expr *e)
+{
+    if (!e)
+        return NULL;
+    for (int i = 0; i < m->nshared; i++)
+        if (expr_same(e, m->shared[i]))
+            return expr_col(m->a, m->ncol_in + i, e->t);
+    Expr *c = e;
+    for (int i = 0; i < e->na; i++) {
+        Expr *x = share(m, e->a[i]);
+        if (x != e->a[i] && c == e) {
+            c = arena_alloc(m->a, sizeof(*c));
+            *c = *e;
+            c->a = arena_alloc(m->a, sizeof(Expr *) * (size_t)e->na);
+            memcpy(c->a, e->a, sizeof(Expr *) * (size_t)e->na);
+        }
+        c->a[i] = x;
+    }
+    return c;
+}
+
+static void free_map(Op *op)
+{
+    MapSt *m = op->st;
+    if (m)
+        arena_free(m->a);
+    sl_free(m);
+}
+
+/* The map's shared subexpressions (none: no state). */
+static void map_share(Op *op)
+{
+    const CNode *n = op->node;
+    Expr **cand = NULL;
+    int ncand = 0, capcand = 0;
+    if (n->filter)
+        collect_uncond(n->filter, &cand, &ncand, &capcand);
+    else /* (after a filter, the projections see only the rows it kept) */
+        for (int j = 0; j < n->ncol; j++)
+            collect_uncond(n->proj[j], &cand, &ncand, &capcand);
+    MapSt *m = NULL;
+    for (int i = 0; i < ncand; i++) {
+        Expr *c = cand[i];
+        if (c->k == E_COL || c->k == E_CONST || (m && m->nshared == SHARED_MAX))
+            continue;
+        bool inside = false; /* in (or equal to) one already shared */
+        for (int j = 0; m && j < m->nshared && !inside; j++)
+            inside = count_same(m->shared[j], c) > 0;
+        if (inside)
+            continue;
+        int k = count_same(n->filter, c);
+        for (int j = 0; j < n->ncol; j++)
+            k += count_same(n->proj[j], c);
+        if (k < 2)
+            continue;
+        if (!m) {
+            m = sl_calloc(1, sizeof(*m));
+            m->a = arena_new(4096);
+            m->ncol_in = op->circuit->nodes[n->in[0]]->ncol;
+        }
+        m->shared[m->nshared++] = c;
+    }
+    sl_free(cand);
+    if (!m)
+        return;
+    m->filter = share(m, n->filter);
+    m->proj = arena_alloc(m->a, sizeof(Expr *) * (size_t)(n->ncol ? n->ncol : 1));
+    for (int j = 0; j < n->ncol; j++)
+        m->proj[j] = share(m, n->proj[j]);
+    op->st = m;
+    op->free = free_map;
+}
+
 static int eval_map(Op *op, OpEnv *env, Chunk **in)
 {
     const CNode *n = op->node;
+    const MapSt *ms = op->st;
     Chunk *src = in[0];
+    const Expr *filter = n->filter;
+    Expr *const *proj = n->proj;
+    if (ms && src->n) {
+        /* the input with the shared subexpressions as extra columns */
+        Chunk *x = arena_alloc(env->arena, sizeof(*x));
+        *x = *src;
+        x->ncol = src->ncol + ms->nshared;
+        x->col = arena_alloc(env->arena, sizeof(Vec) * (size_t)x->ncol);
+        memcpy(x->col, src->col, sizeof(Vec) * (size_t)src->ncol);
+        for (int i = 0; i < ms->nshared; i++)
+            if (expr_eval(ms->shared[i], src, NULL, src->n, env->ev, &x->col[src->ncol + i]))
+                return SL_ERUNTIME;
+        src = x;
+        filter = ms->filter;
+        proj = ms->proj;
+    }
     int32_t *sel = NULL;
     int64_t m = src->n;
-    if (n->filter && src->n) {
+    if (filter && src->n) {
         sel = arena_alloc(env->arena, sizeof(int32_t) * (size_t)src->n);
-        if (expr_filter(n->filter, src, NULL, src->n, env->ev, sel, &m))
+        if (expr_filter(filter, src, NULL, src->n, env->ev, sel, &m))
             return SL_ERUNTIME;
     }
     Chunk *out = arena_alloc(env->arena, sizeof(*out));
@@ -46,7 +188,7 @@ static int eval_map(Op *op, OpEnv *env, Chunk **in)
             vec_init(&out->col[j], env->arena, n->types[j], 0);
             continue;
         }
-        if (expr_eval(n->proj[j], src, sel, m, env->ev, &out->col[j]))
+        if (expr_eval(proj[j], src, sel, m, env->ev, &out->col[j]))
             return SL_ERUNTIME;
         out->col[j].t = n->types[j];
         if (n->types[j].nullable && !out->col[j].nul)
@@ -116,7 +258,10 @@ int op_linear_init(Op *op)
     switch (op->node->k) {
     case OPK_SOURCE: op->eval = eval_source; break;
     case OPK_CONST: op->eval = eval_const; break;
-    case OPK_MAP: op->eval = eval_map; break;
+    case OPK_MAP:
+        op->eval = eval_map;
+        map_share(op);
+        break;
     case OPK_UNION: op->eval = eval_union; break;
     default: op->eval = eval_negate; break;
     }

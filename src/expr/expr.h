@@ -184,6 +184,9 @@ struct Buf;
 void expr_similar_to_regex(const char *p, size_t n, int esc, struct Buf *b);
 
 /* Constructors (memory from the plan arena a). */
+/* a and b are the same expression (kind, type, operands, constants): they
+   give the same values for the same rows (every function is pure). */
+bool expr_same(const Expr *a, const Expr *b);
 Expr *expr_new(Arena *a, ExprKind k, SqlType t, int na);
 Expr *expr_col(Arena *a, int col, SqlType t);
 Expr *expr_const_null(Arena *a, SqlType t);

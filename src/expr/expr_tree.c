@@ -11,6 +11,44 @@
 
 /* ----------------------------------------------------------- constructors */
 
+bool expr_same(const Expr *a, const Expr *b)
+{
+    if (a == b)
+        return true;
+    if (!a || !b) /* (an operand left out) */
+        return false;
+    if (a->k != b->k || a->na != b->na || a->col != b->col || a->fn != b->fn ||
+        memcmp(&a->t, &b->t, sizeof(a->t)) != 0)
+        return false;
+    if (a->k == E_CONST) {
+        if (a->cnull != b->cnull)
+            return false;
+        if (!a->cnull)
+            switch (type_phys(a->t)) {
+            case PHYS_I64:
+                if (a->ci != b->ci)
+                    return false;
+                break;
+            case PHYS_I128:
+                if (a->cx != b->cx)
+                    return false;
+                break;
+            case PHYS_F64:
+                if (memcmp(&a->cf, &b->cf, sizeof(a->cf)) != 0)
+                    return false;
+                break;
+            case PHYS_STR:
+                if (a->cs.n != b->cs.n || (a->cs.n && memcmp(a->cs.p, b->cs.p, a->cs.n) != 0))
+                    return false;
+                break;
+            }
+    }
+    for (int i = 0; i < a->na; i++)
+        if (!expr_same(a->a[i], b->a[i]))
+            return false;
+    return true;
+}
+
 Expr *expr_new(Arena *a, ExprKind k, SqlType t, int na)
 {
     Expr *e = arena_zalloc(a, sizeof(*e));

@@ -7,7 +7,13 @@
  * klen[n] and the tuple bytes, so a batch costs one malloc and one free.
  * A builder appends records {weight, klen, len, bytes} to one buffer.
  *
- * bb_finish sorts an index of (8-byte big-endian chunk, record) entries
+ * The builder notes the order of the records as they come (one
+ * comparison with the record before, until there are more than RUNS_MAX
+ * ascending runs). bb_finish copies records appended in order straight out
+ * (summing equal neighbours), merges 2..RUNS_MAX runs with a heap (spilled
+ * runs merged, exchange inboxes of senders that wrote in order, batches
+ * re-owned on a restore), and otherwise
+ * sorts an index of (8-byte big-endian chunk, record) entries
  * with an MSD radix sort. The chunk caches the tuple bytes [cend-8, cend),
  * zero-padded past the tuple's end; a range whose entries agree on the
  * whole chunk reloads the next one. Tuples that end before the next chunk
@@ -32,10 +38,20 @@ typedef struct Rec {
     uint32_t klen, len;
 } Rec;
 
+/* Sorted runs bb_finish merges instead of sorting (more: radix sort). */
+#define RUNS_MAX 16
+
 struct BatchBuilder {
     Buf data;     /* records, end to end */
     int64_t n;    /* records */
     size_t bytes; /* tuple bytes in all records */
+    /* Order as appended: the records form nruns ascending runs (a tuple
+       equal to the one before continues a run) starting at run[]; past
+       RUNS_MAX runs the builder stops looking (nruns = RUNS_MAX + 1). */
+    size_t last;  /* the last record's position */
+    int nruns;
+    bool dup;     /* some record equals the one before it */
+    size_t run[RUNS_MAX];
 };
 
 /* ---- batch memory ---- */
@@ -211,7 +227,31 @@ BatchBuilder *bb_new(void)
     bb->data = (Buf)BUF_INIT;
     bb->n = 0;
     bb->bytes = 0;
+    bb->last = 0;
+    bb->nruns = 0;
+    bb->dup = false;
     return bb;
+}
+
+/* Track the order of the record just written at pos (see BatchBuilder):
+   one comparison with the record before while there are few runs. */
+static inline void note_order(BatchBuilder *bb, const uint8_t *data, size_t pos)
+{
+    if (bb->nruns > RUNS_MAX)
+        return;
+    if (bb->nruns == 0) {
+        bb->run[bb->nruns++] = pos;
+    } else {
+        const Rec *p = rec_at(data, bb->last), *r = rec_at(data, pos);
+        int c = bytes_cmp(rec_bytes(p), p->len, rec_bytes(r), r->len);
+        if (c > 0) {
+            if (bb->nruns < RUNS_MAX)
+                bb->run[bb->nruns] = pos;
+            bb->nruns++;
+        } else if (c == 0)
+            bb->dup = true;
+    }
+    bb->last = pos;
 }
 
 void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn, int64_t w)
@@ -228,6 +268,7 @@ void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, siz
         copy_tuple(p + sizeof(Rec), k, kn);
     if (vn)
         copy_tuple(p + sizeof(Rec) + kn, v, vn);
+    note_order(bb, bb->data.p, bb->data.n);
     bb->data.n += sz;
     bb->n++;
     bb->bytes += kn + vn;
@@ -250,6 +291,7 @@ void bb_add_xrecs(BatchBuilder *bb, const Buf *in)
             sl_panic("tuple of %zu bytes exceeds the 4 GiB limit", len);
         *(Rec *)out = (Rec){x.w, x.kn, (uint32_t)len};
         copy_tuple(out + sizeof(Rec), x.k, len); /* the value follows the key */
+        note_order(bb, bb->data.p, (size_t)(out - bb->data.p));
         out += rec_size(len);
         bb->n++;
         bb->bytes += len;
@@ -375,12 +417,23 @@ static void sort_range(SortCtx *x, SortRange r)
         SortEnt *src = (r.in_tmp ? x->tmp : x->ents) + r.start;
         SortEnt *dst = (r.in_tmp ? x->ents : x->tmp) + r.start;
         if (r.n <= INSERTION_MAX) {
+            /* entries agreeing on the whole chunk would compare their
+               records one miss after another: load their next chunks in
+               one pass instead (rows of one key, say) */
+            uint64_t diff = 0;
+            for (size_t i = 1; i < r.n; i++)
+                diff |= src[i].pfx ^ src[0].pfx;
+            if (diff == 0 && r.n > 1) {
+                r.depth = r.cend;
+                goto next_chunk;
+            }
             insertion_sort(x, src, r.n, r.cend);
             if (r.in_tmp)
                 memcpy(dst, src, r.n * sizeof(SortEnt));
             return;
         }
         if (r.depth == r.cend) {
+        next_chunk:;
             size_t nend = split_ended(x, src, dst, r.n, r.cend);
             if (nend > 0) {
                 if (!r.in_tmp)
@@ -423,7 +476,23 @@ static void sort_range(SortCtx *x, SortRange r)
     }
 }
 
-Batch *bb_finish(BatchBuilder *bb)
+/* Tuple r as tuple m of b, weight w. */
+static inline void put_rec(Batch *b, int64_t m, const Rec *r, int64_t w)
+{
+    size_t at = b->off[m];
+    copy_tuple(b->data + at, rec_bytes(r), r->len);
+    b->off[m + 1] = at + r->len;
+    b->klen[m] = r->klen;
+    b->w[m] = w;
+}
+
+static inline bool rec_eq(const Rec *a, const Rec *b)
+{
+    return a->len == b->len && bytes_eq(rec_bytes(a), rec_bytes(b), a->len);
+}
+
+/* bb_finish of records in no known order: radix sort, then consolidate. */
+static Batch *finish_unsorted(BatchBuilder *bb)
 {
     size_t n = (size_t)bb->n;
     const uint8_t *data = bb->data.p;
@@ -459,21 +528,139 @@ Batch *bb_finish(BatchBuilder *bb)
                 break;
             w = add_weights(w, q->w);
         }
-        if (w != 0) {
-            size_t at = b->off[m];
-            copy_tuple(b->data + at, rec_bytes(r), r->len);
-            b->off[m + 1] = at + r->len;
-            b->klen[m] = r->klen;
-            b->w[m] = w;
-            m++;
-        }
+        if (w != 0)
+            put_rec(b, m++, r, w);
         i = j;
     }
     sl_free(ents);
-    buf_free(&bb->data);
-    sl_free(bb);
     if ((size_t)m < n)
         b = batch_shrink(b, m);
+    return b;
+}
+
+/* bb_finish of records appended in order (one run): copy them out,
+   summing neighbours only when some are equal. */
+static Batch *finish_sorted(BatchBuilder *bb)
+{
+    const uint8_t *data = bb->data.p, *end = data + bb->data.n;
+    Batch *b = batch_alloc(bb->n, bb->bytes);
+    int64_t m = 0;
+    if (!bb->dup) {
+        for (const uint8_t *p = data; p < end;) {
+            const Rec *r = (const Rec *)p;
+            put_rec(b, m++, r, r->w);
+            p += rec_size(r->len);
+        }
+        return b;
+    }
+    for (const uint8_t *p = data; p < end;) {
+        const Rec *r = (const Rec *)p;
+        int64_t w = r->w;
+        for (p += rec_size(r->len); p < end && rec_eq((const Rec *)p, r);
+             p += rec_size(((const Rec *)p)->len))
+            w = add_weights(w, ((const Rec *)p)->w);
+        if (w != 0)
+            put_rec(b, m++, r, w);
+    }
+    if (m < bb->n)
+        b = batch_shrink(b, m);
+    return b;
+}
+
+/* A sorted run being merged: its next record at pos (< end) and that
+   record's first chunk. */
+typedef struct RunCur {
+    size_t pos, end;
+    uint64_t pfx;
+} RunCur;
+
+static inline int run_cmp(const uint8_t *data, const RunCur *a, const RunCur *b)
+{
+    if (a->pfx != b->pfx)
+        return a->pfx < b->pfx ? -1 : 1;
+    const Rec *ra = rec_at(data, a->pos), *rb = rec_at(data, b->pos);
+    size_t la = ra->len, lb = rb->len;
+    if (la <= 8 || lb <= 8)
+        return (la > lb) - (la < lb);
+    return bytes_cmp(rec_bytes(ra) + 8, la - 8, rec_bytes(rb) + 8, lb - 8);
+}
+
+static inline void run_load(const uint8_t *data, RunCur *c)
+{
+    const Rec *r = rec_at(data, c->pos);
+    c->pfx = load_chunk(rec_bytes(r), r->len, 0);
+}
+
+/* Sift h[i] down the min-heap h[0..k) of runs. */
+static void heap_down(const uint8_t *data, const RunCur *c, int *h, int k, int i)
+{
+    int top = h[i];
+    for (;;) {
+        int l = 2 * i + 1;
+        if (l >= k)
+            break;
+        if (l + 1 < k && run_cmp(data, &c[h[l + 1]], &c[h[l]]) < 0)
+            l++;
+        if (run_cmp(data, &c[h[l]], &c[top]) >= 0)
+            break;
+        h[i] = h[l];
+        i = l;
+    }
+    h[i] = top;
+}
+
+/* bb_finish of records appended as 2..RUNS_MAX ascending runs: a k-way
+   merge (a heap of the runs' next records), consolidating as it goes. */
+static Batch *finish_runs(BatchBuilder *bb)
+{
+    const uint8_t *data = bb->data.p;
+    int k = bb->nruns, h[RUNS_MAX];
+    RunCur c[RUNS_MAX];
+    for (int i = 0; i < k; i++) {
+        c[i] = (RunCur){bb->run[i], i + 1 < k ? bb->run[i + 1] : bb->data.n, 0};
+        run_load(data, &c[i]);
+        h[i] = i;
+    }
+    for (int i = k / 2 - 1; i >= 0; i--)
+        heap_down(data, c, h, k, i);
+    Batch *b = batch_alloc(bb->n, bb->bytes);
+    int64_t m = 0, w = 0;
+    const Rec *cur = NULL;
+    uint64_t curpfx = 0;
+    while (k > 0) {
+        RunCur *t = &c[h[0]];
+        const Rec *r = rec_at(data, t->pos);
+        if (cur && t->pfx == curpfx && rec_eq(r, cur))
+            w = add_weights(w, r->w);
+        else {
+            if (cur && w != 0)
+                put_rec(b, m++, cur, w);
+            cur = r;
+            curpfx = t->pfx;
+            w = r->w;
+        }
+        t->pos += rec_size(r->len);
+        if (t->pos < t->end)
+            run_load(data, t);
+        else
+            h[0] = h[--k];
+        if (k > 1)
+            heap_down(data, c, h, k, 0);
+    }
+    if (cur && w != 0)
+        put_rec(b, m++, cur, w);
+    if (m < bb->n)
+        b = batch_shrink(b, m);
+    return b;
+}
+
+Batch *bb_finish(BatchBuilder *bb)
+{
+    Batch *b = bb->nruns <= 1          ? finish_sorted(bb)
+               : bb->nruns <= RUNS_MAX ? finish_runs(bb)
+                                       : finish_unsorted(bb);
+    buf_free(&bb->data);
+    sl_free(bb);
     return b;
 }
 

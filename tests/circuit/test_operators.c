@@ -107,6 +107,50 @@ static void test_map_filter_project_integral_matches_reference_for_any_steps_and
     h_run(&s);
 }
 
+/* a * 2 + b, repeated in a SELECT list and in a WHERE: one shared
+   subexpression (circuit/op_linear.c) */
+static HVal cse_x(const HVal *v) { return v[0].null ? h_null() : h_int(v[0].i * 2 + v[1].i); }
+
+static void ref_cse_c(const HRows *tabs, HRows *out)
+{
+    const HRows *t = &tabs[0];
+    for (int64_t i = 0; i < t->n; i++) {
+        const HVal *v = t->r[i].v;
+        HVal x = cse_x(v);
+        h_emit(out, ROW(x, v[1].i > 3 ? x : h_int(0), x.null ? h_int(-1) : x));
+    }
+}
+
+static void ref_cse_d(const HRows *tabs, HRows *out)
+{
+    const HRows *t = &tabs[0];
+    for (int64_t i = 0; i < t->n; i++) {
+        const HVal *v = t->r[i].v;
+        HVal x = cse_x(v);
+        if (x.null || x.i > 4)
+            h_emit(out, ROW(v[1], v[2]));
+    }
+}
+
+static void test_map_shared_subexpressions_match_reference_for_any_steps_and_workers(
+    void **state)
+{
+    (void)state;
+    HSpec s = {
+        .sql = "CREATE TABLE t (a INT, b BIGINT NOT NULL, s VARCHAR);\n"
+               "CREATE MATERIALIZED VIEW c AS SELECT a * 2 + b AS x,\n"
+               "  CASE WHEN b > 3 THEN a * 2 + b ELSE 0 END AS y,\n"
+               "  COALESCE(a * 2 + b, -1) AS z FROM t;\n"
+               "CREATE MATERIALIZED VIEW d AS SELECT b, s FROM t\n"
+               "  WHERE a * 2 + b > 4 OR a * 2 + b IS NULL;\n",
+        .tables = {{"t", 3, {{-2, 6, 20}, {0, 5, 0}, {0, 6, 15}}}},
+        .views = {{"c", ref_cse_c}, {"d", ref_cse_d}},
+        .nchanges = 400,
+        .seed = 7,
+    };
+    h_run(&s);
+}
+
 /* ---- 2. UNION ALL -------------------------------------------------------- */
 
 static void ref_union_all_v(const HRows *tabs, HRows *out)
@@ -598,6 +642,8 @@ int main(void)
             test_distinct_and_aggregates_with_every_trace_spilled_match_the_reference),
         cmocka_unit_test(
             test_map_filter_project_integral_matches_reference_for_any_steps_and_workers),
+        cmocka_unit_test(
+            test_map_shared_subexpressions_match_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_union_all_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_distinct_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(

@@ -219,6 +219,66 @@ static void test_batch_finish_sorts_tuples_with_long_equal_runs(void **state)
     batch_unref(b);
 }
 
+/* Tuples appended as k ascending runs (each run sorted, duplicates and
+   zero weights kept; a run may start with the tuple the one before ended
+   with) build what unordered input builds: one run is copied out, up to
+   16 are merged, more are sorted. Runs go in through bb_add and through
+   xrec streams (a shard's inboxes). */
+static void test_batch_finish_of_sorted_runs_matches_reference(void **state)
+{
+    static const int runs[] = {1, 2, 3, 5, 16, 17, 40};
+    static const size_t sizes[] = {1, 2, 17, 1000, 30000};
+    for (int g = 0; g < GEN_COUNT; g++)
+        for (size_t r = 0; r < ARRAY_LEN(runs); r++)
+            for (size_t s = 0; s < ARRAY_LEN(sizes); s++)
+                for (int via_xrec = 0; via_xrec < 2; via_xrec++) {
+                    size_t n = sizes[s], k = (size_t)runs[r];
+                    Tup *t = gen_tuples((enum Gen)g, n);
+                    /* runs of uneven lengths: run i gets about 2i+1 shares */
+                    BatchBuilder *bb = bb_new();
+                    for (size_t i = 0, at = 0; i < k && at < n; i++) {
+                        size_t len = i + 1 == k ? n - at : n * (2 * i + 1) / (k * k);
+                        if (len > n - at)
+                            len = n - at;
+                        qsort(t + at, len, sizeof(Tup), tup_cmp);
+                        if (i > 0 && len > 0 && at > 0 && g == GEN_SMALL_ALPHABET)
+                            t[at] = t[at - 1]; /* a tie across the run boundary */
+                        Buf in = BUF_INIT;
+                        for (size_t j = at; j < at + len; j++)
+                            if (via_xrec)
+                                xrec_put(&in, t[j].p, t[j].klen, t[j].p + t[j].klen,
+                                         (uint32_t)(t[j].n - t[j].klen), t[j].w);
+                            else
+                                bb_add_tup(bb, &t[j]);
+                        bb_add_xrecs(bb, &in);
+                        buf_free(&in);
+                        at += len;
+                    }
+                    Batch *b = bb_finish(bb);
+                    size_t m = ref_consolidate(t, n);
+                    assert_batch_equals(b, t, m);
+                    batch_unref(b);
+                    free(t);
+                }
+}
+
+/* Sorted input whose equal neighbours cancel or add up. */
+static void test_batch_finish_of_sorted_input_consolidates_neighbours(void **state)
+{
+    BatchBuilder *bb = bb_new();
+    bb_add(bb, (const uint8_t *)"a", 1, NULL, 0, 1);
+    bb_add(bb, (const uint8_t *)"a", 1, NULL, 0, -1);
+    bb_add(bb, (const uint8_t *)"b", 1, NULL, 0, 2);
+    bb_add(bb, (const uint8_t *)"b", 1, NULL, 0, 3);
+    bb_add(bb, (const uint8_t *)"c", 1, (const uint8_t *)"x", 1, 1);
+    bb_add(bb, (const uint8_t *)"c", 1, (const uint8_t *)"x", 1, -1);
+    Batch *b = bb_finish(bb);
+    assert_int_equal(b->n, 1);
+    assert_memory_equal(batch_key(b, 0), "b", 1);
+    assert_int_equal(b->w[0], 5);
+    batch_unref(b);
+}
+
 static void test_batch_merge_equals_builder_over_the_union(void **state)
 {
     static const size_t sizes[][2] = {{0, 0}, {0, 50}, {50, 0}, {1, 1}, {300, 7}, {5000, 5000}};
@@ -310,6 +370,8 @@ int main(void)
         cmocka_unit_test(test_batch_finish_matches_reference_for_random_tuples),
         cmocka_unit_test(test_batch_from_xrec_streams_equals_batch_from_tuples),
         cmocka_unit_test(test_batch_finish_sorts_tuples_with_long_equal_runs),
+        cmocka_unit_test(test_batch_finish_of_sorted_runs_matches_reference),
+        cmocka_unit_test(test_batch_finish_of_sorted_input_consolidates_neighbours),
         cmocka_unit_test(test_batch_merge_equals_builder_over_the_union),
         cmocka_unit_test(test_batch_merge_with_its_negation_is_empty),
         cmocka_unit_test(test_batch_seek_finds_first_key_not_less),
