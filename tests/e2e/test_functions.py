@@ -318,3 +318,26 @@ def test_lineage_traces_through_a_call(tmp_path):
     assert [(s["table"], s["column"], s["kind"]) for s in v["columns"]["p"]] == \
         [("t", "a", "transformation")]  # pick ignores y: b is not read
     assert ("t", "c", "filter") in [(s["table"], s["column"], s["kind"]) for s in v["rows"]]
+
+
+def test_pgwire_query_calls_functions(http_pipeline):
+    """The PostgreSQL wire protocol shares /query's path: a SELECT there may
+    call the program's functions too."""
+    pytest.importorskip("psycopg2")
+    from test_pgwire import PgPipeline
+    pg = PgPipeline(http_pipeline(HTTP_PROG, "--pg", "127.0.0.1:0"))
+    rows = [(i, i % 4, None if i % 3 == 0 else i - 5, "s%d" % i) for i in range(30)]
+    ingress(pg.p, "k", lines(*[{"insert": dict(zip(("id", "v", "w", "s"), r))} for r in rows]),
+            wait="true")
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE k (id INTEGER, v INTEGER, w INTEGER, s TEXT)")
+    db.executemany("INSERT INTO k VALUES (?, ?, ?, ?)", rows)
+    conn = pg.connect()
+    cur = conn.cursor()
+    cur.execute("SELECT id, add1(v), score(v, w), bucket(w) FROM k WHERE near(v, 2)")
+    got = sorted(cur.fetchall(), key=repr)
+    want = sqlite_rows(db, "SELECT id, %s, %s, %s FROM k WHERE %s" % (
+        s_add1("v"), s_score("v", "w"), s_bucket("w"), s_near("v", "2")))
+    assert want and got == want
+    conn.close()
+    pg.p.stop()
