@@ -35,8 +35,8 @@
 
 /* A call's expansion: at most this many expression nodes (a body that
    uses a parameter many times, calling functions that do, grows
-   exponentially), and functions inlined within one another at most this
-   deep. */
+   exponentially), and function bodies within one another at most this
+   deep (a definition's level: 1 + its callees' largest). */
 #define UDF_MAX_NODES (1 << 16)
 #define UDF_MAX_DEPTH 64
 
@@ -292,6 +292,26 @@ bool sql__udf_not_yet(P *p, const Ast *x)
     return false;
 }
 
+/* The deepest nesting of function bodies below x: 1 + the largest level
+   of the functions x calls (0 when it calls none). */
+static int call_level(const P *p, const Ast *x)
+{
+    if (!x)
+        return 0;
+    int lv = 0;
+    if (x->k == A_FUNC) {
+        int u = sql__udf_find(p, x->name);
+        if (u >= 0)
+            lv = p->udf_level[u];
+    }
+    lv = SL_MAX(lv, call_level(p, x->a));
+    lv = SL_MAX(lv, call_level(p, x->b));
+    lv = SL_MAX(lv, call_level(p, x->c));
+    for (int i = 0; i < x->args.n; i++)
+        lv = SL_MAX(lv, call_level(p, x->args.v[i]));
+    return lv;
+}
+
 int sql__define_function(P *p, Stmt *s)
 {
     char low[128];
@@ -308,6 +328,11 @@ int sql__define_function(P *p, Stmt *s)
         return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
                     "function %s is already declared (at %d:%d)", s->name,
                     p->udfs[old]->name_line, p->udfs[old]->name_col);
+    int level = 1 + call_level(p, s->fbody);
+    if (level > UDF_MAX_DEPTH)
+        return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
+                    "function %s nests %d function bodies within one another (at most %d)",
+                    s->name, level, UDF_MAX_DEPTH);
     int n = s->nfparams;
     SqlType *pt = arena_alloc(p->a, sizeof(SqlType) * (size_t)(n + 1));
     for (int i = 0; i < n; i++)
@@ -330,5 +355,10 @@ int sql__define_function(P *p, Stmt *s)
         memcpy(u, p->udfs, sizeof(Stmt *) * (size_t)(c->nfuncs - 1));
     u[c->nfuncs - 1] = s;
     p->udfs = u;
+    int *lv = arena_alloc(p->a, sizeof(int) * (size_t)c->nfuncs);
+    if (c->nfuncs > 1)
+        memcpy(lv, p->udf_level, sizeof(int) * (size_t)(c->nfuncs - 1));
+    lv[c->nfuncs - 1] = level;
+    p->udf_level = lv;
     return 0;
 }

@@ -98,12 +98,13 @@ typedef struct P {
     int unresolved; /* column names resolve_col could not resolve: how
                        plan_subq.c tells a correlated subquery */
     int depth; /* queries being planned within one another (plan.c) */
-    /* SQL functions (bind_udf.c): their statements, parallel to c->funcs;
+    /* SQL functions (bind_udf.c): their statements and levels, parallel
+       to c->funcs;
        the program and the statement being compiled (for "declared after"
        messages); the functions the statement calls (indexes, once each);
        calls being inlined within one another now */
     Stmt **udfs;
-    int cap_udfs;
+    int *udf_level; /* bodies within one another its calls inline */
     const Program *prog;
     const char *text;
     int stmt;

@@ -259,6 +259,29 @@ def test_refusals_name_their_place(tmp_path, prog, pos, msg):
     assert "%s:%s:" % (path, pos) in p.stderr and msg in p.stderr, p.stderr
 
 
+def test_expansion_and_nesting_are_bounded(tmp_path):
+    # each g doubles the body: g15's expansion passes 65536 nodes
+    big = ["CREATE FUNCTION g0(x INT) RETURNS INT AS x + x;"] + [
+        "CREATE FUNCTION g%d(x INT) RETURNS INT AS g%d(x) + g%d(x);" % (k, k - 1, k - 1)
+        for k in range(1, 18)]
+    path = tmp_path / "big.sql"
+    path.write_text("\n".join(big) + "\n")
+    p = run(["check", path])
+    assert p.returncode == 1
+    assert "expands to more than 65536 expression nodes" in p.stderr, p.stderr
+    # h64 would nest 65 bodies
+    deep = ["CREATE FUNCTION h0(x INT) RETURNS INT AS x + 1;"] + [
+        "CREATE FUNCTION h%d(x INT) RETURNS INT AS h%d(x);" % (k, k - 1) for k in range(1, 70)]
+    path.write_text("\n".join(deep) + "\n")
+    p = run(["check", path])
+    assert p.returncode == 1
+    assert "%s:65:17: error: function h64 nests 65 function bodies within one another (at most " \
+        "64)" % path in p.stderr, p.stderr
+    path.write_text("\n".join(deep[:64]) + "\nCREATE TABLE t (a INT);\n"
+                    "CREATE VIEW v AS SELECT h63(a) AS b FROM t;\n")
+    assert "(#0 + 1)" in run_ok(["check", path]).stdout
+
+
 # ------------------------------------------------------------------ program diff, bootstrap
 
 def diff_prog(tmp_path, fbody, extra=""):
