@@ -247,6 +247,7 @@ typedef struct Stmt {
     int nfparams;
     SqlType fret;       /* nullable unless RETURNS type NOT NULL */
     Ast *fbody;
+    bool fstrict;       /* STRICT / RETURNS NULL ON NULL INPUT */
     size_t text_off, text_len; /* the statement in the program text */
     /* both */
     Property *props;

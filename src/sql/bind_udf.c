@@ -19,7 +19,9 @@
  * copy of its argument. The result is an ordinary expression: the planner,
  * the engine, the lineage and the program diff see no function at all.
  * A result or parameter declared NOT NULL that may be NULL gets an
- * FN_NOT_NULL check: a NULL there is a run-time error for the record.
+ * FN_NOT_NULL check: a NULL there is a run-time error for the record. A
+ * STRICT function's body is CASE WHEN an argument IS NULL THEN NULL ELSE
+ * body END (over the arguments that may be NULL).
  *
  * Conversions (arguments to parameters, the body to the result type)
  * stay within a family: any number to any number, any string to any
@@ -92,6 +94,28 @@ static Expr *bind_body(P *p, const Stmt *s, const SqlType *pt)
     Expr *e = sql__bind(p, &bc, s->fbody);
     if (!e)
         return NULL;
+    int nnul = 0;
+    for (int i = 0; i < n && s->fstrict; i++)
+        nnul += pt[i].nullable;
+    if (nnul && !is_null_const(e)) { /* STRICT: NULL when an argument is NULL */
+        Expr *any = NULL;
+        for (int i = 0; i < n; i++) {
+            if (!pt[i].nullable)
+                continue;
+            Expr *isn = sql__mk(p, E_ISNULL, type_make(TK_BOOL, false), 1);
+            isn->a[0] = expr_col(p->a, i, pt[i]);
+            any = any ? sql__nary_bool(p, E_OR, any, isn) : isn;
+        }
+        SqlType t = e->t;
+        if (t.kind == TK_NULL)
+            t = type_make(TK_INT, true);
+        t.nullable = 1;
+        Expr *c = sql__mk(p, E_CASE, t, 3);
+        c->a[0] = any;
+        c->a[1] = expr_const_null(p->a, t);
+        c->a[2] = sql__cast_to(p, e, t);
+        e = c;
+    }
     SqlType ret = s->fret;
     if (!converts(e, ret)) {
         perr(p, SL_ESEMANTIC, s->fbody->line, s->fbody->col,

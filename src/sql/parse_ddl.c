@@ -320,7 +320,7 @@ static Ast *parse_dollar_body(Parser *p, const char *tag)
    type [NOT NULL], then the body in one of three spellings: AS expression
    (Feldera), RETURN expression or AS $$ SELECT expression $$ (PostgreSQL,
    with LANGUAGE SQL and IMMUTABLE/STABLE/VOLATILE, PARALLEL ..., CALLED ON
-   NULL INPUT around it). Other languages and table-returning functions are
+   NULL INPUT, STRICT / RETURNS NULL ON NULL INPUT around it). Other languages and table-returning functions are
    refused at their place. */
 static int parse_create_function(Parser *p, Stmt *s)
 {
@@ -404,8 +404,15 @@ static int parse_create_function(Parser *p, Stmt *s)
             if (sql__expect_kw(p, "on") || sql__expect_kw(p, "null") ||
                 sql__expect_kw(p, "input"))
                 return p->err->code;
-        } else if (is_kw(t, "strict") || (is_kw(t, "returns") && is_kw(&p->t[p->i + 1], "null")) ||
-                   is_kw(t, "security") || is_kw(t, "leakproof") || is_kw(t, "cost") ||
+        } else if (accept_kw(p, "strict")) {
+            s->fstrict = true; /* NULL when any argument is NULL */
+        } else if (is_kw(t, "returns") && is_kw(&p->t[p->i + 1], "null")) {
+            p->i += 2;
+            if (sql__expect_kw(p, "on") || sql__expect_kw(p, "null") ||
+                sql__expect_kw(p, "input"))
+                return p->err->code;
+            s->fstrict = true;
+        } else if (is_kw(t, "security") || is_kw(t, "leakproof") || is_kw(t, "cost") ||
                    is_kw(t, "set") || is_kw(t, "window") || is_kw(t, "transform")) {
             char b[80];
             snprintf(b, sizeof(b), "function option %s", t->s);

@@ -26,6 +26,7 @@ $$ LANGUAGE sql;
 CREATE FUNCTION tag(s VARCHAR, n INT) RETURNS VARCHAR NOT NULL
   AS COALESCE(s, '?') || '-' || COALESCE(CAST(n AS VARCHAR), 'n');
 CREATE FUNCTION near(a INT, b INT) RETURNS BOOLEAN AS $f$ SELECT a - b BETWEEN -1 AND 1; $f$;
+CREATE FUNCTION both(x INT, y INT) RETURNS INT STRICT AS COALESCE(x, 0) + COALESCE(y, 100);
 """
 
 
@@ -51,6 +52,11 @@ def s_near(a, b):
     return "((%s) - (%s) BETWEEN -1 AND 1)" % (a, b)
 
 
+def s_both(x, y):
+    return ("(CASE WHEN (%s) IS NULL OR (%s) IS NULL THEN NULL "
+            "ELSE COALESCE(%s, 0) + COALESCE(%s, 100) END)" % (x, y, x, y))
+
+
 # name -> (Sluice query, SQLite query)
 QUERIES = {
     "f_select": ("SELECT id, add1(v) AS a1, score(v, w) AS sc, bucket(v) AS bk, tag(s, v) AS tg "
@@ -68,6 +74,8 @@ QUERIES = {
                     "SELECT %s, COUNT(*) FROM k GROUP BY v" % s_add1("v")),
     "f_having": ("SELECT v, SUM(w) AS sw FROM k GROUP BY v HAVING add1(COUNT(*)) > 3",
                  "SELECT v, SUM(w) FROM k GROUP BY v HAVING %s > 3" % s_add1("COUNT(*)")),
+    "f_strict": ("SELECT id, both(v, w) AS b1, both(id, 1) AS b2 FROM k",
+                 "SELECT id, %s, %s FROM k" % (s_both("v", "w"), s_both("id", "1"))),
     "f_join_eq": ("SELECT k.id, m.name FROM k JOIN m ON add1(k.v) = m.key",
                   "SELECT k.id, m.name FROM k JOIN m ON %s = m.key" % s_add1("k.v")),
     "f_join_near": ("SELECT k.id, m.key FROM k JOIN m ON near(k.w, m.key) WHERE k.id < 40",
@@ -241,7 +249,8 @@ ERRORS = [
      "its body must SELECT one expression"),
     ("CREATE FUNCTION f(x INT) RETURNS INT AS 'select x' LANGUAGE sql;", "1:41",
      "a function body in a string literal is not supported"),
-    ("CREATE FUNCTION f(x INT) RETURNS INT STRICT AS x;", "1:38", "function option STRICT"),
+    ("CREATE FUNCTION f(x INT) RETURNS INT SECURITY DEFINER AS x;", "1:38",
+     "function option SECURITY"),
     ("CREATE FUNCTION f(x INT) RETURNS INT AS $$ SELECT x $q$;", "1:53",
      "expected the end of the function body ($$)"),
     ("CREATE FUNCTION f(x INT NOT NULL) RETURNS INT AS x;\n" + T +
