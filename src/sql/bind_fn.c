@@ -251,7 +251,7 @@ bool sql__is_builtin_fn(const char *name)
         "row_number", "rank", "dense_rank", "lag", "lead", "first_value", "last_value",
         "nth_value", "ntile", "percent_rank", "cume_dist", "extract", "cast", "overlay",
         "tumble", "hop", "session", "now", "current_date", "current_time",
-        "current_timestamp", "localtime", "localtimestamp", "if", "nvl", "ifnull",
+        "current_timestamp", "localtime", "localtimestamp",
     };
     for (size_t i = 0; i < ARRAY_LEN(fns); i++)
         if (!strcmp(fns[i].name, name))
