@@ -390,3 +390,48 @@ def test_a_call_compiles_to_its_body_written_out(tmp_path):
     j = json.loads(run_ok(["check", by_hand, calls, "--format", "json"]).stdout)
     assert j["changed"] is False, j["relations"]
     assert all(n["old"] is not None for n in j["nodes"])
+
+
+# ------------------------------------------------------------------ sqllogictest
+
+def slt_value(v):
+    if v is None:
+        return "NULL"
+    if isinstance(v, float):
+        return "%.3f" % v
+    return "(empty)" if v == "" else str(v)
+
+
+@pytest.mark.parametrize("args", [[], ["--incremental", "--check-steps", "--workers", "2"]],
+                         ids=["oneshot", "incremental"])
+def test_sqllogictest_file_vs_sqlite(tmp_path, args):
+    """sluice-slt takes CREATE FUNCTION statements (kept before every
+    query): a file written here with SQLite's answers to the queries with
+    the bodies substituted by hand, run one-shot and incrementally (every
+    step compared with a from-scratch run)."""
+    import sltfile
+    rng = random.Random(11)
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE k (id INTEGER, v INTEGER, w INTEGER, s TEXT)")
+    rows = [(i, rng.choice([None, 0, 1, 2, 3, 4]), rng.choice([None, -1, 2, 5]),
+             rng.choice([None, "a", "bc"])) for i in range(60)]
+    db.executemany("INSERT INTO k VALUES (?, ?, ?, ?)", rows)
+    out = ["statement ok\nCREATE TABLE k(id INTEGER, v INTEGER, w INTEGER, s VARCHAR)\n"]
+    out.append("statement ok\nINSERT INTO k VALUES %s\n" % ",".join(
+        "(%s)" % ",".join("NULL" if x is None else ("'%s'" % x if isinstance(x, str) else str(x))
+                          for x in r) for r in rows))
+    for stmt in FUNCS.strip().split(";\n"):
+        if stmt.strip():
+            out.append("statement ok\n%s\n" % stmt.strip().rstrip(";").replace("; $f$", " $f$"))
+    for name, (sq, lq) in QUERIES.items():
+        if "JOIN" in sq:
+            continue
+        res = db.execute(lq).fetchall()
+        ncol = len(res[0]) if res else sq.count(",") + 1
+        types = "".join("I" if all(r[i] is None or isinstance(r[i], int) for r in res) else "T"
+                        for i in range(ncol))
+        body = "\n".join(slt_value(v) for r in sorted(res, key=repr) for v in r)
+        out.append("# %s\nquery %s rowsort\n%s\n----\n%s\n" % (name, types, sq, body))
+    path = tmp_path / "functions.test"
+    path.write_text("\n".join(out))
+    sltfile.all_pass(args, str(path))
