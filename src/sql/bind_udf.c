@@ -16,7 +16,10 @@
  * types, then the body is bound again over parameters typed like the
  * converted arguments (a NOT NULL argument keeps the result NOT NULL
  * where the body allows) and every parameter reference is replaced by a
- * copy of its argument. The result is an ordinary expression: the planner,
+ * copy of its argument. Calls inside that body substitute the body their
+ * function's definition bound (CFunc.body, parameters as declared), so a
+ * call costs its expansion once, not a binding per nested call (which
+ * grows exponentially with bodies that call a function twice). The result is an ordinary expression: the planner,
  * the engine, the lineage and the program diff see no function at all.
  * A result or parameter declared NOT NULL that may be NULL gets an
  * FN_NOT_NULL check: a NULL there is a run-time error for the record. A
@@ -180,12 +183,15 @@ static Expr *subst(P *p, const Expr *e, Expr *const *args, int64_t *budget, int 
     return c;
 }
 
+/* The statement calls u, and so every function u calls. */
 static void note_call(P *p, int u)
 {
     for (int i = 0; i < p->ncalls; i++)
         if (p->calls[i] == u)
             return;
     *VEC_PUSH_ARENA(p->a, p->calls, p->ncalls, p->cap_calls) = u;
+    for (int i = 0; i < p->udfs[u].ncalls; i++)
+        note_call(p, p->udfs[u].calls[i]);
 }
 
 /* "a INT, b VARCHAR" */
@@ -202,7 +208,7 @@ static void param_list(const Stmt *s, char *b, size_t cap)
 
 Expr *sql__bind_udf_call(P *p, BindCtx *bc, Ast *x, int u)
 {
-    const Stmt *s = p->udfs[u];
+    const Stmt *s = p->udfs[u].s;
     int n = s->nfparams;
     if (x->over || x->star || x->distinct || x->norder || x->within) {
         perr(p, SL_ESEMANTIC, x->line, x->col,
@@ -254,11 +260,17 @@ Expr *sql__bind_udf_call(P *p, BindCtx *bc, Ast *x, int u)
         pt[i].nullable = a->t.nullable;
     }
     note_call(p, u);
-    p->udf_depth++;
-    Expr *body = bind_body(p, s, pt);
-    p->udf_depth--;
-    if (!body)
-        return NULL;
+    /* the body bound again over the arguments' types where the call is
+       written; inside a body, the callee's body as its definition bound
+       it (so nested calls cost their expansion, not a binding each) */
+    Expr *body = p->c->funcs[u].body;
+    if (!p->udf_depth) {
+        p->udf_depth++;
+        body = bind_body(p, s, pt);
+        p->udf_depth--;
+        if (!body)
+            return NULL;
+    }
     int64_t budget = UDF_MAX_NODES;
     int h = 0;
     Expr *e = subst(p, body, args, &budget, &h);
@@ -326,7 +338,7 @@ static int call_level(const P *p, const Ast *x)
     if (x->k == A_FUNC) {
         int u = sql__udf_find(p, x->name);
         if (u >= 0)
-            lv = p->udf_level[u];
+            lv = p->udfs[u].level;
     }
     lv = SL_MAX(lv, call_level(p, x->a));
     lv = SL_MAX(lv, call_level(p, x->b));
@@ -351,7 +363,7 @@ int sql__define_function(P *p, Stmt *s)
     if (old >= 0)
         return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
                     "function %s is already declared (at %d:%d)", s->name,
-                    p->udfs[old]->name_line, p->udfs[old]->name_col);
+                    p->udfs[old].s->name_line, p->udfs[old].s->name_col);
     int level = 1 + call_level(p, s->fbody);
     if (level > UDF_MAX_DEPTH)
         return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
@@ -374,15 +386,16 @@ int sql__define_function(P *p, Stmt *s)
     f->ptypes = pt;
     f->ret = s->fret;
     f->body = body;
-    Stmt **u = arena_alloc(p->a, sizeof(Stmt *) * (size_t)c->nfuncs);
+    UdfInfo *u = arena_alloc(p->a, sizeof(UdfInfo) * (size_t)c->nfuncs);
     if (c->nfuncs > 1)
-        memcpy(u, p->udfs, sizeof(Stmt *) * (size_t)(c->nfuncs - 1));
-    u[c->nfuncs - 1] = s;
+        memcpy(u, p->udfs, sizeof(UdfInfo) * (size_t)(c->nfuncs - 1));
+    UdfInfo *ui = &u[c->nfuncs - 1];
+    ui->s = s;
+    ui->level = level;
+    ui->ncalls = p->ncalls; /* what binding its body called */
+    ui->calls = arena_alloc(p->a, sizeof(int) * (size_t)(p->ncalls + 1));
+    if (p->ncalls)
+        memcpy(ui->calls, p->calls, sizeof(int) * (size_t)p->ncalls);
     p->udfs = u;
-    int *lv = arena_alloc(p->a, sizeof(int) * (size_t)c->nfuncs);
-    if (c->nfuncs > 1)
-        memcpy(lv, p->udf_level, sizeof(int) * (size_t)(c->nfuncs - 1));
-    lv[c->nfuncs - 1] = level;
-    p->udf_level = lv;
     return 0;
 }

@@ -87,6 +87,14 @@ typedef struct AggCtx {
                            ORDER BY): plan_window.c */
 } AggCtx;
 
+/* A SQL function as the compiler keeps it (bind_udf.c). */
+typedef struct UdfInfo {
+    Stmt *s;      /* its CREATE FUNCTION */
+    int level;    /* bodies within one another its calls inline (1: it calls none) */
+    int *calls;   /* the functions it calls, directly or not (indexes) */
+    int ncalls;
+} UdfInfo;
+
 typedef struct P {
     Arena *a;
     Circuit *c;
@@ -103,8 +111,7 @@ typedef struct P {
        the program and the statement being compiled (for "declared after"
        messages); the functions the statement calls (indexes, once each);
        calls being inlined within one another now */
-    Stmt **udfs;
-    int *udf_level; /* bodies within one another its calls inline */
+    struct UdfInfo *udfs;
     const Program *prog;
     const char *text;
     int stmt;
