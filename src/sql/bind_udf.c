@@ -44,6 +44,10 @@
    deep (a definition's level: 1 + its callees' largest). */
 #define UDF_MAX_NODES (1 << 16)
 #define UDF_MAX_DEPTH 64
+/* All calls of a program together expand to at most this many nodes
+   (about 250 MB of expressions): many large calls are refused, not a
+   compiler that runs out of memory. */
+#define UDF_MAX_TOTAL (1 << 21)
 
 int sql__udf_find(const P *p, const char *name)
 {
@@ -268,12 +272,23 @@ Expr *sql__bind_udf_call(P *p, BindCtx *bc, Ast *x, int u)
         p->udf_depth++;
         body = bind_body(p, s, pt);
         p->udf_depth--;
-        if (!body)
+        if (!body) { /* checked at its definition: a limit, at this call */
+            p->err->line = x->line;
+            p->err->col = x->col;
             return NULL;
+        }
     }
-    int64_t budget = UDF_MAX_NODES;
+    int64_t left = UDF_MAX_TOTAL - p->udf_nodes;
+    int64_t budget = SL_MIN(UDF_MAX_NODES, left);
     int h = 0;
     Expr *e = subst(p, body, args, &budget, &h);
+    p->udf_nodes += SL_MIN(UDF_MAX_NODES, left) - SL_MAX(budget, 0);
+    if (!e && left < UDF_MAX_NODES) {
+        perr(p, SL_ESEMANTIC, x->line, x->col,
+             "the calls of SQL functions in this program expand to more than %d expression "
+             "nodes in all", UDF_MAX_TOTAL);
+        return NULL;
+    }
     if (!e) {
         perr(p, SL_ESEMANTIC, x->line, x->col,
              "the call of %s expands to more than %d expression nodes (its body uses its "

@@ -118,6 +118,7 @@ typedef struct P {
     int *calls;
     int ncalls, cap_calls;
     int udf_depth;
+    int64_t udf_nodes; /* expression nodes the calls have expanded to */
 } P;
 
 /* ORDER BY of a query resolved to output columns (plan.c). */

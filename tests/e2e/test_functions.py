@@ -278,6 +278,13 @@ def test_expansion_and_nesting_are_bounded(tmp_path):
     p = run(["check", path])
     assert p.returncode == 1
     assert "expands to more than 65536 expression nodes" in p.stderr, p.stderr
+    # 200 calls of g13 (32768 nodes each) pass the program's 2097152 in all
+    path.write_text("\n".join(big[:14]) + "\nCREATE TABLE t (a INT);\nCREATE VIEW v AS SELECT "
+                    + ", ".join("g13(a) AS c%d" % i for i in range(200)) + " FROM t;\n")
+    p = run(["check", path])
+    assert p.returncode == 1
+    assert "%s:16:" % path in p.stderr and "expand to more than 2097152 expression nodes in " \
+        "all" in p.stderr, p.stderr
     # h64 would nest 65 bodies
     deep = ["CREATE FUNCTION h0(x INT) RETURNS INT AS x + 1;"] + [
         "CREATE FUNCTION h%d(x INT) RETURNS INT AS h%d(x);" % (k, k - 1) for k in range(1, 70)]
