@@ -8,8 +8,8 @@
  * are doubles, so columns get BIGINT and DOUBLE. CREATE VIEW is kept as
  * text and compiled ahead of every later query (and checked when created);
  * so is CREATE [OR REPLACE] FUNCTION (a SQL function; its body may not hold
- * a ';', where the runner splits statements). CREATE/DROP INDEX and REINDEX only check names: an incremental engine
- * needs no indexes.
+ * a ';', where the runner splits statements). CREATE/DROP INDEX and
+ * REINDEX only check names: an incremental engine needs no indexes.
  *
  * DML: the runner holds each table's rows; INSERT ... VALUES with plain
  * literals is converted here; everything with expressions (VALUES with

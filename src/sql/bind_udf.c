@@ -19,8 +19,9 @@
  * copy of its argument. Calls inside that body substitute the body their
  * function's definition bound (CFunc.body, parameters as declared), so a
  * call costs its expansion once, not a binding per nested call (which
- * grows exponentially with bodies that call a function twice). The result is an ordinary expression: the planner,
- * the engine, the lineage and the program diff see no function at all.
+ * grows exponentially with bodies that call a function twice). The
+ * result is an ordinary expression: the planner, the engine, the lineage
+ * and the program diff see no function at all.
  * A result or parameter declared NOT NULL that may be NULL gets an
  * FN_NOT_NULL check: a NULL there is a run-time error for the record. A
  * STRICT function's body is CASE WHEN an argument IS NULL THEN NULL ELSE

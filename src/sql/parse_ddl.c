@@ -320,8 +320,8 @@ static Ast *parse_dollar_body(Parser *p, const char *tag)
    type [NOT NULL], then the body in one of three spellings: AS expression
    (Feldera), RETURN expression or AS $$ SELECT expression $$ (PostgreSQL,
    with LANGUAGE SQL and IMMUTABLE/STABLE/VOLATILE, PARALLEL ..., CALLED ON
-   NULL INPUT, STRICT / RETURNS NULL ON NULL INPUT around it). Other languages and table-returning functions are
-   refused at their place. */
+   NULL INPUT, STRICT / RETURNS NULL ON NULL INPUT around it). Other
+   languages and table-returning functions are refused at their place. */
 static int parse_create_function(Parser *p, Stmt *s)
 {
     Token *nt = cur(p);
@@ -337,8 +337,10 @@ static int parse_create_function(Parser *p, Stmt *s)
             if (is_kw(t, "out") || is_kw(t, "inout") || is_kw(t, "variadic"))
                 return sql__unsupported(p, t, "parameter modes (OUT, INOUT, VARIADIC)");
             if (is_kw(t, "in") && (p->t[p->i + 1].k == T_IDENT || p->t[p->i + 1].k == T_QIDENT) &&
-                (p->t[p->i + 2].k == T_IDENT))
-                p->i++, t = cur(p); /* IN name type: IN is the only mode */
+                p->t[p->i + 2].k == T_IDENT) { /* IN name type: IN is the only mode */
+                p->i++;
+                t = cur(p);
+            }
             FuncParam *fp = VEC_PUSH_ARENA(p->a, s->fparams, s->nfparams, cap);
             fp->line = t->line;
             fp->col = t->col;
