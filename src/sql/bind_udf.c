@@ -102,6 +102,18 @@ static Expr *bind_body(P *p, const Stmt *s, const SqlType *pt)
     Expr *e = sql__bind(p, &bc, s->fbody);
     if (!e)
         return NULL;
+    SqlType ret = s->fret;
+    if (!converts(e, ret)) {
+        perr(p, SL_ESEMANTIC, s->fbody->line, s->fbody->col,
+             "function %s returns %s, but its body is %s", s->name, tname(ret), tname(e->t));
+        return NULL;
+    }
+    if (!ret.nullable && is_null_const(e)) {
+        perr(p, SL_ESEMANTIC, s->fbody->line, s->fbody->col,
+             "function %s returns %s NOT NULL, but its body is NULL", s->name, tname(ret));
+        return NULL;
+    }
+    e = sql__cast_to(p, e, ret);
     int nnul = 0;
     for (int i = 0; i < n && s->fstrict; i++)
         nnul += pt[i].nullable;
@@ -115,27 +127,13 @@ static Expr *bind_body(P *p, const Stmt *s, const SqlType *pt)
             any = any ? sql__nary_bool(p, E_OR, any, isn) : isn;
         }
         SqlType t = e->t;
-        if (t.kind == TK_NULL)
-            t = type_make(TK_INT, true);
         t.nullable = 1;
         Expr *c = sql__mk(p, E_CASE, t, 3);
         c->a[0] = any;
         c->a[1] = expr_const_null(p->a, t);
-        c->a[2] = sql__cast_to(p, e, t);
+        c->a[2] = e;
         e = c;
     }
-    SqlType ret = s->fret;
-    if (!converts(e, ret)) {
-        perr(p, SL_ESEMANTIC, s->fbody->line, s->fbody->col,
-             "function %s returns %s, but its body is %s", s->name, tname(ret), tname(e->t));
-        return NULL;
-    }
-    if (!ret.nullable && is_null_const(e)) {
-        perr(p, SL_ESEMANTIC, s->fbody->line, s->fbody->col,
-             "function %s returns %s NOT NULL, but its body is NULL", s->name, tname(ret));
-        return NULL;
-    }
-    e = sql__cast_to(p, e, ret);
     if (!ret.nullable && e->t.nullable) {
         char msg[300];
         snprintf(msg, sizeof(msg), "function %s returned NULL, but its result is declared "
