@@ -87,6 +87,18 @@ static Expr *not_null(P *p, Expr *e, const char *msg)
 
 static bool is_null_const(const Expr *e) { return e->k == E_CONST && e->cnull; }
 
+/* "a INT, b VARCHAR" */
+static void param_list(const Stmt *s, char *b, size_t cap)
+{
+    size_t o = 0;
+    b[0] = 0;
+    for (int i = 0; i < s->nfparams && o + 1 < cap; i++)
+        o += (size_t)snprintf(b + o, cap - o, "%s%s %s", i ? ", " : "", s->fparams[i].name,
+                              tname(s->fparams[i].type));
+    if (o >= cap && cap > 4)
+        strcpy(b + cap - 4, "...");
+}
+
 /* The body of function s bound over its parameters typed pt[], converted
    to its result type (with the NOT NULL check). */
 static Expr *bind_body(P *p, const Stmt *s, const SqlType *pt)
@@ -100,8 +112,17 @@ static Expr *bind_body(P *p, const Stmt *s, const SqlType *pt)
     Scope sc = {cols, n};
     BindCtx bc = {&sc, NULL, "a function body"};
     Expr *e = sql__bind(p, &bc, s->fbody);
-    if (!e)
+    if (!e) {
+        if (!strncmp(p->err->msg, "column \"", 8) && strstr(p->err->msg, "not found")) {
+            char pl[200];
+            param_list(s, pl, sizeof(pl));
+            size_t m = strlen(p->err->msg);
+            snprintf(p->err->msg + m, sizeof(p->err->msg) - m,
+                     " (the body of %s sees its parameters only: %s)", s->name,
+                     n ? pl : "none");
+        }
         return NULL;
+    }
     SqlType ret = s->fret;
     if (!converts(e, ret)) {
         perr(p, SL_ESEMANTIC, s->fbody->line, s->fbody->col,
@@ -195,18 +216,6 @@ static void note_call(P *p, int u)
     *VEC_PUSH_ARENA(p->a, p->calls, p->ncalls, p->cap_calls) = u;
     for (int i = 0; i < p->udfs[u].ncalls; i++)
         note_call(p, p->udfs[u].calls[i]);
-}
-
-/* "a INT, b VARCHAR" */
-static void param_list(const Stmt *s, char *b, size_t cap)
-{
-    size_t o = 0;
-    b[0] = 0;
-    for (int i = 0; i < s->nfparams && o + 1 < cap; i++)
-        o += (size_t)snprintf(b + o, cap - o, "%s%s %s", i ? ", " : "", s->fparams[i].name,
-                              tname(s->fparams[i].type));
-    if (o >= cap && cap > 4)
-        strcpy(b + cap - 4, "...");
 }
 
 Expr *sql__bind_udf_call(P *p, BindCtx *bc, Ast *x, int u)
