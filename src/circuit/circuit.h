@@ -176,7 +176,26 @@ typedef struct Relation {
     /* 'emit_final' (views): the output column whose watermark releases the
        view's rows (r->node is then an OPK_FINAL node); -1: none */
     int emit_final;
+    /* the SQL functions its definition calls, directly or through other
+       functions: indexes into Circuit.funcs (the program diff) */
+    int *funcs;
+    int nfuncs;
 } Relation;
+
+/* A SQL function of the program (CREATE FUNCTION, sql/bind_udf.c). Every
+   call is inlined where it is written, so no node computes a function;
+   what is kept tells a changed function (the program diff) and lets
+   one-shot queries over a running pipeline call it. */
+typedef struct CFunc {
+    char *name;
+    char *text;        /* its CREATE FUNCTION statement */
+    int nparam;
+    SqlType *ptypes;
+    SqlType ret;
+    Expr *body;        /* over columns 0..nparam-1 (the parameters, nullable
+                          unless declared NOT NULL), of type ret, calls of
+                          other functions inlined */
+} CFunc;
 
 typedef struct Circuit {
     Arena *arena;
@@ -185,6 +204,8 @@ typedef struct Circuit {
     Relation *rels;
     int nrels;
     int tz; /* session time zone (expr/tz.h id, 0 = UTC): SET TIME ZONE */
+    CFunc *funcs;      /* in the order they are declared */
+    int nfuncs;
 } Circuit;
 
 /* Human-readable circuit (sluice check). */

@@ -756,6 +756,25 @@ static int eval_nullif(const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, Vec *
     return out->nul ? 0 : expr__check_nulls(cx, out, "NULLIF", nn);
 }
 
+/* FN_NOT_NULL: a[0] as it is (m holds its NULLs, merged), or the error
+   e->a[1] names when a row's value is NULL. */
+static int eval_not_null(const Expr *e, const Vec *a, int64_t n, EvalCtx *cx, Vec *out,
+                         const uint8_t *m)
+{
+    for (int64_t k = 0; k < n; k++)
+        if (m[k]) {
+            const Expr *msg = e->na > 1 ? e->a[1] : NULL;
+            if (msg && msg->k == E_CONST && !msg->cnull && msg->cs.p)
+                return err_set(cx->err, SL_ERUNTIME, "%.*s", (int)msg->cs.n, msg->cs.p);
+            return err_set(cx->err, SL_ERUNTIME, "NULL where NOT NULL is declared");
+        }
+    Vec v = a[0];
+    v.t = e->t;
+    v.nul = NULL;
+    *out = v;
+    return 0;
+}
+
 /* --------------------------------------------------------------- dispatch */
 
 /* The physical classes a kernel indexes without checking (a binder bug
@@ -941,6 +960,7 @@ static __attribute__((noinline)) int eval_node(const Expr *e, const Chunk *in,
         case FN_SIMILAR_ESCAPE:
         case FN_SPLIT_PART: return expr__fn_regex(e, a, n, cx, out, m);
         case FN_MOD: return expr__arith(E_MOD, &a[0], &a[1], n, cx, out, m);
+        case FN_NOT_NULL: return eval_not_null(e, a, n, cx, out, m);
         case FN_EXTRACT_YEAR:
         case FN_EXTRACT_MONTH:
         case FN_EXTRACT_DAY:

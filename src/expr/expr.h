@@ -83,6 +83,9 @@ typedef enum FuncId {
     FN_MOD,        /* same as E_MOD */
     FN_POWER, FN_SQRT, FN_LN, FN_EXP, /* DOUBLE */
     FN_SIGN,
+    FN_NOT_NULL,   /* (x, message VARCHAR constant) -> x, NOT NULL: a NULL x is
+                      a run-time error with that message (the NOT NULL result
+                      and parameters of SQL functions, sql/bind_udf.c) */
     FN_EXTRACT_YEAR, FN_EXTRACT_MONTH, FN_EXTRACT_DAY, FN_EXTRACT_HOUR,
     FN_EXTRACT_MINUTE, FN_EXTRACT_SECOND, FN_EXTRACT_DOW, FN_EXTRACT_DOY,
     FN_EXTRACT_EPOCH, /* (DATE/TIME/TIMESTAMP) -> BIGINT */

@@ -151,6 +151,7 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_LN] = "LN",
     [FN_EXP] = "EXP",
     [FN_SIGN] = "SIGN",
+    [FN_NOT_NULL] = "NOT_NULL",
     [FN_EXTRACT_YEAR] = "YEAR",
     [FN_EXTRACT_MONTH] = "MONTH",
     [FN_EXTRACT_DAY] = "DAY",

@@ -2,7 +2,8 @@
  * pipeline/livequery.c - one-shot SELECTs over a running pipeline (HTTP
  * /query and the PostgreSQL wire protocol): the materialized relations
  * the query names are copied at a step boundary (pipeline_call), decoded
- * and handed to oneshot_query on a thread of its own, under the limits of
+ * and handed to oneshot_run (after the program's SQL functions, which the
+ * query may call) on a thread of its own, under the limits of
  * oneshot_limits() and cancelled when the client's socket closes.
  */
 #include <errno.h>
@@ -77,7 +78,7 @@ static bool client_gone(void *arg)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-/* One query's run: the snapshot's decoding and oneshot_query, under b. */
+/* One query's run: the snapshot's decoding and oneshot_run, under b. */
 typedef struct Job {
     const Circuit *c;
     const Snap *sn;
@@ -85,7 +86,7 @@ typedef struct Job {
     Budget *b;
     QResult *res;
     Err *e;
-    int rc; /* oneshot_query's */
+    int rc; /* oneshot_run's */
 } Job;
 
 static void *job_main(void *arg)
@@ -110,14 +111,20 @@ static void *job_main(void *arg)
         }
         in[i] = (QInput){r->name, r->ncol, (const char *const *)r->colnames, r->types, ch};
     }
-    /* the program's session zone, for the query's own TIMESTAMPTZ values */
-    char prelude[200];
-    snprintf(prelude, sizeof(prelude), "SET TIME ZONE '%s'", tz_name(j->c->tz));
+    /* the program's session zone (for the query's own TIMESTAMPTZ values)
+       and its SQL functions, which the query may call */
+    Buf pre = BUF_INIT;
+    if (j->c->tz)
+        buf_printf(&pre, "SET TIME ZONE '%s'", tz_name(j->c->tz));
+    for (int i = 0; i < j->c->nfuncs; i++)
+        if (j->c->funcs[i].text)
+            buf_printf(&pre, "%s%s", pre.n ? ";\n" : "", j->c->funcs[i].text);
     const Chunk **steps = arena_zalloc(a, sizeof(Chunk *) * (size_t)(sn->n + 1));
     for (int i = 0; i < sn->n; i++)
         steps[i] = in[i].rows;
-    j->rc = oneshot_run(j->c->tz ? prelude : NULL, j->sql, in, sn->n, 1, steps, 1, NULL, NULL,
+    j->rc = oneshot_run(pre.n ? buf_cstr(&pre) : NULL, j->sql, in, sn->n, 1, steps, 1, NULL, NULL,
                         j->res, j->e);
+    buf_free(&pre);
     arena_free(a);
     budget_end();
     return NULL;

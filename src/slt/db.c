@@ -6,9 +6,10 @@
  * DDL: CREATE TABLE is compiled by the engine's own front end (so its
  * errors are the engine's); SQLite's INTEGER is 64-bit and its REAL/FLOAT
  * are doubles, so columns get BIGINT and DOUBLE. CREATE VIEW is kept as
- * text and compiled ahead of every later query (and checked when created).
- * CREATE/DROP INDEX and REINDEX only check names: an incremental engine
- * needs no indexes.
+ * text and compiled ahead of every later query (and checked when created);
+ * so is CREATE [OR REPLACE] FUNCTION (a SQL function; its body may not hold
+ * a ';', where the runner splits statements). CREATE/DROP INDEX and
+ * REINDEX only check names: an incremental engine needs no indexes.
  *
  * DML: the runner holds each table's rows; INSERT ... VALUES with plain
  * literals is converted here; everything with expressions (VALUES with
@@ -193,7 +194,7 @@ static SltTable *find_table(SltDb *db, const char *name)
 static int find_view(SltDb *db, const char *name)
 {
     for (int i = 0; i < db->nv; i++)
-        if (!strcasecmp(db->v[i].name, name))
+        if (!db->v[i].is_func && !strcasecmp(db->v[i].name, name))
             return i;
     return -1;
 }
@@ -685,8 +686,46 @@ static int create_view(SltDb *db, const char *sql, const char *after_view, Err *
     db->v[db->nv].name = sl_malloc(strlen(name) + 1);
     strcpy(db->v[db->nv].name, name);
     db->v[db->nv].sql = (char *)buf_cstr(&text);
+    db->v[db->nv].is_func = false;
     db->nv++;
     (void)sql;
+    return 0;
+}
+
+/* CREATE [OR REPLACE] FUNCTION ... (sql): checked over the tables,
+   views and functions so far, then kept with the views (the prelude of
+   every query). */
+static int create_function(SltDb *db, const char *sql, const char *after_function, Err *err)
+{
+    const char *s = after_function;
+    char name[256];
+    if (!ident(&s, name, sizeof(name)))
+        return err_set(err, SL_EPARSE, "a function name expected");
+    QInput *in = inputs(db);
+    TableDecl *decl = sl_calloc((size_t)(db->nt ? db->nt : 1), sizeof(TableDecl));
+    for (int i = 0; i < db->nt; i++)
+        decl[i] = (TableDecl){in[i].name, in[i].ncol, in[i].colnames, in[i].types};
+    char *pre = prelude(db);
+    Buf prog = BUF_INIT;
+    if (pre)
+        buf_printf(&prog, "%s;\n", pre);
+    buf_printf(&prog, "%s", sql);
+    Circuit *c = NULL;
+    int rc = circuit_compile_with(buf_cstr(&prog), decl, db->nt, 0, &c, err);
+    circuit_free(c);
+    sl_free(pre);
+    sl_free(decl);
+    sl_free(in);
+    buf_free(&prog);
+    if (rc)
+        return rc;
+    VEC_RESERVE(db->v, db->capv, db->nv + 1);
+    SltView *v = &db->v[db->nv++];
+    v->name = sl_malloc(strlen(name) + 1);
+    strcpy(v->name, name);
+    v->sql = sl_malloc(strlen(sql) + 1);
+    strcpy(v->sql, sql);
+    v->is_func = true;
     return 0;
 }
 
@@ -1064,6 +1103,11 @@ static int exec_one(SltDb *db, const char *sql, Err *err)
             return create_table(db, sql, err);
         if (kw(&s, "view"))
             return create_view(db, sql, s, err);
+        s = after;
+        if (kw(&s, "or") && !kw(&s, "replace"))
+            return err_set(err, SL_EUNSUPPORTED, "CREATE OR REPLACE expected");
+        if (kw(&s, "function"))
+            return create_function(db, sql, s, err);
         s = after;
         kw(&s, "unique");
         if (kw(&s, "index"))

@@ -26,7 +26,8 @@ typedef struct SltTable {
 
 typedef struct SltView {
     char *name;
-    char *sql; /* CREATE VIEW ... text */
+    char *sql; /* CREATE VIEW ... text, or CREATE FUNCTION ... */
+    bool is_func; /* a SQL function: compiled before each query, not a view */
 } SltView;
 
 typedef struct SltDb {

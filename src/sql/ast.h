@@ -215,7 +215,14 @@ typedef struct Property {
     int vline, vcol;   /* of the value string (for JSON error positions) */
 } Property;
 
-typedef enum StmtKind { S_CREATE_TABLE, S_CREATE_VIEW, S_LATENESS } StmtKind;
+typedef enum StmtKind { S_CREATE_TABLE, S_CREATE_VIEW, S_LATENESS, S_CREATE_FUNCTION } StmtKind;
+
+/* A parameter of CREATE FUNCTION. */
+typedef struct FuncParam {
+    char *name;
+    SqlType type;      /* nullable unless declared NOT NULL */
+    int line, col;
+} FuncParam;
 
 typedef struct Stmt {
     StmtKind k;
@@ -235,6 +242,13 @@ typedef struct Stmt {
     /* LATENESS name.lat_colname expr; (the statement form) */
     char *lat_colname;
     Ast *lateness;
+    /* CREATE FUNCTION name(params) RETURNS fret AS fbody (bind_udf.c) */
+    FuncParam *fparams;
+    int nfparams;
+    SqlType fret;       /* nullable unless RETURNS type NOT NULL */
+    Ast *fbody;
+    bool fstrict;       /* STRICT / RETURNS NULL ON NULL INPUT */
+    size_t text_off, text_len; /* the statement in the program text */
     /* both */
     Property *props;
     int nprops;

@@ -44,18 +44,20 @@ Expr *sql__bool_agg_arg(P *p, Ast *x, Expr *a)
 /* Aggregates of other engines not implemented yet: named as such in the
    error wherever they appear (not "must appear in GROUP BY" about their
    argument, nor "function ... is not supported"). */
+static const char *agg_later[] = {
+    "array_agg",   "listagg",     "group_concat",
+    "stddev",      "stddev_pop",  "stddev_samp", "variance",    "var_pop",
+    "var_samp",    "median",
+    "arg_min",     "arg_max",     "covar_pop",  "covar_samp",   "corr",
+    "json_agg",    "jsonb_agg",   "json_object_agg", "count_if", "any_value",
+};
+
 bool sql__agg_later(P *p, Ast *x)
 {
-    static const char *later[] = {
-        "array_agg",   "listagg",     "group_concat",
-        "stddev",      "stddev_pop",  "stddev_samp", "variance",    "var_pop",
-        "var_samp",    "median",
-        "arg_min",     "arg_max",     "covar_pop",  "covar_samp",   "corr",
-        "json_agg",    "jsonb_agg",   "json_object_agg", "count_if", "any_value",
-    };
+    static const char *const *later = agg_later;
     if (x->k != A_FUNC || x->over)
         return false;
-    for (size_t i = 0; i < ARRAY_LEN(later); i++)
+    for (size_t i = 0; i < ARRAY_LEN(agg_later); i++)
         if (!strcmp(x->name, later[i])) {
             perr(p, SL_EUNSUPPORTED, x->line, x->col,
                  "aggregate function %s is not supported yet", x->name);
@@ -299,10 +301,34 @@ static Expr *bind_timezone(P *p, BindCtx *bc, Ast *x)
     return e;
 }
 
+bool sql__is_builtin_fn(const char *name)
+{
+    static const char *other[] = {
+        "date_trunc", "timestamp_trunc", "timestampdiff", "coalesce", "nullif",
+        "row_number", "rank", "dense_rank", "lag", "lead", "first_value", "last_value",
+        "nth_value", "ntile", "percent_rank", "cume_dist", "extract", "cast", "overlay",
+        "tumble", "hop", "session", "now", "current_date", "current_time",
+        "current_timestamp", "localtime", "localtimestamp", "timezone", "date_part",
+    };
+    for (size_t i = 0; i < ARRAY_LEN(fns); i++)
+        if (!strcmp(fns[i].name, name))
+            return true;
+    for (size_t i = 0; i < ARRAY_LEN(other); i++)
+        if (!strcmp(other[i], name))
+            return true;
+    for (size_t i = 0; i < ARRAY_LEN(agg_later); i++)
+        if (!strcmp(agg_later[i], name))
+            return true;
+    return sql__is_agg_name(name) || sql__is_regex_fn(name);
+}
+
 Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
 {
     int n = x->args.n;
     Expr *args[8];
+    int u = sql__udf_find(p, x->name);
+    if (u >= 0) /* a SQL function (bind_udf.c) */
+        return sql__bind_udf_call(p, bc, x, u);
     if (x->over) /* plan_window.c */
         return sql__bind_window(p, bc, x);
     if (sql__is_agg_name(x->name))
@@ -468,6 +494,7 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
             e->a[j] = args[j];
         return e;
     }
-    perr(p, SL_EUNSUPPORTED, x->line, x->col, "function %s is not supported yet", x->name);
+    if (!sql__udf_not_yet(p, x))
+        perr(p, SL_EUNSUPPORTED, x->line, x->col, "function %s is not supported yet", x->name);
     return NULL;
 }

@@ -6,7 +6,8 @@
  * OPK_UPSERT with a PRIMARY KEY); CREATE VIEW plans its query (plan.c),
  * adds a top-k node for ORDER BY ... LIMIT (plan_window.c) and a sink.
  * Both take their WITH properties ('connectors', 'materialized',
- * 'append_only') here. One-shot queries declare their input tables ahead
+ * 'append_only') here. CREATE FUNCTION defines a SQL function that later
+ * statements call (bind_udf.c inlines each call). One-shot queries declare their input tables ahead
  * of the text (TableDecl) and keep each view's presentation order
  * (CC_PRESENT). Everything lives in the circuit's arena; circuit_free
  * releases it and the parsed connector JSON.
@@ -435,7 +436,7 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
     Program *prog;
     Circuit *c = sl_calloc(1, sizeof(*c));
     c->arena = arena_new(64 * 1024);
-    P p = {c->arena, c, err ? err : &local, 0, 0, 0, flags, NULL, 0, 0, TZ_UTC};
+    P p = {.a = c->arena, .c = c, .err = err ? err : &local, .flags = flags, .tz = TZ_UTC};
     for (int i = 0; i < ndecl; i++) {
         p.owner = c->nrels;
         if (declare_table(&p, &decl[i]))
@@ -448,13 +449,24 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
         err_setpos(p.err, SL_ESEMANTIC, 1, 1, "the program is empty: no CREATE TABLE or VIEW");
         goto out_fail;
     }
+    p.prog = prog;
+    p.text = sql;
     for (int i = 0; i < prog->n; i++) {
         Stmt *s = prog->stmts[i];
         p.owner = c->nrels; /* the relation this statement adds */
-        if ((s->k == S_CREATE_TABLE ? plan_table(&p, s)
-             : s->k == S_LATENESS   ? plan_lateness(&p, s)
-                                    : plan_view(&p, s)))
+        p.stmt = i;
+        p.ncalls = 0;
+        if ((s->k == S_CREATE_TABLE      ? plan_table(&p, s)
+             : s->k == S_LATENESS        ? plan_lateness(&p, s)
+             : s->k == S_CREATE_FUNCTION ? sql__define_function(&p, s)
+                                         : plan_view(&p, s)))
             goto out_fail;
+        if (s->k == S_CREATE_VIEW && p.ncalls) { /* the functions it calls (bind_udf.c) */
+            Relation *r = &c->rels[c->nrels - 1];
+            r->funcs = arena_alloc(p.a, sizeof(int) * (size_t)p.ncalls);
+            memcpy(r->funcs, p.calls, sizeof(int) * (size_t)p.ncalls);
+            r->nfuncs = p.ncalls;
+        }
     }
     sql__prune_joins(&p);
     if (check_emit_final(&p))

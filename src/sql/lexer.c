@@ -128,6 +128,19 @@ int lex(const char *text, Arena *a, Token **toks, int *ntoks, Err *err)
             sl_free(s);
             continue;
         }
+        if (*p == '$') { /* $$ or $tag$: a dollar quote around a function body
+                            (parse_ddl.c), one T_OP token each */
+            const char *q = p + 1;
+            while (isalnum((unsigned char)*q) || *q == '_')
+                q++;
+            if (*q != '$' || isdigit((unsigned char)p[1]))
+                return err_setpos(err, SL_EPARSE, line, col, "unexpected character '$'");
+            size_t dn = (size_t)(q + 1 - p);
+            for (size_t i = 0; i < dn; i++)
+                advance(&lx);
+            push(&lx, T_OP, arena_strndup(a, p, dn), dn, line, col);
+            continue;
+        }
         size_t n = 1;
         for (size_t i = 0; i < ARRAY_LEN(ops2); i++)
             if (p[0] == ops2[i][0] && p[1] == ops2[i][1])

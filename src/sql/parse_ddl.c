@@ -4,9 +4,11 @@
  * their types and constraints, PRIMARY KEY) or CREATE [MATERIALIZED]
  * VIEW (column names, query: parse_query.c), either with WITH ('key' =
  * 'value', ...) properties, or LATENESS t.col expr (a column's lateness,
- * also written as the column constraint LATENESS expr), optionally headed
- * by SET TIME ZONE (the session zone: Program.tz, and the zone of every
- * TIMESTAMPTZ type parsed after it). Column types are parsed here for CAST too
+ * also written as the column constraint LATENESS expr), or CREATE
+ * FUNCTION (a SQL function: parameters, result type, one expression as
+ * its body), optionally headed by SET TIME ZONE (the session zone:
+ * Program.tz, and the zone of every TIMESTAMPTZ type parsed after it).
+ * Column types are parsed here for CAST too
  * (sql__parse_type). Tokens come from lexer.c; statements we recognise
  * but do not support yet are reported as such.
  */
@@ -276,6 +278,184 @@ static int parse_create_view(Parser *p, Stmt *s)
     return s->query ? 0 : p->err->code;
 }
 
+/* The body of a dollar-quoted function body after its opening quote
+   `tag` ($$ or $tag$): SELECT expression [[AS] alias] [;], then the
+   closing quote. Anything else a query may have is refused where it
+   starts. */
+static Ast *parse_dollar_body(Parser *p, const char *tag)
+{
+    if (sql__expect_kw(p, "select"))
+        return NULL;
+    Ast *body = sql__parse_expr(p);
+    if (!body)
+        return NULL;
+    static const char *clauses[] = {"from", "where", "group", "having", "order", "limit",
+                                    "offset", "fetch", "union", "intersect", "except",
+                                    "window", "qualify"};
+    for (int pass = 0; pass < 2; pass++) {
+        Token *t = cur(p);
+        for (size_t i = 0; i < ARRAY_LEN(clauses); i++)
+            if (is_kw(t, clauses[i])) {
+                err_setpos(p->err, SL_EUNSUPPORTED, t->line, t->col,
+                           "%s in a function body is not supported: the body is one "
+                           "expression (SELECT expression, without FROM or other clauses)", t->s);
+                return NULL;
+            }
+        if (pass == 0 && (accept_kw(p, "as") || (t->k == T_IDENT && !sql__is_reserved(t)) ||
+                          t->k == T_QIDENT) && !sql__ident(p, "an alias"))
+            return NULL;
+    }
+    accept_op(p, ";");
+    Token *t = cur(p);
+    if (is_op(t, tag)) {
+        p->i++;
+        return body;
+    }
+    if (is_op(t, ",")) {
+        err_setpos(p->err, SL_EUNSUPPORTED, t->line, t->col,
+                   "a function returns one value: its body must SELECT one expression, not "
+                   "several (table-returning functions are not supported)");
+        return NULL;
+    }
+    char b[64];
+    snprintf(b, sizeof(b), "the end of the function body (%s)", tag);
+    sql__fail(p, b);
+    return NULL;
+}
+
+/* CREATE [OR REPLACE] FUNCTION name ([param type [NOT NULL], ...]) RETURNS
+   type [NOT NULL], then the body in one of three spellings: AS expression
+   (Feldera), RETURN expression or AS $$ SELECT expression $$ (PostgreSQL,
+   with LANGUAGE SQL and IMMUTABLE/STABLE/VOLATILE, PARALLEL ..., CALLED ON
+   NULL INPUT, STRICT / RETURNS NULL ON NULL INPUT around it). Other
+   languages and table-returning functions are refused at their place. */
+static int parse_create_function(Parser *p, Stmt *s)
+{
+    Token *nt = cur(p);
+    s->k = S_CREATE_FUNCTION;
+    s->name_line = nt->line;
+    s->name_col = nt->col;
+    if (!(s->name = sql__ident(p, "a function name")) || sql__expect_op(p, "("))
+        return p->err->code;
+    int cap = 0;
+    if (!accept_op(p, ")")) {
+        do {
+            Token *t = cur(p);
+            if (is_kw(t, "out") || is_kw(t, "inout") || is_kw(t, "variadic"))
+                return sql__unsupported(p, t, "parameter modes (OUT, INOUT, VARIADIC)");
+            if (is_kw(t, "in") && (p->t[p->i + 1].k == T_IDENT || p->t[p->i + 1].k == T_QIDENT) &&
+                p->t[p->i + 2].k == T_IDENT) { /* IN name type: IN is the only mode */
+                p->i++;
+                t = cur(p);
+            }
+            FuncParam *fp = VEC_PUSH_ARENA(p->a, s->fparams, s->nfparams, cap);
+            fp->line = t->line;
+            fp->col = t->col;
+            if (!(fp->name = sql__ident(p, "a parameter name")))
+                return p->err->code;
+            if (is_op(cur(p), ",") || is_op(cur(p), ")"))
+                return sql__fail(p, "the parameter's type (parameters are written name type)");
+            if (sql__parse_type(p, &fp->type))
+                return p->err->code;
+            fp->type.nullable = 1;
+            if (accept_kw(p, "not")) {
+                if (sql__expect_kw(p, "null"))
+                    return p->err->code;
+                fp->type.nullable = 0;
+            } else
+                accept_kw(p, "null");
+            if (is_kw(cur(p), "default") || is_op(cur(p), "="))
+                return sql__unsupported(p, cur(p), "parameter defaults");
+            for (int i = 0; i < s->nfparams - 1; i++)
+                if (!strcasecmp(s->fparams[i].name, fp->name))
+                    return err_setpos(p->err, SL_ESEMANTIC, fp->line, fp->col,
+                                      "function %s has two parameters named \"%s\"", s->name,
+                                      fp->name);
+        } while (accept_op(p, ","));
+        if (sql__expect_op(p, ")"))
+            return p->err->code;
+    }
+    if (sql__expect_kw(p, "returns"))
+        return p->err->code;
+    Token *rt = cur(p);
+    if (is_kw(rt, "table") || is_kw(rt, "setof"))
+        return err_setpos(p->err, SL_EUNSUPPORTED, rt->line, rt->col,
+                          "table-returning functions (RETURNS %s) are not supported: a SQL "
+                          "function returns one value", rt->s);
+    if (sql__parse_type(p, &s->fret))
+        return p->err->code;
+    s->fret.nullable = 1;
+    if (accept_kw(p, "not")) {
+        if (sql__expect_kw(p, "null"))
+            return p->err->code;
+        s->fret.nullable = 0;
+    }
+    int body_line = 0, body_col = 0;
+    for (;;) {
+        Token *t = cur(p);
+        if (accept_kw(p, "language")) {
+            Token *l = cur(p);
+            if ((l->k != T_IDENT && l->k != T_STR && l->k != T_QIDENT))
+                return sql__fail(p, "a language name (SQL)");
+            if (strcasecmp(l->s, "sql"))
+                return err_setpos(p->err, SL_EUNSUPPORTED, l->line, l->col,
+                                  "LANGUAGE %s is not supported: only SQL functions (LANGUAGE "
+                                  "SQL, a body that is one expression) are", l->s);
+            p->i++;
+        } else if (accept_kw(p, "immutable") || accept_kw(p, "stable") ||
+                   accept_kw(p, "volatile")) {
+            /* every expression Sluice has is deterministic */
+        } else if (accept_kw(p, "parallel")) {
+            if (!sql__ident(p, "SAFE, RESTRICTED or UNSAFE"))
+                return p->err->code;
+        } else if (is_kw(t, "called")) {
+            p->i++;
+            if (sql__expect_kw(p, "on") || sql__expect_kw(p, "null") ||
+                sql__expect_kw(p, "input"))
+                return p->err->code;
+        } else if (accept_kw(p, "strict")) {
+            s->fstrict = true; /* NULL when any argument is NULL */
+        } else if (is_kw(t, "returns") && is_kw(&p->t[p->i + 1], "null")) {
+            p->i += 2;
+            if (sql__expect_kw(p, "on") || sql__expect_kw(p, "null") ||
+                sql__expect_kw(p, "input"))
+                return p->err->code;
+            s->fstrict = true;
+        } else if (is_kw(t, "security") || is_kw(t, "leakproof") || is_kw(t, "cost") ||
+                   is_kw(t, "set") || is_kw(t, "window") || is_kw(t, "transform")) {
+            char b[80];
+            snprintf(b, sizeof(b), "function option %s", t->s);
+            return sql__unsupported(p, t, b);
+        } else if (is_kw(t, "as") || is_kw(t, "return")) {
+            if (s->fbody)
+                return err_setpos(p->err, SL_EPARSE, t->line, t->col,
+                                  "function %s has a second body (the first is at %d:%d)",
+                                  s->name, body_line, body_col);
+            p->i++;
+            Token *b = cur(p);
+            body_line = b->line;
+            body_col = b->col;
+            if (is_kw(t, "as") && b->k == T_OP && b->s[0] == '$') {
+                p->i++;
+                if (!(s->fbody = parse_dollar_body(p, b->s)))
+                    return p->err->code;
+                continue;
+            }
+            if (is_kw(t, "as") && b->k == T_STR && is_kw(&p->t[p->i + 1], "language"))
+                return err_setpos(p->err, SL_EUNSUPPORTED, b->line, b->col,
+                                  "a function body in a string literal is not supported: write "
+                                  "AS $$ SELECT expression $$, RETURN expression or AS expression");
+            if (!(s->fbody = sql__parse_expr(p)))
+                return p->err->code;
+        } else
+            break;
+    }
+    if (!s->fbody)
+        return sql__fail(p, "the function body (AS expression, RETURN expression or AS $$ "
+                            "SELECT expression $$)");
+    return 0;
+}
+
 static int parse_stmt(Parser *p, Stmt **out)
 {
     Token *t = cur(p);
@@ -302,7 +482,7 @@ static int parse_stmt(Parser *p, Stmt **out)
             snprintf(b, sizeof(b), "statement %s", t->s);
             return sql__unsupported(p, t, b);
         }
-        return sql__fail(p, "CREATE TABLE, CREATE VIEW or LATENESS");
+        return sql__fail(p, "CREATE TABLE, CREATE VIEW, CREATE FUNCTION or LATENESS");
     }
     if (accept_kw(p, "table"))
         return parse_create_table(p, s);
@@ -319,13 +499,31 @@ static int parse_stmt(Parser *p, Stmt **out)
     }
     if (accept_kw(p, "view"))
         return parse_create_view(p, s);
-    if (is_kw(cur(p), "function") || is_kw(cur(p), "aggregate") || is_kw(cur(p), "type") ||
+    if (accept_kw(p, "function"))
+        return parse_create_function(p, s);
+    if (is_kw(cur(p), "or") && is_kw(&p->t[p->i + 1], "replace") &&
+        is_kw(&p->t[p->i + 2], "function")) {
+        p->i += 3; /* a program is compiled whole: nothing to replace */
+        return parse_create_function(p, s);
+    }
+    if (is_kw(cur(p), "aggregate") || is_kw(cur(p), "type") ||
         is_kw(cur(p), "index") || is_kw(cur(p), "linear")) {
         char b[64];
         snprintf(b, sizeof(b), "CREATE %s", cur(p)->s);
         return sql__unsupported(p, cur(p), b);
     }
-    return sql__fail(p, "TABLE, VIEW or MATERIALIZED VIEW after CREATE");
+    return sql__fail(p, "TABLE, VIEW, MATERIALIZED VIEW or FUNCTION after CREATE");
+}
+
+/* The byte offset of line:column (lexer.c: columns count bytes). */
+static size_t text_offset(const char *text, int line, int col)
+{
+    const char *q = text;
+    for (int l = 1; l < line && *q; q++)
+        if (*q == '\n')
+            l++;
+    size_t rest = strlen(q);
+    return (size_t)(q - text) + ((size_t)(col - 1) < rest ? (size_t)(col - 1) : rest);
 }
 
 /* SET TIME ZONE 'zone' | SET TIME ZONE LOCAL/DEFAULT | SET timezone { = | TO }
@@ -390,6 +588,10 @@ int sql_parse(const char *text, Arena *a, Program **out, Err *err)
         Stmt *s;
         if (parse_stmt(&p, &s))
             return p.err->code;
+        if (s->k == S_CREATE_FUNCTION) { /* its text, for one-shot queries */
+            s->text_off = text_offset(text, s->line, s->col);
+            s->text_len = text_offset(text, cur(&p)->line, cur(&p)->col) - s->text_off;
+        }
         *VEC_PUSH_ARENA(a, prog->stmts, prog->n, cap) = s;
         if (cur(&p)->k != T_EOF && sql__expect_op(&p, ";"))
             return p.err->code;

@@ -8,7 +8,7 @@
  *   parse_query.c  queries: SELECT, FROM and joins, set operations,
  *                  WITH, VALUES, ORDER BY, LIMIT
  *   parse_gsets.c  GROUP BY: ROLLUP, CUBE, GROUPING SETS
- *   parse_ddl.c    the program (sql_parse): CREATE TABLE / VIEW, types,
+ *   parse_ddl.c    the program (sql_parse): CREATE TABLE / VIEW / FUNCTION, types,
  *                  WITH properties
  *
  * Every parse function reads tokens from p->t at p->i (lexer.c), builds

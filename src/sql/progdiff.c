@@ -14,6 +14,12 @@
  * materialized. Labels and owners are left out, so text layout, comments,
  * keyword case and node numbering never count.
  *
+ * SQL functions are inlined where they are called, so a view that calls a
+ * changed function computes something else and its fingerprints change;
+ * adding or removing a function alone changes no node. The functions a
+ * view calls (Relation.funcs) whose definition differs (or that the old
+ * program lacks) label its change PD_FUNCTIONS.
+ *
  * A view's own definition is compared with a local fingerprint: its nodes
  * hashed the same way, but a node of another relation counts as that
  * relation's name. Equal local and different full fingerprints mean a
@@ -280,6 +286,29 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
     }
 }
 
+/* A SQL function's definition: parameter and result types, body (with
+   the functions it calls inlined). */
+static uint64_t func_fp(const CFunc *f)
+{
+    Buf b = BUF_INIT;
+    put_i64(&b, f->nparam);
+    for (int i = 0; i < f->nparam; i++)
+        put_type(&b, f->ptypes[i]);
+    put_type(&b, f->ret);
+    put_expr(&b, f->body);
+    uint64_t h = sl_hash(b.p, b.n);
+    buf_free(&b);
+    return h;
+}
+
+static int find_func(const Circuit *c, const char *name)
+{
+    for (int i = 0; i < c->nfuncs; i++)
+        if (!strcasecmp(c->funcs[i].name, name))
+            return i;
+    return -1;
+}
+
 /* Full fingerprints of every node of c (sl_free). */
 static uint64_t *fingerprints(const Circuit *c)
 {
@@ -437,9 +466,26 @@ typedef struct Ctx {
     int notok, nntok;
 } Ctx;
 
-/* Per statement of text (statement i declares relation i), the hash of
-   its tokens with bare identifiers case-folded (sl_free; NULL when there
-   is no text or it does not lex). */
+/* Does the statement starting at token t declare no relation (LATENESS,
+   CREATE [OR REPLACE] FUNCTION)? */
+static bool declares_nothing(const Token *t)
+{
+    if (t[0].k != T_IDENT)
+        return false;
+    if (!strcasecmp(t[0].s, "lateness"))
+        return true;
+    if (strcasecmp(t[0].s, "create") || t[1].k != T_IDENT)
+        return false;
+    if (!strcasecmp(t[1].s, "function"))
+        return true;
+    return !strcasecmp(t[1].s, "or") && t[2].k == T_IDENT && !strcasecmp(t[2].s, "replace") &&
+           t[3].k == T_IDENT && !strcasecmp(t[3].s, "function");
+}
+
+/* Per statement of text that declares a relation (the i-th declares
+   relation i), the hash of its tokens with bare identifiers case-folded
+   (sl_free; NULL when there is no text or it does not lex). A ';' inside
+   a dollar-quoted function body does not end its statement. */
 static uint64_t *statement_hashes(const char *text, int *n)
 {
     *n = 0;
@@ -453,14 +499,19 @@ static uint64_t *statement_hashes(const char *text, int *n)
     int cap = 0;
     if (lex(text, a, &t, &nt, &e) == 0) {
         Buf b = BUF_INIT;
+        const char *dollar = NULL; /* the open dollar quote */
+        int first = 0;             /* the statement's first token */
         for (int i = 0; i < nt; i++) {
-            bool end = t[i].k == T_EOF || (t[i].k == T_OP && !strcmp(t[i].s, ";"));
-            if (end && b.n) {
+            if (t[i].k == T_OP && t[i].s[0] == '$')
+                dollar = !dollar ? t[i].s : strcmp(dollar, t[i].s) ? dollar : NULL;
+            bool end = t[i].k == T_EOF || (t[i].k == T_OP && !strcmp(t[i].s, ";") && !dollar);
+            if (end && b.n && !declares_nothing(&t[first]))
                 *VEC_PUSH(h, *n, cap) = sl_hash(b.p, b.n);
+            if (end) {
                 buf_reset(&b);
-            }
-            if (end)
+                first = i + 1;
                 continue;
+            }
             put_i64(&b, t[i].k);
             if (t[i].k == T_IDENT)
                 put_name(&b, t[i].s);
@@ -615,7 +666,20 @@ static void classify(Ctx *x, PdRel *pr, int ni)
         sl_free(chg);
         sl_free(orefs);
         sl_free(nrefs);
-        if (x->content_changed[ni] && !(pr->what & (PD_DEFINITION | PD_INPUTS)))
+        const char **fn = arena_alloc(d->arena, sizeof(char *) * (size_t)(r->nfuncs + 1));
+        int nfn = 0;
+        for (int i = 0; i < r->nfuncs; i++) { /* SQL functions changed or gone */
+            const CFunc *f = &nc->funcs[r->funcs[i]];
+            int of = find_func(oc, f->name);
+            if (of < 0 || func_fp(&oc->funcs[of]) != func_fp(f))
+                fn[nfn++] = dup_name(d, f->name);
+        }
+        if (nfn && lo != ln) {
+            pr->what |= PD_FUNCTIONS;
+            pr->funcs = fn;
+            pr->nfuncs = nfn;
+        }
+        if (x->content_changed[ni] && !(pr->what & (PD_DEFINITION | PD_INPUTS | PD_FUNCTIONS)))
             pr->what |= PD_DEFINITION; /* cannot happen short of a hash collision */
     }
     pr->status = pr->what ? PD_CHANGED : PD_UNCHANGED;
@@ -781,7 +845,7 @@ const char *progdiff_action_name(PdAction a)
 }
 
 static const char *what_names[] = {"definition", "inputs", "schema", "connectors",
-                                   "materialized"};
+                                   "materialized", "functions"};
 
 static bool hidden(const PdRel *r, const char *hide)
 {
@@ -797,13 +861,16 @@ static void put_list(Buf *b, const char *const *v, int n)
 static void what_text(const PdRel *r, Buf *b)
 {
     int k = 0;
-    for (int bit = 0; bit < 5; bit++) {
+    for (int bit = 0; bit < (int)ARRAY_LEN(what_names); bit++) {
         if (!(r->what & (1 << bit)))
             continue;
         buf_printf(b, "%s%s", k++ ? ", " : "", what_names[bit]);
-        if ((1 << bit) == PD_INPUTS) {
+        if ((1 << bit) == PD_INPUTS || (1 << bit) == PD_FUNCTIONS) {
             buf_puts(b, " (");
-            put_list(b, r->inputs, r->ninputs);
+            if ((1 << bit) == PD_INPUTS)
+                put_list(b, r->inputs, r->ninputs);
+            else
+                put_list(b, r->funcs, r->nfuncs);
             buf_putc(b, ')');
         }
     }
@@ -947,10 +1014,11 @@ cJSON *progdiff_json(const ProgDiff *d, const char *hide)
         cJSON_AddStringToObject(e, "kind", r->is_table ? "table" : "view");
         cJSON_AddStringToObject(e, "status", progdiff_status_name(r->status));
         cJSON *w = cJSON_AddArrayToObject(e, "changes");
-        for (int bit = 0; bit < 5; bit++)
+        for (int bit = 0; bit < (int)ARRAY_LEN(what_names); bit++)
             if (r->what & (1 << bit))
                 cJSON_AddItemToArray(w, cJSON_CreateString(what_names[bit]));
         cJSON_AddItemToObject(e, "inputs", str_array(r->inputs, r->ninputs));
+        cJSON_AddItemToObject(e, "functions", str_array(r->funcs, r->nfuncs));
         cJSON_AddStringToObject(e, "action", progdiff_action_name(r->action));
         cJSON_AddBoolToObject(e, "stored", r->stored);
         if (!r->is_table && r->action == PD_KEEP && (r->what & PD_CONNECTORS))

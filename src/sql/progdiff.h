@@ -32,7 +32,9 @@ enum {
     PD_INPUTS = 2,       /* a relation it reads changed (PdRel.inputs names them) */
     PD_SCHEMA = 4,       /* column names or types */
     PD_CONNECTORS = 8,   /* the 'connectors' property */
-    PD_MATERIALIZED = 16 /* the 'materialized' property */
+    PD_MATERIALIZED = 16, /* the 'materialized' property */
+    PD_FUNCTIONS = 32    /* a SQL function it calls changed or went away
+                            (PdRel.funcs names them) */
 };
 
 /* The consequence for a relation's contents on restart. */
@@ -63,6 +65,8 @@ typedef struct PdRel {
                              refuses */
     const char **inputs;  /* PD_INPUTS: the changed relations it reads */
     int ninputs;
+    const char **funcs;   /* PD_FUNCTIONS: the changed functions it calls */
+    int nfuncs;
     const char **reread;  /* PD_REREAD: the tables read again for it */
     int nreread;
     const char **reread_for; /* a kept table: the new views it is read again for */

@@ -14,6 +14,7 @@
  *   bind.c         names and types of expressions, operators, casts
  *   bind_fn.c      function calls: aggregates, scalar and date functions
  *   bind_agg.c     STRING_AGG, BIT_*, PERCENTILE_*, MODE, GROUPING
+ *   bind_udf.c     SQL functions (CREATE FUNCTION): checked, then inlined
  *   plan_gsets.c   GROUPING SETS / ROLLUP / CUBE
  *
  * Below: scopes of named columns, the planner context P, aggregate
@@ -86,6 +87,14 @@ typedef struct AggCtx {
                            ORDER BY): plan_window.c */
 } AggCtx;
 
+/* A SQL function as the compiler keeps it (bind_udf.c). */
+typedef struct UdfInfo {
+    Stmt *s;      /* its CREATE FUNCTION */
+    int level;    /* bodies within one another its calls inline (1: it calls none) */
+    int *calls;   /* the functions it calls, directly or not (indexes) */
+    int ncalls;
+} UdfInfo;
+
 typedef struct P {
     Arena *a;
     Circuit *c;
@@ -98,6 +107,19 @@ typedef struct P {
                        plan_subq.c tells a correlated subquery */
     int depth; /* queries being planned within one another (plan.c) */
     int tz; /* session time zone (expr/tz.h id): SET TIME ZONE, 0 = UTC */
+    /* SQL functions (bind_udf.c): their statements and levels, parallel
+       to c->funcs;
+       the program and the statement being compiled (for "declared after"
+       messages); the functions the statement calls (indexes, once each);
+       calls being inlined within one another now */
+    struct UdfInfo *udfs;
+    const Program *prog;
+    const char *text;
+    int stmt;
+    int *calls;
+    int ncalls, cap_calls;
+    int udf_depth;
+    int64_t udf_nodes; /* expression nodes the calls have expanded to */
 } P;
 
 /* ORDER BY of a query resolved to output columns (plan.c). */
@@ -284,7 +306,25 @@ bool sql__expr_equal(const Expr *a, const Expr *b);
 /* l op r for an arithmetic AstOp (numbers, dates, times and intervals). */
 Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r);
 
+/* ---- bind_udf.c ---- */
+
+/* CREATE FUNCTION s: checked (name, parameters, body, result type) and
+   added to p->c->funcs; 0 or the error code. */
+int sql__define_function(P *p, Stmt *s);
+/* The SQL function called name, or -1. */
+int sql__udf_find(const P *p, const char *name);
+/* A call x of SQL function u: its body inlined over the bound arguments,
+   cast to the result type. */
+Expr *sql__bind_udf_call(P *p, BindCtx *bc, Ast *x, int u);
+/* x calls a function that is not (yet) declared but is declared later in
+   the program, or is the function being declared: p->err set, true. */
+bool sql__udf_not_yet(P *p, const Ast *x);
+
 /* ---- bind_fn.c ---- */
+
+/* Is name (lower case) a function, aggregate or window function of the
+   dialect (a SQL function may not take its name)? */
+bool sql__is_builtin_fn(const char *name);
 
 /* A function call x (A_FUNC): an aggregate (collected on bc->agg), a
    window function (plan_window.c) or a scalar function. */

@@ -576,6 +576,48 @@ static void test_printouts(void **s)
     progdiff_free(d);
 }
 
+static void test_changed_function_changes_its_callers_only(void **s)
+{
+    (void)s;
+#define FN_G "CREATE FUNCTION g(x BIGINT) RETURNS BIGINT AS f(x) * 2;\n"
+#define FN_VIEWS                                                                          \
+    "CREATE VIEW fv AS SELECT a, f(s) AS y FROM v1;\n"                                     \
+    "CREATE VIEW gv AS SELECT a, g(s) AS y FROM v1;\n"                                     \
+    "CREATE VIEW plain AS SELECT a, s + 1 AS y FROM v1;\n"
+    const char *old = BASE "CREATE FUNCTION f(x BIGINT) RETURNS BIGINT AS x + 1;\n" FN_G FN_VIEWS;
+    /* the same definitions spelled otherwise, and a function added: nothing */
+    ProgDiff *d = diff(old, BASE "CREATE FUNCTION unused(y INT) RETURNS INT AS y;\n"
+                            "CREATE OR REPLACE FUNCTION f(x bigint) RETURNS bigint LANGUAGE sql "
+                            "RETURN x+1;\n" FN_G FN_VIEWS);
+    assert_false(progdiff_changed(d));
+    progdiff_free(d);
+    d = diff(old, BASE "CREATE FUNCTION f(x BIGINT) RETURNS BIGINT AS x + 2;\n" FN_G FN_VIEWS);
+    /* over v1's kept aggregate: recomputed */
+    expect(d, "fv", PD_CHANGED, PD_FUNCTIONS, PD_RECOMPUTE, "");
+    expect_list("fv functions", rel(d, "fv")->funcs, rel(d, "fv")->nfuncs, "f");
+    expect(d, "gv", PD_CHANGED, PD_FUNCTIONS, PD_RECOMPUTE, "");
+    expect_list("gv functions", rel(d, "gv")->funcs, rel(d, "gv")->nfuncs, "g,f");
+    expect_unchanged(d, "plain");
+    expect_unchanged(d, "v1");
+    Buf b = BUF_INIT;
+    progdiff_print(d, NULL, &b);
+    assert_non_null(strstr(buf_cstr(&b), "functions (g, f)"));
+    buf_free(&b);
+    progdiff_free(d);
+}
+
+static void test_statements_declaring_no_relation_keep_the_token_match(void **s)
+{
+    (void)s;
+    /* a column added to t and a function declared before big: big's
+       statement is the same, so its change is its input's only */
+    ProgDiff *d = diff(BASE BIG, "CREATE TABLE t (a INT, b INT, c INT);\n" U
+                                 "CREATE FUNCTION f(x INT) RETURNS INT AS $$ SELECT x; $$;\n"
+                                 "LATENESS t.a 10;\n" V1 V2 BIG);
+    expect(d, "big", PD_CHANGED, PD_INPUTS, PD_REREAD, "t");
+    progdiff_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -599,6 +641,8 @@ int main(void)
         cmocka_unit_test(test_reformatted_programs_are_unchanged),
         cmocka_unit_test(test_tables_that_cannot_be_read_again_are_marked),
         cmocka_unit_test(test_printouts),
+        cmocka_unit_test(test_changed_function_changes_its_callers_only),
+        cmocka_unit_test(test_statements_declaring_no_relation_keep_the_token_match),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
