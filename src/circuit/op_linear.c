@@ -6,6 +6,9 @@
  */
 #include "op.h"
 
+#include <stdlib.h>
+
+#include "../base/hash.h"
 #include "../base/mem.h"
 #include "../base/vec.h"
 
@@ -63,31 +66,115 @@ static void collect_uncond(Expr *e, Expr ***v, int *n, int *cap)
         collect_uncond(e->a[i], v, n, cap);
 }
 
-/* Occurrences of c in e (not counting inside one). */
-static int count_same(const Expr *e, const Expr *c)
+/*
+ * Every occurrence of a subexpression of the map, with a hash of its shape
+ * that expressions equal by expr_same share. Occurrences are counted by
+ * looking up the hash and confirming with expr_same, so the search costs
+ * about the size of the expressions, not its cube (a + a + ... + a of
+ * thousands of terms sent to /query compared every chain with every other).
+ */
+typedef struct Occ {
+    uint64_t h;
+    const Expr *e;
+} Occ;
+
+typedef struct Occs {
+    Occ *v; /* in the order visited, then sorted by hash */
+    int n, cap;
+    Occ *byptr; /* the same, sorted by address */
+} Occs;
+
+static uint64_t shape_hash(const Expr *e, Occs *o)
 {
     if (!e)
-        return 0;
-    if (expr_same(e, c))
-        return 1;
+        return 0x9e3779b97f4a7c15ULL;
+    uint64_t buf[8 + 2];
     int k = 0;
-    for (int i = 0; i < e->na; i++)
-        k += count_same(e->a[i], c);
+    buf[k++] = (uint64_t)e->k | (uint64_t)(uint32_t)e->na << 32;
+    buf[k++] = (uint64_t)(uint32_t)e->col | (uint64_t)(uint32_t)e->fn << 32;
+    buf[k++] = sl_hash(&e->t, sizeof(e->t));
+    if (e->k == E_CONST) {
+        buf[k++] = e->cnull;
+        if (!e->cnull)
+            switch (type_phys(e->t)) {
+            case PHYS_I64:
+                buf[k++] = (uint64_t)e->ci;
+                break;
+            case PHYS_I128:
+                buf[k++] = sl_hash(&e->cx, sizeof(e->cx));
+                break;
+            case PHYS_F64:
+                buf[k++] = sl_hash(&e->cf, sizeof(e->cf));
+                break;
+            case PHYS_STR:
+                buf[k++] = sl_hash(e->cs.p, e->cs.n);
+                break;
+            }
+    }
+    uint64_t h = sl_hash(buf, sizeof(uint64_t) * (size_t)k);
+    for (int i = 0; i < e->na; i++) {
+        uint64_t c[2] = {h, shape_hash(e->a[i], o)};
+        h = sl_hash(c, sizeof(c));
+    }
+    *VEC_PUSH(o->v, o->n, o->cap) = (Occ){h, e};
+    return h;
+}
+
+static int occ_by_hash(const void *a, const void *b)
+{
+    const Occ *x = a, *y = b;
+    return x->h < y->h ? -1 : x->h > y->h;
+}
+
+static int occ_by_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const Occ *)a)->e, y = (uintptr_t)((const Occ *)b)->e;
+    return x < y ? -1 : x > y;
+}
+
+/* The first of the n occurrences (sorted by cmp) matching key, or NULL. */
+static const Occ *occ_find(const Occ *v, int n, const Occ *key, int (*cmp)(const void *, const void *))
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (cmp(&v[mid], key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && cmp(&v[lo], key) == 0 ? &v[lo] : NULL;
+}
+
+static uint64_t hash_of(const Occs *o, const Expr *e)
+{
+    const Occ *x = occ_find(o->byptr, o->n, &(Occ){0, e}, occ_by_ptr);
+    return x ? x->h : 0;
+}
+
+/* Occurrences of c among the n sorted by hash in v (c's hash h). */
+static int count_same(const Occ *v, int n, uint64_t h, const Expr *c)
+{
+    const Occ *x = occ_find(v, n, &(Occ){h, NULL}, occ_by_hash);
+    int k = 0;
+    for (; x && x < v + n && x->h == h; x++)
+        k += expr_same(x->e, c);
     return k;
 }
 
-/* e with every occurrence of a shared expression replaced by its column;
-   unchanged subtrees are e's own. */
-static Expr *share(const MapSt *m, Expr *e)
+/* e with every occurrence of a shared expression (hashes sh) replaced by
+   its column; unchanged subtrees are e's own. */
+static Expr *share(const MapSt *m, const Occs *o, const uint64_t *sh, Expr *e)
 {
     if (!e)
         return NULL;
+    uint64_t h = hash_of(o, e);
     for (int i = 0; i < m->nshared; i++)
-        if (expr_same(e, m->shared[i]))
+        if (sh[i] == h && expr_same(e, m->shared[i]))
             return expr_col(m->a, m->ncol_in + i, e->t);
     Expr *c = e;
     for (int i = 0; i < e->na; i++) {
-        Expr *x = share(m, e->a[i]);
+        Expr *x = share(m, o, sh, e->a[i]);
         if (x != e->a[i] && c == e) {
             c = arena_alloc(m->a, sizeof(*c));
             *c = *e;
@@ -118,35 +205,56 @@ static void map_share(Op *op)
     else /* (after a filter, the projections see only the rows it kept) */
         for (int j = 0; j < n->ncol; j++)
             collect_uncond(n->proj[j], &cand, &ncand, &capcand);
+    Occs o = {0};
+    shape_hash(n->filter, &o);
+    for (int j = 0; j < n->ncol; j++)
+        shape_hash(n->proj[j], &o);
+    o.byptr = sl_malloc(sizeof(Occ) * (size_t)(o.n ? o.n : 1));
+    if (o.n) {
+        memcpy(o.byptr, o.v, sizeof(Occ) * (size_t)o.n);
+        qsort(o.byptr, (size_t)o.n, sizeof(Occ), occ_by_ptr);
+        qsort(o.v, (size_t)o.n, sizeof(Occ), occ_by_hash);
+    }
+    /* the subexpressions of those shared so far (sorted by hash) */
+    Occ *inside = NULL;
+    int ninside = 0, capinside = 0;
     MapSt *m = NULL;
+    uint64_t sh[SHARED_MAX];
     for (int i = 0; i < ncand; i++) {
         Expr *c = cand[i];
         if (c->k == E_COL || c->k == E_CONST || (m && m->nshared == SHARED_MAX))
             continue;
-        bool inside = false; /* in (or equal to) one already shared */
-        for (int j = 0; m && j < m->nshared && !inside; j++)
-            inside = count_same(m->shared[j], c) > 0;
-        if (inside)
+        uint64_t h = hash_of(&o, c);
+        if (count_same(inside, ninside, h, c) > 0) /* in (or equal to) one already shared */
             continue;
-        int k = count_same(n->filter, c);
-        for (int j = 0; j < n->ncol; j++)
-            k += count_same(n->proj[j], c);
-        if (k < 2)
+        if (count_same(o.v, o.n, h, c) < 2)
             continue;
         if (!m) {
             m = sl_calloc(1, sizeof(*m));
             m->a = arena_new(4096);
             m->ncol_in = op->circuit->nodes[n->in[0]]->ncol;
         }
+        sh[m->nshared] = h;
         m->shared[m->nshared++] = c;
+        Occs sub = {0};
+        shape_hash(c, &sub);
+        for (int j = 0; j < sub.n; j++)
+            *VEC_PUSH(inside, ninside, capinside) = sub.v[j];
+        sl_free(sub.v);
+        qsort(inside, (size_t)ninside, sizeof(Occ), occ_by_hash);
     }
     sl_free(cand);
+    sl_free(inside);
+    if (m) {
+        m->filter = share(m, &o, sh, n->filter);
+        m->proj = arena_alloc(m->a, sizeof(Expr *) * (size_t)(n->ncol ? n->ncol : 1));
+        for (int j = 0; j < n->ncol; j++)
+            m->proj[j] = share(m, &o, sh, n->proj[j]);
+    }
+    sl_free(o.v);
+    sl_free(o.byptr);
     if (!m)
         return;
-    m->filter = share(m, n->filter);
-    m->proj = arena_alloc(m->a, sizeof(Expr *) * (size_t)(n->ncol ? n->ncol : 1));
-    for (int j = 0; j < n->ncol; j++)
-        m->proj[j] = share(m, n->proj[j]);
     op->st = m;
     op->free = free_map;
 }
