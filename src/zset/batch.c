@@ -542,7 +542,7 @@ static Batch *finish_unsorted(BatchBuilder *bb)
    summing neighbours only when some are equal. */
 static Batch *finish_sorted(BatchBuilder *bb)
 {
-    const uint8_t *data = bb->data.p, *end = data + bb->data.n;
+    const uint8_t *data = bb->data.p, *end = data ? data + bb->data.n : data; /* (none yet) */
     Batch *b = batch_alloc(bb->n, bb->bytes);
     int64_t m = 0;
     if (!bb->dup) {
