@@ -163,6 +163,9 @@ FILES = [
          "(SELECT MIN(d) FROM t4 y WHERE y.g IS NOT DISTINCT FROM x.g AND d IS NOT NULL AND "
          "h = (SELECT MAX(h) FROM t4 z WHERE z.g IS NOT DISTINCT FROM x.g AND d IS NOT NULL AND h IS NOT NULL)) "
          "FROM t4 x GROUP BY g"),
+        ("per grouping set, and in HAVING",
+         "SELECT g, h, STDDEV_POP(v), COVAR_SAMP(n, v), COUNT(*) FROM t4 "
+         "GROUP BY ROLLUP(g, h) HAVING VAR_POP(d) > 0 OR COUNT(*) = 1", "ITRRI", "rowsort"),
     ]),
     ("aggs_gsets.test", "GROUPING SETS, ROLLUP, CUBE and GROUPING()", [
         ("ROLLUP with GROUPING of each key and of both",
