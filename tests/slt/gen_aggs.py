@@ -163,6 +163,11 @@ FILES = [
          "(SELECT MIN(d) FROM t4 y WHERE y.g IS NOT DISTINCT FROM x.g AND d IS NOT NULL AND "
          "h = (SELECT MAX(h) FROM t4 z WHERE z.g IS NOT DISTINCT FROM x.g AND d IS NOT NULL AND h IS NOT NULL)) "
          "FROM t4 x GROUP BY g"),
+        ("COUNT_IF in a correlated scalar subquery is 0 where no row matches",
+         "SELECT k, (SELECT COUNT_IF(y.f > 1) FROM t2 y WHERE y.k = x.k + 1) FROM t2 x",
+         "II", "rowsort",
+         "SELECT k, (SELECT COUNT(*) FILTER (WHERE y.f > 1) FROM t2 y WHERE y.k = x.k + 1) "
+         "FROM t2 x"),
         ("per grouping set, and in HAVING",
          "SELECT g, h, STDDEV_POP(v), COVAR_SAMP(n, v), COUNT(*) FROM t4 "
          "GROUP BY ROLLUP(g, h) HAVING VAR_POP(d) > 0 OR COUNT(*) = 1", "ITRRI", "rowsort"),
