@@ -37,10 +37,13 @@ AGGS = [  # (Sluice, PostgreSQL)
     ("ANY_VALUE(s)", "MIN(s)"), ("ANY_VALUE(x)", "MIN(x)"),
     ("COUNT_IF(b)", "COUNT(*) FILTER (WHERE b)"),
     ("COUNT_IF(x > 0)", "COUNT(*) FILTER (WHERE x > 0)"),
-    ("ARG_MIN(s, x)", "(ARRAY_AGG(s ORDER BY x, s) FILTER (WHERE s IS NOT NULL AND x IS NOT NULL))[1]"),
-    ("ARG_MAX(s, x)", "(ARRAY_AGG(s ORDER BY x DESC, s) FILTER (WHERE s IS NOT NULL AND x IS NOT NULL))[1]"),
+    ("ARG_MIN(s, x)", "(ARRAY_AGG(s ORDER BY x, s) "
+                      "FILTER (WHERE s IS NOT NULL AND x IS NOT NULL))[1]"),
+    ("ARG_MAX(s, x)", "(ARRAY_AGG(s ORDER BY x DESC, s) "
+                      "FILTER (WHERE s IS NOT NULL AND x IS NOT NULL))[1]"),
     ("ARG_MIN(id, y)", "(ARRAY_AGG(id ORDER BY y, id) FILTER (WHERE y IS NOT NULL))[1]"),
-    ("ARG_MAX(x, d)", "(ARRAY_AGG(x ORDER BY d DESC, x) FILTER (WHERE x IS NOT NULL AND d IS NOT NULL))[1]"),
+    ("ARG_MAX(x, d)", "(ARRAY_AGG(x ORDER BY d DESC, x) "
+                      "FILTER (WHERE x IS NOT NULL AND d IS NOT NULL))[1]"),
 ]
 COLS = ["a%d" % i for i in range(len(AGGS))]
 
