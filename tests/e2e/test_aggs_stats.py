@@ -209,8 +209,8 @@ def test_inserts_and_deletes_over_http_equal_postgresql(pg, http_pipeline):
 def test_retracting_extreme_values_leaves_exactly_the_state_before(http_pipeline):
     """Running sums of x and x^2 kept by adding and subtracting would keep
     the rounding errors of 1e15-sized rows after their deletion."""
-    p = http_pipeline(program("""WITH ('connectors' = '[{"transport": {"name": "http_input"}}]')"""),
-                      "--workers", "2")
+    prog = program("""WITH ('connectors' = '[{"transport": {"name": "http_input"}}]')""")
+    p = http_pipeline(prog, "--workers", "2")
     rng = random.Random(11)
     base = [gen_row(rng, i) for i in range(60)]
     push(p, "insert", base)
