@@ -33,7 +33,14 @@
  *                   values (as DOUBLE), interpolated linearly between the
  *                   two neighbours;
  *   PERCENTILE_DISC the value at position ceil(f * N) (1-based, at least 1);
- *   MODE            the most frequent value, the first in order on a tie.
+ *   MODE            the most frequent value, the first in order on a tie;
+ *   VAR_SAMP/POP, STDDEV_SAMP/POP (DOUBLE) and COVAR_POP/SAMP, CORR (two
+ *                   DOUBLE arguments y, x; the entry is the 8 bytes of y
+ *                   then those of x, rows where either is NULL skipped):
+ *                   see stats() below;
+ *   ARG_MIN/ARG_MAX the value of the first entry: ordered by the key (ASC,
+ *                   DESC for ARG_MAX), ties broken by the smallest value;
+ *                   rows whose value or key is NULL are skipped.
  */
 #include "agg_state.h"
 
@@ -43,6 +50,7 @@
 #include <string.h>
 
 #include "../base/mem.h"
+#include "../expr/xsum.h"
 #include "../zset/key.h"
 
 bool agg_state_needed(const AggSpec *a)
@@ -50,10 +58,25 @@ bool agg_state_needed(const AggSpec *a)
     return a->kind == AGG_MIN || a->kind == AGG_MAX || a->distinct || a->kind >= AGG_STRING_AGG;
 }
 
+/* The statistical aggregates of two arguments. */
+static bool two_doubles(const AggSpec *a)
+{
+    return a->kind == AGG_COVAR_POP || a->kind == AGG_COVAR_SAMP || a->kind == AGG_CORR;
+}
+
 bool agg_state_encode(const AggSpec *a, const Chunk *rows, int64_t r, Buf *out)
 {
     if (vec_is_null(&rows->col[a->col], r))
         return false;
+    if (two_doubles(a) || a->kind == AGG_ARG_MIN || a->kind == AGG_ARG_MAX) {
+        if (vec_is_null(&rows->col[a->ord[0]], r))
+            return false;
+    }
+    if (two_doubles(a)) {
+        buf_append(out, &rows->col[a->col].f[r], sizeof(double));
+        buf_append(out, &rows->col[a->ord[0]].f[r], sizeof(double));
+        return true;
+    }
     if (!a->nord) {
         key_encode(rows, &a->col, 1, r, out);
         return true;
@@ -177,6 +200,86 @@ out_too_long:
                    node);
 }
 
+/* VAR_*, STDDEV_*, COVAR_*, CORR of the entries c (n rows counted with
+   their weights, n >= 1) into row 0 of v, NULL where PostgreSQL gives
+   NULL (the sample forms of one row; CORR when either argument is
+   constant).
+
+   Why from the multiset: the state is the group's exact multiset of
+   values (the trace; an insertion then a deletion leaves exactly the state
+   of never having inserted the row), and the result is computed from it
+   again after each step, never kept as running sums of x and x^2 that
+   retractions would make drift (and that cancel catastrophically: x^2
+   sums minus n * mean^2). The computation is the two-pass one: the mean
+   from the exact sum of the values (xsum.c) rounded once, then the exact
+   sum of the rounded squared (or cross) deviations, rounded once. Exact
+   sums make it independent of the entries' order, so the result is a
+   function of the multiset alone: the same whatever the step boundaries
+   or the number of workers. Integer and DECIMAL inputs are read as
+   DOUBLE (exact below 2^53); PostgreSQL computes those in NUMERIC, so
+   results may differ from its in the last bits. The cost is linear in
+   the group's distinct values, like MIN/MAX. */
+static void stats(const AggSpec *a, const ValWs *c, int64_t n, Chunk *one, Vec *v)
+{
+    bool two = two_doubles(a);
+    double *xs = sl_malloc(sizeof(double) * (size_t)c->n * 2), *ys = xs + c->n;
+    for (int64_t i = 0; i < c->n; i++) {
+        if (two) {
+            memcpy(&ys[i], c->v[i].v, sizeof(double));
+            memcpy(&xs[i], c->v[i].v + sizeof(double), sizeof(double));
+        } else {
+            SqlType in_t = a->in_t;
+            key_decode(c->v[i].v, &in_t, 1, one, 0, 0);
+            xs[i] = ys[i] = as_double(a, one);
+        }
+    }
+    XSum sx = {0}, sy = {0}, sxx = {0}, syy = {0}, sxy = {0};
+    if (a->distinct) /* over the set of values */
+        n = c->n;
+    for (int64_t i = 0; i < c->n; i++) {
+        xsum_add(&sx, xs[i], a->distinct ? 1 : c->v[i].w);
+        xsum_add(&sy, ys[i], a->distinct ? 1 : c->v[i].w);
+    }
+    double mx = xsum_value(&sx) / (double)n, my = xsum_value(&sy) / (double)n;
+    for (int64_t i = 0; i < c->n; i++) {
+        double dx = xs[i] - mx, dy = ys[i] - my;
+        int64_t w = a->distinct ? 1 : c->v[i].w;
+        xsum_add(&sxx, dx * dx, w);
+        xsum_add(&syy, dy * dy, w);
+        xsum_add(&sxy, dx * dy, w);
+    }
+    sl_free(xs);
+    double qxx = xsum_value(&sxx), qyy = xsum_value(&syy), qxy = xsum_value(&sxy), r = 0;
+    bool samp = a->kind == AGG_VAR_SAMP || a->kind == AGG_STDDEV_SAMP ||
+                a->kind == AGG_COVAR_SAMP;
+    if (samp && n < 2) {
+        vec_set_null(v, 0);
+        return;
+    }
+    double d = samp ? (double)(n - 1) : (double)n;
+    switch (a->kind) {
+    case AGG_VAR_SAMP:
+    case AGG_VAR_POP:
+        r = qxx / d;
+        break;
+    case AGG_STDDEV_SAMP:
+    case AGG_STDDEV_POP:
+        r = sqrt(qxx / d);
+        break;
+    case AGG_CORR:
+        if (qxx == 0 || qyy == 0) {
+            vec_set_null(v, 0);
+            return;
+        }
+        r = qxy / (sqrt(qxx) * sqrt(qyy));
+        r = r > 1 ? 1 : r < -1 ? -1 : r;
+        break;
+    default: /* COVAR_POP/SAMP */
+        r = qxy / d;
+    }
+    v->f[0] = r;
+}
+
 int agg_state_value(const AggSpec *a, const Trace *t, const uint8_t *k, size_t kn, Chunk *dst,
                     int col, Arena *strs, int node, Err *err)
 {
@@ -248,6 +351,19 @@ int agg_state_value(const AggSpec *a, const Trace *t, const uint8_t *k, size_t k
         key_decode(entry_value(a, &c.v[best]), &in_t, 1, dst, col, 0);
         break;
     }
+    case AGG_VAR_SAMP:
+    case AGG_VAR_POP:
+    case AGG_STDDEV_SAMP:
+    case AGG_STDDEV_POP:
+    case AGG_COVAR_POP:
+    case AGG_COVAR_SAMP:
+    case AGG_CORR:
+        stats(a, &c, total, chunk_new(strs, 1, &in_t, 1), v);
+        break;
+    case AGG_ARG_MIN: /* ARG_MAX's key is DESC: its first entry too */
+    case AGG_ARG_MAX:
+        key_decode(entry_value(a, &c.v[0]), &in_t, 1, dst, col, 0);
+        break;
     default:
         rc = err_set(err, SL_ERUNTIME, "aggregate node %d: no multiset aggregate of kind %d",
                      node, (int)a->kind);

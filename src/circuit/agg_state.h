@@ -1,7 +1,8 @@
 /*
  * circuit/agg_state.h - the value multisets of the aggregates that are not
  * linear (agg_state.c): MIN, MAX, the DISTINCT forms, STRING_AGG, BIT_AND/
- * OR/XOR, PERCENTILE_CONT/DISC and MODE. op_agg.c keeps one trace per such
+ * OR/XOR, PERCENTILE_CONT/DISC, MODE, VAR/STDDEV_SAMP/POP, COVAR_POP/SAMP,
+ * CORR and ARG_MIN/MAX. op_agg.c keeps one trace per such
  * aggregate, keyed by the group key, whose values are the entries
  * agg_state_encode() makes of the group's rows (weights summed by the
  * trace: deletions cancel insertions); after a step it asks

@@ -81,6 +81,11 @@ typedef enum AggKind {
     AGG_PCT_CONT,   /* PERCENTILE_CONT(frac) WITHIN GROUP (ORDER BY x): col = x */
     AGG_PCT_DISC,   /* PERCENTILE_DISC(frac) WITHIN GROUP (ORDER BY x) */
     AGG_MODE,       /* MODE() WITHIN GROUP (ORDER BY x) */
+    AGG_VAR_SAMP, AGG_VAR_POP, AGG_STDDEV_SAMP, AGG_STDDEV_POP, /* of col */
+    /* two arguments (y, x): col = y, ord[0] = x (both DOUBLE) */
+    AGG_COVAR_POP, AGG_COVAR_SAMP, AGG_CORR,
+    AGG_ARG_MIN,    /* ARG_MIN(x, key): col = x, ord[0] = key */
+    AGG_ARG_MAX,    /* ARG_MAX(x, key): col = x, ord[0] = key DESC */
 } AggKind;
 
 typedef struct AggSpec {

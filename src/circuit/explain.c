@@ -90,7 +90,10 @@ static const char *aggname(AggKind k)
     static const char *n[] = {"count(*)",        "count",           "sum",     "avg",
                               "min",             "max",             "string_agg", "bit_and",
                               "bit_or",          "bit_xor",         "percentile_cont",
-                              "percentile_disc", "mode"};
+                              "percentile_disc", "mode",          "var_samp",
+                              "var_pop",         "stddev_samp",     "stddev_pop",
+                              "covar_pop",       "covar_samp",      "corr",
+                              "arg_min",         "arg_max"};
     return n[k];
 }
 

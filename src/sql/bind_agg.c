@@ -1,7 +1,9 @@
 /*
  * sql/bind_agg.c - binding the aggregates kept as value multisets
- * (STRING_AGG, BIT_AND/OR/XOR, PERCENTILE_CONT/DISC, MODE; computed by
- * circuit/agg_state.c) and GROUPING(...) (a constant per grouping set,
+ * (STRING_AGG, BIT_AND/OR/XOR, PERCENTILE_CONT/DISC, MODE, the statistical
+ * ones VAR_*, STDDEV_*, COVAR_*, CORR, and ARG_MIN/ARG_MAX; computed by
+ * circuit/agg_state.c), the aliases MEDIAN, ANY_VALUE and COUNT_IF, and
+ * GROUPING(...) (a constant per grouping set,
  * plan_gsets.c). bind_fn.c's sql__bind_agg_call hands them here; like the
  * other aggregates they are collected on the AggCtx of the GROUP BY being
  * planned, each call its own output column.
@@ -16,7 +18,30 @@ bool sql__set_agg_name(const char *n)
 {
     return !strcmp(n, "string_agg") || !strcmp(n, "bit_and") || !strcmp(n, "bit_or") ||
            !strcmp(n, "bit_xor") || !strcmp(n, "percentile_cont") ||
-           !strcmp(n, "percentile_disc") || !strcmp(n, "mode") || !strcmp(n, "grouping");
+           !strcmp(n, "percentile_disc") || !strcmp(n, "mode") || !strcmp(n, "grouping") ||
+           sql__stat_agg_name(n);
+}
+
+/* The aggregates bind_stat_agg binds, with their argument counts. */
+static const struct {
+    const char *name;
+    int kind, nargs;
+} stat_aggs[] = {
+    {"stddev", AGG_STDDEV_SAMP, 1}, {"stddev_samp", AGG_STDDEV_SAMP, 1},
+    {"stddev_pop", AGG_STDDEV_POP, 1}, {"variance", AGG_VAR_SAMP, 1},
+    {"var_samp", AGG_VAR_SAMP, 1},  {"var_pop", AGG_VAR_POP, 1},
+    {"covar_pop", AGG_COVAR_POP, 2}, {"covar_samp", AGG_COVAR_SAMP, 2},
+    {"corr", AGG_CORR, 2},          {"arg_min", AGG_ARG_MIN, 2},
+    {"arg_max", AGG_ARG_MAX, 2},    {"median", AGG_PCT_CONT, 1},
+    {"any_value", AGG_MIN, 1},      {"count_if", AGG_COUNT, 1},
+};
+
+int sql__stat_agg_name(const char *n)
+{
+    for (size_t i = 0; i < sizeof(stat_aggs) / sizeof(stat_aggs[0]); i++)
+        if (!strcmp(n, stat_aggs[i].name))
+            return stat_aggs[i].nargs;
+    return 0;
 }
 
 /* x over the FROM scope, with no aggregate inside. */
@@ -104,12 +129,116 @@ static bool fraction(P *p, Ast *x, double *out)
     return true;
 }
 
+/* The numeric argument i of x bound, as DOUBLE when dbl; NULL with p->err. */
+static Expr *numeric_arg(P *p, BindCtx *bc, Ast *x, int i, bool dbl)
+{
+    Ast *ax = x->args.v[i];
+    Expr *v = bind_inner_arg(p, bc, ax, "an aggregate argument");
+    if (!v)
+        return NULL;
+    if (v->t.kind == TK_NULL)
+        return sql__cast_to(p, v, type_make(TK_DOUBLE, true));
+    if (!type_is_numeric(v->t.kind)) {
+        perr(p, SL_ESEMANTIC, ax->line, ax->col, "%s needs a numeric argument, not %s", x->name,
+             tname(v->t));
+        return NULL;
+    }
+    if (dbl && v->t.kind != TK_DOUBLE)
+        v = sql__cast_to(p, v, type_make(TK_DOUBLE, v->t.nullable));
+    return v;
+}
+
+/* STDDEV/VARIANCE and their _SAMP/_POP forms, COVAR_POP/SAMP and CORR
+   (PostgreSQL's; DOUBLE results), ARG_MIN/ARG_MAX(x, key) (DuckDB's:
+   rows whose x or key is NULL skipped; of the rows with the smallest
+   (largest) key, the smallest x), MEDIAN(x) = PERCENTILE_CONT(0.5) WITHIN
+   GROUP (ORDER BY x), ANY_VALUE(x) = MIN(x) (a deterministic choice: the
+   same multiset gives the same value whatever the steps or workers) and
+   COUNT_IF(c) = COUNT(CASE WHEN c THEN 1 END). */
+static Expr *bind_stat_agg(P *p, BindCtx *bc, Ast *x)
+{
+    const char *n = x->name;
+    int nargs = sql__stat_agg_name(n);
+    AggSpec sp = {0};
+    for (size_t i = 0; i < sizeof(stat_aggs) / sizeof(stat_aggs[0]); i++)
+        if (!strcmp(n, stat_aggs[i].name))
+            sp.kind = (AggKind)stat_aggs[i].kind;
+    if (x->within) {
+        perr(p, SL_ESEMANTIC, x->order_line, x->order_col,
+             "%s is not an ordered-set aggregate (WITHIN GROUP)", n);
+        return NULL;
+    }
+    if (x->star) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "%s(*) is not valid; only COUNT(*)", n);
+        return NULL;
+    }
+    if (x->args.n != nargs) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes exactly %s", n,
+             nargs == 2 ? "two arguments" : "one argument");
+        return NULL;
+    }
+    if (x->distinct && sp.kind == AGG_PCT_CONT) {
+        perr(p, SL_EUNSUPPORTED, x->line, x->col, "MEDIAN(DISTINCT ...) is not supported yet");
+        return NULL;
+    }
+    for (int i = 0; i < x->norder; i++) /* order-insensitive: checked, then ignored */
+        if (!bind_inner_arg(p, bc, x->order[i].e, "ORDER BY in an aggregate"))
+            return NULL;
+    Expr *v, **ord = NULL;
+    bool two = nargs == 2, stat = sp.kind >= AGG_VAR_SAMP && sp.kind <= AGG_CORR;
+    if (sp.kind == AGG_COUNT) { /* COUNT_IF(c) */
+        if (!(v = bind_inner_arg(p, bc, x->args.v[0], "an aggregate argument")) ||
+            !(v = sql__bool_agg_arg(p, x, v)))
+            return NULL;
+        Expr *cs = sql__mk(p, E_CASE, type_make(TK_INT, true), 2);
+        cs->a[0] = v;
+        cs->a[1] = expr_const_i64(p->a, type_make(TK_INT, false), 1);
+        v = cs;
+        sp.out_t = type_make(TK_BIGINT, false);
+    } else if (sp.kind == AGG_MIN || sp.kind == AGG_ARG_MIN || sp.kind == AGG_ARG_MAX) {
+        if (!(v = bind_inner_arg(p, bc, x->args.v[0], "an aggregate argument")))
+            return NULL;
+        if (v->t.kind == TK_NULL)
+            v = sql__cast_to(p, v, type_make(TK_INT, true));
+        sp.out_t = v->t;
+        sp.out_t.nullable = 1;
+    } else {
+        if (!(v = numeric_arg(p, bc, x, 0, two)))
+            return NULL;
+        sp.out_t = type_make(TK_DOUBLE, true);
+        sp.frac = 0.5; /* MEDIAN */
+    }
+    if (two) {
+        Expr *k = sp.kind == AGG_ARG_MIN || sp.kind == AGG_ARG_MAX
+                      ? bind_inner_arg(p, bc, x->args.v[1], "an aggregate argument")
+                      : numeric_arg(p, bc, x, 1, true);
+        if (!k)
+            return NULL;
+        if (k->t.kind == TK_NULL)
+            k = sql__cast_to(p, k, type_make(TK_INT, true));
+        ord = arena_alloc(p->a, sizeof(Expr *));
+        ord[0] = k;
+        sp.nord = 1;
+        sp.ord_desc = arena_alloc(p->a, sizeof(bool));
+        sp.ord_nulls_first = arena_alloc(p->a, sizeof(bool));
+        sp.ord_desc[0] = sp.kind == AGG_ARG_MAX;
+        sp.ord_nulls_first[0] = false;
+    }
+    sp.in_t = v->t;
+    /* DISTINCT: the statistics and COUNT_IF over the set of values (of
+       (y, x) pairs); the same value without it for the others */
+    sp.distinct = x->distinct && (stat || sp.kind == AGG_COUNT);
+    return add_call(p, bc->agg, x, &sp, v, ord);
+}
+
 Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
 {
     AggCtx *ag = bc->agg;
     const char *n = x->name;
     if (!strcmp(n, "grouping"))
         return bind_grouping(p, bc, x);
+    if (sql__stat_agg_name(n))
+        return bind_stat_agg(p, bc, x);
     bool str = !strcmp(n, "string_agg");
     bool ordset = !strcmp(n, "percentile_cont") || !strcmp(n, "percentile_disc") ||
                   !strcmp(n, "mode");

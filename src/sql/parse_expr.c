@@ -54,6 +54,23 @@ static int parse_frame_bound(Parser *p, int *kind, Ast **n)
 /* OVER (PARTITION BY ... ORDER BY ... [ROWS|RANGE frame]) after function f. */
 /* Aggregates with no window form here (STRING_AGG, BIT_*, the
    ordered-set aggregates, GROUPING): OVER after them is an error. */
+/* The number of arguments of the statistical and alias aggregates
+   (bind_agg.c's bind_stat_agg), else 0. */
+static int stat_agg_args(const char *n)
+{
+    static const char *const one[] = {"stddev",  "stddev_samp", "stddev_pop", "variance",
+                                      "var_samp", "var_pop",    "median",     "any_value",
+                                      "count_if"};
+    static const char *const two[] = {"covar_pop", "covar_samp", "corr", "arg_min", "arg_max"};
+    for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++)
+        if (!strcmp(n, one[i]))
+            return 1;
+    for (size_t i = 0; i < sizeof(two) / sizeof(two[0]); i++)
+        if (!strcmp(n, two[i]))
+            return 2;
+    return 0;
+}
+
 static bool multiset_agg(const char *n)
 {
     static const char *const names[] = {"string_agg", "bit_and", "bit_or", "bit_xor",
@@ -62,7 +79,7 @@ static bool multiset_agg(const char *n)
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strcmp(n, names[i]))
             return true;
-    return false;
+    return stat_agg_args(n) > 0;
 }
 
 /* `agg(x) FILTER (WHERE c)` (below). */
@@ -549,12 +566,17 @@ static int parse_filter(Parser *p, Ast *n)
     const char *const *k = aggs;
     while (*k && strcmp(*k, n->name))
         k++;
-    bool str = !strcmp(n->name, "string_agg"), within = n->within;
+    if (!*k && stat_agg_args(n->name))
+        k = aggs; /* (any non-NULL entry: allowed) */
+    /* two arguments: the value skips the row when NULL, the second stays */
+    bool str = !strcmp(n->name, "string_agg") || stat_agg_args(n->name) == 2,
+         within = n->within;
     if (!*k || n->over || (!n->star && !within && n->args.n != 1 + str) ||
         (within && n->norder != 1)) {
         sql__unsupported(p, at, "FILTER other than on COUNT, SUM, AVG, MIN, MAX, BOOL_AND, "
                                 "BOOL_OR, EVERY, BIT_AND/OR/XOR of one argument, STRING_AGG, "
-                                "PERCENTILE_CONT/DISC or MODE (without OVER)");
+                                "PERCENTILE_CONT/DISC, MODE or the statistical aggregates "
+                                "(without OVER)");
         return -1;
     }
     p->i++;

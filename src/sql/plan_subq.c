@@ -456,7 +456,7 @@ static int correlated(P *p, PRel *r, Ast *x, int *node_out, Expr **value)
         if (aggq && S->group.n == 0 && !S->having) {
             Ast *it = S->items[0].e;
             if (it->k == A_FUNC && sql__is_agg_name(it->name)) {
-                if (!strcmp(it->name, "count"))
+                if (!strcmp(it->name, "count") || !strcmp(it->name, "count_if"))
                     empty = sql__cast_to(p, const_i(p, 0), mt);
             } else
                 return perr(p, SL_EUNSUPPORTED, it->line, it->col,

@@ -342,6 +342,9 @@ int sql__bool_agg(const char *n);
 Expr *sql__bool_agg_arg(P *p, struct Ast *x, Expr *a);
 /* STRING_AGG, BIT_*, PERCENTILE_*, MODE, GROUPING (bind_agg.c). */
 bool sql__set_agg_name(const char *n);
+/* The number of arguments of aggregate n when bind_agg.c binds it as a
+   statistical or alias aggregate (STDDEV, CORR, ARG_MIN, MEDIAN, ...), else 0. */
+int sql__stat_agg_name(const char *n);
 Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x);
 /* GROUP BY with grouping sets (q->ngsets, or GROUPING calls): in, the map
    of [group keys..., aggregate arguments...], becomes the union of one

@@ -1,4 +1,5 @@
-"""STRING_AGG, BIT_AND/OR/XOR, PERCENTILE_CONT/DISC, MODE, GROUPING SETS,
+"""STRING_AGG, BIT_AND/OR/XOR, PERCENTILE_CONT/DISC, MODE, STDDEV/VARIANCE,
+COVAR/CORR, ARG_MIN/MAX, MEDIAN, ANY_VALUE, COUNT_IF, GROUPING SETS,
 ROLLUP, CUBE and GROUPING() (issue 19 item 3; docs/sql.md, "Aggregate
 functions"): tests/slt/aggs_*.test (PostgreSQL 15's answers, written by
 tests/slt/gen_aggs.py) in one-shot mode and incrementally - rows inserted,
@@ -61,6 +62,19 @@ ERRORS = [
     ("SELECT LOWER(s ORDER BY a) FROM t", "ORDER BY a", "error", ["lower", "not an aggregate"]),
     ("SELECT a, GROUPING(b) FROM t GROUP BY ROLLUP(a)", "b) FROM", "error",
      ["GROUPING", "GROUP BY"]),
+    # the statistical and alias aggregates (tests/slt/aggs_stats.test)
+    ("SELECT STDDEV(a) OVER (PARTITION BY b) FROM t", "OVER", "unsupported",
+     ["stddev", "window function"]),
+    ("SELECT ARG_MIN(s, a) OVER () FROM t", "OVER", "unsupported", ["arg_min", "window"]),
+    ("SELECT CORR(a) FROM t", "CORR", "error", ["corr", "two arguments"]),
+    ("SELECT STDDEV(s) FROM t", "s) FROM", "error", ["stddev", "numeric", "VARCHAR"]),
+    ("SELECT COVAR_POP(a, s) FROM t", "s) FROM", "error", ["covar_pop", "numeric"]),
+    ("SELECT COUNT_IF(a) FROM t", "COUNT_IF", "error", ["count_if", "BOOLEAN"]),
+    ("SELECT MEDIAN(a) WITHIN GROUP (ORDER BY a) FROM t", "WITHIN", "error",
+     ["median", "ordered-set"]),
+    ("SELECT MEDIAN(DISTINCT a) FROM t", "MEDIAN", "unsupported", ["MEDIAN", "DISTINCT"]),
+    ("SELECT LISTAGG(s, ',') FROM t", "LISTAGG", "unsupported", ["listagg", "not supported"]),
+    ("SELECT GROUP_CONCAT(s) FROM t", "GROUP_CONCAT", "unsupported", ["group_concat"]),
 ]
 
 
