@@ -213,8 +213,6 @@ UNSUPPORTED = [
      ["WITHIN GROUP", "window function"]),
     ("order_by_in_window_aggregate", "SELECT MAX(b ORDER BY a) OVER () AS x FROM t", "OVER (",
      ["ORDER BY", "window function"]),
-    ("fetch_with_ties", "SELECT a FROM t ORDER BY a FETCH FIRST 3 ROWS WITH TIES", "WITH TIES",
-     ["WITH TIES"]),
     ("temporal_join", "SELECT t.a FROM t JOIN u FOR SYSTEM_TIME AS OF t.a ON t.a = u.a",
      "FOR SYSTEM_TIME", ["FOR SYSTEM_TIME AS OF"]),
     ("tablesample", "SELECT a FROM t TABLESAMPLE BERNOULLI (10)", "TABLESAMPLE",
