@@ -7,7 +7,8 @@ with the n-th, and is then queried one-shot over HTTP (/query). SQLite has
 no WITH TIES, so its queries emulate it with window functions: FETCH FIRST
 n ROWS WITH TIES keeps the rows whose RANK() is at most n; with OFFSET m,
 the rows past position m (ROW_NUMBER() > m) whose RANK() is at most m + n.
-Every query's result is determined as a multiset (with OFFSET, only the
+PostgreSQL (when installed) runs the same queries with its own WITH TIES
+over the final rows. Every query's result is determined as a multiset (with OFFSET, only the
 order key is selected, so which of tying rows the offset skips does not
 matter). Runs with 1 and 3 workers must agree with SQLite and with each
 other.
@@ -111,6 +112,32 @@ def test_views_with_ties_match_sqlite(data, workers):
         sizes[name] = len(want)
     # ties do happen: more rows than the count for the plain ORDER BY a
     assert sizes["first5"] > 5 and sizes["next3"] >= 3 and sizes["skipped"] > 4, sizes
+
+
+def test_views_with_ties_match_postgresql(data):
+    """The same queries, WITH TIES and all, run by PostgreSQL itself (which
+    has it since version 13) over the rows left at the end; this checks the
+    SQLite emulation too."""
+    import pgserver
+    ok, why = pgserver.available()
+    if not ok:
+        pytest.skip(why)
+    d, prog, live = data
+    dump = d / "dump_pg"
+    run_ok(["run", prog, "--until-done", "--no-progress", "--step-rows", 5, "--workers", 2,
+            "--dump", dump])
+    srv = pgserver.PgServer()
+    srv.start()
+    try:
+        vals = ", ".join("(%d, %s, %s)" % (r["id"], "NULL" if r["a"] is None else r["a"],
+                                           "NULL" if r["b"] is None else r["b"]) for r in live)
+        srv.psql("CREATE TABLE t (id INT, a INT, b INT); INSERT INTO t VALUES %s;" % vals)
+        for name, (q, _) in VIEWS.items():
+            _, got = read_dump(dump / ("%s.csv" % name))
+            assert norm(got) == norm(srv.query(q)), name
+    finally:
+        srv.stop()
+        srv.remove()
 
 
 def test_one_shot_queries_with_ties_match_sqlite(data, http_pipeline):
