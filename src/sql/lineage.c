@@ -34,8 +34,8 @@
  *   TOPK       columns pass through; partition columns decide rows
  *              (group key), order columns (order); when positions rather
  *              than ranks bound the rows (RANK_NONE, ROW_NUMBER, WITH TIES
- *              after an OFFSET), ties are
- *              broken by the whole row, so every column decides (order).
+ *              after an OFFSET), ties are broken by the whole row, so
+ *              every column decides (order).
  *              The rank column aggregates the partition and order columns.
  *   WINDOW     input columns pass through; a function's column aggregates
  *              its argument (and LAG/LEAD's default), ranking functions
