@@ -255,6 +255,17 @@ def test_watermark_for_and_lateness_are_the_same_program_to_diff(tmp_path):
     assert "2 unchanged, 0 added, 0 removed, 0 changed" in out, out
     out = run_ok(["check", lat, other]).stdout
     assert "1 changed" in out and "re-read from source: t" in out, out
+    # sluice diff against the checkpoint of a run of the LATENESS program
+    inp = tmp_path / "in.json"
+    inp.write_text('{"insert": {"id": 1, "ts": "2024-03-01 10:00:00"}}\n')
+    for p in (lat, wm, other):
+        p.write_text(p.read_text().replace(");\n", ") %s;\n" % json_input(inp), 1))
+    st = tmp_path / "storage"
+    run_ok(["run", lat, "--storage", st, "--until-done", "--no-progress"])
+    out = run_ok(["diff", "--storage", st, wm]).stdout
+    assert "2 unchanged, 0 added, 0 removed, 0 changed" in out, out
+    out = run_ok(["diff", "--storage", st, other]).stdout
+    assert "1 changed" in out, out
 
 
 @pytest.mark.parametrize("workers", [1, 2])
