@@ -47,6 +47,8 @@ typedef enum RankKind {
     RANK_ROW_NUMBER, /* 1, 2, 3, ... (ties broken by the row encoding) */
     RANK_RANK,       /* 1 + rows ordered strictly before */
     RANK_DENSE,      /* 1 + distinct order keys strictly before */
+    RANK_TIES,       /* FETCH ... WITH TIES: positions from offset, while the
+                        rank (as RANK_RANK) is at most offset + limit; no column */
 } RankKind;
 
 typedef enum WinKind {
@@ -141,7 +143,8 @@ typedef struct CNode {
     int *ord;
     bool *ord_desc, *ord_nulls_first;
     /* OPK_TOPK: keeps rows whose rank r has offset < r <= offset + limit
-       (limit -1: no bound); rank != RANK_NONE appends r as a BIGINT column */
+       (limit -1: no bound); rank != RANK_NONE, RANK_TIES appends r as a
+       BIGINT column */
     int64_t limit, offset;
     RankKind rank;
     /* OPK_WINDOW */
@@ -170,6 +173,8 @@ typedef struct Relation {
     bool *order_desc, *order_nulls_first;
     int nhidden;     /* trailing columns that exist only for ORDER BY (CC_PRESENT) */
     int64_t limit, offset; /* -1 when absent (CC_PRESENT: applied by the reader) */
+    bool with_ties;  /* CC_PRESENT: FETCH ... WITH TIES (the reader keeps the
+                        rows tying with the last of the limit) */
     int line, col;   /* where the relation is declared */
     int conn_line, conn_col; /* where its connectors string starts */
     /* LATENESS (tables, watermark.h): column wm_col's watermark is the

@@ -173,7 +173,7 @@ void circuit_explain(const Circuit *c, Buf *out)
                 buf_puts(out, " true (cross product)");
             break;
         case OPK_TOPK: {
-            static const char *rk[] = {"", " row_number", " rank", " dense_rank"};
+            static const char *rk[] = {"", " row_number", " rank", " dense_rank", " with ties"};
             explain_window_order(n, out);
             if (n->limit >= 0)
                 buf_printf(out, " limit %lld", (long long)n->limit);

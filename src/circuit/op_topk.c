@@ -12,7 +12,10 @@
  * kept rows of a version are its ranks (offset, offset+limit]: for
  * positions (no rank column, ROW_NUMBER) the walk starts at row `offset`
  * (found in O(log n)) and stops after `limit` rows; for RANK it starts
- * there too; DENSE_RANK walks from the first row.
+ * there too; DENSE_RANK walks from the first row. FETCH ... WITH TIES
+ * (RANK_TIES) keeps the rows from position `offset` on whose RANK is at
+ * most offset + limit: the first `limit` rows and every row tying with the
+ * last of them (a change tying with it is no longer skipped).
  *
  * A partition whose changes all sort after the last kept row (before and
  * after the step) is skipped after an O(log n) check: with a small limit,
@@ -84,7 +87,7 @@ static void collect(const CNode *nd, TopkSt *s, OTree *t, int v, int64_t bound)
     if (!x)
         return;
     pos = off;
-    if (nd->rank == RANK_RANK) {
+    if (nd->rank == RANK_RANK || nd->rank == RANK_TIES) {
         ONode *first = otree_lower(t, x->enc, x->sklen);
         int64_t rank = otree_before(first, v) + 1;
         ONode *prev = x;
@@ -93,7 +96,9 @@ static void collect(const CNode *nd, TopkSt *s, OTree *t, int v, int64_t bound)
                 rank = pos + 1;
             if (rank > bound)
                 break;
-            if (rank > off)
+            if (nd->rank == RANK_TIES) /* every row from position offset on */
+                add_kept(s, v, x, copy);
+            else if (rank > off)
                 add_kept(s, v, x, rank);
         }
         return;
@@ -116,7 +121,7 @@ static bool affects(const CNode *nd, OTree *t, const PChanged *chg, int64_t nc, 
     for (int64_t i = 0; i < nc; i++) {
         const ONode *c = chg[i].n;
         for (int v = 0; v < 2; v++) {
-            int cmp = nd->rank == RANK_RANK
+            int cmp = nd->rank == RANK_RANK || nd->rank == RANK_TIES
                           ? otree_cmp(c->enc, c->sklen, last[v]->enc, last[v]->sklen)
                           : otree_cmp(c->enc, c->len, last[v]->enc, last[v]->len);
             if (cmp <= 0)
@@ -130,7 +135,7 @@ static void emit_row(TopkSt *s, const CNode *nd, ChunkOut *co, const Kept *k, in
 {
     int64_t r = cout_row(co);
     key_decode(k->n->enc + k->n->sklen, s->ps.in_types, s->ps.nin, co->c, 0, r);
-    if (nd->rank != RANK_NONE)
+    if (nd->rank != RANK_NONE && nd->rank != RANK_TIES)
         co->c->col[s->ps.nin].i[r] = k->rank;
     co->c->w[r] = w;
 }

@@ -360,6 +360,22 @@ static int str_to_any(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint
 
 /* ------------------------------------------------------------- dispatch */
 
+bool expr_cast_exists(TypeKind from, TypeKind to)
+{
+    if (from == TK_NULL || to == TK_NULL || from == to || type_is_string(from) ||
+        type_is_string(to))
+        return true;
+    if (is_numlike(from) && is_numlike(to))
+        return true;
+    if (!type_is_temporal(from) || !type_is_temporal(to))
+        return false;
+    /* time_to_time and tstz_cast: TIME converts to nothing else, and only
+       TIMESTAMP and TIMESTAMPTZ convert to TIME */
+    if (from == TK_TIME)
+        return false;
+    return to != TK_TIME || from == TK_TIMESTAMP || from == TK_TIMESTAMPTZ;
+}
+
 int expr__cast(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m)
 {
     TypeKind from = (TypeKind)a->t.kind, to = (TypeKind)out->t.kind;

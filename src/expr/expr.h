@@ -51,7 +51,7 @@ typedef enum ExprKind {
                   thens and else have type t; a then branch is evaluated
                   only for the rows that take it (so its errors only count
                   there); no ELSE gives NULL */
-    E_CAST,    /* a[0] converted to t: any scalar type to any other. String
+    E_CAST,    /* a[0] converted to t: the pairs expr_cast_exists allows. String
                   <-> anything via text.h; numeric <-> numeric with range
                   checks (out of range is SL_ERUNTIME); float -> integer
                   truncates toward zero (as SQLite and Calcite do); DECIMAL
@@ -190,6 +190,13 @@ void expr_similar_to_regex(const char *p, size_t n, int esc, struct Buf *b);
 /* a and b are the same expression (kind, type, operands, constants): they
    give the same values for the same rows (every function is pure). */
 bool expr_same(const Expr *a, const Expr *b);
+
+/* Whether E_CAST converts type kind `from` to `to` at all: false when it
+   would refuse every non-NULL value ("cannot cast"), as for TIME to
+   TIMESTAMP, numbers to and from date/time types, and intervals to
+   anything but a string (eval_cast.c). A cast that exists may still fail
+   on some values (VARCHAR to INT, overflow). */
+bool expr_cast_exists(TypeKind from, TypeKind to);
 Expr *expr_new(Arena *a, ExprKind k, SqlType t, int na);
 Expr *expr_col(Arena *a, int col, SqlType t);
 Expr *expr_const_null(Arena *a, SqlType t);

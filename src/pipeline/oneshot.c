@@ -28,10 +28,9 @@ typedef struct SortCtx {
     const Relation *r;
 } SortCtx;
 
-static int cmp_rows(const void *a, const void *b, void *arg)
+/* Rows x and y of s->c on the ORDER BY keys of s->r. */
+static int cmp_keys(const SortCtx *s, int64_t x, int64_t y)
 {
-    const SortCtx *s = arg;
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     for (int k = 0; k < s->r->norder; k++) {
         const Vec *v = &s->c->col[s->r->order_col[k]];
         bool nx = vec_is_null(v, x), ny = vec_is_null(v, y);
@@ -60,7 +59,14 @@ static int cmp_rows(const void *a, const void *b, void *arg)
         if (c)
             return s->r->order_desc[k] ? -c : c;
     }
-    return x < y ? -1 : x > y; /* stable */
+    return 0;
+}
+
+static int cmp_rows(const void *a, const void *b, void *arg)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    int c = cmp_keys(arg, x, y);
+    return c ? c : x < y ? -1 : x > y; /* stable */
 }
 
 /* SPMD scale-out (oneshot_spmd): every MPI rank runs the same calls. */
@@ -166,15 +172,18 @@ static void present(Runtime *rt, const Relation *r, QResult *out)
     int64_t *ix = sl_malloc(sizeof(int64_t) * (size_t)(all->n + 1));
     for (int64_t i = 0; i < all->n; i++)
         ix[i] = i;
-    if (r->norder) {
-        SortCtx sc = {all, r};
+    SortCtx sc = {all, r};
+    if (r->norder)
         qsort_r(ix, (size_t)all->n, sizeof(int64_t), cmp_rows, &sc);
-    }
     int64_t from = r->offset > 0 ? r->offset : 0, to = all->n;
     if (from > to)
         from = to;
-    if (r->limit >= 0 && from + r->limit < to)
+    if (r->limit >= 0 && from + r->limit < to) {
         to = from + r->limit;
+        /* WITH TIES: and the rows tying with the last one */
+        while (r->with_ties && to > from && to < all->n && !cmp_keys(&sc, ix[to - 1], ix[to]))
+            to++;
+    }
     int nvis = r->ncol - r->nhidden;
     out->a = a;
     out->ncol = nvis;

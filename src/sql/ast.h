@@ -189,6 +189,7 @@ typedef struct Select {
     OrderItem *order;
     int norder;
     Ast *limit, *offset;
+    bool with_ties;      /* FETCH ... WITH TIES (limit is its count) */
     int order_line, order_col;
     int limit_line, limit_col; /* of the LIMIT or OFFSET keyword */
     SetOp setop;         /* how `next` combines with this one */

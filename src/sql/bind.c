@@ -817,6 +817,12 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
             return NULL;
         SqlType t = x->type;
         t.nullable = l->t.nullable;
+        if (!expr_cast_exists(l->t.kind, t.kind)) { /* it would refuse every record */
+            perr(p, SL_ESEMANTIC, x->line, x->col,
+                 "cannot cast %s to %s: there is no conversion between these types",
+                 tname(l->t), tname(t));
+            return NULL;
+        }
         Expr *e = sql__mk(p, E_CAST, t, 1);
         if (l->k == E_CONST && l->cnull) {
             l->t = t;

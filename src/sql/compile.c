@@ -329,7 +329,10 @@ static int plan_view(P *p, Stmt *s)
     if (sql__plan_query_ord(p, sq, &q, present || lim ? &ord : NULL))
         return p->err->code;
     /* ORDER BY ... LIMIT: a top-k node (plan_window.c) */
-    if (lim && sql__plan_topk(p, &q, &ord, limit, offset, present))
+    if (sq->with_ties && !sq->norder)
+        return perr(p, SL_ESEMANTIC, sq->limit_line, sq->limit_col,
+                    "FETCH ... WITH TIES needs ORDER BY (the ties are rows equal on its keys)");
+    if (lim && sql__plan_topk(p, &q, &ord, limit, offset, sq->with_ties, present))
         return p->err->code;
     if (!present)
         limit = offset = -1;
@@ -346,6 +349,7 @@ static int plan_view(P *p, Stmt *s)
                     q.s.n);
     r->limit = limit;
     r->offset = offset;
+    r->with_ties = present && sq->with_ties;
     if (present) {
         r->norder = ord.n;
         r->order_col = ord.col;

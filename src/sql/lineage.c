@@ -33,8 +33,9 @@
  *   DISTINCT   all columns pass through and decide rows (group key).
  *   TOPK       columns pass through; partition columns decide rows
  *              (group key), order columns (order); when positions rather
- *              than ranks bound the rows (RANK_NONE, ROW_NUMBER), ties are
- *              broken by the whole row, so every column decides (order).
+ *              than ranks bound the rows (RANK_NONE, ROW_NUMBER, WITH TIES
+ *              after an OFFSET), ties are broken by the whole row, so
+ *              every column decides (order).
  *              The rank column aggregates the partition and order columns.
  *   WINDOW     input columns pass through; a function's column aggregates
  *              its argument (and LAG/LEAD's default), ranking functions
@@ -326,7 +327,10 @@ static void node_topk(Lineage *l, const CNode *n)
         for (int i = 0; i < n->nord; i++)
             merge_col(l, rk, in, n->ord[i], LK_AGGREGATION);
     }
-    partition_rows(l, n, n->rank == RANK_NONE || n->rank == RANK_ROW_NUMBER);
+    /* WITH TIES (RANK_TIES) is bounded by ranks, but an OFFSET skips
+       positions: which of tying rows it skips depends on the whole row */
+    partition_rows(l, n, n->rank == RANK_NONE || n->rank == RANK_ROW_NUMBER ||
+                             (n->rank == RANK_TIES && n->offset > 0));
 }
 
 static void node_window(Lineage *l, const CNode *n)

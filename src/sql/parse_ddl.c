@@ -4,7 +4,8 @@
  * their types and constraints, PRIMARY KEY) or CREATE [MATERIALIZED]
  * VIEW (column names, query: parse_query.c), either with WITH ('key' =
  * 'value', ...) properties, or LATENESS t.col expr (a column's lateness,
- * also written as the column constraint LATENESS expr), or CREATE
+ * also written as the column constraint LATENESS expr or as Flink's
+ * WATERMARK FOR col AS col - expr), or CREATE
  * FUNCTION (a SQL function: parameters, result type, one expression as
  * its body), optionally headed by SET TIME ZONE (the session zone:
  * Program.tz, and the zone of every TIMESTAMPTZ type parsed after it).
@@ -14,9 +15,11 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #include "../base/err.h"
 #include "../base/vec.h"
+#include "../expr/text.h"
 #include "../expr/tz.h"
 #include "parse_int.h"
 
@@ -181,6 +184,90 @@ static int parse_props(Parser *p, Property **out, int *nout)
     return sql__expect_op(p, ")");
 }
 
+/* WATERMARK FOR col AS expr (Flink's spelling of a watermark), read as
+   the column constraint LATENESS: expr must be col itself (lateness 0) or
+   col - constant (lateness constant). The column may be declared after
+   the WATERMARK clause, so it is found once the whole list is read. */
+typedef struct Watermark {
+    Token *at;       /* the WATERMARK keyword, NULL when there is none */
+    char *col;       /* FOR col */
+    Token *col_tok;
+    Ast *lateness;   /* the constant, or NULL for lateness 0 */
+} Watermark;
+
+static int watermark_shape_error(Parser *p, const Ast *x, const char *col)
+{
+    return err_setpos(p->err, SL_EUNSUPPORTED, x->line, x->col,
+                      "WATERMARK FOR %s AS ... supports only %s or %s - <constant> (a constant "
+                      "INTERVAL, or an integer for an integer column), the same as LATENESS "
+                      "<constant> on the column (docs/streaming.md)", col, col, col);
+}
+
+static bool is_the_column(const Ast *x, const char *col)
+{
+    return x->k == A_COL && !x->qual && !strcasecmp(x->name, col);
+}
+
+static int parse_watermark(Parser *p, Token *t, Watermark *wm)
+{
+    if (wm->at)
+        return err_setpos(p->err, SL_EUNSUPPORTED, t->line, t->col,
+                          "table has WATERMARK FOR twice (line %d:%d): one watermark column per "
+                          "table is supported", wm->at->line, wm->at->col);
+    p->i += 2; /* WATERMARK FOR */
+    wm->at = t;
+    wm->col_tok = cur(p);
+    if (!(wm->col = sql__ident(p, "a column name")) || sql__expect_kw(p, "as"))
+        return p->err->code;
+    Ast *x = sql__parse_expr(p);
+    if (!x)
+        return p->err->code;
+    if (is_the_column(x, wm->col))
+        wm->lateness = NULL;
+    else if (x->k == A_BIN && x->op == OP_SUB && is_the_column(x->a, wm->col) &&
+             (x->b->k == A_TYPED || x->b->k == A_INT || x->b->k == A_NUM ||
+              (x->b->k == A_UN && x->b->op == OP_PLUS &&
+               (x->b->a->k == A_TYPED || x->b->a->k == A_INT))))
+        wm->lateness = x->b;
+    else if (x->k == A_BIN && x->op == OP_SUB && !is_the_column(x->a, wm->col))
+        return watermark_shape_error(p, x->a, wm->col);
+    else if (x->k == A_BIN && x->op == OP_SUB)
+        return watermark_shape_error(p, x->b, wm->col);
+    else
+        return watermark_shape_error(p, x, wm->col);
+    return 0;
+}
+
+static int resolve_watermark(Parser *p, Stmt *s, Watermark *wm)
+{
+    for (int i = 0; i < s->ncols; i++) {
+        ColumnDef *c = &s->cols[i];
+        if (strcasecmp(c->name, wm->col))
+            continue;
+        if (c->lateness)
+            return err_setpos(p->err, SL_ESEMANTIC, wm->at->line, wm->at->col,
+                              "column %s has both LATENESS and WATERMARK FOR: write one", c->name);
+        Ast *x = wm->lateness;
+        if (!x) { /* lateness 0, a constant of the column's kind */
+            bool time = type_is_ts(c->type.kind) || c->type.kind == TK_DATE;
+            x = sql__new_ast(p, time ? A_TYPED : A_INT, wm->at);
+            x->str = arena_strndup(p->a, "0", 1);
+            x->slen = 1;
+            if (time) {
+                x->type.kind = TK_INTERVAL_DT;
+                x->ival = TU_SECOND;
+            }
+        }
+        c->lateness = x;
+        c->lat_line = wm->at->line;
+        c->lat_col = wm->at->col;
+        return 0;
+    }
+    return err_setpos(p->err, SL_ESEMANTIC, wm->col_tok->line, wm->col_tok->col,
+                      "WATERMARK FOR names column \"%s\", which table %s does not have", wm->col,
+                      s->name);
+}
+
 static int parse_create_table(Parser *p, Stmt *s)
 {
     Token *nt = cur(p);
@@ -190,6 +277,7 @@ static int parse_create_table(Parser *p, Stmt *s)
     if (!(s->name = sql__ident(p, "a table name")) || sql__expect_op(p, "("))
         return p->err->code;
     int cap = 0;
+    Watermark wm = {0};
     do {
         Token *t = cur(p);
         if (is_kw(t, "primary")) {
@@ -203,8 +291,11 @@ static int parse_create_table(Parser *p, Stmt *s)
                 return p->err->code;
             continue;
         }
-        if (is_kw(t, "watermark") && is_kw(&p->t[p->i + 1], "for"))
-            return sql__unsupported(p, t, "WATERMARK FOR (watermarks)");
+        if (is_kw(t, "watermark") && is_kw(&p->t[p->i + 1], "for")) {
+            if (parse_watermark(p, t, &wm))
+                return p->err->code;
+            continue;
+        }
         if (is_kw(t, "foreign") || is_kw(t, "constraint") || is_kw(t, "unique") ||
             is_kw(t, "check"))
             return sql__unsupported(p, t, "table constraints other than PRIMARY KEY");
@@ -254,6 +345,8 @@ static int parse_create_table(Parser *p, Stmt *s)
         }
     } while (accept_op(p, ","));
     if (sql__expect_op(p, ")"))
+        return p->err->code;
+    if (wm.at && resolve_watermark(p, s, &wm))
         return p->err->code;
     if (accept_kw(p, "with"))
         return parse_props(p, &s->props, &s->nprops);

@@ -17,8 +17,9 @@
 #include "parse_int.h"
 
 /* LIMIT n | LIMIT ALL, OFFSET m [ROW|ROWS], and the standard's FETCH
-   {FIRST|NEXT} [n] {ROW|ROWS} ONLY (LIMIT n, n 1 when absent), in either
-   order, each once, LIMIT and FETCH not both. 0, or -1 on an error. */
+   {FIRST|NEXT} [n] {ROW|ROWS} {ONLY|WITH TIES} (LIMIT n, n 1 when absent;
+   WITH TIES sets with_ties), in either order, each once, LIMIT and FETCH
+   not both. 0, or -1 on an error. */
 static int parse_limit(Parser *p, Select *s)
 {
     bool lim = false, off = false;
@@ -56,11 +57,11 @@ static int parse_limit(Parser *p, Select *s)
             }
             if (!accept_kw(p, "rows") && sql__expect_kw(p, "row"))
                 return -1;
-            if (is_kw(cur(p), "with")) {
-                sql__unsupported(p, cur(p), "FETCH ... WITH TIES");
-                return -1;
-            }
-            if (sql__expect_kw(p, "only"))
+            if (accept_kw(p, "with")) {
+                if (sql__expect_kw(p, "ties"))
+                    return -1;
+                s->with_ties = true;
+            } else if (sql__expect_kw(p, "only"))
                 return -1;
         }
     }

@@ -457,7 +457,7 @@ static int limit_of(P *p, Ast *e, const char *what, int64_t *out)
 }
 
 int sql__plan_topk(P *p, PRel *q, const OrderOut *ord, int64_t limit, int64_t offset,
-                   bool present)
+                   bool ties, bool present)
 {
     const CNode *src = p->c->nodes[q->node];
     CNode *t = sql__add_node(p, OPK_TOPK, 1, src->ncol);
@@ -467,7 +467,7 @@ int sql__plan_topk(P *p, PRel *q, const OrderOut *ord, int64_t limit, int64_t of
     t->ord = ord->col;
     t->ord_desc = ord->desc;
     t->ord_nulls_first = ord->nulls_first;
-    t->rank = RANK_NONE;
+    t->rank = ties ? RANK_TIES : RANK_NONE;
     int64_t off = offset > 0 ? offset : 0;
     if (present) { /* the reader applies offset and limit to the first rows */
         if (limit < 0 || __builtin_add_overflow(limit, off, &t->limit))
@@ -495,7 +495,10 @@ int sql__plan_limited(P *p, Select *q, PRel *out)
     if (limit_of(p, q->limit, "LIMIT", &limit) || limit_of(p, q->offset, "OFFSET", &offset) ||
         sql__plan_query_ord(p, q, out, &ord))
         return p->err->code;
-    return sql__plan_topk(p, out, &ord, limit, offset, false);
+    if (q->with_ties && !q->norder)
+        return perr(p, SL_ESEMANTIC, q->limit_line, q->limit_col,
+                    "FETCH ... WITH TIES needs ORDER BY (the ties are rows equal on its keys)");
+    return sql__plan_topk(p, out, &ord, limit, offset, q->with_ties, false);
 }
 
 /* Nodes reading node id (and whether a relation exposes it). */

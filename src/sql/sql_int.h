@@ -274,9 +274,10 @@ bool sql__has_agg(const Ast *x);
 int sql__plan_windows(P *p, WinCtx *w, int node, Expr **filter, Expr **proj, int nproj);
 /* ORDER BY ... LIMIT/OFFSET of a view's query q (ord resolved): a top-k
    node over q->node; hidden ORDER BY columns are dropped unless present
-   (CC_PRESENT: the reader sorts and applies limit and offset itself). */
+   (CC_PRESENT: the reader sorts and applies limit and offset itself).
+   ties: FETCH ... WITH TIES (RANK_TIES). */
 int sql__plan_topk(P *p, PRel *q, const OrderOut *ord, int64_t limit, int64_t offset,
-                   bool present);
+                   bool ties, bool present);
 /* A subquery with LIMIT/OFFSET: plan it, then its top-k. */
 int sql__plan_limited(P *p, struct Select *q, PRel *out);
 /* Top-k per group: windows of nodes [first, nnodes) whose only function is

@@ -86,16 +86,20 @@ SQLITE = {
 }
 
 
-def program(tmp_path, inp, lateness=True, extra=""):
-    lat = " LATENESS INTERVAL '1' HOUR" if lateness else ""
-    sql = ["CREATE TABLE t (id INT NOT NULL, v INT, ts TIMESTAMP%s) %s;" % (lat, json_input(inp))]
+def program(tmp_path, inp, lateness=True, extra="", watermark_for=False):
+    """watermark_for: the lateness spelled as Flink's WATERMARK FOR clause
+    (declared before its column, which the clause allows)."""
+    lat = " LATENESS INTERVAL '1' HOUR" if lateness and not watermark_for else ""
+    wm = "WATERMARK FOR ts AS ts - INTERVAL '1' HOUR, " if watermark_for else ""
+    sql = ["CREATE TABLE t (%sid INT NOT NULL, v INT, ts TIMESTAMP%s) %s;"
+           % (wm, lat, json_input(inp))]
     for name, q in VIEWS.items():
         sql.append("CREATE MATERIALIZED VIEW %s AS %s;" % (name, q))
     if lateness:
         sql.append("CREATE MATERIALIZED VIEW f WITH ('emit_final' = 'window_end') AS %s;"
                    % VIEWS["w"])
     sql.append(extra)
-    p = tmp_path / ("prog%s.sql" % ("" if lateness else "_nolate"))
+    p = tmp_path / ("prog%s%s.sql" % ("" if lateness else "_nolate", "_wm" if watermark_for else ""))
     p.write_text("\n".join(sql) + "\n")
     return p
 
@@ -175,6 +179,115 @@ def test_lateness_and_emit_final_syntax():
             assert "AddressSanitizer" not in res.stderr
 
 
+def test_watermark_for_syntax():
+    """Flink's WATERMARK FOR col AS col [- constant] is LATENESS on col: the
+    same compiled source (lateness in the circuit listing) as the LATENESS
+    spelling; any other expression is refused where it is wrong."""
+    same = [
+        ("CREATE TABLE t (ts TIMESTAMP, v INT, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);",
+         "CREATE TABLE t (ts TIMESTAMP LATENESS INTERVAL '5' SECOND, v INT);"),
+        ("CREATE TABLE t (WATERMARK FOR ts AS ts - INTERVAL '1' HOUR, ts TIMESTAMP NOT NULL);",
+         "CREATE TABLE t (ts TIMESTAMP NOT NULL LATENESS INTERVAL '1' HOUR);"),
+        ("CREATE TABLE t (ts TIMESTAMP, WATERMARK FOR TS AS ts);",
+         "CREATE TABLE t (ts TIMESTAMP LATENESS INTERVAL '0' SECOND);"),
+        ("CREATE TABLE t (d DATE, watermark for d as d);", "CREATE TABLE t (d DATE LATENESS INTERVAL '0' DAY);"),
+        ("CREATE TABLE t (n BIGINT, v INT, WATERMARK FOR n AS n - 100);",
+         "CREATE TABLE t (n BIGINT LATENESS 100, v INT);"),
+        ("CREATE TABLE t (n INT, WATERMARK FOR n AS n);", "CREATE TABLE t (n INT LATENESS 0);"),
+        ("CREATE TABLE t (d DATE, WATERMARK FOR d AS d - INTERVAL '2' DAY);",
+         "CREATE TABLE t (d DATE LATENESS INTERVAL '2' DAY);"),
+    ]
+    W = "WATERMARK FOR ts AS ... supports only ts or ts - <constant>"
+    bad = [  # (program, line, column, message)
+        ("CREATE TABLE t (id INT, ts TIMESTAMP,\n  WATERMARK FOR ts AS id - INTERVAL '5' SECOND);",
+         2, 23, W),
+        ("CREATE TABLE t (ts TIMESTAMP, WATERMARK FOR ts AS ts + INTERVAL '5' SECOND);", 1, 51, W),
+        ("CREATE TABLE t (id INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - id);", 1, 64, W),
+        ("CREATE TABLE t (ts TIMESTAMP, WATERMARK FOR ts AS CAST(ts AS DATE));", 1, 51, W),
+        ("CREATE TABLE t (ts TIMESTAMP,\n WATERMARK FOR ts AS ts - INTERVAL '1' MINUTE - "
+         "INTERVAL '1' SECOND);", 2, 22, W),
+        ("CREATE TABLE t (ts TIMESTAMP, WATERMARK FOR zz AS zz);", 1, 45,
+         'WATERMARK FOR names column "zz", which table t does not have'),
+        ("CREATE TABLE t (ts TIMESTAMP LATENESS INTERVAL '1' SECOND, WATERMARK FOR ts AS ts);",
+         1, 60, "column ts has both LATENESS and WATERMARK FOR"),
+        ("CREATE TABLE t (a INT, b INT, WATERMARK FOR a AS a, WATERMARK FOR b AS b);", 1, 53,
+         "one watermark column per table"),
+        ("CREATE TABLE t (a INT LATENESS 1, b INT, WATERMARK FOR b AS b);", 1, 42,
+         "one watermark column per table"),
+        ("CREATE TABLE t (ts TIMESTAMP, WATERMARK FOR ts AS ts - 5);", 1, 56,
+         "must be a constant INTERVAL"),
+        ("CREATE TABLE t (n INT, WATERMARK FOR n AS n - INTERVAL '1' HOUR);", 1, 47,
+         "must be a constant integer"),
+        ("CREATE TABLE t (s VARCHAR, WATERMARK FOR s AS s);", 1, 28,
+         "LATENESS on column s of type VARCHAR is not supported"),
+    ]
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        for i, (wm, lat) in enumerate(same):
+            open("%s/wm%d.sql" % (d, i), "w").write(wm)
+            open("%s/lat%d.sql" % (d, i), "w").write(lat)
+            a = run_ok(["check", "%s/wm%d.sql" % (d, i)]).stdout
+            b = run_ok(["check", "%s/lat%d.sql" % (d, i)]).stdout
+            assert "lateness" in a and a == b, (wm, a, b)
+        for i, (text, line, col, msg) in enumerate(bad):
+            p = "%s/bad%d.sql" % (d, i)
+            open(p, "w").write(text)
+            res = run(["check", p])
+            assert res.returncode != 0 and msg in res.stderr, (text, res.stderr)
+            assert "bad%d.sql:%d:%d:" % (i, line, col) in res.stderr, (text, res.stderr)
+            assert "AddressSanitizer" not in res.stderr
+
+
+def test_watermark_for_and_lateness_are_the_same_program_to_diff(tmp_path):
+    """Bootstrapping's program diff sees the two spellings as one table
+    definition (nothing to recompute on a restart that switches), and a
+    different lateness as a change (the view over t is computed again)."""
+    view = "CREATE VIEW v AS SELECT COUNT(*) AS c FROM t;\n"
+    lat = tmp_path / "lat.sql"
+    lat.write_text("CREATE TABLE t (id INT, ts TIMESTAMP LATENESS INTERVAL '5' SECOND);\n" + view)
+    wm = tmp_path / "wm.sql"
+    wm.write_text("CREATE TABLE t (id INT, ts TIMESTAMP,\n"
+                  "  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);\n" + view)
+    other = tmp_path / "other.sql"
+    other.write_text("CREATE TABLE t (id INT, ts TIMESTAMP,\n"
+                     "  WATERMARK FOR ts AS ts - INTERVAL '6' SECOND);\n" + view)
+    out = run_ok(["check", lat, wm]).stdout
+    assert "2 unchanged, 0 added, 0 removed, 0 changed" in out, out
+    out = run_ok(["check", lat, other]).stdout
+    assert "1 changed" in out and "re-read from source: t" in out, out
+    # sluice diff against the checkpoint of a run of the LATENESS program
+    inp = tmp_path / "in.json"
+    inp.write_text('{"insert": {"id": 1, "ts": "2024-03-01 10:00:00"}}\n')
+    for p in (lat, wm, other):
+        p.write_text(p.read_text().replace(");\n", ") %s;\n" % json_input(inp), 1))
+    st = tmp_path / "storage"
+    run_ok(["run", lat, "--storage", st, "--until-done", "--no-progress"])
+    out = run_ok(["diff", "--storage", st, wm]).stdout
+    assert "2 unchanged, 0 added, 0 removed, 0 changed" in out, out
+    out = run_ok(["diff", "--storage", st, other]).stdout
+    assert "1 changed" in out, out
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_watermark_for_behaves_as_lateness(tmp_path, workers):
+    """The same input with late rows through the program with LATENESS and
+    through the one with WATERMARK FOR: the same late rows dropped and
+    counted, the same dumps (checked against SQLite over the kept rows)."""
+    events, late, _ = gen_events(1200, seed=3)
+    inp = tmp_path / "in.json"
+    write_events(inp, events)
+    outs = []
+    for wm in (False, True):
+        d = tmp_path / ("dump_wm" if wm else "dump_lat")
+        res = run_ok(["run", program(tmp_path, inp, watermark_for=wm), "--until-done",
+                      "--no-progress", "--step-rows", 10, "--workers", workers, "--dump", d])
+        assert "sluice: table t: %d late rows dropped" % len(late) in res.stderr, res.stderr
+        outs.append({n: sorted(read_dump(d / ("%s.csv" % n))[1]) for n in list(VIEWS) + ["f"]})
+    assert len(late) > 10 and outs[0] == outs[1]
+    kept = [e for e in events if e["id"] not in late]
+    check_views(tmp_path / "dump_wm", kept, max(e["ts"] for e in kept) - LATENESS)
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_late_rows_are_dropped_counted_and_views_match_sqlite(tmp_path, workers):
     events, late, _ = gen_events(1500)
@@ -203,7 +316,8 @@ def agg_rows(stats, view):
                if o["relation"] == view and o["kind"] == "aggregate")
 
 
-def test_stats_metrics_and_state_bounded_by_open_windows(tmp_path, http_pipeline):
+@pytest.mark.parametrize("watermark_for", [False, True])
+def test_stats_metrics_and_state_bounded_by_open_windows(tmp_path, http_pipeline, watermark_for):
     """2000 rows over ~400 windows: the TUMBLE aggregate over the table with
     LATENESS keeps only the open windows' groups (a count, not a time),
     the same aggregate over a copy without LATENESS keeps every window."""
@@ -216,7 +330,7 @@ def test_stats_metrics_and_state_bounded_by_open_windows(tmp_path, http_pipeline
              "CREATE VIEW wt AS SELECT window_start, COUNT(*) AS c FROM "
              "TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' HOUR)) GROUP BY window_start;"
              % json_input(inp))
-    prog = program(tmp_path, inp, extra=extra)
+    prog = program(tmp_path, inp, extra=extra, watermark_for=watermark_for)
     pl = http_pipeline(prog.read_text(), "--step-rows", 10, "--workers", 2)
     kept = [e for e in events if e["id"] not in late]
     windows_all = len({e["ts"] // HOUR for e in events})

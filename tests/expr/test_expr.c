@@ -634,6 +634,53 @@ static void test_casts_between_dates_timestamps_and_times(void **state)
     CHECK_STRS(cast(VC, n), one_row(), NULL);
 }
 
+/* A type of kind k with the parameters its kind needs. */
+static SqlType any_of(TypeKind k)
+{
+    SqlType t = T(k);
+    if (k == TK_DECIMAL)
+        t = DEC(10, 2);
+    else if (type_is_string(k))
+        t = STR(k, k == TK_CHAR ? 4 : VARCHAR_UNBOUNDED);
+    return t;
+}
+
+/* expr_cast_exists (what the binder refuses at compile time) is exactly
+   the set of pairs E_CAST converts: over every pair of distinct type
+   kinds, the runtime says "cannot cast" iff the predicate says no. (Equal
+   kinds are never an E_CAST: the binder drops casts to the same type.) */
+static void test_cast_exists_matches_what_eval_cast_converts(void **state)
+{
+    int refused = 0;
+    for (int f = TK_BOOL; f <= TK_TIMESTAMPTZ; f++) {
+        for (int to = TK_BOOL; to <= TK_TIMESTAMPTZ; to++) {
+            if (f == to)
+                continue;
+            SqlType ft = any_of((TypeKind)f), tt = any_of((TypeKind)to);
+            Chunk *c = chunk(1, &ft, 1);
+            if (c->col[0].x)
+                c->col[0].x[0] = 0;
+            Vec v;
+            err_clear(&err);
+            int rc = expr_eval(cast(tt, col(0, ft)), c, NULL, 1, &cx, &v);
+            bool cannot = rc == SL_ERUNTIME && !strncmp(err.msg, "cannot cast", 11);
+            if (cannot == expr_cast_exists((TypeKind)f, (TypeKind)to))
+                fail_msg("cast %d -> %d: runtime %s, expr_cast_exists %d (rc %d: %s)", f, to,
+                         cannot ? "cannot" : "converts", !cannot, rc, err.msg);
+            refused += cannot;
+            err_clear(&err);
+        }
+    }
+    /* BOOLEAN and numbers <-> date/time (2 x 8 x 4), an interval and a
+       kind other than a string (2 x 13 + 12 x 2), TIME -> DATE/TIMESTAMP/
+       TIMESTAMPTZ, DATE -> TIME */
+    assert_int_equal(refused, 64 + 50 + 3 + 1);
+    assert_false(expr_cast_exists(TK_TIME, TK_TIMESTAMP));
+    assert_true(expr_cast_exists(TK_DATE, TK_TIMESTAMP));
+    assert_true(expr_cast_exists(TK_BOOL, TK_INT) && expr_cast_exists(TK_INT, TK_BOOL));
+    assert_true(expr_cast_exists(TK_VARCHAR, TK_INT));
+}
+
 /* ========================================================= conditionals */
 
 static void test_case_evaluates_a_branch_only_for_rows_that_take_it(void **state)
@@ -992,6 +1039,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T_(test_and_or_not_follow_three_valued_truth_tables),
+        T_(test_cast_exists_matches_what_eval_cast_converts),
         T_(test_is_null_is_true_and_is_false_are_never_null),
         T_(test_comparisons_of_every_type_are_three_valued),
         T_(test_integer_overflow_is_an_error_naming_operator_and_type),
