@@ -27,8 +27,9 @@
  *    op_sink_watch, since the last one.)
  *    Reply: the host's error, if any; its figures (memory, CPU, state,
  *    bytes exchanged, per relation changes and rows, divisions by zero,
- *    its memory per stateful node and where its step passed its
- *    allowance: /stats memory.hosts[], pmem_step_failed);
+ *    its memory per stateful node, its spill cache, whether a spill
+ *    failed there, and where its step passed its allowance: /stats
+ *    memory.hosts[], memory.c's judge, pmem_step_failed);
  *    and the step's changes of the wanted views, which the coordinator
  *    merges with its own (pipeline_changes).
  *    Output connectors belong to hosts round-robin (io's

@@ -27,6 +27,12 @@
  * spilling everything, and otherwise held: its input waits, the inputs
  * pause, and the pressure message names the node (pmem_step_failed).
  *
+ * Scale-out: every host spills its own traces under the limit (which
+ * applies to each host) into its own directory: followers through
+ * pmem_host_* (follow.c), after each of their steps, as pmem_after_step
+ * does here; the coordinator's judge counts, per host, its state that
+ * cannot spill and its spill cache.
+ *
  * Figures: walking the state (every group of an aggregate) is not free,
  * so pmem_refresh walks no more often than 20 times its own cost (at most
  * ~5% of the controller's time) and at most every 10 ms.
