@@ -105,8 +105,10 @@ typedef struct BackendOps {
     /* Host h's memory as of its last reply (scale-out; NULL with one
        process): its stateful nodes into out (room for c->nnodes, node
        order) and its step arenas; returns how many nodes, -1 before its
-       first figures. */
-    int (*host_mem)(Backend *be, int h, NodeMem *out, size_t *arena_bytes);
+       first figures. Its spill cache into *cache_bytes, whether a spill
+       failed there into *spill_failed. */
+    int (*host_mem)(Backend *be, int h, NodeMem *out, size_t *arena_bytes, size_t *cache_bytes,
+                    bool *spill_failed);
     /* Where the last step passed a host's allowance (rt_step_memory_node
        of the first host that did: -2 reading its input, or -1) and which
        host that was (its number into *host, its name into name). */
@@ -159,5 +161,20 @@ static inline int be_first_worker(const Backend *be, int h)
     return xchg_first(be->workers, be->hosts, h);
 }
 static inline int64_t be_steps(const Backend *be) { return rt_steps(be->rt); }
+
+/* memory.c, for follow.c: a follower's own memory budget (docs/memory.md):
+   its traces spill into its own directory under the limit, which applies
+   to each host. Start before its runtime is made (its traces take part);
+   walked: its figures' walk (what cannot spill); before_step: a STEP's
+   bound (and on the retry after a step past it, spill all that can);
+   after_step: spill until the state fits, merge spilled runs. */
+typedef struct PMemHost PMemHost;
+PMemHost *pmem_host_start(const PipelineOpts *o, int host, int hosts);
+void pmem_host_walked(PMemHost *h, const Circuit *c, const NodeMem *nodes, int n);
+void pmem_host_before_step(PMemHost *h, bool bounded, bool retry);
+void pmem_host_after_step(PMemHost *h, Runtime *rt);
+size_t pmem_host_cache_bytes(const PMemHost *h);
+bool pmem_host_failed(const PMemHost *h);
+void pmem_host_free(PMemHost *h);
 
 #endif

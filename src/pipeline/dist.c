@@ -27,8 +27,9 @@
  *    op_sink_watch, since the last one.)
  *    Reply: the host's error, if any; its figures (memory, CPU, state,
  *    bytes exchanged, per relation changes and rows, divisions by zero,
- *    its memory per stateful node and where its step passed its
- *    allowance: /stats memory.hosts[], pmem_step_failed);
+ *    its memory per stateful node, its spill cache, whether a spill
+ *    failed there, and where its step passed its allowance: /stats
+ *    memory.hosts[], memory.c's judge, pmem_step_failed);
  *    and the step's changes of the wanted views, which the coordinator
  *    merges with its own (pipeline_changes).
  *    Output connectors belong to hosts round-robin (io's
@@ -125,6 +126,8 @@ typedef struct HostFig {
     int64_t *divzero;                /* per node */
     int64_t arena;                   /* its workers' step arenas */
     int64_t mem_node;                /* where its last step passed its allowance, -1 */
+    int64_t cache;                   /* its cache of spilled blocks */
+    int64_t spill_failed;            /* a spill failed there (its state stays in memory) */
     NodeMem *nodes;                  /* its stateful nodes (node order) */
     int nnodes;
 } HostFig;
@@ -167,6 +170,8 @@ static void read_figures(const Circuit *c, Rd *r, HostFig *f)
         f->divzero[n] = rd64(r);
     f->arena = rd64(r);
     f->mem_node = rd64(r);
+    f->cache = rd64(r);
+    f->spill_failed = rd64(r);
     int32_t nn = rd32(r);
     if (nn < 0 || nn > c->nnodes)
         r->bad = true;
@@ -899,13 +904,16 @@ static int d_host_stats(Backend *be, HostStats *out)
     return H;
 }
 
-static int d_host_mem(Backend *be, int h, NodeMem *out, size_t *arena_bytes)
+static int d_host_mem(Backend *be, int h, NodeMem *out, size_t *arena_bytes, size_t *cache_bytes,
+                      bool *spill_failed)
 {
     Dist *d = (Dist *)be;
     if (h < 1 || h >= be->hosts || !d->hf[h].valid)
         return -1;
     memcpy(out, d->hf[h].nodes, sizeof(NodeMem) * (size_t)d->hf[h].nnodes);
     *arena_bytes = (size_t)d->hf[h].arena;
+    *cache_bytes = d->hf[h].cache > 0 ? (size_t)d->hf[h].cache : 0;
+    *spill_failed = d->hf[h].spill_failed != 0;
     return d->hf[h].nnodes;
 }
 

@@ -43,14 +43,17 @@ static int64_t cpu_msecs(void)
 
 /* This host's figures: fixed part, then per relation (changes, net rows),
    then per node the divisions by zero, then its memory (step arenas, the
-   node where the last step passed its allowance or -1, per stateful node
-   its rows, bytes in memory and on disk, cache hits and misses: one walk
-   of the state, which also gives the fixed part's state bytes), then the
-   delivery figures of the outputs it writes (deliver_report_put). */
-static void put_figures(const Circuit *c, Runtime *rt, Delivery *dl, Buf *b)
+   node where the last step passed its allowance or -1, its cache of
+   spilled blocks, whether a spill failed, per stateful node its rows,
+   bytes in memory and on disk, cache hits and misses: one walk of the
+   state, which also gives the fixed part's state bytes and what cannot
+   spill to the budget, pm), then the delivery figures of the outputs it
+   writes (deliver_report_put). */
+static void put_figures(const Circuit *c, Runtime *rt, Delivery *dl, PMemHost *pm, Buf *b)
 {
     NodeMem *nodes = sl_calloc((size_t)c->nnodes + 1, sizeof(NodeMem));
     int nn = backend_local_mem(c, rt, nodes);
+    pmem_host_walked(pm, c, nodes, nn);
     size_t state = 0;
     for (int i = 0; i < nn; i++)
         state += nodes[i].bytes;
@@ -71,6 +74,8 @@ static void put_figures(const Circuit *c, Runtime *rt, Delivery *dl, Buf *b)
         put64(b, rt_divzero_node(rt, n));
     put64(b, (int64_t)rt_arena_bytes(rt));
     put64(b, rt_step_memory_node(rt));
+    put64(b, (int64_t)pmem_host_cache_bytes(pm));
+    put64(b, pmem_host_failed(pm));
     put32(b, nn);
     for (int i = 0; i < nn; i++) {
         const NodeMem *d = &nodes[i];
@@ -88,11 +93,14 @@ static void put_figures(const Circuit *c, Runtime *rt, Delivery *dl, Buf *b)
 /* A STEP's memory allowance (pipeline/memory.c, pmem_before_step): with
    a limit, this host's workers may allocate the room its resident memory
    leaves under it, at least floor (the whole limit on the retry after a
-   step past it: what was freed goes back to the system first), shared
-   among them; every host bounds the step or none does (worker.c). */
-static void step_allowance(Runtime *rt, int64_t limit, int64_t floor, bool retry)
+   step past it: every trace run that can spill goes to files and what was
+   freed goes back to the system first), shared among them; every host
+   bounds the step or none does (worker.c). */
+static void step_allowance(Runtime *rt, PMemHost *pm, int64_t limit, int64_t floor, bool retry)
 {
-    if (limit <= 0 || floor <= 0) {
+    bool bounded = limit > 0 && floor > 0;
+    pmem_host_before_step(pm, bounded, bounded && retry);
+    if (!bounded) {
         rt_set_step_memory(rt, 0);
         return;
     }
@@ -644,6 +652,7 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     BootPlan *boot = NULL; /* the bootstrap plan of the next step (BOOT) */
     connectors_set_parse_threads(&cs, o->workers > H ? (o->workers + H - 1) / H : 1);
     Kept *kept = sl_calloc((size_t)cs.nin + 1, sizeof(Kept));
+    PMemHost *pm = pmem_host_start(o, me, H); /* (before the runtime: its traces spill) */
     Runtime *rt = rt_new_part(c, o->workers, me, H);
     Fol fol = {.o = o, .fd = -1};
     Buf *send = host_bufs_new(H);
@@ -690,7 +699,7 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             if (!(src_wall >= 0 && src_wall < 1e11))
                 src_wall = 0;
             int64_t limit = rd64(&r), floor = rd64(&r), retry = rd64(&r);
-            step_allowance(rt, limit, floor, retry != 0);
+            step_allowance(rt, pm, limit, floor, retry != 0);
             nwant = rd_count32(&r, 4);
             want = arena_alloc(a, sizeof(int) * (size_t)(nwant + 1));
             for (int k = 0; k < nwant; k++) {
@@ -712,8 +721,10 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             /* (with outputs spread: once they are written, fol_outputs) */
             if (!src && !spread && !rt_rolled_back(rt))
                 store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
-            if (!rt_rolled_back(rt)) /* (undone: it runs again, with the same rows) */
+            if (!rt_rolled_back(rt)) { /* (undone: it runs again, with the same rows) */
                 kept_drop(kept, cs.nin); /* a step takes everything read */
+                pmem_host_after_step(pm, rt); /* spill until the state fits */
+            }
         } else if (kind == DC_DROP) {
             kept_drop(kept, cs.nin);
         } else if (kind == DC_RELEASE) { /* the oldest checkpoint kept: sources may let go */
@@ -764,7 +775,7 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
             Err fe = {0};
             deliver_finish(dl, giveup_now, NULL, &fe);
         }
-        put_figures(c, rt, dl, b);
+        put_figures(c, rt, dl, pm, b);
         fol_report(&fol, b);
         if (kind == DC_STEP) {
             put_changes(c, rt, want, nwant, b);
@@ -898,6 +909,7 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     sl_free(kept);
     store_close(fol.st);
     rt_free(rt);
+    pmem_host_free(pm); /* after the traces: their spilled files go first */
     deliver_close(dl);
     connectors_close(&cs);
     return rc;

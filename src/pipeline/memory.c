@@ -27,6 +27,12 @@
  * spilling everything, and otherwise held: its input waits, the inputs
  * pause, and the pressure message names the node (pmem_step_failed).
  *
+ * Scale-out: every host spills its own traces under the limit (which
+ * applies to each host) into its own directory: followers through
+ * pmem_host_* (follow.c), after each of their steps, as pmem_after_step
+ * does here; the coordinator's judge counts, per host, its state that
+ * cannot spill and its spill cache.
+ *
  * Figures: walking the state (every group of an aggregate) is not free,
  * so pmem_refresh walks no more often than 20 times its own cost (at most
  * ~5% of the controller's time) and at most every 10 ms.
@@ -39,6 +45,7 @@
 #include <time.h>
 
 #include "../base/mem.h"
+#include "../cluster/net.h"
 #include "../storage/storage.h"
 #include "../zset/spill.h"
 #include "pipeline_int.h"
@@ -103,38 +110,47 @@ static size_t mem_total(void)
     return kb * 1024;
 }
 
-void pmem_start(Pipeline *p, const PipelineOpts *o)
+/* The limit (0: none) and where it comes from, from the options or the
+   machine (each host's own with --hosts). */
+static size_t resolve_limit(const PipelineOpts *o, const char **source)
 {
-    PMem *m = sl_calloc(1, sizeof(*m));
-    p->pm = m;
     if (o->memory_limit > 0) {
-        m->limit = (size_t)o->memory_limit;
-        m->source = "flag";
+        *source = "flag";
         /* a fixed mmap threshold: large blocks (batches, spilled runs read
            back) go back to the system when freed, instead of glibc raising
            the threshold and keeping them in the heap after the first free */
         mallopt(M_MMAP_THRESHOLD, 1 << 20);
-        m->watch = true; /* chosen, so probably tight: bound steps at once */
-    } else if (o->memory_limit < 0) {
-        m->source = "none";
-    } else {
-        size_t cg = cgroup_limit(), tot = mem_total();
-        if (cg && (!tot || cg < tot)) {
-            m->limit = cg / 10 * 8;
-            m->source = "cgroup";
-        } else if (tot) {
-            m->limit = tot / 10 * 8;
-            m->source = "meminfo";
-        } else {
-            m->source = "none";
-        }
+        return (size_t)o->memory_limit;
     }
-    SpillConf conf = {.limit = m->limit, .block_bytes = 256u << 10, .min_run = 64u << 10};
+    if (o->memory_limit < 0) {
+        *source = "none";
+        return 0;
+    }
+    size_t cg = cgroup_limit(), tot = mem_total();
+    if (cg && (!tot || cg < tot)) {
+        *source = "cgroup";
+        return cg / 10 * 8;
+    }
+    if (tot) {
+        *source = "meminfo";
+        return tot / 10 * 8;
+    }
+    *source = "none";
+    return 0;
+}
+
+/* Spilling under limit: the files of this host (host of hosts; -1 of 0:
+   one process) in the local storage directory, else a scratch directory;
+   the runtime's traces, made on this thread from now, take part in the
+   budget (one-shot queries run elsewhere and do not). */
+static void spill_start(const PipelineOpts *o, size_t limit, int host, int hosts)
+{
+    SpillConf conf = {.limit = limit, .block_bytes = 256u << 10, .min_run = 64u << 10};
     const char *e = getenv("SLUICE_SPILL_BLOCK"); /* tests: small blocks */
     if (e && atoll(e) > 0)
         conf.block_bytes = (size_t)atoll(e);
     /* an eighth of the limit, at least 4 blocks, at most 64 MiB */
-    conf.cache_bytes = m->limit / 8;
+    conf.cache_bytes = limit / 8;
     if (conf.cache_bytes < 4 * conf.block_bytes)
         conf.cache_bytes = 4 * conf.block_bytes;
     if (conf.cache_bytes > (64u << 20))
@@ -145,10 +161,17 @@ void pmem_start(Pipeline *p, const PipelineOpts *o)
     if (e && atoll(e) >= 0)
         conf.min_run = (size_t)atoll(e);
     bool local = o->storage && strncmp(o->storage, "s3://", 5);
-    spill_store_setup(local ? o->storage : NULL, &conf);
-    /* the runtime's traces, made on this thread, take part in the budget
-       (one-shot queries run elsewhere and do not) */
+    spill_store_setup(local ? o->storage : NULL, host, hosts, &conf);
     trace_track_new(true);
+}
+
+void pmem_start(Pipeline *p, const PipelineOpts *o)
+{
+    PMem *m = sl_calloc(1, sizeof(*m));
+    p->pm = m;
+    m->limit = resolve_limit(o, &m->source);
+    m->watch = o->memory_limit > 0; /* chosen, so probably tight: bound steps at once */
+    spill_start(o, m->limit, 0, net_hosts());
 }
 
 void pmem_start_steps(Pipeline *p)
@@ -260,8 +283,12 @@ static void gather_hosts(Pipeline *p)
             memcpy(nodes, m->nodes, sizeof(NodeMem) * (size_t)m->nnodes);
             n = m->nnodes;
             hm->arena_bytes = m->arena;
+            SpillStats ss;
+            spill_stats(&ss);
+            hm->cache_bytes = ss.cache_bytes;
         } else {
-            n = be->ops->host_mem(be, h, nodes, &hm->arena_bytes);
+            n = be->ops->host_mem(be, h, nodes, &hm->arena_bytes, &hm->cache_bytes,
+                                  &hm->spill_failed);
             if (n < 0)
                 continue; /* no figures yet */
             qsort(nodes, (size_t)n, sizeof(NodeMem), by_bytes);
@@ -272,6 +299,8 @@ static void gather_hosts(Pipeline *p)
             const NodeMem *d = &nodes[i];
             hm->state_bytes += d->bytes;
             hm->disk_bytes += d->disk_bytes;
+            if (c->nodes[d->node]->k != OPK_JOIN && c->nodes[d->node]->k != OPK_DISTINCT)
+                hm->unspillable_bytes += d->bytes;
             NodeMem *t = &sum[d->node];
             if (!seen[d->node]) {
                 *t = *d;
@@ -325,15 +354,25 @@ static void judge(Pipeline *p)
         if (strcmp(m->nodes[i].kind, "join") && strcmp(m->nodes[i].kind, "distinct"))
             top = &m->nodes[i];
     char where[96] = ""; /* scale-out: which host */
-    /* the limit applies to each host; the other hosts do not spill, so
-       all their state counts (their largest node is named) */
+    /* the limit applies to each host, and each spills its own traces: what
+       counts on another host is its state that cannot spill and its
+       cache (all of its state when a spill failed there) */
     for (int h = 1; h < m->nhosts && !(resident > m->limit && top); h++) {
         const HostMem *hm = &m->hosts[h];
-        if (!hm->valid || hm->state_bytes <= m->limit || !hm->nnodes)
+        size_t fixed = hm->spill_failed ? hm->state_bytes : hm->unspillable_bytes + hm->cache_bytes;
+        if (!hm->valid || fixed <= m->limit || !hm->nnodes)
             continue;
-        resident = hm->state_bytes;
-        top = &m->host_nodes[hm->first];
-        snprintf(where, sizeof(where), "host %d (%s): ", h, hm->name);
+        resident = fixed;
+        top = NULL; /* its largest node that cannot spill (or any, after a failed spill) */
+        for (int i = 0; i < hm->nnodes && !top; i++) {
+            const NodeMem *d = &m->host_nodes[hm->first + i];
+            if (hm->spill_failed || (strcmp(d->kind, "join") && strcmp(d->kind, "distinct")))
+                top = d;
+        }
+        if (!top)
+            top = &m->host_nodes[hm->first];
+        snprintf(where, sizeof(where), "host %d (%.40s): %s", h, hm->name,
+                 hm->spill_failed ? "spilling failed there; " : "");
     }
     if (m->nhosts > 1 && !where[0])
         snprintf(where, sizeof(where), "host 0 (%s): ", m->hosts[0].name);
@@ -594,4 +633,114 @@ void pmem_stats(Pipeline *p, MemStats *out, double now)
     } else {
         out->nhosts = 0;
     }
+}
+
+/* ---- a follower's own budget (follow.c) ----
+
+   Every host spills its own traces under the limit, which applies to each
+   host, into its own directory (spill_start). The follower spills after
+   each step as host 0 does (pmem_after_step): what cannot spill counts
+   with the figures of its last walk (every reply walks), and in a bounded
+   step (the coordinator watches: STEP carries the limit) the baseline and
+   what a step allocates count too. */
+struct PMemHost {
+    size_t limit;
+    int host;
+    size_t unspillable;  /* the last walk's state that cannot spill */
+    size_t base, trans;  /* baseline, a step's own allocations (decaying maximum) */
+    bool bounded;        /* the step under way is bounded and measured */
+    bool failed;         /* a spill failed: nothing more spills (host 0 pauses) */
+};
+
+PMemHost *pmem_host_start(const PipelineOpts *o, int host, int hosts)
+{
+    PMemHost *h = sl_calloc(1, sizeof(*h));
+    const char *source;
+    h->limit = resolve_limit(o, &source);
+    h->host = host;
+    spill_start(o, h->limit, host, hosts);
+    return h;
+}
+
+void pmem_host_walked(PMemHost *h, const Circuit *c, const NodeMem *nodes, int n)
+{
+    if (!h)
+        return;
+    h->unspillable = 0;
+    for (int i = 0; i < n; i++)
+        if (c->nodes[nodes[i].node]->k != OPK_JOIN && c->nodes[nodes[i].node]->k != OPK_DISTINCT)
+            h->unspillable += nodes[i].bytes;
+}
+
+void pmem_host_before_step(PMemHost *h, bool bounded, bool retry)
+{
+    if (!h || !h->limit)
+        return;
+    h->bounded = bounded;
+    if (retry && !h->failed) { /* as pmem_step_failed: every run that can spill goes */
+        Err e = {0};
+        if (spill_enforce(SIZE_MAX / 4, NULL, &e)) {
+            fprintf(stderr, "sluice: memory: host %d (%s): spilling failed: %s\n", h->host,
+                    net_host_name(h->host), e.msg);
+            h->failed = true;
+        }
+    }
+    if (!bounded)
+        return;
+    SpillStats ss;
+    spill_stats(&ss);
+    size_t rss = mem_rss_bytes(), known = spill_resident() + h->unspillable + ss.cache_bytes;
+    h->base = rss > known ? rss - known : 0;
+}
+
+void pmem_host_after_step(PMemHost *h, Runtime *rt)
+{
+    if (!h || !h->limit || h->failed)
+        return;
+    if (h->bounded) {
+        size_t t = (size_t)rt_step_memory_peak(rt);
+        h->trans = t > h->trans / 4 * 3 ? t : h->trans / 4 * 3;
+    }
+    Err e = {0};
+    size_t spilled = 0;
+    int rc = spill_enforce(h->unspillable + (h->bounded ? h->base + h->trans : 0), &spilled, &e);
+    if (!rc)
+        rc = spill_compact(NULL, &e);
+    if (rc) {
+        fprintf(stderr, "sluice: memory: host %d (%s): spilling failed: %s\n", h->host,
+                net_host_name(h->host), e.msg);
+        h->failed = true; /* the state stays in memory; host 0 pauses the inputs */
+        return;
+    }
+    if (spilled || (h->bounded && h->trans > h->limit / 8))
+        malloc_trim(0);
+}
+
+size_t pmem_host_cache_bytes(const PMemHost *h)
+{
+    if (!h || !h->limit)
+        return 0;
+    SpillStats ss;
+    spill_stats(&ss);
+    return ss.cache_bytes;
+}
+
+bool pmem_host_failed(const PMemHost *h) { return h && h->failed; }
+
+void pmem_host_free(PMemHost *h)
+{
+    if (!h)
+        return;
+    SpillStats ss;
+    spill_stats(&ss);
+    if (ss.runs_spilled > 0)
+        fprintf(stderr,
+                "sluice: memory: host %d (%s): %lld trace runs spilled under the limit of %.1f "
+                "MB; spilled blocks read %lld times from the cache, %lld from files; %lld "
+                "spilled runs merged away\n",
+                h->host, net_host_name(h->host), (long long)ss.runs_spilled,
+                (double)h->limit / 1048576.0, (long long)ss.hits, (long long)ss.misses,
+                (long long)ss.runs_merged);
+    spill_store_close();
+    sl_free(h);
 }

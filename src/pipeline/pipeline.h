@@ -285,6 +285,9 @@ typedef struct HostMem {
     bool valid;             /* its figures came (false: none yet) */
     char name[64];          /* (HostStats.name) */
     size_t rss_bytes;       /* its resident memory */
+    size_t unspillable_bytes; /* its state that cannot spill (not joins, DISTINCT) */
+    size_t cache_bytes;     /* its cache of spilled blocks read back */
+    bool spill_failed;      /* a spill failed there: its state stays in memory */
 } HostMem;
 
 /* Where memory goes (this process; docs/memory.md). */

@@ -5,13 +5,19 @@
  * batches. Out: the same blocks read back, checksum verified.
  *
  * The directory is <storage>/spill when the pipeline has storage (its own
- * Store and lock: checkpoint pruning never sees these files), else a
- * fresh scratch directory under $TMPDIR (or /tmp) removed at close. It is
+ * Store and lock: checkpoint pruning never sees these files), and
+ * <storage>/spill/host-<n> for host n > 0 of a scale-out pipeline (hosts
+ * may share one storage directory), else a fresh scratch directory under
+ * $TMPDIR (or /tmp) removed at close. Spilled blocks are a cache of
+ * in-memory state, never named by a checkpoint, so host 0 (or a single
+ * process) removes the directories of hosts that do not take part in
+ * this run (an earlier run with more hosts, killed) when it starts. It is
  * made on the first spill, so a pipeline that never spills never touches
  * the disk, and emptied of an earlier run's files when opened. Files are
  * named by content, so equal blocks share one file: a count per name says
  * when the last block using it is gone and the file can be removed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -112,15 +118,71 @@ static void io_drop(void *ctx, const char *name)
     pthread_mutex_unlock(&S.mu);
 }
 
-void spill_store_setup(const char *storage_dir, const SpillConf *conf)
+/* Remove an earlier run's spilled files from dir, and dir itself when
+   nothing else is in it: spill files are never read again. Only under the
+   directory's lock (store_open): a live pipeline's files stay. */
+static void clean_dir(const char *dir)
+{
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return;
+    Store *st;
+    Err e = {0};
+    if (store_open(dir, &st, &e))
+        return;
+    char **names;
+    int n;
+    if (!store_list(st, "batch-", &names, &n, &e)) {
+        for (int i = 0; i < n; i++)
+            store_remove(st, names[i], &e);
+        store_list_free(names, n);
+    }
+    store_close(st);
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/LOCK", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Clean <spill>/host-<n> for every n >= hosts: hosts that do not take part
+   in this run (an earlier run with more hosts, killed). */
+static void sweep_hosts(const char *spill, int hosts)
+{
+    DIR *d = opendir(spill);
+    if (!d)
+        return;
+    char (*subs)[4200] = NULL;
+    int nsub = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int n = -1, len = 0;
+        if (sscanf(de->d_name, "host-%d%n", &n, &len) != 1 || de->d_name[len] || n < hosts)
+            continue;
+        if (nsub == cap)
+            subs = sl_realloc(subs, sizeof(*subs) * (size_t)(cap = cap ? 2 * cap : 4));
+        snprintf(subs[nsub++], sizeof(*subs), "%s/%s", spill, de->d_name);
+    }
+    closedir(d);
+    for (int i = 0; i < nsub; i++)
+        clean_dir(subs[i]);
+    sl_free(subs);
+}
+
+void spill_store_setup(const char *storage_dir, int host, int hosts, const SpillConf *conf)
 {
     pthread_mutex_lock(&S.mu);
     sl_free(S.dir);
     S.dir = NULL;
     if (storage_dir) {
-        size_t n = strlen(storage_dir) + 8;
+        size_t n = strlen(storage_dir) + 32;
         S.dir = sl_malloc(n);
-        snprintf(S.dir, n, "%s/spill", storage_dir);
+        if (host > 0)
+            snprintf(S.dir, n, "%s/spill/host-%d", storage_dir, host);
+        else
+            snprintf(S.dir, n, "%s/spill", storage_dir);
+        if (host == 0)
+            sweep_hosts(S.dir, hosts > 1 ? hosts : 1);
+        clean_dir(S.dir); /* this host's own, of a killed run */
     }
     pthread_mutex_unlock(&S.mu);
     SpillIO io = {NULL, io_put, io_get, io_drop};
@@ -155,7 +217,8 @@ void spill_store_close(void)
         store_close(S.st);
         S.st = NULL;
     }
-    if (where[0]) { /* the directory is ours (scratch, or <storage>/spill) */
+    if (where[0]) { /* the directory is ours (scratch, <storage>/spill[/host-<n>]);
+                       <storage>/spill stays while another host's is in it */
         char path[4300];
         snprintf(path, sizeof(path), "%s/LOCK", where);
         unlink(path);

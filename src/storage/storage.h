@@ -212,13 +212,16 @@ bool store_crash_from_count_due(const char *point, int64_t n);
 
 /*
  * Spilled trace state (spill.c): install the files behind zset/spill.h's
- * budget. Blocks go to storage_dir/spill (its own lock; NULL: a scratch
+ * budget. Blocks go to storage_dir/spill, for host > 0 of hosts (scale-out)
+ * storage_dir/spill/host-<host> (each its own lock; NULL: a scratch
  * directory under $TMPDIR, removed at close), made on the first spill.
+ * Host 0 removes the directories of hosts >= hosts (an earlier run's).
  * conf->limit 0 turns spilling off. spill_store_where is the directory
  * once made (NULL before); close removes every spilled file.
  */
 struct SpillConf;
-void spill_store_setup(const char *storage_dir, const struct SpillConf *conf);
+void spill_store_setup(const char *storage_dir, int host, int hosts,
+                       const struct SpillConf *conf);
 const char *spill_store_where(void);
 void spill_store_close(void);
 

@@ -73,7 +73,7 @@ static inline void h_spill_setup(bool on)
     SpillConf conf = {
         .limit = on ? 1 : 0, .cache_bytes = 512, .block_bytes = 96, .min_run = 0, .merge = true};
     if (on)
-        spill_store_setup(NULL, &conf);
+        spill_store_setup(NULL, 0, 1, &conf);
     else
         spill_store_close();
 }

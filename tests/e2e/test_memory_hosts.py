@@ -14,19 +14,31 @@
     written by host 0 and by host 1 get nothing), it is tried once more,
     then its input waits and the inputs pause: /status, /stats and the log
     name host 1 and the join; a stop ends cleanly without it.
-  * State that grows past the limit on host 1 (a join's trace, which does
-    not spill there) pauses the inputs with a message naming host 1 and
-    the join; the processed rows equal the view's count (/query).
+  * Every host spills: a join whose trace on host 1 (key 0) is several
+    times the limit, under --memory-limit 256K with --storage, completes
+    without pausing; /stats shows host 1's join rows and bytes on disk
+    (more than the limit, compressed) and its state in memory within it,
+    its files are in <storage>/spill/host-1 while it runs (gone after the
+    stop), and the view equals SQLite's over the same rows.
+  * kill -9 of host 1 (SLUICE_CRASH_AT=after-step:10@1) after checkpoints,
+    with spilled files left in <storage>/spill/host-1; more input; then the
+    same pipeline on 2 hosts and on 1 host from its checkpoint: the view
+    equals SQLite's and, byte for byte, a run without a limit on one
+    host; the dead run's spill directory is gone.
 Waits poll observable state with a hang guard.
 """
 import json
+import os
 import re
 import shutil
+import sqlite3
+import subprocess
 
 import pytest
 import requests
 
-from conftest import run_ok, wait_until
+from conftest import (csv_input, mpi_env, read_dump, run_ok, sluice_bin, wait_until,
+                      write_csv)
 
 pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None,
                                 reason="mpirun (Open MPI) is not installed")
@@ -159,35 +171,150 @@ def test_a_join_exploding_on_host_1_pauses_the_pipeline_and_names_host_and_join(
         assert not path.exists() or path.read_text() == "", name
 
 
-# the join's trace of a grows on host 1 (key 0), where it cannot spill
-GROWING_ON_1 = """
-CREATE TABLE a (k INT NOT NULL, x INT NOT NULL) WITH ('connectors' = '[{
-  "transport": {"name": "datagen", "config": {"seed": 5, "plan": [{"limit": 200000,
-    "fields": {"k": {"strategy": "uniform", "range": [0, 1]}}}]}}}]');
-CREATE TABLE b (k INT NOT NULL, y INT NOT NULL) WITH ('connectors' = '[{
-  "transport": {"name": "datagen", "config": {"seed": 6, "plan": [{"limit": 1,
-    "fields": {"k": {"strategy": "uniform", "range": [0, 1]}}}]}}}]');
-CREATE MATERIALIZED VIEW pairs AS SELECT COUNT(*) AS n FROM a JOIN b ON a.k = b.k;
-"""
+# A join whose trace of a grows on host 1 (key 0 hashes there on 2 hosts of
+# 1 worker each) to several times the limit; b's matching rows come last, so
+# later steps probe a's spilled runs. Every host spills its own traces.
+A_ROWS, B_ROWS = 48000, 4100
+LIMIT = 262144
 
 
-def test_state_past_the_limit_on_host_1_pauses_the_pipeline_and_names_host_1(http_pipeline):
-    p = http_pipeline(GROWING_ON_1, "--hosts", 2, "--workers", 2, "--memory-limit", "256K",
-                      "--step-rows", 2000)
-    s = stalled_status(p)
-    assert s["stalled"]["reason"] == "memory" and s["state"] == "running"
-    msg = s["stalled"]["message"]
-    assert msg.startswith("host 1 (") and "): state that cannot spill (" in msg, msg
-    assert "exceeds the memory limit (262144 bytes); largest: node" in msg, msg
-    assert "(join of pairs, " in msg, msg
-    assert "inputs are paused" in p.stderr()
-    st = requests.get(p.url("/stats"), timeout=60).json()
-    assert st["memory"]["pressure"] == msg
+def write_join_input(tmp, extra=0):
+    """a: mostly key 0, some keys 1..6; b: 4000 rows of keys no a row has,
+    then 100 rows of keys 0..6. extra: more rows of a appended (a rerun's
+    new input)."""
+    a = [[0 if i % 4 else i % 7, i, "pad%07d" % i] for i in range(A_ROWS + extra)]
+    b = [[100 + i, i % 10] for i in range(B_ROWS - 100)] + \
+        [[i % 7, i % 10] for i in range(100)]
+    write_csv(tmp / "a.csv", a)
+    write_csv(tmp / "b.csv", b)
+    return a, b
+
+
+def join_program(tmp):
+    return """
+CREATE TABLE a (k INT NOT NULL, x BIGINT NOT NULL, pad VARCHAR NOT NULL) %s;
+CREATE TABLE b (k INT NOT NULL, y INT NOT NULL) %s;
+CREATE MATERIALIZED VIEW per_y AS
+SELECT b.y, COUNT(*) AS n, SUM(a.x) AS s, MAX(a.pad) AS p FROM a JOIN b ON a.k = b.k GROUP BY b.y;
+""" % (csv_input(tmp / "a.csv"), csv_input(tmp / "b.csv"))
+
+
+def sqlite_per_y(a, b):
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE a (k INT, x INT, pad TEXT)")
+    db.execute("CREATE TABLE b (k INT, y INT)")
+    db.executemany("INSERT INTO a VALUES (?, ?, ?)", a)
+    db.executemany("INSERT INTO b VALUES (?, ?)", b)
+    return sorted(db.execute("SELECT b.y, COUNT(*), SUM(a.x), MAX(a.pad) FROM a JOIN b "
+                             "ON a.k = b.k GROUP BY b.y").fetchall())
+
+
+def dump_rows(path):
+    _, rows = read_dump(str(path))
+    return sorted((int(y), int(n), int(s), p) for y, n, s, p in rows)
+
+
+SMALL_SPILL = {"SLUICE_SPILL_BLOCK": "4096", "SLUICE_SPILL_MIN_RUN": "0"}
+
+
+def test_a_join_several_times_the_limit_on_host_1_spills_there_and_completes(http_pipeline,
+                                                                              tmp_path):
+    a, b = write_join_input(tmp_path)
+    want = sqlite_per_y(a, b)
+    storage = tmp_path / "storage"
+    old = {k: os.environ.get(k) for k in SMALL_SPILL}
+    os.environ.update(SMALL_SPILL)
+    try:
+        p = http_pipeline(join_program(tmp_path), "--hosts", 2, "--workers", 2,
+                          "--memory-limit", LIMIT, "--step-rows", 2000, "--storage", storage)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
+
+    def done():
+        st = requests.get(p.url("/stats"), timeout=60).json()
+        if st["global_metrics"]["total_processed_records"] != A_ROWS + B_ROWS:
+            return None
+        if "hosts" not in st["memory"] or not all(h["reported"] for h in st["memory"]["hosts"]):
+            return None
+        return st
+    st = wait_until(done, "every row processed", hang_guard=300)
+    s = requests.get(p.url("/status"), timeout=60).json()
+    assert not s["stalled"], s
     h1 = st["memory"]["hosts"][1]
-    assert h1["state_bytes"] > 262144 > st["memory"]["hosts"][0]["state_bytes"]
-    done = st["global_metrics"]["total_processed_records"]
-    assert 0 < done < 200001
+    # host 1 holds the bulk of the join and spilled it: on disk, several
+    # times the limit in all, its state in memory within the limit
+    j1 = ops_by(h1["operators"], "per_y", "join")
+    assert j1 and sum(o["bytes_on_disk"] for o in j1) > 0, h1
+    assert h1["state_on_disk_bytes"] > 0, h1
+    # a's 36000 rows of key 0 (at least 24 bytes each in memory: key, x,
+    # pad, weight, offsets) are more than 3 times the limit; on disk
+    # (zstd) more than the limit
+    assert sum(o["rows"] for o in j1) >= A_ROWS * 3 // 4, h1
+    assert h1["state_on_disk_bytes"] > LIMIT, h1
+    assert h1["state_bytes"] < LIMIT, h1
+    assert st["memory"]["totals"]["state_on_disk_bytes"] >= h1["state_on_disk_bytes"]
+    # each host in its own directory under the storage while running
+    assert any(f.name.startswith("batch-") for f in (storage / "spill" / "host-1").iterdir())
     q = requests.post(p.url("/query"), params={"format": "json"},
-                      data="SELECT n FROM pairs", timeout=60)
-    assert q.status_code == 200 and json.loads(q.text)["n"] == done - 1, q.text
+                      data="SELECT y, n, s, p FROM per_y", timeout=60)
+    assert q.status_code == 200, q.text
+    rows = [json.loads(line) for line in q.text.splitlines() if line.strip()]
+    got = sorted((r["y"], r["n"], r["s"], r["p"]) for r in rows)
+    assert got == want
     p.stop()
+    err = p.stderr()
+    assert re.search(r"sluice: memory: host 1 \(.*\): \d+ trace runs spilled under the limit",
+                     err), err
+    assert "inputs are paused" not in err
+    # the spilled files go with the pipeline
+    assert not (storage / "spill" / "host-1").exists()
+
+
+def run_join(tmp, dump, hosts, crash=None, limit=LIMIT):
+    e = dict(os.environ)
+    e.update(mpi_env())
+    e.update(SMALL_SPILL)
+    e["SLUICE_CHECKPOINT_EVERY_STEPS"] = "3"
+    if crash:
+        e["SLUICE_CRASH_AT"] = crash
+    args = [sluice_bin(), "run", str(tmp / "join.sql"), "--storage", str(tmp / "storage"),
+            "--workers", str(max(hosts, 1)), "--step-rows", "2000", "--checkpoint-interval", "0",
+            "--until-done", "--no-progress", "--dump", str(dump), "--memory-limit", str(limit)]
+    if hosts > 1:
+        args += ["--hosts", str(hosts)]
+    r = subprocess.run(args, capture_output=True, text=True, env=e, timeout=600)
+    for m in ("Sanitizer", "runtime error:", "Segmentation fault"):
+        assert m not in r.stderr, r.stderr[-4000:]
+    if crash:
+        assert r.returncode != 0 and "ended with status 137" in r.stderr, r.stderr[-3000:]
+    else:
+        assert r.returncode == 0, r.stderr[-4000:]
+    return r.stderr
+
+
+@pytest.mark.parametrize("then_hosts", [2, 1])
+def test_a_restart_after_kill_9_of_a_spilling_host_gives_the_same_results(tmp_path, then_hosts):
+    a, b = write_join_input(tmp_path)
+    (tmp_path / "join.sql").write_text(join_program(tmp_path))
+    # host 1 dies (kill -9) at step 10, after checkpoints and with state spilled
+    run_join(tmp_path, tmp_path / "d1", 2, crash="after-step:10@1")
+    spill1 = tmp_path / "storage" / "spill" / "host-1"
+    assert spill1.exists() and any(f.name.startswith("batch-") for f in spill1.iterdir())
+    # more input, then the same pipeline on then_hosts hosts from its checkpoint
+    a, b = write_join_input(tmp_path, extra=8000)
+    err = run_join(tmp_path, tmp_path / "d2", then_hosts)
+    assert "restor" in err.lower() or "checkpoint" in err.lower(), err[-3000:]
+    assert re.search(r"trace runs spilled under the limit", err), err[-3000:]
+    assert dump_rows(tmp_path / "d2" / "per_y.csv") == sqlite_per_y(a, b)
+    # and the same as a run without a limit on one host
+    ref = tmp_path / "ref"
+    run_ok(["run", str(tmp_path / "join.sql"), "--until-done", "--no-progress",
+            "--memory-limit", "none", "--dump", str(ref)], timeout=300)
+    assert (ref / "per_y.csv").read_bytes() == (tmp_path / "d2" / "per_y.csv").read_bytes()
+    # the dead run's spill files are gone (its own host's at its restart;
+    # a host that no longer takes part: swept by host 0)
+    assert not spill1.exists()

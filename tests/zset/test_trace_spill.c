@@ -137,7 +137,7 @@ static void spilled_trace_answers_as_in_memory(bool merge)
     SpillConf conf = {
         .limit = 1, .cache_bytes = 256, .block_bytes = 40, .min_run = 0, .merge = merge};
     int maxruns = 0;
-    spill_store_setup(dir, &conf);
+    spill_store_setup(dir, 0, 1, &conf);
     trace_track_new(true);
     Trace *sp = trace_new();
     trace_track_new(false);
