@@ -993,6 +993,28 @@ static double jnum(const cJSON *o, const char *k)
     return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
+/* The first 10 operators of a /stats "operators" array, under a heading
+   ending with what (the hosts they cover). */
+static void print_top_operators(const cJSON *ops, const char *what)
+{
+    char a[32], b[32]; /* one each per printf */
+    printf("%-5s %-10s %-24s %12s %12s %12s%s\n", "node", "kind", "relation", "rows", "memory",
+           "disk", what);
+    const cJSON *e;
+    int shown = 0;
+    cJSON_ArrayForEach(e, ops)
+    {
+        if (shown++ == 10)
+            break;
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "kind");
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "relation");
+        printf("%-5.0f %-10s %-24s %12.0f %12s %12s\n", jnum(e, "node"),
+               cJSON_IsString(k) ? k->valuestring : "?", cJSON_IsString(r) ? r->valuestring : "?",
+               jnum(e, "rows"), human_bytes(jnum(e, "bytes_in_memory"), a, sizeof(a)),
+               human_bytes(jnum(e, "bytes_on_disk"), b, sizeof(b)));
+    }
+}
+
 /* `sluice stats URL --format memory`: where the memory goes, the top
    consumers first (the "memory" object of /stats, docs/memory.md). */
 static void print_memory(const cJSON *j)
@@ -1021,21 +1043,8 @@ static void print_memory(const cJSON *j)
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(m, "pressure");
     if (cJSON_IsString(pr))
         printf("pressure: %s\n", pr->valuestring);
-    printf("%-5s %-10s %-24s %12s %12s %12s\n", "node", "kind", "relation", "rows", "memory",
-           "disk");
+    print_top_operators(cJSON_GetObjectItemCaseSensitive(m, "operators"), "");
     const cJSON *e;
-    int shown = 0;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(m, "operators"))
-    {
-        if (shown++ == 10)
-            break;
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "kind");
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "relation");
-        printf("%-5.0f %-10s %-24s %12.0f %12s %12s\n", jnum(e, "node"),
-               cJSON_IsString(k) ? k->valuestring : "?", cJSON_IsString(r) ? r->valuestring : "?",
-               jnum(e, "rows"), human_bytes(jnum(e, "bytes_in_memory"), a, sizeof(a)),
-               human_bytes(jnum(e, "bytes_on_disk"), b, sizeof(b)));
-    }
     /* scale-out: each host's figures, then the sums over the hosts */
     const cJSON *hs = cJSON_GetObjectItemCaseSensitive(m, "hosts");
     cJSON_ArrayForEach(e, hs)
@@ -1055,20 +1064,7 @@ static void print_memory(const cJSON *j)
            human_bytes(jnum(t, "rss_bytes"), a, sizeof(a)),
            human_bytes(jnum(t, "state_bytes"), b, sizeof(b)),
            human_bytes(jnum(t, "state_on_disk_bytes"), d, sizeof(d)));
-    printf("%-5s %-10s %-24s %12s %12s %12s (all hosts)\n", "node", "kind", "relation", "rows",
-           "memory", "disk");
-    shown = 0;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(t, "operators"))
-    {
-        if (shown++ == 10)
-            break;
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "kind");
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "relation");
-        printf("%-5.0f %-10s %-24s %12.0f %12s %12s\n", jnum(e, "node"),
-               cJSON_IsString(k) ? k->valuestring : "?", cJSON_IsString(r) ? r->valuestring : "?",
-               jnum(e, "rows"), human_bytes(jnum(e, "bytes_in_memory"), a, sizeof(a)),
-               human_bytes(jnum(e, "bytes_on_disk"), b, sizeof(b)));
-    }
+    print_top_operators(cJSON_GetObjectItemCaseSensitive(t, "operators"), " (all hosts)");
 }
 
 static int cmd_stats(int argc, char **argv)

@@ -649,6 +649,29 @@ static int drop(SltDb *db, const char *s, Err *err)
     return 0;
 }
 
+/* 0 when stmt (a CREATE VIEW or FUNCTION) compiles over the current
+   tables, views and functions (the prelude), else the error. */
+static int compiles(SltDb *db, const char *stmt, Err *err)
+{
+    QInput *in = inputs(db);
+    TableDecl *decl = sl_calloc((size_t)(db->nt ? db->nt : 1), sizeof(TableDecl));
+    for (int i = 0; i < db->nt; i++)
+        decl[i] = (TableDecl){in[i].name, in[i].ncol, in[i].colnames, in[i].types};
+    char *pre = prelude(db);
+    Buf prog = BUF_INIT;
+    if (pre)
+        buf_printf(&prog, "%s;\n", pre);
+    buf_printf(&prog, "%s", stmt);
+    Circuit *c = NULL;
+    int rc = circuit_compile_with(buf_cstr(&prog), decl, db->nt, 0, &c, err);
+    circuit_free(c);
+    sl_free(pre);
+    sl_free(decl);
+    sl_free(in);
+    buf_free(&prog);
+    return rc;
+}
+
 static int create_view(SltDb *db, const char *sql, const char *after_view, Err *err)
 {
     const char *s = after_view;
@@ -661,23 +684,7 @@ static int create_view(SltDb *db, const char *sql, const char *after_view, Err *
                                     find_table(db, name) ? "table" : "view", name);
     Buf text = BUF_INIT;
     buf_printf(&text, "CREATE VIEW %s %s", name, s);
-    /* check it compiles over the current tables and views */
-    QInput *in = inputs(db);
-    TableDecl *decl = sl_calloc((size_t)(db->nt ? db->nt : 1), sizeof(TableDecl));
-    for (int i = 0; i < db->nt; i++)
-        decl[i] = (TableDecl){in[i].name, in[i].ncol, in[i].colnames, in[i].types};
-    char *pre = prelude(db);
-    Buf prog = BUF_INIT;
-    if (pre)
-        buf_printf(&prog, "%s;\n", pre);
-    buf_printf(&prog, "%s", buf_cstr(&text));
-    Circuit *c = NULL;
-    int rc = circuit_compile_with(buf_cstr(&prog), decl, db->nt, 0, &c, err);
-    circuit_free(c);
-    sl_free(pre);
-    sl_free(decl);
-    sl_free(in);
-    buf_free(&prog);
+    int rc = compiles(db, buf_cstr(&text), err);
     if (rc) {
         buf_free(&text);
         return rc;
@@ -701,22 +708,7 @@ static int create_function(SltDb *db, const char *sql, const char *after_functio
     char name[256];
     if (!ident(&s, name, sizeof(name)))
         return err_set(err, SL_EPARSE, "a function name expected");
-    QInput *in = inputs(db);
-    TableDecl *decl = sl_calloc((size_t)(db->nt ? db->nt : 1), sizeof(TableDecl));
-    for (int i = 0; i < db->nt; i++)
-        decl[i] = (TableDecl){in[i].name, in[i].ncol, in[i].colnames, in[i].types};
-    char *pre = prelude(db);
-    Buf prog = BUF_INIT;
-    if (pre)
-        buf_printf(&prog, "%s;\n", pre);
-    buf_printf(&prog, "%s", sql);
-    Circuit *c = NULL;
-    int rc = circuit_compile_with(buf_cstr(&prog), decl, db->nt, 0, &c, err);
-    circuit_free(c);
-    sl_free(pre);
-    sl_free(decl);
-    sl_free(in);
-    buf_free(&prog);
+    int rc = compiles(db, sql, err);
     if (rc)
         return rc;
     VEC_RESERVE(db->v, db->capv, db->nv + 1);
