@@ -164,32 +164,13 @@ static Expr *bind_body(P *p, const Stmt *s, const SqlType *pt)
     return e;
 }
 
-/* Copy of e; NULL once *budget nodes are spent. *h: its height. */
-static Expr *copy(P *p, const Expr *e, int64_t *budget, int *h)
-{
-    if (--*budget < 0)
-        return NULL;
-    Expr *c = arena_alloc(p->a, sizeof(*c));
-    *c = *e;
-    *h = 1;
-    if (e->na) {
-        c->a = arena_alloc(p->a, sizeof(Expr *) * (size_t)e->na);
-        for (int i = 0; i < e->na; i++) {
-            int hc;
-            if (!(c->a[i] = copy(p, e->a[i], budget, &hc)))
-                return NULL;
-            *h = SL_MAX(*h, hc + 1);
-        }
-    }
-    return c;
-}
-
 /* The body with each parameter reference (column i) replaced by a copy of
-   args[i]. */
+   args[i] (args NULL: a copy of e); NULL once *budget nodes are spent. *h:
+   its height. */
 static Expr *subst(P *p, const Expr *e, Expr *const *args, int64_t *budget, int *h)
 {
-    if (e->k == E_COL)
-        return copy(p, args[e->col], budget, h);
+    if (e->k == E_COL && args)
+        return subst(p, args[e->col], NULL, budget, h);
     if (--*budget < 0)
         return NULL;
     Expr *c = arena_alloc(p->a, sizeof(*c));
