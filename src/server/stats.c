@@ -243,12 +243,11 @@ static void mem_fields(cJSON *e, const NodeMem *d)
     cJSON_AddNumberToObject(e, "cache_misses", (double)d->cache_misses);
 }
 
-/* The "operators" and "relations" arrays of nodes into o. */
-static void mem_lists(cJSON *o, const Circuit *c, const PipeStats *st, const NodeMem *nodes,
-                      int nnodes)
+/* o.operators: one object per node's figures. */
+static void add_operators(cJSON *o, const Circuit *c, const NodeMem *nodes, int n)
 {
     cJSON *ops = cJSON_AddArrayToObject(o, "operators");
-    for (int i = 0; i < nnodes; i++) {
+    for (int i = 0; i < n; i++) {
         const NodeMem *d = &nodes[i];
         cJSON *e = cJSON_CreateObject();
         cJSON_AddNumberToObject(e, "node", d->node);
@@ -258,6 +257,14 @@ static void mem_lists(cJSON *o, const Circuit *c, const PipeStats *st, const Nod
         mem_fields(e, d);
         cJSON_AddItemToArray(ops, e);
     }
+}
+
+
+/* The "operators" and "relations" arrays of nodes into o. */
+static void mem_lists(cJSON *o, const Circuit *c, const PipeStats *st, const NodeMem *nodes,
+                      int nnodes)
+{
+    add_operators(o, c, nodes, nnodes);
     NodeMem *rels = sl_calloc((size_t)c->nrels + 1, sizeof(NodeMem));
     mem_by_rel(c, nodes, nnodes, rels);
     cJSON *vs = cJSON_AddArrayToObject(o, "relations");
@@ -293,17 +300,7 @@ static void memory_hosts_json(cJSON *o, const Circuit *c, const PipeStats *st)
         cJSON_AddNumberToObject(e, "state_bytes", (double)hm->state_bytes);
         cJSON_AddNumberToObject(e, "state_on_disk_bytes", (double)hm->disk_bytes);
         cJSON_AddNumberToObject(e, "step_arena_bytes", (double)hm->arena_bytes);
-        cJSON *ops = cJSON_AddArrayToObject(e, "operators");
-        for (int i = 0; i < hm->nnodes; i++) {
-            const NodeMem *d = &m->host_nodes[hm->first + i];
-            cJSON *x = cJSON_CreateObject();
-            cJSON_AddNumberToObject(x, "node", d->node);
-            cJSON_AddStringToObject(x, "kind", d->kind);
-            cJSON_AddStringToObject(x, "relation", c->rels[d->rel].name);
-            cJSON_AddNumberToObject(x, "rows", (double)d->rows);
-            mem_fields(x, d);
-            cJSON_AddItemToArray(ops, x);
-        }
+        add_operators(e, c, &m->host_nodes[hm->first], hm->nnodes);
         cJSON_AddItemToArray(hs, e);
     }
     cJSON *t = cJSON_AddObjectToObject(o, "totals");
