@@ -39,6 +39,8 @@ typedef enum OpKind {
     OPK_FINAL,    /* 'emit_final' (watermark.c): holds its input's changes
                      until the watermark of column final_col passes them,
                      then emits them once: non-linear */
+    OPK_ASOF,     /* ASOF join (op_asof.c) over one input, the union of both
+                     sides: per left row, its closest right row: non-linear */
 } OpKind;
 
 /* OPK_TOPK: which rank bounds the kept rows and is appended as a column. */
@@ -152,6 +154,17 @@ typedef struct CNode {
     int nwfn;
     /* OPK_FINAL: the column whose watermark releases rows */
     int final_col;
+    /* OPK_ASOF: input rows are (part cols [0, npart), timestamp, side (BOOLEAN:
+       false = left row, true = right row), asof_nl left columns, the right
+       columns); ord = {timestamp, side}, the side ordered so that a right
+       row that may match a left row of equal timestamp comes before it in
+       the direction of the search. asof_back: a left row's match is the
+       closest right row before it (>=, >), else after it (<=, <);
+       asof_outer: LEFT ASOF (a left row without match is kept, right
+       columns NULL). Output: the left columns, then the right ones, every
+       one nullable (the planner's MAP restores the types). */
+    int asof_nl;
+    bool asof_back, asof_outer;
 } CNode;
 
 typedef struct Relation {

@@ -22,6 +22,7 @@ static const char *opname(OpKind k)
     case OPK_TOPK: return "topk";
     case OPK_WINDOW: return "window";
     case OPK_FINAL: return "emit_final";
+    case OPK_ASOF: return "asof";
     }
     return "?";
 }
@@ -185,6 +186,11 @@ void circuit_explain(const Circuit *c, Buf *out)
         case OPK_WINDOW:
             explain_window_order(n, out);
             explain_wfn(n, out);
+            break;
+        case OPK_ASOF:
+            explain_window_order(n, out);
+            buf_printf(out, " %s%s left columns %d", n->asof_outer ? "left " : "",
+                       n->asof_back ? "backward" : "forward", n->asof_nl);
             break;
         default:
             break;

@@ -21,6 +21,7 @@ int op_shard_channels(const CNode *n)
         return 1;
     case OPK_TOPK:
     case OPK_WINDOW:
+    case OPK_ASOF:
         return 1;
     default:
         return 0;
@@ -68,6 +69,9 @@ Op *op_new(const Circuit *c, const CNode *n, Shard *sh)
         break;
     case OPK_FINAL:
         op_final_init(op);
+        break;
+    case OPK_ASOF:
+        op_asof_init(op);
         break;
     }
     return op;

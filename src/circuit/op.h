@@ -177,6 +177,7 @@ int op_sink_init(Op *op);
 int op_upsert_init(Op *op);
 int op_topk_init(Op *op);
 int op_window_init(Op *op);
+int op_asof_init(Op *op);
 int op_final_init(Op *op); /* watermark.c */
 
 /* Sink access for the controller (op_sink.c). */

@@ -113,6 +113,8 @@ typedef struct FromItem {
     JoinKind jk;
     bool natural;
     Ast *on;                 /* F_JOIN ON condition, or NULL */
+    bool asof;               /* F_JOIN: [LEFT] ASOF JOIN (jk J_INNER or J_LEFT) */
+    Ast *match;              /* its MATCH_CONDITION (...), or NULL (then in ON) */
     char **using_cols;       /* F_JOIN USING (...) */
     int nusing;
     struct Select *sub;      /* F_SUBQUERY (also VALUES in FROM) */

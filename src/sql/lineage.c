@@ -44,6 +44,9 @@
  *              (order), and for functions that see row positions
  *              (ROW_NUMBER, LAG, LEAD, ROWS frames) every column breaks
  *              ties (order).
+ *   ASOF       left then right columns pass through; the keys decide
+ *              rows (join key), the timestamps (order), and so do the
+ *              right columns, which break ties between right rows.
  *   CONST      no columns.
  *
  * Constants prune what can never count: a node that emits no row for any
@@ -333,6 +336,24 @@ static void node_topk(Lineage *l, const CNode *n)
                              (n->rank == RANK_TIES && n->offset > 0));
 }
 
+/* ASOF: left then right columns pass through (input columns npart + 2
+   on); the keys decide rows (join key), the timestamps (order), and the
+   right row's columns break ties between right rows (order). */
+static void node_asof(Lineage *l, const CNode *n)
+{
+    int in = n->in[0];
+    int nin = l->c->nodes[in]->ncol;
+    for (int i = 0; i < n->ncol && n->npart + 2 + i < nin; i++)
+        merge_col(l, colv(l, n->id, i), in, n->npart + 2 + i, LK_NONE);
+    uint8_t *r = l->rows[n->id];
+    for (int i = 0; i < n->npart; i++)
+        rows_from_col(l, r, in, n->part[i], LR_JOIN_KEY);
+    for (int i = 0; i < n->nord; i++)
+        rows_from_col(l, r, in, n->ord[i], LR_ORDER);
+    for (int i = n->npart + 2 + n->asof_nl; i < nin; i++)
+        rows_from_col(l, r, in, i, LR_ORDER);
+}
+
 static void node_window(Lineage *l, const CNode *n)
 {
     int in = n->in[0];
@@ -490,6 +511,9 @@ static void analyse(Lineage *l)
             break;
         case OPK_WINDOW:
             node_window(l, n);
+            break;
+        case OPK_ASOF:
+            node_asof(l, n);
             break;
         case OPK_UNION:
             node_union(l, n);

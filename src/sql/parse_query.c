@@ -73,10 +73,9 @@ static char *opt_alias(Parser *p)
         return sql__ident(p, "an alias");
     Token *t = cur(p);
     const Token *nx = &p->t[p->i + 1];
-    if (is_kw(t, "asof") && is_kw(nx, "join")) { /* not an alias */
-        sql__unsupported(p, t, "ASOF JOIN");
+    if ((is_kw(t, "asof") && is_kw(nx, "join")) ||
+        (is_kw(t, "match_condition") && is_op(nx, "("))) /* not an alias */
         return NULL;
-    }
     if (is_kw(t, "for") && is_kw(nx, "system_time")) {
         sql__unsupported(p, t, "a temporal join (FOR SYSTEM_TIME AS OF)");
         return NULL;
@@ -243,7 +242,12 @@ static FromItem *parse_from_item_in(Parser *p)
         Token *t = cur(p);
         bool natural = accept_kw(p, "natural");
         JoinKind jk;
-        if (accept_kw(p, "join"))
+        bool asof = false;
+        if (!natural && is_kw(cur(p), "asof") && is_kw(&p->t[p->i + 1], "join")) {
+            p->i += 2;
+            jk = J_INNER;
+            asof = true;
+        } else if (accept_kw(p, "join"))
             jk = J_INNER;
         else if (accept_kw(p, "inner")) {
             if (sql__expect_kw(p, "join"))
@@ -258,18 +262,20 @@ static FromItem *parse_from_item_in(Parser *p)
             p->i++;
             accept_kw(p, "outer");
             if (is_kw(cur(p), "asof")) {
-                sql__unsupported(p, cur(p), "ASOF JOIN");
-                return NULL;
+                if (jk != J_LEFT || natural) {
+                    sql__unsupported(p, cur(p), jk == J_LEFT ? "NATURAL ASOF JOIN"
+                                                : jk == J_RIGHT ? "RIGHT ASOF JOIN (only ASOF and LEFT ASOF)"
+                                                                : "FULL ASOF JOIN (only ASOF and LEFT ASOF)");
+                    return NULL;
+                }
+                p->i++;
+                asof = true;
             }
             if (sql__expect_kw(p, "join"))
                 return NULL;
         } else {
             if (natural) {
                 sql__fail(p, "JOIN");
-                return NULL;
-            }
-            if (is_kw(cur(p), "asof") && is_kw(&p->t[p->i + 1], "join")) {
-                sql__unsupported(p, cur(p), "ASOF JOIN");
                 return NULL;
             }
             return l;
@@ -280,10 +286,23 @@ static FromItem *parse_from_item_in(Parser *p)
         j->col = t->col;
         j->jk = jk;
         j->natural = natural;
+        j->asof = asof;
         j->l = l;
         if (!(j->r = parse_from_primary(p)))
             return NULL;
-        if (jk != J_CROSS && !natural) {
+        if (asof) { /* MATCH_CONDITION (cond) ON keys, or ON keys AND cond */
+            if (accept_kw(p, "match_condition")) {
+                if (sql__expect_op(p, "(") || !(j->match = sql__parse_expr(p)) ||
+                    sql__expect_op(p, ")"))
+                    return NULL;
+            }
+            if (!accept_kw(p, "on")) {
+                sql__fail(p, j->match ? "ON" : "MATCH_CONDITION or ON");
+                return NULL;
+            }
+            if (!(j->on = sql__parse_expr(p)))
+                return NULL;
+        } else if (jk != J_CROSS && !natural) {
             if (accept_kw(p, "on")) {
                 if (!(j->on = sql__parse_expr(p)))
                     return NULL;

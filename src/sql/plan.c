@@ -96,7 +96,7 @@ static void collect_from(P *p, FromItem *f, FromFlat *ff)
 {
     /* outer, NATURAL, USING and aliased joins are units (plan_join.c) */
     if (f->k != F_JOIN || f->jk == J_LEFT || f->jk == J_RIGHT || f->jk == J_FULL ||
-        f->natural || f->nusing || f->alias) {
+        f->natural || f->nusing || f->alias || f->asof) {
         *VEC_PUSH_ARENA(p->a, ff->leaves, ff->nleaves, ff->cap_leaves) = f;
         return;
     }

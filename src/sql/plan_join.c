@@ -1,7 +1,7 @@
 /*
  * sql/plan_join.c - joins the JOIN operator does not offer directly:
  * OUTER joins, NATURAL and USING joins, and parenthesised joins with an
- * alias, each planned as a unit (FROM items, plan.c), plus the column
+ * alias, each planned as a unit (ASOF joins: plan_asof.c) (FROM items, plan.c), plus the column
  * aliases of a FROM item. Everything here lowers to MAP, UNION, NEGATE,
  * JOIN and DISTINCT nodes (plan_node.c), so it is maintained
  * incrementally like any other plan.
@@ -183,6 +183,11 @@ static int matched_rows(P *p, const JoinParts *jp, int side)
 
 int sql__plan_join_unit(P *p, FromItem *f, PRel *out, PushDown *cand)
 {
+    if (f->asof) {
+        if (sql__plan_asof(p, f, out))
+            return p->err->code;
+        return f->alias ? rename_unit(p, f, out) : 0;
+    }
     bool outer = f->jk == J_LEFT || f->jk == J_RIGHT || f->jk == J_FULL;
     if (!outer && !f->natural && !f->nusing) { /* (a JOIN b ...) AS alias */
         FromItem g = *f;

@@ -302,6 +302,7 @@ static void refs_from(const FromItem *f, const Scope *o, bool *mark)
     refs_from(f->l, o, mark);
     refs_from(f->r, o, mark);
     refs_ast(f->on, o, mark);
+    refs_ast(f->match, o, mark);
     if (f->sub)
         refs_select(f->sub, o, mark);
     refs_from(f->tvf_input, o, mark);

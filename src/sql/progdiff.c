@@ -248,6 +248,11 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
     case OPK_UPSERT:
         put_ints(b, n->pk, n->npk);
         break;
+    case OPK_ASOF:
+        put_i64(b, n->asof_nl);
+        put_i64(b, n->asof_back);
+        put_i64(b, n->asof_outer); /* then partition and order columns */
+        /* fall through */
     case OPK_TOPK:
     case OPK_WINDOW:
         put_ints(b, n->part, n->npart);
@@ -450,7 +455,7 @@ static int fp_find(const FpEnt *v, int n, uint64_t fp)
 static bool state_has_output(OpKind k)
 {
     return k == OPK_AGG || k == OPK_UPSERT || k == OPK_DISTINCT || k == OPK_TOPK ||
-           k == OPK_WINDOW || k == OPK_JOIN;
+           k == OPK_WINDOW || k == OPK_JOIN || k == OPK_ASOF;
 }
 
 /* ---------------------------------------------------------------- relations */
@@ -718,7 +723,7 @@ ProgDiff *progdiff_new(const Circuit *oc, const char *old_text, const Circuit *n
         const CNode *n = oc->nodes[i];
         olds[i] = (FpEnt){ofp[i], i};
         bool keeps_inputs = n->k == OPK_JOIN || n->k == OPK_DISTINCT || n->k == OPK_TOPK ||
-                            n->k == OPK_WINDOW ||
+                            n->k == OPK_WINDOW || n->k == OPK_ASOF ||
                             (n->k == OPK_SINK && oc->rels[n->rel].materialized);
         for (int k = 0; keeps_inputs && k < n->nin; k++)
             *VEC_PUSH(kept, nkept, capk) = (FpEnt){ofp[n->in[k]], i};

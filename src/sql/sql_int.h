@@ -230,6 +230,8 @@ void sql__split_and(P *p, Ast *x, Ast ***v, int *n);
 /* A join planned as a unit: OUTER, NATURAL, USING, or a parenthesised
    join with an alias. */
 int sql__plan_join_unit(P *p, FromItem *f, PRel *out, PushDown *cand);
+/* [LEFT] ASOF JOIN (plan_asof.c; f->alias is the caller's). */
+int sql__plan_asof(P *p, FromItem *f, PRel *out);
 /* FROM item `AS alias (c1, ...)`: rename r's first columns. */
 int sql__apply_col_aliases(P *p, const FromItem *f, PRel *r);
 
