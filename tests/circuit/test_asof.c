@@ -1,0 +1,163 @@
+/*
+ * tests/circuit/test_asof.c - property tests of the ASOF join (OPK_ASOF,
+ * circuit/op_asof.c): ASOF JOIN and LEFT ASOF JOIN with MATCH_CONDITION
+ * >=, >, <=, <, null-safe keys and conditions on one side, on a random
+ * stream of insertions and deletions on both sides cut into steps in
+ * several ways, on 1, 2 and 4 workers, with restarts from checkpoints
+ * (harness.h), compared after every step with a plain reference: per left
+ * row, the right rows with equal keys satisfying the condition, the
+ * closest timestamp, ties broken by the right row's columns (the greatest
+ * for > and >=, the smallest for < and <=; NULL lowest).
+ */
+#include "harness.h"
+
+#define ROW(...) (&(HRow){.v = {__VA_ARGS__}})
+
+static const char *const DDL =
+    "CREATE TABLE a (k INT, ts INT, v INT);\n"
+    "CREATE TABLE b (k INT, ts INT, p INT);\n";
+/* small domains: many ties on (k, ts), duplicates, NULLs */
+#define A_GEN {"a", 3, {{0, 3, 10}, {0, 12, 10}, {0, 4, 20}}}
+#define B_GEN {"b", 3, {{0, 3, 10}, {0, 12, 10}, {0, 3, 20}}}
+
+enum { GE, GT, LE, LT };
+
+typedef struct Asof {
+    int op;
+    bool outer;
+    bool nullsafe;   /* a.k IS NOT DISTINCT FROM b.k */
+    int p_min;       /* right candidates: p >= p_min (-1: all, NULL p included) */
+    int v_min;       /* left rows with v >= v_min match (-1: all) */
+} Asof;
+
+static bool holds(int op, int64_t l, int64_t r)
+{
+    switch (op) {
+    case GE: return l >= r;
+    case GT: return l > r;
+    case LE: return l <= r;
+    default: return l < r;
+    }
+}
+
+/* Is right row y a better match than x (op's direction, then ties)? */
+static bool better(int op, const HRow *y, const HRow *x)
+{
+    bool back = op == GE || op == GT;
+    if (y->v[1].i != x->v[1].i)
+        return back ? y->v[1].i > x->v[1].i : y->v[1].i < x->v[1].i;
+    int c = h_val_cmp(&y->v[2], &x->v[2], PHYS_I64); /* k and ts are equal */
+    return back ? c > 0 : c < 0;
+}
+
+static void ref_asof(const HRows *tabs, HRows *out, const Asof *q)
+{
+    const HRows *a = &tabs[0], *b = &tabs[1];
+    for (int64_t i = 0; i < a->n; i++) {
+        const HRow *l = &a->r[i];
+        const HRow *m = NULL;
+        bool lok = !l->v[1].null && (q->v_min < 0 || (!l->v[2].null && l->v[2].i >= q->v_min));
+        for (int64_t j = 0; lok && j < b->n; j++) {
+            const HRow *r = &b->r[j];
+            bool keq = q->nullsafe ? h_same(&l->v[0], &r->v[0]) : h_sql_eq(&l->v[0], &r->v[0]);
+            if (!keq || r->v[1].null || !holds(q->op, l->v[1].i, r->v[1].i))
+                continue;
+            if (q->p_min >= 0 && (r->v[2].null || r->v[2].i < q->p_min))
+                continue;
+            if (!m || better(q->op, r, m))
+                m = r;
+        }
+        if (m)
+            h_emit(out, ROW(l->v[0], l->v[1], l->v[2], m->v[1], m->v[2]));
+        else if (q->outer)
+            h_emit(out, ROW(l->v[0], l->v[1], l->v[2], h_null(), h_null()));
+    }
+}
+
+static void ref_left_ge(const HRows *t, HRows *o) { ref_asof(t, o, &(Asof){GE, true, false, -1, -1}); }
+static void ref_inner_gt(const HRows *t, HRows *o) { ref_asof(t, o, &(Asof){GT, false, false, -1, -1}); }
+static void ref_left_le(const HRows *t, HRows *o) { ref_asof(t, o, &(Asof){LE, true, false, -1, -1}); }
+static void ref_inner_lt(const HRows *t, HRows *o) { ref_asof(t, o, &(Asof){LT, false, false, -1, -1}); }
+
+static void test_asof_joins_match_reference_for_any_steps_and_workers(void **state)
+{
+    (void)state;
+    char sql[2048];
+    snprintf(sql, sizeof(sql), "%s%s", DDL,
+             "CREATE MATERIALIZED VIEW left_ge AS SELECT a.k, a.ts, a.v, b.ts AS bts, b.p\n"
+             "  FROM a LEFT ASOF JOIN b MATCH_CONDITION (a.ts >= b.ts) ON a.k = b.k;\n"
+             "CREATE MATERIALIZED VIEW inner_gt AS SELECT a.k, a.ts, a.v, b.ts AS bts, b.p\n"
+             "  FROM a ASOF JOIN b MATCH_CONDITION (b.ts < a.ts) ON b.k = a.k;\n"
+             "CREATE MATERIALIZED VIEW left_le AS SELECT a.k, a.ts, a.v, b.ts AS bts, b.p\n"
+             "  FROM a LEFT ASOF JOIN b ON a.k = b.k AND a.ts <= b.ts;\n"
+             "CREATE MATERIALIZED VIEW inner_lt AS SELECT a.k, a.ts, a.v, b.ts AS bts, b.p\n"
+             "  FROM a ASOF JOIN b MATCH_CONDITION (a.ts < b.ts) ON a.k = b.k;\n");
+    HSpec s = {
+        .sql = sql,
+        .tables = {A_GEN, B_GEN},
+        .views = {{"left_ge", ref_left_ge}, {"inner_gt", ref_inner_gt}, {"left_le", ref_left_le},
+                  {"inner_lt", ref_inner_lt}},
+        .nchanges = 400,
+        .seed = 401,
+    };
+    h_run(&s);
+}
+
+static void ref_ns(const HRows *t, HRows *o) { ref_asof(t, o, &(Asof){GE, true, true, -1, -1}); }
+static void ref_rfilter(const HRows *t, HRows *o) { ref_asof(t, o, &(Asof){LE, false, false, 2, -1}); }
+static void ref_lfilter(const HRows *t, HRows *o) { ref_asof(t, o, &(Asof){GT, true, false, -1, 2}); }
+
+static void test_null_safe_keys_and_one_side_conditions_match_reference(void **state)
+{
+    (void)state;
+    char sql[2048];
+    snprintf(sql, sizeof(sql), "%s%s", DDL,
+             "CREATE MATERIALIZED VIEW ns AS SELECT a.k, a.ts, a.v, b.ts AS bts, b.p\n"
+             "  FROM a LEFT ASOF JOIN b MATCH_CONDITION (a.ts >= b.ts)\n"
+             "  ON a.k IS NOT DISTINCT FROM b.k;\n"
+             "CREATE MATERIALIZED VIEW rfilter AS SELECT a.k, a.ts, a.v, b.ts AS bts, b.p\n"
+             "  FROM a ASOF JOIN b MATCH_CONDITION (a.ts <= b.ts) ON a.k = b.k AND b.p >= 2;\n"
+             "CREATE MATERIALIZED VIEW lfilter AS SELECT a.k, a.ts, a.v, b.ts AS bts, b.p\n"
+             "  FROM a LEFT ASOF JOIN b MATCH_CONDITION (a.ts > b.ts) ON a.v >= 2 AND a.k = b.k;\n");
+    HSpec s = {
+        .sql = sql,
+        .tables = {A_GEN, B_GEN},
+        .views = {{"ns", ref_ns}, {"rfilter", ref_rfilter}, {"lfilter", ref_lfilter}},
+        .nchanges = 300,
+        .seed = 402,
+        .end_empty = true,
+    };
+    h_run(&s);
+}
+
+static void test_the_plan_is_one_asof_node(void **state)
+{
+    (void)state;
+    char sql[1024];
+    snprintf(sql, sizeof(sql), "%s%s", DDL,
+             "CREATE VIEW v AS SELECT a.k, b.p FROM a LEFT ASOF JOIN b\n"
+             "  MATCH_CONDITION (a.ts >= b.ts) ON a.k = b.k;\n");
+    Circuit *c = NULL;
+    Err err = {0};
+    if (circuit_compile(sql, &c, &err))
+        fail_msg("%s", err.msg);
+    int v = circuit_find_rel(c, "v"), n = 0;
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i]->owner == v && c->nodes[i]->k == OPK_ASOF) {
+            n++;
+            assert_int_equal(c->nodes[i]->npart, 1);
+            assert_true(c->nodes[i]->asof_back && c->nodes[i]->asof_outer);
+        }
+    assert_int_equal(n, 1);
+    circuit_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_asof_joins_match_reference_for_any_steps_and_workers),
+        cmocka_unit_test(test_null_safe_keys_and_one_side_conditions_match_reference),
+        cmocka_unit_test(test_the_plan_is_one_asof_node),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
