@@ -190,9 +190,10 @@ UNSUPPORTED = [
     ("ntile", "SELECT a, NTILE(2) OVER (ORDER BY a) AS r FROM t", "NTILE", ["window function"]),
     ("recursive_cte", "WITH RECURSIVE x AS (SELECT a FROM t) SELECT a FROM x", "WITH",
      ["WITH RECURSIVE"]),
-    ("asof_join", "SELECT t.a FROM t ASOF JOIN u ON t.a = u.a", "ASOF", ["ASOF JOIN"]),
-    ("asof_join_alias", "SELECT x.a FROM t x ASOF JOIN u ON x.a = u.a", "ASOF", ["ASOF JOIN"]),
-    ("left_asof_join", "SELECT t.a FROM t LEFT ASOF JOIN u ON t.a = u.a", "ASOF", ["ASOF JOIN"]),
+    ("right_asof_join", "SELECT t.a FROM t RIGHT ASOF JOIN u MATCH_CONDITION (t.b >= u.c) "
+     "ON t.a = u.a", "ASOF", ["RIGHT ASOF JOIN"]),
+    ("full_asof_join_alias", "SELECT x.a FROM t x FULL OUTER ASOF JOIN u MATCH_CONDITION "
+     "(x.b >= u.c) ON x.a = u.a", "ASOF", ["FULL ASOF JOIN"]),
     ("global_arrayagg", "SELECT array_agg(a) AS x, COUNT(*) AS n FROM t", "array_agg",
      ["aggregate", "array_agg"]),
     ("grouped_arrayagg", "SELECT b, ARRAY_AGG(a) AS x FROM t GROUP BY b", "ARRAY_AGG",
