@@ -1,8 +1,8 @@
 /*
  * circuit/pstate.h - partitioned ordered state: the state and the step of
  * the operators that see their input as partitions of ordered rows, top-k
- * (op_topk.c) and window functions (op_window.c). They differ only in what
- * a touched partition emits.
+ * (op_topk.c), window functions (op_window.c) and the ASOF join
+ * (op_asof.c). They differ only in what a touched partition emits.
  *
  * The state is the operator's input integral grouped by partition key,
  * each partition an ordered tree (otree.h) of `sort key || row` nodes
