@@ -4,7 +4,7 @@
  * match condition (l.ts >= r.ts, >, <=, <); LEFT ASOF keeps a left row
  * without match with NULL right columns.
  *
- * The planner (sql/plan_join.c) feeds one input, the union of both sides
+ * The planner (sql/plan_asof.c) feeds one input, the union of both sides
  * as rows (keys, ts, side, left columns, right columns), so the state is
  * the partitioned ordered state of pstate.h: one partition per key, an
  * ordered tree of its left and right rows by (ts, side, row) answering for
@@ -24,10 +24,11 @@
  * of the left rows between it and the next right row present in both
  * versions (in the search direction): emit() sweeps them from it, carrying
  * the current match of each version along. A step therefore costs, per
- * changed row, O(log n) plus the left rows whose match changes (the
- * sweep's rows all change, but those of another changed right row further
- * on, which its own sweep would visit anyway); a right row whose weight
- * changes between two positive values costs O(log n).
+ * changed row, O(log n) plus, for a right row inserted or deleted, the
+ * left rows its sweep visits, which are those whose match it was or
+ * becomes (the output it causes); a right row whose weight changes
+ * between two positive values costs O(log n). State: every row of both
+ * sides once (key, ts and side repeated in its sort key and row).
  *
  * Ties between right rows of one key with equal timestamps: the tree
  * orders them by their whole row (key.h order: columns left to right, NULL
@@ -42,7 +43,6 @@
 #include <stdlib.h>
 
 #include "../base/mem.h"
-#include "../base/vec.h"
 #include "../zset/key.h"
 
 typedef struct AsofSt {
