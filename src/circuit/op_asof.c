@@ -43,12 +43,20 @@
 #include <stdlib.h>
 
 #include "../base/mem.h"
+#include "../base/vec.h"
+#include "../zset/hmap.h"
 #include "../zset/key.h"
+#include "watermark.h"
 
 typedef struct AsofSt {
     PState ps; /* must be first (pstate.h) */
     ONode **sw; /* changed rows of a partition, in search order */
     int64_t capsw;
+    /* pstate's own step functions (wrapped for the watermark's forgetting) */
+    int (*base_finish)(Op *op, OpEnv *env);
+    void (*base_step_end)(Op *op);
+    bool gc;          /* the timestamp has a watermark this step: gc_bound */
+    int64_t gc_bound, gc_done; /* and the bound of the last forgetting */
 } AsofSt;
 
 /* Is n a right row? The side is the last byte of the sort key: BOOLEAN,
@@ -231,6 +239,115 @@ static int emit_part(Op *op, OpEnv *env, PPart *part, const PChanged *chg, int64
     return 0;
 }
 
+/* ---- forgetting below the watermark ----
+ *
+ * With LATENESS on both sides' timestamps, the input's timestamp column
+ * has a watermark W (the lesser of the two, through the union): no change
+ * with a timestamp below W will come. Of the rows below W (NULL
+ * timestamps never go), per key, with R the last right row below W:
+ *   backward (>=, >): a left row can no longer change nor change match
+ *     (a new right row would have a timestamp >= W > its own): it goes;
+ *     a right row goes unless it is R, the match of every later left row
+ *     that has no right row between R and itself;
+ *   forward (<=, <): a left row before R has its match below W, which no
+ *     new right row can beat: it goes; the left rows after R keep
+ *     waiting; every right row goes (no left row kept or to come can
+ *     match it).
+ * Their output stays in the view (forgetting emits nothing). The state of
+ * an in-order stream stays O(keys + rows within the lateness). Between
+ * steps, when W has moved: O(keys + rows forgotten + log n) per key.
+ */
+
+static int finish_asof(Op *op, OpEnv *env)
+{
+    AsofSt *s = op->st;
+    const CNode *nd = op->node;
+    int rc = s->base_finish(op, env);
+    SqlType t = s->ps.in_types[nd->npart];
+    int ts = nd->npart;
+    s->gc = wm_first_col(env, nd->in[0], &ts, 1, &t, &s->gc_bound) >= 0 &&
+            (s->gc_done == WM_NONE || s->gc_bound > s->gc_done);
+    return rc;
+}
+
+/* Forget the rows below key[0..kn) (the sort key prefix of the bound) of
+   partition part's tree; true when something went. */
+static bool forget_part(AsofSt *s, const CNode *nd, PPart *part, const uint8_t *key, size_t kn)
+{
+    OTree *t = &part->t;
+    static const uint8_t present = 0x01; /* the first row with a timestamp */
+    ONode *first = otree_lower(t, &present, 1), *last_r = NULL;
+    for (ONode *x = first; x && memcmp(x->enc, key, kn) < 0; x = otree_next(x))
+        if (is_right(nd, x))
+            last_r = x;
+    bool any = false;
+    bool before_r = last_r != NULL; /* forward: still before R */
+    for (ONode *x = first, *nx; x && memcmp(x->enc, key, kn) < 0; x = nx) {
+        nx = otree_next(x);
+        bool go;
+        if (is_right(nd, x))
+            go = nd->asof_back ? x != last_r : true;
+        else
+            go = nd->asof_back || before_r;
+        if (x == last_r)
+            before_r = false;
+        if (go) { /* weights to 0 first (the subtree counts and sums) */
+            otree_add(&s->ps.lay, x, 0, -x->w[0]);
+            otree_add(&s->ps.lay, x, 1, -x->w[1]);
+            otree_remove(&s->ps.lay, t, x);
+            sl_free(x);
+            any = true;
+        }
+    }
+    return any;
+}
+
+static void step_end_asof(Op *op)
+{
+    AsofSt *s = op->st;
+    const CNode *nd = op->node;
+    s->base_step_end(op);
+    if (!s->gc)
+        return;
+    s->gc = false;
+    s->gc_done = s->gc_bound;
+    /* the bound as a sort key prefix: the timestamp column, ascending */
+    Arena *a = arena_new(256);
+    SqlType tt = s->ps.in_types[nd->npart];
+    tt.nullable = false;
+    Chunk *c = chunk_new(a, 1, &tt, 1);
+    c->col[0].i[0] = s->gc_bound;
+    c->n = 1;
+    Buf key = {0};
+    otree_sortkey(c, 0, (int[]){0}, (bool[]){false}, (bool[]){true}, 1, &key, &s->ps.tmp);
+    arena_free(a);
+    PPart **empty = NULL;
+    int64_t nempty = 0, capempty = 0;
+    bool any = false;
+    size_t it = 0;
+    const uint8_t *k;
+    size_t kn;
+    void *pl;
+    while (hmap_next(s->ps.parts, &it, &k, &kn, &pl)) {
+        PPart *part = pl;
+        any |= forget_part(s, nd, part, key.p, key.n);
+        if (!part->t.root)
+            *VEC_PUSH(empty, nempty, capempty) = part;
+    }
+    for (int64_t i = 0; i < nempty; i++) {
+        uint8_t *pk = empty[i]->key;
+        uint32_t pn = empty[i]->klen;
+        hmap_delete(s->ps.parts, pk, pn, sl_hash(pk, pn)); /* frees the partition */
+        sl_free(pk);
+    }
+    sl_free(empty);
+    buf_free(&key);
+    if (any && s->ps.saved) { /* the checkpoint copy is out of date */
+        batch_unref(s->ps.saved);
+        s->ps.saved = NULL;
+    }
+}
+
 static void free_asof(Op *op)
 {
     AsofSt *s = op->st;
@@ -248,6 +365,11 @@ int op_asof_init(Op *op)
     olayout_init(&s->ps.lay, 1, 1, sum_of); /* the right rows per subtree */
     s->ps.emit = emit_part;
     s->ps.fresh = set_side;
+    s->base_finish = op->finish;
+    s->base_step_end = op->step_end;
+    op->finish = finish_asof;
+    op->step_end = step_end_asof;
+    s->gc_done = WM_NONE;
     op->free = free_asof;
     return 0;
 }

@@ -5,7 +5,9 @@
  *
  * Operators that forget: aggregates (groups below a key's watermark,
  * op_agg.c forget_closed), DISTINCT and joins (wm_trace_forget from their
- * step_end), OPK_FINAL (releases what it held).
+ * step_end), ASOF joins (op_asof.c, rows below the timestamp's watermark
+ * that can no longer change their output), OPK_FINAL (releases what it
+ * held).
  *
  * A table with LATENESS L on column c has a watermark: the largest c seen
  * so far minus L, never decreasing. The runtime (worker.c) drops a row of

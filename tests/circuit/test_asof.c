@@ -11,6 +11,8 @@
  */
 #include "harness.h"
 
+#include "circuit/watermark.h"
+
 #define ROW(...) (&(HRow){.v = {__VA_ARGS__}})
 
 static const char *const DDL =
@@ -152,12 +154,125 @@ static void test_the_plan_is_one_asof_node(void **state)
     circuit_free(c);
 }
 
+/* ---- LATENESS: forgetting below the watermark ------------------------------ */
+
+#define NR 400
+
+/* Row i of a (k, ts, v) and, every fourth i, of b (k, ts, p): times
+   nearly in order (at most 3 behind the largest: never late with
+   LATENESS 5), a NULL ts now and then, ties on both sides. */
+static void gc_rows(const Circuit *c, Runtime *rt, int64_t lo, int64_t hi, Arena *a)
+{
+    int W = rt_workers(rt);
+    for (int t = 0; t < 2; t++) {
+        int r = circuit_find_rel(c, t ? "b" : "a");
+        const Relation *rl = &c->rels[r];
+        for (int w = 0; w < W; w++) {
+            int64_t l = lo + (hi - lo) * w / W, h = lo + (hi - lo) * (w + 1) / W;
+            Chunk *k = chunk_new(a, rl->ncol, rl->types, h - l + 1);
+            for (int64_t i = l; i < h; i++) {
+                if (t && i % 4)
+                    continue;
+                int64_t n = k->n++;
+                k->col[0].i[n] = (i / 2) % 3;
+                k->col[1].i[n] = 10 + i - (i * 7919) % 4;
+                k->col[1].nul[n] = !t && i % 17 == 5;
+                k->col[2].i[n] = i % 5;
+                k->w[n] = 1;
+            }
+            Piece *pc = arena_zalloc(a, sizeof(Piece));
+            pc->chunk = k;
+            rt_set_input(rt, w, r, k->n ? pc : NULL);
+        }
+    }
+}
+
+static int64_t asof_rows(const Circuit *c, Runtime *rt, const char *view)
+{
+    int v = circuit_find_rel(c, view), node = -1;
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i]->owner == v && c->nodes[i]->k == OPK_ASOF)
+            node = i;
+    assert_true(node >= 0);
+    int64_t rows = 0;
+    for (int w = 0; w < rt_workers(rt); w++) {
+        OpMem m = {0};
+        op_mem(rt_op(rt, w, node), &m);
+        rows += m.rows;
+    }
+    return rows;
+}
+
+static void test_lateness_bounds_the_state_and_keeps_the_output(void **state)
+{
+    (void)state;
+    static const char *const views =
+        "CREATE MATERIALIZED VIEW back AS SELECT a.k, a.ts, a.v, b.ts AS bts, b.p\n"
+        "  FROM a LEFT ASOF JOIN b MATCH_CONDITION (a.ts >= b.ts) ON a.k = b.k;\n"
+        "CREATE MATERIALIZED VIEW fwd AS SELECT a.k, a.ts, a.v, b.ts AS bts, b.p\n"
+        "  FROM a LEFT ASOF JOIN b MATCH_CONDITION (a.ts < b.ts) ON a.k = b.k;\n";
+    char plain[1024], late[1024];
+    snprintf(plain, sizeof(plain), "CREATE TABLE a (k INT, ts BIGINT, v INT);\n"
+             "CREATE TABLE b (k INT, ts BIGINT, p INT);\n%s", views);
+    snprintf(late, sizeof(late), "CREATE TABLE a (k INT, ts BIGINT LATENESS 5, v INT);\n"
+             "CREATE TABLE b (k INT, ts BIGINT LATENESS 5, p INT);\n%s", views);
+    Circuit *cp = NULL, *cl = NULL;
+    Err err = {0};
+    if (circuit_compile(plain, &cp, &err) || circuit_compile(late, &cl, &err))
+        fail_msg("%s", err.msg);
+    static const char *const names[] = {"back", "fwd"};
+    for (int W = 1; W <= 2; W++) {
+        Runtime *rp = rt_new(cp, W), *rl = rt_new(cl, W);
+        uint64_t seed = 91 + (uint64_t)W;
+        int64_t i = 0, steps = 0, most = 0;
+        while (i < NR) {
+            int64_t n = 1 + (int64_t)(h_rnd(&seed) % 12);
+            n = i + n > NR ? NR - i : n;
+            Arena *a = arena_new(1 << 16);
+            gc_rows(cp, rp, i, i + n, a);
+            gc_rows(cl, rl, i, i + n, a);
+            if (rt_step(rp, &err) || rt_step(rl, &err))
+                fail_msg("step: %s", err.msg);
+            arena_free(a);
+            i += n;
+            steps++;
+            for (int v = 0; v < 2; v++) {
+                /* per key: the rows within the lateness, the NULL times,
+                   a right row below the watermark, left rows waiting */
+                int64_t r = asof_rows(cl, rl, names[v]);
+                most = r > most ? r : most;
+                assert_true(r <= 3 * 12 + i / 17 + 2 * 12);
+                HCanon gp = h_collect(rp, cp->rels[circuit_find_rel(cp, names[v])].sink);
+                HCanon gl = h_collect(rl, cl->rels[circuit_find_rel(cl, names[v])].sink);
+                bool same = gp.n == gl.n;
+                for (int64_t e = 0; same && e < gp.n; e++)
+                    same = gp.e[e].w == gl.e[e].w && !h_enc_cmp(&gp.e[e], &gl.e[e]);
+                if (!same)
+                    fail_msg("view %s differs with LATENESS after step %lld (%d workers)",
+                             names[v], (long long)steps, W);
+                h_canon_free(&gp);
+                h_canon_free(&gl);
+            }
+        }
+        /* without LATENESS the state is every row */
+        int64_t all = asof_rows(cp, rp, "back");
+        if (all < NR || most > all / 8)
+            fail_msg("state: %lld rows at most with LATENESS, %lld without", (long long)most,
+                     (long long)all);
+        rt_free(rp);
+        rt_free(rl);
+    }
+    circuit_free(cp);
+    circuit_free(cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_asof_joins_match_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_null_safe_keys_and_one_side_conditions_match_reference),
         cmocka_unit_test(test_the_plan_is_one_asof_node),
+        cmocka_unit_test(test_lateness_bounds_the_state_and_keeps_the_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
