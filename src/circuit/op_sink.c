@@ -217,7 +217,7 @@ int op_sink_init(Op *op)
 {
     SinkSt *s = sl_calloc(1, sizeof(*s));
     const Relation *r = &op->circuit->rels[op->node->rel];
-    if (r->materialized)
+    if (rel_keeps(r))
         s->mat = hmap_new(sizeof(int64_t));
     s->conns = !r->is_table && r->connectors && cJSON_GetArraySize(r->connectors) > 0;
     s->outputs = s->conns;

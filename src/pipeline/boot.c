@@ -100,17 +100,25 @@ static int refuse(const BootPlan *b, const bool *comp, int n, int in, Err *err)
     bool *seen = sl_calloc((size_t)c->nnodes + 1, sizeof(bool));
     tables_of(b, comp, in, seen, &t, &why);
     sl_free(seen);
+    bool tab = r && r->is_table; /* its new sink: it starts keeping its contents */
     int rc = err_set(err, SL_ECONFIG,
-                     "bootstrapping: %s %s (%s) needs the history of %s, which the checkpoint "
+                     "bootstrapping: %s %s (%s)%s needs the history of %s, which the checkpoint "
                      "does not hold (stored state: the contents of materialized tables and "
-                     "views, the rows of PRIMARY KEY tables, aggregates' results), and which "
-                     "cannot be read again from its connectors (%s). Reading it again for this "
-                     "is not built yet: make what it reads materialized in the old program, or "
-                     "start with a new storage directory",
-                     r && r->is_table ? "table" : "view", r ? r->name : "?",
+                     "views and of tables WITH ('retain_input' = 'true'), the rows of PRIMARY "
+                     "KEY tables, aggregates' results), and which cannot be read again from its "
+                     "connectors (%s). %s",
+                     tab ? "table" : r ? "view" : "?", r ? r->name : "?",
                      pr ? progdiff_status_name(pr->status) : "new",
+                     tab ? ", which starts keeping its contents ('retain_input' or "
+                           "'materialized' added),"
+                         : "",
                      t.n ? (const char *)buf_cstr(&t) : "its tables",
-                     why.n ? (const char *)buf_cstr(&why) : "?");
+                     why.n ? (const char *)buf_cstr(&why) : "?",
+                     tab ? "Its rows pushed so far are gone: start with a new storage directory "
+                           "to keep them from the beginning, or leave the property as it was"
+                         : "Make what it reads materialized, or its tables WITH ('retain_input' "
+                           "= 'true'), in the old program, or start with a new storage "
+                           "directory");
     buf_free(&t);
     buf_free(&why);
     return rc;
@@ -239,7 +247,7 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
        sink's input, and linear functions of such streams */
     for (int n = 0; n < nn; n++) {
         const CNode *s = nc->nodes[n];
-        if (s->k != OPK_SINK || b->is_new[n] || !nc->rels[s->rel].materialized || s->nin != 1)
+        if (s->k != OPK_SINK || b->is_new[n] || !rel_keeps(&nc->rels[s->rel]) || s->nin != 1)
             continue;
         if (!b->is_new[s->in[0]]) {
             b->feed_sink[s->in[0]] = n;
