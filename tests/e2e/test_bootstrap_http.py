@@ -25,7 +25,8 @@ import subprocess
 import pytest
 import requests
 
-from conftest import mpi_env, read_dump, run, sluice_bin, wait_until
+from conftest import read_dump, run, sluice_bin, wait_until
+from test_bootstrap_hosts import sluice_run
 
 needs_mpi = pytest.mark.skipif(shutil.which("mpirun") is None,
                                reason="mpirun (Open MPI) is not installed")
@@ -132,16 +133,23 @@ def check_sqlite(d, rows):
         assert sorted(tuple(r) for r in got) == want, view
 
 
-def old_run(http_pipeline, tmp, prop, pushes, args=()):
+def old_run(http_pipeline, tmp, prop, pushes, args=(), kill=False):
     """The old program over 4 pushes with a checkpoint after each; the
-    first rows pushed are gone from the ingress log by the end."""
+    first rows pushed are gone from the ingress log by the end. kill: one
+    more push (acknowledged: in the ingress log), then kill -9 before any
+    checkpoint holds it."""
     st = tmp / "st"
     p = http_pipeline(program(prop, OLD_VIEWS), "--storage", st, "--checkpoint-interval", "0",
                       *args, name="old")
     for i in range(4):
         push(p, pushes.batch())
         checkpoint(p)
-    p.stop()
+    if kill:
+        push(p, pushes.batch())
+        p.proc.kill()
+        p.proc.wait()
+    else:
+        p.stop()
     # the first request's rows are in no ingress log segment any more:
     # without the setting, nothing could give them back
     marker = pushes.bodies[0].splitlines()[0].encode()
@@ -295,15 +303,45 @@ def test_kill_inside_the_bootstrap(http_pipeline, tmp_path):
     check_sqlite(d, pushes.rows)
 
 
+def test_old_program_killed_with_pushes_after_its_checkpoint(http_pipeline, tmp_path):
+    """The old program is killed with an acknowledged push after its last
+    checkpoint: the bootstrap first settles it (the logged push processed
+    by the old program, its retained rows included), then computes the
+    new views from the retained rows."""
+    pushes = Pushes(11)
+    st = old_run(http_pipeline, tmp_path, "retain_input", pushes, kill=True)
+    d, res = new_run(http_pipeline, tmp_path, "retain_input", pushes, st)
+    assert "1 logged HTTP input" in res.stderr and "bootstrapping:" in res.stderr, \
+        res.stderr[-3000:]
+    ref = fresh_run(http_pipeline, tmp_path, pushes)
+    check_against_fresh(d, ref)
+    check_sqlite(d, pushes.rows)
+
+
 @needs_mpi
 def test_two_hosts(http_pipeline, tmp_path):
     """--hosts 2 --workers 4 for both programs: HTTP rows arrive at the
     coordinator and are split over every host's workers, so each host's
     checkpoint keeps its share of the table's rows and feeds its own
-    workers from it in the bootstrap step."""
+    workers from it in the bootstrap step. The old program is killed with
+    a push after its checkpoint (settled first), and the bootstrap is
+    killed on host 1, then on the coordinator, before it finishes."""
     pushes = Pushes(10)
     hosts = ("--hosts", 2, "--workers", 4)
-    st = old_run(http_pipeline, tmp_path, "retain_input", pushes, hosts)
+    st = old_run(http_pipeline, tmp_path, "retain_input", pushes, hosts, kill=True)
+    step = manifest_steps(st)
+    newp = tmp_path / "new.sql"
+    newp.write_text(program("retain_input", NEW_VIEWS))
+    args = ["run", newp, "--storage", st, "--until-done", "--bootstrap", "allow"] + list(hosts)
+    # settled by the old program (the push after its checkpoint), then
+    # host 1 dies right after the bootstrap step
+    p = sluice_run(args, env={"SLUICE_CRASH_AT": "after-step:%d@1" % (step + 2)}, expect=137)
+    assert "1 logged HTTP input" in p.stderr, p.stderr[-3000:]
+    settled = manifest_steps(st)
+    assert settled == step + 1
+    # then the coordinator, right after the bootstrap step
+    sluice_run(args, env={"SLUICE_CRASH_AT": "after-step:%d@0" % (settled + 1)}, expect=137)
+    assert manifest_steps(st) == settled  # no checkpoint of the new program yet
     d, res = new_run(http_pipeline, tmp_path, "retain_input", pushes, st, hosts)
     assert "bootstrapping:" in res.stderr, res.stderr[-3000:]
     ref = fresh_run(http_pipeline, tmp_path, pushes)
