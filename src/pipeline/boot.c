@@ -420,6 +420,21 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
         b->target[j] = -1;
         if (e && b->reread[input_rel(cs->in[j])]) /* read again up to here */
             b->target[j] = ckpt_jint(e, "rows");
+        if (!e && kept_table(b, input_rel(cs->in[j]))) {
+            /* a kept table continues where it was, so it must have a
+               position: only an input whose name depends on the host count
+               (an s3_input's "part h/H") can lack one, and its positions
+               fit only the host count that wrote them (from the beginning
+               its kept views would see its history twice) */
+            int64_t h = ckpt_jint(m, "hosts") > 0 ? ckpt_jint(m, "hosts") : 1;
+            return err_set(err, SL_ECONFIG,
+                           "bootstrapping: input %s of the kept table %s has no position in the "
+                           "checkpoint, which was written with --hosts %lld (an s3_input's "
+                           "positions are per part, \"part h/H\", and fit only that host "
+                           "count, as in any restart): bootstrap with --hosts %lld",
+                           input_name(cs->in[j]), b->nc->rels[input_rel(cs->in[j])].name,
+                           (long long)h, (long long)h);
+        }
         if (!e || !kept_table(b, input_rel(cs->in[j])))
             continue; /* starts from the beginning */
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
