@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "../base/mem.h"
 #include "../base/vec.h"
@@ -459,6 +460,45 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
             output_set_counts(cs->out[j], ckpt_jint(e, "records"), ckpt_jint(e, "bytes"));
     }
     return 0;
+}
+
+int boot_check_queues(const BootPlan *b, const char *dir, Err *err)
+{
+    if (!dir)
+        return 0;
+    int *orel;
+    const cJSON **ojs;
+    int no = outputs_of(b->old, &orel, &ojs), rc = 0;
+    for (int k = 0; k < no && !rc; k++) {
+        Buf pb = BUF_INIT;
+        buf_printf(&pb, "%s/delivery/out%d.queue", dir, k);
+        const char *path = buf_cstr(&pb);
+        struct stat sb;
+        bool queued = !stat(path, &sb) && sb.st_size > 0;
+        int j = -1; /* the new output continuing it */
+        for (int i = 0; i < b->nout && j < 0; i++)
+            if (b->out_from[i] == k)
+                j = i;
+        if (queued && j != k) {
+            Buf to = BUF_INIT;
+            if (j < 0)
+                buf_puts(&to, "the new program does not continue it");
+            else
+                buf_printf(&to, "the new program numbers it %d", j);
+            rc = err_set(err, SL_ECONFIG,
+                         "bootstrapping: output %d of the old program (of view %s) has steps "
+                         "queued for its destination and not delivered yet (%s), and %s: "
+                         "queues are named by output number, so they would reach another "
+                         "output. Run the old program until its queues drain (its "
+                         "destinations back), then bootstrap",
+                         k, b->old->rels[orel[k]].name, path, (const char *)buf_cstr(&to));
+            buf_free(&to);
+        }
+        buf_free(&pb);
+    }
+    sl_free(orel);
+    sl_free(ojs);
+    return rc;
 }
 
 int64_t boot_out_offset(const BootPlan *b, const Connectors *cs, const cJSON *m, int j)
