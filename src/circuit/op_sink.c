@@ -1,6 +1,7 @@
 /*
  * circuit/op_sink.c - the end of a relation's stream: counts its changes,
- * keeps its contents when materialized (row encoding -> integral weight),
+ * keeps its contents when materialized or a table's input is retained
+ * (rel_keeps: row encoding -> integral weight),
  * and collects each step's changes for output connectors. The controller
  * reads these between steps (op.h).
  */
