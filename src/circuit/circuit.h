@@ -171,6 +171,9 @@ typedef struct Relation {
     char *name;
     bool is_table;
     bool materialized;
+    bool retain;     /* a table WITH ('retain_input' = 'true'): a sink keeps its
+                        contents (rel_keeps), as for 'materialized', but only for
+                        bootstrapping (docs/bootstrapping.md): r->sink stays -1 */
     int ncol;
     char **colnames;
     SqlType *types;
@@ -204,6 +207,10 @@ typedef struct Relation {
     int *funcs;
     int nfuncs;
 } Relation;
+
+/* Does relation r keep its contents in a sink ('materialized', or a table's
+   'retain_input')? */
+static inline bool rel_keeps(const Relation *r) { return r->materialized || r->retain; }
 
 /* A SQL function of the program (CREATE FUNCTION, sql/bind_udf.c). Every
    call is inlined where it is written, so no node computes a function;

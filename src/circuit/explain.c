@@ -105,7 +105,7 @@ void circuit_explain(const Circuit *c, Buf *out)
     for (int i = 0; i < c->nrels; i++) {
         const Relation *r = &c->rels[i];
         buf_printf(out, "  %s %s%s (", r->is_table ? "table" : "view", r->name,
-                   r->materialized ? " [materialized]" : "");
+                   r->materialized ? " [materialized]" : r->retain ? " [retain_input]" : "");
         for (int j = 0; j < r->ncol; j++)
             buf_printf(out, "%s%s %s%s", j ? ", " : "", r->colnames[j],
                        type_name(r->types[j], tb, sizeof(tb)), r->types[j].nullable ? "" : " NOT NULL");

@@ -1,6 +1,7 @@
 /*
  * circuit/op_sink.c - the end of a relation's stream: counts its changes,
- * keeps its contents when materialized (row encoding -> integral weight),
+ * keeps its contents when materialized or a table's input is retained
+ * (rel_keeps: row encoding -> integral weight),
  * and collects each step's changes for output connectors. The controller
  * reads these between steps (op.h).
  */
@@ -217,7 +218,7 @@ int op_sink_init(Op *op)
 {
     SinkSt *s = sl_calloc(1, sizeof(*s));
     const Relation *r = &op->circuit->rels[op->node->rel];
-    if (r->materialized)
+    if (rel_keeps(r))
         s->mat = hmap_new(sizeof(int64_t));
     s->conns = !r->is_table && r->connectors && cJSON_GetArraySize(r->connectors) > 0;
     s->outputs = s->conns;

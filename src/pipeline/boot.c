@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "../base/mem.h"
 #include "../base/vec.h"
@@ -100,17 +101,25 @@ static int refuse(const BootPlan *b, const bool *comp, int n, int in, Err *err)
     bool *seen = sl_calloc((size_t)c->nnodes + 1, sizeof(bool));
     tables_of(b, comp, in, seen, &t, &why);
     sl_free(seen);
+    bool tab = r && r->is_table; /* its new sink: it starts keeping its contents */
     int rc = err_set(err, SL_ECONFIG,
-                     "bootstrapping: %s %s (%s) needs the history of %s, which the checkpoint "
+                     "bootstrapping: %s %s (%s)%s needs the history of %s, which the checkpoint "
                      "does not hold (stored state: the contents of materialized tables and "
-                     "views, the rows of PRIMARY KEY tables, aggregates' results), and which "
-                     "cannot be read again from its connectors (%s). Reading it again for this "
-                     "is not built yet: make what it reads materialized in the old program, or "
-                     "start with a new storage directory",
-                     r && r->is_table ? "table" : "view", r ? r->name : "?",
+                     "views and of tables WITH ('retain_input' = 'true'), the rows of PRIMARY "
+                     "KEY tables, aggregates' results), and which cannot be read again from its "
+                     "connectors (%s). %s",
+                     tab ? "table" : r ? "view" : "?", r ? r->name : "?",
                      pr ? progdiff_status_name(pr->status) : "new",
+                     tab ? ", which starts keeping its contents ('retain_input' or "
+                           "'materialized' added),"
+                         : "",
                      t.n ? (const char *)buf_cstr(&t) : "its tables",
-                     why.n ? (const char *)buf_cstr(&why) : "?");
+                     why.n ? (const char *)buf_cstr(&why) : "?",
+                     tab ? "Its rows pushed so far are gone: start with a new storage directory "
+                           "to keep them from the beginning, or leave the property as it was"
+                         : "Make what it reads materialized, or its tables WITH ('retain_input' "
+                           "= 'true'), in the old program, or start with a new storage "
+                           "directory");
     buf_free(&t);
     buf_free(&why);
     return rc;
@@ -239,7 +248,7 @@ BootPlan *boot_plan_new(const Circuit *old, const char *old_text, uint64_t old_f
        sink's input, and linear functions of such streams */
     for (int n = 0; n < nn; n++) {
         const CNode *s = nc->nodes[n];
-        if (s->k != OPK_SINK || b->is_new[n] || !nc->rels[s->rel].materialized || s->nin != 1)
+        if (s->k != OPK_SINK || b->is_new[n] || !rel_keeps(&nc->rels[s->rel]) || s->nin != 1)
             continue;
         if (!b->is_new[s->in[0]]) {
             b->feed_sink[s->in[0]] = n;
@@ -412,6 +421,21 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
         b->target[j] = -1;
         if (e && b->reread[input_rel(cs->in[j])]) /* read again up to here */
             b->target[j] = ckpt_jint(e, "rows");
+        if (!e && kept_table(b, input_rel(cs->in[j]))) {
+            /* a kept table continues where it was, so it must have a
+               position: only an input whose name depends on the host count
+               (an s3_input's "part h/H") can lack one, and its positions
+               fit only the host count that wrote them (from the beginning
+               its kept views would see its history twice) */
+            int64_t h = ckpt_jint(m, "hosts") > 0 ? ckpt_jint(m, "hosts") : 1;
+            return err_set(err, SL_ECONFIG,
+                           "bootstrapping: input %s of the kept table %s has no position in the "
+                           "checkpoint, which was written with --hosts %lld (an s3_input's "
+                           "positions are per part, \"part h/H\", and fit only that host "
+                           "count, as in any restart): bootstrap with --hosts %lld",
+                           input_name(cs->in[j]), b->nc->rels[input_rel(cs->in[j])].name,
+                           (long long)h, (long long)h);
+        }
         if (!e || !kept_table(b, input_rel(cs->in[j])))
             continue; /* starts from the beginning */
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "pos");
@@ -436,6 +460,45 @@ int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err)
             output_set_counts(cs->out[j], ckpt_jint(e, "records"), ckpt_jint(e, "bytes"));
     }
     return 0;
+}
+
+int boot_check_queues(const BootPlan *b, const char *dir, Err *err)
+{
+    if (!dir)
+        return 0;
+    int *orel;
+    const cJSON **ojs;
+    int no = outputs_of(b->old, &orel, &ojs), rc = 0;
+    for (int k = 0; k < no && !rc; k++) {
+        Buf pb = BUF_INIT;
+        buf_printf(&pb, "%s/delivery/out%d.queue", dir, k);
+        const char *path = buf_cstr(&pb);
+        struct stat sb;
+        bool queued = !stat(path, &sb) && sb.st_size > 0;
+        int j = -1; /* the new output continuing it */
+        for (int i = 0; i < b->nout && j < 0; i++)
+            if (b->out_from[i] == k)
+                j = i;
+        if (queued && j != k) {
+            Buf to = BUF_INIT;
+            if (j < 0)
+                buf_puts(&to, "the new program does not continue it");
+            else
+                buf_printf(&to, "the new program numbers it %d", j);
+            rc = err_set(err, SL_ECONFIG,
+                         "bootstrapping: output %d of the old program (of view %s) has steps "
+                         "queued for its destination and not delivered yet (%s), and %s: "
+                         "queues are named by output number, so they would reach another "
+                         "output. Run the old program until its queues drain (its "
+                         "destinations back), then bootstrap",
+                         k, b->old->rels[orel[k]].name, path, (const char *)buf_cstr(&to));
+            buf_free(&to);
+        }
+        buf_free(&pb);
+    }
+    sl_free(orel);
+    sl_free(ojs);
+    return rc;
 }
 
 int64_t boot_out_offset(const BootPlan *b, const Connectors *cs, const cJSON *m, int j)

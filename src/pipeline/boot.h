@@ -86,6 +86,13 @@ cJSON *boot_state(const BootPlan *b, const cJSON *state);
    it; the others (new or changed tables) start from the beginning. Output
    record counts likewise. */
 int boot_positions(BootPlan *b, Connectors *cs, const cJSON *m, Err *err);
+/* Refuse (SL_ECONFIG, naming the output) when the local storage directory
+   dir (NULL: an S3 storage, whose queues are in memory) holds steps
+   queued for an old output (DIR/delivery/out<k>.queue, named by the
+   output's number: io/deliver.c) that the new program does not continue
+   under the same number: the new output j would load old output j's
+   steps and deliver them to its own destination. */
+int boot_check_queues(const BootPlan *b, const char *dir, Err *err);
 /* Where output j continues from: its offset in manifest m when it is a
    kept view's output of the same name, else 0 (a new or changed view's
    output starts over). */

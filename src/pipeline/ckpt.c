@@ -1034,7 +1034,11 @@ int ft_open(Ft *ft, FtCounts *n, Err *err)
             rt_clear_changed(ft->be->rt);
         }
         rt_set_steps(ft->be->rt, cstep);
-        rc = ft->booting ? boot_positions(ft->boot, ft->cs, m, err) : load_positions(ft, m, n, err);
+        if (ft->booting) /* (queues: in memory with an S3 storage) */
+            rc = boot_check_queues(ft->boot, strncmp(dir, "s3://", 5) ? dir : NULL, err);
+        if (!rc)
+            rc = ft->booting ? boot_positions(ft->boot, ft->cs, m, err)
+                             : load_positions(ft, m, n, err);
         n->rows = ckpt_jint(m, "rows");
         n->txn_id = ckpt_jint(m, "txn_id");
     }

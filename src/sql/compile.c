@@ -121,6 +121,14 @@ static int apply_props(P *p, Stmt *s, Relation *r)
                 return perr(p, SL_ECONFIG, pr->vline, pr->vcol,
                             "'materialized' must be 'true' or 'false', not '%s'", pr->value);
             r->materialized = r->materialized || !strcasecmp(pr->value, "true");
+        } else if (!strcasecmp(pr->key, "retain_input")) {
+            if (!r->is_table)
+                return perr(p, SL_ECONFIG, pr->line, pr->col,
+                            "'retain_input' applies to tables, not to view %s", r->name);
+            if (strcasecmp(pr->value, "true") && strcasecmp(pr->value, "false"))
+                return perr(p, SL_ECONFIG, pr->vline, pr->vcol,
+                            "'retain_input' must be 'true' or 'false', not '%s'", pr->value);
+            r->retain = r->retain || !strcasecmp(pr->value, "true");
         } else if (!strcasecmp(pr->key, "append_only")) {
             /* a promise about the input; accepted, no optimisation uses it yet */
         } else if (!strcasecmp(pr->key, "emit_final")) {
@@ -143,7 +151,7 @@ static int apply_props(P *p, Stmt *s, Relation *r)
         } else {
             return perr(p, SL_ECONFIG, pr->line, pr->col,
                         "unknown property '%s' on %s (known: connectors, materialized, "
-                        "append_only, emit_final)", pr->key, r->name);
+                        "retain_input, append_only, emit_final)", pr->key, r->name);
         }
     }
     return 0;
@@ -312,6 +320,10 @@ static int plan_table(P *p, Stmt *s)
     }
     if (r->materialized)
         add_sink(p, r, n->rel);
+    else if (r->retain) { /* the same sink, but not the table's change stream */
+        add_sink(p, r, n->rel);
+        r->sink = -1;
+    }
     return 0;
 }
 

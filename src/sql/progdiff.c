@@ -214,8 +214,8 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
     case OPK_FINAL:
         put_i64(b, n->final_col);
         break;
-    case OPK_SINK:
-        put_i64(b, c->rels[n->rel].materialized);
+    case OPK_SINK: /* a retained table's sink keeps what a materialized one's does */
+        put_i64(b, rel_keeps(&c->rels[n->rel]));
         break;
     case OPK_MAP:
         put_expr(b, n->filter);
@@ -631,6 +631,7 @@ static void classify(Ctx *x, PdRel *pr, int ni)
     pr->stored = d->stored[r->node];
     pr->materialized = !r->is_table && r->materialized;
     pr->no_source = r->is_table && cJSON_GetArraySize(r->connectors) == 0;
+    pr->retain = r->is_table && r->retain;
     pr->unreadable = r->is_table ? progdiff_unreadable(r) : NULL;
     if (oi >= 0 && oc->rels[oi].is_table != r->is_table)
         oi = pr->old_rel = -1; /* a table became a view or back: another relation */
@@ -649,6 +650,8 @@ static void classify(Ctx *x, PdRel *pr, int ni)
         pr->what |= PD_CONNECTORS;
     if (o->materialized != r->materialized)
         pr->what |= PD_MATERIALIZED;
+    if (r->is_table && o->retain != r->retain)
+        pr->what |= PD_RETAIN;
     if (r->is_table) {
         if (!same_pk(o, r))
             pr->what |= PD_DEFINITION;
@@ -695,8 +698,9 @@ static void classify(Ctx *x, PdRel *pr, int ni)
         pr->reread = name_list(d, nc, &ni, 1);
         pr->nreread = 1;
         x->content_changed[ni] = true;
-    } else if (x->content_changed[ni] || ((pr->what & PD_MATERIALIZED) && r->materialized))
-        needs_contents(x, pr, r);
+    } else if (x->content_changed[ni] || (rel_keeps(r) && !rel_keeps(o)))
+        needs_contents(x, pr, r); /* (a table that starts keeping its contents: its
+                                     history, which only a re-read gives) */
 }
 
 /* ---------------------------------------------------------------- building */
@@ -724,7 +728,7 @@ ProgDiff *progdiff_new(const Circuit *oc, const char *old_text, const Circuit *n
         olds[i] = (FpEnt){ofp[i], i};
         bool keeps_inputs = n->k == OPK_JOIN || n->k == OPK_DISTINCT || n->k == OPK_TOPK ||
                             n->k == OPK_WINDOW || n->k == OPK_ASOF ||
-                            (n->k == OPK_SINK && oc->rels[n->rel].materialized);
+                            (n->k == OPK_SINK && rel_keeps(&oc->rels[n->rel]));
         for (int k = 0; keeps_inputs && k < n->nin; k++)
             *VEC_PUSH(kept, nkept, capk) = (FpEnt){ofp[n->in[k]], i};
         if (state_has_output(n->k))
@@ -850,7 +854,7 @@ const char *progdiff_action_name(PdAction a)
 }
 
 static const char *what_names[] = {"definition", "inputs", "schema", "connectors",
-                                   "materialized", "functions"};
+                                   "materialized", "functions", "retain_input"};
 
 static bool hidden(const PdRel *r, const char *hide)
 {
@@ -905,6 +909,15 @@ const char *progdiff_unreadable(const Relation *r)
     return NULL;
 }
 
+/* Does table r continue its old history (its rows are not read anew as
+   live input): kept, or changed only in what it keeps ('materialized',
+   'retain_input')? */
+static bool kept_source(const PdRel *r)
+{
+    return r->action == PD_KEEP ||
+           (r->status == PD_CHANGED && !(r->what & (PD_SCHEMA | PD_DEFINITION | PD_CONNECTORS)));
+}
+
 /* A list of tables read again, each kept one whose history cannot be
    read again marked (bootstrapping refuses). */
 static void put_tables(const ProgDiff *d, Buf *b, const char *const *v, int n)
@@ -913,7 +926,7 @@ static void put_tables(const ProgDiff *d, Buf *b, const char *const *v, int n)
         buf_printf(b, "%s%s", i ? ", " : "", v[i]);
         for (int k = 0; k < d->nrels; k++)
             if (d->rels[k].new_rel >= 0 && d->rels[k].is_table && d->rels[k].unreadable &&
-                d->rels[k].action == PD_KEEP && !strcasecmp(d->rels[k].name, v[i]))
+                kept_source(&d->rels[k]) && !strcasecmp(d->rels[k].name, v[i]))
                 buf_printf(b, " (%s: bootstrapping refuses)", d->rels[k].unreadable);
     }
 }
@@ -923,6 +936,8 @@ static void action_text(const ProgDiff *d, const PdRel *r, Buf *b)
     switch (r->action) {
     case PD_KEEP:
         buf_puts(b, "kept");
+        if (r->retain)
+            buf_puts(b, "; input retained: re-readable");
         if (r->nreread_for) {
             buf_puts(b, "; read again for ");
             put_list(b, r->reread_for, r->nreread_for);
@@ -1031,7 +1046,11 @@ cJSON *progdiff_json(const ProgDiff *d, const char *hide)
                                     r->materialized ? "snapshot" : "next_changes");
         if (r->is_table)
             cJSON_AddBoolToObject(e, "http_input_only", r->no_source);
-        if (r->is_table && r->unreadable && r->action == PD_KEEP && r->nreread_for)
+        if (r->is_table)
+            cJSON_AddBoolToObject(e, "retain_input", r->retain);
+        if (r->is_table && r->unreadable &&
+            ((r->action == PD_KEEP && r->nreread_for) ||
+             (r->action == PD_REREAD && kept_source(r))))
             cJSON_AddStringToObject(e, "reread_refused", r->unreadable);
         cJSON_AddItemToObject(e, "reread", str_array(r->reread, r->nreread));
         cJSON_AddItemToObject(e, "reread_for", str_array(r->reread_for, r->nreread_for));

@@ -33,8 +33,9 @@ enum {
     PD_SCHEMA = 4,       /* column names or types */
     PD_CONNECTORS = 8,   /* the 'connectors' property */
     PD_MATERIALIZED = 16, /* the 'materialized' property */
-    PD_FUNCTIONS = 32    /* a SQL function it calls changed or went away
+    PD_FUNCTIONS = 32,   /* a SQL function it calls changed or went away
                             (PdRel.funcs names them) */
+    PD_RETAIN = 64       /* a table's 'retain_input' property */
 };
 
 /* The consequence for a relation's contents on restart. */
@@ -59,6 +60,8 @@ typedef struct PdRel {
                              snapshot of its contents first (else they start
                              with its next changes) */
     bool no_source;       /* a table without connectors (HTTP input only) */
+    bool retain;          /* a table WITH ('retain_input' = 'true'): its contents
+                             are stored, so new views over it need no re-read */
     const char *unreadable; /* a table whose history cannot be read again from its
                              connectors (progdiff_unreadable), or NULL: when it is
                              kept and a new view needs its history, bootstrapping

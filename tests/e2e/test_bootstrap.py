@@ -221,8 +221,9 @@ def test_changed_table_is_read_again(sluice, tmp_path):
 
 
 def test_a_case_not_built_yet_is_refused_naming_the_relation(sluice, tmp_path):
-    """A new view over a table fed over HTTP only: its history is in no
-    connector (re-reading the ingress log is not built yet)."""
+    """A new view over a table fed over HTTP only, without 'retain_input':
+    its history is in no connector and not in the checkpoint
+    (test_bootstrap_http.py has the table WITH ('retain_input' = 'true'))."""
     bank = Bank(tmp_path)
     bank.old = lambda old=bank.old: old() + ["CREATE TABLE pushed (k INT);"]
     bank.start()
@@ -232,7 +233,7 @@ def test_a_case_not_built_yet_is_refused_naming_the_relation(sluice, tmp_path):
     p = run(["run", new, "--storage", bank.st, "--until-done", "--bootstrap", "allow"])
     assert p.returncode == 1
     assert "view pushed_n" in p.stderr and "pushed" in p.stderr
-    assert "not built yet" in p.stderr
+    assert "WITH ('retain_input' = 'true')" in p.stderr
     assert "pushed: HTTP input only: its history is not kept" in p.stderr, p.stderr
     assert "HTTP input only: its history is not kept: bootstrapping refuses" in p.stderr
     assert manifests(bank.st) == before

@@ -16,6 +16,7 @@ against /stats.
 One server for the module (pgserver.py), each test its own tables.
 """
 import json
+import os
 
 import requests
 import pytest
@@ -445,4 +446,66 @@ def test_counters_survive_kill9_from_the_checkpoint(pg, http_pipeline, tmp_path)
     d = requests.get(q.url("/dead_letter"), params={"output": "v"}, timeout=60).json()
     assert sorted(e["record"]["insert"]["id"] for e in d["records"]) == \
         sorted(r["id"] for r in rows if r["v"] < 0)
+    q.stop()
+
+
+def test_bootstrap_that_renumbers_outputs_with_steps_queued_is_refused(pg, http_pipeline,
+                                                                       tmp_path):
+    """Delivery queues are named by output number (DIR/delivery/out<N>.queue).
+    Views a (output 0) and b (output 1) queue steps while the database is
+    away; a checkpoint; kill -9. The new program drops a, so b's output
+    becomes output 0: it would load a's queue and deliver a's rows to b's
+    table (and never b's own queued steps). The bootstrap is refused, naming
+    the output, with the storage and both tables as they were; once the old
+    program has drained its queues (database back), the bootstrap goes
+    ahead and b's table ends with every row once."""
+    st = tmp_path / "st"
+    tab = ("CREATE TABLE t (id BIGINT NOT NULL, v BIGINT NOT NULL)\n"
+           "  WITH ('connectors' = '[{\"transport\": {\"name\": \"http_input\"}}]');\n")
+    va = "CREATE VIEW a %s AS SELECT id, v FROM t;\n" % pg_out(pg, "rq_a", ["id"])
+    vb = "CREATE VIEW b %s AS SELECT id, v * 10 AS v FROM t;\n" % pg_out(pg, "rq_b", ["id"])
+    old, new = tab + va + vb, tab + vb
+
+    def queued(p):
+        return [o["metrics"]["queued_steps"] for o in stats(p)["outputs"]
+                if o["transport"] == "postgres_output"]
+    p = http_pipeline(old, "--storage", st, "--checkpoint-interval", "0", name="old")
+    ingress(p, "t", lines(*[{"id": i, "v": i} for i in range(10)]))
+    wait_until(lambda: len(table(pg, "rq_a")) == 10 and len(table(pg, "rq_b")) == 10,
+               "the first rows")
+    pg.stop()
+    try:
+        ingress(p, "t", lines(*[{"id": 100 + i, "v": i} for i in range(10)]))
+        wait_until(lambda: min(queued(p)) >= 1, "a step queued for both outputs")
+        r = requests.post(p.url("/checkpoint"), timeout=60)
+        seq = r.json()["checkpoint_sequence_number"]
+        wait_until(lambda: (requests.get(p.url("/checkpoint_status"), timeout=60).json()
+                            .get("success") or 0) >= seq, "the checkpoint")
+        p.proc.kill()
+        p.proc.wait()
+    finally:
+        pg.start()
+    prog = tmp_path / "new.sql"
+    prog.write_text(new)
+    from conftest import run
+    files = sorted(os.listdir(st))
+    res = run(["run", prog, "--storage", st, "--bootstrap", "allow", "--until-done"])
+    assert res.returncode == 1, res.stderr[-3000:]
+    assert "output 0 of the old program (of view a) has steps queued" in res.stderr, res.stderr
+    assert "Run the old program until its queues drain" in res.stderr
+    assert sorted(os.listdir(st)) == files
+    want_b = {i: i * 10 for i in range(10)}
+    assert table(pg, "rq_b") == want_b  # nothing of a's reached it
+    # the old program drains its queues, then the bootstrap goes ahead
+    p = http_pipeline(old, "--storage", st, "--checkpoint-interval", "0", name="drain")
+    want_b.update({100 + i: i * 10 for i in range(10)})
+    wait_until(lambda: table(pg, "rq_b") == want_b and len(table(pg, "rq_a")) == 20,
+               "the queues drained")
+    wait_until(lambda: max(queued(p)) == 0, "the queues empty")
+    p.stop()
+    q = http_pipeline(new, "--storage", st, "--bootstrap", "allow", name="new")
+    ingress(q, "t", lines({"id": 999, "v": 1}))
+    want_b[999] = 10
+    wait_until(lambda: table(pg, "rq_b") == want_b, "a step of the new program")
+    assert "has steps queued" not in q.stderr()
     q.stop()

@@ -318,3 +318,30 @@ def test_a_new_view_reads_the_objects_again_on_their_hosts(tmp_path, s3):
             assert (d / f).read_bytes() == (fresh / f).read_bytes(), (hosts, f)
         _, rows = read_dump(d / "agg.csv")
         assert rows == [[str(n), str(total)]]
+
+
+def test_bootstrap_with_another_host_count(tmp_path, s3):
+    """An s3_input's positions are per part ("part h/H"), so they fit only
+    the host count that wrote them (docs/connectors.md). A bootstrap with
+    another --hosts (2 -> 1, 1 -> 2) is refused, naming the input and the
+    host count, with the storage left as it was; it used to find no
+    position for the kept table's renamed parts and read them from the
+    beginning, so agg counted every record twice. With the same --hosts
+    it goes ahead (test_a_new_view_reads_the_objects_again_on_their_hosts)."""
+    n, total = upload(s3, "s3in8", [("r/a.csv", None), ("r/b.csv", None)], rows_per=1_000)
+    old = program(tmp_path, s3_conn(s3, "s3in8", "r/"))
+    new = tmp_path / "new.sql"
+    new.write_text(old.read_text() + "CREATE MATERIALIZED VIEW by_s AS SELECT s, COUNT(*) AS n "
+                   "FROM t GROUP BY s;\n")
+    for before, after in ((2, 1), (1, 2)):
+        st = tmp_path / ("st%d" % before)
+        scale = lambda h: ["--hosts", "2", "--workers", "2"] if h == 2 else ["--workers", "2"]
+        run_ok(["run", old, "--storage", st, "--until-done", "--no-progress"] + scale(before),
+               timeout=300)
+        files = sorted(os.listdir(st))
+        p = run(["run", new, "--storage", st, "--until-done", "--no-progress", "--dump",
+                 tmp_path / "d", "--bootstrap", "allow"] + scale(after), timeout=300)
+        assert p.returncode == 1, p.stderr[-3000:]
+        assert "s3_input" in p.stderr and "has no position in the checkpoint" in p.stderr
+        assert "bootstrap with --hosts %d" % before in p.stderr, p.stderr[-3000:]
+        assert sorted(os.listdir(st)) == files

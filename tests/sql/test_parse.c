@@ -133,10 +133,36 @@ static void test_connectors_json_error_points_into_the_string(void **state)
                  "unknown property 'colour'");
 }
 
+/* 'retain_input': a table's, 'true' or 'false'; a sink that keeps the
+   contents, while the table stays without a change stream (sink -1) and
+   not materialized. */
+static void test_retain_input(void **state)
+{
+    (void)state;
+    expect_error("CREATE TABLE t (a INT) WITH ('retain_input' = 'yes');", SL_ECONFIG, 1, 48,
+                 "'retain_input' must be 'true' or 'false'");
+    expect_error("CREATE TABLE t (a INT);\n"
+                 "CREATE VIEW v WITH ('retain_input' = 'true') AS SELECT a FROM t;",
+                 SL_ECONFIG, 2, 21, "'retain_input' applies to tables");
+    Err err = {0};
+    Circuit *c = NULL;
+    assert_int_equal(
+        circuit_compile("CREATE TABLE t (a INT) WITH ('retain_input' = 'true');", &c, &err), 0);
+    const Relation *r = &c->rels[circuit_find_rel(c, "t")];
+    assert_true(r->retain && !r->materialized && rel_keeps(r));
+    assert_int_equal(r->sink, -1);
+    int sinks = 0;
+    for (int i = 0; i < c->nnodes; i++)
+        sinks += c->nodes[i]->k == OPK_SINK;
+    assert_int_equal(sinks, 1);
+    circuit_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_accepts_every_column_type),
+        cmocka_unit_test(test_retain_input),
         cmocka_unit_test(test_parse_accepts_comments_and_case_insensitive_names),
         cmocka_unit_test(test_parse_reports_line_column_and_what_was_expected),
         cmocka_unit_test(test_parse_names_unsupported_constructs),

@@ -546,6 +546,55 @@ static void test_tables_that_cannot_be_read_again_are_marked(void **s)
     }
 }
 
+/* WITH ('retain_input' = 'true') on a table fed over HTTP: its contents
+   are stored, so a new view over it is computed from them (nothing read
+   again, nothing refused); adding the setting to a table with a history
+   needs that history (refused for HTTP input); removing it keeps the
+   table; going from retain_input to materialized changes nothing stored. */
+static void test_retained_input_is_stored(void **s)
+{
+    (void)s;
+    const char *ret = "CREATE TABLE t (a INT, b INT) WITH ('retain_input' = 'true');\n" V1;
+    const char *plain = "CREATE TABLE t (a INT, b INT);\n" V1;
+    const char *mat = "CREATE TABLE t (a INT, b INT) WITH ('materialized' = 'true');\n" V1;
+    Buf n = BUF_INIT;
+    buf_printf(&n, "%sCREATE VIEW c AS SELECT b, COUNT(*) AS n FROM t GROUP BY b;\n", ret);
+    ProgDiff *d = diff(ret, buf_cstr(&n));
+    expect(d, "c", PD_ADDED, 0, PD_RECOMPUTE, "");
+    expect_unchanged(d, "t");
+    assert_true(rel(d, "t")->retain);
+    Buf txt = BUF_INIT;
+    progdiff_print(d, NULL, &txt);
+    assert_null(strstr(buf_cstr(&txt), "bootstrapping refuses"));
+    assert_non_null(strstr(buf_cstr(&txt), "kept; input retained: re-readable"));
+    progdiff_free(d);
+    /* added: the table's history is needed, and an HTTP table's is gone */
+    d = diff(plain, ret);
+    expect(d, "t", PD_CHANGED, PD_RETAIN, PD_REREAD, "t");
+    expect_unchanged(d, "v1");
+    buf_reset(&txt);
+    progdiff_print(d, NULL, &txt);
+    assert_non_null(strstr(buf_cstr(&txt), "retain_input"));
+    assert_non_null(strstr(buf_cstr(&txt), "bootstrapping refuses"));
+    cJSON *j = progdiff_json(d, NULL);
+    const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "relations"), 0);
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(e, "reread_refused"));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "retain_input")));
+    cJSON_Delete(j);
+    progdiff_free(d);
+    /* removed: kept, its stored rows released */
+    d = diff(ret, plain);
+    expect(d, "t", PD_CHANGED, PD_RETAIN, PD_KEEP, "");
+    expect_unchanged(d, "v1");
+    progdiff_free(d);
+    /* retain_input -> materialized: the same stored contents */
+    d = diff(ret, mat);
+    expect(d, "t", PD_CHANGED, PD_MATERIALIZED | PD_RETAIN, PD_KEEP, "");
+    progdiff_free(d);
+    buf_free(&txt);
+    buf_free(&n);
+}
+
 static void test_printouts(void **s)
 {
     (void)s;
@@ -640,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_fingerprint_sees_constants_types_and_expressions),
         cmocka_unit_test(test_reformatted_programs_are_unchanged),
         cmocka_unit_test(test_tables_that_cannot_be_read_again_are_marked),
+        cmocka_unit_test(test_retained_input_is_stored),
         cmocka_unit_test(test_printouts),
         cmocka_unit_test(test_changed_function_changes_its_callers_only),
         cmocka_unit_test(test_statements_declaring_no_relation_keep_the_token_match),
