@@ -39,6 +39,9 @@ typedef enum OpKind {
     OPK_FINAL,    /* 'emit_final' (watermark.c): holds its input's changes
                      until the watermark of column final_col passes them,
                      then emits them once: non-linear */
+    OPK_TEMPORAL, /* temporal filter (op_temporal.c): rows whose column
+                     tcol is within a bound that moves with the clock
+                     (NOW()): non-linear in time, linear in the input */
 } OpKind;
 
 /* OPK_TOPK: which rank bounds the kept rows and is appended as a column. */
@@ -152,6 +155,13 @@ typedef struct CNode {
     int nwfn;
     /* OPK_FINAL: the column whose watermark releases rows */
     int final_col;
+    /* OPK_TEMPORAL: a row passes at clock T (the watermark of node
+       tclock's column 0) when its column tcol, not NULL, is >= T + toff
+       (tupper false) or <= T + toff (tupper true); no row passes before
+       the clock has a value */
+    int tcol, tclock;
+    int64_t toff;
+    bool tupper;
 } CNode;
 
 typedef struct Relation {
@@ -183,6 +193,9 @@ typedef struct Relation {
        and counted. wm_col -1: none */
     int wm_col;
     int64_t lateness;
+    /* the clock table NOW() reads, added by the compiler (sql/plan_temporal.c):
+       the controller pushes the time into it (pipeline/clock.c) */
+    bool clock;
     /* 'emit_final' (views): the output column whose watermark releases the
        view's rows (r->node is then an OPK_FINAL node); -1: none */
     int emit_final;

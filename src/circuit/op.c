@@ -69,6 +69,9 @@ Op *op_new(const Circuit *c, const CNode *n, Shard *sh)
     case OPK_FINAL:
         op_final_init(op);
         break;
+    case OPK_TEMPORAL:
+        op_temporal_init(op);
+        break;
     }
     return op;
 }

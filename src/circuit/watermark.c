@@ -154,6 +154,7 @@ void wm_propagate(const Circuit *c, const int64_t *relwm, int64_t *const *cols)
         case OPK_DISTINCT: /* a changed row is a row of the input's change */
         case OPK_SINK:
         case OPK_FINAL:
+        case OPK_TEMPORAL: /* a filter */
             for (int j = 0; j < n->ncol; j++)
                 o[j] = in0[j];
             break;

@@ -397,17 +397,24 @@ static Ast *parse_primary(Parser *p)
                 sql__unsupported(p, t, "ARRAY constructor");
                 return NULL;
             }
-            static const char *const clock_fns[] = {"current_date", "current_time",
-                "current_timestamp", "localtime", "localtimestamp", "now"};
+            /* NOW() and CURRENT_TIMESTAMP [(p)]: the pipeline's clock,
+               allowed in temporal filters only (plan_temporal.c) */
+            if (is_kw(t, "current_timestamp") || is_kw(t, "localtimestamp")) {
+                n = sql__new_ast(p, A_FUNC, t);
+                n->name = "now";
+                p->i++;
+                if (is_op(cur(p), "(") && p->t[p->i + 1].k == T_INT && is_op(&p->t[p->i + 2], ")"))
+                    p->i += 3; /* a precision: the clock has microseconds */
+                return n;
+            }
+            static const char *const clock_fns[] = {"current_date", "current_time", "localtime"};
             for (size_t i = 0; i < ARRAY_LEN(clock_fns); i++)
-                if (is_kw(t, clock_fns[i]) && (i < 5 || is_op(&p->t[p->i + 1], "("))) {
+                if (is_kw(t, clock_fns[i])) {
                     err_setpos(p->err, SL_EUNSUPPORTED, t->line, t->col,
-                               "%s is not allowed: a view must be deterministic, and its value "
-                               "would change with the clock, without any change to the input "
-                               "(use a timestamp column of the input instead)",
+                               "%s is not supported: only NOW() / CURRENT_TIMESTAMP, and only in "
+                               "a view's temporal filter (WHERE col >= NOW() - INTERVAL ...)",
                                (const char *const[]){"CURRENT_DATE", "CURRENT_TIME",
-                                   "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP",
-                                   "NOW()"}[i]);
+                                   "LOCALTIME"}[i]);
                     return NULL;
                 }
             if (is_kw(t, "extract") && is_op(&p->t[p->i + 1], "(")) {
