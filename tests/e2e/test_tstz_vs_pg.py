@@ -14,7 +14,7 @@ with the system tzdata) and to Sluice, run for several session zones:
 Every view's rows must equal PostgreSQL's answer to the same query as a
 multiset: AT TIME ZONE both ways, casts between TIMESTAMPTZ, TIMESTAMP,
 DATE and VARCHAR, comparisons, EXTRACT/date_part, DATE_TRUNC in the session zone,
-+/- intervals (minutes, months), MIN/MAX/COUNT with GROUP BY, TUMBLE
++/- intervals (minutes, months, calendar days), MIN/MAX/COUNT with GROUP BY, TUMBLE
 (against PostgreSQL's date_bin).
 """
 import json
@@ -58,6 +58,12 @@ QUERIES = {
         FROM t GROUP BY CAST(x AS DATE)""",
     "v_hour": """SELECT DATE_TRUNC('hour', x) AS hr, COUNT(*) AS c, MAX(l) AS ml
         FROM t GROUP BY DATE_TRUNC('hour', x)""",
+    # day-interval literals add calendar days in the session zone (23 or 25
+    # hours across a DST change), the rest of the interval as a length
+    "v_days": """SELECT id, x + INTERVAL '1' DAY AS d1, x - INTERVAL '1' DAY AS dm1,
+        INTERVAL '2' DAY + x AS d2, x + INTERVAL '1 02:30:00' DAY TO SECOND AS dts,
+        x - INTERVAL '1 12' DAY TO HOUR AS dth, x + INTERVAL '24' HOUR AS h24,
+        x + INTERVAL '-1' DAY AS dneg FROM t""",
     # TUMBLE over instants; PostgreSQL's date_bin from the epoch is the same
     "v_tumble": ("""SELECT window_start, window_end, COUNT(*) AS c, MIN(x) AS mn
         FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(x), INTERVAL '6' HOUR))
