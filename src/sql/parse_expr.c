@@ -73,7 +73,8 @@ static int stat_agg_args(const char *n)
 
 static bool multiset_agg(const char *n)
 {
-    static const char *const names[] = {"string_agg", "bit_and", "bit_or", "bit_xor",
+    static const char *const names[] = {"string_agg", "listagg", "group_concat", "bit_and",
+                                        "bit_or", "bit_xor",
                                         "percentile_cont", "percentile_disc", "mode",
                                         "grouping"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -496,6 +497,14 @@ static Ast *parse_primary(Parser *p)
                         }
                     }
                 } while (accept_op(p, ","));
+                /* MySQL: GROUP_CONCAT(x [ORDER BY ...] SEPARATOR 'sep') */
+                if (!strcmp(n->name, "group_concat") && n->args.n == 1 &&
+                    accept_kw(p, "separator")) {
+                    Ast *x;
+                    if (!(x = sql__parse_expr(p)))
+                        return NULL;
+                    sql__list_push(p, &n->args, x);
+                }
             }
             if (sql__expect_op(p, ")"))
                 return NULL;

@@ -73,8 +73,12 @@ ERRORS = [
     ("SELECT MEDIAN(a) WITHIN GROUP (ORDER BY a) FROM t", "WITHIN", "error",
      ["median", "ordered-set"]),
     ("SELECT MEDIAN(DISTINCT a) FROM t", "MEDIAN", "unsupported", ["MEDIAN", "DISTINCT"]),
-    ("SELECT LISTAGG(s, ',') FROM t", "LISTAGG", "unsupported", ["listagg", "not supported"]),
-    ("SELECT GROUP_CONCAT(s) FROM t", "GROUP_CONCAT", "unsupported", ["group_concat"]),
+    # LISTAGG / GROUP_CONCAT are STRING_AGG (tests/slt/dialect_listagg.test)
+    ("SELECT LISTAGG(s, ',') OVER () FROM t", "OVER", "unsupported", ["listagg", "window"]),
+    ("SELECT GROUP_CONCAT(s, s) FROM t", "s) FROM", "unsupported",
+     ["group_concat", "separator", "string constant"]),
+    ("SELECT LISTAGG(s, ',', 'x') FROM t", "LISTAGG", "error",
+     ["listagg", "optional separator"]),
 ]
 
 
