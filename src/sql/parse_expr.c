@@ -83,6 +83,13 @@ static bool multiset_agg(const char *n)
     return stat_agg_args(n) > 0;
 }
 
+/* The statistical aggregates that have a window form (plan_window.c). */
+static bool stat_window_ok(const char *n)
+{
+    return stat_agg_args(n) && strcmp(n, "median") && strcmp(n, "any_value") &&
+           strcmp(n, "count_if") && strcmp(n, "arg_min") && strcmp(n, "arg_max");
+}
+
 /* `agg(x) FILTER (WHERE c)` (below). */
 static int parse_filter(Parser *p, Ast *n);
 
@@ -523,7 +530,8 @@ static Ast *parse_primary(Parser *p)
                     sql__expect_op(p, ")"))
                     return NULL;
             }
-            if (is_kw(cur(p), "over") && (n->norder || n->within || multiset_agg(n->name))) {
+            if (is_kw(cur(p), "over") && (n->norder || n->within ||
+                                          (multiset_agg(n->name) && !stat_window_ok(n->name)))) {
                 size_t wn = strlen(n->name) + 64;
                 char *what = arena_alloc(p->a, wn);
                 snprintf(what, wn, "%s%s as a window function (OVER)", n->name,

@@ -63,8 +63,11 @@ ERRORS = [
     ("SELECT a, GROUPING(b) FROM t GROUP BY ROLLUP(a)", "b) FROM", "error",
      ["GROUPING", "GROUP BY"]),
     # the statistical and alias aggregates (tests/slt/aggs_stats.test)
-    ("SELECT STDDEV(a) OVER (PARTITION BY b) FROM t", "OVER", "unsupported",
-     ["stddev", "window function"]),
+    ("SELECT MEDIAN(a) OVER (PARTITION BY b) FROM t", "OVER", "unsupported",
+     ["median", "window function"]),
+    ("SELECT STDDEV(DISTINCT a) OVER (PARTITION BY b) FROM t", "STDDEV", "unsupported",
+     ["stddev", "DISTINCT"]),
+    ("SELECT CORR(a) OVER () FROM t", "CORR", "error", ["corr", "two arguments"]),
     ("SELECT ARG_MIN(s, a) OVER () FROM t", "OVER", "unsupported", ["arg_min", "window"]),
     ("SELECT CORR(a) FROM t", "CORR", "error", ["corr", "two arguments"]),
     ("SELECT STDDEV(s) FROM t", "s) FROM", "error", ["stddev", "numeric", "VARCHAR"]),

@@ -143,6 +143,31 @@ FILES.append(
      ]))
 
 FILES.append(
+    ("dialect_window_stats.test", "pg",
+     "STDDEV, VARIANCE, COVAR and CORR as window functions (OVER)", [
+         ("one argument, whole partitions and no partition",
+          "SELECT a, b, STDDEV(b) OVER (PARTITION BY a % 2), VAR_POP(c) OVER (PARTITION BY a % 2), "
+          "STDDEV_POP(c) OVER (), VARIANCE(b) OVER (), VAR_SAMP(a) OVER (PARTITION BY b > 30), "
+          "STDDEV_SAMP(c) OVER (PARTITION BY a % 2) FROM t1",
+          "IIRRRRRR", "rowsort"),
+         ("ROWS frames and the default RANGE frame of an ORDER BY",
+          "SELECT a, b, VARIANCE(b) OVER (ORDER BY a NULLS FIRST, b ROWS BETWEEN 2 PRECEDING AND "
+          "CURRENT ROW), STDDEV_POP(c) OVER (ORDER BY a NULLS FIRST, b ROWS BETWEEN 1 PRECEDING "
+          "AND 1 FOLLOWING), VAR_POP(b) OVER (PARTITION BY a % 2 ORDER BY b NULLS FIRST) FROM t1",
+          "IIRRR", "rowsort"),
+         ("two arguments: rows where both are not NULL",
+          "SELECT a, COVAR_POP(b, c) OVER (PARTITION BY a % 2), COVAR_SAMP(c, b) OVER (), "
+          "CORR(b, c) OVER (), CORR(c, a) OVER (PARTITION BY b > 25), "
+          "COVAR_SAMP(b, a) OVER (ORDER BY a NULLS FIRST, b ROWS BETWEEN 2 PRECEDING AND "
+          "CURRENT ROW) FROM t1",
+          "IRRRRR", "rowsort"),
+         ("DOUBLE values, partitions of one row, NULL-only partitions",
+          "SELECT k, s, STDDEV(f) OVER (PARTITION BY k), STDDEV_POP(f) OVER (PARTITION BY k), "
+          "VAR_SAMP(f) OVER (PARTITION BY s), CORR(f, k) OVER (PARTITION BY ok) FROM t2",
+          "ITRRRR", "rowsort"),
+     ]))
+
+FILES.append(
     ("dialect_distinct_from.test", "sqlite",
      "IS [NOT] DISTINCT FROM, also as a join condition (a null-safe join key)", [
          ("as an expression",
