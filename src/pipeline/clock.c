@@ -49,13 +49,14 @@ void pipe_clock_tick(Pipeline *p)
     double t = pipe_now();
     if (t < p->clock_next)
         return;
-    if (!p->clock_last) { /* after a restart: the restored clock */
-        int64_t late;
-        p->clock_last = rt_watermark(p->be->rt, p->clock_rel, &late);
-    }
+    /* never behind the clock (restored by a restart, or moved ahead by a
+       push to /ingress/now): an earlier time would be a late row */
+    int64_t late, wm = rt_watermark(p->be->rt, p->clock_rel, &late);
     int64_t now = wall_usecs();
     if (now < p->clock_last)
         now = p->clock_last;
+    if (now < wm)
+        now = wm;
     InBatch *b = inbatch_new(p->c, p->clock_rel);
     Chunk *c = inbatch_room(b);
     c->col[0].i[c->n] = now;
