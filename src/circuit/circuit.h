@@ -41,6 +41,9 @@ typedef enum OpKind {
                      then emits them once: non-linear */
     OPK_ASOF,     /* ASOF join (op_asof.c) over one input, the union of both
                      sides: per left row, its closest right row: non-linear */
+    OPK_TEMPORAL, /* temporal filter (op_temporal.c): rows whose column
+                     tcol is within a bound that moves with the clock
+                     (NOW()): non-linear in time, linear in the input */
 } OpKind;
 
 /* OPK_TOPK: which rank bounds the kept rows and is appended as a column. */
@@ -165,6 +168,13 @@ typedef struct CNode {
        one nullable (the planner's MAP restores the types). */
     int asof_nl;
     bool asof_back, asof_outer;
+    /* OPK_TEMPORAL: a row passes at clock T (the watermark of node
+       tclock's column 0) when its column tcol, not NULL, is >= T + toff
+       (tupper false) or <= T + toff (tupper true); no row passes before
+       the clock has a value */
+    int tcol, tclock;
+    int64_t toff;
+    bool tupper;
 } CNode;
 
 typedef struct Relation {
@@ -199,6 +209,9 @@ typedef struct Relation {
        and counted. wm_col -1: none */
     int wm_col;
     int64_t lateness;
+    /* the clock table NOW() reads, added by the compiler (sql/plan_temporal.c):
+       the controller pushes the time into it (pipeline/clock.c) */
+    bool clock;
     /* 'emit_final' (views): the output column whose watermark releases the
        view's rows (r->node is then an OPK_FINAL node); -1: none */
     int emit_final;

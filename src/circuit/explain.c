@@ -23,6 +23,7 @@ static const char *opname(OpKind k)
     case OPK_WINDOW: return "window";
     case OPK_FINAL: return "emit_final";
     case OPK_ASOF: return "asof";
+    case OPK_TEMPORAL: return "temporal_filter";
     }
     return "?";
 }
@@ -134,6 +135,10 @@ void circuit_explain(const Circuit *c, Buf *out)
             break;
         case OPK_FINAL:
             buf_printf(out, " when the watermark of #%d passes", n->final_col);
+            break;
+        case OPK_TEMPORAL:
+            buf_printf(out, " #%d %s NOW() %+lld us (clock: node %d)", n->tcol,
+                       n->tupper ? "<=" : ">=", (long long)n->toff, n->tclock);
             break;
         case OPK_MAP:
             if (n->filter) {

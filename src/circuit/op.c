@@ -73,6 +73,9 @@ Op *op_new(const Circuit *c, const CNode *n, Shard *sh)
     case OPK_ASOF:
         op_asof_init(op);
         break;
+    case OPK_TEMPORAL:
+        op_temporal_init(op);
+        break;
     }
     return op;
 }

@@ -173,6 +173,7 @@ int op_linear_init(Op *op);
 int op_agg_init(Op *op);
 int op_join_init(Op *op);
 int op_distinct_init(Op *op);
+int op_temporal_init(Op *op); /* op_temporal.c */
 int op_sink_init(Op *op);
 int op_upsert_init(Op *op);
 int op_topk_init(Op *op);

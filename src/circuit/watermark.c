@@ -32,6 +32,9 @@
 #include "../zset/batch.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
+#include "../expr/tz.h"
+
+#define TZ_SLACK INT64_C(3 * 3600 * 1000000) /* E_CAST through a time zone */
 
 bool wm_any(const Circuit *c)
 {
@@ -103,6 +106,18 @@ static int64_t expr_wm(const Expr *e, const int64_t *in)
         if (e->k == E_ADD && is_int_const(e->a[0]) && (x = expr_wm(e->a[1], in)) != WM_NONE)
             return sat_add(x, e->a[0]->ci);
         return WM_NONE;
+    case E_CAST:
+        /* between TIMESTAMPTZ and the wall-clock TIMESTAMP of its zone: not
+           monotone (a fall-back repeats an hour), so the bound is the
+           converted watermark less TZ_SLACK, assuming no zone moves its
+           offset by more than that at once (no DST rule does) */
+        if ((x = expr_wm(e->a[0], in)) == WM_NONE || x >= TZ_US_LIMIT || x <= -TZ_US_LIMIT)
+            return WM_NONE;
+        if (e->a[0]->t.kind == TK_TIMESTAMPTZ && e->t.kind == TK_TIMESTAMP)
+            return sat_add(tz_utc_to_local_us(e->a[0]->t.len, x), -TZ_SLACK);
+        if (e->a[0]->t.kind == TK_TIMESTAMP && e->t.kind == TK_TIMESTAMPTZ)
+            return sat_add(tz_local_to_utc_us(e->t.len, x), -TZ_SLACK);
+        return WM_NONE;
     case E_FUNC:
         if (e->fn == FN_TUMBLE_START && e->na == 3 && is_int_const(e->a[1]) &&
             is_int_const(e->a[2]) && e->a[1]->ci > 0 && (x = expr_wm(e->a[0], in)) != WM_NONE)
@@ -154,6 +169,7 @@ void wm_propagate(const Circuit *c, const int64_t *relwm, int64_t *const *cols)
         case OPK_DISTINCT: /* a changed row is a row of the input's change */
         case OPK_SINK:
         case OPK_FINAL:
+        case OPK_TEMPORAL: /* a filter */
             for (int j = 0; j < n->ncol; j++)
                 o[j] = in0[j];
             break;

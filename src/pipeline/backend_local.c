@@ -42,6 +42,7 @@ const char *backend_mem_kind(OpKind k)
     case OPK_WINDOW: return "window";
     case OPK_FINAL: return "emit_final";
     case OPK_ASOF: return "asof";
+    case OPK_TEMPORAL: return "temporal_filter";
     default: return NULL;
     }
 }

@@ -205,6 +205,7 @@ Pipeline *pipeline_new(const Circuit *c, const PipelineOpts *o, Err *err)
     p->o = *o;
     p->W = o->workers > 0 ? o->workers : 1;
     p->err_rel = errors_table(c);
+    pipe_clock_init(p);
     pmem_start(p, o);
     p->be = backend_open(c, o, &p->cs, err); /* opens the connectors too */
     if (!p->be) {
@@ -664,6 +665,7 @@ static int run_loop(Pipeline *p, Err *err)
             wait_wake(p, 0.05);
             continue;
         }
+        pipe_clock_tick(p);
         bool in_txn = p->tx.state != TX_NONE;
         int64_t got = pipe_gather(p, &p->pend, true, in_txn ? -1 : p->step_rows, err);
         if (got < 0)

@@ -74,6 +74,10 @@ struct Pipeline {
     int64_t upd_missing;      /* updates of missing keys (logged) */
     Txn tx;                   /* the transaction (controller; mirrored in tx_pub) */
     int err_rel;              /* the errors table (PIPELINE_ERRORS_TABLE), or -1 */
+    int clock_rel;            /* the clock table NOW() reads, fed by clock.c, or -1 */
+    double clock_res;         /* its resolution (seconds); 0: driven by hand */
+    double clock_next;        /* monotonic time of its next tick */
+    int64_t clock_last;       /* the last time pushed (microseconds) */
 
     /* ---- shared (mu) ---- */
     pthread_mutex_t mu;
@@ -100,6 +104,11 @@ enum {
     BOOT_REJECTED, /* rejected: the pipeline stops, the storage unchanged */
     BOOT_DONE,     /* the bootstrap step ran and its checkpoint is written */
 };
+
+/* clock.c: the clock of NOW() (SLUICE_CLOCK, docs/sql.md) */
+void pipe_clock_init(Pipeline *p);
+/* Controller loop: push the time when a tick is due. */
+void pipe_clock_tick(Pipeline *p);
 
 /* memory.c: the memory budget and breakdown (docs/memory.md) */
 typedef struct PMem PMem;

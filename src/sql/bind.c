@@ -309,18 +309,56 @@ static Expr *add_by_fn(P *p, int fn, TypeKind t, bool nul, Expr *l, Expr *r, boo
    (Calcite); DATE + any other day-time interval is a TIMESTAMP. */
 static Expr *time_arith(P *p, Ast *x, int op, Expr *l, Expr *r);
 
+/* The days of interval r when x (the A_BIN of `tstz +- interval`) has as
+   its interval operand a literal written with a DAY field (INTERVAL '1'
+   DAY, INTERVAL '1 02:00:00' DAY TO SECOND): PostgreSQL keeps such days
+   apart from the time and adds them as calendar days. *days gets the
+   whole days (truncated toward zero, as PostgreSQL splits '1.5 days'). */
+static bool literal_days(const Ast *x, const Expr *r, int64_t *days)
+{
+    if (!x || x->k != A_BIN || r->k != E_CONST || r->cnull)
+        return false;
+    const Ast *iv = NULL;
+    for (int i = 0; i < 2; i++) {
+        const Ast *o = i ? x->a : x->b;
+        if (o && o->k == A_TYPED && o->type.kind == TK_INTERVAL_DT)
+            iv = o;
+    }
+    if (!iv || (iv->ival & 0xff) != TU_DAY)
+        return false;
+    *days = r->ci / INT64_C(86400000000);
+    return *days != 0;
+}
+
 /* Arithmetic with a TIMESTAMPTZ operand: +- INTERVAL DAY TO SECOND moves
-   the instant (an interval is a fixed length here, so '1 day' is 24 hours
-   even across a DST change); +- INTERVAL YEAR TO MONTH moves the
-   wall-clock time of the session zone by calendar months; TIMESTAMPTZ -
-   TIMESTAMPTZ (or a TIMESTAMP/DATE read in the session zone) is the
-   elapsed INTERVAL. NULL when no rule applies (p->err untouched). */
+   the instant (an interval is a fixed length, so '24' HOUR is 24 hours
+   even across a DST change), except that the days of a constant written
+   with a DAY field are calendar days in the session zone (PostgreSQL:
+   the wall-clock time moves by whole days, then the rest of the interval
+   moves the instant); +- INTERVAL YEAR TO MONTH moves the wall-clock time
+   of the session zone by calendar months; TIMESTAMPTZ - TIMESTAMPTZ (or a
+   TIMESTAMP/DATE read in the session zone) is the elapsed INTERVAL. NULL
+   when no rule applies (p->err untouched). */
 static Expr *tstz_arith(P *p, Ast *x, int op, Expr *l, Expr *r)
 {
     TypeKind a = (TypeKind)l->t.kind, b = (TypeKind)r->t.kind;
     bool nul = l->t.nullable || r->t.nullable, add = op == OP_ADD, sub = op == OP_SUB;
     if (add && type_is_interval(a) && b == TK_TIMESTAMPTZ)
         return tstz_arith(p, x, op, r, l);
+    int64_t days;
+    if ((add || sub) && a == TK_TIMESTAMPTZ && b == TK_INTERVAL_DT && literal_days(x, r, &days)) {
+        SqlType tz = l->t, dt = type_make(TK_INTERVAL_DT, false);
+        tz.nullable = nul;
+        Expr *loc = sql__cast_to(p, l, type_make(TK_TIMESTAMP, l->t.nullable));
+        Expr *d = expr_const_i64(p->a, dt, days * INT64_C(86400000000));
+        Expr *e = sql__cast_to(p, mk2(p, add ? E_ADD : E_SUB, TK_TIMESTAMP, nul, loc, d), tz);
+        int64_t rest = r->ci - days * INT64_C(86400000000);
+        if (rest) {
+            e = mk2(p, add ? E_ADD : E_SUB, TK_TIMESTAMPTZ, nul, e, expr_const_i64(p->a, dt, rest));
+            e->t.len = tz.len;
+        }
+        return e;
+    }
     if ((add || sub) && a == TK_TIMESTAMPTZ && b == TK_INTERVAL_DT) {
         Expr *e = mk2(p, add ? E_ADD : E_SUB, TK_TIMESTAMPTZ, nul, l, r);
         e->t.len = l->t.len;

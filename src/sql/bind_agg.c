@@ -16,7 +16,8 @@
 
 bool sql__set_agg_name(const char *n)
 {
-    return !strcmp(n, "string_agg") || !strcmp(n, "bit_and") || !strcmp(n, "bit_or") ||
+    return !strcmp(n, "string_agg") || !strcmp(n, "listagg") || !strcmp(n, "group_concat") ||
+           !strcmp(n, "bit_and") || !strcmp(n, "bit_or") ||
            !strcmp(n, "bit_xor") || !strcmp(n, "percentile_cont") ||
            !strcmp(n, "percentile_disc") || !strcmp(n, "mode") || !strcmp(n, "grouping") ||
            sql__stat_agg_name(n);
@@ -239,11 +240,15 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
         return bind_grouping(p, bc, x);
     if (sql__stat_agg_name(n))
         return bind_stat_agg(p, bc, x);
-    bool str = !strcmp(n, "string_agg");
+    /* LISTAGG (SQL:2016, Oracle, Db2) and GROUP_CONCAT (MySQL, SQLite) are
+       STRING_AGG with another default separator ('' and ','), any value
+       cast to text, and LISTAGG's order written WITHIN GROUP */
+    bool listagg = !strcmp(n, "listagg"), alias = listagg || !strcmp(n, "group_concat");
+    bool str = !strcmp(n, "string_agg") || alias;
     bool ordset = !strcmp(n, "percentile_cont") || !strcmp(n, "percentile_disc") ||
                   !strcmp(n, "mode");
     AggSpec sp = {0};
-    if (ordset != x->within) {
+    if (ordset != (x->within && !listagg)) {
         if (ordset)
             perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs WITHIN GROUP (ORDER BY ...)", n);
         else
@@ -299,32 +304,33 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
         }
         return add_call(p, ag, x, &sp, v, ord);
     }
-    if (x->args.n != 1 + str) {
-        perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes exactly %s", n,
-             str ? "two arguments (a value and a separator)" : "one argument");
+    if (alias ? x->args.n < 1 || x->args.n > 2 : x->args.n != 1 + str) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes %s", n,
+             alias ? "a value and an optional separator"
+             : str ? "exactly two arguments (a value and a separator)"
+                   : "exactly one argument");
         return NULL;
     }
     Expr *v = bind_inner_arg(p, bc, x->args.v[0], "an aggregate argument");
     if (!v)
         return NULL;
     if (str) {
-        Ast *s = x->args.v[1];
-        if (v->t.kind == TK_NULL || v->t.kind == TK_CHAR)
+        Ast *s = x->args.n > 1 ? x->args.v[1] : NULL;
+        if (v->t.kind == TK_NULL || v->t.kind == TK_CHAR || (alias && !type_is_string(v->t.kind)))
             v = sql__cast_to(p, v, type_make(TK_VARCHAR, true));
         if (!type_is_string(v->t.kind)) {
             perr(p, SL_ESEMANTIC, x->args.v[0]->line, x->args.v[0]->col,
                  "STRING_AGG needs a string value, not %s", tname(v->t));
             return NULL;
         }
-        if (s->k != A_STR && s->k != A_NULL) {
+        if (s && s->k != A_STR && s->k != A_NULL) {
             perr(p, SL_EUNSUPPORTED, s->line, s->col,
-                 "STRING_AGG with a separator other than a string constant is not supported "
-                 "yet");
+                 "%s with a separator other than a string constant is not supported yet", n);
             return NULL;
         }
         sp.kind = AGG_STRING_AGG;
-        sp.sep = s->k == A_STR ? s->str : "";
-        sp.seplen = s->k == A_STR ? (uint32_t)s->slen : 0;
+        sp.sep = s && s->k == A_STR ? s->str : !s && !listagg && alias ? "," : "";
+        sp.seplen = (uint32_t)(s && s->k == A_STR ? s->slen : strlen(sp.sep));
         sp.out_t = type_make(TK_VARCHAR, true);
         sp.distinct = x->distinct;
     } else {

@@ -45,7 +45,7 @@ Expr *sql__bool_agg_arg(P *p, Ast *x, Expr *a)
    error wherever they appear (not "must appear in GROUP BY" about their
    argument, nor "function ... is not supported"). */
 static const char *agg_later[] = {
-    "array_agg", "listagg", "group_concat", "json_agg", "jsonb_agg", "json_object_agg",
+    "array_agg", "json_agg", "jsonb_agg", "json_object_agg",
 };
 
 bool sql__agg_later(P *p, Ast *x)
@@ -325,6 +325,13 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
     int u = sql__udf_find(p, x->name);
     if (u >= 0) /* a SQL function (bind_udf.c) */
         return sql__bind_udf_call(p, bc, x, u);
+    if (!strcmp(x->name, "now")) { /* plan_temporal.c takes the ones it can */
+        perr(p, SL_EUNSUPPORTED, x->line, x->col,
+             "NOW() / CURRENT_TIMESTAMP is supported only in a view's temporal filter: a "
+             "conjunct of WHERE comparing a TIMESTAMP or TIMESTAMPTZ expression of the FROM "
+             "rows with NOW() [+ or - a constant interval] by <, <=, > or >= (or BETWEEN)");
+        return NULL;
+    }
     if (x->over) /* plan_window.c */
         return sql__bind_window(p, bc, x);
     if (sql__is_agg_name(x->name))

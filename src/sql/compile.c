@@ -327,6 +327,44 @@ static int plan_table(P *p, Stmt *s)
     return 0;
 }
 
+/* The source node of the program's clock table `now` (plan_temporal.c),
+   added on first use: one TIMESTAMP NOT NULL column with LATENESS 0, so
+   its watermark is the largest time pushed. A table `now` the program
+   declares is used when it has that shape (LATENESS of any size). */
+int sql__clock_node(P *p, const Ast *at)
+{
+    int i = circuit_find_rel(p->c, "now");
+    if (i >= 0) {
+        const Relation *r = &p->c->rels[i];
+        if (!r->is_table || r->ncol != 1 || !type_is_ts(r->types[0].kind) || r->wm_col != 0 ||
+            r->npk)
+            return perr(p, SL_ESEMANTIC, at->line, at->col,
+                        "NOW() reads the clock table \"now\", but the program's %s \"%s\" is not "
+                        "one: a clock table has one TIMESTAMP column with LATENESS",
+                        r->is_table ? "table" : "view", r->name),
+                   -1;
+        return r->node;
+    }
+    Relation *r = add_rel(p, "now", at->line, at->col);
+    if (!r)
+        return -1;
+    r->is_table = true;
+    r->ncol = 1;
+    r->colnames = arena_alloc(p->a, sizeof(char *));
+    r->colnames[0] = "ts";
+    r->types = arena_alloc(p->a, sizeof(SqlType));
+    r->types[0] = type_make(TK_TIMESTAMP, false);
+    r->wm_col = 0;
+    r->lateness = 0;
+    r->clock = true;
+    CNode *n = sql__add_node(p, OPK_SOURCE, 0, 1);
+    n->rel = (int)(r - p->c->rels);
+    n->label = r->name;
+    n->types[0] = r->types[0];
+    r->node = n->id;
+    return n->id;
+}
+
 static int plan_view(P *p, Stmt *s)
 {
     PRel q;

@@ -522,6 +522,7 @@ static void analyse(Lineage *l)
         case OPK_SINK:
         case OPK_UPSERT:
         case OPK_FINAL: /* emit_final: the same rows, later */
+        case OPK_TEMPORAL: /* a filter */
             for (int k = 0; k < n->nin; k++)
                 for (int i = 0; i < n->ncol && i < c->nodes[n->in[k]]->ncol; i++)
                     merge_col(l, colv(l, id, i), n->in[k], i, LK_NONE);

@@ -73,13 +73,21 @@ static int stat_agg_args(const char *n)
 
 static bool multiset_agg(const char *n)
 {
-    static const char *const names[] = {"string_agg", "bit_and", "bit_or", "bit_xor",
+    static const char *const names[] = {"string_agg", "listagg", "group_concat", "bit_and",
+                                        "bit_or", "bit_xor",
                                         "percentile_cont", "percentile_disc", "mode",
                                         "grouping"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strcmp(n, names[i]))
             return true;
     return stat_agg_args(n) > 0;
+}
+
+/* The statistical aggregates that have a window form (plan_window.c). */
+static bool stat_window_ok(const char *n)
+{
+    return stat_agg_args(n) && strcmp(n, "median") && strcmp(n, "any_value") &&
+           strcmp(n, "count_if") && strcmp(n, "arg_min") && strcmp(n, "arg_max");
 }
 
 /* `agg(x) FILTER (WHERE c)` (below). */
@@ -397,17 +405,24 @@ static Ast *parse_primary(Parser *p)
                 sql__unsupported(p, t, "ARRAY constructor");
                 return NULL;
             }
-            static const char *const clock_fns[] = {"current_date", "current_time",
-                "current_timestamp", "localtime", "localtimestamp", "now"};
+            /* NOW() and CURRENT_TIMESTAMP [(p)]: the pipeline's clock,
+               allowed in temporal filters only (plan_temporal.c) */
+            if (is_kw(t, "current_timestamp") || is_kw(t, "localtimestamp")) {
+                n = sql__new_ast(p, A_FUNC, t);
+                n->name = "now";
+                p->i++;
+                if (is_op(cur(p), "(") && p->t[p->i + 1].k == T_INT && is_op(&p->t[p->i + 2], ")"))
+                    p->i += 3; /* a precision: the clock has microseconds */
+                return n;
+            }
+            static const char *const clock_fns[] = {"current_date", "current_time", "localtime"};
             for (size_t i = 0; i < ARRAY_LEN(clock_fns); i++)
-                if (is_kw(t, clock_fns[i]) && (i < 5 || is_op(&p->t[p->i + 1], "("))) {
+                if (is_kw(t, clock_fns[i])) {
                     err_setpos(p->err, SL_EUNSUPPORTED, t->line, t->col,
-                               "%s is not allowed: a view must be deterministic, and its value "
-                               "would change with the clock, without any change to the input "
-                               "(use a timestamp column of the input instead)",
+                               "%s is not supported: only NOW() / CURRENT_TIMESTAMP, and only in "
+                               "a view's temporal filter (WHERE col >= NOW() - INTERVAL ...)",
                                (const char *const[]){"CURRENT_DATE", "CURRENT_TIME",
-                                   "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP",
-                                   "NOW()"}[i]);
+                                   "LOCALTIME"}[i]);
                     return NULL;
                 }
             if (is_kw(t, "extract") && is_op(&p->t[p->i + 1], "(")) {
@@ -489,6 +504,14 @@ static Ast *parse_primary(Parser *p)
                         }
                     }
                 } while (accept_op(p, ","));
+                /* MySQL: GROUP_CONCAT(x [ORDER BY ...] SEPARATOR 'sep') */
+                if (!strcmp(n->name, "group_concat") && n->args.n == 1 &&
+                    accept_kw(p, "separator")) {
+                    Ast *x;
+                    if (!(x = sql__parse_expr(p)))
+                        return NULL;
+                    sql__list_push(p, &n->args, x);
+                }
             }
             if (sql__expect_op(p, ")"))
                 return NULL;
@@ -507,7 +530,8 @@ static Ast *parse_primary(Parser *p)
                     sql__expect_op(p, ")"))
                     return NULL;
             }
-            if (is_kw(cur(p), "over") && (n->norder || n->within || multiset_agg(n->name))) {
+            if (is_kw(cur(p), "over") && (n->norder || n->within ||
+                                          (multiset_agg(n->name) && !stat_window_ok(n->name)))) {
                 size_t wn = strlen(n->name) + 64;
                 char *what = arena_alloc(p->a, wn);
                 snprintf(what, wn, "%s%s as a window function (OVER)", n->name,

@@ -254,10 +254,11 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
         sql__split_and(p, q->where, &conj, &nconj);
     for (int i = 0; i < nconds; i++)
         sql__split_and(p, conds[i], &conj, &nconj);
-    /* conjuncts with subqueries are left to sql__plan_core (plan_subq.c) */
+    /* conjuncts with subqueries are left to sql__plan_core (plan_subq.c),
+       and so are temporal filters (NOW(): plan_temporal.c) */
     int nkeep = 0, nsq = 0;
     for (int i = 0; i < nconj; i++)
-        nsq += sql__has_subquery(conj[i]);
+        nsq += sql__has_subquery(conj[i]) || sql__has_now(conj[i]);
     if (nsq) {
         Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*nsubq + nsq));
         if (*nsubq)
@@ -265,7 +266,7 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
         *subq = v;
     }
     for (int i = 0; i < nconj; i++) {
-        if (sql__has_subquery(conj[i]))
+        if (sql__has_subquery(conj[i]) || sql__has_now(conj[i]))
             (*subq)[(*nsubq)++] = conj[i];
         else
             conj[nkeep++] = conj[i];
@@ -736,13 +737,19 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         Ast **sx = arena_alloc(p->a, sizeof(Ast *) * (size_t)(nsubq + n + 1));
         int nsx = 0;
         for (int i = 0; i < nsubq; i++)
-            sx[nsx++] = subq[i];
+            if (!sql__has_now(subq[i]))
+                sx[nsx++] = subq[i];
         for (int i = 0; i < n && !agg; i++)
             if (exprs[i] && sql__has_subquery(exprs[i]))
                 sx[nsx++] = exprs[i];
         if (nsx && sql__plan_subqueries(p, &from, sx, nsx))
             return p->err->code;
         for (int i = 0; i < nsubq; i++) {
+            if (sql__has_now(subq[i])) {
+                if (sql__plan_temporal(p, &from, subq[i]))
+                    return p->err->code;
+                continue;
+            }
             AggCtx none = {0};
             BindCtx bc = {&from.s, &none, "WHERE"};
             Expr *w = sql__bind(p, &bc, subq[i]);

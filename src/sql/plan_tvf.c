@@ -17,6 +17,12 @@
  * before the TUMBLE(slide) window of the row (each of those n windows
  * contains ts, and no other does). size must be a multiple of slide, and
  * all of size, slide and offset constant day-to-second intervals.
+ *
+ * Over a TIMESTAMPTZ column, windows whose size and slide are whole days
+ * are computed on the wall-clock time in the session zone (CAST to
+ * TIMESTAMP, then the bounds CAST back): a 1-day window runs from local
+ * midnight to local midnight, as PostgreSQL's date_bin over
+ * `x::timestamp` read back AT TIME ZONE; other sizes bin the instant.
  */
 #include "../expr/text.h"
 #include "sql_int.h"
@@ -103,9 +109,16 @@ int sql__plan_tvf(P *p, FromItem *f, PRel *out)
         keep = sql__mk(p, E_ISNOTNULL, type_make(TK_BOOL, false), 1);
         keep->a[0] = tcol;
     }
-    Expr *base = sql__mk(p, E_FUNC, ts, 3);
+    /* TIMESTAMPTZ windows of whole days are windows of the wall-clock
+       time in the session zone (they start at its midnight; 23 or 25 hours
+       across a DST change), read back as instants; others are windows of
+       the instant */
+    const int64_t day = INT64_C(86400000000);
+    bool local = tt.kind == TK_TIMESTAMPTZ && slide % day == 0 && size % day == 0;
+    SqlType wt = local ? type_make(TK_TIMESTAMP, tt.nullable) : ts;
+    Expr *base = sql__mk(p, E_FUNC, wt, 3);
     base->fn = FN_TUMBLE_START;
-    base->a[0] = tcol;
+    base->a[0] = local ? sql__cast_to(p, tcol, wt) : tcol;
     base->a[1] = expr_const_i64(p->a, it, slide);
     base->a[2] = expr_const_i64(p->a, it, offset);
     int *maps = arena_alloc(p->a, sizeof(int) * (size_t)nwin);
@@ -115,15 +128,15 @@ int sql__plan_tvf(P *p, FromItem *f, PRel *out)
             proj[i] = expr_col(p->a, i, in.s.c[i].t);
         Expr *start = base;
         if (k > 0) {
-            start = sql__mk(p, E_SUB, ts, 2);
+            start = sql__mk(p, E_SUB, wt, 2);
             start->a[0] = base;
             start->a[1] = expr_const_i64(p->a, it, k * slide);
         }
-        Expr *end = sql__mk(p, E_ADD, ts, 2);
+        Expr *end = sql__mk(p, E_ADD, wt, 2);
         end->a[0] = start;
         end->a[1] = expr_const_i64(p->a, it, size);
-        proj[nc] = start;
-        proj[nc + 1] = end;
+        proj[nc] = local ? sql__cast_to(p, start, ts) : start;
+        proj[nc + 1] = local ? sql__cast_to(p, end, ts) : end;
         maps[k] = sql__add_map(p, in.node, keep, proj, nc + 2);
     }
     out->node = sql__sum(p, maps, (int)nwin); /* a HOP row is in every window it overlaps */

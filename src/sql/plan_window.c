@@ -10,7 +10,10 @@
  * window inputs that are not plain columns (after the WHERE/HAVING filter),
  * then one OPK_WINDOW node per distinct (PARTITION BY, ORDER BY) appends
  * its functions' columns, and the placeholders are pointed at them; the
- * final projection follows.
+ * final projection follows. A call equal to one bound before (function,
+ * argument, window, frame) shares its column. The statistical aggregates
+ * (STDDEV, VARIANCE, COVAR, CORR) are rewritten into window COUNTs and
+ * SUMs combined per row (stat_window).
  *
  * Top-k: ORDER BY ... LIMIT n [OFFSET m] of a view or subquery becomes an
  * OPK_TOPK over the query's output (ORDER BY keys resolved to output
@@ -221,8 +224,171 @@ Expr *sql__bind_window(P *p, BindCtx *bc, Ast *x)
     return e;
 }
 
+/* ---- the statistical aggregates over a window ----
+   VAR_*, STDDEV_*, COVAR_*, CORR with OVER are rewritten into window SUMs
+   and COUNTs of DOUBLE values sharing the call's OVER (their sums are
+   exact, xsum.h), combined per row:
+     var = (S(x*x) - S(x)^2 / n) / (n or n - 1), stddev = sqrt(var),
+     covar = (S(x*y) - S(x) S(y) / n) / (n or n - 1),
+     corr = covar_pop(x, y) / sqrt(var_pop(x) var_pop(y)),
+   over the rows where the argument (both arguments) is not NULL. */
+
+static Ast *mk_ast(P *p, const Ast *at, AstKind k)
+{
+    Ast *a = arena_zalloc(p->a, sizeof(*a));
+    a->k = k;
+    a->line = at->line;
+    a->col = at->col;
+    return a;
+}
+
+static void set_args(P *p, Ast *a, Ast *const *v, int n)
+{
+    a->args.v = arena_alloc(p->a, sizeof(Ast *) * (size_t)n);
+    memcpy(a->args.v, v, sizeof(Ast *) * (size_t)n);
+    a->args.n = a->args.cap = n;
+}
+
+static Ast *bin(P *p, const Ast *at, int op, Ast *l, Ast *r)
+{
+    Ast *a = mk_ast(p, at, A_BIN);
+    a->op = op;
+    a->a = l;
+    a->b = r;
+    return a;
+}
+
+static Ast *num(P *p, const Ast *at, const char *text)
+{
+    Ast *a = mk_ast(p, at, strchr(text, 'e') ? A_NUM : A_INT);
+    a->str = (char *)text;
+    a->slen = strlen(text);
+    return a;
+}
+
+/* name(arg) OVER the window of x */
+static Ast *over(P *p, const Ast *x, const char *name, Ast *arg)
+{
+    Ast *a = mk_ast(p, x, A_FUNC);
+    a->name = (char *)name;
+    a->over = x->over;
+    set_args(p, a, &arg, 1);
+    return a;
+}
+
+/* CASE WHEN c THEN v [ELSE e] END */
+static Ast *when(P *p, const Ast *at, Ast *c, Ast *v, Ast *e)
+{
+    Ast *a = mk_ast(p, at, A_CASE);
+    Ast *wt[2] = {c, v};
+    set_args(p, a, wt, 2);
+    a->b = e;
+    return a;
+}
+
+static Ast *sqrt_of(P *p, const Ast *at, Ast *v)
+{
+    Ast *a = mk_ast(p, at, A_FUNC);
+    a->name = "sqrt";
+    set_args(p, a, &v, 1);
+    return a;
+}
+
+static Ast *stat_window(P *p, Ast *x)
+{
+    const char *n = x->name;
+    bool two = !strcmp(n, "covar_pop") || !strcmp(n, "covar_samp") || !strcmp(n, "corr");
+    if (x->args.n != 1 + two || x->star) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes exactly %s", n,
+             two ? "two arguments" : "one argument");
+        return NULL;
+    }
+    Ast *v[2];
+    for (int i = 0; i <= two; i++) {
+        v[i] = mk_ast(p, x, A_CAST);
+        v[i]->a = x->args.v[i];
+        v[i]->type = type_make(TK_DOUBLE, true);
+    }
+    if (two) { /* the rows where both are not NULL */
+        for (int i = 0; i < 2; i++) {
+            Ast *nn = mk_ast(p, x, A_ISNULL);
+            nn->a = x->args.v[1 - i];
+            nn->negated = true;
+            v[i] = when(p, x, nn, v[i], NULL);
+        }
+    }
+    Ast *a = v[0], *b = two ? v[1] : v[0];
+    Ast *cnt = over(p, x, "count", a), *sa = over(p, x, "sum", a), *sb = over(p, x, "sum", b);
+    /* the centred sum of products: S(a*b) - S(a) S(b) / n */
+    Ast *m = bin(p, x, OP_SUB, over(p, x, "sum", bin(p, x, OP_MUL, a, b)),
+                 bin(p, x, OP_DIV, bin(p, x, OP_MUL, sa, sb), cnt));
+    bool samp = !strcmp(n, "stddev") || !strcmp(n, "stddev_samp") || !strcmp(n, "variance") ||
+                !strcmp(n, "var_samp") || !strcmp(n, "covar_samp");
+    if (!strcmp(n, "corr")) {
+        Ast *ma = bin(p, x, OP_SUB, over(p, x, "sum", bin(p, x, OP_MUL, a, a)),
+                      bin(p, x, OP_DIV, bin(p, x, OP_MUL, sa, sa), cnt));
+        Ast *mb = bin(p, x, OP_SUB, over(p, x, "sum", bin(p, x, OP_MUL, b, b)),
+                      bin(p, x, OP_DIV, bin(p, x, OP_MUL, sb, sb), cnt));
+        Ast *pos = bin(p, x, OP_AND, bin(p, x, OP_GT, ma, num(p, x, "0e0")),
+                       bin(p, x, OP_GT, mb, num(p, x, "0e0")));
+        return when(p, x, bin(p, x, OP_AND, bin(p, x, OP_GT, cnt, num(p, x, "0")), pos),
+                    bin(p, x, OP_DIV, m, sqrt_of(p, x, bin(p, x, OP_MUL, ma, mb))), NULL);
+    }
+    Ast *den = samp ? bin(p, x, OP_SUB, cnt, num(p, x, "1")) : cnt;
+    Ast *var = bin(p, x, OP_DIV, m, den);
+    if (!strncmp(n, "stddev", 6)) /* rounding may leave a tiny negative */
+        var = when(p, x, bin(p, x, OP_GT, m, num(p, x, "0e0")), sqrt_of(p, x, var),
+                   num(p, x, "0e0"));
+    return when(p, x, bin(p, x, OP_GT, cnt, num(p, x, samp ? "1" : "0")), var, NULL);
+}
+
+static bool stat_window_name(const char *n)
+{
+    static const char *const names[] = {"stddev", "stddev_samp", "stddev_pop", "variance",
+                                        "var_samp", "var_pop", "covar_pop", "covar_samp",
+                                        "corr"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(n, names[i]))
+            return true;
+    return false;
+}
+
+static bool same_expr(const Expr *a, const Expr *b)
+{
+    return a == b || (a && b && sql__expr_equal(a, b) && a->t.nullable == b->t.nullable);
+}
+
+/* Do a and b compute the same column (function, argument, window)? */
+static bool same_call(const WinCall *a, const WinCall *b)
+{
+    const WinFunc *f = &a->f, *g = &b->f;
+    if (f->kind != g->kind || f->offset != g->offset || f->rows != g->rows ||
+        f->start != g->start || f->end != g->end || f->start_n != g->start_n ||
+        f->end_n != g->end_n || f->start_f != g->start_f || f->end_f != g->end_f ||
+        memcmp(&f->out_t, &g->out_t, sizeof(SqlType)) || a->npart != b->npart ||
+        a->nord != b->nord || !same_expr(a->arg, b->arg) || !same_expr(a->def, b->def))
+        return false;
+    for (int i = 0; i < a->npart; i++)
+        if (!same_expr(a->part[i], b->part[i]))
+            return false;
+    for (int i = 0; i < a->nord; i++)
+        if (!same_expr(a->ord[i], b->ord[i]) || a->desc[i] != b->desc[i] ||
+            a->nulls_first[i] != b->nulls_first[i])
+            return false;
+    return true;
+}
+
 static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
 {
+    if (stat_window_name(x->name) && !x->distinct) {
+        Ast *r = stat_window(p, x);
+        if (!r)
+            return NULL;
+        bc->agg->win = w; /* the calls inside bind as window functions */
+        Expr *e = sql__bind(p, bc, r);
+        bc->agg->win = NULL;
+        return e;
+    }
     WinDef *wd = x->over;
     BindCtx in = *bc;
     WinCall c;
@@ -328,6 +494,9 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
              x->name);
         return NULL;
     }
+    for (int i = 0; i < w->n; i++) /* the same call again: one column */
+        if (same_call(&w->calls[i], &c))
+            return expr_col(p->a, PH_BASE + i, f->out_t);
     *VEC_PUSH_ARENA(p->a, w->calls, w->n, w->cap) = c;
     return expr_col(p->a, PH_BASE + w->n - 1, f->out_t);
 }

@@ -214,6 +214,12 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
     case OPK_FINAL:
         put_i64(b, n->final_col);
         break;
+    case OPK_TEMPORAL:
+        put_i64(b, n->tcol);
+        put_i64(b, n->tclock);
+        put_i64(b, n->toff);
+        put_i64(b, n->tupper);
+        break;
     case OPK_SINK: /* a retained table's sink keeps what a materialized one's does */
         put_i64(b, rel_keeps(&c->rels[n->rel]));
         break;

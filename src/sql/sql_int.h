@@ -225,6 +225,17 @@ bool sql__ast_any(const Ast *x, bool (*hit)(const Ast *));
 /* Append x's conjuncts to (*v)[0..*n) (one copy, not one per conjunct). */
 void sql__split_and(P *p, Ast *x, Ast ***v, int *n);
 
+/* ---- plan_temporal.c ---- */
+
+/* Does x call NOW() (CURRENT_TIMESTAMP)? */
+bool sql__has_now(const Ast *x);
+/* from := its rows passing the temporal filter c (a WHERE conjunct with
+   NOW()); an error when c is not one. */
+int sql__plan_temporal(P *p, PRel *from, Ast *c);
+/* compile.c: the source node of the clock table `now` (added on first
+   use), or -1 with an error at `at`. */
+int sql__clock_node(P *p, const Ast *at);
+
 /* ---- plan_join.c ---- */
 
 /* A join planned as a unit: OUTER, NATURAL, USING, or a parenthesised

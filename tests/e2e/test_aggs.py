@@ -63,8 +63,11 @@ ERRORS = [
     ("SELECT a, GROUPING(b) FROM t GROUP BY ROLLUP(a)", "b) FROM", "error",
      ["GROUPING", "GROUP BY"]),
     # the statistical and alias aggregates (tests/slt/aggs_stats.test)
-    ("SELECT STDDEV(a) OVER (PARTITION BY b) FROM t", "OVER", "unsupported",
-     ["stddev", "window function"]),
+    ("SELECT MEDIAN(a) OVER (PARTITION BY b) FROM t", "OVER", "unsupported",
+     ["median", "window function"]),
+    ("SELECT STDDEV(DISTINCT a) OVER (PARTITION BY b) FROM t", "STDDEV", "unsupported",
+     ["stddev", "DISTINCT"]),
+    ("SELECT CORR(a) OVER () FROM t", "CORR", "error", ["corr", "two arguments"]),
     ("SELECT ARG_MIN(s, a) OVER () FROM t", "OVER", "unsupported", ["arg_min", "window"]),
     ("SELECT CORR(a) FROM t", "CORR", "error", ["corr", "two arguments"]),
     ("SELECT STDDEV(s) FROM t", "s) FROM", "error", ["stddev", "numeric", "VARCHAR"]),
@@ -73,8 +76,12 @@ ERRORS = [
     ("SELECT MEDIAN(a) WITHIN GROUP (ORDER BY a) FROM t", "WITHIN", "error",
      ["median", "ordered-set"]),
     ("SELECT MEDIAN(DISTINCT a) FROM t", "MEDIAN", "unsupported", ["MEDIAN", "DISTINCT"]),
-    ("SELECT LISTAGG(s, ',') FROM t", "LISTAGG", "unsupported", ["listagg", "not supported"]),
-    ("SELECT GROUP_CONCAT(s) FROM t", "GROUP_CONCAT", "unsupported", ["group_concat"]),
+    # LISTAGG / GROUP_CONCAT are STRING_AGG (tests/slt/dialect_listagg.test)
+    ("SELECT LISTAGG(s, ',') OVER () FROM t", "OVER", "unsupported", ["listagg", "window"]),
+    ("SELECT GROUP_CONCAT(s, s) FROM t", "s) FROM", "unsupported",
+     ["group_concat", "separator", "string constant"]),
+    ("SELECT LISTAGG(s, ',', 'x') FROM t", "LISTAGG", "error",
+     ["listagg", "optional separator"]),
 ]
 
 

@@ -14,8 +14,9 @@ with the system tzdata) and to Sluice, run for several session zones:
 Every view's rows must equal PostgreSQL's answer to the same query as a
 multiset: AT TIME ZONE both ways, casts between TIMESTAMPTZ, TIMESTAMP,
 DATE and VARCHAR, comparisons, EXTRACT/date_part, DATE_TRUNC in the session zone,
-+/- intervals (minutes, months), MIN/MAX/COUNT with GROUP BY, TUMBLE
-(against PostgreSQL's date_bin).
++/- intervals (minutes, months, calendar days), MIN/MAX/COUNT with GROUP BY, TUMBLE
+(against PostgreSQL's date_bin; windows of whole days against date_bin over
+the wall-clock time, read back in the zone).
 """
 import json
 import os
@@ -58,6 +59,12 @@ QUERIES = {
         FROM t GROUP BY CAST(x AS DATE)""",
     "v_hour": """SELECT DATE_TRUNC('hour', x) AS hr, COUNT(*) AS c, MAX(l) AS ml
         FROM t GROUP BY DATE_TRUNC('hour', x)""",
+    # day-interval literals add calendar days in the session zone (23 or 25
+    # hours across a DST change), the rest of the interval as a length
+    "v_days": """SELECT id, x + INTERVAL '1' DAY AS d1, x - INTERVAL '1' DAY AS dm1,
+        INTERVAL '2' DAY + x AS d2, x + INTERVAL '1 02:30:00' DAY TO SECOND AS dts,
+        x - INTERVAL '1 12' DAY TO HOUR AS dth, x + INTERVAL '24' HOUR AS h24,
+        x + INTERVAL '-1' DAY AS dneg FROM t""",
     # TUMBLE over instants; PostgreSQL's date_bin from the epoch is the same
     "v_tumble": ("""SELECT window_start, window_end, COUNT(*) AS c, MIN(x) AS mn
         FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(x), INTERVAL '6' HOUR))
@@ -65,6 +72,24 @@ QUERIES = {
                  """SELECT date_bin('6 hours', x, TIMESTAMPTZ '1970-01-01 00:00:00+00'),
         date_bin('6 hours', x, TIMESTAMPTZ '1970-01-01 00:00:00+00') + INTERVAL '6 hours',
         COUNT(*), MIN(x) FROM t WHERE x IS NOT NULL GROUP BY 1, 2"""),
+    # windows of whole days follow the session zone's midnight (23 or 25
+    # hours across a DST change): PostgreSQL's date_bin over the wall-clock
+    # time, read back in the zone
+    "v_tumble_day": ("""SELECT window_start, window_end, COUNT(*) AS c, MIN(x) AS mn
+        FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(x), INTERVAL '1' DAY))
+        GROUP BY window_start, window_end""",
+                     """SELECT CAST(b AS TIMESTAMPTZ), CAST(b + INTERVAL '1 day' AS TIMESTAMPTZ),
+        COUNT(*), MIN(x) FROM (SELECT date_bin('1 day', CAST(x AS TIMESTAMP),
+        TIMESTAMP '1970-01-01') AS b, x FROM t WHERE x IS NOT NULL) s GROUP BY 1, 2"""),
+    "v_hop_day": ("""SELECT window_start, window_end, COUNT(*) AS c, MAX(id) AS m
+        FROM TABLE(HOP(TABLE t, DESCRIPTOR(x), INTERVAL '1' DAY, INTERVAL '2' DAY,
+        INTERVAL '6' HOUR)) GROUP BY window_start, window_end""",
+                  """SELECT CAST(b AS TIMESTAMPTZ), CAST(b + INTERVAL '2 days' AS TIMESTAMPTZ),
+        COUNT(*), MAX(id) FROM (SELECT date_bin('1 day', CAST(x AS TIMESTAMP),
+        TIMESTAMP '1970-01-01 06:00:00') AS b, id FROM t WHERE x IS NOT NULL
+        UNION ALL SELECT date_bin('1 day', CAST(x AS TIMESTAMP),
+        TIMESTAMP '1970-01-01 06:00:00') - INTERVAL '1 day', id FROM t WHERE x IS NOT NULL) s
+        GROUP BY 1, 2"""),
 }
 
 

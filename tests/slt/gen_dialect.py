@@ -103,6 +103,70 @@ FILES.append(
           "ITII", "rowsort"),
      ]))
 
+# LISTAGG and GROUP_CONCAT: PostgreSQL has neither spelling, so the
+# expected rows are PostgreSQL's answer to the STRING_AGG form each maps to
+# (the fifth element: the query asked of the engine instead).
+FILES.append(
+    ("dialect_listagg.test", "pg",
+     "LISTAGG and GROUP_CONCAT as STRING_AGG (docs/sql.md, Dialect); expected rows are "
+     "PostgreSQL's answers to the STRING_AGG queries gen_dialect.py pairs them with", [
+         ("LISTAGG with a separator, ordered WITHIN GROUP",
+          "SELECT k, LISTAGG(s, ', ') WITHIN GROUP (ORDER BY s) FROM t2 GROUP BY k",
+          "IT", "rowsort",
+          "SELECT k, string_agg(s, ', ' ORDER BY s) FROM t2 GROUP BY k"),
+         ("LISTAGG of integers: cast to text, no separator by default, DESC order",
+          "SELECT LISTAGG(a) WITHIN GROUP (ORDER BY a DESC, b) FROM t1",
+          "T", "nosort",
+          "SELECT string_agg(CAST(a AS TEXT), '' ORDER BY a DESC, b) FROM t1"),
+         ("GROUP_CONCAT: ',' by default, ORDER BY in the call",
+          "SELECT k, GROUP_CONCAT(s ORDER BY s DESC) FROM t2 GROUP BY k",
+          "IT", "rowsort",
+          "SELECT k, string_agg(s, ',' ORDER BY s DESC) FROM t2 GROUP BY k"),
+         ("GROUP_CONCAT with MySQL's SEPARATOR and DISTINCT",
+          "SELECT c / 300, GROUP_CONCAT(DISTINCT b ORDER BY b SEPARATOR '-') FROM t1 "
+          "GROUP BY c / 300",
+          "IT", "rowsort",
+          "SELECT c / 300, string_agg(DISTINCT CAST(b AS TEXT), '-' ORDER BY CAST(b AS TEXT)) "
+          "FROM t1 GROUP BY c / 300"),
+         ("GROUP_CONCAT with SQLite's separator argument, over a join",
+          "SELECT t1.a, GROUP_CONCAT(t2.s, ' | ' ORDER BY t2.s) FROM t1 JOIN t2 ON t1.a = t2.k "
+          "GROUP BY t1.a",
+          "IT", "rowsort",
+          "SELECT t1.a, string_agg(t2.s, ' | ' ORDER BY t2.s) FROM t1 JOIN t2 ON t1.a = t2.k "
+          "GROUP BY t1.a"),
+         ("NULL when every value is NULL; with FILTER-like CASE",
+          "SELECT k, LISTAGG(CASE WHEN ok THEN s END, '/') WITHIN GROUP (ORDER BY s), "
+          "GROUP_CONCAT(f ORDER BY f) FROM t2 GROUP BY k",
+          "ITT", "rowsort",
+          "SELECT k, string_agg(CASE WHEN ok THEN s END, '/' ORDER BY s), "
+          "string_agg(CAST(f AS TEXT), ',' ORDER BY f) FROM t2 GROUP BY k"),
+     ]))
+
+FILES.append(
+    ("dialect_window_stats.test", "pg",
+     "STDDEV, VARIANCE, COVAR and CORR as window functions (OVER)", [
+         ("one argument, whole partitions and no partition",
+          "SELECT a, b, STDDEV(b) OVER (PARTITION BY a % 2), VAR_POP(c) OVER (PARTITION BY a % 2), "
+          "STDDEV_POP(c) OVER (), VARIANCE(b) OVER (), VAR_SAMP(a) OVER (PARTITION BY b > 30), "
+          "STDDEV_SAMP(c) OVER (PARTITION BY a % 2) FROM t1",
+          "IIRRRRRR", "rowsort"),
+         ("ROWS frames and the default RANGE frame of an ORDER BY",
+          "SELECT a, b, VARIANCE(b) OVER (ORDER BY a NULLS FIRST, b ROWS BETWEEN 2 PRECEDING AND "
+          "CURRENT ROW), STDDEV_POP(c) OVER (ORDER BY a NULLS FIRST, b ROWS BETWEEN 1 PRECEDING "
+          "AND 1 FOLLOWING), VAR_POP(b) OVER (PARTITION BY a % 2 ORDER BY b NULLS FIRST) FROM t1",
+          "IIRRR", "rowsort"),
+         ("two arguments: rows where both are not NULL",
+          "SELECT a, COVAR_POP(b, c) OVER (PARTITION BY a % 2), COVAR_SAMP(c, b) OVER (), "
+          "CORR(b, c) OVER (), CORR(c, a) OVER (PARTITION BY b > 25), "
+          "COVAR_SAMP(b, a) OVER (ORDER BY a NULLS FIRST, b ROWS BETWEEN 2 PRECEDING AND "
+          "CURRENT ROW) FROM t1",
+          "IRRRRR", "rowsort"),
+         ("DOUBLE values, partitions of one row, NULL-only partitions",
+          "SELECT k, s, STDDEV(f) OVER (PARTITION BY k), STDDEV_POP(f) OVER (PARTITION BY k), "
+          "VAR_SAMP(f) OVER (PARTITION BY s), CORR(f, k) OVER (PARTITION BY ok) FROM t2",
+          "ITRRRR", "rowsort"),
+     ]))
+
 FILES.append(
     ("dialect_distinct_from.test", "sqlite",
      "IS [NOT] DISTINCT FROM, also as a join condition (a null-safe join key)", [
@@ -286,8 +350,9 @@ def render(name, engine, title, queries, eng):
     for s in DDL + EXTRA.get(name, []):
         eng.run(s)
         out.extend(["statement ok", s, ""])
-    for comment, sql, types, sort in queries:
-        rows = [[fmt(v, types[i]) for i, v in enumerate(r)] for r in eng.run(sql)]
+    for comment, sql, types, sort, *asked in queries:
+        rows = [[fmt(v, types[i]) for i, v in enumerate(r)]
+                for r in eng.run(asked[0] if asked else sql)]
         query_record(out, comment, sql, types, sort, rows)
     return "\n".join(out)
 
