@@ -39,6 +39,8 @@ typedef enum OpKind {
     OPK_FINAL,    /* 'emit_final' (watermark.c): holds its input's changes
                      until the watermark of column final_col passes them,
                      then emits them once: non-linear */
+    OPK_FIXPOINT, /* a recursive relation: the least fixed point of the
+                     inner circuit `sub` (op_fixpoint.c): non-linear */
 } OpKind;
 
 /* OPK_TOPK: which rank bounds the kept rows and is appended as a column. */
@@ -152,6 +154,12 @@ typedef struct CNode {
     int nwfn;
     /* OPK_FINAL: the column whose watermark releases rows */
     int final_col;
+    /* OPK_FIXPOINT: the definition R = Q(R, inputs) as a circuit of its
+       own; its nodes 0..nin are ports (OPK_UNION without inputs): node 0
+       the changes of R (this node's types), node j + 1 those of input j;
+       node sub_out is Q (this node's types) */
+    struct Circuit *sub;
+    int sub_out;
 } CNode;
 
 typedef struct Relation {

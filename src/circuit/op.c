@@ -22,6 +22,8 @@ int op_shard_channels(const CNode *n)
     case OPK_TOPK:
     case OPK_WINDOW:
         return 1;
+    case OPK_FIXPOINT:
+        return n->nin + 1; /* one per input (and one more: a shard even without) */
     default:
         return 0;
     }
@@ -68,6 +70,9 @@ Op *op_new(const Circuit *c, const CNode *n, Shard *sh)
         break;
     case OPK_FINAL:
         op_final_init(op);
+        break;
+    case OPK_FIXPOINT:
+        op_fixpoint_init(op);
         break;
     }
     return op;

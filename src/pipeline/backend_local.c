@@ -41,6 +41,7 @@ const char *backend_mem_kind(OpKind k)
     case OPK_TOPK: return "top-k";
     case OPK_WINDOW: return "window";
     case OPK_FINAL: return "emit_final";
+    case OPK_FIXPOINT: return "fixpoint";
     default: return NULL;
     }
 }
