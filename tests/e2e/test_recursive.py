@@ -11,11 +11,16 @@ into one step, give identical dumps. A recursion under UNION ALL that does
 not end fails its step with a clear error; the pipeline rejects the input
 record that caused it and goes on. Definitions that are not monotone in
 the recursive relation, mutual recursion and a declaration without its
-view are refused at line:column.
+view are refused at line:column. The sqllogictest file
+tests/slt/recursive.test (expected results written by SQLite through
+tests/slt/gen_recursive.py) runs in both modes of sluice-slt.
 """
 import json
+import os
 import random
+import re
 import sqlite3
+import subprocess
 
 import pytest
 import requests
@@ -24,6 +29,10 @@ from conftest import json_input, read_dump, run, run_ok, wait_until
 from httpkit import ingress, lines, query
 
 NODES = 10
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SLT_FILE = os.path.join(ROOT, "tests", "slt", "recursive.test")
+SLT = os.environ.get("SLUICE_SLT", os.path.join(ROOT, "build", "debug", "sluice-slt"))
+FINAL = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
 
 PROGRAM = """
 CREATE TABLE e (src INT NOT NULL, dst INT NOT NULL) WITH ('materialized' = 'true'%s);
@@ -210,3 +219,15 @@ def test_refused_definitions_name_line_and_column(tmp_path):
         assert res.returncode != 0, text
         assert "bad%d.sql:%d:%d:" % (i, line, col) in res.stderr, (text, res.stderr)
         assert what in res.stderr, (text, res.stderr)
+
+
+@pytest.mark.parametrize("args", [[], ["--incremental", "--check-steps", "--workers", "3"]])
+def test_slt_recursive(args):
+    p = subprocess.run([SLT] + args + ["--verbose", SLT_FILE], capture_output=True, text=True,
+                       timeout=600)
+    m = FINAL.findall(p.stdout)
+    assert m, p.stdout[-2000:] + p.stderr[-2000:]
+    passed, failed, skipped = (int(x) for x in m[-1])
+    assert failed == 0 and p.returncode == 0, p.stdout[-4000:]
+    assert passed >= 20 and skipped == 0, p.stdout[-2000:]
+    assert "ERROR: AddressSanitizer" not in p.stderr and "runtime error" not in p.stderr
