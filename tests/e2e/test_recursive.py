@@ -231,3 +231,32 @@ def test_slt_recursive(args):
     assert failed == 0 and p.returncode == 0, p.stdout[-4000:]
     assert passed >= 20 and skipped == 0, p.stdout[-2000:]
     assert "ERROR: AddressSanitizer" not in p.stderr and "runtime error" not in p.stderr
+
+
+def test_crash_and_resume_from_a_checkpoint(tmp_path):
+    """With --storage: a crash after step 17 (checkpoints every 5 steps),
+    then a restart (with another worker count: the fixed point's state
+    moves with worker 0) gives the dumps of an uninterrupted run."""
+    steps = gen_steps(5, nsteps=30)
+    inp = tmp_path / "in.json"
+    with open(inp, "w") as f:
+        for ops in steps:
+            for op, edge in ops:
+                f.write(json.dumps({op: edge}) + "\n")
+    prog = tmp_path / "prog.sql"
+    prog.write_text(PROGRAM % (", " + json_input(inp)[len("WITH ("):-1]))
+    base = ["run", prog, "--until-done", "--no-progress", "--step-rows", 2,
+            "--checkpoint-interval", "0"]
+    run_ok(base + ["--workers", 2, "--dump", tmp_path / "ref"])
+    st = tmp_path / "storage"
+    env = dict(os.environ, SLUICE_CRASH_AT="after-step:17", SLUICE_CHECKPOINT_EVERY_STEPS="5")
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+    from conftest import sluice_bin
+    p = subprocess.run([sluice_bin()] + [str(a) for a in base + ["--workers", 2, "--storage", st]],
+                       capture_output=True, timeout=600, env=env)
+    assert p.returncode == 137, p.stderr.decode()[-3000:]
+    res = run_ok(base + ["--workers", 3, "--storage", st, "--dump", tmp_path / "dump"])
+    assert "resuming from the checkpoint at step 15" in res.stderr, res.stderr[-3000:]
+    for v in REFERENCE:
+        assert (tmp_path / "dump" / ("%s.csv" % v)).read_bytes() == \
+            (tmp_path / "ref" / ("%s.csv" % v)).read_bytes(), v
