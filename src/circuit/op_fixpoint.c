@@ -33,9 +33,13 @@
  * rejects the input rows that make it fail (pipeline/reject.c) and goes
  * on.
  *
- * Checkpoint: a header (key "isteps": inner steps run + 1; per inner node
- * with state, key "node%06d": its batch count + 1), then R, pend, and the
- * inner nodes' own batches in node order. All of it lives on worker 0.
+ * R is a trace (the integral of the changes fed), pend a consolidated
+ * batch: each iteration sorts its changes once, no per-row hash probes.
+ *
+ * Checkpoint: a header (key "isteps": inner steps run + 1; "rbatches":
+ * R's spine batches + 1; per inner node with state, "node%06d": its batch
+ * count + 1), then R's spine, pend, and the inner nodes' own batches in
+ * node order. All of it lives on worker 0.
  */
 #include <stdio.h>
 
@@ -43,18 +47,15 @@
 
 #include "../base/budget.h"
 #include "../base/mem.h"
-#include "../zset/hmap.h"
+#include "../zset/trace.h"
 #include "../zset/key.h"
 
 /* Iterations of one step after which the recursion is taken not to end. */
 #define FIX_MAX_ITER 10000
 
-/* A change to R, its row encoding copied into the inner arena. */
-typedef struct Delta {
-    const uint8_t *k;
-    size_t kn;
-    int64_t w;
-} Delta;
+/* A multiplicity past this is taken for a recursion that does not end
+   (long before BIGINT overflows in a join's product of weights). */
+#define FIX_MAX_WEIGHT ((int64_t)1 << 53)
 
 typedef struct FixSt {
     /* the inner circuit, on worker 0 only (ops NULL elsewhere) */
@@ -69,40 +70,53 @@ typedef struct FixSt {
     EvalCtx ev;
     int64_t isteps;  /* inner steps run */
     bool monotone;   /* Q has only monotone nodes */
-    HMap *r;         /* R: row encoding -> weight */
-    HMap *pend;      /* Q(R) - R */
-    HMap *acc;       /* this step's change of R */
+    Trace *r;        /* R (key = row encoding) */
+    Batch *pend;     /* Q(R) - R, consolidated */
+    BatchList acc;   /* the changes of R fed in this step */
     Batch **dx;      /* this step's input changes, per input (until step_end) */
     bool x_fed;      /* dx went into the inner circuit */
     bool cant_undo;  /* an inner step failed in an operator that cannot undo */
     int64_t iters;   /* iterations of the last step (statistics) */
 } FixSt;
 
-static int64_t *wslot(HMap *m, const uint8_t *k, size_t kn)
+/* b with its weights negated (a new reference). */
+static Batch *negated(const Batch *b)
 {
-    bool created;
-    return hmap_upsert(m, k, kn, sl_hash(k, kn), &created);
+    BatchBuilder *bb = bb_new();
+    for (int64_t i = 0; i < b->n; i++)
+        bb_add(bb, batch_key(b, i), batch_klen(b, i), NULL, 0, -b->w[i]);
+    return bb_finish(bb);
 }
 
-/* m[k] += w, the entry gone at 0; false when the weight overflows. */
-static bool wadd(HMap *m, const uint8_t *k, size_t kn, int64_t w)
+/* The sum of batches b[0..n) (negated when neg), consolidated. */
+static Batch *sum_of(Batch *const *b, int n, bool neg)
 {
-    int64_t *p = wslot(m, k, kn);
-    if (__builtin_add_overflow(*p, w, p))
-        return false;
-    if (*p == 0)
-        hmap_delete(m, k, kn, sl_hash(k, kn));
-    return true;
+    BatchBuilder *bb = bb_new();
+    for (int k = 0; k < n; k++)
+        for (int64_t i = 0; i < b[k]->n; i++)
+            bb_add(bb, batch_key(b[k], i), batch_klen(b[k], i), NULL, 0,
+                   neg ? -b[k]->w[i] : b[k]->w[i]);
+    return bb_finish(bb);
 }
 
-static void clear_map(HMap *m)
+/* pend' = pend - d + o (d NULL: none; d == pend: o alone). */
+static Batch *next_pend(const Batch *pend, const Batch *d, const Chunk *o)
 {
-    size_t it = 0;
-    const uint8_t *k;
-    size_t kn;
-    void *pl;
-    while (hmap_next(m, &it, &k, &kn, &pl))
-        hmap_delete(m, k, kn, sl_hash(k, kn));
+    BatchBuilder *bb = bb_new();
+    if (d != pend) {
+        for (int64_t i = 0; i < pend->n; i++)
+            bb_add(bb, batch_key(pend, i), batch_klen(pend, i), NULL, 0, pend->w[i]);
+        for (int64_t i = 0; d && i < d->n; i++)
+            bb_add(bb, batch_key(d, i), batch_klen(d, i), NULL, 0, -d->w[i]);
+    }
+    Buf kb = BUF_INIT;
+    for (int64_t r = 0; r < o->n; r++) {
+        buf_reset(&kb);
+        key_encode_row(o, r, &kb);
+        bb_add(bb, kb.p, kb.n, NULL, 0, o->w[r]);
+    }
+    buf_free(&kb);
+    return bb_finish(bb);
 }
 
 /* ---- the inner circuit ---- */
@@ -152,19 +166,6 @@ static void inner_free(FixSt *s)
     sl_free(s->out);
     sl_free(s->pushed);
     arena_free(s->arena);
-}
-
-/* A chunk of the changes d[0..n) with the types of port p. */
-static Chunk *delta_chunk(FixSt *s, int p, const Delta *d, int64_t n)
-{
-    const CNode *pn = s->sub->nodes[p];
-    Chunk *c = chunk_new(s->arena, pn->ncol, pn->types, n);
-    for (int64_t i = 0; i < n; i++) {
-        key_decode(d[i].k, pn->types, pn->ncol, c, 0, i);
-        c->w[i] = d[i].w;
-    }
-    c->n = n;
-    return c;
 }
 
 /* The rows of batch b (weights negated when neg) for port p. */
@@ -265,51 +266,16 @@ static int push_fix(Op *op, OpEnv *env, int input, Chunk *c)
 static void begin_fix(Op *op, OpEnv *env)
 {
     FixSt *s = op->st;
-    clear_map(s->acc);
+    batchlist_free(&s->acc);
     s->x_fed = s->cant_undo = false;
 }
 
-/* The entries of m (weights negated when neg) as changes in arena a. */
-static Delta *map_deltas(Arena *a, HMap *m, bool neg, int64_t *n)
+static int too_many(Op *op, Err *err, const char *what)
 {
-    Delta *d = arena_alloc(a, sizeof(Delta) * (size_t)(hmap_count(m) + 1));
-    size_t it = 0;
-    const uint8_t *k;
-    size_t kn;
-    void *pl;
-    int64_t i = 0;
-    while (hmap_next(m, &it, &k, &kn, &pl)) {
-        uint8_t *copy = arena_alloc(a, kn + 1);
-        memcpy(copy, k, kn);
-        d[i++] = (Delta){copy, kn, neg ? -*(int64_t *)pl : *(int64_t *)pl};
-    }
-    *n = i;
-    return d;
-}
-
-/* pend += the rows of o; false when a weight overflows. */
-static bool fold(FixSt *s, const Chunk *o)
-{
-    Buf kb = BUF_INIT;
-    bool ok = true;
-    for (int64_t r = 0; r < o->n && ok; r++) {
-        buf_reset(&kb);
-        key_encode_row(o, r, &kb);
-        ok = wadd(s->pend, kb.p, kb.n, o->w[r]);
-    }
-    buf_free(&kb);
-    return ok;
-}
-
-static int overflow(Op *op, Err *err)
-{
-    FixSt *s = op->st;
-    s->cant_undo = true;
-    op->undo = NULL; /* R and pend are half updated */
     return err_set(err, SL_ERUNTIME,
-                   "recursive relation %s: a row's multiplicity passes BIGINT (a recursion "
-                   "under UNION ALL that does not end?)",
-                   op->node->label ? op->node->label : "");
+                   "recursive relation %s: %s in one step (a recursion under UNION ALL that "
+                   "does not end?)",
+                   op->node->label ? op->node->label : "", what);
 }
 
 /* Iterate to the fixed point (header). */
@@ -320,18 +286,24 @@ static int iterate(Op *op, OpEnv *env, bool reset)
     Err *err = env->ev->err;
     int64_t it = 0;
     for (;; it++) {
-        if (it >= FIX_MAX_ITER)
-            return err_set(err, SL_ERUNTIME,
-                           "recursive relation %s: no fixed point after %d iterations in one "
-                           "step (a recursion under UNION ALL that does not end?)",
-                           n->label ? n->label : "", FIX_MAX_ITER);
+        if (it >= FIX_MAX_ITER) {
+            char b[64];
+            snprintf(b, sizeof(b), "no fixed point after %d iterations", FIX_MAX_ITER);
+            return too_many(op, err, b);
+        }
         if (budget_stop())
             return budget_error(err);
         arena_reset(s->arena);
-        int64_t nd;
-        Delta *d = it == 0 && reset ? map_deltas(s->arena, s->r, true, &nd)
-                                    : map_deltas(s->arena, s->pend, false, &nd);
-        s->out[0] = delta_chunk(s, 0, d, nd);
+        Batch *d;
+        if (it == 0 && reset) {
+            Batch *all = trace_consolidate(s->r);
+            d = negated(all);
+            batch_unref(all);
+        } else {
+            d = s->pend;
+            batch_ref(d);
+        }
+        s->out[0] = batch_chunk(s, 0, d, false);
         for (int j = 0; j < n->nin; j++)
             s->out[j + 1] = batch_chunk(s, j + 1, it == 0 ? s->dx[j] : NULL, false);
         Chunk *o;
@@ -339,19 +311,24 @@ static int iterate(Op *op, OpEnv *env, bool reset)
         int rc = inner_step(s, err, &o);
         env->ev->ndivzero += s->ev.ndivzero - dz;
         if (rc) {
+            batch_unref(d);
             if (s->cant_undo)
                 op->undo = NULL;
             return rc;
         }
         if (it == 0)
             s->x_fed = true;
-        for (int64_t i = 0; i < nd; i++)
-            if (!wadd(s->r, d[i].k, d[i].kn, d[i].w) || !wadd(s->acc, d[i].k, d[i].kn, d[i].w) ||
-                !wadd(s->pend, d[i].k, d[i].kn, -d[i].w))
-                return overflow(op, err);
-        if (!fold(s, o))
-            return overflow(op, err);
-        if (!hmap_count(s->pend))
+        Batch *np = next_pend(s->pend, d, o);
+        batch_unref(s->pend);
+        s->pend = np;
+        batch_ref(d);
+        trace_insert_take(s->r, d);
+        trace_step_end(s->r);
+        batchlist_add(&s->acc, d); /* takes the first reference */
+        for (int64_t i = 0; i < np->n; i++)
+            if (np->w[i] > FIX_MAX_WEIGHT || np->w[i] < -FIX_MAX_WEIGHT)
+                return too_many(op, err, "a row's multiplicity passes 2^53");
+        if (!np->n)
             break;
     }
     s->iters = it + 1;
@@ -365,7 +342,7 @@ static int finish_fix(Op *op, OpEnv *env)
     op->out = op_empty(env->arena, n);
     if (!s->ops) /* not worker 0: everything went there */
         return 0;
-    bool any = s->isteps == 0 || hmap_count(s->pend) > 0, neg = false;
+    bool any = s->isteps == 0 || s->pend->n > 0, neg = false;
     for (int j = 0; j < n->nin; j++) {
         s->dx[j] = shard_batch(op->sh, j);
         any = any || s->dx[j]->n;
@@ -377,14 +354,16 @@ static int finish_fix(Op *op, OpEnv *env)
     int rc = iterate(op, env, neg || !s->monotone);
     if (rc)
         return rc;
-    int64_t nd;
-    Delta *d = map_deltas(env->arena, s->acc, false, &nd);
-    Chunk *c = chunk_new(env->arena, n->ncol, n->types, nd);
-    for (int64_t i = 0; i < nd; i++) {
-        key_decode(d[i].k, n->types, n->ncol, c, 0, i);
-        c->w[i] = d[i].w;
+    Batch *acc = sum_of(s->acc.b, s->acc.n, false);
+    Chunk *c = chunk_new(env->arena, n->ncol, n->types, acc->n);
+    uint8_t *copy = arena_alloc(env->arena, acc->off[acc->n] + 1);
+    memcpy(copy, acc->data, acc->off[acc->n]);
+    for (int64_t i = 0; i < acc->n; i++) {
+        key_decode(copy + acc->off[i], n->types, n->ncol, c, 0, i);
+        c->w[i] = acc->w[i];
     }
-    c->n = nd;
+    c->n = acc->n;
+    batch_unref(acc);
     op->out = c;
     return 0;
 }
@@ -395,24 +374,25 @@ static void undo_fix(Op *op)
 {
     FixSt *s = op->st;
     const CNode *n = op->node;
-    if (!s->ops || (!s->x_fed && !hmap_count(s->acc)))
+    if (!s->ops || (!s->x_fed && !s->acc.n))
         return;
     Err e = {0};
     arena_reset(s->arena);
-    int64_t nd;
-    Delta *d = map_deltas(s->arena, s->acc, true, &nd);
-    s->out[0] = delta_chunk(s, 0, d, nd);
+    Batch *d = sum_of(s->acc.b, s->acc.n, true);
+    s->out[0] = batch_chunk(s, 0, d, false);
     for (int j = 0; j < n->nin; j++)
         s->out[j + 1] = batch_chunk(s, j + 1, s->x_fed ? s->dx[j] : NULL, true);
     Chunk *o;
-    if (inner_step(s, &e, &o)) /* the same rows went through before */
+    if (inner_step(s, &e, &o)) { /* the same rows went through before */
+        batch_unref(d);
         return;
-    for (int64_t i = 0; i < nd; i++) { /* d is -acc */
-        wadd(s->r, d[i].k, d[i].kn, d[i].w);
-        wadd(s->pend, d[i].k, d[i].kn, -d[i].w);
     }
-    fold(s, o);
-    clear_map(s->acc);
+    Batch *np = next_pend(s->pend, d, o);
+    batch_unref(s->pend);
+    s->pend = np;
+    trace_insert_take(s->r, d);
+    trace_step_end(s->r);
+    batchlist_free(&s->acc);
     s->x_fed = false;
 }
 
@@ -424,14 +404,15 @@ static void step_end_fix(Op *op)
             batch_unref(s->dx[j]);
         s->dx[j] = NULL;
     }
+    batchlist_free(&s->acc);
     op->undo = undo_fix;
 }
 
 static void mem_fix(Op *op, OpMem *m)
 {
     FixSt *s = op->st;
-    m->rows += hmap_count(s->r);
-    m->bytes += hmap_bytes(s->r) + hmap_bytes(s->pend);
+    trace_mem(s->r, m);
+    m->bytes += batch_bytes(s->pend);
     for (int i = 0; s->ops && i < s->sub->nnodes; i++)
         if (s->ops[i])
             op_mem(s->ops[i], m);
@@ -445,25 +426,13 @@ static void free_fix(Op *op)
         if (s->dx[j])
             batch_unref(s->dx[j]);
     sl_free(s->dx);
-    hmap_free(s->r);
-    hmap_free(s->pend);
-    hmap_free(s->acc);
+    trace_free(s->r);
+    batch_unref(s->pend);
+    batchlist_free(&s->acc);
     sl_free(s);
 }
 
 /* ---- checkpoints ---- */
-
-static Batch *map_batch(HMap *m)
-{
-    BatchBuilder *bb = bb_new();
-    size_t it = 0;
-    const uint8_t *k;
-    size_t kn;
-    void *pl;
-    while (hmap_next(m, &it, &k, &kn, &pl))
-        bb_add(bb, k, kn, NULL, 0, *(int64_t *)pl);
-    return bb_finish(bb);
-}
 
 static int save_fix(Op *op, BatchList *out)
 {
@@ -473,13 +442,15 @@ static int save_fix(Op *op, BatchList *out)
         return 0;
     }
     int nn = s->sub->nnodes;
-    const char **names = sl_calloc((size_t)nn + 1, sizeof(char *));
+    const char **names = sl_calloc((size_t)nn + 2, sizeof(char *));
     char *nb = sl_calloc((size_t)nn + 1, 16);
-    int64_t *counts = sl_calloc((size_t)nn + 1, sizeof(int64_t));
+    int64_t *counts = sl_calloc((size_t)nn + 2, sizeof(int64_t));
     BatchList *inner = sl_calloc((size_t)nn, sizeof(BatchList));
     int nh = 0;
     names[nh] = "isteps";
     counts[nh++] = s->isteps + 1;
+    names[nh] = "rbatches";
+    counts[nh++] = trace_nbatches(s->r) + 1;
     int rc = 0;
     for (int i = s->nports; i < nn && !rc; i++)
         if (s->ops[i]->save) {
@@ -490,8 +461,9 @@ static int save_fix(Op *op, BatchList *out)
         }
     if (!rc) {
         batchlist_add(out, op_header(names, counts, nh));
-        batchlist_add(out, map_batch(s->r));
-        batchlist_add(out, map_batch(s->pend));
+        op_save_trace(s->r, out);
+        batch_ref(s->pend);
+        batchlist_add(out, s->pend);
         for (int i = 0; i < nn; i++)
             for (int k = 0; k < inner[i].n; k++) {
                 batch_ref(inner[i].b[k]);
@@ -507,38 +479,41 @@ static int save_fix(Op *op, BatchList *out)
     return rc;
 }
 
-static void map_load(HMap *m, const Batch *b)
+/* The weight of key name in header h, or -1. */
+static int64_t header_get(const Batch *h, const char *name)
 {
-    for (int64_t i = 0; i < b->n; i++)
-        *wslot(m, batch_key(b, i), batch_klen(b, i)) = b->w[i];
+    size_t n = strlen(name);
+    for (int64_t i = 0; i < h->n; i++)
+        if (batch_klen(h, i) == n && !memcmp(batch_key(h, i), name, n))
+            return h->w[i];
+    return -1;
 }
 
 static int load_fix(Op *op, Batch *const *b, int n, Err *err)
 {
     FixSt *s = op->st;
     int id = op->node->id;
-    if (n < 1 || b[0]->n < 1 || batch_klen(b[0], 0) != 6 || memcmp(batch_key(b[0], 0), "isteps", 6))
+    if (n < 1 || header_get(b[0], "isteps") < 1)
         return err_set(err, SL_EIO, "recursive state (node %d) has no valid header", id);
     if (!s->ops)
         return 0; /* not worker 0: nothing */
-    if (n < 3)
+    int64_t nr = header_get(b[0], "rbatches") - 1;
+    if (nr < 0 || 1 + nr + 1 > n)
         return err_set(err, SL_EIO, "recursive state (node %d) lacks R", id);
-    s->isteps = b[0]->w[0] - 1;
-    map_load(s->r, b[1]);
-    map_load(s->pend, b[2]);
-    int at = 3;
-    int64_t h = 1;
+    s->isteps = header_get(b[0], "isteps") - 1;
+    op_load_trace(s->r, b + 1, (int)nr);
+    batch_unref(s->pend);
+    s->pend = b[1 + nr];
+    batch_ref(s->pend);
+    int at = 2 + (int)nr;
     for (int i = s->nports; i < s->sub->nnodes; i++) {
         if (!s->ops[i]->save)
             continue;
         char name[16];
         snprintf(name, sizeof(name), "node%06d", i);
-        if (h >= b[0]->n || batch_klen(b[0], h) != strlen(name) ||
-            memcmp(batch_key(b[0], h), name, strlen(name)))
-            return err_set(err, SL_EIO, "recursive state (node %d) lacks inner node %d", id, i);
-        int64_t cnt = b[0]->w[h++] - 1;
+        int64_t cnt = header_get(b[0], name) - 1;
         if (cnt < 0 || at + cnt > n)
-            return err_set(err, SL_EIO, "recursive state (node %d) is truncated", id);
+            return err_set(err, SL_EIO, "recursive state (node %d) lacks inner node %d", id, i);
         int rc = s->ops[i]->load(s->ops[i], b + at, (int)cnt, err);
         if (rc)
             return rc;
@@ -565,9 +540,8 @@ int op_fixpoint_init(Op *op)
     const CNode *n = op->node;
     FixSt *s = sl_calloc(1, sizeof(*s));
     s->dx = sl_calloc((size_t)n->nin + 1, sizeof(Batch *));
-    s->r = hmap_new(sizeof(int64_t));
-    s->pend = hmap_new(sizeof(int64_t));
-    s->acc = hmap_new(sizeof(int64_t));
+    s->r = trace_new();
+    s->pend = batch_empty();
     s->monotone = true;
     for (int i = n->nin + 1; i < n->sub->nnodes; i++) {
         OpKind k = n->sub->nodes[i]->k;
