@@ -27,7 +27,7 @@
  * UNION in Q makes the iteration a set one (a DISTINCT node in Q), UNION
  * ALL a bag one, which need not end (a cycle): after FIX_MAX_ITER
  * iterations in one step, or when the memory budget of the step says so,
- * or when a row's multiplicity passes BIGINT, the step fails with a
+ * or when a row's multiplicity passes FIX_MAX_WEIGHT, the step fails with a
  * message naming the relation. It is then undone like any failing step
  * (undo(): the step's changes fed once more, negated), so the pipeline
  * rejects the input rows that make it fail (pipeline/reject.c) and goes

@@ -8,6 +8,7 @@
  *   plan_node.c    adding nodes, the Z-set algebra, conjunct helpers
  *   plan_join.c    OUTER, NATURAL and USING joins; FROM column aliases
  *   plan_set.c     UNION / INTERSECT / EXCEPT, WITH, VALUES
+ *   plan_rec.c     recursive relations (WITH RECURSIVE, DECLARE RECURSIVE VIEW)
  *   plan_subq.c    subqueries in expressions (decorrelated)
  *   plan_window.c  window functions, LIMIT (top-k)
  *   plan_tvf.c     TUMBLE and HOP in FROM
