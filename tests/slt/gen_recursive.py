@@ -106,9 +106,16 @@ query("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM e UNION SELECT x.a, y.b 
 query("WITH RECURSIVE r(n) AS (SELECT 0 UNION SELECT e.dst FROM r JOIN e ON r.n = e.src), "
       "q AS (SELECT n, COUNT(*) AS c FROM r JOIN g ON g.src = r.n GROUP BY n) "
       "SELECT n, c FROM q", "II", comment="a later WITH query over the recursive one")
-query("WITH base AS (SELECT src, dst FROM g WHERE w > 3), RECURSIVE_t AS (SELECT 1) "
-      "SELECT COUNT(*) FROM base", "I", comment="no recursion at all")
+query("WITH RECURSIVE base(a, b) AS (SELECT src, dst FROM g WHERE w > 3 UNION SELECT 1, 2), "
+      "c AS (SELECT COUNT(*) AS n FROM base) SELECT n FROM c", "I",
+      comment="WITH RECURSIVE without a recursive reference")
 query("SELECT COUNT(*) FROM (WITH RECURSIVE r(n) AS (SELECT 0 UNION SELECT e.dst FROM r "
       "JOIN e ON r.n = e.src) SELECT n FROM r) q JOIN g ON g.src = q.n", "I",
       comment="WITH RECURSIVE in a subquery")
+query("WITH RECURSIVE r(n) AS (SELECT src FROM (SELECT src, COUNT(*) AS c FROM g GROUP BY src) q "
+      "WHERE c >= 2 UNION SELECT g.dst FROM r JOIN g ON r.n = g.src) SELECT n FROM r", "I",
+      comment="an aggregate in the base (not monotone in the table: recomputed every step)")
+query("WITH RECURSIVE r(n) AS (SELECT 0 UNION SELECT x.dst FROM r JOIN (SELECT src, dst FROM e "
+      "EXCEPT SELECT dst, src FROM e) x ON r.n = x.src) SELECT n FROM r", "I",
+      comment="EXCEPT over the tables inside a recursive term")
 print("\n".join(out))
