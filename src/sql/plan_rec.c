@@ -139,6 +139,14 @@ int sql__rec_fixpoint(P *p, int lo, int port, int out, const char *name, int lin
     f->sub = sub;
     f->sub_out = map[out - lo];
     f->label = name;
+    /* a WITH query's runtime errors name its view too */
+    const Stmt *st = p->prog && p->stmt < p->prog->n ? p->prog->stmts[p->stmt] : NULL;
+    if (st && st->k == S_CREATE_VIEW && strcasecmp(st->name, name) && st->name[0] != '_') {
+        size_t n = strlen(name) + strlen(st->name) + 16;
+        char *b = arena_alloc(p->a, n);
+        snprintf(b, n, "%s (in view %s)", name, st->name);
+        f->label = b;
+    }
     return f->id;
 }
 
