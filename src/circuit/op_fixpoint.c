@@ -31,7 +31,11 @@
  * message naming the relation. It is then undone like any failing step
  * (undo(): the step's changes fed once more, negated), so the pipeline
  * rejects the input rows that make it fail (pipeline/reject.c) and goes
- * on.
+ * on. An inner step that fails is withdrawn by its operators' own undo();
+ * when one of them has none (top-k, window in the definition's part over
+ * the inputs) this operator has none either for that step, which then
+ * stops the pipeline. A CONST in Q emits in the first inner step only (the
+ * inner clock), so its rows stay in Q's integral across steps.
  *
  * R is a trace (the integral of the changes fed), pend a consolidated
  * batch: each iteration sorts its changes once, no per-row hash probes.
@@ -76,7 +80,6 @@ typedef struct FixSt {
     Batch **dx;      /* this step's input changes, per input (until step_end) */
     bool x_fed;      /* dx went into the inner circuit */
     bool cant_undo;  /* an inner step failed in an operator that cannot undo */
-    int64_t iters;   /* iterations of the last step (statistics) */
 } FixSt;
 
 /* b with its weights negated (a new reference). */
@@ -331,7 +334,6 @@ static int iterate(Op *op, OpEnv *env, bool reset)
         if (!np->n)
             break;
     }
-    s->iters = it + 1;
     return 0;
 }
 
