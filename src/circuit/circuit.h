@@ -44,6 +44,8 @@ typedef enum OpKind {
     OPK_TEMPORAL, /* temporal filter (op_temporal.c): rows whose column
                      tcol is within a bound that moves with the clock
                      (NOW()): non-linear in time, linear in the input */
+    OPK_FIXPOINT, /* a recursive relation: the least fixed point of the
+                     inner circuit `sub` (op_fixpoint.c): non-linear */
 } OpKind;
 
 /* OPK_TOPK: which rank bounds the kept rows and is appended as a column. */
@@ -175,6 +177,12 @@ typedef struct CNode {
     int tcol, tclock;
     int64_t toff;
     bool tupper;
+    /* OPK_FIXPOINT: the definition R = Q(R, inputs) as a circuit of its
+       own; its nodes 0..nin are ports (OPK_UNION without inputs): node 0
+       the changes of R (this node's types), node j + 1 those of input j;
+       node sub_out is Q (this node's types) */
+    struct Circuit *sub;
+    int sub_out;
 } CNode;
 
 typedef struct Relation {

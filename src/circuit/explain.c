@@ -24,6 +24,7 @@ static const char *opname(OpKind k)
     case OPK_FINAL: return "emit_final";
     case OPK_ASOF: return "asof";
     case OPK_TEMPORAL: return "temporal_filter";
+    case OPK_FIXPOINT: return "fixpoint";
     }
     return "?";
 }
@@ -99,6 +100,8 @@ static const char *aggname(AggKind k)
     return n[k];
 }
 
+static void explain_nodes(const Circuit *c, Buf *out, const char *ind);
+
 void circuit_explain(const Circuit *c, Buf *out)
 {
     char tb[64];
@@ -116,9 +119,17 @@ void circuit_explain(const Circuit *c, Buf *out)
         buf_puts(out, "\n");
     }
     buf_puts(out, "circuit:\n");
+    explain_nodes(c, out, "  ");
+}
+
+/* The nodes of c, each line indented by ind; a fixpoint's inner circuit
+   below it, further indented. */
+static void explain_nodes(const Circuit *c, Buf *out, const char *ind)
+{
+    char tb[64];
     for (int i = 0; i < c->nnodes; i++) {
         const CNode *n = c->nodes[i];
-        buf_printf(out, "  %d: %s", n->id, opname(n->k));
+        buf_printf(out, "%s%d: %s", ind, n->id, opname(n->k));
         if (n->nin) {
             buf_puts(out, "(");
             for (int j = 0; j < n->nin; j++)
@@ -204,5 +215,13 @@ void circuit_explain(const Circuit *c, Buf *out)
         for (int j = 0; j < n->ncol; j++)
             buf_printf(out, "%s%s", j ? ", " : "", type_name(n->types[j], tb, sizeof(tb)));
         buf_puts(out, ")\n");
+        if (n->k == OPK_FIXPOINT) {
+            char deeper[64];
+            snprintf(deeper, sizeof(deeper), "%s    ", ind);
+            buf_printf(out, "%s  recursive definition (0: the relation's changes, 1..%d: the "
+                            "inputs', %d: its result):\n",
+                       ind, n->nin, n->sub_out);
+            explain_nodes(n->sub, out, deeper);
+        }
     }
 }

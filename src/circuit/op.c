@@ -23,6 +23,8 @@ int op_shard_channels(const CNode *n)
     case OPK_WINDOW:
     case OPK_ASOF:
         return 1;
+    case OPK_FIXPOINT:
+        return n->nin + 1; /* one per input (and one more: a shard even without) */
     default:
         return 0;
     }
@@ -75,6 +77,9 @@ Op *op_new(const Circuit *c, const CNode *n, Shard *sh)
         break;
     case OPK_TEMPORAL:
         op_temporal_init(op);
+        break;
+    case OPK_FIXPOINT:
+        op_fixpoint_init(op);
         break;
     }
     return op;

@@ -180,6 +180,7 @@ int op_topk_init(Op *op);
 int op_window_init(Op *op);
 int op_asof_init(Op *op);
 int op_final_init(Op *op); /* watermark.c */
+int op_fixpoint_init(Op *op);
 
 /* Sink access for the controller (op_sink.c). */
 typedef struct HMap HMap;

@@ -43,6 +43,7 @@ const char *backend_mem_kind(OpKind k)
     case OPK_FINAL: return "emit_final";
     case OPK_ASOF: return "asof";
     case OPK_TEMPORAL: return "temporal_filter";
+    case OPK_FIXPOINT: return "fixpoint";
     default: return NULL;
     }
 }

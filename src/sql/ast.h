@@ -170,6 +170,7 @@ typedef struct Cte {
     int ncol_aliases;
     struct Select *q;
     int line, col;
+    bool recursive;     /* WITH RECURSIVE (plan_rec.c) */
 } Cte;
 
 typedef struct Select {
@@ -218,7 +219,10 @@ typedef struct Property {
     int vline, vcol;   /* of the value string (for JSON error positions) */
 } Property;
 
-typedef enum StmtKind { S_CREATE_TABLE, S_CREATE_VIEW, S_LATENESS, S_CREATE_FUNCTION } StmtKind;
+typedef enum StmtKind {
+    S_CREATE_TABLE, S_CREATE_VIEW, S_LATENESS, S_CREATE_FUNCTION,
+    S_DECLARE_VIEW, /* DECLARE RECURSIVE VIEW name (cols): cols, name */
+} StmtKind;
 
 /* A parameter of CREATE FUNCTION. */
 typedef struct FuncParam {

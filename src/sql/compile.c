@@ -368,7 +368,7 @@ int sql__clock_node(P *p, const Ast *at)
 static int plan_view(P *p, Stmt *s)
 {
     PRel q;
-    OrderOut ord;
+    OrderOut ord = {0};
     int64_t limit = -1, offset = -1;
     Select *sq = s->query;
     bool present = p->flags & CC_PRESENT;
@@ -376,7 +376,14 @@ static int plan_view(P *p, Stmt *s)
         return p->err->code;
     bool lim = sq->limit || sq->offset;
     int first_node = p->c->nnodes;
-    if (sql__plan_query_ord(p, sq, &q, present || lim ? &ord : NULL))
+    Stmt *decl = sql__rec_declared(p, s->name);
+    if (decl) { /* DECLARE RECURSIVE VIEW: a fixed point (plan_rec.c) */
+        if (sql__plan_rec_view(p, decl, s, &q))
+            return p->err->code;
+        for (int i = 0; i < p->nrecdecl; i++)
+            if (p->recdecl[i] == decl)
+                p->recdecl[i] = p->recdecl[--p->nrecdecl];
+    } else if (sql__plan_query_ord(p, sq, &q, present || lim ? &ord : NULL))
         return p->err->code;
     /* ORDER BY ... LIMIT: a top-k node (plan_window.c) */
     if (sq->with_ties && !sq->norder)
@@ -448,6 +455,24 @@ static int plan_view(P *p, Stmt *s)
     return 0;
 }
 
+/* DECLARE RECURSIVE VIEW s: its CREATE VIEW plans it as a fixed point. */
+static int declare_recursive(P *p, Stmt *s)
+{
+    if (circuit_find_rel(p->c, s->name) >= 0 || sql__rec_declared(p, s->name))
+        return perr(p, SL_ESEMANTIC, s->name_line, s->name_col,
+                    "relation %s already exists (DECLARE RECURSIVE VIEW comes before its "
+                    "CREATE VIEW, once)",
+                    s->name);
+    for (int i = 0; i < s->ncols; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcasecmp(s->cols[i].name, s->cols[j].name))
+                return perr(p, SL_ESEMANTIC, s->cols[i].line, s->cols[i].col,
+                            "recursive view %s declares column %s twice", s->name,
+                            s->cols[i].name);
+    *VEC_PUSH_ARENA(p->a, p->recdecl, p->nrecdecl, p->cap_recdecl) = s;
+    return 0;
+}
+
 int circuit_find_rel(const Circuit *c, const char *name)
 {
     for (int i = 0; i < c->nrels; i++)
@@ -510,6 +535,11 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
         p.owner = c->nrels; /* the relation this statement adds */
         p.stmt = i;
         p.ncalls = 0;
+        if (s->k == S_DECLARE_VIEW) {
+            if (declare_recursive(&p, s))
+                goto out_fail;
+            continue;
+        }
         if ((s->k == S_CREATE_TABLE      ? plan_table(&p, s)
              : s->k == S_LATENESS        ? plan_lateness(&p, s)
              : s->k == S_CREATE_FUNCTION ? sql__define_function(&p, s)
@@ -521,6 +551,13 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
             memcpy(r->funcs, p.calls, sizeof(int) * (size_t)p.ncalls);
             r->nfuncs = p.ncalls;
         }
+    }
+    if (p.nrecdecl) {
+        Stmt *d = p.recdecl[0];
+        err_setpos(p.err, SL_ESEMANTIC, d->name_line, d->name_col,
+                   "recursive view %s is declared but no CREATE VIEW %s follows", d->name,
+                   d->name);
+        goto out_fail;
     }
     sql__prune_joins(&p);
     if (check_emit_final(&p))

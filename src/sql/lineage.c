@@ -469,6 +469,8 @@ static bool node_dead(const Lineage *l, const CNode *n)
         return any || never_true(n->filter);
     case OPK_TOPK:
         return any || n->limit == 0;
+    case OPK_FIXPOINT: /* its definition may hold constant rows */
+        return false;
     default:
         return any;
     }
@@ -528,6 +530,12 @@ static void analyse(Lineage *l)
                     merge_col(l, colv(l, id, i), n->in[k], i, LK_NONE);
             break;
         case OPK_CONST:
+            break;
+        case OPK_FIXPOINT: /* recursive: any input column may reach any column */
+            for (int i = 0; i < n->ncol; i++)
+                for (int k = 0; k < n->nin; k++)
+                    for (int j = 0; j < c->nodes[n->in[k]]->ncol; j++)
+                        merge_col(l, colv(l, id, i), n->in[k], j, LK_TRANSFORMATION);
             break;
         }
     }

@@ -549,6 +549,40 @@ static int parse_create_function(Parser *p, Stmt *s)
     return 0;
 }
 
+/* DECLARE RECURSIVE VIEW name (column type [NOT NULL | NULL], ...): the
+   columns of a view whose definition (a later CREATE VIEW) reads itself. */
+static int parse_declare(Parser *p, Stmt *s)
+{
+    p->i += 2;
+    if (sql__expect_kw(p, "view"))
+        return p->err->code;
+    Token *nt = cur(p);
+    s->k = S_DECLARE_VIEW;
+    s->name_line = nt->line;
+    s->name_col = nt->col;
+    if (!(s->name = sql__ident(p, "a view name")) || sql__expect_op(p, "("))
+        return p->err->code;
+    int cap = 0;
+    do {
+        Token *t = cur(p);
+        ColumnDef *c = VEC_PUSH_ARENA(p->a, s->cols, s->ncols, cap);
+        *c = (ColumnDef){0};
+        c->line = t->line;
+        c->col = t->col;
+        if (!(c->name = sql__ident(p, "a column name")) || sql__parse_type(p, &c->type))
+            return p->err->code;
+        c->type.nullable = 1;
+        if (accept_kw(p, "not")) {
+            if (sql__expect_kw(p, "null"))
+                return p->err->code;
+            c->type.nullable = 0;
+        } else {
+            accept_kw(p, "null");
+        }
+    } while (accept_op(p, ","));
+    return sql__expect_op(p, ")");
+}
+
 static int parse_stmt(Parser *p, Stmt **out)
 {
     Token *t = cur(p);
@@ -571,7 +605,7 @@ static int parse_stmt(Parser *p, Stmt **out)
             is_kw(t, "select") || is_kw(t, "drop")) {
             char b[64];
             if (is_kw(t, "declare") && is_kw(&p->t[p->i + 1], "recursive"))
-                return sql__unsupported(p, t, "DECLARE RECURSIVE VIEW (recursive views)");
+                return parse_declare(p, s);
             snprintf(b, sizeof(b), "statement %s", t->s);
             return sql__unsupported(p, t, b);
         }

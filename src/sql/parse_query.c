@@ -490,12 +490,12 @@ static Select *parse_intersect_term(Parser *p)
 /* WITH name [(c, ...)] AS (query), ... (after the keyword). */
 static int parse_with(Parser *p, const Token *w, Cte **out, int *nout)
 {
-    if (is_kw(cur(p), "recursive"))
-        return sql__unsupported(p, w, "WITH RECURSIVE");
+    bool rec = accept_kw(p, "recursive");
     int cap = *nout; /* full: the first one grows it */
     do {
         Token *nt = cur(p);
         Cte c = {0};
+        c.recursive = rec;
         c.line = nt->line;
         c.col = nt->col;
         if (!(c.name = sql__ident(p, "a name for a WITH query")))

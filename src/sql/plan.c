@@ -69,6 +69,11 @@ static int plan_from_leaf(P *p, FromItem *f, PRel *out, PushDown *cand)
     if (cte)
         return sql__apply_col_aliases(p, f, out);
     int r = circuit_find_rel(p->c, f->name);
+    if (r < 0 && sql__rec_declared(p, f->name))
+        return perr(p, SL_EUNSUPPORTED, f->line, f->col,
+                    "recursive view \"%s\" is read before its CREATE VIEW: only a view's own "
+                    "name may recur (mutually recursive views are not supported yet)",
+                    f->name);
     if (r < 0)
         return perr(p, SL_ESEMANTIC, f->line, f->col, "table or view \"%s\" does not exist",
                     f->name);

@@ -176,6 +176,62 @@ int sql__plan_with(P *p, Select *q, PRel *out, OrderOut *ord)
     return rc;
 }
 
+/* WITH RECURSIVE's query c->q = base UNION [ALL] term ... (header of
+   plan_rec.c): the base planned first gives the columns' types, then the
+   name stands for the relation's changes (a port of the fixed point)
+   while the other terms are planned. */
+static int plan_cte_recursive(P *p, CteScope *s, int i, PRel *r)
+{
+    Cte *c = &s->ctes[i];
+    Select *q = c->q;
+    if (q->nctes || q->norder || q->limit || q->offset)
+        return perr(p, SL_EUNSUPPORTED, q->line, q->col,
+                    "WITH, ORDER BY, LIMIT and OFFSET inside the recursive query \"%s\" are not "
+                    "supported yet",
+                    c->name);
+    for (Select *t = q; t->next; t = t->next)
+        if (t->setop != SET_UNION && t->setop != SET_UNION_ALL)
+            return perr(p, SL_EUNSUPPORTED, t->setop_line, t->setop_col,
+                        "the terms of the recursive query \"%s\" must be combined by UNION or "
+                        "UNION ALL, not %s",
+                        c->name, setop_name(t->setop));
+    int lo = p->c->nnodes;
+    if (sql__plan_core(p, q, r, NULL, NULL))
+        return p->err->code;
+    if (c->ncol_aliases > r->s.n)
+        return perr(p, SL_ESEMANTIC, c->line, c->col,
+                    "WITH query \"%s\" has %d columns but %d column names are given", c->name,
+                    r->s.n, c->ncol_aliases);
+    int n = r->s.n;
+    SqlType *t = arena_alloc(p->a, sizeof(SqlType) * (size_t)(n + 1));
+    for (int k = 0; k < n; k++) {
+        t[k] = r->s.c[k].t;
+        if (t[k].kind == TK_NULL)
+            t[k] = type_make(TK_INT, true);
+        t[k].nullable = 1; /* the recursive terms may give NULL */
+        if (k < c->ncol_aliases)
+            r->s.c[k].name = c->col_aliases[k];
+        r->s.c[k].qual = c->name;
+        r->s.c[k].t = t[k];
+    }
+    r->node = conform(p, r, t);
+    int port = sql__rec_port(p, c->name, n, t);
+    PRel bound = {port, {arena_alloc(p->a, sizeof(SCol) * (size_t)(n + 1)), n}};
+    memcpy(bound.s.c, r->s.c, sizeof(SCol) * (size_t)n);
+    s->rel[i] = bound;
+    s->visible = i + 1; /* the terms see the name: the port */
+    int rc = sql__plan_setops(p, q, r);
+    s->rel[i].node = -1;
+    if (rc)
+        return rc;
+    int out = conform(p, r, t);
+    sql__ctes_forget(p, lo);
+    r->node = sql__rec_fixpoint(p, lo, port, out, c->name, c->line, c->col);
+    for (int k = 0; k < n; k++)
+        r->s.c[k].t = t[k];
+    return r->node < 0 ? p->err->code : 0;
+}
+
 static int plan_cte(P *p, CteScope *s, int i)
 {
     Cte *c = &s->ctes[i];
@@ -184,7 +240,8 @@ static int plan_cte(P *p, CteScope *s, int i)
     PRel r;
     p->ctes = s; /* what the definition sees: earlier WITH queries and outer ones */
     s->visible = i;
-    int rc = sql__plan_query(p, c->q, &r);
+    int rc = c->recursive && c->q->next ? plan_cte_recursive(p, s, i, &r)
+                                        : sql__plan_query(p, c->q, &r);
     s->visible = vis;
     p->ctes = saved;
     if (rc)
@@ -197,6 +254,31 @@ static int plan_cte(P *p, CteScope *s, int i)
         r.s.c[k].name = c->col_aliases[k];
     s->rel[i] = r;
     return 0;
+}
+
+void sql__ctes_forget(P *p, int lo)
+{
+    for (CteScope *s = p->ctes; s; s = s->up)
+        for (int i = 0; i < s->n; i++)
+            if (s->rel[i].node >= lo)
+                s->rel[i].node = -1;
+}
+
+int sql__plan_bound(P *p, const char *name, const PRel *bound, Select *q, PRel *out,
+                    OrderOut *ord)
+{
+    CteScope *s = arena_zalloc(p->a, sizeof(*s));
+    s->up = p->ctes;
+    s->q = NULL;
+    s->ctes = arena_zalloc(p->a, sizeof(Cte));
+    s->ctes[0].name = (char *)name;
+    s->n = s->visible = 1;
+    s->rel = arena_zalloc(p->a, sizeof(PRel));
+    s->rel[0] = *bound;
+    p->ctes = s;
+    int rc = sql__plan_query_ord(p, q, out, ord);
+    p->ctes = s->up;
+    return rc;
 }
 
 int sql__plan_cte_ref(P *p, FromItem *f, PRel *out, bool *found)

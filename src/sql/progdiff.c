@@ -189,6 +189,8 @@ bool progdiff_same_json(const cJSON *a, const cJSON *b)
     return same;
 }
 
+static uint64_t *fingerprints(const Circuit *c);
+
 /* A node's own bytes (everything but its inputs). */
 static void put_node(Buf *b, const Circuit *c, const CNode *n)
 {
@@ -294,6 +296,15 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
     case OPK_CONST:
     case OPK_DISTINCT:
         break;
+    case OPK_FIXPOINT: { /* the inner circuit, node by node */
+        uint64_t *fp = fingerprints(n->sub);
+        put_i64(b, n->sub->nnodes);
+        put_i64(b, n->sub_out);
+        for (int i = 0; i < n->sub->nnodes; i++)
+            put_i64(b, (int64_t)fp[i]);
+        sl_free(fp);
+        break;
+    }
     }
 }
 

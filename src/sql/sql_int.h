@@ -8,6 +8,7 @@
  *   plan_node.c    adding nodes, the Z-set algebra, conjunct helpers
  *   plan_join.c    OUTER, NATURAL and USING joins; FROM column aliases
  *   plan_set.c     UNION / INTERSECT / EXCEPT, WITH, VALUES
+ *   plan_rec.c     recursive relations (WITH RECURSIVE, DECLARE RECURSIVE VIEW)
  *   plan_subq.c    subqueries in expressions (decorrelated)
  *   plan_window.c  window functions, LIMIT (top-k)
  *   plan_tvf.c     TUMBLE and HOP in FROM
@@ -120,6 +121,10 @@ typedef struct P {
     int ncalls, cap_calls;
     int udf_depth;
     int64_t udf_nodes; /* expression nodes the calls have expanded to */
+    /* DECLARE RECURSIVE VIEW statements whose CREATE VIEW is still to
+       come (plan_rec.c) */
+    Stmt **recdecl;
+    int nrecdecl, cap_recdecl;
 } P;
 
 /* ORDER BY of a query resolved to output columns (plan.c). */
@@ -259,6 +264,29 @@ bool sql__ctes_active(const P *p, const struct Select *q);
 int sql__plan_with(P *p, struct Select *q, PRel *out, OrderOut *ord);
 /* VALUES (...), ...: a constant relation. */
 int sql__plan_values(P *p, struct Select *q, PRel *out);
+/* Plan q (its ORDER BY into ord, may be NULL) with `name` in FROM
+   standing for the planned relation *bound (a recursive view's port). */
+int sql__plan_bound(P *p, const char *name, const PRel *bound, struct Select *q, PRel *out,
+                    OrderOut *ord);
+/* Common table expressions in scope planned at nodes >= lo are planned
+   again when next referenced (those nodes moved into a fixed point). */
+void sql__ctes_forget(P *p, int lo);
+
+/* ---- plan_rec.c ---- */
+
+/* A recursive relation's port: a node without inputs (for now an empty
+   relation) of types t[0..n) that stands for the relation's changes. */
+int sql__rec_port(P *p, const char *name, int n, const SqlType *t);
+/* The nodes [lo, nnodes) (the definition Q, reading the port and earlier
+   nodes) moved into an OPK_FIXPOINT node computing R = Q(R): its id, or
+   -1 with p->err set (Q not monotone in R: line, col name the
+   relation). Without a path from port to out: out itself. */
+int sql__rec_fixpoint(P *p, int lo, int port, int out, const char *name, int line, int col);
+/* The pending DECLARE RECURSIVE VIEW of this name, or NULL. */
+Stmt *sql__rec_declared(const P *p, const char *name);
+/* CREATE VIEW s of the view declared by d: its query planned as a fixed
+   point over itself, into *out (columns named and typed as declared). */
+int sql__plan_rec_view(P *p, Stmt *d, Stmt *s, PRel *out);
 
 /* ---- plan_subq.c ---- */
 

@@ -188,8 +188,8 @@ UNSUPPORTED = [
      "EXISTS", ["correlated", "UNION"]),
     ("named_window", "SELECT a, SUM(b) OVER w AS x FROM t", "w AS x", ["named windows"]),
     ("ntile", "SELECT a, NTILE(2) OVER (ORDER BY a) AS r FROM t", "NTILE", ["window function"]),
-    ("recursive_cte", "WITH RECURSIVE x AS (SELECT a FROM t) SELECT a FROM x", "WITH",
-     ["WITH RECURSIVE"]),
+    ("recursive_cte_limit", "WITH RECURSIVE x(n) AS (SELECT a FROM t UNION SELECT n FROM x "
+     "LIMIT 3) SELECT n FROM x", "SELECT a FROM t UNION", ["recursive query", "LIMIT"]),
     ("right_asof_join", "SELECT t.a FROM t RIGHT ASOF JOIN u MATCH_CONDITION (t.b >= u.c) "
      "ON t.a = u.a", "ASOF", ["RIGHT ASOF JOIN"]),
     ("full_asof_join_alias", "SELECT x.a FROM t x FULL OUTER ASOF JOIN u MATCH_CONDITION "
@@ -252,8 +252,10 @@ DDL_UNSUPPORTED = [
     # LATENESS on a table's column works (test_streaming.py); on a view not yet
     ("lateness_statement", TABLES + ["CREATE VIEW v AS SELECT a FROM t;",
                                      "LATENESS v.a 10;"], "LATENESS", ["LATENESS", "view"]),
-    ("declare_recursive_view", TABLES + ["DECLARE RECURSIVE VIEW r (x INT);"], "DECLARE",
-     ["DECLARE RECURSIVE VIEW"]),
+    ("mutually_recursive_views", TABLES + [
+        "DECLARE RECURSIVE VIEW r (x INT);", "DECLARE RECURSIVE VIEW q (x INT);",
+        "CREATE VIEW r AS SELECT a FROM t UNION SELECT x FROM q;",
+        "CREATE VIEW q AS SELECT x FROM r;"], "q;", ["mutually recursive views"]),
 ]
 
 

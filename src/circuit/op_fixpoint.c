@@ -1,0 +1,567 @@
+/*
+ * circuit/op_fixpoint.c - a recursive relation (WITH RECURSIVE, DECLARE
+ * RECURSIVE VIEW): the least fixed point R = Q(R, X) of its definition Q
+ * over the relation itself (R) and the relations it reads (X), maintained
+ * across steps (non-linear).
+ *
+ * The definition is a circuit of its own (CNode.sub, planned by
+ * sql/plan_rec.c): its first nodes are ports, node 0 the recursive
+ * relation's changes, node j + 1 the changes of this node's input j; node
+ * CNode.sub_out is Q's output. Every other node of it is incremental like
+ * any node of the program, so feeding it a change of R gives the change
+ * of Q(R, X): semi-naive evaluation for free (DBSP's nested circuit, with
+ * the nested clock run by this operator).
+ *
+ * Per step, on worker 0 (every input row is routed there: the operator is
+ * "global"; the other workers emit nothing):
+ *   1. the step's input changes dX enter their ports together with dR1:
+ *      nothing when every change is an insert and Q is monotone (only
+ *      MAP, UNION, JOIN, DISTINCT, CONST: then the old fixed point lies
+ *      below the new one, and iterating from it reaches the least one);
+ *      otherwise -R, so that the iteration starts again from the empty
+ *      relation over the integrated inputs (recomputation; deletions cost a
+ *      whole fixed point);
+ *   2. with pend = Q(R) - R (the inner output's integral minus R), each
+ *      further iteration feeds dR = pend until pend is empty: R is then
+ *      Q(R). The step's output is the sum of the dR fed.
+ * UNION in Q makes the iteration a set one (a DISTINCT node in Q), UNION
+ * ALL a bag one, which need not end (a cycle): after FIX_MAX_ITER
+ * iterations in one step, or when the memory budget of the step says so,
+ * or when a row's multiplicity passes FIX_MAX_WEIGHT, the step fails with a
+ * message naming the relation. It is then undone like any failing step
+ * (undo(): the step's changes fed once more, negated), so the pipeline
+ * rejects the input rows that make it fail (pipeline/reject.c) and goes
+ * on. An inner step that fails is withdrawn by its operators' own undo();
+ * when one of them has none (top-k, window in the definition's part over
+ * the inputs) this operator has none either for that step, which then
+ * stops the pipeline. A CONST in Q emits in the first inner step only (the
+ * inner clock), so its rows stay in Q's integral across steps.
+ *
+ * R is a trace (the integral of the changes fed), pend a consolidated
+ * batch: each iteration sorts its changes once, no per-row hash probes.
+ *
+ * Checkpoint: a header (key "isteps": inner steps run + 1; "rbatches":
+ * R's spine batches + 1; per inner node with state, "node%06d": its batch
+ * count + 1), then R's spine, pend, and the inner nodes' own batches in
+ * node order. All of it lives on worker 0.
+ */
+#include <stdio.h>
+
+#include "op.h"
+
+#include "../base/budget.h"
+#include "../base/mem.h"
+#include "../zset/trace.h"
+#include "../zset/key.h"
+
+/* Iterations of one step after which the recursion is taken not to end. */
+#define FIX_MAX_ITER 10000
+
+/* A multiplicity past this is taken for a recursion that does not end
+   (long before BIGINT overflows in a join's product of weights). */
+#define FIX_MAX_WEIGHT ((int64_t)1 << 53)
+
+typedef struct FixSt {
+    /* the inner circuit, on worker 0 only (ops NULL elsewhere) */
+    const Circuit *sub;
+    int nports;
+    int sub_out;     /* Q's output node */
+    Op **ops;        /* per inner node; NULL for ports */
+    Shard **sh;
+    Chunk **out;     /* per inner node, this inner step's output */
+    bool *pushed;
+    Arena *arena;    /* inner step arena (reset per inner step) */
+    EvalCtx ev;
+    int64_t isteps;  /* inner steps run */
+    bool monotone;   /* Q has only monotone nodes */
+    Trace *r;        /* R (key = row encoding) */
+    Batch *pend;     /* Q(R) - R, consolidated */
+    BatchList acc;   /* the changes of R fed in this step */
+    Batch **dx;      /* this step's input changes, per input (until step_end) */
+    bool x_fed;      /* dx went into the inner circuit */
+    bool cant_undo;  /* an inner step failed in an operator that cannot undo */
+} FixSt;
+
+/* b with its weights negated (a new reference). */
+static Batch *negated(const Batch *b)
+{
+    BatchBuilder *bb = bb_new();
+    for (int64_t i = 0; i < b->n; i++)
+        bb_add(bb, batch_key(b, i), batch_klen(b, i), NULL, 0, -b->w[i]);
+    return bb_finish(bb);
+}
+
+/* The sum of batches b[0..n) (negated when neg), consolidated. */
+static Batch *sum_of(Batch *const *b, int n, bool neg)
+{
+    BatchBuilder *bb = bb_new();
+    for (int k = 0; k < n; k++)
+        for (int64_t i = 0; i < b[k]->n; i++)
+            bb_add(bb, batch_key(b[k], i), batch_klen(b[k], i), NULL, 0,
+                   neg ? -b[k]->w[i] : b[k]->w[i]);
+    return bb_finish(bb);
+}
+
+/* pend' = pend - d + o (d NULL: none; d == pend: o alone). */
+static Batch *next_pend(const Batch *pend, const Batch *d, const Chunk *o)
+{
+    BatchBuilder *bb = bb_new();
+    if (d != pend) {
+        for (int64_t i = 0; i < pend->n; i++)
+            bb_add(bb, batch_key(pend, i), batch_klen(pend, i), NULL, 0, pend->w[i]);
+        for (int64_t i = 0; d && i < d->n; i++)
+            bb_add(bb, batch_key(d, i), batch_klen(d, i), NULL, 0, -d->w[i]);
+    }
+    Buf kb = BUF_INIT;
+    for (int64_t r = 0; r < o->n; r++) {
+        buf_reset(&kb);
+        key_encode_row(o, r, &kb);
+        bb_add(bb, kb.p, kb.n, NULL, 0, o->w[r]);
+    }
+    buf_free(&kb);
+    return bb_finish(bb);
+}
+
+/* ---- the inner circuit ---- */
+
+static void inner_new(Op *op, FixSt *s)
+{
+    const Circuit *sub = op->node->sub;
+    s->sub = sub;
+    s->nports = op->node->nin + 1;
+    s->sub_out = op->node->sub_out;
+    s->ops = sl_calloc((size_t)sub->nnodes, sizeof(Op *));
+    s->sh = sl_calloc((size_t)sub->nnodes, sizeof(Shard *));
+    s->out = sl_calloc((size_t)sub->nnodes, sizeof(Chunk *));
+    s->pushed = sl_calloc((size_t)sub->nnodes, sizeof(bool));
+    s->arena = arena_new(1 << 16);
+    s->ev.arena = s->arena;
+    for (int i = s->nports; i < sub->nnodes; i++) {
+        const CNode *n = sub->nodes[i];
+        int nch = op_shard_channels(n);
+        if (nch) { /* one worker: a channel's outbox is its inbox */
+            s->sh[i] = shard_new(1, 0, nch);
+            for (int ch = 0; ch < nch; ch++) {
+                Buf *b = sl_calloc(1, sizeof(Buf));
+                s->sh[i]->out[ch] = s->sh[i]->in[ch] = b;
+            }
+        }
+        s->ops[i] = op_new(sub, n, s->sh[i]);
+    }
+}
+
+static void inner_free(FixSt *s)
+{
+    if (!s->ops)
+        return;
+    for (int i = 0; i < s->sub->nnodes; i++) {
+        op_free(s->ops[i]);
+        if (s->sh[i]) {
+            for (int ch = 0; ch < s->sh[i]->nch; ch++) {
+                buf_free(s->sh[i]->out[ch]);
+                sl_free(s->sh[i]->out[ch]);
+            }
+            shard_free(s->sh[i]);
+        }
+    }
+    sl_free(s->ops);
+    sl_free(s->sh);
+    sl_free(s->out);
+    sl_free(s->pushed);
+    arena_free(s->arena);
+}
+
+/* The rows of batch b (weights negated when neg) for port p. */
+static Chunk *batch_chunk(FixSt *s, int p, const Batch *b, bool neg)
+{
+    const CNode *pn = s->sub->nodes[p];
+    Chunk *c = chunk_new(s->arena, pn->ncol, pn->types, b ? b->n : 0);
+    for (int64_t i = 0; b && i < b->n; i++) {
+        key_decode(batch_key(b, i), pn->types, pn->ncol, c, 0, i);
+        c->w[i] = neg ? -b->w[i] : b->w[i];
+    }
+    c->n = b ? b->n : 0;
+    return c;
+}
+
+/* One inner step over the port chunks s->out[0..nports) (in s->arena):
+   0 with *o the output's changes, or the error (the inner operators that
+   took input are undone; s->cant_undo when one of them cannot). */
+static int inner_step(FixSt *s, Err *err, Chunk **o)
+{
+    const Circuit *sub = s->sub;
+    OpEnv env = {0, 1, s->isteps, s->arena, &s->ev, NULL};
+    s->ev.err = err;
+    int rc = 0;
+    for (int i = s->nports; i < sub->nnodes; i++) {
+        s->pushed[i] = false;
+        if (s->sh[i])
+            shard_reset(s->sh[i]);
+        if (s->ops[i]->begin)
+            s->ops[i]->begin(s->ops[i], &env);
+    }
+    for (int i = s->nports; i < sub->nnodes && !rc; i++) {
+        Op *op = s->ops[i];
+        const CNode *n = sub->nodes[i];
+        op->out = NULL;
+        if (!op->push) {
+            Chunk *few[8], **ins = few;
+            if (n->nin > 8)
+                ins = arena_alloc(s->arena, sizeof(Chunk *) * (size_t)n->nin);
+            for (int j = 0; j < n->nin; j++)
+                ins[j] = s->out[n->in[j]];
+            rc = op->eval(op, &env, ins);
+        } else {
+            for (int j = 0; j < n->nin && !rc; j++) {
+                Chunk *c = s->out[n->in[j]];
+                if (c->n) {
+                    s->pushed[i] = true;
+                    rc = op->push(op, &env, j, c);
+                }
+            }
+            if (!rc && op->flush)
+                op->flush(op, &env);
+            if (!rc && op->reroute)
+                op->reroute(op, &env);
+            if (!rc)
+                rc = op->finish(op, &env);
+        }
+        if (!rc && !op->out)
+            rc = err_set(err, SL_ERUNTIME, "operator %d of a recursive definition failed", n->id);
+        if (rc && !err->code)
+            err_set(err, SL_ERUNTIME, "operator %d of a recursive definition failed", n->id);
+        if (rc)
+            rc = err->code ? err->code : SL_ERUNTIME;
+        s->out[i] = op->out ? op->out : op_empty(s->arena, n);
+    }
+    if (rc) {
+        for (int i = sub->nnodes; i-- > s->nports;)
+            if (s->pushed[i]) {
+                if (s->ops[i]->undo)
+                    s->ops[i]->undo(s->ops[i]);
+                else if (s->ops[i]->save)
+                    s->cant_undo = true;
+            }
+    }
+    for (int i = s->nports; i < sub->nnodes; i++)
+        if (s->ops[i]->step_end)
+            s->ops[i]->step_end(s->ops[i]);
+    if (!rc) {
+        s->isteps++;
+        *o = s->out[s->sub_out];
+    }
+    return rc;
+}
+
+/* ---- the operator ---- */
+
+static void enc_row(void *ctx, int ch, const Chunk *c, int64_t r, Buf *k, Buf *v)
+{
+    key_encode_row(c, r, k);
+}
+
+static int push_fix(Op *op, OpEnv *env, int input, Chunk *c)
+{
+    shard_rows(op->sh, input, c, true, enc_row, op);
+    return 0;
+}
+
+static void begin_fix(Op *op, OpEnv *env)
+{
+    FixSt *s = op->st;
+    batchlist_free(&s->acc);
+    s->x_fed = s->cant_undo = false;
+}
+
+static int too_many(Op *op, Err *err, const char *what)
+{
+    return err_set(err, SL_ERUNTIME,
+                   "recursive relation %s: %s in one step (a recursion under UNION ALL that "
+                   "does not end?)",
+                   op->node->label ? op->node->label : "", what);
+}
+
+/* Iterate to the fixed point (header). */
+static int iterate(Op *op, OpEnv *env, bool reset)
+{
+    FixSt *s = op->st;
+    const CNode *n = op->node;
+    Err *err = env->ev->err;
+    int64_t it = 0;
+    for (;; it++) {
+        if (it >= FIX_MAX_ITER) {
+            char b[64];
+            snprintf(b, sizeof(b), "no fixed point after %d iterations", FIX_MAX_ITER);
+            return too_many(op, err, b);
+        }
+        if (budget_stop())
+            return budget_error(err);
+        arena_reset(s->arena);
+        Batch *d;
+        if (it == 0 && reset) {
+            Batch *all = trace_consolidate(s->r);
+            d = negated(all);
+            batch_unref(all);
+        } else {
+            d = s->pend;
+            batch_ref(d);
+        }
+        s->out[0] = batch_chunk(s, 0, d, false);
+        for (int j = 0; j < n->nin; j++)
+            s->out[j + 1] = batch_chunk(s, j + 1, it == 0 ? s->dx[j] : NULL, false);
+        Chunk *o;
+        int64_t dz = s->ev.ndivzero;
+        int rc = inner_step(s, err, &o);
+        env->ev->ndivzero += s->ev.ndivzero - dz;
+        if (rc) {
+            batch_unref(d);
+            if (s->cant_undo)
+                op->undo = NULL;
+            return rc;
+        }
+        if (it == 0)
+            s->x_fed = true;
+        Batch *np = next_pend(s->pend, d, o);
+        batch_unref(s->pend);
+        s->pend = np;
+        batch_ref(d);
+        trace_insert_take(s->r, d);
+        trace_step_end(s->r);
+        batchlist_add(&s->acc, d); /* takes the first reference */
+        for (int64_t i = 0; i < np->n; i++)
+            if (np->w[i] > FIX_MAX_WEIGHT || np->w[i] < -FIX_MAX_WEIGHT)
+                return too_many(op, err, "a row's multiplicity passes 2^53");
+        if (!np->n)
+            break;
+    }
+    return 0;
+}
+
+static int finish_fix(Op *op, OpEnv *env)
+{
+    FixSt *s = op->st;
+    const CNode *n = op->node;
+    op->out = op_empty(env->arena, n);
+    if (!s->ops) /* not worker 0: everything went there */
+        return 0;
+    bool any = s->isteps == 0 || s->pend->n > 0, neg = false;
+    for (int j = 0; j < n->nin; j++) {
+        s->dx[j] = shard_batch(op->sh, j);
+        any = any || s->dx[j]->n;
+        for (int64_t i = 0; i < s->dx[j]->n && !neg; i++)
+            neg = s->dx[j]->w[i] < 0;
+    }
+    if (!any)
+        return 0;
+    int rc = iterate(op, env, neg || !s->monotone);
+    if (rc)
+        return rc;
+    Batch *acc = sum_of(s->acc.b, s->acc.n, false);
+    Chunk *c = chunk_new(env->arena, n->ncol, n->types, acc->n);
+    uint8_t *copy = arena_alloc(env->arena, acc->off[acc->n] + 1);
+    memcpy(copy, acc->data, acc->off[acc->n]);
+    for (int64_t i = 0; i < acc->n; i++) {
+        key_decode(copy + acc->off[i], n->types, n->ncol, c, 0, i);
+        c->w[i] = acc->w[i];
+    }
+    c->n = acc->n;
+    batch_unref(acc);
+    op->out = c;
+    return 0;
+}
+
+/* Rollback: the step's changes (its input and the R it fed) once more,
+   negated, bring every inner operator back; then R and pend. */
+static void undo_fix(Op *op)
+{
+    FixSt *s = op->st;
+    const CNode *n = op->node;
+    if (!s->ops || (!s->x_fed && !s->acc.n))
+        return;
+    Err e = {0};
+    arena_reset(s->arena);
+    Batch *d = sum_of(s->acc.b, s->acc.n, true);
+    s->out[0] = batch_chunk(s, 0, d, false);
+    for (int j = 0; j < n->nin; j++)
+        s->out[j + 1] = batch_chunk(s, j + 1, s->x_fed ? s->dx[j] : NULL, true);
+    Chunk *o;
+    if (inner_step(s, &e, &o)) { /* the same rows went through before */
+        batch_unref(d);
+        return;
+    }
+    Batch *np = next_pend(s->pend, d, o);
+    batch_unref(s->pend);
+    s->pend = np;
+    trace_insert_take(s->r, d);
+    trace_step_end(s->r);
+    batchlist_free(&s->acc);
+    s->x_fed = false;
+}
+
+static void step_end_fix(Op *op)
+{
+    FixSt *s = op->st;
+    for (int j = 0; j < op->node->nin; j++) {
+        if (s->dx[j])
+            batch_unref(s->dx[j]);
+        s->dx[j] = NULL;
+    }
+    batchlist_free(&s->acc);
+    op->undo = undo_fix;
+}
+
+static void mem_fix(Op *op, OpMem *m)
+{
+    FixSt *s = op->st;
+    trace_mem(s->r, m);
+    m->bytes += batch_bytes(s->pend);
+    for (int i = 0; s->ops && i < s->sub->nnodes; i++)
+        if (s->ops[i])
+            op_mem(s->ops[i], m);
+}
+
+static void free_fix(Op *op)
+{
+    FixSt *s = op->st;
+    inner_free(s);
+    for (int j = 0; j < op->node->nin; j++)
+        if (s->dx[j])
+            batch_unref(s->dx[j]);
+    sl_free(s->dx);
+    trace_free(s->r);
+    batch_unref(s->pend);
+    batchlist_free(&s->acc);
+    sl_free(s);
+}
+
+/* ---- checkpoints ---- */
+
+static int save_fix(Op *op, BatchList *out)
+{
+    FixSt *s = op->st;
+    if (!s->ops) {
+        batchlist_add(out, op_header((const char *[]){"isteps"}, (int64_t[]){1}, 1));
+        return 0;
+    }
+    int nn = s->sub->nnodes;
+    const char **names = sl_calloc((size_t)nn + 2, sizeof(char *));
+    char *nb = sl_calloc((size_t)nn + 1, 16);
+    int64_t *counts = sl_calloc((size_t)nn + 2, sizeof(int64_t));
+    BatchList *inner = sl_calloc((size_t)nn, sizeof(BatchList));
+    int nh = 0;
+    names[nh] = "isteps";
+    counts[nh++] = s->isteps + 1;
+    names[nh] = "rbatches";
+    counts[nh++] = trace_nbatches(s->r) + 1;
+    int rc = 0;
+    for (int i = s->nports; i < nn && !rc; i++)
+        if (s->ops[i]->save) {
+            rc = s->ops[i]->save(s->ops[i], &inner[i]);
+            snprintf(nb + 16 * i, 16, "node%06d", i);
+            names[nh] = nb + 16 * i;
+            counts[nh++] = inner[i].n + 1;
+        }
+    if (!rc) {
+        batchlist_add(out, op_header(names, counts, nh));
+        op_save_trace(s->r, out);
+        batch_ref(s->pend);
+        batchlist_add(out, s->pend);
+        for (int i = 0; i < nn; i++)
+            for (int k = 0; k < inner[i].n; k++) {
+                batch_ref(inner[i].b[k]);
+                batchlist_add(out, inner[i].b[k]);
+            }
+    }
+    for (int i = 0; i < nn; i++)
+        batchlist_free(&inner[i]);
+    sl_free(inner);
+    sl_free(counts);
+    sl_free(nb);
+    sl_free(names);
+    return rc;
+}
+
+/* The weight of key name in header h, or -1. */
+static int64_t header_get(const Batch *h, const char *name)
+{
+    size_t n = strlen(name);
+    for (int64_t i = 0; i < h->n; i++)
+        if (batch_klen(h, i) == n && !memcmp(batch_key(h, i), name, n))
+            return h->w[i];
+    return -1;
+}
+
+static int load_fix(Op *op, Batch *const *b, int n, Err *err)
+{
+    FixSt *s = op->st;
+    int id = op->node->id;
+    if (n < 1 || header_get(b[0], "isteps") < 1)
+        return err_set(err, SL_EIO, "recursive state (node %d) has no valid header", id);
+    if (!s->ops)
+        return 0; /* not worker 0: nothing */
+    int64_t nr = header_get(b[0], "rbatches") - 1;
+    if (nr < 0 || 1 + nr + 1 > n)
+        return err_set(err, SL_EIO, "recursive state (node %d) lacks R", id);
+    s->isteps = header_get(b[0], "isteps") - 1;
+    op_load_trace(s->r, b + 1, (int)nr);
+    batch_unref(s->pend);
+    s->pend = b[1 + nr];
+    batch_ref(s->pend);
+    int at = 2 + (int)nr;
+    for (int i = s->nports; i < s->sub->nnodes; i++) {
+        if (!s->ops[i]->save)
+            continue;
+        char name[16];
+        snprintf(name, sizeof(name), "node%06d", i);
+        int64_t cnt = header_get(b[0], name) - 1;
+        if (cnt < 0 || at + cnt > n)
+            return err_set(err, SL_EIO, "recursive state (node %d) lacks inner node %d", id, i);
+        int rc = s->ops[i]->load(s->ops[i], b + at, (int)cnt, err);
+        if (rc)
+            return rc;
+        at += (int)cnt;
+    }
+    if (at != n)
+        return err_set(err, SL_EIO, "recursive state (node %d) has %d batches too many", id,
+                       n - at);
+    return 0;
+}
+
+/* Another worker count: all of it lives on worker 0, old and new. */
+static int load_split_fix(Op *op, int w, int W, Batch *const *const *lists, const int *counts,
+                          int nold, Err *err)
+{
+    if (nold < 1)
+        return err_set(err, SL_EIO, "recursive state (node %d): no worker saved it",
+                       op->node->id);
+    return load_fix(op, lists[0], counts[0], err);
+}
+
+int op_fixpoint_init(Op *op)
+{
+    const CNode *n = op->node;
+    FixSt *s = sl_calloc(1, sizeof(*s));
+    s->dx = sl_calloc((size_t)n->nin + 1, sizeof(Batch *));
+    s->r = trace_new();
+    s->pend = batch_empty();
+    s->monotone = true;
+    for (int i = n->nin + 1; i < n->sub->nnodes; i++) {
+        OpKind k = n->sub->nodes[i]->k;
+        s->monotone = s->monotone && (k == OPK_MAP || k == OPK_UNION || k == OPK_JOIN ||
+                                      k == OPK_DISTINCT || k == OPK_CONST);
+    }
+    if (op->sh && op->sh->me == 0)
+        inner_new(op, s);
+    op->st = s;
+    op->push = push_fix;
+    op->begin = begin_fix;
+    op->finish = finish_fix;
+    op->undo = undo_fix;
+    op->step_end = step_end_fix;
+    op->free = free_fix;
+    op->mem = mem_fix;
+    op->save = save_fix;
+    op->load = load_fix;
+    op->load_split = load_split_fix;
+    return 0;
+}
