@@ -88,6 +88,7 @@ typedef enum AggKind {
     AGG_COVAR_POP, AGG_COVAR_SAMP, AGG_CORR,
     AGG_ARG_MIN,    /* ARG_MIN(x, key): col = x, ord[0] = key */
     AGG_ARG_MAX,    /* ARG_MAX(x, key): col = x, ord[0] = key DESC */
+    AGG_ARRAY_AGG,  /* ARRAY_AGG(x [ORDER BY ...]): NULL values kept */
 } AggKind;
 
 typedef struct AggSpec {

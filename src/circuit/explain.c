@@ -93,7 +93,7 @@ static const char *aggname(AggKind k)
                               "percentile_disc", "mode",          "var_samp",
                               "var_pop",         "stddev_samp",     "stddev_pop",
                               "covar_pop",       "covar_samp",      "corr",
-                              "arg_min",         "arg_max"};
+                              "arg_min",         "arg_max",         "array_agg"};
     return n[k];
 }
 

@@ -19,6 +19,7 @@ bool sql__set_agg_name(const char *n)
     return !strcmp(n, "string_agg") || !strcmp(n, "bit_and") || !strcmp(n, "bit_or") ||
            !strcmp(n, "bit_xor") || !strcmp(n, "percentile_cont") ||
            !strcmp(n, "percentile_disc") || !strcmp(n, "mode") || !strcmp(n, "grouping") ||
+           !strcmp(n, "array_agg") ||
            sql__stat_agg_name(n);
 }
 
@@ -239,7 +240,7 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
         return bind_grouping(p, bc, x);
     if (sql__stat_agg_name(n))
         return bind_stat_agg(p, bc, x);
-    bool str = !strcmp(n, "string_agg");
+    bool str = !strcmp(n, "string_agg"), arr = !strcmp(n, "array_agg");
     bool ordset = !strcmp(n, "percentile_cont") || !strcmp(n, "percentile_disc") ||
                   !strcmp(n, "mode");
     AggSpec sp = {0};
@@ -307,7 +308,18 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
     Expr *v = bind_inner_arg(p, bc, x->args.v[0], "an aggregate argument");
     if (!v)
         return NULL;
-    if (str) {
+    if (arr) {
+        if (v->t.kind == TK_NULL || v->t.kind == TK_CHAR)
+            v = sql__cast_to(p, v, type_make(TK_VARCHAR, true));
+        if (v->t.kind == TK_ARRAY) {
+            perr(p, SL_EUNSUPPORTED, x->args.v[0]->line, x->args.v[0]->col,
+                 "ARRAY_AGG of arrays (nested arrays) is not supported yet");
+            return NULL;
+        }
+        sp.kind = AGG_ARRAY_AGG;
+        sp.out_t = type_array(v->t, true);
+        sp.distinct = x->distinct;
+    } else if (str) {
         Ast *s = x->args.v[1];
         if (v->t.kind == TK_NULL || v->t.kind == TK_CHAR)
             v = sql__cast_to(p, v, type_make(TK_VARCHAR, true));
@@ -361,7 +373,7 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
                 return NULL;
             }
         }
-        if (str) {
+        if (str || arr) {
             sp.nord = x->norder;
             sp.ord_desc = arena_alloc(p->a, sizeof(bool) * (size_t)x->norder);
             sp.ord_nulls_first = arena_alloc(p->a, sizeof(bool) * (size_t)x->norder);

@@ -45,7 +45,7 @@ Expr *sql__bool_agg_arg(P *p, Ast *x, Expr *a)
    error wherever they appear (not "must appear in GROUP BY" about their
    argument, nor "function ... is not supported"). */
 static const char *agg_later[] = {
-    "array_agg", "listagg", "group_concat", "json_agg", "jsonb_agg", "json_object_agg",
+    "listagg", "group_concat", "json_agg", "jsonb_agg", "json_object_agg",
 };
 
 bool sql__agg_later(P *p, Ast *x)

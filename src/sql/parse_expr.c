@@ -73,7 +73,7 @@ static int stat_agg_args(const char *n)
 
 static bool multiset_agg(const char *n)
 {
-    static const char *const names[] = {"string_agg", "bit_and", "bit_or", "bit_xor",
+    static const char *const names[] = {"string_agg", "array_agg", "bit_and", "bit_or", "bit_xor",
                                         "percentile_cont", "percentile_disc", "mode",
                                         "grouping"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

@@ -91,6 +91,22 @@ QUERIES = [
     ("subscript of an expression, CASE over arrays",
      "SELECT k, (a || ARRAY[k])[CARDINALITY(a) + 1], CASE WHEN k > 3 THEN a ELSE ARRAY[0] END "
      "FROM ta", "IIT", "rowsort"),
+    ("ARRAY_AGG with ORDER BY keeps NULL values as elements",
+     "SELECT x, ARRAY_AGG(k ORDER BY k), ARRAY_AGG(a[1] ORDER BY k DESC) FROM ta GROUP BY x",
+     "ITT", "rowsort"),
+    ("ARRAY_AGG ordered by two keys, NULLS FIRST / LAST, DISTINCT",
+     "SELECT k > 3, ARRAY_AGG(x ORDER BY x NULLS FIRST, k), ARRAY_AGG(s[1] ORDER BY s[1] DESC NULLS LAST, k), "
+     "ARRAY_AGG(DISTINCT x ORDER BY x NULLS LAST) FROM ta GROUP BY k > 3", "ITTT", "rowsort"),
+    ("global ARRAY_AGG, over no rows NULL, and in expressions",
+     "SELECT ARRAY_AGG(k ORDER BY k), CARDINALITY(ARRAY_AGG(x ORDER BY k)), "
+     "(ARRAY_AGG(x ORDER BY k NULLS LAST))[2], ARRAY_AGG(j ORDER BY j) FROM ta, (SELECT j FROM tb WHERE j > 100) e",
+     "TIIT", "nosort"),
+    ("global ARRAY_AGG over rows",
+     "SELECT ARRAY_AGG(k ORDER BY k DESC), ARRAY_TO_STRING(ARRAY_AGG(x ORDER BY k), ',', '?') FROM ta",
+     "TT", "nosort"),
+    ("ARRAY_AGG of strings and decimals grouped by an array",
+     "SELECT a, ARRAY_AGG(d[1] ORDER BY k), ARRAY_AGG(s[1] ORDER BY k) FROM ta GROUP BY a",
+     "TTT", "rowsort"),
 ]
 
 
