@@ -39,6 +39,10 @@ typedef enum OpKind {
     OPK_FINAL,    /* 'emit_final' (watermark.c): holds its input's changes
                      until the watermark of column final_col passes them,
                      then emits them once: non-linear */
+    OPK_UNNEST,   /* per input row, one row per element of its ARRAY column
+                     unnest_col (none for NULL or {}): the input columns, the
+                     element, then with ordinality its 1-based position
+                     (BIGINT), the row's weight each: linear */
 } OpKind;
 
 /* OPK_TOPK: which rank bounds the kept rows and is appended as a column. */
@@ -153,6 +157,9 @@ typedef struct CNode {
     int nwfn;
     /* OPK_FINAL: the column whose watermark releases rows */
     int final_col;
+    /* OPK_UNNEST */
+    int unnest_col;
+    bool ordinality;
 } CNode;
 
 typedef struct Relation {

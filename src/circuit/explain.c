@@ -22,6 +22,7 @@ static const char *opname(OpKind k)
     case OPK_TOPK: return "topk";
     case OPK_WINDOW: return "window";
     case OPK_FINAL: return "emit_final";
+    case OPK_UNNEST: return "unnest";
     }
     return "?";
 }
@@ -133,6 +134,9 @@ void circuit_explain(const Circuit *c, Buf *out)
             break;
         case OPK_FINAL:
             buf_printf(out, " when the watermark of #%d passes", n->final_col);
+            break;
+        case OPK_UNNEST:
+            buf_printf(out, " #%d%s", n->unnest_col, n->ordinality ? " with ordinality" : "");
             break;
         case OPK_MAP:
             if (n->filter) {

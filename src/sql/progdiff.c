@@ -214,6 +214,10 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
     case OPK_FINAL:
         put_i64(b, n->final_col);
         break;
+    case OPK_UNNEST:
+        put_i64(b, n->unnest_col);
+        put_i64(b, n->ordinality);
+        break;
     case OPK_SINK:
         put_i64(b, c->rels[n->rel].materialized);
         break;

@@ -107,6 +107,18 @@ QUERIES = [
     ("ARRAY_AGG of strings and decimals grouped by an array",
      "SELECT a, ARRAY_AGG(d[1] ORDER BY k), ARRAY_AGG(s[1] ORDER BY k) FROM ta GROUP BY a",
      "TTT", "rowsort"),
+    ("UNNEST in FROM, lateral over the rows before it: NULL and empty arrays give no rows",
+     "SELECT k, y FROM ta, UNNEST(a) AS u(y)", "II", "rowsort"),
+    ("UNNEST WITH ORDINALITY, filtered on the position and the element",
+     "SELECT k, u.e, u.n FROM ta, UNNEST(s) WITH ORDINALITY AS u(e, n) WHERE n <= 2 AND k < 6",
+     "ITI", "rowsort"),
+    ("UNNEST of an expression, grouped",
+     "SELECT y, COUNT(*) FROM ta, UNNEST(a || k) AS u(y) GROUP BY y", "II", "rowsort"),
+    ("UNNEST of a constant array, joined",
+     "SELECT j, v FROM tb, UNNEST(ARRAY[1, 3]) AS c(v) WHERE v = ANY(a)", "II", "rowsort"),
+    ("UNNEST then ARRAY_AGG rebuilds the arrays (NULL elements kept)",
+     "SELECT k, ARRAY_AGG(y ORDER BY n) FROM ta, UNNEST(a) WITH ORDINALITY AS u(y, n) GROUP BY k",
+     "IT", "rowsort"),
 ]
 
 
