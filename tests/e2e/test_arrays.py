@@ -129,3 +129,88 @@ def test_csv_file_input_and_dump(tmp_path):
     assert got == [("1", "{1,2,3}", '{a,"b c"}', "1+2+3", "2"),
                    ("2", "{}", "{NULL}", "", None),
                    ("4", "{4}", None, "4", "5")], got
+
+
+# ---------------------------------------------------------------- vs PostgreSQL
+
+VIEWS = {
+    "v_agg": "SELECT g, CAST(ARRAY_AGG(v ORDER BY v NULLS FIRST, id) AS VARCHAR) AS agg, "
+             "CAST(ARRAY_AGG(a[1] ORDER BY id DESC) AS VARCHAR) AS firsts FROM t GROUP BY g",
+    "v_unnest": "SELECT id, x, n FROM t, UNNEST(a) WITH ORDINALITY AS u(x, n)",
+    "v_row": "SELECT id, a[1] AS f, a[2] AS s, CARDINALITY(a) AS c, CAST(a AS VARCHAR) AS txt, "
+             "CAST(a || v AS VARCHAR) AS app, 3 = ANY(a) AS has3, "
+             "CAST(CAST(CAST(a AS VARCHAR) AS INT[]) AS VARCHAR) AS back FROM t",
+    "v_elem": "SELECT x, COUNT(*) AS cnt FROM t, UNNEST(a) AS u(x) GROUP BY x",
+}
+
+
+def gen_array(rng):
+    if rng.random() < 0.1:
+        return None
+    return [None if rng.random() < 0.15 else rng.randint(-3, 6)
+            for _ in range(rng.randint(0, 4))]
+
+
+def pg_text(arr):
+    return None if arr is None else "{%s}" % ",".join("NULL" if x is None else str(x)
+                                                      for x in arr)
+
+
+def norm(v):
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "t" if v else "f"
+    return str(v)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_random_inserts_and_deletes_equal_postgresql(pg, http_pipeline, workers):
+    """Random inserts and deletes of rows with INT[] columns (NULL arrays,
+    empty arrays, NULL elements) over HTTP ingress; after every step each
+    view (ARRAY_AGG with ORDER BY, UNNEST WITH ORDINALITY, subscripts,
+    CARDINALITY, ||, = ANY, casts both ways) equals PostgreSQL's answer
+    over the live rows."""
+    import json
+    import random
+    import requests
+    from httpkit import lines
+    conn = """WITH ('connectors' = '[{"transport": {"name": "http_input"}}]')"""
+    prog = "CREATE TABLE t (id INT NOT NULL, g INT, v INT, a INT[]) %s;\n" % conn
+    prog += "".join("CREATE MATERIALIZED VIEW %s AS %s;\n" % (k, q) for k, q in VIEWS.items())
+    p = http_pipeline(prog, "--workers", workers)
+    rng = random.Random(20241204 + int(workers))
+    live, next_id, checks = {}, 1, 0
+    for step in range(8):
+        batch = []
+        for _ in range(rng.randint(5, 25)):
+            if live and rng.random() < 0.35:
+                rid = rng.choice(sorted(live))
+                batch.append({"delete": live.pop(rid)})
+            else:
+                row = {"id": next_id, "g": rng.randint(0, 3), "v": rng.choice([None, 1, 2, 5]),
+                       "a": gen_array(rng)}
+                next_id += 1
+                live[row["id"]] = row
+                batch.append({"insert": row})
+        r = requests.post(p.url("/ingress/t"), params={"wait": "true"}, data=lines(*batch),
+                          timeout=120)
+        assert r.status_code == 200, r.text
+        pg.query("DROP TABLE IF EXISTS t; CREATE TABLE t (id INT NOT NULL, g INT, v INT, a INT[])")
+        if live:
+            pg.query("INSERT INTO t VALUES %s" % ",".join(
+                "(%d, %s, %s, %s)" % (x["id"], "NULL" if x["g"] is None else x["g"],
+                                      "NULL" if x["v"] is None else x["v"],
+                                      "NULL" if x["a"] is None else "'%s'" % pg_text(x["a"]))
+                for x in live.values()))
+        for name, sql in VIEWS.items():
+            r = requests.get(p.url("/query"), params={"sql": "SELECT * FROM %s" % name,
+                                                      "format": "json"}, timeout=60)
+            assert r.status_code == 200, r.text
+            got = sorted((tuple(norm(v) for v in json.loads(l).values())
+                          for l in r.text.splitlines() if l.strip()), key=repr)
+            want = sorted((tuple(norm(v) for v in w) for w in pg.query(sql)), key=repr)
+            assert got == want, "%s after step %d (%d rows)" % (name, step, len(live))
+            checks += 1
+    assert checks == 8 * len(VIEWS)
+    p.stop()
