@@ -65,7 +65,9 @@ static void put_type(Buf *b, SqlType t)
     put_i64(b, t.nullable);
     put_i64(b, t.prec);
     put_i64(b, t.scale);
-    if (t.kind == TK_TIMESTAMPTZ) { /* its session zone by name: ids are per process */
+    if (t.kind == TK_ARRAY) /* only then, so that other fingerprints stay as they were */
+        put_i64(b, t.elem);
+    if (t.kind == TK_TIMESTAMPTZ || (t.kind == TK_ARRAY && t.elem == TK_TIMESTAMPTZ)) { /* its session zone by name: ids are per process */
         const char *z = tz_name(t.len);
         put_i64(b, (int64_t)strlen(z));
         buf_append(b, z, strlen(z));

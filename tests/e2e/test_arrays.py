@@ -214,3 +214,16 @@ def test_random_inserts_and_deletes_equal_postgresql(pg, http_pipeline, workers)
             checks += 1
     assert checks == 8 * len(VIEWS)
     p.stop()
+
+
+def test_program_diff_sees_the_element_type(tmp_path):
+    """INT[] to BIGINT[] changes the stored encoding's type: the diff of the
+    two programs keeps nothing of the view (its node fingerprints differ)."""
+    old, new = tmp_path / "old.sql", tmp_path / "new.sql"
+    old.write_text("CREATE TABLE t (a INT[]);\nCREATE VIEW v AS SELECT a FROM t;\n")
+    new.write_text("CREATE TABLE t (a BIGINT[]);\nCREATE VIEW v AS SELECT a FROM t;\n")
+    out = run_ok(["check", str(old), str(new)]).stdout
+    rows = {l.split()[0]: l for l in out.splitlines() if l.split()[:1] in (["t"], ["v"])}
+    assert "changed" in rows["v"] and "kept" not in rows["v"], out
+    same = run_ok(["check", str(old), str(old)]).stdout
+    assert "2 unchanged" in same, same
