@@ -21,7 +21,8 @@
  *                  encoding; then the length of the order part as 4
  *                  native-order bytes. memcmp order is the ORDER BY, ties
  *                  broken by the value (PostgreSQL leaves ties unordered).
- * NULL values are never entries: every aggregate here skips them.
+ * NULL values are never entries (every aggregate here skips them) but
+ * for ARRAY_AGG, which keeps them as NULL elements.
  *
  * Results (PostgreSQL's definitions):
  *   MIN/MAX         the first / last entry;
@@ -38,6 +39,8 @@
  *                   DOUBLE arguments y, x; the entry is the 8 bytes of y
  *                   then those of x, rows where either is NULL skipped):
  *                   see stats() below;
+ *   ARRAY_AGG       the values in entry order, each as often as its weight
+ *                   (once with DISTINCT), as an ARRAY (expr/array.h);
  *   ARG_MIN/ARG_MAX the value of the first entry: ordered by the key (ASC,
  *                   DESC for ARG_MAX), ties broken by the smallest value;
  *                   rows whose value or key is NULL are skipped.
@@ -50,6 +53,7 @@
 #include <string.h>
 
 #include "../base/mem.h"
+#include "../expr/array.h"
 #include "../expr/xsum.h"
 #include "../zset/key.h"
 
@@ -66,7 +70,7 @@ static bool two_doubles(const AggSpec *a)
 
 bool agg_state_encode(const AggSpec *a, const Chunk *rows, int64_t r, Buf *out)
 {
-    if (vec_is_null(&rows->col[a->col], r))
+    if (vec_is_null(&rows->col[a->col], r) && a->kind != AGG_ARRAY_AGG)
         return false;
     if (two_doubles(a) || a->kind == AGG_ARG_MIN || a->kind == AGG_ARG_MAX) {
         if (vec_is_null(&rows->col[a->ord[0]], r))
@@ -160,6 +164,30 @@ static const ValW *entry_at(const ValWs *c, int64_t pos)
         pos -= c->v[i].w;
     }
     return &c->v[c->n - 1];
+}
+
+static int array_agg(const AggSpec *a, const ValWs *c, Vec *v, Arena *strs, int node, Err *err)
+{
+    SqlType in_t = a->in_t;
+    Chunk *one = chunk_new(strs, 1, &in_t, 1);
+    Buf b = BUF_INIT;
+    for (int64_t i = 0; i < c->n; i++) {
+        key_decode(entry_value(a, &c->v[i]), &in_t, 1, one, 0, 0);
+        for (int64_t w = a->distinct ? 1 : c->v[i].w; w > 0; w--)
+            arr_put_vec(&b, &one->col[0], 0);
+        if (b.n > UINT32_MAX) {
+            buf_free(&b);
+            return err_set(err, SL_ERUNTIME,
+                           "ARRAY_AGG result longer than %u bytes (aggregate in node %d)",
+                           UINT32_MAX, node);
+        }
+    }
+    char *s = arena_alloc(strs, b.n ? b.n : 1);
+    if (b.n)
+        memcpy(s, b.p, b.n);
+    v->s[0] = (Str){s, (uint32_t)b.n};
+    buf_free(&b);
+    return 0;
 }
 
 static int string_agg(const AggSpec *a, const ValWs *c, Vec *v, Arena *strs, int node, Err *err)
@@ -306,6 +334,9 @@ int agg_state_value(const AggSpec *a, const Trace *t, const uint8_t *k, size_t k
         break;
     case AGG_STRING_AGG:
         rc = string_agg(a, &c, v, strs, node, err);
+        break;
+    case AGG_ARRAY_AGG:
+        rc = array_agg(a, &c, v, strs, node, err);
         break;
     case AGG_BIT_AND:
     case AGG_BIT_OR:

@@ -46,6 +46,10 @@ typedef enum OpKind {
                      (NOW()): non-linear in time, linear in the input */
     OPK_FIXPOINT, /* a recursive relation: the least fixed point of the
                      inner circuit `sub` (op_fixpoint.c): non-linear */
+    OPK_UNNEST,   /* per input row, one row per element of its ARRAY column
+                     unnest_col (none for NULL or {}): the input columns, the
+                     element, then with ordinality its 1-based position
+                     (BIGINT), the row's weight each: linear */
 } OpKind;
 
 /* OPK_TOPK: which rank bounds the kept rows and is appended as a column. */
@@ -95,6 +99,7 @@ typedef enum AggKind {
     AGG_COVAR_POP, AGG_COVAR_SAMP, AGG_CORR,
     AGG_ARG_MIN,    /* ARG_MIN(x, key): col = x, ord[0] = key */
     AGG_ARG_MAX,    /* ARG_MAX(x, key): col = x, ord[0] = key DESC */
+    AGG_ARRAY_AGG,  /* ARRAY_AGG(x [ORDER BY ...]): NULL values kept */
 } AggKind;
 
 typedef struct AggSpec {
@@ -183,6 +188,9 @@ typedef struct CNode {
        node sub_out is Q (this node's types) */
     struct Circuit *sub;
     int sub_out;
+    /* OPK_UNNEST */
+    int unnest_col;
+    bool ordinality;
 } CNode;
 
 typedef struct Relation {

@@ -25,6 +25,7 @@ static const char *opname(OpKind k)
     case OPK_ASOF: return "asof";
     case OPK_TEMPORAL: return "temporal_filter";
     case OPK_FIXPOINT: return "fixpoint";
+    case OPK_UNNEST: return "unnest";
     }
     return "?";
 }
@@ -96,7 +97,7 @@ static const char *aggname(AggKind k)
                               "percentile_disc", "mode",          "var_samp",
                               "var_pop",         "stddev_samp",     "stddev_pop",
                               "covar_pop",       "covar_samp",      "corr",
-                              "arg_min",         "arg_max"};
+                              "arg_min",         "arg_max",         "array_agg"};
     return n[k];
 }
 
@@ -150,6 +151,9 @@ static void explain_nodes(const Circuit *c, Buf *out, const char *ind)
         case OPK_TEMPORAL:
             buf_printf(out, " #%d %s NOW() %+lld us (clock: node %d)", n->tcol,
                        n->tupper ? "<=" : ">=", (long long)n->toff, n->tclock);
+            break;
+        case OPK_UNNEST:
+            buf_printf(out, " #%d%s", n->unnest_col, n->ordinality ? " with ordinality" : "");
             break;
         case OPK_MAP:
             if (n->filter) {

@@ -46,6 +46,7 @@ Op *op_new(const Circuit *c, const CNode *n, Shard *sh)
     case OPK_MAP:
     case OPK_UNION:
     case OPK_NEGATE:
+    case OPK_UNNEST:
         op_linear_init(op);
         break;
     case OPK_AGG:

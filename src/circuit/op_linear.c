@@ -2,7 +2,8 @@
  * circuit/op_linear.c - stateless operators. Linear, so each is applied to
  * the changes directly: source (this worker's share of a table's input),
  * map (filter then project, over a selection vector: survivors are not
- * copied before projection), union (concatenation) and negate.
+ * copied before projection), union (concatenation), negate and unnest (a
+ * row per array element).
  */
 #include "op.h"
 
@@ -11,6 +12,7 @@
 #include "../base/hash.h"
 #include "../base/mem.h"
 #include "../base/vec.h"
+#include "../expr/array.h"
 
 /* Sources are fed by the worker a morsel at a time (runtime/worker.c);
    evaluated on their own they have nothing to give. */
@@ -361,6 +363,53 @@ static int eval_negate(Op *op, OpEnv *env, Chunk **in)
     return 0;
 }
 
+/* One row per element of the ARRAY column unnest_col of each input row. */
+static int eval_unnest(Op *op, OpEnv *env, Chunk **in)
+{
+    const CNode *n = op->node;
+    const Chunk *s = in[0];
+    const Vec *av = &s->col[n->unnest_col];
+    int nin = s->ncol;
+    int64_t total = 0;
+    for (int64_t r = 0; r < s->n; r++)
+        if (!vec_is_null(av, r))
+            total += arr_len(av->t, av->s[r]);
+    Chunk *out = chunk_new(env->arena, n->ncol, n->types, total ? total : 1);
+    for (int64_t r = 0; r < s->n; r++) {
+        if (vec_is_null(av, r) || !av->s[r].n)
+            continue;
+        ArrIt it;
+        ArrElem e;
+        int64_t at = 0;
+        arr_it(&it, av->t, av->s[r]);
+        while (arr_next(&it, &e)) {
+            int64_t o = out->n;
+            for (int j = 0; j < nin; j++) { /* the input columns */
+                Vec *d = &out->col[j];
+                const Vec *v = &s->col[j];
+                if (d->i)
+                    d->i[o] = v->i[r];
+                else if (d->x)
+                    d->x[o] = v->x[r];
+                else if (d->f)
+                    d->f[o] = v->f[r];
+                else
+                    d->s[o] = v->s[r];
+                if (d->nul)
+                    d->nul[o] = v->nul ? v->nul[r] : 0;
+            }
+            arr_get_vec(&out->col[nin], o, &e, env->arena);
+            if (n->ordinality)
+                out->col[nin + 1].i[o] = ++at;
+            out->w[o] = s->w[r];
+            out->n = o + 1;
+        }
+        arr_it_done(&it);
+    }
+    op->out = out;
+    return 0;
+}
+
 int op_linear_init(Op *op)
 {
     switch (op->node->k) {
@@ -371,6 +420,7 @@ int op_linear_init(Op *op)
         map_share(op);
         break;
     case OPK_UNION: op->eval = eval_union; break;
+    case OPK_UNNEST: op->eval = eval_unnest; break;
     default: op->eval = eval_negate; break;
     }
     return 0;

@@ -369,7 +369,7 @@ size_t otree_sortkey_len(const uint8_t *p, const SqlType *types, const bool *des
     for (int j = 0; j < n; j++) {
         if (*p++ != 0x01)
             continue;
-        if (type_is_string(types[j].kind)) {
+        if (type_phys(types[j]) == PHYS_STR) {
             uint8_t end = desc[j] ? 0xff : 0x00;
             while (*p != end)
                 p++;

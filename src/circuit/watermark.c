@@ -173,6 +173,10 @@ void wm_propagate(const Circuit *c, const int64_t *relwm, int64_t *const *cols)
             for (int j = 0; j < n->ncol; j++)
                 o[j] = in0[j];
             break;
+        case OPK_UNNEST: /* the input's columns unchanged; the new ones unbounded */
+            for (int j = 0; j < c->nodes[n->in[0]]->ncol; j++)
+                o[j] = in0[j];
+            break;
         case OPK_AGG: /* a changed group is a group some input change touched */
             for (int j = 0; j < n->ngroup; j++)
                 o[j] = in0[j];

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "array.h"
 #include "expr_int.h"
 #include "tz.h"
 
@@ -329,10 +330,73 @@ static int any_to_str(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint
     return 0;
 }
 
+/* ARRAY to ARRAY of another element type: each element through its text
+   form (so INT[] to BIGINT[] or VARCHAR[], as the element casts do). */
+static int arr_to_arr(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
+{
+    if (arr_same_elem(a->t, out->t)) {
+        for (int64_t k = 0; k < n; k++)
+            out->s[k] = m[k] ? empty_str : a->s[k];
+        return 0;
+    }
+    SqlType from = type_elem(a->t), to = type_elem(out->t);
+    if (!expr_cast_exists((TypeKind)from.kind, (TypeKind)to.kind))
+        return cannot_cast(cx, a->t, out->t);
+    Buf b = BUF_INIT, t = BUF_INIT;
+    Err e = {0};
+    int rc = 0;
+    for (int64_t k = 0; k < n && !rc; k++) {
+        out->s[k] = empty_str;
+        if (m[k])
+            continue;
+        ArrIt it;
+        ArrElem el;
+        buf_reset(&b);
+        arr_it(&it, a->t, a->s[k]);
+        while (!rc && arr_next(&it, &el)) {
+            if (!el.null) {
+                buf_reset(&t);
+                if (type_is_wide(from))
+                    text_format_dec(el.x, from.scale, &t);
+                else
+                    text_format(from, el.i, el.f, el.s, &t);
+                ArrElem o = {0};
+                if (type_is_wide(to))
+                    rc = text_parse_dec(to, (const char *)t.p, t.n, &o.x, &e);
+                else
+                    rc = text_parse(to, (const char *)t.p, t.n, cx->arena, &o.i, &o.f, &o.s, &e);
+                if (rc)
+                    rc = err_set(cx->err, SL_ERUNTIME, "%s", e.msg);
+                el = o;
+            }
+            arr_put(&b, type_phys(to), &el);
+        }
+        arr_it_done(&it);
+        if (b.n) {
+            char *d = arena_alloc(cx->arena, b.n);
+            memcpy(d, b.p, b.n);
+            out->s[k] = (Str){d, (uint32_t)b.n};
+        }
+    }
+    buf_free(&b);
+    buf_free(&t);
+    return rc;
+}
+
 static int str_to_any(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
 {
     Err e = {0};
     Phys ph = type_phys(out->t);
+    if (ph == PHYS_STR) { /* an ARRAY from its text form */
+        for (int64_t k = 0; k < n; k++) {
+            Str s = a->s[k];
+            out->s[k] = empty_str;
+            if (!m[k] && text_parse(out->t, s.p ? s.p : "", s.n, cx->arena, NULL, NULL,
+                                    &out->s[k], &e))
+                return err_set(cx->err, SL_ERUNTIME, "%s", e.msg);
+        }
+        return 0;
+    }
     if (ph == PHYS_I128) {
         for (int64_t k = 0; k < n; k++) {
             Str s = a->s[k];
@@ -396,6 +460,8 @@ int expr__cast(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m)
         return type_is_string(from) ? str_to_str(a, n, cx, out, m) : any_to_str(a, n, cx, out, m);
     if (type_is_string(from))
         return str_to_any(a, n, cx, out, m);
+    if (from == TK_ARRAY && to == TK_ARRAY)
+        return arr_to_arr(a, n, cx, out, m);
     if (is_numlike(from) && is_numlike(to)) {
         if (a->x || out->x)
             return expr__dec_cast(a, n, cx, out, m);

@@ -836,6 +836,26 @@ static bool shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
 static int eval_node(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n,
                      EvalCtx *cx, Vec *a, int na, Vec *out);
 
+/* shape_ok for the array functions (fn_array.c). */
+static bool array_shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
+{
+    switch (e->fn) {
+    case FN_ARRAY: return out->s != NULL;
+    case FN_ARRAY_GET: return na == 2 && a[0].s && a[1].i && out->nul;
+    case FN_CARDINALITY: return na == 1 && a[0].s && out->i;
+    case FN_ARRAY_LENGTH: return na == 2 && a[0].s && a[1].i && out->i && out->nul;
+    case FN_ARRAY_CAT: return na == 2 && a[0].s && a[1].s && out->s;
+    case FN_ARRAY_TO_STRING: return na >= 2 && a[0].s && a[1].s && (na < 3 || a[2].s) && out->s;
+    case FN_ARRAY_ANY:
+        return na == 3 && a[1].s && a[2].i && out->i && out->nul &&
+               type_phys(a[0].t) == type_phys(type_elem(a[1].t));
+    case FN_ARRAY_POSITION:
+        return na == 2 && a[0].s && out->i && out->nul &&
+               type_phys(a[1].t) == type_phys(type_elem(a[0].t));
+    default: return false;
+    }
+}
+
 int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, EvalCtx *cx,
               Vec *out)
 {
@@ -899,6 +919,14 @@ static __attribute__((noinline)) int eval_node(const Expr *e, const Chunk *in,
     }
     case E_IN: return eval_in(e, in, sel, n, cx, &a[0], out, m);
     case E_NULLIF: return eval_nullif(&a[0], &a[1], n, cx, out, m);
+    case E_FUNC:
+        if (e->fn >= FN_ARRAY && e->fn <= FN_ARRAY_POSITION) {
+            if (!array_shape_ok(e, a, na, out))
+                return err_set(cx->err, SL_ERUNTIME, "%s operands of the wrong kind",
+                               expr__fn_name(e->fn));
+            return expr__fn_array(e, a, na, n, cx, out, m);
+        }
+        break;
     default: break;
     }
 

@@ -133,6 +133,24 @@ typedef enum FuncId {
                           offset of its session zone at that instant, part
                           0: seconds east of UTC, 1: its hours, 2: its
                           minutes (both with its sign): EXTRACT(TIMEZONE...) */
+    /* fn_array.c: ARRAYs (expr/array.h); NULL arguments handled by each */
+    FN_ARRAY,          /* (e1, ..., en) of the element type -> ARRAY, never NULL
+                          (NULL arguments are NULL elements) */
+    FN_ARRAY_GET,      /* (a, i BIGINT) -> element i (1-based), NULL when out of
+                          range */
+    FN_CARDINALITY,    /* (a) -> INT: its elements */
+    FN_ARRAY_LENGTH,   /* (a, dim INT) -> INT: its elements when dim is 1, NULL
+                          for other dims and for the empty array (PostgreSQL) */
+    FN_ARRAY_CAT,      /* (a, b) same ARRAY types: a's elements then b's; a NULL
+                          operand is the empty array, both NULL give NULL */
+    FN_ARRAY_TO_STRING,/* (a, sep[, null_text]) -> VARCHAR: the elements' text
+                          joined by sep; NULL elements are null_text, or left
+                          out without one */
+    FN_ARRAY_ANY,      /* (x, a, q BIGINT constant): x op ANY (a) for q = 2*op,
+                          x op ALL (a) for q = 2*op + 1 (op: 0 = 1 <> 2 < 3 <=
+                          4 > 5 >=); three-valued, x of the element type */
+    FN_ARRAY_POSITION, /* (a, x) -> INT: 1-based index of the first element
+                          not distinct from x, NULL when none */
     FN__COUNT
 } FuncId;
 

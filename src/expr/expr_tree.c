@@ -182,6 +182,14 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_REGEXP_INSTR] = "REGEXP_INSTR",
     [FN_SIMILAR_ESCAPE] = "SIMILAR_TO_ESCAPE",
     [FN_SPLIT_PART] = "SPLIT_PART",
+    [FN_ARRAY] = "ARRAY",
+    [FN_ARRAY_GET] = "ARRAY_GET",
+    [FN_CARDINALITY] = "CARDINALITY",
+    [FN_ARRAY_LENGTH] = "ARRAY_LENGTH",
+    [FN_ARRAY_CAT] = "ARRAY_CAT",
+    [FN_ARRAY_TO_STRING] = "ARRAY_TO_STRING",
+    [FN_ARRAY_ANY] = "ARRAY_ANY",
+    [FN_ARRAY_POSITION] = "ARRAY_POSITION",
     [FN_TUMBLE_START] = "TUMBLE_START",
     [FN_TIME_ADD] = "TIME_ADD",
     [FN_AT_TZ_LOCAL] = "TIMEZONE",
@@ -209,6 +217,13 @@ static void print_const(const Expr *e, Buf *out)
         }
         buf_putc(out, '\'');
         return;
+    case TK_ARRAY: {
+        char tn[96];
+        buf_puts(out, "CAST('");
+        text_format(e->t, 0, 0, e->cs, out);
+        buf_printf(out, "' AS %s)", type_name(e->t, tn, sizeof(tn)));
+        return;
+    }
     case TK_DATE: buf_puts(out, "DATE '"); break;
     case TK_TIME: buf_puts(out, "TIME '"); break;
     case TK_TIMESTAMP: buf_puts(out, "TIMESTAMP '"); break;

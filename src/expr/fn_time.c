@@ -266,7 +266,7 @@ int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *o
         return err_set(cx->err, SL_ERUNTIME, "EXTRACT field %d is not defined for TIME", fn);
 
     bool micro = fn == FN_EXTRACT_SECOND || fn == FN_EXTRACT_EPOCH;
-    SqlType wt = micro ? (SqlType){TK_DECIMAL, 0, DECIMAL64_MAX_PREC, 6, VARCHAR_UNBOUNDED}
+    SqlType wt = micro ? (SqlType){TK_DECIMAL, 0, DECIMAL64_MAX_PREC, 6, VARCHAR_UNBOUNDED, 0, {0, 0, 0}}
                        : type_make(TK_BIGINT, false);
     Vec w;
     expr__vec(cx, wt, n, &w);

@@ -13,7 +13,8 @@
  *             10^s (|value| < 10^p, so the range is symmetric);
  *   PHYS_F64: REAL (rounded to float precision), DOUBLE;
  *   PHYS_STR: CHAR(n), VARCHAR(n), TEXT as (pointer, length); never contain
- *             a NUL byte (input rejects it, as PostgreSQL does).
+ *             a NUL byte (input rejects it, as PostgreSQL does); ARRAYs as
+ *             the NUL-free, memcmp-ordered encoding of expr/array.h.
  */
 #ifndef SL_EXPR_TYPES_H
 #define SL_EXPR_TYPES_H
@@ -40,6 +41,8 @@ typedef enum TypeKind {
     TK_TIMESTAMPTZ, /* TIMESTAMP WITH TIME ZONE: an instant, microseconds
                        since 1970-01-01 00:00:00 UTC; len is the session
                        zone (expr/tz.h id) it is read and shown in */
+    TK_ARRAY,       /* ARRAY of elements of kind `elem` (prec, scale and len
+                       are the element's); PHYS_STR bytes, expr/array.h */
 } TypeKind;
 
 typedef enum Phys { PHYS_I64, PHYS_F64, PHYS_STR, PHYS_I128 } Phys;
@@ -60,19 +63,22 @@ typedef struct SqlType {
     uint8_t scale;    /* DECIMAL scale */
     int32_t len;      /* CHAR/VARCHAR length, VARCHAR_UNBOUNDED for none;
                          TIMESTAMPTZ: the session time zone (tz.h id, 0 = UTC) */
+    uint8_t elem;     /* ARRAY: the element's TypeKind (its prec, scale and
+                         len are the fields above); else 0 */
+    uint8_t spare[3]; /* zero: no padding, the struct is compared by memcmp */
 } SqlType;
 
 static inline SqlType type_make(TypeKind k, bool nullable)
 {
     SqlType t = {(uint8_t)k, (uint8_t)nullable, 0, 0,
-                 k == TK_TIMESTAMPTZ ? 0 : VARCHAR_UNBOUNDED};
+                 k == TK_TIMESTAMPTZ ? 0 : VARCHAR_UNBOUNDED, 0, {0, 0, 0}};
     return t;
 }
 
 /* TIMESTAMP WITH TIME ZONE shown and read in zone tz (a tz.h id). */
 static inline SqlType type_tstz(int tz, bool nullable)
 {
-    SqlType t = {TK_TIMESTAMPTZ, (uint8_t)nullable, 0, 0, tz};
+    SqlType t = {TK_TIMESTAMPTZ, (uint8_t)nullable, 0, 0, tz, 0, {0, 0, 0}};
     return t;
 }
 
@@ -89,6 +95,7 @@ static inline Phys type_phys(SqlType t)
         return PHYS_F64;
     case TK_CHAR:
     case TK_VARCHAR:
+    case TK_ARRAY:
         return PHYS_STR;
     default:
         return PHYS_I64;
@@ -112,6 +119,26 @@ static inline bool type_is_temporal(TypeKind k)
 static inline bool type_is_interval(TypeKind k)
 {
     return k == TK_INTERVAL_DT || k == TK_INTERVAL_YM;
+}
+
+/* ARRAY of elements of type e (its nullability is ignored: an element may
+   always be NULL, as in PostgreSQL). */
+static inline SqlType type_array(SqlType e, bool nullable)
+{
+    SqlType t = e;
+    t.kind = TK_ARRAY;
+    t.elem = e.kind;
+    t.nullable = (uint8_t)nullable;
+    return t;
+}
+/* The element type of ARRAY t (nullable). */
+static inline SqlType type_elem(SqlType t)
+{
+    SqlType e = t;
+    e.kind = t.elem;
+    e.elem = 0;
+    e.nullable = 1;
+    return e;
 }
 
 /* Inclusive range of an integer kind (TINYINT: -128..127, ...). */

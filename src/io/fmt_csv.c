@@ -231,7 +231,12 @@ void fmt_csv_row(const Chunk *c, int64_t r, Buf *out)
             buf_putc(out, ',');
         if (vec_is_null(v, r))
             continue;
-        if (v->s)
+        if (v->t.kind == TK_ARRAY) { /* its text form, '{1,2}', quoted as needed */
+            Buf t = BUF_INIT;
+            text_format_vec(v, r, &t);
+            put_csv_str(out, (const char *)t.p, t.n);
+            buf_free(&t);
+        } else if (v->s)
             put_csv_str(out, v->s[r].p, v->s[r].n);
         else
             text_format_vec(v, r, out); /* numbers, booleans, dates: no special characters */

@@ -26,6 +26,7 @@
 #include <strings.h>
 
 #include "../base/mem.h"
+#include "../expr/array.h"
 #include "../expr/text.h"
 #include "format.h"
 #include "utf8.h"
@@ -312,6 +313,101 @@ static bool fast_float(const char *p, size_t n, bool real, double *out)
 }
 
 /* The value at in->q for column j into row r. */
+/* A JSON array [v, ...] (in->q at '[') into row r of ARRAY column j:
+   each element null, true/false, a number or a string, read as the
+   element type reads text. */
+static int parse_array(const RowSchema *s, int j, JIn *in, Vec *v, int64_t r, Arena *a,
+                       Err *err)
+{
+    SqlType et = type_elem(v->t);
+    Phys ph = type_phys(et);
+    Buf enc = BUF_INIT;
+    int rc = 0;
+    in->q++;
+    skip_ws(in);
+    bool first = true;
+    while (!rc) {
+        if (in->q < in->end && *in->q == ']' && first) {
+            in->q++;
+            break;
+        }
+        skip_ws(in);
+        if (in->q == in->end) {
+            rc = col_err(err, s, j, "unterminated JSON array");
+            break;
+        }
+        char c = *in->q;
+        ArrElem e = {0};
+        const char *text = NULL, *why;
+        size_t n = 0;
+        if (c == 'n' && match_word(in, "null", 4)) {
+            e.null = true;
+        } else if (c == 't' && match_word(in, "true", 4)) {
+            text = "true", n = 4;
+        } else if (c == 'f' && match_word(in, "false", 5)) {
+            text = "false", n = 5;
+        } else if (c == '"') {
+            const char *raw;
+            bool esc;
+            if ((why = scan_string(in, &raw, &n, &esc))) {
+                rc = col_err(err, s, j, why);
+                break;
+            }
+            text = raw;
+            if (esc) {
+                char *d = arena_alloc(a, n ? n : 1);
+                if ((why = unescape(raw, n, d, &n))) {
+                    rc = col_err(err, s, j, why);
+                    break;
+                }
+                text = d;
+            }
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            bool plain;
+            text = in->q;
+            if (!scan_number(in, &plain)) {
+                rc = col_err(err, s, j, "invalid JSON number");
+                break;
+            }
+            n = (size_t)(in->q - text);
+        } else {
+            rc = col_err(err, s, j, c == '[' || c == '{'
+                                        ? "nested arrays and objects in an array are not supported"
+                                        : "invalid JSON value in an array");
+            break;
+        }
+        if (text) {
+            Err ee;
+            err_init(&ee);
+            if (ph == PHYS_I128 ? text_parse_dec(et, text, n, &e.x, &ee)
+                                : text_parse(et, text, n, a, &e.i, &e.f, &e.s, &ee)) {
+                rc = col_err(err, s, j, ee.msg);
+                break;
+            }
+        }
+        arr_put(&enc, ph, &e);
+        first = false;
+        skip_ws(in);
+        if (in->q < in->end && *in->q == ',') {
+            in->q++;
+            continue;
+        }
+        if (in->q < in->end && *in->q == ']') {
+            in->q++;
+            break;
+        }
+        rc = col_err(err, s, j, "expected ',' or ']' in a JSON array");
+    }
+    if (!rc) {
+        char *d = enc.n ? arena_alloc(a, enc.n) : NULL;
+        if (d)
+            memcpy(d, enc.p, enc.n);
+        v->s[r] = (Str){d ? d : "", (uint32_t)enc.n};
+    }
+    buf_free(&enc);
+    return rc;
+}
+
 static int parse_value(const RowSchema *s, int j, JIn *in, Chunk *out, int64_t r, Arena *a,
                        Err *err)
 {
@@ -373,6 +469,8 @@ static int parse_value(const RowSchema *s, int j, JIn *in, Chunk *out, int64_t r
             return 0;
         return put_text(s, j, v, r, num, n, a, err);
     }
+    if (c == '[' && k == TK_ARRAY)
+        return parse_array(s, j, in, v, r, a, err);
     if (c == '{' || c == '[')
         return col_err(err, s, j, "nested objects and arrays are not supported");
     return col_err(err, s, j, "invalid JSON value");
@@ -759,6 +857,42 @@ static void put_json_str(Buf *out, const char *s, size_t n)
     buf_putc(out, '"');
 }
 
+/* ARRAY value v of type t as a JSON array: numbers and booleans bare, the
+   other elements (dates, strings, NaN) as strings. */
+static void put_json_array(SqlType t, Str v, Buf *out)
+{
+    SqlType et = type_elem(t);
+    TypeKind k = (TypeKind)et.kind;
+    ArrIt it;
+    ArrElem e;
+    Buf one = BUF_INIT;
+    bool first = true;
+    arr_it(&it, t, v);
+    buf_putc(out, '[');
+    while (arr_next(&it, &e)) {
+        if (!first)
+            buf_putc(out, ',');
+        first = false;
+        if (e.null) {
+            buf_puts(out, "null");
+            continue;
+        }
+        buf_reset(&one);
+        if (type_is_wide(et))
+            text_format_dec(e.x, et.scale, &one);
+        else
+            text_format(et, e.i, e.f, e.s, &one);
+        bool bare = k == TK_BOOL || (type_is_numeric(k) && (type_phys(et) != PHYS_F64 || isfinite(e.f)));
+        if (bare)
+            buf_append(out, one.p, one.n);
+        else
+            put_json_str(out, (const char *)one.p, one.n);
+    }
+    buf_putc(out, ']');
+    buf_free(&one);
+    arr_it_done(&it);
+}
+
 void fmt_json_row(const RowSchema *s, const Chunk *c, int64_t r, Buf *out)
 {
     buf_putc(out, '{');
@@ -771,6 +905,8 @@ void fmt_json_row(const RowSchema *s, const Chunk *c, int64_t r, Buf *out)
         buf_putc(out, ':');
         if (vec_is_null(v, r)) {
             buf_puts(out, "null");
+        } else if (k == TK_ARRAY) {
+            put_json_array(v->t, v->s[r], out);
         } else if (v->s) {
             put_json_str(out, v->s[r].p, v->s[r].n);
         } else if (type_is_temporal(k) || type_is_interval(k) || (v->f && !isfinite(v->f[r]))) {

@@ -213,6 +213,24 @@ uint32_t pg_type_oid(SqlType t)
     case TK_TIME: return 1083;
     case TK_TIMESTAMP: return 1114;
     case TK_TIMESTAMPTZ: return 1184;
+    case TK_ARRAY: /* the array type of the element's */
+        switch ((TypeKind)t.elem) {
+        case TK_BOOL: return 1000;
+        case TK_TINYINT:
+        case TK_SMALLINT: return 1005;
+        case TK_INT: return 1007;
+        case TK_BIGINT: return 1016;
+        case TK_DECIMAL: return 1231;
+        case TK_REAL: return 1021;
+        case TK_DOUBLE: return 1022;
+        case TK_CHAR: return 1014;
+        case TK_VARCHAR: return t.len == VARCHAR_UNBOUNDED ? 1009 : 1015;
+        case TK_DATE: return 1182;
+        case TK_TIME: return 1183;
+        case TK_TIMESTAMP: return 1115;
+        case TK_TIMESTAMPTZ: return 1185;
+        default: return 1009;
+        }
     default: return 25; /* intervals (our text form), NULL: text */
     }
 }

@@ -54,7 +54,7 @@
 
 static bool is_linear(const CNode *n)
 {
-    return n->k == OPK_MAP || n->k == OPK_UNION || n->k == OPK_NEGATE;
+    return n->k == OPK_MAP || n->k == OPK_UNION || n->k == OPK_NEGATE || n->k == OPK_UNNEST;
 }
 
 /* The diff's entry of the new program's relation rel, or NULL. */

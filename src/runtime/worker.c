@@ -678,7 +678,8 @@ Runtime *rt_new_part(const Circuit *c, int W, int host, int hosts)
     memset(rt->changed, 1, sizeof(bool) * (size_t)c->nnodes); /* nothing saved yet */
     for (int i = 0; i < c->nnodes; i++) {
         const CNode *n = c->nodes[i];
-        bool linear = n->k == OPK_MAP || n->k == OPK_UNION || n->k == OPK_NEGATE;
+        bool linear = n->k == OPK_MAP || n->k == OPK_UNION || n->k == OPK_NEGATE ||
+                      n->k == OPK_UNNEST;
         rt->sv[i] = n->k == OPK_SOURCE;
         rt->pv[i] = !linear && n->k != OPK_SOURCE;
         for (int j = 0; j < n->nin && linear; j++) {
@@ -991,7 +992,8 @@ int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err)
     for (int i = 0; i < c->nnodes && !w->err.code; i++) {
         const CNode *n = c->nodes[i];
         Op *op = w->ops[i];
-        bool linear = n->k == OPK_MAP || n->k == OPK_UNION || n->k == OPK_NEGATE;
+        bool linear = n->k == OPK_MAP || n->k == OPK_UNION || n->k == OPK_NEGATE ||
+                      n->k == OPK_UNNEST;
         if (n->k == OPK_SOURCE && n->rel == rel)
             op->out = rows;
         else if (n->k == OPK_UPSERT && c->nodes[n->in[0]]->k == OPK_SOURCE &&

@@ -129,9 +129,9 @@ static int split_commas(const char *s, const char *stop, const char **start, con
                 break;
             continue;
         }
-        if (*p == '(')
+        if (*p == '(' || *p == '[') /* ARRAY[...] too */
             depth++;
-        else if (*p == ')')
+        else if (*p == ')' || *p == ']')
             depth--;
         else if (*p == ',' && depth == 0) {
             if (n < cap) {
@@ -233,7 +233,8 @@ static int put_value(const SltTable *t, Chunk *dst, Arena *a, int j, int64_t row
     TypeKind sk = v->t.kind, dk = d->t.kind;
     if (sk == dk && v->t.scale == d->t.scale && !d->x != !v->x) {
         /* DECIMALs of the same scale, one wide and one not: through text */
-    } else if (sk == dk && v->t.scale == d->t.scale) {
+    } else if (sk == dk && v->t.scale == d->t.scale &&
+               (sk != TK_ARRAY || (v->t.elem == d->t.elem && v->t.prec == d->t.prec))) {
         if (d->x)
             d->x[row] = v->x[r];
         else if (d->i)

@@ -173,6 +173,10 @@ static void print_value(const Vec *v, int64_t r, char type, Buf *out)
         return;
     }
     /* T */
+    if (k == TK_ARRAY) { /* PostgreSQL's text form */
+        text_format_vec(v, r, out);
+        return;
+    }
     if (v->s) {
         if (v->s[r].n == 0) {
             buf_puts(out, "(empty)");

@@ -101,7 +101,7 @@ struct Ast {
    relations before it). SQLite allows 64, MySQL 61. */
 #define SQL_MAX_FROM 500
 
-typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY, F_NODE, F_TVF } FromKind;
+typedef enum FromKind { F_TABLE, F_JOIN, F_SUBQUERY, F_NODE, F_TVF, F_UNNEST } FromKind;
 typedef enum JoinKind { J_INNER, J_CROSS, J_LEFT, J_RIGHT, J_FULL } JoinKind;
 
 typedef struct FromItem {
@@ -129,6 +129,9 @@ typedef struct FromItem {
     char *tvf_col;
     int tvf_col_line, tvf_col_col;
     AstList tvf_args;
+    /* F_UNNEST: UNNEST(unnest_e) [WITH ORDINALITY], last in a FROM list (plan.c) */
+    Ast *unnest_e;
+    bool ordinality;
 } FromItem;
 
 typedef struct SelectItem {

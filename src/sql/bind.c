@@ -58,6 +58,21 @@ bool sql__common_type(SqlType a, SqlType b, SqlType *out)
         r = b;
     } else if (b.kind == TK_NULL) {
         r = a;
+    } else if (a.kind == TK_ARRAY || b.kind == TK_ARRAY) {
+        SqlType e;
+        if (a.kind == TK_ARRAY && b.kind == TK_ARRAY) {
+            /* no string-to-number reading between element types */
+            if (type_is_string(a.elem) != type_is_string(b.elem) &&
+                a.elem != TK_NULL && b.elem != TK_NULL)
+                return false;
+            if (!sql__common_type(type_elem(a), type_elem(b), &e))
+                return false;
+            r = type_array(e, nul);
+        } else if (type_is_string(a.kind) || type_is_string(b.kind)) {
+            r = a.kind == TK_ARRAY ? a : b; /* '{1,2}' read as the array */
+        } else {
+            return false;
+        }
     } else if (a.kind == b.kind) {
         r = a;
         if (a.kind == TK_DECIMAL) {
@@ -107,6 +122,8 @@ bool sql__same_repr(SqlType a, SqlType b)
         return a.len == b.len;
     if (a.kind == TK_VARCHAR)
         return a.len == b.len;
+    if (a.kind == TK_ARRAY)
+        return a.elem == b.elem && a.prec == b.prec && a.scale == b.scale && a.len == b.len;
     return true;
 }
 
@@ -501,6 +518,8 @@ Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r)
         lt = rt;
     else if (rt.kind == TK_NULL)
         rt = lt;
+    if (op == OP_CONCAT && (lt.kind == TK_ARRAY || rt.kind == TK_ARRAY))
+        return sql__bind_array_concat(p, x, l, r);
     if (op == OP_CONCAT) {
         SqlType vs = type_make(TK_VARCHAR, nul);
         Expr *e = sql__mk(p, E_CONCAT, vs, 2);
@@ -855,7 +874,9 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
             return NULL;
         SqlType t = x->type;
         t.nullable = l->t.nullable;
-        if (!expr_cast_exists(l->t.kind, t.kind)) { /* it would refuse every record */
+        if (!expr_cast_exists(l->t.kind, t.kind) ||
+            (l->t.kind == TK_ARRAY && t.kind == TK_ARRAY &&
+             !expr_cast_exists(l->t.elem, t.elem))) { /* it would refuse every record */
             perr(p, SL_ESEMANTIC, x->line, x->col,
                  "cannot cast %s to %s: there is no conversion between these types",
                  tname(l->t), tname(t));

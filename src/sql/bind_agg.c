@@ -20,6 +20,7 @@ bool sql__set_agg_name(const char *n)
            !strcmp(n, "bit_and") || !strcmp(n, "bit_or") ||
            !strcmp(n, "bit_xor") || !strcmp(n, "percentile_cont") ||
            !strcmp(n, "percentile_disc") || !strcmp(n, "mode") || !strcmp(n, "grouping") ||
+           !strcmp(n, "array_agg") ||
            sql__stat_agg_name(n);
 }
 
@@ -244,7 +245,7 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
        STRING_AGG with another default separator ('' and ','), any value
        cast to text, and LISTAGG's order written WITHIN GROUP */
     bool listagg = !strcmp(n, "listagg"), alias = listagg || !strcmp(n, "group_concat");
-    bool str = !strcmp(n, "string_agg") || alias;
+    bool str = !strcmp(n, "string_agg") || alias, arr = !strcmp(n, "array_agg");
     bool ordset = !strcmp(n, "percentile_cont") || !strcmp(n, "percentile_disc") ||
                   !strcmp(n, "mode");
     AggSpec sp = {0};
@@ -314,7 +315,18 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
     Expr *v = bind_inner_arg(p, bc, x->args.v[0], "an aggregate argument");
     if (!v)
         return NULL;
-    if (str) {
+    if (arr) {
+        if (v->t.kind == TK_NULL || v->t.kind == TK_CHAR)
+            v = sql__cast_to(p, v, type_make(TK_VARCHAR, true));
+        if (v->t.kind == TK_ARRAY) {
+            perr(p, SL_EUNSUPPORTED, x->args.v[0]->line, x->args.v[0]->col,
+                 "ARRAY_AGG of arrays (nested arrays) is not supported yet");
+            return NULL;
+        }
+        sp.kind = AGG_ARRAY_AGG;
+        sp.out_t = type_array(v->t, true);
+        sp.distinct = x->distinct;
+    } else if (str) {
         Ast *s = x->args.n > 1 ? x->args.v[1] : NULL;
         if (v->t.kind == TK_NULL || v->t.kind == TK_CHAR || (alias && !type_is_string(v->t.kind)))
             v = sql__cast_to(p, v, type_make(TK_VARCHAR, true));
@@ -367,7 +379,7 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
                 return NULL;
             }
         }
-        if (str) {
+        if (str || arr) {
             sp.nord = x->norder;
             sp.ord_desc = arena_alloc(p->a, sizeof(bool) * (size_t)x->norder);
             sp.ord_nulls_first = arena_alloc(p->a, sizeof(bool) * (size_t)x->norder);

@@ -45,7 +45,7 @@ Expr *sql__bool_agg_arg(P *p, Ast *x, Expr *a)
    error wherever they appear (not "must appear in GROUP BY" about their
    argument, nor "function ... is not supported"). */
 static const char *agg_later[] = {
-    "array_agg", "json_agg", "jsonb_agg", "json_object_agg",
+    "json_agg", "jsonb_agg", "json_object_agg",
 };
 
 bool sql__agg_later(P *p, Ast *x)
@@ -315,7 +315,7 @@ bool sql__is_builtin_fn(const char *name)
     for (size_t i = 0; i < ARRAY_LEN(agg_later); i++)
         if (!strcmp(agg_later[i], name))
             return true;
-    return sql__is_agg_name(name) || sql__is_regex_fn(name);
+    return sql__is_agg_name(name) || sql__is_regex_fn(name) || sql__is_array_fn(name);
 }
 
 Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
@@ -347,6 +347,8 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
         perr(p, SL_ESEMANTIC, x->line, x->col, "%s is not an aggregate function", x->name);
         return NULL;
     }
+    if (sql__is_array_fn(x->name))
+        return sql__bind_array_fn(p, bc, x);
     if (n > 8) {
         perr(p, SL_ESEMANTIC, x->line, x->col, "too many arguments to %s", x->name);
         return NULL;

@@ -529,6 +529,12 @@ static void analyse(Lineage *l)
                 for (int i = 0; i < n->ncol && i < c->nodes[n->in[k]]->ncol; i++)
                     merge_col(l, colv(l, id, i), n->in[k], i, LK_NONE);
             break;
+        case OPK_UNNEST: /* the input columns, then values computed from the array */
+            for (int i = 0; i < c->nodes[n->in[0]]->ncol; i++)
+                merge_col(l, colv(l, id, i), n->in[0], i, LK_NONE);
+            for (int i = c->nodes[n->in[0]]->ncol; i < n->ncol; i++)
+                merge_col(l, colv(l, id, i), n->in[0], n->unnest_col, LK_TRANSFORMATION);
+            break;
         case OPK_CONST:
             break;
         case OPK_FIXPOINT: /* recursive: any input column may reach any column */

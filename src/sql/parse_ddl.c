@@ -149,9 +149,25 @@ int sql__parse_type(Parser *p, SqlType *out)
         p->i--;
         return sql__fail(p, "a type name");
     }
-    if (accept_kw(p, "array")) {
-        p->i--;
-        return sql__unsupported(p, cur(p), "type ARRAY");
+    /* T ARRAY, T[] (a size, T ARRAY[n] or T[n], is ignored as PostgreSQL
+       does); one dimension */
+    if (is_kw(cur(p), "array") || is_op(cur(p), "[")) {
+        Token *at = cur(p);
+        bool kw = accept_kw(p, "array");
+        if (accept_op(p, "[")) {
+            int size;
+            if (!is_op(cur(p), "]") && parse_int_arg(p, &size))
+                return p->err->code;
+            if (sql__expect_op(p, "]"))
+                return p->err->code;
+        } else if (!kw) {
+            return sql__fail(p, "\"[\"");
+        }
+        if (is_kw(cur(p), "array") || is_op(cur(p), "["))
+            return sql__unsupported(p, cur(p), "a multidimensional ARRAY type");
+        if (ty.kind == TK_NULL)
+            return sql__unsupported(p, at, "this ARRAY element type");
+        ty = type_array(ty, true);
     }
     *out = ty;
     return 0;

@@ -73,8 +73,8 @@ static int stat_agg_args(const char *n)
 
 static bool multiset_agg(const char *n)
 {
-    static const char *const names[] = {"string_agg", "listagg", "group_concat", "bit_and",
-                                        "bit_or", "bit_xor",
+    static const char *const names[] = {"string_agg", "listagg", "group_concat", "array_agg",
+                                        "bit_and", "bit_or", "bit_xor",
                                         "percentile_cont", "percentile_disc", "mode",
                                         "grouping"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -273,13 +273,32 @@ static Ast *parse_typed_literal(Parser *p, Token *t)
     return n;
 }
 
-/* x::type (PostgreSQL's cast, binding tighter than any operator):
-   CAST(x AS type), repeatedly. */
+/* x[i] (an ARRAY's element: the call "[]"(x, i)) and x::type
+   (PostgreSQL's cast): CAST(x AS type), both binding tighter than any
+   operator, repeatedly. */
 static Ast *parse_pg_casts(Parser *p, Ast *x)
 {
-    while (x && is_op(cur(p), "::")) {
+    while (x && (is_op(cur(p), "::") || is_op(cur(p), "["))) {
         Token *t = cur(p);
         p->i++;
+        if (is_op(t, "[")) {
+            Ast *n = sql__new_ast(p, A_FUNC, t), *i;
+            n->name = arena_strndup(p->a, "[]", 2);
+            if (!(i = sql__parse_expr(p)))
+                return NULL;
+            if (is_op(cur(p), ":")) {
+                sql__unsupported(p, cur(p), "array slices");
+                return NULL;
+            }
+            if (sql__expect_op(p, "]"))
+                return NULL;
+            sql__list_push(p, &n->args, x);
+            sql__list_push(p, &n->args, i);
+            n->line = x->line;
+            n->col = x->col;
+            x = sql__check_height(p, t, n);
+            continue;
+        }
         Ast *n = sql__new_ast(p, A_CAST, t);
         n->a = x;
         n->line = x->line;
@@ -401,8 +420,25 @@ static Ast *parse_primary(Parser *p)
             }
             if (is_typed_literal(p, t))
                 return parse_typed_literal(p, t);
-            if (is_kw(t, "array") && (is_op(&p->t[p->i + 1], "[") || is_op(&p->t[p->i + 1], "("))) {
-                sql__unsupported(p, t, "ARRAY constructor");
+            if (is_kw(t, "array") && is_op(&p->t[p->i + 1], "[")) {
+                /* ARRAY[e1, ...]: the call "array[]"(e1, ...) */
+                p->i += 2;
+                n = sql__new_ast(p, A_FUNC, t);
+                n->name = arena_strndup(p->a, "array[]", 7);
+                if (!is_op(cur(p), "]")) {
+                    do {
+                        Ast *e = sql__parse_expr(p);
+                        if (!e)
+                            return NULL;
+                        sql__list_push(p, &n->args, e);
+                    } while (accept_op(p, ","));
+                }
+                if (sql__expect_op(p, "]"))
+                    return NULL;
+                return n;
+            }
+            if (is_kw(t, "array") && is_op(&p->t[p->i + 1], "(")) {
+                sql__unsupported(p, t, "ARRAY(subquery)");
                 return NULL;
             }
             /* NOW() and CURRENT_TIMESTAMP [(p)]: the pipeline's clock,
@@ -689,10 +725,6 @@ static Ast *parse_unary(Parser *p)
         n->col = x->col;
         x = n;
     }
-    if (x && is_op(cur(p), "[")) {
-        sql__unsupported(p, cur(p), "array indexing");
-        return NULL;
-    }
     return x;
 }
 
@@ -823,8 +855,27 @@ static Ast *parse_cmp(Parser *p)
         if (op >= 0) {
             p->i++;
             if (is_kw(cur(p), "any") || is_kw(cur(p), "all") || is_kw(cur(p), "some")) {
-                sql__unsupported(p, cur(p), "quantified comparisons (ANY/ALL/SOME)");
-                return NULL;
+                /* x op ANY|SOME|ALL (array): the call "any[]"(x, array, op,
+                   all); over a subquery not yet */
+                Token *q = cur(p);
+                if (!is_op(&p->t[p->i + 1], "(") || is_kw(&p->t[p->i + 2], "select") ||
+                    is_kw(&p->t[p->i + 2], "with") || is_kw(&p->t[p->i + 2], "values")) {
+                    sql__unsupported(p, q, "quantified comparisons (ANY/ALL/SOME) over a subquery");
+                    return NULL;
+                }
+                p->i += 2;
+                Ast *arr = sql__parse_expr(p), *n;
+                if (!arr || sql__expect_op(p, ")"))
+                    return NULL;
+                n = sql__new_ast(p, A_FUNC, t);
+                n->name = arena_strndup(p->a, "any[]", 5);
+                n->ival = op * 2 + is_kw(q, "all");
+                sql__list_push(p, &n->args, l);
+                sql__list_push(p, &n->args, arr);
+                n->line = l->line;
+                n->col = l->col;
+                l = sql__check_height(p, t, n);
+                continue;
             }
             l = binary(p, t, op, l, parse_concat(p));
             continue;

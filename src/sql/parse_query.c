@@ -200,8 +200,29 @@ static FromItem *parse_from_primary(Parser *p)
         if (parse_tvf(p, f))
             return NULL;
     } else {
+        if (is_kw(t, "unnest") && is_op(&p->t[p->i + 1], "(")) {
+            p->i += 2;
+            f->k = F_UNNEST;
+            if (!(f->unnest_e = sql__parse_expr(p)))
+                return NULL;
+            if (is_op(cur(p), ",")) {
+                sql__unsupported(p, cur(p), "UNNEST of several arrays");
+                return NULL;
+            }
+            if (sql__expect_op(p, ")"))
+                return NULL;
+            if (accept_kw(p, "with")) {
+                if (sql__expect_kw(p, "ordinality"))
+                    return NULL;
+                f->ordinality = true;
+            }
+            f->alias = opt_alias(p);
+            if (p->err->code || (f->alias && parse_col_aliases(p, f)))
+                return NULL;
+            return f;
+        }
         if (is_kw(t, "lateral") || is_kw(t, "unnest")) {
-            sql__unsupported(p, t, "LATERAL / UNNEST");
+            sql__unsupported(p, t, "LATERAL");
             return NULL;
         }
         f->k = F_TABLE;

@@ -51,6 +51,10 @@ static int plan_from_leaf(P *p, FromItem *f, PRel *out, PushDown *cand)
         return sql__plan_join_unit(p, f, out, cand);
     if (f->k == F_TVF) /* TUMBLE / HOP (plan_tvf.c) */
         return sql__plan_tvf(p, f, out);
+    if (f->k == F_UNNEST)
+        return perr(p, SL_EUNSUPPORTED, f->line, f->col,
+                    "UNNEST other than as the last item of a FROM list (FROM t, UNNEST(t.a)) "
+                    "is not supported yet");
     if (f->k == F_NODE) { /* planned already (plan_subq.c) */
         out->node = f->node;
         out->s = *(Scope *)f->scope;
@@ -109,6 +113,91 @@ static void collect_from(P *p, FromItem *f, FromFlat *ff)
     collect_from(p, f->r, ff);
     if (f->on)
         *VEC_PUSH_ARENA(p->a, ff->conds, ff->nconds, ff->cap_conds) = f->on;
+}
+
+static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, int *nsubq,
+                     PushDown *opt);
+
+/* FROM items..., UNNEST(e) [WITH ORDINALITY] [AS] u(x [, n]): the items
+   before it planned (WHERE aside), then per row one row per element of e
+   (lateral: e reads their columns): an OPK_UNNEST over a map adding e's
+   value, then a map dropping it. Output: the items' columns, the element
+   (default name unnest) and the position (default ordinality). WHERE
+   applies after. */
+static int plan_unnest(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, int *nsubq)
+{
+    FromItem *u = q->from[q->nfrom - 1];
+    Select q2 = *q;
+    PRel pre;
+    Expr *r2 = NULL;
+    q2.nfrom--;
+    q2.where = NULL;
+    if (plan_from(p, &q2, &pre, &r2, subq, nsubq, NULL))
+        return p->err->code;
+    CNode *src = p->c->nodes[pre.node];
+    int n = src->ncol;
+    AggCtx none = {0};
+    BindCtx bc = {&pre.s, &none, "UNNEST"};
+    Expr *e = sql__bind(p, &bc, u->unnest_e);
+    if (!e)
+        return p->err->code;
+    if (e->t.kind != TK_ARRAY)
+        return perr(p, SL_ESEMANTIC, u->unnest_e->line, u->unnest_e->col,
+                    "UNNEST needs an array, not %s", tname(e->t));
+    Expr **proj = sql__identity_proj(p, src, 1);
+    proj[n] = e;
+    int m = sql__add_map(p, pre.node, r2, proj, n + 1);
+    int nc = n + 2 + u->ordinality;
+    CNode *un = sql__add_node(p, OPK_UNNEST, 1, nc);
+    un->in[0] = m;
+    un->unnest_col = n;
+    un->ordinality = u->ordinality;
+    memcpy(un->types, p->c->nodes[m]->types, sizeof(SqlType) * (size_t)(n + 1));
+    un->types[n + 1] = type_elem(e->t);
+    if (u->ordinality)
+        un->types[n + 2] = type_make(TK_BIGINT, false);
+    un->label = "unnest";
+    Expr **fin = sql__identity_proj(p, un, 0);
+    fin[n] = fin[n + 1];
+    if (u->ordinality)
+        fin[n + 1] = fin[n + 2];
+    out->node = sql__add_map(p, un->id, NULL, fin, n + 1 + u->ordinality);
+    out->s = scope_new(p, n + 1 + u->ordinality);
+    memcpy(out->s.c, pre.s.c, sizeof(SCol) * (size_t)n);
+    for (int i = 0; i <= u->ordinality; i++) {
+        SCol *c = &out->s.c[n + i];
+        c->qual = u->alias;
+        c->name = i < u->ncol_aliases ? u->col_aliases[i] : i ? "ordinality" : "unnest";
+        c->t = un->types[n + 1 + i];
+    }
+    if (u->ncol_aliases > 1 + u->ordinality)
+        return perr(p, SL_ESEMANTIC, u->line, u->col,
+                    "UNNEST gives %d columns, %d names given", 1 + u->ordinality,
+                    u->ncol_aliases);
+    *residual = NULL;
+    if (!q->where)
+        return 0;
+    Ast **conj = NULL;
+    int nconj = 0, nr = 0;
+    sql__split_and(p, q->where, &conj, &nconj);
+    Expr **w = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
+    Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*nsubq + nconj + 1));
+    if (*nsubq)
+        memcpy(v, *subq, sizeof(Ast *) * (size_t)*nsubq);
+    *subq = v;
+    for (int i = 0; i < nconj; i++) {
+        if (sql__has_subquery(conj[i])) {
+            (*subq)[(*nsubq)++] = conj[i];
+            continue;
+        }
+        BindCtx wc = {&out->s, &none, "WHERE"};
+        if (!(w[nr] = sql__bind(p, &wc, conj[i])) ||
+            !(w[nr] = sql__bool_operand(p, w[nr], conj[i], "WHERE")))
+            return p->err->code;
+        nr++;
+    }
+    *residual = nr ? sql__and_all(p, w, nr) : NULL;
+    return 0;
 }
 
 /* No FROM: one constant row without columns; WHERE filters it. */
@@ -249,6 +338,8 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
 {
     if (q->nfrom == 0)
         return plan_no_from(p, q, out, residual, subq, nsubq);
+    if (q->from[q->nfrom - 1]->k == F_UNNEST)
+        return plan_unnest(p, q, out, residual, subq, nsubq);
     FromFlat ff = {0};
     for (int i = 0; i < q->nfrom; i++)
         collect_from(p, q->from[i], &ff);

@@ -65,7 +65,9 @@ static void put_type(Buf *b, SqlType t)
     put_i64(b, t.nullable);
     put_i64(b, t.prec);
     put_i64(b, t.scale);
-    if (t.kind == TK_TIMESTAMPTZ) { /* its session zone by name: ids are per process */
+    if (t.kind == TK_ARRAY) /* only then, so that other fingerprints stay as they were */
+        put_i64(b, t.elem);
+    if (t.kind == TK_TIMESTAMPTZ || (t.kind == TK_ARRAY && t.elem == TK_TIMESTAMPTZ)) { /* its session zone by name: ids are per process */
         const char *z = tz_name(t.len);
         put_i64(b, (int64_t)strlen(z));
         buf_append(b, z, strlen(z));
@@ -221,6 +223,10 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
         put_i64(b, n->tclock);
         put_i64(b, n->toff);
         put_i64(b, n->tupper);
+        break;
+    case OPK_UNNEST:
+        put_i64(b, n->unnest_col);
+        put_i64(b, n->ordinality);
         break;
     case OPK_SINK: /* a retained table's sink keeps what a materialized one's does */
         put_i64(b, rel_keeps(&c->rels[n->rel]));

@@ -375,6 +375,12 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x);
    call x of one over its bound arguments args[0..n). */
 bool sql__is_regex_fn(const char *name);
 Expr *sql__bind_regex(P *p, Ast *x, Expr **args, int n);
+/* bind_array.c: whether name is an array function (also the parser's
+   "array[]" constructor, "[]" subscript and "any[]" quantified
+   comparison), the call x of one, and l || r with an ARRAY operand. */
+bool sql__is_array_fn(const char *name);
+Expr *sql__bind_array_fn(P *p, BindCtx *bc, Ast *x);
+Expr *sql__bind_array_concat(P *p, Ast *x, Expr *l, Expr *r);
 /* An aggregate call x: its column in the aggregation's output. */
 Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x);
 bool sql__is_agg_name(const char *n);

@@ -168,7 +168,7 @@ static inline i128 get_i128(const uint8_t *p)
    bytes for a fixed-width value, or the string and its NUL. */
 static inline size_t value_bound(const Vec *v, int64_t r)
 {
-    return type_is_string((TypeKind)v->t.kind) ? (size_t)v->s[r].n + 2 : 17;
+    return v->s ? (size_t)v->s[r].n + 2 : 17;
 }
 
 /* Encode value r of v at p, which has value_bound bytes of room; returns
@@ -211,7 +211,8 @@ static inline uint8_t *encode_value(const Vec *v, int64_t r, uint8_t *p)
         put_be(p, enc_double(v->f[r]), 8);
         return p + 8;
     case TK_CHAR:
-    case TK_VARCHAR: {
+    case TK_VARCHAR:
+    case TK_ARRAY: {
         Str s = v->s[r];
         if (s.n)
             memcpy(p, s.p, s.n);
@@ -298,7 +299,8 @@ static inline const uint8_t *decode_value(const uint8_t *p, SqlType t, Vec *v, i
         return p + 8;
     }
     case TK_CHAR:
-    case TK_VARCHAR: {
+    case TK_VARCHAR:
+    case TK_ARRAY: {
         size_t n = strlen((const char *)p);
         v->s[r] = (Str){(const char *)p, (uint32_t)n};
         return p + n + 1;
@@ -313,10 +315,9 @@ static inline const uint8_t *decode_value(const uint8_t *p, SqlType t, Vec *v, i
 /* Position after one encoded value of type t at p. */
 static inline const uint8_t *skip_value(const uint8_t *p, SqlType t)
 {
-    TypeKind k = (TypeKind)t.kind;
     if (t.nullable && *p++ == KEY_NULL)
         return p;
-    if (type_is_string(k))
+    if (type_phys(t) == PHYS_STR)
         return p + strlen((const char *)p) + 1;
     return p + type_width(t);
 }

@@ -46,7 +46,7 @@ ERRORS = [
     ("SELECT BIT_OR(a) OVER () FROM t", "OVER", "unsupported", ["bit_or", "window function"]),
     ("SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY a) OVER () FROM t", "OVER",
      "unsupported", ["percentile_cont", "WITHIN GROUP", "window function"]),
-    ("SELECT ARRAY_AGG(a) FROM t", "ARRAY_AGG", "unsupported", ["array_agg"]),
+    ("SELECT ARRAY_AGG(a) OVER () FROM t", "OVER", "unsupported", ["array_agg", "window function"]),
     ("SELECT PERCENTILE_CONT(b) WITHIN GROUP (ORDER BY a) FROM t", "b) WITHIN",
      "unsupported", ["PERCENTILE_CONT", "fraction", "constant"]),
     ("SELECT PERCENTILE_DISC(1.5) WITHIN GROUP (ORDER BY a) FROM t", "1.5", "error",
