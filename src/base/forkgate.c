@@ -30,6 +30,11 @@
  *
  * In the child the gate is set up anew (a rwlock taken by the parent's
  * thread cannot be released under the child's thread id).
+ *
+ * The definitions come with sl_fork: a program that links it (through
+ * pipeline/snapshot.c) gets the gate. Not gated: what ASan allocates
+ * inside its other interceptors (wcsdup, realpath and getcwd with a NULL
+ * buffer, __strdup), which nothing here calls while a checkpoint forks.
  */
 #include <errno.h>
 #include <pthread.h>
