@@ -889,11 +889,15 @@ static bool logs_from_start(Ft *ft)
     return true;
 }
 
-static void *writer_start(Ft *ft)
+/* Without the writer no checkpoint would ever complete (each would stay
+   in progress): the pipeline does not start. */
+static int writer_start(Ft *ft, Err *err)
 {
-    if (pthread_create(&ft->thr, NULL, writer_main, ft) == 0)
-        ft->thr_started = true;
-    return NULL;
+    int e = pthread_create(&ft->thr, NULL, writer_main, ft);
+    if (e)
+        return err_set(err, SL_EIO, "cannot start the checkpoint writer thread: %s", strerror(e));
+    ft->thr_started = true;
+    return 0;
 }
 
 Ft *ft_new(const Circuit *c, Connectors *cs, Backend *be, const PipelineOpts *o,
@@ -1086,7 +1090,7 @@ int ft_open(Ft *ft, FtCounts *n, Err *err)
         rc = ft_rotate(ft, after, err);
     }
     if (!rc)
-        writer_start(ft);
+        rc = writer_start(ft, err);
     return rc;
 }
 

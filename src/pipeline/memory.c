@@ -608,6 +608,8 @@ bool pmem_step_stuck(Pipeline *p) { return p->pm && p->pm->stuck; }
 
 bool pmem_hold(Pipeline *p) { return p->pm && p->pm->hold; }
 
+bool pmem_bounded(Pipeline *p) { return p->pm && p->pm->limit; }
+
 void pmem_stats(Pipeline *p, MemStats *out, double now)
 {
     /* under p->mu (pipeline_stats) */

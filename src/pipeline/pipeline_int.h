@@ -135,6 +135,8 @@ bool pmem_step_failed(Pipeline *p, bool stall_ok);
 bool pmem_step_stuck(Pipeline *p);
 /* The state cannot fit the budget: the inputs wait (pipeline.c's loop). */
 bool pmem_hold(Pipeline *p);
+/* Whether a memory limit applies (pmem_after_step has work to do). */
+bool pmem_bounded(Pipeline *p);
 /* Walk the state for the figures when due (force: now); true when walked. */
 bool pmem_refresh(Pipeline *p, bool force);
 /* The published figures (a copy; under p->mu). */

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../base/forkgate.h"
 #include "../base/mem.h"
 #include "../base/vec.h"
 #include "snapshot.h"
@@ -210,7 +211,7 @@ int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char 
     ckpt_avoid_previous(st, prev, rt_steps(rt)); /* the checkpoint's step */
     cJSON_Delete(prev);
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = sl_fork(); /* once no other thread is inside the allocator */
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);

@@ -13,8 +13,12 @@
  * relation changes, net rows and divisions by zero; process figures.
  *
  * The controller publishes into the shared block (Figures, stats.h)
- * under the mutex between steps (stats_publish, stats_units_done);
- * pipeline_stats copies it for any thread, turning histograms into
+ * under the mutex between steps (stats_publish); a completed step's
+ * figures (records processed, latency and lag, the step count, the
+ * relations' and outputs' figures, what is still pending) go in one
+ * publication (stats_publish_step), before the pushes it consumed are
+ * acknowledged, so a reader never sees some of them ahead of the others;
+ * pipeline_stats copies the block for any thread, turning histograms into
  * percentiles. State, relation and per host figures are every host's: the
  * step backend (backend.h) sums them.
  */
@@ -134,7 +138,25 @@ void stats_free(Pipeline *p)
     sl_free(p->fig.outs);
 }
 
-void stats_publish(Pipeline *p)
+/* The units of a completed step: latency now, lag at wall clock wall_us
+   (microseconds since epoch), records processed. Under mu. */
+static void units_done(Pipeline *p, const Unit *u, double now, int64_t wall_us)
+{
+    for (; u; u = u->next) {
+        Slot *s = &p->fig.slots[u->slot];
+        hist_add(&s->lat, (now - u->arrival) * 1e6, u->rows);
+        s->processed += u->rows;
+        for (int i = 0; i < u->nsamp; i++) {
+            int64_t w = (int64_t)(u->samp_w + 0.5);
+            hist_add(&s->lag, (double)(wall_us - u->ev[i]), w > 0 ? w : 1);
+        }
+        p->fig.processed += u->rows;
+    }
+}
+
+void stats_publish(Pipeline *p) { stats_publish_step(p, NULL, 0, 0); }
+
+void stats_publish_step(Pipeline *p, const Pending *done, double now, int64_t wall_us)
 {
     const Circuit *c = p->c;
     Backend *be = p->be;
@@ -164,8 +186,13 @@ void stats_publish(Pipeline *p)
             s->processed = input_rows(ic);
     }
     p->fig.published = true;
+    /* the pending input the step consumed is reset right after: none of
+       it counts as pending any more */
+    const Pending *pend = done == &p->pend ? NULL : &p->pend;
+    if (done)
+        units_done(p, done->units, now, wall_us);
     for (int k = 0; k < p->fig.nslots; k++)
-        p->fig.slots[k].pending = p->pend.slot_rows[k];
+        p->fig.slots[k].pending = pend ? pend->slot_rows[k] : 0;
     for (int j = 0; j < p->cs.nout; j++) {
         p->fig.outs[j].records = output_records(p->cs.out[j]);
         p->fig.outs[j].bytes = output_bytes(p->cs.out[j]);
@@ -187,30 +214,14 @@ void stats_publish(Pipeline *p)
     p->fig.state_bytes = bytes;
     p->fig.nhosts = be->ops->host_stats(be, p->fig.hosts);
     p->fig.inputs_ended = ended;
-    p->fig.pend_rows = p->pend.rows;
+    p->fig.pend_rows = pend ? pend->rows : 0;
     p->tx_pub.state = p->tx.state;
     p->tx_pub.id = p->tx.id;
     p->tx_pub.backfill = p->tx.backfill;
     p->tx_pub.t0 = p->tx.t0;
-    p->tx_pub.records = p->tx.state != TX_NONE ? p->pend.rows : 0;
+    p->tx_pub.records = p->tx.state != TX_NONE && pend ? pend->rows : 0;
     pthread_mutex_unlock(&p->mu);
     sl_free(prog);
-}
-
-void stats_units_done(Pipeline *p, Unit *u, double now, int64_t wall_us)
-{
-    pthread_mutex_lock(&p->mu);
-    for (; u; u = u->next) {
-        Slot *s = &p->fig.slots[u->slot];
-        hist_add(&s->lat, (now - u->arrival) * 1e6, u->rows);
-        s->processed += u->rows;
-        for (int i = 0; i < u->nsamp; i++) {
-            int64_t w = (int64_t)(u->samp_w + 0.5);
-            hist_add(&s->lag, (double)(wall_us - u->ev[i]), w > 0 ? w : 1);
-        }
-        p->fig.processed += u->rows;
-    }
-    pthread_mutex_unlock(&p->mu);
 }
 
 static const char *state_name(PState s)

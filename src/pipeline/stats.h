@@ -65,8 +65,10 @@ void stats_free(Pipeline *p);
 /* Copy connector counters, relation figures and state size into the
    shared block (controller, between steps). */
 void stats_publish(Pipeline *p);
-/* A completed step consumed these units: latency now, lag at wall clock
-   wall_us (microseconds since epoch). */
-void stats_units_done(Pipeline *p, Unit *u, double now, int64_t wall_us);
+/* The same, in the same publication with the step that just consumed
+   done (before done is reset): its units' records processed, latency
+   (now) and lag (at wall clock wall_us, microseconds since epoch); done
+   no longer counts as pending. */
+void stats_publish_step(Pipeline *p, const Pending *done, double now, int64_t wall_us);
 
 #endif

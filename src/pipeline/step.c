@@ -390,12 +390,15 @@ int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err)
     release_changes(p);
     if (rc)
         return rc;
-    stats_units_done(p, pd->units, t_end, wall_usecs());
+    /* the step's figures at once, before a push it consumed returns */
+    stats_publish_step(p, pd, t_end, wall_usecs());
     int64_t tok = pd->max_token;
     pend_reset(p, pd);
     pipe_tokens_done(p, tok);
-    pmem_after_step(p, err);
-    stats_publish(p);
+    if (pmem_bounded(p)) {
+        pmem_after_step(p, err);
+        stats_publish(p); /* the state's size after spilling */
+    }
     progress(p, false);
     return 0;
 }

@@ -90,7 +90,8 @@ def assert_no_crash(p):
 def wait_until(pred, what, hang_guard=120, poll=0.02):
     """Poll pred() until it returns something true and return that. The
     limit is a hang guard (a test that reaches it is broken, not slow),
-    never a bound the test relies on."""
+    never a bound the test relies on. what may be a function: it is called
+    at the hang, so the message can say what was last seen."""
     import time
     end = time.monotonic() + hang_guard
     while True:
@@ -98,8 +99,19 @@ def wait_until(pred, what, hang_guard=120, poll=0.02):
         if v:
             return v
         if time.monotonic() > end:
-            pytest.fail("hung: %s (nothing after %d s)" % (what, hang_guard))
+            pytest.fail("hung: %s (nothing after %d s)" % (what() if callable(what) else what,
+                                                           hang_guard))
         time.sleep(poll)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report on the test item (item.rep_setup, rep_call), so a
+    fixture's teardown can tell whether the test failed and print what it
+    kept (a manager's and its pipelines' stderr, test_manager.py)."""
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
 
 
 def run_ok(args, binary=None, timeout=120):

@@ -9,6 +9,7 @@ computed here from the pushed rows, never taken from an earlier run.
 import json
 import os
 import random
+import sqlite3
 import subprocess
 
 import pytest
@@ -315,6 +316,32 @@ def test_query_formats_and_errors(http_pipeline):
 
 
 # ---------------------------------------------------------------- statistics
+
+def test_stats_after_a_waited_push_show_its_step_whole(http_pipeline):
+    """A step's figures are published at once, before the pushes it
+    consumed are acknowledged: after each waited push /stats counts every
+    record processed, none buffered, and the view's rows as SQLite counts
+    them (they were published a moment after the acknowledgement)."""
+    p = http_pipeline("CREATE TABLE t (k INT NOT NULL, v INT NOT NULL);\n"
+                      "CREATE MATERIALIZED VIEW c AS SELECT k, COUNT(*) AS n FROM t GROUP BY k;\n")
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (k INT, v INT)")
+    rng = random.Random(5)
+    sent = steps = 0
+    for i in range(40):
+        rows = [(rng.randint(1, 25), i) for _ in range(rng.randint(1, 30))]
+        push(p, "t", "".join("%d,%d\n" % r for r in rows), format="csv", wait="true")
+        db.executemany("INSERT INTO t VALUES (?, ?)", rows)
+        sent += len(rows)
+        st = requests.get(p.url("/stats"), timeout=60).json()
+        g = st["global_metrics"]
+        assert g["total_processed_records"] == sent, g
+        assert g["buffered_input_records"] == 0, g
+        assert st["views"]["c"]["rows"] == db.execute(
+            "SELECT COUNT(*) FROM (SELECT k FROM t GROUP BY k)").fetchone()[0], st["views"]
+        assert g["total_completed_steps"] > steps, g  # the push's step is counted
+        steps = g["total_completed_steps"]
+
 
 def test_stats_metrics_and_event_time_lag(http_pipeline, tmp_path):
     src = tmp_path / "old.csv"

@@ -11,6 +11,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -19,7 +20,7 @@ import pytest
 import requests
 
 from httpkit import Follower
-from conftest import SANITIZER_MARKERS, UBSAN_RE, csv_input, run, sluice_bin, wait_until
+from conftest import REPO, SANITIZER_MARKERS, UBSAN_RE, csv_input, run, sluice_bin, wait_until
 
 BANK = """
 CREATE TABLE transfers (
@@ -66,6 +67,28 @@ def processes_using(path):
         except (OSError, ValueError):
             pass
     return pids
+
+
+def wait_checkpoint(m, name, seq, pid):
+    """Wait for /checkpoint_status (through the proxy) to report request seq
+    of process pid complete. Request numbers are the process's own, so a
+    restart meanwhile fails at once, as does a failure of this request
+    (with its reason); a hang says what the status last showed."""
+    seen = {}
+
+    def done():
+        j = m.get(name)
+        assert j["pid"] == pid, "the pipeline restarted while checkpoint %d was pending " \
+            "(pid %s, then %s: %s)" % (seq, pid, j["pid"], j.get("last_error"))
+        r = requests.get(m.url("/v0/pipelines/%s/checkpoint_status" % name), timeout=60)
+        assert r.status_code == 200, r.text
+        st = seen["status"] = r.json()
+        f = st.get("failure")
+        if f and f["sequence_number"] >= seq:
+            pytest.fail("checkpoint %d failed: %s" % (seq, f["error"]))
+        return (st.get("success") or -1) >= seq
+    wait_until(done, lambda: "checkpoint %d through the proxy (last status %s)" % (
+        seq, json.dumps(seen.get("status"))))
 
 
 class Prefixed:
@@ -158,8 +181,61 @@ class Manager:
         return self.proc.returncode
 
 
+def process_report(pid):
+    """A live process's state for a hang's report: its status line, where
+    each thread waits in the kernel, and (gdb installed) every thread's
+    stack. A checkpoint child is a fork of its pipeline: same command line."""
+    out = []
+    try:
+        stat = open("/proc/%d/stat" % pid).read()
+        out.append("pid %d ppid %s state %s: %s" % (
+            pid, stat[stat.rindex(")") + 2:].split()[1], stat[stat.rindex(")") + 2],
+            open("/proc/%d/cmdline" % pid, "rb").read().replace(b"\0", b" ").decode()))
+        for tid in sorted(os.listdir("/proc/%d/task" % pid), key=int):
+            t = "/proc/%d/task/%s/" % (pid, tid)
+            out.append("  thread %s %s wchan %s" % (tid, open(t + "comm").read().strip(),
+                                                    open(t + "wchan").read().strip()))
+    except (OSError, ValueError, IndexError):
+        return "pid %d: gone\n" % pid
+    if shutil.which("gdb"):
+        try:
+            g = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex",
+                                "thread apply all bt 30"], capture_output=True, timeout=60)
+            out.append(g.stdout.decode("utf-8", "replace")[-12000:])
+        except subprocess.TimeoutExpired:
+            out.append("  (gdb did not finish)")
+    return "\n".join(out) + "\n"
+
+
+def keep_artifacts(request, tmp_path, started):
+    """After a failed test: the processes still on its directory (state,
+    stacks), each manager's stderr and each pipeline's log (its stderr and
+    stdout, supervise.c) printed and copied to
+    build/test-artifacts/manager/<test>/. Called before the processes are
+    stopped, and again for the logs once they are."""
+    dest = os.path.join(REPO, "build", "test-artifacts", "manager",
+                        re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name))
+    os.makedirs(dest, exist_ok=True)
+
+    def keep(name, text):
+        with open(os.path.join(dest, name), "w") as f:
+            f.write(text)
+        print("===== %s (kept in %s) =====\n%s" % (name, dest, text[-20000:]))
+    procs = "".join(process_report(pid) for pid in processes_using(tmp_path / "mgr"))
+    keep("processes.txt", procs or "(no process left on the directory)\n")
+
+    def logs():
+        for i, m in enumerate(started):
+            keep("manager-%d.stderr" % i, m.stderr())
+        for root, _, files in os.walk(str(tmp_path / "mgr")):
+            if "log" in files:
+                keep("pipeline-%s.log" % os.path.basename(root),
+                     open(os.path.join(root, "log"), "rb").read().decode("utf-8", "replace"))
+    return logs
+
+
 @pytest.fixture
-def manager(tmp_path):
+def manager(request, tmp_path):
     started = []
 
     def start(extra=()):
@@ -167,8 +243,14 @@ def manager(tmp_path):
         started.append(m)
         return m
     yield start
-    for m in started:
-        m.stop()
+    failed = getattr(getattr(request.node, "rep_call", None), "failed", False)
+    logs = keep_artifacts(request, tmp_path, started) if failed else None
+    try:
+        for m in started:
+            m.stop()
+    finally:
+        if logs:
+            logs()
     for pid in processes_using(tmp_path / "mgr"):
         os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not processes_using(tmp_path / "mgr"), "pipeline processes ending")
@@ -263,9 +345,7 @@ def test_bank_through_the_proxy_survives_kill_9(manager):
     more += last
     r = requests.post(m.url(pb + "checkpoint"), timeout=60)
     assert r.status_code == 200, r.text
-    seq = r.json()["checkpoint_sequence_number"]
-    wait_until(lambda: (requests.get(m.url(pb + "checkpoint_status"), timeout=60).json()
-                        .get("success") or -1) >= seq, "the checkpoint through the proxy")
+    wait_checkpoint(m, "bank", r.json()["checkpoint_sequence_number"], j["pid"])
 
     m.post("bank", "pause")
     m.wait_state("bank", "PAUSED")
