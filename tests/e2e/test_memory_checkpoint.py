@@ -197,18 +197,22 @@ def test_checkpoint_while_spilled_runs_merge_then_kill_and_restart(http_pipeline
         assert done < 30, "merges dropped no spilled file of the checkpoint's state"
         push(a, "orders", chunks[done])
         done += 1
-    assert stats(a)["memory"]["spilled_runs_merged"] > merged0
+    m = stats(a)["memory"]
+    assert m["spilled_runs_merged"] > merged0
+    # every file of the child's state is still there, those the pipeline
+    # no longer uses kept for it
+    assert at_fork <= spill_files(spill)
+    assert m["spill_files_held_for_checkpoint"] > 20 and m["spill_bytes_held_for_checkpoint"] > 0
     assert ckpt_status(a)["in_progress"]
     (hold / "hold").unlink()
     cs = ckpt_finished(a, seq)
     assert cs["failure"] is None and cs["success"] == seq, (cs, a.stderr()[-3000:])
     step = cs["last"]["step"]
-    # the files kept for the child are gone once it exited (the next step
-    # publishes the figure)
-    push(a, "orders", chunks[done])
-    done += 1
-    m = stats(a)["memory"]
-    assert m["spill_files_held_for_checkpoint"] == 0, m
+    # the files kept for the child are gone once it exited (the figures
+    # are refreshed after steps and while idle)
+    wait_until(lambda: stats(a)["memory"]["spill_files_held_for_checkpoint"] == 0,
+               "the files kept for the checkpoint released")
+    assert stats(a)["memory"]["spill_bytes_held_for_checkpoint"] == 0
     kill9(a)
 
     # restart from that checkpoint (and the journal after it) under the
