@@ -371,7 +371,8 @@ static void judge(Pipeline *p)
     SpillStats ss;
     spill_stats(&ss);
     size_t resident = m->unspillable + ss.cache_bytes;
-    const NodeMem *top = largest_fixed(m->nodes, m->nnodes); /* the largest state that cannot spill */
+    /* the largest state that cannot spill */
+    const NodeMem *top = largest_fixed(m->nodes, m->nnodes);
     char where[96] = ""; /* scale-out: which host */
     /* the limit applies to each host, and each spills its own traces: what
        counts on another host is its state that cannot spill and its
