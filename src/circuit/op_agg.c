@@ -914,6 +914,7 @@ static void mem_agg(Op *op, OpMem *m)
             TraceMem t = {0};
             trace_mem(s->minmax[j], &t);
             m->bytes += t.bytes;
+            m->trace_bytes += t.trace_bytes; /* spills: not the groups */
             m->disk_bytes += t.disk_bytes;
             m->cache_hits += t.cache_hits;
             m->cache_misses += t.cache_misses;

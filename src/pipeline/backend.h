@@ -104,11 +104,11 @@ typedef struct BackendOps {
     int (*host_stats)(Backend *be, HostStats *out);
     /* Host h's memory as of its last reply (scale-out; NULL with one
        process): its stateful nodes into out (room for c->nnodes, node
-       order) and its step arenas; returns how many nodes, -1 before its
-       first figures. Its spill cache into *cache_bytes, whether a spill
-       failed there into *spill_failed. */
-    int (*host_mem)(Backend *be, int h, NodeMem *out, size_t *arena_bytes, size_t *cache_bytes,
-                    bool *spill_failed);
+       order); returns how many nodes, -1 before its first figures. Its
+       step arenas, spill cache, whether a spill failed there and its
+       spill counters into *hm (arena_bytes, cache_bytes, spill_failed,
+       cache_hits .. held_bytes). */
+    int (*host_mem)(Backend *be, int h, NodeMem *out, HostMem *hm);
     /* Where the last step passed a host's allowance (rt_step_memory_node
        of the first host that did: -2 reading its input, or -1) and which
        host that was (its number into *host, its name into name). */

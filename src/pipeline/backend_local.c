@@ -68,6 +68,7 @@ int backend_local_mem(const Circuit *c, Runtime *rt, NodeMem *out)
             d->disk_bytes += om.disk_bytes;
             d->cache_hits += om.cache_hits;
             d->cache_misses += om.cache_misses;
+            d->trace_bytes += om.trace_bytes;
         }
     }
     return k;

@@ -218,7 +218,7 @@ static void write_job(Ft *ft, CkJob *j)
     }
     j->rc = rc;
     if (rc)
-        snprintf(j->err, sizeof(j->err), "%.250s", err.msg);
+        snprintf(j->err, sizeof(j->err), "%.890s", err.msg);
     j->secs = pipe_now() - t0 + j->pause_secs;
 }
 
@@ -399,7 +399,7 @@ static void collect_job(Ft *ft)
     if (remote)
         ft->job_remote = NULL;
     if (j->rc) {
-        snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.200s",
+        snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.900s",
                  (long long)j->step, j->err);
         if (j->seq)
             ft->req_failed = j->seq;
@@ -549,7 +549,7 @@ int ft_tick(Ft *ft, bool busy, FtCounts n, bool final, Err *err)
         /* e.g. a full disk: the checkpoint fails, the pipeline goes on
            (what is acknowledged is in the logs) and tries again later */
         pthread_mutex_lock(&ft->mu);
-        snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.200s",
+        snprintf(ft->failure, sizeof(ft->failure), "checkpoint at step %lld failed: %.900s",
                  (long long)rt_steps(ft->be->rt), err->msg);
         if (req)
             ft->req_failed = seq;

@@ -128,6 +128,7 @@ typedef struct HostFig {
     int64_t mem_node;                /* where its last step passed its allowance, -1 */
     int64_t cache;                   /* its cache of spilled blocks */
     int64_t spill_failed;            /* a spill failed there (its state stays in memory) */
+    int64_t spill[7];                /* its spill counters (put_figures) */
     NodeMem *nodes;                  /* its stateful nodes (node order) */
     int nnodes;
 } HostFig;
@@ -172,6 +173,8 @@ static void read_figures(const Circuit *c, Rd *r, HostFig *f)
     f->mem_node = rd64(r);
     f->cache = rd64(r);
     f->spill_failed = rd64(r);
+    for (int i = 0; i < 7; i++)
+        f->spill[i] = rd64(r);
     int32_t nn = rd32(r);
     if (nn < 0 || nn > c->nnodes)
         r->bad = true;
@@ -184,6 +187,7 @@ static void read_figures(const Circuit *c, Rd *r, HostFig *f)
         d->disk_bytes = (size_t)rd64(r);
         d->cache_hits = rd64(r);
         d->cache_misses = rd64(r);
+        d->trace_bytes = (size_t)rd64(r);
         if (r->bad || d->node < 0 || d->node >= c->nnodes ||
             !(d->kind = backend_mem_kind(c->nodes[d->node]->k))) {
             r->bad = true;
@@ -904,17 +908,24 @@ static int d_host_stats(Backend *be, HostStats *out)
     return H;
 }
 
-static int d_host_mem(Backend *be, int h, NodeMem *out, size_t *arena_bytes, size_t *cache_bytes,
-                      bool *spill_failed)
+static int d_host_mem(Backend *be, int h, NodeMem *out, HostMem *hm)
 {
     Dist *d = (Dist *)be;
     if (h < 1 || h >= be->hosts || !d->hf[h].valid)
         return -1;
-    memcpy(out, d->hf[h].nodes, sizeof(NodeMem) * (size_t)d->hf[h].nnodes);
-    *arena_bytes = (size_t)d->hf[h].arena;
-    *cache_bytes = d->hf[h].cache > 0 ? (size_t)d->hf[h].cache : 0;
-    *spill_failed = d->hf[h].spill_failed != 0;
-    return d->hf[h].nnodes;
+    const HostFig *f = &d->hf[h];
+    memcpy(out, f->nodes, sizeof(NodeMem) * (size_t)f->nnodes);
+    hm->arena_bytes = (size_t)f->arena;
+    hm->cache_bytes = f->cache > 0 ? (size_t)f->cache : 0;
+    hm->spill_failed = f->spill_failed != 0;
+    hm->cache_hits = f->spill[0];
+    hm->cache_misses = f->spill[1];
+    hm->spilled_runs = f->spill[2];
+    hm->runs_on_disk = f->spill[3];
+    hm->runs_merged = f->spill[4];
+    hm->held_files = f->spill[5];
+    hm->held_bytes = f->spill[6] > 0 ? (size_t)f->spill[6] : 0;
+    return f->nnodes;
 }
 
 static int d_mem_node(Backend *be, int *host, char *name, size_t n)

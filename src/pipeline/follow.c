@@ -26,6 +26,7 @@
 #include "../cluster/net.h"
 #include "../io/deliver.h"
 #include "../zset/key.h"
+#include "../zset/spill.h"
 #include "backend.h"
 #include "boot.h"
 #include "dist_wire.h"
@@ -44,11 +45,13 @@ static int64_t cpu_msecs(void)
 /* This host's figures: fixed part, then per relation (changes, net rows),
    then per node the divisions by zero, then its memory (step arenas, the
    node where the last step passed its allowance or -1, its cache of
-   spilled blocks, whether a spill failed, per stateful node its rows,
-   bytes in memory and on disk, cache hits and misses: one walk of the
-   state, which also gives the fixed part's state bytes and what cannot
-   spill to the budget, pm), then the delivery figures of the outputs it
-   writes (deliver_report_put). */
+   spilled blocks, whether a spill failed, its spill counters: cache hits
+   and misses, runs spilled, on disk and merged away, files kept for a
+   checkpoint's child and their bytes; per stateful node its rows, bytes
+   in memory and on disk, cache hits and misses, bytes of its traces: one
+   walk of the state, which also gives the fixed part's state bytes and
+   what cannot spill to the budget, pm), then the delivery figures of the
+   outputs it writes (deliver_report_put). */
 static void put_figures(const Circuit *c, Runtime *rt, Delivery *dl, PMemHost *pm, Buf *b)
 {
     NodeMem *nodes = sl_calloc((size_t)c->nnodes + 1, sizeof(NodeMem));
@@ -76,6 +79,18 @@ static void put_figures(const Circuit *c, Runtime *rt, Delivery *dl, PMemHost *p
     put64(b, rt_step_memory_node(rt));
     put64(b, (int64_t)pmem_host_cache_bytes(pm));
     put64(b, pmem_host_failed(pm));
+    SpillStats ss; /* its spill counters (dist.c HostFig.spill) */
+    spill_stats(&ss);
+    int64_t held_files;
+    size_t held_bytes;
+    spill_store_held(&held_files, &held_bytes);
+    put64(b, ss.hits);
+    put64(b, ss.misses);
+    put64(b, ss.runs_spilled);
+    put64(b, ss.runs_live);
+    put64(b, ss.runs_merged);
+    put64(b, held_files);
+    put64(b, (int64_t)held_bytes);
     put32(b, nn);
     for (int i = 0; i < nn; i++) {
         const NodeMem *d = &nodes[i];
@@ -85,6 +100,7 @@ static void put_figures(const Circuit *c, Runtime *rt, Delivery *dl, PMemHost *p
         put64(b, (int64_t)d->disk_bytes);
         put64(b, d->cache_hits);
         put64(b, d->cache_misses);
+        put64(b, (int64_t)d->trace_bytes);
     }
     sl_free(nodes);
     deliver_report_put(dl, b);
@@ -187,6 +203,7 @@ static void fol_poll(Fol *f)
     int status = 0;
     while (waitpid(f->pid, &status, 0) < 0 && errno == EINTR)
         ;
+    spill_store_release_owner(f->pid); /* the spill files it read (ckpt_fork) */
     if (WIFEXITED(status) && WEXITSTATUS(status) == 137 && getenv("SLUICE_CRASH_AT"))
         _exit(137);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)

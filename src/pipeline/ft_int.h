@@ -37,7 +37,7 @@ typedef struct CkJob {
     char *state;              /* the "state" array (JSON) once known */
     /* results (writer) */
     int rc;
-    char err[256];
+    char err[900];
     double secs;
     double pause_secs;        /* the part the pipeline waited (the fork) */
     int64_t files, written, reused, bytes;
@@ -116,7 +116,7 @@ struct Ft {
     int64_t done_step;
     double done_secs, done_pause;
     int64_t done_files, done_written, done_reused, done_bytes;
-    char failure[256];
+    char failure[1024];
     char storage_error[512];  /* why a log write is failing now, "" when none (mu) */
     atomic_bool storage_bad;  /* storage_error is set (read without mu) */
 };

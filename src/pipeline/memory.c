@@ -224,6 +224,24 @@ static int by_bytes(const void *a, const void *b)
                                                                  : x->node - y->node;
 }
 
+/* The bytes of a node's state that cannot spill: all but its traces'
+   (a join's and a DISTINCT's state is its traces; an aggregate's MIN/MAX
+   value sets are traces, its groups are not). */
+static size_t fixed_bytes(const NodeMem *d)
+{
+    return d->bytes > d->trace_bytes ? d->bytes - d->trace_bytes : 0;
+}
+
+/* The node of nodes[0, n) with the most state that cannot spill, or NULL. */
+static const NodeMem *largest_fixed(const NodeMem *nodes, int n)
+{
+    const NodeMem *top = NULL;
+    for (int i = 0; i < n; i++)
+        if (fixed_bytes(&nodes[i]) > 0 && (!top || fixed_bytes(&nodes[i]) > fixed_bytes(top)))
+            top = &nodes[i];
+    return top;
+}
+
 /* Walk every stateful node of this process's workers. */
 static void walk(Pipeline *p)
 {
@@ -238,8 +256,7 @@ static void walk(Pipeline *p)
         const NodeMem *d = &m->nodes[i];
         m->state += d->bytes;
         m->disk += d->disk_bytes;
-        if (c->nodes[d->node]->k != OPK_JOIN && c->nodes[d->node]->k != OPK_DISTINCT)
-            m->unspillable += d->bytes;
+        m->unspillable += fixed_bytes(d);
     }
     qsort(m->nodes, (size_t)m->nnodes, sizeof(NodeMem), by_bytes);
     m->arena = rt_arena_bytes(rt);
@@ -286,9 +303,14 @@ static void gather_hosts(Pipeline *p)
             SpillStats ss;
             spill_stats(&ss);
             hm->cache_bytes = ss.cache_bytes;
+            hm->cache_hits = ss.hits;
+            hm->cache_misses = ss.misses;
+            hm->spilled_runs = ss.runs_spilled;
+            hm->runs_on_disk = ss.runs_live;
+            hm->runs_merged = ss.runs_merged;
+            spill_store_held(&hm->held_files, &hm->held_bytes);
         } else {
-            n = be->ops->host_mem(be, h, nodes, &hm->arena_bytes, &hm->cache_bytes,
-                                  &hm->spill_failed);
+            n = be->ops->host_mem(be, h, nodes, hm);
             if (n < 0)
                 continue; /* no figures yet */
             qsort(nodes, (size_t)n, sizeof(NodeMem), by_bytes);
@@ -299,8 +321,7 @@ static void gather_hosts(Pipeline *p)
             const NodeMem *d = &nodes[i];
             hm->state_bytes += d->bytes;
             hm->disk_bytes += d->disk_bytes;
-            if (c->nodes[d->node]->k != OPK_JOIN && c->nodes[d->node]->k != OPK_DISTINCT)
-                hm->unspillable_bytes += d->bytes;
+            hm->unspillable_bytes += fixed_bytes(d);
             NodeMem *t = &sum[d->node];
             if (!seen[d->node]) {
                 *t = *d;
@@ -312,6 +333,7 @@ static void gather_hosts(Pipeline *p)
             t->disk_bytes += d->disk_bytes;
             t->cache_hits += d->cache_hits;
             t->cache_misses += d->cache_misses;
+            t->trace_bytes += d->trace_bytes;
         }
         m->total_state += hm->state_bytes;
         m->total_disk += hm->disk_bytes;
@@ -349,10 +371,8 @@ static void judge(Pipeline *p)
     SpillStats ss;
     spill_stats(&ss);
     size_t resident = m->unspillable + ss.cache_bytes;
-    const NodeMem *top = NULL; /* the largest state that cannot spill */
-    for (int i = 0; i < m->nnodes && !top; i++)
-        if (strcmp(m->nodes[i].kind, "join") && strcmp(m->nodes[i].kind, "distinct"))
-            top = &m->nodes[i];
+    /* the largest state that cannot spill */
+    const NodeMem *top = largest_fixed(m->nodes, m->nnodes);
     char where[96] = ""; /* scale-out: which host */
     /* the limit applies to each host, and each spills its own traces: what
        counts on another host is its state that cannot spill and its
@@ -363,12 +383,8 @@ static void judge(Pipeline *p)
         if (!hm->valid || fixed <= m->limit || !hm->nnodes)
             continue;
         resident = fixed;
-        top = NULL; /* its largest node that cannot spill (or any, after a failed spill) */
-        for (int i = 0; i < hm->nnodes && !top; i++) {
-            const NodeMem *d = &m->host_nodes[hm->first + i];
-            if (hm->spill_failed || (strcmp(d->kind, "join") && strcmp(d->kind, "distinct")))
-                top = d;
-        }
+        /* its largest node that cannot spill (or any, after a failed spill) */
+        top = hm->spill_failed ? NULL : largest_fixed(&m->host_nodes[hm->first], hm->nnodes);
         if (!top)
             top = &m->host_nodes[hm->first];
         snprintf(where, sizeof(where), "host %d (%.40s): %s", h, hm->name,
@@ -381,7 +397,7 @@ static void judge(Pipeline *p)
                  "%sstate that cannot spill (%zu bytes) exceeds the memory limit (%zu bytes); "
                  "largest: node %d (%s of %s, %zu bytes)",
                  where, resident, m->limit, top->node, top->kind, p->c->rels[top->rel].name,
-                 top->bytes);
+                 where[0] && strstr(where, "spilling failed") ? top->bytes : fixed_bytes(top));
         if (!m->said)
             fprintf(stderr, "sluice: memory: %s; inputs are paused\n", m->pressure);
         m->said = m->hold = true;
@@ -431,6 +447,7 @@ bool pmem_refresh(Pipeline *p, bool force)
     o->spilled_runs = ss.runs_spilled;
     o->runs_on_disk = ss.runs_live;
     o->runs_merged = ss.runs_merged;
+    spill_store_held(&o->held_files, &o->held_bytes);
     o->arena_bytes = m->arena;
     o->age_secs = m->last; /* made an age by pipeline_stats */
     snprintf(o->spill_dir, sizeof(o->spill_dir), "%s", dir ? dir : "");
@@ -668,10 +685,10 @@ void pmem_host_walked(PMemHost *h, const Circuit *c, const NodeMem *nodes, int n
 {
     if (!h)
         return;
+    (void)c;
     h->unspillable = 0;
     for (int i = 0; i < n; i++)
-        if (c->nodes[nodes[i].node]->k != OPK_JOIN && c->nodes[nodes[i].node]->k != OPK_DISTINCT)
-            h->unspillable += nodes[i].bytes;
+        h->unspillable += fixed_bytes(&nodes[i]);
 }
 
 void pmem_host_before_step(PMemHost *h, bool bounded, bool retry)

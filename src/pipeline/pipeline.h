@@ -274,6 +274,9 @@ typedef struct NodeMem {
     int64_t rows;           /* tuples, groups, keys or rows kept */
     size_t bytes, disk_bytes; /* in memory, spilled to files */
     int64_t cache_hits, cache_misses; /* spilled blocks read from the cache / files */
+    size_t trace_bytes;     /* of bytes, its traces' (which can spill: a join's,
+                               a DISTINCT's, a MIN/MAX's value sets); the rest
+                               cannot spill */
 } NodeMem;
 
 /* One host's memory (scale-out), as of its last reply. */
@@ -285,9 +288,13 @@ typedef struct HostMem {
     bool valid;             /* its figures came (false: none yet) */
     char name[64];          /* (HostStats.name) */
     size_t rss_bytes;       /* its resident memory */
-    size_t unspillable_bytes; /* its state that cannot spill (not joins, DISTINCT) */
+    size_t unspillable_bytes; /* its state that cannot spill (not in traces) */
     size_t cache_bytes;     /* its cache of spilled blocks read back */
     bool spill_failed;      /* a spill failed there: its state stays in memory */
+    /* its spill counters (zset/spill.h SpillStats, storage.h spill_store_held) */
+    int64_t cache_hits, cache_misses, spilled_runs, runs_on_disk, runs_merged;
+    int64_t held_files;     /* spill files kept for a checkpoint's child */
+    size_t held_bytes;
 } HostMem;
 
 /* Where memory goes (this process; docs/memory.md). */
@@ -299,6 +306,8 @@ typedef struct MemStats {
     int64_t cache_hits, cache_misses, spilled_runs;
     int64_t runs_on_disk;   /* spilled runs that exist now */
     int64_t runs_merged;    /* spilled runs merged away (k into one: k - 1) */
+    int64_t held_files;     /* spill files kept for a checkpoint's child alone */
+    size_t held_bytes;
     size_t arena_bytes;     /* workers' step and morsel arenas */
     double age_secs;        /* since the figures were taken (they are walked
                                at most about once a second) */
@@ -358,7 +367,7 @@ typedef struct CkptStatus {
     double last_pause_secs; /* ... of which the pipeline waited (taking the state) */
     int64_t last_files, last_written, last_reused, last_bytes;
     bool in_progress;
-    char failure[256];     /* the last failure, "" when none */
+    char failure[1024];    /* the last failure, "" when none */
     int64_t failed;        /* sequence number of the last failed request (0: none) */
     char storage_error[512]; /* why storage is failing now (input refused), "" when fine */
 } CkptStatus;

@@ -28,6 +28,7 @@
 #include "../base/forkgate.h"
 #include "../base/mem.h"
 #include "../base/vec.h"
+#include "../zset/spill.h"
 #include "snapshot.h"
 
 int64_t ckpt_jint(const cJSON *o, const char *k)
@@ -122,6 +123,42 @@ static void child_write(int fd, const char *s, size_t n)
     }
 }
 
+#ifdef SL_DEBUG
+/* SLUICE_CKPT_HOLD=<dir> (tests, debug builds only): a child started
+   while <dir>/hold exists writes <dir>/held-<pid> and waits, before it
+   reads any state, until <dir>/hold is gone, so that a test can have the
+   parent step (spill, merge spilled runs) while a checkpoint is under
+   way, without racing it. */
+static void child_hold(void)
+{
+    const char *dir = getenv("SLUICE_CKPT_HOLD");
+    char hold[4096], held[4200];
+    if (!dir || !*dir)
+        return;
+    snprintf(hold, sizeof(hold), "%s/hold", dir);
+    if (access(hold, F_OK) != 0)
+        return;
+    snprintf(held, sizeof(held), "%s/held-%d", dir, (int)getpid());
+    int fd = open(held, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0)
+        close(fd);
+    while (access(hold, F_OK) == 0)
+        usleep(5000);
+}
+#endif
+
+/* The child's report pipe, for spill_on_read_error: a spilled block it
+   cannot read back fails the checkpoint with a message, not a panic. */
+static int child_fd = -1;
+
+static __attribute__((noreturn)) void child_spill_failed(const char *msg)
+{
+    char line[2048];
+    int n = snprintf(line, sizeof(line), "ERR %s\n", msg);
+    child_write(child_fd, line, n > 0 && (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    _exit(1);
+}
+
 /*
  * The forked child: it has a frozen copy of the whole state (copy-on-write
  * pages) while the parent keeps stepping. It saves every operator instance,
@@ -136,6 +173,11 @@ static __attribute__((noreturn)) void child_main(Store *st, Runtime *rt, int nno
     Buf out = BUF_INIT, mine = BUF_INIT;
     Err err = {0};
     StoreStats s0, s1;
+    child_fd = fd;
+    spill_on_read_error(child_spill_failed);
+#ifdef SL_DEBUG
+    child_hold();
+#endif
     cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
     store_stats(st, &s0);
     int first = rt_first_worker(rt);
@@ -210,9 +252,13 @@ int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char 
     cJSON *prev = prev_state ? cJSON_Parse(prev_state) : NULL;
     ckpt_avoid_previous(st, prev, rt_steps(rt)); /* the checkpoint's step */
     cJSON_Delete(prev);
+    /* the spill files of the frozen state stay until the child has exited
+       (the parent's merges drop them meanwhile) */
+    uint64_t hold = spill_store_hold();
     fflush(NULL);
     pid_t pid = sl_fork(); /* once no other thread is inside the allocator */
     if (pid < 0) {
+        spill_store_release(hold);
         close(fds[0]);
         close(fds[1]);
         return err_set(err, SL_EIO, "checkpoint: fork: %s", strerror(errno));
@@ -227,6 +273,7 @@ int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char 
         store_forget_lock(st);
         child_main(st, rt, nnodes, dirty, prev_state, fds[1]);
     }
+    spill_store_hold_owner(hold, pid);
     close(fds[1]);
     *pid_out = pid;
     *fd_out = fds[0];
@@ -248,6 +295,7 @@ void ckpt_reap(int fd, pid_t pid, Buf *text)
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
+    spill_store_release_owner(pid);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 137 && getenv("SLUICE_CRASH_AT"))
         _exit(137); /* an injected crash inside the checkpoint: the pipeline dies there */
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)

@@ -284,6 +284,21 @@ static void mem_lists(cJSON *o, const Circuit *c, const PipeStats *st, const Nod
 /* Scale-out: memory.hosts[] (each host's figures and operators) and
    memory.totals (the sums over the hosts; rows per relation are every
    host's already). */
+/* A process's spill counters (the memory object's, each host's). */
+static void spill_counters_json(cJSON *o, size_t cache_bytes, int64_t hits, int64_t misses,
+                                int64_t runs, int64_t on_disk, int64_t merged, int64_t held_files,
+                                size_t held_bytes)
+{
+    cJSON_AddNumberToObject(o, "spill_cache_bytes", (double)cache_bytes);
+    cJSON_AddNumberToObject(o, "spill_cache_hits", (double)hits);
+    cJSON_AddNumberToObject(o, "spill_cache_misses", (double)misses);
+    cJSON_AddNumberToObject(o, "spilled_runs", (double)runs);
+    cJSON_AddNumberToObject(o, "spilled_runs_on_disk", (double)on_disk);
+    cJSON_AddNumberToObject(o, "spilled_runs_merged", (double)merged);
+    cJSON_AddNumberToObject(o, "spill_files_held_for_checkpoint", (double)held_files);
+    cJSON_AddNumberToObject(o, "spill_bytes_held_for_checkpoint", (double)held_bytes);
+}
+
 static void memory_hosts_json(cJSON *o, const Circuit *c, const PipeStats *st)
 {
     const MemStats *m = &st->mem;
@@ -300,6 +315,9 @@ static void memory_hosts_json(cJSON *o, const Circuit *c, const PipeStats *st)
         cJSON_AddNumberToObject(e, "state_bytes", (double)hm->state_bytes);
         cJSON_AddNumberToObject(e, "state_on_disk_bytes", (double)hm->disk_bytes);
         cJSON_AddNumberToObject(e, "step_arena_bytes", (double)hm->arena_bytes);
+        spill_counters_json(e, hm->cache_bytes, hm->cache_hits, hm->cache_misses,
+                            hm->spilled_runs, hm->runs_on_disk, hm->runs_merged, hm->held_files,
+                            hm->held_bytes);
         add_operators(e, c, &m->host_nodes[hm->first], hm->nnodes);
         cJSON_AddItemToArray(hs, e);
     }
@@ -326,12 +344,8 @@ static void memory_json(cJSON *j, const Circuit *c, const PipeStats *st)
     cJSON_AddNumberToObject(o, "rss_bytes", (double)st->rss_bytes);
     cJSON_AddNumberToObject(o, "state_bytes", (double)m->state_bytes);
     cJSON_AddNumberToObject(o, "state_on_disk_bytes", (double)m->disk_bytes);
-    cJSON_AddNumberToObject(o, "spill_cache_bytes", (double)m->cache_bytes);
-    cJSON_AddNumberToObject(o, "spill_cache_hits", (double)m->cache_hits);
-    cJSON_AddNumberToObject(o, "spill_cache_misses", (double)m->cache_misses);
-    cJSON_AddNumberToObject(o, "spilled_runs", (double)m->spilled_runs);
-    cJSON_AddNumberToObject(o, "spilled_runs_on_disk", (double)m->runs_on_disk);
-    cJSON_AddNumberToObject(o, "spilled_runs_merged", (double)m->runs_merged);
+    spill_counters_json(o, m->cache_bytes, m->cache_hits, m->cache_misses, m->spilled_runs,
+                        m->runs_on_disk, m->runs_merged, m->held_files, m->held_bytes);
     cJSON_AddNumberToObject(o, "step_arena_bytes", (double)m->arena_bytes);
     cJSON_AddNumberToObject(o, "input_queue_bytes", (double)st->buffered_bytes);
     cJSON_AddNumberToObject(o, "output_queue_bytes", (double)egress_pending(st));
@@ -705,6 +719,11 @@ static void memory_prom(Buf *b, const Circuit *c, const PipeStats *st)
            (long long)m->runs_on_disk);
     scalar(b, "sluice_spilled_runs_merged_total", "counter",
            "Spilled trace runs merged into larger ones.", "%lld", (long long)m->runs_merged);
+    scalar(b, "sluice_spilled_runs_total", "counter", "Trace runs written to spill files.",
+           "%lld", (long long)m->spilled_runs);
+    scalar(b, "sluice_spill_files_held_for_checkpoint", "gauge",
+           "Spill files kept only for a checkpoint being written.", "%lld",
+           (long long)m->held_files);
     scalar(b, "sluice_step_arena_bytes", "gauge", "Bytes held by the workers' step arenas.",
            "%zu", m->arena_bytes);
     scalar(b, "sluice_input_queue_bytes", "gauge", "Bytes of HTTP input waiting for a step.",
@@ -731,6 +750,41 @@ static void memory_prom(Buf *b, const Circuit *c, const PipeStats *st)
                 const HostMem *hm = &m->hosts[h];
                 buf_printf(b, "%s{host=\"%d\"} %zu\n", hnames[f], h,
                            f == 0 ? hm->state_bytes : f == 1 ? hm->disk_bytes : hm->arena_bytes);
+            }
+        }
+        /* each host's spill counters */
+        static const struct {
+            const char *name, *type, *help;
+            size_t off;
+            bool is_size;
+        } sc[] = {
+            {"sluice_host_spill_cache_bytes", "gauge",
+             "Bytes of spilled blocks cached in memory per host.",
+             offsetof(HostMem, cache_bytes), true},
+            {"sluice_host_spill_cache_hits_total", "counter",
+             "Spilled blocks read from the cache per host.", offsetof(HostMem, cache_hits),
+             false},
+            {"sluice_host_spill_cache_misses_total", "counter",
+             "Spilled blocks read from files per host.", offsetof(HostMem, cache_misses), false},
+            {"sluice_host_spilled_runs_total", "counter",
+             "Trace runs written to spill files per host.", offsetof(HostMem, spilled_runs),
+             false},
+            {"sluice_host_spilled_runs_on_disk", "gauge", "Trace runs in spill files per host.",
+             offsetof(HostMem, runs_on_disk), false},
+            {"sluice_host_spilled_runs_merged_total", "counter",
+             "Spilled trace runs merged into larger ones per host.",
+             offsetof(HostMem, runs_merged), false},
+            {"sluice_host_spill_files_held_for_checkpoint", "gauge",
+             "Spill files kept only for a checkpoint being written, per host.",
+             offsetof(HostMem, held_files), false},
+        };
+        for (size_t f = 0; f < ARRAY_LEN(sc); f++) {
+            head(b, sc[f].name, sc[f].type, sc[f].help);
+            for (int h = 0; h < m->nhosts; h++) {
+                const char *x = (const char *)&m->hosts[h] + sc[f].off;
+                buf_printf(b, "%s{host=\"%d\"} %lld\n", sc[f].name, h,
+                           sc[f].is_size ? (long long)*(const size_t *)x
+                                         : (long long)*(const int64_t *)x);
             }
         }
         static const char *const onames[] = {"sluice_host_operator_state_rows",

@@ -16,6 +16,15 @@
  * the disk, and emptied of an earlier run's files when opened. Files are
  * named by content, so equal blocks share one file: a count per name says
  * when the last block using it is gone and the file can be removed.
+ *
+ * A checkpoint's forked child reads the spilled runs of its frozen copy of
+ * the state from these files while the parent steps on, merging spilled
+ * runs and so dropping files. spill_store_hold, taken before the fork,
+ * keeps every file that existed then: a file dropped while a hold older
+ * than the file is open stays (its name's count at 0) until the child has
+ * exited (spill_store_release), unless a new block brings it back to use
+ * first. Files made after the fork are removed as usual: the child never
+ * reads them.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,18 +36,36 @@
 
 #include "../base/hash.h"
 #include "../base/mem.h"
+#include "../base/vec.h"
 #include "../zset/hmap.h"
 #include "../zset/spill.h"
 #include "storage.h"
+
+/* A file name's entry (S.names). */
+typedef struct Name {
+    int64_t count;   /* blocks using it; 0: kept for a hold only */
+    uint64_t born;   /* S.epoch when the file was made */
+    size_t disk;     /* its size */
+} Name;
+
+#define MAX_HOLDS 8
 
 static struct {
     pthread_mutex_t mu;
     char *dir;       /* chosen directory, or NULL: scratch */
     char *scratch;   /* the scratch directory made, to remove */
     Store *st;       /* open once something spilled */
-    HMap *names;     /* file name -> blocks using it (int64) */
+    HMap *names;     /* file name -> Name */
     bool open_failed;
-} S = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    uint64_t epoch;  /* bumped by every hold */
+    struct {
+        uint64_t epoch; /* files born before it are kept */
+        int owner;      /* the child's pid (0: not yet known) */
+    } holds[MAX_HOLDS];
+    int nholds;
+    int64_t held_files; /* names kept for holds alone, and their bytes */
+    size_t held_bytes;
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .epoch = 1};
 
 /* Open the store on first use (S.mu held). */
 static int ensure_open(Err *err)
@@ -68,8 +95,17 @@ static int ensure_open(Err *err)
         store_list_free(names, n);
     }
     err_clear(err);
-    S.names = hmap_new(sizeof(int64_t));
+    S.names = hmap_new(sizeof(Name));
     return 0;
+}
+
+/* Does an open hold need a file made at born (S.mu held)? */
+static bool held(uint64_t born)
+{
+    for (int i = 0; i < S.nholds; i++)
+        if (born < S.holds[i].epoch)
+            return true;
+    return false;
 }
 
 static int io_put(void *ctx, const Batch *b, char name[SPILL_NAME_MAX], size_t *disk, Err *err)
@@ -82,12 +118,19 @@ static int io_put(void *ctx, const Batch *b, char name[SPILL_NAME_MAX], size_t *
     if (!rc) {
         size_t kn = strlen(name);
         bool created;
-        int64_t *cnt = hmap_upsert(S.names, (const uint8_t *)name, kn, sl_hash(name, kn), &created);
-        ++*cnt;
-        char path[4200];
-        snprintf(path, sizeof(path), "%s/%s", store_dir(S.st), name);
-        struct stat sb;
-        *disk = stat(path, &sb) == 0 ? (size_t)sb.st_size : 0;
+        Name *e = hmap_upsert(S.names, (const uint8_t *)name, kn, sl_hash(name, kn), &created);
+        if (created) {
+            char path[4200];
+            snprintf(path, sizeof(path), "%s/%s", store_dir(S.st), name);
+            struct stat sb;
+            e->born = S.epoch;
+            e->disk = stat(path, &sb) == 0 ? (size_t)sb.st_size : 0;
+        } else if (e->count == 0) { /* kept for a hold, in use again */
+            S.held_files--;
+            S.held_bytes -= e->disk;
+        }
+        e->count++;
+        *disk = e->disk;
     }
     pthread_mutex_unlock(&S.mu);
     return rc;
@@ -109,12 +152,101 @@ static void io_drop(void *ctx, const char *name)
     (void)ctx;
     pthread_mutex_lock(&S.mu);
     size_t kn = strlen(name);
-    int64_t *cnt = S.names ? hmap_find(S.names, (const uint8_t *)name, kn, sl_hash(name, kn)) : NULL;
-    if (cnt && --*cnt == 0) {
-        hmap_delete(S.names, (const uint8_t *)name, kn, sl_hash(name, kn));
-        Err e = {0};
-        store_remove(S.st, name, &e);
+    Name *e = S.names ? hmap_find(S.names, (const uint8_t *)name, kn, sl_hash(name, kn)) : NULL;
+    if (e && ALWAYS(e->count > 0) && --e->count == 0) {
+        if (held(e->born)) { /* a checkpoint's child may still read it */
+            S.held_files++;
+            S.held_bytes += e->disk;
+        } else {
+            hmap_delete(S.names, (const uint8_t *)name, kn, sl_hash(name, kn));
+            Err err = {0};
+            store_remove(S.st, name, &err);
+        }
     }
+    pthread_mutex_unlock(&S.mu);
+}
+
+uint64_t spill_store_hold(void)
+{
+    pthread_mutex_lock(&S.mu);
+    uint64_t h = 0;
+    if (S.nholds < MAX_HOLDS) { /* (more children at once than that: never) */
+        h = ++S.epoch;
+        S.holds[S.nholds].epoch = h;
+        S.holds[S.nholds++].owner = 0;
+    }
+    pthread_mutex_unlock(&S.mu);
+    return h;
+}
+
+void spill_store_hold_owner(uint64_t hold, int pid)
+{
+    pthread_mutex_lock(&S.mu);
+    for (int i = 0; i < S.nholds; i++)
+        if (S.holds[i].epoch == hold)
+            S.holds[i].owner = pid;
+    pthread_mutex_unlock(&S.mu);
+}
+
+/* Close hold i and remove the files no open hold needs (S.mu held). */
+static void release_at(int i)
+{
+    S.holds[i] = S.holds[--S.nholds];
+    if (!S.held_files || !S.names)
+        return;
+    char **gone = NULL;
+    int ngone = 0, cap = 0;
+    size_t it = 0, kn;
+    const uint8_t *k;
+    void *pl;
+    while (hmap_next(S.names, &it, &k, &kn, &pl)) {
+        const Name *e = pl;
+        if (e->count == 0 && !held(e->born)) {
+            char *n = sl_malloc(kn + 1);
+            memcpy(n, k, kn);
+            n[kn] = 0;
+            *VEC_PUSH(gone, ngone, cap) = n;
+            S.held_files--;
+            S.held_bytes -= e->disk;
+        }
+    }
+    for (int j = 0; j < ngone; j++) {
+        size_t n = strlen(gone[j]);
+        hmap_delete(S.names, (const uint8_t *)gone[j], n, sl_hash(gone[j], n));
+        Err err = {0};
+        store_remove(S.st, gone[j], &err);
+        sl_free(gone[j]);
+    }
+    sl_free(gone);
+}
+
+void spill_store_release(uint64_t hold)
+{
+    pthread_mutex_lock(&S.mu);
+    for (int i = 0; i < S.nholds; i++)
+        if (S.holds[i].epoch == hold) {
+            release_at(i);
+            break;
+        }
+    pthread_mutex_unlock(&S.mu);
+}
+
+void spill_store_release_owner(int pid)
+{
+    pthread_mutex_lock(&S.mu);
+    for (int i = 0; i < S.nholds; i++)
+        if (S.holds[i].owner == pid && pid > 0) {
+            release_at(i);
+            break;
+        }
+    pthread_mutex_unlock(&S.mu);
+}
+
+void spill_store_held(int64_t *files, size_t *bytes)
+{
+    pthread_mutex_lock(&S.mu);
+    *files = S.held_files;
+    *bytes = S.held_bytes;
     pthread_mutex_unlock(&S.mu);
 }
 
@@ -228,6 +360,9 @@ void spill_store_close(void)
     S.scratch = NULL;
     hmap_free(S.names);
     S.names = NULL;
+    S.nholds = 0; /* (the files are gone: a child still reading fails alone) */
+    S.held_files = 0;
+    S.held_bytes = 0;
     sl_free(S.dir);
     S.dir = NULL;
     pthread_mutex_unlock(&S.mu);

@@ -224,5 +224,18 @@ void spill_store_setup(const char *storage_dir, int host, int hosts,
                        const struct SpillConf *conf);
 const char *spill_store_where(void);
 void spill_store_close(void);
+/*
+ * A checkpoint's forked child reads spilled blocks from these files while
+ * the parent drops files it no longer needs. spill_store_hold, taken
+ * before the fork, keeps every file that exists now until the hold is
+ * released (by its id, or by the child's pid once told with
+ * spill_store_hold_owner) after the child has exited; files made later
+ * are not kept. spill_store_held: files kept for holds alone, and bytes.
+ */
+uint64_t spill_store_hold(void);
+void spill_store_hold_owner(uint64_t hold, int pid);
+void spill_store_release(uint64_t hold);
+void spill_store_release_owner(int pid);
+void spill_store_held(int64_t *files, size_t *bytes);
 
 #endif

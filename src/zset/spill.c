@@ -69,6 +69,21 @@ void spill_conf(SpillConf *out)
     pthread_mutex_unlock(&G.mu);
 }
 
+static void (*read_error)(const char *msg); /* spill_on_read_error */
+
+void spill_on_read_error(void (*fn)(const char *msg)) { read_error = fn; }
+
+/* A block that cannot be read back: the state is lost to this process. */
+static __attribute__((noreturn)) void read_failed(const char *name, const Err *err)
+{
+    char msg[SPILL_NAME_MAX + sizeof(err->msg) + 64];
+    snprintf(msg, sizeof(msg), "spilled trace block %s cannot be read back: %s", name,
+             err->msg[0] ? err->msg : "wrong tuple count");
+    if (read_error)
+        read_error(msg);
+    sl_panic("%s", msg);
+}
+
 /* ---- the cache (G.mu held) ---- */
 
 static void lru_unlink(CEnt *e)
@@ -238,8 +253,7 @@ static bool stream_next_block(Stream *st)
         const SpillBlock *bk = &st->s->blk[st->blk];
         Err err = {0};
         if (st->io->get(st->io->ctx, bk->name, &st->b, &err) || st->b->n != bk->n)
-            sl_panic("spilled trace block %s cannot be read back: %s", bk->name,
-                     err.msg[0] ? err.msg : "wrong tuple count");
+            read_failed(bk->name, &err);
         if (st->b->n > 0)
             return true;
         batch_unref(st->b);
@@ -412,8 +426,7 @@ const Batch *spill_pin(const Spilled *s, int i, bool *hit)
     Batch *b = NULL;
     Err err = {0};
     if (io.get(io.ctx, bk->name, &b, &err) || b->n != bk->n)
-        sl_panic("spilled trace block %s cannot be read back: %s", bk->name,
-                 err.msg[0] ? err.msg : "wrong tuple count");
+        read_failed(bk->name, &err);
     pthread_mutex_lock(&G.mu);
     if (!G.cache)
         G.cache = hmap_new(sizeof(CEnt *));

@@ -80,11 +80,15 @@ size_t spilled_index_bytes(const Spilled *s);
 int spilled_seek(const Spilled *s, int from, const uint8_t *k, size_t kn);
 /* Block i, read through the cache and pinned: release with spill_unpin.
    *hit tells whether it was cached. Panics naming the file when it cannot
-   be read (the state is lost to this process). */
+   be read (the state is lost to this process), unless a handler is set. */
 const Batch *spill_pin(const Spilled *s, int i, bool *hit);
 void spill_unpin(const Spilled *s, int i);
 /* The whole run as one batch (a merge, a checkpoint); a new reference. */
 Batch *spilled_load(const Spilled *s);
+/* What a block that cannot be read back does instead of a panic (a
+   checkpoint's forked child: it reports the message and exits, failing
+   that checkpoint alone). fn must not return; NULL: panic. */
+void spill_on_read_error(void (*fn)(const char *msg));
 
 /* What can spill registers so that enforcement sees it (trace.c: each
    trace): the bytes of its runs in memory, the size of the largest, and

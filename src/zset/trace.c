@@ -237,6 +237,7 @@ void trace_mem(const Trace *t, TraceMem *m)
 {
     m->rows += trace_count(t);
     m->bytes += trace_bytes(t);
+    m->trace_bytes += trace_bytes(t);
     for (int i = 0; i < t->n; i++)
         if (t->spine[i].s)
             m->disk_bytes += t->spine[i].s->disk;

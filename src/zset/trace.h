@@ -47,6 +47,7 @@ typedef struct TraceMem {
     int64_t rows;
     size_t bytes, disk_bytes;
     int64_t cache_hits, cache_misses;
+    size_t trace_bytes; /* of bytes, those of traces (their runs can spill) */
 } TraceMem;
 void trace_mem(const Trace *t, TraceMem *m);
 

@@ -290,3 +290,58 @@ def test_a_step_whose_join_explodes_pauses_the_inputs_and_names_the_join(http_pi
     p.stop()
     assert "the step that does not fit the memory limit is not run (8000 input records)" \
         in p.stderr()
+
+
+def test_min_max_value_sets_spill_and_do_not_pause_the_inputs(http_pipeline, tmp_path):
+    # MIN/MAX keep every value of each group (traces, which can spill); the
+    # groups themselves are few. Under a 256K limit the value sets (several
+    # MB on disk, their index of blocks in memory alone more than the
+    # limit) spill and the pipeline completes: only the groups count as
+    # state that cannot spill (they all did once: the inputs paused). The
+    # view equals SQLite's over the same rows.
+    import random
+    import sqlite3
+    from conftest import csv_input, write_csv
+    rng = random.Random(7)
+    rows = [(i, rng.randrange(10), rng.randrange(10 ** 9), rng.randrange(10 ** 9),
+             rng.randrange(10 ** 9)) for i in range(100000)]
+    path = tmp_path / "t.csv"
+    write_csv(path, rows)
+    prog = """
+CREATE TABLE t (id BIGINT NOT NULL, g INT NOT NULL, v BIGINT NOT NULL, w BIGINT NOT NULL,
+                x BIGINT NOT NULL) %s;
+CREATE MATERIALIZED VIEW ext AS SELECT g, MIN(v) AS lo, MAX(v) AS hi, MIN(w) AS wlo,
+  MAX(w) AS whi, MIN(x) AS xlo, MAX(x) AS xhi, COUNT(*) AS n
+FROM t GROUP BY g;
+""" % csv_input(path)
+    os.environ["SLUICE_SPILL_BLOCK"] = "4096"
+    try:
+        p = http_pipeline(prog, "--memory-limit", "256K", "--step-rows", "5000")
+    finally:
+        del os.environ["SLUICE_SPILL_BLOCK"]
+
+    def ended():
+        s = requests.get(p.url("/status"), timeout=60).json()
+        if s["stalled"]:
+            return ("stalled", s["stalled"])
+        st = requests.get(p.url("/stats"), timeout=60).json()
+        return ("complete", st) if st["global_metrics"]["pipeline_complete"] else None
+    how, st = wait_until(ended, "the input read, or the inputs pausing", hang_guard=300)
+    assert how == "complete", st
+    s = requests.get(p.url("/status"), timeout=60).json()
+    assert not s["stalled"], s
+    m = st["memory"]
+    agg = [o for o in m["operators"] if o["kind"] == "aggregate" and o["relation"] == "ext"]
+    assert agg and agg[0]["bytes_on_disk"] > 0 and m["spilled_runs"] > 0, m
+    q = requests.post(p.url("/query"), params={"format": "json"},
+                      data="SELECT g, lo, hi, wlo, whi, xlo, xhi, n FROM ext", timeout=60)
+    assert q.status_code == 200, q.text
+    got = sorted(tuple(r[k] for k in ("g", "lo", "hi", "wlo", "whi", "xlo", "xhi", "n"))
+                 for r in (json.loads(line) for line in q.text.splitlines() if line.strip()))
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (id INT, g INT, v INT, w INT, x INT)")
+    db.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", rows)
+    want = sorted(db.execute("SELECT g, MIN(v), MAX(v), MIN(w), MAX(w), MIN(x), MAX(x), "
+                             "COUNT(*) FROM t GROUP BY g"))
+    assert got == want
+    p.stop()

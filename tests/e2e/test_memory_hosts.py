@@ -257,6 +257,21 @@ def test_a_join_several_times_the_limit_on_host_1_spills_there_and_completes(htt
     assert h1["state_on_disk_bytes"] > LIMIT, h1
     assert h1["state_bytes"] < LIMIT, h1
     assert st["memory"]["totals"]["state_on_disk_bytes"] >= h1["state_on_disk_bytes"]
+    # each host's spill counters: host 1 spilled runs of its own (host 0's
+    # entry is the figures of the memory object), and /metrics says the same
+    assert h1["spilled_runs"] > 0 and h1["spilled_runs_on_disk"] > 0, h1
+    assert h1["spilled_runs_on_disk"] <= h1["spilled_runs"] - h1["spilled_runs_merged"], h1
+    assert h1["spill_files_held_for_checkpoint"] == 0, h1
+    h0 = st["memory"]["hosts"][0]
+    for k in ("spilled_runs", "spilled_runs_on_disk", "spill_cache_hits", "spill_cache_misses"):
+        assert h0[k] == st["memory"][k], (k, h0, st["memory"])
+    text = requests.get(p.url("/metrics"), timeout=60).text
+    h1_now = requests.get(p.url("/stats"), timeout=60).json()["memory"]["hosts"][1]
+    for k, name in (("spilled_runs", "sluice_host_spilled_runs_total"),
+                    ("spilled_runs_merged", "sluice_host_spilled_runs_merged_total"),
+                    ("spill_cache_misses", "sluice_host_spill_cache_misses_total")):
+        m = re.search(r'^%s\{host="1"\} (\d+)$' % name, text, re.M)
+        assert m and int(m.group(1)) == h1_now[k], (name, h1_now, text[-3000:])
     # each host in its own directory under the storage while running
     assert any(f.name.startswith("batch-") for f in (storage / "spill" / "host-1").iterdir())
     q = requests.post(p.url("/query"), params={"format": "json"},
@@ -267,8 +282,9 @@ def test_a_join_several_times_the_limit_on_host_1_spills_there_and_completes(htt
     assert got == want
     p.stop()
     err = p.stderr()
-    assert re.search(r"sluice: memory: host 1 \(.*\): \d+ trace runs spilled under the limit",
-                     err), err
+    m = re.search(r"sluice: memory: host 1 \(.*\): (\d+) trace runs spilled under the limit",
+                  err)
+    assert m and int(m.group(1)) >= h1_now["spilled_runs"], (h1_now, err)
     assert "inputs are paused" not in err
     # the spilled files go with the pipeline
     assert not (storage / "spill" / "host-1").exists()
