@@ -723,6 +723,99 @@ Batch *batch_merge(const Batch *a, const Batch *b)
     return out;
 }
 
+/* A batch being merged by batch_merge_many: its next tuple i (< b->n)
+   and that tuple's first chunk. */
+typedef struct MergeCur {
+    const Batch *b;
+    int64_t i;
+    uint64_t pfx;
+} MergeCur;
+
+static inline void mcur_load(MergeCur *c)
+{
+    c->pfx = load_chunk(batch_key(c->b, c->i), c->b->off[c->i + 1] - c->b->off[c->i], 0);
+}
+
+static inline int mcur_cmp(const MergeCur *a, const MergeCur *b)
+{
+    if (a->pfx != b->pfx)
+        return a->pfx < b->pfx ? -1 : 1;
+    size_t la = a->b->off[a->i + 1] - a->b->off[a->i], lb = b->b->off[b->i + 1] - b->b->off[b->i];
+    if (la <= 8 || lb <= 8)
+        return (la > lb) - (la < lb);
+    return bytes_cmp(batch_key(a->b, a->i) + 8, la - 8, batch_key(b->b, b->i) + 8, lb - 8);
+}
+
+/* Sift h[i] down the min-heap h[0..k) of cursors. */
+static void mheap_down(const MergeCur *c, int *h, int k, int i)
+{
+    int top = h[i];
+    for (;;) {
+        int l = 2 * i + 1;
+        if (l >= k)
+            break;
+        if (l + 1 < k && mcur_cmp(&c[h[l + 1]], &c[h[l]]) < 0)
+            l++;
+        if (mcur_cmp(&c[h[l]], &c[top]) >= 0)
+            break;
+        h[i] = h[l];
+        i = l;
+    }
+    h[i] = top;
+}
+
+Batch *batch_merge_many(Batch *const *in, int k)
+{
+    if (k == 1) {
+        batch_ref(in[0]);
+        return in[0];
+    }
+    if (k == 2)
+        return batch_merge(in[0], in[1]);
+    int64_t bound = 0;
+    size_t bytes = 0;
+    MergeCur *c = sl_malloc(sizeof(MergeCur) * (size_t)k);
+    int *h = sl_malloc(sizeof(int) * (size_t)k), nh = 0;
+    for (int j = 0; j < k; j++) {
+        bound += in[j]->n;
+        bytes += in[j]->off[in[j]->n];
+        c[j] = (MergeCur){in[j], 0, 0};
+        if (in[j]->n > 0) {
+            mcur_load(&c[j]);
+            h[nh++] = j;
+        }
+    }
+    for (int i = nh / 2 - 1; i >= 0; i--)
+        mheap_down(c, h, nh, i);
+    Batch *out = batch_alloc(bound, bytes);
+    int64_t m = 0, w = 0;
+    MergeCur cur = {NULL, 0, 0}; /* the tuple whose weights are being summed */
+    while (nh > 0) {
+        MergeCur *t = &c[h[0]];
+        if (cur.b && mcur_cmp(t, &cur) == 0)
+            w = add_weights(w, t->b->w[t->i]);
+        else {
+            if (cur.b && w != 0)
+                emit(out, m++, cur.b, cur.i, w);
+            cur = *t;
+            w = t->b->w[t->i];
+        }
+        if (++t->i < t->b->n)
+            mcur_load(t);
+        else
+            h[0] = h[--nh];
+        if (nh > 1)
+            mheap_down(c, h, nh, 0);
+    }
+    if (cur.b && w != 0)
+        emit(out, m++, cur.b, cur.i, w);
+    sl_free(c);
+    sl_free(h);
+    if (m < bound)
+        out = batch_shrink(out, m);
+    return out;
+}
+
 /* ---- slices (spilled blocks, zset/spill.c) ---- */
 
 Batch *batch_slice(const Batch *b, int64_t lo, int64_t hi)

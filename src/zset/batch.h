@@ -52,6 +52,9 @@ Batch *bb_finish(BatchBuilder *bb);
 
 /* Consolidating merge of two batches (neither is changed). */
 Batch *batch_merge(const Batch *a, const Batch *b);
+/* Consolidating merge of in[0..k) (k >= 1) in one pass; with k == 1 a
+   new reference to in[0]. */
+Batch *batch_merge_many(Batch *const *in, int k);
 Batch *batch_empty(void);
 void batch_ref(Batch *b);
 void batch_unref(Batch *b);

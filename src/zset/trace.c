@@ -127,15 +127,6 @@ static void push(Trace *t, Batch *b)
     *VEC_PUSH(t->spine, t->n, t->cap) = (Run){b, NULL, b->n};
 }
 
-/* Drop the caller-visible batch cur, or free it when fresh (made here). */
-static void discard(Trace *t, Batch *cur, bool fresh)
-{
-    if (fresh)
-        batch_unref(cur);
-    else
-        retire(t, cur);
-}
-
 /* Drop the savepoint's references. */
 static void drop_savepoint(Trace *t)
 {
@@ -168,27 +159,35 @@ void trace_insert_take(Trace *t, Batch *b)
         t->nsp = t->n;
         t->has_sp = true;
     }
-    Batch *cur = b;
-    bool fresh = false;
     /* runs in memory merge; a spilled run is never read back to merge
        (that would need it all in memory at once): newer runs pile up on
-       it until they are spilled in turn */
-    while (t->n > 0 && t->spine[t->n - 1].b && t->spine[t->n - 1].n <= 2 * cur->n) {
-        Run top = t->spine[--t->n];
-        bool loaded;
-        Batch *tb = run_batch(top, &loaded);
-        Batch *m = batch_merge(tb, cur);
-        if (loaded)
-            batch_unref(tb);
-        retire_run(t, top);
-        discard(t, cur, fresh);
-        cur = m;
-        fresh = true;
+       it until they are spilled in turn. The newest runs that are no more
+       than twice the size of what merges with them (b and the runs newer
+       than each) merge in one pass: pairwise merges would write the
+       tuples of the newer ones again at each level, and hold each
+       intermediate result beside the next merge's output. */
+    int k = t->n;
+    int64_t sum = b->n;
+    while (k > 0 && t->spine[k - 1].b && t->spine[k - 1].n <= 2 * sum)
+        sum += t->spine[--k].n;
+    if (k == t->n) {
+        push(t, b);
+        return;
     }
-    if (cur->n == 0)
-        discard(t, cur, fresh);
+    int nin = t->n - k + 1;
+    Batch **in = sl_malloc(sizeof(Batch *) * (size_t)nin);
+    for (int i = k; i < t->n; i++)
+        in[i - k] = t->spine[i].b; /* oldest first: equal tuples keep the oldest's bytes */
+    in[nin - 1] = b;
+    Batch *m = batch_merge_many(in, nin);
+    sl_free(in);
+    while (t->n > k)
+        retire_run(t, t->spine[--t->n]);
+    retire(t, b); /* the caller's: its bytes may be pointed into */
+    if (m->n == 0)
+        batch_unref(m);
     else
-        push(t, cur);
+        push(t, m);
 }
 
 void trace_step_end(Trace *t)

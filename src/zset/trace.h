@@ -4,6 +4,10 @@
  * it with the newest batches while they are no more than twice its size,
  * so a trace of N tuples holds O(log N) batches and each tuple is merged
  * O(log N) times.
+ * The runs an insert merges with (the newest ones, each at most twice
+ * the size of what merges below it) are merged in one k-way pass, so a
+ * tuple is written once per insert that reaches it and no intermediate
+ * result is held beside the final one (a join backfill's peak memory).
  *
  * Batches replaced by a merge are not freed at once: decoded chunks of the
  * current step may still point into them. They are released by

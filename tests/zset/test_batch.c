@@ -300,6 +300,40 @@ static void test_batch_merge_equals_builder_over_the_union(void **state)
         }
 }
 
+/* batch_merge_many of k parts equals the builder over their union, with
+   tuples repeated and cancelled across parts (some parts carry negations
+   of tuples in others). */
+static void test_batch_merge_many_equals_builder_over_the_union(void **state)
+{
+    static const size_t sizes[] = {0, 1, 3, 40, 700};
+    for (int g = 0; g < GEN_COUNT; g++)
+        for (int k = 1; k <= 6; k++) {
+            size_t at[7] = {0}, total = 0;
+            for (int j = 0; j < k; j++) {
+                at[j] = total;
+                total += sizes[(size_t)(g + j * 3) % ARRAY_LEN(sizes)];
+            }
+            at[k] = total;
+            Tup *t = gen_tuples((enum Gen)g, total + 1);
+            /* part j > 0 takes back a third of part j - 1's first tuples */
+            for (int j = 1; j < k; j++)
+                for (size_t i = 0; i < (at[j] - at[j - 1]) / 3 && at[j] + i < at[j + 1]; i++) {
+                    t[at[j] + i] = t[at[j - 1] + i];
+                    t[at[j] + i].w = -t[at[j] + i].w;
+                }
+            Batch *parts[6];
+            for (int j = 0; j < k; j++)
+                parts[j] = batch_of(t + at[j], at[j + 1] - at[j]);
+            Batch *m = batch_merge_many(parts, k);
+            size_t n = ref_consolidate(t, total);
+            assert_batch_equals(m, t, n);
+            for (int j = 0; j < k; j++)
+                batch_unref(parts[j]);
+            batch_unref(m);
+            free(t);
+        }
+}
+
 static void test_batch_merge_with_its_negation_is_empty(void **state)
 {
     enum { N = 2000 };
@@ -373,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_batch_finish_of_sorted_runs_matches_reference),
         cmocka_unit_test(test_batch_finish_of_sorted_input_consolidates_neighbours),
         cmocka_unit_test(test_batch_merge_equals_builder_over_the_union),
+        cmocka_unit_test(test_batch_merge_many_equals_builder_over_the_union),
         cmocka_unit_test(test_batch_merge_with_its_negation_is_empty),
         cmocka_unit_test(test_batch_seek_finds_first_key_not_less),
         cmocka_unit_test(test_batch_refcount_frees_at_the_last_unref),

@@ -275,6 +275,77 @@ static void test_trace_val_pointers_stay_valid_until_step_end(void **state)
     trace_free(tr);
 }
 
+/* The spine after each insert of equal batches (no tuple cancels) is the
+   one pairwise merges give: the newest run merges with the one before
+   while that one holds at most twice its tuples, again and again. The
+   trace merges those runs in one pass; the shape must not change (a
+   checkpoint saves the spine). */
+static void test_trace_spine_is_that_of_pairwise_merges(void **state)
+{
+    enum { B = 100 };
+    Trace *tr = trace_new();
+    int64_t ref[64];
+    int nref = 0;
+    uint64_t id = 0;
+    for (int step = 0; step < 40; step++) {
+        int64_t n = B * (1 + step % 3);
+        BatchBuilder *bb = bb_new();
+        for (int64_t i = 0; i < n; i++, id++) {
+            uint8_t v[8];
+            for (int j = 0; j < 8; j++)
+                v[j] = (uint8_t)(id >> (56 - 8 * j));
+            bb_add(bb, (const uint8_t *)"k", 1, v, 8, 1);
+        }
+        trace_insert_take(tr, bb_finish(bb));
+        trace_step_end(tr);
+        int64_t cur = n;
+        while (nref > 0 && ref[nref - 1] <= 2 * cur)
+            cur += ref[--nref];
+        ref[nref++] = cur;
+        assert_int_equal(trace_nbatches(tr), nref);
+        for (int i = 0; i < nref; i++)
+            assert_int_equal(trace_batch(tr, i)->n, ref[i]);
+    }
+    Batch *all = trace_consolidate(tr);
+    assert_int_equal(all->n, (int64_t)id);
+    for (int64_t i = 1; i < all->n; i++)
+        assert_true(memcmp(batch_val(all, i - 1), batch_val(all, i), 8) < 0);
+    batch_unref(all);
+    trace_free(tr);
+}
+
+/* With tuples cancelling, every run still holds more than twice the
+   tuples of the next newer one, and the integral is right. */
+static void test_trace_runs_grow_geometrically_under_cancellation(void **state)
+{
+    Trace *tr = trace_new();
+    TupVec all = {0};
+    for (int step = 0; step < 300; step++) {
+        size_t n = 1 + rnd() % (step % 5 == 0 ? 200 : 20);
+        Tup *t = calloc(n, sizeof(Tup));
+        for (size_t i = 0; i < n; i++) {
+            if (all.n && rnd() % 3 == 0) { /* take back an earlier tuple */
+                t[i] = all.t[rnd() % all.n];
+                t[i].w = -t[i].w;
+            } else
+                t[i] = random_tup();
+            tv_push(&all, t[i]);
+        }
+        trace_insert_take(tr, batch_of(t, n));
+        trace_step_end(tr);
+        free(t);
+        for (int i = 0; i + 1 < trace_nbatches(tr); i++)
+            assert_true(trace_batch(tr, i)->n > 2 * trace_batch(tr, i + 1)->n);
+    }
+    Batch *got = trace_consolidate(tr);
+    size_t n = ref_consolidate(all.t, all.n);
+    all.n = n;
+    assert_batch_equals(got, &all);
+    batch_unref(got);
+    sl_free(all.t);
+    trace_free(tr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +353,8 @@ int main(void)
         cmocka_unit_test(test_trace_consolidate_equals_the_reference),
         cmocka_unit_test(test_trace_keeps_a_logarithmic_number_of_batches),
         cmocka_unit_test(test_trace_of_a_batch_and_its_negation_is_empty),
+        cmocka_unit_test(test_trace_spine_is_that_of_pairwise_merges),
+        cmocka_unit_test(test_trace_runs_grow_geometrically_under_cancellation),
         cmocka_unit_test(test_trace_val_pointers_stay_valid_until_step_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
