@@ -132,6 +132,47 @@ def check_sqlite(d, rows):
         assert sorted(tuple(r) for r in got) == want, view
 
 
+def kill_job(pid):
+    """kill -9 of a pipeline and, with --hosts, of its whole job: killing
+    the launcher alone lets mpirun stop the hosts with SIGTERM, which is a
+    clean stop (a final checkpoint), not a crash."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                ppid = int(open("/proc/%s/stat" % d).read().rsplit(") ", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    tree, todo = [], [pid]
+    while todo:
+        q = todo.pop()
+        tree.append(q)
+        todo.extend(kids.get(q, []))
+    for q in reversed(tree):
+        try:
+            os.kill(q, 9)
+        except ProcessLookupError:
+            pass
+
+
+def wait_for_hosts_to_exit(st):
+    """kill -9 of a --hosts launcher ends its job through mpirun, which
+    signals the host processes: they may outlive the launcher for a moment,
+    holding the storage lock. Wait until the lock's holder (pid in LOCK)
+    is gone, as a user restarting the job would."""
+    def gone():
+        try:
+            pid = int((st / "LOCK").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return True
+        try:
+            return open("/proc/%d/stat" % pid).read().split(") ")[1][0] == "Z"
+        except OSError:
+            return True
+    wait_until(gone, "the killed job's host processes to exit", poll=0.05)
+
+
 def old_run(http_pipeline, tmp, prop, pushes, args=(), kill=False):
     """The old program over 4 pushes with a checkpoint after each; the
     first rows pushed are gone from the ingress log by the end. kill: one
@@ -149,8 +190,9 @@ def old_run(http_pipeline, tmp, prop, pushes, args=(), kill=False):
         checkpoint(p)
     if kill:
         push(p, pushes.batch())
-        p.proc.kill()
+        kill_job(p.proc.pid)  # the launcher, mpirun and every host at once
         p.proc.wait()
+        wait_for_hosts_to_exit(st)
     else:
         p.stop()
     # the segments that held the first request's rows are deleted:
