@@ -132,21 +132,13 @@ int sql__plan_asof(P *p, FromItem *f, PRel *out)
             rc[nrc++] = sql__remap(p, e, 0, -nL);
             continue;
         }
-        const Expr *q;
-        int how = sql__join_eq(e, &q);
-        if (how && sql__refs_any(q->a[0]) && sql__refs_any(q->a[1])) {
-            Expr *a = q->a[0], *b = q->a[1];
-            if (sql__refs_within(b, 0, nL) && sql__refs_within(a, nL, nL + nR)) {
-                Expr *t = a;
-                a = b;
-                b = t;
-            }
-            if (sql__refs_within(a, 0, nL) && sql__refs_within(b, nL, nL + nR)) {
-                lk[nk] = a;
-                rk[nk] = sql__remap(p, b, 0, -nL);
-                ns[nk++] = how == 2;
-                continue;
-            }
+        Expr *a, *b;
+        int how = sql__join_key(e, nL, nR, &a, &b);
+        if (how) {
+            lk[nk] = a;
+            rk[nk] = sql__remap(p, b, 0, -nL);
+            ns[nk++] = how == 2;
+            continue;
         }
         if (!lts && asof_ineq(p, e, nL, nR, &lts, &rts, &op))
             continue;

@@ -66,6 +66,25 @@ int sql__join_eq(const Expr *e, const Expr **eq)
     return 2;
 }
 
+int sql__join_key(const Expr *e, int nL, int nR, Expr **l, Expr **r)
+{
+    const Expr *q;
+    int how = sql__join_eq(e, &q);
+    if (!how || !sql__refs_any(q->a[0]) || !sql__refs_any(q->a[1]))
+        return 0;
+    Expr *a = q->a[0], *b = q->a[1];
+    if (sql__refs_within(b, 0, nL) && sql__refs_within(a, nL, nL + nR)) {
+        Expr *t = a;
+        a = b;
+        b = t;
+    }
+    if (!sql__refs_within(a, 0, nL) || !sql__refs_within(b, nL, nL + nR))
+        return 0;
+    *l = a;
+    *r = b;
+    return how;
+}
+
 int sql__join_side(P *p, int node, Expr **keys, int nkeys, const SqlType *kt, int **cols_out)
 {
     return sql__join_side_ns(p, node, keys, nkeys, kt, NULL, cols_out);

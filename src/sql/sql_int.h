@@ -199,6 +199,11 @@ int sql__join_side_ns(P *p, int node, Expr **keys, int nkeys, const SqlType *kt,
    a IS NOT DISTINCT FROM b as the binder builds it (COALESCE(a = b, a IS
    NULL AND b IS NULL)), 0 otherwise; *eq the a = b inside. */
 int sql__join_eq(const Expr *e, const Expr **eq);
+/* A conjunct over a left row (columns [0, nL)) and a right row ([nL, nL +
+   nR)) usable as a join key: sql__join_eq's answer when one side of the
+   equality reads only the left row and the other only the right one, 0
+   otherwise; *l the left side, *r the right side (columns not remapped). */
+int sql__join_key(const Expr *e, int nL, int nR, Expr **l, Expr **r);
 /* A one-input node of kind k (NEGATE, DISTINCT) with in's columns. */
 int sql__unary(P *p, OpKind k, int in);
 /* Sum of inputs in[0..n) (all with the same column types); a + b; a - b. */
