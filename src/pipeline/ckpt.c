@@ -331,6 +331,7 @@ static int start_job(Ft *ft, int64_t seq, FtCounts n, Err *err)
     CkJob *j = sl_calloc(1, sizeof(*j));
     j->fd = -1;
     j->seq = seq;
+    j->started = t0;
     j->step = rt_steps(ft->be->rt);
     j->meta = job_meta(ft, n);
     j->ingress_seq = ft->ing_consumed;
@@ -631,6 +632,11 @@ void ft_status(Ft *ft, CkptStatus *out)
     out->last_reused = ft->done_reused;
     out->last_bytes = ft->done_bytes;
     out->in_progress = ft->job && !ft->job_done;
+    if (out->in_progress) {
+        out->job_step = ft->job->step;
+        out->job_secs = pipe_now() - ft->job->started;
+        out->job_pid = (int)ft->job->pid;
+    }
     snprintf(out->failure, sizeof(out->failure), "%s", ft->failure);
     snprintf(out->storage_error, sizeof(out->storage_error), "%s", ft->storage_error);
     pthread_mutex_unlock(&ft->mu);

@@ -40,6 +40,7 @@ typedef struct CkJob {
     char err[900];
     double secs;
     double pause_secs;        /* the part the pipeline waited (the fork) */
+    double started;           /* pipe_now() when it was taken */
     int64_t files, written, reused, bytes;
     /* scale-out: the other hosts' reports of phase one (ft->mu) */
     int hosts;

@@ -367,7 +367,11 @@ typedef struct CkptStatus {
     double last_pause_secs; /* ... of which the pipeline waited (taking the state) */
     int64_t last_files, last_written, last_reused, last_bytes;
     bool in_progress;
-    char failure[1024];    /* the last failure, "" when none */
+    int64_t job_step;      /* in progress: the step it saves */
+    double job_secs;       /* ... how long it has been on its way */
+    int job_pid;           /* ... the child writing the state (0: none, reused) */
+    char failure[1024];    /* the last failure (requested or periodic) since the
+                              last success, "" when none */
     int64_t failed;        /* sequence number of the last failed request (0: none) */
     char storage_error[512]; /* why storage is failing now (input refused), "" when fine */
 } CkptStatus;

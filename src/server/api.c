@@ -234,6 +234,19 @@ int api_checkpoint_status(Req *q)
     cJSON_AddStringToObject(j, "fault_tolerance", cs.mode);
     cJSON_AddNumberToObject(j, "requested", (double)cs.requested);
     cJSON_AddBoolToObject(j, "in_progress", cs.in_progress);
+    if (cs.in_progress) { /* a checkpoint that never ends is visible */
+        cJSON *w = cJSON_AddObjectToObject(j, "running");
+        cJSON_AddNumberToObject(w, "step", (double)cs.job_step);
+        cJSON_AddNumberToObject(w, "secs", cs.job_secs);
+        if (cs.job_pid > 0)
+            cJSON_AddNumberToObject(w, "pid", cs.job_pid);
+    }
+    /* "failure" answers requests (the reference system's shape); a
+       periodic checkpoint's failure shows here too */
+    if (cs.failure[0])
+        cJSON_AddStringToObject(j, "last_failure", cs.failure);
+    else
+        cJSON_AddNullToObject(j, "last_failure");
     if (cs.last_step >= 0) {
         cJSON *l = cJSON_AddObjectToObject(j, "last");
         cJSON_AddNumberToObject(l, "step", (double)cs.last_step);

@@ -207,6 +207,7 @@ def test_checkpoint_while_spilled_runs_merge_then_kill_and_restart(http_pipeline
     (hold / "hold").unlink()
     cs = ckpt_finished(a, seq)
     assert cs["failure"] is None and cs["success"] == seq, (cs, a.stderr()[-3000:])
+    assert cs["last_failure"] is None and "running" not in cs, cs
     step = cs["last"]["step"]
     # the files kept for the child are gone once it exited (the figures
     # are refreshed after steps and while idle)
@@ -261,8 +262,12 @@ def test_a_checkpoint_that_cannot_read_a_spilled_block_fails_and_says_which(http
         push(a, "orders", c)
     (hold / "hold").touch()
     seq = requests.post(a.url("/checkpoint"), timeout=60).json()["checkpoint_sequence_number"]
-    wait_until(lambda: [f for f in os.listdir(hold) if f.startswith("held-")],
-               "the checkpoint child waiting")
+    held = wait_until(lambda: [f for f in os.listdir(hold) if f.startswith("held-")],
+                      "the checkpoint child waiting")
+    # a checkpoint on its way is visible: its step, age and writing child
+    cs = ckpt_status(a)
+    assert cs["in_progress"] and cs["running"]["pid"] == int(held[0][len("held-"):]), cs
+    assert cs["running"]["secs"] >= 0 and cs["running"]["step"] >= 0, cs
     files = spill_files(st / "spill")
     assert len(files) > 40, files
     for f in files:
@@ -277,7 +282,9 @@ def test_a_checkpoint_that_cannot_read_a_spilled_block_fails_and_says_which(http
     assert "internal error" not in a.stderr()
     s = requests.get(a.url("/stats"), timeout=60).json()
     assert s["global_metrics"]["checkpoint"]["failure"] == msg
-    assert not ckpt_status(a)["in_progress"]
+    cs = ckpt_status(a)
+    assert not cs["in_progress"] and "running" not in cs, cs
+    assert cs["last_failure"] == msg, cs
     kill9(a)
 
     d = tmp_path / "dump"
