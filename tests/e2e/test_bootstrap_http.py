@@ -144,11 +144,11 @@ def kill_job(pid):
             except (OSError, IndexError, ValueError):
                 continue
             kids.setdefault(ppid, []).append(int(d))
-    tree, todo = [], [pid]
-    while todo:
-        q = todo.pop()
+    tree, pending = [], [pid]
+    while pending:
+        q = pending.pop()
         tree.append(q)
-        todo.extend(kids.get(q, []))
+        pending.extend(kids.get(q, []))
     for q in reversed(tree):
         try:
             os.kill(q, 9)
