@@ -383,6 +383,27 @@ static int arr_to_arr(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint
     return rc;
 }
 
+/* ROW to ROW or MAP to MAP of another shape: through the text form (the
+   same fields in order, each converted as its text reads). */
+static int nested_to_nested(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
+{
+    Buf b = BUF_INIT;
+    Err e = {0};
+    int rc = 0;
+    for (int64_t k = 0; k < n && !rc; k++) {
+        out->s[k] = empty_str;
+        if (m[k])
+            continue;
+        buf_reset(&b);
+        text_format(a->t, 0, 0, a->s[k], &b);
+        if (text_parse(out->t, b.p ? (const char *)b.p : "", b.n, cx->arena, NULL, NULL,
+                       &out->s[k], &e))
+            rc = err_set(cx->err, SL_ERUNTIME, "%s", e.msg);
+    }
+    buf_free(&b);
+    return rc;
+}
+
 static int str_to_any(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint8_t *m)
 {
     Err e = {0};
@@ -462,6 +483,8 @@ int expr__cast(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m)
         return str_to_any(a, n, cx, out, m);
     if (from == TK_ARRAY && to == TK_ARRAY)
         return arr_to_arr(a, n, cx, out, m);
+    if (from == to && (from == TK_ROW || from == TK_MAP))
+        return nested_to_nested(a, n, cx, out, m);
     if (is_numlike(from) && is_numlike(to)) {
         if (a->x || out->x)
             return expr__dec_cast(a, n, cx, out, m);

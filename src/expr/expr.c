@@ -856,6 +856,22 @@ static bool array_shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
     }
 }
 
+/* shape_ok for the ROW and MAP functions (fn_nested.c). */
+static bool nested_shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
+{
+    switch (e->fn) {
+    case FN_ROW: return out->s != NULL && out->t.kind == TK_ROW;
+    case FN_ROW_GET: return na == 2 && a[0].s && a[0].t.kind == TK_ROW && a[1].i && out->nul;
+    case FN_MAP: return out->s != NULL && out->t.kind == TK_MAP && na % 2 == 0;
+    case FN_MAP_GET:
+    case FN_MAP_CONTAINS_KEY: return na == 2 && a[0].s && a[0].t.kind == TK_MAP && out->nul;
+    case FN_MAP_CARDINALITY: return na == 1 && a[0].s && a[0].t.kind == TK_MAP && out->i;
+    case FN_MAP_KEYS:
+    case FN_MAP_VALUES: return na == 1 && a[0].s && a[0].t.kind == TK_MAP && out->s;
+    default: return false;
+    }
+}
+
 int expr_eval(const Expr *e, const Chunk *in, const int32_t *sel, int64_t n, EvalCtx *cx,
               Vec *out)
 {
@@ -925,6 +941,12 @@ static __attribute__((noinline)) int eval_node(const Expr *e, const Chunk *in,
                 return err_set(cx->err, SL_ERUNTIME, "%s operands of the wrong kind",
                                expr__fn_name(e->fn));
             return expr__fn_array(e, a, na, n, cx, out, m);
+        }
+        if (e->fn >= FN_ROW && e->fn <= FN_MAP_VALUES) {
+            if (!nested_shape_ok(e, a, na, out))
+                return err_set(cx->err, SL_ERUNTIME, "%s operands of the wrong kind",
+                               expr__fn_name(e->fn));
+            return expr__fn_nested(e, a, na, n, cx, out, m);
         }
         break;
     default: break;

@@ -151,6 +151,17 @@ typedef enum FuncId {
                           4 > 5 >=); three-valued, x of the element type */
     FN_ARRAY_POSITION, /* (a, x) -> INT: 1-based index of the first element
                           not distinct from x, NULL when none */
+    /* fn_nested.c: ROWs and MAPs (expr/nested.h); NULLs handled by each */
+    FN_ROW,            /* (e1, ..., en) the fields -> ROW, never NULL */
+    FN_ROW_GET,        /* (r, i BIGINT constant) -> field i (0-based), NULL
+                          when r is NULL */
+    FN_MAP,            /* (k1, v1, ..., kn, vn) -> MAP, never NULL; a later
+                          duplicate key wins; a NULL key is an error */
+    FN_MAP_GET,        /* (m, k) -> the value of key k, NULL when absent */
+    FN_MAP_CONTAINS_KEY, /* (m, k) -> BOOLEAN */
+    FN_MAP_CARDINALITY,/* (m) -> INT: its entries */
+    FN_MAP_KEYS,       /* (m) -> ARRAY of its keys, in key order */
+    FN_MAP_VALUES,     /* (m) -> ARRAY of its values, in key order */
     FN__COUNT
 } FuncId;
 

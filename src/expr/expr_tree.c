@@ -190,6 +190,14 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_ARRAY_TO_STRING] = "ARRAY_TO_STRING",
     [FN_ARRAY_ANY] = "ARRAY_ANY",
     [FN_ARRAY_POSITION] = "ARRAY_POSITION",
+    [FN_ROW] = "ROW",
+    [FN_ROW_GET] = "ROW_FIELD",
+    [FN_MAP] = "MAP",
+    [FN_MAP_GET] = "MAP_GET",
+    [FN_MAP_CONTAINS_KEY] = "MAP_CONTAINS_KEY",
+    [FN_MAP_CARDINALITY] = "CARDINALITY",
+    [FN_MAP_KEYS] = "MAP_KEYS",
+    [FN_MAP_VALUES] = "MAP_VALUES",
     [FN_TUMBLE_START] = "TUMBLE_START",
     [FN_TIME_ADD] = "TIME_ADD",
     [FN_AT_TZ_LOCAL] = "TIMEZONE",
@@ -217,7 +225,9 @@ static void print_const(const Expr *e, Buf *out)
         }
         buf_putc(out, '\'');
         return;
-    case TK_ARRAY: {
+    case TK_ARRAY:
+    case TK_ROW:
+    case TK_MAP: {
         char tn[96];
         buf_puts(out, "CAST('");
         text_format(e->t, 0, 0, e->cs, out);

@@ -3,6 +3,8 @@
  */
 #include "types.h"
 
+#include "nested.h"
+
 #include <stdio.h>
 
 void type_int_range(TypeKind k, int64_t *lo, int64_t *hi)
@@ -46,6 +48,8 @@ const char *type_name(SqlType t, char *buf, size_t size)
         snprintf(buf, size, "%s ARRAY", type_name(type_elem(t), eb, sizeof(eb)));
         break;
     }
+    case TK_ROW:
+    case TK_MAP: nest_type_name(t, buf, size); break;
     }
     return buf;
 }

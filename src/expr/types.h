@@ -14,7 +14,8 @@
  *   PHYS_F64: REAL (rounded to float precision), DOUBLE;
  *   PHYS_STR: CHAR(n), VARCHAR(n), TEXT as (pointer, length); never contain
  *             a NUL byte (input rejects it, as PostgreSQL does); ARRAYs as
- *             the NUL-free, memcmp-ordered encoding of expr/array.h.
+ *             the NUL-free, memcmp-ordered encoding of expr/array.h; ROWs
+ *             and MAPs in the same encoding (expr/nested.h).
  */
 #ifndef SL_EXPR_TYPES_H
 #define SL_EXPR_TYPES_H
@@ -43,6 +44,10 @@ typedef enum TypeKind {
                        zone (expr/tz.h id) it is read and shown in */
     TK_ARRAY,       /* ARRAY of elements of kind `elem` (prec, scale and len
                        are the element's); PHYS_STR bytes, expr/array.h */
+    TK_ROW,         /* ROW / user struct type: len is its expr/nested.h id
+                       (field names and types); PHYS_STR bytes, nested.h */
+    TK_MAP,         /* MAP<K, V>: len is its expr/nested.h id (key and value
+                       types); PHYS_STR bytes, nested.h */
 } TypeKind;
 
 typedef enum Phys { PHYS_I64, PHYS_F64, PHYS_STR, PHYS_I128 } Phys;
@@ -96,6 +101,8 @@ static inline Phys type_phys(SqlType t)
     case TK_CHAR:
     case TK_VARCHAR:
     case TK_ARRAY:
+    case TK_ROW:
+    case TK_MAP:
         return PHYS_STR;
     default:
         return PHYS_I64;

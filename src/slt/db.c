@@ -234,7 +234,8 @@ static int put_value(const SltTable *t, Chunk *dst, Arena *a, int j, int64_t row
     if (sk == dk && v->t.scale == d->t.scale && !d->x != !v->x) {
         /* DECIMALs of the same scale, one wide and one not: through text */
     } else if (sk == dk && v->t.scale == d->t.scale &&
-               (sk != TK_ARRAY || (v->t.elem == d->t.elem && v->t.prec == d->t.prec))) {
+               (sk != TK_ARRAY || (v->t.elem == d->t.elem && v->t.prec == d->t.prec)) &&
+               ((sk != TK_ROW && sk != TK_MAP && sk != TK_ARRAY) || v->t.len == d->t.len)) {
         if (d->x)
             d->x[row] = v->x[r];
         else if (d->i)
@@ -551,7 +552,13 @@ static int create_table(SltDb *db, const char *sql, Err *err)
     char uniq[16][256];
     int nuniq;
     char *text = strip_unique(sql, uniq, &nuniq);
-    int crc = circuit_compile(text, &c, err);
+    Buf prog = BUF_INIT; /* the CREATE TYPEs so far, then the table */
+    for (int i = 0; i < db->nv; i++)
+        if (db->v[i].is_type)
+            buf_printf(&prog, "%s;\n", db->v[i].sql);
+    buf_puts(&prog, text);
+    int crc = circuit_compile(buf_cstr(&prog), &c, err);
+    buf_free(&prog);
     sl_free(text);
     if (crc)
         return err->code;
@@ -695,6 +702,7 @@ static int create_view(SltDb *db, const char *sql, const char *after_view, Err *
     strcpy(db->v[db->nv].name, name);
     db->v[db->nv].sql = (char *)buf_cstr(&text);
     db->v[db->nv].is_func = false;
+    db->v[db->nv].is_type = false;
     db->nv++;
     (void)sql;
     return 0;
@@ -719,6 +727,28 @@ static int create_function(SltDb *db, const char *sql, const char *after_functio
     v->sql = sl_malloc(strlen(sql) + 1);
     strcpy(v->sql, sql);
     v->is_func = true;
+    v->is_type = false;
+    return 0;
+}
+
+/* CREATE TYPE name AS (...): checked, then kept ahead of every later
+   table, view and query. */
+static int create_type(SltDb *db, const char *sql, Err *err)
+{
+    Buf chk = BUF_INIT; /* a program needs a relation */
+    buf_printf(&chk, "%s;\nCREATE TABLE slt_type_check__(x INT)", sql);
+    int rc = compiles(db, buf_cstr(&chk), err);
+    buf_free(&chk);
+    if (rc)
+        return rc;
+    VEC_RESERVE(db->v, db->capv, db->nv + 1);
+    SltView *v = &db->v[db->nv++];
+    v->name = sl_malloc(1);
+    v->name[0] = 0;
+    v->sql = sl_malloc(strlen(sql) + 1);
+    strcpy(v->sql, sql);
+    v->is_func = true;
+    v->is_type = true;
     return 0;
 }
 
@@ -1101,6 +1131,9 @@ static int exec_one(SltDb *db, const char *sql, Err *err)
             return err_set(err, SL_EUNSUPPORTED, "CREATE OR REPLACE expected");
         if (kw(&s, "function"))
             return create_function(db, sql, s, err);
+        s = after;
+        if (kw(&s, "type"))
+            return create_type(db, sql, err);
         s = after;
         kw(&s, "unique");
         if (kw(&s, "index"))

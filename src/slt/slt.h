@@ -28,6 +28,7 @@ typedef struct SltView {
     char *name;
     char *sql; /* CREATE VIEW ... text, or CREATE FUNCTION ... */
     bool is_func; /* a SQL function: compiled before each query, not a view */
+    bool is_type; /* with is_func: a CREATE TYPE, also ahead of CREATE TABLE */
 } SltView;
 
 typedef struct SltDb {

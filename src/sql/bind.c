@@ -73,6 +73,9 @@ bool sql__common_type(SqlType a, SqlType b, SqlType *out)
         } else {
             return false;
         }
+    } else if (a.kind == b.kind && (a.kind == TK_ROW || a.kind == TK_MAP)) {
+        if (!sql__nested_common(a, b, &r)) /* bind_nested.c */
+            return false;
     } else if (a.kind == b.kind) {
         r = a;
         if (a.kind == TK_DECIMAL) {
@@ -124,6 +127,8 @@ bool sql__same_repr(SqlType a, SqlType b)
         return a.len == b.len;
     if (a.kind == TK_ARRAY)
         return a.elem == b.elem && a.prec == b.prec && a.scale == b.scale && a.len == b.len;
+    if (a.kind == TK_ROW || a.kind == TK_MAP)
+        return a.len == b.len;
     return true;
 }
 
@@ -835,6 +840,9 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
     switch (x->k) {
     case A_COL: {
         int i = 0;
+        Expr *fe;
+        if (x->qual && sql__bind_col_field(p, bc, x, &fe)) /* rowcol.field */
+            return fe;
         if (resolve_col(p, bc->s, x, &i))
             return NULL;
         return expr_col(p->a, i, bc->s->c[i].t);

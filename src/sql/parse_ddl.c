@@ -40,6 +40,7 @@ int sql__parse_type(Parser *p, SqlType *out)
 {
     Token *t = cur(p);
     SqlType ty = type_make(TK_NULL, true);
+    int nested;
     if (t->k != T_IDENT)
         return sql__fail(p, "a type name");
     const char *s = t->s;
@@ -133,6 +134,9 @@ int sql__parse_type(Parser *p, SqlType *out)
             ty.kind = TK_TIMESTAMPTZ;
             ty.len = p->tz;
         } else if (accept_kw(p, "without") && (sql__expect_kw(p, "time") || sql__expect_kw(p, "zone")))
+            return p->err->code;
+    } else if ((nested = sql__parse_nested_type(p, s, &ty)) != 0) {
+        if (nested < 0)
             return p->err->code;
     } else {
         static const char *later[] = {"interval", "array", "map", "variant", "binary",
@@ -649,7 +653,7 @@ static int parse_stmt(Parser *p, Stmt **out)
         p->i += 3; /* a program is compiled whole: nothing to replace */
         return parse_create_function(p, s);
     }
-    if (is_kw(cur(p), "aggregate") || is_kw(cur(p), "type") ||
+    if (is_kw(cur(p), "aggregate") ||
         is_kw(cur(p), "index") || is_kw(cur(p), "linear")) {
         char b[64];
         snprintf(b, sizeof(b), "CREATE %s", cur(p)->s);
@@ -709,7 +713,7 @@ static int parse_set_time_zone(Parser *p, bool first)
 int sql_parse(const char *text, Arena *a, Program **out, Err *err)
 {
     Err local;
-    Parser p = {NULL, 0, 0, a, err ? err : &local, 0, 0, TZ_UTC};
+    Parser p = {NULL, 0, 0, a, err ? err : &local, 0, 0, TZ_UTC, NULL, 0, 0};
     err_clear(&local);
     if (lex(text, a, &p.t, &p.n, p.err))
         return p.err->code;
@@ -724,6 +728,14 @@ int sql_parse(const char *text, Arena *a, Program **out, Err *err)
             if (parse_set_time_zone(&p, prog->n == 0))
                 return p.err->code;
             prog->tz = p.tz;
+            if (cur(&p)->k != T_EOF && sql__expect_op(&p, ";"))
+                return p.err->code;
+            continue;
+        }
+        if (is_kw(cur(&p), "create") && is_kw(&p.t[p.i + 1], "type")) {
+            p.i += 2; /* a type only the parser needs: no statement */
+            if (sql__parse_create_type(&p))
+                return p.err->code;
             if (cur(&p)->k != T_EOF && sql__expect_op(&p, ";"))
                 return p.err->code;
             continue;

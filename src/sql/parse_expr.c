@@ -278,9 +278,22 @@ static Ast *parse_typed_literal(Parser *p, Token *t)
    operator, repeatedly. */
 static Ast *parse_pg_casts(Parser *p, Ast *x)
 {
-    while (x && (is_op(cur(p), "::") || is_op(cur(p), "["))) {
+    while (x && (is_op(cur(p), "::") || is_op(cur(p), "[") ||
+                 (is_op(cur(p), ".") &&
+                  (p->t[p->i + 1].k == T_IDENT || p->t[p->i + 1].k == T_QIDENT)))) {
         Token *t = cur(p);
         p->i++;
+        if (is_op(t, ".")) { /* (x).field: the call "."(x) naming the field */
+            Ast *n = sql__new_ast(p, A_FUNC, t);
+            n->name = arena_strndup(p->a, ".", 1);
+            if (!(n->str = sql__ident(p, "a field name")))
+                return NULL;
+            sql__list_push(p, &n->args, x);
+            n->line = x->line;
+            n->col = x->col;
+            x = sql__check_height(p, t, n);
+            continue;
+        }
         if (is_op(t, "[")) {
             Ast *n = sql__new_ast(p, A_FUNC, t), *i;
             n->name = arena_strndup(p->a, "[]", 2);
@@ -425,6 +438,23 @@ static Ast *parse_primary(Parser *p)
                 p->i += 2;
                 n = sql__new_ast(p, A_FUNC, t);
                 n->name = arena_strndup(p->a, "array[]", 7);
+                if (!is_op(cur(p), "]")) {
+                    do {
+                        Ast *e = sql__parse_expr(p);
+                        if (!e)
+                            return NULL;
+                        sql__list_push(p, &n->args, e);
+                    } while (accept_op(p, ","));
+                }
+                if (sql__expect_op(p, "]"))
+                    return NULL;
+                return n;
+            }
+            if (is_kw(t, "map") && is_op(&p->t[p->i + 1], "[")) {
+                /* MAP[k1, v1, ...]: the call "map[]"(k1, v1, ...) */
+                p->i += 2;
+                n = sql__new_ast(p, A_FUNC, t);
+                n->name = arena_strndup(p->a, "map[]", 5);
                 if (!is_op(cur(p), "]")) {
                     do {
                         Ast *e = sql__parse_expr(p);
@@ -602,10 +632,7 @@ static Ast *parse_primary(Parser *p)
             n->qual = n->name;
             if (!(n->name = sql__ident(p, "a column name")))
                 return NULL;
-            if (is_op(cur(p), ".")) {
-                sql__unsupported(p, cur(p), "schema-qualified names");
-                return NULL;
-            }
+            /* a.b.c: field c of ROW column a.b (the postfix loop) */
         }
         return n;
     }

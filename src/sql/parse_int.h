@@ -32,7 +32,16 @@ typedef struct Parser {
     int depth; /* nesting now (SQL_MAX_NESTING) */
     int nfrom; /* relations in the FROM clause being parsed (SQL_MAX_FROM) */
     int tz;    /* session time zone (expr/tz.h id): SET TIME ZONE */
+    struct UserType *utypes; /* CREATE TYPE name AS (...): parse_nested.c */
+    int nutypes, cutypes;
 } Parser;
+
+/* parse_nested.c: the ROW and MAP types (ROW(f T, ...), MAP<K, V>, a
+   CREATE TYPE name) at the type name s just consumed: 1 when s is one of
+   them (*out set), 0 when not, -1 on an error. */
+int sql__parse_nested_type(Parser *p, const char *s, SqlType *out);
+/* CREATE TYPE name AS (field type, ...), after CREATE TYPE. */
+int sql__parse_create_type(Parser *p);
 
 static inline Token *cur(Parser *p) { return &p->t[p->i]; }
 

@@ -386,6 +386,19 @@ Expr *sql__bind_regex(P *p, Ast *x, Expr **args, int n);
 bool sql__is_array_fn(const char *name);
 Expr *sql__bind_array_fn(P *p, BindCtx *bc, Ast *x);
 Expr *sql__bind_array_concat(P *p, Ast *x, Expr *l, Expr *r);
+/* bind_nested.c: whether name is a ROW/MAP construct (the parser's "row",
+   "." field access and "map[]" calls, MAP functions), the call x of one,
+   m[k] / CARDINALITY(m) / ... over bound args with args[0] a MAP, and
+   col.f for an A_COL x whose qualifier names no relation but a ROW column
+   (true when it did: *out the field, or NULL on an error). */
+bool sql__is_nested_fn(const char *name);
+Expr *sql__bind_nested_fn(P *p, BindCtx *bc, Ast *x);
+Expr *sql__bind_map_op(P *p, Ast *x, const char *name, Expr **args, int n);
+bool sql__bind_col_field(P *p, BindCtx *bc, Ast *x, Expr **out);
+/* Two ROW (or two MAP) types a value of either converts to: the same
+   number of fields, each with a common type (a named type wins over an
+   anonymous one, else a's); false when none. */
+bool sql__nested_common(SqlType a, SqlType b, SqlType *out);
 /* An aggregate call x: its column in the aggregation's output. */
 Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x);
 bool sql__is_agg_name(const char *n);
