@@ -86,6 +86,17 @@ const NestType *nest_get(SqlType t)
     return __atomic_load_n(&tab[t.len - 1], __ATOMIC_ACQUIRE);
 }
 
+int nest_find_named(const char *name)
+{
+    int id = 0;
+    pthread_mutex_lock(&tab_lock);
+    for (int k = ntab - 1; k >= 0 && !id; k--)
+        if (tab[k]->name && !strcasecmp(tab[k]->name, name))
+            id = k + 1;
+    pthread_mutex_unlock(&tab_lock);
+    return id;
+}
+
 int nest_field(const NestType *s, const char *name)
 {
     for (int j = 0; s && s->kind == TK_ROW && j < s->n; j++)

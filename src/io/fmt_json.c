@@ -27,8 +27,10 @@
 
 #include "../base/mem.h"
 #include "../expr/array.h"
+#include "../expr/nested.h"
 #include "../expr/text.h"
 #include "format.h"
+#include "json_nested.h"
 #include "utf8.h"
 
 typedef struct JIn {
@@ -469,6 +471,14 @@ static int parse_value(const RowSchema *s, int j, JIn *in, Chunk *out, int64_t r
             return 0;
         return put_text(s, j, v, r, num, n, a, err);
     }
+    if ((c == '{' || c == '[') && type_has_nested(v->t)) { /* json_nested.c */
+        size_t used;
+        Err ee;
+        err_init(&ee);
+        int rc = json_nested_parse(v->t, in->q, (size_t)(in->end - in->q), &used, a, &v->s[r], &ee);
+        in->q += used;
+        return rc ? col_err(err, s, j, ee.msg) : 0;
+    }
     if (c == '[' && k == TK_ARRAY)
         return parse_array(s, j, in, v, r, a, err);
     if (c == '{' || c == '[')
@@ -905,6 +915,8 @@ void fmt_json_row(const RowSchema *s, const Chunk *c, int64_t r, Buf *out)
         buf_putc(out, ':');
         if (vec_is_null(v, r)) {
             buf_puts(out, "null");
+        } else if (type_has_nested(v->t)) {
+            json_nested_put(v->t, v->s[r], out);
         } else if (k == TK_ARRAY) {
             put_json_array(v->t, v->s[r], out);
         } else if (v->s) {
@@ -919,3 +931,10 @@ void fmt_json_row(const RowSchema *s, const Chunk *c, int64_t r, Buf *out)
     }
     buf_putc(out, '}');
 }
+
+const char *fmt_json__unescape(const char *raw, size_t n, char *d, size_t *dn)
+{
+    return unescape(raw, n, d, dn);
+}
+
+void fmt_json__put_str(Buf *out, const char *s, size_t n) { put_json_str(out, s, n); }

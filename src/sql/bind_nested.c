@@ -148,7 +148,8 @@ static Expr *map_key(P *p, Ast *x, Expr *m, Expr *k)
 {
     const NestType *s = nest_get(m->t);
     SqlType c;
-    if (!sql__common_type(s->t[0], k->t, &c) || c.kind != s->t[0].kind) {
+    if (!sql__common_type(s->t[0], k->t, &c) ||
+        type_is_string(s->t[0].kind) != type_is_string(k->t.kind)) {
         perr(p, SL_ESEMANTIC, x->line, x->col, "cannot use %s as a key of %s", tname(k->t),
              tname(m->t));
         return NULL;

@@ -52,6 +52,7 @@
 #include "../base/vec.h"
 #include "../expr/tz.h"
 #include "lexer.h"
+#include "../expr/nested.h"
 #include "progdiff.h"
 #include "sql.h"
 
@@ -67,6 +68,14 @@ static void put_type(Buf *b, SqlType t)
     put_i64(b, t.scale);
     if (t.kind == TK_ARRAY) /* only then, so that other fingerprints stay as they were */
         put_i64(b, t.elem);
+    if (type_has_nested(t)) { /* the shape: ids are per process */
+        Buf d = BUF_INIT;
+        nest_describe(t, &d);
+        put_i64(b, (int64_t)d.n);
+        buf_append(b, d.p, d.n);
+        buf_free(&d);
+        return;
+    }
     if (t.kind == TK_TIMESTAMPTZ || (t.kind == TK_ARRAY && t.elem == TK_TIMESTAMPTZ)) { /* its session zone by name: ids are per process */
         const char *z = tz_name(t.len);
         put_i64(b, (int64_t)strlen(z));
