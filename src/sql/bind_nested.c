@@ -97,7 +97,9 @@ static Expr *make_map(P *p, Ast *x, Expr **args, int n)
     }
     SqlType kv[2] = {type_make(TK_NULL, true), type_make(TK_NULL, true)};
     for (int j = 0; j < n; j++)
-        if (!sql__common_type(kv[j % 2], args[j]->t, &kv[j % 2])) {
+        if ((kv[j % 2].kind != TK_NULL && args[j]->t.kind != TK_NULL &&
+             type_is_string(kv[j % 2].kind) != type_is_string(args[j]->t.kind)) ||
+            !sql__common_type(kv[j % 2], args[j]->t, &kv[j % 2])) {
             perr(p, SL_ESEMANTIC, x->args.v[j]->line, x->args.v[j]->col,
                  "MAP %s have incompatible types: %s and %s", j % 2 ? "values" : "keys",
                  tname(kv[j % 2]), tname(args[j]->t));
