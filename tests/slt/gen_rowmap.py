@@ -64,6 +64,9 @@ QUERIES = [
     ("text input: quotes, doubled quotes, backslashes, an empty field is NULL",
      "SELECT CAST('(x y,5)' AS addr), CAST('(\"a,b\",)' AS addr), CAST('(\"q\"\"r\\\\s\", 6)' AS addr), "
      "(CAST('(,)' AS addr)).zip", "TTTI", "nosort"),
+    ("ARRAY_AGG of structs (a NULL struct is a NULL element)",
+     "SELECT (a).street, ARRAY_AGG(a ORDER BY k), ARRAY_AGG((p).home ORDER BY k DESC) FROM tr "
+     "GROUP BY (a).street", "TTT", "rowsort"),
     ("ordering by a struct: field by field, a NULL field after any value",
      "SELECT k, a FROM tr WHERE k <> 3 ORDER BY a DESC, k", "IT", "nosort"),
 ]
@@ -203,6 +206,9 @@ SLUICE_ONLY = [
     ("col.field and table.col.field (no parentheses needed)",
      "SELECT k, a.zip, tr.a.street, p.home.zip FROM tr WHERE k IN (1, 2, 4)", "IITI", "rowsort",
      [(1, 10, "main st", 10), (2, None, "b", None), (4, 10, "main st", 3)]),
+    ("UNNEST of an array of structs, fields of the element column",
+     "SELECT k, u.x.street, (u.x).zip FROM tr, UNNEST(addrs) AS u(x)", "ITI", "rowsort",
+     [(1, "x", 1), (1, "y", 2), (2, 'q"r', None), (5, "(p)", 5), (5, None, None)]),
 ]
 
 
