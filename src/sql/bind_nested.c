@@ -32,11 +32,12 @@ static Expr *mk_fn(P *p, int fn, SqlType t, int n, Expr **args)
     return e;
 }
 
-/* The type a value of type t gets inside a ROW or MAP: strings VARCHAR, a
-   bare NULL VARCHAR, always nullable. */
+/* The type a value of type t gets inside a ROW or MAP: strings VARCHAR,
+   always nullable; a bare NULL stays of type NULL until a common type with
+   another ROW or MAP settles it (sql__nested_common). */
 static SqlType inner_of(SqlType t)
 {
-    if (t.kind == TK_NULL || t.kind == TK_CHAR)
+    if (t.kind == TK_CHAR)
         t = type_make(TK_VARCHAR, true);
     t.nullable = 1;
     return t;
@@ -208,12 +209,24 @@ bool sql__nested_common(SqlType a, SqlType b, SqlType *out)
     const NestType *sa = nest_get(a), *sb = nest_get(b);
     if (!sa || !sb || sa->n != sb->n)
         return false;
+    if (a.len == b.len) {
+        *out = a;
+        return true;
+    }
+    SqlType ts[NEST_MAX_FIELDS];
     for (int j = 0; j < sa->n; j++) {
-        SqlType c;
-        if (!sql__common_type(sa->t[j], sb->t[j], &c) ||
-            type_is_string(sa->t[j].kind) != type_is_string(sb->t[j].kind))
+        TypeKind ka = sa->t[j].kind, kb = sb->t[j].kind;
+        if ((ka != TK_NULL && kb != TK_NULL && type_is_string(ka) != type_is_string(kb)) ||
+            !sql__common_type(sa->t[j], sb->t[j], &ts[j]))
             return false;
     }
-    *out = (!sa->name && sb->name) ? b : a;
+    if (sa->name || sb->name) { /* a declared type wins */
+        *out = sa->name ? a : b;
+        return true;
+    }
+    int id = nest_intern((TypeKind)sa->kind, NULL, sa->n, (const char *const *)sa->names, ts);
+    if (id < 0)
+        return false;
+    *out = type_nested((TypeKind)sa->kind, id, a.nullable || b.nullable);
     return true;
 }

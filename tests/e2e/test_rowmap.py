@@ -278,3 +278,28 @@ def test_type_errors(tmp_path):
     assert "built-in" in e[3], e
     e = compile_error(tmp_path, ["CREATE TABLE t (m MAP<pt2, INT>);"])
     assert "type name" in e[3], e
+
+
+def test_pgwire_text_form(http_pipeline):
+    """Over PostgreSQL's wire protocol: INSERT with ROW(...) and MAP[...]
+    as ingress, then SELECT: structs and maps arrive as text (OID 25) in
+    their text forms, fields and keys as their own types."""
+    import psycopg2
+    from test_pgwire import PgPipeline
+    p = PgPipeline(http_pipeline(
+        "CREATE TYPE addr AS (city VARCHAR, zip INT);\n"
+        "CREATE TABLE t (id INT NOT NULL, a addr, m MAP<VARCHAR, INT>) "
+        "WITH ('materialized' = 'true');\n"
+        "CREATE MATERIALIZED VIEW v AS SELECT id, a, m, a.zip AS zip, m['b'] AS b FROM t;\n",
+        "--pg", "127.0.0.1:0"))
+    conn = p.connect()
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute("INSERT INTO t VALUES (1, ROW('x y', 5), MAP['b', 2, 'a', 1]), "
+                "(2, NULL, MAP['c', NULL])")
+    cur.execute("SELECT id, a, m, zip, b FROM v ORDER BY id")
+    assert [d.type_code for d in cur.description] == [23, 25, 25, 23, 23], cur.description
+    assert cur.fetchall() == [(1, '("x y",5)', "{a=>1,b=>2}", 5, 2),
+                              (2, None, "{c=>NULL}", None, None)]
+    conn.close()
+    p.p.stop()
