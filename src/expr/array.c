@@ -260,7 +260,8 @@ void arr_format_text(SqlType t, Str v, Buf *out)
             text_format_dec(e.x, et.scale, &one);
         else
             text_format(et, e.i, e.f, e.s, &one);
-        if (!needs_quotes((const char *)one.p, one.n)) {
+        if (et.kind == TK_ARRAY || !needs_quotes((const char *)one.p, one.n)) {
+            /* an inner array is its own braces: {{1,2},{}} as PostgreSQL writes */
             buf_append(out, one.p, one.n);
             continue;
         }
@@ -313,9 +314,50 @@ int arr_parse_text(SqlType t, const char *s, size_t n, Arena *a, Str *out, Err *
             while (p < n && arr_space(s[p]))
                 p++;
             buf_reset(&one);
+            if (p < n && s[p] == '{' && et.kind == TK_ARRAY) { /* an inner array */
+                size_t q = p;
+                int depth = 0;
+                bool inq = false;
+                for (; q < n; q++) {
+                    if (inq) {
+                        if (s[q] == '\\' && q + 1 < n)
+                            q++;
+                        else if (s[q] == '"')
+                            inq = false;
+                    } else if (s[q] == '"') {
+                        inq = true;
+                    } else if (s[q] == '{') {
+                        depth++;
+                    } else if (s[q] == '}' && --depth == 0) {
+                        break;
+                    }
+                }
+                if (q >= n) {
+                    rc = malformed(err, s, n, "unexpected end of input");
+                    goto done;
+                }
+                ArrElem ie = {0};
+                if ((rc = arr_parse_text(et, s + p, q + 1 - p, a, &ie.s, err)))
+                    goto done;
+                arr_put(&enc, ph, &ie);
+                p = q + 1;
+                while (p < n && arr_space(s[p]))
+                    p++;
+                if (p < n && s[p] == ',') {
+                    p++;
+                    continue;
+                }
+                if (p < n && s[p] == '}') {
+                    p++;
+                    break;
+                }
+                rc = malformed(err, s, n, "expected \",\" or \"}\"");
+                goto done;
+            }
             if (p < n && s[p] == '{') {
-                rc = err_set(err, SL_EDATA, "malformed array literal: \"%.*s\" (nested arrays "
-                             "are not supported yet)", (int)SL_MIN(n, 200), s);
+                rc = err_set(err, SL_EDATA, "malformed array literal: \"%.*s\" (a nested "
+                             "array in an array of %s)", (int)SL_MIN(n, 200), s,
+                             et.kind == TK_NULL ? "NULL" : "scalars");
                 goto done;
             }
             if (p < n && s[p] == '"') {

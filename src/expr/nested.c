@@ -86,6 +86,24 @@ const NestType *nest_get(SqlType t)
     return __atomic_load_n(&tab[t.len - 1], __ATOMIC_ACQUIRE);
 }
 
+SqlType nest_array_of_arrays(SqlType inner, bool nullable)
+{
+    int id = nest_intern(TK_ARRAY, NULL, 1, (const char *const[]){"element"}, &inner);
+    if (id < 0)
+        abort(); /* 65536 distinct shapes in one process */
+    SqlType r = {TK_ARRAY, (uint8_t)nullable, 0, 0, id, TK_ARRAY, {0, 0, 0}};
+    return r;
+}
+
+SqlType nest_inner_array(SqlType t)
+{
+    const NestType *s = t.len >= 1 && t.len <= NEST_MAX_TYPES
+                            ? __atomic_load_n(&tab[t.len - 1], __ATOMIC_ACQUIRE) : NULL;
+    if (!s || s->kind != TK_ARRAY) /* never for types built by type_array */
+        return type_make(TK_NULL, true);
+    return s->t[0];
+}
+
 int nest_find_named(const char *name)
 {
     int id = 0;

@@ -9,7 +9,9 @@
  * SqlTypes still compare by memcmp. The table is per process and only
  * grows; ids never reach disk (fingerprints and files use the shape,
  * nest_describe). An ARRAY of ROWs keeps the ROW's id in its len as for
- * any element type.
+ * any element type; an ARRAY of ARRAYs (elem TK_ARRAY) keeps the id of a
+ * one-"field" TK_ARRAY shape holding the inner ARRAY type (types.h
+ * type_array / type_elem build and read it).
  *
  * Values are PHYS_STR bytes in expr/array.h's element encoding, so that
  * they hold no NUL byte and equal values are equal bytes (hashing,
@@ -40,7 +42,7 @@
 #define NEST_MAX_FIELDS 256
 
 typedef struct NestType {
-    uint8_t kind;   /* TK_ROW or TK_MAP */
+    uint8_t kind;   /* TK_ROW, TK_MAP, or TK_ARRAY (t[0]: an inner ARRAY) */
     int n;          /* ROW: fields; MAP: 2 (t[0] the key, t[1] the value) */
     char **names;   /* ROW: field names as declared */
     SqlType *t;     /* field / key / value types, all nullable */
@@ -68,7 +70,7 @@ int nest_field(const NestType *s, const char *name);
 static inline bool type_has_nested(SqlType t)
 {
     return t.kind == TK_ROW || t.kind == TK_MAP ||
-           (t.kind == TK_ARRAY && (t.elem == TK_ROW || t.elem == TK_MAP));
+           (t.kind == TK_ARRAY && (t.elem == TK_ROW || t.elem == TK_MAP || t.elem == TK_ARRAY));
 }
 
 /* "MAP<INT, VARCHAR>", "ROW(a INT, b VARCHAR)" or the CREATE TYPE name. */

@@ -128,10 +128,17 @@ static inline bool type_is_interval(TypeKind k)
     return k == TK_INTERVAL_DT || k == TK_INTERVAL_YM;
 }
 
+/* An ARRAY of ARRAYs (elem TK_ARRAY) keeps the inner ARRAY type's
+   expr/nested.h id in len: these two build and read it (nested.c). */
+SqlType nest_array_of_arrays(SqlType inner, bool nullable);
+SqlType nest_inner_array(SqlType t);
+
 /* ARRAY of elements of type e (its nullability is ignored: an element may
    always be NULL, as in PostgreSQL). */
 static inline SqlType type_array(SqlType e, bool nullable)
 {
+    if (e.kind == TK_ARRAY)
+        return nest_array_of_arrays(e, nullable);
     SqlType t = e;
     t.kind = TK_ARRAY;
     t.elem = e.kind;
@@ -141,6 +148,8 @@ static inline SqlType type_array(SqlType e, bool nullable)
 /* The element type of ARRAY t (nullable). */
 static inline SqlType type_elem(SqlType t)
 {
+    if (t.kind == TK_ARRAY && t.elem == TK_ARRAY)
+        return nest_inner_array(t);
     SqlType e = t;
     e.kind = t.elem;
     e.elem = 0;

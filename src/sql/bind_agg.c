@@ -318,11 +318,6 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
     if (arr) {
         if (v->t.kind == TK_NULL || v->t.kind == TK_CHAR)
             v = sql__cast_to(p, v, type_make(TK_VARCHAR, true));
-        if (v->t.kind == TK_ARRAY) {
-            perr(p, SL_EUNSUPPORTED, x->args.v[0]->line, x->args.v[0]->col,
-                 "ARRAY_AGG of arrays (nested arrays) is not supported yet");
-            return NULL;
-        }
         sp.kind = AGG_ARRAY_AGG;
         sp.out_t = type_array(v->t, true);
         sp.distinct = x->distinct;

@@ -79,11 +79,6 @@ static Expr *make_array(P *p, Ast *x, Expr **args, int n)
 {
     SqlType et = type_make(TK_NULL, true);
     for (int j = 0; j < n; j++) {
-        if (args[j]->t.kind == TK_ARRAY) {
-            perr(p, SL_EUNSUPPORTED, x->line, x->col,
-                 "nested arrays (an ARRAY of ARRAYs) are not supported yet");
-            return NULL;
-        }
         if (!sql__common_type(et, args[j]->t, &et)) {
             perr(p, SL_ESEMANTIC, x->args.v[j]->line, x->args.v[j]->col,
                  "ARRAY elements have incompatible types: %s and %s", tname(et),
@@ -166,7 +161,7 @@ Expr *sql__bind_array_fn(P *p, BindCtx *bc, Ast *x)
         int a = !strcmp(name, "array_append") ? 0 : 1;
         if (!need_array(p, x, args[a], name, any_arr))
             return NULL;
-        if (args[1 - a]->t.kind == TK_ARRAY) {
+        if (args[1 - a]->t.kind == TK_ARRAY && type_elem(args[a]->t).kind != TK_ARRAY) {
             perr(p, SL_EUNSUPPORTED, x->line, x->col,
                  "nested arrays (an ARRAY of ARRAYs) are not supported yet");
             return NULL;

@@ -154,8 +154,9 @@ int sql__parse_type(Parser *p, SqlType *out)
         return sql__fail(p, "a type name");
     }
     /* T ARRAY, T[] (a size, T ARRAY[n] or T[n], is ignored as PostgreSQL
-       does); one dimension */
-    if (is_kw(cur(p), "array") || is_op(cur(p), "[")) {
+       does); T ARRAY ARRAY or T[][]: an ARRAY of ARRAYs (nested, as in
+       Feldera: the inner arrays may differ in length) */
+    while (is_kw(cur(p), "array") || is_op(cur(p), "[")) {
         Token *at = cur(p);
         bool kw = accept_kw(p, "array");
         if (accept_op(p, "[")) {
@@ -167,8 +168,6 @@ int sql__parse_type(Parser *p, SqlType *out)
         } else if (!kw) {
             return sql__fail(p, "\"[\"");
         }
-        if (is_kw(cur(p), "array") || is_op(cur(p), "["))
-            return sql__unsupported(p, cur(p), "a multidimensional ARRAY type");
         if (ty.kind == TK_NULL)
             return sql__unsupported(p, at, "this ARRAY element type");
         ty = type_array(ty, true);

@@ -200,6 +200,75 @@ def map_queries():
     return q
 
 
+# ---------------------------------------------------------------- nested arrays (Python)
+# PostgreSQL has multidimensional arrays, not arrays of arrays (its a[1] of a
+# 2-D array is NULL): these answers come from Python lists. The text form of
+# a rectangular nested array is PostgreSQL's ({{1,2},{3,4}}).
+
+NEST_ROWS = [  # k, a INT ARRAY ARRAY
+    (1, [[1, 2], [3]]),
+    (2, [[1, 2], [], None]),
+    (3, None),
+    (4, [[None, 5]]),
+    (5, [[1, 2], [3]]),
+    (6, []),
+]
+
+
+def nest_lit(a):
+    if a is None:
+        return "NULL"
+    if not a:
+        return "CAST('{}' AS INT ARRAY ARRAY)"
+    return "ARRAY[%s]" % ", ".join(
+        "NULL::INT[]" if x is None else ("ARRAY[]::INT[]" if not x else
+                                        "ARRAY[%s]" % ", ".join("NULL" if v is None else str(v)
+                                                                for v in x))
+        for x in a)
+
+
+def nest_text(a):
+    if a is None:
+        return None
+    return "{" + ",".join("NULL" if x is None else arr_text(x) for x in a) + "}"
+
+
+def idx(a, i):
+    return None if a is None or i < 1 or i > len(a) else a[i - 1]
+
+
+def nest_queries():
+    q = []
+    rows = NEST_ROWS
+
+    def add(comment, sql, types, sort, result):
+        q.append((comment, sql, types, sort, result))
+
+    add("nested arrays in the text form (PostgreSQL's for rectangular ones)",
+        "SELECT k, a FROM tn", "IT", "rowsort", [(k, nest_text(a)) for k, a in rows])
+    add("subscripts of subscripts, CARDINALITY of the outer and an inner array",
+        "SELECT k, a[1], a[2][1], a[1][2], CARDINALITY(a), CARDINALITY(a[2]) FROM tn",
+        "ITIIII", "rowsort",
+        [(k, arr_text(idx(a, 1)), idx(idx(a, 2), 1), idx(idx(a, 1), 2),
+          None if a is None else len(a), None if idx(a, 2) is None else len(idx(a, 2)))
+         for k, a in rows])
+    add("ARRAY[ARRAY[...]] built in a view",
+        "SELECT k, ARRAY[ARRAY[k], ARRAY[k, k + 1]] FROM tn", "IT", "rowsort",
+        [(k, nest_text([[k], [k, k + 1]])) for k, _ in rows])
+    add("ARRAY_AGG of arrays",
+        "SELECT ARRAY_AGG(a[1] ORDER BY k) FROM tn", "T", "nosort",
+        [(nest_text([idx(a, 1) for _, a in sorted(rows)]),)])
+    add("UNNEST of a nested array gives its inner arrays",
+        "SELECT k, x FROM tn, UNNEST(a) AS u(x)", "IT", "rowsort",
+        [(k, arr_text(x)) for k, a in rows for x in (a or [])])
+    groups = {}
+    for k, a in rows:
+        groups[nest_text(a)] = groups.get(nest_text(a), 0) + 1
+    add("GROUP BY a nested array",
+        "SELECT a, COUNT(*) FROM tn GROUP BY a", "TI", "rowsort", list(groups.items()))
+    return q
+
+
 # Sluice's own spellings of field access (PostgreSQL needs (col).field):
 # col.field and table.col.field, answered from DDL's rows above.
 SLUICE_ONLY = [
@@ -236,6 +305,12 @@ def render(eng):
         for k, m, n in MAP_ROWS)
     out.extend(["statement ok", tm, "", "statement ok", ins, ""])
     for comment, sql, types, sort, result in map_queries():
+        rows = [[gen_dialect.fmt(v, types[i]) for i, v in enumerate(r)] for r in result]
+        gen_dialect.query_record(out, comment, sql, types, sort, rows)
+    out.extend(["statement ok", "CREATE TABLE tn(k INT, a INT ARRAY ARRAY)", "",
+                "statement ok", "INSERT INTO tn VALUES" + ",".join(
+                    "(%d, %s)" % (k, nest_lit(a)) for k, a in NEST_ROWS), ""])
+    for comment, sql, types, sort, result in nest_queries():
         rows = [[gen_dialect.fmt(v, types[i]) for i, v in enumerate(r)] for r in result]
         gen_dialect.query_record(out, comment, sql, types, sort, rows)
     return "\n".join(out)
