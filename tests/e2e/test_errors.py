@@ -194,8 +194,6 @@ UNSUPPORTED = [
      "ON t.a = u.a", "ASOF", ["RIGHT ASOF JOIN"]),
     ("full_asof_join_alias", "SELECT x.a FROM t x FULL OUTER ASOF JOIN u MATCH_CONDITION "
      "(x.b >= u.c) ON x.a = u.a", "ASOF", ["FULL ASOF JOIN"]),
-    ("nested_arrayagg", "SELECT b, ARRAY_AGG(ARRAY[a]) AS x FROM t GROUP BY b", "ARRAY[a]",
-     ["ARRAY_AGG", "nested"]),
     ("arrayagg_filter", "SELECT ARRAY_AGG(a) FILTER (WHERE a > 1) AS x FROM t", "FILTER",
      ["FILTER"]),
     ("session_window", "SELECT * FROM TABLE(SESSION(TABLE t, DESCRIPTOR(a), 1))", "SESSION",
@@ -206,8 +204,6 @@ UNSUPPORTED = [
      ["bit_xor", "window function"]),
     ("cast_to_interval", "SELECT a, s::INTERVAL AS x FROM t", "INTERVAL AS", ["type INTERVAL"]),
     ("array_subquery", "SELECT a, ARRAY(SELECT 1) AS x FROM t", "ARRAY", ["ARRAY(subquery)"]),
-    ("nested_array", "SELECT a, ARRAY[ARRAY[1], ARRAY[2]] AS x FROM t", "ARRAY[ARRAY",
-     ["nested arrays"]),
     ("distinct_on_correlated",
      "SELECT a FROM t WHERE EXISTS (SELECT DISTINCT ON (c) c FROM u WHERE u.a = t.a)",
      "SELECT DISTINCT", ["DISTINCT ON", "correlated"]),
