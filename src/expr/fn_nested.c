@@ -61,7 +61,7 @@ int expr__fn_nested(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx,
                     uint8_t *m)
 {
     Buf b = BUF_INIT, kb = BUF_INIT;
-    Str *ents = NULL;
+    Str *ents;
     int rc = 0;
     const NestType *s = nest_get(e->fn == FN_ROW || e->fn == FN_MAP ? out->t : a[0].t);
     if (!s) {
@@ -94,10 +94,9 @@ int expr__fn_nested(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx,
     }
     case FN_MAP: {
         ents = arena_alloc(cx->arena, sizeof(Str) * (size_t)(na ? na : 1));
-        Phys kp = type_phys(s->t[0]);
+        size_t *offs = arena_alloc(cx->arena, sizeof(size_t) * (size_t)(na + 1));
         for (int64_t k = 0; k < n && !rc; k++) {
             buf_reset(&b);
-            size_t *offs = arena_alloc(cx->arena, sizeof(size_t) * (size_t)(na + 1));
             for (int j = 0; j < na; j++) {
                 if (j % 2 == 0 && nul_at(&a[j], k)) {
                     rc = err_set(cx->err, SL_ERUNTIME, "a MAP key cannot be NULL");
@@ -114,7 +113,6 @@ int expr__fn_nested(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx,
             buf_reset(&kb);
             nest_map_build(ents, na / 2, &kb);
             out->s[k] = keep(cx, &kb);
-            (void)kp;
         }
         break;
     }
