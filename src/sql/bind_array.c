@@ -102,6 +102,14 @@ Expr *sql__bind_array_concat(P *p, Ast *x, Expr *l, Expr *r)
 {
     bool la = l->t.kind == TK_ARRAY, ra = r->t.kind == TK_ARRAY;
     Expr *args[2];
+    SqlType c0;
+    if (la && ra && !sql__common_type(l->t, r->t, &c0)) {
+        /* an array of arrays and one of its elements: append or prepend */
+        if (type_elem(l->t).kind == TK_ARRAY && r->t.elem != TK_ARRAY)
+            ra = false;
+        else if (type_elem(r->t).kind == TK_ARRAY && l->t.elem != TK_ARRAY)
+            la = false;
+    }
     if (la && ra) {
         SqlType c;
         if (!sql__common_type(l->t, r->t, &c)) {
@@ -161,7 +169,7 @@ Expr *sql__bind_array_fn(P *p, BindCtx *bc, Ast *x)
         int a = !strcmp(name, "array_append") ? 0 : 1;
         if (!need_array(p, x, args[a], name, any_arr))
             return NULL;
-        if (args[1 - a]->t.kind == TK_ARRAY && type_elem(args[a]->t).kind != TK_ARRAY) {
+        if (args[1 - a]->t.kind == TK_ARRAY && args[a]->t.elem != TK_ARRAY) {
             perr(p, SL_EUNSUPPORTED, x->line, x->col,
                  "nested arrays (an ARRAY of ARRAYs) are not supported yet");
             return NULL;

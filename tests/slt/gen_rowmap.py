@@ -261,6 +261,12 @@ def nest_queries():
     add("UNNEST of a nested array gives its inner arrays",
         "SELECT k, x FROM tn, UNNEST(a) AS u(x)", "IT", "rowsort",
         [(k, arr_text(x)) for k, a in rows for x in (a or [])])
+    add("|| appends or prepends an inner array; ARRAY_CAT joins two arrays of arrays",
+        "SELECT k, a || ARRAY[4], ARRAY[5, NULL] || a, ARRAY_APPEND(a, ARRAY[k]), ARRAY_CAT(a, a) FROM tn",
+        "ITTTT", "rowsort",
+        [(k, nest_text((a or []) + [[4]]), nest_text([[5, None]] + (a or [])),
+          nest_text((a or []) + [[k]]), None if a is None else nest_text(a + a))
+         for k, a in rows])
     groups = {}
     for k, a in rows:
         groups[nest_text(a)] = groups.get(nest_text(a), 0) + 1
