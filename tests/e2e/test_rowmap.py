@@ -303,3 +303,34 @@ def test_pgwire_text_form(http_pipeline):
                               (2, None, "{c=>NULL}", None, None)]
     conn.close()
     p.p.stop()
+
+
+def test_json_nested_arrays_and_arrays_of_structs(http_pipeline):
+    """JSON arrays of arrays into INT ARRAY ARRAY, arrays of objects into an
+    ARRAY of structs, maps of arrays; a scalar where an inner array belongs
+    is a bad record; /query gives them back as JSON and, in CSV, in the
+    text forms."""
+    p = http_pipeline("CREATE TYPE pt AS (x INT, y INT);\n"
+                      "CREATE TABLE j (id INT NOT NULL, aa INT ARRAY ARRAY, ps pt ARRAY, "
+                      "ma MAP<VARCHAR, INT ARRAY>) WITH ('materialized' = 'true');\n"
+                      "CREATE MATERIALIZED VIEW v AS SELECT id, aa[2][1] AS a21, ps[1].y AS y1, "
+                      "ma['k'][2] AS k2 FROM j;\n")
+    body = ('{"id": 1, "aa": [[1, 2], [3], null, []], "ps": [{"x": 1, "y": 2}, null], '
+            '"ma": {"k": [1, 2], "e": []}}\n'
+            '{"id": 2, "aa": [1, 2], "ps": null, "ma": null}\n'
+            '{"id": 3, "aa": "{{4},{5,6}}", "ps": "{\\"(7,8)\\"}", "ma": "{k=>\\"{9,10}\\"}"}\n')
+    r = ingress(p, "j", body, wait="true")
+    assert r["accepted"] == 2 and [e["line"] for e in r["errors"]] == [2], r
+    got = query(p, "SELECT id, aa, ps, ma FROM j ORDER BY id")
+    assert got == [
+        {"id": 1, "aa": [[1, 2], [3], None, []], "ps": [{"x": 1, "y": 2}, None],
+         "ma": {"e": [], "k": [1, 2]}},
+        {"id": 3, "aa": [[4], [5, 6]], "ps": [{"x": 7, "y": 8}], "ma": {"k": [9, 10]}},
+    ], got
+    assert query(p, "SELECT id, a21, y1, k2 FROM v ORDER BY id") == [
+        {"id": 1, "a21": 3, "y1": 2, "k2": 2}, {"id": 3, "a21": 5, "y1": 8, "k2": 10}]
+    csv = query(p, "SELECT id, aa, ps, ma FROM j ORDER BY id", fmt="csv").splitlines()
+    assert csv == ['id,aa,ps,ma',
+                   '1,"{{1,2},{3},NULL,{}}","{""(1,2)"",NULL}","{e=>""{}"",k=>""{1,2}""}"',
+                   '3,"{{4},{5,6}}","{""(7,8)""}","{k=>""{9,10}""}"'], csv
+    p.stop()
