@@ -12,6 +12,7 @@
  */
 #include "text.h"
 #include "array.h"
+#include "variant.h"
 
 #include "expr_int.h"
 #include "tz.h"
@@ -474,6 +475,8 @@ int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double 
         return parse_string(t, s, n, a, str, err);
     if (t.kind == TK_ARRAY)
         return arr_parse_text(t, s, n, a, str, err);
+    if (t.kind == TK_VARIANT) /* JSON text */
+        return var_parse_text(s, n, a, str, err);
     const char *s0 = s;
     size_t n0 = n;
     while (n > 0 && is_space(*s))
@@ -546,7 +549,8 @@ int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double 
     case TK_NULL:
     case TK_CHAR:
     case TK_VARCHAR:
-    case TK_ARRAY: break;
+    case TK_ARRAY:
+    case TK_VARIANT: break;
     }
     char tn[48];
     return err_set(err, SL_EDATA, "cannot read a %s value from text \"%.*s\"",
@@ -665,6 +669,7 @@ void text_format(SqlType t, int64_t i, double f, Str s, Buf *out)
     case TK_CHAR:
     case TK_VARCHAR: buf_append(out, s.p, s.n); break;
     case TK_ARRAY: arr_format_text(t, s, out); break;
+    case TK_VARIANT: var_to_json(s, out); break;
     case TK_DATE: format_date(i, out); break;
     case TK_TIME: {
         int64_t us = i - floor_div(i, US_PER_DAY) * US_PER_DAY;

@@ -14,7 +14,8 @@
  *   PHYS_F64: REAL (rounded to float precision), DOUBLE;
  *   PHYS_STR: CHAR(n), VARCHAR(n), TEXT as (pointer, length); never contain
  *             a NUL byte (input rejects it, as PostgreSQL does); ARRAYs as
- *             the NUL-free, memcmp-ordered encoding of expr/array.h.
+ *             the NUL-free, memcmp-ordered encoding of expr/array.h;
+ *             VARIANTs as the canonical encoding of expr/variant.h.
  */
 #ifndef SL_EXPR_TYPES_H
 #define SL_EXPR_TYPES_H
@@ -43,6 +44,8 @@ typedef enum TypeKind {
                        zone (expr/tz.h id) it is read and shown in */
     TK_ARRAY,       /* ARRAY of elements of kind `elem` (prec, scale and len
                        are the element's); PHYS_STR bytes, expr/array.h */
+    TK_VARIANT,     /* VARIANT (JSON, JSONB): one JSON value; PHYS_STR bytes
+                       in the canonical encoding of expr/variant.h */
 } TypeKind;
 
 typedef enum Phys { PHYS_I64, PHYS_F64, PHYS_STR, PHYS_I128 } Phys;
@@ -96,6 +99,7 @@ static inline Phys type_phys(SqlType t)
     case TK_CHAR:
     case TK_VARCHAR:
     case TK_ARRAY:
+    case TK_VARIANT:
         return PHYS_STR;
     default:
         return PHYS_I64;

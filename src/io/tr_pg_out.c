@@ -135,6 +135,7 @@ static void pg_type(Buf *b, SqlType t)
     case TK_TIME: buf_puts(b, "time"); break;
     case TK_TIMESTAMP: buf_puts(b, "timestamp"); break;
     case TK_TIMESTAMPTZ: buf_puts(b, "timestamptz"); break;
+    case TK_VARIANT: buf_puts(b, "jsonb"); break;
     case TK_ARRAY: /* our text form is PostgreSQL's */
         pg_type(b, type_elem(t));
         buf_puts(b, "[]");

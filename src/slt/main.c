@@ -173,7 +173,7 @@ static void print_value(const Vec *v, int64_t r, char type, Buf *out)
         return;
     }
     /* T */
-    if (k == TK_ARRAY) { /* PostgreSQL's text form */
+    if (k == TK_ARRAY || k == TK_VARIANT) { /* PostgreSQL's text form; JSON */
         text_format_vec(v, r, out);
         return;
     }

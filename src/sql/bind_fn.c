@@ -315,7 +315,8 @@ bool sql__is_builtin_fn(const char *name)
     for (size_t i = 0; i < ARRAY_LEN(agg_later); i++)
         if (!strcmp(agg_later[i], name))
             return true;
-    return sql__is_agg_name(name) || sql__is_regex_fn(name) || sql__is_array_fn(name);
+    return sql__is_agg_name(name) || sql__is_regex_fn(name) || sql__is_array_fn(name) ||
+           sql__is_variant_fn(name);
 }
 
 Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
@@ -349,6 +350,8 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
     }
     if (sql__is_array_fn(x->name))
         return sql__bind_array_fn(p, bc, x);
+    if (sql__is_variant_fn(x->name))
+        return sql__bind_variant_fn(p, bc, x);
     if (n > 8) {
         perr(p, SL_ESEMANTIC, x->line, x->col, "too many arguments to %s", x->name);
         return NULL;

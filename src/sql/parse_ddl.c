@@ -118,6 +118,8 @@ int sql__parse_type(Parser *p, SqlType *out)
                                   "length of %s must be at least 1", s);
             ty.len = len;
         }
+    } else if (!strcasecmp(s, "variant") || !strcasecmp(s, "json") || !strcasecmp(s, "jsonb")) {
+        ty.kind = TK_VARIANT; /* PostgreSQL's json and jsonb are VARIANT too */
     } else if (!strcasecmp(s, "date"))
         ty.kind = TK_DATE;
     else if (!strcasecmp(s, "time"))
@@ -135,9 +137,9 @@ int sql__parse_type(Parser *p, SqlType *out)
         } else if (accept_kw(p, "without") && (sql__expect_kw(p, "time") || sql__expect_kw(p, "zone")))
             return p->err->code;
     } else {
-        static const char *later[] = {"interval", "array", "map", "variant", "binary",
+        static const char *later[] = {"interval", "array", "map", "binary",
                                       "varbinary", "uuid", "row", "geometry", "bytea",
-                                      "blob", "json"};
+                                      "blob"};
         for (size_t i = 0; i < ARRAY_LEN(later); i++)
             if (!strcasecmp(s, later[i])) {
                 char b[64];

@@ -273,14 +273,28 @@ static Ast *parse_typed_literal(Parser *p, Token *t)
     return n;
 }
 
-/* x[i] (an ARRAY's element: the call "[]"(x, i)) and x::type
-   (PostgreSQL's cast): CAST(x AS type), both binding tighter than any
-   operator, repeatedly. */
+/* x[i] (an ARRAY's element: the call "[]"(x, i)), x::type
+   (PostgreSQL's cast): CAST(x AS type), and x -> k, x ->> k (a VARIANT's
+   member or element: the calls "->"(x, k) and "->>"(x, k), k a primary),
+   all binding tighter than any operator, repeatedly, left to right. */
 static Ast *parse_pg_casts(Parser *p, Ast *x)
 {
-    while (x && (is_op(cur(p), "::") || is_op(cur(p), "["))) {
+    while (x && (is_op(cur(p), "::") || is_op(cur(p), "[") || is_op(cur(p), "->") ||
+                 is_op(cur(p), "->>"))) {
         Token *t = cur(p);
         p->i++;
+        if (is_op(t, "->") || is_op(t, "->>")) {
+            Ast *n = sql__new_ast(p, A_FUNC, t), *k;
+            n->name = arena_strndup(p->a, t->s, t->n);
+            if (!(k = parse_primary(p)))
+                return NULL;
+            sql__list_push(p, &n->args, x);
+            sql__list_push(p, &n->args, k);
+            n->line = x->line;
+            n->col = x->col;
+            x = sql__check_height(p, t, n);
+            continue;
+        }
         if (is_op(t, "[")) {
             Ast *n = sql__new_ast(p, A_FUNC, t), *i;
             n->name = arena_strndup(p->a, "[]", 2);

@@ -386,6 +386,12 @@ Expr *sql__bind_regex(P *p, Ast *x, Expr **args, int n);
 bool sql__is_array_fn(const char *name);
 Expr *sql__bind_array_fn(P *p, BindCtx *bc, Ast *x);
 Expr *sql__bind_array_concat(P *p, Ast *x, Expr *l, Expr *r);
+/* bind_variant.c: whether name is a VARIANT function (also the parser's
+   "->" and "->>"), the call x of one, and member or element k of VARIANT v
+   (mode as FN_VARIANT_GET's: 1 for the subscript v[k]). */
+bool sql__is_variant_fn(const char *name);
+Expr *sql__bind_variant_fn(P *p, BindCtx *bc, Ast *x);
+Expr *sql__bind_variant_get(P *p, Ast *x, Expr *v, Expr *k, int mode);
 /* An aggregate call x: its column in the aggregation's output. */
 Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x);
 bool sql__is_agg_name(const char *n);
