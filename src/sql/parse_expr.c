@@ -286,8 +286,17 @@ static Ast *parse_pg_casts(Parser *p, Ast *x)
         if (is_op(t, "->") || is_op(t, "->>")) {
             Ast *n = sql__new_ast(p, A_FUNC, t), *k;
             n->name = arena_strndup(p->a, t->s, t->n);
+            Token *minus = is_op(cur(p), "-") && p->t[p->i + 1].k == T_INT ? cur(p) : NULL;
+            p->i += minus != NULL;
             if (!(k = parse_primary(p)))
                 return NULL;
+            if (minus) { /* x -> -1: a negative index */
+                char *s = arena_alloc(p->a, k->slen + 2);
+                s[0] = '-';
+                memcpy(s + 1, k->str, k->slen + 1);
+                k->str = s;
+                k->slen++;
+            }
             sql__list_push(p, &n->args, x);
             sql__list_push(p, &n->args, k);
             n->line = x->line;
