@@ -291,3 +291,28 @@ def test_variant_errors(tmp_path, case):
         assert w.lower() in e[3].lower(), e
     assert kind in e[2], e
     assert (e[0], e[1]) == locate(lines_, needle), e
+
+
+def test_pgwire_jsonb_text_and_binary(http_pipeline):
+    """Over pg-wire a VARIANT column is jsonb (OID 3802): psycopg 3 reads
+    the same Python values in text and binary format; an INSERT of JSON
+    text into a VARIANT column parses it."""
+    psycopg = pytest.importorskip("psycopg")
+    from test_pgwire import PgPipeline
+    pg = PgPipeline(http_pipeline("CREATE TABLE tj (id INT NOT NULL, v VARIANT) "
+                                  "WITH ('materialized' = 'true');\n", "--pg", "127.0.0.1:0"))
+    c = psycopg.connect(host="127.0.0.1", port=pg.port, user="tester", dbname="x",
+                        autocommit=True, connect_timeout=30)
+    c.execute("""INSERT INTO tj VALUES (1, '{"b": [1, 2.5], "a": "x\\u00e9"}'), (2, 'null'), """
+              """(3, NULL), (4, '[true, {}]')""")
+    q = "SELECT id, v, v['b'][2] AS b2, v ->> 'a' AS a FROM tj ORDER BY id"
+    cur = c.cursor()
+    text = cur.execute(q).fetchall()
+    assert [d.type_code for d in cur.description] == [23, 3802, 3802, 25]
+    binary = c.cursor(binary=True).execute(q).fetchall()
+    want = [(1, {"a": "x\u00e9", "b": [1, 2.5]}, 2.5, "x\u00e9"), (2, None, None, None),
+            (3, None, None, None), (4, [True, {}], None, None)]
+    assert text == want, text
+    assert binary == want, binary
+    c.close()
+    pg.p.stop()
