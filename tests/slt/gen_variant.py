@@ -92,8 +92,9 @@ QUERIES = [
      "SELECT '{\"a\": 1, \"b\": [1.0, 2]}'::jsonb = '{\"b\":[1,2.00],\"a\":1e0}'::jsonb, '[1,2]'::jsonb = '[2,1]'::jsonb, '\"1\"'::jsonb = '1'::jsonb, '{\"a\":1,\"a\":2}'::jsonb",
      "IIIJ", "nosort"),
     ("a VARIANT compared with a SQL value: the value as a VARIANT",
-     "SELECT k FROM tv WHERE v['age'] = 31",
-     "SELECT k FROM tv WHERE v->'age' = to_jsonb(31)", "I", "rowsort"),
+     "SELECT k FROM tv WHERE v['age'] = 31 OR v['name'] = 'dee'",
+     "SELECT k FROM tv WHERE v->'age' = to_jsonb(31) OR v->'name' = to_jsonb('dee'::text)",
+     "I", "rowsort"),
     ("GROUP BY an extracted member (31 and 31.0 are one group)",
      "SELECT v['age'], COUNT(*), SUM(n) FROM tv GROUP BY v['age']",
      "SELECT v->'age', COUNT(*), SUM(n) FROM tv GROUP BY v->'age'", "JII", "rowsort"),
@@ -121,6 +122,109 @@ QUERIES = [
      "CASE WHEN jsonb_typeof(j) = 'string' THEN j #>> '{}' END FROM tw",
      "IJTTRT", "rowsort"),
 ]
+
+
+# ---- answers from Python's json module (what PostgreSQL has no form for:
+# Feldera's PARSE_JSON of malformed text, CASTs that give NULL, the order)
+
+TEXTS = [
+    '{"b": 1, "a": [true, null]}', ' [1, 2.0, "x"] ', '"s"', '""', '-0.0', '12.50', '1e3',
+    '-7.9', '3000000000', 'true', 'false', 'null', '[]', '{}', '[[]]', '[1, 2]', '[1]',
+    '[1, "a"]', '{"a": 1}', '{"a": 1, "b": 0}', '{"a": 2}', '{"": 1}', '"a"', '"ab"',
+    '"2024-01-02"', '"\\u00e9"', '"a\\"b"',
+    # malformed: NULL
+    '{bad}', '[1,]', '01', 'NaN', '', '  ', '"\\u0000"', '"\\ud800"', '{"a" 1}', 'nul',
+    '[1] [2]', "'single'", '1.', '.5', '+1', '"tab\there"',
+]
+
+
+def no_constants(c):
+    raise ValueError(c)
+
+
+def parse(text):
+    """Python's json reading of text as Sluice accepts it (NaN/Infinity,
+    \\u0000 and lone surrogates refused), or None."""
+    try:
+        v = json.loads(text, parse_float=decimal.Decimal, parse_int=decimal.Decimal,
+                       parse_constant=no_constants)
+    except ValueError:
+        return None
+
+    def ok(x):
+        if isinstance(x, str):
+            try:
+                x.encode()
+            except UnicodeEncodeError:
+                return False
+            return "\0" not in x
+        if isinstance(x, list):
+            return all(ok(y) for y in x)
+        if isinstance(x, dict):
+            return all(ok(k) and ok(y) for k, y in x.items())
+        return True
+    return ("ok", v) if ok(v) else None
+
+
+def order_key(v):
+    """docs/sql.md's VARIANT order: null < false < true < numbers < strings
+    < arrays < objects."""
+    if v is None:
+        return (0,)
+    if v is False:
+        return (1,)
+    if v is True:
+        return (2,)
+    if isinstance(v, decimal.Decimal):
+        return (3, v)
+    if isinstance(v, str):
+        return (4, v.encode())
+    if isinstance(v, list):
+        return (5, [order_key(x) for x in v])
+    return (6, [(k.encode(), order_key(v[k])) for k in sorted(v, key=lambda s: s.encode())])
+
+
+def kind(v):
+    return ("null" if v is None else "boolean" if isinstance(v, bool) else
+            "number" if isinstance(v, decimal.Decimal) else "string" if isinstance(v, str) else
+            "array" if isinstance(v, list) else "object")
+
+
+def py_answers():
+    parsed = [(k, parse(t)) for k, t in enumerate(TEXTS, 1)]
+    ok = [(k, p[1]) for k, p in parsed if p]
+    rows1 = [[str(k), "NULL", "NULL", "NULL", "NULL", "NULL"] if not p else
+             [str(k), shown(canon(p[1])), kind(p[1]), str(int(isinstance(p[1], list))),
+              str(int(isinstance(p[1], dict))), str(int(p[1] is None))] for k, p in parsed]
+    order = [[str(k)] for k, v in sorted(ok, key=lambda kv: (order_key(kv[1]), kv[0]))]
+
+    def cast_int(v):
+        if isinstance(v, decimal.Decimal) and -2**31 <= int(v) < 2**31:
+            return str(int(v))
+        return "NULL"
+    rows3 = [[str(k), cast_int(v),
+              shown(gen_dialect.fmt(v, "T")) if isinstance(v, str) else "NULL",
+              str(int(v)) if isinstance(v, bool) else "NULL",
+              "%.3f" % (float(v) + 0.0) if isinstance(v, decimal.Decimal) else "NULL"] for k, v in ok]
+    return [
+        ("PARSE_JSON: Python's json reading; malformed text is NULL (Feldera)",
+         "SELECT k, TO_JSON(PARSE_JSON(s)), TYPEOF(PARSE_JSON(s)), IS_ARRAY(PARSE_JSON(s)), "
+         "IS_OBJECT(PARSE_JSON(s)), IS_VARIANT_NULL(PARSE_JSON(s)) FROM tj", "ITTIII", "rowsort", rows1),
+        ("ORDER BY a VARIANT: null < false < true < numbers < strings < arrays < objects",
+         "SELECT k FROM tj WHERE PARSE_JSON(s) IS NOT NULL ORDER BY PARSE_JSON(s), k", "I",
+         "nosort", order),
+        ("CASTs of a VARIANT: NULL unless it holds a value of a kind that converts",
+         "SELECT k, CAST(PARSE_JSON(s) AS INT), CAST(PARSE_JSON(s) AS VARCHAR), "
+         "CAST(PARSE_JSON(s) AS BOOLEAN), CAST(PARSE_JSON(s) AS DOUBLE) FROM tj "
+         "WHERE PARSE_JSON(s) IS NOT NULL", "IITIR", "rowsort", rows3),
+        ("VARIANTNULL, CASTs to VARIANT and to an ARRAY",
+         "SELECT VARIANTNULL() = PARSE_JSON('null'), VARIANTNULL() IS NULL, TO_JSON(VARIANTNULL()), "
+         "TO_JSON(CAST(DATE '2024-01-02' AS VARIANT)), TO_JSON(CAST(ARRAY[1, NULL] AS VARIANT)), "
+         "CAST(PARSE_JSON('[1, \"2\", 3.7, null]') AS INT ARRAY), CAST(PARSE_JSON('1') AS INT ARRAY), "
+         "TO_JSON(CAST('[1]' AS VARIANT))", "IITTTTTT", "nosort",
+         [["1", "0", "null", shown(canon("2024-01-02")), canon([decimal.Decimal(1), None]),
+           "{1,NULL,3,NULL}", "NULL", shown(canon("[1]"))]]),
+    ]
 
 
 def canon(v):
@@ -193,6 +297,12 @@ def render(eng):
                  shown(gen_dialect.fmt(v, types[i])) if types[i] == "T" else gen_dialect.fmt(v, types[i])
                  for i, v in enumerate(r)] for r in eng.run(pg)]
         gen_dialect.query_record(out, comment, sql, types.replace("J", "T"), sort, rows)
+    out.extend(["# JSON texts for PARSE_JSON, answers from Python's json module", "statement ok",
+                "CREATE TABLE tj(k INT, s VARCHAR)", "", "statement ok",
+                "INSERT INTO tj VALUES" + ",".join("(%d, %s)" % (k, sql_str(t))
+                                                   for k, t in enumerate(TEXTS, 1)), ""])
+    for comment, sql, types, sort, rows in py_answers():
+        gen_dialect.query_record(out, comment, sql, types, sort, rows)
     return "\n".join(out)
 
 
