@@ -362,7 +362,9 @@ typedef struct Member {
     size_t idx;
 } Member;
 
-static const uint8_t *mem_base;
+/* The buffer cmp_member reads (qsort passes no context): one per thread,
+   as workers and input threads parse at once. */
+static _Thread_local const uint8_t *mem_base;
 
 static int cmp_member(const void *a, const void *b)
 {

@@ -316,3 +316,26 @@ def test_pgwire_jsonb_text_and_binary(http_pipeline):
     assert binary == want, binary
     c.close()
     pg.p.stop()
+
+
+def test_datagen_fills_variant_from_values_only(tmp_path):
+    """datagen takes a VARIANT column's values from "values" (JSON texts)
+    and refuses to make up strings for one."""
+    from conftest import run
+
+    def prog(fields):
+        conn = json.dumps([{"transport": {"name": "datagen", "config": {
+            "plan": [{"limit": 4, "fields": fields}]}}}])
+        p = tmp_path / "p.sql"
+        p.write_text("CREATE TABLE t (id INT, v VARIANT) WITH ('materialized' = 'true', "
+                     "'connectors' = '%s');\n"
+                     "CREATE MATERIALIZED VIEW w AS SELECT id, v['a'] AS a FROM t;\n" % conn)
+        return p
+    dump = tmp_path / "dump"
+    run_ok(["run", str(prog({"v": {"values": ['{"a": 1}', "[1, 2]"]}})), "--until-done",
+            "--no-progress", "--dump", str(dump)])
+    header, rows = read_dump(dump / "w.csv")
+    assert sorted((r[0], r[1]) for r in rows) == [("0", "1"), ("1", None), ("2", "1"),
+                                                  ("3", None)], rows
+    r = run(["run", str(prog({})), "--until-done", "--no-progress"])
+    assert r.returncode != 0 and "only from \"values\"" in r.stderr, r.stderr
