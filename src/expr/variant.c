@@ -20,16 +20,19 @@
 
 void var_put_string(Buf *out, const char *s, size_t n)
 {
-    buf_putc(out, VAR_STR);
+    buf_reserve(out, n + 2);
+    out->p[out->n++] = VAR_STR;
+    size_t run = 0; /* bytes not yet copied: none of them 0x01 or 0x02 */
     for (size_t k = 0; k < n; k++) {
         uint8_t c = (uint8_t)s[k];
         if (c == 0x01 || c == 0x02) {
+            buf_append(out, s + run, k - run);
             buf_putc(out, 0x02);
             buf_putc(out, (char)(c + 1));
-        } else {
-            buf_putc(out, (char)c);
+            run = k + 1;
         }
     }
+    buf_append(out, s + run, n - run);
     buf_putc(out, VAR_END);
 }
 
@@ -308,6 +311,15 @@ static const char *parse_string(JP *j, Buf *raw)
         }
         if (c < 0x20)
             return "control character in a string";
+        if (c >= 0x20 && c < 0x80 && c != '\\') { /* a run of plain ASCII */
+            const char *q = j->p + 1;
+            while (q < j->end && (uint8_t)*q >= 0x20 && (uint8_t)*q < 0x80 && *q != '"' &&
+                   *q != '\\')
+                q++;
+            buf_append(raw, j->p, (size_t)(q - j->p));
+            j->p = q;
+            continue;
+        }
         if (c != '\\') {
             size_t l = utf8_len((const uint8_t *)j->p, (const uint8_t *)j->end);
             if (!l)
