@@ -448,7 +448,7 @@ static int str_to_any(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint
 bool expr_cast_exists(TypeKind from, TypeKind to)
 {
     if (from == TK_NULL || to == TK_NULL || from == to || type_is_string(from) ||
-        type_is_string(to))
+        type_is_string(to) || from == TK_VARIANT || to == TK_VARIANT)
         return true;
     if (is_numlike(from) && is_numlike(to))
         return true;
@@ -477,6 +477,8 @@ int expr__cast(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m)
                 out->s[k] = empty_str;
         return expr__check_nulls(cx, out, "CAST of NULL", n);
     }
+    if (from == TK_VARIANT || to == TK_VARIANT) /* fn_variant.c */
+        return expr__variant_cast(a, n, cx, out, m);
     if (type_is_string(to))
         return type_is_string(from) ? str_to_str(a, n, cx, out, m) : any_to_str(a, n, cx, out, m);
     if (type_is_string(from))

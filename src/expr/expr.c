@@ -827,6 +827,13 @@ static bool shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
                 if (!a[j].s)
                     return false;
             return out->s != NULL;
+        case FN_PARSE_JSON:
+        case FN_TO_JSON:
+        case FN_VARIANT_TEXT:
+        case FN_VARIANT_TYPEOF: return na == 1 && a[0].s && out->s;
+        case FN_VARIANT_NULL: return na == 0 && out->s;
+        case FN_VARIANT_GET: return na == 3 && a[0].s && (a[1].s || a[1].i) && a[2].i && out->s;
+        case FN_VARIANT_IS: return na == 2 && a[0].s && a[1].i && out->i;
         default: return na >= 1;
         }
     default: return true;
@@ -1010,6 +1017,13 @@ static __attribute__((noinline)) int eval_node(const Expr *e, const Chunk *in,
         case FN_SIMILAR_ESCAPE:
         case FN_SPLIT_PART: return expr__fn_regex(e, a, n, cx, out, m);
         case FN_MOD: return expr__arith(E_MOD, &a[0], &a[1], n, cx, out, m);
+        case FN_PARSE_JSON:
+        case FN_TO_JSON:
+        case FN_VARIANT_NULL:
+        case FN_VARIANT_GET:
+        case FN_VARIANT_TEXT:
+        case FN_VARIANT_TYPEOF:
+        case FN_VARIANT_IS: return expr__fn_variant(e, a, na, n, cx, out, m);
         case FN_NOT_NULL: return eval_not_null(e, a, n, cx, out, m);
         case FN_EXTRACT_YEAR:
         case FN_EXTRACT_MONTH:

@@ -162,6 +162,22 @@ typedef enum FuncId {
     FN_MAP_CARDINALITY,/* (m) -> INT: its entries */
     FN_MAP_KEYS,       /* (m) -> ARRAY of its keys, in key order */
     FN_MAP_VALUES,     /* (m) -> ARRAY of its values, in key order */
+    /* fn_variant.c: VARIANT (expr/variant.h); NULL arguments give NULL */
+    FN_PARSE_JSON,     /* (VARCHAR) -> VARIANT, NULL for malformed JSON */
+    FN_TO_JSON,        /* (VARIANT) -> VARCHAR: compact JSON text */
+    FN_VARIANT_NULL,   /* () -> VARIANT: JSON null */
+    FN_VARIANT_GET,    /* (v, k, mode BIGINT constant) -> VARIANT: member k
+                          (VARCHAR) of an object or element k (BIGINT) of an
+                          array; mode 0: k 0-based, negative from the end
+                          (->), 1: k 1-based (v[k]), 2: a VARCHAR k on an
+                          array read as a 0-based integer (json paths); NULL
+                          when there is none */
+    FN_VARIANT_TEXT,   /* (v) -> VARCHAR: a string's text, NULL for JSON
+                          null, else the JSON text (->>) */
+    FN_VARIANT_TYPEOF, /* (v) -> VARCHAR: "null", "boolean", "number",
+                          "string", "array" or "object" */
+    FN_VARIANT_IS,     /* (v, kind BIGINT constant) -> BOOLEAN: v holds a
+                          value of that VarKind */
     FN__COUNT
 } FuncId;
 

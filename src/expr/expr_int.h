@@ -103,6 +103,11 @@ int expr__fn_array(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx, 
 /* The ROW and MAP functions (fn_nested.c): as expr__fn_array. */
 int expr__fn_nested(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx, Vec *out,
                     uint8_t *m);
+/* The VARIANT functions (fn_variant.c), operand NULLs merged into m, and
+   CASTs to and from VARIANT. */
+int expr__fn_variant(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx, Vec *out,
+                     uint8_t *m);
+int expr__variant_cast(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m);
 /* a || b and a LIKE b [ESCAPE c] (fn_str.c). */
 int expr__concat(const Vec *a, const Vec *b, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m);
 int expr__like(const Vec *args, int na, int64_t n, EvalCtx *cx, Vec *out, uint8_t *m);

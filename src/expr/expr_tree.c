@@ -198,6 +198,13 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_MAP_CARDINALITY] = "CARDINALITY",
     [FN_MAP_KEYS] = "MAP_KEYS",
     [FN_MAP_VALUES] = "MAP_VALUES",
+    [FN_PARSE_JSON] = "PARSE_JSON",
+    [FN_TO_JSON] = "TO_JSON",
+    [FN_VARIANT_NULL] = "VARIANTNULL",
+    [FN_VARIANT_GET] = "VARIANT_GET",
+    [FN_VARIANT_TEXT] = "VARIANT_TEXT",
+    [FN_VARIANT_TYPEOF] = "TYPEOF",
+    [FN_VARIANT_IS] = "VARIANT_IS",
     [FN_TUMBLE_START] = "TUMBLE_START",
     [FN_TIME_ADD] = "TIME_ADD",
     [FN_AT_TZ_LOCAL] = "TIMEZONE",
@@ -232,6 +239,19 @@ static void print_const(const Expr *e, Buf *out)
         buf_puts(out, "CAST('");
         text_format(e->t, 0, 0, e->cs, out);
         buf_printf(out, "' AS %s)", type_name(e->t, tn, sizeof(tn)));
+        return;
+    }
+    case TK_VARIANT: {
+        Buf j = BUF_INIT;
+        text_format(e->t, 0, 0, e->cs, &j);
+        buf_puts(out, "PARSE_JSON('");
+        for (size_t k = 0; k < j.n; k++) {
+            if (j.p[k] == '\'')
+                buf_putc(out, '\'');
+            buf_putc(out, (char)j.p[k]);
+        }
+        buf_puts(out, "')");
+        buf_free(&j);
         return;
     }
     case TK_DATE: buf_puts(out, "DATE '"); break;

@@ -13,6 +13,7 @@
 #include "text.h"
 #include "array.h"
 #include "nested.h"
+#include "variant.h"
 
 #include "expr_int.h"
 #include "tz.h"
@@ -477,6 +478,8 @@ int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double 
         return arr_parse_text(t, s, n, a, str, err);
     if (t.kind == TK_ROW || t.kind == TK_MAP)
         return nest_parse_text(t, s, n, a, str, err);
+    if (t.kind == TK_VARIANT) /* JSON text */
+        return var_parse_text(s, n, a, str, err);
     const char *s0 = s;
     size_t n0 = n;
     while (n > 0 && is_space(*s))
@@ -551,7 +554,8 @@ int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double 
     case TK_VARCHAR:
     case TK_ARRAY:
     case TK_ROW:
-    case TK_MAP: break;
+    case TK_MAP:
+    case TK_VARIANT: break;
     }
     char tn[48];
     return err_set(err, SL_EDATA, "cannot read a %s value from text \"%.*s\"",
@@ -672,6 +676,7 @@ void text_format(SqlType t, int64_t i, double f, Str s, Buf *out)
     case TK_ARRAY: arr_format_text(t, s, out); break;
     case TK_ROW:
     case TK_MAP: nest_format_text(t, s, out); break;
+    case TK_VARIANT: var_to_json(s, out); break;
     case TK_DATE: format_date(i, out); break;
     case TK_TIME: {
         int64_t us = i - floor_div(i, US_PER_DAY) * US_PER_DAY;

@@ -17,6 +17,7 @@
  *             the absolute value: "1 02:00:00", "-0 00:00:10")
  *   INTERVAL YEAR TO MONTH  [-]Y-M ("1-2" is 14 months)
  *   strings   as they are
+ *   VARIANT   compact JSON, object keys sorted (expr/variant.h)
  */
 #ifndef SL_EXPR_TEXT_H
 #define SL_EXPR_TEXT_H

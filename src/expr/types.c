@@ -43,6 +43,7 @@ const char *type_name(SqlType t, char *buf, size_t size)
     case TK_TIMESTAMPTZ: snprintf(buf, size, "TIMESTAMP WITH TIME ZONE"); break;
     case TK_INTERVAL_DT: snprintf(buf, size, "INTERVAL DAY TO SECOND"); break;
     case TK_INTERVAL_YM: snprintf(buf, size, "INTERVAL YEAR TO MONTH"); break;
+    case TK_VARIANT: snprintf(buf, size, "VARIANT"); break;
     case TK_ARRAY: {
         char eb[64];
         snprintf(buf, size, "%s ARRAY", type_name(type_elem(t), eb, sizeof(eb)));

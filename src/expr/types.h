@@ -15,7 +15,8 @@
  *   PHYS_STR: CHAR(n), VARCHAR(n), TEXT as (pointer, length); never contain
  *             a NUL byte (input rejects it, as PostgreSQL does); ARRAYs as
  *             the NUL-free, memcmp-ordered encoding of expr/array.h; ROWs
- *             and MAPs in the same encoding (expr/nested.h).
+ *             and MAPs in the same encoding (expr/nested.h); VARIANTs as
+ *             the canonical encoding of expr/variant.h.
  */
 #ifndef SL_EXPR_TYPES_H
 #define SL_EXPR_TYPES_H
@@ -48,6 +49,8 @@ typedef enum TypeKind {
                        (field names and types); PHYS_STR bytes, nested.h */
     TK_MAP,         /* MAP<K, V>: len is its expr/nested.h id (key and value
                        types); PHYS_STR bytes, nested.h */
+    TK_VARIANT,     /* VARIANT (JSON, JSONB): one JSON value; PHYS_STR bytes
+                       in the canonical encoding of expr/variant.h */
 } TypeKind;
 
 typedef enum Phys { PHYS_I64, PHYS_F64, PHYS_STR, PHYS_I128 } Phys;
@@ -103,6 +106,7 @@ static inline Phys type_phys(SqlType t)
     case TK_ARRAY:
     case TK_ROW:
     case TK_MAP:
+    case TK_VARIANT:
         return PHYS_STR;
     default:
         return PHYS_I64;

@@ -545,6 +545,9 @@ static int setup_field(Arena *a, const char *name, SqlType t, const cJSON *fs, c
                        jtext(fs, jb, sizeof(jb)));
     if (fs && check_keys(fs, field_keys, ARRAY_LEN(field_keys), ctx, err))
         return SL_ECONFIG;
+    if (k == TK_VARIANT && !cJSON_GetObjectItemCaseSensitive(fs, "values"))
+        return cfg_err(err, ctx, "datagen fills VARIANT column \"%s\" only from \"values\" "
+                       "(JSON texts, as strings)", name);
 
     if ((it = cJSON_GetObjectItemCaseSensitive(fs, "strategy"))) {
         int st = cJSON_IsString(it) ? find_strategy(it->valuestring) : -1;

@@ -231,8 +231,9 @@ void fmt_csv_row(const Chunk *c, int64_t r, Buf *out)
             buf_putc(out, ',');
         if (vec_is_null(v, r))
             continue;
-        if (v->t.kind == TK_ARRAY || v->t.kind == TK_ROW || v->t.kind == TK_MAP) {
-            /* its text form, '{1,2}', '(1,x)', '{a=>1}', quoted as needed */
+        if (v->t.kind == TK_ARRAY || v->t.kind == TK_ROW || v->t.kind == TK_MAP ||
+            v->t.kind == TK_VARIANT) {
+            /* its text form, '{1,2}', '(1,x)', '{a=>1}' or JSON, quoted as needed */
             Buf t = BUF_INIT;
             text_format_vec(v, r, &t);
             put_csv_str(out, (const char *)t.p, t.n);

@@ -28,6 +28,7 @@
 #include "../base/mem.h"
 #include "../expr/array.h"
 #include "../expr/nested.h"
+#include "../expr/variant.h"
 #include "../expr/text.h"
 #include "format.h"
 #include "json_nested.h"
@@ -410,6 +411,31 @@ static int parse_array(const RowSchema *s, int j, JIn *in, Vec *v, int64_t r, Ar
     return rc;
 }
 
+/* Any JSON value (in->q at its start) into row r of VARIANT column j; a
+   bare null is SQL NULL for a nullable column (parse_value), JSON null
+   for a NOT NULL one. */
+static int parse_variant(const RowSchema *s, int j, JIn *in, Vec *v, int64_t r, Arena *a,
+                         Err *err)
+{
+    Buf enc = BUF_INIT;
+    size_t used;
+    const char *why = var_parse_json_prefix(in->q, (size_t)(in->end - in->q), &used, &enc);
+    if (why) {
+        buf_free(&enc);
+        char m[96];
+        snprintf(m, sizeof(m), "invalid JSON for a VARIANT (%s)", why);
+        return col_err(err, s, j, m);
+    }
+    in->q += used;
+    if (v->nul)
+        v->nul[r] = 0;
+    char *d = arena_alloc(a, enc.n);
+    memcpy(d, enc.p, enc.n);
+    v->s[r] = (Str){d, (uint32_t)enc.n};
+    buf_free(&enc);
+    return 0;
+}
+
 static int parse_value(const RowSchema *s, int j, JIn *in, Chunk *out, int64_t r, Arena *a,
                        Err *err)
 {
@@ -418,6 +444,8 @@ static int parse_value(const RowSchema *s, int j, JIn *in, Chunk *out, int64_t r
     if (in->q == in->end)
         return err_set(err, SL_EDATA, "unexpected end of record");
     char c = *in->q;
+    if (k == TK_VARIANT && !(c == 'n' && v->nul))
+        return parse_variant(s, j, in, v, r, a, err);
     if (c == 'n') {
         if (!match_word(in, "null", 4))
             return col_err(err, s, j, "invalid JSON value");
@@ -919,6 +947,8 @@ void fmt_json_row(const RowSchema *s, const Chunk *c, int64_t r, Buf *out)
             json_nested_put(v->t, v->s[r], out);
         } else if (k == TK_ARRAY) {
             put_json_array(v->t, v->s[r], out);
+        } else if (k == TK_VARIANT) { /* the JSON value itself */
+            var_to_json(v->s[r], out);
         } else if (v->s) {
             put_json_str(out, v->s[r].p, v->s[r].n);
         } else if (type_is_temporal(k) || type_is_interval(k) || (v->f && !isfinite(v->f[r]))) {

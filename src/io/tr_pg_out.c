@@ -137,6 +137,7 @@ static void pg_type(Buf *b, SqlType t)
     case TK_TIMESTAMPTZ: buf_puts(b, "timestamptz"); break;
     case TK_ROW: /* the text form, in a text column */
     case TK_MAP: buf_puts(b, "text"); break;
+    case TK_VARIANT: buf_puts(b, "jsonb"); break;
     case TK_ARRAY: /* our text form is PostgreSQL's */
         pg_type(b, type_elem(t));
         buf_puts(b, "[]");

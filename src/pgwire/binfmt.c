@@ -9,7 +9,8 @@
  * byte, int2/int4/int8 big-endian, float4/float8 their IEEE bits, numeric
  * as ndigits, weight, sign, dscale and base-10000 digits, date as days and
  * time/timestamp as microseconds (since 2000-01-01 and midnight), the text
- * types and oid/name as their bytes. A column of any other type asked for
+ * types and oid/name as their bytes, jsonb (VARIANT) as the byte 1 and its
+ * JSON text. A column of any other type asked for
  * in binary is refused with 0A000 naming it, never sent as wrong bytes.
  * COPY ... TO STDOUT (FORMAT binary) (copy.c) uses the same encodings.
  */
@@ -47,7 +48,7 @@ bool pg_bin_supported(uint32_t oid)
     switch (oid) {
     case 16: case 21: case 23: case 20: case 700: case 701: case 1700:
     case 25: case 1042: case 1043: case 19: case 26: case 1082: case 1083: case 1114:
-    case 1184:
+    case 1184: case 3802:
         return true;
     default:
         return false;
@@ -75,6 +76,7 @@ const char *pg_type_name(uint32_t oid)
     case 1184: return "timestamptz";
     case 1186: return "interval";
     case 17: return "bytea";
+    case 3802: return "jsonb";
     default: return "unknown";
     }
 }
@@ -140,6 +142,10 @@ static bool value_bin(uint32_t oid, const char *s, size_t n, Buf *out)
     SqlType t = {0};
     switch (oid) {
     case 25: case 1042: case 1043: case 19:
+        buf_append(out, s, n);
+        return true;
+    case 3802: /* jsonb: version 1, then the text */
+        buf_putc(out, 1);
         buf_append(out, s, n);
         return true;
     case 16:

@@ -213,6 +213,7 @@ uint32_t pg_type_oid(SqlType t)
     case TK_TIME: return 1083;
     case TK_TIMESTAMP: return 1114;
     case TK_TIMESTAMPTZ: return 1184;
+    case TK_VARIANT: return 3802; /* jsonb: our text form is JSON */
     case TK_ARRAY: /* the array type of the element's */
         switch ((TypeKind)t.elem) {
         case TK_BOOL: return 1000;

@@ -177,6 +177,14 @@ static void print_value(const Vec *v, int64_t r, char type, Buf *out)
         text_format_vec(v, r, out);
         return;
     }
+    if (k == TK_VARIANT) { /* JSON text, bytes shown as a string's are */
+        Buf t = BUF_INIT;
+        text_format_vec(v, r, &t);
+        for (size_t i = 0; i < t.n; i++)
+            buf_putc(out, t.p[i] < 0x20 || t.p[i] > 0x7e ? '@' : (char)t.p[i]);
+        buf_free(&t);
+        return;
+    }
     if (v->s) {
         if (v->s[r].n == 0) {
             buf_puts(out, "(empty)");

@@ -58,6 +58,8 @@ bool sql__common_type(SqlType a, SqlType b, SqlType *out)
         r = b;
     } else if (b.kind == TK_NULL) {
         r = a;
+    } else if (a.kind == TK_VARIANT || b.kind == TK_VARIANT) {
+        r = type_make(TK_VARIANT, nul); /* the other side CAST to VARIANT */
     } else if (a.kind == TK_ARRAY || b.kind == TK_ARRAY) {
         SqlType e;
         if (a.kind == TK_ARRAY && b.kind == TK_ARRAY) {
@@ -135,7 +137,7 @@ bool sql__same_repr(SqlType a, SqlType b)
 /* e converted to t (t.nullable is taken from e). */
 Expr *sql__cast_to(P *p, Expr *e, SqlType t)
 {
-    t.nullable = e->t.nullable;
+    t.nullable = e->t.nullable || (e->t.kind == TK_VARIANT && t.kind != TK_VARIANT);
     if (sql__same_repr(e->t, t))
         return e;
     if (e->k == E_CONST && e->cnull) {
@@ -881,7 +883,8 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         if (!(l = sql__bind(p, bc, x->a)))
             return NULL;
         SqlType t = x->type;
-        t.nullable = l->t.nullable;
+        /* a VARIANT that holds no such value gives NULL */
+        t.nullable = l->t.nullable || (l->t.kind == TK_VARIANT && t.kind != TK_VARIANT);
         if (!expr_cast_exists(l->t.kind, t.kind) ||
             (l->t.kind == TK_ARRAY && t.kind == TK_ARRAY &&
              !expr_cast_exists(l->t.elem, t.elem))) { /* it would refuse every record */

@@ -152,6 +152,8 @@ Expr *sql__bind_array_fn(P *p, BindCtx *bc, Ast *x)
         return make_array(p, x, args, n);
     if (n >= 1 && args[0]->t.kind == TK_MAP && (!strcmp(name, "[]") || !strcmp(name, "cardinality")))
         return sql__bind_map_op(p, x, name, args, n);
+    if (!strcmp(name, "[]") && n == 2 && args[0]->t.kind == TK_VARIANT) /* bind_variant.c */
+        return sql__bind_variant_get(p, x, args[0], args[1], 1);
     static const struct { const char *name; int min, max; } arity[] = {
         {"[]", 2, 2}, {"any[]", 2, 2}, {"cardinality", 1, 1}, {"array_length", 2, 2},
         {"array_to_string", 2, 3}, {"array_contains", 2, 2}, {"array_position", 2, 2},

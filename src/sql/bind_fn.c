@@ -316,7 +316,7 @@ bool sql__is_builtin_fn(const char *name)
         if (!strcmp(agg_later[i], name))
             return true;
     return sql__is_agg_name(name) || sql__is_regex_fn(name) || sql__is_array_fn(name) ||
-           sql__is_nested_fn(name);
+           sql__is_nested_fn(name) || sql__is_variant_fn(name);
 }
 
 Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
@@ -352,6 +352,8 @@ Expr *sql__bind_func(P *p, BindCtx *bc, Ast *x)
         return sql__bind_array_fn(p, bc, x);
     if (sql__is_nested_fn(x->name))
         return sql__bind_nested_fn(p, bc, x);
+    if (sql__is_variant_fn(x->name))
+        return sql__bind_variant_fn(p, bc, x);
     if (n > 8) {
         perr(p, SL_ESEMANTIC, x->line, x->col, "too many arguments to %s", x->name);
         return NULL;

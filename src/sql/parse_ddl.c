@@ -119,6 +119,8 @@ int sql__parse_type(Parser *p, SqlType *out)
                                   "length of %s must be at least 1", s);
             ty.len = len;
         }
+    } else if (!strcasecmp(s, "variant") || !strcasecmp(s, "json") || !strcasecmp(s, "jsonb")) {
+        ty.kind = TK_VARIANT; /* PostgreSQL's json and jsonb are VARIANT too */
     } else if (!strcasecmp(s, "date"))
         ty.kind = TK_DATE;
     else if (!strcasecmp(s, "time"))
@@ -139,9 +141,9 @@ int sql__parse_type(Parser *p, SqlType *out)
         if (nested < 0)
             return p->err->code;
     } else {
-        static const char *later[] = {"interval", "array", "map", "variant", "binary",
+        static const char *later[] = {"interval", "array", "map", "binary",
                                       "varbinary", "uuid", "row", "geometry", "bytea",
-                                      "blob", "json"};
+                                      "blob"};
         for (size_t i = 0; i < ARRAY_LEN(later); i++)
             if (!strcasecmp(s, later[i])) {
                 char b[64];

@@ -273,12 +273,14 @@ static Ast *parse_typed_literal(Parser *p, Token *t)
     return n;
 }
 
-/* x[i] (an ARRAY's element: the call "[]"(x, i)) and x::type
-   (PostgreSQL's cast): CAST(x AS type), both binding tighter than any
-   operator, repeatedly. */
+/* x[i] (an ARRAY's element: the call "[]"(x, i)), x::type
+   (PostgreSQL's cast): CAST(x AS type), and x -> k, x ->> k (a VARIANT's
+   member or element: the calls "->"(x, k) and "->>"(x, k), k a primary),
+   and (x).field (a ROW's field: the call "."(x) naming it), all binding tighter than any operator, repeatedly, left to right. */
 static Ast *parse_pg_casts(Parser *p, Ast *x)
 {
-    while (x && (is_op(cur(p), "::") || is_op(cur(p), "[") ||
+    while (x && (is_op(cur(p), "::") || is_op(cur(p), "[") || is_op(cur(p), "->") ||
+                 is_op(cur(p), "->>") ||
                  (is_op(cur(p), ".") &&
                   (p->t[p->i + 1].k == T_IDENT || p->t[p->i + 1].k == T_QIDENT)))) {
         Token *t = cur(p);
@@ -289,6 +291,27 @@ static Ast *parse_pg_casts(Parser *p, Ast *x)
             if (!(n->str = sql__ident(p, "a field name")))
                 return NULL;
             sql__list_push(p, &n->args, x);
+            n->line = x->line;
+            n->col = x->col;
+            x = sql__check_height(p, t, n);
+            continue;
+        }
+        if (is_op(t, "->") || is_op(t, "->>")) {
+            Ast *n = sql__new_ast(p, A_FUNC, t), *k;
+            n->name = arena_strndup(p->a, t->s, t->n);
+            Token *minus = is_op(cur(p), "-") && p->t[p->i + 1].k == T_INT ? cur(p) : NULL;
+            p->i += minus != NULL;
+            if (!(k = parse_primary(p)))
+                return NULL;
+            if (minus) { /* x -> -1: a negative index */
+                char *s = arena_alloc(p->a, k->slen + 2);
+                s[0] = '-';
+                memcpy(s + 1, k->str, k->slen + 1);
+                k->str = s;
+                k->slen++;
+            }
+            sql__list_push(p, &n->args, x);
+            sql__list_push(p, &n->args, k);
             n->line = x->line;
             n->col = x->col;
             x = sql__check_height(p, t, n);

@@ -399,6 +399,12 @@ bool sql__bind_col_field(P *p, BindCtx *bc, Ast *x, Expr **out);
    number of fields, each with a common type (a named type wins over an
    anonymous one, else a's); false when none. */
 bool sql__nested_common(SqlType a, SqlType b, SqlType *out);
+/* bind_variant.c: whether name is a VARIANT function (also the parser's
+   "->" and "->>"), the call x of one, and member or element k of VARIANT v
+   (mode as FN_VARIANT_GET's: 1 for the subscript v[k]). */
+bool sql__is_variant_fn(const char *name);
+Expr *sql__bind_variant_fn(P *p, BindCtx *bc, Ast *x);
+Expr *sql__bind_variant_get(P *p, Ast *x, Expr *v, Expr *k, int mode);
 /* An aggregate call x: its column in the aggregation's output. */
 Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x);
 bool sql__is_agg_name(const char *n);

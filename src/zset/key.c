@@ -214,7 +214,8 @@ static inline uint8_t *encode_value(const Vec *v, int64_t r, uint8_t *p)
     case TK_VARCHAR:
     case TK_ARRAY:
     case TK_ROW:
-    case TK_MAP: {
+    case TK_MAP:
+    case TK_VARIANT: {
         Str s = v->s[r];
         if (s.n)
             memcpy(p, s.p, s.n);
@@ -304,7 +305,8 @@ static inline const uint8_t *decode_value(const uint8_t *p, SqlType t, Vec *v, i
     case TK_VARCHAR:
     case TK_ARRAY:
     case TK_ROW:
-    case TK_MAP: {
+    case TK_MAP:
+    case TK_VARIANT: {
         size_t n = strlen((const char *)p);
         v->s[r] = (Str){(const char *)p, (uint32_t)n};
         return p + n + 1;

@@ -1,0 +1,132 @@
+/*
+ * sql/bind_variant.c - binding the VARIANT (JSON) constructs: PARSE_JSON,
+ * TO_JSON, VARIANTNULL, TYPEOF (and PostgreSQL's JSON_TYPEOF /
+ * JSONB_TYPEOF), IS_ARRAY, IS_OBJECT, IS_VARIANT_NULL, subscripts v[k] on a
+ * VARIANT (from bind_array.c's "[]"), the operators -> and ->> (the
+ * parser's calls "->" and "->>") and JSON[B]_EXTRACT_PATH[_TEXT].
+ * Out: E_FUNC nodes of the FN_PARSE_JSON .. FN_VARIANT_IS family (expr.h).
+ */
+#include <string.h>
+
+#include "../expr/variant.h"
+#include "sql_int.h"
+
+static const char *const variant_fns[] = {
+    "parse_json", "to_json", "variantnull", "typeof", "json_typeof", "jsonb_typeof",
+    "is_array", "is_object", "is_variant_null", "->", "->>", "json_extract_path",
+    "jsonb_extract_path", "json_extract_path_text", "jsonb_extract_path_text",
+};
+
+bool sql__is_variant_fn(const char *name)
+{
+    for (size_t i = 0; i < ARRAY_LEN(variant_fns); i++)
+        if (!strcmp(variant_fns[i], name))
+            return true;
+    return false;
+}
+
+static Expr *mk_fn(P *p, int fn, SqlType t, int n, Expr **args)
+{
+    Expr *e = sql__mk(p, E_FUNC, t, n);
+    e->fn = fn;
+    for (int j = 0; j < n; j++)
+        e->a[j] = args[j];
+    return e;
+}
+
+/* e as a VARIANT (a NULL literal becomes a NULL VARIANT), or an error
+   "<what> needs a VARIANT, not <type>" at x. */
+static Expr *need_variant(P *p, Ast *x, Expr *e, const char *what)
+{
+    if (e->t.kind == TK_VARIANT)
+        return e;
+    if (e->t.kind == TK_NULL)
+        return sql__cast_to(p, e, type_make(TK_VARIANT, true));
+    perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs a VARIANT, not %s", what, tname(e->t));
+    return NULL;
+}
+
+Expr *sql__bind_variant_get(P *p, Ast *x, Expr *v, Expr *k, int mode)
+{
+    if (!(v = need_variant(p, x, v, mode == 1 ? "a subscript" : x->name)))
+        return NULL;
+    if (type_is_integer(k->t.kind)) {
+        k = sql__cast_to(p, k, type_make(TK_BIGINT, true));
+    } else if (type_is_string(k->t.kind) || k->t.kind == TK_NULL) {
+        k = sql__cast_to(p, k, type_make(TK_VARCHAR, true));
+    } else {
+        Ast *ka = x->args.n > 1 ? x->args.v[1] : x;
+        perr(p, SL_ESEMANTIC, ka->line, ka->col,
+             "a VARIANT subscript must be a string or an integer, not %s", tname(k->t));
+        return NULL;
+    }
+    Expr *args[3] = {v, k, expr_const_i64(p->a, type_make(TK_BIGINT, false), mode)};
+    return mk_fn(p, FN_VARIANT_GET, type_make(TK_VARIANT, true), 3, args);
+}
+
+Expr *sql__bind_variant_fn(P *p, BindCtx *bc, Ast *x)
+{
+    const char *name = x->name;
+    int n = x->args.n;
+    Expr **args = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + 3));
+    for (int j = 0; j < n; j++)
+        if (!(args[j] = sql__bind(p, bc, x->args.v[j])))
+            return NULL;
+    bool path = strstr(name, "extract_path") != NULL;
+    int min = 1, max = 1;
+    if (!strcmp(name, "variantnull"))
+        min = max = 0;
+    else if (!strcmp(name, "->") || !strcmp(name, "->>"))
+        min = max = 2;
+    else if (path)
+        min = 1, max = 64;
+    if (n < min || n > max) {
+        perr(p, SL_ESEMANTIC, x->line, x->col, "wrong number of arguments to %s", name);
+        return NULL;
+    }
+    if (!strcmp(name, "variantnull"))
+        return mk_fn(p, FN_VARIANT_NULL, type_make(TK_VARIANT, false), 0, args);
+    if (!strcmp(name, "parse_json")) {
+        if (!type_is_string(args[0]->t.kind) && args[0]->t.kind != TK_NULL) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "PARSE_JSON needs a string, not %s",
+                 tname(args[0]->t));
+            return NULL;
+        }
+        args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, true));
+        return mk_fn(p, FN_PARSE_JSON, type_make(TK_VARIANT, true), 1, args);
+    }
+    if (!strcmp(name, "to_json")) {
+        /* TO_JSON of another type: of its VARIANT */
+        if (args[0]->t.kind != TK_VARIANT)
+            args[0] = sql__cast_to(p, args[0], type_make(TK_VARIANT, true));
+        return mk_fn(p, FN_TO_JSON, type_make(TK_VARCHAR, args[0]->t.nullable), 1, args);
+    }
+    if (!(args[0] = need_variant(p, x, args[0], name)))
+        return NULL;
+    bool nul = args[0]->t.nullable;
+    if (!strcmp(name, "typeof") || !strcmp(name, "json_typeof") ||
+        !strcmp(name, "jsonb_typeof"))
+        return mk_fn(p, FN_VARIANT_TYPEOF, type_make(TK_VARCHAR, nul), 1, args);
+    if (!strncmp(name, "is_", 3)) {
+        VarKind k = !strcmp(name, "is_array") ? VK_ARRAY
+                    : !strcmp(name, "is_object") ? VK_OBJECT : VK_NULL;
+        args[1] = expr_const_i64(p->a, type_make(TK_BIGINT, false), k);
+        return mk_fn(p, FN_VARIANT_IS, type_make(TK_BOOL, nul), 2, args);
+    }
+    bool text = !strcmp(name, "->>") || strstr(name, "_text") != NULL;
+    Expr *v = args[0];
+    if (path) { /* each step a string: an object's key or an array's index */
+        for (int j = 1; j < n && v; j++) {
+            Expr *k = args[j];
+            if (!type_is_string(k->t.kind) && k->t.kind != TK_NULL)
+                k = sql__cast_to(p, k, type_make(TK_VARCHAR, true));
+            v = sql__bind_variant_get(p, x, v, k, 2);
+        }
+    } else {
+        v = sql__bind_variant_get(p, x, v, args[1], 0);
+    }
+    if (!v || !text)
+        return v;
+    Expr *one[1] = {v};
+    return mk_fn(p, FN_VARIANT_TEXT, type_make(TK_VARCHAR, true), 1, one);
+}
