@@ -159,7 +159,17 @@ typedef struct WinDef {
     int frame_line, frame_col;
     int start, end;     /* bound kinds */
     Ast *start_n, *end_n; /* n of n PRECEDING / FOLLOWING */
+    char *ref;          /* OVER w / OVER (w ...): the named window, until the
+                           parser resolves it (parse_query.c) */
+    bool ref_paren;     /* OVER (w ...), not OVER w */
+    int ref_line, ref_col;
 } WinDef;
+
+/* WINDOW name AS (spec) of a SELECT. */
+typedef struct NamedWin {
+    char *name;
+    WinDef *w;
+} NamedWin;
 
 typedef enum SetOp {
     SET_NONE, SET_UNION_ALL, SET_UNION, SET_EXCEPT, SET_INTERSECT,
@@ -192,6 +202,9 @@ typedef struct Select {
     int *gsetn;
     int ngsets;
     Ast *having;
+    NamedWin *windows;   /* WINDOW w AS (...), ...: nwindows */
+    int nwindows;
+    Ast *qualify;        /* QUALIFY c: a filter over the window functions' results */
     OrderItem *order;
     int norder;
     Ast *limit, *offset;

@@ -32,6 +32,8 @@ typedef struct Parser {
     int depth; /* nesting now (SQL_MAX_NESTING) */
     int nfrom; /* relations in the FROM clause being parsed (SQL_MAX_FROM) */
     int tz;    /* session time zone (expr/tz.h id): SET TIME ZONE */
+    struct WinDef **wpend; /* OVER w / OVER (w ...) not resolved yet (parse_query.c) */
+    int nwpend, capwpend;
 } Parser;
 
 static inline Token *cur(Parser *p) { return &p->t[p->i]; }
@@ -108,6 +110,10 @@ int sql__parse_exprs(Parser *p, AstList *l);
 /* expr [ASC | DESC] [NULLS FIRST | LAST], ...: ORDER BY items appended to
    (*out)[0..*n) (a query's ORDER BY and a window's). */
 int sql__parse_order_by(Parser *p, OrderItem **out, int *n);
+/* ( [name] [PARTITION BY ...] [ORDER BY ...] [frame] ) of a window after
+   token at (OVER, or the name of WINDOW name AS); a name is left in ->ref,
+   pending in p->wpend until parse_query.c resolves it. */
+struct WinDef *sql__parse_window_spec(Parser *p, const Token *at);
 
 /* ---- parse_query.c ---- */
 

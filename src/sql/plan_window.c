@@ -390,6 +390,10 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
         return e;
     }
     WinDef *wd = x->over;
+    if (wd->ref) { /* a reference the parser could not resolve (no WINDOW clause here) */
+        perr(p, SL_ESEMANTIC, wd->ref_line, wd->ref_col, "window \"%s\" does not exist", wd->ref);
+        return NULL;
+    }
     BindCtx in = *bc;
     WinCall c;
     memset(&c, 0, sizeof(c));
@@ -427,6 +431,56 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
                   : is_name(x, "rank")     ? WIN_RANK
                                            : WIN_DENSE_RANK;
         f->out_t = type_make(TK_BIGINT, false);
+    } else if (is_name(x, "ntile") || is_name(x, "percent_rank") || is_name(x, "cume_dist")) {
+        bool nt = is_name(x, "ntile");
+        if (na != nt || x->star) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes %s", x->name,
+                 nt ? "exactly one argument" : "no arguments");
+            return NULL;
+        }
+        if (nt && int_literal(p, x->args.v[0], "the argument of NTILE", &f->offset))
+            return NULL;
+        if (nt && f->offset <= 0) {
+            perr(p, SL_ESEMANTIC, x->args.v[0]->line, x->args.v[0]->col,
+                 "the argument of NTILE must be greater than zero");
+            return NULL;
+        }
+        f->kind = nt ? WIN_NTILE : is_name(x, "percent_rank") ? WIN_PERCENT_RANK : WIN_CUME_DIST;
+        f->out_t = type_make(nt ? TK_BIGINT : TK_DOUBLE, false);
+        if (f->kind == WIN_CUME_DIST) { /* rows up to the last peer */
+            f->start = FB_UNBOUNDED_PRECEDING;
+            f->end = FB_CURRENT_ROW;
+        }
+    } else if (is_name(x, "first_value") || is_name(x, "last_value") ||
+               is_name(x, "nth_value")) {
+        bool nth = is_name(x, "nth_value");
+        if (na != 1 + nth || x->star) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes exactly %s", x->name,
+                 nth ? "two arguments" : "one argument");
+            return NULL;
+        }
+        f->kind = nth ? WIN_NTH_VALUE : is_name(x, "first_value") ? WIN_FIRST_VALUE
+                                                                  : WIN_LAST_VALUE;
+        if (!(c.arg = bind_part(p, &in, x->args.v[0])))
+            return NULL;
+        if (nth && int_literal(p, x->args.v[1], "the position of NTH_VALUE", &f->offset))
+            return NULL;
+        if (nth && f->offset <= 0) {
+            perr(p, SL_ESEMANTIC, x->args.v[1]->line, x->args.v[1]->col,
+                 "the position of NTH_VALUE must be greater than zero");
+            return NULL;
+        }
+        if (type_is_wide(c.arg->t)) {
+            perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                 "%s over %s is not supported yet (window functions take DECIMAL of precision "
+                 "at most %d)", x->name, tname(c.arg->t), DECIMAL64_MAX_PREC);
+            return NULL;
+        }
+        f->in_t = c.arg->t;
+        f->out_t = c.arg->t;
+        f->out_t.nullable = 1;
+        if (bind_frame(p, x, &c))
+            return NULL;
     } else if (is_name(x, "lag") || is_name(x, "lead")) {
         if (na < 1 || na > 3 || x->star) {
             perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes 1 to 3 arguments", x->name);
