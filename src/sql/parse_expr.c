@@ -156,6 +156,19 @@ WinDef *sql__parse_window_spec(Parser *p, const Token *at)
     return w;
 }
 
+/* RESPECT NULLS (the default: accepted) or IGNORE NULLS (not yet) of a
+   window function, inside its parentheses or after them. */
+static int parse_null_treatment(Parser *p)
+{
+    if (cur(p)->k == T_EOF || !is_kw(&p->t[p->i + 1], "nulls"))
+        return 0;
+    if (is_kw(cur(p), "ignore"))
+        return sql__unsupported(p, cur(p), "IGNORE NULLS");
+    if (is_kw(cur(p), "respect"))
+        p->i += 2;
+    return 0;
+}
+
 /* OVER (spec) or OVER name after function f. */
 static int parse_over(Parser *p, Ast *f)
 {
@@ -590,7 +603,7 @@ static Ast *parse_primary(Parser *p)
                     sql__list_push(p, &n->args, x);
                 }
             }
-            if (sql__expect_op(p, ")"))
+            if (parse_null_treatment(p) || sql__expect_op(p, ")") || parse_null_treatment(p))
                 return NULL;
             if (is_kw(cur(p), "within") && is_kw(&p->t[p->i + 1], "group")) {
                 /* ordered-set aggregate: f(args) WITHIN GROUP (ORDER BY x) */

@@ -130,9 +130,47 @@ static int agg_types(P *p, Ast *x, WinFunc *f, SqlType at)
     }
 }
 
+/* An INTERVAL offset over a DATE, TIME or TIMESTAMP key: in the key's
+   unit (days for DATE, microseconds otherwise). */
+static int range_interval(P *p, Ast *n, SqlType kt, int64_t *i)
+{
+    int64_t v;
+    bool ym;
+    Err e = {0};
+    int from = (int)(n->ival & 0xff), to = (int)(n->ival >> 8) - 1;
+    if (interval_parse(n->str, n->slen, from, to, &v, &ym, &e))
+        return perr(p, SL_ESEMANTIC, n->line, n->col, "%s", e.msg);
+    if (ym)
+        return perr(p, SL_EUNSUPPORTED, n->line, n->col,
+                    "a RANGE offset of years or months (INTERVAL YEAR TO MONTH) is not "
+                    "supported yet; write it in days");
+    if (v < 0)
+        return perr(p, SL_ESEMANTIC, n->line, n->col, "a RANGE offset must not be negative");
+    if (kt.kind == TK_DATE) {
+        const int64_t day = INT64_C(86400000000);
+        if (v % day)
+            return perr(p, SL_EUNSUPPORTED, n->line, n->col,
+                        "a RANGE offset over a DATE key in hours, minutes or seconds is not "
+                        "supported yet (whole days only)");
+        v /= day;
+    }
+    *i = v;
+    return 0;
+}
+
 /* n of a RANGE n PRECEDING/FOLLOWING over key type kt. */
 static int range_offset(P *p, Ast *n, SqlType kt, int64_t *i, double *f)
 {
+    bool dt = kt.kind == TK_DATE || kt.kind == TK_TIME || type_is_ts(kt.kind);
+    if (n && dt && n->k == A_TYPED && type_is_interval((TypeKind)n->type.kind))
+        return range_interval(p, n, kt, i);
+    if (dt)
+        return perr(p, SL_ESEMANTIC, n ? n->line : 0, n ? n->col : 0,
+                    "a RANGE offset over a %s ORDER BY key must be an INTERVAL literal",
+                    tname(kt));
+    if (n && n->k == A_TYPED)
+        return perr(p, SL_ESEMANTIC, n->line, n->col,
+                    "a RANGE offset over a %s ORDER BY key must be a numeric literal", tname(kt));
     if (!n || (n->k != A_INT && n->k != A_NUM))
         return perr(p, SL_EUNSUPPORTED, n ? n->line : 0, n ? n->col : 0,
                     "a RANGE offset must be a non-negative numeric literal");
@@ -195,9 +233,11 @@ static int bind_frame(P *p, Ast *x, WinCall *c)
     if (!soff && !eoff)
         return 0;
     SqlType kt = c->nord == 1 ? c->ord[0]->t : type_make(TK_NULL, true);
-    if (c->nord != 1 || !type_is_numeric(kt.kind))
+    if (c->nord != 1 || !(type_is_numeric(kt.kind) || kt.kind == TK_DATE ||
+                          kt.kind == TK_TIME || type_is_ts(kt.kind)))
         return perr(p, SL_EUNSUPPORTED, wd->frame_line, wd->frame_col,
-                    "RANGE with an offset needs exactly one ORDER BY key of a numeric type");
+                    "RANGE with an offset needs exactly one ORDER BY key of a numeric, DATE, "
+                    "TIME or TIMESTAMP type");
     if ((soff && range_offset(p, wd->start_n, kt, &f->start_n, &f->start_f)) ||
         (eoff && range_offset(p, wd->end_n, kt, &f->end_n, &f->end_f)))
         return p->err->code;
