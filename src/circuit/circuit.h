@@ -94,6 +94,7 @@ typedef struct WinFunc {
     int64_t start_n, end_n; /* N of N PRECEDING/FOLLOWING: rows, or (RANGE)
                                the order key's representation (scaled DECIMAL) */
     double start_f, end_f;  /* RANGE over a REAL/DOUBLE key */
+    bool ignore_nulls;      /* FIRST_VALUE/LAST_VALUE: of the non-NULL values */
 } WinFunc;
 
 /* After AGG_MAX: the aggregates over a group's value multiset kept in

@@ -80,6 +80,8 @@ static void explain_wfn(const CNode *n, Buf *out)
         }
         if (f->col >= 0)
             buf_puts(out, ")");
+        if (f->ignore_nulls)
+            buf_puts(out, " ignore nulls");
         if (f->kind == WIN_NTILE)
             buf_printf(out, "(%lld)", (long long)f->offset);
         if (win_framed(f->kind)) {

@@ -79,6 +79,8 @@ typedef struct FEval { /* one function, one version, within one interval */
     bool tset;           /* LAG/LEAD target cursor t is positioned */
     PCur t;
     PCur ps, pe;         /* RANGE probes: frame start, one past frame end */
+    const OVal *lastv;   /* LAST_VALUE IGNORE NULLS: the last non-NULL value */
+    int64_t lastpos;     /* before t, and its position (-1: none) */
     PCur lo, hi;         /* rows [lo.pos, hi.pos) are in the accumulator */
     __int128 isum;
     int64_t nn, rows;
@@ -492,6 +494,44 @@ static int eval_row(OpEnv *env, WinSt *s, const CNode *nd, int fi, int v, const 
     case WIN_NTH_VALUE: {
         int64_t S, E, tp;
         frame_of(s, nd, f, fi, e, t, v, x, q, &S, &E);
+        if (f->ignore_nulls && f->kind == WIN_FIRST_VALUE) {
+            /* t: the first non-NULL row at or after S (or E) */
+            if (!e->tset || S - e->t.pos > 64) {
+                if (!e->tset || e->t.pos < S)
+                    pc_at(&e->t, t, v, S);
+                e->tset = true;
+            }
+            while (e->t.pos < S)
+                pc_next(&e->t, v);
+            while (e->t.pos < E && node_val(s, e->t.n, s->fn_arg[fi])->null)
+                pc_next(&e->t, v);
+            if (e->t.pos < E)
+                *out = *node_val(s, e->t.n, s->fn_arg[fi]);
+            else
+                out->null = true;
+            break;
+        }
+        if (f->ignore_nulls) { /* LAST_VALUE: t scans to E, noting the last non-NULL */
+            if (!e->tset || S - e->t.pos > 64) {
+                if (!e->tset || e->t.pos < S) {
+                    pc_at(&e->t, t, v, S);
+                    e->lastpos = -1;
+                }
+                e->tset = true;
+            }
+            for (; e->t.pos < E; pc_next(&e->t, v)) {
+                const OVal *y = node_val(s, e->t.n, s->fn_arg[fi]);
+                if (!y->null) {
+                    e->lastv = y;
+                    e->lastpos = e->t.pos;
+                }
+            }
+            if (e->lastpos >= S)
+                *out = *e->lastv;
+            else
+                out->null = true;
+            break;
+        }
         tp = f->kind == WIN_FIRST_VALUE  ? S
              : f->kind == WIN_LAST_VALUE ? E - 1
              : f->offset - 1 > E - S     ? E

@@ -75,6 +75,8 @@ struct Ast {
     int norder;
     bool within;
     int order_line, order_col; /* of the ORDER or WITHIN keyword */
+    bool ignore_nulls;  /* A_FUNC: fn(...) IGNORE NULLS (window functions) */
+    int ignore_line, ignore_col;
     int height;         /* levels of the tree below and including this node
                            (parse.c; 0 until computed) */
 };

@@ -156,16 +156,21 @@ WinDef *sql__parse_window_spec(Parser *p, const Token *at)
     return w;
 }
 
-/* RESPECT NULLS (the default: accepted) or IGNORE NULLS (not yet) of a
-   window function, inside its parentheses or after them. */
-static int parse_null_treatment(Parser *p)
+/* RESPECT NULLS (the default) or IGNORE NULLS of a window function f,
+   inside its parentheses or after them (plan_window.c checks which
+   functions take it). */
+static int parse_null_treatment(Parser *p, Ast *f)
 {
     if (cur(p)->k == T_EOF || !is_kw(&p->t[p->i + 1], "nulls"))
         return 0;
-    if (is_kw(cur(p), "ignore"))
-        return sql__unsupported(p, cur(p), "IGNORE NULLS");
-    if (is_kw(cur(p), "respect"))
+    if (is_kw(cur(p), "ignore")) {
+        f->ignore_nulls = true;
+        f->ignore_line = cur(p)->line;
+        f->ignore_col = cur(p)->col;
         p->i += 2;
+    } else if (is_kw(cur(p), "respect")) {
+        p->i += 2;
+    }
     return 0;
 }
 
@@ -603,7 +608,8 @@ static Ast *parse_primary(Parser *p)
                     sql__list_push(p, &n->args, x);
                 }
             }
-            if (parse_null_treatment(p) || sql__expect_op(p, ")") || parse_null_treatment(p))
+            if (parse_null_treatment(p, n) || sql__expect_op(p, ")") ||
+                parse_null_treatment(p, n))
                 return NULL;
             if (is_kw(cur(p), "within") && is_kw(&p->t[p->i + 1], "group")) {
                 /* ordered-set aggregate: f(args) WITHIN GROUP (ORDER BY x) */
@@ -631,6 +637,13 @@ static Ast *parse_primary(Parser *p)
             }
             if (is_kw(cur(p), "over") && parse_over(p, n))
                 return NULL;
+            if (n->ignore_nulls && !n->over) {
+                Token it = {0};
+                it.line = n->ignore_line;
+                it.col = n->ignore_col;
+                sql__unsupported(p, &it, "IGNORE NULLS outside a window function (OVER)");
+                return NULL;
+            }
             if (is_kw(cur(p), "filter")) {
                 Token *ft = cur(p);
                 if (parse_filter(p, n))

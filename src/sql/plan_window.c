@@ -405,6 +405,7 @@ static bool same_call(const WinCall *a, const WinCall *b)
     if (f->kind != g->kind || f->offset != g->offset || f->rows != g->rows ||
         f->start != g->start || f->end != g->end || f->start_n != g->start_n ||
         f->end_n != g->end_n || f->start_f != g->start_f || f->end_f != g->end_f ||
+        f->ignore_nulls != g->ignore_nulls ||
         memcmp(&f->out_t, &g->out_t, sizeof(SqlType)) || a->npart != b->npart ||
         a->nord != b->nord || !same_expr(a->arg, b->arg) || !same_expr(a->def, b->def))
         return false;
@@ -461,6 +462,13 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
              x->name);
         return NULL;
     }
+    if (x->ignore_nulls && !is_name(x, "first_value") && !is_name(x, "last_value")) {
+        perr(p, SL_EUNSUPPORTED, x->ignore_line, x->ignore_col,
+             "IGNORE NULLS with %s is not supported yet (only with FIRST_VALUE and LAST_VALUE)",
+             x->name);
+        return NULL;
+    }
+    f->ignore_nulls = x->ignore_nulls;
     int na = x->args.n;
     if (is_name(x, "row_number") || is_name(x, "rank") || is_name(x, "dense_rank")) {
         if (na || x->star) {

@@ -104,10 +104,12 @@ UNSUPPORTED = [
      "FROM t", "EXCLUDE", ["EXCLUDE"]),
     ("distinct", "SELECT a, COUNT(DISTINCT b) OVER (PARTITION BY a) AS x FROM t", "COUNT",
      ["DISTINCT"]),
-    ("ignore_nulls", "SELECT a, FIRST_VALUE(b) IGNORE NULLS OVER (ORDER BY a) AS x FROM t",
-     "IGNORE", ["IGNORE NULLS"]),
-    ("ignore_nulls_inside", "SELECT a, LAST_VALUE(b IGNORE NULLS) OVER (ORDER BY a) AS x FROM t",
-     "IGNORE", ["IGNORE NULLS"]),
+    ("nth_value_ignore_nulls", "SELECT a, NTH_VALUE(b, 2) IGNORE NULLS OVER (ORDER BY a) AS x "
+     "FROM t", "IGNORE", ["IGNORE NULLS", "nth_value"]),
+    ("lead_ignore_nulls", "SELECT a, LEAD(b IGNORE NULLS) OVER (ORDER BY a) AS x FROM t",
+     "IGNORE", ["IGNORE NULLS", "lead"]),
+    ("ignore_nulls_no_over", "SELECT MAX(b) IGNORE NULLS AS x FROM t", "IGNORE",
+     ["IGNORE NULLS", "OVER"]),
     ("range_months", "SELECT a, SUM(b) OVER (ORDER BY d RANGE INTERVAL '1' MONTH PRECEDING) AS x "
      "FROM t", "INTERVAL", ["RANGE", "INTERVAL", "months"]),
     ("range_hours_over_date", "SELECT a, SUM(b) OVER (ORDER BY d RANGE BETWEEN CURRENT ROW AND "

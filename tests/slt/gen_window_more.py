@@ -3,7 +3,8 @@
 one-shot mode and incrementally on 1-3 workers): FIRST_VALUE, LAST_VALUE,
 NTH_VALUE over default, ROWS and RANGE frames; NTILE, PERCENT_RANK,
 CUME_DIST; named windows (WINDOW w AS (...), OVER w, OVER (w ...)); QUALIFY
-(issue 19; docs/sql.md, "Window functions"). Every expected result is
+IGNORE NULLS; RANGE offsets over DATE and TIMESTAMP keys (INTERVAL) (issue
+19; docs/sql.md, "Window functions"). Every expected result is
 SQLite's answer (Python's sqlite3, which has all of these but QUALIFY; a
 QUALIFY query is sent to SQLite as the equivalent filter over a subquery).
 
@@ -117,6 +118,18 @@ def queries():
           "SELECT id, s FROM (SELECT id, s, LAST_VALUE(v) OVER (w ROWS BETWEEN CURRENT ROW "
           "AND 1 FOLLOWING) AS a, NTILE(2) OVER w AS b FROM t WINDOW w AS (PARTITION BY p "
           "ORDER BY o, id)) WHERE a IS NULL OR b = 1"),
+        q("FIRST_VALUE/LAST_VALUE IGNORE NULLS (SQLite: the v of the row whose id is the "
+          "MIN/MAX over the frame of the ids of non-NULL v)",
+          "SELECT id, FIRST_VALUE(v) IGNORE NULLS OVER (PARTITION BY p ORDER BY id ROWS BETWEEN "
+          "1 PRECEDING AND 2 FOLLOWING), LAST_VALUE(v IGNORE NULLS) OVER (ORDER BY id), "
+          "LAST_VALUE(s) IGNORE NULLS OVER (ORDER BY id DESC ROWS BETWEEN CURRENT ROW AND 2 "
+          "FOLLOWING), FIRST_VALUE(v) RESPECT NULLS OVER (ORDER BY id) FROM t", "IIITI",
+          "SELECT id, (SELECT v FROM t x WHERE x.id = a), (SELECT v FROM t x WHERE x.id = b), "
+          "(SELECT s FROM t x WHERE x.id = c), d FROM (SELECT id, MIN(CASE WHEN v IS NOT NULL "
+          "THEN id END) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN 1 PRECEDING AND 2 "
+          "FOLLOWING) AS a, MAX(CASE WHEN v IS NOT NULL THEN id END) OVER (ORDER BY id) AS b, "
+          "MIN(CASE WHEN s IS NOT NULL THEN id END) OVER (ORDER BY id DESC ROWS BETWEEN "
+          "CURRENT ROW AND 2 FOLLOWING) AS c, FIRST_VALUE(v) OVER (ORDER BY id) AS d FROM t)"),
         q("RANGE offsets over a TIMESTAMP key: INTERVALs in hours, minutes, seconds and days "
           "(SQLite: the same frames over unixepoch(ts))",
           "SELECT id, SUM(v) OVER (PARTITION BY g ORDER BY ts RANGE BETWEEN INTERVAL '1' HOUR "
