@@ -1226,8 +1226,11 @@ class QueryGen:
         pk = r.choice(part).sql if part else None
         pclause = "PARTITION BY %s" % pk if pk and r.random() < 0.8 else ""
         okeys = [c for c in ctx.cols if c.ty != "bool"]
-        if self.on("window_more") and r.random() < 0.4:
-            e = self.window_more_item(s, pclause, okeys)
+        if self.on("window_more"):
+            # its own generator, seeded from (not drawing on) the main one:
+            # the queries of the other features stay as they were
+            wr = random.Random(hash(r.getstate()))
+            e = self.window_more_item(wr, s, pclause, okeys) if wr.random() < 0.4 else None
             if e is not None:
                 return e
         kind = r.random()
@@ -1251,12 +1254,11 @@ class QueryGen:
                  row_ok=True, agg_ok=False, win=True)
 
 
-    def window_more_item(self, s, pclause, okeys):
+    def window_more_item(self, r, s, pclause, okeys):
         """NTILE, PERCENT_RANK/CUME_DIST (as 0/1 against 0.5, exact in
         both engines), FIRST/LAST/NTH_VALUE of an int select item ordered by
         every select item (ties are identical rows, whose values agree),
         sometimes through a named window; None when nothing fits."""
-        r = self.rng
         ints = [e for e in s.items if e.ty == "int" and not e.win]
         if any("(SELECT" in e.sql() for e in s.items) or not ints:
             return None
