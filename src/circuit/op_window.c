@@ -44,9 +44,12 @@
  * interval: O(log n) for COUNT and integer/DECIMAL SUM/AVG (prefix sums
  * kept in the tree), a scan of that frame for DOUBLE SUM/AVG and MIN/MAX
  * (so O(position) for UNBOUNDED PRECEDING frames), O(log n) for
- * FIRST/LAST/NTH_VALUE, and O(position) for DENSE_RANK. Rank functions and frames reaching UNBOUNDED FOLLOWING or
- * PRECEDING change every row after (before) a change: there m is the
- * size of the output change itself.
+ * FIRST/LAST/NTH_VALUE (IGNORE NULLS: a scan of the frame from its start
+ * to the first non-NULL value, to its end for LAST_VALUE), and O(position)
+ * for DENSE_RANK. Rank functions and frames reaching UNBOUNDED FOLLOWING
+ * or PRECEDING change every row after (before) a change: there m is the
+ * size of the output change itself; so do NTILE, PERCENT_RANK and
+ * CUME_DIST for the whole partition when its row count changes.
  *
  * Checkpoints (pstate.h) hold the partitions' rows: the evaluators (FEval)
  * hold nothing between steps.
