@@ -65,7 +65,18 @@ typedef enum RankKind {
 typedef enum WinKind {
     WIN_ROW_NUMBER, WIN_RANK, WIN_DENSE_RANK, WIN_LAG, WIN_LEAD,
     WIN_COUNT_STAR, WIN_COUNT, WIN_SUM, WIN_AVG, WIN_MIN, WIN_MAX,
+    /* over the frame too: the argument of its first/last/offset-th row */
+    WIN_FIRST_VALUE, WIN_LAST_VALUE, WIN_NTH_VALUE,
+    /* of the position and the partition's size: NTILE(offset) buckets,
+       (rank - 1) / (n - 1), (rows up to the last peer) / n */
+    WIN_NTILE, WIN_PERCENT_RANK, WIN_CUME_DIST,
 } WinKind;
+
+/* Does kind k read a frame (ROWS/RANGE bounds)? */
+static inline bool win_framed(WinKind k)
+{
+    return k >= WIN_COUNT_STAR && k <= WIN_NTH_VALUE;
+}
 
 typedef enum FrameBound {
     FB_UNBOUNDED_PRECEDING, FB_PRECEDING, FB_CURRENT_ROW, FB_FOLLOWING, FB_UNBOUNDED_FOLLOWING,
@@ -76,13 +87,14 @@ typedef struct WinFunc {
     WinKind kind;
     int col;          /* argument column, or -1 */
     int def_col;      /* LAG/LEAD default column, or -1 (NULL) */
-    int64_t offset;   /* LAG/LEAD offset */
+    int64_t offset;   /* LAG/LEAD offset, NTH_VALUE's n, NTILE's buckets */
     SqlType in_t, out_t;
     bool rows;        /* ROWS frame, else RANGE (aggregates only) */
     FrameBound start, end;
     int64_t start_n, end_n; /* N of N PRECEDING/FOLLOWING: rows, or (RANGE)
                                the order key's representation (scaled DECIMAL) */
     double start_f, end_f;  /* RANGE over a REAL/DOUBLE key */
+    bool ignore_nulls;      /* FIRST_VALUE/LAST_VALUE: of the non-NULL values */
 } WinFunc;
 
 /* After AGG_MAX: the aggregates over a group's value multiset kept in

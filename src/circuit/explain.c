@@ -64,21 +64,27 @@ static void explain_bound(FrameBound b, int64_t k, double f, bool use_f, Buf *ou
 static void explain_wfn(const CNode *n, Buf *out)
 {
     static const char *nm[] = {"row_number", "rank", "dense_rank", "lag", "lead", "count(*)",
-                               "count", "sum", "avg", "min", "max"};
+                               "count", "sum", "avg", "min", "max", "first_value",
+                               "last_value", "nth_value", "ntile", "percent_rank",
+                               "cume_dist"};
     buf_puts(out, " [");
     for (int j = 0; j < n->nwfn; j++) {
         const WinFunc *f = &n->wfn[j];
         buf_printf(out, "%s%s", j ? ", " : "", nm[f->kind]);
         if (f->col >= 0)
             buf_printf(out, "(#%d", f->col);
-        if (f->kind == WIN_LAG || f->kind == WIN_LEAD) {
+        if (f->kind == WIN_LAG || f->kind == WIN_LEAD || f->kind == WIN_NTH_VALUE) {
             buf_printf(out, ", %lld", (long long)f->offset);
             if (f->def_col >= 0)
                 buf_printf(out, ", #%d", f->def_col);
         }
         if (f->col >= 0)
             buf_puts(out, ")");
-        if (f->kind >= WIN_COUNT_STAR) {
+        if (f->ignore_nulls)
+            buf_puts(out, " ignore nulls");
+        if (f->kind == WIN_NTILE)
+            buf_printf(out, "(%lld)", (long long)f->offset);
+        if (win_framed(f->kind)) {
             bool fl = !f->rows && n->nord == 1 && type_phys(n->types[n->ord[0]]) == PHYS_F64;
             buf_printf(out, " %s between ", f->rows ? "rows" : "range");
             explain_bound(f->start, f->start_n, f->start_f, fl, out);

@@ -1,8 +1,9 @@
 /*
  * circuit/op_window.c - window functions over partitions (non-linear):
- * ROW_NUMBER, RANK, DENSE_RANK, LAG, LEAD, and COUNT/SUM/AVG/MIN/MAX over
- * ROWS or RANGE frames. Output: the input columns, then one column per
- * function (CNode.wfn).
+ * ROW_NUMBER, RANK, DENSE_RANK, LAG, LEAD, NTILE, PERCENT_RANK, CUME_DIST,
+ * and COUNT/SUM/AVG/MIN/MAX/FIRST_VALUE/LAST_VALUE/NTH_VALUE over ROWS or
+ * RANGE frames. Output: the input columns, then one column per function
+ * (CNode.wfn).
  *
  * Delta rule: for every partition touched in a step, each row whose output
  * can have changed is emitted as -(old output) +(new output), unchanged
@@ -19,26 +20,36 @@
  * whose f-value depends on e, computed in O(log n) from e's position in
  * each version:
  *   ROW_NUMBER, RANK, DENSE_RANK:       e .. end (the ranks after e shift)
+ *   NTILE, PERCENT_RANK, CUME_DIST:     the same (CUME_DIST: from e's first
+ *                                       peer), but the whole partition when
+ *                                       its row count changed (they divide
+ *                                       by it)
  *   LAG(k) / LEAD(k):                   e .. k rows after / k rows before .. e
  *   ROWS a PRECEDING .. b FOLLOWING:    b rows before e .. a rows after e
  *   RANGE frames:                       rows whose value range reaches e's
  *                                       value (peers for CURRENT ROW)
+ *   (FIRST/LAST/NTH_VALUE as the aggregates: their frame's rows)
  *   UNBOUNDED bounds extend the interval to the partition's end or start.
  * The intervals of a partition are merged, then each is walked once in row
  * order, computing every function for both versions with sliding state:
  * frames keep an accumulator that adds the rows entering the frame and
  * removes those leaving it (exact: 128-bit integer sums, XSum for floats,
- * a monotonic deque for MIN/MAX), LAG/LEAD keep a cursor on the target row.
+ * a monotonic deque for MIN/MAX), LAG/LEAD and FIRST/LAST/NTH_VALUE keep
+ * a cursor on the target row (which only moves forward along an interval:
+ * frame start and end never decrease).
  *
  * Cost per step and touched partition, with d changed rows, n rows and m
  * rows in the merged intervals: O(d log n) to apply the changes and find
  * the intervals, plus O(m) to walk them, plus the first frame of each
  * interval: O(log n) for COUNT and integer/DECIMAL SUM/AVG (prefix sums
  * kept in the tree), a scan of that frame for DOUBLE SUM/AVG and MIN/MAX
- * (so O(position) for UNBOUNDED PRECEDING frames), and O(position) for
- * DENSE_RANK. Rank functions and frames reaching UNBOUNDED FOLLOWING or
- * PRECEDING change every row after (before) a change: there m is the
- * size of the output change itself.
+ * (so O(position) for UNBOUNDED PRECEDING frames), O(log n) for
+ * FIRST/LAST/NTH_VALUE (IGNORE NULLS: a scan of the frame from its start
+ * to the first non-NULL value, to its end for LAST_VALUE), and O(position)
+ * for DENSE_RANK. Rank functions and frames reaching UNBOUNDED FOLLOWING
+ * or PRECEDING change every row after (before) a change: there m is the
+ * size of the output change itself; so do NTILE, PERCENT_RANK and
+ * CUME_DIST for the whole partition when its row count changes.
  *
  * Checkpoints (pstate.h) hold the partitions' rows: the evaluators (FEval)
  * hold nothing between steps.
@@ -71,6 +82,8 @@ typedef struct FEval { /* one function, one version, within one interval */
     bool tset;           /* LAG/LEAD target cursor t is positioned */
     PCur t;
     PCur ps, pe;         /* RANGE probes: frame start, one past frame end */
+    const OVal *lastv;   /* LAST_VALUE IGNORE NULLS: the last non-NULL value */
+    int64_t lastpos;     /* before t, and its position (-1: none) */
     PCur lo, hi;         /* rows [lo.pos, hi.pos) are in the accumulator */
     __int128 isum;
     int64_t nn, rows;
@@ -451,13 +464,95 @@ static int eval_row(OpEnv *env, WinSt *s, const CNode *nd, int fi, int v, const 
         out->i = q + 1;
         break;
     case WIN_RANK:
+    case WIN_PERCENT_RANK:
         if (first)
             e->rank = otree_before(otree_lower(t, x->enc, x->sklen), v) + 1;
         else if (!onode_peers(e->prev, x))
             e->rank = q + 1;
         e->prev = x;
-        out->i = e->rank;
+        if (f->kind == WIN_RANK)
+            out->i = e->rank;
+        else
+            out->f = e->N > 1 ? (double)(e->rank - 1) / (double)(e->N - 1) : 0.0;
         break;
+    case WIN_NTILE: {
+        /* N rows in `offset` buckets: the first N % offset hold one more */
+        int64_t N = e->N, b = f->offset, per = N / b, big = N % b;
+        if (!per)
+            out->i = q + 1;
+        else if (q < big * (per + 1))
+            out->i = q / (per + 1) + 1;
+        else
+            out->i = big + (q - big * (per + 1)) / per + 1;
+        break;
+    }
+    case WIN_CUME_DIST: { /* frame: RANGE UNBOUNDED PRECEDING .. CURRENT ROW */
+        int64_t S, E;
+        frame_of(s, nd, f, fi, e, t, v, x, q, &S, &E);
+        out->f = (double)E / (double)e->N;
+        break;
+    }
+    case WIN_FIRST_VALUE:
+    case WIN_LAST_VALUE:
+    case WIN_NTH_VALUE: {
+        int64_t S, E, tp;
+        frame_of(s, nd, f, fi, e, t, v, x, q, &S, &E);
+        if (f->ignore_nulls && f->kind == WIN_FIRST_VALUE) {
+            /* t: the first non-NULL row at or after S (or E) */
+            if (!e->tset || S - e->t.pos > 64) {
+                if (!e->tset || e->t.pos < S)
+                    pc_at(&e->t, t, v, S);
+                e->tset = true;
+            }
+            while (e->t.pos < S)
+                pc_next(&e->t, v);
+            while (e->t.pos < E && node_val(s, e->t.n, s->fn_arg[fi])->null)
+                pc_next(&e->t, v);
+            if (e->t.pos < E)
+                *out = *node_val(s, e->t.n, s->fn_arg[fi]);
+            else
+                out->null = true;
+            break;
+        }
+        if (f->ignore_nulls) { /* LAST_VALUE: t scans to E, noting the last non-NULL */
+            if (!e->tset || S - e->t.pos > 64) {
+                if (!e->tset || e->t.pos < S) {
+                    pc_at(&e->t, t, v, S);
+                    e->lastpos = -1;
+                }
+                e->tset = true;
+            }
+            for (; e->t.pos < E; pc_next(&e->t, v)) {
+                const OVal *y = node_val(s, e->t.n, s->fn_arg[fi]);
+                if (!y->null) {
+                    e->lastv = y;
+                    e->lastpos = e->t.pos;
+                }
+            }
+            if (e->lastpos >= S)
+                *out = *e->lastv;
+            else
+                out->null = true;
+            break;
+        }
+        tp = f->kind == WIN_FIRST_VALUE  ? S
+             : f->kind == WIN_LAST_VALUE ? E - 1
+             : f->offset - 1 > E - S     ? E
+                                         : S + f->offset - 1;
+        if (tp < S || tp >= E) {
+            out->null = true;
+            break;
+        }
+        /* tp never decreases along an interval */
+        if (!e->tset || tp - e->t.pos > 64) {
+            pc_at(&e->t, t, v, tp);
+            e->tset = true;
+        }
+        while (e->t.pos < tp)
+            pc_next(&e->t, v);
+        *out = *node_val(s, e->t.n, s->fn_arg[fi]);
+        break;
+    }
     case WIN_DENSE_RANK:
         if (first) {
             const ONode *prev = NULL;
@@ -598,6 +693,21 @@ static void reach(WinSt *s, const CNode *nd, int fi, const OTree *t, ONode *e)
     const WinFunc *f = &nd->wfn[fi];
     ONode *lo = e, *hi = e, *first = otree_first(t), *last = otree_last(t);
     switch (f->kind) {
+    case WIN_NTILE:
+    case WIN_PERCENT_RANK:
+    case WIN_CUME_DIST:
+        if (otree_count(t, 0) != otree_count(t, 1)) { /* they divide by the count */
+            lo = first;
+            hi = last;
+            break;
+        }
+        if (f->kind == WIN_CUME_DIST) { /* e's earlier peers count e */
+            ONode *y = otree_lower(t, e->enc, e->sklen);
+            if (y)
+                lo = node_min(lo, y);
+        }
+        hi = last;
+        break;
     case WIN_ROW_NUMBER:
     case WIN_RANK:
     case WIN_DENSE_RANK:
@@ -789,7 +899,7 @@ int op_window_init(Op *op)
         const WinFunc *f = &n->wfn[i];
         s->fn_arg[i] = f->col >= 0 ? val_slot(s, f->col) : -1;
         s->fn_def[i] = f->def_col >= 0 ? val_slot(s, f->def_col) : -1;
-        bool offs = !f->rows && f->kind >= WIN_COUNT_STAR &&
+        bool offs = !f->rows && win_framed(f->kind) &&
                     (f->start == FB_PRECEDING || f->start == FB_FOLLOWING ||
                      f->end == FB_PRECEDING || f->end == FB_FOLLOWING);
         s->fn_key[i] = offs && n->nord == 1 ? val_slot(s, n->ord[0]) : -1;

@@ -75,6 +75,8 @@ struct Ast {
     int norder;
     bool within;
     int order_line, order_col; /* of the ORDER or WITHIN keyword */
+    bool ignore_nulls;  /* A_FUNC: fn(...) IGNORE NULLS (window functions) */
+    int ignore_line, ignore_col;
     int height;         /* levels of the tree below and including this node
                            (parse.c; 0 until computed) */
 };
@@ -159,7 +161,17 @@ typedef struct WinDef {
     int frame_line, frame_col;
     int start, end;     /* bound kinds */
     Ast *start_n, *end_n; /* n of n PRECEDING / FOLLOWING */
+    char *ref;          /* OVER w / OVER (w ...): the named window, until the
+                           parser resolves it (parse_query.c) */
+    bool ref_paren;     /* OVER (w ...), not OVER w */
+    int ref_line, ref_col;
 } WinDef;
+
+/* WINDOW name AS (spec) of a SELECT. */
+typedef struct NamedWin {
+    char *name;
+    WinDef *w;
+} NamedWin;
 
 typedef enum SetOp {
     SET_NONE, SET_UNION_ALL, SET_UNION, SET_EXCEPT, SET_INTERSECT,
@@ -192,6 +204,9 @@ typedef struct Select {
     int *gsetn;
     int ngsets;
     Ast *having;
+    NamedWin *windows;   /* WINDOW w AS (...), ...: nwindows */
+    int nwindows;
+    Ast *qualify;        /* QUALIFY c: a filter over the window functions' results */
     OrderItem *order;
     int norder;
     Ast *limit, *offset;

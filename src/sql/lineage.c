@@ -368,10 +368,14 @@ static void node_window(Lineage *l, const CNode *n)
             merge_col(l, v, in, f->col, LK_AGGREGATION);
         if ((f->kind == WIN_LAG || f->kind == WIN_LEAD) && f->def_col >= 0)
             merge_col(l, v, in, f->def_col, LK_AGGREGATION);
-        if (f->kind == WIN_ROW_NUMBER || f->kind == WIN_RANK || f->kind == WIN_DENSE_RANK)
+        if (f->kind == WIN_ROW_NUMBER || f->kind == WIN_RANK || f->kind == WIN_DENSE_RANK ||
+            f->kind == WIN_NTILE || f->kind == WIN_FIRST_VALUE || f->kind == WIN_LAST_VALUE ||
+            f->kind == WIN_NTH_VALUE || f->kind == WIN_PERCENT_RANK || f->kind == WIN_CUME_DIST)
             for (int i = 0; i < n->nord; i++)
                 merge_col(l, v, in, n->ord[i], LK_AGGREGATION);
         if (f->kind == WIN_ROW_NUMBER || f->kind == WIN_LAG || f->kind == WIN_LEAD ||
+            f->kind == WIN_NTILE || f->kind == WIN_FIRST_VALUE || f->kind == WIN_LAST_VALUE ||
+            f->kind == WIN_NTH_VALUE ||
             (f->rows && !(f->start == FB_UNBOUNDED_PRECEDING && f->end == FB_UNBOUNDED_FOLLOWING)))
             ties = true;
     }

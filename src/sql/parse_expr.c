@@ -51,7 +51,6 @@ static int parse_frame_bound(Parser *p, int *kind, Ast **n)
     return 0;
 }
 
-/* OVER (PARTITION BY ... ORDER BY ... [ROWS|RANGE frame]) after function f. */
 /* Aggregates with no window form here (STRING_AGG, BIT_*, the
    ordered-set aggregates, GROUPING): OVER after them is an error. */
 /* The number of arguments of the statistical and alias aggregates
@@ -93,30 +92,49 @@ static bool stat_window_ok(const char *n)
 /* `agg(x) FILTER (WHERE c)` (below). */
 static int parse_filter(Parser *p, Ast *n);
 
-static int parse_over(Parser *p, Ast *f)
+/* A named window's name where one may stand: OVER w, OVER (w ...), and
+   WINDOW w2 AS (w ...). */
+static bool at_window_name(Parser *p)
 {
     Token *t = cur(p);
-    p->i++; /* OVER */
-    if (cur(p)->k == T_IDENT && !is_op(cur(p), "("))
-        return sql__unsupported(p, cur(p), "named windows (OVER name)");
+    return (t->k == T_IDENT || t->k == T_QIDENT) && !is_kw(t, "partition") &&
+           !is_kw(t, "order") && !is_kw(t, "rows") && !is_kw(t, "range") &&
+           !is_kw(t, "groups");
+}
+
+static void pend_ref(Parser *p, WinDef *w, const Token *t, bool paren)
+{
+    w->ref_paren = paren;
+    w->ref_line = t->line;
+    w->ref_col = t->col;
+    *VEC_PUSH_ARENA(p->a, p->wpend, p->nwpend, p->capwpend) = w;
+}
+
+WinDef *sql__parse_window_spec(Parser *p, const Token *at)
+{
     if (sql__expect_op(p, "("))
-        return p->err->code;
+        return NULL;
     WinDef *w = arena_zalloc(p->a, sizeof(*w));
-    w->line = t->line;
-    w->col = t->col;
+    w->line = at->line;
+    w->col = at->col;
     w->end = 2;
-    if (cur(p)->k == T_IDENT && !is_kw(cur(p), "partition") && !is_kw(cur(p), "order") &&
-        !is_kw(cur(p), "rows") && !is_kw(cur(p), "range"))
-        return sql__unsupported(p, cur(p), "named windows (OVER (name ...))");
+    if (at_window_name(p)) {
+        Token *nt = cur(p);
+        if (!(w->ref = sql__ident(p, "a window name")))
+            return NULL;
+        pend_ref(p, w, nt, true);
+    }
     if (accept_kw(p, "partition") &&
         (sql__expect_kw(p, "by") || sql__parse_exprs(p, &w->part)))
-        return p->err->code;
+        return NULL;
     if (accept_kw(p, "order") &&
         (sql__expect_kw(p, "by") || sql__parse_order_by(p, &w->order, &w->norder)))
-        return p->err->code;
+        return NULL;
     if (is_kw(cur(p), "rows") || is_kw(cur(p), "range") || is_kw(cur(p), "groups")) {
-        if (is_kw(cur(p), "groups"))
-            return sql__unsupported(p, cur(p), "GROUPS frames");
+        if (is_kw(cur(p), "groups")) {
+            sql__unsupported(p, cur(p), "GROUPS frames");
+            return NULL;
+        }
         w->frame = is_kw(cur(p), "rows") ? 1 : 2;
         w->frame_line = cur(p)->line;
         w->frame_col = cur(p)->col;
@@ -124,16 +142,57 @@ static int parse_over(Parser *p, Ast *f)
         if (accept_kw(p, "between")) {
             if (parse_frame_bound(p, &w->start, &w->start_n) || sql__expect_kw(p, "and") ||
                 parse_frame_bound(p, &w->end, &w->end_n))
-                return p->err->code;
+                return NULL;
         } else if (parse_frame_bound(p, &w->start, &w->start_n)) {
-            return p->err->code;
+            return NULL;
         }
-        if (is_kw(cur(p), "exclude"))
-            return sql__unsupported(p, cur(p), "frame EXCLUDE");
+        if (is_kw(cur(p), "exclude")) {
+            sql__unsupported(p, cur(p), "frame EXCLUDE");
+            return NULL;
+        }
     }
     if (sql__expect_op(p, ")"))
+        return NULL;
+    return w;
+}
+
+/* RESPECT NULLS (the default) or IGNORE NULLS of a window function f,
+   inside its parentheses or after them (plan_window.c checks which
+   functions take it). */
+static int parse_null_treatment(Parser *p, Ast *f)
+{
+    if (cur(p)->k == T_EOF || !is_kw(&p->t[p->i + 1], "nulls"))
+        return 0;
+    if (is_kw(cur(p), "ignore")) {
+        f->ignore_nulls = true;
+        f->ignore_line = cur(p)->line;
+        f->ignore_col = cur(p)->col;
+        p->i += 2;
+    } else if (is_kw(cur(p), "respect")) {
+        p->i += 2;
+    }
+    return 0;
+}
+
+/* OVER (spec) or OVER name after function f. */
+static int parse_over(Parser *p, Ast *f)
+{
+    Token *t = cur(p);
+    p->i++; /* OVER */
+    if (!is_op(cur(p), "(")) {
+        WinDef *w = arena_zalloc(p->a, sizeof(*w));
+        Token *nt = cur(p);
+        w->line = t->line;
+        w->col = t->col;
+        w->end = 2;
+        if (!(w->ref = sql__ident(p, "( or a window name after OVER")))
+            return p->err->code;
+        pend_ref(p, w, nt, false);
+        f->over = w;
+        return 0;
+    }
+    if (!(f->over = sql__parse_window_spec(p, t)))
         return p->err->code;
-    f->over = w;
     return 0;
 }
 
@@ -602,7 +661,8 @@ static Ast *parse_primary(Parser *p)
                     sql__list_push(p, &n->args, x);
                 }
             }
-            if (sql__expect_op(p, ")"))
+            if (parse_null_treatment(p, n) || sql__expect_op(p, ")") ||
+                parse_null_treatment(p, n))
                 return NULL;
             if (is_kw(cur(p), "within") && is_kw(&p->t[p->i + 1], "group")) {
                 /* ordered-set aggregate: f(args) WITHIN GROUP (ORDER BY x) */
@@ -630,6 +690,13 @@ static Ast *parse_primary(Parser *p)
             }
             if (is_kw(cur(p), "over") && parse_over(p, n))
                 return NULL;
+            if (n->ignore_nulls && !n->over) {
+                Token it = {0};
+                it.line = n->ignore_line;
+                it.col = n->ignore_col;
+                sql__unsupported(p, &it, "IGNORE NULLS outside a window function (OVER)");
+                return NULL;
+            }
             if (is_kw(cur(p), "filter")) {
                 Token *ft = cur(p);
                 if (parse_filter(p, n))

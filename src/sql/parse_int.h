@@ -34,6 +34,8 @@ typedef struct Parser {
     int tz;    /* session time zone (expr/tz.h id): SET TIME ZONE */
     struct UserType *utypes; /* CREATE TYPE name AS (...): parse_nested.c */
     int nutypes, cutypes;
+    struct WinDef **wpend; /* OVER w / OVER (w ...) not resolved yet (parse_query.c) */
+    int nwpend, capwpend;
 } Parser;
 
 /* parse_nested.c: the ROW and MAP types (ROW(f T, ...), MAP<K, V>, a
@@ -117,6 +119,10 @@ int sql__parse_exprs(Parser *p, AstList *l);
 /* expr [ASC | DESC] [NULLS FIRST | LAST], ...: ORDER BY items appended to
    (*out)[0..*n) (a query's ORDER BY and a window's). */
 int sql__parse_order_by(Parser *p, OrderItem **out, int *n);
+/* ( [name] [PARTITION BY ...] [ORDER BY ...] [frame] ) of a window after
+   token at (OVER, or the name of WINDOW name AS); a name is left in ->ref,
+   pending in p->wpend until parse_query.c resolves it. */
+struct WinDef *sql__parse_window_spec(Parser *p, const Token *at);
 
 /* ---- parse_query.c ---- */
 

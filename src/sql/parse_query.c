@@ -368,6 +368,7 @@ static bool is_wrapper(const Select *s)
     return s->nitems == 1 && s->items[0].e->k == A_STAR && !s->items[0].e->qual &&
            s->nfrom == 1 && s->from[0]->k == F_SUBQUERY && !s->from[0]->alias &&
            !s->from[0]->ncol_aliases && !s->where && !s->group.n && !s->having &&
+           !s->qualify &&
            !s->distinct && !s->don.n && !s->nvalues && !s->nctes;
 }
 
@@ -411,9 +412,102 @@ static Select *parse_select_core(Parser *p)
     return s;
 }
 
+/* ---- named windows -------------------------------------------------------------
+   OVER w and OVER (w ...) name a window of the SELECT's WINDOW clause, which
+   comes after them: the parser keeps such windows pending (p->wpend) and
+   resolves those of a SELECT once its WINDOW clause is read (those of the
+   query's ORDER BY after it), by PostgreSQL's rules: OVER w copies w whole;
+   OVER (w ...) and WINDOW w2 AS (w ...) take w's PARTITION BY and ORDER BY
+   and add their own ORDER BY (only when w has none) and frame, and may not
+   copy a w that has a frame. */
+
+static int win_err(Parser *p, const WinDef *w, const char *fmt, const char *name)
+{
+    return err_setpos(p->err, SL_ESEMANTIC, w->ref_line, w->ref_col, fmt, name);
+}
+
+/* Resolve w's reference against windows v[0..n). */
+static int resolve_window(Parser *p, WinDef *w, const NamedWin *v, int n)
+{
+    const WinDef *b = NULL;
+    for (int i = 0; i < n && !b; i++)
+        if (!strcmp(v[i].name, w->ref))
+            b = v[i].w;
+    if (!b)
+        return win_err(p, w, "window \"%s\" does not exist", w->ref);
+    if (!w->ref_paren) {
+        w->part = b->part;
+        w->order = b->order;
+        w->norder = b->norder;
+        w->frame = b->frame;
+        w->frame_line = b->frame_line;
+        w->frame_col = b->frame_col;
+        w->start = b->start;
+        w->end = b->end;
+        w->start_n = b->start_n;
+        w->end_n = b->end_n;
+    } else {
+        if (w->part.n)
+            return win_err(p, w, "cannot override PARTITION BY clause of window \"%s\"", w->ref);
+        if (w->norder && b->norder)
+            return win_err(p, w, "cannot override ORDER BY clause of window \"%s\"", w->ref);
+        if (b->frame)
+            return win_err(p, w, "cannot copy window \"%s\" because it has a frame clause",
+                           w->ref);
+        w->part = b->part;
+        if (!w->norder) {
+            w->order = b->order;
+            w->norder = b->norder;
+        }
+    }
+    w->ref = NULL;
+    return 0;
+}
+
+/* The pending references from mark on, against s's WINDOW clause. */
+static int resolve_windows(Parser *p, Select *s, int mark)
+{
+    for (int i = mark; i < p->nwpend; i++)
+        if (p->wpend[i]->ref && resolve_window(p, p->wpend[i], s->windows, s->nwindows))
+            return p->err->code;
+    p->nwpend = mark;
+    return 0;
+}
+
+/* WINDOW name AS (spec), ... (after the keyword). */
+static int parse_window_clause(Parser *p, Select *s)
+{
+    int cap = 0;
+    do {
+        Token *nt = cur(p);
+        char *name = sql__ident(p, "a window name");
+        if (!name)
+            return p->err->code;
+        for (int i = 0; i < s->nwindows; i++)
+            if (!strcmp(s->windows[i].name, name))
+                return err_setpos(p->err, SL_ESEMANTIC, nt->line, nt->col,
+                                  "window \"%s\" is already defined", name);
+        if (sql__expect_kw(p, "as"))
+            return p->err->code;
+        int mark = p->nwpend;
+        WinDef *w = sql__parse_window_spec(p, nt);
+        if (!w)
+            return p->err->code;
+        /* a definition may build on the ones before it */
+        if (w->ref && resolve_window(p, w, s->windows, s->nwindows))
+            return p->err->code;
+        p->nwpend = mark;
+        NamedWin *nw = VEC_PUSH_ARENA(p->a, s->windows, s->nwindows, cap);
+        nw->name = name;
+        nw->w = w;
+    } while (accept_op(p, ","));
+    return 0;
+}
+
 static Select *parse_select_body(Parser *p, const Token *t)
 {
     Select *s = arena_zalloc(p->a, sizeof(*s));
+    int mark = p->nwpend; /* the named-window references of this SELECT start here */
     s->line = t->line;
     s->col = t->col;
     if (accept_kw(p, "distinct")) {
@@ -466,10 +560,18 @@ static Select *parse_select_body(Parser *p, const Token *t)
     }
     if (accept_kw(p, "having") && !(s->having = sql__parse_expr(p)))
         return NULL;
-    if (is_kw(cur(p), "window") || is_kw(cur(p), "qualify")) {
-        sql__unsupported(p, cur(p), "WINDOW / QUALIFY");
-        return NULL;
+    /* WINDOW and QUALIFY, in either order (DuckDB, Snowflake) */
+    for (int k = 0; k < 2; k++) {
+        if (!s->windows && accept_kw(p, "window") && parse_window_clause(p, s))
+            return NULL;
+        if (!s->qualify && is_kw(cur(p), "qualify")) {
+            p->i++;
+            if (!(s->qualify = sql__parse_expr(p)))
+                return NULL;
+        }
     }
+    if (resolve_windows(p, s, mark))
+        return NULL;
     return s;
 }
 
@@ -574,10 +676,14 @@ static Select *parse_query_in(Parser *p)
     first->ctes = ctes;
     first->nctes = nctes;
     if (is_kw(cur(p), "order")) {
+        int mark = p->nwpend;
         first->order_line = cur(p)->line;
         first->order_col = cur(p)->col;
         p->i++;
         if (sql__expect_kw(p, "by") || sql__parse_order_by(p, &first->order, &first->norder))
+            return NULL;
+        /* OVER w in the ORDER BY of one SELECT: its WINDOW clause */
+        if (resolve_windows(p, first->next ? &(Select){0} : first, mark))
             return NULL;
     }
     if (parse_limit(p, first))

@@ -823,7 +823,11 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
     Ast *having_ast = q->having;
     if (having_ast && !(having_ast = alias_subst(p, q, &from.s, having_ast, "HAVING")))
         return p->err->code;
-    bool agg = q->group.n > 0 || q->ngsets > 0 || sql__has_agg(having_ast);
+    Ast *qual_ast = q->qualify; /* QUALIFY: bound as a select item, a filter after the windows */
+    if (qual_ast && !(qual_ast = alias_subst(p, q, &from.s, qual_ast, "QUALIFY")))
+        return p->err->code;
+    bool agg = q->group.n > 0 || q->ngsets > 0 || sql__has_agg(having_ast) ||
+               sql__has_agg(qual_ast);
     for (int i = 0; i < n && !agg; i++)
         agg = sql__has_agg(exprs[i]);
 
@@ -858,8 +862,8 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
     int node = from.node;
     WinCtx *win = sql__win_new(p); /* window functions of the select list */
     int nord = oq ? oq->norder : 0;
-    Expr **proj = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + nord + 1));
-    Expr *filter = resid;
+    Expr **proj = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + nord + 2));
+    Expr *filter = resid, *qual = NULL;
     if (!agg) {
         for (int i = 0; i < n; i++) {
             if (!exprs[i]) {
@@ -873,6 +877,14 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
                 return p->err->code;
             if (proj[i]->t.kind == TK_NULL)
                 proj[i] = sql__cast_to(p, proj[i], type_make(TK_INT, true));
+        }
+        if (qual_ast) {
+            AggCtx none = {0};
+            none.win = win;
+            BindCtx bc = {&from.s, &none, "QUALIFY"};
+            if (!(qual = sql__bind(p, &bc, qual_ast)) ||
+                !(qual = sql__bool_operand(p, qual, q->qualify, "QUALIFY")))
+                return p->err->code;
         }
         if (ord) {
             AggCtx none = {0};
@@ -927,6 +939,12 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
                 return p->err->code;
             if (proj[i]->t.kind == TK_NULL)
                 proj[i] = sql__cast_to(p, proj[i], type_make(TK_INT, true));
+        }
+        if (qual_ast) {
+            BindCtx bc = {&from.s, &ag, "QUALIFY"};
+            if (!(qual = sql__bind(p, &bc, qual_ast)) ||
+                !(qual = sql__bool_operand(p, qual, q->qualify, "QUALIFY")))
+                return p->err->code;
         }
         ag.top = false;
         if (ord) {
@@ -994,8 +1012,12 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
     }
     /* window functions, after WHERE/GROUP BY/HAVING (plan_window.c) */
     int nh0 = ord ? ord->nhidden : 0;
-    if ((node = sql__plan_windows(p, win, node, &filter, proj, n + nh0)) < 0)
+    if (qual)
+        proj[n + nh0] = qual; /* remapped with the select list, then taken back */
+    if ((node = sql__plan_windows(p, win, node, &filter, proj, n + nh0 + (qual != NULL))) < 0)
         return p->err->code;
+    if (qual) /* QUALIFY filters the rows the windows computed */
+        filter = filter ? sql__nary_bool(p, E_AND, filter, qual) : qual;
     /* identity projection with no filter needs no node */
     int nh = ord ? ord->nhidden : 0;
     bool ident = !filter && n + nh == p->c->nodes[node]->ncol;

@@ -321,6 +321,7 @@ static void refs_select(const Select *q, const Scope *o, bool *mark)
         for (int i = 0; i < q->group.n; i++)
             refs_ast(q->group.v[i], o, mark);
         refs_ast(q->having, o, mark);
+        refs_ast(q->qualify, o, mark);
         for (int i = 0; i < q->norder; i++)
             refs_ast(q->order[i].e, o, mark);
         for (int r = 0; r < q->nvalues; r++)

@@ -130,9 +130,47 @@ static int agg_types(P *p, Ast *x, WinFunc *f, SqlType at)
     }
 }
 
+/* An INTERVAL offset over a DATE, TIME or TIMESTAMP key: in the key's
+   unit (days for DATE, microseconds otherwise). */
+static int range_interval(P *p, Ast *n, SqlType kt, int64_t *i)
+{
+    int64_t v;
+    bool ym;
+    Err e = {0};
+    int from = (int)(n->ival & 0xff), to = (int)(n->ival >> 8) - 1;
+    if (interval_parse(n->str, n->slen, from, to, &v, &ym, &e))
+        return perr(p, SL_ESEMANTIC, n->line, n->col, "%s", e.msg);
+    if (ym)
+        return perr(p, SL_EUNSUPPORTED, n->line, n->col,
+                    "a RANGE offset of years or months (INTERVAL YEAR TO MONTH) is not "
+                    "supported yet; write it in days");
+    if (v < 0)
+        return perr(p, SL_ESEMANTIC, n->line, n->col, "a RANGE offset must not be negative");
+    if (kt.kind == TK_DATE) {
+        const int64_t day = INT64_C(86400000000);
+        if (v % day)
+            return perr(p, SL_EUNSUPPORTED, n->line, n->col,
+                        "a RANGE offset over a DATE key in hours, minutes or seconds is not "
+                        "supported yet (whole days only)");
+        v /= day;
+    }
+    *i = v;
+    return 0;
+}
+
 /* n of a RANGE n PRECEDING/FOLLOWING over key type kt. */
 static int range_offset(P *p, Ast *n, SqlType kt, int64_t *i, double *f)
 {
+    bool dt = kt.kind == TK_DATE || kt.kind == TK_TIME || type_is_ts(kt.kind);
+    if (n && dt && n->k == A_TYPED && type_is_interval((TypeKind)n->type.kind))
+        return range_interval(p, n, kt, i);
+    if (dt)
+        return perr(p, SL_ESEMANTIC, n ? n->line : 0, n ? n->col : 0,
+                    "a RANGE offset over a %s ORDER BY key must be an INTERVAL literal",
+                    tname(kt));
+    if (n && n->k == A_TYPED)
+        return perr(p, SL_ESEMANTIC, n->line, n->col,
+                    "a RANGE offset over a %s ORDER BY key must be a numeric literal", tname(kt));
     if (!n || (n->k != A_INT && n->k != A_NUM))
         return perr(p, SL_EUNSUPPORTED, n ? n->line : 0, n ? n->col : 0,
                     "a RANGE offset must be a non-negative numeric literal");
@@ -195,9 +233,11 @@ static int bind_frame(P *p, Ast *x, WinCall *c)
     if (!soff && !eoff)
         return 0;
     SqlType kt = c->nord == 1 ? c->ord[0]->t : type_make(TK_NULL, true);
-    if (c->nord != 1 || !type_is_numeric(kt.kind))
+    if (c->nord != 1 || !(type_is_numeric(kt.kind) || kt.kind == TK_DATE ||
+                          kt.kind == TK_TIME || type_is_ts(kt.kind)))
         return perr(p, SL_EUNSUPPORTED, wd->frame_line, wd->frame_col,
-                    "RANGE with an offset needs exactly one ORDER BY key of a numeric type");
+                    "RANGE with an offset needs exactly one ORDER BY key of a numeric, DATE, "
+                    "TIME or TIMESTAMP type");
     if ((soff && range_offset(p, wd->start_n, kt, &f->start_n, &f->start_f)) ||
         (eoff && range_offset(p, wd->end_n, kt, &f->end_n, &f->end_f)))
         return p->err->code;
@@ -365,6 +405,7 @@ static bool same_call(const WinCall *a, const WinCall *b)
     if (f->kind != g->kind || f->offset != g->offset || f->rows != g->rows ||
         f->start != g->start || f->end != g->end || f->start_n != g->start_n ||
         f->end_n != g->end_n || f->start_f != g->start_f || f->end_f != g->end_f ||
+        f->ignore_nulls != g->ignore_nulls ||
         memcmp(&f->out_t, &g->out_t, sizeof(SqlType)) || a->npart != b->npart ||
         a->nord != b->nord || !same_expr(a->arg, b->arg) || !same_expr(a->def, b->def))
         return false;
@@ -390,6 +431,10 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
         return e;
     }
     WinDef *wd = x->over;
+    if (wd->ref) { /* a reference the parser could not resolve (no WINDOW clause here) */
+        perr(p, SL_ESEMANTIC, wd->ref_line, wd->ref_col, "window \"%s\" does not exist", wd->ref);
+        return NULL;
+    }
     BindCtx in = *bc;
     WinCall c;
     memset(&c, 0, sizeof(c));
@@ -417,6 +462,13 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
              x->name);
         return NULL;
     }
+    if (x->ignore_nulls && !is_name(x, "first_value") && !is_name(x, "last_value")) {
+        perr(p, SL_EUNSUPPORTED, x->ignore_line, x->ignore_col,
+             "IGNORE NULLS with %s is not supported yet (only with FIRST_VALUE and LAST_VALUE)",
+             x->name);
+        return NULL;
+    }
+    f->ignore_nulls = x->ignore_nulls;
     int na = x->args.n;
     if (is_name(x, "row_number") || is_name(x, "rank") || is_name(x, "dense_rank")) {
         if (na || x->star) {
@@ -427,6 +479,56 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
                   : is_name(x, "rank")     ? WIN_RANK
                                            : WIN_DENSE_RANK;
         f->out_t = type_make(TK_BIGINT, false);
+    } else if (is_name(x, "ntile") || is_name(x, "percent_rank") || is_name(x, "cume_dist")) {
+        bool nt = is_name(x, "ntile");
+        if (na != nt || x->star) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes %s", x->name,
+                 nt ? "exactly one argument" : "no arguments");
+            return NULL;
+        }
+        if (nt && int_literal(p, x->args.v[0], "the argument of NTILE", &f->offset))
+            return NULL;
+        if (nt && f->offset <= 0) {
+            perr(p, SL_ESEMANTIC, x->args.v[0]->line, x->args.v[0]->col,
+                 "the argument of NTILE must be greater than zero");
+            return NULL;
+        }
+        f->kind = nt ? WIN_NTILE : is_name(x, "percent_rank") ? WIN_PERCENT_RANK : WIN_CUME_DIST;
+        f->out_t = type_make(nt ? TK_BIGINT : TK_DOUBLE, false);
+        if (f->kind == WIN_CUME_DIST) { /* rows up to the last peer */
+            f->start = FB_UNBOUNDED_PRECEDING;
+            f->end = FB_CURRENT_ROW;
+        }
+    } else if (is_name(x, "first_value") || is_name(x, "last_value") ||
+               is_name(x, "nth_value")) {
+        bool nth = is_name(x, "nth_value");
+        if (na != 1 + nth || x->star) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes exactly %s", x->name,
+                 nth ? "two arguments" : "one argument");
+            return NULL;
+        }
+        f->kind = nth ? WIN_NTH_VALUE : is_name(x, "first_value") ? WIN_FIRST_VALUE
+                                                                  : WIN_LAST_VALUE;
+        if (!(c.arg = bind_part(p, &in, x->args.v[0])))
+            return NULL;
+        if (nth && int_literal(p, x->args.v[1], "the position of NTH_VALUE", &f->offset))
+            return NULL;
+        if (nth && f->offset <= 0) {
+            perr(p, SL_ESEMANTIC, x->args.v[1]->line, x->args.v[1]->col,
+                 "the position of NTH_VALUE must be greater than zero");
+            return NULL;
+        }
+        if (type_is_wide(c.arg->t)) {
+            perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                 "%s over %s is not supported yet (window functions take DECIMAL of precision "
+                 "at most %d)", x->name, tname(c.arg->t), DECIMAL64_MAX_PREC);
+            return NULL;
+        }
+        f->in_t = c.arg->t;
+        f->out_t = c.arg->t;
+        f->out_t.nullable = 1;
+        if (bind_frame(p, x, &c))
+            return NULL;
     } else if (is_name(x, "lag") || is_name(x, "lead")) {
         if (na < 1 || na > 3 || x->star) {
             perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes 1 to 3 arguments", x->name);

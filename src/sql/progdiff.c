@@ -302,6 +302,8 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
             put_i64(b, w->end);
             put_i64(b, w->start_n);
             put_i64(b, w->end_n);
+            if (w->ignore_nulls) /* only then: fingerprints of other windows stay */
+                put_i64(b, 1);
             buf_append(b, &w->start_f, sizeof(w->start_f));
             buf_append(b, &w->end_f, sizeof(w->end_f));
         }

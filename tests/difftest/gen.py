@@ -87,6 +87,10 @@ FEATURES = {
     "cte":          (False, "WITH w AS (SELECT a FROM p) SELECT a FROM w", "WITH (common table expressions)"),
     "window":       (False, "SELECT a, RANK() OVER (PARTITION BY s ORDER BY a) FROM p",
                      "RANK/DENSE_RANK/ROW_NUMBER and aggregates OVER (PARTITION BY ... ORDER BY ...)"),
+    "window_more":  (False, "SELECT a, NTILE(2) OVER (PARTITION BY s ORDER BY a), FIRST_VALUE(a) "
+                     "OVER w, CUME_DIST() OVER w FROM p WINDOW w AS (ORDER BY a)",
+                     "with window: NTILE, PERCENT_RANK, CUME_DIST, FIRST/LAST/NTH_VALUE, "
+                     "named windows"),
     "limit_subquery": (False, "SELECT a FROM (SELECT a FROM p ORDER BY a LIMIT 2) AS q",
                        "ORDER BY ... LIMIT inside a subquery in FROM"),
     # PostgreSQL-only features (PG_ONLY): SQLite lacks them, so only the
@@ -1222,6 +1226,13 @@ class QueryGen:
         pk = r.choice(part).sql if part else None
         pclause = "PARTITION BY %s" % pk if pk and r.random() < 0.8 else ""
         okeys = [c for c in ctx.cols if c.ty != "bool"]
+        if self.on("window_more"):
+            # its own generator, seeded from (not drawing on) the main one:
+            # the queries of the other features stay as they were
+            wr = random.Random(hash(r.getstate()))
+            e = self.window_more_item(wr, s, pclause, okeys) if wr.random() < 0.4 else None
+            if e is not None:
+                return e
         kind = r.random()
         if kind < 0.4 and okeys:
             o = r.choice(okeys).sql
@@ -1242,6 +1253,36 @@ class QueryGen:
         return E("%s(%s) OVER (%s%s)" % (fn, c.sql, pclause, ob), [], "int", bound=MAXROWS * 1000,
                  row_ok=True, agg_ok=False, win=True)
 
+
+    def window_more_item(self, r, s, pclause, okeys):
+        """NTILE, PERCENT_RANK/CUME_DIST (as 0/1 against 0.5, exact in
+        both engines), FIRST/LAST/NTH_VALUE of an int select item ordered by
+        every select item (ties are identical rows, whose values agree),
+        sometimes through a named window; None when nothing fits."""
+        ints = [e for e in s.items if e.ty == "int" and not e.win]
+        if any("(SELECT" in e.sql() for e in s.items) or not ints:
+            return None
+        order = ", ".join(e.sql() for e in s.items if not e.win)
+        kind = r.random()
+        if kind < 0.25:
+            return E("NTILE(%d) OVER (%s ORDER BY %s)" % (r.choice([1, 2, 3, 5]), pclause, order),
+                     [], "int", bound=MAXROWS, row_ok=True, agg_ok=False, win=True)
+        if kind < 0.5 and okeys:
+            fn = r.choice(["PERCENT_RANK()", "CUME_DIST()"])
+            return E("CASE WHEN %s OVER (%s ORDER BY %s%s) < 0.5 THEN 1 ELSE 0 END" % (
+                fn, pclause, r.choice(okeys).sql, r.choice(["", " DESC"])), [], "int", bound=1,
+                row_ok=True, agg_ok=False, win=True)
+        x = r.choice(ints)
+        fn = r.choice(["FIRST_VALUE(%s)", "LAST_VALUE(%s)", "NTH_VALUE(%s, 2)"]) % x.sql()
+        frame = r.choice(["", " ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING",
+                          " ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING",
+                          " ROWS 2 PRECEDING"])
+        over = "(%s ORDER BY %s%s)" % (pclause, order, frame)
+        if r.random() < 0.3:  # the same window, named
+            s.window = "WINDOW w AS (%s ORDER BY %s)" % (pclause, order)
+            over = "w" if not frame else "(w%s)" % frame
+        return E("%s OVER %s" % (fn, over), [], "int", bound=x.bound, row_ok=True, agg_ok=False,
+                 win=True)
 
 class FromItem:
     def __init__(self, src, alias, cols):
@@ -1298,6 +1339,8 @@ class Select:
             out.append(" GROUP BY " + ", ".join(e.sql() for e in self.group))
         if self.having:
             out.append(" HAVING " + " AND ".join(e.sql() for e in self.having))
+        if getattr(self, "window", None):  # WINDOW w AS (...) of window_more_item
+            out.append(" " + self.window)
         return "".join(out)
 
 

@@ -84,7 +84,8 @@ def render(g):
     return "".join(out)
 
 
-STOP_ORDER = {"LIMIT", "OFFSET", "FETCH", "UNION", "EXCEPT", "INTERSECT"}
+STOP_ORDER = {"LIMIT", "OFFSET", "FETCH", "UNION", "EXCEPT", "INTERSECT",
+              "ROWS", "RANGE", "GROUPS"}  # the last three end a window's ORDER BY
 
 
 def split_top(elems, sep=","):

@@ -3,7 +3,8 @@
 The tables and data of test_sql_vs_sqlite.py (t1 from CSV with ~15% NULLs,
 t3 from JSON with inserts and later deletes, t2 and t4 too) feed one
 program of materialized views using ROW_NUMBER/RANK/DENSE_RANK, LAG/LEAD,
-aggregates over default, ROWS and RANGE frames, windows over GROUP BY
+aggregates and FIRST_VALUE/LAST_VALUE/NTH_VALUE over default, ROWS and RANGE
+frames, NTILE/PERCENT_RANK/CUME_DIST, named windows, windows over GROUP BY
 results, ORDER BY ... LIMIT/OFFSET (views, subqueries, unions) and top-k
 per group (ROW_NUMBER() ... WHERE rn <= k). The program runs with
 --workers 1 and --workers 3 with small steps (so deletions land in later
@@ -85,6 +86,25 @@ QUERIES = {
                 "FROM t3 GROUP BY name",
     "w_expr": "SELECT id, b * 2 + ROW_NUMBER() OVER (PARTITION BY a % 3 ORDER BY id) AS x, "
               "SUM(b + c) OVER (PARTITION BY f ORDER BY id) AS y FROM t1 WHERE b > -3",
+    # ---- FIRST/LAST/NTH_VALUE, NTILE, PERCENT_RANK, CUME_DIST, named windows
+    "w_value": "SELECT id, FIRST_VALUE(b) OVER (PARTITION BY a ORDER BY id) AS fv, "
+               "LAST_VALUE(s) OVER (PARTITION BY c ORDER BY id ROWS BETWEEN 1 PRECEDING AND "
+               "2 FOLLOWING) AS lv, NTH_VALUE(d, 2) OVER (PARTITION BY a ORDER BY b, id) AS nv, "
+               "LAST_VALUE(b) OVER (ORDER BY b RANGE BETWEEN 2 PRECEDING AND 1 PRECEDING) AS rl, "
+               "NTH_VALUE(id, 3) OVER (PARTITION BY c ORDER BY id ROWS BETWEEN CURRENT ROW AND "
+               "UNBOUNDED FOLLOWING) AS n3 FROM t1",
+    "w_dist": "SELECT id, NTILE(4) OVER (PARTITION BY a ORDER BY b, id) AS nt, "
+              "PERCENT_RANK() OVER (PARTITION BY c ORDER BY b) AS pr, "
+              "CUME_DIST() OVER (PARTITION BY a ORDER BY s) AS cd, "
+              "NTILE(3) OVER (ORDER BY id DESC) AS n3 FROM t1",
+    "w_named": "SELECT id, SUM(b) OVER w AS sw, FIRST_VALUE(id) OVER (w ROWS BETWEEN 1 PRECEDING "
+               "AND CURRENT ROW) AS f2, CUME_DIST() OVER w AS cd FROM t1 "
+               "WINDOW p AS (PARTITION BY a), w AS (p ORDER BY b, id)",
+    "w_t3_value": "SELECT k, v, name, w, FIRST_VALUE(w) OVER (PARTITION BY k ORDER BY v, name, w) "
+                  "AS fw, LAST_VALUE(name) OVER (PARTITION BY k ORDER BY v, name, w ROWS BETWEEN "
+                  "CURRENT ROW AND 1 FOLLOWING) AS ln, PERCENT_RANK() OVER (PARTITION BY name "
+                  "ORDER BY v) AS pr, CUME_DIST() OVER (ORDER BY k) AS cd, NTILE(2) OVER "
+                  "(PARTITION BY k ORDER BY v, name, w) AS nt FROM t3",
     # ---- ORDER BY ... LIMIT / OFFSET
     "top_lim": "SELECT id, a, b FROM t1 ORDER BY b DESC, id LIMIT 10",
     "top_off": "SELECT id, s FROM t1 ORDER BY s NULLS LAST, id LIMIT 7 OFFSET 5",
