@@ -9,7 +9,14 @@ the pipeline get a clean error, and the pipeline goes on serving.
 - a cross join of two 100K-row tables in /query ends with the memory-budget
   error (507), a query past --query-timeout with 504, a query whose client
   hangs up is cancelled (a log line says so), and the pipeline answers the
-  next query each time.
+  next query each time;
+- the newer constructs, in /query and over pg-wire: WITH RECURSIVE that
+  never converges (the iteration or multiplicity bound), arrays doubled by
+  a recursion (an exact answer below the memory budget, 507 above it),
+  arrays nested 20000 deep, a 150000-element ARRAY literal and UNNEST of
+  one, ASOF joins with NULL keys and timestamps (against SQLite): each a
+  clear error or a bounded answer, and the pipeline (and the pg session)
+  goes on.
 """
 import json
 import os
