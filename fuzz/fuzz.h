@@ -40,11 +40,15 @@ static inline Circuit *fz_compile(const char *sql)
 }
 
 /* The format targets' tables (fuzz_csv.c, fuzz_json.c): n has a column of
-   every type, all nullable; m_sql is the target's own table m. */
+   every scalar type, all nullable; m_sql is the target's own table m; x has
+   arrays and TIMESTAMPTZ (read in a zone with DST, the program's). */
 #define FZ_FORMAT_PROGRAM(m_sql)                                                                 \
+    "SET TIME ZONE 'America/New_York';\n"                                                       \
     "CREATE TABLE n (b BOOLEAN, ti TINYINT, si SMALLINT, i INT, bi BIGINT, d DECIMAL(12,3),\n"  \
     "  r REAL, f DOUBLE, c CHAR(3), v VARCHAR(8), s VARCHAR, dt DATE, tm TIME,\n"               \
-    "  ts TIMESTAMP);\n" m_sql
+    "  ts TIMESTAMP);\n" m_sql                                                                  \
+    "CREATE TABLE x (ia INT ARRAY, sa VARCHAR ARRAY, da DECIMAL(5,2)[], ba BOOLEAN[],\n"        \
+    "  fa DOUBLE[], ta TIMESTAMP ARRAY, tz TIMESTAMPTZ, tza TIMESTAMPTZ[] NOT NULL);\n"
 
 /* A format target's table: program compiled on the first call (into *c),
    the relation that bit 0 of the input's first byte chooses (*rel) and its
@@ -56,7 +60,7 @@ static inline bool fz_format_table(Circuit **c, const char *program, const uint8
         *c = fz_compile(program);
     if (size < 1)
         return false;
-    *rel = data[0] & 1;
+    *rel = data[0] & 0x80 ? 2 : data[0] & 1;
     const Relation *r = &(*c)->rels[*rel];
     *s = (RowSchema){r->ncol, (const char *const *)r->colnames, r->types};
     return true;

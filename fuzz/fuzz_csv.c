@@ -5,7 +5,8 @@
  * column type's text syntax) and, for each row it accepts, the formatter
  * (fmt_csv_row) that output connectors and --dump use.
  *
- * Input: byte 0 chooses the table (all nullable / NOT NULL columns); the
+ * Input: byte 0 chooses the table (fz_format_table: all nullable, NOT NULL
+ * columns, arrays and TIMESTAMPTZ); the
  * rest is the file's bytes. Seeds: fuzz/corpus/csv/.
  */
 #include "fuzz.h"

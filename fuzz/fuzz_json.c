@@ -6,7 +6,8 @@
  * fmt_json_parse_debezium), and for each accepted row the formatter
  * (fmt_json_row) that output connectors and egress use.
  *
- * Input: byte 0 chooses the table and the options; the rest is JSON lines,
+ * Input: byte 0 chooses the table (bits 0 and 7, fz_format_table) and the
+ * options (bits 1-5); the rest is JSON lines,
  * each parsed as one record. Seeds: fuzz/corpus/json/.
  */
 #include "fuzz.h"

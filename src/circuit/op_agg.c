@@ -228,7 +228,9 @@ static int64_t local_new_slot(AggSt *s, Local *l, const Chunk *c, int64_t r, int
 static const uint8_t *local_key(const Local *l, int64_t slot, size_t *kn)
 {
     *kn = l->koff[slot + 1] - l->koff[slot];
-    return l->keys.p + l->koff[slot];
+    /* no group columns (COUNT(*) over everything, a grouping set ()):
+       every key is empty and keys.p may be NULL */
+    return *kn ? l->keys.p + l->koff[slot] : (const uint8_t *)"";
 }
 
 static void local_reset(Local *l)

@@ -99,6 +99,8 @@ static void usage(FILE *f)
             "  --fault-tolerance exactly_once|at_least_once|none  (default exactly_once)\n"
             "  --checkpoint-interval SECS  seconds between checkpoints (default 60;\n"
             "                 0 = only on request, POST /checkpoint)\n"
+            "  --checkpoint-timeout SECS  a checkpoint whose writing process runs longer\n"
+            "                 is killed and fails (default 3600; 0 = no limit)\n"
             "  --on-error reject|stop  a runtime error (overflow, bad cast) over input\n"
             "                 records: reject those records and go on (default), or stop\n"
             "  --s3-endpoint URL  with --storage s3://BUCKET/PREFIX: the S3-compatible\n"
@@ -107,7 +109,8 @@ static void usage(FILE *f)
             "                 files (K, M, G; default 80%% of the cgroup limit or of\n"
             "                 MemTotal; docs/memory.md)\n"
             "  --config FILE  runtime settings as JSON: workers, hosts, storage, s3_endpoint,\n"
-            "                 fault_tolerance, checkpoint_interval_secs, step_deadline_secs,\n"
+            "                 fault_tolerance, checkpoint_interval_secs,\n"
+            "                 checkpoint_timeout_secs, step_deadline_secs,\n"
             "                 http_max_connections, http_idle_timeout_secs, api_keys,\n"
             "                 query_timeout_secs, query_memory_bytes, on_error, pg_listen,\n"
             "                 memory_limit\n"
@@ -327,6 +330,9 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
         else if (!strcmp(k, "checkpoint_interval_secs") && cJSON_IsNumber(v) &&
                  v->valuedouble >= 0)
             o->checkpoint_interval = v->valuedouble;
+        else if (!strcmp(k, "checkpoint_timeout_secs") && cJSON_IsNumber(v) &&
+                 v->valuedouble >= 0)
+            o->checkpoint_timeout = v->valuedouble;
         else if (!strcmp(k, "http_max_connections") && cJSON_IsNumber(v) &&
                  v->valuedouble >= 1 && v->valuedouble <= 100000)
             cfg_max_conn = (int)v->valuedouble;
@@ -357,7 +363,7 @@ static void load_config(const char *path, PipelineOpts *o, char **storage, CfgHo
         else {
             fprintf(stderr, "sluice: --config %s: bad or unknown setting \"%s\" (known: "
                             "workers, hosts, storage, s3_endpoint, fault_tolerance, "
-                            "checkpoint_interval_secs, step_deadline_secs, on_error, "
+                            "checkpoint_interval_secs, checkpoint_timeout_secs, step_deadline_secs, on_error, "
                             "http_max_connections, http_idle_timeout_secs, api_keys, "
                             "query_timeout_secs, query_memory_bytes, pg_listen, "
                             "memory_limit, bootstrap_policy)\n",
@@ -458,7 +464,8 @@ static int follow(const char *path, PipelineOpts *o, char *cfg_storage)
 
 static int cmd_run(int argc, char **argv)
 {
-    PipelineOpts o = {.workers = 1, .progress = -1, .checkpoint_interval = 60};
+    PipelineOpts o = {.workers = 1, .progress = -1, .checkpoint_interval = 60,
+                     .checkpoint_timeout = 3600};
     LaunchOpts lo = {0};
     const char *mca[128]; /* --mca pairs */
     lo.mca = mca;
@@ -602,6 +609,15 @@ static int cmd_run(int argc, char **argv)
                 return 2;
             }
             o.checkpoint_interval = d;
+        } else if (!strcmp(a, "--checkpoint-timeout")) {
+            const char *v = ++i < argc ? argv[i] : NULL;
+            char *end;
+            double d = v ? strtod(v, &end) : -1;
+            if (!v || *end || !(d >= 0)) {
+                fprintf(stderr, "sluice: --checkpoint-timeout needs seconds (>= 0)\n");
+                return 2;
+            }
+            o.checkpoint_timeout = d;
         }
         else if (a[0] == '-') {
             fprintf(stderr, "sluice: unknown option %s\n", a);

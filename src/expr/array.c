@@ -33,27 +33,6 @@ static unsigned __int128 get_bits(const uint8_t *p, int nbytes)
     return u;
 }
 
-static uint64_t f64_order(double d)
-{
-    uint64_t bits;
-    if (isnan(d))
-        bits = 0x7ff8000000000000ull;
-    else {
-        if (d == 0)
-            d = 0.0;
-        memcpy(&bits, &d, 8);
-    }
-    return (bits >> 63) ? ~bits : (bits | (1ull << 63));
-}
-
-static double f64_unorder(uint64_t u)
-{
-    uint64_t bits = (u >> 63) ? (u ^ (1ull << 63)) : ~u;
-    double d;
-    memcpy(&d, &bits, 8);
-    return d;
-}
-
 void arr_put(Buf *b, Phys ph, const ArrElem *e)
 {
     if (e->null) {

@@ -317,6 +317,11 @@ static int any_to_str(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint
         off[k] = (uint32_t)b.n;
         if (!m[k])
             text_format_vec(&v, k, &b);
+        if (b.n > UINT32_MAX - 1) { /* (offsets are 32 bits: the text of long arrays) */
+            buf_free(&b);
+            return err_set(cx->err, SL_ERUNTIME,
+                           "CAST to a string: more than 4 GiB of text in one batch of rows");
+        }
     }
     off[n] = (uint32_t)b.n;
     char *p = arena_alloc(cx->arena, b.n ? b.n : 1);
@@ -372,7 +377,9 @@ static int arr_to_arr(const Vec *a, int64_t n, EvalCtx *cx, Vec *out, const uint
             arr_put(&b, type_phys(to), &el);
         }
         arr_it_done(&it);
-        if (b.n) {
+        if (!rc && b.n > UINT32_MAX - 1)
+            rc = err_set(cx->err, SL_ERUNTIME, "array CAST result too long (%zu bytes)", b.n);
+        if (!rc && b.n) {
             char *d = arena_alloc(cx->arena, b.n);
             memcpy(d, b.p, b.n);
             out->s[k] = (Str){d, (uint32_t)b.n};

@@ -12,13 +12,20 @@
 
 static inline bool nul_at(const Vec *v, int64_t k) { return v->nul && v->nul[k]; }
 
-static Str keep(EvalCtx *cx, const Buf *b)
+/* b's bytes as the value *out (in the evaluation's arena); an error when
+   they are more than a value can hold (a Str's length is 32 bits: an
+   array doubled by a recursion, ARRAY_TO_STRING with a long separator). */
+static int keep(EvalCtx *cx, const Buf *b, Str *out, const char *what)
 {
+    *out = (Str){"", 0};
+    if (b->n > UINT32_MAX - 1)
+        return err_set(cx->err, SL_ERUNTIME, "%s result too long (%zu bytes)", what, b->n);
     if (!b->n)
-        return (Str){"", 0};
+        return 0;
     char *d = arena_alloc(cx->arena, b->n);
     memcpy(d, b->p, b->n);
-    return (Str){d, (uint32_t)b->n};
+    *out = (Str){d, (uint32_t)b->n};
+    return 0;
 }
 
 static int cmp_f64(double a, double b)
@@ -72,11 +79,11 @@ int expr__fn_array(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx, 
     int rc = 0;
     switch (e->fn) {
     case FN_ARRAY:
-        for (int64_t k = 0; k < n; k++) {
+        for (int64_t k = 0; k < n && !rc; k++) {
             buf_reset(&b);
             for (int j = 0; j < na; j++)
                 arr_put_vec(&b, &a[j], k);
-            out->s[k] = keep(cx, &b);
+            rc = keep(cx, &b, &out->s[k], "ARRAY[...]");
         }
         break;
     case FN_ARRAY_GET:
@@ -112,7 +119,7 @@ int expr__fn_array(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx, 
         }
         break;
     case FN_ARRAY_CAT:
-        for (int64_t k = 0; k < n; k++) {
+        for (int64_t k = 0; k < n && !rc; k++) {
             bool n0 = nul_at(&a[0], k), n1 = nul_at(&a[1], k);
             out->s[k] = (Str){"", 0};
             if (n0 && n1) {
@@ -124,12 +131,12 @@ int expr__fn_array(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx, 
                 buf_append(&b, a[0].s[k].p, a[0].s[k].n);
             if (!n1)
                 buf_append(&b, a[1].s[k].p, a[1].s[k].n);
-            out->s[k] = keep(cx, &b);
+            rc = keep(cx, &b, &out->s[k], "array concatenation");
         }
         break;
     case FN_ARRAY_TO_STRING: {
         SqlType et = type_elem(a[0].t);
-        for (int64_t k = 0; k < n; k++) {
+        for (int64_t k = 0; k < n && !rc; k++) {
             out->s[k] = (Str){"", 0};
             if (nul_at(&a[0], k) || nul_at(&a[1], k)) {
                 m[k] = 1;
@@ -150,7 +157,7 @@ int expr__fn_array(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx, 
                     elem_text(et, &el, &b);
             }
             arr_it_done(&it);
-            out->s[k] = keep(cx, &b);
+            rc = keep(cx, &b, &out->s[k], "ARRAY_TO_STRING");
         }
         break;
     }

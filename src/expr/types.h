@@ -21,6 +21,8 @@
 #ifndef SL_EXPR_TYPES_H
 #define SL_EXPR_TYPES_H
 
+#include <math.h>
+
 #include "../base/base.h"
 
 typedef enum TypeKind {
@@ -170,6 +172,31 @@ int64_t pow10_i64(int n);
 /* 10^n for 0 <= n <= 38. */
 i128 pow10_i128(int n);
 /* A DECIMAL wider than the 64-bit path. */
+/* The order-preserving encoding of a double (keys, zset/key.c; array
+   elements, expr/array.c): unsigned comparison of the codes orders the
+   values as SQL does, -0 equal to 0, every NaN equal and above +Infinity.
+   f64_unorder inverts it (a NaN comes back as the one canonical NaN). */
+static inline uint64_t f64_order(double d)
+{
+    uint64_t bits;
+    if (isnan(d))
+        bits = 0x7ff8000000000000ull;
+    else {
+        if (d == 0)
+            d = 0.0;
+        memcpy(&bits, &d, 8);
+    }
+    return (bits >> 63) ? ~bits : (bits | (1ull << 63));
+}
+
+static inline double f64_unorder(uint64_t u)
+{
+    uint64_t bits = (u >> 63) ? (u ^ (1ull << 63)) : ~u;
+    double d;
+    memcpy(&d, &bits, 8);
+    return d;
+}
+
 static inline bool type_is_wide(SqlType t)
 {
     return t.kind == TK_DECIMAL && t.prec > DECIMAL64_MAX_PREC;

@@ -891,7 +891,8 @@ static void put_json_str(Buf *out, const char *s, size_t n)
         }
         buf_append(out, e, 2);
     }
-    buf_append(out, s + from, n - from);
+    if (from < n) /* (s may be NULL when n is 0: an empty element's text) */
+        buf_append(out, s + from, n - from);
     buf_putc(out, '"');
 }
 

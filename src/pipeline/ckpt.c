@@ -87,7 +87,7 @@ static int cmp_strp(const void *x, const void *y)
 static int collect_child(Ft *ft, CkJob *j, Err *err)
 {
     Buf in = BUF_INIT;
-    ckpt_reap(j->fd, j->pid, &in);
+    ckpt_reap(j->fd, j->pid, ft->timeout, &in);
     j->fd = -1;
     j->pid = 0;
     cJSON *state = cJSON_CreateArray();
@@ -921,6 +921,7 @@ Ft *ft_new(const Circuit *c, Connectors *cs, Backend *be, const PipelineOpts *o,
     ft->boot = o->boot;
     ft->mode = o->fault_tolerance;
     ft->interval = o->checkpoint_interval;
+    ft->timeout = o->checkpoint_timeout;
     ft->last_step = -1;
     ft->done_step = -1;
     ft->kept_steps[0] = ft->kept_steps[1] = -1;

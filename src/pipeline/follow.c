@@ -258,7 +258,7 @@ static void fol_ckpt(Fol *f, const Circuit *c, Runtime *rt, Connectors *cs, int6
 {
     if (f->pid) { /* cannot happen: the coordinator runs one at a time */
         Buf junk = BUF_INIT;
-        ckpt_reap(f->fd, f->pid, &junk);
+        ckpt_reap(f->fd, f->pid, 0, &junk);
         buf_free(&junk);
         f->pid = 0;
     }
@@ -915,7 +915,7 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     arena_free(a);
     if (fol.pid) {
         Buf junk = BUF_INIT;
-        ckpt_reap(fol.fd, fol.pid, &junk);
+        ckpt_reap(fol.fd, fol.pid, 0, &junk);
         buf_free(&junk);
     }
     buf_free(&fol.report);

@@ -85,6 +85,7 @@ struct Ft {
     Store *st;
     int mode;                 /* FT_* */
     double interval;
+    double timeout;           /* a checkpoint's child is killed after it (s; 0: never) */
     double last_time;         /* when the last checkpoint was started */
     int64_t last_step;        /* its step (-1: none this run) */
     bool dirty;               /* a step ran since */

@@ -33,6 +33,8 @@ typedef struct PipelineOpts {
     const char *storage;  /* storage directory, or NULL */
     int fault_tolerance;  /* FT_* (used only with storage) */
     double checkpoint_interval; /* seconds between checkpoints, 0 = on request only */
+    double checkpoint_timeout;  /* seconds a checkpoint's writing child may take before
+                                   it is killed and the checkpoint fails; 0 = no limit */
     uint64_t fingerprint; /* the program's identity (hash of its text) */
     const char *program;  /* its text, kept in every checkpoint's manifest
                              for `sluice diff` (docs/bootstrapping.md), or NULL */

@@ -17,12 +17,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../base/forkgate.h"
@@ -280,10 +282,38 @@ int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char 
     return 0;
 }
 
-void ckpt_reap(int fd, pid_t pid, Buf *text)
+/* Seconds since an arbitrary start (CLOCK_MONOTONIC). */
+static double mono_secs(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void ckpt_reap(int fd, pid_t pid, double timeout, Buf *text)
 {
     char chunk[65536];
+    double end = timeout > 0 ? mono_secs() + timeout : 0;
+    bool killed = false;
     for (;;) {
+        if (end && !killed) { /* wait for output, or the deadline */
+            double left = end - mono_secs();
+            struct pollfd pf = {.fd = fd, .events = POLLIN};
+            int r = left > 0 ? poll(&pf, 1, left > 3600 ? 3600000 : (int)(left * 1000) + 1) : 0;
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r == 0 && mono_secs() >= end) {
+                /* the child hangs (a stuck disk or object store): give up on
+                   it; whatever it wrote stays unreferenced, as after a crash */
+                kill(pid, SIGKILL);
+                killed = true;
+                fprintf(stderr, "sluice: checkpoint: the checkpoint process (pid %d) ran longer "
+                        "than %g s (checkpoint_timeout_secs); killed\n", (int)pid, timeout);
+                continue;
+            }
+            if (r == 0)
+                continue;
+        }
         ssize_t k = read(fd, chunk, sizeof(chunk));
         if (k < 0 && errno == EINTR)
             continue;
@@ -296,6 +326,15 @@ void ckpt_reap(int fd, pid_t pid, Buf *text)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     spill_store_release_owner(pid);
+    if (killed) { /* (ahead of anything it wrote: the first ERR is the reason) */
+        Buf why = BUF_INIT;
+        buf_printf(&why, "ERR ran longer than the checkpoint timeout of %g s "
+                   "(checkpoint_timeout_secs) and was killed\n", timeout);
+        buf_append(&why, text->p, text->n);
+        buf_reset(text);
+        buf_append(text, why.p, why.n);
+        buf_free(&why);
+    }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 137 && getenv("SLUICE_CRASH_AT"))
         _exit(137); /* an injected crash inside the checkpoint: the pipeline dies there */
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)

@@ -22,8 +22,10 @@
    files prev_state lists) into st and reports on *fd. */
 int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char *prev_state,
               pid_t *pid, int *fd, Err *err);
-/* Read a child's report to its end into text and reap the child. */
-void ckpt_reap(int fd, pid_t pid, Buf *text);
+/* Read a child's report to its end into text and reap the child. A child
+   still running after timeout seconds (0: no deadline) is killed (SIGKILL)
+   and its report says so ("ERR ... killed": ckpt_parse_report fails it). */
+void ckpt_reap(int fd, pid_t pid, double timeout, Buf *text);
 /* Append a report's entries to state (a JSON array) and add its figures;
    SL_EIO when the child failed. */
 int ckpt_parse_report(const char *text, cJSON *state, int64_t *written, int64_t *reused,

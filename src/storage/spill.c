@@ -170,7 +170,10 @@ uint64_t spill_store_hold(void)
 {
     pthread_mutex_lock(&S.mu);
     uint64_t h = 0;
-    if (S.nholds < MAX_HOLDS) { /* (more children at once than that: never) */
+    /* one hold per checkpoint child alive, and a checkpoint waits for the
+       previous one's child: more than MAX_HOLDS at once is a bug (without
+       a hold the child might read a file the parent removed) */
+    if (ALWAYS(S.nholds < MAX_HOLDS)) {
         h = ++S.epoch;
         S.holds[S.nholds].epoch = h;
         S.holds[S.nholds++].owner = 0;

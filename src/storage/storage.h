@@ -230,7 +230,9 @@ void spill_store_close(void);
  * before the fork, keeps every file that exists now until the hold is
  * released (by its id, or by the child's pid once told with
  * spill_store_hold_owner) after the child has exited; files made later
- * are not kept. spill_store_held: files kept for holds alone, and bytes.
+ * are not kept (at most 8 holds at once; more is a bug: an ALWAYS() panics
+ * in debug builds, and a release build returns hold 0, keeping nothing).
+ * spill_store_held: files kept for holds alone, and bytes.
  */
 uint64_t spill_store_hold(void);
 void spill_store_hold_owner(uint64_t hold, int pid);

@@ -117,18 +117,7 @@ static inline uint64_t dec_float_bits(uint64_t u, int width)
     return (u & sign) ? (u ^ sign) : (~u & all);
 }
 
-static inline uint64_t enc_double(double d)
-{
-    uint64_t bits;
-    if (isnan(d))
-        bits = 0x7ff8000000000000ull;
-    else {
-        if (d == 0)
-            d = 0.0;
-        memcpy(&bits, &d, 8);
-    }
-    return enc_float_bits(bits, 8);
-}
+static inline uint64_t enc_double(double d) { return f64_order(d); }
 
 static inline uint64_t enc_real(double d)
 {
@@ -297,8 +286,7 @@ static inline const uint8_t *decode_value(const uint8_t *p, SqlType t, Vec *v, i
         return p + 4;
     }
     case TK_DOUBLE: {
-        uint64_t bits = dec_float_bits(get_be(p, 8), 8);
-        memcpy(&v->f[r], &bits, 8);
+        v->f[r] = f64_unorder(get_be(p, 8));
         return p + 8;
     }
     case TK_CHAR:

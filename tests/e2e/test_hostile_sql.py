@@ -9,7 +9,14 @@ the pipeline get a clean error, and the pipeline goes on serving.
 - a cross join of two 100K-row tables in /query ends with the memory-budget
   error (507), a query past --query-timeout with 504, a query whose client
   hangs up is cancelled (a log line says so), and the pipeline answers the
-  next query each time.
+  next query each time;
+- the newer constructs, in /query and over pg-wire: WITH RECURSIVE that
+  never converges (the iteration or multiplicity bound), arrays doubled by
+  a recursion (an exact answer below the memory budget, 507 above it),
+  arrays nested 20000 deep, a 150000-element ARRAY literal and UNNEST of
+  one, ASOF joins with NULL keys and timestamps (against SQLite): each a
+  clear error or a bounded answer, and the pipeline (and the pg session)
+  goes on.
 """
 import json
 import os
@@ -256,3 +263,156 @@ def test_scalar_subquery_without_from_is_a_clean_error(tmp_path):
     p = run(["check", prog])
     assert p.returncode == 1
     assert 'column "a" not found' in p.stderr
+
+
+# ------------------------------------------- the newer constructs, hostile
+
+NEW = """
+CREATE TABLE t (k INT, ts TIMESTAMP, xs INT ARRAY, s VARCHAR) WITH ('materialized' = 'true');
+CREATE TABLE q (k INT, ts TIMESTAMP, v INT) WITH ('materialized' = 'true');
+"""
+
+T_ROWS = [
+    (1, "2024-03-10 10:00:00", [1, 2, None], "a"),
+    (None, "2024-03-10 10:00:00", [], "b"),
+    (2, None, None, None),
+    (2, "2024-03-10 12:00:00", [7], "c"),
+    (None, None, [None], "d"),
+    (3, "2024-03-10 09:00:00", [3, 3], "e"),
+]
+Q_ROWS = [
+    (1, "2024-03-10 09:00:00", 10), (1, "2024-03-10 10:00:00", 11), (None, "2024-03-10 09:00:00", 12),
+    (2, None, 13), (2, "2024-03-10 11:00:00", 14), (None, None, 15), (2, "2024-03-10 11:00:00", 16),
+]
+
+# a recursion under UNION ALL that never converges, in /query
+NO_FIXPOINT = [
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n FROM r) SELECT COUNT(*) AS c FROM r",
+    "WITH RECURSIVE r(n) AS (SELECT k FROM t UNION ALL SELECT n + 1 FROM r) SELECT MAX(n) AS c FROM r",
+    "WITH RECURSIVE r(n, x) AS (SELECT k, xs FROM t UNION ALL SELECT r.n, r.x || t.k FROM r "
+    "JOIN t ON r.n = t.k) SELECT COUNT(*) AS c FROM r",
+]
+# arrays that double every iteration: the memory budget stops them
+DOUBLING = ("WITH RECURSIVE r(x, d) AS (SELECT ARRAY[1, 2, 3, 4], 0 UNION ALL "
+            "SELECT x || x, d + 1 FROM r WHERE d < %d) SELECT COUNT(*) AS c FROM r, UNNEST(x) AS u(e)")
+
+
+def new_pipeline(http_pipeline, *args):
+    p = http_pipeline(NEW, "--query-memory", "256M", *args)
+    body = "\n".join(json.dumps({"insert": dict(zip(("k", "ts", "xs", "s"), r))}) for r in T_ROWS)
+    r = requests.post(p.url("/ingress/t?format=json&wait=true"), data=body, timeout=60)
+    assert r.status_code == 200, r.text
+    body = "\n".join(json.dumps({"insert": dict(zip(("k", "ts", "v"), r))}) for r in Q_ROWS)
+    r = requests.post(p.url("/ingress/q?format=json&wait=true"), data=body, timeout=60)
+    assert r.status_code == 200, r.text
+    return p
+
+
+def still_serving(p):
+    assert count_rows(p, "t") == len(T_ROWS)
+    assert status(p)["state"] == "running"
+
+
+def sqlite_asof(left):
+    """The ASOF join by SQLite: for each row of t, the row of q with the
+    same key (= never matches NULL) and the latest ts at or before t.ts,
+    ties broken by the greatest v (docs/sql.md), or none."""
+    import sqlite3
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (k INT, ts TEXT, s TEXT)")
+    db.execute("CREATE TABLE q (k INT, ts TEXT, v INT)")
+    db.executemany("INSERT INTO t VALUES (?, ?, ?)", [(r[0], r[1], r[3]) for r in T_ROWS])
+    db.executemany("INSERT INTO q VALUES (?, ?, ?)", Q_ROWS)
+    rows = db.execute(
+        "SELECT t.s, (SELECT q.v FROM q WHERE q.k = t.k AND q.ts <= t.ts "
+        "  ORDER BY q.ts DESC, q.v DESC LIMIT 1) AS v FROM t").fetchall()
+    return sorted(((s, v) for s, v in rows if left or v is not None), key=repr)
+
+
+def test_new_constructs_hostile_in_query_give_errors_or_bounded_answers(http_pipeline):
+    p = new_pipeline(http_pipeline)
+    for sql in NO_FIXPOINT:
+        r = query(p, sql)
+        assert r.status_code == 400, r.text[:500]
+        # the iteration bound, or the multiplicity bound first
+        assert "recursive relation r: " in r.json()["error"], r.text[:500]
+        assert "(a recursion under UNION ALL that does not end?)" in r.json()["error"]
+        still_serving(p)
+    # doubling arrays: bounded below the budget (4 * (2^16 - 1) elements in
+    # all, by arithmetic), the memory-budget error above it
+    r = query(p, DOUBLING % 15)
+    assert r.status_code == 200, r.text[:500]
+    assert json.loads(r.text)["c"] == 4 * (2 ** 16 - 1)
+    r = query(p, DOUBLING % 60)
+    assert r.status_code == 507, r.text[:500]
+    assert r.json()["error_code"] == "QueryMemoryLimit"
+    still_serving(p)
+    # nesting: arrays in arrays, deep casts, deep UNNEST/ARRAY_AGG subqueries
+    cases = [
+        "SELECT " + "ARRAY[" * 20000 + "1" + "]" * 20000 + " AS x",
+        "SELECT " + "CARDINALITY(" * 20000 + "xs" + ")" * 20000 + " AS x FROM t",
+        "SELECT " + "CAST(" * 5000 + "xs" + " AS INT[])" * 5000 + " AS x FROM t",
+        "SELECT x FROM " + "(SELECT ARRAY_AGG(k) AS x FROM " * 3000 + "t" + ") z" * 3000,
+    ]
+    for sql in cases:
+        r = query(p, sql)
+        assert r.status_code == 400, r.text[:500]
+        assert "nested too deeply" in r.json()["error"], r.text[:500]
+        still_serving(p)
+    # UNNEST of the recursive relation itself is refused (not monotone)
+    r = query(p, "WITH RECURSIVE r(x) AS (SELECT xs FROM t UNION ALL SELECT x FROM r, UNNEST(x) "
+                 "AS u(e)) SELECT COUNT(*) AS c FROM r")
+    assert r.status_code == 400, r.text[:500]
+    assert "this operation over the recursive relation itself is not supported" in r.text
+    r = query(p, "SELECT ARRAY[ARRAY[1]] AS x")
+    assert r.status_code == 400 and r.json()["details"]["column"] > 1, r.text[:500]
+    # a huge ARRAY literal (under the 1 MiB limit of a query's text), and
+    # UNNEST of it: the answer is exact
+    n = 150000
+    r = query(p, "SELECT CARDINALITY(ARRAY[%s]) AS c" % ",".join(["7"] * n))
+    assert r.status_code == 200, r.text[:500]
+    assert json.loads(r.text)["c"] == n
+    r = query(p, "SELECT COUNT(*) AS c, SUM(e) AS s FROM UNNEST(ARRAY[%s]) AS u(e)"
+              % ",".join(str(i) for i in range(n // 2)))
+    assert r.status_code == 200, r.text[:500]
+    assert json.loads(r.text) == {"c": n // 2, "s": sum(range(n // 2))}
+    # ARRAY_AGG over a cross join, unnested again: bounded by the budget
+    r = query(p, "SELECT COUNT(*) AS c FROM (SELECT ARRAY_AGG(a.k) AS x FROM t a, t b, t c, t d, t e, "
+                 "t f, t g) z, UNNEST(x) AS u(e)")
+    assert r.status_code == 200, r.text[:500]
+    assert json.loads(r.text)["c"] == len(T_ROWS) ** 7  # ARRAY_AGG keeps NULLs
+    still_serving(p)
+    # ASOF with NULL keys and NULL timestamps, against SQLite
+    for left in (False, True):
+        r = query(p, "SELECT t.s, q.v FROM t %sASOF JOIN q MATCH_CONDITION (t.ts >= q.ts) "
+                     "ON t.k = q.k" % ("LEFT " if left else ""))
+        assert r.status_code == 200, r.text[:500]
+        got = sorted(((x["s"], x["v"]) for x in map(json.loads, r.text.splitlines())), key=repr)
+        assert got == sqlite_asof(left)
+    p.stop()
+
+
+def test_new_constructs_hostile_over_pg_wire_give_errors_and_the_session_goes_on(
+        http_pipeline):
+    psycopg2 = pytest.importorskip("psycopg2")
+    p = new_pipeline(http_pipeline, "--pg", "127.0.0.1:0")
+    port = int(wait_log(p, r"sluice: pg: listening on 127\.0\.0\.1:(\d+)").group(1))
+    conn = psycopg2.connect(host="127.0.0.1", port=port, user="tester", dbname="x",
+                            connect_timeout=30)
+    conn.autocommit = True
+    cur = conn.cursor()
+    bad = NO_FIXPOINT[:1] + [DOUBLING % 60, "SELECT " + "ARRAY[" * 20000 + "1" + "]" * 20000]
+    want = ["a recursion under UNION ALL that does not end?", "memory budget", "nested too deeply"]
+    for sql, msg in zip(bad, want):
+        with pytest.raises(psycopg2.Error) as ex:
+            cur.execute(sql)
+        assert msg in str(ex.value), str(ex.value)[:500]
+        cur.execute("SELECT COUNT(*) FROM t")  # the same session goes on
+        assert cur.fetchone() == (len(T_ROWS),)
+    cur.execute(DOUBLING % 10)
+    assert cur.fetchone() == (4 * (2 ** 11 - 1),)
+    cur.execute("SELECT t.s, q.v FROM t LEFT ASOF JOIN q MATCH_CONDITION (t.ts >= q.ts) ON t.k = q.k")
+    assert sorted(cur.fetchall(), key=repr) == sqlite_asof(True)
+    conn.close()
+    still_serving(p)
+    p.stop()

@@ -19,7 +19,8 @@ cache can hold, then lets the child go:
     answers over the same rows.
 
 And a checkpoint that cannot read a spilled block fails with a message
-naming it (/checkpoint_status failure), the pipeline going on.
+naming it (/checkpoint_status failure), the pipeline going on; one whose
+child hangs is killed at --checkpoint-timeout and fails the same way.
 
 Waits poll observable state with a hang guard; no wall-clock bounds.
 """
@@ -305,3 +306,43 @@ def test_a_checkpoint_that_cannot_read_a_spilled_block_fails_and_says_which(http
     for v in VIEWS:
         _, rows = read_dump(str(d / (v + ".csv")))
         assert sorted(tuple(r) for r in rows) == want[v], v
+
+
+def test_a_checkpoint_child_that_hangs_is_killed_at_the_timeout(http_pipeline, tmp_path):
+    # the child waits (SLUICE_CKPT_HOLD) as one stuck on a dead disk would:
+    # past --checkpoint-timeout it is killed, the checkpoint fails saying
+    # so, the pipeline answers on, and the next checkpoint succeeds
+    customers, chunks, _ = make_input()
+    st = tmp_path / "st"
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    a = with_env({"SLUICE_CKPT_HOLD": str(hold)},
+                 lambda: http_pipeline(PROG, "--storage", st, "--checkpoint-interval", "0",
+                                       "--checkpoint-timeout", "0.5"))
+    push_customers(a, customers)
+    push(a, "orders", chunks[0])
+    (hold / "hold").touch()
+    seq = requests.post(a.url("/checkpoint"), timeout=60).json()["checkpoint_sequence_number"]
+    held = wait_until(lambda: [f for f in os.listdir(hold) if f.startswith("held-")],
+                      "the checkpoint child waiting")
+    pid = int(held[0][len("held-"):])
+    cs = ckpt_finished(a, seq)
+    assert cs["success"] is None and cs["failure"]["sequence_number"] == seq, cs
+    msg = cs["failure"]["error"]
+    assert "ran longer than the checkpoint timeout of 0.5 s" in msg and "killed" in msg, msg
+    assert "(pid %d) ran longer than 0.5 s" % pid in a.stderr()
+    assert not os.path.exists("/proc/%d" % pid), "the child is still there (not killed or reaped)"
+    # the pipeline goes on stepping, and a later checkpoint is not wedged
+    # by the killed one: it starts a child of its own (held, killed again)
+    push(a, "orders", chunks[1])
+    assert stats(a)["global_metrics"]["total_processed_records"] > 0
+    seq2 = requests.post(a.url("/checkpoint"), timeout=60).json()["checkpoint_sequence_number"]
+    assert seq2 > seq
+    cs = ckpt_finished(a, seq2)
+    assert cs["failure"]["sequence_number"] == seq2, cs
+    held2 = [f for f in os.listdir(hold) if f.startswith("held-") and f != held[0]]
+    assert len(held2) == 1, os.listdir(hold)
+    assert "internal error" not in a.stderr()
+    # (not POST /stop: its final checkpoint would race the 0.5 s deadline)
+    kill9(a)
+    (hold / "hold").unlink()
