@@ -869,7 +869,7 @@ static inline int mcur_cmp(const MergeCur *a, const MergeCur *b)
 }
 
 /* Sift h[i] down the min-heap h[0..k) of cursors. */
-static void mheap_down(const MergeCur *c, int *h, int k, int i)
+static inline __attribute__((always_inline)) void mheap_down(const MergeCur *c, int *h, int k, int i)
 {
     int top = h[i];
     for (;;) {
