@@ -54,7 +54,7 @@ int main(int argc, char **argv)
         bb_add(bb, k, 8, (const uint8_t *)v, (size_t)vn, 1);
     }
     Batch *b = bb_finish(bb);
-    double raw = (double)(b->n * 20 + (int64_t)b->off[b->n]) / 1e6;
+    double raw = (double)(b->n * 20 + (int64_t)batch_off(b, b->n)) / 1e6;
     printf("batch: %lld tuples, %.1f MB payload (built in %.2f s)\n", (long long)b->n, raw,
            now() - t0);
 
@@ -80,7 +80,7 @@ int main(int argc, char **argv)
         die("get", &e);
     double tr = now() - t0;
     printf("read:  %.3f s, %.0f MB/s (verified, page cache)\n", tr, raw / tr);
-    if (r->n != b->n || memcmp(r->data, b->data, b->off[b->n]) != 0) {
+    if (r->n != b->n || memcmp(r->data, b->data, batch_off(b, b->n)) != 0) {
         fprintf(stderr, "store_bench: read back differs\n");
         return 1;
     }

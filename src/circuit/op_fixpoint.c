@@ -358,10 +358,10 @@ static int finish_fix(Op *op, OpEnv *env)
         return rc;
     Batch *acc = sum_of(s->acc.b, s->acc.n, false);
     Chunk *c = chunk_new(env->arena, n->ncol, n->types, acc->n);
-    uint8_t *copy = arena_alloc(env->arena, acc->off[acc->n] + 1);
-    memcpy(copy, acc->data, acc->off[acc->n]);
+    uint8_t *copy = arena_alloc(env->arena, batch_off(acc, acc->n) + 1);
+    memcpy(copy, acc->data, batch_off(acc, acc->n));
     for (int64_t i = 0; i < acc->n; i++) {
-        key_decode(copy + acc->off[i], n->types, n->ncol, c, 0, i);
+        key_decode(copy + batch_off(acc, i), n->types, n->ncol, c, 0, i);
         c->w[i] = acc->w[i];
     }
     c->n = acc->n;

@@ -50,17 +50,22 @@ static const char MAGIC[8] = "SLBATCH";
 
 /* The payload as up to four regions of the batch. */
 typedef struct Region {
-    void *p;
+    const void *p;
     size_t n;
 } Region;
 
-static void batch_regions(const Batch *b, Region r[4])
+/* A uniform batch (zset/batch.h) has no offset and key length tables:
+   they are built into *scratch (sl_free it), so the file is the same. */
+static void batch_regions(const Batch *b, Region r[4], void **scratch)
 {
-    size_t nbytes = b->off[b->n];
+    size_t nbytes = batch_off(b, b->n);
     size_t n = (size_t)b->n;
-    r[0] = (Region){b->off + 1, n * sizeof(size_t)};
+    const size_t *off1;
+    const uint32_t *klen;
+    batch_tables(b, &off1, &klen, scratch);
+    r[0] = (Region){off1, n * sizeof(size_t)};
     r[1] = (Region){b->w, n * sizeof(int64_t)};
-    r[2] = (Region){b->klen, n * sizeof(uint32_t)};
+    r[2] = (Region){klen, n * sizeof(uint32_t)};
     r[3] = (Region){b->data, nbytes};
 }
 
@@ -68,7 +73,8 @@ static void batch_regions(const Batch *b, Region r[4])
 static XXH128_hash_t content_hash(const Batch *b)
 {
     Region r[4];
-    batch_regions(b, r);
+    void *scratch;
+    batch_regions(b, r, &scratch);
     XXH3_state_t *s = XXH3_createState();
     XXH3_128bits_reset(s);
     uint64_t n = (uint64_t)b->n;
@@ -78,6 +84,7 @@ static XXH128_hash_t content_hash(const Batch *b)
             XXH3_128bits_update(s, r[i].p, r[i].n);
     XXH128_hash_t h = XXH3_128bits_digest(s);
     XXH3_freeState(s);
+    sl_free(scratch);
     return h;
 }
 
@@ -112,7 +119,8 @@ static int write_payload(Store *st, int fd, const Batch *b, XXH64_state_t *ck, c
                          Err *err)
 {
     Region r[4];
-    batch_regions(b, r);
+    void *scratch;
+    batch_regions(b, r, &scratch);
     ZSTD_CCtx *cx = ZSTD_createCCtx();
     ZSTD_CCtx_setParameter(cx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
     ZSTD_CCtx_setParameter(cx, ZSTD_c_checksumFlag, 0);
@@ -153,6 +161,7 @@ static int write_payload(Store *st, int fd, const Batch *b, XXH64_state_t *ck, c
     }
     sl_free(out);
     ZSTD_freeCCtx(cx);
+    sl_free(scratch);
     return rc;
 }
 
@@ -266,7 +275,7 @@ int store_put_batch(Store *st, const Batch *b, char name_out[STORE_NAME_MAX], Er
         st->batches_reused++;
         return 0;
     } /* missing, or damaged: written (again) */
-    size_t n = (size_t)b->n, nbytes = b->off[n];
+    size_t n = (size_t)b->n, nbytes = batch_off(b, b->n);
     uint8_t hdr[HDR_SIZE] = {0};
     memcpy(hdr, MAGIC, 8);
     put_u32(hdr + 8, STORE_FORMAT_VERSION);
@@ -398,6 +407,7 @@ int store_get_batch(Store *st, const char *name, Batch **out, Err *err)
                    n * sizeof(uint32_t) + nbytes;
     b = sl_malloc(block);
     b->refs = 1;
+    b->tlen = b->fklen = 0;
     b->n = (int64_t)n;
     /* The layout of batch.c; read_payload relies on the order. */
     b->off = (size_t *)(b + 1);
@@ -422,6 +432,8 @@ int store_get_batch(Store *st, const char *name, Batch **out, Err *err)
     if (rc) {
         sl_free(b);
         b = NULL;
+    } else {
+        b = batch_compact(b); /* the layout a batch built in memory would have */
     }
 out_free_file:
     sl_free(f);

@@ -5,6 +5,11 @@
  *
  * A batch is one allocation: the Batch header, then off[n+1], w[n],
  * klen[n] and the tuple bytes, so a batch costs one malloc and one free.
+ * A uniform batch (all tuples of one length and one key length: every
+ * row of integer columns, say) has no off[] and klen[]: the header, w[n]
+ * and the bytes. The builder notes whether its records are uniform; a
+ * merge of uniform batches of one shape is uniform; slices and
+ * concatenations keep the layout.
  * A builder appends records {weight, klen, len, bytes} to one buffer.
  *
  * The builder notes the order of the records as they come (one
@@ -16,7 +21,10 @@
  * sorts an index of (8-byte big-endian chunk, record) entries
  * with an MSD radix sort. The chunk caches the tuple bytes [cend-8, cend),
  * zero-padded past the tuple's end; a range whose entries agree on the
- * whole chunk reloads the next one. Tuples that end before the next chunk
+ * whole chunk reloads the next one. Entries also cache the second chunk,
+ * bytes [8, 16) (or the length of a tuple of at most 8 bytes), so the
+ * first reload reads no record: a key of up to 8 bytes shared by a few
+ * rows (a join side's step) would otherwise cost a cache miss a row. Tuples that end before the next chunk
  * are prefixes of all others in the range (their bytes agree up to the
  * padding), so they go first, ordered by length, and cache their length.
  * Equal tuples thus always end with equal cached chunks, which lets the
@@ -51,22 +59,34 @@ struct BatchBuilder {
     size_t last;  /* the last record's position */
     int nruns;
     bool dup;     /* some record equals the one before it */
+    bool uni;     /* every record so far has length ulen and key length uklen */
+    uint32_t ulen, uklen;
     size_t run[RUNS_MAX];
 };
 
 /* ---- batch memory ---- */
 
-static size_t batch_block_size(int64_t n, size_t nbytes)
+static size_t batch_block_size(int64_t n, size_t nbytes, bool uni)
 {
     size_t un = (size_t)n;
+    if (uni)
+        return sizeof(Batch) + un * sizeof(int64_t) + nbytes;
     return sizeof(Batch) + (un + 1) * sizeof(size_t) + un * sizeof(int64_t) +
            un * sizeof(uint32_t) + nbytes;
 }
 
-/* Point b's arrays into its block for n tuples. */
-static void batch_layout(Batch *b, int64_t n)
+/* Point b's arrays into its block for n tuples (uni: the uniform layout,
+   tlen and fklen already set). */
+static void batch_layout(Batch *b, int64_t n, bool uni)
 {
     b->n = n;
+    if (uni) {
+        b->off = NULL;
+        b->klen = NULL;
+        b->w = (int64_t *)(b + 1);
+        b->data = (uint8_t *)(b->w + n);
+        return;
+    }
     b->off = (size_t *)(b + 1);
     b->w = (int64_t *)(b->off + n + 1);
     b->klen = (uint32_t *)(b->w + n);
@@ -76,10 +96,22 @@ static void batch_layout(Batch *b, int64_t n)
 /* A batch with room for n tuples of nbytes bytes in all (refs 1). */
 static Batch *batch_alloc(int64_t n, size_t nbytes)
 {
-    Batch *b = sl_malloc(batch_block_size(n, nbytes));
+    Batch *b = sl_malloc(batch_block_size(n, nbytes, false));
     b->refs = 1;
-    batch_layout(b, n);
+    b->tlen = b->fklen = 0;
+    batch_layout(b, n, false);
     b->off[0] = 0;
+    return b;
+}
+
+/* A uniform batch with room for n tuples of tlen bytes, keys of fklen. */
+static Batch *batch_alloc_uni(int64_t n, uint32_t tlen, uint32_t fklen)
+{
+    Batch *b = sl_malloc(batch_block_size(n, (size_t)n * tlen, true));
+    b->refs = 1;
+    b->tlen = tlen;
+    b->fklen = fklen;
+    batch_layout(b, n, true);
     return b;
 }
 
@@ -88,13 +120,15 @@ static Batch *batch_alloc(int64_t n, size_t nbytes)
 static Batch *batch_shrink(Batch *b, int64_t n)
 {
     Batch old = *b;
-    size_t nbytes = b->off[n];
-    batch_layout(b, n);
+    bool uni = !b->off;
+    size_t nbytes = batch_off(b, n);
+    batch_layout(b, n, uni);
     memmove(b->w, old.w, (size_t)n * sizeof(int64_t));
-    memmove(b->klen, old.klen, (size_t)n * sizeof(uint32_t));
+    if (!uni)
+        memmove(b->klen, old.klen, (size_t)n * sizeof(uint32_t));
     memmove(b->data, old.data, nbytes);
-    b = sl_realloc(b, batch_block_size(n, nbytes));
-    batch_layout(b, n);
+    b = sl_realloc(b, batch_block_size(n, nbytes, uni));
+    batch_layout(b, n, uni);
     return b;
 }
 
@@ -115,7 +149,10 @@ void batch_unref(Batch *b)
         sl_free(b);
 }
 
-size_t batch_bytes(const Batch *b) { return batch_block_size(b->n, b->off[b->n]); }
+size_t batch_bytes(const Batch *b)
+{
+    return batch_block_size(b->n, batch_off(b, b->n), !b->off);
+}
 
 /* ---- comparison ---- */
 
@@ -165,7 +202,7 @@ static inline bool bytes_eq(const uint8_t *a, const uint8_t *b, size_t n)
 
 int batch_key_cmp(const Batch *b, int64_t i, const uint8_t *k, size_t kn)
 {
-    return bytes_cmp(batch_key(b, i), b->klen[i], k, kn);
+    return bytes_cmp(batch_key(b, i), batch_klen(b, i), k, kn);
 }
 
 int64_t batch_seek(const Batch *b, const uint8_t *k, size_t kn)
@@ -230,6 +267,8 @@ BatchBuilder *bb_new(void)
     bb->last = 0;
     bb->nruns = 0;
     bb->dup = false;
+    bb->uni = true;
+    bb->ulen = bb->uklen = 0;
     return bb;
 }
 
@@ -237,6 +276,12 @@ BatchBuilder *bb_new(void)
    one comparison with the record before while there are few runs. */
 static inline void note_order(BatchBuilder *bb, const uint8_t *data, size_t pos)
 {
+    const Rec *nr = rec_at(data, pos);
+    if (bb->n == 0) {
+        bb->ulen = nr->len;
+        bb->uklen = nr->klen;
+    } else if (nr->len != bb->ulen || nr->klen != bb->uklen)
+        bb->uni = false;
     if (bb->nruns > RUNS_MAX)
         return;
     if (bb->nruns == 0) {
@@ -303,11 +348,18 @@ int64_t bb_count(const BatchBuilder *bb) { return bb->n; }
 
 /* ---- radix sort of builder records ---- */
 
-/* An index entry: the cached chunk of the record at pos. */
+/* An index entry: the cached chunk of the record at pos & ~7; pfx2 the
+   tuple's bytes [8, 16) when it is longer than 8 bytes, else (pos & 2
+   set: SHORT) its length. Bit 0 of pos marks ended entries in
+   split_ended. */
 typedef struct SortEnt {
-    uint64_t pfx;
+    uint64_t pfx, pfx2;
     size_t pos;
 } SortEnt;
+
+#define SHORT ((size_t)2)
+
+static inline size_t ent_pos(const SortEnt *e) { return e->pos & ~(size_t)7; }
 
 /* A range of entries still to sort: they agree on all bytes before depth
    (zero-padded), and pfx caches bytes [cend-8, cend). The range lies in the
@@ -343,7 +395,14 @@ static inline int ent_cmp(const SortCtx *x, const SortEnt *a, const SortEnt *b, 
 {
     if (a->pfx != b->pfx)
         return a->pfx < b->pfx ? -1 : 1;
-    const Rec *ra = rec_at(x->data, a->pos), *rb = rec_at(x->data, b->pos);
+    if (cend == 8) { /* pfx2 decides unless both tuples go on past 16 bytes */
+        bool sa = a->pos & SHORT, sb = b->pos & SHORT;
+        if (sa || sb) /* a tuple of up to 8 bytes is a prefix of the other */
+            return sa && sb ? (a->pfx2 > b->pfx2) - (a->pfx2 < b->pfx2) : sa ? -1 : 1;
+        if (a->pfx2 != b->pfx2)
+            return a->pfx2 < b->pfx2 ? -1 : 1;
+    }
+    const Rec *ra = rec_at(x->data, ent_pos(a)), *rb = rec_at(x->data, ent_pos(b));
     size_t la = ra->len, lb = rb->len;
     if (la <= cend || lb <= cend)
         return (la > lb) - (la < lb);
@@ -382,17 +441,29 @@ static size_t split_ended(const SortCtx *x, SortEnt *src, SortEnt *dst, size_t n
 {
     size_t cnt[10] = {0};
     size_t ended = 0, base = cend - 8;
-    for (size_t i = 0; i < n; i++) {
-        if (i + PREFETCH_AHEAD < n)
-            __builtin_prefetch(x->data + src[i + PREFETCH_AHEAD].pos);
-        const Rec *r = rec_at(x->data, src[i].pos);
-        if (r->len <= cend) {
-            src[i].pfx = r->len;
-            src[i].pos |= 1; /* ended mark: record positions are multiples of 8 */
-            cnt[r->len - base + 1]++;
-            ended++;
-        } else
-            src[i].pfx = load_chunk(rec_bytes(r), r->len, cend);
+    if (cend == 8) { /* the second chunk is cached: no record is read */
+        for (size_t i = 0; i < n; i++) {
+            if (src[i].pos & SHORT) {
+                src[i].pfx = src[i].pfx2; /* the length */
+                src[i].pos |= 1;
+                cnt[src[i].pfx + 1]++;
+                ended++;
+            } else
+                src[i].pfx = src[i].pfx2;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (i + PREFETCH_AHEAD < n)
+                __builtin_prefetch(x->data + ent_pos(&src[i + PREFETCH_AHEAD]));
+            const Rec *r = rec_at(x->data, ent_pos(&src[i]));
+            if (r->len <= cend) {
+                src[i].pfx = r->len;
+                src[i].pos |= 1; /* ended mark: record positions are multiples of 8 */
+                cnt[r->len - base + 1]++;
+                ended++;
+            } else
+                src[i].pfx = load_chunk(rec_bytes(r), r->len, cend);
+        }
     }
     if (ended == 0)
         return 0;
@@ -479,6 +550,11 @@ static void sort_range(SortCtx *x, SortRange r)
 /* Tuple r as tuple m of b, weight w. */
 static inline void put_rec(Batch *b, int64_t m, const Rec *r, int64_t w)
 {
+    if (!b->off) {
+        copy_tuple(b->data + (size_t)m * b->tlen, rec_bytes(r), b->tlen);
+        b->w[m] = w;
+        return;
+    }
     size_t at = b->off[m];
     copy_tuple(b->data + at, rec_bytes(r), r->len);
     b->off[m + 1] = at + r->len;
@@ -491,6 +567,14 @@ static inline bool rec_eq(const Rec *a, const Rec *b)
     return a->len == b->len && bytes_eq(rec_bytes(a), rec_bytes(b), a->len);
 }
 
+/* The batch bb_finish fills: room for bb's records, uniform when they are. */
+static Batch *finish_alloc(const BatchBuilder *bb)
+{
+    if (bb->uni && bb->n > 0)
+        return batch_alloc_uni(bb->n, bb->ulen, bb->uklen);
+    return batch_alloc(bb->n, bb->bytes);
+}
+
 /* bb_finish of records in no known order: radix sort, then consolidate. */
 static Batch *finish_unsorted(BatchBuilder *bb)
 {
@@ -500,7 +584,10 @@ static Batch *finish_unsorted(BatchBuilder *bb)
     SortCtx x = {data, ents, sl_malloc((n ? n : 1) * sizeof(SortEnt)), NULL, 0, 0};
     for (size_t i = 0, pos = 0; i < n; i++) {
         const Rec *r = rec_at(data, pos);
-        ents[i] = (SortEnt){load_chunk(rec_bytes(r), r->len, 0), pos};
+        size_t len = r->len;
+        ents[i] = (SortEnt){load_chunk(rec_bytes(r), len, 0),
+                            len > 8 ? load_chunk(rec_bytes(r), len, 8) : len,
+                            pos | (len > 8 ? 0 : SHORT)};
         pos += rec_size(r->len);
     }
     push_range(&x, (SortRange){0, n, 0, 8, false});
@@ -514,16 +601,16 @@ static Batch *finish_unsorted(BatchBuilder *bb)
      * ranges, so they have equal cached chunks: a differing pfx proves a
      * differing tuple without reading it.
      */
-    Batch *b = batch_alloc((int64_t)n, bb->bytes);
+    Batch *b = finish_alloc(bb);
     int64_t m = 0;
     for (size_t i = 0; i < n;) {
         if (i + PREFETCH_AHEAD < n)
-            __builtin_prefetch(data + ents[i + PREFETCH_AHEAD].pos);
-        const Rec *r = rec_at(data, ents[i].pos);
+            __builtin_prefetch(data + ent_pos(&ents[i + PREFETCH_AHEAD]));
+        const Rec *r = rec_at(data, ent_pos(&ents[i]));
         int64_t w = r->w;
         size_t j = i + 1;
         for (; j < n && ents[j].pfx == ents[i].pfx; j++) {
-            const Rec *q = rec_at(data, ents[j].pos);
+            const Rec *q = rec_at(data, ent_pos(&ents[j]));
             if (q->len != r->len || !bytes_eq(rec_bytes(q), rec_bytes(r), r->len))
                 break;
             w = add_weights(w, q->w);
@@ -543,7 +630,7 @@ static Batch *finish_unsorted(BatchBuilder *bb)
 static Batch *finish_sorted(BatchBuilder *bb)
 {
     const uint8_t *data = bb->data.p, *end = data ? data + bb->data.n : data; /* (none yet) */
-    Batch *b = batch_alloc(bb->n, bb->bytes);
+    Batch *b = finish_alloc(bb);
     int64_t m = 0;
     if (!bb->dup) {
         for (const uint8_t *p = data; p < end;) {
@@ -623,7 +710,7 @@ static Batch *finish_runs(BatchBuilder *bb)
     }
     for (int i = k / 2 - 1; i >= 0; i--)
         heap_down(data, c, h, k, i);
-    Batch *b = batch_alloc(bb->n, bb->bytes);
+    Batch *b = finish_alloc(bb);
     int64_t m = 0, w = 0;
     const Rec *cur = NULL;
     uint64_t curpfx = 0;
@@ -666,13 +753,19 @@ Batch *bb_finish(BatchBuilder *bb)
 
 /* ---- merge ---- */
 
-/* Append tuple i of s to out at position m (weight w). */
+/* Append tuple i of s to out at position m (weight w). A uniform out
+   has inputs of its shape only (merge_alloc). */
 static inline void emit(Batch *out, int64_t m, const Batch *s, int64_t i, int64_t w)
 {
-    size_t len = s->off[i + 1] - s->off[i];
-    copy_tuple(out->data + out->off[m], s->data + s->off[i], len);
+    if (!out->off) {
+        copy_tuple(out->data + (size_t)m * out->tlen, s->data + (size_t)i * out->tlen, out->tlen);
+        out->w[m] = w;
+        return;
+    }
+    size_t len = batch_tlen(s, i);
+    copy_tuple(out->data + out->off[m], batch_key(s, i), len);
     out->off[m + 1] = out->off[m] + len;
-    out->klen[m] = s->klen[i];
+    out->klen[m] = (uint32_t)batch_klen(s, i);
     out->w[m] = w;
 }
 
@@ -680,23 +773,52 @@ static inline void emit(Batch *out, int64_t m, const Batch *s, int64_t i, int64_
 static void emit_rest(Batch *out, int64_t m, const Batch *s, int64_t i)
 {
     int64_t k = s->n - i;
-    size_t base = out->off[m], from = s->off[i];
-    memcpy(out->data + base, s->data + from, s->off[s->n] - from);
-    for (int64_t t = 1; t <= k; t++)
-        out->off[m + t] = base + (s->off[i + t] - from);
-    memcpy(out->klen + m, s->klen + i, (size_t)k * sizeof(uint32_t));
+    size_t base = batch_off(out, m), from = batch_off(s, i);
+    memcpy(out->data + base, s->data + from, batch_off(s, s->n) - from);
+    if (out->off) {
+        for (int64_t t = 1; t <= k; t++)
+            out->off[m + t] = base + (batch_off(s, i + t) - from);
+        if (s->klen)
+            memcpy(out->klen + m, s->klen + i, (size_t)k * sizeof(uint32_t));
+        else
+            for (int64_t t = 0; t < k; t++)
+                out->klen[m + t] = s->fklen;
+    }
     memcpy(out->w + m, s->w + i, (size_t)k * sizeof(int64_t));
+}
+
+/* The output of a merge of in[0..k): uniform when every input that has
+   tuples is uniform with one shape. */
+static Batch *merge_alloc(const Batch *const *in, int k)
+{
+    int64_t bound = 0;
+    size_t bytes = 0;
+    const Batch *shape = NULL;
+    bool uni = true;
+    for (int j = 0; j < k; j++) {
+        bound += in[j]->n;
+        bytes += batch_off(in[j], in[j]->n);
+        if (in[j]->n == 0)
+            continue;
+        if (in[j]->off)
+            uni = false;
+        else if (!shape)
+            shape = in[j];
+        else if (in[j]->tlen != shape->tlen || in[j]->fklen != shape->fklen)
+            uni = false;
+    }
+    if (uni && shape)
+        return batch_alloc_uni(bound, shape->tlen, shape->fklen);
+    return batch_alloc(bound, bytes);
 }
 
 Batch *batch_merge(const Batch *a, const Batch *b)
 {
     int64_t bound = a->n + b->n;
-    size_t bytes = a->off[a->n] + b->off[b->n];
-    Batch *out = batch_alloc(bound, bytes);
+    Batch *out = merge_alloc((const Batch *const[]){a, b}, 2);
     int64_t i = 0, j = 0, m = 0;
     while (i < a->n && j < b->n) {
-        int c = bytes_cmp(a->data + a->off[i], a->off[i + 1] - a->off[i], b->data + b->off[j],
-                          b->off[j + 1] - b->off[j]);
+        int c = bytes_cmp(batch_key(a, i), batch_tlen(a, i), batch_key(b, j), batch_tlen(b, j));
         if (c < 0) {
             emit(out, m++, a, i, a->w[i]);
             i++;
@@ -733,21 +855,21 @@ typedef struct MergeCur {
 
 static inline void mcur_load(MergeCur *c)
 {
-    c->pfx = load_chunk(batch_key(c->b, c->i), c->b->off[c->i + 1] - c->b->off[c->i], 0);
+    c->pfx = load_chunk(batch_key(c->b, c->i), batch_tlen(c->b, c->i), 0);
 }
 
 static inline int mcur_cmp(const MergeCur *a, const MergeCur *b)
 {
     if (a->pfx != b->pfx)
         return a->pfx < b->pfx ? -1 : 1;
-    size_t la = a->b->off[a->i + 1] - a->b->off[a->i], lb = b->b->off[b->i + 1] - b->b->off[b->i];
+    size_t la = batch_tlen(a->b, a->i), lb = batch_tlen(b->b, b->i);
     if (la <= 8 || lb <= 8)
         return (la > lb) - (la < lb);
     return bytes_cmp(batch_key(a->b, a->i) + 8, la - 8, batch_key(b->b, b->i) + 8, lb - 8);
 }
 
 /* Sift h[i] down the min-heap h[0..k) of cursors. */
-static void mheap_down(const MergeCur *c, int *h, int k, int i)
+static inline __attribute__((always_inline)) void mheap_down(const MergeCur *c, int *h, int k, int i)
 {
     int top = h[i];
     for (;;) {
@@ -773,12 +895,10 @@ Batch *batch_merge_many(Batch *const *in, int k)
     if (k == 2)
         return batch_merge(in[0], in[1]);
     int64_t bound = 0;
-    size_t bytes = 0;
     MergeCur *c = sl_malloc(sizeof(MergeCur) * (size_t)k);
     int *h = sl_malloc(sizeof(int) * (size_t)k), nh = 0;
     for (int j = 0; j < k; j++) {
         bound += in[j]->n;
-        bytes += in[j]->off[in[j]->n];
         c[j] = (MergeCur){in[j], 0, 0};
         if (in[j]->n > 0) {
             mcur_load(&c[j]);
@@ -787,7 +907,7 @@ Batch *batch_merge_many(Batch *const *in, int k)
     }
     for (int i = nh / 2 - 1; i >= 0; i--)
         mheap_down(c, h, nh, i);
-    Batch *out = batch_alloc(bound, bytes);
+    Batch *out = merge_alloc((const Batch *const *)in, k);
     int64_t m = 0, w = 0;
     MergeCur cur = {NULL, 0, 0}; /* the tuple whose weights are being summed */
     while (nh > 0) {
@@ -821,12 +941,15 @@ Batch *batch_merge_many(Batch *const *in, int k)
 Batch *batch_slice(const Batch *b, int64_t lo, int64_t hi)
 {
     int64_t n = hi - lo;
-    size_t base = b->off[lo], nbytes = b->off[hi] - base;
-    Batch *s = batch_alloc(n, nbytes);
-    for (int64_t i = 0; i < n; i++)
-        s->off[i + 1] = b->off[lo + i + 1] - base;
+    size_t base = batch_off(b, lo), nbytes = batch_off(b, hi) - base;
+    Batch *s = b->off || n == 0 ? batch_alloc(n, nbytes) : batch_alloc_uni(n, b->tlen, b->fklen);
+    if (s->off) {
+        for (int64_t i = 0; i < n; i++)
+            s->off[i + 1] = batch_off(b, lo + i + 1) - base;
+        for (int64_t i = 0; i < n; i++)
+            s->klen[i] = (uint32_t)batch_klen(b, lo + i);
+    }
     memcpy(s->w, b->w + lo, (size_t)n * sizeof(int64_t));
-    memcpy(s->klen, b->klen + lo, (size_t)n * sizeof(uint32_t));
     memcpy(s->data, b->data + base, nbytes);
     s->n = n;
     return s;
@@ -838,21 +961,53 @@ Batch *batch_concat(Batch *const *parts, int np)
     size_t nbytes = 0;
     for (int k = 0; k < np; k++) {
         n += parts[k]->n;
-        nbytes += parts[k]->off[parts[k]->n];
+        nbytes += batch_off(parts[k], parts[k]->n);
     }
-    Batch *c = batch_alloc(n, nbytes);
+    Batch *c = merge_alloc((const Batch *const *)parts, np);
     int64_t at = 0;
-    size_t base = 0;
     for (int k = 0; k < np; k++) {
-        const Batch *p = parts[k];
-        for (int64_t i = 0; i < p->n; i++)
-            c->off[at + i + 1] = base + p->off[i + 1];
-        memcpy(c->w + at, p->w, (size_t)p->n * sizeof(int64_t));
-        memcpy(c->klen + at, p->klen, (size_t)p->n * sizeof(uint32_t));
-        memcpy(c->data + base, p->data, p->off[p->n]);
-        at += p->n;
-        base += p->off[p->n];
+        emit_rest(c, at, parts[k], 0);
+        at += parts[k]->n;
     }
     c->n = n;
     return c;
+}
+
+/* ---- layouts ---- */
+
+Batch *batch_compact(Batch *b)
+{
+    if (!b->off || b->n == 0)
+        return b;
+    size_t len = b->off[1];
+    uint32_t kl = b->klen[0];
+    if (len > UINT32_MAX)
+        return b;
+    for (int64_t i = 1; i < b->n; i++)
+        if (b->off[i + 1] - b->off[i] != len || b->klen[i] != kl)
+            return b;
+    Batch *u = batch_alloc_uni(b->n, (uint32_t)len, kl);
+    emit_rest(u, 0, b, 0);
+    batch_unref(b);
+    return u;
+}
+
+void batch_tables(const Batch *b, const size_t **off1, const uint32_t **klen, void **scratch)
+{
+    *scratch = NULL;
+    if (b->off) {
+        *off1 = b->off + 1;
+        *klen = b->klen;
+        return;
+    }
+    size_t n = (size_t)b->n;
+    size_t *o = sl_malloc(n * sizeof(size_t) + n * sizeof(uint32_t) + 1);
+    uint32_t *k = (uint32_t *)(o + n);
+    for (size_t i = 0; i < n; i++) {
+        o[i] = (i + 1) * b->tlen;
+        k[i] = b->fklen;
+    }
+    *off1 = o;
+    *klen = k;
+    *scratch = o;
 }

@@ -18,6 +18,11 @@
 
 typedef struct Batch {
     int refs;
+    /* Uniform batch (off == NULL, klen == NULL): every tuple is tlen bytes
+       with a key of fklen bytes, tuple i at data[i * tlen]. A batch of
+       fixed-width tuples (integer columns, say) then costs its bytes and a
+       weight a tuple, not 12 bytes more of tables. */
+    uint32_t tlen, fklen;
     int64_t n;      /* tuples */
     size_t *off;    /* n+1 offsets into data: tuple i is data[off[i]..off[i+1]) */
     uint32_t *klen; /* key length of tuple i (val = the rest) */
@@ -25,15 +30,25 @@ typedef struct Batch {
     int64_t *w;     /* weights, never 0 */
 } Batch;
 
-static inline const uint8_t *batch_key(const Batch *b, int64_t i) { return b->data + b->off[i]; }
-static inline size_t batch_klen(const Batch *b, int64_t i) { return b->klen[i]; }
+/* Where tuple i starts in b->data (i == n: the end of the data). */
+static inline size_t batch_off(const Batch *b, int64_t i)
+{
+    return b->off ? b->off[i] : (size_t)i * b->tlen;
+}
+/* Tuple i's length (key and value). */
+static inline size_t batch_tlen(const Batch *b, int64_t i)
+{
+    return b->off ? b->off[i + 1] - b->off[i] : b->tlen;
+}
+static inline const uint8_t *batch_key(const Batch *b, int64_t i) { return b->data + batch_off(b, i); }
+static inline size_t batch_klen(const Batch *b, int64_t i) { return b->klen ? b->klen[i] : b->fklen; }
 static inline const uint8_t *batch_val(const Batch *b, int64_t i)
 {
-    return b->data + b->off[i] + b->klen[i];
+    return batch_key(b, i) + batch_klen(b, i);
 }
 static inline size_t batch_vlen(const Batch *b, int64_t i)
 {
-    return b->off[i + 1] - b->off[i] - b->klen[i];
+    return batch_tlen(b, i) - batch_klen(b, i);
 }
 
 typedef struct BatchBuilder BatchBuilder;
@@ -63,6 +78,14 @@ Batch *batch_slice(const Batch *b, int64_t lo, int64_t hi);
 /* The tuples of parts[0..np) end to end: the parts must be consecutive
    slices of one sorted batch (a spilled run read back). */
 Batch *batch_concat(Batch *const *parts, int np);
+/* b, in the uniform layout when all its tuples have one length and one
+   key length (takes b's reference; returns b itself otherwise): for
+   batches built elsewhere (read from a file). */
+Batch *batch_compact(Batch *b);
+/* The offset table off[1..n] and key lengths of b: b's own, or for a
+   uniform batch tables built into *scratch (sl_free it; NULL when the
+   tables are b's own). For the file format, which stores the tables. */
+void batch_tables(const Batch *b, const size_t **off1, const uint32_t **klen, void **scratch);
 /* Bytes held by b (for memory statistics). */
 size_t batch_bytes(const Batch *b);
 

@@ -211,7 +211,7 @@ int spill_write(const Batch *b, Spilled **out, Err *err)
     int capb = 0;
     for (int64_t lo = 0; lo < b->n;) {
         int64_t hi = lo + 1;
-        while (hi < b->n && b->off[hi] - b->off[lo] < bsz)
+        while (hi < b->n && batch_off(b, hi) - batch_off(b, lo) < bsz)
             hi++;
         Batch *part = batch_slice(b, lo, hi);
         int rc = put_block(&io, s, &capb, part, err);
@@ -311,7 +311,7 @@ int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err)
         if (w != 0) {
             bb_add(bb, batch_key(fb, fi), batch_klen(fb, fi), batch_val(fb, fi),
                    batch_vlen(fb, fi), w);
-            fill += fb->off[fi + 1] - fb->off[fi];
+            fill += batch_tlen(fb, fi);
         }
         /* the output block ends here once full (each tuple is emitted
            once, so no tuple spans two blocks) */
@@ -387,8 +387,7 @@ static int key_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
 /* Tuple order (batch.h, batch_merge): the bytes of key and value together. */
 static int tuple_cmp(const Batch *a, int64_t i, const Batch *b, int64_t j)
 {
-    return key_cmp(a->data + a->off[i], a->off[i + 1] - a->off[i], b->data + b->off[j],
-                   b->off[j + 1] - b->off[j]);
+    return key_cmp(batch_key(a, i), batch_tlen(a, i), batch_key(b, j), batch_tlen(b, j));
 }
 
 int spilled_seek(const Spilled *s, int from, const uint8_t *k, size_t kn)

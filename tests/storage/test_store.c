@@ -58,13 +58,52 @@ static Batch *make_batch(int64_t n, int seed)
 static void assert_batches_equal(const Batch *a, const Batch *b)
 {
     assert_int_equal(a->n, b->n);
-    assert_memory_equal(a->off, b->off, (size_t)(a->n + 1) * sizeof(size_t));
+    assert_int_equal(a->off == NULL, b->off == NULL);
+    for (int64_t i = 0; i <= a->n; i++)
+        assert_int_equal(batch_off(a, i), batch_off(b, i));
+    for (int64_t i = 0; i < a->n; i++)
+        assert_int_equal(batch_klen(a, i), batch_klen(b, i));
     if (a->n) {
         assert_memory_equal(a->w, b->w, (size_t)a->n * sizeof(int64_t));
-        assert_memory_equal(a->klen, b->klen, (size_t)a->n * sizeof(uint32_t));
-        assert_memory_equal(a->data, b->data, a->off[a->n]);
+        assert_memory_equal(a->data, b->data, batch_off(a, a->n));
     }
     assert_int_equal(batch_bytes(a), batch_bytes(b));
+}
+
+/* A batch of n fixed-width tuples (4-byte key, 8-byte value): uniform
+   (zset/batch.h), no offset or key length tables in memory. */
+static Batch *make_uniform_batch(int64_t n, int seed)
+{
+    BatchBuilder *bb = bb_new();
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t k = (uint32_t)((i * 7919 + seed) % 1009);
+        uint64_t v = (uint64_t)(i * 31 + seed);
+        bb_add(bb, (const uint8_t *)&k, 4, (const uint8_t *)&v, 8, i % 5 == 0 ? -1 : 3);
+    }
+    return bb_finish(bb);
+}
+
+/* The same tuples in the layout with tables (as a batch of varying
+   lengths has, and as files written before uniform batches held). */
+static Batch *with_tables(const Batch *u)
+{
+    size_t n = (size_t)u->n, nbytes = batch_off(u, u->n);
+    Batch *b = sl_malloc(sizeof(Batch) + (n + 1) * sizeof(size_t) + n * sizeof(int64_t) +
+                         n * sizeof(uint32_t) + nbytes);
+    b->refs = 1;
+    b->tlen = b->fklen = 0;
+    b->n = u->n;
+    b->off = (size_t *)(b + 1);
+    b->w = (int64_t *)(b->off + n + 1);
+    b->klen = (uint32_t *)(b->w + n);
+    b->data = (uint8_t *)(b->klen + n);
+    for (size_t i = 0; i <= n; i++)
+        b->off[i] = batch_off(u, (int64_t)i);
+    for (size_t i = 0; i < n; i++)
+        b->klen[i] = (uint32_t)batch_klen(u, (int64_t)i);
+    memcpy(b->w, u->w, n * sizeof(int64_t));
+    memcpy(b->data, u->data, nbytes);
+    return b;
 }
 
 static void put(Store *st, const Batch *b, char name[STORE_NAME_MAX])
@@ -96,6 +135,31 @@ static int count_files(const char *prefix)
 }
 
 /* ---- tests ---- */
+
+/* A uniform batch is written as the same file (same name, same bytes) as
+   the same tuples with tables, so files from before uniform batches load,
+   and it reads back uniform. */
+static void test_uniform_batch_has_the_file_of_its_tabled_twin(void **state)
+{
+    Store *st = open_store();
+    Batch *u = make_uniform_batch(3000, 5);
+    assert_null(u->off);
+    Batch *g = with_tables(u);
+    char nu[STORE_NAME_MAX], ng[STORE_NAME_MAX];
+    put(st, g, ng);
+    put(st, u, nu);
+    assert_string_equal(nu, ng);
+    Batch *r;
+    Err e = {0};
+    if (store_get_batch(st, nu, &r, &e) != 0)
+        fail_msg("store_get_batch: %s", e.msg);
+    assert_null(r->off);
+    assert_batches_equal(r, u);
+    batch_unref(r);
+    batch_unref(g);
+    batch_unref(u);
+    store_close(st);
+}
 
 static void test_batch_round_trips_bit_for_bit(void **state)
 {
@@ -430,6 +494,8 @@ static void test_crash_point_can_fire_on_the_nth_visit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_uniform_batch_has_the_file_of_its_tabled_twin,
+                                        setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_batch_round_trips_bit_for_bit, setup_dir,
                                         teardown_dir),
         cmocka_unit_test_setup_teardown(test_unchanged_batch_gets_same_name_and_is_not_rewritten,

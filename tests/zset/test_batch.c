@@ -7,12 +7,14 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include "base/mem.h"
 #include "zset/batch.h"
 #include "zset/xrec.h"
 
@@ -25,13 +27,14 @@
 static void assert_batch_equals(const Batch *b, const Tup *t, size_t n)
 {
     assert_int_equal(b->n, (int64_t)n);
-    assert_int_equal(b->off[0], 0);
+    assert_int_equal(batch_off(b, 0), 0);
     for (size_t i = 0; i < n; i++) {
-        size_t len = b->off[i + 1] - b->off[i];
-        if (len != t[i].n || memcmp(b->data + b->off[i], t[i].p, len) != 0 ||
-            b->klen[i] != t[i].klen || b->w[i] != t[i].w)
-            fail_msg("tuple %zu differs: len %zu/%zu klen %u/%u w %lld/%lld", i, len, t[i].n,
-                     b->klen[i], t[i].klen, (long long)b->w[i], (long long)t[i].w);
+        size_t len = batch_tlen(b, i);
+        if (len != t[i].n || memcmp(batch_key(b, i), t[i].p, len) != 0 ||
+            batch_klen(b, i) != t[i].klen || b->w[i] != t[i].w)
+            fail_msg("tuple %zu differs: len %zu/%zu klen %zu/%u w %lld/%lld", i, len, t[i].n,
+                     batch_klen(b, i), t[i].klen, (long long)b->w[i], (long long)t[i].w);
+        assert_int_equal(batch_off(b, i + 1), batch_off(b, i) + len);
     }
 }
 
@@ -133,7 +136,7 @@ static void test_batch_finish_consolidates_duplicates_and_drops_zero_weights(voi
     assert_int_equal(batch_klen(b, 1), 1);
     assert_int_equal(batch_vlen(b, 1), 1);
     assert_int_equal(b->w[1], 3);
-    assert_int_equal(b->off[2], 4);
+    assert_int_equal(batch_off(b, 2), 4);
     batch_unref(b);
 }
 
@@ -344,7 +347,7 @@ static void test_batch_merge_with_its_negation_is_empty(void **state)
     Batch *b = batch_of(t, N);
     Batch *m = batch_merge(a, b);
     assert_int_equal(m->n, 0);
-    assert_int_equal(m->off[0], 0);
+    assert_int_equal(batch_off(m, 0), 0);
     batch_unref(a);
     batch_unref(b);
     batch_unref(m);
@@ -396,6 +399,176 @@ static void test_batch_refcount_frees_at_the_last_unref(void **state)
     batch_unref(b);
 }
 
+
+/* Tuples that agree on their first 8 bytes (an 8-byte key of few values)
+   and end at, before or after 16 bytes: the sort orders them on its
+   cached second chunk, and on the bytes after it, in insertion sorts and
+   radix passes alike. */
+static void test_batch_finish_orders_tuples_sharing_their_first_chunk(void **state)
+{
+    for (size_t n = 5; n <= 20000; n *= 7) {
+        Tup *t = malloc(n * sizeof(Tup));
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k = rnd() % 5 * 0x0101010101010101ull;
+            size_t len = rnd() % 3 ? 8 + rnd() % 12 : rnd() % 9;
+            memcpy(t[i].p, &k, 8);
+            for (size_t j = 8; j < len; j++)
+                t[i].p[j] = (uint8_t)(rnd() % 3 == 0 ? 0 : rnd() % 4);
+            t[i].n = len;
+            t[i].klen = (uint32_t)(len < 8 ? len : 8);
+            t[i].w = (int64_t)(rnd() % 5) - 2;
+        }
+        Batch *b = batch_of(t, n);
+        size_t m = ref_consolidate(t, n);
+        assert_batch_equals(b, t, m);
+        batch_unref(b);
+        free(t);
+    }
+}
+
+/* Fixed-width tuples (one length, one key length) make a uniform batch:
+   no offset or key length tables, a weight and the bytes a tuple. */
+static void test_batch_of_fixed_width_tuples_is_uniform(void **state)
+{
+    enum { N = 3000 };
+    Tup *t = gen_tuples(GEN_FIXED12, N);
+    Batch *b = batch_of(t, N);
+    size_t n = ref_consolidate(t, N);
+    assert_batch_equals(b, t, n);
+    assert_null(b->off);
+    assert_null(b->klen);
+    assert_int_equal(b->tlen, 12);
+    assert_int_equal(b->fklen, 4);
+    assert_int_equal(batch_bytes(b), sizeof(Batch) + n * (12 + sizeof(int64_t)));
+    /* one tuple of another length, or of another key length: tables */
+    for (int other = 0; other < 2; other++) {
+        BatchBuilder *bb = bb_new();
+        for (size_t i = 0; i < n; i++)
+            bb_add_tup(bb, &t[i]);
+        bb_add(bb, t[0].p, other ? 5 : 4, t[0].p + 4, other ? 7 : 9, 1);
+        Batch *g = bb_finish(bb);
+        assert_non_null(g->off);
+        assert_int_equal(g->n, (int64_t)n + 1);
+        batch_unref(g);
+    }
+    batch_unref(b);
+    free(t);
+}
+
+/* Tuples of one shape but from different generators' lengths: a 12-byte
+   tuple with a 6-byte key. */
+static void gen_fixed12_k6(Tup *t)
+{
+    gen_tuple(GEN_FIXED12, t);
+    t->klen = 6;
+}
+
+/* Merges of uniform batches with batches of another shape or with
+   tables, in every combination, equal the builder over the union; the
+   result is uniform only when every non-empty input has one shape. */
+static void test_batch_merge_of_mixed_layouts_equals_builder_over_the_union(void **state)
+{
+    enum { N = 400 };
+    for (int mix = 0; mix < 4; mix++) {
+        /* part 0: fixed 12/4; part 1: mix 0 the same shape, 1 a 6-byte
+           key, 2 varying lengths, 3 empty; part 2: fixed 12/4 again */
+        Tup *t = malloc(3 * N * sizeof(Tup));
+        size_t n1 = mix == 3 ? 0 : N;
+        for (size_t i = 0; i < N; i++)
+            gen_tuple(GEN_FIXED12, &t[i]);
+        for (size_t i = 0; i < n1; i++) {
+            if (mix == 1)
+                gen_fixed12_k6(&t[N + i]);
+            else
+                gen_tuple(mix == 2 ? GEN_COMMON_PREFIX : GEN_FIXED12, &t[N + i]);
+        }
+        for (size_t i = 0; i < N / 3; i++) { /* cancel some of part 0 */
+            t[N + n1 + i] = t[i];
+            t[N + n1 + i].w = -t[i].w;
+        }
+        for (size_t i = N / 3; i < N; i++)
+            gen_tuple(GEN_FIXED12, &t[N + n1 + i]);
+        Batch *p[3] = {batch_of(t, N), batch_of(t + N, n1), batch_of(t + N + n1, N)};
+        size_t total = 2 * N + n1;
+        bool uni = mix == 0 || mix == 3;
+        for (int k = 2; k <= 3; k++) {
+            Tup *r = malloc(total * sizeof(Tup));
+            size_t rn = k == 2 ? N + n1 : total;
+            memcpy(r, t, rn * sizeof(Tup));
+            size_t n = ref_consolidate(r, rn);
+            Batch *m = k == 2 ? batch_merge(p[0], p[1]) : batch_merge_many(p, 3);
+            assert_batch_equals(m, r, n);
+            if (n)
+                assert_int_equal(m->off == NULL, uni);
+            Batch *m2 = k == 2 ? batch_merge(p[1], p[0]) : NULL;
+            if (m2)
+                assert_batch_equals(m2, r, n);
+            batch_unref(m);
+            batch_unref(m2);
+            free(r);
+        }
+        for (int j = 0; j < 3; j++)
+            batch_unref(p[j]);
+        free(t);
+    }
+}
+
+/* Slices and concatenations of a uniform batch stay uniform and hold the
+   same tuples; batch_compact turns a batch with tables whose tuples have
+   one shape into a uniform one; batch_tables gives the tables either way. */
+static void test_batch_uniform_slices_concat_compact_and_tables(void **state)
+{
+    enum { N = 1000 };
+    Tup *t = gen_tuples(GEN_FIXED12, N);
+    Batch *b = batch_of(t, N);
+    size_t n = ref_consolidate(t, N);
+    Batch *parts[3] = {batch_slice(b, 0, 10), batch_slice(b, 10, 500), batch_slice(b, 500, b->n)};
+    for (int j = 0; j < 3; j++)
+        assert_null(parts[j]->off);
+    assert_batch_equals(parts[0], t, 10);
+    Batch *c = batch_concat(parts, 3);
+    assert_null(c->off);
+    assert_batch_equals(c, t, n);
+
+    /* a batch with tables: the uniform tuples merged with one 6-byte-key
+       tuple, then sliced to the uniform part */
+    Tup odd;
+    gen_fixed12_k6(&odd);
+    odd.p[0] = 0xff, odd.p[1] = 0xff, odd.p[2] = 0xff, odd.p[3] = 0xff; /* sorts last */
+    odd.w = 1;
+    Batch *o = batch_of(&odd, 1);
+    Batch *g = batch_merge(b, o);
+    assert_non_null(g->off);
+    Batch *gs = batch_slice(g, 0, (int64_t)n);
+    assert_non_null(gs->off);
+    const size_t *off1;
+    const uint32_t *klen;
+    void *scratch;
+    batch_tables(gs, &off1, &klen, &scratch);
+    assert_null(scratch);
+    assert_ptr_equal(off1, gs->off + 1);
+    Batch *u = batch_compact(gs);
+    assert_null(u->off);
+    assert_batch_equals(u, t, n);
+    batch_tables(u, &off1, &klen, &scratch);
+    assert_non_null(scratch);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(off1[i], (i + 1) * 12);
+        assert_int_equal(klen[i], 4);
+    }
+    sl_free(scratch);
+    Batch *g2 = batch_compact(g); /* two shapes: kept as it is */
+    assert_ptr_equal(g2, g);
+    batch_unref(g2);
+    batch_unref(u);
+    batch_unref(o);
+    batch_unref(c);
+    for (int j = 0; j < 3; j++)
+        batch_unref(parts[j]);
+    batch_unref(b);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -411,6 +584,10 @@ int main(void)
         cmocka_unit_test(test_batch_merge_with_its_negation_is_empty),
         cmocka_unit_test(test_batch_seek_finds_first_key_not_less),
         cmocka_unit_test(test_batch_refcount_frees_at_the_last_unref),
+        cmocka_unit_test(test_batch_finish_orders_tuples_sharing_their_first_chunk),
+        cmocka_unit_test(test_batch_of_fixed_width_tuples_is_uniform),
+        cmocka_unit_test(test_batch_merge_of_mixed_layouts_equals_builder_over_the_union),
+        cmocka_unit_test(test_batch_uniform_slices_concat_compact_and_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

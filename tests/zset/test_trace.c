@@ -57,9 +57,9 @@ static void assert_batch_equals(const Batch *b, const TupVec *v)
     assert_int_equal(b->n, (int64_t)v->n);
     for (size_t i = 0; i < v->n; i++) {
         const Tup *t = &v->t[i];
-        assert_int_equal(b->off[i + 1] - b->off[i], t->n);
-        assert_memory_equal(b->data + b->off[i], t->p, t->n);
-        assert_int_equal(b->klen[i], t->klen);
+        assert_int_equal(batch_tlen(b, i), t->n);
+        assert_memory_equal(batch_key(b, i), t->p, t->n);
+        assert_int_equal(batch_klen(b, i), t->klen);
         assert_int_equal(b->w[i], t->w);
     }
 }

@@ -76,11 +76,11 @@ static void acc_add(void *ctx, const uint8_t *val, size_t vn, int64_t w)
 static void assert_same_batch(const Batch *x, const Batch *y)
 {
     assert_int_equal(x->n, y->n);
-    assert_int_equal(x->off[x->n], y->off[y->n]);
-    assert_memory_equal(x->data, y->data, x->off[x->n]);
+    assert_int_equal(batch_off(x, x->n), batch_off(y, y->n));
+    assert_memory_equal(x->data, y->data, batch_off(x, x->n));
     for (int64_t i = 0; i < x->n; i++) {
         assert_int_equal(x->w[i], y->w[i]);
-        assert_int_equal(x->klen[i], y->klen[i]);
+        assert_int_equal(batch_klen(x, i), batch_klen(y, i));
     }
 }
 
