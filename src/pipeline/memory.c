@@ -71,6 +71,9 @@ struct PMem {
     double per_row;          /* ... per input row (0: not measured yet) */
     int64_t rows_in;         /* input rows of the step under way */
     int64_t rows_max;        /* the step size asked for (--step-rows) */
+    bool auto_steps;         /* no --step-rows: steps follow their arenas */
+    double arena_per_row;    /* step arena bytes a worker took per input row
+                                of its share (decaying maximum; 0: not yet) */
     /* scale-out: every host's memory (gather_hosts; sizes as in MemStats) */
     int nhosts;              /* 0 with one process */
     HostMem *hosts;
@@ -174,12 +177,27 @@ void pmem_start(Pipeline *p, const PipelineOpts *o)
     spill_start(o, m->limit, 0, net_hosts());
 }
 
+/* Default steps (no --step-rows): a step's operators' outputs live in
+   the workers' step arenas until it ends (a join's matches, the filters
+   over them), so a backfill cut into the largest steps touches fresh
+   memory for all of them at once: page faults and peak memory. The rows
+   per step follow what a step took from its arena per input row, so that
+   one worker's arena stays near STEP_ARENA (the first step, unmeasured,
+   has STEP_FIRST rows per worker); steps whose outputs are small keep
+   the default size. */
+#define STEP_ARENA ((size_t)64 << 20)
+#define STEP_FIRST 131072
+#define STEP_LEAST 16384 /* rows per worker at the least */
+
 void pmem_start_steps(Pipeline *p)
 {
     PMem *m = p->pm;
     m->rows_max = p->step_rows;
+    m->auto_steps = p->o.step_rows <= 0 && m->limit;
     if (m->watch && p->step_rows > 65536)
         p->step_rows = 65536;
+    else if (m->auto_steps && p->step_rows > (int64_t)p->W * STEP_FIRST)
+        p->step_rows = (int64_t)p->W * STEP_FIRST;
 }
 
 void pmem_free(Pipeline *p)
@@ -527,6 +545,11 @@ static void adapt_step(Pipeline *p, PMem *m)
     int64_t want = m->rows_max;
     if (m->watch && m->per_row > 0)
         want = (int64_t)((double)(m->limit / 8) / m->per_row);
+    if (m->auto_steps && m->arena_per_row > 0) {
+        int64_t fit = (int64_t)((double)STEP_ARENA / m->arena_per_row);
+        fit = (fit < STEP_LEAST ? STEP_LEAST : fit) * p->W;
+        want = fit < want ? fit : want;
+    }
     if (want > 2 * p->step_rows)
         want = 2 * p->step_rows;
     if (want > m->rows_max)
@@ -549,6 +572,11 @@ int pmem_after_step(Pipeline *p, Err *err)
             double r = (double)t / (double)m->rows_in;
             m->per_row = r > m->per_row * 0.75 ? r : m->per_row * 0.75;
         }
+    }
+    if (m->auto_steps && m->rows_in > 0) {
+        double share = (double)m->rows_in / p->W;
+        double r = (double)rt_step_arena_used(p->be->rt) / (share > 1 ? share : 1);
+        m->arena_per_row = r > m->arena_per_row * 0.75 ? r : m->arena_per_row * 0.75;
     }
     m->retry = false;
     Err e = {0};

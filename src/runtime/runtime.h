@@ -93,6 +93,9 @@ int rt_step_memory_node(const Runtime *rt);
 /* The sum of the workers' peak allocations in the last step (bytes
    allocated minus freed on each, at its highest; 0 without a bound). */
 int64_t rt_step_memory_peak(const Runtime *rt);
+/* Bytes the busiest local worker took from its step arena in the last
+   step (its operators' outputs: what a step holds beside the state). */
+size_t rt_step_arena_used(const Runtime *rt);
 /* Between steps: evaluate the linear operators that read relation rel's
    input directly (filters, projections, unions before any stateful
    operator) over `rows`, pushing nothing anywhere. 0 when every row passes;

@@ -976,6 +976,16 @@ int64_t rt_step_memory_peak(const Runtime *rt)
     return n;
 }
 
+size_t rt_step_arena_used(const Runtime *rt)
+{
+    size_t n = 0;
+    for (int k = 0; k < rt->nl; k++) {
+        size_t u = arena_used(rt->w[k].arena);
+        n = u > n ? u : n;
+    }
+    return n;
+}
+
 int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err)
 {
     Worker *w = &rt->w[0];

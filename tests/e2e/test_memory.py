@@ -353,3 +353,36 @@ FROM t GROUP BY g;
                              "COUNT(*) FROM t GROUP BY g"))
     assert got == want
     p.stop()
+
+
+def steps_of(stderr):
+    m = re.search(r"done: .* (\d+) steps?,", stderr)
+    assert m, stderr[-2000:]
+    return int(m.group(1))
+
+
+def test_default_steps_follow_what_a_join_emits_and_give_the_same_results(tmp_path):
+    """Without --step-rows a backfill starts with 128K rows per worker and
+    sizes its next steps by its step arenas (docs/memory.md): 400K rows
+    in one 1M-row step before, several steps now; the dump equals the
+    one-step run's (--step-rows 10000000)."""
+    prog = tmp_path / "wide.sql"
+    prog.write_text("""
+CREATE TABLE t (id BIGINT NOT NULL, k BIGINT NOT NULL, s VARCHAR, u VARCHAR) WITH ('connectors' = '[{
+  "transport": {"name": "datagen", "config": {"seed": 5, "plan": [{"limit": 400000,
+    "fields": {"k": {"strategy": "uniform", "range": [0, 50000]},
+               "s": {"strategy": "word"}, "u": {"strategy": "word"}}}]}}}]');
+CREATE MATERIALIZED VIEW v AS
+SELECT a.k, COUNT(*) AS n, MAX(LENGTH(a.s) + LENGTH(b.u)) AS m, SUM(a.id - b.id) AS d
+FROM t a JOIN t b ON a.id = b.id
+GROUP BY a.k;
+""")
+    dumps = {}
+    for name, extra in (("auto", []), ("one", ["--step-rows", "10000000"])):
+        out = tmp_path / name
+        r = run_ok(["run", str(prog), "--until-done", "--no-progress", "--dump", str(out)] + extra,
+                   timeout=600)
+        dumps[name] = (read_dump(out / "v.csv"), steps_of(r.stderr))
+    assert dumps["one"][1] == 1
+    assert dumps["auto"][1] >= 2
+    assert dumps["auto"][0] == dumps["one"][0]
