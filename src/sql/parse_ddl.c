@@ -714,7 +714,7 @@ static int parse_set_time_zone(Parser *p, bool first)
 int sql_parse(const char *text, Arena *a, Program **out, Err *err)
 {
     Err local;
-    Parser p = {NULL, 0, 0, a, err ? err : &local, 0, 0, TZ_UTC, NULL, 0, 0};
+    Parser p = {.a = a, .err = err ? err : &local, .tz = TZ_UTC};
     err_clear(&local);
     if (lex(text, a, &p.t, &p.n, p.err))
         return p.err->code;
