@@ -191,6 +191,7 @@ typedef struct CNode {
     /* OPK_UNNEST */
     int unnest_col;
     bool ordinality;
+    int unnest_n;    /* arrays zipped (columns unnest_col...): 0 or 1 for one */
 } CNode;
 
 typedef struct Relation {

@@ -151,6 +151,9 @@ typedef enum FuncId {
                           4 > 5 >=); three-valued, x of the element type */
     FN_ARRAY_POSITION, /* (a, x) -> INT: 1-based index of the first element
                           not distinct from x, NULL when none */
+    FN_ARRAY_SLICE,    /* (a, lo BIGINT, hi BIGINT) -> ARRAY: elements lo..hi
+                          (1-based, clamped to the array; empty when none),
+                          NULL when an operand is (PostgreSQL's a[lo:hi]) */
     FN__COUNT
 } FuncId;
 

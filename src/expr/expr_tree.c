@@ -190,6 +190,7 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_ARRAY_TO_STRING] = "ARRAY_TO_STRING",
     [FN_ARRAY_ANY] = "ARRAY_ANY",
     [FN_ARRAY_POSITION] = "ARRAY_POSITION",
+    [FN_ARRAY_SLICE] = "ARRAY_SLICE",
     [FN_TUMBLE_START] = "TUMBLE_START",
     [FN_TIME_ADD] = "TIME_ADD",
     [FN_AT_TZ_LOCAL] = "TIMEZONE",

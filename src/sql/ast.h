@@ -136,6 +136,7 @@ typedef struct FromItem {
     /* F_UNNEST: UNNEST(unnest_e) [WITH ORDINALITY], last in a FROM list (plan.c) */
     Ast *unnest_e;
     bool ordinality;
+    AstList unnest_more; /* UNNEST(e, e2, ...): the arrays after the first (zipped) */
 } FromItem;
 
 typedef struct SelectItem {

@@ -206,9 +206,11 @@ static FromItem *parse_from_primary(Parser *p)
             f->k = F_UNNEST;
             if (!(f->unnest_e = sql__parse_expr(p)))
                 return NULL;
-            if (is_op(cur(p), ",")) {
-                sql__unsupported(p, cur(p), "UNNEST of several arrays");
-                return NULL;
+            while (accept_op(p, ",")) { /* several arrays, zipped */
+                Ast *x = sql__parse_expr(p);
+                if (!x)
+                    return NULL;
+                sql__list_push(p, &f->unnest_more, x);
             }
             if (sql__expect_op(p, ")"))
                 return NULL;
