@@ -203,6 +203,7 @@ typedef struct CNode {
     /* OPK_UNNEST */
     int unnest_col;
     bool ordinality;
+    int unnest_n;    /* arrays zipped (columns unnest_col...): 0 or 1 for one */
 } CNode;
 
 typedef struct Relation {
@@ -237,6 +238,9 @@ typedef struct Relation {
        and counted. wm_col -1: none */
     int wm_col;
     int64_t lateness;
+    /* 'append_only' = 'true' (tables): the input only inserts; a temporal
+       join may read the table as a history (sql/plan_asof.c) */
+    bool append_only;
     /* the clock table NOW() reads, added by the compiler (sql/plan_temporal.c):
        the controller pushes the time into it (pipeline/clock.c) */
     bool clock;

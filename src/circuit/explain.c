@@ -159,7 +159,10 @@ static void explain_nodes(const Circuit *c, Buf *out, const char *ind)
                        n->tupper ? "<=" : ">=", (long long)n->toff, n->tclock);
             break;
         case OPK_UNNEST:
-            buf_printf(out, " #%d%s", n->unnest_col, n->ordinality ? " with ordinality" : "");
+            buf_printf(out, " #%d", n->unnest_col);
+            for (int j = 1; j < n->unnest_n; j++)
+                buf_printf(out, ", #%d", n->unnest_col + j);
+            buf_puts(out, n->ordinality ? " with ordinality" : "");
             break;
         case OPK_MAP:
             if (n->filter) {

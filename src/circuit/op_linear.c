@@ -363,11 +363,113 @@ static int eval_negate(Op *op, OpEnv *env, Chunk **in)
     return 0;
 }
 
-/* One row per element of the ARRAY column unnest_col of each input row. */
+/* Rows of an input row's arrays zipped: the longest array's length, the
+   shorter ones padded with NULL (PostgreSQL's UNNEST(a, b)). */
+static void copy_row(Chunk *out, int64_t o, const Chunk *s, int64_t r)
+{
+    for (int j = 0; j < s->ncol; j++) {
+        Vec *d = &out->col[j];
+        const Vec *v = &s->col[j];
+        if (d->i)
+            d->i[o] = v->i[r];
+        else if (d->x)
+            d->x[o] = v->x[r];
+        else if (d->f)
+            d->f[o] = v->f[r];
+        else
+            d->s[o] = v->s[r];
+        if (d->nul)
+            d->nul[o] = v->nul ? v->nul[r] : 0;
+    }
+}
+
+static void set_null(Vec *d, int64_t o);
+static int64_t unnest_rows(const CNode *n, const Chunk *s, int64_t r);
+
+/* UNNEST(a1, ..., ak): arrays at unnest_col.., elements at nin.. (the
+   element types nullable: the padding), the position after them. */
+static int eval_unnest_zip(Op *op, OpEnv *env, const Chunk *s, int na)
+{
+    const CNode *n = op->node;
+    int nin = s->ncol;
+    int64_t total = 0;
+    for (int64_t r = 0; r < s->n; r++)
+        total += unnest_rows(n, s, r);
+    Chunk *out = chunk_new(env->arena, n->ncol, n->types, total ? total : 1);
+    ArrIt *it = sl_calloc((size_t)na, sizeof(ArrIt));
+    bool *live = sl_calloc((size_t)na, sizeof(bool));
+    int64_t *len = sl_calloc((size_t)na, sizeof(int64_t));
+    for (int64_t r = 0; r < s->n; r++) {
+        int64_t m = unnest_rows(n, s, r);
+        if (!m)
+            continue;
+        for (int j = 0; j < na; j++) {
+            const Vec *av = &s->col[n->unnest_col + j];
+            live[j] = !vec_is_null(av, r) && av->s[r].n;
+            len[j] = live[j] ? arr_len(av->t, av->s[r]) : 0;
+            if (live[j])
+                arr_it(&it[j], av->t, av->s[r]);
+        }
+        for (int64_t at = 0; at < m; at++) {
+            int64_t o = out->n;
+            copy_row(out, o, s, r);
+            for (int j = 0; j < na; j++) {
+                ArrElem e;
+                if (at < len[j] && arr_next(&it[j], &e))
+                    arr_get_vec(&out->col[nin + j], o, &e, env->arena);
+                else
+                    set_null(&out->col[nin + j], o);
+            }
+            if (n->ordinality)
+                out->col[nin + na].i[o] = at + 1;
+            out->w[o] = s->w[r];
+            out->n = o + 1;
+        }
+        for (int j = 0; j < na; j++)
+            if (live[j])
+                arr_it_done(&it[j]);
+    }
+    sl_free(it);
+    sl_free(live);
+    sl_free(len);
+    op->out = out;
+    return 0;
+}
+
+static int64_t unnest_rows(const CNode *n, const Chunk *s, int64_t r)
+{
+    int64_t m = 0;
+    for (int j = 0; j < SL_MAX(n->unnest_n, 1); j++) {
+        const Vec *av = &s->col[n->unnest_col + j];
+        if (!vec_is_null(av, r) && av->s[r].n)
+            m = SL_MAX(m, arr_len(av->t, av->s[r]));
+    }
+    return m;
+}
+
+static void set_null(Vec *d, int64_t o)
+{
+    static const Str empty = {"", 0};
+    if (d->i)
+        d->i[o] = 0;
+    else if (d->x)
+        d->x[o] = 0;
+    else if (d->f)
+        d->f[o] = 0;
+    else
+        d->s[o] = empty;
+    d->nul[o] = 1;
+}
+
+/* One row per element of the ARRAY column unnest_col of each input row;
+   with unnest_n > 1 arrays, one row per position of the longest. */
 static int eval_unnest(Op *op, OpEnv *env, Chunk **in)
 {
     const CNode *n = op->node;
     const Chunk *s = in[0];
+    int na = SL_MAX(n->unnest_n, 1);
+    if (na > 1)
+        return eval_unnest_zip(op, env, s, na);
     const Vec *av = &s->col[n->unnest_col];
     int nin = s->ncol;
     int64_t total = 0;

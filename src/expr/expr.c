@@ -852,6 +852,7 @@ static bool array_shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
     case FN_CARDINALITY: return na == 1 && a[0].s && out->i;
     case FN_ARRAY_LENGTH: return na == 2 && a[0].s && a[1].i && out->i && out->nul;
     case FN_ARRAY_CAT: return na == 2 && a[0].s && a[1].s && out->s;
+    case FN_ARRAY_SLICE: return na == 3 && a[0].s && a[1].i && a[2].i && out->s && out->nul;
     case FN_ARRAY_TO_STRING: return na >= 2 && a[0].s && a[1].s && (na < 3 || a[2].s) && out->s;
     case FN_ARRAY_ANY:
         return na == 3 && a[1].s && a[2].i && out->i && out->nul &&
@@ -943,7 +944,7 @@ static __attribute__((noinline)) int eval_node(const Expr *e, const Chunk *in,
     case E_IN: return eval_in(e, in, sel, n, cx, &a[0], out, m);
     case E_NULLIF: return eval_nullif(&a[0], &a[1], n, cx, out, m);
     case E_FUNC:
-        if (e->fn >= FN_ARRAY && e->fn <= FN_ARRAY_POSITION) {
+        if (e->fn >= FN_ARRAY && e->fn <= FN_ARRAY_SLICE) {
             if (!array_shape_ok(e, a, na, out))
                 return err_set(cx->err, SL_ERUNTIME, "%s operands of the wrong kind",
                                expr__fn_name(e->fn));

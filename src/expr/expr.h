@@ -178,6 +178,9 @@ typedef enum FuncId {
                           "string", "array" or "object" */
     FN_VARIANT_IS,     /* (v, kind BIGINT constant) -> BOOLEAN: v holds a
                           value of that VarKind */
+    FN_ARRAY_SLICE,    /* (a, lo BIGINT, hi BIGINT) -> ARRAY: elements lo..hi
+                          (1-based, clamped to the array; empty when none),
+                          NULL when an operand is (PostgreSQL's a[lo:hi]) */
     FN__COUNT
 } FuncId;
 

@@ -205,6 +205,7 @@ static const char *const fn_names[FN__COUNT] = {
     [FN_VARIANT_TEXT] = "VARIANT_TEXT",
     [FN_VARIANT_TYPEOF] = "TYPEOF",
     [FN_VARIANT_IS] = "VARIANT_IS",
+    [FN_ARRAY_SLICE] = "ARRAY_SLICE",
     [FN_TUMBLE_START] = "TUMBLE_START",
     [FN_TIME_ADD] = "TIME_ADD",
     [FN_AT_TZ_LOCAL] = "TIMEZONE",

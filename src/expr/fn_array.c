@@ -1,5 +1,5 @@
 /*
- * expr/fn_array.c - the ARRAY functions (FN_ARRAY .. FN_ARRAY_POSITION,
+ * expr/fn_array.c - the ARRAY functions (FN_ARRAY .. FN_ARRAY_SLICE,
  * expr.h). Unlike the other kernels these see their operands' NULLs
  * themselves: an array holds NULL elements, and || and = ANY have their
  * own rules for NULL operands (PostgreSQL's).
@@ -118,6 +118,25 @@ int expr__fn_array(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx, 
             }
         }
         break;
+    case FN_ARRAY_SLICE: {
+        Phys ph = type_phys(type_elem(a[0].t));
+        for (int64_t k = 0; k < n; k++) {
+            out->s[k] = (Str){"", 0};
+            if (nul_at(&a[0], k) || nul_at(&a[1], k) || nul_at(&a[2], k)) {
+                m[k] = 1;
+                continue;
+            }
+            int64_t lo = a[1].i[k], hi = a[2].i[k], at = 0;
+            buf_reset(&b);
+            arr_it(&it, a[0].t, a[0].s[k]);
+            while (at < hi && arr_next(&it, &el))
+                if (++at >= lo)
+                    arr_put(&b, ph, &el);
+            arr_it_done(&it);
+            out->s[k] = keep(cx, &b);
+        }
+        break;
+    }
     case FN_ARRAY_CAT:
         for (int64_t k = 0; k < n && !rc; k++) {
             bool n0 = nul_at(&a[0], k), n1 = nul_at(&a[1], k);

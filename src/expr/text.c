@@ -462,6 +462,69 @@ static int parse_string(SqlType t, const char *s, size_t n, Arena *a, Str *out, 
     return 0;
 }
 
+/* An ISO 8601 duration [-]P[nY][nM][nW][nD][T[nH][nM][n[.f]S]] as an
+   interval: months (dt false: only Y and M) or microseconds (dt true:
+   W, D, H, M, S; a day is 24 hours). false when malformed or too large. */
+static bool parse_iso_duration(const char *s, size_t n, bool dt, int64_t *out)
+{
+    size_t p = 0;
+    bool neg = s[0] == '-';
+    p += neg;
+    p++; /* P */
+    bool time = false, any = false;
+    __int128 total = 0;
+    while (p < n) {
+        if (s[p] == 'T' || s[p] == 't') {
+            if (time)
+                return false;
+            time = true;
+            p++;
+            continue;
+        }
+        size_t d0 = p;
+        __int128 whole = 0;
+        while (p < n && s[p] >= '0' && s[p] <= '9' && p - d0 < 15)
+            whole = whole * 10 + (s[p++] - '0');
+        if (p == d0 || p >= n)
+            return false;
+        int64_t frac = 0; /* microseconds of a fractional second */
+        if (s[p] == '.' || s[p] == ',') {
+            p++;
+            int64_t scale = 100000;
+            size_t f0 = p;
+            while (p < n && s[p] >= '0' && s[p] <= '9') {
+                frac += (s[p++] - '0') * scale;
+                scale /= 10;
+            }
+            if (p == f0 || p >= n || (s[p] != 'S' && s[p] != 's'))
+                return false;
+        }
+        char u = (char)(s[p++] | 0x20);
+        int64_t mul;
+        if (!dt) {
+            if (time || (u != 'y' && u != 'm'))
+                return false;
+            mul = u == 'y' ? 12 : 1;
+        } else if (!time) {
+            if (u != 'w' && u != 'd')
+                return false;
+            mul = (u == 'w' ? 7 : 1) * US_PER_DAY;
+        } else {
+            if (u != 'h' && u != 'm' && u != 's')
+                return false;
+            mul = u == 'h' ? 3600000000LL : u == 'm' ? 60000000LL : 1000000LL;
+        }
+        total += whole * mul + frac;
+        if (total > INT64_MAX)
+            return false;
+        any = true;
+    }
+    if (!any)
+        return false;
+    *out = neg ? -(int64_t)total : (int64_t)total;
+    return true;
+}
+
 int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double *f, Str *str,
                Err *err)
 {
@@ -538,8 +601,14 @@ int text_parse(SqlType t, const char *s, size_t n, Arena *a, int64_t *i, double 
     case TK_TIMESTAMPTZ: return parse_tstz(t, s, n, i, err);
     case TK_INTERVAL_DT:
     case TK_INTERVAL_YM: {
-        /* canonical text: [-]D HH:MM:SS[.f] / [-]Y-M; a bare [-]D is days */
+        /* canonical text: [-]D HH:MM:SS[.f] / [-]Y-M; a bare [-]D is days;
+           or an ISO 8601 duration */
         bool ym, dt = t.kind == TK_INTERVAL_DT;
+        if (n && (s[0] == 'P' || s[0] == 'p' || (n > 1 && s[0] == '-' && (s[1] == 'P' || s[1] == 'p')))) {
+            if (!parse_iso_duration(s, n, dt, i))
+                return bad_value(err, t, s, n);
+            return 0;
+        }
         size_t sp = 0;
         while (sp < n && s[sp] != ' ')
             sp++;

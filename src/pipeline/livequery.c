@@ -109,7 +109,8 @@ static void *job_main(void *arg)
             key_decode(x.k, r->types, r->ncol, ch, 0, ch->n);
             ch->w[ch->n++] = x.w;
         }
-        in[i] = (QInput){r->name, r->ncol, (const char *const *)r->colnames, r->types, ch};
+        in[i] = (QInput){r->name, r->ncol, (const char *const *)r->colnames, r->types, ch,
+                         r->append_only};
     }
     /* the program's session zone (for the query's own TIMESTAMPTZ values)
        and its SQL functions, which the query may call */

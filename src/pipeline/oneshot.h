@@ -25,6 +25,7 @@ typedef struct QInput {
     const char *const *colnames;
     const SqlType *types;
     const Chunk *rows; /* contents as a Z-set (weights); NULL = empty */
+    bool append_only;  /* declared 'append_only' = 'true' (TableDecl) */
 } QInput;
 
 typedef struct QResult {

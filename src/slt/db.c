@@ -342,7 +342,8 @@ static QInput *inputs(SltDb *db)
     QInput *in = sl_calloc((size_t)(db->nt ? db->nt : 1), sizeof(QInput));
     for (int i = 0; i < db->nt; i++) {
         SltTable *t = &db->t[i];
-        in[i] = (QInput){t->name, t->ncol, (const char *const *)t->colnames, t->types, t->rows};
+        in[i] = (QInput){t->name, t->ncol, (const char *const *)t->colnames, t->types, t->rows,
+                         t->append_only};
     }
     return in;
 }
@@ -591,6 +592,7 @@ static int create_table(SltDb *db, const char *sql, Err *err)
             t->types[j] = ty;
         }
         t->npk = rel->npk;
+        t->append_only = rel->append_only;
         t->pk = arena_alloc(t->a, sizeof(int) * (size_t)(rel->npk + 1));
         for (int k = 0; k < rel->npk; k++)
             t->pk[k] = rel->pk[k];
@@ -664,7 +666,8 @@ static int compiles(SltDb *db, const char *stmt, Err *err)
     QInput *in = inputs(db);
     TableDecl *decl = sl_calloc((size_t)(db->nt ? db->nt : 1), sizeof(TableDecl));
     for (int i = 0; i < db->nt; i++)
-        decl[i] = (TableDecl){in[i].name, in[i].ncol, in[i].colnames, in[i].types};
+        decl[i] = (TableDecl){in[i].name, in[i].ncol, in[i].colnames, in[i].types,
+                              in[i].append_only};
     char *pre = prelude(db);
     Buf prog = BUF_INIT;
     if (pre)

@@ -19,6 +19,7 @@ typedef struct SltTable {
     int *pk;
     int npk;
     bool *uniq;  /* per column: UNIQUE (enforced by the runner) */
+    bool append_only; /* WITH ('append_only' = 'true'): temporal joins may read it */
     Arena *a;    /* owns the schema */
     Arena *ra;   /* owns rows and their strings */
     Chunk *rows; /* weights 1, duplicates as separate rows */

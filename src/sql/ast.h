@@ -117,6 +117,10 @@ typedef struct FromItem {
     Ast *on;                 /* F_JOIN ON condition, or NULL */
     bool asof;               /* F_JOIN: [LEFT] ASOF JOIN (jk J_INNER or J_LEFT) */
     Ast *match;              /* its MATCH_CONDITION (...), or NULL (then in ON) */
+    bool temporal;           /* F_JOIN: [LEFT] JOIN r FOR SYSTEM_TIME AS OF x: an ASOF
+                                join on r's time column (asof set; plan_asof.c) */
+    Ast *as_of;              /* F_TABLE: its FOR SYSTEM_TIME AS OF expression */
+    int as_of_line, as_of_col; /* of its FOR keyword */
     char **using_cols;       /* F_JOIN USING (...) */
     int nusing;
     struct Select *sub;      /* F_SUBQUERY (also VALUES in FROM) */
@@ -134,6 +138,7 @@ typedef struct FromItem {
     /* F_UNNEST: UNNEST(unnest_e) [WITH ORDINALITY], last in a FROM list (plan.c) */
     Ast *unnest_e;
     bool ordinality;
+    AstList unnest_more; /* UNNEST(e, e2, ...): the arrays after the first (zipped) */
 } FromItem;
 
 typedef struct SelectItem {

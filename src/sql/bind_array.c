@@ -13,7 +13,7 @@
 
 static const char *const array_fns[] = {
     "array[]", "[]", "any[]", "cardinality", "array_length", "array_to_string",
-    "array_contains", "array_position", "array_append", "array_prepend", "array_cat",
+    "array_contains", "array_position", "array_append", "array_prepend", "array_cat", "[:]",
 };
 
 bool sql__is_array_fn(const char *name)
@@ -199,6 +199,19 @@ Expr *sql__bind_array_fn(P *p, BindCtx *bc, Ast *x)
     if (!(args[0] = need_array(p, x, args[0], !strcmp(name, "[]") ? "a subscript" : name,
                                any_arr)))
         return NULL;
+    if (!strcmp(name, "[:]")) { /* a[lo:hi] (the parser fills omitted bounds) */
+        for (int j = 1; j < 3; j++) {
+            if (!type_is_integer(args[j]->t.kind) && args[j]->t.kind != TK_NULL) {
+                perr(p, SL_ESEMANTIC, x->args.v[j]->line, x->args.v[j]->col,
+                     "an array slice bound must be an integer, not %s", tname(args[j]->t));
+                return NULL;
+            }
+            args[j] = sql__cast_to(p, args[j], type_make(TK_BIGINT, true));
+        }
+        SqlType t = args[0]->t;
+        t.nullable = true;
+        return mk_fn(p, FN_ARRAY_SLICE, t, 3, args);
+    }
     if (!strcmp(name, "array_position")) {
         if (!coerce_elem(p, x, &args[1], &args[0]))
             return NULL;

@@ -130,7 +130,15 @@ static int apply_props(P *p, Stmt *s, Relation *r)
                             "'retain_input' must be 'true' or 'false', not '%s'", pr->value);
             r->retain = r->retain || !strcasecmp(pr->value, "true");
         } else if (!strcasecmp(pr->key, "append_only")) {
-            /* a promise about the input; accepted, no optimisation uses it yet */
+            /* a promise about the input: a temporal join may read the table as
+               a history (plan_asof.c) */
+            if (!r->is_table)
+                return perr(p, SL_ECONFIG, pr->line, pr->col,
+                            "'append_only' applies to tables, not to view %s", r->name);
+            if (strcasecmp(pr->value, "true") && strcasecmp(pr->value, "false"))
+                return perr(p, SL_ECONFIG, pr->vline, pr->vcol,
+                            "'append_only' must be 'true' or 'false', not '%s'", pr->value);
+            r->append_only = r->append_only || !strcasecmp(pr->value, "true");
         } else if (!strcasecmp(pr->key, "emit_final")) {
             /* a column name (Feldera's spelling), or 'true': the first
                column with a watermark (checked in check_emit_final) */
@@ -487,6 +495,7 @@ static int declare_table(P *p, const TableDecl *d)
     if (!r)
         return p->err->code;
     r->is_table = true;
+    r->append_only = d->append_only;
     r->ncol = d->ncol;
     r->limit = r->offset = -1;
     r->colnames = arena_alloc(p->a, sizeof(char *) * (size_t)(d->ncol + 1));

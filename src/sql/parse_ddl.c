@@ -140,8 +140,40 @@ int sql__parse_type(Parser *p, SqlType *out)
     } else if ((nested = sql__parse_nested_type(p, s, &ty)) != 0) {
         if (nested < 0)
             return p->err->code;
+    } else if (!strcasecmp(s, "interval")) {
+        /* INTERVAL unit [TO unit] (Calcite, the standard): YEAR, MONTH and
+           YEAR TO MONTH are months; the day-to-second qualifiers microseconds */
+        Token *u = cur(p);
+        int from = u->k == T_IDENT ? time_unit_parse(u->s) : -1, to = from;
+        if (from < 0 || from == TU_QUARTER || from == TU_WEEK || from > TU_SECOND)
+            return err_setpos(p->err, SL_EUNSUPPORTED, t->line, t->col,
+                              "type INTERVAL without a qualifier is not supported yet "
+                              "(PostgreSQL's interval mixes months, days and seconds): write "
+                              "INTERVAL DAY TO SECOND or INTERVAL YEAR TO MONTH");
+        p->i++;
+        if (accept_kw(p, "to")) {
+            Token *u2 = cur(p);
+            to = u2->k == T_IDENT ? time_unit_parse(u2->s) : -1;
+            if (to <= from || to == TU_WEEK || to > TU_SECOND ||
+                (from <= TU_MONTH) != (to <= TU_MONTH))
+                return sql__fail(p, "a finer interval unit after TO (YEAR TO MONTH, "
+                                    "DAY/HOUR/MINUTE TO SECOND...)");
+            p->i++;
+        }
+        if (to == TU_SECOND && accept_op(p, "(")) { /* SECOND(p): fraction digits, ignored */
+            int prec;
+            if (parse_int_arg(p, &prec) || sql__expect_op(p, ")"))
+                return p->err->code;
+        }
+        if (from != TU_DAY && from != TU_YEAR) /* a bare number would mean days/years */
+            return err_setpos(p->err, SL_EUNSUPPORTED, u->line, u->col,
+                              "type INTERVAL %s%s%s is not supported yet (values are read as "
+                              "days or years): write INTERVAL DAY TO SECOND or INTERVAL YEAR "
+                              "TO MONTH", time_unit_name(from), to != from ? " TO " : "",
+                              to != from ? time_unit_name(to) : "");
+        ty.kind = from <= TU_MONTH ? TK_INTERVAL_YM : TK_INTERVAL_DT;
     } else {
-        static const char *later[] = {"interval", "array", "map", "binary",
+        static const char *later[] = {"array", "map", "binary",
                                       "varbinary", "uuid", "row", "geometry", "bytea",
                                       "blob"};
         for (size_t i = 0; i < ARRAY_LEN(later); i++)

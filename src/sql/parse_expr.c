@@ -377,18 +377,34 @@ static Ast *parse_pg_casts(Parser *p, Ast *x)
             continue;
         }
         if (is_op(t, "[")) {
-            Ast *n = sql__new_ast(p, A_FUNC, t), *i;
+            Ast *n = sql__new_ast(p, A_FUNC, t), *i = NULL, *j = NULL;
             n->name = arena_strndup(p->a, "[]", 2);
-            if (!(i = sql__parse_expr(p)))
+            if (!is_op(cur(p), ":") && !(i = sql__parse_expr(p)))
                 return NULL;
-            if (is_op(cur(p), ":")) {
-                sql__unsupported(p, cur(p), "array slices");
+            if (accept_op(p, ":")) { /* a slice x[lo:hi], either bound omitted */
+                n->name = arena_strndup(p->a, "[:]", 3);
+                if (!is_op(cur(p), "]") && !(j = sql__parse_expr(p)))
+                    return NULL;
+                if (!i) {
+                    i = sql__new_ast(p, A_INT, t);
+                    i->str = (char *)"1";
+                    i->slen = 1;
+                }
+                if (!j) {
+                    j = sql__new_ast(p, A_INT, t);
+                    j->str = (char *)"9223372036854775807";
+                    j->slen = strlen(j->str);
+                }
+            } else if (!i) {
+                sql__fail(p, "a subscript");
                 return NULL;
             }
             if (sql__expect_op(p, "]"))
                 return NULL;
             sql__list_push(p, &n->args, x);
             sql__list_push(p, &n->args, i);
+            if (!strcmp(n->name, "[:]"))
+                sql__list_push(p, &n->args, j);
             n->line = x->line;
             n->col = x->col;
             x = sql__check_height(p, t, n);

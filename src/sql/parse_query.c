@@ -77,7 +77,8 @@ static char *opt_alias(Parser *p)
         (is_kw(t, "match_condition") && is_op(nx, "("))) /* not an alias */
         return NULL;
     if (is_kw(t, "for") && is_kw(nx, "system_time")) {
-        sql__unsupported(p, t, "a temporal join (FOR SYSTEM_TIME AS OF)");
+        sql__unsupported(p, t, "FOR SYSTEM_TIME AS OF other than after the table name of a "
+                               "JOIN's right side (a temporal join)");
         return NULL;
     }
     if (is_kw(t, "for") && (is_kw(nx, "update") || is_kw(nx, "share") || is_kw(nx, "no") ||
@@ -205,9 +206,11 @@ static FromItem *parse_from_primary(Parser *p)
             f->k = F_UNNEST;
             if (!(f->unnest_e = sql__parse_expr(p)))
                 return NULL;
-            if (is_op(cur(p), ",")) {
-                sql__unsupported(p, cur(p), "UNNEST of several arrays");
-                return NULL;
+            while (accept_op(p, ",")) { /* several arrays, zipped */
+                Ast *x = sql__parse_expr(p);
+                if (!x)
+                    return NULL;
+                sql__list_push(p, &f->unnest_more, x);
             }
             if (sql__expect_op(p, ")"))
                 return NULL;
@@ -236,6 +239,14 @@ static FromItem *parse_from_primary(Parser *p)
             sql__unsupported(p, cur(p), "table functions");
             return NULL;
         }
+        if (is_kw(cur(p), "for") && is_kw(&p->t[p->i + 1], "system_time")) {
+            f->as_of_line = cur(p)->line;
+            f->as_of_col = cur(p)->col;
+            p->i += 2; /* FOR SYSTEM_TIME AS OF expr: a temporal join's right side */
+            if (sql__expect_kw(p, "as") || sql__expect_kw(p, "of") ||
+                !(f->as_of = sql__parse_expr(p)))
+                return NULL;
+        }
     }
     f->alias = opt_alias(p);
     if (p->err->code || (f->alias && parse_col_aliases(p, f)))
@@ -257,6 +268,12 @@ static FromItem *parse_from_item(Parser *p)
 static FromItem *parse_from_item_in(Parser *p)
 {
     FromItem *l = parse_from_primary(p);
+    if (l && l->as_of) {
+        err_setpos(p->err, SL_EUNSUPPORTED, l->as_of_line, l->as_of_col,
+                   "FOR SYSTEM_TIME AS OF other than on the right side of a JOIN (a temporal "
+                   "join) is not supported yet");
+        return NULL;
+    }
     for (;;) {
         if (!l)
             return NULL;
@@ -311,14 +328,24 @@ static FromItem *parse_from_item_in(Parser *p)
         j->l = l;
         if (!(j->r = parse_from_primary(p)))
             return NULL;
+        if (j->r->as_of) { /* a temporal join: planned as an ASOF join */
+            if (asof || natural || (jk != J_INNER && jk != J_LEFT)) {
+                sql__unsupported(p, t, "FOR SYSTEM_TIME AS OF in a NATURAL, CROSS, RIGHT, FULL or "
+                                       "ASOF join (a temporal join is [INNER] JOIN or LEFT JOIN "
+                                       "... ON)");
+                return NULL;
+            }
+            j->temporal = asof = true;
+            j->asof = true;
+        }
         if (asof) { /* MATCH_CONDITION (cond) ON keys, or ON keys AND cond */
-            if (accept_kw(p, "match_condition")) {
+            if (!j->temporal && accept_kw(p, "match_condition")) {
                 if (sql__expect_op(p, "(") || !(j->match = sql__parse_expr(p)) ||
                     sql__expect_op(p, ")"))
                     return NULL;
             }
             if (!accept_kw(p, "on")) {
-                sql__fail(p, j->match ? "ON" : "MATCH_CONDITION or ON");
+                sql__fail(p, j->match || j->temporal ? "ON" : "MATCH_CONDITION or ON");
                 return NULL;
             }
             if (!(j->on = sql__parse_expr(p)))

@@ -53,8 +53,8 @@ static int plan_from_leaf(P *p, FromItem *f, PRel *out, PushDown *cand)
         return sql__plan_tvf(p, f, out);
     if (f->k == F_UNNEST)
         return perr(p, SL_EUNSUPPORTED, f->line, f->col,
-                    "UNNEST other than as the last item of a FROM list (FROM t, UNNEST(t.a)) "
-                    "is not supported yet");
+                    "UNNEST inside a JOIN is not supported yet (list it in the FROM list: "
+                    "FROM t, UNNEST(t.a) AS u(x))");
     if (f->k == F_NODE) { /* planned already (plan_subq.c) */
         out->node = f->node;
         out->s = *(Scope *)f->scope;
@@ -138,41 +138,50 @@ static int plan_unnest(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq,
     int n = src->ncol;
     AggCtx none = {0};
     BindCtx bc = {&pre.s, &none, "UNNEST"};
-    Expr *e = sql__bind(p, &bc, u->unnest_e);
-    if (!e)
-        return p->err->code;
-    if (e->t.kind != TK_ARRAY)
-        return perr(p, SL_ESEMANTIC, u->unnest_e->line, u->unnest_e->col,
-                    "UNNEST needs an array, not %s", tname(e->t));
-    Expr **proj = sql__identity_proj(p, src, 1);
-    proj[n] = e;
-    int m = sql__add_map(p, pre.node, r2, proj, n + 1);
-    int nc = n + 2 + u->ordinality;
+    int na = 1 + u->unnest_more.n; /* arrays, zipped when several */
+    Expr **proj = sql__identity_proj(p, src, na);
+    for (int j = 0; j < na; j++) {
+        Ast *ax = j ? u->unnest_more.v[j - 1] : u->unnest_e;
+        Expr *e = sql__bind(p, &bc, ax);
+        if (!e)
+            return p->err->code;
+        if (e->t.kind != TK_ARRAY)
+            return perr(p, SL_ESEMANTIC, ax->line, ax->col, "UNNEST needs an array, not %s",
+                        tname(e->t));
+        proj[n + j] = e;
+    }
+    int m = sql__add_map(p, pre.node, r2, proj, n + na);
+    int nc = n + 2 * na + u->ordinality;
     CNode *un = sql__add_node(p, OPK_UNNEST, 1, nc);
     un->in[0] = m;
     un->unnest_col = n;
+    un->unnest_n = na;
     un->ordinality = u->ordinality;
-    memcpy(un->types, p->c->nodes[m]->types, sizeof(SqlType) * (size_t)(n + 1));
-    un->types[n + 1] = type_elem(e->t);
+    memcpy(un->types, p->c->nodes[m]->types, sizeof(SqlType) * (size_t)(n + na));
+    for (int j = 0; j < na; j++) {
+        un->types[n + na + j] = type_elem(proj[n + j]->t);
+        if (na > 1) /* padded with NULL */
+            un->types[n + na + j].nullable = true;
+    }
     if (u->ordinality)
-        un->types[n + 2] = type_make(TK_BIGINT, false);
+        un->types[n + 2 * na] = type_make(TK_BIGINT, false);
     un->label = "unnest";
+    int nout = n + na + u->ordinality;
     Expr **fin = sql__identity_proj(p, un, 0);
-    fin[n] = fin[n + 1];
-    if (u->ordinality)
-        fin[n + 1] = fin[n + 2];
-    out->node = sql__add_map(p, un->id, NULL, fin, n + 1 + u->ordinality);
-    out->s = scope_new(p, n + 1 + u->ordinality);
+    for (int j = 0; j < na + u->ordinality; j++)
+        fin[n + j] = fin[n + na + j];
+    out->node = sql__add_map(p, un->id, NULL, fin, nout);
+    out->s = scope_new(p, nout);
     memcpy(out->s.c, pre.s.c, sizeof(SCol) * (size_t)n);
-    for (int i = 0; i <= u->ordinality; i++) {
+    for (int i = 0; i < na + u->ordinality; i++) {
         SCol *c = &out->s.c[n + i];
         c->qual = u->alias;
-        c->name = i < u->ncol_aliases ? u->col_aliases[i] : i ? "ordinality" : "unnest";
-        c->t = un->types[n + 1 + i];
+        c->name = i < u->ncol_aliases ? u->col_aliases[i] : i == na ? "ordinality" : "unnest";
+        c->t = un->types[n + na + i];
     }
-    if (u->ncol_aliases > 1 + u->ordinality)
+    if (u->ncol_aliases > na + u->ordinality)
         return perr(p, SL_ESEMANTIC, u->line, u->col,
-                    "UNNEST gives %d columns, %d names given", 1 + u->ordinality,
+                    "UNNEST gives %d columns, %d names given", na + u->ordinality,
                     u->ncol_aliases);
     *residual = NULL;
     if (!q->where)
@@ -338,6 +347,33 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
 {
     if (q->nfrom == 0)
         return plan_no_from(p, q, out, residual, subq, nsubq);
+    for (int i = 0; i < q->nfrom - 1; i++) {
+        if (q->from[i]->k != F_UNNEST)
+            continue;
+        /* FROM a, UNNEST(a.x) u, b: (a, UNNEST(a.x) u) planned first (it
+           reads only the items before it), then as one planned item */
+        Select pq = *q;
+        pq.nfrom = i + 1;
+        pq.where = NULL;
+        PRel pre;
+        Expr *none = NULL;
+        if (plan_unnest(p, &pq, &pre, &none, subq, nsubq))
+            return p->err->code;
+        FromItem *f = arena_zalloc(p->a, sizeof(*f));
+        f->k = F_NODE;
+        f->line = q->from[0]->line;
+        f->col = q->from[0]->col;
+        f->node = pre.node;
+        Scope *sc = arena_alloc(p->a, sizeof(*sc));
+        *sc = pre.s;
+        f->scope = sc;
+        Select rq = *q;
+        rq.nfrom = q->nfrom - i;
+        rq.from = arena_alloc(p->a, sizeof(FromItem *) * (size_t)rq.nfrom);
+        rq.from[0] = f;
+        memcpy(rq.from + 1, q->from + i + 1, sizeof(FromItem *) * (size_t)(rq.nfrom - 1));
+        return plan_from(p, &rq, out, residual, subq, nsubq, opt);
+    }
     if (q->from[q->nfrom - 1]->k == F_UNNEST)
         return plan_unnest(p, q, out, residual, subq, nsubq);
     FromFlat ff = {0};

@@ -14,6 +14,10 @@
  * restricts the candidates (a filter of the right side); one on the left
  * row makes a left row failing it match nothing (its ts is taken as NULL).
  *
+ * A temporal join L [LEFT] JOIN r FOR SYSTEM_TIME AS OF x ON ... is the
+ * ASOF join with MATCH_CONDITION (x >= r.time) when r is an append-only
+ * table with a time column (systime_match).
+ *
  * Plan: both sides are mapped to one row type (keys, ts, side, left
  * columns, right columns; the other side's columns NULL) and summed into
  * one OPK_ASOF node partitioned by the keys and ordered by (ts, side)
@@ -77,9 +81,69 @@ static int asof_side(P *p, int node, int nc, Expr **keys, Expr *ts, int nk, Expr
     return sql__add_map(p, x, NULL, u, nu);
 }
 
+/* A temporal join L [LEFT] JOIN r FOR SYSTEM_TIME AS OF x [AS] a ON ...:
+   r must be a table declared 'append_only' = 'true' (its rows are the
+   versions, never replaced) with a time column: the column with LATENESS
+   (a watermark) or, without one, its only TIMESTAMP, TIMESTAMPTZ or DATE
+   column. The version of a key as of x is the row with the greatest time
+   <= x: f->match becomes (x >= a.time) and the join an ASOF join. */
+static int systime_match(P *p, FromItem *f)
+{
+    FromItem *r = f->r;
+    const char *need = "a temporal join (FOR SYSTEM_TIME AS OF) reads a table declared with "
+                       "'append_only' = 'true' whose time column is its LATENESS (watermark) "
+                       "column or its only TIMESTAMP, TIMESTAMPTZ or DATE column";
+    int rel = sql__cte_visible(p, r->name) ? -1 : circuit_find_rel(p->c, r->name);
+    if (rel < 0 || !p->c->rels[rel].is_table)
+        return perr(p, SL_EUNSUPPORTED, r->line, r->col, "%s; \"%s\" is %s", need, r->name,
+                    rel >= 0 ? "a view" : sql__cte_visible(p, r->name) ? "a WITH query"
+                                                                      : "not a table");
+    Relation *t = &p->c->rels[rel];
+    if (!t->append_only)
+        return perr(p, SL_EUNSUPPORTED, r->line, r->col,
+                    "%s; table %s is not declared 'append_only' = 'true' (its rows are its "
+                    "current contents, not versions)", need, t->name);
+    int tc = t->wm_col;
+    for (int i = 0; tc < 0 && i < t->ncol; i++) {
+        TypeKind k = t->types[i].kind;
+        if (!type_is_ts(k) && k != TK_DATE)
+            continue;
+        for (int j = i + 1; j < t->ncol; j++)
+            if (type_is_ts(t->types[j].kind) || t->types[j].kind == TK_DATE)
+                return perr(p, SL_EUNSUPPORTED, r->line, r->col,
+                            "%s; table %s has no LATENESS column and several time columns "
+                            "(%s, %s): declare LATENESS on the one that dates the versions",
+                            need, t->name, t->colnames[i], t->colnames[j]);
+        tc = i;
+    }
+    if (tc < 0)
+        return perr(p, SL_EUNSUPPORTED, r->line, r->col,
+                    "%s; table %s has neither LATENESS nor a TIMESTAMP, TIMESTAMPTZ or DATE "
+                    "column", need, t->name);
+    Ast *c = arena_zalloc(p->a, sizeof(*c));
+    c->k = A_COL;
+    c->line = r->as_of->line;
+    c->col = r->as_of->col;
+    c->qual = r->alias ? r->alias : r->name;
+    c->name = tc < r->ncol_aliases ? r->col_aliases[tc] : t->colnames[tc];
+    Ast *m = arena_zalloc(p->a, sizeof(*m));
+    m->k = A_BIN;
+    m->op = OP_GE;
+    m->line = r->as_of->line;
+    m->col = r->as_of->col;
+    m->a = r->as_of;
+    m->b = c;
+    f->match = m;
+    return 0;
+}
+
 int sql__plan_asof(P *p, FromItem *f, PRel *out)
 {
-    const char *what = f->jk == J_LEFT ? "LEFT ASOF JOIN" : "ASOF JOIN";
+    const char *what = f->temporal ? (f->jk == J_LEFT ? "LEFT JOIN ... FOR SYSTEM_TIME AS OF"
+                                                      : "JOIN ... FOR SYSTEM_TIME AS OF")
+                       : f->jk == J_LEFT ? "LEFT ASOF JOIN" : "ASOF JOIN";
+    if (f->temporal && !f->match && systime_match(p, f))
+        return p->err->code;
     PRel L, R;
     if (sql__plan_from_item(p, f->l, &L, NULL) || sql__plan_from_item(p, f->r, &R, NULL))
         return p->err->code;
@@ -109,7 +173,12 @@ int sql__plan_asof(P *p, FromItem *f, PRel *out)
         Expr *e = sql__bind(p, &bc, f->match);
         if (!e || !(e = sql__bool_operand(p, e, f->match, "MATCH_CONDITION")))
             return p->err->code;
-        if (!asof_ineq(p, e, nL, nR, &lts, &rts, &op))
+        if (!asof_ineq(p, e, nL, nR, &lts, &rts, &op) && f->temporal)
+            return perr(p, SL_ESEMANTIC, f->match->line, f->match->col,
+                        "FOR SYSTEM_TIME AS OF of a temporal join must be an expression of "
+                        "the rows before the JOIN (such as o.ts), comparable with %s.%s",
+                        f->match->b->qual, f->match->b->name);
+        if (!lts)
             return perr(p, SL_ESEMANTIC, f->match->line, f->match->col,
                         "MATCH_CONDITION of %s must compare an expression of the left input "
                         "with one of the right input by >=, >, <= or <",

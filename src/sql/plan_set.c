@@ -281,6 +281,15 @@ int sql__plan_bound(P *p, const char *name, const PRel *bound, Select *q, PRel *
     return rc;
 }
 
+bool sql__cte_visible(P *p, const char *name)
+{
+    for (CteScope *s = p->ctes; s; s = s->up)
+        for (int i = 0; i < s->visible; i++)
+            if (!strcasecmp(s->ctes[i].name, name))
+                return true;
+    return false;
+}
+
 int sql__plan_cte_ref(P *p, FromItem *f, PRel *out, bool *found)
 {
     *found = false;

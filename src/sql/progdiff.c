@@ -236,6 +236,8 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
     case OPK_UNNEST:
         put_i64(b, n->unnest_col);
         put_i64(b, n->ordinality);
+        if (n->unnest_n > 1) /* (one array: the fingerprint of before) */
+            put_i64(b, n->unnest_n);
         break;
     case OPK_SINK: /* a retained table's sink keeps what a materialized one's does */
         put_i64(b, rel_keeps(&c->rels[n->rel]));

@@ -24,6 +24,7 @@ typedef struct TableDecl {
     int ncol;
     const char *const *colnames;
     const SqlType *types;
+    bool append_only; /* 'append_only' = 'true' (a temporal join may read it) */
 } TableDecl;
 /* Flags of circuit_compile_with. */
 #define CC_PRESENT 1 /* views keep ORDER BY keys (hidden trailing columns) and

@@ -253,6 +253,8 @@ int sql__clock_node(P *p, const Ast *at);
 int sql__plan_join_unit(P *p, FromItem *f, PRel *out, PushDown *cand);
 /* [LEFT] ASOF JOIN (plan_asof.c; f->alias is the caller's). */
 int sql__plan_asof(P *p, FromItem *f, PRel *out);
+/* Is a common table expression of that name in scope? (plan_set.c) */
+bool sql__cte_visible(P *p, const char *name);
 /* FROM item `AS alias (c1, ...)`: rename r's first columns. */
 int sql__apply_col_aliases(P *p, const FromItem *f, PRel *r);
 

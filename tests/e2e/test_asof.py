@@ -227,8 +227,8 @@ ERRORS = [
      "a.id > b.p", "unsupported", ["LEFT ASOF JOIN", "equalities"]),
     ("SELECT * FROM a ASOF JOIN b MATCH_CONDITION (a.ts >= b.ts) WHERE a.k = 1", "WHERE",
      "error", ["ON"]),
-    ("SELECT * FROM a JOIN b FOR SYSTEM_TIME AS OF a.ts ON a.k = b.k", "FOR", "unsupported",
-     ["FOR SYSTEM_TIME"]),
+    ("SELECT * FROM a JOIN b FOR SYSTEM_TIME AS OF a.ts ON a.k = b.k", "b FOR", "unsupported",
+     ["FOR SYSTEM_TIME", "append_only"]),
 ]
 
 

@@ -7,7 +7,7 @@ both types. The expected matrix below is PostgreSQL's (pg_cast plus I/O
 conversions to and from text), with the differences docs/sql.md states:
 BOOLEAN converts to and from every numeric type, not only INT, and an
 interval converts only to a string (PostgreSQL also has interval -> time).
-Casts to interval types are not supported yet (another error). That the
+Casts to interval types (from strings) are checked by test_interval.py. That the
 compile-time rule is exactly what the evaluator converts is checked by
 tests/expr/test_expr.c (test_cast_exists_matches_what_eval_cast_converts).
 """
