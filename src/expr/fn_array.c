@@ -120,7 +120,7 @@ int expr__fn_array(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx, 
         break;
     case FN_ARRAY_SLICE: {
         Phys ph = type_phys(type_elem(a[0].t));
-        for (int64_t k = 0; k < n; k++) {
+        for (int64_t k = 0; k < n && !rc; k++) {
             out->s[k] = (Str){"", 0};
             if (nul_at(&a[0], k) || nul_at(&a[1], k) || nul_at(&a[2], k)) {
                 m[k] = 1;
@@ -133,7 +133,7 @@ int expr__fn_array(const Expr *e, const Vec *a, int na, int64_t n, EvalCtx *cx, 
                 if (++at >= lo)
                     arr_put(&b, ph, &el);
             arr_it_done(&it);
-            out->s[k] = keep(cx, &b);
+            rc = keep(cx, &b, &out->s[k], "array slice");
         }
         break;
     }
