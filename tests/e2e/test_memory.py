@@ -105,6 +105,7 @@ def test_memory_breakdown_lists_every_operator_and_counts_the_state(http_pipelin
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith("memory limit ")
+    assert re.match(r"spilled runs 0 \(0 on disk, 0 merged away\), spill cache ", lines[2]), lines
     head = lines.index(next(l for l in lines if l.startswith("node ")))
     assert lines[head + 1].split()[1] == "join"
     p.stop()
