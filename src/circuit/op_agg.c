@@ -38,7 +38,9 @@
  * the group key encoding, val = its Part (partsz bytes: counts and
  * accumulators, no pointers), a byte 1 and the encoding of the row last
  * emitted (or a byte 0 when none), weight 1. The groups batch is kept
- * while no group changes, so checkpoints of an idle aggregate share it.
+ * while no group changes, so checkpoints of an idle aggregate share it
+ * (and nothing is spilled). Spilled (cold) groups are saved among the
+ * groups, in the same layout; a restored aggregate has them all in its map.
  * The global aggregate's group is among the groups, so a restored
  * instance does not create it again (the step counter continues).
  */
@@ -162,6 +164,7 @@ typedef struct AggSt {
     BatchBuilder *unspill; /* this step's groups read back from cold, or NULL */
     int64_t ncold;       /* groups in cold (committed) */
     int64_t nunspill;    /* of them, read back this step */
+    int64_t created_seen; /* created[0, this) were looked up in cold already */
     int64_t last_step;   /* the latest step that ran (eviction: untouched first) */
     size_t heap_per_group; /* bytes of key and output per group, estimated */
     bool owner;          /* registered with zset/spill.h */
@@ -460,7 +463,8 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
     Group *g = hmap_upsert(s->groups, k, kn, sl_hash(k, kn), &created);
     if (created) {
         g->key = sl_malloc(kn ? kn : 1);
-        memcpy(g->key, k, kn);
+        if (kn) /* (a global group's key may be NULL) */
+            memcpy(g->key, k, kn);
         g->klen = (uint32_t)kn;
         g->touched = -1;
         *VEC_PUSH(s->created, s->ncreated, s->capc) = g;
@@ -511,14 +515,16 @@ static int group_key_cmp(const void *a, const void *b)
    retracted when the step ends (undo just drops them from the map). */
 static void unspill(AggSt *s)
 {
-    if (!s->ncold || !s->ncreated)
+    int64_t from = s->created_seen, n = s->ncreated - from;
+    s->created_seen = s->ncreated; /* (finish may run more than once in a step) */
+    if (!s->ncold || n <= 0)
         return;
-    Group **gs = sl_malloc(sizeof(Group *) * (size_t)s->ncreated);
-    memcpy(gs, s->created, sizeof(Group *) * (size_t)s->ncreated);
-    qsort(gs, (size_t)s->ncreated, sizeof(Group *), group_key_cmp);
+    Group **gs = sl_malloc(sizeof(Group *) * (size_t)n);
+    memcpy(gs, s->created + from, sizeof(Group *) * (size_t)n);
+    qsort(gs, (size_t)n, sizeof(Group *), group_key_cmp);
     TraceCursor *cur = trace_cursor_new(s->cold);
     ValWs c = {0};
-    for (int64_t i = 0; i < s->ncreated; i++) {
+    for (int64_t i = 0; i < n; i++) {
         Group *g = gs[i];
         c.n = 0;
         trace_cursor_for_key(cur, g->key, g->klen, op_valw_add, &c);
@@ -873,7 +879,8 @@ static int finish_agg(Op *op, OpEnv *env)
             spilled = t.disk_bytes > 0;
         }
     if (spilled) {
-        qsort(s->touched, (size_t)s->ntouched, sizeof(Group *), group_key_cmp);
+        if (s->ntouched > 1)
+            qsort(s->touched, (size_t)s->ntouched, sizeof(Group *), group_key_cmp);
         s->cur = sl_calloc((size_t)n->naggs + 1, sizeof(TraceCursor *));
         for (int j = 0; j < n->naggs; j++)
             if (s->minmax[j])
@@ -959,7 +966,7 @@ static void step_end_agg(Op *op)
     for (int64_t i = 0; i < s->ndead; i++)
         delete_group(s, s->dead[i]);
     s->ndead = 0;
-    s->ncreated = 0;
+    s->ncreated = s->created_seen = 0;
     buf_reset(&s->undo);
     if (s->unspill) { /* the groups read back leave the cold trace */
         trace_insert_take(s->cold, bb_finish(s->unspill));
@@ -1009,7 +1016,7 @@ static void undo_agg(Op *op)
         sl_free(g->out);
         delete_group(s, g);
     }
-    s->ncreated = 0;
+    s->ncreated = s->created_seen = 0;
     if (s->unspill) { /* the groups read back stay cold */
         batch_unref(bb_finish(s->unspill));
         s->unspill = NULL;
