@@ -165,6 +165,9 @@ typedef struct AggSt {
     int64_t ncold;       /* groups in cold (committed) */
     int64_t nunspill;    /* of them, read back this step */
     int64_t created_seen; /* created[0, this) were looked up in cold already */
+    struct Unspilled { Group *g; uint8_t *out; } *uouts; /* groups read back
+                            this step with their output as read (undo) */
+    int64_t nuouts, capu;
     int64_t last_step;   /* the latest step that ran (eviction: untouched first) */
     size_t heap_per_group; /* bytes of key and output per group, estimated */
     bool owner;          /* registered with zset/spill.h */
@@ -558,6 +561,7 @@ static void unspill(AggSt *s)
             g->outlen = (uint32_t)(vn - s->partsz - 1);
             g->out = sl_malloc(g->outlen ? g->outlen : 1);
             memcpy(g->out, v + s->partsz + 1, g->outlen);
+            *VEC_PUSH(s->uouts, s->nuouts, s->capu) = (struct Unspilled){g, g->out};
         }
         if (!s->unspill)
             s->unspill = bb_new();
@@ -967,6 +971,7 @@ static void step_end_agg(Op *op)
         delete_group(s, s->dead[i]);
     s->ndead = 0;
     s->ncreated = s->created_seen = 0;
+    s->nuouts = 0;
     buf_reset(&s->undo);
     if (s->unspill) { /* the groups read back leave the cold trace */
         trace_insert_take(s->cold, bb_finish(s->unspill));
@@ -1011,6 +1016,13 @@ static void undo_agg(Op *op)
             sl_free(cur);
         }
     }
+    /* a group read back whose output emit() replaced: with strings the
+       output read back waits in the garbage, which the groups own again,
+       but the group goes */
+    for (int64_t i = 0; s->has_str && i < s->nuouts; i++)
+        if (s->uouts[i].g->out != s->uouts[i].out)
+            sl_free(s->uouts[i].out);
+    s->nuouts = 0;
     for (int64_t i = 0; i < s->ncreated; i++) {
         Group *g = s->created[i];
         sl_free(g->out);
@@ -1106,6 +1118,7 @@ static void free_agg(Op *op)
     sl_free(s->touched);
     sl_free(s->garbage);
     sl_free(s->created);
+    sl_free(s->uouts);
     sl_free(s->dead);
     buf_free(&s->undo);
     buf_free(&s->kb);
