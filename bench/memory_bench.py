@@ -6,7 +6,8 @@ to the end (`--until-done`) in memory (`--memory-limit none`) and under a
 limit a quarter of its state (`--memory-limit L`), for each step size
 asked (`--step-rows`; "default" is the engine's 1M rows per worker). Runs
 alternate (in memory, limited, in memory, ...) because the machine is
-shared. For each run: wall time, throughput, and the peak resident memory
+shared. For each run: wall time, CPU time (user + system, wait4's
+rusage: steadier than wall time on a loaded machine), throughput, and the peak resident memory
 the kernel reports for the child (wait4's ru_maxrss: not the engine's own
 figure). The view's dump of every run must be byte-identical to the first
 in-memory run's; the script fails otherwise.
@@ -48,7 +49,7 @@ def run_once(prog, dump, step_rows, limit, env):
     if proc.returncode != 0:
         sys.exit("sluice failed (%d): %s\n%s" % (proc.returncode, " ".join(cmd), err))
     spilled = re.search(r"memory: (\d+) trace runs spilled", err)
-    return {"wall": wall, "peak_mb": ru.ru_maxrss / 1024.0,
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "peak_mb": ru.ru_maxrss / 1024.0,
             "runs_spilled": int(spilled.group(1)) if spilled else 0, "log": err.strip()}
 
 
@@ -76,6 +77,7 @@ def main():
         for sr in a.step_rows.split(","):
             walls = {c[0]: [] for c in configs}
             peaks = {c[0]: [] for c in configs}
+            cpus = {c[0]: [] for c in configs}
             for r in range(a.runs):
                 for name, lim, extra in configs:
                     env = dict(os.environ, **extra)
@@ -88,24 +90,31 @@ def main():
                     elif not filecmp.cmp(reference, view, shallow=False):
                         sys.exit("the view differs: %s vs %s" % (reference, view))
                     walls[name].append(res["wall"])
+                    cpus[name].append(res["cpu"])
                     peaks[name].append(res["peak_mb"])
-                    print("  step rows %-8s %-16s %6.2f s  %7.0f rows/s  peak RSS %6.1f MB%s"
-                          % (sr, name, res["wall"], (a.orders + 100000) / res["wall"],
+                    print("  step rows %-8s %-16s %6.2f s (CPU %6.2f s)  %7.0f rows/s  "
+                          "peak RSS %6.1f MB%s"
+                          % (sr, name, res["wall"], res["cpu"], (a.orders + 100000) / res["wall"],
                              res["peak_mb"],
                              "  (%d runs spilled)" % res["runs_spilled"]
                              if res["runs_spilled"] else ""), flush=True)
                     shutil.rmtree(dump, ignore_errors=True)
             base = B.median(walls["in memory"])
+            cbase = B.median(cpus["in memory"])
             for name, lim, _ in configs:
                 w, pk = B.median(walls[name]), max(peaks[name])
+                c = B.median(cpus[name])
                 row = {"step_rows": sr, "config": name, "memory_limit": lim,
                        "wall_median": w, "walls": walls[name], "peak_mb_max": pk,
-                       "throughput_vs_in_memory": base / w}
+                       "cpu_median": c, "cpus": cpus[name],
+                       "throughput_vs_in_memory": base / w,
+                       "cpu_throughput_vs_in_memory": cbase / c}
                 if lim != "none":
                     row["peak_vs_limit"] = pk * 1048576 / limit
                 out["results"].append(row)
-                print("step rows %-8s %-16s median %6.2f s, %.0f%% of in-memory throughput, "
-                      "peak RSS %.1f MB%s" % (sr, name, w, 100 * base / w, pk,
+                print("step rows %-8s %-16s median %6.2f s (%.0f%% of in-memory throughput), "
+                      "CPU %6.2f s (%.0f%% of in-memory by CPU), peak RSS %.1f MB%s"
+                      % (sr, name, w, 100 * base / w, c, 100 * cbase / c, pk,
                                                " = %.2fx the limit" % row["peak_vs_limit"]
                                                if lim != "none" else ""))
         print("outputs identical across all runs")

@@ -113,10 +113,13 @@ static int valw_cmp(const void *a, const void *b)
     return x->n < y->n ? -1 : x->n > y->n;
 }
 
-void agg_state_values(const Trace *t, const uint8_t *k, size_t kn, ValWs *out)
+void agg_state_values(const Trace *t, TraceCursor *cur, const uint8_t *k, size_t kn, ValWs *out)
 {
     ValWs c = {0};
-    trace_for_key(t, k, kn, op_valw_add, &c);
+    if (cur)
+        trace_cursor_for_key(cur, k, kn, op_valw_add, &c);
+    else
+        trace_for_key(t, k, kn, op_valw_add, &c);
     if (c.n)
         qsort(c.v, (size_t)c.n, sizeof(ValW), valw_cmp);
     int64_t m = 0;
@@ -308,14 +311,14 @@ static void stats(const AggSpec *a, const ValWs *c, int64_t n, Chunk *one, Vec *
     v->f[0] = r;
 }
 
-int agg_state_value(const AggSpec *a, const Trace *t, const uint8_t *k, size_t kn, Chunk *dst,
-                    int col, Arena *strs, int node, Err *err)
+int agg_state_value(const AggSpec *a, const Trace *t, TraceCursor *cur, const uint8_t *k,
+                    size_t kn, Chunk *dst, int col, Arena *strs, int node, Err *err)
 {
     ValWs c = {0};
     Vec *v = &dst->col[col];
     SqlType in_t = a->in_t;
     int rc = 0;
-    agg_state_values(t, k, kn, &c);
+    agg_state_values(t, cur, k, kn, &c);
     if (v->nul)
         v->nul[0] = 0;
     if (!c.n) {

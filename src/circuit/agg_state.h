@@ -30,14 +30,16 @@ bool agg_state_encode(const AggSpec *a, const Chunk *rows, int64_t r, Buf *out);
 
 /* The distinct entries of the group with key k in t (sorted, weights
    summed, only those with a positive weight) into *out (sl_malloc'd
-   array the caller frees; entries point into t's batches). */
-void agg_state_values(const Trace *t, const uint8_t *k, size_t kn, ValWs *out);
+   array the caller frees; entries point into t's batches). cur: NULL, or
+   a cursor of t (keys probed in ascending order: each spilled block is
+   read once). */
+void agg_state_values(const Trace *t, TraceCursor *cur, const uint8_t *k, size_t kn, ValWs *out);
 
 /* The value of multiset aggregate a (not COUNT/SUM/AVG) for the group with
    key k into row 0 of column c of dst (NULL when the multiset is empty).
    A string result is built in strs (valid until the caller resets it).
    0, or SL_ERUNTIME with err set (node names the aggregate node). */
-int agg_state_value(const AggSpec *a, const Trace *t, const uint8_t *k, size_t kn, Chunk *dst,
-                    int c, Arena *strs, int node, Err *err);
+int agg_state_value(const AggSpec *a, const Trace *t, TraceCursor *cur, const uint8_t *k,
+                    size_t kn, Chunk *dst, int c, Arena *strs, int node, Err *err);
 
 #endif

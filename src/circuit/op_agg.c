@@ -38,7 +38,9 @@
  * the group key encoding, val = its Part (partsz bytes: counts and
  * accumulators, no pointers), a byte 1 and the encoding of the row last
  * emitted (or a byte 0 when none), weight 1. The groups batch is kept
- * while no group changes, so checkpoints of an idle aggregate share it.
+ * while no group changes, so checkpoints of an idle aggregate share it
+ * (and nothing is spilled). Spilled (cold) groups are saved among the
+ * groups, in the same layout; a restored aggregate has them all in its map.
  * The global aggregate's group is among the groups, so a restored
  * instance does not create it again (the step counter continues).
  */
@@ -54,6 +56,7 @@
 #include "../zset/hmap.h"
 #include "../zset/key.h"
 #include "../expr/xsum.h"
+#include "../zset/spill.h"
 #include "../zset/trace.h"
 #include "agg_state.h"
 #include "watermark.h"
@@ -153,6 +156,23 @@ typedef struct AggSt {
     Group **dead;        /* groups emptied this step, deleted at step end */
     int64_t ndead, capd;
     Batch *saved;        /* the groups as of the last save(), while unchanged */
+    /* spilling (the memory budget): groups moved out of the map, as
+       tuples of groups_batch's layout, weight 1, in a trace that spills
+       like any other; a group read back is retracted (weight -1) when
+       its step ends */
+    Trace *cold;
+    BatchBuilder *unspill; /* this step's groups read back from cold, or NULL */
+    int64_t ncold;       /* groups in cold (committed) */
+    int64_t nunspill;    /* of them, read back this step */
+    int64_t created_seen; /* created[0, this) were looked up in cold already */
+    struct Unspilled { Group *g; uint8_t *out; } *uouts; /* groups read back
+                            this step with their output as read (undo) */
+    int64_t nuouts, capu;
+    int64_t last_step;   /* the latest step that ran (eviction: untouched first) */
+    size_t heap_per_group; /* bytes of key and output per group, estimated */
+    bool owner;          /* registered with zset/spill.h */
+    Batch *rows_cold;    /* op_agg_rows' cold groups, kept until the step ends */
+    TraceCursor **cur;   /* per aggregate, while emit() walks groups in key order */
     /* watermarks (forget_closed): group column gc_col had watermark
        gc_bound in this step (-1: none); groups below gc_done are gone */
     int gc_col;
@@ -440,28 +460,38 @@ static void log_group(AggSt *s, Group *g)
     s->undo.n += sizeof(g) + gsz + on;
 }
 
+static void add_part(const AggSt *s, Part *gp, const Part *p);
+
 static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int64_t step)
 {
     bool created;
     Group *g = hmap_upsert(s->groups, k, kn, sl_hash(k, kn), &created);
     if (created) {
         g->key = sl_malloc(kn ? kn : 1);
-        memcpy(g->key, k, kn);
+        if (kn) /* (a global group's key may be NULL) */
+            memcpy(g->key, k, kn);
         g->klen = (uint32_t)kn;
         g->touched = -1;
         *VEC_PUSH(s->created, s->ncreated, s->capc) = g;
     } else if (g->touched != step) {
         log_group(s, g);
     }
-    g->p.count += p->count;
+    add_part(s, &g->p, p);
+    touch(s, g, step);
+}
+
+/* Accumulators add up (a group's partials, a group read back). */
+static void add_part(const AggSt *s, Part *gp, const Part *p)
+{
+    gp->count += p->count;
     for (int j = 0; j < s->naggs; j++) {
         if (s->fsum[j]) {
-            FAcc *a = (FAcc *)(g->p.acc + s->off[j]);
+            FAcc *a = (FAcc *)(gp->acc + s->off[j]);
             const FAcc *b = (const FAcc *)(p->acc + s->off[j]);
             a->cnt += b->cnt;
             xsum_merge(&a->sum, &b->sum);
         } else {
-            Acc *a = (Acc *)(g->p.acc + s->off[j]);
+            Acc *a = (Acc *)(gp->acc + s->off[j]);
             const Acc *b = (const Acc *)(p->acc + s->off[j]);
             if (s->wsum[j]) {
                 unsigned __int128 x = (unsigned __int128)a->isum + (unsigned __int128)b->isum;
@@ -473,20 +503,89 @@ static void merge_part(AggSt *s, const uint8_t *k, size_t kn, const Part *p, int
             a->cnt += b->cnt;
         }
     }
-    touch(s, g, step);
+}
+
+static int group_key_cmp(const void *a, const void *b)
+{
+    const Group *x = *(Group *const *)a, *y = *(Group *const *)b;
+    size_t m = x->klen < y->klen ? x->klen : y->klen;
+    int c = memcmp(x->key, y->key, m);
+    return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
+}
+
+/* After the fold: groups the step created may be cold ones (spilling,
+   below). Read them back in key order with one cursor (each block of the
+   cold trace read at most once per step): their accumulators add to what
+   the step folded, their last output comes back; their cold tuples are
+   retracted when the step ends (undo just drops them from the map). */
+static void unspill(AggSt *s)
+{
+    int64_t from = s->created_seen, n = s->ncreated - from;
+    s->created_seen = s->ncreated; /* (finish may run more than once in a step) */
+    if (!s->ncold || n <= 0)
+        return;
+    Group **gs = sl_malloc(sizeof(Group *) * (size_t)n);
+    memcpy(gs, s->created + from, sizeof(Group *) * (size_t)n);
+    qsort(gs, (size_t)n, sizeof(Group *), group_key_cmp);
+    TraceCursor *cur = trace_cursor_new(s->cold);
+    ValWs c = {0};
+    for (int64_t i = 0; i < n; i++) {
+        Group *g = gs[i];
+        c.n = 0;
+        trace_cursor_for_key(cur, g->key, g->klen, op_valw_add, &c);
+        /* net weights: a tuple read back earlier cancels with its retraction */
+        const uint8_t *v = NULL;
+        size_t vn = 0;
+        int64_t net = 0;
+        for (int64_t a = 0; a < c.n; a++) {
+            int64_t w = 0;
+            for (int64_t b = 0; b < c.n; b++)
+                if (c.v[b].n == c.v[a].n && !memcmp(c.v[b].v, c.v[a].v, c.v[a].n))
+                    w += c.v[b].w;
+            if (w > 0) {
+                if (v && (vn != c.v[a].n || memcmp(v, c.v[a].v, vn)))
+                    net = 2; /* two live tuples: broken */
+                v = c.v[a].v;
+                vn = c.v[a].n;
+                net = net ? net : w;
+            }
+        }
+        if (!v)
+            continue;
+        if (!ALWAYS(net == 1 && vn >= s->partsz + 1 && v[s->partsz] <= 1 &&
+                    (v[s->partsz] || vn == s->partsz + 1)))
+            sl_panic("aggregate: a spilled group is malformed");
+        Part *p = sl_malloc(s->partsz); /* (aligned) */
+        memcpy(p, v, s->partsz);
+        add_part(s, &g->p, p);
+        sl_free(p);
+        if (v[s->partsz]) {
+            g->outlen = (uint32_t)(vn - s->partsz - 1);
+            g->out = sl_malloc(g->outlen ? g->outlen : 1);
+            memcpy(g->out, v + s->partsz + 1, g->outlen);
+            *VEC_PUSH(s->uouts, s->nuouts, s->capu) = (struct Unspilled){g, g->out};
+        }
+        if (!s->unspill)
+            s->unspill = bb_new();
+        bb_add(s->unspill, g->key, g->klen, v, vn, -1);
+        s->nunspill++;
+    }
+    sl_free(c.v);
+    trace_cursor_free(cur);
+    sl_free(gs);
 }
 
 /* COUNT/SUM/AVG(DISTINCT x) of the group: over the values of its multiset
    with a positive total weight. Sets *cnt, and *isum (a 192-bit sum, as
    acc_add_wide) or *fsum (per type). */
-static void distinct_fold(Trace *t, const Group *g, SqlType in_t, Chunk *one, int64_t *cnt,
+static void distinct_fold(Trace *t, TraceCursor *cur, const Group *g, SqlType in_t, Chunk *one, int64_t *cnt,
                           Acc *isum, XSum *fsum)
 {
     ValWs c;
     *cnt = 0;
     memset(isum, 0, sizeof(*isum));
     memset(fsum, 0, sizeof(*fsum));
-    agg_state_values(t, g->key, g->klen, &c);
+    agg_state_values(t, cur, g->key, g->klen, &c);
     for (int64_t i = 0; i < c.n; i++) {
         (*cnt)++;
         key_decode(c.v[i].v, &in_t, 1, one, 0, 0);
@@ -556,7 +655,7 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
         if (v->nul)
             v->nul[0] = 0;
         if (a->kind >= AGG_MIN) { /* the multiset aggregates: agg_state.c */
-            if (agg_state_value(a, s->minmax[j], g->key, g->klen, sc, s->ngroup + j,
+            if (agg_state_value(a, s->minmax[j], s->cur ? s->cur[j] : NULL, g->key, g->klen, sc, s->ngroup + j,
                                 s->str_arena, n->id, env->ev->err))
                 return SL_ERUNTIME;
             continue;
@@ -567,7 +666,7 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
             XSum fs;
             if (!s->one[j])
                 s->one[j] = chunk_new(s->one_arena, 1, &a->in_t, 1);
-            distinct_fold(s->minmax[j], g, a->in_t, s->one[j], &dc, &is, &fs);
+            distinct_fold(s->minmax[j], s->cur ? s->cur[j] : NULL, g, a->in_t, s->one[j], &dc, &is, &fs);
             bool f = type_phys(a->in_t) == PHYS_F64;
             if (a->kind == AGG_COUNT)
                 v->i[0] = dc;
@@ -724,6 +823,7 @@ static int finish_agg(Op *op, OpEnv *env)
     unsigned folded = 0;
     /* fold what this worker owns into the groups */
     s->ntouched = 0;
+    s->last_step = env->step;
     if (n->global && env->step == 0 && me == 0) {
         Part *zero = arena_zalloc(env->arena, s->partsz);
         merge_part(s, (const uint8_t *)"", 0, zero, env->step);
@@ -774,6 +874,24 @@ static int finish_agg(Op *op, OpEnv *env)
             trace_insert_take(s->minmax[j], bb_finish(bb));
         }
     }
+    unspill(s);
+    /* with the value multisets (partly) on disk, their probes in key order
+       read each spilled block once instead of once per group */
+    bool spilled = false;
+    for (int j = 0; j < n->naggs && !spilled; j++)
+        if (s->minmax[j]) {
+            TraceMem t = {0};
+            trace_mem(s->minmax[j], &t);
+            spilled = t.disk_bytes > 0;
+        }
+    if (spilled) {
+        if (s->ntouched > 1)
+            qsort(s->touched, (size_t)s->ntouched, sizeof(Group *), group_key_cmp);
+        s->cur = sl_calloc((size_t)n->naggs + 1, sizeof(TraceCursor *));
+        for (int j = 0; j < n->naggs; j++)
+            if (s->minmax[j])
+                s->cur[j] = trace_cursor_new(s->minmax[j]);
+    }
     if (s->ntouched && s->saved) { /* groups changed */
         batch_unref(s->saved);
         s->saved = NULL;
@@ -781,6 +899,12 @@ static int finish_agg(Op *op, OpEnv *env)
     ChunkOut co;
     cout_init(&co, env->arena, n->ncol, n->types, 2 * s->ntouched);
     int rc = emit(op, env, s, &co);
+    if (s->cur) {
+        for (int j = 0; j < n->naggs; j++)
+            trace_cursor_free(s->cur[j]);
+        sl_free(s->cur);
+        s->cur = NULL;
+    }
     op->out = co.c;
     s->gc_col = wm_agg_bound(op, env, &s->gc_bound);
     return rc;
@@ -827,6 +951,11 @@ static void forget_closed(AggSt *s)
         delete_group(s, g);
         gone = true;
     }
+    if (s->ncold) { /* (reads the cold groups back whole: docs/memory.md) */
+        int64_t n = wm_trace_forget(s->cold, s->in_types, s->gc_col, s->gc_bound);
+        s->ncold -= n;
+        gone = gone || n;
+    }
     s->gc_done = s->gc_bound;
     if (gone && s->saved) {
         batch_unref(s->saved);
@@ -843,8 +972,21 @@ static void step_end_agg(Op *op)
     for (int64_t i = 0; i < s->ndead; i++)
         delete_group(s, s->dead[i]);
     s->ndead = 0;
-    s->ncreated = 0;
+    s->ncreated = s->created_seen = 0;
+    s->nuouts = 0;
     buf_reset(&s->undo);
+    if (s->unspill) { /* the groups read back leave the cold trace */
+        trace_insert_take(s->cold, bb_finish(s->unspill));
+        s->unspill = NULL;
+        s->ncold -= s->nunspill;
+        s->nunspill = 0;
+    }
+    if (s->cold)
+        trace_step_end(s->cold);
+    if (s->rows_cold) {
+        batch_unref(s->rows_cold);
+        s->rows_cold = NULL;
+    }
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
             trace_step_end(s->minmax[j]);
@@ -876,12 +1018,24 @@ static void undo_agg(Op *op)
             sl_free(cur);
         }
     }
+    /* a group read back whose output emit() replaced: with strings the
+       output read back waits in the garbage, which the groups own again,
+       but the group goes */
+    for (int64_t i = 0; s->has_str && i < s->nuouts; i++)
+        if (s->uouts[i].g->out != s->uouts[i].out)
+            sl_free(s->uouts[i].out);
+    s->nuouts = 0;
     for (int64_t i = 0; i < s->ncreated; i++) {
         Group *g = s->created[i];
         sl_free(g->out);
         delete_group(s, g);
     }
-    s->ncreated = 0;
+    s->ncreated = s->created_seen = 0;
+    if (s->unspill) { /* the groups read back stay cold */
+        batch_unref(bb_finish(s->unspill));
+        s->unspill = NULL;
+        s->nunspill = 0;
+    }
     s->ngarbage = 0; /* the groups own them again */
     s->ndead = 0;
     s->ntouched = 0;
@@ -909,8 +1063,23 @@ static void mem_agg(Op *op, OpMem *m)
         const Group *g = pl;
         heap += g->klen + (g->out ? g->outlen : 0);
     }
-    m->rows += hmap_count(s->groups);
-    m->bytes += hmap_bytes(s->groups) + heap + (s->saved ? batch_bytes(s->saved) : 0);
+    int64_t ng = hmap_count(s->groups);
+    if (ng)
+        s->heap_per_group = heap / (size_t)ng;
+    size_t hot = hmap_bytes(s->groups) + heap + (s->saved ? batch_bytes(s->saved) : 0);
+    m->rows += ng + s->ncold;
+    m->bytes += hot;
+    if (s->owner) /* the groups spill (into cold) */
+        m->trace_bytes += hot;
+    if (s->cold) {
+        TraceMem t = {0};
+        trace_mem(s->cold, &t);
+        m->bytes += t.bytes;
+        m->trace_bytes += t.trace_bytes;
+        m->disk_bytes += t.disk_bytes;
+        m->cache_hits += t.cache_hits;
+        m->cache_misses += t.cache_misses;
+    }
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j]) {
             TraceMem t = {0};
@@ -937,6 +1106,9 @@ static void free_agg(Op *op)
         sl_free(g->out);
     }
     hmap_free(s->groups);
+    if (s->owner)
+        spill_unregister(s);
+    trace_free(s->cold);
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
             trace_free(s->minmax[j]);
@@ -948,6 +1120,7 @@ static void free_agg(Op *op)
     sl_free(s->touched);
     sl_free(s->garbage);
     sl_free(s->created);
+    sl_free(s->uouts);
     sl_free(s->dead);
     buf_free(&s->undo);
     buf_free(&s->kb);
@@ -988,8 +1161,99 @@ static Batch *groups_batch(const AggSt *s)
         bb_add(bb, g->key, g->klen, v.p, v.n, 1);
     }
     buf_free(&v);
+    /* the cold groups, their read-back retractions cancelling */
+    for (int i = 0; s->ncold && i < trace_nbatches(s->cold); i++) {
+        const Batch *b = trace_batch(s->cold, i);
+        for (int64_t t = 0; t < b->n; t++)
+            bb_add(bb, batch_key(b, t), batch_klen(b, t), batch_val(b, t), batch_vlen(b, t),
+                   b->w[t]);
+    }
     return bb_finish(bb);
 }
+
+/*
+ * Spilling (zset/spill.h, registered when the runtime tracks traces):
+ * between steps the budget may move the groups out of the map into the
+ * cold trace, as one sorted run (groups_batch's layout), which spills to
+ * files like any trace run. Groups the latest step did not touch go
+ * first; when every group was touched, all go. A step reads back only
+ * the groups it touches (merge_part -> unspill), one probe of the cold
+ * trace each, and its end retracts them from cold. The output never
+ * changes: an evicted group keeps its last output row with it.
+ */
+static size_t hot_bytes(const AggSt *s)
+{
+    int64_t ng = hmap_count(s->groups);
+    if (!ng)
+        return s->saved ? batch_bytes(s->saved) : 0;
+    return hmap_bytes(s->groups) + (size_t)ng * s->heap_per_group +
+           (s->saved ? batch_bytes(s->saved) : 0);
+}
+
+static size_t own_resident(const void *o) { return hot_bytes(o); }
+static size_t own_largest(const void *o) { return hot_bytes(o); }
+
+static int own_evict(void *o, Err *err)
+{
+    (void)err;
+    AggSt *s = o;
+    if (s->saved) {
+        batch_unref(s->saved);
+        s->saved = NULL;
+    }
+    int64_t ng = hmap_count(s->groups);
+    if (!ng)
+        return 0;
+    /* the untouched first; all when the latest step touched every one */
+    bool all = true;
+    size_t it = 0, kn;
+    const uint8_t *k;
+    void *pl;
+    while (all && hmap_next(s->groups, &it, &k, &kn, &pl))
+        all = ((const Group *)pl)->touched == s->last_step;
+    HMap *keep = hmap_new(group_size(s));
+    BatchBuilder *bb = bb_new();
+    Buf v = {0};
+    size_t heap = 0;
+    int64_t moved = 0;
+    it = 0;
+    while (hmap_next(s->groups, &it, &k, &kn, &pl)) {
+        Group *g = pl;
+        heap += g->klen + (g->out ? g->outlen : 0);
+        if (!all && g->touched == s->last_step) {
+            bool created;
+            Group *n = hmap_upsert(keep, g->key, g->klen, sl_hash(g->key, g->klen), &created);
+            memcpy(n, g, group_size(s)); /* key and output move along */
+            continue;
+        }
+        buf_reset(&v);
+        buf_append(&v, &g->p, s->partsz);
+        buf_putc(&v, g->out ? 1 : 0);
+        if (g->out)
+            buf_append(&v, g->out, g->outlen);
+        bb_add(bb, g->key, g->klen, v.p, v.n, 1);
+        sl_free(g->key);
+        sl_free(g->out);
+        moved++;
+    }
+    buf_free(&v);
+    s->heap_per_group = heap / (size_t)ng;
+    hmap_free(s->groups);
+    s->groups = keep;
+    trace_insert_take(s->cold, bb_finish(bb));
+    trace_step_end(s->cold); /* between steps: nothing to roll back */
+    s->ncold += moved;
+    return 0;
+}
+
+static int own_compact(void *o, int *merged, Err *err)
+{
+    (void)o, (void)err;
+    *merged = 0; /* the cold trace merges its own runs */
+    return 0;
+}
+
+static const SpillOwner agg_owner = {own_resident, own_largest, own_evict, own_compact};
 
 static int save_agg(Op *op, BatchList *out)
 {
@@ -1001,10 +1265,14 @@ static int save_agg(Op *op, BatchList *out)
             bb_add(bb, (const uint8_t *)name, minmax_name(j, name, sizeof(name)), NULL, 0,
                    trace_nbatches(s->minmax[j]));
     batchlist_add(out, bb_finish(bb));
-    if (!s->saved)
-        s->saved = groups_batch(s);
-    batch_ref(s->saved);
-    batchlist_add(out, s->saved);
+    if (s->ncold) { /* not kept: it would hold the cold groups in memory */
+        batchlist_add(out, groups_batch(s));
+    } else {
+        if (!s->saved)
+            s->saved = groups_batch(s);
+        batch_ref(s->saved);
+        batchlist_add(out, s->saved);
+    }
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
             op_save_trace(s->minmax[j], out);
@@ -1192,6 +1460,11 @@ int op_agg_init(Op *op)
     for (int j = 0; j < n->naggs; j++)
         if (agg_state_needed(&n->aggs[j]))
             s->minmax[j] = trace_new();
+    s->cold = trace_new();
+    s->owner = trace_tracked(s->cold);
+    if (s->owner)
+        spill_register(s, &agg_owner);
+    s->last_step = -1;
     s->gc_col = -1;
     s->gc_done = WM_NONE;
     s->scratch_arena = arena_new(4096);
@@ -1233,4 +1506,24 @@ void op_agg_rows(Op *op, void (*fn)(void *arg, const uint8_t *row, size_t n), vo
         if (g->out)
             fn(arg, g->out, g->outlen);
     }
+    if (!s->ncold)
+        return;
+    /* the cold groups (groups_batch's layout) */
+    BatchBuilder *bb = bb_new();
+    for (int i = 0; i < trace_nbatches(s->cold); i++) {
+        const Batch *b = trace_batch(s->cold, i);
+        for (int64_t t = 0; t < b->n; t++)
+            bb_add(bb, batch_key(b, t), batch_klen(b, t), batch_val(b, t), batch_vlen(b, t),
+                   b->w[t]);
+    }
+    Batch *b = bb_finish(bb);
+    for (int64_t t = 0; t < b->n; t++) {
+        const uint8_t *v = batch_val(b, t);
+        size_t vn = batch_vlen(b, t);
+        if (b->w[t] > 0 && vn > s->partsz && v[s->partsz])
+            fn(arg, v + s->partsz + 1, vn - s->partsz - 1);
+    }
+    if (s->rows_cold) /* (rows handed out point into it until the step ends) */
+        batch_unref(s->rows_cold);
+    s->rows_cold = b;
 }

@@ -1032,6 +1032,19 @@ static void print_top_operators(const cJSON *ops, const char *what)
     }
 }
 
+/* The spill counters of a /stats memory object or one of its hosts[]. */
+static void print_spill_counters(const cJSON *m, const char *indent)
+{
+    char a[32], b[32];
+    printf("%sspilled runs %.0f (%.0f on disk, %.0f merged away), spill cache %s (%.0f hits, "
+           "%.0f misses), held for a checkpoint %.0f files (%s)\n",
+           indent, jnum(m, "spilled_runs"), jnum(m, "spilled_runs_on_disk"),
+           jnum(m, "spilled_runs_merged"), human_bytes(jnum(m, "spill_cache_bytes"), a, sizeof(a)),
+           jnum(m, "spill_cache_hits"), jnum(m, "spill_cache_misses"),
+           jnum(m, "spill_files_held_for_checkpoint"),
+           human_bytes(jnum(m, "spill_bytes_held_for_checkpoint"), b, sizeof(b)));
+}
+
 /* `sluice stats URL --format memory`: where the memory goes, the top
    consumers first (the "memory" object of /stats, docs/memory.md). */
 static void print_memory(const cJSON *j)
@@ -1057,6 +1070,7 @@ static void print_memory(const cJSON *j)
            human_bytes(jnum(m, "input_queue_bytes"), d, sizeof(d)),
            human_bytes(jnum(m, "output_queue_bytes"), x, sizeof(x)),
            human_bytes(jnum(m, "unaccounted_bytes"), y, sizeof(y)));
+    print_spill_counters(m, "");
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(m, "pressure");
     if (cJSON_IsString(pr))
         printf("pressure: %s\n", pr->valuestring);
@@ -1073,6 +1087,7 @@ static void print_memory(const cJSON *j)
                human_bytes(jnum(e, "state_bytes"), b, sizeof(b)),
                human_bytes(jnum(e, "state_on_disk_bytes"), d, sizeof(d)),
                human_bytes(jnum(e, "step_arena_bytes"), x, sizeof(x)));
+        print_spill_counters(e, "  ");
     }
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(m, "totals");
     if (!cJSON_IsObject(t))

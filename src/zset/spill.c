@@ -549,7 +549,11 @@ int spill_enforce_times(size_t other_bytes, int times, size_t *spilled, Err *err
         int rc = best->ops->spill_largest(best->o, err);
         if (rc)
             return rc;
-        resident -= bsz < resident ? bsz : resident;
+        /* counted again: what spills may land in another owner's memory
+           first (an aggregate's groups become a run of its cold trace) */
+        resident = 0;
+        for (int i = 0; i < G.ntraces; i++)
+            resident += G.traces[i].ops->resident(G.traces[i].o);
         if (spilled)
             *spilled += bsz;
     }

@@ -92,7 +92,10 @@ void spill_on_read_error(void (*fn)(const char *msg));
 
 /* What can spill registers so that enforcement sees it (trace.c: each
    trace): the bytes of its runs in memory, the size of the largest, and
-   moving that one to files. */
+   moving that one to files. An owner may instead move state into a trace
+   of its own, which spills it in turn (circuit/op_agg.c: an aggregate's
+   groups become a run of its trace of cold groups): enforcement counts
+   every owner again after each move. */
 typedef struct SpillOwner {
     size_t (*resident)(const void *o);
     size_t (*largest)(const void *o);

@@ -60,6 +60,8 @@ static __thread bool track_new;
 
 void trace_track_new(bool on) { track_new = on; }
 
+bool trace_tracked(const Trace *t) { return t->tracked; }
+
 static size_t own_resident(const void *o) { return trace_resident_bytes(o); }
 static size_t own_largest(const void *o) { return trace_largest_resident(o); }
 static int own_spill(void *o, Err *err) { return trace_spill_largest(o, err); }
@@ -236,7 +238,9 @@ void trace_mem(const Trace *t, TraceMem *m)
 {
     m->rows += trace_count(t);
     m->bytes += trace_bytes(t);
-    m->trace_bytes += trace_bytes(t);
+    /* only runs in memory can spill: a spilled run's index, the spine and
+       retired runs stay */
+    m->trace_bytes += trace_resident_bytes(t);
     for (int i = 0; i < t->n; i++)
         if (t->spine[i].s)
             m->disk_bytes += t->spine[i].s->disk;

@@ -62,6 +62,8 @@ void trace_mem(const Trace *t, TraceMem *m);
  * memory, the largest one, and moving that one to files.
  */
 void trace_track_new(bool on);
+/* Was t registered for spill_enforce (made while tracking was on)? */
+bool trace_tracked(const Trace *t);
 size_t trace_resident_bytes(const Trace *t);
 size_t trace_largest_resident(const Trace *t);
 int trace_spill_largest(Trace *t, Err *err);

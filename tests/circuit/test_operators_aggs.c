@@ -364,9 +364,27 @@ static void test_an_aggregate_past_the_step_allowance_stops_part_way_and_undoes(
     circuit_free(c);
 }
 
+/* The same with the memory budget at one byte (h_spill): after every step
+   every aggregate's groups move into its cold trace and to files with the
+   value multisets, and the next steps read back the groups they touch
+   (op_agg.c, "Spilling"); restarts save and load the spilled groups. */
+static void test_aggregates_with_every_group_spilled_match_the_reference(void **state)
+{
+    SpillStats before, after;
+    spill_stats(&before);
+    h_spill_setup(true);
+    test_multiset_aggregates_match_reference_for_any_steps_and_workers(state);
+    test_grouping_sets_match_reference_for_any_steps_and_workers(state);
+    spill_stats(&after);
+    assert_true(after.runs_spilled > before.runs_spilled);
+    assert_true(after.misses > before.misses);
+    h_spill_setup(false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_aggregates_with_every_group_spilled_match_the_reference),
         cmocka_unit_test(test_multiset_aggregates_match_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_grouping_sets_match_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_an_aggregate_past_the_step_allowance_stops_part_way_and_undoes),

@@ -272,6 +272,14 @@ def test_a_join_several_times_the_limit_on_host_1_spills_there_and_completes(htt
                     ("spill_cache_misses", "sluice_host_spill_cache_misses_total")):
         m = re.search(r'^%s\{host="1"\} (\d+)$' % name, text, re.M)
         assert m and int(m.group(1)) == h1_now[k], (name, h1_now, text[-3000:])
+    # sluice stats --format memory prints each host's spill counters
+    out = run_ok(["stats", p.base, "--format", "memory"]).stdout
+    lines = out.splitlines()
+    i = next(i for i, l in enumerate(lines) if l.startswith("host 1 ("))
+    m = re.match(r"  spilled runs (\d+) \((\d+) on disk, (\d+) merged away\), spill cache ",
+                 lines[i + 1])
+    assert m and int(m.group(1)) > 0 and int(m.group(2)) > 0, out
+    assert "held for a checkpoint 0 files" in lines[i + 1], out
     # each host in its own directory under the storage while running
     assert any(f.name.startswith("batch-") for f in (storage / "spill" / "host-1").iterdir())
     q = requests.post(p.url("/query"), params={"format": "json"},
