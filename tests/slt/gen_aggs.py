@@ -232,21 +232,12 @@ def render(name, title, queries, eng):
 
 
 def main():
-    check = "--check" in sys.argv
     bad = 0
     eng = gen_dialect.Engine("pg")
     try:
         for name, title, queries in FILES:
             text = render(name, title, queries, eng)
-            path = os.path.join(HERE, name)
-            if check:
-                with open(path) as f:
-                    if f.read() != text:
-                        print("%s differs from PostgreSQL's answers" % name)
-                        bad += 1
-            else:
-                with open(path, "w") as f:
-                    f.write(text)
+            bad += not gen_dialect.write_or_check(name, text, "PostgreSQL")
     finally:
         eng.close()
     sys.exit(1 if bad else 0)

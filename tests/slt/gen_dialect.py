@@ -357,8 +357,23 @@ def render(name, engine, title, queries, eng):
     return "\n".join(out)
 
 
+def write_or_check(name, text, oracle):
+    """Write tests/slt/NAME with TEXT or, with --check on the command line,
+    compare the file with it: False (and a message naming ORACLE, whose
+    answers TEXT holds) when they differ. Every gen_*.py ends with this."""
+    path = os.path.join(HERE, name)
+    if "--check" in sys.argv:
+        with open(path) as f:
+            if f.read() != text:
+                print("%s differs from %s's answers" % (name, oracle))
+                return False
+        return True
+    with open(path, "w") as f:
+        f.write(text)
+    return True
+
+
 def main():
-    check = "--check" in sys.argv
     engines = {}
     bad = 0
     try:
@@ -367,15 +382,7 @@ def main():
                 engines[engine] = Engine(engine)
             eng = engines[engine]
             text = render(name, engine, title, queries, eng)
-            path = os.path.join(HERE, name)
-            if check:
-                with open(path) as f:
-                    if f.read() != text:
-                        print("%s differs from %s's answers" % (name, engine))
-                        bad += 1
-            else:
-                with open(path, "w") as f:
-                    f.write(text)
+            bad += not write_or_check(name, text, engine)
     finally:
         for e in engines.values():
             e.close()

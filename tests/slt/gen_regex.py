@@ -17,7 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gen_dialect import Engine, fmt, query_record  # noqa: E402
+from gen_dialect import Engine, fmt, query_record, write_or_check  # noqa: E402
 
 HASH_THRESHOLD = 40
 NAME = "regex.test"
@@ -129,21 +129,12 @@ def render(eng):
 
 
 def main():
-    check = "--check" in sys.argv
     eng = Engine("pg")
     try:
         text = render(eng)
     finally:
         eng.close()
-    path = os.path.join(HERE, NAME)
-    if check:
-        with open(path) as f:
-            if f.read() != text:
-                print("%s differs from PostgreSQL's answers" % NAME)
-                sys.exit(1)
-        return
-    with open(path, "w") as f:
-        f.write(text)
+    sys.exit(0 if write_or_check(NAME, text, "PostgreSQL") else 1)
 
 
 if __name__ == "__main__":

@@ -102,21 +102,12 @@ def render(eng):
 
 
 def main():
-    check = "--check" in sys.argv
     eng = gen_dialect.Engine("pg")
     try:
         text = render(eng)
-        path = os.path.join(HERE, "unnest.test")
-        if check:
-            with open(path) as f:
-                if f.read() != text:
-                    print("unnest.test differs from PostgreSQL's answers")
-                    sys.exit(1)
-        else:
-            with open(path, "w") as f:
-                f.write(text)
     finally:
         eng.close()
+    sys.exit(0 if gen_dialect.write_or_check("unnest.test", text, "PostgreSQL") else 1)
 
 
 if __name__ == "__main__":

@@ -307,21 +307,12 @@ def render(eng):
 
 
 def main():
-    check = "--check" in sys.argv
     eng = pg_engine()
     try:
         text = render(eng)
     finally:
         eng.close()
-    path = os.path.join(HERE, "variant.test")
-    if check:
-        with open(path) as f:
-            if f.read() != text:
-                print("variant.test differs from PostgreSQL's answers")
-                sys.exit(1)
-    else:
-        with open(path, "w") as f:
-            f.write(text)
+    sys.exit(0 if gen_dialect.write_or_check("variant.test", text, "PostgreSQL") else 1)
 
 
 if __name__ == "__main__":

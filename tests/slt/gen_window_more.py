@@ -177,17 +177,8 @@ def render(db):
 
 
 def main():
-    check = "--check" in sys.argv
     text = render(sqlite3.connect(":memory:"))
-    path = os.path.join(HERE, "window_more.test")
-    if check:
-        with open(path) as f:
-            if f.read() != text:
-                print("window_more.test differs from SQLite's answers")
-                sys.exit(1)
-    else:
-        with open(path, "w") as f:
-            f.write(text)
+    sys.exit(0 if gen_dialect.write_or_check("window_more.test", text, "SQLite") else 1)
 
 
 if __name__ == "__main__":
