@@ -90,7 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     QInput in[2];
     for (int i = 0; i < 2; i++) {
         const Relation *r = &f->c->rels[i];
-        in[i] = (QInput){r->name, r->ncol, (const char *const *)r->colnames, r->types, f->rows[i]};
+        in[i] = (QInput){.name = r->name, .ncol = r->ncol, .colnames = (const char *const *)r->colnames,
+                         .types = r->types, .rows = f->rows[i]};
     }
     const Chunk *steps[2] = {f->rows[0], f->rows[1]};
     /* the bounds of a /query, smaller: a query that runs away is stopped

@@ -32,7 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tt[2].prec = 10;
         tt[2].scale = 2;
         SqlType ut[2] = {type_make(TK_BIGINT, 0), type_make(TK_DOUBLE, 1)};
-        TableDecl d[2] = {{"t", 4, tcols, tt}, {"u", 2, ucols, ut}};
+        TableDecl d[2] = {{.name = "t", .ncol = 4, .colnames = tcols, .types = tt},
+                          {.name = "u", .ncol = 2, .colnames = ucols, .types = ut}};
         rc = circuit_compile_with(sql, d, 2, CC_PRESENT, &c, &e);
     } else {
         rc = circuit_compile(sql, &c, &e);

@@ -32,7 +32,8 @@ void var_put_string(Buf *out, const char *s, size_t n)
             run = k + 1;
         }
     }
-    buf_append(out, s + run, n - run);
+    if (n > run) /* s may be NULL when n is 0 (an empty key) */
+        buf_append(out, s + run, n - run);
     buf_putc(out, VAR_END);
 }
 
