@@ -151,6 +151,9 @@ typedef enum FuncId {
                           4 > 5 >=); three-valued, x of the element type */
     FN_ARRAY_POSITION, /* (a, x) -> INT: 1-based index of the first element
                           not distinct from x, NULL when none */
+    FN_ARRAY_SLICE,    /* (a, lo BIGINT, hi BIGINT) -> ARRAY: elements lo..hi
+                          (1-based, clamped to the array; empty when none),
+                          NULL when an operand is (PostgreSQL's a[lo:hi]) */
     /* fn_nested.c: ROWs and MAPs (expr/nested.h); NULLs handled by each */
     FN_ROW,            /* (e1, ..., en) the fields -> ROW, never NULL */
     FN_ROW_GET,        /* (r, i BIGINT constant) -> field i (0-based), NULL
@@ -178,9 +181,6 @@ typedef enum FuncId {
                           "string", "array" or "object" */
     FN_VARIANT_IS,     /* (v, kind BIGINT constant) -> BOOLEAN: v holds a
                           value of that VarKind */
-    FN_ARRAY_SLICE,    /* (a, lo BIGINT, hi BIGINT) -> ARRAY: elements lo..hi
-                          (1-based, clamped to the array; empty when none),
-                          NULL when an operand is (PostgreSQL's a[lo:hi]) */
     FN__COUNT
 } FuncId;
 
