@@ -1,5 +1,5 @@
 /*
- * expr/fn_array.c - the ARRAY functions (FN_ARRAY .. FN_ARRAY_SLICE,
+ * expr/fn_array.c - the ARRAY functions (FN_ARRAY .. FN_ARRAY_POSITION and FN_ARRAY_SLICE,
  * expr.h). Unlike the other kernels these see their operands' NULLs
  * themselves: an array holds NULL elements, and || and = ANY have their
  * own rules for NULL operands (PostgreSQL's).

@@ -548,6 +548,12 @@ static int setup_field(Arena *a, const char *name, SqlType t, const cJSON *fs, c
     if (k == TK_VARIANT && !cJSON_GetObjectItemCaseSensitive(fs, "values"))
         return cfg_err(err, ctx, "datagen fills VARIANT column \"%s\" only from \"values\" "
                        "(JSON texts, as strings)", name);
+    if ((k == TK_ARRAY || k == TK_MAP || k == TK_ROW) &&
+        !cJSON_GetObjectItemCaseSensitive(fs, "values"))
+        return cfg_err(err, ctx, "datagen fills %s column \"%s\" only from \"values\" "
+                       "(its texts, as strings: %s)", type_name(t, tn, sizeof(tn)), name,
+                       k == TK_ARRAY ? "[\"{1,2}\", \"{}\"]"
+                       : k == TK_MAP ? "[\"{a=>1}\"]" : "[\"(1,x)\"]");
 
     if ((it = cJSON_GetObjectItemCaseSensitive(fs, "strategy"))) {
         int st = cJSON_IsString(it) ? find_strategy(it->valuestring) : -1;

@@ -31,6 +31,7 @@ typedef struct Pipe {
     char *storage_path;     /* or this path (a directory or s3://...), or NULL */
     char ft[16];            /* fault_tolerance.model: exactly_once|at_least_once|none */
     double ckpt_secs;       /* fault_tolerance.checkpoint_interval_secs */
+    double ckpt_timeout;    /* fault_tolerance.checkpoint_timeout_secs (0: none) */
     Want want;
     int restarts;           /* restarts after the child died unasked */
     char *error;            /* last error (NULL: none) */

@@ -148,7 +148,7 @@ static int rc_from_json(Pipe *p, const cJSON *rc, Err *err)
             }
             if (!cJSON_IsObject(v))
                 return FAIL("runtime_config.fault_tolerance must be an object {\"model\", "
-                            "\"checkpoint_interval_secs\"} or null");
+                            "\"checkpoint_interval_secs\", \"checkpoint_timeout_secs\"} or null");
             const cJSON *f;
             cJSON_ArrayForEach(f, v)
             {
@@ -165,9 +165,14 @@ static int rc_from_json(Pipe *p, const cJSON *rc, Err *err)
                         return FAIL("fault_tolerance.checkpoint_interval_secs must be a "
                                     "number of seconds (>= 0; 0: only on request)");
                     p->ckpt_secs = f->valuedouble;
+                } else if (!strcmp(f->string, "checkpoint_timeout_secs")) {
+                    if (!cJSON_IsNumber(f) || f->valuedouble < 0 || f->valuedouble > 1e7)
+                        return FAIL("fault_tolerance.checkpoint_timeout_secs must be a "
+                                    "number of seconds (>= 0; 0: no limit)");
+                    p->ckpt_timeout = f->valuedouble;
                 } else
                     return FAIL("unknown setting fault_tolerance.%.100s (known: model, "
-                                "checkpoint_interval_secs)", f->string);
+                                "checkpoint_interval_secs, checkpoint_timeout_secs)", f->string);
             }
         } else
             return FAIL("unknown setting runtime_config.%.100s (known: workers, hosts, "
@@ -185,6 +190,7 @@ int mpipe_from_json(Pipe *p, const cJSON *j, bool persisted, Err *err)
     p->storage = true;
     snprintf(p->ft, sizeof(p->ft), "exactly_once");
     p->ckpt_secs = 60;
+    p->ckpt_timeout = 3600;
     bool has_program = false;
     const cJSON *v;
     cJSON_ArrayForEach(v, j)
@@ -241,6 +247,7 @@ static cJSON *rc_to_json(const Pipe *p)
     cJSON *ft = cJSON_AddObjectToObject(rc, "fault_tolerance");
     cJSON_AddStringToObject(ft, "model", p->ft);
     cJSON_AddNumberToObject(ft, "checkpoint_interval_secs", p->ckpt_secs);
+    cJSON_AddNumberToObject(ft, "checkpoint_timeout_secs", p->ckpt_timeout);
     return rc;
 }
 

@@ -224,7 +224,8 @@ static void bound_log(const Mgr *m, const Pipe *p)
 
 static void spawn(Mgr *m, Pipe *p)
 {
-    char prog[4200], logp[4200], stor[4200], cfg[4200], workers[16], hosts[16], ckpt[32];
+    char prog[4200], logp[4200], stor[4200], cfg[4200], workers[16], hosts[16], ckpt[32],
+        ckto[32];
     if (child_key(m, p, cfg, sizeof(cfg))) {
         p->failed = true;
         return;
@@ -238,6 +239,7 @@ static void spawn(Mgr *m, Pipe *p)
     snprintf(workers, sizeof(workers), "%d", p->workers);
     snprintf(hosts, sizeof(hosts), "%d", p->hosts);
     snprintf(ckpt, sizeof(ckpt), "%g", p->ckpt_secs);
+    snprintf(ckto, sizeof(ckto), "%g", p->ckpt_timeout);
     const char *argv[24];
     int k = 0;
     argv[k++] = m->o.exe;
@@ -261,6 +263,8 @@ static void spawn(Mgr *m, Pipe *p)
         argv[k++] = p->ft;
         argv[k++] = "--checkpoint-interval";
         argv[k++] = ckpt;
+        argv[k++] = "--checkpoint-timeout";
+        argv[k++] = ckto;
     }
     if (p->want == WANT_PAUSED)
         argv[k++] = "--paused";

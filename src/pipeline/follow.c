@@ -159,6 +159,7 @@ typedef struct Fol {
     pid_t pid;            /* the checkpoint child, or 0 */
     int fd;
     int64_t step;         /* its checkpoint's step */
+    double end;           /* its deadline (ckpt_clock; 0: none) */
     Buf report;
     bool done;            /* report complete, not sent yet */
     char *prev_state;     /* this host's files of the last checkpoint (JSON) */
@@ -187,6 +188,7 @@ static void fol_poll(Fol *f)
     if (!f->pid || f->done)
         return;
     char chunk[65536];
+    bool late = false;
     for (;;) {
         ssize_t k = read(f->fd, chunk, sizeof(chunk));
         if (k > 0) {
@@ -195,9 +197,19 @@ static void fol_poll(Fol *f)
         }
         if (k < 0 && errno == EINTR)
             continue;
-        if (k < 0 && errno == EAGAIN)
-            return;
+        if (k < 0 && errno == EAGAIN) {
+            if (!f->end || ckpt_clock() < f->end)
+                return;
+            late = true; /* it hangs past its deadline */
+            break;
+        }
         break; /* EOF */
+    }
+    if (late) { /* killed; its report says so, ahead */
+        ckpt_reap_until(f->fd, f->pid, f->end, f->o->checkpoint_timeout, &f->report);
+        f->pid = 0;
+        f->done = true;
+        return;
     }
     close(f->fd);
     int status = 0;
@@ -258,7 +270,7 @@ static void fol_ckpt(Fol *f, const Circuit *c, Runtime *rt, Connectors *cs, int6
 {
     if (f->pid) { /* cannot happen: the coordinator runs one at a time */
         Buf junk = BUF_INIT;
-        ckpt_reap(f->fd, f->pid, 0, &junk);
+        ckpt_reap_until(f->fd, f->pid, f->end, f->o->checkpoint_timeout, &junk);
         buf_free(&junk);
         f->pid = 0;
     }
@@ -282,6 +294,7 @@ static void fol_ckpt(Fol *f, const Circuit *c, Runtime *rt, Connectors *cs, int6
         return;
     }
     fcntl(f->fd, F_SETFL, fcntl(f->fd, F_GETFL) | O_NONBLOCK);
+    f->end = f->o->checkpoint_timeout > 0 ? ckpt_clock() + f->o->checkpoint_timeout : 0;
     rt_clear_changed(rt);
 }
 
@@ -915,7 +928,7 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
     arena_free(a);
     if (fol.pid) {
         Buf junk = BUF_INIT;
-        ckpt_reap(fol.fd, fol.pid, 0, &junk);
+        ckpt_reap_until(fol.fd, fol.pid, fol.end, o->checkpoint_timeout, &junk);
         buf_free(&junk);
     }
     buf_free(&fol.report);

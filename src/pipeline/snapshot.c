@@ -30,6 +30,7 @@
 #include "../base/forkgate.h"
 #include "../base/mem.h"
 #include "../base/vec.h"
+#include "../cluster/net.h"
 #include "../zset/spill.h"
 #include "snapshot.h"
 
@@ -127,10 +128,11 @@ static void child_write(int fd, const char *s, size_t n)
 
 #ifdef SL_DEBUG
 /* SLUICE_CKPT_HOLD=<dir> (tests, debug builds only): a child started
-   while <dir>/hold exists writes <dir>/held-<pid> and waits, before it
-   reads any state, until <dir>/hold is gone, so that a test can have the
-   parent step (spill, merge spilled runs) while a checkpoint is under
-   way, without racing it. */
+   while <dir>/hold (or, on host N only, <dir>/hold-hostN) exists writes
+   <dir>/held-<pid> and waits, before it reads any state, until that file
+   is gone, so that a test can have the parent step (spill, merge spilled
+   runs) while a checkpoint is under way, without racing it, or have one
+   host's share hang. */
 static void child_hold(void)
 {
     const char *dir = getenv("SLUICE_CKPT_HOLD");
@@ -138,8 +140,11 @@ static void child_hold(void)
     if (!dir || !*dir)
         return;
     snprintf(hold, sizeof(hold), "%s/hold", dir);
-    if (access(hold, F_OK) != 0)
-        return;
+    if (access(hold, F_OK) != 0) {
+        snprintf(hold, sizeof(hold), "%s/hold-host%d", dir, net_host());
+        if (access(hold, F_OK) != 0)
+            return;
+    }
     snprintf(held, sizeof(held), "%s/held-%d", dir, (int)getpid());
     int fd = open(held, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0)
@@ -282,8 +287,7 @@ int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char 
     return 0;
 }
 
-/* Seconds since an arbitrary start (CLOCK_MONOTONIC). */
-static double mono_secs(void)
+double ckpt_clock(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -292,17 +296,21 @@ static double mono_secs(void)
 
 void ckpt_reap(int fd, pid_t pid, double timeout, Buf *text)
 {
+    ckpt_reap_until(fd, pid, timeout > 0 ? ckpt_clock() + timeout : 0, timeout, text);
+}
+
+void ckpt_reap_until(int fd, pid_t pid, double end, double timeout, Buf *text)
+{
     char chunk[65536];
-    double end = timeout > 0 ? mono_secs() + timeout : 0;
     bool killed = false;
     for (;;) {
         if (end && !killed) { /* wait for output, or the deadline */
-            double left = end - mono_secs();
+            double left = end - ckpt_clock();
             struct pollfd pf = {.fd = fd, .events = POLLIN};
             int r = left > 0 ? poll(&pf, 1, left > 3600 ? 3600000 : (int)(left * 1000) + 1) : 0;
             if (r < 0 && errno == EINTR)
                 continue;
-            if (r == 0 && mono_secs() >= end) {
+            if (r == 0 && ckpt_clock() >= end) {
                 /* the child hangs (a stuck disk or object store): give up on
                    it; whatever it wrote stays unreferenced, as after a crash */
                 kill(pid, SIGKILL);

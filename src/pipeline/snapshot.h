@@ -26,6 +26,12 @@ int ckpt_fork(Store *st, Runtime *rt, int nnodes, const bool *dirty, const char 
    still running after timeout seconds (0: no deadline) is killed (SIGKILL)
    and its report says so ("ERR ... killed": ckpt_parse_report fails it). */
 void ckpt_reap(int fd, pid_t pid, double timeout, Buf *text);
+/* The same with the deadline given as a time of ckpt_clock (0: none), for
+   a follower that polls its child meanwhile; timeout is what the report
+   names. */
+void ckpt_reap_until(int fd, pid_t pid, double end, double timeout, Buf *text);
+/* Seconds since an arbitrary start (CLOCK_MONOTONIC). */
+double ckpt_clock(void);
 /* Append a report's entries to state (a JSON array) and add its figures;
    SL_EIO when the child failed. */
 int ckpt_parse_report(const char *text, cJSON *state, int64_t *written, int64_t *reused,

@@ -943,6 +943,8 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
     case A_ISNULL: {
         if (!(l = sql__bind(p, bc, x->a)))
             return NULL;
+        if (l->t.kind == TK_ROW)
+            return sql__row_null_test(p, l, x->negated);
         Expr *e = sql__mk(p, x->negated ? E_ISNOTNULL : E_ISNULL, type_make(TK_BOOL, false), 1);
         e->a[0] = l;
         return e;

@@ -61,6 +61,24 @@ static Expr *field_of(P *p, Ast *x, Expr *r, const char *field)
     return mk_fn(p, FN_ROW_GET, s->t[j], 2, args);
 }
 
+Expr *sql__row_null_test(P *p, Expr *r, bool negated)
+{
+    /* a NULL struct has NULL fields: the fields' tests decide alone */
+    const NestType *s = nest_get(r->t);
+    if (!s || s->n < 1) { /* (no shape: the struct itself) */
+        Expr *e = sql__mk(p, negated ? E_ISNOTNULL : E_ISNULL, type_make(TK_BOOL, false), 1);
+        e->a[0] = r;
+        return e;
+    }
+    Expr *e = sql__mk(p, E_AND, type_make(TK_BOOL, false), s->n);
+    for (int j = 0; j < s->n; j++) {
+        Expr *args[2] = {r, expr_const_i64(p->a, type_make(TK_BIGINT, false), j)};
+        e->a[j] = sql__mk(p, negated ? E_ISNOTNULL : E_ISNULL, type_make(TK_BOOL, false), 1);
+        e->a[j]->a[0] = mk_fn(p, FN_ROW_GET, s->t[j], 2, args);
+    }
+    return s->n == 1 ? e->a[0] : e;
+}
+
 bool sql__bind_col_field(P *p, BindCtx *bc, Ast *x, Expr **out)
 {
     const Scope *s = bc->s;

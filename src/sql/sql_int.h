@@ -397,6 +397,10 @@ bool sql__is_nested_fn(const char *name);
 Expr *sql__bind_nested_fn(P *p, BindCtx *bc, Ast *x);
 Expr *sql__bind_map_op(P *p, Ast *x, const char *name, Expr **args, int n);
 bool sql__bind_col_field(P *p, BindCtx *bc, Ast *x, Expr **out);
+/* r IS [NOT] NULL for a ROW r, as PostgreSQL: IS NULL when r is NULL or
+   every field is NULL, IS NOT NULL when r is not NULL and no field is
+   (a nested struct field counts only when it is NULL itself). */
+Expr *sql__row_null_test(P *p, Expr *r, bool negated);
 /* Two ROW (or two MAP) types a value of either converts to: the same
    number of fields, each with a common type (a named type wins over an
    anonymous one, else a's); false when none. */

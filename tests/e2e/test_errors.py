@@ -382,6 +382,33 @@ def test_datagen_unknown_column(tmp_path):
     assert "zz" in e[3] and "column" in e[3]
 
 
+def test_datagen_fills_nested_columns_from_values_only(tmp_path):
+    # datagen has no generator of ARRAY, MAP or ROW values: without
+    # "values" such a column is refused (it used to get numbers as text,
+    # which read as {} or NULL in every row); with "values" (text forms)
+    # every row holds one of them
+    for decl, name in (("INT ARRAY", "INT ARRAY"), ("MAP<VARCHAR, INT>", "MAP"),
+                       ("ROW(x INT, y VARCHAR)", "ROW")):
+        lines = ["CREATE TABLE t (id INT, arr %s) %s;" % (decl, conn_clause([{"transport": {
+            "name": "datagen", "config": {"plan": [{"limit": 3}]}}}]))]
+        e = compile_error(tmp_path, lines)
+        assert e[2] == "configuration error", e
+        assert 'only from "values"' in e[3] and '"arr"' in e[3] and name in e[3], e
+    vals = ["{1,2,3}", "{}", "{NULL,7}"]
+    conn = conn_clause([{"transport": {"name": "datagen", "config": {"plan": [
+        {"limit": 6, "fields": {"arr": {"values": vals}}}]}}}])
+    prog = write_prog(tmp_path, [
+        "CREATE TABLE t (id INT, arr INT ARRAY) %s;" % conn,
+        "CREATE MATERIALIZED VIEW v AS SELECT id, CARDINALITY(arr) AS n, arr[1] AS a1, "
+        "arr[2] AS a2 FROM t;"])
+    p = run(["run", prog, "--until-done", "--no-progress", "--dump", str(tmp_path / "d")])
+    assert p.returncode == 0, p.stderr
+    _, rows = read_dump(str(tmp_path / "d" / "v.csv"))
+    want = {0: ("3", "1", "2"), 1: ("0", None, None), 2: ("2", None, "7")}
+    assert sorted(tuple(r) for r in rows) == sorted(
+        (str(i),) + want[i % 3] for i in range(6)), rows
+
+
 def test_unknown_transport(tmp_path):
     c = [{"transport": {"name": "pubsub_input", "config": {}}, "format": {"name": "csv"}}]
     lines = ["CREATE TABLE t (a INT) %s;" % conn_clause(c)]

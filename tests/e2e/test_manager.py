@@ -554,3 +554,41 @@ def test_api_keys_guard_the_manager(manager, tmp_path):
     assert res.returncode == 1 and "API key" in res.stderr
     res = run(["list", m.base, "--api-key", "r1"])
     assert res.returncode == 0 and re.search(r"^p\s+STOPPED", res.stdout, re.M), res.stdout
+
+
+def test_checkpoint_timeout_reaches_the_pipeline(manager, tmp_path, monkeypatch):
+    # runtime_config.fault_tolerance.checkpoint_timeout_secs is passed on as
+    # --checkpoint-timeout: a checkpoint child held (SLUICE_CKPT_HOLD, debug
+    # builds) is killed past it and the checkpoint fails saying so
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    monkeypatch.setenv("SLUICE_CKPT_HOLD", str(hold))
+    m = manager()
+    rc = {"storage": True, "fault_tolerance": {"model": "exactly_once",
+                                               "checkpoint_interval_secs": 0,
+                                               "checkpoint_timeout_secs": "soon"}}
+    j = m.put("bank", BANK, rc, status=400)
+    assert "checkpoint_timeout_secs" in json.dumps(j), j
+    rc["fault_tolerance"]["checkpoint_timeout_secs"] = 0.5
+    j = m.put("bank", BANK, rc)
+    assert j["runtime_config"]["fault_tolerance"]["checkpoint_timeout_secs"] == 0.5, j
+    assert m.put("other", BANK, {"storage": True})["runtime_config"]["fault_tolerance"][
+        "checkpoint_timeout_secs"] == 3600
+    m.post("bank", "start")
+    j = m.wait_state("bank", "RUNNING")
+    m.push("bank", "transfers", transfers(random.Random(3), 0, 50))
+    (hold / "hold").touch()
+    try:
+        r = requests.post(m.url("/v0/pipelines/bank/checkpoint"), timeout=60)
+        assert r.status_code == 200, r.text
+        seq = r.json()["checkpoint_sequence_number"]
+
+        def failed():
+            assert m.get("bank")["pid"] == j["pid"]
+            st = requests.get(m.url("/v0/pipelines/bank/checkpoint_status"), timeout=60).json()
+            f = st.get("failure")
+            return f if f and f["sequence_number"] >= seq else None
+        f = wait_until(failed, "the held checkpoint failing")
+        assert "ran longer than the checkpoint timeout of 0.5 s" in f["error"], f
+    finally:
+        (hold / "hold").unlink()

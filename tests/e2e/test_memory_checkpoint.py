@@ -346,3 +346,37 @@ def test_a_checkpoint_child_that_hangs_is_killed_at_the_timeout(http_pipeline, t
     # (not POST /stop: its final checkpoint would race the 0.5 s deadline)
     kill9(a)
     (hold / "hold").unlink()
+
+
+def test_a_hanging_checkpoint_child_on_another_host_is_killed_at_the_timeout(http_pipeline,
+                                                                             tmp_path):
+    # only host 1's child waits (DIR/hold-host1): the follower kills it at
+    # --checkpoint-timeout, the checkpoint fails naming host 1, and the
+    # next one (not held) succeeds
+    customers, chunks, _ = make_input()
+    st = tmp_path / "st"
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    a = with_env({"SLUICE_CKPT_HOLD": str(hold)},
+                 lambda: http_pipeline(PROG, "--hosts", 2, "--storage", st,
+                                       "--checkpoint-interval", "0",
+                                       "--checkpoint-timeout", "0.5"))
+    push_customers(a, customers)
+    push(a, "orders", chunks[0])
+    (hold / "hold-host1").touch()
+    try:
+        seq = requests.post(a.url("/checkpoint"), timeout=60).json()["checkpoint_sequence_number"]
+        wait_until(lambda: [f for f in os.listdir(hold) if f.startswith("held-")],
+                   "host 1's checkpoint child waiting")
+        cs = ckpt_finished(a, seq)
+        assert cs["success"] is None and cs["failure"]["sequence_number"] == seq, cs
+        msg = cs["failure"]["error"]
+        assert "host 1" in msg and "ran longer than the checkpoint timeout of 0.5 s" in msg, msg
+    finally:
+        (hold / "hold-host1").unlink()
+    assert len([f for f in os.listdir(hold) if f.startswith("held-")]) == 1
+    push(a, "orders", chunks[1])
+    seq2 = requests.post(a.url("/checkpoint"), timeout=60).json()["checkpoint_sequence_number"]
+    cs = ckpt_finished(a, seq2)
+    assert cs["success"] == seq2, cs
+    assert "internal error" not in a.stderr()

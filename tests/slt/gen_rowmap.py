@@ -69,6 +69,20 @@ QUERIES = [
      "GROUP BY (a).street", "TTT", "rowsort"),
     ("ordering by a struct: field by field, a NULL field after any value",
      "SELECT k, a FROM tr WHERE k <> 3 ORDER BY a DESC, k", "IT", "nosort"),
+    ("IS [NOT] NULL on a struct: IS NULL when it or every field is NULL, IS NOT NULL when "
+     "no field is (a struct with some NULL fields is neither)",
+     "SELECT k, a IS NULL, a IS NOT NULL, NOT (a IS NULL), p IS NOT NULL, (p).home IS NULL, "
+     "(p).home IS NOT NULL FROM tr", "IIIIIII", "rowsort"),
+    ("IS [NOT] NULL on a struct of NULL fields, from text and from ROW(...); a nested "
+     "struct of NULL fields is no NULL field",
+     "SELECT CAST('(,)' AS addr) IS NULL, CAST('(,)' AS addr) IS NOT NULL, "
+     "CAST('(x,)' AS addr) IS NULL, CAST('(x,)' AS addr) IS NOT NULL, "
+     "ROW(CAST(NULL AS INT), CAST(NULL AS INT)) IS NULL, ROW(1, 2) IS NOT NULL, "
+     "ROW(1, CAST(NULL AS INT)) IS NOT NULL, "
+     "ROW(ROW(CAST(NULL AS INT), CAST(NULL AS INT)), CAST(NULL AS INT)) IS NULL",
+     "IIIIIIII", "nosort"),
+    ("IS NULL on a struct in WHERE",
+     "SELECT k FROM tr WHERE (p).home IS NOT NULL OR a IS NULL", "I", "rowsort"),
 ]
 
 # ---------------------------------------------------------------- MAP (Python reference)
