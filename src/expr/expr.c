@@ -944,8 +944,8 @@ static __attribute__((noinline)) int eval_node(const Expr *e, const Chunk *in,
     case E_IN: return eval_in(e, in, sel, n, cx, &a[0], out, m);
     case E_NULLIF: return eval_nullif(&a[0], &a[1], n, cx, out, m);
     case E_FUNC:
-        /* (FN_ARRAY_SLICE comes after the ROW, MAP and VARIANT functions) */
-        if ((e->fn >= FN_ARRAY && e->fn <= FN_ARRAY_POSITION) || e->fn == FN_ARRAY_SLICE) {
+        /* each family is one range of FuncId (expr.h) */
+        if (e->fn >= FN_ARRAY && e->fn <= FN_ARRAY_SLICE) {
             if (!array_shape_ok(e, a, na, out))
                 return err_set(cx->err, SL_ERUNTIME, "%s operands of the wrong kind",
                                expr__fn_name(e->fn));

@@ -67,6 +67,9 @@ typedef enum ExprKind {
     E_FUNC,    /* built-in scalar function `fn` over a[0..na) */
 } ExprKind;
 
+/* The built-in functions. The functions of one file (fn_array.c,
+   fn_nested.c, ...) stay one contiguous range: evaluation dispatches on
+   the first and last of each (expr.c). */
 typedef enum FuncId {
     FN_ABS,        /* numeric */
     FN_LOWER,      /* string */
