@@ -118,13 +118,14 @@ static void collect_from(P *p, FromItem *f, FromFlat *ff)
 static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, int *nsubq,
                      PushDown *opt);
 
-/* FROM items..., UNNEST(e) [WITH ORDINALITY] [AS] u(x [, n]): the items
-   before it planned (WHERE aside), then per row one row per element of e
-   (lateral: e reads their columns): an OPK_UNNEST over a map adding e's
-   value, then a map dropping it. Output: the items' columns, the element
-   (default name unnest) and the position (default ordinality). WHERE
-   applies after. */
-static int plan_unnest(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, int *nsubq)
+/* FROM items..., UNNEST(e) [WITH ORDINALITY] [AS] u(x [, n]) (q: no
+   WHERE): the items before it planned, with the WHERE conjuncts push
+   offers (may be NULL: join keys and filters when they read those items
+   only, pushed[] set), then per row one row per element of e (lateral: e
+   reads their columns): an OPK_UNNEST over a map adding e's value, then a
+   map dropping it. Output: the items' columns, the element (default name
+   unnest) and the position (default ordinality). */
+static int plan_unnest(P *p, Select *q, PRel *out, Ast ***subq, int *nsubq, PushDown *push)
 {
     FromItem *u = q->from[q->nfrom - 1];
     Select q2 = *q;
@@ -132,7 +133,7 @@ static int plan_unnest(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq,
     Expr *r2 = NULL;
     q2.nfrom--;
     q2.where = NULL;
-    if (plan_from(p, &q2, &pre, &r2, subq, nsubq, NULL))
+    if (plan_from(p, &q2, &pre, &r2, subq, nsubq, push && push->n ? push : NULL))
         return p->err->code;
     CNode *src = p->c->nodes[pre.node];
     int n = src->ncol;
@@ -183,29 +184,6 @@ static int plan_unnest(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq,
         return perr(p, SL_ESEMANTIC, u->line, u->col,
                     "UNNEST gives %d columns, %d names given", na + u->ordinality,
                     u->ncol_aliases);
-    *residual = NULL;
-    if (!q->where)
-        return 0;
-    Ast **conj = NULL;
-    int nconj = 0, nr = 0;
-    sql__split_and(p, q->where, &conj, &nconj);
-    Expr **w = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nconj + 1));
-    Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*nsubq + nconj + 1));
-    if (*nsubq)
-        memcpy(v, *subq, sizeof(Ast *) * (size_t)*nsubq);
-    *subq = v;
-    for (int i = 0; i < nconj; i++) {
-        if (sql__has_subquery(conj[i])) {
-            (*subq)[(*nsubq)++] = conj[i];
-            continue;
-        }
-        BindCtx wc = {&out->s, &none, "WHERE"};
-        if (!(w[nr] = sql__bind(p, &wc, conj[i])) ||
-            !(w[nr] = sql__bool_operand(p, w[nr], conj[i], "WHERE")))
-            return p->err->code;
-        nr++;
-    }
-    *residual = nr ? sql__and_all(p, w, nr) : NULL;
     return 0;
 }
 
@@ -334,12 +312,132 @@ static Expr *try_bind(P *p, Scope *s, Ast *x)
     Err tmp = {0}, *orig = p->err;
     AggCtx none = {0};
     BindCtx bc = {s, &none, "WHERE"};
+    int unresolved = p->unresolved; /* a name not found here is no outer one */
     p->err = &tmp;
     Expr *e = sql__bind(p, &bc, x);
     if (e)
         e = sql__bool_operand(p, e, x, "WHERE");
     p->err = orig;
+    p->unresolved = unresolved;
     return e;
+}
+
+/* FROM items..., UNNEST(...) u, rest... with the first UNNEST at from[iu]:
+   (items..., u) planned first (it reads only the items before it), then,
+   as one planned item, joined to the rest. The WHERE conjuncts without
+   subqueries or NOW() are offered to the items before the UNNEST (join
+   keys and filters there, as for any FROM list: no cross product of items
+   WHERE links); the others stay for later. A pushed conjunct must read the
+   same columns over the whole FROM list (an outer query's column a later
+   item's name shadows does not): if one does not, the plan is dropped and
+   made again without pushing. */
+static int plan_from_unnest(P *p, Select *q, int iu, PRel *out, Expr **residual, Ast ***subq,
+                            int *nsubq, PushDown *opt)
+{
+    FromItem *u = q->from[iu];
+    int nu = 1 + u->unnest_more.n + u->ordinality; /* the UNNEST's columns */
+    Ast **conj = NULL;
+    int nconj = 0;
+    if (q->where)
+        sql__split_and(p, q->where, &conj, &nconj);
+    PushDown push = {arena_alloc(p->a, sizeof(Ast *) * (size_t)(nconj + 1)), 0,
+                     arena_zalloc(p->a, (size_t)(nconj + 1))};
+    int *pi = arena_alloc(p->a, sizeof(int) * (size_t)(nconj + 1)); /* conj -> push.v */
+    for (int i = 0; i < nconj; i++) {
+        pi[i] = -1;
+        if (!sql__has_subquery(conj[i]) && !sql__has_now(conj[i])) {
+            pi[i] = push.n;
+            push.v[push.n++] = conj[i];
+        }
+    }
+    int mark = p->c->nnodes, nsubq0 = *nsubq;
+    Ast **subq0 = *subq;
+    for (int attempt = 0;; attempt++) {
+        bool pushing = attempt == 0 && push.n;
+        memset(push.pushed, 0, (size_t)(nconj + 1));
+        Select pq = *q;
+        pq.nfrom = iu + 1;
+        pq.where = NULL;
+        PRel pre;
+        if (plan_unnest(p, &pq, &pre, subq, nsubq, pushing ? &push : NULL))
+            return p->err->code;
+        int nbefore = pre.s.n - nu; /* columns of the items before the UNNEST */
+        /* the conjuncts not pushed */
+        Ast **rest = arena_alloc(p->a, sizeof(Ast *) * (size_t)(nconj + 1));
+        int nrest = 0;
+        for (int i = 0; i < nconj; i++)
+            if (pi[i] < 0 || !push.pushed[pi[i]])
+                rest[nrest++] = conj[i];
+        AggCtx none = {0};
+        if (iu == q->nfrom - 1) {
+            /* nothing after the UNNEST: WHERE applies to its rows */
+            *out = pre;
+            Expr **w = arena_alloc(p->a, sizeof(Expr *) * (size_t)(nrest + 1));
+            int nw = 0;
+            Ast **v = arena_alloc(p->a, sizeof(Ast *) * (size_t)(*nsubq + nrest + 1));
+            if (*nsubq)
+                memcpy(v, *subq, sizeof(Ast *) * (size_t)*nsubq);
+            *subq = v;
+            for (int i = 0; i < nrest; i++) {
+                if (sql__has_subquery(rest[i])) {
+                    (*subq)[(*nsubq)++] = rest[i];
+                    continue;
+                }
+                BindCtx wc = {&out->s, &none, "WHERE"};
+                if (!(w[nw] = sql__bind(p, &wc, rest[i])) ||
+                    !(w[nw] = sql__bool_operand(p, w[nw], rest[i], "WHERE")))
+                    return p->err->code;
+                nw++;
+            }
+            *residual = nw ? sql__and_all(p, w, nw) : NULL;
+        } else {
+            FromItem *f = arena_zalloc(p->a, sizeof(*f));
+            f->k = F_NODE;
+            f->line = q->from[0]->line;
+            f->col = q->from[0]->col;
+            f->node = pre.node;
+            Scope *sc = arena_alloc(p->a, sizeof(*sc));
+            *sc = pre.s;
+            f->scope = sc;
+            Select rq = *q;
+            rq.nfrom = q->nfrom - iu;
+            rq.from = arena_alloc(p->a, sizeof(FromItem *) * (size_t)rq.nfrom);
+            rq.from[0] = f;
+            memcpy(rq.from + 1, q->from + iu + 1, sizeof(FromItem *) * (size_t)(rq.nfrom - 1));
+            rq.where = nrest ? rest[0] : NULL;
+            for (int i = 1; i < nrest; i++) {
+                Ast *x = arena_zalloc(p->a, sizeof(*x));
+                x->k = A_BIN;
+                x->op = OP_AND;
+                x->line = rest[i]->line;
+                x->col = rest[i]->col;
+                x->a = rq.where;
+                x->b = rest[i];
+                rq.where = x;
+            }
+            if (plan_from(p, &rq, out, residual, subq, nsubq, opt))
+                return p->err->code;
+        }
+        if (!pushing)
+            return 0;
+        /* each pushed conjunct over the whole FROM list: errors (an
+           ambiguous name), and the same columns as where it was applied */
+        bool same = true;
+        for (int i = 0; i < push.n; i++) {
+            if (!push.pushed[i])
+                continue;
+            BindCtx wc = {&out->s, &none, "WHERE"};
+            Expr *e = sql__bind(p, &wc, push.v[i]);
+            if (!e)
+                return p->err->code;
+            same = same && sql__refs_within(e, 0, nbefore);
+        }
+        if (same)
+            return 0;
+        p->c->nnodes = mark; /* drop this plan */
+        *subq = subq0;
+        *nsubq = nsubq0;
+    }
 }
 
 static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, int *nsubq,
@@ -347,35 +445,9 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
 {
     if (q->nfrom == 0)
         return plan_no_from(p, q, out, residual, subq, nsubq);
-    for (int i = 0; i < q->nfrom - 1; i++) {
-        if (q->from[i]->k != F_UNNEST)
-            continue;
-        /* FROM a, UNNEST(a.x) u, b: (a, UNNEST(a.x) u) planned first (it
-           reads only the items before it), then as one planned item */
-        Select pq = *q;
-        pq.nfrom = i + 1;
-        pq.where = NULL;
-        PRel pre;
-        Expr *none = NULL;
-        if (plan_unnest(p, &pq, &pre, &none, subq, nsubq))
-            return p->err->code;
-        FromItem *f = arena_zalloc(p->a, sizeof(*f));
-        f->k = F_NODE;
-        f->line = q->from[0]->line;
-        f->col = q->from[0]->col;
-        f->node = pre.node;
-        Scope *sc = arena_alloc(p->a, sizeof(*sc));
-        *sc = pre.s;
-        f->scope = sc;
-        Select rq = *q;
-        rq.nfrom = q->nfrom - i;
-        rq.from = arena_alloc(p->a, sizeof(FromItem *) * (size_t)rq.nfrom);
-        rq.from[0] = f;
-        memcpy(rq.from + 1, q->from + i + 1, sizeof(FromItem *) * (size_t)(rq.nfrom - 1));
-        return plan_from(p, &rq, out, residual, subq, nsubq, opt);
-    }
-    if (q->from[q->nfrom - 1]->k == F_UNNEST)
-        return plan_unnest(p, q, out, residual, subq, nsubq);
+    for (int i = 0; i < q->nfrom; i++)
+        if (q->from[i]->k == F_UNNEST)
+            return plan_from_unnest(p, q, i, out, residual, subq, nsubq, opt);
     FromFlat ff = {0};
     for (int i = 0; i < q->nfrom; i++)
         collect_from(p, q->from[i], &ff);

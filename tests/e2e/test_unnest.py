@@ -5,8 +5,12 @@ docs/sql.md, "Arrays"), against PostgreSQL 15 (the `pg` fixture):
     mode and incrementally with every step compared to a from-scratch run,
     on 1-3 workers;
   - random insert/update/delete streams over HTTP, every view compared with
-    PostgreSQL after every step, on 1 and 2 workers.
+    PostgreSQL after every step, on 1 and 2 workers;
+  - the plans (`sluice check`) of FROM lists with tables before an UNNEST
+    linked by WHERE: every join has keys (no cross product of the tables
+    before the UNNEST; their results are in unnest.test).
 """
+import re
 import json
 import os
 import random
@@ -15,7 +19,7 @@ import pytest
 import requests
 
 import sltfile
-from conftest import multiset_diff
+from conftest import multiset_diff, run_ok
 from httpkit import lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,6 +33,33 @@ CASE = os.path.join(ROOT, "tests", "slt", "unnest.test")
                          ids=["oneshot", "incremental-w1", "incremental-w2", "incremental-w3"])
 def test_unnest_slt(args):
     sltfile.all_pass(args, CASE)
+
+
+PUSHED = [
+    "SELECT a.id, b.name, u.x FROM a, b, UNNEST(a.xs) AS u(x) WHERE a.id = b.id",
+    "SELECT a.id, b.name, c.name AS cn, u.x FROM a, b, b AS c, UNNEST(a.xs) AS u(x) "
+    "WHERE b.id = a.id AND c.id = b.id + 2 AND b.name <> 'two' AND u.x > 5",
+    "SELECT a.id, u.x, c.name FROM b, a, UNNEST(a.xs) AS u(x), b AS c "
+    "WHERE a.id = b.id AND c.id = u.x - 8 AND b.id < 5",
+    "SELECT a.id, b.name, u.x FROM a, b, UNNEST(a.xs) WITH ORDINALITY AS u(x, n) "
+    "WHERE a.id = b.id AND (b.name = 'one' OR u.x = 5) AND u.x > a.id * u.n",
+    "SELECT a.id, u.x, w.s FROM b, a, UNNEST(a.xs) AS u(x), UNNEST(a.ss) AS w(s) "
+    "WHERE a.id = b.id",
+]
+
+
+def test_where_joins_the_tables_before_an_unnest_by_keys(tmp_path):
+    prog = tmp_path / "p.sql"
+    prog.write_text("CREATE TABLE a(id INTEGER, xs INTEGER ARRAY, ss VARCHAR ARRAY);\n"
+                    "CREATE TABLE b(id INTEGER, name VARCHAR);\n" +
+                    "".join("CREATE VIEW v%d AS %s;\n" % (i, q) for i, q in enumerate(PUSHED)))
+    plan = run_ok(["check", prog]).stdout
+    joins = re.findall(r"^ *\d+: join\(.*$", plan, re.M)
+    assert len(joins) == 1 + 2 + 2 + 1 + 1, plan
+    cross = [j for j in joins if " on " not in j]
+    assert not cross, "cross products:\n%s\n%s" % ("\n".join(cross), plan)
+    # the filters on b's columns apply to b before its joins, b.name <> 'two' among them
+    assert re.search(r"^ *\d+: map\(1\) where \(.*<> 'two'", plan, re.M), plan
 
 
 def test_expected_results_are_postgresql_answers():

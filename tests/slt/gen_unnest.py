@@ -67,6 +67,22 @@ QUERIES = [  # (comment, Sluice query, PostgreSQL query or None: the same, types
     ("a slice unnested and subscripted",
      "SELECT a.id, u.x, a.xs[2:][1] FROM a, UNNEST(a.xs[2:3]) AS u(x)",
      "SELECT a.id, u.x, (a.xs[2:])[1] FROM a, UNNEST(a.xs[2:3]) AS u(x)", "III"),
+    # WHERE pushed to the items before the UNNEST: join keys and filters there
+    # (docs/sql.md, "Arrays"; the plans: tests/e2e/test_unnest.py)
+    ("WHERE pushed: two tables before the UNNEST joined by a key",
+     "SELECT a.id, b.name, u.x FROM a, b, UNNEST(a.xs) AS u(x) WHERE a.id = b.id", None, "ITI"),
+    ("WHERE pushed: three tables before the UNNEST, keys, filters and one on the element",
+     "SELECT a.id, b.name, c.name, u.x FROM a, b, b AS c, UNNEST(a.xs) AS u(x) "
+     "WHERE b.id = a.id AND c.id = b.id + 2 AND b.name <> 'two' AND u.x > 5", None, "ITTI"),
+    ("WHERE pushed: tables before and after the UNNEST",
+     "SELECT a.id, u.x, c.name FROM b, a, UNNEST(a.xs) AS u(x), b AS c "
+     "WHERE a.id = b.id AND c.id = u.x - 8 AND b.id < 5", None, "IIT"),
+    ("WHERE pushed: an OR and a condition on the element and a table stay after",
+     "SELECT a.id, b.name, u.x FROM a, b, UNNEST(a.xs) WITH ORDINALITY AS u(x, n) "
+     "WHERE a.id = b.id AND (b.name = 'one' OR u.x = 5) AND u.x > a.id * u.n", None, "ITI"),
+    ("WHERE pushed: an outer query's column shadowed by the UNNEST's is not pushed",
+     "SELECT b.id, b.name FROM b WHERE EXISTS (SELECT 1 FROM a, UNNEST(a.ss) AS u(name) "
+     "WHERE a.id = b.id AND name IN ('q', 't'))", None, "IT"),
 ]
 
 DML = [
@@ -97,7 +113,8 @@ def render(eng):
     for s in DML:
         eng.run(s)
         out.extend(["statement ok", s, ""])
-    queries([q for q in QUERIES if "zipped" in q[0] or "slices" in q[0] or "between" in q[0]])
+    queries([q for q in QUERIES if "zipped" in q[0] or "slices" in q[0] or "between" in q[0]
+                      or "pushed" in q[0]])
     return "\n".join(out)
 
 
