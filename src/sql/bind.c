@@ -215,6 +215,15 @@ Expr *sql__mk(P *p, ExprKind k, SqlType t, int na)
     return expr_new(p->a, k, t, na);
 }
 
+Expr *sql__mk_fn(P *p, int fn, SqlType t, int n, Expr **args)
+{
+    Expr *e = sql__mk(p, E_FUNC, t, n);
+    e->fn = fn;
+    for (int j = 0; j < n; j++)
+        e->a[j] = args[j];
+    return e;
+}
+
 /* NOT e when neg, else e. */
 static Expr *negate_if(P *p, Expr *e, bool neg)
 {

@@ -24,15 +24,6 @@ bool sql__is_array_fn(const char *name)
     return false;
 }
 
-static Expr *mk_fn(P *p, int fn, SqlType t, int n, Expr **args)
-{
-    Expr *e = sql__mk(p, E_FUNC, t, n);
-    e->fn = fn;
-    for (int j = 0; j < n; j++)
-        e->a[j] = args[j];
-    return e;
-}
-
 /* The element type an ARRAY of values of type t gets: strings become
    VARCHAR (as PostgreSQL's text[]), a bare NULL VARCHAR. */
 static SqlType elem_of(SqlType t)
@@ -87,7 +78,7 @@ static Expr *make_array(P *p, Ast *x, Expr **args, int n)
         }
     }
     if (n == 0) { /* ARRAY[]: typed by a cast around it */
-        Expr *e = mk_fn(p, FN_ARRAY, type_array(type_make(TK_NULL, true), false), 0, args);
+        Expr *e = sql__mk_fn(p, FN_ARRAY, type_array(type_make(TK_NULL, true), false), 0, args);
         return e;
     }
     et = elem_of(et);
@@ -95,7 +86,7 @@ static Expr *make_array(P *p, Ast *x, Expr **args, int n)
         SqlType t = et;
         args[j] = sql__cast_to(p, args[j], t);
     }
-    return mk_fn(p, FN_ARRAY, type_array(et, false), n, args);
+    return sql__mk_fn(p, FN_ARRAY, type_array(et, false), n, args);
 }
 
 Expr *sql__bind_array_concat(P *p, Ast *x, Expr *l, Expr *r)
@@ -128,7 +119,7 @@ Expr *sql__bind_array_concat(P *p, Ast *x, Expr *l, Expr *r)
             if (!coerce_elem(p, x, el, arr))
                 return NULL;
             Expr *one[1] = {*el};
-            *el = mk_fn(p, FN_ARRAY, type_array(elem_of((*el)->t), false), 1, one);
+            *el = sql__mk_fn(p, FN_ARRAY, type_array(elem_of((*el)->t), false), 1, one);
             if (!sql__same_repr((*el)->t, (*arr)->t))
                 *el = sql__cast_to(p, *el, (*arr)->t);
         }
@@ -137,7 +128,7 @@ Expr *sql__bind_array_concat(P *p, Ast *x, Expr *l, Expr *r)
     }
     SqlType t = args[0]->t;
     t.nullable = args[0]->t.nullable && args[1]->t.nullable;
-    return mk_fn(p, FN_ARRAY_CAT, t, 2, args);
+    return sql__mk_fn(p, FN_ARRAY_CAT, t, 2, args);
 }
 
 Expr *sql__bind_array_fn(P *p, BindCtx *bc, Ast *x)
@@ -194,7 +185,7 @@ Expr *sql__bind_array_fn(P *p, BindCtx *bc, Ast *x)
         }
         Expr *q[3] = {v, a, expr_const_i64(p->a, type_make(TK_BIGINT, false),
                                            (op - OP_EQ) * 2 + (contains ? 0 : x->ival % 2))};
-        return mk_fn(p, FN_ARRAY_ANY, type_make(TK_BOOL, true), 3, q);
+        return sql__mk_fn(p, FN_ARRAY_ANY, type_make(TK_BOOL, true), 3, q);
     }
     if (!(args[0] = need_array(p, x, args[0], !strcmp(name, "[]") ? "a subscript" : name,
                                any_arr)))
@@ -210,12 +201,12 @@ Expr *sql__bind_array_fn(P *p, BindCtx *bc, Ast *x)
         }
         SqlType t = args[0]->t;
         t.nullable = true;
-        return mk_fn(p, FN_ARRAY_SLICE, t, 3, args);
+        return sql__mk_fn(p, FN_ARRAY_SLICE, t, 3, args);
     }
     if (!strcmp(name, "array_position")) {
         if (!coerce_elem(p, x, &args[1], &args[0]))
             return NULL;
-        return mk_fn(p, FN_ARRAY_POSITION, type_make(TK_INT, true), 2, args);
+        return sql__mk_fn(p, FN_ARRAY_POSITION, type_make(TK_INT, true), 2, args);
     }
     if (!strcmp(name, "[]") || !strcmp(name, "array_length")) {
         if (!type_is_integer(args[1]->t.kind) && args[1]->t.kind != TK_NULL) {
@@ -226,16 +217,16 @@ Expr *sql__bind_array_fn(P *p, BindCtx *bc, Ast *x)
         }
         args[1] = sql__cast_to(p, args[1], type_make(TK_BIGINT, true));
         if (!strcmp(name, "[]"))
-            return mk_fn(p, FN_ARRAY_GET, type_elem(args[0]->t), 2, args);
-        return mk_fn(p, FN_ARRAY_LENGTH, type_make(TK_INT, true), 2, args);
+            return sql__mk_fn(p, FN_ARRAY_GET, type_elem(args[0]->t), 2, args);
+        return sql__mk_fn(p, FN_ARRAY_LENGTH, type_make(TK_INT, true), 2, args);
     }
     if (!strcmp(name, "cardinality"))
-        return mk_fn(p, FN_CARDINALITY, type_make(TK_INT, args[0]->t.nullable), 1, args);
+        return sql__mk_fn(p, FN_CARDINALITY, type_make(TK_INT, args[0]->t.nullable), 1, args);
     /* array_to_string */
     bool nul = args[0]->t.nullable;
     for (int j = 1; j < n; j++) {
         args[j] = sql__cast_to(p, args[j], type_make(TK_VARCHAR, true));
         nul = nul || (j == 1 && args[j]->t.nullable);
     }
-    return mk_fn(p, FN_ARRAY_TO_STRING, type_make(TK_VARCHAR, nul), n, args);
+    return sql__mk_fn(p, FN_ARRAY_TO_STRING, type_make(TK_VARCHAR, nul), n, args);
 }

@@ -23,15 +23,6 @@ bool sql__is_nested_fn(const char *name)
     return false;
 }
 
-static Expr *mk_fn(P *p, int fn, SqlType t, int n, Expr **args)
-{
-    Expr *e = sql__mk(p, E_FUNC, t, n);
-    e->fn = fn;
-    for (int j = 0; j < n; j++)
-        e->a[j] = args[j];
-    return e;
-}
-
 /* The type a value of type t gets inside a ROW or MAP: strings VARCHAR,
    always nullable; a bare NULL stays of type NULL until a common type with
    another ROW or MAP settles it (sql__nested_common). */
@@ -58,7 +49,7 @@ static Expr *field_of(P *p, Ast *x, Expr *r, const char *field)
         return NULL;
     }
     Expr *args[2] = {r, expr_const_i64(p->a, type_make(TK_BIGINT, false), j)};
-    return mk_fn(p, FN_ROW_GET, s->t[j], 2, args);
+    return sql__mk_fn(p, FN_ROW_GET, s->t[j], 2, args);
 }
 
 Expr *sql__row_null_test(P *p, Expr *r, bool negated)
@@ -74,7 +65,7 @@ Expr *sql__row_null_test(P *p, Expr *r, bool negated)
     for (int j = 0; j < s->n; j++) {
         Expr *args[2] = {r, expr_const_i64(p->a, type_make(TK_BIGINT, false), j)};
         e->a[j] = sql__mk(p, negated ? E_ISNOTNULL : E_ISNULL, type_make(TK_BOOL, false), 1);
-        e->a[j]->a[0] = mk_fn(p, FN_ROW_GET, s->t[j], 2, args);
+        e->a[j]->a[0] = sql__mk_fn(p, FN_ROW_GET, s->t[j], 2, args);
     }
     return s->n == 1 ? e->a[0] : e;
 }
@@ -138,7 +129,7 @@ static Expr *make_map(P *p, Ast *x, Expr **args, int n)
     }
     for (int j = 0; j < n; j++)
         args[j] = sql__cast_to(p, args[j], kv[j % 2]);
-    return mk_fn(p, FN_MAP, type_nested(TK_MAP, id, false), n, args);
+    return sql__mk_fn(p, FN_MAP, type_nested(TK_MAP, id, false), n, args);
 }
 
 static Expr *make_row(P *p, Ast *x, Expr **args, int n)
@@ -161,7 +152,7 @@ static Expr *make_row(P *p, Ast *x, Expr **args, int n)
         perr(p, SL_EUNSUPPORTED, x->line, x->col, "too many ROW and MAP types");
         return NULL;
     }
-    return mk_fn(p, FN_ROW, type_nested(TK_ROW, id, false), n, args);
+    return sql__mk_fn(p, FN_ROW, type_nested(TK_ROW, id, false), n, args);
 }
 
 /* Key k converted to MAP m's key type, or an error at x. */
@@ -194,14 +185,14 @@ Expr *sql__bind_map_op(P *p, Ast *x, const char *name, Expr **args, int n)
     if (want == 2 && !(args[1] = map_key(p, x, args[0], args[1])))
         return NULL;
     if (!strcmp(name, "[]"))
-        return mk_fn(p, FN_MAP_GET, s->t[1], 2, args);
+        return sql__mk_fn(p, FN_MAP_GET, s->t[1], 2, args);
     if (!strcmp(name, "map_contains_key"))
-        return mk_fn(p, FN_MAP_CONTAINS_KEY, type_make(TK_BOOL, true), 2, args);
+        return sql__mk_fn(p, FN_MAP_CONTAINS_KEY, type_make(TK_BOOL, true), 2, args);
     bool nul = args[0]->t.nullable;
     if (!strcmp(name, "cardinality"))
-        return mk_fn(p, FN_MAP_CARDINALITY, type_make(TK_INT, nul), 1, args);
+        return sql__mk_fn(p, FN_MAP_CARDINALITY, type_make(TK_INT, nul), 1, args);
     bool keys = !strcmp(name, "map_keys");
-    return mk_fn(p, keys ? FN_MAP_KEYS : FN_MAP_VALUES, type_array(s->t[keys ? 0 : 1], nul), 1,
+    return sql__mk_fn(p, keys ? FN_MAP_KEYS : FN_MAP_VALUES, type_array(s->t[keys ? 0 : 1], nul), 1,
                  args);
 }
 

@@ -25,15 +25,6 @@ bool sql__is_variant_fn(const char *name)
     return false;
 }
 
-static Expr *mk_fn(P *p, int fn, SqlType t, int n, Expr **args)
-{
-    Expr *e = sql__mk(p, E_FUNC, t, n);
-    e->fn = fn;
-    for (int j = 0; j < n; j++)
-        e->a[j] = args[j];
-    return e;
-}
-
 /* e as a VARIANT (a NULL literal becomes a NULL VARIANT), or an error
    "<what> needs a VARIANT, not <type>" at x. */
 static Expr *need_variant(P *p, Ast *x, Expr *e, const char *what)
@@ -61,7 +52,7 @@ Expr *sql__bind_variant_get(P *p, Ast *x, Expr *v, Expr *k, int mode)
         return NULL;
     }
     Expr *args[3] = {v, k, expr_const_i64(p->a, type_make(TK_BIGINT, false), mode)};
-    return mk_fn(p, FN_VARIANT_GET, type_make(TK_VARIANT, true), 3, args);
+    return sql__mk_fn(p, FN_VARIANT_GET, type_make(TK_VARIANT, true), 3, args);
 }
 
 Expr *sql__bind_variant_fn(P *p, BindCtx *bc, Ast *x)
@@ -85,7 +76,7 @@ Expr *sql__bind_variant_fn(P *p, BindCtx *bc, Ast *x)
         return NULL;
     }
     if (!strcmp(name, "variantnull"))
-        return mk_fn(p, FN_VARIANT_NULL, type_make(TK_VARIANT, false), 0, args);
+        return sql__mk_fn(p, FN_VARIANT_NULL, type_make(TK_VARIANT, false), 0, args);
     if (!strcmp(name, "parse_json")) {
         if (!type_is_string(args[0]->t.kind) && args[0]->t.kind != TK_NULL) {
             perr(p, SL_ESEMANTIC, x->line, x->col, "PARSE_JSON needs a string, not %s",
@@ -93,25 +84,25 @@ Expr *sql__bind_variant_fn(P *p, BindCtx *bc, Ast *x)
             return NULL;
         }
         args[0] = sql__cast_to(p, args[0], type_make(TK_VARCHAR, true));
-        return mk_fn(p, FN_PARSE_JSON, type_make(TK_VARIANT, true), 1, args);
+        return sql__mk_fn(p, FN_PARSE_JSON, type_make(TK_VARIANT, true), 1, args);
     }
     if (!strcmp(name, "to_json")) {
         /* TO_JSON of another type: of its VARIANT */
         if (args[0]->t.kind != TK_VARIANT)
             args[0] = sql__cast_to(p, args[0], type_make(TK_VARIANT, true));
-        return mk_fn(p, FN_TO_JSON, type_make(TK_VARCHAR, args[0]->t.nullable), 1, args);
+        return sql__mk_fn(p, FN_TO_JSON, type_make(TK_VARCHAR, args[0]->t.nullable), 1, args);
     }
     if (!(args[0] = need_variant(p, x, args[0], name)))
         return NULL;
     bool nul = args[0]->t.nullable;
     if (!strcmp(name, "typeof") || !strcmp(name, "json_typeof") ||
         !strcmp(name, "jsonb_typeof"))
-        return mk_fn(p, FN_VARIANT_TYPEOF, type_make(TK_VARCHAR, nul), 1, args);
+        return sql__mk_fn(p, FN_VARIANT_TYPEOF, type_make(TK_VARCHAR, nul), 1, args);
     if (!strncmp(name, "is_", 3)) {
         VarKind k = !strcmp(name, "is_array") ? VK_ARRAY
                     : !strcmp(name, "is_object") ? VK_OBJECT : VK_NULL;
         args[1] = expr_const_i64(p->a, type_make(TK_BIGINT, false), k);
-        return mk_fn(p, FN_VARIANT_IS, type_make(TK_BOOL, nul), 2, args);
+        return sql__mk_fn(p, FN_VARIANT_IS, type_make(TK_BOOL, nul), 2, args);
     }
     bool text = !strcmp(name, "->>") || strstr(name, "_text") != NULL;
     Expr *v = args[0];
@@ -128,5 +119,5 @@ Expr *sql__bind_variant_fn(P *p, BindCtx *bc, Ast *x)
     if (!v || !text)
         return v;
     Expr *one[1] = {v};
-    return mk_fn(p, FN_VARIANT_TEXT, type_make(TK_VARCHAR, true), 1, one);
+    return sql__mk_fn(p, FN_VARIANT_TEXT, type_make(TK_VARCHAR, true), 1, one);
 }

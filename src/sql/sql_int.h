@@ -351,6 +351,8 @@ Expr *sql__nary_bool(P *p, ExprKind k, Expr *l, Expr *r);
 Expr *sql__and_all(P *p, Expr *const *v, int n);
 Expr *sql__bool_operand(P *p, Expr *e, Ast *at, const char *what);
 Expr *sql__mk(P *p, ExprKind k, SqlType t, int na);
+/* The call fn(args[0..n)) of type t (E_FUNC). */
+Expr *sql__mk_fn(P *p, int fn, SqlType t, int n, Expr **args);
 bool sql__expr_equal(const Expr *a, const Expr *b);
 /* l op r for an arithmetic AstOp (numbers, dates, times and intervals). */
 Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r);
