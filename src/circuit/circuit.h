@@ -281,6 +281,10 @@ typedef struct Circuit {
     int tz; /* session time zone (expr/tz.h id, 0 = UTC): SET TIME ZONE */
     CFunc *funcs;      /* in the order they are declared */
     int nfuncs;
+    char **types;      /* the program's CREATE TYPE statements, in order: a
+                          one-shot query over it declares them again (type
+                          names belong to their program, not the process) */
+    int ntypes;
 } Circuit;
 
 /* Human-readable circuit (sluice check). */

@@ -104,17 +104,6 @@ SqlType nest_inner_array(SqlType t)
     return s->t[0];
 }
 
-int nest_find_named(const char *name)
-{
-    int id = 0;
-    pthread_mutex_lock(&tab_lock);
-    for (int k = ntab - 1; k >= 0 && !id; k--)
-        if (tab[k]->name && !strcasecmp(tab[k]->name, name))
-            id = k + 1;
-    pthread_mutex_unlock(&tab_lock);
-    return id;
-}
-
 int nest_field(const NestType *s, const char *name)
 {
     for (int j = 0; s && s->kind == TK_ROW && j < s->n; j++)

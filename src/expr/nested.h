@@ -60,10 +60,6 @@ static inline SqlType type_nested(TypeKind kind, int id, bool nullable)
     SqlType r = {(uint8_t)kind, (uint8_t)nullable, 0, 0, id, 0, {0, 0, 0}};
     return r;
 }
-/* The id of the newest ROW declared by CREATE TYPE name (any program of
-   this process), 0 when none: how a one-shot query, parsed apart from its
-   pipeline's program, names that program's types. */
-int nest_find_named(const char *name);
 /* Field index of name in ROW shape s (case-insensitively), -1 if none. */
 int nest_field(const NestType *s, const char *name);
 /* Whether t holds a ROW or MAP anywhere (itself, or as array elements). */

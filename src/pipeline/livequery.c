@@ -2,8 +2,8 @@
  * pipeline/livequery.c - one-shot SELECTs over a running pipeline (HTTP
  * /query and the PostgreSQL wire protocol): the materialized relations
  * the query names are copied at a step boundary (pipeline_call), decoded
- * and handed to oneshot_run (after the program's SQL functions, which the
- * query may call) on a thread of its own, under the limits of
+ * and handed to oneshot_run (after the program's CREATE TYPEs and SQL
+ * functions, which the query may name) on a thread of its own, under the limits of
  * oneshot_limits() and cancelled when the client's socket closes.
  */
 #include <errno.h>
@@ -117,6 +117,8 @@ static void *job_main(void *arg)
     Buf pre = BUF_INIT;
     if (j->c->tz)
         buf_printf(&pre, "SET TIME ZONE '%s'", tz_name(j->c->tz));
+    for (int i = 0; i < j->c->ntypes; i++) /* the types its columns may name */
+        buf_printf(&pre, "%s%s", pre.n ? ";\n" : "", j->c->types[i]);
     for (int i = 0; i < j->c->nfuncs; i++)
         if (j->c->funcs[i].text)
             buf_printf(&pre, "%s%s", pre.n ? ";\n" : "", j->c->funcs[i].text);

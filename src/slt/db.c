@@ -359,6 +359,26 @@ static char *prelude(SltDb *db)
     return (char *)b.p;
 }
 
+/* A one-shot SELECT over the tables now, after the CREATE TYPEs and
+   functions so far (the names an INSERT, UPDATE or DELETE may use). */
+static int query_defs(SltDb *db, const char *sql, int workers, QResult *res, Err *err)
+{
+    Buf pre = BUF_INIT;
+    for (int i = 0; i < db->nv; i++)
+        if (db->v[i].is_func)
+            buf_printf(&pre, "%s%s", pre.n ? ";\n" : "", db->v[i].sql);
+    QInput *in = inputs(db);
+    const Chunk **steps = sl_calloc((size_t)(db->nt ? db->nt : 1), sizeof(Chunk *));
+    for (int i = 0; i < db->nt; i++)
+        steps[i] = in[i].rows;
+    int rc = oneshot_run(pre.n ? buf_cstr(&pre) : NULL, sql, in, db->nt, 1, steps, workers, NULL,
+                         NULL, res, err);
+    sl_free(steps);
+    sl_free(in);
+    buf_free(&pre);
+    return rc;
+}
+
 /* ---- queries, fed at once or incrementally ---- */
 
 static uint64_t rnd(uint64_t *s)
@@ -957,9 +977,7 @@ static int insert(SltDb *db, const char *s, bool replace, Err *err)
                 buf_puts(&q, "SELECT ");
                 buf_append(&q, b, (size_t)(close - b));
                 QResult res;
-                QInput *in = inputs(db);
-                rc = oneshot_query(buf_cstr(&q), in, db->nt, 1, &res, err);
-                sl_free(in);
+                rc = query_defs(db, buf_cstr(&q), 1, &res, err);
                 buf_free(&q);
                 if (!rc) {
                     if (res.ncol != nmap || res.rows->n != 1)
@@ -1044,9 +1062,7 @@ static int delete_rows(SltDb *db, const char *s, Err *err)
     Buf q = BUF_INIT;
     buf_printf(&q, "SELECT * FROM %s WHERE (%s) IS NOT TRUE", t->name, s);
     QResult res;
-    QInput *in = inputs(db);
-    int rc = oneshot_query(buf_cstr(&q), in, db->nt, db->workers, &res, err);
-    sl_free(in);
+    int rc = query_defs(db, buf_cstr(&q), db->workers, &res, err);
     buf_free(&q);
     if (!rc) {
         rc = set_rows(t, &res, err);
@@ -1104,9 +1120,7 @@ static int update(SltDb *db, const char *s, Err *err)
         }
         buf_printf(&q, " FROM %s", t->name);
         QResult res;
-        QInput *in = inputs(db);
-        rc = oneshot_query(buf_cstr(&q), in, db->nt, db->workers, &res, err);
-        sl_free(in);
+        rc = query_defs(db, buf_cstr(&q), db->workers, &res, err);
         buf_free(&q);
         if (!rc) {
             rc = set_rows(t, &res, err);

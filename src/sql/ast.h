@@ -288,6 +288,8 @@ typedef struct Program {
     Stmt **stmts;
     int n;
     int tz; /* session time zone (expr/tz.h id; SET TIME ZONE), 0 = UTC */
+    char **types; /* the text of each CREATE TYPE statement, in order */
+    int ntypes;
 } Program;
 
 struct Arena;

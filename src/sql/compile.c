@@ -533,6 +533,8 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
     if (sql_parse(sql, c->arena, &prog, p.err))
         goto out_fail;
     p.tz = c->tz = prog->tz;
+    c->types = prog->types;
+    c->ntypes = prog->ntypes;
     if (prog->n == 0) {
         err_setpos(p.err, SL_ESEMANTIC, 1, 1, "the program is empty: no CREATE TABLE or VIEW");
         goto out_fail;

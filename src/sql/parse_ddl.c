@@ -751,7 +751,7 @@ int sql_parse(const char *text, Arena *a, Program **out, Err *err)
     if (lex(text, a, &p.t, &p.n, p.err))
         return p.err->code;
     Program *prog = arena_zalloc(a, sizeof(*prog));
-    int cap = 0;
+    int cap = 0, tcap = 0;
     while (cur(&p)->k != T_EOF) {
         if (accept_op(&p, ";"))
             continue;
@@ -766,9 +766,14 @@ int sql_parse(const char *text, Arena *a, Program **out, Err *err)
             continue;
         }
         if (is_kw(cur(&p), "create") && is_kw(&p.t[p.i + 1], "type")) {
+            Token *ct = cur(&p);
             p.i += 2; /* a type only the parser needs: no statement */
             if (sql__parse_create_type(&p))
                 return p.err->code;
+            /* its text, which one-shot queries over the program re-declare */
+            size_t off = text_offset(text, ct->line, ct->col);
+            size_t len = text_offset(text, cur(&p)->line, cur(&p)->col) - off;
+            *VEC_PUSH_ARENA(a, prog->types, prog->ntypes, tcap) = arena_strndup(a, text + off, len);
             if (cur(&p)->k != T_EOF && sql__expect_op(&p, ";"))
                 return p.err->code;
             continue;

@@ -96,11 +96,6 @@ int sql__parse_nested_type(Parser *p, const char *s, SqlType *out)
             *out = p->utypes[j].t;
             return 1;
         }
-    int id = nest_find_named(s); /* a one-shot query over a program's types */
-    if (id > 0) {
-        *out = type_nested(TK_ROW, id, true);
-        return 1;
-    }
     return 0;
 }
 

@@ -11,6 +11,7 @@ type; errors at their line and column."""
 import json
 import os
 import random
+import subprocess
 
 import pytest
 import requests
@@ -334,3 +335,27 @@ def test_json_nested_arrays_and_arrays_of_structs(http_pipeline):
                    '1,"{{1,2},{3},NULL,{}}","{""(1,2)"",NULL}","{e=>""{}"",k=>""{1,2}""}"',
                    '3,"{{4},{5,6}}","{""(7,8)""}","{k=>""{9,10}""}"'], csv
     p.stop()
+
+
+def test_type_names_belong_to_their_program(http_pipeline, tmp_path):
+    """A CREATE TYPE name is the program's: /query over a pipeline names its
+    types (re-declared for the query), and a type one sqllogictest file
+    declared is unknown in the next file run by the same process (type
+    shapes are interned per process; their names used to resolve there
+    too, newest first)."""
+    p = http_pipeline("CREATE TYPE pt AS (x INT, y INT);\n"
+                      "CREATE TABLE j (id INT NOT NULL, p pt) WITH ('materialized' = 'true');\n")
+    ingress(p, "j", '{"id": 1, "p": {"x": 1, "y": 2}}\n', wait="true")
+    assert query(p, "SELECT id, CAST(ROW(p.y, p.x) AS pt) AS q FROM j") == [
+        {"id": 1, "q": {"x": 2, "y": 1}}]
+    r = requests.get(p.url("/query"), params={"sql": "SELECT CAST(p AS nosuch_t) FROM j"},
+                     timeout=60)
+    assert r.status_code == 400 and "nosuch_t" in r.text, r.text
+    p.stop()
+    a, b = tmp_path / "a.test", tmp_path / "b.test"
+    a.write_text("statement ok\nCREATE TYPE leak_t AS (x INT)\n\n"
+                 "statement ok\nCREATE TABLE ta (c leak_t)\n")
+    b.write_text("statement error\nCREATE TABLE tb (c leak_t)\n")
+    out = subprocess.run([sltfile.DBG_SLT, "--verbose", str(a), str(b)], capture_output=True,
+                         text=True, timeout=300)
+    assert out.stdout.rstrip().endswith("3 passed, 0 failed, 0 skipped"), out.stdout
