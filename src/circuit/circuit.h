@@ -238,6 +238,10 @@ typedef struct Relation {
        and counted. wm_col -1: none */
     int wm_col;
     int64_t lateness;
+    /* a table declared ahead of a one-shot query (TableDecl): its program's
+       LATENESS column, which a temporal join takes as the versions' time
+       (the query itself keeps no watermark); -1 none */
+    int time_col;
     /* 'append_only' = 'true' (tables): the input only inserts; a temporal
        join may read the table as a history (sql/plan_asof.c) */
     bool append_only;

@@ -110,7 +110,8 @@ static void *job_main(void *arg)
             ch->w[ch->n++] = x.w;
         }
         in[i] = (QInput){r->name, r->ncol, (const char *const *)r->colnames, r->types, ch,
-                         r->append_only};
+                         r->append_only, r->wm_col >= 0 || r->time_col >= 0,
+                         r->wm_col >= 0 ? r->wm_col : r->time_col};
     }
     /* the program's session zone (for the query's own TIMESTAMPTZ values)
        and its SQL functions, which the query may call */

@@ -218,7 +218,7 @@ int oneshot_run(const char *prelude, const char *select_sql, const QInput *in, i
     TableDecl *decl = sl_calloc((size_t)(nin ? nin : 1), sizeof(TableDecl));
     for (int i = 0; i < nin; i++)
         decl[i] = (TableDecl){in[i].name, in[i].ncol, in[i].colnames, in[i].types,
-                              in[i].append_only};
+                              in[i].append_only, in[i].has_time, in[i].time_col};
     Buf prog = BUF_INIT;
     int skip = 1; /* lines before the query's first */
     if (prelude) {

@@ -26,6 +26,8 @@ typedef struct QInput {
     const SqlType *types;
     const Chunk *rows; /* contents as a Z-set (weights); NULL = empty */
     bool append_only;  /* declared 'append_only' = 'true' (TableDecl) */
+    bool has_time;     /* time_col: the LATENESS column (TableDecl) */
+    int time_col;
 } QInput;
 
 typedef struct QResult {

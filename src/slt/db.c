@@ -343,7 +343,7 @@ static QInput *inputs(SltDb *db)
     for (int i = 0; i < db->nt; i++) {
         SltTable *t = &db->t[i];
         in[i] = (QInput){t->name, t->ncol, (const char *const *)t->colnames, t->types, t->rows,
-                         t->append_only};
+                         t->append_only, t->time_col >= 0, t->time_col};
     }
     return in;
 }
@@ -613,6 +613,7 @@ static int create_table(SltDb *db, const char *sql, Err *err)
         }
         t->npk = rel->npk;
         t->append_only = rel->append_only;
+        t->time_col = rel->wm_col >= 0 ? rel->wm_col : rel->time_col;
         t->pk = arena_alloc(t->a, sizeof(int) * (size_t)(rel->npk + 1));
         for (int k = 0; k < rel->npk; k++)
             t->pk[k] = rel->pk[k];
@@ -687,7 +688,7 @@ static int compiles(SltDb *db, const char *stmt, Err *err)
     TableDecl *decl = sl_calloc((size_t)(db->nt ? db->nt : 1), sizeof(TableDecl));
     for (int i = 0; i < db->nt; i++)
         decl[i] = (TableDecl){in[i].name, in[i].ncol, in[i].colnames, in[i].types,
-                              in[i].append_only};
+                              in[i].append_only, in[i].has_time, in[i].time_col};
     char *pre = prelude(db);
     Buf prog = BUF_INIT;
     if (pre)

@@ -20,6 +20,7 @@ typedef struct SltTable {
     int npk;
     bool *uniq;  /* per column: UNIQUE (enforced by the runner) */
     bool append_only; /* WITH ('append_only' = 'true'): temporal joins may read it */
+    int time_col;     /* its LATENESS column (a temporal join's time), -1 none */
     Arena *a;    /* owns the schema */
     Arena *ra;   /* owns rows and their strings */
     Chunk *rows; /* weights 1, duplicates as separate rows */

@@ -72,7 +72,7 @@ static Relation *add_rel(P *p, const char *name, int line, int col)
     r->line = line;
     r->col = col;
     r->sink = -1;
-    r->wm_col = -1;
+    r->wm_col = r->time_col = -1;
     r->emit_final = -1;
     return r;
 }
@@ -496,6 +496,7 @@ static int declare_table(P *p, const TableDecl *d)
         return p->err->code;
     r->is_table = true;
     r->append_only = d->append_only;
+    r->time_col = d->has_time && d->time_col < d->ncol ? d->time_col : -1;
     r->ncol = d->ncol;
     r->limit = r->offset = -1;
     r->colnames = arena_alloc(p->a, sizeof(char *) * (size_t)(d->ncol + 1));

@@ -103,7 +103,7 @@ static int systime_match(P *p, FromItem *f)
         return perr(p, SL_EUNSUPPORTED, r->line, r->col,
                     "%s; table %s is not declared 'append_only' = 'true' (its rows are its "
                     "current contents, not versions)", need, t->name);
-    int tc = t->wm_col;
+    int tc = t->wm_col >= 0 ? t->wm_col : t->time_col;
     for (int i = 0; tc < 0 && i < t->ncol; i++) {
         TypeKind k = t->types[i].kind;
         if (!type_is_ts(k) && k != TK_DATE)

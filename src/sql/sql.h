@@ -25,6 +25,8 @@ typedef struct TableDecl {
     const char *const *colnames;
     const SqlType *types;
     bool append_only; /* 'append_only' = 'true' (a temporal join may read it) */
+    bool has_time;    /* time_col is the program's LATENESS column: a */
+    int time_col;     /* temporal join's time column (no watermark here) */
 } TableDecl;
 /* Flags of circuit_compile_with. */
 #define CC_PRESENT 1 /* views keep ORDER BY keys (hidden trailing columns) and
