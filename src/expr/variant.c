@@ -1002,3 +1002,279 @@ bool var_to_vec(Str v, Vec *out, int64_t r, Arena *a)
         out->s[r] = s;
     return true;
 }
+
+/* ---- building and changing documents ---- */
+
+void var_put_member(Buf *body, const char *key, size_t kn, Str val)
+{
+    size_t ks = body->n;
+    buf_putc(body, VAR_PAIR);
+    var_put_string(body, key, kn);
+    /* a key is a string's escaped body alone: drop the string tag */
+    memmove(body->p + ks + 1, body->p + ks + 2, body->n - ks - 2);
+    body->n--;
+    buf_append(body, val.p, val.n);
+}
+
+void var_put_object(Buf *out, const uint8_t *body, size_t n)
+{
+    Member *m = NULL;
+    size_t nm = 0, cap = 0;
+    const uint8_t *p = body, *end = body + n;
+    while (p < end && *p == VAR_PAIR) {
+        const uint8_t *next = skip(skip_str(p + 1, end), end);
+        if (nm == cap) {
+            cap = cap ? cap * 2 : 8;
+            Member *nmv = realloc(m, cap * sizeof(*m));
+            if (!nmv)
+                abort();
+            m = nmv;
+        }
+        m[nm] = (Member){(size_t)(p - body), (size_t)(next - p), nm};
+        nm++;
+        p = next;
+    }
+    const uint8_t *saved = mem_base;
+    mem_base = body;
+    if (nm > 1)
+        qsort(m, nm, sizeof(*m), cmp_member);
+    buf_putc(out, VAR_OBJ);
+    for (size_t k = 0; k < nm; k++) {
+        if (k + 1 < nm) { /* of equal keys (adjacent, in order) keep the last */
+            Member tmp = m[k + 1];
+            tmp.idx = m[k].idx;
+            if (cmp_member(&m[k], &tmp) == 0)
+                continue;
+        }
+        buf_append(out, body + m[k].off, m[k].n);
+    }
+    buf_putc(out, VAR_END);
+    mem_base = saved;
+    free(m);
+}
+
+/* The bytes between a container's tag and its 0x01 (its elements or
+   members). */
+static Str body_of(Str v)
+{
+    return (Str){v.p + 1, v.n >= 2 ? v.n - 2 : 0};
+}
+
+void var_concat(Str a, Str b, Buf *out)
+{
+    VarKind ka = var_kind(a), kb = var_kind(b);
+    if (ka == VK_OBJECT && kb == VK_OBJECT) {
+        Buf body = BUF_INIT;
+        Str x = body_of(a), y = body_of(b);
+        buf_append(&body, x.p, x.n);
+        buf_append(&body, y.p, y.n);
+        var_put_object(out, body.p, body.n);
+        buf_free(&body);
+        return;
+    }
+    buf_putc(out, VAR_ARR);
+    if (ka == VK_ARRAY) {
+        Str x = body_of(a);
+        buf_append(out, x.p, x.n);
+    } else {
+        buf_append(out, a.p, a.n);
+    }
+    if (kb == VK_ARRAY) {
+        Str y = body_of(b);
+        buf_append(out, y.p, y.n);
+    } else {
+        buf_append(out, b.p, b.n);
+    }
+    buf_putc(out, VAR_END);
+}
+
+int64_t var_array_length(Str v)
+{
+    if (var_kind(v) != VK_ARRAY)
+        return -1;
+    const uint8_t *p = (const uint8_t *)v.p + 1, *end = (const uint8_t *)v.p + v.n;
+    int64_t n = 0;
+    for (; p < end && *p != VAR_END; p = skip(p, end))
+        n++;
+    return n;
+}
+
+static bool is_container(VarKind k) { return k == VK_ARRAY || k == VK_OBJECT; }
+
+static bool same(Str a, Str b) { return a.n == b.n && memcmp(a.p, b.p, a.n) == 0; }
+
+/* jsonb's containment below the top level: a and b of one container kind. */
+static bool contains(Str a, Str b)
+{
+    const uint8_t *p = (const uint8_t *)b.p + 1, *end = (const uint8_t *)b.p + b.n;
+    if (var_kind(a) == VK_OBJECT) {
+        Buf key = BUF_INIT;
+        bool ok = true;
+        while (ok && p < end && *p == VAR_PAIR) {
+            buf_reset(&key);
+            const uint8_t *val = get_str(p + 1, end, &key);
+            const uint8_t *next = skip(val, end);
+            Str bv = {(const char *)val, (uint32_t)(next - val)}, av;
+            if (!var_get_key(a, key.n ? (const char *)key.p : "", key.n, &av))
+                ok = false;
+            else if (is_container(var_kind(bv)))
+                ok = var_kind(av) == var_kind(bv) && contains(av, bv);
+            else
+                ok = same(av, bv);
+            p = next;
+        }
+        buf_free(&key);
+        return ok;
+    }
+    /* arrays: each element of b in some element of a */
+    const uint8_t *aend = (const uint8_t *)a.p + a.n;
+    while (p < end && *p != VAR_END) {
+        const uint8_t *next = skip(p, end);
+        Str be = {(const char *)p, (uint32_t)(next - p)};
+        VarKind bk = var_kind(be);
+        bool found = false;
+        for (const uint8_t *q = (const uint8_t *)a.p + 1; !found && q < aend && *q != VAR_END;) {
+            const uint8_t *qn = skip(q, aend);
+            Str ae = {(const char *)q, (uint32_t)(qn - q)};
+            if (is_container(bk))
+                found = var_kind(ae) == bk && contains(ae, be);
+            else
+                found = same(ae, be);
+            q = qn;
+        }
+        if (!found)
+            return false;
+        p = next;
+    }
+    return true;
+}
+
+bool var_contains(Str a, Str b)
+{
+    VarKind ka = var_kind(a), kb = var_kind(b);
+    if (ka == VK_BAD || kb == VK_BAD)
+        return false;
+    if (ka == VK_ARRAY && !is_container(kb)) { /* [1, 2] @> 1, as jsonb */
+        Buf one = BUF_INIT;
+        buf_putc(&one, VAR_ARR);
+        buf_append(&one, b.p, b.n);
+        buf_putc(&one, VAR_END);
+        bool r = contains(a, (Str){(const char *)one.p, (uint32_t)one.n});
+        buf_free(&one);
+        return r;
+    }
+    if (!is_container(ka) || !is_container(kb))
+        return !is_container(ka) && !is_container(kb) && same(a, b);
+    return ka == kb && contains(a, b);
+}
+
+bool var_exists(Str v, const char *key, size_t kn)
+{
+    Str x;
+    Buf enc = BUF_INIT;
+    bool r = false;
+    switch (var_kind(v)) {
+    case VK_OBJECT: return var_get_key(v, key, kn, &x);
+    case VK_STRING:
+        var_put_string(&enc, key, kn);
+        r = same(v, (Str){(const char *)enc.p, (uint32_t)enc.n});
+        break;
+    case VK_ARRAY: {
+        var_put_string(&enc, key, kn);
+        const uint8_t *p = (const uint8_t *)v.p + 1, *end = (const uint8_t *)v.p + v.n;
+        while (!r && p < end && *p != VAR_END) {
+            const uint8_t *next = skip(p, end);
+            r = same((Str){(const char *)p, (uint32_t)(next - p)},
+                     (Str){(const char *)enc.p, (uint32_t)enc.n});
+            p = next;
+        }
+        break;
+    }
+    default: break;
+    }
+    buf_free(&enc);
+    return r;
+}
+
+bool var_step_index(Str step, int64_t *i)
+{
+    size_t j = step.n > 0 && step.p[0] == '-';
+    bool neg = j == 1;
+    int64_t x = 0;
+    if (j == step.n || step.n - j > 18)
+        return false;
+    for (; j < step.n; j++) {
+        if (step.p[j] < '0' || step.p[j] > '9')
+            return false;
+        x = x * 10 + (step.p[j] - '0');
+    }
+    *i = neg ? -x : x;
+    return true;
+}
+
+/* jsonb_set below: v with the value at path[0..n) (n >= 1) replaced by nv
+   (or added when missing there and create) into out. */
+static bool set_path(Str v, const Str *path, int n, Str nv, bool create, Buf *out)
+{
+    VarKind k = var_kind(v);
+    if (k == VK_OBJECT) {
+        Buf body = BUF_INIT, sub = BUF_INIT;
+        Str cur;
+        bool have = var_get_key(v, path[0].p, path[0].n, &cur);
+        Str b = body_of(v);
+        buf_append(&body, b.p, b.n);
+        if (have && n == 1) {
+            var_put_member(&body, path[0].p, path[0].n, nv);
+        } else if (have) {
+            set_path(cur, path + 1, n - 1, nv, create, &sub);
+            var_put_member(&body, path[0].p, path[0].n,
+                           (Str){(const char *)sub.p, (uint32_t)sub.n});
+        } else if (n == 1 && create) {
+            var_put_member(&body, path[0].p, path[0].n, nv);
+        }
+        var_put_object(out, body.p, body.n); /* the later member wins */
+        buf_free(&body);
+        buf_free(&sub);
+        return true;
+    }
+    if (k == VK_ARRAY) {
+        int64_t i, len = var_array_length(v);
+        if (!var_step_index(path[0], &i))
+            return false;
+        if (i < 0)
+            i += len;
+        bool in = i >= 0 && i < len;
+        const uint8_t *p = (const uint8_t *)v.p + 1, *end = (const uint8_t *)v.p + v.n;
+        buf_putc(out, VAR_ARR);
+        if (!in && n == 1 && create && i < 0)
+            buf_append(out, nv.p, nv.n); /* before the first */
+        for (int64_t j = 0; p < end && *p != VAR_END; j++) {
+            const uint8_t *next = skip(p, end);
+            Str e = {(const char *)p, (uint32_t)(next - p)};
+            if (j != i)
+                buf_append(out, e.p, e.n);
+            else if (n == 1)
+                buf_append(out, nv.p, nv.n);
+            else if (!set_path(e, path + 1, n - 1, nv, create, out))
+                return false;
+            p = next;
+        }
+        if (!in && n == 1 && create && i >= len)
+            buf_append(out, nv.p, nv.n); /* after the last */
+        buf_putc(out, VAR_END);
+        return true;
+    }
+    buf_append(out, v.p, v.n); /* a scalar inside: left as it is */
+    return true;
+}
+
+bool var_set_path(Str v, const Str *path, int n, Str nv, bool create, Buf *out)
+{
+    if (!is_container(var_kind(v)))
+        return false;
+    if (n == 0) {
+        buf_append(out, v.p, v.n);
+        return true;
+    }
+    return set_path(v, path, n, nv, create, out);
+}
