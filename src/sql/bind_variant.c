@@ -92,6 +92,21 @@ static Expr *as_path(P *p, Ast *x, Expr *e, const char *what)
     return NULL;
 }
 
+int sql__json_agg_name(const char *n)
+{
+    return !strcmp(n, "json_agg") || !strcmp(n, "jsonb_agg")                ? 1
+           : !strcmp(n, "json_object_agg") || !strcmp(n, "jsonb_object_agg") ? 2
+                                                                             : 0;
+}
+
+Expr *sql__json_member(P *p, Expr *k, Expr *v)
+{
+    Expr **args = arena_alloc(p->a, sizeof(Expr *) * 2);
+    args[0] = as_text(p, k);
+    args[1] = json_value(p, v);
+    return sql__mk_fn(p, FN_JSON_OBJECT, type_make(TK_VARIANT, args[0]->t.nullable), 2, args);
+}
+
 Expr *sql__bind_variant_concat(P *p, Ast *x, Expr *l, Expr *r)
 {
     (void)x;

@@ -75,7 +75,8 @@ static bool multiset_agg(const char *n)
     static const char *const names[] = {"string_agg", "listagg", "group_concat", "array_agg",
                                         "bit_and", "bit_or", "bit_xor",
                                         "percentile_cont", "percentile_disc", "mode",
-                                        "grouping"};
+                                        "grouping", "json_agg", "jsonb_agg",
+                                        "json_object_agg", "jsonb_object_agg"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strcmp(n, names[i]))
             return true;
