@@ -9,8 +9,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "array.h"
+#include "nested.h"
 #include "text.h"
 
 #define EXP_BIAS (1 << 20)
@@ -864,26 +866,88 @@ static void from_scalar(SqlType t, int64_t i, double f, i128 x, Str s, Buf *out)
     buf_free(&txt);
 }
 
-void var_from_vec(const Vec *v, int64_t r, Buf *out)
+/* The element of class ph at [p, q) into *e (e->s in it's scratch). */
+static void elem_at(ArrIt *it, const uint8_t *p, const uint8_t *q, Phys ph, ArrElem *e)
 {
-    if (v->t.kind != TK_ARRAY) {
-        from_scalar(v->t, v->i ? v->i[r] : 0, v->f ? v->f[r] : 0, v->x ? v->x[r] : 0,
-                    v->s ? v->s[r] : (Str){"", 0}, out);
+    it->p = p;
+    it->end = q;
+    it->ph = ph;
+    if (!arr_next(it, e))
+        e->null = true;
+}
+
+/* Value e of type t (not NULL) as a VARIANT: ARRAYs as arrays, ROWs as
+   objects of their fields, MAPs as objects of their entries (a key as its
+   text), scalars by from_scalar. */
+static void from_elem(SqlType t, const ArrElem *e, Buf *out)
+{
+    if (e->null) {
+        buf_putc(out, VAR_NULL);
         return;
     }
-    SqlType et = type_elem(v->t);
     ArrIt it;
-    ArrElem e;
-    arr_it(&it, v->t, v->s[r]);
-    buf_putc(out, VAR_ARR);
-    while (arr_next(&it, &e)) {
-        if (e.null)
-            buf_putc(out, VAR_NULL);
-        else
-            from_scalar(et, e.i, e.f, e.x, e.s, out);
+    ArrElem el;
+    if (t.kind == TK_ARRAY) {
+        SqlType et = type_elem(t);
+        arr_it(&it, t, e->s);
+        buf_putc(out, VAR_ARR);
+        while (arr_next(&it, &el))
+            from_elem(et, &el, out);
+        buf_putc(out, VAR_END);
+        arr_it_done(&it);
+        return;
     }
-    buf_putc(out, VAR_END);
+    const NestType *nt = t.kind == TK_ROW || t.kind == TK_MAP ? nest_get(t) : NULL;
+    if (!nt) {
+        from_scalar(t, e->i, e->f, e->x, e->s, out);
+        return;
+    }
+    Buf body = BUF_INIT, kv = BUF_INIT, kt = BUF_INIT;
+    const uint8_t *p = (const uint8_t *)e->s.p, *end = p + e->s.n;
+    it.tmp = (Buf)BUF_INIT;
+    for (int j = 0; p < end && (t.kind == TK_MAP || j < nt->n); j++) {
+        SqlType ft = t.kind == TK_MAP ? nt->t[1] : nt->t[j];
+        Str key;
+        if (t.kind == TK_MAP) { /* the key's text */
+            const uint8_t *q = nest_elem_end(p, end, type_phys(nt->t[0]));
+            elem_at(&it, p, q, type_phys(nt->t[0]), &el);
+            p = q;
+            buf_reset(&kv);
+            buf_reset(&kt);
+            from_elem(nt->t[0], &el, &kv);
+            if (var_kind((Str){(const char *)kv.p, (uint32_t)kv.n}) == VK_STRING)
+                get_str(kv.p + 1, kv.p + kv.n, &kt);
+            else
+                var_to_json((Str){(const char *)kv.p, (uint32_t)kv.n}, &kt);
+            key = (Str){(const char *)kt.p, (uint32_t)kt.n};
+        } else {
+            key = (Str){nt->names[j], (uint32_t)strlen(nt->names[j])};
+        }
+        const uint8_t *q = nest_elem_end(p, end, type_phys(ft));
+        elem_at(&it, p, q, type_phys(ft), &el);
+        p = q;
+        size_t ks = body.n;
+        buf_putc(&body, VAR_PAIR);
+        var_put_string(&body, key.p, key.n);
+        memmove(body.p + ks + 1, body.p + ks + 2, body.n - ks - 2);
+        body.n--;
+        from_elem(ft, &el, &body);
+    }
     arr_it_done(&it);
+    var_put_object(out, body.p, body.n);
+    buf_free(&body);
+    buf_free(&kv);
+    buf_free(&kt);
+}
+
+void var_from_vec(const Vec *v, int64_t r, Buf *out)
+{
+    ArrElem e = {0};
+    e.i = v->i ? v->i[r] : 0;
+    e.f = v->f ? v->f[r] : 0;
+    e.x = v->x ? v->x[r] : 0;
+    e.s = v->s ? v->s[r] : (Str){"", 0};
+    from_elem(v->t, &e, out);
 }
 
 /* v converted to scalar type t into *i / *f / *x / *s; false when it does
@@ -958,48 +1022,137 @@ static bool to_scalar(Str v, SqlType t, Arena *a, int64_t *i, double *f, i128 *x
     return text_parse(t, str.p, str.n, a, i, f, s, &e) == 0;
 }
 
-bool var_to_vec(Str v, Vec *out, int64_t r, Arena *a)
+/* v converted to type t (any type) into *e; false when it does not
+   convert. An ARRAY's element, a ROW's field or a MAP's value that does
+   not convert is NULL; a ROW's field is the member of its name (else one
+   whose name matches it ignoring case), NULL when missing; a MAP's key
+   is read from the member's name as text_parse reads it (a key that does
+   not convert makes the whole value NULL). */
+static bool to_elem(Str v, SqlType t, Arena *a, ArrElem *e)
 {
-    int64_t i = 0;
-    double f = 0;
-    i128 x = 0;
-    Str s = {"", 0};
-    if (out->t.kind == TK_VARIANT) {
-        out->s[r] = v;
+    memset(e, 0, sizeof(*e));
+    e->s = (Str){"", 0};
+    if (t.kind == TK_VARIANT) {
+        e->s = v;
         return true;
     }
-    if (out->t.kind == TK_ARRAY) {
-        if (var_kind(v) != VK_ARRAY)
-            return false;
-        SqlType et = type_elem(out->t);
-        Phys ph = type_phys(et);
-        Buf b = BUF_INIT;
-        const uint8_t *p = (const uint8_t *)v.p + 1, *end = (const uint8_t *)v.p + v.n;
+    const NestType *nt = t.kind == TK_ROW || t.kind == TK_MAP ? nest_get(t) : NULL;
+    if (t.kind != TK_ARRAY && !nt)
+        return to_scalar(v, t, a, &e->i, &e->f, &e->x, &e->s);
+    VarKind vk = var_kind(v);
+    if (vk != (t.kind == TK_ARRAY ? VK_ARRAY : VK_OBJECT))
+        return false;
+    Buf b = BUF_INIT;
+    bool ok = true;
+    const uint8_t *p = (const uint8_t *)v.p + 1, *end = (const uint8_t *)v.p + v.n;
+    ArrElem el;
+    if (t.kind == TK_ARRAY) {
+        SqlType et = type_elem(t);
         while (p < end && *p != VAR_END) {
             const uint8_t *next = skip(p, end);
-            ArrElem el = {0};
-            el.null = !to_scalar((Str){(const char *)p, (uint32_t)(next - p)}, et, a, &el.i,
-                                 &el.f, &el.x, &el.s);
-            arr_put(&b, ph, &el);
+            el.null = !to_elem((Str){(const char *)p, (uint32_t)(next - p)}, et, a, &el);
+            arr_put(&b, type_phys(et), &el);
             p = next;
         }
+    } else if (t.kind == TK_ROW) {
+        for (int j = 0; j < nt->n; j++) {
+            Str fv;
+            size_t fn = strlen(nt->names[j]);
+            bool have = var_get_key(v, nt->names[j], fn, &fv);
+            if (!have) { /* a member whose name matches ignoring case */
+                Buf kb = BUF_INIT;
+                for (const uint8_t *q = p; !have && q < end && *q == VAR_PAIR;) {
+                    buf_reset(&kb);
+                    const uint8_t *val = get_str(q + 1, end, &kb), *next = skip(val, end);
+                    if (kb.n == fn && !strncasecmp((const char *)kb.p, nt->names[j], fn)) {
+                        fv = (Str){(const char *)val, (uint32_t)(next - val)};
+                        have = true;
+                    }
+                    q = next;
+                }
+                buf_free(&kb);
+            }
+            if (have)
+                el.null = !to_elem(fv, nt->t[j], a, &el);
+            else
+                memset(&el, 0, sizeof(el)), el.null = true;
+            arr_put(&b, type_phys(nt->t[j]), &el);
+        }
+    } else { /* MAP */
+        Buf kb = BUF_INIT;
+        Str *ents = NULL;
+        size_t ne = 0, cap = 0;
+        size_t *offs = NULL;
+        Err err;
+        err_init(&err);
+        while (ok && p < end && *p == VAR_PAIR) {
+            buf_reset(&kb);
+            const uint8_t *val = get_str(p + 1, end, &kb), *next = skip(val, end);
+            ArrElem ke;
+            if (type_is_string(nt->t[0].kind)) {
+                memset(&ke, 0, sizeof(ke));
+                char *d = arena_alloc(a, kb.n ? kb.n : 1);
+                if (kb.n)
+                    memcpy(d, kb.p, kb.n);
+                ke.s = (Str){d, (uint32_t)kb.n};
+            } else if (nest_elem_parse(nt->t[0], kb.n ? (const char *)kb.p : "", kb.n, a, &ke,
+                                       &err)) {
+                ok = false;
+                break;
+            }
+            ke.null = false;
+            el.null = !to_elem((Str){(const char *)val, (uint32_t)(next - val)}, nt->t[1], a, &el);
+            if (ne + 2 > cap) {
+                cap = cap ? cap * 2 : 16;
+                offs = realloc(offs, sizeof(size_t) * (cap + 1));
+                if (!offs)
+                    abort();
+            }
+            offs[ne++] = b.n;
+            arr_put(&b, type_phys(nt->t[0]), &ke);
+            offs[ne++] = b.n;
+            arr_put(&b, type_phys(nt->t[1]), &el);
+            p = next;
+        }
+        if (ok && ne) {
+            offs[ne] = b.n;
+            ents = malloc(sizeof(Str) * ne);
+            if (!ents)
+                abort();
+            for (size_t j = 0; j < ne; j++)
+                ents[j] = (Str){(const char *)b.p + offs[j], (uint32_t)(offs[j + 1] - offs[j])};
+            Buf mb = BUF_INIT;
+            nest_map_build(ents, (int)(ne / 2), &mb);
+            buf_free(&b);
+            b = mb;
+        }
+        free(ents);
+        free(offs);
+        buf_free(&kb);
+    }
+    if (ok) {
         char *d = arena_alloc(a, b.n ? b.n : 1);
         if (b.n)
             memcpy(d, b.p, b.n);
-        out->s[r] = (Str){d, (uint32_t)b.n};
-        buf_free(&b);
-        return true;
+        e->s = (Str){d, (uint32_t)b.n};
     }
-    if (!to_scalar(v, out->t, a, &i, &f, &x, &s))
+    buf_free(&b);
+    return ok;
+}
+
+bool var_to_vec(Str v, Vec *out, int64_t r, Arena *a)
+{
+    ArrElem e;
+    if (!to_elem(v, out->t, a, &e))
         return false;
     if (out->i)
-        out->i[r] = i;
+        out->i[r] = e.i;
     else if (out->f)
-        out->f[r] = f;
+        out->f[r] = e.f;
     else if (out->x)
-        out->x[r] = x;
+        out->x[r] = e.x;
     else
-        out->s[r] = s;
+        out->s[r] = e.s;
     return true;
 }
 
