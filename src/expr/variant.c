@@ -1173,9 +1173,18 @@ void var_put_object(Buf *out, const uint8_t *body, size_t n)
 {
     Member *m = NULL;
     size_t nm = 0, cap = 0;
+    static const uint8_t none[1];
+    if (!body) /* (an empty Buf's bytes) */
+        body = none, n = 0;
     const uint8_t *p = body, *end = body + n;
     while (p < end && *p == VAR_PAIR) {
-        const uint8_t *next = skip(skip_str(p + 1, end), end);
+        /* the key must end (0x01) inside body: cmp_member reads up to it */
+        const uint8_t *q = p + 1;
+        while (q < end && *q != VAR_END)
+            q += *q == 0x02 ? 2 : 1;
+        if (q >= end)
+            break;
+        const uint8_t *next = skip(q + 1, end);
         if (nm == cap) {
             cap = cap ? cap * 2 : 8;
             Member *nmv = realloc(m, cap * sizeof(*m));
