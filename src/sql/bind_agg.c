@@ -1,7 +1,8 @@
 /*
  * sql/bind_agg.c - binding the aggregates kept as value multisets
  * (STRING_AGG, BIT_AND/OR/XOR, PERCENTILE_CONT/DISC, MODE, the statistical
- * ones VAR_*, STDDEV_*, COVAR_*, CORR, and ARG_MIN/ARG_MAX; computed by
+ * ones VAR_*, STDDEV_*, COVAR_*, CORR, ARG_MIN/ARG_MAX, ARRAY_AGG and the
+ * JSON aggregates JSON[B]_AGG, JSON[B]_OBJECT_AGG; computed by
  * circuit/agg_state.c), the aliases MEDIAN, ANY_VALUE and COUNT_IF, and
  * GROUPING(...) (a constant per grouping set,
  * plan_gsets.c). bind_fn.c's sql__bind_agg_call hands them here; like the
