@@ -8,11 +8,14 @@
  * Input: bytes. Parsed as JSON text; when accepted, the encoding holds no
  * NUL, prints as JSON that parses back to the same bytes, and its members
  * and elements are read. The same bytes are also handed to the decoders
- * as if they were an encoding. Seeds: fuzz/corpus/variant/.
+ * as if they were an encoding, also to the builders and operators (||,
+ * @>, ?, jsonb_set, json_build_object's member sorting) and to the
+ * conversions to ARRAY and MAP types. Seeds: fuzz/corpus/variant/.
  */
 #include "fuzz.h"
 
 #include "base/arena.h"
+#include "expr/nested.h"
 #include "expr/variant.h"
 
 static void decode(Str v, Arena *a)
@@ -31,7 +34,41 @@ static void decode(Str v, Arena *a)
         vec_init(&out, a, type_make(kinds[k], true), 1);
         (void)var_to_vec(v, &out, 0, a);
     }
+    /* nested targets: INT ARRAY ARRAY, MAP<VARCHAR, INT>; back to VARIANT */
+    SqlType mt[2] = {type_make(TK_VARCHAR, true), type_make(TK_INT, true)};
+    SqlType nested[2] = {type_array(type_array(type_make(TK_INT, true), true), true),
+                         type_nested(TK_MAP, nest_intern(TK_MAP, NULL, 2, NULL, mt), true)};
+    for (size_t k = 0; k < 2; k++) {
+        Vec out;
+        vec_init(&out, a, nested[k], 1);
+        if (var_to_vec(v, &out, 0, a)) {
+            buf_reset(&t);
+            var_from_vec(&out, 0, &t);
+        }
+    }
+    /* the builders and operators: in bounds, and canonical on valid input */
+    buf_reset(&t);
+    var_concat(v, v, &t);
+    (void)var_contains(v, v);
+    (void)var_exists(v, "a", 1);
+    (void)var_array_length(v);
+    Str path[2] = {{"a", 1}, {"-1", 2}};
+    buf_reset(&t);
+    (void)var_set_path(v, path, 2, v, true, &t);
+    buf_reset(&t);
+    var_put_object(&t, (const uint8_t *)v.p, v.n);
     buf_free(&t);
+}
+
+/* Abort unless encoding d prints as text that parses back to d. */
+static void canonical(const Buf *d)
+{
+    Buf e = BUF_INIT, f = BUF_INIT;
+    var_to_json((Str){(const char *)d->p, (uint32_t)d->n}, &e);
+    if (var_parse_json((const char *)e.p, e.n, &f) || f.n != d->n || memcmp(f.p, d->p, d->n))
+        abort();
+    buf_free(&e);
+    buf_free(&f);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -46,6 +83,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (var_parse_json((const char *)t.p, t.n, &c) || c.n != b.n || memcmp(c.p, b.p, b.n))
             abort();
         decode(v, a);
+        /* built values are canonical: parsing their text gives their bytes */
+        Str path[1] = {{"k", 1}};
+        Buf d = BUF_INIT;
+        var_concat(v, v, &d);
+        canonical(&d);
+        buf_reset(&d);
+        if (var_set_path(v, path, 1, v, true, &d))
+            canonical(&d);
+        buf_free(&d);
     }
     decode((Str){(const char *)data, (uint32_t)size}, a);
     buf_free(&b);

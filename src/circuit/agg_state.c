@@ -22,7 +22,7 @@
  *                  native-order bytes. memcmp order is the ORDER BY, ties
  *                  broken by the value (PostgreSQL leaves ties unordered).
  * NULL values are never entries (every aggregate here skips them) but
- * for ARRAY_AGG, which keeps them as NULL elements.
+ * for ARRAY_AGG and JSON_AGG, which keep them as NULL (JSON null) elements.
  *
  * Results (PostgreSQL's definitions):
  *   MIN/MAX         the first / last entry;
@@ -41,6 +41,12 @@
  *                   see stats() below;
  *   ARRAY_AGG       the values in entry order, each as often as its weight
  *                   (once with DISTINCT), as an ARRAY (expr/array.h);
+ *   JSON_AGG        the values (VARIANTs) in entry order, each as often as
+ *                   its weight (once with DISTINCT), as a VARIANT array, a
+ *                   NULL value as JSON null;
+ *   JSON_OBJECT_AGG the members of the entries (one-member objects {k: v})
+ *                   as one object, of a repeated key the member of the
+ *                   last entry (so the greatest value without ORDER BY);
  *   ARG_MIN/ARG_MAX the value of the first entry: ordered by the key (ASC,
  *                   DESC for ARG_MAX), ties broken by the smallest value;
  *                   rows whose value or key is NULL are skipped.
@@ -54,6 +60,7 @@
 
 #include "../base/mem.h"
 #include "../expr/array.h"
+#include "../expr/variant.h"
 #include "../expr/xsum.h"
 #include "../zset/key.h"
 
@@ -70,7 +77,8 @@ static bool two_doubles(const AggSpec *a)
 
 bool agg_state_encode(const AggSpec *a, const Chunk *rows, int64_t r, Buf *out)
 {
-    if (vec_is_null(&rows->col[a->col], r) && a->kind != AGG_ARRAY_AGG)
+    if (vec_is_null(&rows->col[a->col], r) && a->kind != AGG_ARRAY_AGG &&
+        a->kind != AGG_JSON_AGG)
         return false;
     if (two_doubles(a) || a->kind == AGG_ARG_MIN || a->kind == AGG_ARG_MAX) {
         if (vec_is_null(&rows->col[a->ord[0]], r))
@@ -191,6 +199,49 @@ static int array_agg(const AggSpec *a, const ValWs *c, Vec *v, Arena *strs, int 
     v->s[0] = (Str){s, (uint32_t)b.n};
     buf_free(&b);
     return 0;
+}
+
+/* JSON_AGG and JSON_OBJECT_AGG: see the head of this file. */
+static int json_agg(const AggSpec *a, const ValWs *c, Vec *v, Arena *strs, int node, Err *err)
+{
+    SqlType in_t = a->in_t;
+    Chunk *one = chunk_new(strs, 1, &in_t, 1);
+    Buf b = BUF_INIT, body = BUF_INIT;
+    bool obj = a->kind == AGG_JSON_OBJECT_AGG;
+    int rc = 0;
+    static const char jnull[1] = {VAR_NULL};
+    if (!obj)
+        buf_putc(&b, VAR_ARR);
+    for (int64_t i = 0; i < c->n; i++) {
+        key_decode(entry_value(a, &c->v[i]), &in_t, 1, one, 0, 0);
+        Str x = one->col[0].s[0];
+        if (vec_is_null(&one->col[0], 0))
+            x = (Str){jnull, 1};
+        if (obj) { /* {k: v}: its member */
+            if (x.n >= 2)
+                buf_append(&body, x.p + 1, x.n - 2);
+        } else {
+            for (int64_t w = a->distinct ? 1 : c->v[i].w; w > 0; w--)
+                buf_append(&b, x.p, x.n);
+        }
+        if (b.n > UINT32_MAX - 1 || body.n > UINT32_MAX - 2) {
+            rc = err_set(err, SL_ERUNTIME,
+                         "%s result longer than %u bytes (aggregate in node %d)",
+                         obj ? "JSON_OBJECT_AGG" : "JSON_AGG", UINT32_MAX, node);
+            goto out_free;
+        }
+    }
+    if (obj)
+        var_put_object(&b, body.p, body.n);
+    else
+        buf_putc(&b, VAR_END);
+    char *s = arena_alloc(strs, b.n);
+    memcpy(s, b.p, b.n);
+    v->s[0] = (Str){s, (uint32_t)b.n};
+out_free:
+    buf_free(&b);
+    buf_free(&body);
+    return rc;
 }
 
 static int string_agg(const AggSpec *a, const ValWs *c, Vec *v, Arena *strs, int node, Err *err)
@@ -340,6 +391,10 @@ int agg_state_value(const AggSpec *a, const Trace *t, TraceCursor *cur, const ui
         break;
     case AGG_ARRAY_AGG:
         rc = array_agg(a, &c, v, strs, node, err);
+        break;
+    case AGG_JSON_AGG:
+    case AGG_JSON_OBJECT_AGG:
+        rc = json_agg(a, &c, v, strs, node, err);
         break;
     case AGG_BIT_AND:
     case AGG_BIT_OR:

@@ -112,6 +112,10 @@ typedef enum AggKind {
     AGG_ARG_MIN,    /* ARG_MIN(x, key): col = x, ord[0] = key */
     AGG_ARG_MAX,    /* ARG_MAX(x, key): col = x, ord[0] = key DESC */
     AGG_ARRAY_AGG,  /* ARRAY_AGG(x [ORDER BY ...]): NULL values kept */
+    AGG_JSON_AGG,   /* JSON_AGG(x [ORDER BY ...]): col = x as a VARIANT, NULL
+                       values kept (as JSON null) */
+    AGG_JSON_OBJECT_AGG, /* JSON_OBJECT_AGG(k, v [ORDER BY ...]): col = the
+                       one-member object {k: v} (NULL when k is NULL) */
 } AggKind;
 
 typedef struct AggSpec {

@@ -103,7 +103,8 @@ static const char *aggname(AggKind k)
                               "percentile_disc", "mode",          "var_samp",
                               "var_pop",         "stddev_samp",     "stddev_pop",
                               "covar_pop",       "covar_samp",      "corr",
-                              "arg_min",         "arg_max",         "array_agg"};
+                              "arg_min",         "arg_max",         "array_agg",
+                              "json_agg",        "json_object_agg"};
     return n[k];
 }
 

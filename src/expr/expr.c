@@ -834,6 +834,25 @@ static bool shape_ok(const Expr *e, const Vec *a, int na, const Vec *out)
         case FN_VARIANT_NULL: return na == 0 && out->s;
         case FN_VARIANT_GET: return na == 3 && a[0].s && (a[1].s || a[1].i) && a[2].i && out->s;
         case FN_VARIANT_IS: return na == 2 && a[0].s && a[1].i && out->i;
+        case FN_JSON_ARRAY:
+            for (int j = 0; j < na; j++)
+                if (!a[j].s)
+                    return false;
+            return out->s != NULL;
+        case FN_JSON_OBJECT:
+            for (int j = 0; j < na; j++)
+                if (!a[j].s)
+                    return false;
+            return na % 2 == 0 && out->s;
+        case FN_JSON_CONCAT: return na == 2 && a[0].s && a[1].s && out->s;
+        case FN_JSON_CONTAINS:
+        case FN_JSON_EXISTS: return na == 2 && a[0].s && a[1].s && out->i;
+        case FN_JSON_ARRAY_LENGTH: return na == 1 && a[0].s && out->i;
+        case FN_JSON_PATH:
+            return na == 2 && a[0].s && a[1].s && a[1].t.kind == TK_ARRAY && out->s;
+        case FN_JSON_SET:
+            return na == 4 && a[0].s && a[1].s && a[1].t.kind == TK_ARRAY && a[2].s && a[3].i &&
+                   out->s;
         default: return na >= 1;
         }
     default: return true;
@@ -1025,7 +1044,15 @@ static __attribute__((noinline)) int eval_node(const Expr *e, const Chunk *in,
         case FN_VARIANT_GET:
         case FN_VARIANT_TEXT:
         case FN_VARIANT_TYPEOF:
-        case FN_VARIANT_IS: return expr__fn_variant(e, a, na, n, cx, out, m);
+        case FN_VARIANT_IS:
+        case FN_JSON_ARRAY:
+        case FN_JSON_OBJECT:
+        case FN_JSON_CONCAT:
+        case FN_JSON_CONTAINS:
+        case FN_JSON_EXISTS:
+        case FN_JSON_ARRAY_LENGTH:
+        case FN_JSON_PATH:
+        case FN_JSON_SET: return expr__fn_variant(e, a, na, n, cx, out, m);
         case FN_NOT_NULL: return eval_not_null(e, a, n, cx, out, m);
         case FN_EXTRACT_YEAR:
         case FN_EXTRACT_MONTH:

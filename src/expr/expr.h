@@ -184,6 +184,17 @@ typedef enum FuncId {
                           "string", "array" or "object" */
     FN_VARIANT_IS,     /* (v, kind BIGINT constant) -> BOOLEAN: v holds a
                           value of that VarKind */
+    FN_JSON_ARRAY,     /* (v, ...) VARIANTs -> VARIANT: the array of them */
+    FN_JSON_OBJECT,    /* (k1 VARCHAR, v1 VARIANT, ...) -> VARIANT: the object
+                          (of a duplicated key the last value) */
+    FN_JSON_CONCAT,    /* (a, b) -> VARIANT: a || b (var_concat) */
+    FN_JSON_CONTAINS,  /* (a, b) -> BOOLEAN: a @> b (var_contains) */
+    FN_JSON_EXISTS,    /* (v, key VARCHAR) -> BOOLEAN: v ? key (var_exists) */
+    FN_JSON_ARRAY_LENGTH, /* (v) -> INT, NULL when v is no array */
+    FN_JSON_PATH,      /* (v, path VARCHAR ARRAY) -> VARIANT: v #> path, NULL
+                          when a step is missing or NULL */
+    FN_JSON_SET,       /* (v, path VARCHAR ARRAY, new VARIANT, create BOOLEAN)
+                          -> VARIANT: jsonb_set (var_set_path) */
     FN__COUNT
 } FuncId;
 

@@ -9,8 +9,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "array.h"
+#include "nested.h"
 #include "text.h"
 
 #define EXP_BIAS (1 << 20)
@@ -864,26 +866,88 @@ static void from_scalar(SqlType t, int64_t i, double f, i128 x, Str s, Buf *out)
     buf_free(&txt);
 }
 
-void var_from_vec(const Vec *v, int64_t r, Buf *out)
+/* The element of class ph at [p, q) into *e (e->s in it's scratch). */
+static void elem_at(ArrIt *it, const uint8_t *p, const uint8_t *q, Phys ph, ArrElem *e)
 {
-    if (v->t.kind != TK_ARRAY) {
-        from_scalar(v->t, v->i ? v->i[r] : 0, v->f ? v->f[r] : 0, v->x ? v->x[r] : 0,
-                    v->s ? v->s[r] : (Str){"", 0}, out);
+    it->p = p;
+    it->end = q;
+    it->ph = ph;
+    if (!arr_next(it, e))
+        e->null = true;
+}
+
+/* Value e of type t (not NULL) as a VARIANT: ARRAYs as arrays, ROWs as
+   objects of their fields, MAPs as objects of their entries (a key as its
+   text), scalars by from_scalar. */
+static void from_elem(SqlType t, const ArrElem *e, Buf *out)
+{
+    if (e->null) {
+        buf_putc(out, VAR_NULL);
         return;
     }
-    SqlType et = type_elem(v->t);
     ArrIt it;
-    ArrElem e;
-    arr_it(&it, v->t, v->s[r]);
-    buf_putc(out, VAR_ARR);
-    while (arr_next(&it, &e)) {
-        if (e.null)
-            buf_putc(out, VAR_NULL);
-        else
-            from_scalar(et, e.i, e.f, e.x, e.s, out);
+    ArrElem el;
+    if (t.kind == TK_ARRAY) {
+        SqlType et = type_elem(t);
+        arr_it(&it, t, e->s);
+        buf_putc(out, VAR_ARR);
+        while (arr_next(&it, &el))
+            from_elem(et, &el, out);
+        buf_putc(out, VAR_END);
+        arr_it_done(&it);
+        return;
     }
-    buf_putc(out, VAR_END);
+    const NestType *nt = t.kind == TK_ROW || t.kind == TK_MAP ? nest_get(t) : NULL;
+    if (!nt) {
+        from_scalar(t, e->i, e->f, e->x, e->s, out);
+        return;
+    }
+    Buf body = BUF_INIT, kv = BUF_INIT, kt = BUF_INIT;
+    const uint8_t *p = (const uint8_t *)e->s.p, *end = p + e->s.n;
+    it.tmp = (Buf)BUF_INIT;
+    for (int j = 0; p < end && (t.kind == TK_MAP || j < nt->n); j++) {
+        SqlType ft = t.kind == TK_MAP ? nt->t[1] : nt->t[j];
+        Str key;
+        if (t.kind == TK_MAP) { /* the key's text */
+            const uint8_t *q = nest_elem_end(p, end, type_phys(nt->t[0]));
+            elem_at(&it, p, q, type_phys(nt->t[0]), &el);
+            p = q;
+            buf_reset(&kv);
+            buf_reset(&kt);
+            from_elem(nt->t[0], &el, &kv);
+            if (var_kind((Str){(const char *)kv.p, (uint32_t)kv.n}) == VK_STRING)
+                get_str(kv.p + 1, kv.p + kv.n, &kt);
+            else
+                var_to_json((Str){(const char *)kv.p, (uint32_t)kv.n}, &kt);
+            key = (Str){(const char *)kt.p, (uint32_t)kt.n};
+        } else {
+            key = (Str){nt->names[j], (uint32_t)strlen(nt->names[j])};
+        }
+        const uint8_t *q = nest_elem_end(p, end, type_phys(ft));
+        elem_at(&it, p, q, type_phys(ft), &el);
+        p = q;
+        size_t ks = body.n;
+        buf_putc(&body, VAR_PAIR);
+        var_put_string(&body, key.p, key.n);
+        memmove(body.p + ks + 1, body.p + ks + 2, body.n - ks - 2);
+        body.n--;
+        from_elem(ft, &el, &body);
+    }
     arr_it_done(&it);
+    var_put_object(out, body.p, body.n);
+    buf_free(&body);
+    buf_free(&kv);
+    buf_free(&kt);
+}
+
+void var_from_vec(const Vec *v, int64_t r, Buf *out)
+{
+    ArrElem e = {0};
+    e.i = v->i ? v->i[r] : 0;
+    e.f = v->f ? v->f[r] : 0;
+    e.x = v->x ? v->x[r] : 0;
+    e.s = v->s ? v->s[r] : (Str){"", 0};
+    from_elem(v->t, &e, out);
 }
 
 /* v converted to scalar type t into *i / *f / *x / *s; false when it does
@@ -958,47 +1022,421 @@ static bool to_scalar(Str v, SqlType t, Arena *a, int64_t *i, double *f, i128 *x
     return text_parse(t, str.p, str.n, a, i, f, s, &e) == 0;
 }
 
-bool var_to_vec(Str v, Vec *out, int64_t r, Arena *a)
+/* v converted to type t (any type) into *e; false when it does not
+   convert. An ARRAY's element, a ROW's field or a MAP's value that does
+   not convert is NULL; a ROW's field is the member of its name (else one
+   whose name matches it ignoring case), NULL when missing; a MAP's key
+   is read from the member's name as text_parse reads it (a key that does
+   not convert makes the whole value NULL). */
+static bool to_elem(Str v, SqlType t, Arena *a, ArrElem *e)
 {
-    int64_t i = 0;
-    double f = 0;
-    i128 x = 0;
-    Str s = {"", 0};
-    if (out->t.kind == TK_VARIANT) {
-        out->s[r] = v;
+    memset(e, 0, sizeof(*e));
+    e->s = (Str){"", 0};
+    if (t.kind == TK_VARIANT) {
+        e->s = v;
         return true;
     }
-    if (out->t.kind == TK_ARRAY) {
-        if (var_kind(v) != VK_ARRAY)
-            return false;
-        SqlType et = type_elem(out->t);
-        Phys ph = type_phys(et);
-        Buf b = BUF_INIT;
-        const uint8_t *p = (const uint8_t *)v.p + 1, *end = (const uint8_t *)v.p + v.n;
+    const NestType *nt = t.kind == TK_ROW || t.kind == TK_MAP ? nest_get(t) : NULL;
+    if (t.kind != TK_ARRAY && !nt)
+        return to_scalar(v, t, a, &e->i, &e->f, &e->x, &e->s);
+    VarKind vk = var_kind(v);
+    if (vk != (t.kind == TK_ARRAY ? VK_ARRAY : VK_OBJECT))
+        return false;
+    Buf b = BUF_INIT;
+    bool ok = true;
+    const uint8_t *p = (const uint8_t *)v.p + 1, *end = (const uint8_t *)v.p + v.n;
+    ArrElem el;
+    if (t.kind == TK_ARRAY) {
+        SqlType et = type_elem(t);
         while (p < end && *p != VAR_END) {
             const uint8_t *next = skip(p, end);
-            ArrElem el = {0};
-            el.null = !to_scalar((Str){(const char *)p, (uint32_t)(next - p)}, et, a, &el.i,
-                                 &el.f, &el.x, &el.s);
-            arr_put(&b, ph, &el);
+            el.null = !to_elem((Str){(const char *)p, (uint32_t)(next - p)}, et, a, &el);
+            arr_put(&b, type_phys(et), &el);
             p = next;
         }
+    } else if (t.kind == TK_ROW) {
+        for (int j = 0; j < nt->n; j++) {
+            Str fv;
+            size_t fn = strlen(nt->names[j]);
+            bool have = var_get_key(v, nt->names[j], fn, &fv);
+            if (!have) { /* a member whose name matches ignoring case */
+                Buf kb = BUF_INIT;
+                for (const uint8_t *q = p; !have && q < end && *q == VAR_PAIR;) {
+                    buf_reset(&kb);
+                    const uint8_t *val = get_str(q + 1, end, &kb), *next = skip(val, end);
+                    if (kb.n == fn && !strncasecmp((const char *)kb.p, nt->names[j], fn)) {
+                        fv = (Str){(const char *)val, (uint32_t)(next - val)};
+                        have = true;
+                    }
+                    q = next;
+                }
+                buf_free(&kb);
+            }
+            if (have)
+                el.null = !to_elem(fv, nt->t[j], a, &el);
+            else
+                memset(&el, 0, sizeof(el)), el.null = true;
+            arr_put(&b, type_phys(nt->t[j]), &el);
+        }
+    } else { /* MAP */
+        Buf kb = BUF_INIT;
+        Str *ents = NULL;
+        size_t ne = 0, cap = 0;
+        size_t *offs = NULL;
+        Err err;
+        err_init(&err);
+        while (ok && p < end && *p == VAR_PAIR) {
+            buf_reset(&kb);
+            const uint8_t *val = get_str(p + 1, end, &kb), *next = skip(val, end);
+            ArrElem ke;
+            if (type_is_string(nt->t[0].kind)) {
+                memset(&ke, 0, sizeof(ke));
+                char *d = arena_alloc(a, kb.n ? kb.n : 1);
+                if (kb.n)
+                    memcpy(d, kb.p, kb.n);
+                ke.s = (Str){d, (uint32_t)kb.n};
+            } else if (nest_elem_parse(nt->t[0], kb.n ? (const char *)kb.p : "", kb.n, a, &ke,
+                                       &err)) {
+                ok = false;
+                break;
+            }
+            ke.null = false;
+            el.null = !to_elem((Str){(const char *)val, (uint32_t)(next - val)}, nt->t[1], a, &el);
+            if (ne + 2 > cap) {
+                cap = cap ? cap * 2 : 16;
+                offs = realloc(offs, sizeof(size_t) * (cap + 1));
+                if (!offs)
+                    abort();
+            }
+            offs[ne++] = b.n;
+            arr_put(&b, type_phys(nt->t[0]), &ke);
+            offs[ne++] = b.n;
+            arr_put(&b, type_phys(nt->t[1]), &el);
+            p = next;
+        }
+        if (ok && ne) {
+            offs[ne] = b.n;
+            ents = malloc(sizeof(Str) * ne);
+            if (!ents)
+                abort();
+            for (size_t j = 0; j < ne; j++)
+                ents[j] = (Str){(const char *)b.p + offs[j], (uint32_t)(offs[j + 1] - offs[j])};
+            Buf mb = BUF_INIT;
+            nest_map_build(ents, (int)(ne / 2), &mb);
+            buf_free(&b);
+            b = mb;
+        }
+        free(ents);
+        free(offs);
+        buf_free(&kb);
+    }
+    if (ok) {
         char *d = arena_alloc(a, b.n ? b.n : 1);
         if (b.n)
             memcpy(d, b.p, b.n);
-        out->s[r] = (Str){d, (uint32_t)b.n};
-        buf_free(&b);
-        return true;
+        e->s = (Str){d, (uint32_t)b.n};
     }
-    if (!to_scalar(v, out->t, a, &i, &f, &x, &s))
+    buf_free(&b);
+    return ok;
+}
+
+bool var_to_vec(Str v, Vec *out, int64_t r, Arena *a)
+{
+    ArrElem e;
+    if (!to_elem(v, out->t, a, &e))
         return false;
     if (out->i)
-        out->i[r] = i;
+        out->i[r] = e.i;
     else if (out->f)
-        out->f[r] = f;
+        out->f[r] = e.f;
     else if (out->x)
-        out->x[r] = x;
+        out->x[r] = e.x;
     else
-        out->s[r] = s;
+        out->s[r] = e.s;
     return true;
+}
+
+/* ---- building and changing documents ---- */
+
+void var_put_member(Buf *body, const char *key, size_t kn, Str val)
+{
+    size_t ks = body->n;
+    buf_putc(body, VAR_PAIR);
+    var_put_string(body, key, kn);
+    /* a key is a string's escaped body alone: drop the string tag */
+    memmove(body->p + ks + 1, body->p + ks + 2, body->n - ks - 2);
+    body->n--;
+    buf_append(body, val.p, val.n);
+}
+
+void var_put_object(Buf *out, const uint8_t *body, size_t n)
+{
+    Member *m = NULL;
+    size_t nm = 0, cap = 0;
+    static const uint8_t none[1];
+    if (!body) /* (an empty Buf's bytes) */
+        body = none, n = 0;
+    const uint8_t *p = body, *end = body + n;
+    while (p < end && *p == VAR_PAIR) {
+        /* the key must end (0x01) inside body: cmp_member reads up to it */
+        const uint8_t *q = p + 1;
+        while (q < end && *q != VAR_END)
+            q += *q == 0x02 ? 2 : 1;
+        if (q >= end)
+            break;
+        const uint8_t *next = skip(q + 1, end);
+        if (nm == cap) {
+            cap = cap ? cap * 2 : 8;
+            Member *nmv = realloc(m, cap * sizeof(*m));
+            if (!nmv)
+                abort();
+            m = nmv;
+        }
+        m[nm] = (Member){(size_t)(p - body), (size_t)(next - p), nm};
+        nm++;
+        p = next;
+    }
+    const uint8_t *saved = mem_base;
+    mem_base = body;
+    if (nm > 1)
+        qsort(m, nm, sizeof(*m), cmp_member);
+    buf_putc(out, VAR_OBJ);
+    for (size_t k = 0; k < nm; k++) {
+        if (k + 1 < nm) { /* of equal keys (adjacent, in order) keep the last */
+            Member tmp = m[k + 1];
+            tmp.idx = m[k].idx;
+            if (cmp_member(&m[k], &tmp) == 0)
+                continue;
+        }
+        buf_append(out, body + m[k].off, m[k].n);
+    }
+    buf_putc(out, VAR_END);
+    mem_base = saved;
+    free(m);
+}
+
+/* The bytes between a container's tag and its 0x01 (its elements or
+   members). */
+static Str body_of(Str v)
+{
+    return (Str){v.p + 1, v.n >= 2 ? v.n - 2 : 0};
+}
+
+void var_concat(Str a, Str b, Buf *out)
+{
+    VarKind ka = var_kind(a), kb = var_kind(b);
+    if (ka == VK_OBJECT && kb == VK_OBJECT) {
+        Buf body = BUF_INIT;
+        Str x = body_of(a), y = body_of(b);
+        buf_append(&body, x.p, x.n);
+        buf_append(&body, y.p, y.n);
+        var_put_object(out, body.p, body.n);
+        buf_free(&body);
+        return;
+    }
+    buf_putc(out, VAR_ARR);
+    if (ka == VK_ARRAY) {
+        Str x = body_of(a);
+        buf_append(out, x.p, x.n);
+    } else {
+        buf_append(out, a.p, a.n);
+    }
+    if (kb == VK_ARRAY) {
+        Str y = body_of(b);
+        buf_append(out, y.p, y.n);
+    } else {
+        buf_append(out, b.p, b.n);
+    }
+    buf_putc(out, VAR_END);
+}
+
+int64_t var_array_length(Str v)
+{
+    if (var_kind(v) != VK_ARRAY)
+        return -1;
+    const uint8_t *p = (const uint8_t *)v.p + 1, *end = (const uint8_t *)v.p + v.n;
+    int64_t n = 0;
+    for (; p < end && *p != VAR_END; p = skip(p, end))
+        n++;
+    return n;
+}
+
+static bool is_container(VarKind k) { return k == VK_ARRAY || k == VK_OBJECT; }
+
+static bool same(Str a, Str b) { return a.n == b.n && memcmp(a.p, b.p, a.n) == 0; }
+
+/* jsonb's containment below the top level: a and b of one container kind. */
+static bool contains(Str a, Str b)
+{
+    const uint8_t *p = (const uint8_t *)b.p + 1, *end = (const uint8_t *)b.p + b.n;
+    if (var_kind(a) == VK_OBJECT) {
+        Buf key = BUF_INIT;
+        bool ok = true;
+        while (ok && p < end && *p == VAR_PAIR) {
+            buf_reset(&key);
+            const uint8_t *val = get_str(p + 1, end, &key);
+            const uint8_t *next = skip(val, end);
+            Str bv = {(const char *)val, (uint32_t)(next - val)}, av;
+            if (!var_get_key(a, key.n ? (const char *)key.p : "", key.n, &av))
+                ok = false;
+            else if (is_container(var_kind(bv)))
+                ok = var_kind(av) == var_kind(bv) && contains(av, bv);
+            else
+                ok = same(av, bv);
+            p = next;
+        }
+        buf_free(&key);
+        return ok;
+    }
+    /* arrays: each element of b in some element of a */
+    const uint8_t *aend = (const uint8_t *)a.p + a.n;
+    while (p < end && *p != VAR_END) {
+        const uint8_t *next = skip(p, end);
+        Str be = {(const char *)p, (uint32_t)(next - p)};
+        VarKind bk = var_kind(be);
+        bool found = false;
+        for (const uint8_t *q = (const uint8_t *)a.p + 1; !found && q < aend && *q != VAR_END;) {
+            const uint8_t *qn = skip(q, aend);
+            Str ae = {(const char *)q, (uint32_t)(qn - q)};
+            if (is_container(bk))
+                found = var_kind(ae) == bk && contains(ae, be);
+            else
+                found = same(ae, be);
+            q = qn;
+        }
+        if (!found)
+            return false;
+        p = next;
+    }
+    return true;
+}
+
+bool var_contains(Str a, Str b)
+{
+    VarKind ka = var_kind(a), kb = var_kind(b);
+    if (ka == VK_BAD || kb == VK_BAD)
+        return false;
+    if (ka == VK_ARRAY && !is_container(kb)) { /* [1, 2] @> 1, as jsonb */
+        Buf one = BUF_INIT;
+        buf_putc(&one, VAR_ARR);
+        buf_append(&one, b.p, b.n);
+        buf_putc(&one, VAR_END);
+        bool r = contains(a, (Str){(const char *)one.p, (uint32_t)one.n});
+        buf_free(&one);
+        return r;
+    }
+    if (!is_container(ka) || !is_container(kb))
+        return !is_container(ka) && !is_container(kb) && same(a, b);
+    return ka == kb && contains(a, b);
+}
+
+bool var_exists(Str v, const char *key, size_t kn)
+{
+    Str x;
+    Buf enc = BUF_INIT;
+    bool r = false;
+    switch (var_kind(v)) {
+    case VK_OBJECT: return var_get_key(v, key, kn, &x);
+    case VK_STRING:
+        var_put_string(&enc, key, kn);
+        r = same(v, (Str){(const char *)enc.p, (uint32_t)enc.n});
+        break;
+    case VK_ARRAY: {
+        var_put_string(&enc, key, kn);
+        const uint8_t *p = (const uint8_t *)v.p + 1, *end = (const uint8_t *)v.p + v.n;
+        while (!r && p < end && *p != VAR_END) {
+            const uint8_t *next = skip(p, end);
+            r = same((Str){(const char *)p, (uint32_t)(next - p)},
+                     (Str){(const char *)enc.p, (uint32_t)enc.n});
+            p = next;
+        }
+        break;
+    }
+    default: break;
+    }
+    buf_free(&enc);
+    return r;
+}
+
+bool var_step_index(Str step, int64_t *i)
+{
+    size_t j = step.n > 0 && step.p[0] == '-';
+    bool neg = j == 1;
+    int64_t x = 0;
+    if (j == step.n || step.n - j > 18)
+        return false;
+    for (; j < step.n; j++) {
+        if (step.p[j] < '0' || step.p[j] > '9')
+            return false;
+        x = x * 10 + (step.p[j] - '0');
+    }
+    *i = neg ? -x : x;
+    return true;
+}
+
+/* jsonb_set below: v with the value at path[0..n) (n >= 1) replaced by nv
+   (or added when missing there and create) into out. */
+static bool set_path(Str v, const Str *path, int n, Str nv, bool create, Buf *out)
+{
+    VarKind k = var_kind(v);
+    if (k == VK_OBJECT) {
+        Buf body = BUF_INIT, sub = BUF_INIT;
+        Str cur;
+        bool have = var_get_key(v, path[0].p, path[0].n, &cur);
+        Str b = body_of(v);
+        buf_append(&body, b.p, b.n);
+        if (have && n == 1) {
+            var_put_member(&body, path[0].p, path[0].n, nv);
+        } else if (have) {
+            set_path(cur, path + 1, n - 1, nv, create, &sub);
+            var_put_member(&body, path[0].p, path[0].n,
+                           (Str){(const char *)sub.p, (uint32_t)sub.n});
+        } else if (n == 1 && create) {
+            var_put_member(&body, path[0].p, path[0].n, nv);
+        }
+        var_put_object(out, body.p, body.n); /* the later member wins */
+        buf_free(&body);
+        buf_free(&sub);
+        return true;
+    }
+    if (k == VK_ARRAY) {
+        int64_t i, len = var_array_length(v);
+        if (!var_step_index(path[0], &i))
+            return false;
+        if (i < 0)
+            i += len;
+        bool in = i >= 0 && i < len;
+        const uint8_t *p = (const uint8_t *)v.p + 1, *end = (const uint8_t *)v.p + v.n;
+        buf_putc(out, VAR_ARR);
+        if (!in && n == 1 && create && i < 0)
+            buf_append(out, nv.p, nv.n); /* before the first */
+        for (int64_t j = 0; p < end && *p != VAR_END; j++) {
+            const uint8_t *next = skip(p, end);
+            Str e = {(const char *)p, (uint32_t)(next - p)};
+            if (j != i)
+                buf_append(out, e.p, e.n);
+            else if (n == 1)
+                buf_append(out, nv.p, nv.n);
+            else if (!set_path(e, path + 1, n - 1, nv, create, out))
+                return false;
+            p = next;
+        }
+        if (!in && n == 1 && create && i >= len)
+            buf_append(out, nv.p, nv.n); /* after the last */
+        buf_putc(out, VAR_END);
+        return true;
+    }
+    buf_append(out, v.p, v.n); /* a scalar inside: left as it is */
+    return true;
+}
+
+bool var_set_path(Str v, const Str *path, int n, Str nv, bool create, Buf *out)
+{
+    if (!is_container(var_kind(v)))
+        return false;
+    if (n == 0) {
+        buf_append(out, v.p, v.n);
+        return true;
+    }
+    return set_path(v, path, n, nv, create, out);
 }

@@ -101,4 +101,35 @@ void var_from_vec(const Vec *v, int64_t r, Buf *out);
    (the caller makes the row NULL) when v holds no convertible value. */
 bool var_to_vec(Str v, Vec *out, int64_t r, Arena *a);
 
+/* Building and changing documents; each writes a canonical encoding. */
+/* Append to body the member key[0..kn) (raw bytes) : val (an encoding):
+   0x03, the escaped key, 0x01, the value. */
+void var_put_member(Buf *body, const char *key, size_t kn, Str val);
+/* Append the object of the members body[0..n) (a run of var_put_member's
+   or of members cut from encoded objects, in any order): sorted by key,
+   of a duplicated key the last one kept (jsonb's rule). */
+void var_put_object(Buf *out, const uint8_t *body, size_t n);
+/* a || b by jsonb's rules: two objects merged (b's member wins on a shared
+   key), else the elements of a (a itself when no array) then those of b,
+   as an array. */
+void var_concat(Str a, Str b, Buf *out);
+/* The number of elements of array v; -1 when v is no array. */
+int64_t var_array_length(Str v);
+/* a @> b by jsonb's rules: scalars equal; an object's members each in the
+   other's member of that key; an array's elements each in some element of
+   the other (order and repeats ignored); at the top an array contains a
+   scalar element of it. */
+bool var_contains(Str a, Str b);
+/* v ? key: key is a member of object v, a string element of array v, or
+   the string v itself. */
+bool var_exists(Str v, const char *key, size_t kn);
+/* A path step as an array index (optional '-', digits); false when none. */
+bool var_step_index(Str step, int64_t *i);
+/* jsonb_set(v, path[0..n), nv, create) into out: v with the value at the
+   path replaced by nv, or added there when its last step is missing and
+   create (an array index before the first element prepends, after the
+   last appends); a missing inner step leaves v as it is. False (NULL)
+   when v is a scalar or an array step is no integer. */
+bool var_set_path(Str v, const Str *path, int n, Str nv, bool create, Buf *out);
+
 #endif

@@ -528,6 +528,8 @@ Expr *sql__arith(P *p, Ast *x, int op, Expr *l, Expr *r)
                             type_is_interval(lt.kind) || type_is_interval(rt.kind)))
         return time_arith(p, x, op, l, r);
     bool nul = lt.nullable || rt.nullable;
+    if (op == OP_CONCAT && (lt.kind == TK_VARIANT || rt.kind == TK_VARIANT))
+        return sql__bind_variant_concat(p, x, l, r);
     if (lt.kind == TK_NULL && rt.kind == TK_NULL)
         lt = rt = type_make(TK_INT, true);
     else if (lt.kind == TK_NULL)

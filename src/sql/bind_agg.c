@@ -1,7 +1,8 @@
 /*
  * sql/bind_agg.c - binding the aggregates kept as value multisets
  * (STRING_AGG, BIT_AND/OR/XOR, PERCENTILE_CONT/DISC, MODE, the statistical
- * ones VAR_*, STDDEV_*, COVAR_*, CORR, and ARG_MIN/ARG_MAX; computed by
+ * ones VAR_*, STDDEV_*, COVAR_*, CORR, ARG_MIN/ARG_MAX, ARRAY_AGG and the
+ * JSON aggregates JSON[B]_AGG, JSON[B]_OBJECT_AGG; computed by
  * circuit/agg_state.c), the aliases MEDIAN, ANY_VALUE and COUNT_IF, and
  * GROUPING(...) (a constant per grouping set,
  * plan_gsets.c). bind_fn.c's sql__bind_agg_call hands them here; like the
@@ -20,7 +21,7 @@ bool sql__set_agg_name(const char *n)
            !strcmp(n, "bit_and") || !strcmp(n, "bit_or") ||
            !strcmp(n, "bit_xor") || !strcmp(n, "percentile_cont") ||
            !strcmp(n, "percentile_disc") || !strcmp(n, "mode") || !strcmp(n, "grouping") ||
-           !strcmp(n, "array_agg") ||
+           !strcmp(n, "array_agg") || sql__json_agg_name(n) ||
            sql__stat_agg_name(n);
 }
 
@@ -246,6 +247,7 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
        cast to text, and LISTAGG's order written WITHIN GROUP */
     bool listagg = !strcmp(n, "listagg"), alias = listagg || !strcmp(n, "group_concat");
     bool str = !strcmp(n, "string_agg") || alias, arr = !strcmp(n, "array_agg");
+    int json = sql__json_agg_name(n); /* 1: JSON[B]_AGG, 2: JSON[B]_OBJECT_AGG */
     bool ordset = !strcmp(n, "percentile_cont") || !strcmp(n, "percentile_disc") ||
                   !strcmp(n, "mode");
     AggSpec sp = {0};
@@ -305,17 +307,30 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
         }
         return add_call(p, ag, x, &sp, v, ord);
     }
-    if (alias ? x->args.n < 1 || x->args.n > 2 : x->args.n != 1 + str) {
+    if (alias ? x->args.n < 1 || x->args.n > 2 : x->args.n != 1 + (str || json == 2)) {
         perr(p, SL_ESEMANTIC, x->line, x->col, "%s takes %s", n,
-             alias ? "a value and an optional separator"
-             : str ? "exactly two arguments (a value and a separator)"
-                   : "exactly one argument");
+             alias      ? "a value and an optional separator"
+             : str      ? "exactly two arguments (a value and a separator)"
+             : json > 1 ? "exactly two arguments (a key and a value)"
+                        : "exactly one argument");
         return NULL;
     }
     Expr *v = bind_inner_arg(p, bc, x->args.v[0], "an aggregate argument");
     if (!v)
         return NULL;
-    if (arr) {
+    if (json) {
+        if (json == 2) { /* the entries: one-member objects {k: v} */
+            Expr *val = bind_inner_arg(p, bc, x->args.v[1], "an aggregate argument");
+            if (!val)
+                return NULL;
+            v = sql__json_member(p, v, val);
+        } else {
+            v = sql__cast_to(p, v, type_make(TK_VARIANT, true));
+        }
+        sp.kind = json == 2 ? AGG_JSON_OBJECT_AGG : AGG_JSON_AGG;
+        sp.out_t = type_make(TK_VARIANT, true);
+        sp.distinct = x->distinct && json == 1;
+    } else if (arr) {
         if (v->t.kind == TK_NULL || v->t.kind == TK_CHAR)
             v = sql__cast_to(p, v, type_make(TK_VARCHAR, true));
         sp.kind = AGG_ARRAY_AGG;
@@ -374,7 +389,7 @@ Expr *sql__bind_set_agg(P *p, BindCtx *bc, Ast *x)
                 return NULL;
             }
         }
-        if (str || arr) {
+        if (str || arr || json) {
             sp.nord = x->norder;
             sp.ord_desc = arena_alloc(p->a, sizeof(bool) * (size_t)x->norder);
             sp.ord_nulls_first = arena_alloc(p->a, sizeof(bool) * (size_t)x->norder);

@@ -44,8 +44,8 @@ Expr *sql__bool_agg_arg(P *p, Ast *x, Expr *a)
 /* Aggregates of other engines not implemented yet: named as such in the
    error wherever they appear (not "must appear in GROUP BY" about their
    argument, nor "function ... is not supported"). */
-static const char *agg_later[] = {
-    "json_agg", "jsonb_agg", "json_object_agg",
+static const char *const agg_later[] = {
+    NULL, /* none now (json_agg and json_object_agg came: bind_agg.c) */
 };
 
 bool sql__agg_later(P *p, Ast *x)
@@ -53,7 +53,7 @@ bool sql__agg_later(P *p, Ast *x)
     static const char *const *later = agg_later;
     if (x->k != A_FUNC || x->over)
         return false;
-    for (size_t i = 0; i < ARRAY_LEN(agg_later); i++)
+    for (size_t i = 0; later[i]; i++)
         if (!strcmp(x->name, later[i])) {
             perr(p, SL_EUNSUPPORTED, x->line, x->col,
                  "aggregate function %s is not supported yet", x->name);
@@ -312,7 +312,7 @@ bool sql__is_builtin_fn(const char *name)
     for (size_t i = 0; i < ARRAY_LEN(other); i++)
         if (!strcmp(other[i], name))
             return true;
-    for (size_t i = 0; i < ARRAY_LEN(agg_later); i++)
+    for (size_t i = 0; agg_later[i]; i++)
         if (!strcmp(agg_later[i], name))
             return true;
     return sql__is_agg_name(name) || sql__is_regex_fn(name) || sql__is_array_fn(name) ||

@@ -151,7 +151,12 @@ int lex(const char *text, Arena *a, Token **toks, int *ntoks, Err *err)
             n = 2;
         else if (p[0] == '-' && p[1] == '>') /* JSON operators -> and ->> */
             n = p[2] == '>' ? 3 : 2;
-        if (n == 1 && !strchr("(),.;*+-/%<>=[]~:", *p))
+        else if (p[0] == '#' && p[1] == '>') /* JSON path operators #> and #>> */
+            n = p[2] == '>' ? 3 : 2;
+        else if ((p[0] == '@' && p[1] == '>') || (p[0] == '<' && p[1] == '@'))
+            n = 2; /* JSON containment @> and <@ */
+        /* '?': JSON key exists (no parameter placeholder: pg-wire's are $n) */
+        if (n == 1 && !strchr("(),.;*+-/%<>=[]~:?", *p))
             return err_setpos(err, SL_EPARSE, line, col, "unexpected character '%c'", *p);
         for (size_t i = 0; i < n; i++)
             advance(&lx);

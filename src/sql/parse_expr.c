@@ -75,7 +75,8 @@ static bool multiset_agg(const char *n)
     static const char *const names[] = {"string_agg", "listagg", "group_concat", "array_agg",
                                         "bit_and", "bit_or", "bit_xor",
                                         "percentile_cont", "percentile_disc", "mode",
-                                        "grouping"};
+                                        "grouping", "json_agg", "jsonb_agg",
+                                        "json_object_agg", "jsonb_object_agg"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strcmp(n, names[i]))
             return true;
@@ -899,7 +900,43 @@ static int concat_op(const Token *t) { return is_op(t, "||") ? OP_CONCAT : -1; }
 
 static Ast *parse_mul(Parser *p) { return parse_level(p, parse_unary, mul_op); }
 static Ast *parse_add(Parser *p) { return parse_level(p, parse_mul, add_op); }
-static Ast *parse_concat(Parser *p) { return parse_level(p, parse_add, concat_op); }
+
+/* The JSON operators at ||'s level (PostgreSQL's "any other operator"),
+   left to right: l @> r, l <@ r, l ? r, l #> r, l #>> r as calls of those
+   names (bind_variant.c). */
+static int json_op(const Token *t)
+{
+    return is_op(t, "@>") || is_op(t, "<@") || is_op(t, "?") || is_op(t, "#>") ||
+           is_op(t, "#>>");
+}
+
+static Ast *parse_concat(Parser *p)
+{
+    Ast *l = parse_add(p);
+    for (;;) {
+        Token *t = cur(p);
+        if (!l)
+            return NULL;
+        if (concat_op(t) >= 0) {
+            p->i++;
+            l = binary(p, t, OP_CONCAT, l, parse_add(p));
+            continue;
+        }
+        if (!json_op(t))
+            return l;
+        p->i++;
+        Ast *r = parse_add(p);
+        if (!r)
+            return NULL;
+        Ast *n = sql__new_ast(p, A_FUNC, t);
+        n->name = arena_strndup(p->a, t->s, t->n);
+        sql__list_push(p, &n->args, l);
+        sql__list_push(p, &n->args, r);
+        n->line = l->line;
+        n->col = l->col;
+        l = sql__check_height(p, t, n);
+    }
+}
 
 /* A call of regex function `name` over args at token t (the operator). */
 static Ast *regex_call(Parser *p, const Token *t, const char *name, Ast *a, Ast *b, Ast *c)

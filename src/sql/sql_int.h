@@ -413,6 +413,13 @@ bool sql__nested_common(SqlType a, SqlType b, SqlType *out);
 bool sql__is_variant_fn(const char *name);
 Expr *sql__bind_variant_fn(P *p, BindCtx *bc, Ast *x);
 Expr *sql__bind_variant_get(P *p, Ast *x, Expr *v, Expr *k, int mode);
+/* 1 for JSON[B]_AGG, 2 for JSON[B]_OBJECT_AGG, else 0. */
+int sql__json_agg_name(const char *n);
+/* The VARIANT object {k: v} (k as text, v as a VARIANT, SQL NULL as JSON
+   null); NULL when k is NULL (JSON_OBJECT_AGG's entries). */
+Expr *sql__json_member(P *p, Expr *k, Expr *v);
+/* l || r where either is a VARIANT (the other cast to one). */
+Expr *sql__bind_variant_concat(P *p, Ast *x, Expr *l, Expr *r);
 /* An aggregate call x: its column in the aggregation's output. */
 Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x);
 bool sql__is_agg_name(const char *n);

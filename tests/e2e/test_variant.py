@@ -24,6 +24,7 @@ from test_errors import compile_error, locate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SLT = os.path.join(ROOT, "tests", "slt", "variant.test")
+SLT_MORE = os.path.join(ROOT, "tests", "slt", "variant_more.test")
 sys.path.insert(0, os.path.join(ROOT, "tests", "slt"))
 from gen_variant import canon  # noqa: E402  (Sluice's JSON text form, in Python)
 
@@ -34,12 +35,15 @@ from gen_variant import canon  # noqa: E402  (Sluice's JSON text form, in Python
                          ids=["oneshot", "incremental-w1", "incremental-w2"])
 def test_variant_slt(args):
     sltfile.all_pass(args, SLT)
+    sltfile.all_pass(args, SLT_MORE)
 
 
-def test_expected_results_are_postgresql_answers():
-    """gen_variant.py --check recomputes every expected value with its own
-    throw-away PostgreSQL 15 server and compares with the file."""
-    sltfile.generator_agrees("gen_variant.py")
+@pytest.mark.parametrize("gen", ["gen_variant.py", "gen_variant_more.py"])
+def test_expected_results_are_postgresql_answers(gen):
+    """gen_variant.py and gen_variant_more.py --check recompute every
+    expected value with their own throw-away PostgreSQL 15 server and
+    compare with the files."""
+    sltfile.generator_agrees(gen)
 
 
 def dec(text):
@@ -201,6 +205,105 @@ def test_random_inserts_and_deletes_equal_python(http_pipeline, workers):
     ingress(p, "t", body, wait="true")
     for name in VIEWS:
         assert query(p, "SELECT * FROM %s" % name) == [], name
+    p.stop()
+
+
+# ------------------------------------- JSON aggregates vs PostgreSQL, per step
+
+AGG_VIEWS = {  # name: (Sluice's query, PostgreSQL's), every column JSON text
+    "j_groups": ("SELECT g, TO_JSON(json_agg(x ORDER BY id)) AS a, "
+                 "TO_JSON(jsonb_agg(doc ORDER BY id DESC)) AS b, "
+                 "TO_JSON(json_object_agg(k, x ORDER BY id)) AS o, "
+                 "TO_JSON(jsonb_object_agg(k, doc ORDER BY id DESC)) AS o2, "
+                 "TO_JSON(json_agg(DISTINCT x)) AS d, TO_JSON(jsonb_agg(x)) AS e FROM t GROUP BY g",
+                 "SELECT g, jsonb_agg(x ORDER BY id)::text, jsonb_agg(doc ORDER BY id DESC)::text, "
+                 "jsonb_object_agg(k, x ORDER BY id)::text, "
+                 "jsonb_object_agg(k, doc ORDER BY id DESC)::text, "
+                 "jsonb_agg(DISTINCT x ORDER BY x NULLS FIRST)::text, "
+                 "jsonb_agg(x ORDER BY x NULLS FIRST)::text FROM t GROUP BY g"),
+    "j_all": ("SELECT TO_JSON(json_agg(json_build_object('id', id, 'd', doc) ORDER BY id)) AS a, "
+              "TO_JSON(json_object_agg(CAST(id AS VARCHAR), x ORDER BY id)) AS o FROM t",
+              "SELECT jsonb_agg(jsonb_build_object('id', id, 'd', doc) ORDER BY id)::text, "
+              "jsonb_object_agg(id::text, x ORDER BY id)::text FROM t"),
+}
+AGG_DOCS = ['{"a": 1}', '{"a": 1.0}', '[1, "x"]', '"s"', "null", "2.50", '{"b": [true, null], "a": {}}']
+
+
+def agg_row(rng, rid):
+    return {"id": rid, "g": rng.randint(1, 3), "k": rng.choice(["a", "b", "c", "d"]),
+            "x": rng.choice([None, 1, 2, 3, 5]), "doc": rng.choice(AGG_DOCS + [None])}
+
+
+def agg_json(r, rng):
+    """Row r as a JSON record (doc embedded, spelled at random)."""
+    doc = "null" if r["doc"] is None else respell(r["doc"], rng)
+    return '{"id": %d, "g": %d, "k": "%s", "x": %s, "doc": %s}' % (
+        r["id"], r["g"], r["k"], "null" if r["x"] is None else r["x"], doc)
+
+
+def canon_text(t):
+    return None if t is None else canon(dec(t))
+
+
+def pg_agg_answer(pg, live, name):
+    pg.query("DROP TABLE IF EXISTS t; CREATE TABLE t(id INT, g INT, k TEXT, x INT, doc jsonb)")
+    if live:
+        pg.query("INSERT INTO t VALUES " + ",".join(
+            "(%d, %d, '%s', %s, %s)" % (r["id"], r["g"], r["k"],
+                                        "NULL" if r["x"] is None else r["x"],
+                                        "NULL" if r["doc"] is None else "'%s'" % r["doc"])
+            for r in live.values()))
+    rows = pg.query(AGG_VIEWS[name][1])
+    return sorted((tuple(int(v) if j == 0 and name == "j_groups" else canon_text(v)
+                         for j, v in enumerate(r)) for r in rows), key=repr)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_json_aggregates_equal_postgresql_after_every_step(pg, http_pipeline, workers):
+    """JSON_AGG / JSONB_AGG / JSON_OBJECT_AGG / JSONB_OBJECT_AGG views
+    (ordered, unordered, DISTINCT, under GROUP BY and over the whole
+    table) over rows inserted, updated (a delete and an insert of the same
+    id, moving it between groups) and deleted at random over HTTP: after
+    every step each view equals PostgreSQL 15's jsonb aggregates over the
+    live rows; deleting everything empties the grouped view."""
+    conn = """WITH ('connectors' = '[{"transport": {"name": "http_input"}}]')"""
+    prog = ("CREATE TABLE t (id INT NOT NULL, g INT, k VARCHAR, x INT, doc VARIANT) %s;\n" % conn +
+            "".join("CREATE MATERIALIZED VIEW %s AS %s;\n" % (n, q[0]) for n, q in AGG_VIEWS.items()))
+    p = http_pipeline(prog, "--workers", workers)
+    rng = random.Random(19 + int(workers))
+    live, next_id, checks = {}, 1, 0
+    for step in range(10):
+        body = []
+        for _ in range(rng.randint(1, 12)):
+            u = rng.random()
+            if live and u < 0.3:  # delete
+                r = live.pop(rng.choice(sorted(live)))
+                body.append('{"delete": %s}' % agg_json(r, rng))
+            elif live and u < 0.55:  # update: another group, key, value or doc
+                old = live[rng.choice(sorted(live))]
+                new = agg_row(rng, old["id"])
+                body.append('{"delete": %s}' % agg_json(old, rng))
+                body.append('{"insert": %s}' % agg_json(new, rng))
+                live[old["id"]] = new
+            else:
+                r = agg_row(rng, next_id)
+                next_id += 1
+                live[r["id"]] = r
+                body.append('{"insert": %s}' % agg_json(r, rng))
+        r = requests.post(p.url("/ingress/t"), params={"wait": "true"},
+                          data="\n".join(body) + "\n", timeout=120)
+        assert r.status_code == 200, r.text
+        assert not r.json().get("errors"), r.text
+        for name in AGG_VIEWS:
+            rows = query(p, "SELECT * FROM %s" % name)
+            got_rows = sorted((tuple(v for v in row.values()) for row in rows), key=repr)
+            assert got_rows == pg_agg_answer(pg, live, name), "%s after step %d (%d rows)" % (
+                name, step, len(live))
+            checks += 1
+    assert checks == 10 * len(AGG_VIEWS)
+    body = "".join('{"delete": %s}\n' % agg_json(r, rng) for r in live.values())
+    ingress(p, "t", body, wait="true")
+    assert query(p, "SELECT * FROM j_groups") == []
     p.stop()
 
 

@@ -3,7 +3,9 @@
  * JSON values give equal bytes whatever their spelling, the bytes hold no
  * NUL, comparing encodings orders numbers by value, printing then parsing
  * gives the same bytes, access by key and index, and malformed text is
- * refused (never a crash, also for every prefix of valid text).
+ * refused (never a crash, also for every prefix of valid text); values
+ * built by json_build_object, ||, jsonb_set have the bytes of their parsed
+ * text (canonical), and jsonb's containment and existence rules.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -200,6 +202,131 @@ static void test_malformed_text_is_refused(void **state)
     buf_free(&b);
 }
 
+static Str str_of(const Buf *b) { return (Str){(const char *)b->p, (uint32_t)b->n}; }
+
+/* Built encoding got equals the parse of JSON text want, byte for byte. */
+static void same_as(const Buf *got, const char *want)
+{
+    Buf w = BUF_INIT, t = BUF_INIT;
+    enc(want, &w);
+    if (cmp_enc(got, &w) != 0) {
+        var_to_json(str_of(got), &t);
+        buf_putc(&t, 0);
+        fail_msg("built %s, want %s", (const char *)t.p, want);
+    }
+    buf_free(&w);
+    buf_free(&t);
+}
+
+static void test_built_values_are_canonical(void **state)
+{
+    (void)state;
+    Buf one = BUF_INIT, two = BUF_INIT, body = BUF_INIT, out = BUF_INIT;
+    /* json_build_object: members out of order, a duplicate (last wins) */
+    enc("1.50", &one);
+    enc("[true]", &two);
+    var_put_member(&body, "b", 1, str_of(&one));
+    var_put_member(&body, "a\x01", 2, str_of(&two));
+    var_put_member(&body, "b", 1, str_of(&two));
+    var_put_member(&body, "", 0, str_of(&one));
+    var_put_object(&out, body.p, body.n);
+    same_as(&out, "{\"b\": [true], \"a\\u0001\": [true], \"\": 1.5}");
+    buf_reset(&out);
+    var_put_object(&out, NULL, 0);
+    same_as(&out, "{}");
+    /* || by jsonb's rules */
+    static const char *const cat[][3] = {
+        {"{\"a\":1,\"b\":2}", "{\"a\":3,\"c\":4}", "{\"a\":3,\"b\":2,\"c\":4}"},
+        {"[1]", "[2,[3]]", "[1,2,[3]]"},
+        {"[1]", "2", "[1,2]"},
+        {"1", "[2]", "[1,2]"},
+        {"{\"a\":1}", "[2]", "[{\"a\":1},2]"},
+        {"{\"a\":1}", "\"x\"", "[{\"a\":1},\"x\"]"},
+        {"null", "null", "[null,null]"},
+        {"{}", "{}", "{}"},
+    };
+    for (size_t i = 0; i < sizeof(cat) / sizeof(cat[0]); i++) {
+        enc(cat[i][0], &one);
+        enc(cat[i][1], &two);
+        buf_reset(&out);
+        var_concat(str_of(&one), str_of(&two), &out);
+        same_as(&out, cat[i][2]);
+    }
+    /* jsonb_set */
+    static const char *const set[][4] = { /* doc, path (a,b), new, result */
+        {"{\"a\":[1,2]}", "a0", "9", "{\"a\":[9,2]}"},
+        {"{\"a\":[1,2]}", "b", "9", "{\"a\":[1,2],\"b\":9}"},
+        {"{\"a\":[1,2]}", "a5", "9", "{\"a\":[1,2,9]}"},
+        {"{\"a\":[1,2]}", "a-", "9", "{\"a\":[9,1,2]}"},
+        {"{\"a\":{\"z\":1}}", "ay", "{\"q\":1}", "{\"a\":{\"y\":{\"q\":1},\"z\":1}}"},
+        {"{\"a\":1}", "bc", "9", "{\"a\":1}"},
+    };
+    for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
+        const char *ps = set[i][1];
+        Str path[2];
+        int np = 0;
+        path[np++] = (Str){ps, 1};
+        if (ps[1] == '-')
+            path[np++] = (Str){"-9", 2};
+        else if (ps[1])
+            path[np++] = (Str){ps + 1, 1};
+        enc(set[i][0], &one);
+        enc(set[i][2], &two);
+        buf_reset(&out);
+        assert_true(var_set_path(str_of(&one), path, np, str_of(&two), true, &out));
+        same_as(&out, set[i][3]);
+    }
+    enc("3", &one);
+    buf_reset(&out);
+    assert_false(var_set_path(str_of(&one), (Str[]){{"a", 1}}, 1, str_of(&one), true, &out));
+    buf_free(&one);
+    buf_free(&two);
+    buf_free(&body);
+    buf_free(&out);
+}
+
+static void test_containment_and_existence(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *a, *b;
+        bool r;
+    } c[] = {
+        {"{\"a\":[1,2,{\"b\":3}],\"c\":1}", "{\"a\":[{\"b\":3},1]}", true},
+        {"{\"a\":[1]}", "{\"a\":1}", false},
+        {"[1,2]", "1", true},
+        {"1", "[1]", false},
+        {"[1,[2]]", "[2]", false},
+        {"[[1,2]]", "[[1]]", true},
+        {"[1,1,2]", "[2,2,1]", true},
+        {"1.0", "1", true},
+        {"{}", "[]", false},
+        {"\"a\"", "\"a\"", true},
+        {"[]", "[]", true},
+        {"{\"a\":null}", "{\"a\":null}", true},
+    };
+    Buf a = BUF_INIT, b = BUF_INIT;
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        enc(c[i].a, &a);
+        enc(c[i].b, &b);
+        if (var_contains(str_of(&a), str_of(&b)) != c[i].r)
+            fail_msg("%s @> %s is not %d", c[i].a, c[i].b, c[i].r);
+    }
+    enc("{\"a\":1,\"bb\":2}", &a);
+    assert_true(var_exists(str_of(&a), "bb", 2));
+    assert_false(var_exists(str_of(&a), "b", 1));
+    enc("[\"a\",1,[\"b\"]]", &a);
+    assert_true(var_exists(str_of(&a), "a", 1));
+    assert_false(var_exists(str_of(&a), "b", 1));
+    assert_false(var_exists(str_of(&a), "1", 1));
+    assert_int_equal(var_array_length(str_of(&a)), 3);
+    enc("\"a\"", &a);
+    assert_true(var_exists(str_of(&a), "a", 1));
+    assert_int_equal(var_array_length(str_of(&a)), -1);
+    buf_free(&a);
+    buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +335,8 @@ int main(void)
         cmocka_unit_test(test_print_is_compact_sorted_json),
         cmocka_unit_test(test_members_and_elements),
         cmocka_unit_test(test_malformed_text_is_refused),
+        cmocka_unit_test(test_built_values_are_canonical),
+        cmocka_unit_test(test_containment_and_existence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
