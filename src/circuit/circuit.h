@@ -72,7 +72,7 @@ typedef enum WinKind {
     WIN_NTILE, WIN_PERCENT_RANK, WIN_CUME_DIST,
 } WinKind;
 
-/* Does kind k read a frame (ROWS/RANGE bounds)? */
+/* Does kind k read a frame (ROWS/RANGE/GROUPS bounds)? */
 static inline bool win_framed(WinKind k)
 {
     return k >= WIN_COUNT_STAR && k <= WIN_NTH_VALUE;

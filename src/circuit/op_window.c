@@ -1,9 +1,10 @@
 /*
  * circuit/op_window.c - window functions over partitions (non-linear):
  * ROW_NUMBER, RANK, DENSE_RANK, LAG, LEAD, NTILE, PERCENT_RANK, CUME_DIST,
- * and COUNT/SUM/AVG/MIN/MAX/FIRST_VALUE/LAST_VALUE/NTH_VALUE over ROWS or
- * RANGE frames. Output: the input columns, then one column per function
- * (CNode.wfn).
+ * and COUNT/SUM/AVG/MIN/MAX/FIRST_VALUE/LAST_VALUE/NTH_VALUE over ROWS,
+ * RANGE or GROUPS frames (with EXCLUDE; COUNT/SUM/AVG also DISTINCT;
+ * FIRST/LAST/NTH_VALUE, LAG and LEAD also IGNORE NULLS). Output: the input
+ * columns, then one column per function (CNode.wfn).
  *
  * Delta rule: for every partition touched in a step, each row whose output
  * can have changed is emitted as -(old output) +(new output), unchanged
@@ -25,18 +26,32 @@
  *                                       its row count changed (they divide
  *                                       by it)
  *   LAG(k) / LEAD(k):                   e .. k rows after / k rows before .. e
+ *   ... IGNORE NULLS:                   e .. the k-th non-NULL row after /
+ *                                       from the k-th non-NULL row before
  *   ROWS a PRECEDING .. b FOLLOWING:    b rows before e .. a rows after e
  *   RANGE frames:                       rows whose value range reaches e's
- *                                       value (peers for CURRENT ROW)
+ *                                       value (peers for CURRENT ROW; month
+ *                                       offsets widened by 3 days)
+ *   GROUPS a PRECEDING .. b FOLLOWING:  b groups before e's .. a groups
+ *                                       after (counted in each version)
+ *   EXCLUDE:                            also e's peers
  *   (FIRST/LAST/NTH_VALUE as the aggregates: their frame's rows)
  *   UNBOUNDED bounds extend the interval to the partition's end or start.
  * The intervals of a partition are merged, then each is walked once in row
  * order, computing every function for both versions with sliding state:
  * frames keep an accumulator that adds the rows entering the frame and
  * removes those leaving it (exact: 128-bit integer sums, XSum for floats,
- * a monotonic deque for MIN/MAX), LAG/LEAD and FIRST/LAST/NTH_VALUE keep
- * a cursor on the target row (which only moves forward along an interval:
- * frame start and end never decrease).
+ * a monotonic deque for MIN/MAX; DISTINCT: a hash table of the values'
+ * copies, a value counted while it has one), LAG/LEAD and
+ * FIRST/LAST/NTH_VALUE keep a cursor on the target row (which only moves
+ * forward along an interval: frame start and end never decrease). GROUPS
+ * bounds are cursors on a group's first row that move one group when the
+ * current row enters the next group. With EXCLUDE the frame is two pieces,
+ * before and after the excluded rows, each sliding forward (EXCLUDE TIES
+ * adds the current row for its own value); FIRST/LAST/NTH_VALUE over them,
+ * and IGNORE NULLS with NTH_VALUE, LAG and LEAD, select their row in O(log
+ * n) by position or by non-NULL count (a sum slot of the argument counts
+ * its non-NULL rows per subtree).
  *
  * Cost per step and touched partition, with d changed rows, n rows and m
  * rows in the merged intervals: O(d log n) to apply the changes and find
@@ -45,8 +60,9 @@
  * kept in the tree), a scan of that frame for DOUBLE SUM/AVG and MIN/MAX
  * (so O(position) for UNBOUNDED PRECEDING frames), O(log n) for
  * FIRST/LAST/NTH_VALUE (IGNORE NULLS: a scan of the frame from its start
- * to the first non-NULL value, to its end for LAST_VALUE), and O(position)
- * for DENSE_RANK. Rank functions and frames reaching UNBOUNDED FOLLOWING
+ * to the first non-NULL value, to its end for LAST_VALUE), O(k log n) for
+ * a GROUPS bound k groups away, a scan of that frame for DISTINCT, and
+ * O(position) for DENSE_RANK. Rank functions and frames reaching UNBOUNDED FOLLOWING
  * or PRECEDING change every row after (before) a change: there m is the
  * size of the output change itself; so do NTILE, PERCENT_RANK and
  * CUME_DIST for the whole partition when its row count changes.
