@@ -1054,8 +1054,9 @@ static void reach(WinSt *s, const CNode *nd, int fi, const OTree *t, ONode *e)
     case WIN_LEAD:
         if (f->ignore_nulls) {
             /* LAG: rows up to the offset-th non-NULL row after e (later rows
-               have offset non-NULL rows between); LEAD: mirrored */
-            for (int v = 0; v < 2; v++) {
+               have offset non-NULL rows between); LEAD: mirrored; offset 0:
+               the current row */
+            for (int v = 0; v < 2 && f->offset > 0; v++) {
                 int64_t pf = otree_before(e, v), n = otree_count(t, v);
                 if (!n)
                     continue;
