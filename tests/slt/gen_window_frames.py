@@ -167,6 +167,7 @@ def py_ignore_nulls(rows, ignore):
         window(rows, ONE, lambda r: -r[ID], BY_ID, lambda pr, gid, i: lag(
             pr, i, V, 3, ignore, lead=True, default=-1)),
         window(rows, ONE, BY_ID, BY_ID, lambda pr, gid, i: lag(pr, i, V, 0, ignore)),
+        window(rows, BY_P, BY_ID, BY_ID, lambda pr, gid, i: lag(pr, i, S, 0, ignore, lead=True)),
     ]
     return [[r[ID]] + [c[r[ID]] for c in cols] for r in rows]
 
@@ -176,7 +177,8 @@ IGN_SQL = ("SELECT id, NTH_VALUE(v, 2) {n} OVER (PARTITION BY p ORDER BY o, id R
            "BETWEEN 2 PRECEDING AND 2 FOLLOWING), NTH_VALUE(o, 3) {n} OVER (PARTITION BY p "
            "ORDER BY o), LAG(v) {n} OVER (PARTITION BY p ORDER BY id), LAG(s, 2, 'zz') {n} OVER "
            "(ORDER BY id), LEAD(v {n}) OVER (PARTITION BY p ORDER BY o, id), LEAD(v, 3, -1) {n} "
-           "OVER (ORDER BY id DESC), LAG(v, 0) {n} OVER (ORDER BY id) FROM t")
+           "OVER (ORDER BY id DESC), LAG(v, 0) {n} OVER (ORDER BY id), LEAD(s, 0) {n} OVER (PARTITION "
+           "BY p ORDER BY id) FROM t")
 
 
 def py_distinct(rows, distinct):
@@ -258,7 +260,7 @@ def queries():
           "BETWEEN 1 PRECEDING AND 3 FOLLOWING EXCLUDE CURRENT ROW) AS d FROM t) AS y"),
         q("py", "IGNORE NULLS with NTH_VALUE, LAG and LEAD (offsets 0 to 3, defaults) "
           "(the Python reference; its RESPECT NULLS answers are SQLite's)",
-          IGN_SQL.format(n="IGNORE NULLS"), "IITIITIII", py_ignore_nulls),
+          IGN_SQL.format(n="IGNORE NULLS"), "IITIITIIIT", py_ignore_nulls),
         q("py", "COUNT/SUM/AVG(DISTINCT x) OVER default, ROWS and GROUPS frames, with EXCLUDE "
           "(the Python reference; its answers without DISTINCT are SQLite's)",
           DIST_SQL.format(d="DISTINCT "), "IIIRIIII", py_distinct),
