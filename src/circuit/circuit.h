@@ -72,7 +72,7 @@ typedef enum WinKind {
     WIN_NTILE, WIN_PERCENT_RANK, WIN_CUME_DIST,
 } WinKind;
 
-/* Does kind k read a frame (ROWS/RANGE bounds)? */
+/* Does kind k read a frame (ROWS/RANGE/GROUPS bounds)? */
 static inline bool win_framed(WinKind k)
 {
     return k >= WIN_COUNT_STAR && k <= WIN_NTH_VALUE;
@@ -82,6 +82,12 @@ typedef enum FrameBound {
     FB_UNBOUNDED_PRECEDING, FB_PRECEDING, FB_CURRENT_ROW, FB_FOLLOWING, FB_UNBOUNDED_FOLLOWING,
 } FrameBound;
 
+/* EXCLUDE of a frame: nothing, the current row, its peers (with it), its
+   peers but not itself. */
+typedef enum FrameExclude {
+    FX_NO_OTHERS, FX_CURRENT_ROW, FX_GROUP, FX_TIES,
+} FrameExclude;
+
 /* One window function of an OPK_WINDOW node (op_window.c). */
 typedef struct WinFunc {
     WinKind kind;
@@ -89,12 +95,19 @@ typedef struct WinFunc {
     int def_col;      /* LAG/LEAD default column, or -1 (NULL) */
     int64_t offset;   /* LAG/LEAD offset, NTH_VALUE's n, NTILE's buckets */
     SqlType in_t, out_t;
-    bool rows;        /* ROWS frame, else RANGE (aggregates only) */
+    bool rows;        /* ROWS frame, else RANGE or GROUPS (aggregates only) */
+    bool groups;      /* GROUPS frame (rows false): bounds count peer groups */
     FrameBound start, end;
-    int64_t start_n, end_n; /* N of N PRECEDING/FOLLOWING: rows, or (RANGE)
-                               the order key's representation (scaled DECIMAL) */
+    int64_t start_n, end_n; /* N of N PRECEDING/FOLLOWING: rows, peer groups, or
+                               (RANGE) the order key's representation (scaled
+                               DECIMAL), or calendar months (below) */
     double start_f, end_f;  /* RANGE over a REAL/DOUBLE key */
-    bool ignore_nulls;      /* FIRST_VALUE/LAST_VALUE: of the non-NULL values */
+    bool start_months, end_months; /* RANGE over a DATE/TIMESTAMP key: N is months */
+    FrameExclude exclude;   /* EXCLUDE of the frame */
+    bool distinct;          /* COUNT/SUM/AVG(DISTINCT x): over the frame's
+                               distinct non-NULL values */
+    bool ignore_nulls;      /* FIRST_VALUE/LAST_VALUE/NTH_VALUE: of the non-NULL
+                               values; LAG/LEAD: counting only non-NULL rows */
 } WinFunc;
 
 /* After AGG_MAX: the aggregates over a group's value multiset kept in

@@ -48,7 +48,7 @@ static void explain_window_order(const CNode *n, Buf *out)
     }
 }
 
-static void explain_bound(FrameBound b, int64_t k, double f, bool use_f, Buf *out)
+static void explain_bound(FrameBound b, int64_t k, double f, bool use_f, bool months, Buf *out)
 {
     static const char *nm[] = {"unbounded preceding", "preceding", "current row", "following",
                                "unbounded following"};
@@ -56,7 +56,7 @@ static void explain_bound(FrameBound b, int64_t k, double f, bool use_f, Buf *ou
         if (use_f)
             buf_printf(out, "%g ", f);
         else
-            buf_printf(out, "%lld ", (long long)k);
+            buf_printf(out, "%lld%s ", (long long)k, months ? " months" : "");
     }
     buf_puts(out, nm[b]);
 }
@@ -72,7 +72,7 @@ static void explain_wfn(const CNode *n, Buf *out)
         const WinFunc *f = &n->wfn[j];
         buf_printf(out, "%s%s", j ? ", " : "", nm[f->kind]);
         if (f->col >= 0)
-            buf_printf(out, "(#%d", f->col);
+            buf_printf(out, "(%s#%d", f->distinct ? "distinct " : "", f->col);
         if (f->kind == WIN_LAG || f->kind == WIN_LEAD || f->kind == WIN_NTH_VALUE) {
             buf_printf(out, ", %lld", (long long)f->offset);
             if (f->def_col >= 0)
@@ -86,10 +86,13 @@ static void explain_wfn(const CNode *n, Buf *out)
             buf_printf(out, "(%lld)", (long long)f->offset);
         if (win_framed(f->kind)) {
             bool fl = !f->rows && n->nord == 1 && type_phys(n->types[n->ord[0]]) == PHYS_F64;
-            buf_printf(out, " %s between ", f->rows ? "rows" : "range");
-            explain_bound(f->start, f->start_n, f->start_f, fl, out);
+            static const char *ex[] = {"", " exclude current row", " exclude group",
+                                       " exclude ties"};
+            buf_printf(out, " %s between ", f->rows ? "rows" : f->groups ? "groups" : "range");
+            explain_bound(f->start, f->start_n, f->start_f, fl, f->start_months, out);
             buf_puts(out, " and ");
-            explain_bound(f->end, f->end_n, f->end_f, fl, out);
+            explain_bound(f->end, f->end_n, f->end_f, fl, f->end_months, out);
+            buf_puts(out, ex[f->exclude]);
         }
     }
     buf_puts(out, "]");

@@ -311,6 +311,25 @@ ONode *otree_select(const OTree *t, int v, int64_t pos, int64_t *copy)
     return NULL;
 }
 
+ONode *otree_select_nn(const OLayout *lay, const OTree *t, int v, int j, int64_t k)
+{
+    ONode *x = t->root;
+    while (x) {
+        int64_t lc = x->l ? onode_sums(lay, x->l)[j].n[v] : 0;
+        if (k < lc) {
+            x = x->l;
+            continue;
+        }
+        k -= lc;
+        int64_t here = onode_vals(lay, x)[lay->sum_of[j]].null ? 0 : x->w[v];
+        if (k < here)
+            return x;
+        k -= here;
+        x = x->r;
+    }
+    return NULL;
+}
+
 void otree_prefix_sum(const OLayout *lay, const OTree *t, int v, int j, int64_t npos,
                       __int128 *sum, int64_t *nn)
 {

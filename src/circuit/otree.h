@@ -115,6 +115,9 @@ ONode *otree_beyond(const OTree *t, const uint8_t *key, size_t kn);
 /* Node holding row `pos` (0-based) of version v, and which copy of it; NULL
    when pos is out of range. */
 ONode *otree_select(const OTree *t, int v, int64_t pos, int64_t *copy);
+/* Node holding the k-th (0-based) row of version v whose value of sum slot
+   j is not NULL; NULL when there are fewer. */
+ONode *otree_select_nn(const OLayout *lay, const OTree *t, int v, int j, int64_t k);
 /* Sums of slot j over the first npos rows of version v. */
 void otree_prefix_sum(const OLayout *lay, const OTree *t, int v, int j, int64_t npos,
                       __int128 *sum, int64_t *nn);

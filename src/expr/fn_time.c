@@ -26,7 +26,7 @@ static int days_in_month(int y, int mo)
 
 /* days shifted by `months` calendar months, the day clamped to the month's
  * end (2024-01-31 + 1 month = 2024-02-29); false when out of range. */
-static bool shift_months(int64_t days, int64_t months, int64_t *out)
+bool date_shift_months(int64_t days, int64_t months, int64_t *out)
 {
     int y, mo, d;
     date_to_ymd(days, &y, &mo, &d);
@@ -53,7 +53,7 @@ static int add_months(const Vec *args, int64_t n, EvalCtx *cx, Vec *out, const u
         if (m[k])
             continue;
         int64_t days = ts ? expr__floor_div(x[k], US_PER_DAY) : x[k], r;
-        if (!shift_months(days, mo[k], &r))
+        if (!date_shift_months(days, mo[k], &r))
             return err_set(cx->err, SL_ERUNTIME, "date out of range adding %lld months",
                            (long long)mo[k]);
         out->i[k] = ts ? r * US_PER_DAY + (x[k] - days * US_PER_DAY) : r;

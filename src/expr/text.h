@@ -77,5 +77,9 @@ int interval_parse(const char *s, size_t n, int from, int to, int64_t *out, bool
 /* Calendar helpers: days since 1970-01-01 <-> y/m/d (proleptic Gregorian). */
 int64_t date_from_ymd(int y, int m, int d);
 void date_to_ymd(int64_t days, int *y, int *m, int *d);
+/* days (since 1970-01-01) shifted by `months` calendar months, the day
+   clamped to the month's end (2024-01-31 + 1 month = 2024-02-29); false
+   when out of range (fn_time.c). */
+bool date_shift_months(int64_t days, int64_t months, int64_t *out);
 
 #endif

@@ -162,7 +162,9 @@ typedef struct WinDef {
     AstList part;
     OrderItem *order;
     int norder;
-    int frame;          /* 0 none (the default frame), 1 ROWS, 2 RANGE */
+    int frame;          /* 0 none (the default frame), 1 ROWS, 2 RANGE, 3 GROUPS */
+    int exclude;        /* FrameExclude: EXCLUDE CURRENT ROW | GROUP | TIES */
+    int exclude_line, exclude_col;
     int frame_line, frame_col;
     int start, end;     /* bound kinds */
     Ast *start_n, *end_n; /* n of n PRECEDING / FOLLOWING */

@@ -132,11 +132,7 @@ WinDef *sql__parse_window_spec(Parser *p, const Token *at)
         (sql__expect_kw(p, "by") || sql__parse_order_by(p, &w->order, &w->norder)))
         return NULL;
     if (is_kw(cur(p), "rows") || is_kw(cur(p), "range") || is_kw(cur(p), "groups")) {
-        if (is_kw(cur(p), "groups")) {
-            sql__unsupported(p, cur(p), "GROUPS frames");
-            return NULL;
-        }
-        w->frame = is_kw(cur(p), "rows") ? 1 : 2;
+        w->frame = is_kw(cur(p), "rows") ? 1 : is_kw(cur(p), "range") ? 2 : 3;
         w->frame_line = cur(p)->line;
         w->frame_col = cur(p)->col;
         p->i++;
@@ -148,8 +144,24 @@ WinDef *sql__parse_window_spec(Parser *p, const Token *at)
             return NULL;
         }
         if (is_kw(cur(p), "exclude")) {
-            sql__unsupported(p, cur(p), "frame EXCLUDE");
-            return NULL;
+            w->exclude_line = cur(p)->line;
+            w->exclude_col = cur(p)->col;
+            p->i++;
+            if (accept_kw(p, "current")) {
+                if (sql__expect_kw(p, "row"))
+                    return NULL;
+                w->exclude = 1;
+            } else if (accept_kw(p, "group")) {
+                w->exclude = 2;
+            } else if (accept_kw(p, "ties")) {
+                w->exclude = 3;
+            } else if (accept_kw(p, "no")) {
+                if (sql__expect_kw(p, "others"))
+                    return NULL;
+            } else {
+                sql__fail(p, "CURRENT ROW, GROUP, TIES or NO OTHERS after EXCLUDE");
+                return NULL;
+            }
         }
     }
     if (sql__expect_op(p, ")"))

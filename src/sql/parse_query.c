@@ -473,6 +473,9 @@ static int resolve_window(Parser *p, WinDef *w, const NamedWin *v, int n)
         w->end = b->end;
         w->start_n = b->start_n;
         w->end_n = b->end_n;
+        w->exclude = b->exclude;
+        w->exclude_line = b->exclude_line;
+        w->exclude_col = b->exclude_col;
     } else {
         if (w->part.n)
             return win_err(p, w, "cannot override PARTITION BY clause of window \"%s\"", w->ref);

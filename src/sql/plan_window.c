@@ -131,8 +131,9 @@ static int agg_types(P *p, Ast *x, WinFunc *f, SqlType at)
 }
 
 /* An INTERVAL offset over a DATE, TIME or TIMESTAMP key: in the key's
-   unit (days for DATE, microseconds otherwise). */
-static int range_interval(P *p, Ast *n, SqlType kt, int64_t *i)
+   unit (days for DATE, microseconds otherwise), or calendar months
+   (*months set; DATE and TIMESTAMP keys only). */
+static int range_interval(P *p, Ast *n, SqlType kt, int64_t *i, bool *months)
 {
     int64_t v;
     bool ym;
@@ -140,12 +141,17 @@ static int range_interval(P *p, Ast *n, SqlType kt, int64_t *i)
     int from = (int)(n->ival & 0xff), to = (int)(n->ival >> 8) - 1;
     if (interval_parse(n->str, n->slen, from, to, &v, &ym, &e))
         return perr(p, SL_ESEMANTIC, n->line, n->col, "%s", e.msg);
-    if (ym)
-        return perr(p, SL_EUNSUPPORTED, n->line, n->col,
-                    "a RANGE offset of years or months (INTERVAL YEAR TO MONTH) is not "
-                    "supported yet; write it in days");
     if (v < 0)
         return perr(p, SL_ESEMANTIC, n->line, n->col, "a RANGE offset must not be negative");
+    if (ym) {
+        if (kt.kind == TK_TIME)
+            return perr(p, SL_ESEMANTIC, n->line, n->col,
+                        "a RANGE offset of years or months over a TIME key has no meaning; "
+                        "use an INTERVAL of hours, minutes or seconds");
+        *i = v;
+        *months = true;
+        return 0;
+    }
     if (kt.kind == TK_DATE) {
         const int64_t day = INT64_C(86400000000);
         if (v % day)
@@ -159,11 +165,11 @@ static int range_interval(P *p, Ast *n, SqlType kt, int64_t *i)
 }
 
 /* n of a RANGE n PRECEDING/FOLLOWING over key type kt. */
-static int range_offset(P *p, Ast *n, SqlType kt, int64_t *i, double *f)
+static int range_offset(P *p, Ast *n, SqlType kt, int64_t *i, double *f, bool *months)
 {
     bool dt = kt.kind == TK_DATE || kt.kind == TK_TIME || type_is_ts(kt.kind);
     if (n && dt && n->k == A_TYPED && type_is_interval((TypeKind)n->type.kind))
-        return range_interval(p, n, kt, i);
+        return range_interval(p, n, kt, i, months);
     if (dt)
         return perr(p, SL_ESEMANTIC, n ? n->line : 0, n ? n->col : 0,
                     "a RANGE offset over a %s ORDER BY key must be an INTERVAL literal",
@@ -211,6 +217,8 @@ static int bind_frame(P *p, Ast *x, WinCall *c)
         return 0;
     }
     f->rows = wd->frame == 1;
+    f->groups = wd->frame == 3;
+    f->exclude = (FrameExclude)wd->exclude;
     f->start = (FrameBound)wd->start;
     f->end = (FrameBound)wd->end;
     if (f->start == FB_UNBOUNDED_FOLLOWING)
@@ -224,9 +232,14 @@ static int bind_frame(P *p, Ast *x, WinCall *c)
                     "a frame starting at %s cannot end at %s", bn[f->start], bn[f->end]);
     bool soff = f->start == FB_PRECEDING || f->start == FB_FOLLOWING;
     bool eoff = f->end == FB_PRECEDING || f->end == FB_FOLLOWING;
-    if (f->rows) {
-        if ((soff && int_literal(p, wd->start_n, "a ROWS offset", &f->start_n)) ||
-            (eoff && int_literal(p, wd->end_n, "a ROWS offset", &f->end_n)))
+    if (f->groups && (soff || eoff) && !c->nord)
+        return perr(p, SL_ESEMANTIC, wd->frame_line, wd->frame_col,
+                    "GROUPS with an offset needs ORDER BY (its groups are the rows equal on "
+                    "the ORDER BY keys)");
+    if (f->rows || f->groups) {
+        const char *what = f->rows ? "a ROWS offset" : "a GROUPS offset";
+        if ((soff && int_literal(p, wd->start_n, what, &f->start_n)) ||
+            (eoff && int_literal(p, wd->end_n, what, &f->end_n)))
             return p->err->code;
         return 0;
     }
@@ -238,8 +251,9 @@ static int bind_frame(P *p, Ast *x, WinCall *c)
         return perr(p, SL_EUNSUPPORTED, wd->frame_line, wd->frame_col,
                     "RANGE with an offset needs exactly one ORDER BY key of a numeric, DATE, "
                     "TIME or TIMESTAMP type");
-    if ((soff && range_offset(p, wd->start_n, kt, &f->start_n, &f->start_f)) ||
-        (eoff && range_offset(p, wd->end_n, kt, &f->end_n, &f->end_f)))
+    if ((soff && range_offset(p, wd->start_n, kt, &f->start_n, &f->start_f,
+                              &f->start_months)) ||
+        (eoff && range_offset(p, wd->end_n, kt, &f->end_n, &f->end_f, &f->end_months)))
         return p->err->code;
     return 0;
 }
@@ -405,7 +419,9 @@ static bool same_call(const WinCall *a, const WinCall *b)
     if (f->kind != g->kind || f->offset != g->offset || f->rows != g->rows ||
         f->start != g->start || f->end != g->end || f->start_n != g->start_n ||
         f->end_n != g->end_n || f->start_f != g->start_f || f->end_f != g->end_f ||
-        f->ignore_nulls != g->ignore_nulls ||
+        f->ignore_nulls != g->ignore_nulls || f->groups != g->groups ||
+        f->exclude != g->exclude || f->distinct != g->distinct ||
+        f->start_months != g->start_months || f->end_months != g->end_months ||
         memcmp(&f->out_t, &g->out_t, sizeof(SqlType)) || a->npart != b->npart ||
         a->nord != b->nord || !same_expr(a->arg, b->arg) || !same_expr(a->def, b->def))
         return false;
@@ -457,17 +473,23 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
     }
     WinFunc *f = &c.f;
     f->col = f->def_col = -1;
-    if (x->distinct) {
-        perr(p, SL_EUNSUPPORTED, x->line, x->col, "%s(DISTINCT ...) OVER is not supported yet",
+    if (x->distinct && !(sql__is_agg_name(x->name) && !x->star &&
+                         (is_name(x, "count") || is_name(x, "sum") || is_name(x, "avg") ||
+                          is_name(x, "min") || is_name(x, "max")))) {
+        perr(p, SL_EUNSUPPORTED, x->line, x->col,
+             "%s(DISTINCT ...) OVER is not supported (only COUNT, SUM, AVG, MIN and MAX)",
              x->name);
         return NULL;
     }
-    if (x->ignore_nulls && !is_name(x, "first_value") && !is_name(x, "last_value")) {
-        perr(p, SL_EUNSUPPORTED, x->ignore_line, x->ignore_col,
-             "IGNORE NULLS with %s is not supported yet (only with FIRST_VALUE and LAST_VALUE)",
-             x->name);
+    if (x->ignore_nulls && !is_name(x, "first_value") && !is_name(x, "last_value") &&
+        !is_name(x, "nth_value") && !is_name(x, "lag") && !is_name(x, "lead")) {
+        perr(p, SL_ESEMANTIC, x->ignore_line, x->ignore_col,
+             "IGNORE NULLS does not apply to %s (only to FIRST_VALUE, LAST_VALUE, NTH_VALUE, "
+             "LAG and LEAD)", x->name);
         return NULL;
     }
+    /* MIN/MAX(DISTINCT x) = MIN/MAX(x) */
+    f->distinct = x->distinct && !is_name(x, "min") && !is_name(x, "max");
     f->ignore_nulls = x->ignore_nulls;
     int na = x->args.n;
     if (is_name(x, "row_number") || is_name(x, "rank") || is_name(x, "dense_rank")) {

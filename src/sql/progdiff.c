@@ -306,6 +306,12 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
             put_i64(b, w->end_n);
             if (w->ignore_nulls) /* only then: fingerprints of other windows stay */
                 put_i64(b, 1);
+            if (w->groups || w->exclude || w->distinct || w->start_months || w->end_months) {
+                put_i64(b, 2);
+                put_i64(b, w->groups | w->distinct << 1 | w->start_months << 2 |
+                               w->end_months << 3);
+                put_i64(b, w->exclude);
+            }
             buf_append(b, &w->start_f, sizeof(w->start_f));
             buf_append(b, &w->end_f, sizeof(w->end_f));
         }

@@ -487,14 +487,18 @@ static void test_invalid_windows_are_rejected_with_a_message(void **state)
                  "numeric");
     expect_error("SELECT SUM(b) OVER (ORDER BY a, b RANGE 1 PRECEDING) FROM t", "exactly one");
     expect_error("SELECT NTILE(0) OVER (ORDER BY a) FROM t", "greater than zero");
-    expect_error("SELECT SUM(b) OVER (ORDER BY a GROUPS 1 PRECEDING) FROM t", "not supported");
+    expect_error("SELECT SUM(b) OVER (GROUPS 1 PRECEDING) FROM t", "needs ORDER BY");
+    expect_error("SELECT SUM(b) OVER (ORDER BY a GROUPS b PRECEDING) FROM t", "integer literal");
+    expect_error("SELECT SUM(b) OVER (ORDER BY a ROWS 1 PRECEDING EXCLUDE OTHERS) FROM t",
+                 "EXCLUDE");
     expect_error("SELECT ROW_NUMBER(a) OVER (ORDER BY a) FROM t", "no arguments");
     expect_error("SELECT LAG(a, b) OVER (ORDER BY a) FROM t", "integer literal");
     expect_error("SELECT SUM(s) OVER () FROM t", "numeric argument");
     expect_error("SELECT SUM(SUM(b) OVER ()) FROM t", "not allowed");
     expect_error("SELECT a FROM t WINDOW w AS (ORDER BY a), w AS ()", "already defined");
     expect_error("SELECT SUM(b) OVER w FROM t", "does not exist");
-    expect_error("SELECT COUNT(DISTINCT b) OVER () FROM t", "DISTINCT");
+    expect_error("SELECT RANK(DISTINCT b) OVER (ORDER BY a) FROM t", "DISTINCT");
+    expect_error("SELECT ROW_NUMBER() IGNORE NULLS OVER (ORDER BY a) FROM t", "IGNORE NULLS");
 }
 
 /* Windows share a node per (PARTITION BY, ORDER BY); EXPLAIN shows them. */

@@ -91,6 +91,9 @@ FEATURES = {
                      "OVER w, CUME_DIST() OVER w FROM p WINDOW w AS (ORDER BY a)",
                      "with window: NTILE, PERCENT_RANK, CUME_DIST, FIRST/LAST/NTH_VALUE, "
                      "named windows"),
+    "window_frames": (False, "SELECT a, SUM(a) OVER (ORDER BY a GROUPS BETWEEN 1 PRECEDING AND 1 "
+                      "FOLLOWING EXCLUDE CURRENT ROW) FROM p",
+                      "with window: GROUPS frames, EXCLUDE CURRENT ROW/GROUP/TIES"),
     "limit_subquery": (False, "SELECT a FROM (SELECT a FROM p ORDER BY a LIMIT 2) AS q",
                        "ORDER BY ... LIMIT inside a subquery in FROM"),
     # PostgreSQL-only features (PG_ONLY): SQLite lacks them, so only the
@@ -1233,6 +1236,11 @@ class QueryGen:
             e = self.window_more_item(wr, s, pclause, okeys) if wr.random() < 0.4 else None
             if e is not None:
                 return e
+        if self.on("window_frames"):  # seeded apart too
+            wr = random.Random(hash(r.getstate()) + 1)
+            e = self.window_frames_item(wr, s, pclause, okeys) if wr.random() < 0.4 else None
+            if e is not None:
+                return e
         kind = r.random()
         if kind < 0.4 and okeys:
             o = r.choice(okeys).sql
@@ -1283,6 +1291,42 @@ class QueryGen:
             over = "w" if not frame else "(w%s)" % frame
         return E("%s OVER %s" % (fn, over), [], "int", bound=x.bound, row_ok=True, agg_ok=False,
                  win=True)
+
+    def window_frames_item(self, r, s, pclause, okeys):
+        """An aggregate of an int column over a GROUPS frame, or over a
+        ROWS/RANGE/GROUPS frame with EXCLUDE: aggregates read no position,
+        so peers in any order give one answer (ROWS frames are ordered by
+        every select item: ties are identical rows); None when nothing
+        fits."""
+        ints = [e for e in s.items if e.ty == "int" and not e.win]
+        if any("(SELECT" in e.sql() for e in s.items) or not ints or not okeys:
+            return None
+        x = r.choice(ints)
+        fn = r.choice(["SUM", "COUNT", "MIN", "MAX"])
+        n1, n2 = r.choice([0, 1, 2]), r.choice([0, 1, 3])
+        mode = r.choice(["ROWS", "RANGE", "GROUPS", "GROUPS"])
+        if mode == "ROWS":
+            order = ", ".join(e.sql() for e in s.items if not e.win)
+        else:
+            order = r.choice(okeys).sql + r.choice(["", " DESC"])
+        if mode == "RANGE":  # offsets would need a numeric key of the right kind
+            frame = r.choice(["UNBOUNDED PRECEDING AND CURRENT ROW",
+                              "CURRENT ROW AND UNBOUNDED FOLLOWING"])
+        else:
+            frame = r.choice(["%d PRECEDING AND %d FOLLOWING" % (n1, n2),
+                              "%d PRECEDING AND CURRENT ROW" % n2,
+                              "CURRENT ROW AND %d FOLLOWING" % n1,
+                              "%d FOLLOWING AND %d FOLLOWING" % (n1, n1 + n2),
+                              "UNBOUNDED PRECEDING AND %d PRECEDING" % n1])
+        excl = r.choice(["", "", " EXCLUDE CURRENT ROW", " EXCLUDE GROUP", " EXCLUDE TIES",
+                         " EXCLUDE NO OTHERS"])
+        if mode == "RANGE" and not excl:
+            excl = " EXCLUDE GROUP"
+        bound = x.bound * MAXROWS if fn == "SUM" else MAXROWS if fn == "COUNT" else x.bound
+        return E("%s(%s) OVER (%s ORDER BY %s %s BETWEEN %s%s)" % (
+            fn, x.sql(), pclause, order, mode, frame, excl), [], "int", bound=bound, row_ok=True,
+            agg_ok=False, win=True)
+
 
 class FromItem:
     def __init__(self, src, alias, cols):

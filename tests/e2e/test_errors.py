@@ -186,10 +186,6 @@ UNSUPPORTED = [
     ("correlated_exists_union",
      "SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a UNION SELECT 2 FROM u)",
      "EXISTS", ["correlated", "UNION"]),
-    ("groups_frame", "SELECT a, SUM(b) OVER (ORDER BY a GROUPS 1 PRECEDING) AS x FROM t",
-     "GROUPS", ["GROUPS frames"]),
-    ("ignore_nulls", "SELECT a, LAG(b) IGNORE NULLS OVER (ORDER BY a) AS r FROM t", "IGNORE",
-     ["IGNORE NULLS"]),
     ("recursive_cte_limit", "WITH RECURSIVE x(n) AS (SELECT a FROM t UNION SELECT n FROM x "
      "LIMIT 3) SELECT n FROM x", "SELECT a FROM t UNION", ["recursive query", "LIMIT"]),
     ("right_asof_join", "SELECT t.a FROM t RIGHT ASOF JOIN u MATCH_CONDITION (t.b >= u.c) "

@@ -3,10 +3,10 @@
 The tables and data of test_sql_vs_sqlite.py (t1 from CSV with ~15% NULLs,
 t3 from JSON with inserts and later deletes, t2 and t4 too) feed one
 program of materialized views using ROW_NUMBER/RANK/DENSE_RANK, LAG/LEAD,
-aggregates and FIRST_VALUE/LAST_VALUE/NTH_VALUE over default, ROWS and RANGE
-frames, NTILE/PERCENT_RANK/CUME_DIST, named windows, windows over GROUP BY
-results, ORDER BY ... LIMIT/OFFSET (views, subqueries, unions) and top-k
-per group (ROW_NUMBER() ... WHERE rn <= k). The program runs with
+aggregates and FIRST_VALUE/LAST_VALUE/NTH_VALUE over default, ROWS, RANGE
+and GROUPS frames (also with EXCLUDE), NTILE/PERCENT_RANK/CUME_DIST, named
+windows, windows over GROUP BY results, ORDER BY ... LIMIT/OFFSET (views,
+subqueries, unions) and top-k per group (ROW_NUMBER() ... WHERE rn <= k). The program runs with
 --workers 1 and --workers 3 with small steps (so deletions land in later
 steps than their rows) and once with the default step size; every view's
 dump is compared as a multiset with SQLite 3's answer to the same query
@@ -105,6 +105,20 @@ QUERIES = {
                   "CURRENT ROW AND 1 FOLLOWING) AS ln, PERCENT_RANK() OVER (PARTITION BY name "
                   "ORDER BY v) AS pr, CUME_DIST() OVER (ORDER BY k) AS cd, NTILE(2) OVER "
                   "(PARTITION BY k ORDER BY v, name, w) AS nt FROM t3",
+    # ---- GROUPS frames and EXCLUDE (test_window_frames.py has the rest)
+    "w_groups": "SELECT id, SUM(b) OVER (PARTITION BY a ORDER BY c GROUPS BETWEEN 1 PRECEDING "
+                "AND 1 FOLLOWING) AS g1, COUNT(*) OVER (ORDER BY c DESC GROUPS BETWEEN 2 "
+                "PRECEDING AND 1 PRECEDING) AS g2, MAX(d) OVER (PARTITION BY f ORDER BY a "
+                "GROUPS BETWEEN CURRENT ROW AND 2 FOLLOWING) AS g3, FIRST_VALUE(a) OVER (ORDER "
+                "BY a GROUPS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS g4 FROM t1",
+    "w_exclude": "SELECT id, SUM(b) OVER (PARTITION BY c ORDER BY id ROWS BETWEEN 2 PRECEDING "
+                 "AND 2 FOLLOWING EXCLUDE CURRENT ROW) AS x1, COUNT(b) OVER (PARTITION BY c "
+                 "ORDER BY a RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE GROUP) AS x2, "
+                 "MIN(b) OVER (PARTITION BY a ORDER BY c GROUPS BETWEEN 1 PRECEDING AND CURRENT "
+                 "ROW EXCLUDE TIES) AS x3, AVG(d) OVER (ORDER BY a RANGE BETWEEN CURRENT ROW "
+                 "AND 1 FOLLOWING EXCLUDE TIES) AS x4, NTH_VALUE(c, 2) OVER (PARTITION BY a "
+                 "ORDER BY c GROUPS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE GROUP) "
+                 "AS x5 FROM t1",
     # ---- ORDER BY ... LIMIT / OFFSET
     "top_lim": "SELECT id, a, b FROM t1 ORDER BY b DESC, id LIMIT 10",
     "top_off": "SELECT id, s FROM t1 ORDER BY s NULLS LAST, id LIMIT 7 OFFSET 5",
