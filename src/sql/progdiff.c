@@ -318,7 +318,8 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
     case OPK_FIXPOINT: { /* the inner circuit, node by node */
         uint64_t *fp = fingerprints(n->sub);
         put_i64(b, n->sub->nnodes);
-        put_i64(b, n->sub_out);
+        for (int i = 0; i < n->nrec; i++) /* one node for a component of views */
+            put_i64(b, n->sub_outs[i]);
         for (int i = 0; i < n->sub->nnodes; i++)
             put_i64(b, (int64_t)fp[i]);
         sl_free(fp);

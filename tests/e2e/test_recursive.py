@@ -209,7 +209,11 @@ def test_refused_definitions_name_line_and_column(tmp_path):
          "  SELECT n + 1 FROM r) SELECT * FROM r;", 2, 51, "UNION or UNION ALL, not EXCEPT"),
         (head + "DECLARE RECURSIVE VIEW a (n INT);\nDECLARE RECURSIVE VIEW b (n INT);\n"
          "CREATE VIEW a AS SELECT src FROM e UNION SELECT n FROM b;\n"
-         "CREATE VIEW b AS SELECT n FROM a;", 4, 56, "mutually recursive views"),
+         "CREATE VIEW c AS SELECT n FROM a;\n"
+         "CREATE VIEW b AS SELECT n FROM c;", 5, 32, "is read before it is defined"),
+        (head + "DECLARE RECURSIVE VIEW a (n INT);\nDECLARE RECURSIVE VIEW b (n INT);\n"
+         "CREATE VIEW a AS SELECT src FROM e UNION SELECT n FROM b;\n"
+         "CREATE VIEW b AS SELECT n FROM a GROUP BY n;", 5, 13, "over the views it recurses with"),
         (head + "DECLARE RECURSIVE VIEW a (n INT);", 2, 24, "no CREATE VIEW a follows"),
         (head + "DECLARE RECURSIVE VIEW a (n INT NOT NULL);\n"
          "CREATE VIEW a AS SELECT src FROM e UNION SELECT n FROM a;", 2, 27,
