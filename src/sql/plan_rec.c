@@ -14,9 +14,14 @@
  * EXCEPT, NOT IN / NOT EXISTS, an outer join, a window or a LIMIT over
  * the recursive relation is refused at the relation's line:column (the
  * least fixed point would not be what PostgreSQL computes, or not exist).
- * Only the relation's own name may recur: a view that reads another
- * declared recursive view before that one's CREATE VIEW (mutual
- * recursion) is refused.
+ *
+ * Mutually recursive views: compile.c plans the declared views that read
+ * one another (a strongly connected component of sql__rec_reads) together
+ * at the last of their CREATE VIEWs (sql__plan_rec_views): one port per
+ * view, every name bound to its port while each query is planned, all
+ * the nodes moved into ONE fixpoint with one output per view (CNode.nrec,
+ * sub_outs); its output rows are tagged with the view they belong to and
+ * each view is a map selecting its own.
  */
 #include <stdio.h>
 #include <string.h>
