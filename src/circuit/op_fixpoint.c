@@ -7,10 +7,18 @@
  * The definition is a circuit of its own (CNode.sub, planned by
  * sql/plan_rec.c): its first nodes are ports, node 0 the recursive
  * relation's changes, node j + 1 the changes of this node's input j; node
- * CNode.sub_out is Q's output. Every other node of it is incremental like
- * any node of the program, so feeding it a change of R gives the change
- * of Q(R, X): semi-naive evaluation for free (DBSP's nested circuit, with
- * the nested clock run by this operator).
+ * CNode.sub_outs[0] is Q's output. Every other node of it is incremental
+ * like any node of the program, so feeding it a change of R gives the
+ * change of Q(R, X): semi-naive evaluation for free (DBSP's nested
+ * circuit, with the nested clock run by this operator).
+ *
+ * Mutually recursive views (CNode.nrec = K > 1) are K relations R_i =
+ * Q_i(R_0..R_{K-1}, X) in one inner circuit: ports 0..K-1 their changes,
+ * K + j input j, sub_outs[i] Q_i. Everything below holds per relation (a
+ * trace R_i and pend_i = Q_i(R) - R_i each; an iteration feeds every dR_i
+ * = pend_i at once and ends when all are empty); the output is every
+ * relation's changes, tagged (column 0 = i, then R_0's columns, R_1's, ...;
+ * circuit.h), and each view is a map of it.
  *
  * Per step, on worker 0 (every input row is routed there: the operator is
  * "global"; the other workers emit nothing):
@@ -41,11 +49,13 @@
  * batch: each iteration sorts its changes once, no per-row hash probes.
  *
  * Checkpoint: a header (key "isteps": inner steps run + 1; "rbatches":
- * R's spine batches + 1; per inner node with state, "node%06d": its batch
- * count + 1), then R's spine, pend, and the inner nodes' own batches in
- * node order. All of it lives on worker 0.
+ * R's spine batches + 1, "rb%d" those of R_i, i > 0; per inner node with
+ * state, "node%06d": its batch count + 1), then per relation its spine and
+ * its pend, and the inner nodes' own batches in node order. All of it
+ * lives on worker 0.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "op.h"
 
@@ -75,6 +85,7 @@ typedef struct FixSt {
     EvalCtx ev;
     int64_t isteps;  /* inner steps run */
     bool monotone;   /* Q has only monotone nodes */
+    bool dred;       /* monotone, and every inner operator with state can undo */
     Trace **r;       /* R_i (key = row encoding), per relation */
     Batch **pend;    /* Q_i(R) - R_i, consolidated, per relation */
     BatchList *acc;  /* the changes of R_i fed in this step, per relation */
@@ -188,10 +199,10 @@ static Chunk *batch_chunk(FixSt *s, int p, const Batch *b, bool neg)
    0 with s->out[sub_outs[i]] the changes of Q_i, or the error (the inner
    operators that took input are undone; s->cant_undo when one of them
    cannot). */
-static int inner_step(FixSt *s, Err *err)
+static int inner_step(FixSt *s, Err *err, bool probe)
 {
     const Circuit *sub = s->sub;
-    OpEnv env = {0, 1, s->isteps, s->arena, &s->ev, NULL};
+    OpEnv env = {0, 1, s->isteps, s->arena, &s->ev, NULL, probe};
     s->ev.err = err;
     int rc = 0;
     for (int i = s->nports; i < sub->nnodes; i++) {
@@ -235,7 +246,7 @@ static int inner_step(FixSt *s, Err *err)
             rc = err->code ? err->code : SL_ERUNTIME;
         s->out[i] = op->out ? op->out : op_empty(s->arena, n);
     }
-    if (rc) {
+    if (rc || probe) { /* a probe leaves no trace (s->dred: every one can undo) */
         for (int i = sub->nnodes; i-- > s->nports;)
             if (s->pushed[i]) {
                 if (s->ops[i]->undo)
@@ -247,7 +258,7 @@ static int inner_step(FixSt *s, Err *err)
     for (int i = s->nports; i < sub->nnodes; i++)
         if (s->ops[i]->step_end)
             s->ops[i]->step_end(s->ops[i]);
-    if (!rc)
+    if (!rc && !probe)
         s->isteps++;
     return rc;
 }
@@ -281,8 +292,9 @@ static int too_many(Op *op, Err *err, const char *what)
                    op->node->label ? op->node->label : "", what);
 }
 
-/* Iterate to the fixed point (header). */
-static int iterate(Op *op, OpEnv *env, bool reset)
+/* Iterate to the fixed point (header): first[i] the changes fed to R_i in
+   the first iteration (first NULL: pend, as in every later one). */
+static int iterate(Op *op, OpEnv *env, Batch *const *first)
 {
     FixSt *s = op->st;
     const CNode *n = op->node;
@@ -303,10 +315,9 @@ static int iterate(Op *op, OpEnv *env, bool reset)
         }
         arena_reset(s->arena);
         for (int i = 0; i < K; i++) {
-            if (it == 0 && reset) {
-                Batch *all = trace_consolidate(s->r[i]);
-                d[i] = negated(all);
-                batch_unref(all);
+            if (it == 0 && first) {
+                d[i] = first[i];
+                batch_ref(d[i]);
             } else {
                 d[i] = s->pend[i];
                 batch_ref(d[i]);
@@ -316,7 +327,7 @@ static int iterate(Op *op, OpEnv *env, bool reset)
         for (int j = 0; j < n->nin; j++)
             s->out[K + j] = batch_chunk(s, K + j, it == 0 ? s->dx[j] : NULL, false);
         int64_t dz = s->ev.ndivzero;
-        rc = inner_step(s, err);
+        rc = inner_step(s, err, false);
         env->ev->ndivzero += s->ev.ndivzero - dz;
         if (rc) {
             for (int i = 0; i < K; i++)
@@ -348,6 +359,109 @@ static int iterate(Op *op, OpEnv *env, bool reset)
             break;
     }
     sl_free(d);
+    return rc;
+}
+
+static void add_weight(void *ctx, const uint8_t *val, size_t vn, int64_t w)
+{
+    (void)val;
+    (void)vn;
+    *(int64_t *)ctx += w;
+}
+
+/* DRed's first phase (header): od[i] = -(the rows of R_i with a
+   derivation that uses a deleted input row or an over-deleted row),
+   with their weights in R_i. */
+static int over_delete(Op *op, OpEnv *env, Batch **od)
+{
+    FixSt *s = op->st;
+    const CNode *n = op->node;
+    Err *err = env->ev->err;
+    int K = s->nrec, rc = 0;
+    Trace **odt = sl_calloc((size_t)K, sizeof(Trace *));
+    Batch **dk = sl_calloc((size_t)K, sizeof(Batch *));
+    Batch **xdel = sl_calloc((size_t)n->nin + 1, sizeof(Batch *));
+    for (int i = 0; i < K; i++)
+        odt[i] = trace_new();
+    for (int j = 0; j < n->nin; j++) { /* the deleted input rows */
+        BatchBuilder *bb = bb_new();
+        for (int64_t r = 0; r < s->dx[j]->n; r++)
+            if (s->dx[j]->w[r] < 0)
+                bb_add(bb, batch_key(s->dx[j], r), batch_klen(s->dx[j], r), NULL, 0,
+                       s->dx[j]->w[r]);
+        xdel[j] = bb_finish(bb);
+    }
+    Buf kb = BUF_INIT;
+    for (int64_t it = 0;; it++) {
+        if (it >= FIX_MAX_ITER) {
+            char b[80];
+            snprintf(b, sizeof(b), "no over-deletion fixed point after %d iterations",
+                     FIX_MAX_ITER);
+            rc = too_many(op, err, b);
+            break;
+        }
+        if (budget_stop()) {
+            rc = budget_error(err);
+            break;
+        }
+        arena_reset(s->arena);
+        for (int i = 0; i < K; i++)
+            s->out[i] = batch_chunk(s, i, it ? dk[i] : NULL, false);
+        for (int j = 0; j < n->nin; j++)
+            s->out[K + j] = batch_chunk(s, K + j, it ? NULL : xdel[j], false);
+        int64_t dz = s->ev.ndivzero;
+        rc = inner_step(s, err, true);
+        env->ev->ndivzero += s->ev.ndivzero - dz;
+        if (rc)
+            break;
+        bool more = false;
+        for (int i = 0; i < K; i++) { /* the rows of R_i newly found */
+            const Chunk *o = s->out[s->sub_outs[i]];
+            BatchBuilder *bb = bb_new();
+            for (int64_t r = 0; r < o->n; r++)
+                if (o->w[r] < 0) {
+                    buf_reset(&kb);
+                    key_encode_row(o, r, &kb);
+                    bb_add(bb, kb.p, kb.n, NULL, 0, -1);
+                }
+            Batch *cand = bb_finish(bb);
+            TraceCursor *cr = trace_cursor_new(s->r[i]), *co = trace_cursor_new(odt[i]);
+            BatchBuilder *nb = bb_new();
+            for (int64_t k = 0; k < cand->n; k++) {
+                int64_t rw = 0, ow = 0;
+                trace_cursor_for_key(cr, batch_key(cand, k), batch_klen(cand, k), add_weight, &rw);
+                trace_cursor_for_key(co, batch_key(cand, k), batch_klen(cand, k), add_weight, &ow);
+                if (rw > 0 && !ow)
+                    bb_add(nb, batch_key(cand, k), batch_klen(cand, k), NULL, 0, -rw);
+            }
+            trace_cursor_free(cr);
+            trace_cursor_free(co);
+            batch_unref(cand);
+            if (dk[i])
+                batch_unref(dk[i]);
+            dk[i] = bb_finish(nb);
+            if (dk[i]->n) {
+                more = true;
+                batch_ref(dk[i]);
+                trace_insert_take(odt[i], dk[i]);
+                trace_step_end(odt[i]);
+            }
+        }
+        if (!more)
+            break;
+    }
+    buf_free(&kb);
+    for (int i = 0; i < K; i++) {
+        od[i] = rc ? NULL : trace_consolidate(odt[i]);
+        trace_free(odt[i]);
+        if (dk[i])
+            batch_unref(dk[i]);
+    }
+    for (int j = 0; j < n->nin; j++)
+        batch_unref(xdel[j]);
+    sl_free(xdel);
+    sl_free(dk);
+    sl_free(odt);
     return rc;
 }
 
@@ -412,7 +526,25 @@ static int finish_fix(Op *op, OpEnv *env)
     }
     if (!any)
         return 0;
-    int rc = iterate(op, env, neg || !s->monotone);
+    Batch **first = NULL;
+    int rc = 0;
+    if (!s->monotone || neg) {
+        first = sl_calloc((size_t)s->nrec, sizeof(Batch *));
+        if (s->monotone && s->dred && s->isteps > 0 && !getenv("SLUICE_FIXPOINT_NO_DRED"))
+            rc = over_delete(op, env, first);
+        else
+            for (int i = 0; i < s->nrec; i++) { /* from the empty relation */
+                Batch *all = trace_consolidate(s->r[i]);
+                first[i] = negated(all);
+                batch_unref(all);
+            }
+    }
+    if (!rc)
+        rc = iterate(op, env, first);
+    for (int i = 0; first && i < s->nrec; i++)
+        if (first[i])
+            batch_unref(first[i]);
+    sl_free(first);
     if (rc)
         return rc;
     op->out = output(op, env);
@@ -440,7 +572,7 @@ static void undo_fix(Op *op)
     }
     for (int j = 0; j < n->nin; j++)
         s->out[K + j] = batch_chunk(s, K + j, s->x_fed ? s->dx[j] : NULL, true);
-    if (inner_step(s, &e)) { /* the same rows went through before */
+    if (inner_step(s, &e, false)) { /* the same rows went through before */
         for (int i = 0; i < K; i++)
             batch_unref(d[i]);
         sl_free(d);
@@ -644,6 +776,9 @@ int op_fixpoint_init(Op *op)
     }
     if (op->sh && op->sh->me == 0)
         inner_new(op, s);
+    s->dred = s->monotone;
+    for (int i = s->nports; s->ops && i < n->sub->nnodes; i++)
+        s->dred = s->dred && (!s->ops[i]->save || s->ops[i]->undo);
     op->st = s;
     op->push = push_fix;
     op->begin = begin_fix;
