@@ -26,12 +26,31 @@
  *      nothing when every change is an insert and Q is monotone (only
  *      MAP, UNION, JOIN, DISTINCT, CONST: then the old fixed point lies
  *      below the new one, and iterating from it reaches the least one);
- *      otherwise -R, so that the iteration starts again from the empty
- *      relation over the integrated inputs (recomputation; deletions cost a
- *      whole fixed point);
+ *      with a deletion and Q monotone, -OD (DRed, below); otherwise -R, so
+ *      that the iteration starts again from the empty relation over the
+ *      integrated inputs (recomputation: a whole fixed point);
  *   2. with pend = Q(R) - R (the inner output's integral minus R), each
  *      further iteration feeds dR = pend until pend is empty: R is then
  *      Q(R). The step's output is the sum of the dR fed.
+ * Whatever R1 = R - dR1 is, as long as it lies below the new least fixed
+ * point the iteration of 2. reaches it (Q^k(empty) <= Q^k(R1) <= lfp).
+ *
+ * DRed (delete and re-derive, Gupta, Mumick and Subrahmanian 1993): OD is
+ * every row of R with a derivation (from the old R and X) that uses a
+ * deleted input row or a row of OD; R - OD then lies below the new fixed
+ * point. OD is found by probe steps of the inner circuit (OpEnv.probe):
+ * the deleted rows of X, then each round's new rows of OD, enter as
+ * negative changes; every operator works as usual except DISTINCT, which
+ * passes every row whose change is negative (it lost a derivation) instead
+ * of those whose weight reaches 0; the output's negative rows that are in
+ * R and not yet in OD are the next round's. Every inner operator then
+ * undoes the probe (op.h undo: trace_rollback), so the state stays that
+ * of the old R and X. Only deletions enter a probe, and all of them are
+ * rows of the operators' state, so no positive term can hide a negative
+ * one. A probe costs what its rows touch; an inner operator with state
+ * but no undo (none of the monotone kinds) falls back to recomputation, as
+ * does SLUICE_FIXPOINT_NO_DRED=1 (bench/recursive_bench.py's baseline).
+ *
  * UNION in Q makes the iteration a set one (a DISTINCT node in Q), UNION
  * ALL a bag one, which need not end (a cycle): after FIX_MAX_ITER
  * iterations in one step, or when the memory budget of the step says so,

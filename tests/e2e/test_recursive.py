@@ -12,8 +12,9 @@ hosts, give identical dumps; a crash and a resume from a checkpoint give
 those of an uninterrupted run. A recursion under UNION ALL that does
 not end fails its step with a clear error; the pipeline rejects the input
 record that caused it and goes on. Definitions that are not monotone in
-the recursive relation, mutual recursion and a declaration without its
-view are refused at line:column. The sqllogictest file
+the recursive relation, a view read before its recursive definition is
+complete and a declaration without its view are refused at line:column
+(mutual recursion: test_recursive_mutual.py). The sqllogictest file
 tests/slt/recursive.test (expected results written by SQLite through
 tests/slt/gen_recursive.py) runs in both modes of sluice-slt.
 """

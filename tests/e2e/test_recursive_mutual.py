@@ -137,6 +137,30 @@ def test_views_match_sqlite_after_every_step(http_pipeline, workers):
     p.stop()
 
 
+@pytest.mark.parametrize("dred", [True, False])
+def test_a_deletion_that_cuts_off_a_cycle(http_pipeline, dred, monkeypatch):
+    """Rows on a cycle support one another: deleting the edge into the
+    cycle must remove them all (DRed over-deletes them, nothing re-derives
+    them), as must recomputation (SLUICE_FIXPOINT_NO_DRED=1)."""
+    if not dred:
+        monkeypatch.setenv("SLUICE_FIXPOINT_NO_DRED", "1")
+    p = http_pipeline(PROGRAM % "", "--workers", 2)
+    live = [{"src": a, "dst": b, "w": w} for a, b, w in
+            [(0, 1, 1), (1, 2, 0), (2, 3, 1), (3, 1, 0), (2, 4, 1), (4, 4, 0), (5, 1, 1)]]
+    steps = [[("insert", x) for x in live], [("delete", live[0])], [("insert", live[0])],
+             [("delete", live[0]), ("delete", live[6])]]
+    live = []
+    for i, ops in enumerate(steps):
+        ingress(p, "e", lines(*({op: edge} for op, edge in ops)), wait="true")
+        apply(live, ops)
+        want = sqlite_answers(live)
+        for v in REFERENCE:
+            got = norm(tuple(r.values()) for r in query(p, "SELECT * FROM %s" % v))
+            assert got == want[v], "step %d, view %s" % (i, v)
+    assert want["ev"] == [("0",)] and want["od"] == [], want
+    p.stop()
+
+
 def test_crash_and_resume_from_a_checkpoint(tmp_path):
     """With --storage: a crash after step 17 (checkpoints every 5 steps),
     then a restart on another worker count gives the dumps of an
