@@ -265,12 +265,6 @@ void sql__ctes_forget(P *p, int lo)
                 s->rel[i].node = -1;
 }
 
-int sql__plan_bound(P *p, const char *name, const PRel *bound, Select *q, PRel *out,
-                    OrderOut *ord)
-{
-    return sql__plan_bound_n(p, &name, bound, 1, q, out, ord);
-}
-
 int sql__plan_bound_n(P *p, const char *const *names, const PRel *bound, int n, Select *q,
                       PRel *out, OrderOut *ord)
 {

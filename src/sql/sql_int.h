@@ -274,12 +274,9 @@ bool sql__ctes_active(const P *p, const struct Select *q);
 int sql__plan_with(P *p, struct Select *q, PRel *out, OrderOut *ord);
 /* VALUES (...), ...: a constant relation. */
 int sql__plan_values(P *p, struct Select *q, PRel *out);
-/* Plan q (its ORDER BY into ord, may be NULL) with `name` in FROM
-   standing for the planned relation *bound (a recursive view's port). */
-int sql__plan_bound(P *p, const char *name, const PRel *bound, struct Select *q, PRel *out,
-                    OrderOut *ord);
-/* sql__plan_bound with names[i] standing for bound[i], i < n (mutually
-   recursive views). */
+/* Plan q (its ORDER BY into ord, may be NULL) with names[i] in FROM
+   standing for the planned relation bound[i], i < n (recursive views'
+   ports). */
 int sql__plan_bound_n(P *p, const char *const *names, const PRel *bound, int n,
                       struct Select *q, PRel *out, OrderOut *ord);
 /* Common table expressions in scope planned at nodes >= lo are planned
