@@ -211,12 +211,17 @@ typedef struct CNode {
     int tcol, tclock;
     int64_t toff;
     bool tupper;
-    /* OPK_FIXPOINT: the definition R = Q(R, inputs) as a circuit of its
-       own; its nodes 0..nin are ports (OPK_UNION without inputs): node 0
-       the changes of R (this node's types), node j + 1 those of input j;
-       node sub_out is Q (this node's types) */
+    /* OPK_FIXPOINT: the definitions R_i = Q_i(R_0..R_{nrec-1}, inputs),
+       i < nrec (nrec > 1: mutually recursive views, planned together), as
+       a circuit of its own; its nodes 0..nrec+nin-1 are ports (OPK_UNION
+       without inputs): node i the changes of R_i, node nrec + j those of
+       input j; node sub_outs[i] is Q_i (R_i's types). The output is R_0
+       (nrec 1), or for nrec > 1 every R_i tagged: column 0 (INT) is i,
+       then the columns of R_0, R_1, ... one after the other, those not of
+       R_i NULL or (NOT NULL ones) zero */
     struct Circuit *sub;
-    int sub_out;
+    int nrec;
+    int *sub_outs;
     /* OPK_UNNEST */
     int unnest_col;
     bool ordinality;

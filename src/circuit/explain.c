@@ -235,9 +235,18 @@ static void explain_nodes(const Circuit *c, Buf *out, const char *ind)
         if (n->k == OPK_FIXPOINT) {
             char deeper[64];
             snprintf(deeper, sizeof(deeper), "%s    ", ind);
-            buf_printf(out, "%s  recursive definition (0: the relation's changes, 1..%d: the "
-                            "inputs', %d: its result):\n",
-                       ind, n->nin, n->sub_out);
+            if (n->nrec == 1)
+                buf_printf(out, "%s  recursive definition (0: the relation's changes, 1..%d: the "
+                                "inputs', %d: its result):\n",
+                           ind, n->nin, n->sub_outs[0]);
+            else {
+                buf_printf(out, "%s  recursive definitions (0..%d: the relations' changes, "
+                                "%d..%d: the inputs', results:",
+                           ind, n->nrec - 1, n->nrec, n->nrec + n->nin - 1);
+                for (int k = 0; k < n->nrec; k++)
+                    buf_printf(out, " %d", n->sub_outs[k]);
+                buf_puts(out, "):\n");
+            }
             explain_nodes(n->sub, out, deeper);
         }
     }

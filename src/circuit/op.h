@@ -34,6 +34,11 @@ typedef struct OpEnv {
     /* per node, per column: this step's watermarks (watermark.h), valid in
        finish(); NULL when the circuit has no LATENESS */
     const int64_t *const *wm;
+    /* a DRed over-deletion probe of a fixed point (op_fixpoint.c), undone
+       right after: DISTINCT emits -1 for every row whose change is
+       negative, whatever its weight (the rows with a derivation that uses
+       a deleted row); other operators work as always */
+    bool probe;
 } OpEnv;
 
 /* Values with their weights, as trace_for_key and trace_cursor_for_key

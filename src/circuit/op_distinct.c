@@ -66,6 +66,8 @@ static int finish_distinct(Op *op, OpEnv *env)
         int64_t old = 0;
         trace_cursor_for_key(cur, batch_key(delta, i), batch_klen(delta, i), add_weight, &old);
         bool was = old > 0, now = old + delta->w[i] > 0;
+        if (env->probe) /* DRed (op.h): every row that lost a derivation */
+            was = delta->w[i] < 0, now = false;
         if (was != now) {
             int64_t r = cout_row(&co);
             /* the delta batch lives in the trace until step_end */

@@ -540,7 +540,7 @@ static void run_step_body(Worker *w)
     const Circuit *c = rt->c;
     arena_reset(w->arena);
     OpEnv env = {w->id, rt->W, rt->steps, w->arena, &w->ev,
-                 rt->has_wm ? (const int64_t *const *)rt->wm_cols : NULL};
+                 rt->has_wm ? (const int64_t *const *)rt->wm_cols : NULL, false};
     for (int r = 0; rt->has_wm && r < c->nrels; r++) {
         w->seen[r] = WM_NONE;
         w->late[r] = 0;
@@ -990,7 +990,7 @@ int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err)
 {
     Worker *w = &rt->w[0];
     const Circuit *c = rt->c;
-    OpEnv env = {w->id, rt->W, rt->steps, w->morsel, &w->ev, NULL};
+    OpEnv env = {w->id, rt->W, rt->steps, w->morsel, &w->ev, NULL, false};
     int64_t dz = w->ev.ndivzero;
     memcpy(w->divzero0, w->divzero, sizeof(int64_t) * (size_t)c->nnodes);
     err_clear(&w->err);

@@ -171,6 +171,7 @@ void db_free(SltDb *db)
     for (int i = 0; i < db->nv; i++) {
         sl_free(db->v[i].name);
         sl_free(db->v[i].sql);
+        sl_free(db->v[i].decl);
     }
     for (int i = 0; i < db->nidx; i++) {
         sl_free(db->idx[i]);
@@ -716,7 +717,13 @@ static int create_view(SltDb *db, const char *sql, const char *after_view, Err *
                                     find_table(db, name) ? "table" : "view", name);
     Buf text = BUF_INIT;
     buf_printf(&text, "CREATE VIEW %s %s", name, s);
-    int rc = compiles(db, buf_cstr(&text), err);
+    /* a recursive view declared with others still to come is checked with
+       the last of them (they read one another) */
+    bool pending = false;
+    for (int i = 0; i < db->nv; i++)
+        pending = pending || (db->v[i].decl && strcasecmp(db->v[i].decl, name) &&
+                              find_view(db, db->v[i].decl) < 0);
+    int rc = pending ? 0 : compiles(db, buf_cstr(&text), err);
     if (rc) {
         buf_free(&text);
         return rc;
@@ -727,6 +734,7 @@ static int create_view(SltDb *db, const char *sql, const char *after_view, Err *
     db->v[db->nv].sql = (char *)buf_cstr(&text);
     db->v[db->nv].is_func = false;
     db->v[db->nv].is_type = false;
+    db->v[db->nv].decl = NULL;
     db->nv++;
     (void)sql;
     return 0;
@@ -752,6 +760,7 @@ static int create_function(SltDb *db, const char *sql, const char *after_functio
     strcpy(v->sql, sql);
     v->is_func = true;
     v->is_type = false;
+    v->decl = NULL;
     return 0;
 }
 
@@ -773,6 +782,30 @@ static int create_type(SltDb *db, const char *sql, Err *err)
     strcpy(v->sql, sql);
     v->is_func = true;
     v->is_type = true;
+    v->decl = NULL;
+    return 0;
+}
+
+/* DECLARE RECURSIVE VIEW name (...) (sql; s after VIEW): kept with the
+   views (the prelude of every query), ahead of its CREATE VIEW. */
+static int declare_view(SltDb *db, const char *sql, const char *s, Err *err)
+{
+    char name[256];
+    if (!ident(&s, name, sizeof(name)))
+        return err_set(err, SL_EPARSE, "a view name expected");
+    if (find_view(db, name) >= 0 || find_table(db, name))
+        return err_set(err, SL_ESEMANTIC, "%s %s already exists",
+                       find_table(db, name) ? "table" : "view", name);
+    VEC_RESERVE(db->v, db->capv, db->nv + 1);
+    SltView *v = &db->v[db->nv++];
+    v->name = sl_malloc(1);
+    v->name[0] = 0;
+    v->sql = sl_malloc(strlen(sql) + 1);
+    strcpy(v->sql, sql);
+    v->is_func = true;
+    v->is_type = false;
+    v->decl = sl_malloc(strlen(name) + 1);
+    strcpy(v->decl, name);
     return 0;
 }
 
@@ -1161,6 +1194,11 @@ static int exec_one(SltDb *db, const char *sql, Err *err)
                            "CREATE TRIGGER is not supported: views are maintained incrementally "
                            "instead");
         return err_set(err, SL_EUNSUPPORTED, "this CREATE statement is not supported");
+    }
+    if (kw(&s, "declare")) {
+        if (kw(&s, "recursive") && kw(&s, "view"))
+            return declare_view(db, sql, s, err);
+        return err_set(err, SL_EUNSUPPORTED, "DECLARE RECURSIVE VIEW expected");
     }
     if (kw(&s, "drop"))
         return drop(db, s, err);

@@ -31,6 +31,7 @@ typedef struct SltView {
     char *sql; /* CREATE VIEW ... text, or CREATE FUNCTION ... */
     bool is_func; /* a SQL function: compiled before each query, not a view */
     bool is_type; /* with is_func: a CREATE TYPE, also ahead of CREATE TABLE */
+    char *decl;   /* with is_func: DECLARE RECURSIVE VIEW of this view (else NULL) */
 } SltView;
 
 typedef struct SltDb {

@@ -373,6 +373,10 @@ int sql__clock_node(P *p, const Ast *at)
     return n->id;
 }
 
+static int view_rel(P *p, Stmt *s, PRel q, int first_node, OrderOut ord, int64_t limit,
+                    int64_t offset);
+static int plan_recursive(P *p, Stmt *s);
+
 static int plan_view(P *p, Stmt *s)
 {
     PRel q;
@@ -380,19 +384,25 @@ static int plan_view(P *p, Stmt *s)
     int64_t limit = -1, offset = -1;
     Select *sq = s->query;
     bool present = p->flags & CC_PRESENT;
+    if (sql__rec_declared(p, s->name)) /* DECLARE RECURSIVE VIEW: a fixed point */
+        return plan_recursive(p, s);
     if (limit_value(p, sq->limit, "LIMIT", &limit) || limit_value(p, sq->offset, "OFFSET", &offset))
         return p->err->code;
     bool lim = sq->limit || sq->offset;
     int first_node = p->c->nnodes;
-    Stmt *decl = sql__rec_declared(p, s->name);
-    if (decl) { /* DECLARE RECURSIVE VIEW: a fixed point (plan_rec.c) */
-        if (sql__plan_rec_view(p, decl, s, &q))
-            return p->err->code;
-        for (int i = 0; i < p->nrecdecl; i++)
-            if (p->recdecl[i] == decl)
-                p->recdecl[i] = p->recdecl[--p->nrecdecl];
-    } else if (sql__plan_query_ord(p, sq, &q, present || lim ? &ord : NULL))
+    if (sql__plan_query_ord(p, sq, &q, present || lim ? &ord : NULL))
         return p->err->code;
+    return view_rel(p, s, q, first_node, ord, limit, offset);
+}
+
+/* The relation of view s, whose query is planned (q; ORDER BY, LIMIT and
+   OFFSET as given): top-k, properties, 'emit_final', sink. */
+static int view_rel(P *p, Stmt *s, PRel q, int first_node, OrderOut ord, int64_t limit,
+                    int64_t offset)
+{
+    Select *sq = s->query;
+    bool present = p->flags & CC_PRESENT;
+    bool lim = sq->limit || sq->offset;
     /* ORDER BY ... LIMIT: a top-k node (plan_window.c) */
     if (sq->with_ties && !sq->norder)
         return perr(p, SL_ESEMANTIC, sq->limit_line, sq->limit_col,
@@ -463,6 +473,84 @@ static int plan_view(P *p, Stmt *s)
     return 0;
 }
 
+/* Is recursive view i of p->recdecl ready: its CREATE VIEW seen, and so
+   that of every declared view it reaches (reach: the transitive closure
+   of "reads" among the declared views, n x n)? */
+static bool rec_ready(const P *p, const bool *reach, int i)
+{
+    int n = p->nrecdecl;
+    if (!p->recview[i])
+        return false;
+    for (int j = 0; j < n; j++)
+        if (reach[i * n + j] && !p->recview[j])
+            return false;
+    return true;
+}
+
+/* CREATE VIEW s of a declared recursive view: planned, with the declared
+   views it recurses with (a strongly connected component of "reads"), as
+   one fixed point once all their CREATE VIEWs are seen and the declared
+   views they read are planned (plan_rec.c). Each view is then added as a
+   relation in the order of their statements. */
+static int plan_recursive(P *p, Stmt *s)
+{
+    for (int i = 0; i < p->nrecdecl; i++)
+        if (!strcasecmp(p->recdecl[i]->name, s->name))
+            p->recview[i] = s;
+    for (;;) {
+        int n = p->nrecdecl;
+        bool *reach = arena_zalloc(p->a, (size_t)(n * n) + 1);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                reach[i * n + j] = p->recview[i] && sql__rec_reads(p->recview[i], p->recdecl[j]->name);
+        for (int k = 0; k < n; k++)
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < n && reach[i * n + k]; j++)
+                    reach[i * n + j] = reach[i * n + j] || reach[k * n + j];
+        /* a ready view whose every reached view reaches it back: its
+           component reads no unplanned declared view outside it */
+        int pick = -1;
+        for (int i = 0; i < n && pick < 0; i++) {
+            if (!rec_ready(p, reach, i))
+                continue;
+            bool sink = true;
+            for (int j = 0; j < n && sink; j++)
+                sink = !reach[i * n + j] || j == i || reach[j * n + i];
+            if (sink)
+                pick = i;
+        }
+        if (pick < 0)
+            return 0;
+        /* the component, in the order of the CREATE VIEW statements */
+        Stmt **decls = arena_alloc(p->a, sizeof(Stmt *) * (size_t)n);
+        Stmt **views = arena_alloc(p->a, sizeof(Stmt *) * (size_t)n);
+        int K = 0;
+        for (int st = 0; st < p->prog->n; st++)
+            for (int j = 0; j < n; j++)
+                if (p->recview[j] == p->prog->stmts[st] &&
+                    (j == pick || (reach[pick * n + j] && reach[j * n + pick]))) {
+                    decls[K] = p->recdecl[j];
+                    views[K++] = p->recview[j];
+                }
+        PRel *q = arena_zalloc(p->a, sizeof(PRel) * (size_t)K);
+        for (int k = 0; k < K; k++)
+            q[k].s.c = arena_zalloc(p->a, sizeof(SCol) * (size_t)(decls[k]->ncols + 1));
+        int first_node = p->c->nnodes;
+        if (sql__plan_rec_views(p, decls, views, K, q))
+            return p->err->code;
+        for (int k = 0; k < K; k++) {
+            for (int j = 0; j < p->nrecdecl; j++)
+                if (p->recdecl[j] == decls[k]) {
+                    p->recdecl[j] = p->recdecl[--p->nrecdecl];
+                    p->recview[j] = p->recview[--p->nrecview];
+                }
+            p->owner = p->c->nrels;
+            if (view_rel(p, views[k], q[k], first_node, (OrderOut){0}, -1, -1))
+                return p->err->code;
+        }
+    }
+}
+
 /* DECLARE RECURSIVE VIEW s: its CREATE VIEW plans it as a fixed point. */
 static int declare_recursive(P *p, Stmt *s)
 {
@@ -478,6 +566,7 @@ static int declare_recursive(P *p, Stmt *s)
                             "recursive view %s declares column %s twice", s->name,
                             s->cols[i].name);
     *VEC_PUSH_ARENA(p->a, p->recdecl, p->nrecdecl, p->cap_recdecl) = s;
+    *VEC_PUSH_ARENA(p->a, p->recview, p->nrecview, p->cap_recview) = NULL;
     return 0;
 }
 
@@ -557,15 +646,19 @@ int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int 
              : s->k == S_CREATE_FUNCTION ? sql__define_function(&p, s)
                                          : plan_view(&p, s)))
             goto out_fail;
-        if (s->k == S_CREATE_VIEW && p.ncalls) { /* the functions it calls (bind_udf.c) */
+        if (s->k == S_CREATE_VIEW && p.ncalls && c->nrels &&
+            !strcasecmp(c->rels[c->nrels - 1].name, s->name)) { /* the functions it calls
+                                                                   (bind_udf.c) */
             Relation *r = &c->rels[c->nrels - 1];
             r->funcs = arena_alloc(p.a, sizeof(int) * (size_t)p.ncalls);
             memcpy(r->funcs, p.calls, sizeof(int) * (size_t)p.ncalls);
             r->nfuncs = p.ncalls;
         }
     }
-    if (p.nrecdecl) {
-        Stmt *d = p.recdecl[0];
+    for (int i = 0; i < p.nrecdecl; i++) {
+        if (p.recview[i])
+            continue;
+        Stmt *d = p.recdecl[i];
         err_setpos(p.err, SL_ESEMANTIC, d->name_line, d->name_col,
                    "recursive view %s is declared but no CREATE VIEW %s follows", d->name,
                    d->name);

@@ -75,8 +75,10 @@ static int plan_from_leaf(P *p, FromItem *f, PRel *out, PushDown *cand)
     int r = circuit_find_rel(p->c, f->name);
     if (r < 0 && sql__rec_declared(p, f->name))
         return perr(p, SL_EUNSUPPORTED, f->line, f->col,
-                    "recursive view \"%s\" is read before its CREATE VIEW: only a view's own "
-                    "name may recur (mutually recursive views are not supported yet)",
+                    "recursive view \"%s\" is read before it is defined: a view may read a "
+                    "declared recursive view only once its CREATE VIEW and those of the "
+                    "declared views it reads are given (or is declared recursive itself, "
+                    "to recurse with it)",
                     f->name);
     if (r < 0)
         return perr(p, SL_ESEMANTIC, f->line, f->col, "table or view \"%s\" does not exist",

@@ -226,7 +226,8 @@ static int plan_cte_recursive(P *p, CteScope *s, int i, PRel *r)
         return rc;
     int out = conform(p, r, t);
     sql__ctes_forget(p, lo);
-    r->node = sql__rec_fixpoint(p, lo, port, out, c->name, c->line, c->col);
+    RecDef def = {port, out, p->c->nnodes, c->name, c->line, c->col};
+    r->node = sql__rec_fixpoint(p, lo, &def, 1);
     for (int k = 0; k < n; k++)
         r->s.c[k].t = t[k];
     return r->node < 0 ? p->err->code : 0;
@@ -264,17 +265,19 @@ void sql__ctes_forget(P *p, int lo)
                 s->rel[i].node = -1;
 }
 
-int sql__plan_bound(P *p, const char *name, const PRel *bound, Select *q, PRel *out,
-                    OrderOut *ord)
+int sql__plan_bound_n(P *p, const char *const *names, const PRel *bound, int n, Select *q,
+                      PRel *out, OrderOut *ord)
 {
     CteScope *s = arena_zalloc(p->a, sizeof(*s));
     s->up = p->ctes;
     s->q = NULL;
-    s->ctes = arena_zalloc(p->a, sizeof(Cte));
-    s->ctes[0].name = (char *)name;
-    s->n = s->visible = 1;
-    s->rel = arena_zalloc(p->a, sizeof(PRel));
-    s->rel[0] = *bound;
+    s->ctes = arena_zalloc(p->a, sizeof(Cte) * (size_t)n);
+    s->rel = arena_zalloc(p->a, sizeof(PRel) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        s->ctes[i].name = (char *)names[i];
+        s->rel[i] = bound[i];
+    }
+    s->n = s->visible = n;
     p->ctes = s;
     int rc = sql__plan_query_ord(p, q, out, ord);
     p->ctes = s->up;

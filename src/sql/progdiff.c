@@ -324,7 +324,8 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
     case OPK_FIXPOINT: { /* the inner circuit, node by node */
         uint64_t *fp = fingerprints(n->sub);
         put_i64(b, n->sub->nnodes);
-        put_i64(b, n->sub_out);
+        for (int i = 0; i < n->nrec; i++) /* one node for a component of views */
+            put_i64(b, n->sub_outs[i]);
         for (int i = 0; i < n->sub->nnodes; i++)
             put_i64(b, (int64_t)fp[i]);
         sl_free(fp);
@@ -493,6 +494,21 @@ static int fp_find(const FpEnt *v, int n, uint64_t fp)
     return lo < n && v[lo].fp == fp ? v[lo].node : -1;
 }
 
+/* The fixed point of mutually recursive views that view r is one of (its
+   node a map of it), or -1. Such views change as one unit. */
+static int component_of(const Circuit *c, const Relation *r)
+{
+    if (r->is_table)
+        return -1;
+    const CNode *n = c->nodes[r->node];
+    if (n->k == OPK_FINAL)
+        n = c->nodes[n->in[0]];
+    if (n->k != OPK_MAP || n->nin != 1)
+        return -1;
+    const CNode *f = c->nodes[n->in[0]];
+    return f->k == OPK_FIXPOINT && f->nrec > 1 ? f->id : -1;
+}
+
 /* Does an operator of this kind derive its own output from its state? */
 static bool state_has_output(OpKind k)
 {
@@ -502,6 +518,11 @@ static bool state_has_output(OpKind k)
 
 /* ---------------------------------------------------------------- relations */
 
+typedef struct StmtHash {
+    char *name; /* the relation it declares (sl_malloc) */
+    uint64_t h;
+} StmtHash;
+
 typedef struct Ctx {
     const Circuit *oc, *nc;
     ProgDiff *d;
@@ -509,7 +530,8 @@ typedef struct Ctx {
     bool *content_changed; /* per new relation: its stream differs or is new */
     Owned oown, nown;      /* each circuit's nodes by owner */
     uint64_t *scratch;     /* local fingerprints (room for either circuit) */
-    uint64_t *otok, *ntok; /* per statement: hash of its tokens, or NULL */
+    StmtHash *otok, *ntok; /* per statement declaring a relation: its name and the
+                              hash of its tokens, or NULL */
     int notok, nntok;
 } Ctx;
 
@@ -529,11 +551,28 @@ static bool declares_nothing(const Token *t)
            t[3].k == T_IDENT && !strcasecmp(t[3].s, "function");
 }
 
-/* Per statement of text that declares a relation (the i-th declares
-   relation i), the hash of its tokens with bare identifiers case-folded
-   (sl_free; NULL when there is no text or it does not lex). A ';' inside
-   a dollar-quoted function body does not end its statement. */
-static uint64_t *statement_hashes(const char *text, int *n)
+/* The name of the relation the CREATE statement at token t declares (the
+   identifier after TABLE or VIEW [IF NOT EXISTS]), or NULL. */
+static const char *declared_name(const Token *t)
+{
+    if (t[0].k != T_IDENT || strcasecmp(t[0].s, "create"))
+        return NULL;
+    for (int i = 1; t[i].k == T_IDENT; i++)
+        if (!strcasecmp(t[i].s, "table") || !strcasecmp(t[i].s, "view")) {
+            i++;
+            while (t[i].k == T_IDENT && (!strcasecmp(t[i].s, "if") || !strcasecmp(t[i].s, "not") ||
+                                         !strcasecmp(t[i].s, "exists")))
+                i++;
+            return t[i].k == T_IDENT || t[i].k == T_QIDENT ? t[i].s : NULL;
+        }
+    return NULL;
+}
+
+/* Per CREATE TABLE or VIEW statement of text, the relation's name and the
+   hash of its tokens with bare identifiers case-folded (stmt_hashes_free;
+   NULL when there is no text or it does not lex). A ';' inside a
+   dollar-quoted function body does not end its statement. */
+static StmtHash *statement_hashes(const char *text, int *n)
 {
     *n = 0;
     if (!text)
@@ -542,7 +581,7 @@ static uint64_t *statement_hashes(const char *text, int *n)
     Token *t;
     int nt;
     Err e = {0};
-    uint64_t *h = NULL;
+    StmtHash *h = NULL;
     int cap = 0;
     if (lex(text, a, &t, &nt, &e) == 0) {
         Buf b = BUF_INIT;
@@ -552,8 +591,14 @@ static uint64_t *statement_hashes(const char *text, int *n)
             if (t[i].k == T_OP && t[i].s[0] == '$')
                 dollar = !dollar ? t[i].s : strcmp(dollar, t[i].s) ? dollar : NULL;
             bool end = t[i].k == T_EOF || (t[i].k == T_OP && !strcmp(t[i].s, ";") && !dollar);
-            if (end && b.n && !declares_nothing(&t[first]))
-                *VEC_PUSH(h, *n, cap) = sl_hash(b.p, b.n);
+            const char *name = end && b.n && !declares_nothing(&t[first])
+                                   ? declared_name(&t[first]) : NULL;
+            if (name) {
+                StmtHash *x = VEC_PUSH(h, *n, cap);
+                x->name = sl_malloc(strlen(name) + 1);
+                strcpy(x->name, name);
+                x->h = sl_hash(b.p, b.n);
+            }
             if (end) {
                 buf_reset(&b);
                 first = i + 1;
@@ -569,6 +614,22 @@ static uint64_t *statement_hashes(const char *text, int *n)
     }
     arena_free(a);
     return h;
+}
+
+static void stmt_hashes_free(StmtHash *h, int n)
+{
+    for (int i = 0; i < n; i++)
+        sl_free(h[i].name);
+    sl_free(h);
+}
+
+/* The token hash of the statement declaring relation name, or NULL. */
+static const uint64_t *stmt_hash(const StmtHash *h, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcasecmp(h[i].name, name))
+            return &h[i].h;
+    return NULL;
 }
 
 static const char *dup_name(ProgDiff *d, const char *s)
@@ -701,13 +762,27 @@ static void classify(Ctx *x, PdRel *pr, int ni)
         int *orefs, *nrefs, norefs, nnrefs;
         uint64_t lo = local_fp(oc, &x->oown, oi, x->scratch, &orefs, &norefs);
         uint64_t ln = local_fp(nc, &x->nown, ni, x->scratch, &nrefs, &nnrefs);
-        bool same_tokens = oi < x->notok && ni < x->nntok && x->otok[oi] == x->ntok[ni];
-        if (lo != ln && !same_tokens)
+        const uint64_t *ot = stmt_hash(x->otok, x->notok, o->name),
+                       *nt = stmt_hash(x->ntok, x->nntok, r->name);
+        bool same_tokens = ot && nt && *ot == *nt;
+        int comp = component_of(nc, r);
+        if (comp >= 0 ? (ot && nt ? !same_tokens : lo != ln) : lo != ln && !same_tokens)
             pr->what |= PD_DEFINITION;
         int *chg = NULL, nchg = 0, cap = 0;
         for (int i = 0; i < nnrefs; i++)
             if (x->content_changed[nrefs[i]])
                 *VEC_PUSH(chg, nchg, cap) = nrefs[i];
+        for (int j = 0; comp >= 0 && j < nc->nrels; j++) { /* the views it recurses with */
+            int oj = circuit_find_rel(oc, nc->rels[j].name);
+            if (j == ni || component_of(nc, &nc->rels[j]) != comp ||
+                (oj >= 0 && d->fp[nc->rels[j].node] == x->ofp[oc->rels[oj].node]))
+                continue;
+            bool seen = false;
+            for (int k = 0; k < nchg; k++)
+                seen = seen || chg[k] == j;
+            if (!seen)
+                *VEC_PUSH(chg, nchg, cap) = j;
+        }
         if (nchg) {
             pr->what |= PD_INPUTS;
             pr->inputs = name_list(d, nc, chg, nchg);
@@ -858,8 +933,8 @@ ProgDiff *progdiff_new(const Circuit *oc, const char *old_text, const Circuit *n
     owned_free(&x.oown);
     owned_free(&x.nown);
     sl_free(x.scratch);
-    sl_free(x.otok);
-    sl_free(x.ntok);
+    stmt_hashes_free(x.otok, x.notok);
+    stmt_hashes_free(x.ntok, x.nntok);
     sl_free(news);
     sl_free(kept);
     sl_free(olds);

@@ -125,6 +125,9 @@ typedef struct P {
        come (plan_rec.c) */
     Stmt **recdecl;
     int nrecdecl, cap_recdecl;
+    Stmt **recview; /* recview[i]: the CREATE VIEW of recdecl[i] once seen
+                       (planned with the views it recurses with), or NULL */
+    int nrecview, cap_recview;
 } P;
 
 /* ORDER BY of a query resolved to output columns (plan.c). */
@@ -271,10 +274,11 @@ bool sql__ctes_active(const P *p, const struct Select *q);
 int sql__plan_with(P *p, struct Select *q, PRel *out, OrderOut *ord);
 /* VALUES (...), ...: a constant relation. */
 int sql__plan_values(P *p, struct Select *q, PRel *out);
-/* Plan q (its ORDER BY into ord, may be NULL) with `name` in FROM
-   standing for the planned relation *bound (a recursive view's port). */
-int sql__plan_bound(P *p, const char *name, const PRel *bound, struct Select *q, PRel *out,
-                    OrderOut *ord);
+/* Plan q (its ORDER BY into ord, may be NULL) with names[i] in FROM
+   standing for the planned relation bound[i], i < n (recursive views'
+   ports). */
+int sql__plan_bound_n(P *p, const char *const *names, const PRel *bound, int n,
+                      struct Select *q, PRel *out, OrderOut *ord);
 /* Common table expressions in scope planned at nodes >= lo are planned
    again when next referenced (those nodes moved into a fixed point). */
 void sql__ctes_forget(P *p, int lo);
@@ -284,16 +288,31 @@ void sql__ctes_forget(P *p, int lo);
 /* A recursive relation's port: a node without inputs (for now an empty
    relation) of types t[0..n) that stands for the relation's changes. */
 int sql__rec_port(P *p, const char *name, int n, const SqlType *t);
-/* The nodes [lo, nnodes) (the definition Q, reading the port and earlier
-   nodes) moved into an OPK_FIXPOINT node computing R = Q(R): its id, or
-   -1 with p->err set (Q not monotone in R: line, col name the
-   relation). Without a path from port to out: out itself. */
-int sql__rec_fixpoint(P *p, int lo, int port, int out, const char *name, int line, int col);
+/* One recursive relation of a fixed point: its port, its definition's
+   output node, the end of the nodes planned for it (those from the
+   previous one's end on, for messages) and its name and position. */
+typedef struct RecDef {
+    int port, out, hi;
+    const char *name;
+    int line, col;
+} RecDef;
+/* The nodes [lo, nnodes) (the definitions Q_i, reading the ports and
+   earlier nodes) moved into one OPK_FIXPOINT node computing R_i =
+   Q_i(R_0..R_{n-1}): its id, or -1 with p->err set (a Q_i not monotone
+   in them: line, col of the relation whose nodes it is). With n 1 and no
+   path from the port to out: out itself. */
+int sql__rec_fixpoint(P *p, int lo, const RecDef *defs, int n);
+/* Does the query of CREATE VIEW v read a relation named name (anywhere,
+   subqueries and WITH queries included)? */
+bool sql__rec_reads(const Stmt *v, const char *name);
+/* CREATE VIEW views[i] of the views declared by decls[i], i < n, which
+   read one another: planned as one fixed point, outs[i] each view's
+   relation (columns named and typed as declared). The nodes after the
+   fixed point (one map per view, n > 1) are owned by relations
+   p->c->nrels + i: the caller adds the views in this order. */
+int sql__plan_rec_views(P *p, Stmt **decls, Stmt **views, int n, PRel *outs);
 /* The pending DECLARE RECURSIVE VIEW of this name, or NULL. */
 Stmt *sql__rec_declared(const P *p, const char *name);
-/* CREATE VIEW s of the view declared by d: its query planned as a fixed
-   point over itself, into *out (columns named and typed as declared). */
-int sql__plan_rec_view(P *p, Stmt *d, Stmt *s, PRel *out);
 
 /* ---- plan_subq.c ---- */
 

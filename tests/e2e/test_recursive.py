@@ -12,8 +12,9 @@ hosts, give identical dumps; a crash and a resume from a checkpoint give
 those of an uninterrupted run. A recursion under UNION ALL that does
 not end fails its step with a clear error; the pipeline rejects the input
 record that caused it and goes on. Definitions that are not monotone in
-the recursive relation, mutual recursion and a declaration without its
-view are refused at line:column. The sqllogictest file
+the recursive relation, a view read before its recursive definition is
+complete and a declaration without its view are refused at line:column
+(mutual recursion: test_recursive_mutual.py). The sqllogictest file
 tests/slt/recursive.test (expected results written by SQLite through
 tests/slt/gen_recursive.py) runs in both modes of sluice-slt.
 """
@@ -209,7 +210,11 @@ def test_refused_definitions_name_line_and_column(tmp_path):
          "  SELECT n + 1 FROM r) SELECT * FROM r;", 2, 51, "UNION or UNION ALL, not EXCEPT"),
         (head + "DECLARE RECURSIVE VIEW a (n INT);\nDECLARE RECURSIVE VIEW b (n INT);\n"
          "CREATE VIEW a AS SELECT src FROM e UNION SELECT n FROM b;\n"
-         "CREATE VIEW b AS SELECT n FROM a;", 4, 56, "mutually recursive views"),
+         "CREATE VIEW c AS SELECT n FROM a;\n"
+         "CREATE VIEW b AS SELECT n FROM c;", 5, 32, "is read before it is defined"),
+        (head + "DECLARE RECURSIVE VIEW a (n INT);\nDECLARE RECURSIVE VIEW b (n INT);\n"
+         "CREATE VIEW a AS SELECT src FROM e UNION SELECT n FROM b;\n"
+         "CREATE VIEW b AS SELECT n FROM a GROUP BY n;", 5, 13, "over the views it recurses with"),
         (head + "DECLARE RECURSIVE VIEW a (n INT);", 2, 24, "no CREATE VIEW a follows"),
         (head + "DECLARE RECURSIVE VIEW a (n INT NOT NULL);\n"
          "CREATE VIEW a AS SELECT src FROM e UNION SELECT n FROM a;", 2, 27,
