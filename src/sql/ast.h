@@ -135,10 +135,12 @@ typedef struct FromItem {
     char *tvf_col;
     int tvf_col_line, tvf_col_col;
     AstList tvf_args;
-    /* F_UNNEST: UNNEST(unnest_e) [WITH ORDINALITY], last in a FROM list (plan.c) */
+    /* F_UNNEST: [LATERAL] UNNEST(unnest_e) [WITH ORDINALITY], in a FROM list or
+       an inner join or the right of LEFT JOIN ... ON TRUE (plan.c) */
     Ast *unnest_e;
     bool ordinality;
     AstList unnest_more; /* UNNEST(e, e2, ...): the arrays after the first (zipped) */
+    bool unnest_outer;   /* set by the planner for LEFT JOIN UNNEST(...) ON TRUE */
 } FromItem;
 
 typedef struct SelectItem {

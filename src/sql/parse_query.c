@@ -201,6 +201,11 @@ static FromItem *parse_from_primary(Parser *p)
         if (parse_tvf(p, f))
             return NULL;
     } else {
+        if (is_kw(t, "lateral") && is_kw(&p->t[p->i + 1], "unnest") &&
+            is_op(&p->t[p->i + 2], "(")) { /* a function in FROM is lateral anyway */
+            p->i++;
+            t = cur(p);
+        }
         if (is_kw(t, "unnest") && is_op(&p->t[p->i + 1], "(")) {
             p->i += 2;
             f->k = F_UNNEST;
