@@ -1018,9 +1018,16 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         };
         if (!(l = sql__bind(p, bc, x->a)))
             return NULL;
-        if (!type_is_temporal(l->t.kind)) {
-            perr(p, SL_ESEMANTIC, x->line, x->col, "EXTRACT needs a DATE, TIME or TIMESTAMP, not %s",
-                 tname(l->t));
+        if (!type_is_temporal(l->t.kind) && !type_is_interval(l->t.kind)) {
+            perr(p, SL_ESEMANTIC, x->line, x->col,
+                 "EXTRACT needs a DATE, TIME, TIMESTAMP or INTERVAL, not %s", tname(l->t));
+            return NULL;
+        }
+        if (type_is_interval(l->t.kind) &&
+            (!strcasecmp(x->name, "dow") || !strcasecmp(x->name, "doy") ||
+             !strcasecmp(x->name, "week"))) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "EXTRACT field %s is not defined for %s",
+                 x->name, tname(l->t));
             return NULL;
         }
         static const char *const tzf[] = {"timezone", "timezone_hour", "timezone_minute"};
