@@ -398,6 +398,7 @@ static Select *wrap_query(Parser *p, Select *q, const Token *t)
 static bool is_wrapper(const Select *s)
 {
     return s->nitems == 1 && s->items[0].e->k == A_STAR && !s->items[0].e->qual &&
+           !s->items[0].e->a &&
            s->nfrom == 1 && s->from[0]->k == F_SUBQUERY && !s->from[0]->alias &&
            !s->from[0]->ncol_aliases && !s->where && !s->group.n && !s->having &&
            !s->qualify &&

@@ -28,6 +28,7 @@
 
 #include "../base/budget.h"
 #include "../base/vec.h"
+#include "../expr/nested.h"
 #include "sql_int.h"
 
 /* ---- FROM ---- */
@@ -706,6 +707,79 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
 
 /* ---- a query block ---- */
 
+/* The select list's struct stars, `(x).*` and `s.*` (s a struct column,
+   not a relation), replaced in q by one item `(x).f` per field f, named f
+   (PostgreSQL's expansion; x is evaluated per field). */
+static int expand_struct_stars(P *p, Select *q, Scope *s)
+{
+    int n = 0, more = 0;
+    Ast **sx = arena_zalloc(p->a, sizeof(Ast *) * (size_t)(q->nitems + 1));
+    const NestType **nt = arena_zalloc(p->a, sizeof(NestType *) * (size_t)(q->nitems + 1));
+    for (int i = 0; i < q->nitems; i++) {
+        Ast *e = q->items[i].e;
+        if (e->k != A_STAR || (!e->a && !e->qual))
+            continue;
+        if (!e->a) { /* qual.*: a relation's columns, else a struct column's fields */
+            bool rel = false, col = false;
+            for (int j = 0; j < s->n; j++) {
+                rel = rel || sql__star_includes(&s->c[j], e->qual);
+                col = col || (s->c[j].name && !strcasecmp(s->c[j].name, e->qual) &&
+                              s->c[j].t.kind == TK_ROW);
+            }
+            if (rel || !col)
+                continue;
+            Ast *c = arena_zalloc(p->a, sizeof(*c));
+            c->k = A_COL;
+            c->name = e->qual;
+            c->line = e->line;
+            c->col = e->col;
+            sx[i] = c;
+        } else
+            sx[i] = e->a;
+        AggCtx none = {0};
+        BindCtx bc = {s, &none, "the select list"};
+        Expr *x = sql__bind(p, &bc, sx[i]);
+        if (!x)
+            return p->err->code;
+        if (x->t.kind != TK_ROW)
+            return perr(p, SL_ESEMANTIC, e->line, e->col, "(x).* needs a struct, not %s",
+                        tname(x->t));
+        nt[i] = nest_get(x->t);
+        more += nt[i]->n - 1;
+    }
+    bool any = false;
+    for (int i = 0; i < q->nitems; i++)
+        any = any || sx[i];
+    if (!any)
+        return 0;
+    SelectItem *items = arena_zalloc(p->a, sizeof(SelectItem) * (size_t)(q->nitems + more));
+    for (int i = 0; i < q->nitems; i++) {
+        if (!sx[i]) {
+            items[n++] = q->items[i];
+            continue;
+        }
+        for (int f = 0; f < nt[i]->n; f++) {
+            Ast *c = arena_zalloc(p->a, sizeof(*c));
+            c->k = A_FUNC;
+            c->name = ".";
+            c->str = nt[i]->names[f];
+            c->line = sx[i]->line;
+            c->col = sx[i]->col;
+            c->args.v = arena_alloc(p->a, sizeof(Ast *));
+            c->args.v[0] = sx[i];
+            c->args.n = c->args.cap = 1;
+            items[n].e = c;
+            items[n].alias = nt[i]->names[f];
+            items[n].line = q->items[i].line;
+            items[n].col = q->items[i].col;
+            n++;
+        }
+    }
+    q->items = items;
+    q->nitems = n;
+    return 0;
+}
+
 static const char *item_name(P *p, SelectItem *si, int i)
 {
     if (si->alias)
@@ -971,6 +1045,8 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         return p->err->code;
 
     /* expand the select list */
+    if (expand_struct_stars(p, q, &from.s))
+        return p->err->code;
     int n = 0;
     for (int i = 0; i < q->nitems; i++) {
         Ast *e = q->items[i].e;
