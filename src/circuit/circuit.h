@@ -47,9 +47,10 @@ typedef enum OpKind {
     OPK_FIXPOINT, /* a recursive relation: the least fixed point of the
                      inner circuit `sub` (op_fixpoint.c): non-linear */
     OPK_UNNEST,   /* per input row, one row per element of its ARRAY column
-                     unnest_col (none for NULL or {}): the input columns, the
-                     element, then with ordinality its 1-based position
-                     (BIGINT), the row's weight each: linear */
+                     unnest_col (none for NULL or {}; one of NULLs with
+                     unnest_outer): the input columns, the element, then
+                     with ordinality its 1-based position (BIGINT), the
+                     row's weight each: linear */
 } OpKind;
 
 /* OPK_TOPK: which rank bounds the kept rows and is appended as a column. */
@@ -226,6 +227,9 @@ typedef struct CNode {
     int unnest_col;
     bool ordinality;
     int unnest_n;    /* arrays zipped (columns unnest_col...): 0 or 1 for one */
+    bool unnest_outer; /* LEFT JOIN UNNEST(...) ON TRUE: a row whose arrays are
+                          all NULL or empty gives one row, elements (and
+                          position) NULL */
 } CNode;
 
 typedef struct Relation {

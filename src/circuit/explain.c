@@ -167,6 +167,7 @@ static void explain_nodes(const Circuit *c, Buf *out, const char *ind)
             for (int j = 1; j < n->unnest_n; j++)
                 buf_printf(out, ", #%d", n->unnest_col + j);
             buf_puts(out, n->ordinality ? " with ordinality" : "");
+            buf_puts(out, n->unnest_outer ? " outer" : "");
             break;
         case OPK_MAP:
             if (n->filter) {

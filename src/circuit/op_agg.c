@@ -619,7 +619,8 @@ static int set_int(OpEnv *env, Vec *v, __int128 x, const CNode *n, const char *w
 }
 
 /* The sum of acc (a 192-bit one when wide) into row 0 of v, or the average
-   over cnt rounded half away from zero (DECIMAL); errors past 38 digits. */
+   over cnt rounded half away from zero (DECIMAL); errors past 38 digits
+   (past 64 bits for the other types). */
 static int set_sum(OpEnv *env, Vec *v, const Acc *acc, bool wide, int64_t cnt, bool avg,
                    const CNode *n)
 {
@@ -637,6 +638,17 @@ static int set_sum(OpEnv *env, Vec *v, const Acc *acc, bool wide, int64_t cnt, b
         x = q;
     }
     return set_int(env, v, x, n, avg ? "AVG" : "SUM");
+}
+
+/* x / cnt (cnt > 0) rounded half to even: AVG of INTERVAL DAY TO SECOND in
+   microseconds, as PostgreSQL's rint. */
+static __int128 div_half_even(__int128 x, int64_t cnt)
+{
+    __int128 q = x / cnt, r = x % cnt;
+    __int128 ar = r < 0 ? -r : r;
+    if (2 * ar > cnt || (2 * ar == cnt && (q & 1)))
+        q += x < 0 ? -1 : 1;
+    return q;
 }
 
 /* Compute the group's current output row into s->scratch row 0. */
@@ -677,6 +689,12 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
                     v->f[0] = f ? xsum_value(&fs) : (double)is.isum;
                 else if (set_sum(env, v, &is, true, 1, false, n))
                     return SL_ERUNTIME;
+            } else if (a->in_t.kind == TK_INTERVAL_YM) { /* whole months, truncated */
+                if (set_int(env, v, is.isum / dc, n, "AVG"))
+                    return SL_ERUNTIME;
+            } else if (a->in_t.kind == TK_INTERVAL_DT) {
+                if (set_int(env, v, div_half_even(is.isum, dc), n, "AVG"))
+                    return SL_ERUNTIME;
             } else if (a->in_t.kind == TK_DECIMAL) { /* round half away from zero */
                 if (set_sum(env, v, &is, true, dc, true, n))
                     return SL_ERUNTIME;
@@ -700,6 +718,12 @@ static int compute_row(Op *op, OpEnv *env, AggSt *s, Group *g)
         case AGG_AVG:
             if (cnt == 0) {
                 vec_set_null(v, 0);
+            } else if (a->in_t.kind == TK_INTERVAL_YM) { /* whole months, truncated */
+                if (set_int(env, v, acc->isum / acc->cnt, n, "AVG"))
+                    return SL_ERUNTIME;
+            } else if (a->in_t.kind == TK_INTERVAL_DT) {
+                if (set_int(env, v, div_half_even(acc->isum, acc->cnt), n, "AVG"))
+                    return SL_ERUNTIME;
             } else if (a->in_t.kind == TK_DECIMAL) {
                 if (set_sum(env, v, acc, s->wsum[j], acc->cnt, true, n))
                     return SL_ERUNTIME;

@@ -387,20 +387,24 @@ static void set_null(Vec *d, int64_t o);
 static int64_t unnest_rows(const CNode *n, const Chunk *s, int64_t r);
 
 /* UNNEST(a1, ..., ak): arrays at unnest_col.., elements at nin.. (the
-   element types nullable: the padding), the position after them. */
+   element types nullable: the padding), the position after them. Also
+   one array when unnest_outer (a row of NULLs for NULL or {}). */
 static int eval_unnest_zip(Op *op, OpEnv *env, const Chunk *s, int na)
 {
     const CNode *n = op->node;
     int nin = s->ncol;
     int64_t total = 0;
     for (int64_t r = 0; r < s->n; r++)
-        total += unnest_rows(n, s, r);
+        total += SL_MAX(unnest_rows(n, s, r), n->unnest_outer);
     Chunk *out = chunk_new(env->arena, n->ncol, n->types, total ? total : 1);
     ArrIt *it = sl_calloc((size_t)na, sizeof(ArrIt));
     bool *live = sl_calloc((size_t)na, sizeof(bool));
     int64_t *len = sl_calloc((size_t)na, sizeof(int64_t));
     for (int64_t r = 0; r < s->n; r++) {
         int64_t m = unnest_rows(n, s, r);
+        bool pad = !m && n->unnest_outer; /* one row of NULLs */
+        if (pad)
+            m = 1;
         if (!m)
             continue;
         for (int j = 0; j < na; j++) {
@@ -420,7 +424,9 @@ static int eval_unnest_zip(Op *op, OpEnv *env, const Chunk *s, int na)
                 else
                     set_null(&out->col[nin + j], o);
             }
-            if (n->ordinality)
+            if (n->ordinality && pad)
+                set_null(&out->col[nin + na], o);
+            else if (n->ordinality)
                 out->col[nin + na].i[o] = at + 1;
             out->w[o] = s->w[r];
             out->n = o + 1;
@@ -468,7 +474,7 @@ static int eval_unnest(Op *op, OpEnv *env, Chunk **in)
     const CNode *n = op->node;
     const Chunk *s = in[0];
     int na = SL_MAX(n->unnest_n, 1);
-    if (na > 1)
+    if (na > 1 || n->unnest_outer)
         return eval_unnest_zip(op, env, s, na);
     const Vec *av = &s->col[n->unnest_col];
     int nin = s->ncol;

@@ -206,6 +206,59 @@ static int at_time_zone(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, 
     return 0;
 }
 
+/* EXTRACT(field FROM interval), PostgreSQL's fields of an interval whose
+   days are whole 24 hours (justify_hours) and whose years are 12 months:
+   DAY TO SECOND (microseconds) has no years or months, YEAR TO MONTH
+   (months) no days or time; the parts keep the value's sign. EPOCH counts
+   a year as 365.25 days and a month as 30, as PostgreSQL does. SECOND and
+   EPOCH are computed in microseconds (a DECIMAL of scale 6), then cast to
+   the result type, as for the other types. */
+static int extract_interval(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *out,
+                            uint8_t *m)
+{
+    int fn = e->fn;
+    bool ym = args[0].t.kind == TK_INTERVAL_YM;
+    bool micro = fn == FN_EXTRACT_SECOND || fn == FN_EXTRACT_EPOCH;
+    SqlType wt = micro ? (SqlType){TK_DECIMAL, 0, DECIMAL64_MAX_PREC, 6, VARCHAR_UNBOUNDED, 0, {0, 0, 0}}
+                       : type_make(TK_BIGINT, false);
+    Vec w;
+    expr__vec(cx, wt, n, &w);
+    int64_t *z = w.i;
+    const int64_t *x = args[0].i;
+    const int64_t min = 60 * US_PER_SEC;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t v = m[k] ? 0 : x[k];
+        if (ym) {
+            switch (fn) {
+            case FN_EXTRACT_YEAR: z[k] = v / 12; break;
+            case FN_EXTRACT_MONTH: z[k] = v % 12; break;
+            case FN_EXTRACT_QUARTER: z[k] = v % 12 / 3 + 1; break;
+            case FN_EXTRACT_EPOCH: /* 365.25 * 86400 and 30 * 86400 seconds */
+                if (__builtin_mul_overflow(v / 12, 31557600 * US_PER_SEC, &z[k]) ||
+                    __builtin_add_overflow(z[k], v % 12 * 2592000 * US_PER_SEC, &z[k]))
+                    return err_set(cx->err, SL_ERUNTIME, "EXTRACT(EPOCH) of an interval overflowed");
+                break;
+            default: z[k] = 0; break;
+            }
+            continue;
+        }
+        switch (fn) {
+        case FN_EXTRACT_DAY: z[k] = v / US_PER_DAY; break;
+        case FN_EXTRACT_HOUR: z[k] = v % US_PER_DAY / (3600 * US_PER_SEC); break;
+        case FN_EXTRACT_MINUTE: z[k] = v % (3600 * US_PER_SEC) / min; break;
+        case FN_EXTRACT_SECOND:
+        case FN_EXTRACT_MICROSECOND: z[k] = v % min; break;
+        case FN_EXTRACT_MILLISECOND: z[k] = v % min / 1000; break;
+        case FN_EXTRACT_EPOCH: z[k] = v; break;
+        case FN_EXTRACT_QUARTER: z[k] = 1; break; /* of its zero months */
+        default: z[k] = 0; break;                 /* YEAR, MONTH */
+        }
+    }
+    if (fn == FN_EXTRACT_DOW || fn == FN_EXTRACT_DOY || fn == FN_EXTRACT_WEEK)
+        return err_set(cx->err, SL_ERUNTIME, "EXTRACT field %d is not defined for an interval", fn);
+    return expr__cast(&w, n, cx, out, m);
+}
+
 int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *out,
                   uint8_t *m)
 {
@@ -256,6 +309,8 @@ int expr__fn_time(const Expr *e, const Vec *args, int64_t n, EvalCtx *cx, Vec *o
     TypeKind k0 = e->na > 0 ? (TypeKind)args[0].t.kind : TK_NULL;
     int fn = e->fn;
     char tn[48];
+    if (type_is_interval(k0) && args[0].i)
+        return extract_interval(e, args, n, cx, out, m);
     if (!type_is_temporal(k0) || !args[0].i)
         return err_set(cx->err, SL_ERUNTIME, "EXTRACT needs a DATE, TIME or TIMESTAMP, not %s",
                        type_name(args[0].t, tn, sizeof(tn)));

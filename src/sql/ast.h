@@ -12,7 +12,8 @@
 
 typedef enum AstKind {
     A_COL,      /* name, optional qual: [qual.]name */
-    A_STAR,     /* * or qual.* (select list, COUNT(*)) */
+    A_STAR,     /* * or qual.* (select list, COUNT(*)); with a: (a).*, a
+                   struct's fields (select list) */
     A_INT,      /* integer literal: text in str */
     A_NUM,      /* numeric literal with '.' or exponent: text in str */
     A_STR,      /* 'string' (unescaped) in str/slen */
@@ -61,7 +62,7 @@ struct Ast {
     char *qual;        /* qualifier of a column or star */
     char *str;         /* literal text (NUL-terminated) */
     size_t slen;
-    int64_t ival;
+    int64_t ival;      /* A_BOOL 0/1; A_FUNC "row": 1 when written (a, b) without ROW */
     bool negated, distinct, star;
     SqlType type;      /* CAST / typed literal target */
     Ast *a, *b, *c;
@@ -135,10 +136,12 @@ typedef struct FromItem {
     char *tvf_col;
     int tvf_col_line, tvf_col_col;
     AstList tvf_args;
-    /* F_UNNEST: UNNEST(unnest_e) [WITH ORDINALITY], last in a FROM list (plan.c) */
+    /* F_UNNEST: [LATERAL] UNNEST(unnest_e) [WITH ORDINALITY], in a FROM list or
+       an inner join or the right of LEFT JOIN ... ON TRUE (plan.c) */
     Ast *unnest_e;
     bool ordinality;
     AstList unnest_more; /* UNNEST(e, e2, ...): the arrays after the first (zipped) */
+    bool unnest_outer;   /* set by the planner for LEFT JOIN UNNEST(...) ON TRUE */
 } FromItem;
 
 typedef struct SelectItem {

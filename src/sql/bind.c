@@ -829,11 +829,60 @@ static Expr *bind_chain(P *p, BindCtx *bc, Ast *x)
 /* x op y. A chain such as a + b + ... recurses here once per operator (up
    to SQL_MAX_HEIGHT levels): sql__bind comes straight here, so that the
    recursion's frames are these two small ones, not bind_inner's. */
+static bool is_row_ctor(const Ast *x)
+{
+    return x->k == A_FUNC && !strcmp(x->name, "row") && !x->over && !x->star && x->args.n > 0;
+}
+
+static Ast *row_bin(P *p, const Ast *at, int op, Ast *a, Ast *b)
+{
+    Ast *n = arena_zalloc(p->a, sizeof(*n));
+    n->k = A_BIN;
+    n->op = op;
+    n->line = at->line;
+    n->col = at->col;
+    n->a = a;
+    n->b = b;
+    return n;
+}
+
+/* A comparison of two row constructors of as many fields ((a, b) < (c, d),
+   ROW(...)), as PostgreSQL compares them: field by field, = as all equal,
+   <> as any unequal, < <= > >= decided by the first pair that is not equal
+   (NULL when that pair holds a NULL): a1 < b1 OR (a1 = b1 AND (...)). */
+static Ast *row_compare(P *p, Ast *x)
+{
+    int n = x->a->args.n;
+    Ast **a = x->a->args.v, **b = x->b->args.v;
+    Ast *e = NULL;
+    if (x->op == OP_EQ || x->op == OP_NE) {
+        for (int i = 0; i < n; i++) {
+            Ast *c = row_bin(p, x, x->op, a[i], b[i]);
+            e = e ? row_bin(p, x, x->op == OP_EQ ? OP_AND : OP_OR, e, c) : c;
+        }
+        return e;
+    }
+    int strict = x->op == OP_LE ? OP_LT : x->op == OP_GE ? OP_GT : x->op;
+    e = row_bin(p, x, x->op, a[n - 1], b[n - 1]);
+    for (int i = n - 2; i >= 0; i--)
+        e = row_bin(p, x, OP_OR, row_bin(p, x, strict, a[i], b[i]),
+                    row_bin(p, x, OP_AND, row_bin(p, x, OP_EQ, a[i], b[i]), e));
+    return e;
+}
+
 static __attribute__((noinline)) Expr *bind_binary(P *p, BindCtx *bc, Ast *x)
 {
     Expr *l, *r;
     if (x->op == OP_AND || x->op == OP_OR)
         return bind_chain(p, bc, x);
+    if (x->op >= OP_EQ && x->op <= OP_GE && is_row_ctor(x->a) && is_row_ctor(x->b)) {
+        if (x->a->args.n != x->b->args.n) {
+            perr(p, SL_ESEMANTIC, x->line, x->col,
+                 "row comparison of %d fields with %d fields", x->a->args.n, x->b->args.n);
+            return NULL;
+        }
+        return sql__bind(p, bc, row_compare(p, x));
+    }
     if (!(l = sql__bind(p, bc, x->a)) || !(r = sql__bind(p, bc, x->b)))
         return NULL;
     switch (x->op) {
@@ -927,6 +976,26 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         if (x->sub)
             return bind_subquery(p, bc, x);
         int n = x->args.n;
+        bool rows = is_row_ctor(x->a) && n > 0;
+        for (int i = 0; i < n && rows; i++)
+            rows = is_row_ctor(x->args.v[i]);
+        if (rows) { /* (a, b) IN ((1, 2), ...): row comparisons ORed */
+            Ast *e = NULL;
+            for (int i = 0; i < n; i++) {
+                Ast *c = row_bin(p, x, OP_EQ, x->a, x->args.v[i]);
+                e = e ? row_bin(p, x, OP_OR, e, c) : c;
+            }
+            if (x->negated) {
+                Ast *u = arena_zalloc(p->a, sizeof(*u));
+                u->k = A_UN;
+                u->op = OP_NOT;
+                u->line = x->line;
+                u->col = x->col;
+                u->a = e;
+                e = u;
+            }
+            return sql__bind(p, bc, e);
+        }
         Expr *v = sql__bind(p, bc, x->a);
         if (!v)
             return NULL;
@@ -1020,9 +1089,16 @@ static __attribute__((noinline)) Expr *bind_inner(P *p, BindCtx *bc, Ast *x)
         };
         if (!(l = sql__bind(p, bc, x->a)))
             return NULL;
-        if (!type_is_temporal(l->t.kind)) {
-            perr(p, SL_ESEMANTIC, x->line, x->col, "EXTRACT needs a DATE, TIME or TIMESTAMP, not %s",
-                 tname(l->t));
+        if (!type_is_temporal(l->t.kind) && !type_is_interval(l->t.kind)) {
+            perr(p, SL_ESEMANTIC, x->line, x->col,
+                 "EXTRACT needs a DATE, TIME, TIMESTAMP or INTERVAL, not %s", tname(l->t));
+            return NULL;
+        }
+        if (type_is_interval(l->t.kind) &&
+            (!strcasecmp(x->name, "dow") || !strcasecmp(x->name, "doy") ||
+             !strcasecmp(x->name, "week"))) {
+            perr(p, SL_ESEMANTIC, x->line, x->col, "EXTRACT field %s is not defined for %s",
+                 x->name, tname(l->t));
             return NULL;
         }
         static const char *const tzf[] = {"timezone", "timezone_hour", "timezone_minute"};

@@ -121,13 +121,15 @@ Expr *sql__bind_agg_call(P *p, BindCtx *bc, Ast *x)
             sp.out_t = arg->t;
             sp.out_t.nullable = 1;
         } else {
-            if (!type_is_numeric(at.kind)) {
-                perr(p, SL_ESEMANTIC, x->line, x->col, "%s needs a numeric argument, not %s",
-                     x->name, tname(at));
+            if (!type_is_numeric(at.kind) && !type_is_interval(at.kind)) {
+                perr(p, SL_ESEMANTIC, x->line, x->col,
+                     "%s needs a numeric or interval argument, not %s", x->name, tname(at));
                 return NULL;
             }
             sp.kind = !strcmp(x->name, "sum") ? AGG_SUM : AGG_AVG;
-            if (type_is_integer(at.kind))
+            if (type_is_interval(at.kind)) /* its microseconds or months summed */
+                sp.out_t = at;
+            else if (type_is_integer(at.kind))
                 sp.out_t = type_make(sp.kind == AGG_SUM ? TK_BIGINT : TK_DOUBLE, true);
             else if (at.kind == TK_DECIMAL) {
                 sp.out_t = at;

@@ -348,15 +348,24 @@ static Ast *parse_typed_literal(Parser *p, Token *t)
 /* x[i] (an ARRAY's element: the call "[]"(x, i)), x::type
    (PostgreSQL's cast): CAST(x AS type), and x -> k, x ->> k (a VARIANT's
    member or element: the calls "->"(x, k) and "->>"(x, k), k a primary),
-   and (x).field (a ROW's field: the call "."(x) naming it), all binding tighter than any operator, repeatedly, left to right. */
+   and (x).field (a ROW's field: the call "."(x) naming it), all binding tighter than any operator, repeatedly, left to right;
+   (x).* ends it (an A_STAR over x: the select list expands x's fields). */
 static Ast *parse_pg_casts(Parser *p, Ast *x)
 {
     while (x && (is_op(cur(p), "::") || is_op(cur(p), "[") || is_op(cur(p), "->") ||
                  is_op(cur(p), "->>") ||
                  (is_op(cur(p), ".") &&
-                  (p->t[p->i + 1].k == T_IDENT || p->t[p->i + 1].k == T_QIDENT)))) {
+                  (p->t[p->i + 1].k == T_IDENT || p->t[p->i + 1].k == T_QIDENT ||
+                   is_op(&p->t[p->i + 1], "*"))))) {
         Token *t = cur(p);
         p->i++;
+        if (is_op(t, ".") && accept_op(p, "*")) { /* (x).*: x's fields (plan.c) */
+            Ast *n = sql__new_ast(p, A_STAR, t);
+            n->a = x;
+            n->line = x->line;
+            n->col = x->col;
+            return n;
+        }
         if (is_op(t, ".")) { /* (x).field: the call "."(x) naming the field */
             Ast *n = sql__new_ast(p, A_FUNC, t);
             n->name = arena_strndup(p->a, ".", 1);
@@ -463,9 +472,18 @@ static Ast *parse_primary(Parser *p)
         n = sql__parse_expr(p);
         if (!n)
             return NULL;
-        if (is_op(cur(p), ",")) {
-            sql__unsupported(p, cur(p), "a row value (a, b, ...)");
-            return NULL;
+        if (is_op(cur(p), ",")) { /* (a, b, ...): PostgreSQL's ROW(a, b, ...) */
+            Ast *r = sql__new_ast(p, A_FUNC, t);
+            r->name = "row";
+            r->ival = 1; /* written without ROW (GROUP BY flattens it) */
+            sql__list_push(p, &r->args, n);
+            while (accept_op(p, ",")) {
+                Ast *e = sql__parse_expr(p);
+                if (!e)
+                    return NULL;
+                sql__list_push(p, &r->args, e);
+            }
+            n = r;
         }
         if (sql__expect_op(p, ")"))
             return NULL;

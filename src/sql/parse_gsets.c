@@ -231,8 +231,19 @@ int sql__parse_group_by(Parser *p, Select *s)
                         (is_op(t, "(") && is_op(&t[1], ")"))))
             sets = true;
     }
-    if (!sets)
-        return sql__parse_exprs(p, &s->group);
+    if (!sets) { /* GROUP BY (a, b): a and b, as PostgreSQL flattens it */
+        if (sql__parse_exprs(p, &s->group))
+            return p->err->code;
+        AstList flat = {0};
+        for (int i = 0; i < s->group.n; i++) {
+            Ast *x = s->group.v[i];
+            bool row = x->k == A_FUNC && x->ival == 1 && !strcmp(x->name, "row");
+            for (int j = 0; j < (row ? x->args.n : 1); j++)
+                sql__list_push(p, &flat, row ? x->args.v[j] : x);
+        }
+        s->group = flat;
+        return 0;
+    }
     Sets out = {0};
     if (parse_items(p, s, &out, false))
         return p->err->code;

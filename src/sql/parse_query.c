@@ -201,6 +201,11 @@ static FromItem *parse_from_primary(Parser *p)
         if (parse_tvf(p, f))
             return NULL;
     } else {
+        if (is_kw(t, "lateral") && is_kw(&p->t[p->i + 1], "unnest") &&
+            is_op(&p->t[p->i + 2], "(")) { /* a function in FROM is lateral anyway */
+            p->i++;
+            t = cur(p);
+        }
         if (is_kw(t, "unnest") && is_op(&p->t[p->i + 1], "(")) {
             p->i += 2;
             f->k = F_UNNEST;
@@ -393,6 +398,7 @@ static Select *wrap_query(Parser *p, Select *q, const Token *t)
 static bool is_wrapper(const Select *s)
 {
     return s->nitems == 1 && s->items[0].e->k == A_STAR && !s->items[0].e->qual &&
+           !s->items[0].e->a &&
            s->nfrom == 1 && s->from[0]->k == F_SUBQUERY && !s->from[0]->alias &&
            !s->from[0]->ncol_aliases && !s->where && !s->group.n && !s->having &&
            !s->qualify &&

@@ -28,6 +28,7 @@
 
 #include "../base/budget.h"
 #include "../base/vec.h"
+#include "../expr/nested.h"
 #include "sql_int.h"
 
 /* ---- FROM ---- */
@@ -53,8 +54,9 @@ static int plan_from_leaf(P *p, FromItem *f, PRel *out, PushDown *cand)
         return sql__plan_tvf(p, f, out);
     if (f->k == F_UNNEST)
         return perr(p, SL_EUNSUPPORTED, f->line, f->col,
-                    "UNNEST inside a JOIN is not supported yet (list it in the FROM list: "
-                    "FROM t, UNNEST(t.a) AS u(x))");
+                    "UNNEST in a RIGHT, FULL, NATURAL, USING or aliased join is not supported "
+                    "yet (it may follow a comma, CROSS JOIN, [INNER] JOIN ... ON or LEFT JOIN "
+                    "... ON TRUE)");
     if (f->k == F_NODE) { /* planned already (plan_subq.c) */
         out->node = f->node;
         out->s = *(Scope *)f->scope;
@@ -120,6 +122,79 @@ static void collect_from(P *p, FromItem *f, FromFlat *ff)
 static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, int *nsubq,
                      PushDown *opt);
 
+/* The FROM item f flattened for an UNNEST inside it: inner joins into their
+   leaves and ON conditions (as collect_from), and LEFT JOIN UNNEST(...) ON
+   TRUE into the left side's leaves and the UNNEST marked outer (a function
+   in FROM is lateral: it reads the items before it, per row of them). Sets
+   *found when an UNNEST is a leaf. */
+static int flatten_unnest(P *p, FromItem *f, FromFlat *ff, bool *found)
+{
+    if (f->k == F_JOIN && f->jk == J_LEFT && f->r->k == F_UNNEST && !f->natural &&
+        !f->nusing && !f->alias && !f->asof) {
+        if (!f->on || f->on->k != A_BOOL || !f->on->ival)
+            return perr(p, SL_EUNSUPPORTED, f->on ? f->on->line : f->line,
+                        f->on ? f->on->col : f->col,
+                        "LEFT JOIN UNNEST(...) with an ON condition other than TRUE is not "
+                        "supported yet (filter in WHERE, or JOIN ... ON for an inner join)");
+        if (flatten_unnest(p, f->l, ff, found))
+            return p->err->code;
+        FromItem *u = arena_alloc(p->a, sizeof(*u));
+        *u = *f->r;
+        u->unnest_outer = true;
+        *VEC_PUSH_ARENA(p->a, ff->leaves, ff->nleaves, ff->cap_leaves) = u;
+        *found = true;
+        return 0;
+    }
+    if (f->k != F_JOIN || f->jk == J_LEFT || f->jk == J_RIGHT || f->jk == J_FULL ||
+        f->natural || f->nusing || f->alias || f->asof) {
+        *VEC_PUSH_ARENA(p->a, ff->leaves, ff->nleaves, ff->cap_leaves) = f;
+        *found = *found || f->k == F_UNNEST;
+        return 0;
+    }
+    if (flatten_unnest(p, f->l, ff, found) || flatten_unnest(p, f->r, ff, found))
+        return p->err->code;
+    if (f->on)
+        *VEC_PUSH_ARENA(p->a, ff->conds, ff->nconds, ff->cap_conds) = f->on;
+    return 0;
+}
+
+/* q with the UNNESTs inside its joins (flatten_unnest) brought up into its
+   FROM list, the inner joins' ON conditions ANDed to WHERE; q itself when
+   none is. */
+static int lift_unnest(P *p, Select *q, Select *out)
+{
+    FromFlat ff = {0};
+    bool found = false, joins = false;
+    *out = *q;
+    for (int i = 0; i < q->nfrom; i++)
+        joins = joins || q->from[i]->k == F_JOIN;
+    if (!joins)
+        return 0;
+    for (int i = 0; i < q->nfrom; i++)
+        if (flatten_unnest(p, q->from[i], &ff, &found))
+            return p->err->code;
+    if (!found)
+        return 0;
+    out->from = ff.leaves;
+    out->nfrom = ff.nleaves;
+    for (int i = 0; i < ff.nconds; i++) {
+        Ast *c = ff.conds[i];
+        if (!out->where) {
+            out->where = c;
+            continue;
+        }
+        Ast *x = arena_zalloc(p->a, sizeof(*x));
+        x->k = A_BIN;
+        x->op = OP_AND;
+        x->line = c->line;
+        x->col = c->col;
+        x->a = out->where;
+        x->b = c;
+        out->where = x;
+    }
+    return 0;
+}
+
 /* FROM items..., UNNEST(e) [WITH ORDINALITY] [AS] u(x [, n]) (q: no
    WHERE): the items before it planned, with the WHERE conjuncts push
    offers (may be NULL: join keys and filters when they read those items
@@ -161,13 +236,14 @@ static int plan_unnest(P *p, Select *q, PRel *out, Ast ***subq, int *nsubq, Push
     un->unnest_n = na;
     un->ordinality = u->ordinality;
     memcpy(un->types, p->c->nodes[m]->types, sizeof(SqlType) * (size_t)(n + na));
+    un->unnest_outer = u->unnest_outer;
     for (int j = 0; j < na; j++) {
         un->types[n + na + j] = type_elem(proj[n + j]->t);
-        if (na > 1) /* padded with NULL */
+        if (na > 1 || u->unnest_outer) /* padded with NULL */
             un->types[n + na + j].nullable = true;
     }
     if (u->ordinality)
-        un->types[n + 2 * na] = type_make(TK_BIGINT, false);
+        un->types[n + 2 * na] = type_make(TK_BIGINT, u->unnest_outer);
     un->label = "unnest";
     int nout = n + na + u->ordinality;
     Expr **fin = sql__identity_proj(p, un, 0);
@@ -447,6 +523,10 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
 {
     if (q->nfrom == 0)
         return plan_no_from(p, q, out, residual, subq, nsubq);
+    Select lifted;
+    if (lift_unnest(p, q, &lifted))
+        return p->err->code;
+    q = &lifted;
     for (int i = 0; i < q->nfrom; i++)
         if (q->from[i]->k == F_UNNEST)
             return plan_from_unnest(p, q, i, out, residual, subq, nsubq, opt);
@@ -628,6 +708,79 @@ static int plan_from(P *p, Select *q, PRel *out, Expr **residual, Ast ***subq, i
 }
 
 /* ---- a query block ---- */
+
+/* The select list's struct stars, `(x).*` and `s.*` (s a struct column,
+   not a relation), replaced in q by one item `(x).f` per field f, named f
+   (PostgreSQL's expansion; x is evaluated per field). */
+static int expand_struct_stars(P *p, Select *q, Scope *s)
+{
+    int n = 0, more = 0;
+    Ast **sx = arena_zalloc(p->a, sizeof(Ast *) * (size_t)(q->nitems + 1));
+    const NestType **nt = arena_zalloc(p->a, sizeof(NestType *) * (size_t)(q->nitems + 1));
+    for (int i = 0; i < q->nitems; i++) {
+        Ast *e = q->items[i].e;
+        if (e->k != A_STAR || (!e->a && !e->qual))
+            continue;
+        if (!e->a) { /* qual.*: a relation's columns, else a struct column's fields */
+            bool rel = false, col = false;
+            for (int j = 0; j < s->n; j++) {
+                rel = rel || sql__star_includes(&s->c[j], e->qual);
+                col = col || (s->c[j].name && !strcasecmp(s->c[j].name, e->qual) &&
+                              s->c[j].t.kind == TK_ROW);
+            }
+            if (rel || !col)
+                continue;
+            Ast *c = arena_zalloc(p->a, sizeof(*c));
+            c->k = A_COL;
+            c->name = e->qual;
+            c->line = e->line;
+            c->col = e->col;
+            sx[i] = c;
+        } else
+            sx[i] = e->a;
+        AggCtx none = {0};
+        BindCtx bc = {s, &none, "the select list"};
+        Expr *x = sql__bind(p, &bc, sx[i]);
+        if (!x)
+            return p->err->code;
+        if (x->t.kind != TK_ROW)
+            return perr(p, SL_ESEMANTIC, e->line, e->col, "(x).* needs a struct, not %s",
+                        tname(x->t));
+        nt[i] = nest_get(x->t);
+        more += nt[i]->n - 1;
+    }
+    bool any = false;
+    for (int i = 0; i < q->nitems; i++)
+        any = any || sx[i];
+    if (!any)
+        return 0;
+    SelectItem *items = arena_zalloc(p->a, sizeof(SelectItem) * (size_t)(q->nitems + more));
+    for (int i = 0; i < q->nitems; i++) {
+        if (!sx[i]) {
+            items[n++] = q->items[i];
+            continue;
+        }
+        for (int f = 0; f < nt[i]->n; f++) {
+            Ast *c = arena_zalloc(p->a, sizeof(*c));
+            c->k = A_FUNC;
+            c->name = ".";
+            c->str = nt[i]->names[f];
+            c->line = sx[i]->line;
+            c->col = sx[i]->col;
+            c->args.v = arena_alloc(p->a, sizeof(Ast *));
+            c->args.v[0] = sx[i];
+            c->args.n = c->args.cap = 1;
+            items[n].e = c;
+            items[n].alias = nt[i]->names[f];
+            items[n].line = q->items[i].line;
+            items[n].col = q->items[i].col;
+            n++;
+        }
+    }
+    q->items = items;
+    q->nitems = n;
+    return 0;
+}
 
 static const char *item_name(P *p, SelectItem *si, int i)
 {
@@ -894,6 +1047,8 @@ int sql__plan_core(P *p, Select *q, PRel *out, Select *oq, OrderOut *ord)
         return p->err->code;
 
     /* expand the select list */
+    if (expand_struct_stars(p, q, &from.s))
+        return p->err->code;
     int n = 0;
     for (int i = 0; i < q->nitems; i++) {
         Ast *e = q->items[i].e;

@@ -6,7 +6,8 @@
     from-scratch run, on 1-3 workers;
   - random insert/update/delete streams over HTTP in JSON, the intervals
     written as canonical text, ISO 8601 durations or bare numbers (days,
-    years), every view compared with PostgreSQL after every step, on 1 and
+    years), views of the columns, filters, groups, SUM/AVG/MIN/MAX and
+    EXTRACT of intervals, every view compared with PostgreSQL after every step, on 1 and
     2 workers;
   - a CSV file with a bad interval among good ones: the bad record is
     reported and counted, the others are applied;
@@ -72,6 +73,22 @@ VIEWS = {
     "v_filter": ("SELECT id, d FROM iv WHERE d > INTERVAL '1' HOUR AND m <= INTERVAL '1' YEAR",
                  "SELECT id, EXTRACT(EPOCH FROM d) FROM iv "
                  "WHERE d > INTERVAL '1' HOUR AND m <= INTERVAL '1' YEAR", "ID"),
+    "v_sum": ("SELECT dt, SUM(d) AS sd, AVG(d) AS ad, SUM(m) AS sm, AVG(m) AS am, "
+              "SUM(ts - CAST(dt AS TIMESTAMP)) AS st FROM iv GROUP BY dt",
+              "SELECT dt, EXTRACT(EPOCH FROM SUM(d)), EXTRACT(EPOCH FROM AVG(d)), "
+              "EXTRACT(YEAR FROM SUM(m)) * 12 + EXTRACT(MONTH FROM SUM(m)), "
+              "EXTRACT(YEAR FROM AVG(m)) * 12 + EXTRACT(MONTH FROM AVG(m)), "
+              "EXTRACT(EPOCH FROM SUM(ts - CAST(dt AS TIMESTAMP))) FROM iv GROUP BY dt",
+              "SDDMMD"),
+    "v_extract": ("SELECT id, EXTRACT(DAY FROM d) AS dd, EXTRACT(HOUR FROM d) AS hh, "
+                  "EXTRACT(MINUTE FROM d) AS mi, EXTRACT(SECOND FROM d) AS ss, "
+                  "EXTRACT(EPOCH FROM d) AS ep, EXTRACT(YEAR FROM m) AS yy, "
+                  "EXTRACT(MONTH FROM m) AS mo, EXTRACT(EPOCH FROM m) AS em FROM iv",
+                  "SELECT id, " + ", ".join("TRUNC(EXTRACT(%s FROM %s))::bigint" % fc for fc in [
+                      ("DAY", "justify_hours(d)"), ("HOUR", "justify_hours(d)"),
+                      ("MINUTE", "justify_hours(d)"), ("SECOND", "d"), ("EPOCH", "d"),
+                      ("YEAR", "m"), ("MONTH", "m"), ("EPOCH", "m")]) + " FROM iv",
+                  "IIIIIIIII"),
 }
 
 

@@ -258,6 +258,10 @@ ERRORS = [
     ("SELECT MAP[1, 'a', 'b', 2] FROM t", "'b', 2", "error", ["incompatible"]),
     ("SELECT MAP_KEYS(a) FROM t", "MAP_KEYS", "error", ["needs a MAP", "INT"]),
     ("SELECT CAST(p AS INT) FROM t", "CAST", "error", ["cannot cast"]),
+    ("SELECT a FROM t WHERE (a, s) = (1, 'x', 2)", "(a, s) =", "error", ["2 fields", "3 fields"]),
+    ("SELECT (a).* FROM t", "a).*", "error", ["needs a struct", "INT"]),
+    ("SELECT a FROM t WHERE (a, s) IN (SELECT a, s FROM t)", "IN (SELECT", "error",
+     ["one column"]),
 ]
 
 

@@ -1,4 +1,5 @@
-"""UNNEST anywhere in a FROM list, UNNEST of several arrays (zipped, padded
+"""UNNEST anywhere in a FROM list and inside joins (CROSS JOIN, JOIN ... ON,
+LATERAL, LEFT JOIN ... ON TRUE keeping NULL and empty arrays), UNNEST of several arrays (zipped, padded
 with NULL), WITH ORDINALITY and array slices a[lo:hi] (issue 19;
 docs/sql.md, "Arrays"), against PostgreSQL 15 (the `pg` fixture):
   - tests/slt/unnest.test (written by tests/slt/gen_unnest.py) in one-shot
@@ -8,7 +9,8 @@ docs/sql.md, "Arrays"), against PostgreSQL 15 (the `pg` fixture):
     PostgreSQL after every step, on 1 and 2 workers;
   - the plans (`sluice check`) of FROM lists with tables before an UNNEST
     linked by WHERE: every join has keys (no cross product of the tables
-    before the UNNEST; their results are in unnest.test).
+    before the UNNEST; their results are in unnest.test);
+  - the joins with UNNEST not built refused at line:column.
 """
 import re
 import json
@@ -19,7 +21,7 @@ import pytest
 import requests
 
 import sltfile
-from conftest import multiset_diff, run_ok
+from conftest import multiset_diff, run, run_ok
 from httpkit import lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -62,6 +64,29 @@ def test_where_joins_the_tables_before_an_unnest_by_keys(tmp_path):
     assert re.search(r"^ *\d+: map\(1\) where \(.*<> 'two'", plan, re.M), plan
 
 
+REFUSED = [  # (query, the text the error points at, what it says)
+    ("SELECT a.id, u.x FROM a LEFT JOIN UNNEST(a.xs) AS u(x) ON u.x > 1", "u.x > 1",
+     "not supported"),
+    # an UNNEST in a RIGHT, FULL, NATURAL or USING join reads no column of the other side
+    ("SELECT a.id, u.x FROM a RIGHT JOIN UNNEST(a.xs) AS u(x) ON TRUE", "a.xs", "unknown"),
+    ("SELECT a.id, u.x FROM a JOIN UNNEST(a.xs) AS u(id) USING (id)", "a.xs", "unknown"),
+    ("SELECT a.id, s.x FROM a, LATERAL (SELECT 1 AS x) AS s", "LATERAL", "not supported"),
+]
+
+
+@pytest.mark.parametrize("query,at,says", REFUSED, ids=["left-on-cond", "right", "using", "lateral-q"])
+def test_unnest_joins_not_built_are_refused_at_their_place(tmp_path, query, at, says):
+    prog = tmp_path / "p.sql"
+    prog.write_text("CREATE TABLE a(id INTEGER, xs INTEGER ARRAY);\nCREATE VIEW v AS\n%s;\n"
+                    % query)
+    p = run(["check", prog], timeout=60)
+    assert p.returncode == 1, p.stdout + p.stderr
+    m = re.search(r":(\d+):(\d+): [a-z ]+: (.*)$", p.stderr, re.M)
+    assert m, p.stderr
+    assert (int(m.group(1)), int(m.group(2))) == (3, query.index(at) + 1), p.stderr
+    assert says in m.group(3), p.stderr
+
+
 def test_expected_results_are_postgresql_answers():
     sltfile.generator_agrees("gen_unnest.py")
 
@@ -73,6 +98,12 @@ VIEWS = {
     "v_mid": "SELECT a.id, u.x, b.name FROM a, UNNEST(a.xs) AS u(x), b WHERE b.k = u.x",
     "v_zip": "SELECT a.id, u.x, u.y, u.n FROM a, UNNEST(a.xs, a.ys) WITH ORDINALITY AS u(x, y, n)",
     "v_slice": "SELECT id, CARDINALITY(xs[2:3]) AS c, xs[2:3][1] AS f, xs[id % 3:] [1] AS g FROM a",
+    "v_left": "SELECT a.id, u.x, u.n FROM a LEFT JOIN UNNEST(a.xs) WITH ORDINALITY AS u(x, n) "
+              "ON TRUE",
+    "v_join": "SELECT a.id, u.x, u.y, b.name FROM a JOIN LATERAL UNNEST(a.xs, a.ys) AS u(x, y) "
+              "ON u.x >= u.y JOIN b ON b.k = u.x",
+    "v_cross": "SELECT a.id, COUNT(*) AS c, SUM(u.x) AS s FROM a CROSS JOIN UNNEST(a.xs) AS u(x) "
+               "GROUP BY a.id",
 }
 PG = {
     "v_slice": "SELECT id, CARDINALITY(xs[2:3]), (xs[2:3])[1], (xs[id % 3:])[1] FROM a",

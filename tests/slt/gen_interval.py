@@ -3,8 +3,8 @@
 one-shot mode and incrementally on 1-3 workers): table columns of type
 INTERVAL DAY TO SECOND and INTERVAL YEAR TO MONTH (issue 19; docs/sql.md,
 "Dates, times and intervals"), read from the canonical text and ISO 8601
-durations, compared, summed, grouped, joined and added to dates and
-timestamps. Every expected result is PostgreSQL 15's answer (a throw-away
+durations, compared, summed, grouped, joined, added to dates and
+timestamps, aggregated (SUM, AVG, MIN, MAX) and taken apart (EXTRACT). Every expected result is PostgreSQL 15's answer (a throw-away
 server started through tests/e2e/pgserver.py): its interval columns hold
 the same values (microseconds, months), its results are read as
 EXTRACT(EPOCH ...) and months and written in Sluice's canonical text
@@ -132,6 +132,40 @@ QUERIES = [
                                             PM("m + m")), "ITTTT", "IDDDM"),
     ("joined on an interval", "SELECT a.id, b.id FROM iv a JOIN iv b ON a.d = b.d AND a.id < b.id",
      "SELECT a.id, b.id FROM iv a JOIN iv b ON a.d = b.d AND a.id < b.id", "II", "II"),
+    ("SUM and AVG of interval columns (AVG of YEAR TO MONTH: whole months, truncated)",
+     "SELECT SUM(d), AVG(d), SUM(m), AVG(m) FROM iv",
+     "SELECT %s, %s, %s, %s FROM iv" % (PD("SUM(d)"), PD("AVG(d)"), PM("SUM(m)"), PM("AVG(m)")),
+     "TTTT", "DDMM"),
+    ("SUM and AVG of intervals grouped",
+     "SELECT id % 3, SUM(d), AVG(d), SUM(m), AVG(m), COUNT(*) FROM iv GROUP BY id % 3",
+     "SELECT id %% 3, %s, %s, %s, %s, COUNT(*) FROM iv GROUP BY id %% 3" % (
+         PD("SUM(d)"), PD("AVG(d)"), PM("SUM(m)"), PM("AVG(m)")), "ITTTTI", "IDDMMI"),
+    ("SUM, AVG, MIN and MAX of a timestamp difference",
+     "SELECT id % 2, SUM(ts - TIMESTAMP '2024-01-01 00:00:00'), "
+     "AVG(ts - TIMESTAMP '2024-01-01 00:00:00'), MIN(TIMESTAMP '2024-03-01 00:00:00' - ts), "
+     "MAX(ts - CAST(dt AS TIMESTAMP)) FROM iv GROUP BY id % 2",
+     "SELECT id %% 2, %s, %s, %s, %s FROM iv GROUP BY id %% 2" % (
+         PD("SUM(ts - TIMESTAMP '2024-01-01 00:00:00')"),
+         PD("AVG(ts - TIMESTAMP '2024-01-01 00:00:00')"),
+         PD("MIN(TIMESTAMP '2024-03-01 00:00:00' - ts)"), PD("MAX(ts - CAST(dt AS TIMESTAMP))")),
+     "ITTTT", "IDDDD"),
+    ("EXTRACT from intervals (a day is 24 hours: PostgreSQL's justify_hours; seconds truncated)",
+     "SELECT id, EXTRACT(DAY FROM d), EXTRACT(HOUR FROM d), EXTRACT(MINUTE FROM d), "
+     "EXTRACT(SECOND FROM d), EXTRACT(MILLISECOND FROM d), EXTRACT(EPOCH FROM d), "
+     "EXTRACT(YEAR FROM m), EXTRACT(MONTH FROM m), EXTRACT(EPOCH FROM m), "
+     "date_part('hour', d) FROM iv",
+     "SELECT id, %s FROM iv" % ", ".join("TRUNC(EXTRACT(%s FROM %s))::bigint" % (f, c) for f, c in [
+         ("DAY", "justify_hours(d)"), ("HOUR", "justify_hours(d)"),
+         ("MINUTE", "justify_hours(d)"), ("SECOND", "d"), ("MILLISECOND", "d"), ("EPOCH", "d"),
+         ("YEAR", "m"), ("MONTH", "m"), ("EPOCH", "m"), ("HOUR", "justify_hours(d)")]),
+     "IIIIIIIIIII", "IIIIIIIIIII"),
+    ("EXTRACT from interval aggregates",
+     "SELECT EXTRACT(DAY FROM SUM(d)), EXTRACT(HOUR FROM SUM(d)), EXTRACT(EPOCH FROM AVG(d)), "
+     "EXTRACT(YEAR FROM SUM(m)), EXTRACT(MONTH FROM SUM(m)) FROM iv",
+     "SELECT TRUNC(EXTRACT(DAY FROM justify_hours(SUM(d))))::bigint, "
+     "TRUNC(EXTRACT(HOUR FROM justify_hours(SUM(d))))::bigint, "
+     "TRUNC(EXTRACT(EPOCH FROM AVG(d)))::bigint, EXTRACT(YEAR FROM SUM(m))::bigint, "
+     "EXTRACT(MONTH FROM SUM(m))::bigint FROM iv", "IIIII", "IIIII"),
 ]
 
 DML = [

@@ -2,7 +2,8 @@
 """Writes tests/slt/rowmap.test (run by tests/e2e/test_rowmap.py in one-shot
 mode and incrementally on 1-2 workers): ROW / struct types (CREATE TYPE,
 ROW(...), field access, nested structs, structs in arrays, GROUP BY,
-DISTINCT, joins and ordering over structs, casts to and from the text form)
+DISTINCT, joins and ordering over structs, casts to and from the text form,
+row constructors without ROW and row comparisons)
 and the MAP type (MAP[...] literals, m[k], CARDINALITY, MAP_CONTAINS_KEY,
 MAP_KEYS, MAP_VALUES, GROUP BY / DISTINCT / joins over maps) - issue 19.
 
@@ -83,6 +84,25 @@ QUERIES = [
      "IIIIIIII", "nosort"),
     ("IS NULL on a struct in WHERE",
      "SELECT k FROM tr WHERE (p).home IS NOT NULL OR a IS NULL", "I", "rowsort"),
+    ("row constructors without ROW: (a, b), nested; a parenthesised single value stays one",
+     "SELECT k, (k, (a).street), (((p).name, k * 2), NULL), (k) + 1, ((k)) FROM tr WHERE k < 5",
+     "ITTII", "rowsort"),
+    ("row comparison of (a, b) constructors, field by field (a NULL pair that decides is NULL)",
+     "SELECT k, (k, (a).zip) = (1, 10), (k, (a).zip) <> (2, 10), ((a).zip, k) < (10, 4), "
+     "((a).zip, k) <= (10, 4), ((a).street, (a).zip) > ('b', 0), (k % 2, (a).zip) >= (0, 7), "
+     "ROW(k, k + 1, (a).zip) < (k, k + 1, 8) FROM tr", "IIIIIIII", "rowsort"),
+    ("(x).* expands a struct into its fields (a NULL struct: NULL fields), nested too",
+     "SELECT k, (a).*, ((p).home).*, (ROW(k, CAST('x' AS VARCHAR))).* FROM tr", "ITITIIT", "rowsort"),
+    ("(x).* in a subquery names its columns by the fields",
+     "SELECT s.zip, s.street FROM (SELECT (a).* FROM tr) s WHERE s.zip > 5", "IT", "rowsort"),
+    ("(a, b) [NOT] IN a list of rows: row comparisons ORed (NULL as PostgreSQL)",
+     "SELECT k, (k, (a).zip) IN ((1, 10), (2, 0), (4, 10)), "
+     "(k, (a).zip) NOT IN ((2, 1), (6, 5)) FROM tr", "III", "rowsort"),
+    ("GROUP BY (a, b) groups by a and b (PostgreSQL flattens it); ORDER BY a row value",
+     "SELECT (a).street, k % 2, COUNT(*) FROM tr GROUP BY ((a).street, k % 2) "
+     "ORDER BY ((a).street, k % 2) DESC", "TII", "nosort"),
+    ("row comparison in WHERE",
+     "SELECT k FROM tr WHERE ROW(k, (a).zip) >= (2, 0) AND (k, k * 2) <> (4, 8)", "I", "rowsort"),
 ]
 
 # ---------------------------------------------------------------- MAP (Python reference)
@@ -298,6 +318,13 @@ SLUICE_ONLY = [
     ("UNNEST of an array of structs, fields of the element column",
      "SELECT k, u.x.street, (u.x).zip FROM tr, UNNEST(addrs) AS u(x)", "ITI", "rowsort",
      [(1, "x", 1), (1, "y", 2), (2, 'q"r', None), (5, "(p)", 5), (5, None, None)]),
+]
+
+
+SLUICE_ONLY += [
+    ("s.* of a struct column s (PostgreSQL needs (s).*; a relation of that name wins)",
+     "SELECT a.*, k FROM tr WHERE k < 4", "TII", "rowsort",
+     [("main st", 10, 1), ("b", None, 2), (None, None, 3)]),
 ]
 
 
