@@ -10,6 +10,9 @@ key), each summarised into a small materialized view; run to the end
 alternating, `--runs` times each. For each run: CPU time (user + system
 of the child, wait4's rusage), peak resident memory (ru_maxrss), the spill
 cache's hits and misses (the line the pipeline prints at its end). The
+input is written by a child process, so that the children that run the
+pipeline fork from a small parent (ru_maxrss counts what a child had
+before it exec'd: a parent holding the input would be its peak). The
 dumps of every run must be byte-identical to the first in-memory run's;
 the script fails otherwise.
 
@@ -88,11 +91,16 @@ def main():
     ap.add_argument("--step-rows", type=int, default=100000)
     ap.add_argument("--sluice", default=B.SLUICE)
     ap.add_argument("--label", default="")
+    ap.add_argument("--make-input", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.make_input:
+        make_input(a.make_input, a.rows, a.keys)
+        return
     tmp = tempfile.mkdtemp(prefix="sluice-partitions-")
     try:
         data = os.path.join(tmp, "t.json")
-        make_input(data, a.rows, a.keys)
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--make-input", data,
+                        "--rows", str(a.rows), "--keys", str(a.keys)], check=True)
         conn = json.dumps([{"transport": {"name": "file_input", "config": {"path": data}},
                             "format": {"name": "json",
                                        "config": {"update_format": "insert_delete"}}}])
