@@ -23,6 +23,9 @@
  * touched partition costs O(log n + offset + limit) for positions and RANK
  * (plus peers of the boundary), O(offset + limit + peers) for DENSE_RANK.
  *
+ * Partitions spill under the memory budget (pstate.h, "Spilling"): a step
+ * reads back those it touches.
+ *
  * Ties: rows equal on every order key are ordered by their full encoding,
  * so which of them are kept (and their ROW_NUMBER) does not depend on
  * arrival order, step boundaries or the worker count.
@@ -193,6 +196,7 @@ int op_topk_init(Op *op)
     op->st = s;
     pstate_init(op, &s->ps, "top-k");
     s->ps.emit = emit_part;
+    pstate_spillable(&s->ps);
     op->free = free_topk;
     return 0;
 }

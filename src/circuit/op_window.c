@@ -68,7 +68,8 @@
  * CUME_DIST for the whole partition when its row count changes.
  *
  * Checkpoints (pstate.h) hold the partitions' rows: the evaluators (FEval)
- * hold nothing between steps.
+ * hold nothing between steps. Partitions spill (pstate.h, "Spilling"): a
+ * partition read back gets its node values again (set_vals).
  */
 #include "pstate.h"
 
@@ -1326,6 +1327,7 @@ int op_window_init(Op *op)
     SqlType kt = n->nord ? s->ps.ord_types[0] : type_make(TK_INT, false);
     s->kscratch = chunk_new(s->scratch_arena, 1, &kt, 1);
     s->kscratch->n = 1;
+    pstate_spillable(&s->ps);
     op->free = free_window;
     return 0;
 }

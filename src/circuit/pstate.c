@@ -2,15 +2,25 @@
  * circuit/pstate.c - partitioned ordered state (pstate.h): routing rows by
  * partition, applying a step's changes to the partitions' trees, ending
  * the step, checkpoints. What a touched partition emits is the operator's
- * (op_topk.c, op_window.c).
+ * (op_topk.c, op_window.c); spilling cold partitions (below, "Spilling").
  */
 #include "pstate.h"
+
+#include <stdlib.h>
 
 #include "../base/mem.h"
 #include "../base/vec.h"
 #include "../zset/batch.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
+#include "../zset/spill.h"
+#include "../zset/trace.h"
+
+/* Bytes of node n in memory (its allocation, as mem_pstate counts it). */
+static size_t node_bytes(const PState *ps, const ONode *n)
+{
+    return ps->lay.off_enc + (n->len ? n->len : 1);
+}
 
 /* A row's record: key = its partition key, value = sort key || row. */
 static void enc_row(void *ctx, int ch, const Chunk *c, int64_t r, Buf *k, Buf *v)
@@ -39,6 +49,7 @@ static PPart *part_of(PState *ps, const uint8_t *k, size_t kn)
         memcpy(part->key, k, kn);
         part->klen = (uint32_t)kn;
         part->stamp = -1;
+        ps->heap += kn;
     }
     return part;
 }
@@ -50,9 +61,71 @@ static ONode *node_of(Op *op, PPart *part, const uint8_t *enc, size_t len, size_
 {
     PState *ps = op->st;
     ONode *nd = otree_upsert(&ps->lay, &part->t, enc, len, sklen, fresh);
+    if (*fresh)
+        ps->heap += node_bytes(ps, nd);
     if (*fresh && ps->fresh)
         ps->fresh(op, nd);
     return nd;
+}
+
+static int64_t read_back; /* pstate_partitions_read_back (atomic) */
+
+int64_t pstate_partitions_read_back(void)
+{
+    return __atomic_load_n(&read_back, __ATOMIC_RELAXED);
+}
+
+static int valw_cmp(const void *a, const void *b)
+{
+    const ValW *x = a, *y = b;
+    return otree_cmp(x->v, x->n, y->v, y->n);
+}
+
+/* Partition k[0..kn), absent from the map, from the cold trace when it is
+   there (cur: one cursor per step, keys ascending): its rows come back
+   into a new partition of the map with their multiplicity in both
+   versions, and are retracted from cold when the step ends. */
+static bool unspill_part(Op *op, TraceCursor *cur, ValWs *c, const uint8_t *k, size_t kn)
+{
+    PState *ps = op->st;
+    const CNode *n = op->node;
+    c->n = 0;
+    trace_cursor_for_key(cur, k, kn, op_valw_add, c);
+    if (!c->n)
+        return false;
+    /* net weights: a row read back earlier cancels with its retraction */
+    qsort(c->v, (size_t)c->n, sizeof(ValW), valw_cmp);
+    PPart *part = NULL;
+    int64_t rows = 0;
+    for (int64_t i = 0, j; i < c->n; i = j) {
+        int64_t w = 0;
+        for (j = i; j < c->n && !valw_cmp(&c->v[j], &c->v[i]); j++)
+            w += c->v[j].w;
+        if (!ALWAYS(w >= 0))
+            sl_panic("%s node %d: a spilled row has negative multiplicity", ps->what, n->id);
+        if (!w)
+            continue;
+        const uint8_t *v = c->v[i].v;
+        size_t vn = c->v[i].n;
+        if (!part)
+            part = part_of(ps, k, kn);
+        bool fresh;
+        size_t sk = otree_sortkey_len(v, ps->ord_types, n->ord_desc, n->nord);
+        ONode *nd = node_of(op, part, v, vn, sk, &fresh);
+        if (!ALWAYS(fresh))
+            sl_panic("%s node %d: a spilled row is there twice", ps->what, n->id);
+        otree_add(&ps->lay, nd, 0, w);
+        otree_add(&ps->lay, nd, 1, w);
+        if (!ps->unspill)
+            ps->unspill = bb_new();
+        bb_add(ps->unspill, k, kn, v, vn, -w);
+        rows++;
+    }
+    if (part) {
+        ps->nunspill++;
+        ps->nunspill_rows += rows;
+    }
+    return part != NULL;
 }
 
 static int finish_pstate(Op *op, OpEnv *env)
@@ -67,9 +140,18 @@ static int finish_pstate(Op *op, OpEnv *env)
     }
     ChunkOut co;
     cout_init(&co, env->arena, n->ncol, n->types, 16);
+    ps->last_step = env->step;
+    TraceCursor *cur = NULL; /* over cold: the delta's keys ascend */
+    ValWs cv = {0};
+    int64_t nread = 0;
     for (int64_t i = 0; i < delta->n && !rc;) {
         const uint8_t *k = batch_key(delta, i);
         size_t kn = batch_klen(delta, i);
+        if (ps->ncold && !hmap_find(ps->parts, k, kn, sl_hash(k, kn))) {
+            if (!cur)
+                cur = trace_cursor_new(ps->cold);
+            nread += unspill_part(op, cur, &cv, k, kn);
+        }
         PPart *part = part_of(ps, k, kn);
         if (part->stamp != env->step) {
             part->stamp = env->step;
@@ -95,6 +177,11 @@ static int finish_pstate(Op *op, OpEnv *env)
         if (!rc)
             rc = ps->emit(op, env, part, ps->chg + first, ps->nchg - first, &co);
     }
+    if (cur) {
+        trace_cursor_free(cur);
+        __atomic_add_fetch(&read_back, nread, __ATOMIC_RELAXED);
+    }
+    sl_free(cv.v);
     batch_unref(delta);
     op->out = co.c;
     return rc;
@@ -112,6 +199,7 @@ static void step_end_pstate(Op *op)
         otree_add(&ps->lay, nd, 0, nd->w[1] - nd->w[0]);
         if (nd->w[1] == 0) {
             otree_remove(&ps->lay, &ps->chg[i].part->t, nd);
+            ps->heap -= node_bytes(ps, nd);
             sl_free(nd);
         }
     }
@@ -123,9 +211,19 @@ static void step_end_pstate(Op *op)
             uint32_t kl = p->klen;
             hmap_delete(ps->parts, k, kl, sl_hash(k, kl)); /* frees p */
             sl_free(k);
+            ps->heap -= kl;
         }
     }
     ps->ntouched = 0;
+    if (ps->unspill) { /* the partitions read back leave the cold trace */
+        trace_insert_take(ps->cold, bb_finish(ps->unspill));
+        ps->unspill = NULL;
+        ps->ncold -= ps->nunspill;
+        ps->ncold_rows -= ps->nunspill_rows;
+        ps->nunspill = ps->nunspill_rows = 0;
+    }
+    if (ps->cold)
+        trace_step_end(ps->cold);
 }
 
 void pstate_free(PState *ps)
@@ -140,6 +238,12 @@ void pstate_free(PState *ps)
         sl_free(p->key);
     }
     hmap_free(ps->parts);
+    if (ps->unspill)
+        batch_unref(bb_finish(ps->unspill));
+    if (ps->owner)
+        spill_unregister(ps);
+    if (ps->cold)
+        trace_free(ps->cold);
     sl_free(ps->ord_types);
     sl_free(ps->chg);
     sl_free(ps->touched);
@@ -148,10 +252,9 @@ void pstate_free(PState *ps)
         batch_unref(ps->saved);
 }
 
-/* State: one batch of every partition's rows (otree_save), built once and
-   kept while unchanged. Between steps both weight versions are equal. */
 /* Partitions: the map, each partition's key and tree nodes; the
-   checkpoint copy. Rows count distinct rows (nodes). */
+   checkpoint copy; the cold trace. Rows count distinct rows (nodes). The
+   partitions in the map can spill when the operator is spillable. */
 static void mem_pstate(Op *op, OpMem *m)
 {
     PState *ps = op->st;
@@ -167,12 +270,31 @@ static void mem_pstate(Op *op, OpMem *m)
             m->rows++;
         }
     }
-    m->bytes += hmap_bytes(ps->parts) + heap + (ps->saved ? batch_bytes(ps->saved) : 0);
+    size_t hot = hmap_bytes(ps->parts) + heap + (ps->saved ? batch_bytes(ps->saved) : 0);
+    m->bytes += hot;
+    if (ps->owner) /* the partitions spill (into cold) */
+        m->trace_bytes += hot;
+    if (ps->cold) {
+        TraceMem t = {0};
+        trace_mem(ps->cold, &t);
+        m->rows += ps->ncold_rows;
+        m->bytes += t.bytes;
+        m->trace_bytes += t.trace_bytes;
+        m->disk_bytes += t.disk_bytes;
+        m->cache_hits += t.cache_hits;
+        m->cache_misses += t.cache_misses;
+    }
 }
 
+/* State: one batch of every partition's rows (otree_save), built once and
+   kept while unchanged (and nothing is cold: the copy would hold the cold
+   partitions in memory). Between steps both weight versions are equal.
+   Cold partitions are saved among the others, in the same layout: their
+   tuples without the sort key, read-back retractions cancelling. */
 static int save_pstate(Op *op, BatchList *out)
 {
     PState *ps = op->st;
+    const CNode *n = op->node;
     if (!ps->saved) {
         BatchBuilder *bb = bb_new();
         size_t it = 0;
@@ -181,7 +303,21 @@ static int save_pstate(Op *op, BatchList *out)
         void *pl;
         while (hmap_next(ps->parts, &it, &k, &kn, &pl))
             otree_save(&((PPart *)pl)->t, k, kn, bb);
-        ps->saved = bb_finish(bb);
+        for (int i = 0; ps->ncold && i < trace_nbatches(ps->cold); i++) {
+            const Batch *b = trace_batch(ps->cold, i);
+            for (int64_t t = 0; t < b->n; t++) {
+                const uint8_t *v = batch_val(b, t);
+                size_t sk = otree_sortkey_len(v, ps->ord_types, n->ord_desc, n->nord);
+                bb_add(bb, batch_key(b, t), batch_klen(b, t), v + sk, batch_vlen(b, t) - sk,
+                       b->w[t]);
+            }
+        }
+        Batch *b = bb_finish(bb);
+        if (ps->ncold) {
+            batchlist_add(out, b);
+            return 0;
+        }
+        ps->saved = b;
     }
     batch_ref(ps->saved);
     batchlist_add(out, ps->saved);
@@ -245,11 +381,98 @@ static int load_split_pstate(Op *op, int w, int W, Batch *const *const *lists,
     return rc;
 }
 
+/*
+ * Spilling (zset/spill.h, registered when the runtime tracks traces; top-k
+ * and window): between steps the budget may move partitions out of the map
+ * into the cold trace, as one sorted run of (partition key, sort key ||
+ * row, multiplicity), which spills to files like any trace run.
+ * Partitions the latest step did not touch go first; when it touched
+ * every one, all go. A step reads back only the partitions it touches
+ * (finish -> unspill_part), in key order with one cursor over the cold
+ * trace (so each spilled block is read at most once per step), and its end
+ * retracts them from cold. The output never changes: a partition read back
+ * is the tree it was.
+ */
+static size_t hot_bytes(const PState *ps)
+{
+    size_t saved = ps->saved ? batch_bytes(ps->saved) : 0;
+    return hmap_count(ps->parts) ? hmap_bytes(ps->parts) + ps->heap + saved : saved;
+}
+
+static size_t own_resident(const void *o) { return hot_bytes(o); }
+static size_t own_largest(const void *o) { return hot_bytes(o); }
+
+static int own_evict(void *o, Err *err)
+{
+    (void)err;
+    PState *ps = o;
+    if (ps->saved) {
+        batch_unref(ps->saved);
+        ps->saved = NULL;
+    }
+    if (!hmap_count(ps->parts))
+        return 0;
+    /* the untouched first; all when the latest step touched every one */
+    bool all = true;
+    size_t it = 0, kn;
+    const uint8_t *k;
+    void *pl;
+    while (all && hmap_next(ps->parts, &it, &k, &kn, &pl))
+        all = ((const PPart *)pl)->stamp == ps->last_step;
+    HMap *keep = hmap_new(sizeof(PPart));
+    BatchBuilder *bb = bb_new();
+    int64_t moved = 0, rows = 0;
+    it = 0;
+    while (hmap_next(ps->parts, &it, &k, &kn, &pl)) {
+        PPart *p = pl;
+        if (!all && p->stamp == ps->last_step) {
+            bool created;
+            PPart *q = hmap_upsert(keep, p->key, p->klen, sl_hash(p->key, p->klen), &created);
+            *q = *p; /* key and tree move along */
+            continue;
+        }
+        for (const ONode *x = otree_first(&p->t); x; x = otree_next(x)) {
+            bb_add(bb, p->key, p->klen, x->enc, x->len, x->w[0]);
+            ps->heap -= node_bytes(ps, x);
+            rows++;
+        }
+        ps->heap -= p->klen;
+        otree_free(&p->t);
+        sl_free(p->key);
+        moved++;
+    }
+    hmap_free(ps->parts);
+    ps->parts = keep;
+    trace_insert_take(ps->cold, bb_finish(bb));
+    trace_step_end(ps->cold); /* between steps: nothing to roll back */
+    ps->ncold += moved;
+    ps->ncold_rows += rows;
+    return 0;
+}
+
+static int own_compact(void *o, int *merged, Err *err)
+{
+    (void)o, (void)err;
+    *merged = 0; /* the cold trace merges its own runs */
+    return 0;
+}
+
+static const SpillOwner pstate_owner = {own_resident, own_largest, own_evict, own_compact};
+
+void pstate_spillable(PState *ps)
+{
+    ps->cold = trace_new();
+    ps->owner = trace_tracked(ps->cold);
+    if (ps->owner)
+        spill_register(ps, &pstate_owner);
+}
+
 void pstate_init(Op *op, PState *ps, const char *what)
 {
     const CNode *n = op->node;
     const CNode *src = op->circuit->nodes[n->in[0]];
     ps->what = what;
+    ps->last_step = -1;
     ps->parts = hmap_new(sizeof(PPart));
     olayout_init(&ps->lay, 0, 0, NULL);
     ps->in_types = src->types;

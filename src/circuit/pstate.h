@@ -23,7 +23,9 @@
  * Checkpoints: the state is the partitions' rows, saved as one batch of
  * (partition key, row encoding, multiplicity) (otree_save), kept while no
  * step changes it; load() inserts them as finish() does, without output;
- * load_split() keeps the partitions the new worker owns.
+ * load_split() keeps the partitions the new worker owns. Partitions that
+ * spilled (pstate_spillable) are saved among the others, in the same
+ * layout, and a restored operator has them all in memory.
  *
  * An operator using it keeps a PState as the first member of its state
  * (op->st points at both), calls pstate_init() (which installs push,
@@ -37,6 +39,8 @@
 #include "otree.h"
 
 typedef struct HMap HMap;
+typedef struct Trace Trace;
+typedef struct BatchBuilder BatchBuilder;
 
 typedef struct PPart {
     uint8_t *key; /* partition key encoding (owned) */
@@ -71,11 +75,29 @@ typedef struct PState {
     /* Set the values of node n, new in a tree and without weight yet
        (NULL: nodes carry none). */
     void (*fresh)(Op *op, ONode *n);
+    /* Spilling (pstate_spillable; pstate.c, "Spilling"): */
+    Trace *cold;          /* cold partitions: (partition key, sort key || row,
+                             multiplicity), or NULL when nothing spills */
+    bool owner;           /* registered with zset/spill.h */
+    BatchBuilder *unspill; /* this step's read-back rows, retracted from cold
+                             when the step ends, or NULL */
+    int64_t ncold, ncold_rows;       /* partitions and rows in cold (committed) */
+    int64_t nunspill, nunspill_rows; /* of them, read back this step */
+    int64_t last_step;    /* the latest step (env->step), -1 before the first */
+    size_t heap;          /* bytes of partition keys and tree nodes in the map */
 } PState;
 
 /* Set up ps (op's state begins with it) for node op->node and install its
    step and checkpoint functions in op. */
 void pstate_init(Op *op, PState *ps, const char *what);
+/* Let the partitions spill (top-k, window): cold partitions move, between
+   steps, into a trace that spills to files like any trace run; a step
+   reads back the partitions it touches. After pstate_init and
+   olayout_init. Not for operators that walk every partition (ASOF). */
+void pstate_spillable(PState *ps);
+/* Partitions read back from cold so far, by every operator of the process
+   (tests and figures). */
+int64_t pstate_partitions_read_back(void);
 /* Free every partition and what ps owns (not ps itself). */
 void pstate_free(PState *ps);
 

@@ -7,9 +7,10 @@
  * MemStats that /stats, /metrics and `sluice stats` show.
  *
  * The budget covers operator state: trace runs (which can spill), hash
- * maps (aggregate groups, PRIMARY KEY rows, materialized contents,
- * partitions of top-k and window: reported, not spillable) and the cache
- * of spilled blocks read back. After every step pmem_after_step asks
+ * maps (aggregate groups and top-k and window partitions, which spill
+ * through traces of their own; PRIMARY KEY rows, materialized contents,
+ * ASOF partitions: reported, not spillable) and the cache of spilled
+ * blocks read back. After every step pmem_after_step asks
  * spill_enforce to move the largest runs to files until the state fits,
  * then spill_compact to merge spilled runs;
  * what cannot spill counts with the figures of the last walk. When even
@@ -509,8 +510,16 @@ void pmem_before_step(Pipeline *p, int64_t rows)
     Backend *be = p->be;
     be->step_limit = be->step_floor = 0;
     be->step_retry = false;
-    if (!m->watch || !rt_can_undo_step(rt)) {
+    if (!m->watch) {
         rt_set_step_memory(rt, 0);
+        return;
+    }
+    if (!rt_can_undo_step(rt)) {
+        /* no allowance (a top-k or window cannot undo a step), but on one
+           host the step is measured all the same (a bound it never
+           reaches), so that the rows per step follow what it allocates:
+           such a step reads back the spilled partitions it touches */
+        rt_set_step_memory(rt, be->hosts > 1 ? 0 : INT64_MAX / 4);
         return;
     }
     /* what the step may allocate: the room left under the limit, at least

@@ -7,10 +7,10 @@
  * while read, and whole runs for merges and checkpoints.
  *
  * One process-wide state under one mutex: workers probe their own traces
- * concurrently, but share the cache. The cache is an LRU list of unpinned
- * blocks plus the pinned ones; it keeps at most cache_bytes of unpinned
- * blocks (pinned ones are always kept: a probe reads them). Enforcement
- * runs between steps, when no probe is under way.
+ * concurrently, but share the cache. The cache keeps at most cache_bytes
+ * of unpinned blocks (pinned ones are always kept: a probe reads them);
+ * which unpinned block goes first is the policy below ("the cache").
+ * Enforcement runs between steps, when no probe is under way.
  */
 #include "spill.h"
 
@@ -27,9 +27,19 @@ typedef struct CEnt {
     size_t bytes;
     int pins;
     uint64_t id;
-    struct CEnt *prev, *next; /* LRU of unpinned entries, newest at head */
+    struct CEnt *prev, *next; /* list of unpinned entries, newest at head */
     bool in_lru;
+    uint64_t last;  /* G.tick of its latest read */
+    uint64_t gap;   /* reads between its last two reads (0: read once) */
 } CEnt;
+
+/* Blocks evicted lately: id -> the tick of their latest read, so that a
+   block read again soon after its eviction knows its reuse distance. */
+#define GHOST_MAX 1024
+typedef struct Ghost {
+    uint64_t last;
+    int slot; /* its place in G.ghost_ring */
+} Ghost;
 
 static struct {
     pthread_mutex_t mu;
@@ -39,6 +49,10 @@ static struct {
     HMap *cache;      /* id -> CEnt */
     CEnt *head, *tail;
     size_t cached;    /* bytes of every cached block (pinned or not) */
+    uint64_t tick;    /* block reads (pins) so far: the policy's clock */
+    HMap *ghost;      /* id -> Ghost */
+    uint64_t *ghost_ring; /* GHOST_MAX ids, oldest at ghost_next */
+    int ghost_next, nghost;
     size_t disk;
     int64_t hits, misses, runs;
     int64_t live, merges; /* spilled runs alive now; merges of two into one */
@@ -84,7 +98,28 @@ static __attribute__((noreturn)) void read_failed(const char *name, const Err *e
     sl_panic("%s", msg);
 }
 
-/* ---- the cache (G.mu held) ---- */
+/* ---- the cache (G.mu held) ----
+ *
+ * Least recently used first fails two ways here: a lookup that walks more
+ * runs than the cache holds blocks (or steps that read more blocks, in
+ * key order, than it holds) reads the same blocks in the same order
+ * again, and LRU evicts each just before its next read: no hits at all;
+ * and one pass over blocks read once (a merge's neighbour, a scan of cold
+ * state) flushes the blocks that are read over and over. The policy ranks
+ * by reuse distance instead (the number of block reads between a block's
+ * last two reads: G.tick counts reads), in the spirit of LIRS/CLOCK-Pro:
+ *  1. blocks read once go first, the oldest first (a scan stays out);
+ *  2. then blocks whose reuse is overdue (not read for twice their
+ *     distance: the working set moved on), the oldest first;
+ *  3. then the block expected to be read again last (last + gap largest).
+ *     A loop of blocks longer than the cache so keeps a fixed set of them
+ *     (each pass hits them) and lets the others through.
+ * A block evicted is remembered (ids only, GHOST_MAX of them), so one read
+ * again after its eviction gets its reuse distance (a loop of more blocks
+ * than the cache holds is only seen that way). Choosing a victim walks the
+ * unpinned blocks (at most cache_bytes / block_bytes: 256 by default),
+ * once per eviction, i.e. once per block read from a file.
+ */
 
 static void lru_unlink(CEnt *e)
 {
@@ -124,11 +159,85 @@ static void cache_remove(CEnt *e)
     sl_free(e);
 }
 
-/* Evict unpinned blocks, oldest first, while the cache holds more than its bound. */
+static void ghost_add(uint64_t id, uint64_t last)
+{
+    if (!G.ghost) {
+        G.ghost = hmap_new(sizeof(Ghost));
+        G.ghost_ring = sl_malloc(sizeof(uint64_t) * GHOST_MAX);
+    }
+    int slot = G.ghost_next;
+    G.ghost_next = (slot + 1) % GHOST_MAX;
+    if (G.nghost == GHOST_MAX) { /* the oldest goes, unless read back since */
+        uint64_t old = G.ghost_ring[slot];
+        uint64_t h = sl_hash(&old, sizeof(old));
+        Ghost *g = hmap_find(G.ghost, (const uint8_t *)&old, sizeof(old), h);
+        if (g && g->slot == slot)
+            hmap_delete(G.ghost, (const uint8_t *)&old, sizeof(old), h);
+    } else {
+        G.nghost++;
+    }
+    G.ghost_ring[slot] = id;
+    bool created;
+    Ghost *g = hmap_upsert(G.ghost, (const uint8_t *)&id, sizeof(id), sl_hash(&id, sizeof(id)),
+                           &created);
+    *g = (Ghost){last, slot};
+}
+
+/* The reads since block id was last read, when it was evicted lately; 0 otherwise. */
+static uint64_t ghost_gap(uint64_t id)
+{
+    if (!G.ghost)
+        return 0;
+    uint64_t h = sl_hash(&id, sizeof(id));
+    Ghost *g = hmap_find(G.ghost, (const uint8_t *)&id, sizeof(id), h);
+    if (!g)
+        return 0;
+    uint64_t gap = G.tick - g->last;
+    hmap_delete(G.ghost, (const uint8_t *)&id, sizeof(id), h); /* (its ring slot goes stale) */
+    return gap;
+}
+
+/* The unpinned block to evict first (the policy above), or NULL. */
+static CEnt *cache_victim(void)
+{
+    CEnt *best = NULL;
+    int bc = -1;
+    uint64_t bs = 0;
+    for (CEnt *e = G.head; e; e = e->next) {
+        uint64_t age = G.tick - e->last, score;
+        int c;
+        if (!e->gap) {
+            c = 2, score = age;
+        } else if (age > 2 * e->gap) {
+            c = 1, score = age;
+        } else {
+            c = 0, score = e->last + e->gap;
+        }
+        if (c > bc || (c == bc && score >= bs)) {
+            best = e;
+            bc = c;
+            bs = score;
+        }
+    }
+    return best;
+}
+
+/* Evict unpinned blocks while the cache holds more than its bound. */
 static void cache_trim(void)
 {
-    while (G.tail && G.cached > G.conf.cache_bytes)
-        cache_remove(G.tail);
+    while (G.head && G.cached > G.conf.cache_bytes) {
+        CEnt *e = cache_victim();
+        ghost_add(e->id, e->last);
+        cache_remove(e);
+    }
+}
+
+/* Block e is read now. */
+static void cache_touch(CEnt *e)
+{
+    G.tick++;
+    e->gap = G.tick - e->last;
+    e->last = G.tick;
 }
 
 static CEnt *cache_find(uint64_t id)
@@ -413,6 +522,7 @@ const Batch *spill_pin(const Spilled *s, int i, bool *hit)
     if (e) {
         lru_unlink(e);
         e->pins++;
+        cache_touch(e);
         G.hits++;
         pthread_mutex_unlock(&G.mu);
         *hit = true;
@@ -435,6 +545,7 @@ const Batch *spill_pin(const Spilled *s, int i, bool *hit)
     if (!created) { /* another thread read it meanwhile (never: one owner) */
         (*pe)->pins++;
         lru_unlink(*pe);
+        cache_touch(*pe);
         pthread_mutex_unlock(&G.mu);
         batch_unref(b);
         return (*pe)->b;
@@ -444,6 +555,8 @@ const Batch *spill_pin(const Spilled *s, int i, bool *hit)
     e->bytes = batch_bytes(b);
     e->pins = 1;
     e->id = id;
+    e->last = ++G.tick;
+    e->gap = ghost_gap(id);
     *pe = e;
     G.cached += e->bytes;
     cache_trim();

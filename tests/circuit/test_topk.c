@@ -9,6 +9,7 @@
  * first), which the references reproduce.
  */
 #include "winref.h"
+#include "circuit/pstate.h"
 
 #define ROW(...) (&(HRow){.v = {__VA_ARGS__}})
 
@@ -347,9 +348,30 @@ static void test_limit_must_be_an_integer_literal(void **state)
     assert_non_null(strstr(err.msg, "integer literal"));
 }
 
+/* The same with the memory budget at one byte (h_spill): after every step
+   every top-k partition moves into the operator's cold trace and to files,
+   and the next steps read back the partitions they touch (pstate.c,
+   "Spilling"); restarts save and load the spilled partitions. */
+static void test_top_k_with_every_partition_spilled_matches_the_reference(void **state)
+{
+    SpillStats before, after;
+    spill_stats(&before);
+    int64_t read_back = pstate_partitions_read_back();
+    h_spill_setup(true);
+    test_order_by_limit_offset_match_reference_for_any_steps_and_workers(state);
+    test_top_k_per_group_matches_reference_for_any_steps_and_workers(state);
+    test_global_top_k_subquery_limits_and_non_top_k_filters_match_reference(state);
+    spill_stats(&after);
+    assert_true(after.runs_spilled > before.runs_spilled);
+    assert_true(after.misses > before.misses);
+    assert_true(pstate_partitions_read_back() > read_back);
+    h_spill_setup(false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_top_k_with_every_partition_spilled_matches_the_reference),
         cmocka_unit_test(test_order_by_limit_offset_match_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_top_k_per_group_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(

@@ -11,6 +11,7 @@
  * test_topk.c.
  */
 #include "winref.h"
+#include "circuit/pstate.h"
 
 #define ROW(...) (&(HRow){.v = {__VA_ARGS__}})
 
@@ -528,9 +529,32 @@ static void test_window_nodes_are_shared_per_specification_and_explained(void **
     circuit_free(c);
 }
 
+/* The same with the memory budget at one byte (h_spill): after every step
+   every window partition moves into the operator's cold trace and to files,
+   and the next steps read back the partitions they touch (pstate.c,
+   "Spilling"); restarts save and load the spilled partitions. */
+static void test_windows_with_every_partition_spilled_match_the_reference(void **state)
+{
+    SpillStats before, after;
+    spill_stats(&before);
+    int64_t read_back = pstate_partitions_read_back();
+    h_spill_setup(true);
+    test_ranking_lag_lead_match_reference_for_any_steps_and_workers(state);
+    test_aggregates_over_default_frames_match_reference_for_any_steps_and_workers(state);
+    test_rows_frames_match_reference_for_any_steps_and_workers(state);
+    test_range_frames_with_offsets_match_reference_for_any_steps_and_workers(state);
+    test_windows_over_groups_filters_and_expressions_match_reference(state);
+    spill_stats(&after);
+    assert_true(after.runs_spilled > before.runs_spilled);
+    assert_true(after.misses > before.misses);
+    assert_true(pstate_partitions_read_back() > read_back);
+    h_spill_setup(false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_windows_with_every_partition_spilled_match_the_reference),
         cmocka_unit_test(test_ranking_lag_lead_match_reference_for_any_steps_and_workers),
         cmocka_unit_test(
             test_aggregates_over_default_frames_match_reference_for_any_steps_and_workers),
