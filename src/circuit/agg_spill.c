@@ -111,6 +111,33 @@ void agg_cold_put(AggCold *c, Batch *run, int64_t n)
     c->n += n;
 }
 
+int agg_cold_restore(AggCold *c, Batch *m, int node, bool *taken, Err *err)
+{
+    SpillConf conf;
+    spill_conf(&conf);
+    *taken = false;
+    if (!c->owner || !conf.limit || batch_bytes(m) <= conf.limit / 8 || c->n)
+        return 0;
+    for (int64_t i = 0; i < m->n; i++) {
+        size_t kn = batch_klen(m, i);
+        if (m->w[i] != 1 || !agg_cold_valid(batch_val(m, i), batch_vlen(m, i), c->partsz))
+            return err_set(err, SL_EIO, "aggregate state (node %d) has a malformed group", node);
+        /* (a batch is sorted: a key twice is two neighbours) */
+        if (i && kn == batch_klen(m, i - 1) && !memcmp(batch_key(m, i), batch_key(m, i - 1), kn))
+            return err_set(err, SL_EIO, "aggregate state (node %d) has a group twice", node);
+    }
+    batch_ref(m);
+    trace_restore_take(c->t, m);
+    c->n = m->n;
+    *taken = true;
+    /* to files at once, so that the restored state fits before the first
+       step (when writing fails, the run stays in memory: the budget tries
+       again after the step, and reports a failure) */
+    Err e = {0};
+    trace_spill_largest(c->t, &e);
+    return 0;
+}
+
 TraceCursor *agg_cold_cursor(AggCold *c) { return c->n ? trace_cursor_new(c->t) : NULL; }
 
 bool agg_cold_take(AggCold *c, TraceCursor *cur, const uint8_t *k, size_t kn, const uint8_t **vp,

@@ -41,6 +41,14 @@ bool agg_cold_valid(const uint8_t *v, size_t vn, size_t partsz);
 /* n groups moved out of the map, as one run (a new reference, taken). */
 void agg_cold_put(AggCold *c, Batch *run, int64_t n);
 
+/* Restore: the groups of a checkpoint (batch m, the cold layout) go
+   straight into the cold trace, spillable, when they do not fit in memory
+   (the budget is on and m is larger than an eighth of its limit), and
+   spill to files at once; *taken says whether they did (then m is
+   referenced). Checks m as a load does
+   (errors name node). */
+int agg_cold_restore(AggCold *c, Batch *m, int node, bool *taken, Err *err);
+
 /* Read back, with keys in ascending order through one cursor (each block
    read at most once per step): the value of key k's cold group, valid
    until the step ends; it leaves cold when the step ends (undo: it stays).

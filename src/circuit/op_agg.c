@@ -40,7 +40,8 @@
  * emitted (or a byte 0 when none), weight 1. The groups batch is kept
  * while no group changes, so checkpoints of an idle aggregate share it
  * (and nothing is spilled). Spilled (cold) groups (agg_spill.c) are saved
- * among the groups, in the same layout; a restored aggregate has them all in its map.
+ * among the groups, in the same layout; a restored aggregate has them all in its map,
+ * or, when they do not fit in memory, all among its cold groups.
  * The global aggregate's group is among the groups, so a restored
  * instance does not create it again (the step counter continues).
  */
@@ -1254,11 +1255,17 @@ static int load_agg(Op *op, Batch *const *b, int n, Err *err)
                      op->node->id, n - 2, (long long)spines);
         goto out_free_counts;
     }
-    rc = load_groups(op, s, b[1], err);
+    bool cold; /* groups that do not fit go straight to the cold ones */
+    rc = agg_cold_restore(s->cold, b[1], op->node->id, &cold, err);
+    if (!rc && !cold) {
+        rc = load_groups(op, s, b[1], err);
+        if (!rc) {
+            batch_ref(b[1]);
+            s->saved = b[1];
+        }
+    }
     if (rc)
         goto out_free_counts;
-    batch_ref(b[1]);
-    s->saved = b[1];
     int i = 2;
     for (int j = 0; j < s->naggs; j++) {
         if (nb[j])
