@@ -36,6 +36,7 @@ struct AggCold {
     BatchBuilder *back;    /* this step's groups read back (weight -1), or NULL */
     int64_t nback;
     Batch *rows;           /* agg_cold_rows' groups, kept until the step ends */
+    ValWs w;               /* agg_cold_take's tuples of one key (reused) */
     void *agg;
     AggColdHooks h;
     bool owner;            /* registered with zset/spill.h */
@@ -85,6 +86,7 @@ void agg_cold_free(AggCold *c)
     if (c->owner)
         spill_unregister(c);
     trace_free(c->t);
+    sl_free(c->w.v);
     sl_free(c);
 }
 
@@ -145,8 +147,10 @@ bool agg_cold_take(AggCold *c, TraceCursor *cur, const uint8_t *k, size_t kn, co
 {
     if (!cur)
         return false;
-    ValWs w = {0};
+    ValWs w = c->w;
+    w.n = 0;
     trace_cursor_for_key(cur, k, kn, op_valw_add, &w);
+    c->w = w;
     /* net weights: a tuple read back earlier cancels with its retraction */
     const uint8_t *v = NULL;
     size_t vn = 0;
@@ -164,7 +168,6 @@ bool agg_cold_take(AggCold *c, TraceCursor *cur, const uint8_t *k, size_t kn, co
             net = net ? net : x;
         }
     }
-    sl_free(w.v);
     if (!v)
         return false;
     if (!ALWAYS(net == 1 && agg_cold_valid(v, vn, c->partsz)))
