@@ -13,7 +13,9 @@
  * spilled block is read at most once per step); a group read back is
  * retracted from the trace (weight -1) when the step ends, and stays when
  * the step is undone. Checkpoints save the cold tuples among the groups
- * (agg_cold_add_all: the same layout), the bootstrap of a view over the
+ * (agg_cold_add_all: the same layout), a restore whose groups do not fit
+ * puts the checkpoint's batch of groups straight in and spills it
+ * (agg_cold_restore), the bootstrap of a view over the
  * aggregate walks their output rows (agg_cold_rows), and watermarks forget
  * closed groups here too (agg_cold_forget).
  *
