@@ -1271,6 +1271,14 @@ static int load_agg(Op *op, Batch *const *b, int n, Err *err)
         if (nb[j])
             op_load_trace(s->minmax[j], b + i, (int)nb[j]);
         i += (int)nb[j];
+        /* groups that did not fit: their value multisets to files too
+           (a failed write leaves a run in memory, for the budget to try
+           again after the step) */
+        for (int r = 0; cold && s->minmax[j] && r < trace_nbatches(s->minmax[j]); r++) {
+            Err e = {0};
+            if (!trace_largest_resident(s->minmax[j]) || trace_spill_largest(s->minmax[j], &e))
+                break;
+        }
     }
 out_free_counts:
     sl_free(nb);
