@@ -39,8 +39,9 @@
  * accumulators, no pointers), a byte 1 and the encoding of the row last
  * emitted (or a byte 0 when none), weight 1. The groups batch is kept
  * while no group changes, so checkpoints of an idle aggregate share it
- * (and nothing is spilled). Spilled (cold) groups are saved among the
- * groups, in the same layout; a restored aggregate has them all in its map.
+ * (and nothing is spilled). Spilled (cold) groups (agg_spill.c) are saved
+ * among the groups, in the same layout; a restored aggregate has them all in its map,
+ * or, when they do not fit in memory, all among its cold groups.
  * The global aggregate's group is among the groups, so a restored
  * instance does not create it again (the step counter continues).
  */
@@ -56,8 +57,8 @@
 #include "../zset/hmap.h"
 #include "../zset/key.h"
 #include "../expr/xsum.h"
-#include "../zset/spill.h"
 #include "../zset/trace.h"
+#include "agg_spill.h"
 #include "agg_state.h"
 #include "watermark.h"
 
@@ -156,22 +157,15 @@ typedef struct AggSt {
     Group **dead;        /* groups emptied this step, deleted at step end */
     int64_t ndead, capd;
     Batch *saved;        /* the groups as of the last save(), while unchanged */
-    /* spilling (the memory budget): groups moved out of the map, as
-       tuples of groups_batch's layout, weight 1, in a trace that spills
-       like any other; a group read back is retracted (weight -1) when
-       its step ends */
-    Trace *cold;
-    BatchBuilder *unspill; /* this step's groups read back from cold, or NULL */
-    int64_t ncold;       /* groups in cold (committed) */
-    int64_t nunspill;    /* of them, read back this step */
+    /* spilling (the memory budget): groups moved out of the map into the
+       cold groups (agg_spill.c), read back by the steps that touch them */
+    AggCold *cold;
     int64_t created_seen; /* created[0, this) were looked up in cold already */
     struct Unspilled { Group *g; uint8_t *out; } *uouts; /* groups read back
                             this step with their output as read (undo) */
     int64_t nuouts, capu;
     int64_t last_step;   /* the latest step that ran (eviction: untouched first) */
     size_t heap_per_group; /* bytes of key and output per group, estimated */
-    bool owner;          /* registered with zset/spill.h */
-    Batch *rows_cold;    /* op_agg_rows' cold groups, kept until the step ends */
     TraceCursor **cur;   /* per aggregate, while emit() walks groups in key order */
     /* watermarks (forget_closed): group column gc_col had watermark
        gc_bound in this step (-1: none); groups below gc_done are gone */
@@ -522,55 +516,29 @@ static void unspill(AggSt *s)
 {
     int64_t from = s->created_seen, n = s->ncreated - from;
     s->created_seen = s->ncreated; /* (finish may run more than once in a step) */
-    if (!s->ncold || n <= 0)
+    if (!agg_cold_count(s->cold) || n <= 0)
         return;
     Group **gs = sl_malloc(sizeof(Group *) * (size_t)n);
     memcpy(gs, s->created + from, sizeof(Group *) * (size_t)n);
     qsort(gs, (size_t)n, sizeof(Group *), group_key_cmp);
-    TraceCursor *cur = trace_cursor_new(s->cold);
-    ValWs c = {0};
+    TraceCursor *cur = agg_cold_cursor(s->cold);
+    Part *p = sl_malloc(s->partsz); /* (aligned) */
     for (int64_t i = 0; i < n; i++) {
         Group *g = gs[i];
-        c.n = 0;
-        trace_cursor_for_key(cur, g->key, g->klen, op_valw_add, &c);
-        /* net weights: a tuple read back earlier cancels with its retraction */
-        const uint8_t *v = NULL;
-        size_t vn = 0;
-        int64_t net = 0;
-        for (int64_t a = 0; a < c.n; a++) {
-            int64_t w = 0;
-            for (int64_t b = 0; b < c.n; b++)
-                if (c.v[b].n == c.v[a].n && !memcmp(c.v[b].v, c.v[a].v, c.v[a].n))
-                    w += c.v[b].w;
-            if (w > 0) {
-                if (v && (vn != c.v[a].n || memcmp(v, c.v[a].v, vn)))
-                    net = 2; /* two live tuples: broken */
-                v = c.v[a].v;
-                vn = c.v[a].n;
-                net = net ? net : w;
-            }
-        }
-        if (!v)
+        const uint8_t *v;
+        size_t vn;
+        if (!agg_cold_take(s->cold, cur, g->key, g->klen, &v, &vn))
             continue;
-        if (!ALWAYS(net == 1 && vn >= s->partsz + 1 && v[s->partsz] <= 1 &&
-                    (v[s->partsz] || vn == s->partsz + 1)))
-            sl_panic("aggregate: a spilled group is malformed");
-        Part *p = sl_malloc(s->partsz); /* (aligned) */
         memcpy(p, v, s->partsz);
         add_part(s, &g->p, p);
-        sl_free(p);
         if (v[s->partsz]) {
             g->outlen = (uint32_t)(vn - s->partsz - 1);
             g->out = sl_malloc(g->outlen ? g->outlen : 1);
             memcpy(g->out, v + s->partsz + 1, g->outlen);
             *VEC_PUSH(s->uouts, s->nuouts, s->capu) = (struct Unspilled){g, g->out};
         }
-        if (!s->unspill)
-            s->unspill = bb_new();
-        bb_add(s->unspill, g->key, g->klen, v, vn, -1);
-        s->nunspill++;
     }
-    sl_free(c.v);
+    sl_free(p);
     trace_cursor_free(cur);
     sl_free(gs);
 }
@@ -975,11 +943,8 @@ static void forget_closed(AggSt *s)
         delete_group(s, g);
         gone = true;
     }
-    if (s->ncold) { /* (reads the cold groups back whole: docs/memory.md) */
-        int64_t n = wm_trace_forget(s->cold, s->in_types, s->gc_col, s->gc_bound);
-        s->ncold -= n;
-        gone = gone || n;
-    }
+    if (agg_cold_forget(s->cold, s->in_types, s->gc_col, s->gc_bound))
+        gone = true;
     s->gc_done = s->gc_bound;
     if (gone && s->saved) {
         batch_unref(s->saved);
@@ -999,18 +964,7 @@ static void step_end_agg(Op *op)
     s->ncreated = s->created_seen = 0;
     s->nuouts = 0;
     buf_reset(&s->undo);
-    if (s->unspill) { /* the groups read back leave the cold trace */
-        trace_insert_take(s->cold, bb_finish(s->unspill));
-        s->unspill = NULL;
-        s->ncold -= s->nunspill;
-        s->nunspill = 0;
-    }
-    if (s->cold)
-        trace_step_end(s->cold);
-    if (s->rows_cold) {
-        batch_unref(s->rows_cold);
-        s->rows_cold = NULL;
-    }
+    agg_cold_step_end(s->cold);
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
             trace_step_end(s->minmax[j]);
@@ -1055,11 +1009,7 @@ static void undo_agg(Op *op)
         delete_group(s, g);
     }
     s->ncreated = s->created_seen = 0;
-    if (s->unspill) { /* the groups read back stay cold */
-        batch_unref(bb_finish(s->unspill));
-        s->unspill = NULL;
-        s->nunspill = 0;
-    }
+    agg_cold_undo(s->cold);
     s->ngarbage = 0; /* the groups own them again */
     s->ndead = 0;
     s->ntouched = 0;
@@ -1091,19 +1041,9 @@ static void mem_agg(Op *op, OpMem *m)
     if (ng)
         s->heap_per_group = heap / (size_t)ng;
     size_t hot = hmap_bytes(s->groups) + heap + (s->saved ? batch_bytes(s->saved) : 0);
-    m->rows += ng + s->ncold;
+    m->rows += ng;
     m->bytes += hot;
-    if (s->owner) /* the groups spill (into cold) */
-        m->trace_bytes += hot;
-    if (s->cold) {
-        TraceMem t = {0};
-        trace_mem(s->cold, &t);
-        m->bytes += t.bytes;
-        m->trace_bytes += t.trace_bytes;
-        m->disk_bytes += t.disk_bytes;
-        m->cache_hits += t.cache_hits;
-        m->cache_misses += t.cache_misses;
-    }
+    agg_cold_mem(s->cold, hot, m);
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j]) {
             TraceMem t = {0};
@@ -1130,9 +1070,7 @@ static void free_agg(Op *op)
         sl_free(g->out);
     }
     hmap_free(s->groups);
-    if (s->owner)
-        spill_unregister(s);
-    trace_free(s->cold);
+    agg_cold_free(s->cold);
     for (int j = 0; j < s->naggs; j++)
         if (s->minmax[j])
             trace_free(s->minmax[j]);
@@ -1178,35 +1116,25 @@ static Batch *groups_batch(const AggSt *s)
     while (hmap_next(s->groups, &it, &k, &kn, &pl)) {
         const Group *g = pl;
         buf_reset(&v);
-        buf_append(&v, &g->p, s->partsz);
-        buf_putc(&v, g->out ? 1 : 0);
-        if (g->out)
-            buf_append(&v, g->out, g->outlen);
+        agg_cold_encode(&v, &g->p, s->partsz, g->out, g->outlen);
         bb_add(bb, g->key, g->klen, v.p, v.n, 1);
     }
     buf_free(&v);
-    /* the cold groups, their read-back retractions cancelling */
-    for (int i = 0; s->ncold && i < trace_nbatches(s->cold); i++) {
-        const Batch *b = trace_batch(s->cold, i);
-        for (int64_t t = 0; t < b->n; t++)
-            bb_add(bb, batch_key(b, t), batch_klen(b, t), batch_val(b, t), batch_vlen(b, t),
-                   b->w[t]);
-    }
+    agg_cold_add_all(s->cold, bb); /* their read-back retractions cancelling */
     return bb_finish(bb);
 }
 
 /*
- * Spilling (zset/spill.h, registered when the runtime tracks traces):
- * between steps the budget may move the groups out of the map into the
- * cold trace, as one sorted run (groups_batch's layout), which spills to
- * files like any trace run. Groups the latest step did not touch go
- * first; when every group was touched, all go. A step reads back only
- * the groups it touches (merge_part -> unspill), one probe of the cold
- * trace each, and its end retracts them from cold. The output never
- * changes: an evicted group keeps its last output row with it.
+ * Spilling (agg_spill.c): between steps the budget may move the groups
+ * out of the map into the cold groups, as one sorted run (groups_batch's
+ * layout). Groups the latest step did not touch go first; when every
+ * group was touched, all go. A step reads back only the groups it touches
+ * (merge_part -> unspill). The output never changes: an evicted group
+ * keeps its last output row with it.
  */
-static size_t hot_bytes(const AggSt *s)
+static size_t hot_bytes(const void *o)
 {
+    const AggSt *s = o;
     int64_t ng = hmap_count(s->groups);
     if (!ng)
         return s->saved ? batch_bytes(s->saved) : 0;
@@ -1214,12 +1142,8 @@ static size_t hot_bytes(const AggSt *s)
            (s->saved ? batch_bytes(s->saved) : 0);
 }
 
-static size_t own_resident(const void *o) { return hot_bytes(o); }
-static size_t own_largest(const void *o) { return hot_bytes(o); }
-
-static int own_evict(void *o, Err *err)
+static void evict(void *o, AggCold *c)
 {
-    (void)err;
     AggSt *s = o;
     if (s->saved) {
         batch_unref(s->saved);
@@ -1227,7 +1151,7 @@ static int own_evict(void *o, Err *err)
     }
     int64_t ng = hmap_count(s->groups);
     if (!ng)
-        return 0;
+        return;
     /* the untouched first; all when the latest step touched every one */
     bool all = true;
     size_t it = 0, kn;
@@ -1251,10 +1175,7 @@ static int own_evict(void *o, Err *err)
             continue;
         }
         buf_reset(&v);
-        buf_append(&v, &g->p, s->partsz);
-        buf_putc(&v, g->out ? 1 : 0);
-        if (g->out)
-            buf_append(&v, g->out, g->outlen);
+        agg_cold_encode(&v, &g->p, s->partsz, g->out, g->outlen);
         bb_add(bb, g->key, g->klen, v.p, v.n, 1);
         sl_free(g->key);
         sl_free(g->out);
@@ -1264,20 +1185,10 @@ static int own_evict(void *o, Err *err)
     s->heap_per_group = heap / (size_t)ng;
     hmap_free(s->groups);
     s->groups = keep;
-    trace_insert_take(s->cold, bb_finish(bb));
-    trace_step_end(s->cold); /* between steps: nothing to roll back */
-    s->ncold += moved;
-    return 0;
+    agg_cold_put(c, bb_finish(bb), moved);
 }
 
-static int own_compact(void *o, int *merged, Err *err)
-{
-    (void)o, (void)err;
-    *merged = 0; /* the cold trace merges its own runs */
-    return 0;
-}
-
-static const SpillOwner agg_owner = {own_resident, own_largest, own_evict, own_compact};
+static const AggColdHooks agg_hooks = {hot_bytes, evict};
 
 static int save_agg(Op *op, BatchList *out)
 {
@@ -1289,7 +1200,7 @@ static int save_agg(Op *op, BatchList *out)
             bb_add(bb, (const uint8_t *)name, minmax_name(j, name, sizeof(name)), NULL, 0,
                    trace_nbatches(s->minmax[j]));
     batchlist_add(out, bb_finish(bb));
-    if (s->ncold) { /* not kept: it would hold the cold groups in memory */
+    if (agg_cold_count(s->cold)) { /* not kept: it would hold the cold groups in memory */
         batchlist_add(out, groups_batch(s));
     } else {
         if (!s->saved)
@@ -1329,8 +1240,7 @@ static int load_groups(Op *op, AggSt *s, const Batch *m, Err *err)
     for (int64_t i = 0; i < m->n; i++) {
         const uint8_t *k = batch_key(m, i), *v = batch_val(m, i);
         size_t kn = batch_klen(m, i), vn = batch_vlen(m, i);
-        if (m->w[i] != 1 || vn < s->partsz + 1 || v[s->partsz] > 1 ||
-            (!v[s->partsz] && vn != s->partsz + 1) || vn - s->partsz - 1 > UINT32_MAX)
+        if (m->w[i] != 1 || !agg_cold_valid(v, vn, s->partsz))
             return err_set(err, SL_EIO, "aggregate state (node %d) has a malformed group",
                            op->node->id);
         bool created;
@@ -1369,16 +1279,30 @@ static int load_agg(Op *op, Batch *const *b, int n, Err *err)
                      op->node->id, n - 2, (long long)spines);
         goto out_free_counts;
     }
-    rc = load_groups(op, s, b[1], err);
+    bool cold; /* groups that do not fit go straight to the cold ones */
+    rc = agg_cold_restore(s->cold, b[1], op->node->id, &cold, err);
+    if (!rc && !cold) {
+        rc = load_groups(op, s, b[1], err);
+        if (!rc) {
+            batch_ref(b[1]);
+            s->saved = b[1];
+        }
+    }
     if (rc)
         goto out_free_counts;
-    batch_ref(b[1]);
-    s->saved = b[1];
     int i = 2;
     for (int j = 0; j < s->naggs; j++) {
         if (nb[j])
             op_load_trace(s->minmax[j], b + i, (int)nb[j]);
         i += (int)nb[j];
+        /* groups that did not fit: their value multisets to files too
+           (a failed write leaves a run in memory, for the budget to try
+           again after the step) */
+        for (int r = 0; cold && s->minmax[j] && r < trace_nbatches(s->minmax[j]); r++) {
+            Err e = {0};
+            if (!trace_largest_resident(s->minmax[j]) || trace_spill_largest(s->minmax[j], &e))
+                break;
+        }
     }
 out_free_counts:
     sl_free(nb);
@@ -1484,10 +1408,7 @@ int op_agg_init(Op *op)
     for (int j = 0; j < n->naggs; j++)
         if (agg_state_needed(&n->aggs[j]))
             s->minmax[j] = trace_new();
-    s->cold = trace_new();
-    s->owner = trace_tracked(s->cold);
-    if (s->owner)
-        spill_register(s, &agg_owner);
+    s->cold = agg_cold_new(s->partsz, s, &agg_hooks);
     s->last_step = -1;
     s->gc_col = -1;
     s->gc_done = WM_NONE;
@@ -1530,24 +1451,5 @@ void op_agg_rows(Op *op, void (*fn)(void *arg, const uint8_t *row, size_t n), vo
         if (g->out)
             fn(arg, g->out, g->outlen);
     }
-    if (!s->ncold)
-        return;
-    /* the cold groups (groups_batch's layout) */
-    BatchBuilder *bb = bb_new();
-    for (int i = 0; i < trace_nbatches(s->cold); i++) {
-        const Batch *b = trace_batch(s->cold, i);
-        for (int64_t t = 0; t < b->n; t++)
-            bb_add(bb, batch_key(b, t), batch_klen(b, t), batch_val(b, t), batch_vlen(b, t),
-                   b->w[t]);
-    }
-    Batch *b = bb_finish(bb);
-    for (int64_t t = 0; t < b->n; t++) {
-        const uint8_t *v = batch_val(b, t);
-        size_t vn = batch_vlen(b, t);
-        if (b->w[t] > 0 && vn > s->partsz && v[s->partsz])
-            fn(arg, v + s->partsz + 1, vn - s->partsz - 1);
-    }
-    if (s->rows_cold) /* (rows handed out point into it until the step ends) */
-        batch_unref(s->rows_cold);
-    s->rows_cold = b;
+    agg_cold_rows(s->cold, fn, arg);
 }

@@ -110,3 +110,69 @@ def test_groups_spill_and_survive_kill_9_and_restart(http_pipeline, tmp_path):
     want = sorted(db.execute(SUMMARY_SQL))
     assert got == want
     b.stop()
+
+
+def test_a_restore_of_more_groups_than_the_limit_spills_them_at_once(http_pipeline, tmp_path):
+    """A checkpoint of an aggregate with more groups than a later limit (it
+    ran without one), restored under that limit: its groups go straight to
+    its cold groups and to files (before this version it loaded them all
+    into its map, over the limit, before its first step), and so do its
+    MIN/MAX value sets. Paused at the
+    start, /stats shows the aggregate within the limit with bytes on disk;
+    then, with more input touching old and new groups, the pipeline ends
+    without pausing and the summary is SQLite's over all rows."""
+    rng = random.Random(12)
+    first = [(i, rng.randrange(30000), rng.randrange(10 ** 6),
+              "n%05d" % rng.randrange(100000)) for i in range(60000)]
+    more = [(60000 + i, rng.randrange(40000), rng.randrange(10 ** 6),
+             "n%05d" % rng.randrange(100000)) for i in range(8000)]
+    path = tmp_path / "t.csv"
+    write_csv(path, first)
+    prog = program(path)
+    store = tmp_path / "store"
+    limit = 2 << 20
+    env = {"SLUICE_SPILL_BLOCK": "16384", "SLUICE_SPILL_MIN_RUN": "0"}
+    os.environ.update(env)
+    try:
+        a = http_pipeline(prog, "--storage", str(store), "--checkpoint-interval", "0",
+                          "--memory-limit", "none", name="a")
+        how, st = ended(a)
+        assert how == "complete", st
+        agg = agg_of_groups(st)
+        assert agg["rows"] > 20000 and agg["bytes_in_memory"] > limit, agg  # (the premise)
+        a.stop()
+        with open(path, "a") as f:  # more input for the restarted pipeline
+            for r in more:
+                f.write("%d,%d,%d,%s\n" % r)
+
+        b = http_pipeline(prog, "--storage", str(store), "--checkpoint-interval", "0",
+                          "--memory-limit", str(limit), "--step-rows", "2000", "--paused",
+                          name="b")
+
+        def restored():
+            st = stats(b)
+            ops = [o for o in st["memory"]["operators"]
+                   if o["kind"] == "aggregate" and o["relation"] == "groups"]
+            return ops[0] if ops and ops[0]["rows"] else None
+        agg = wait_until(restored, "the restored aggregate in /stats", hang_guard=600)
+        assert agg["rows"] > 20000 and agg["bytes_on_disk"] > 0, agg
+        assert agg["bytes_in_memory"] < limit // 4, agg
+        assert requests.post(b.url("/start"), timeout=60).status_code == 200
+        how, st = ended(b)
+    finally:
+        for k in env:
+            del os.environ[k]
+    assert how == "complete", st
+    assert "resuming from the checkpoint" in b.stderr(), b.stderr()[-3000:]
+    assert "inputs are paused" not in b.stderr(), b.stderr()[-3000:]
+    assert st["memory"]["pressure"] is None, st["memory"]
+    got = summary(b)
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (id INT, g INT, v INT, nm TEXT)")
+    db.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", first + more)
+    db.execute("CREATE VIEW groups AS SELECT g, COUNT(*) AS n, SUM(v) AS s, MAX(v) AS mx, "
+               "MIN(nm) AS nm FROM t GROUP BY g")
+    want = sorted(db.execute(SUMMARY_SQL))
+    assert len(want) > 3
+    assert got == want
+    b.stop()
