@@ -69,6 +69,7 @@ typedef struct UpsertSt {
     bool owner;             /* registered with zset/spill.h */
     uint8_t **looked;       /* op_upsert_row's copies of cold rows, freed at step end */
     int64_t nlooked, caplooked;
+    size_t heap_per_row;    /* bytes of a row's encoding, estimated (0: not yet) */
 } UpsertSt;
 
 static void retire(UpsertSt *s, uint8_t *p) { *VEC_PUSH(s->garbage, s->ngarbage, s->capg) = p; }
@@ -324,23 +325,37 @@ static void undo_upsert(Op *op)
 
 /* The rows in the map: the key index, each row's encoding, the checkpoint
    copy (what spilling can move out). */
-static size_t hot_bytes(const UpsertSt *s)
+static size_t heap_bytes(const UpsertSt *s)
 {
-    if (!hmap_count(s->rows)) /* (an empty map's table: nothing to move out) */
-        return s->saved ? batch_bytes(s->saved) : 0;
     size_t it = 0, heap = 0;
     const uint8_t *k;
     size_t kn;
     void *pl;
     while (hmap_next(s->rows, &it, &k, &kn, &pl))
         heap += ((const Row *)pl)->enc ? ((const Row *)pl)->n : 0;
-    return hmap_bytes(s->rows) + heap + (s->saved ? batch_bytes(s->saved) : 0);
+    return heap;
+}
+
+/* The budget asks after every step: the row encodings are estimated from
+   the bytes per row of the last walk (mem_upsert, eviction), as an
+   aggregate's groups are, instead of walking every row each time. */
+static size_t hot_bytes(UpsertSt *s)
+{
+    int64_t n = hmap_count(s->rows);
+    if (!n) /* (an empty map's table: nothing to move out) */
+        return s->saved ? batch_bytes(s->saved) : 0;
+    if (!s->heap_per_row)
+        s->heap_per_row = heap_bytes(s) / (size_t)n + 1;
+    return hmap_bytes(s->rows) + (size_t)n * s->heap_per_row +
+           (s->saved ? batch_bytes(s->saved) : 0);
 }
 
 /* The map's rows and the cold trace's. */
 static void mem_upsert(Op *op, OpMem *m)
 {
     UpsertSt *s = op->st;
+    if (hmap_count(s->rows))
+        s->heap_per_row = heap_bytes(s) / (size_t)hmap_count(s->rows) + 1;
     size_t hot = hot_bytes(s);
     m->rows += hmap_count(s->rows) + s->ncold;
     m->bytes += hot + (hmap_count(s->rows) ? 0 : hmap_bytes(s->rows));
@@ -361,8 +376,8 @@ static void mem_upsert(Op *op, OpMem *m)
  * Spilling (see the top): the budget asks for the map's bytes and moves
  * its rows into cold.
  */
-static size_t own_resident(const void *o) { return hot_bytes(o); }
-static size_t own_largest(const void *o) { return hot_bytes(o); }
+static size_t own_resident(const void *o) { return hot_bytes((UpsertSt *)o); }
+static size_t own_largest(const void *o) { return hot_bytes((UpsertSt *)o); }
 
 static int own_evict(void *o, Err *err)
 {
