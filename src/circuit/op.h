@@ -189,8 +189,14 @@ int op_fixpoint_init(Op *op);
 
 /* Sink access for the controller (op_sink.c). */
 typedef struct HMap HMap;
-/* Materialized contents (tuple encoding -> int64 weight), or NULL. */
-HMap *op_sink_contents(Op *op);
+/* Does the sink keep its contents (rel_keeps)? */
+bool op_sink_keeps(Op *op);
+/* Its contents, between steps: fn(arg, row encoding, n, integral weight)
+   for every row whose weight is not 0, each once (the pointers are valid
+   during the call only). Contents the budget spilled are read back
+   streaming, a block at a time (op_sink.c, "Spilling"). */
+typedef void (*OpRowFn)(void *arg, const uint8_t *row, size_t n, int64_t w);
+void op_sink_rows(Op *op, OpRowFn fn, void *arg);
 /* This step's changes as xrec records (key = row encoding, w), or NULL
    when the relation has no output connectors. */
 Buf *op_sink_changes(Op *op);

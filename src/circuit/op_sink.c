@@ -4,12 +4,24 @@
  * (rel_keeps: row encoding -> integral weight),
  * and collects each step's changes for output connectors. The controller
  * reads these between steps (op.h).
+ *
+ * Spilling (zset/spill.h, registered when the runtime tracks traces):
+ * between steps the budget may move the map's entries into the cold
+ * trace, as one sorted run of (row, no value, weight), which spills to
+ * files like any trace run. The contents are then the map plus cold (the
+ * map holds the changes since, with any sign), and a step never reads
+ * cold: it only adds to the map. Readers (op_sink_rows) walk cold in row
+ * order, streaming, beside the map's entries sorted, and get every row
+ * with its summed weight; the cold trace's merges cancel what a later
+ * eviction retracts. A restored sink starts with its contents in cold.
  */
 #include "op.h"
 
 #include "../base/mem.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
+#include "../zset/spill.h"
+#include "../zset/trace.h"
 #include "../zset/xrec.h"
 
 typedef struct SinkSt {
@@ -21,7 +33,11 @@ typedef struct SinkSt {
     int64_t count, net;
     Buf kb;
     Batch *saved;   /* the contents as of the last save(), while unchanged */
+    Trace *cold;    /* contents moved out by the budget (with mat), or NULL */
+    bool owner;     /* registered with zset/spill.h */
 } SinkSt;
+
+static bool has_cold(const SinkSt *s) { return s->cold && trace_nbatches(s->cold) > 0; }
 
 static void begin_sink(Op *op, OpEnv *env)
 {
@@ -94,13 +110,136 @@ static int finish_sink(Op *op, OpEnv *env)
     return 0;
 }
 
-/* Materialized contents, this step's changes, the checkpoint copy. */
+/* The map: what spilling can move out. */
+static size_t hot_bytes(const SinkSt *s)
+{
+    size_t saved = s->saved ? batch_bytes(s->saved) : 0;
+    if (!s->mat || !hmap_count(s->mat)) /* (an empty map's table: nothing to move out) */
+        return saved;
+    return hmap_bytes(s->mat) + saved;
+}
+
+/* Materialized contents (the map and cold), this step's changes, the
+   checkpoint copy. */
 static void mem_sink(Op *op, OpMem *m)
 {
     SinkSt *s = op->st;
+    size_t hot = hot_bytes(s);
     m->rows += s->mat ? hmap_count(s->mat) : 0;
-    m->bytes += (s->mat ? hmap_bytes(s->mat) : 0) + s->changes.cap + s->kb.cap +
-                (s->saved ? batch_bytes(s->saved) : 0);
+    m->bytes += (s->mat ? hmap_bytes(s->mat) : 0) + (s->saved ? batch_bytes(s->saved) : 0) +
+                s->changes.cap + s->kb.cap;
+    if (s->owner) /* the contents spill (into cold) */
+        m->trace_bytes += hot;
+    if (s->cold) {
+        TraceMem t = {0};
+        trace_mem(s->cold, &t);
+        m->rows += trace_count(s->cold); /* (a row changed since its spill counts twice) */
+        m->bytes += t.bytes;
+        m->trace_bytes += t.trace_bytes;
+        m->disk_bytes += t.disk_bytes;
+        m->cache_hits += t.cache_hits;
+        m->cache_misses += t.cache_misses;
+    }
+}
+
+/* Spilling (see the top): the map's entries go to cold, all of them. */
+static size_t own_resident(const void *o) { return hot_bytes(o); }
+static size_t own_largest(const void *o) { return hot_bytes(o); }
+
+static int own_evict(void *o, Err *err)
+{
+    (void)err;
+    SinkSt *s = o;
+    if (s->saved) {
+        batch_unref(s->saved);
+        s->saved = NULL;
+    }
+    if (!hmap_count(s->mat))
+        return 0;
+    BatchBuilder *bb = bb_new();
+    size_t it = 0, kn;
+    const uint8_t *k;
+    void *pl;
+    while (hmap_next(s->mat, &it, &k, &kn, &pl))
+        bb_add(bb, k, kn, NULL, 0, *(int64_t *)pl);
+    hmap_free(s->mat);
+    s->mat = hmap_new(sizeof(int64_t));
+    trace_insert_take(s->cold, bb_finish(bb));
+    trace_step_end(s->cold); /* between steps: nothing to roll back */
+    return 0;
+}
+
+static int own_compact(void *o, int *merged, Err *err)
+{
+    (void)o, (void)err;
+    *merged = 0; /* the cold trace merges its own runs */
+    return 0;
+}
+
+static const SpillOwner sink_owner = {own_resident, own_largest, own_evict, own_compact};
+
+/* The map's entries as one sorted batch (weights 0 are never in it). */
+static Batch *hot_batch(const SinkSt *s)
+{
+    BatchBuilder *bb = bb_new();
+    size_t it = 0;
+    const uint8_t *k;
+    size_t kn;
+    void *pl;
+    while (hmap_next(s->mat, &it, &k, &kn, &pl))
+        bb_add(bb, k, kn, NULL, 0, *(int64_t *)pl);
+    return bb_finish(bb);
+}
+
+/* op_sink_rows over cold: cold's rows in order, the map's sorted entries
+   merged in. */
+typedef struct RowsWalk {
+    const Batch *hot;
+    int64_t i;
+    OpRowFn fn;
+    void *arg;
+} RowsWalk;
+
+static int row_cmp(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
+{
+    int c = memcmp(a, b, la < lb ? la : lb);
+    return c ? c : (la > lb) - (la < lb);
+}
+
+static void walk_cold(void *ctx, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn,
+                      int64_t w)
+{
+    RowsWalk *x = ctx;
+    (void)v, (void)vn;
+    const Batch *h = x->hot;
+    int c = -1;
+    for (; x->i < h->n && (c = row_cmp(batch_key(h, x->i), batch_klen(h, x->i), k, kn)) < 0; x->i++)
+        x->fn(x->arg, batch_key(h, x->i), batch_klen(h, x->i), h->w[x->i]);
+    if (x->i < h->n && c == 0)
+        w += h->w[x->i++];
+    if (w != 0)
+        x->fn(x->arg, k, kn, w);
+}
+
+void op_sink_rows(Op *op, OpRowFn fn, void *arg)
+{
+    SinkSt *s = op->st;
+    if (!s->mat)
+        return;
+    if (!has_cold(s)) {
+        size_t it = 0;
+        const uint8_t *k;
+        size_t kn;
+        void *pl;
+        while (hmap_next(s->mat, &it, &k, &kn, &pl))
+            fn(arg, k, kn, *(int64_t *)pl);
+        return;
+    }
+    RowsWalk x = {hot_batch(s), 0, fn, arg};
+    trace_scan(s->cold, walk_cold, &x);
+    for (; x.i < x.hot->n; x.i++)
+        fn(arg, batch_key(x.hot, x.i), batch_klen(x.hot, x.i), x.hot->w[x.i]);
+    batch_unref((Batch *)x.hot);
 }
 
 static void free_sink(Op *op)
@@ -108,11 +247,20 @@ static void free_sink(Op *op)
     SinkSt *s = op->st;
     if (s->mat)
         hmap_free(s->mat);
+    if (s->owner)
+        spill_unregister(s);
+    if (s->cold)
+        trace_free(s->cold);
     buf_free(&s->changes);
     buf_free(&s->kb);
     if (s->saved)
         batch_unref(s->saved);
     sl_free(s);
+}
+
+static void add_row(void *arg, const uint8_t *row, size_t n, int64_t w)
+{
+    bb_add(arg, row, n, NULL, 0, w);
 }
 
 /* State: batch 0 holds the counters ("count", "net" as keys, the values as
@@ -127,16 +275,20 @@ static int save_sink(Op *op, BatchList *out)
     batchlist_add(out, bb_finish(bb));
     if (!s->mat)
         return 0;
-    if (!s->saved) {
+    if (has_cold(s)) { /* not kept: it would hold the cold contents in memory */
+        if (!hmap_count(s->mat) && trace_nbatches(s->cold) == 1) {
+            Batch *b = trace_batch(s->cold, 0); /* (a restored sink, or all evicted) */
+            batch_ref(b);
+            batchlist_add(out, b);
+            return 0;
+        }
         bb = bb_new();
-        size_t it = 0;
-        const uint8_t *k;
-        size_t kn;
-        void *pl;
-        while (hmap_next(s->mat, &it, &k, &kn, &pl))
-            bb_add(bb, k, kn, NULL, 0, *(int64_t *)pl);
-        s->saved = bb_finish(bb);
+        op_sink_rows(op, add_row, bb);
+        batchlist_add(out, bb_finish(bb));
+        return 0;
     }
+    if (!s->saved)
+        s->saved = hot_batch(s);
     batch_ref(s->saved);
     batchlist_add(out, s->saved);
     return 0;
@@ -159,6 +311,11 @@ static int load_sink(Op *op, Batch *const *b, int n, Err *err)
     if (!s->mat)
         return 0;
     const Batch *m = b[1];
+    if (s->owner && m->n > 0) { /* the contents start cold: the budget spills them */
+        batch_ref(b[1]);
+        trace_restore_take(s->cold, b[1]);
+        return 0;
+    }
     hmap_reserve(s->mat, m->n);
     enum { AHEAD = 16 };
     uint64_t hs[AHEAD];
@@ -218,8 +375,13 @@ int op_sink_init(Op *op)
 {
     SinkSt *s = sl_calloc(1, sizeof(*s));
     const Relation *r = &op->circuit->rels[op->node->rel];
-    if (rel_keeps(r))
+    if (rel_keeps(r)) {
         s->mat = hmap_new(sizeof(int64_t));
+        s->cold = trace_new();
+        s->owner = trace_tracked(s->cold);
+        if (s->owner)
+            spill_register(s, &sink_owner);
+    }
     s->conns = !r->is_table && r->connectors && cJSON_GetArraySize(r->connectors) > 0;
     s->outputs = s->conns;
     op->st = s;
@@ -235,7 +397,7 @@ int op_sink_init(Op *op)
     return 0;
 }
 
-HMap *op_sink_contents(Op *op) { return ((SinkSt *)op->st)->mat; }
+bool op_sink_keeps(Op *op) { return ((SinkSt *)op->st)->mat != NULL; }
 Buf *op_sink_changes(Op *op)
 {
     SinkSt *s = op->st;
@@ -254,5 +416,5 @@ void op_sink_watch(Op *op, bool on)
 size_t op_sink_bytes(Op *op)
 {
     SinkSt *s = op->st;
-    return (s->mat ? hmap_bytes(s->mat) : 0) + s->changes.cap;
+    return (s->mat ? hmap_bytes(s->mat) : 0) + s->changes.cap + (s->cold ? trace_bytes(s->cold) : 0);
 }

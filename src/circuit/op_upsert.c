@@ -18,17 +18,35 @@
  * Checkpoint: one batch of (key encoding, row encoding, weight 1), one
  * tuple per current row, built from the key index and kept while no row
  * changes, so checkpoints of an unchanged table share it.
+ *
+ * Spilling (zset/spill.h, registered when the runtime tracks traces),
+ * as an aggregate's groups (op_agg.c): between steps the budget may move
+ * the rows out of the map into the cold trace, as one sorted run of the
+ * checkpoint's layout (key, row, 1), which spills to files like any trace
+ * run. Rows the latest step did not touch go first; when every row was
+ * touched, all go. A key is then in the map or in cold, never both. Before
+ * a step applies its records, the keys it touches that are not in the map
+ * are read back from cold in key order with one cursor (each spilled block
+ * read at most once per step) into the map; the step's end retracts them
+ * from cold (weight -1), and undo drops them from the map again. A
+ * restored table starts with its rows in cold (the checkpoint's batch as
+ * the trace's one run: in memory until the budget spills it).
  */
 #include "op.h"
+
+#include <stdlib.h>
 
 #include "../base/mem.h"
 #include "../base/vec.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
+#include "../zset/spill.h"
+#include "../zset/trace.h"
 
 typedef struct Row {
-    uint8_t *enc; /* current row's encoding (owned), or NULL */
+    uint8_t *enc;     /* current row's encoding (owned), or NULL */
     uint32_t n;
+    uint32_t touched; /* the step that last touched it (low 32 bits) */
 } Row;
 
 typedef struct UpsertSt {
@@ -39,6 +57,19 @@ typedef struct UpsertSt {
     int64_t nmade, capm;
     Buf undo;          /* this step's changes: u32 kn, key, old enc pointer, u32 old n */
     Batch *saved;      /* the rows as of the last save(), while unchanged */
+    /* spilling: rows moved out of the map, (key, row, 1) in a trace that
+       spills like any other; a row read back is retracted (weight -1)
+       when its step ends */
+    Trace *cold;
+    int64_t ncold;          /* rows in cold (committed) */
+    BatchBuilder *unspill;  /* this step's rows read back, weight -1, or NULL */
+    int64_t nunspill;
+    Buf ukeys;              /* their keys (u32 kn, key): undo drops them */
+    uint32_t step;          /* steps that stood (eviction: the untouched first) */
+    bool owner;             /* registered with zset/spill.h */
+    uint8_t **looked;       /* op_upsert_row's copies of cold rows, freed at step end */
+    int64_t nlooked, caplooked;
+    size_t heap_per_row;    /* bytes of a row's encoding, estimated (0: not yet) */
 } UpsertSt;
 
 static void retire(UpsertSt *s, uint8_t *p) { *VEC_PUSH(s->garbage, s->ngarbage, s->capg) = p; }
@@ -75,10 +106,88 @@ static int push_upsert(Op *op, OpEnv *env, int input, Chunk *c)
     return 0;
 }
 
+typedef struct KeyRef {
+    const uint8_t *k;
+    uint32_t kn;
+} KeyRef;
+
+static int keyref_cmp(const void *a, const void *b)
+{
+    const KeyRef *x = a, *y = b;
+    size_t m = x->kn < y->kn ? x->kn : y->kn;
+    int c = memcmp(x->k, y->k, m);
+    return c ? c : (x->kn > y->kn) - (x->kn < y->kn);
+}
+
+/* The one live row of a key among a probe's (row, weight) pairs (a row read
+   back earlier cancels with its retraction), or NULL. */
+static const ValW *live_row(const ValWs *c)
+{
+    const ValW *live = NULL;
+    for (int64_t a = 0; a < c->n; a++) {
+        int64_t w = 0;
+        for (int64_t b = 0; b < c->n; b++)
+            if (c->v[b].n == c->v[a].n && !memcmp(c->v[b].v, c->v[a].v, c->v[a].n))
+                w += c->v[b].w;
+        if (w == 0 || (live && live->n == c->v[a].n && !memcmp(live->v, c->v[a].v, live->n)))
+            continue;
+        if (w != 1 || live || c->v[a].n == 0)
+            sl_panic("upsert: a spilled row is malformed");
+        live = &c->v[a];
+    }
+    return live;
+}
+
+/* Before the step's records apply: the keys they touch that are in cold
+   come back into the map, in key order with one cursor over cold. */
+static void unspill(Op *op, UpsertSt *s)
+{
+    if (!s->ncold)
+        return;
+    KeyRef *ks = NULL;
+    int64_t nk = 0, capk = 0;
+    ShardPos p = SHARD_POS_INIT;
+    XRec r;
+    while (shard_next(op->sh, 0, &p, &r))
+        if (r.w != 0 && !hmap_find(s->rows, r.k, r.kn, sl_hash(r.k, r.kn)))
+            *VEC_PUSH(ks, nk, capk) = (KeyRef){r.k, r.kn};
+    if (!nk)
+        return;
+    qsort(ks, (size_t)nk, sizeof(KeyRef), keyref_cmp);
+    TraceCursor *cur = trace_cursor_new(s->cold);
+    ValWs c = {0};
+    for (int64_t i = 0; i < nk; i++) {
+        if (i > 0 && keyref_cmp(&ks[i - 1], &ks[i]) == 0)
+            continue;
+        c.n = 0;
+        trace_cursor_for_key(cur, ks[i].k, ks[i].kn, op_valw_add, &c);
+        const ValW *v = live_row(&c);
+        if (!v)
+            continue;
+        bool created;
+        Row *row = hmap_upsert(s->rows, ks[i].k, ks[i].kn, sl_hash(ks[i].k, ks[i].kn), &created);
+        row->enc = sl_malloc(v->n);
+        memcpy(row->enc, v->v, v->n);
+        row->n = (uint32_t)v->n;
+        row->touched = s->step;
+        made(s, row->enc); /* (undo frees it) */
+        if (!s->unspill)
+            s->unspill = bb_new();
+        bb_add(s->unspill, ks[i].k, ks[i].kn, v->v, v->n, -1);
+        s->nunspill++;
+        buf_append(&s->ukeys, &ks[i].kn, sizeof(ks[i].kn));
+        buf_append(&s->ukeys, ks[i].k, ks[i].kn);
+    }
+    sl_free(c.v);
+    trace_cursor_free(cur);
+    sl_free(ks);
+}
+
 static int finish_upsert(Op *op, OpEnv *env)
 {
     UpsertSt *s = op->st;
     const CNode *n = op->node;
+    unspill(op, s);
     ChunkOut co;
     cout_init(&co, env->arena, n->ncol, n->types, 64);
     ShardPos p = SHARD_POS_INIT;
@@ -94,6 +203,7 @@ static int finish_upsert(Op *op, OpEnv *env)
             bool created;
             Row *row = hmap_upsert(s->rows, r.k, r.kn, h, &created);
             log_row(s, r.k, r.kn, row);
+            row->touched = s->step;
             if (row->enc) {
                 emit(n, &co, row->enc, -1);
                 retire(s, row->enc);
@@ -119,6 +229,13 @@ static int finish_upsert(Op *op, OpEnv *env)
     return 0;
 }
 
+static void free_looked(UpsertSt *s)
+{
+    for (int64_t i = 0; i < s->nlooked; i++)
+        sl_free(s->looked[i]);
+    s->nlooked = 0;
+}
+
 static void step_end_upsert(Op *op)
 {
     UpsertSt *s = op->st;
@@ -127,6 +244,17 @@ static void step_end_upsert(Op *op)
     s->ngarbage = 0;
     s->nmade = 0;
     buf_reset(&s->undo);
+    if (s->unspill) { /* the rows read back leave the cold trace */
+        trace_insert_take(s->cold, bb_finish(s->unspill));
+        s->unspill = NULL;
+        s->ncold -= s->nunspill;
+        s->nunspill = 0;
+    }
+    buf_reset(&s->ukeys);
+    if (s->cold)
+        trace_step_end(s->cold);
+    free_looked(s);
+    s->step++;
 }
 
 /* Records of the undo log, in order. */
@@ -170,6 +298,20 @@ static void undo_upsert(Op *op)
             hmap_delete(s->rows, u->k, u->kn, h);
     }
     sl_free(recs);
+    /* the rows read back stay cold (their encodings were made this step) */
+    for (size_t p = 0; p < s->ukeys.n;) {
+        uint32_t kn;
+        memcpy(&kn, s->ukeys.p + p, sizeof(kn));
+        p += sizeof(kn);
+        hmap_delete(s->rows, s->ukeys.p + p, kn, sl_hash(s->ukeys.p + p, kn));
+        p += kn;
+    }
+    buf_reset(&s->ukeys);
+    if (s->unspill) {
+        batch_unref(bb_finish(s->unspill));
+        s->unspill = NULL;
+        s->nunspill = 0;
+    }
     for (int64_t i = 0; i < s->nmade; i++)
         sl_free(s->made[i]);
     s->nmade = 0;
@@ -181,19 +323,113 @@ static void undo_upsert(Op *op)
     }
 }
 
-/* The key index, each current row's encoding, the checkpoint copy. */
-static void mem_upsert(Op *op, OpMem *m)
+/* The rows in the map: the key index, each row's encoding, the checkpoint
+   copy (what spilling can move out). */
+static size_t heap_bytes(const UpsertSt *s)
 {
-    UpsertSt *s = op->st;
     size_t it = 0, heap = 0;
     const uint8_t *k;
     size_t kn;
     void *pl;
     while (hmap_next(s->rows, &it, &k, &kn, &pl))
         heap += ((const Row *)pl)->enc ? ((const Row *)pl)->n : 0;
-    m->rows += hmap_count(s->rows);
-    m->bytes += hmap_bytes(s->rows) + heap + (s->saved ? batch_bytes(s->saved) : 0);
+    return heap;
 }
+
+/* The budget asks after every step: the row encodings are estimated from
+   the bytes per row of the last walk (mem_upsert, eviction), as an
+   aggregate's groups are, instead of walking every row each time. */
+static size_t hot_bytes(UpsertSt *s)
+{
+    int64_t n = hmap_count(s->rows);
+    if (!n) /* (an empty map's table: nothing to move out) */
+        return s->saved ? batch_bytes(s->saved) : 0;
+    if (!s->heap_per_row)
+        s->heap_per_row = heap_bytes(s) / (size_t)n + 1;
+    return hmap_bytes(s->rows) + (size_t)n * s->heap_per_row +
+           (s->saved ? batch_bytes(s->saved) : 0);
+}
+
+/* The map's rows and the cold trace's. */
+static void mem_upsert(Op *op, OpMem *m)
+{
+    UpsertSt *s = op->st;
+    if (hmap_count(s->rows))
+        s->heap_per_row = heap_bytes(s) / (size_t)hmap_count(s->rows) + 1;
+    size_t hot = hot_bytes(s);
+    m->rows += hmap_count(s->rows) + s->ncold;
+    m->bytes += hot + (hmap_count(s->rows) ? 0 : hmap_bytes(s->rows));
+    if (s->owner) /* the rows spill (into cold) */
+        m->trace_bytes += hot;
+    if (s->cold) {
+        TraceMem t = {0};
+        trace_mem(s->cold, &t);
+        m->bytes += t.bytes;
+        m->trace_bytes += t.trace_bytes;
+        m->disk_bytes += t.disk_bytes;
+        m->cache_hits += t.cache_hits;
+        m->cache_misses += t.cache_misses;
+    }
+}
+
+/*
+ * Spilling (see the top): the budget asks for the map's bytes and moves
+ * its rows into cold.
+ */
+static size_t own_resident(const void *o) { return hot_bytes((UpsertSt *)o); }
+static size_t own_largest(const void *o) { return hot_bytes((UpsertSt *)o); }
+
+static int own_evict(void *o, Err *err)
+{
+    (void)err;
+    UpsertSt *s = o;
+    if (s->saved) {
+        batch_unref(s->saved);
+        s->saved = NULL;
+    }
+    if (!hmap_count(s->rows))
+        return 0;
+    /* the untouched first; all when the latest step touched every one */
+    uint32_t last = s->step - 1;
+    bool all = true;
+    size_t it = 0, kn;
+    const uint8_t *k;
+    void *pl;
+    while (all && hmap_next(s->rows, &it, &k, &kn, &pl))
+        all = ((const Row *)pl)->touched == last;
+    HMap *keep = hmap_new(sizeof(Row));
+    BatchBuilder *bb = bb_new();
+    int64_t moved = 0;
+    it = 0;
+    while (hmap_next(s->rows, &it, &k, &kn, &pl)) {
+        Row *row = pl;
+        if (!all && row->touched == last) {
+            bool created;
+            *(Row *)hmap_upsert(keep, k, kn, sl_hash(k, kn), &created) = *row;
+            continue;
+        }
+        if (row->enc) {
+            bb_add(bb, k, kn, row->enc, row->n, 1);
+            moved++;
+        }
+        sl_free(row->enc);
+    }
+    hmap_free(s->rows);
+    s->rows = keep;
+    trace_insert_take(s->cold, bb_finish(bb));
+    trace_step_end(s->cold); /* between steps: nothing to roll back */
+    s->ncold += moved;
+    return 0;
+}
+
+static int own_compact(void *o, int *merged, Err *err)
+{
+    (void)o, (void)err;
+    *merged = 0; /* the cold trace merges its own runs */
+    return 0;
+}
+
+static const SpillOwner upsert_owner = {own_resident, own_largest, own_evict, own_compact};
 
 static void free_upsert(Op *op)
 {
@@ -206,6 +442,11 @@ static void free_upsert(Op *op)
     while (hmap_next(s->rows, &it, &k, &kn, &pl))
         sl_free(((Row *)pl)->enc);
     hmap_free(s->rows);
+    if (s->owner)
+        spill_unregister(s);
+    trace_free(s->cold);
+    buf_free(&s->ukeys);
+    sl_free(s->looked);
     sl_free(s->garbage);
     sl_free(s->made);
     buf_free(&s->undo);
@@ -214,10 +455,24 @@ static void free_upsert(Op *op)
     sl_free(s);
 }
 
+static void add_cold(void *ctx, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn,
+                     int64_t w)
+{
+    bb_add(ctx, k, kn, v, vn, w);
+}
+
 static int save_upsert(Op *op, BatchList *out)
 {
     UpsertSt *s = op->st;
-    if (!s->saved) {
+    if (!s->saved && s->ncold && !hmap_count(s->rows) && trace_nbatches(s->cold) == 1 &&
+        trace_count(s->cold) == s->ncold) {
+        /* every row in cold's one run (a restored table, or all evicted) */
+        Batch *b = trace_batch(s->cold, 0);
+        batch_ref(b);
+        batchlist_add(out, b);
+        return 0;
+    }
+    if (!s->saved || s->ncold) {
         BatchBuilder *bb = bb_new();
         size_t it = 0;
         const uint8_t *k;
@@ -227,6 +482,11 @@ static int save_upsert(Op *op, BatchList *out)
             const Row *row = pl;
             if (row->enc)
                 bb_add(bb, k, kn, row->enc, row->n, 1);
+        }
+        if (s->ncold) { /* not kept: it would hold the cold rows in memory */
+            trace_scan(s->cold, add_cold, bb);
+            batchlist_add(out, bb_finish(bb));
+            return 0;
         }
         s->saved = bb_finish(bb);
     }
@@ -242,13 +502,25 @@ static int load_upsert(Op *op, Batch *const *b, int n, Err *err)
     if (n != 1)
         return err_set(err, SL_EIO, "upsert state (node %d) has %d batches, expected 1", id, n);
     const Batch *m = b[0];
+    for (int64_t i = 0; i < m->n; i++) {
+        size_t vn = batch_vlen(m, i);
+        if (m->w[i] != 1 || vn == 0 || vn > UINT32_MAX)
+            return err_set(err, SL_EIO, "upsert state (node %d) has a malformed row", id);
+        if (i > 0 && batch_klen(m, i) == batch_klen(m, i - 1) &&
+            !memcmp(batch_key(m, i), batch_key(m, i - 1), batch_klen(m, i)))
+            return err_set(err, SL_EIO, "upsert state (node %d) has a key twice", id);
+    }
+    if (s->owner && m->n > 0) { /* the rows start cold: the budget spills them */
+        batch_ref(b[0]);
+        trace_restore_take(s->cold, b[0]);
+        s->ncold = m->n;
+        return 0;
+    }
     hmap_reserve(s->rows, m->n);
     for (int64_t i = 0; i < m->n; i++) {
         const uint8_t *k = batch_key(m, i);
         size_t kn = batch_klen(m, i), vn = batch_vlen(m, i);
         bool created;
-        if (m->w[i] != 1 || vn == 0 || vn > UINT32_MAX)
-            return err_set(err, SL_EIO, "upsert state (node %d) has a malformed row", id);
         Row *row = hmap_upsert(s->rows, k, kn, sl_hash(k, kn), &created);
         if (!created)
             return err_set(err, SL_EIO, "upsert state (node %d) has a key twice", id);
@@ -285,6 +557,10 @@ int op_upsert_init(Op *op)
 {
     UpsertSt *s = sl_calloc(1, sizeof(*s));
     s->rows = hmap_new(sizeof(Row));
+    s->cold = trace_new();
+    s->owner = trace_tracked(s->cold);
+    if (s->owner)
+        spill_register(s, &upsert_owner);
     op->st = s;
     op->push = push_upsert;
     op->finish = finish_upsert;
@@ -302,10 +578,24 @@ const uint8_t *op_upsert_row(Op *op, const uint8_t *k, size_t kn, uint32_t *n)
 {
     UpsertSt *s = op->st;
     Row *row = hmap_find(s->rows, k, kn, sl_hash(k, kn));
-    if (!row || !row->enc)
+    if (row) {
+        *n = row->n;
+        return row->enc; /* (NULL: deleted) */
+    }
+    if (!s->ncold)
         return NULL;
-    *n = row->n;
-    return row->enc;
+    ValWs c = {0}; /* (one probe of cold: its blocks holding the key) */
+    trace_for_key(s->cold, k, kn, op_valw_add, &c);
+    const ValW *v = live_row(&c);
+    uint8_t *copy = NULL;
+    if (v) {
+        copy = sl_malloc(v->n);
+        memcpy(copy, v->v, v->n);
+        *n = (uint32_t)v->n;
+        *VEC_PUSH(s->looked, s->nlooked, s->caplooked) = copy;
+    }
+    sl_free(c.v);
+    return copy;
 }
 
 size_t op_upsert_bytes(Op *op)

@@ -508,26 +508,35 @@ int64_t boot_out_offset(const BootPlan *b, const Connectors *cs, const cJSON *m,
     return off > 0 ? off : 0;
 }
 
+typedef struct SinkRows {
+    Chunk *c;     /* NULL: counting */
+    int64_t rows;
+    Arena *a;
+    const CNode *n;
+} SinkRows;
+
+static void sink_row(void *arg, const uint8_t *row, size_t n, int64_t w)
+{
+    SinkRows *x = arg;
+    if (!x->c) {
+        x->rows++;
+        return;
+    }
+    uint8_t *copy = arena_alloc(x->a, n ? n : 1); /* (a spilled row's block goes) */
+    memcpy(copy, row, n);
+    key_decode(copy, x->n->types, x->n->ncol, x->c, 0, x->c->n);
+    x->c->w[x->c->n++] = w;
+}
+
 /* The contents of sink s on local worker w as one chunk of node n's
-   columns (strings point into the sink's map, which the bootstrap step
-   does not change: kept sinks do not run in it). */
+   columns (strings point into copies in b's arena). */
 static Chunk *sink_chunk(BootPlan *b, Runtime *rt, int w, int s, const CNode *n)
 {
-    HMap *m = op_sink_contents(rt_op(rt, w, s));
-    int64_t rows = 0;
-    size_t it = 0;
-    const uint8_t *k;
-    size_t kn;
-    void *pl;
-    while (m && hmap_next(m, &it, &k, &kn, &pl))
-        rows++;
-    Chunk *c = chunk_new(b->arena, n->ncol, n->types, rows ? rows : 1);
-    it = 0;
-    while (m && hmap_next(m, &it, &k, &kn, &pl)) {
-        key_decode(k, n->types, n->ncol, c, 0, c->n);
-        c->w[c->n++] = *(int64_t *)pl;
-    }
-    return c;
+    SinkRows x = {NULL, 0, b->arena, n};
+    op_sink_rows(rt_op(rt, w, s), sink_row, &x);
+    x.c = chunk_new(b->arena, n->ncol, n->types, x.rows ? x.rows : 1);
+    op_sink_rows(rt_op(rt, w, s), sink_row, &x);
+    return x.c;
 }
 
 /* The rows of the PRIMARY KEY table kept by upsert node n on local worker

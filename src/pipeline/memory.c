@@ -59,7 +59,7 @@ struct PMem {
     size_t state, disk, arena, unspillable;
     double last, cost;       /* when the last walk ended, what it cost */
     bool walked;
-    char pressure[256];
+    char pressure[384];
     bool said;               /* pressure logged */
     bool hold;               /* inputs paused: the state cannot fit */
     MemStats pub;            /* published copy (p->mu) */
@@ -378,6 +378,12 @@ static bool others_past_half(const PMem *m)
     return false;
 }
 
+/* What cannot spill in this version (the pause message lists it): the
+   rest of the state (traces, aggregate groups, PRIMARY KEY tables' rows,
+   materialized contents) spills. */
+#define CANNOT_SPILL                                                                               \
+    "ASOF join partitions, rows emit_final views hold, spilled runs' indexes"
+
 /* Can the state fit? When what cannot spill (with the cache) is larger
    than the limit, say so once, naming the largest such node, and hold the
    inputs until it fits again. */
@@ -414,7 +420,7 @@ static void judge(Pipeline *p)
     if (resident > m->limit && top) {
         snprintf(m->pressure, sizeof(m->pressure),
                  "%sstate that cannot spill (%zu bytes) exceeds the memory limit (%zu bytes); "
-                 "largest: node %d (%s of %s, %zu bytes)",
+                 "largest: node %d (%s of %s, %zu bytes); cannot spill: " CANNOT_SPILL,
                  where, resident, m->limit, top->node, top->kind, p->c->rels[top->rel].name,
                  where[0] && strstr(where, "spilling failed") ? top->bytes : fixed_bytes(top));
         if (!m->said)

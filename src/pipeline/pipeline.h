@@ -314,7 +314,7 @@ typedef struct MemStats {
     double age_secs;        /* since the figures were taken (they are walked
                                at most about once a second) */
     char spill_dir[256];    /* "" until something spilled */
-    char pressure[256];     /* why the budget cannot be kept, "" when it is */
+    char pressure[384];     /* why the budget cannot be kept, "" when it is */
     bool hold;              /* ... so the inputs are paused (docs/memory.md) */
     int nnodes;
     NodeMem *nodes;         /* stateful nodes, most bytes first */

@@ -795,17 +795,15 @@ int rt_workers(const Runtime *rt) { return rt->nl; }
 int rt_total_workers(const Runtime *rt) { return rt->W; }
 int rt_first_worker(const Runtime *rt) { return rt->first; }
 
+static void put_row(void *arg, const uint8_t *row, size_t n, int64_t w)
+{
+    xrec_put(arg, row, (uint32_t)n, NULL, 0, w);
+}
+
 void rt_sink_contents(Runtime *rt, int sink, Buf *out)
 {
-    for (int w = 0; w < rt->nl; w++) {
-        HMap *m = op_sink_contents(rt->w[w].ops[sink]);
-        size_t it = 0;
-        const uint8_t *k;
-        size_t kn;
-        void *pl;
-        while (m && hmap_next(m, &it, &k, &kn, &pl))
-            xrec_put(out, k, (uint32_t)kn, NULL, 0, *(int64_t *)pl);
-    }
+    for (int w = 0; w < rt->nl; w++)
+        op_sink_rows(rt->w[w].ops[sink], put_row, out);
 }
 
 double rt_remote_secs(const Runtime *rt)

@@ -553,3 +553,82 @@ void trace_restore_take(Trace *t, Batch *b)
     }
     push(t, b);
 }
+
+/* ---- scanning the whole integral ---- */
+
+/* A run's place in a scan: the tuple it is at, in a resident batch or in
+   the one block of a spilled run it keeps pinned. */
+typedef struct ScanPos {
+    const Batch *b; /* NULL: the run is done */
+    int64_t j;
+    int blk;        /* spilled: the pinned block, else -1 */
+} ScanPos;
+
+static int tuple_cmp(const Batch *a, int64_t i, const Batch *b, int64_t j)
+{
+    size_t la = batch_tlen(a, i), lb = batch_tlen(b, j), m = la < lb ? la : lb;
+    int c = memcmp(batch_key(a, i), batch_key(b, j), m);
+    return c ? c : (la > lb) - (la < lb);
+}
+
+/* Move run r's position to its next tuple (the next block of a spilled
+   run when its block is done). */
+static void scan_next(Trace *t, ScanPos *p, int r)
+{
+    const Spilled *s = t->spine[r].s;
+    if (++p->j < p->b->n)
+        return;
+    if (!s) {
+        p->b = NULL;
+        return;
+    }
+    spill_unpin(s, p->blk);
+    p->b = NULL;
+    while (++p->blk < s->nblocks) {
+        p->b = pin(t, s, p->blk);
+        p->j = 0;
+        if (p->b->n > 0)
+            return;
+        spill_unpin(s, p->blk);
+        p->b = NULL;
+    }
+}
+
+void trace_scan(const Trace *tc, TraceScanFn cb, void *ctx)
+{
+    Trace *t = (Trace *)tc; /* the counters change */
+    ScanPos *p = sl_calloc((size_t)(t->n ? t->n : 1), sizeof(ScanPos));
+    for (int r = 0; r < t->n; r++) {
+        p[r].blk = -1;
+        if (t->spine[r].b) {
+            p[r].b = t->spine[r].b->n ? t->spine[r].b : NULL;
+        } else if (t->spine[r].s->nblocks > 0) {
+            p[r].blk = 0;
+            p[r].b = pin(t, t->spine[r].s, 0);
+            p[r].j = -1;
+            scan_next(t, &p[r], r); /* (to its first tuple, past empty blocks) */
+        }
+    }
+    for (;;) {
+        int m = -1;
+        for (int r = 0; r < t->n; r++)
+            if (p[r].b && (m < 0 || tuple_cmp(p[r].b, p[r].j, p[m].b, p[m].j) < 0))
+                m = r;
+        if (m < 0)
+            break;
+        int64_t w = 0;
+        const Batch *mb = p[m].b;
+        int64_t mj = p[m].j;
+        for (int r = 0; r < t->n; r++) /* (m itself last: its tuple is the one handed out) */
+            if (r != m && p[r].b && tuple_cmp(p[r].b, p[r].j, mb, mj) == 0) {
+                w += p[r].b->w[p[r].j];
+                scan_next(t, &p[r], r);
+            }
+        w += mb->w[mj];
+        if (w != 0)
+            cb(ctx, batch_key(mb, mj), batch_klen(mb, mj), batch_val(mb, mj), batch_vlen(mb, mj),
+               w);
+        scan_next(t, &p[m], m);
+    }
+    sl_free(p);
+}

@@ -93,6 +93,17 @@ void trace_cursor_free(TraceCursor *c);
 /* Like trace_for_key; k must not be smaller than the previous call's k. */
 void trace_cursor_for_key(TraceCursor *c, const uint8_t *k, size_t kn, TraceFn cb, void *ctx);
 
+/*
+ * Every (key, val) of the integral whose weights do not cancel, in tuple
+ * order, with its summed weight, streaming: a resident run is walked in
+ * place and a spilled one block by block (one block of each run pinned at
+ * a time), so the integral is never in memory whole. The pointers are
+ * valid during the call only; the trace must not change meanwhile.
+ */
+typedef void (*TraceScanFn)(void *ctx, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn,
+                            int64_t w);
+void trace_scan(const Trace *t, TraceScanFn cb, void *ctx);
+
 /* One consolidated batch with the whole integral (merges all batches into
    one, which becomes the trace's only batch); a new reference for the caller. */
 Batch *trace_consolidate(Trace *t);

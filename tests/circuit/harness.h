@@ -515,26 +515,31 @@ static inline int h_enc_cmp(const void *x, const void *y)
 }
 
 /* Sum of the sink's contents over all workers. */
+typedef struct HCollect {
+    HCanon *c;
+    int64_t *cap;
+} HCollect;
+
+static inline void h_collect_row(void *arg, const uint8_t *k, size_t kn, int64_t w)
+{
+    HCollect *x = arg;
+    HCanon *c = x->c;
+    if (c->n == *x->cap) {
+        *x->cap = *x->cap ? *x->cap * 2 : 64;
+        c->e = sl_realloc(c->e, sizeof(HEnc) * (size_t)*x->cap);
+    }
+    uint8_t *p = sl_malloc(kn ? kn : 1);
+    memcpy(p, k, kn);
+    c->e[c->n++] = (HEnc){p, kn, w};
+}
+
 static inline HCanon h_collect(Runtime *rt, int sink)
 {
     HCanon c = {0};
     int64_t cap = 0;
-    for (int w = 0; w < rt_workers(rt); w++) {
-        HMap *m = op_sink_contents(rt_op(rt, w, sink));
-        size_t it = 0;
-        const uint8_t *k;
-        size_t kn;
-        void *pl;
-        while (m && hmap_next(m, &it, &k, &kn, &pl)) {
-            if (c.n == cap) {
-                cap = cap ? cap * 2 : 64;
-                c.e = sl_realloc(c.e, sizeof(HEnc) * (size_t)cap);
-            }
-            uint8_t *p = sl_malloc(kn ? kn : 1);
-            memcpy(p, k, kn);
-            c.e[c.n++] = (HEnc){p, kn, *(int64_t *)pl};
-        }
-    }
+    HCollect x = {&c, &cap};
+    for (int w = 0; w < rt_workers(rt); w++)
+        op_sink_rows(rt_op(rt, w, sink), h_collect_row, &x);
     if (c.n)
         qsort(c.e, (size_t)c.n, sizeof(HEnc), h_enc_cmp);
     int64_t o = 0;

@@ -123,7 +123,7 @@ static Runtime *restart(const Circuit *c, Runtime *rt)
         for (int n = 0; n < nn; n++)
             assert_int_equal(rt_save(rt, w, n, &saved[w * nn + n]), 0);
     rt_free(rt);
-    Runtime *nr = rt_new(c, W);
+    Runtime *nr = h_rt_new(c, W);
     rt_set_steps(nr, steps);
     for (int w = 0; w < W; w++)
         for (int n = 0; n < nn; n++) {
@@ -178,6 +178,35 @@ static HCanon model_canon(const Model *m, const Relation *r)
     return cn;
 }
 
+/* Every key's current row as op_upsert_row has it (in the map or, spilled,
+   in cold) equals the model's. */
+static void check_lookups(const Circuit *c, Runtime *rt, const Model *m, int step)
+{
+    const Relation *r = &c->rels[circuit_find_rel(c, "t")];
+    const CNode *n = c->nodes[r->node];
+    Arena *a = arena_new(4096);
+    Buf kb = {0}, rb = {0};
+    for (int id = 0; id < NKEYS; id++) {
+        Change ch = m->row[id];
+        ch.id = id;
+        Chunk *k = chunk_new(a, r->ncol, r->types, 1);
+        put_row(k, k->n++, &ch);
+        buf_reset(&kb);
+        buf_reset(&rb);
+        key_encode(k, n->pk, n->npk, 0, &kb);
+        key_encode_row(k, 0, &rb);
+        uint32_t len = 0;
+        int w = op_route(kb.p, kb.n, rt_workers(rt));
+        const uint8_t *row = op_upsert_row(rt_op(rt, w, r->node), kb.p, kb.n, &len);
+        if (!m->present[id] ? row != NULL
+                            : !row || len != rb.n || memcmp(row, rb.p, rb.n))
+            fail_msg("step %d: op_upsert_row of key %d differs from the model", step, id);
+    }
+    buf_free(&kb);
+    buf_free(&rb);
+    arena_free(a);
+}
+
 /* Run the stream on W workers, restarting from a checkpoint before the
    first step and after every third step when restarts is set. Contents of
    every view after every step go to out[step * NVIEWS + view]. */
@@ -185,7 +214,7 @@ static void run(const Circuit *c, const Stream *s, int W, bool restarts, HCanon 
 {
     int rel = circuit_find_rel(c, "t");
     assert_true(rel >= 0);
-    Runtime *rt = rt_new(c, W);
+    Runtime *rt = h_rt_new(c, W);
     Model m = {0};
     int64_t pos = 0;
     if (restarts)
@@ -199,8 +228,21 @@ static void run(const Circuit *c, const Stream *s, int W, bool restarts, HCanon 
         arena_free(a);
         model_apply(&m, s->c + pos, s->size[k]);
         pos += s->size[k];
+        char msg[1400];
+        if (!h_spill_all(msg, sizeof(msg)))
+            fail_msg("step %d: %s", k, msg);
+        if (h_spill) /* the table's rows and the contents went to files */
+            for (int w = 0; w < W; w++) {
+                OpMem um = {0}, sm = {0};
+                op_mem(rt_op(rt, w, c->rels[rel].node), &um);
+                op_mem(rt_op(rt, w, c->rels[rel].sink), &sm);
+                if (um.rows > 0 && (!um.disk_bytes || !sm.disk_bytes))
+                    fail_msg("step %d, worker %d: the table's rows or contents are not on disk "
+                             "(%zu, %zu bytes)", k, w, um.disk_bytes, sm.disk_bytes);
+            }
         if (restarts && k % 3 == 1)
             rt = restart(c, rt);
+        check_lookups(c, rt, &m, k);
         for (int v = 0; v < NVIEWS; v++) {
             int vr = circuit_find_rel(c, views[v]);
             out[k * NVIEWS + v] = h_collect(rt, c->rels[vr].sink);
@@ -270,6 +312,24 @@ static void test_pk_table_views_are_identical_with_and_without_restarts(void **s
     sl_free(restored);
     sl_free(s.c);
     circuit_free(c);
+}
+
+/* The same with the memory budget at one byte (h_spill): after every step
+   the table's rows move into the upsert's cold trace and the views'
+   contents into their sinks' cold traces, all to files; the next steps
+   read back the keys they touch, lookups and the views' contents read
+   cold, and restarts save and load them (op_upsert.c, op_sink.c,
+   "Spilling"). */
+static void test_pk_table_views_with_every_row_spilled_are_identical(void **state)
+{
+    SpillStats before, after;
+    spill_stats(&before);
+    h_spill_setup(true);
+    test_pk_table_views_are_identical_with_and_without_restarts(state);
+    spill_stats(&after);
+    assert_true(after.runs_spilled > before.runs_spilled);
+    assert_true(after.misses > before.misses);
+    h_spill_setup(false);
 }
 
 static void test_checkpoint_of_unchanged_pk_table_reuses_its_batch(void **state)
@@ -357,6 +417,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pk_table_views_are_identical_with_and_without_restarts),
+        cmocka_unit_test(test_pk_table_views_with_every_row_spilled_are_identical),
         cmocka_unit_test(test_checkpoint_of_unchanged_pk_table_reuses_its_batch),
         cmocka_unit_test(test_every_stateful_operator_rejects_malformed_state),
     };

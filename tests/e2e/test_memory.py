@@ -173,10 +173,18 @@ CREATE MATERIALIZED VIEW everything AS SELECT id, v FROM t;
 
 
 def test_state_that_cannot_spill_past_the_limit_pauses_the_inputs_and_says_why(http_pipeline):
-    # a materialized view's contents cannot spill: past 256K the inputs
-    # pause, /status and the log name the operator, and the pipeline stays
-    # up (queries answer, a stop ends it cleanly)
-    p = http_pipeline(GROWING, "--memory-limit", "256K", "--step-rows", "2000")
+    # a materialized view's contents spill, but the index of its spilled
+    # runs (the first row of each block) stays in memory: with blocks of 64
+    # bytes (a row or two) that index alone passes 256K, the inputs pause,
+    # /status and the log name the operator, and the pipeline stays up
+    # (queries answer, reading the spilled contents; a stop ends it cleanly)
+    env = {"SLUICE_SPILL_BLOCK": "64", "SLUICE_SPILL_MIN_RUN": "0"}
+    os.environ.update(env)
+    try:
+        p = http_pipeline(GROWING, "--memory-limit", "256K", "--step-rows", "2000")
+    finally:
+        for k in env:
+            del os.environ[k]
 
     def stalled():
         s = requests.get(p.url("/status"), timeout=60).json()
@@ -185,6 +193,8 @@ def test_state_that_cannot_spill_past_the_limit_pauses_the_inputs_and_says_why(h
     assert s["stalled"]["reason"] == "memory" and s["state"] == "running"
     msg = s["stalled"]["message"]
     assert "exceeds the memory limit (262144 bytes)" in msg and "sink of everything" in msg, msg
+    assert msg.endswith("; cannot spill: ASOF join partitions, rows emit_final views "
+                        "hold, spilled runs' indexes"), msg
     assert "sluice: memory: state that cannot spill" in p.stderr()
     assert "inputs are paused" in p.stderr()
     st = requests.get(p.url("/stats"), timeout=60).json()

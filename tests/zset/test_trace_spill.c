@@ -116,6 +116,40 @@ static Batch *saved(const Trace *t)
     return acc;
 }
 
+typedef struct Scan {
+    BatchBuilder *bb;
+    uint8_t prev[256]; /* the previous tuple (key then value) */
+    size_t prevn;
+    bool any;
+} Scan;
+
+static void scan_add(void *ctx, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn,
+                     int64_t w)
+{
+    Scan *x = ctx;
+    uint8_t t[256];
+    assert_true(kn + vn <= sizeof(t) && w != 0);
+    memcpy(t, k, kn);
+    memcpy(t + kn, v, vn);
+    if (x->any) { /* strictly ascending: in tuple order, each once */
+        size_t m = x->prevn < kn + vn ? x->prevn : kn + vn;
+        int c = memcmp(x->prev, t, m);
+        assert_true(c < 0 || (c == 0 && x->prevn < kn + vn));
+    }
+    memcpy(x->prev, t, kn + vn);
+    x->prevn = kn + vn;
+    x->any = true;
+    bb_add(x->bb, k, kn, v, vn, w);
+}
+
+/* trace_scan's tuples. */
+static Batch *scanned(const Trace *t)
+{
+    Scan x = {.bb = bb_new()};
+    trace_scan(t, scan_add, &x);
+    return bb_finish(x.bb);
+}
+
 static int count_files(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -182,6 +216,12 @@ static void spilled_trace_answers_as_in_memory(bool merge)
         }
         if (step % 10 == 9) {
             Batch *x = saved(sp), *y = saved(mem);
+            assert_same_batch(x, y);
+            batch_unref(x);
+            batch_unref(y);
+        }
+        if (step % 3 == 0) { /* the streaming scan, runs spilled or merged */
+            Batch *x = scanned(sp), *y = saved(mem);
             assert_same_batch(x, y);
             batch_unref(x);
             batch_unref(y);
