@@ -906,27 +906,39 @@ Batch *batch_merge(const Batch *a, const Batch *b)
     return out;
 }
 
-/* A batch being merged by batch_merge_many: its next tuple i (< b->n)
-   and that tuple's first chunk. */
+/* A batch being merged by batch_merge_many: its next tuple i (< b->n),
+   that tuple's length and its first two chunks (bytes [0, 8) and [8, 16),
+   zero-padded): a join side's tuples agree on their first 8 bytes (the
+   key and the row's first bytes) with their neighbours in other runs,
+   and the second chunk mostly decides without reading the tuples. */
 typedef struct MergeCur {
     const Batch *b;
     int64_t i;
-    uint64_t pfx;
+    uint64_t pfx, pfx2;
+    size_t len;
 } MergeCur;
 
 static inline void mcur_load(MergeCur *c)
 {
-    c->pfx = load_chunk(batch_key(c->b, c->i), batch_tlen(c->b, c->i), 0);
+    const uint8_t *p = batch_key(c->b, c->i);
+    size_t len = batch_tlen(c->b, c->i);
+    c->len = len;
+    c->pfx = load_chunk(p, len, 0);
+    c->pfx2 = load_chunk(p, len, 8);
 }
 
+/* Tuples that agree on their zero-padded first 16 bytes: a shorter one
+   that ends within them is a prefix of the other. */
 static inline int mcur_cmp(const MergeCur *a, const MergeCur *b)
 {
     if (a->pfx != b->pfx)
         return a->pfx < b->pfx ? -1 : 1;
-    size_t la = batch_tlen(a->b, a->i), lb = batch_tlen(b->b, b->i);
-    if (la <= 8 || lb <= 8)
+    if (a->pfx2 != b->pfx2)
+        return a->pfx2 < b->pfx2 ? -1 : 1;
+    size_t la = a->len, lb = b->len;
+    if (la <= 16 || lb <= 16)
         return (la > lb) - (la < lb);
-    return bytes_cmp(batch_key(a->b, a->i) + 8, la - 8, batch_key(b->b, b->i) + 8, lb - 8);
+    return bytes_cmp(batch_key(a->b, a->i) + 16, la - 16, batch_key(b->b, b->i) + 16, lb - 16);
 }
 
 /* Sift h[i] down the min-heap h[0..k) of cursors. */
@@ -960,7 +972,7 @@ Batch *batch_merge_many(Batch *const *in, int k)
     int *h = sl_malloc(sizeof(int) * (size_t)k), nh = 0;
     for (int j = 0; j < k; j++) {
         bound += in[j]->n;
-        c[j] = (MergeCur){in[j], 0, 0};
+        c[j] = (MergeCur){in[j], 0, 0, 0, 0};
         if (in[j]->n > 0) {
             mcur_load(&c[j]);
             h[nh++] = j;
@@ -970,7 +982,7 @@ Batch *batch_merge_many(Batch *const *in, int k)
         mheap_down(c, h, nh, i);
     Batch *out = merge_alloc((const Batch *const *)in, k);
     int64_t m = 0, w = 0;
-    MergeCur cur = {NULL, 0, 0}; /* the tuple whose weights are being summed */
+    MergeCur cur = {NULL, 0, 0, 0, 0}; /* the tuple whose weights are being summed */
     while (nh > 0) {
         MergeCur *t = &c[h[0]];
         if (cur.b && mcur_cmp(t, &cur) == 0)
