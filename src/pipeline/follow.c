@@ -120,8 +120,10 @@ static void step_allowance(Runtime *rt, PMemHost *pm, int64_t limit, int64_t flo
         rt_set_step_memory(rt, 0);
         return;
     }
-    if (retry)
+    if (retry) {
         malloc_trim(0);
+        mem_big_trim();
+    }
     int64_t rss = (int64_t)mem_rss_bytes(), room = limit > rss ? limit - rss : 0;
     if (room < floor)
         room = floor;

@@ -609,8 +609,10 @@ int pmem_after_step(Pipeline *p, Err *err)
     adapt_step(p, m);
     if (m->watch || spilled) {
         /* give what the step and the spilled runs freed back to the system */
-        if (spilled || m->trans > m->limit / 8)
+        if (spilled || m->trans > m->limit / 8) {
             malloc_trim(0);
+            mem_big_trim();
+        }
         m->rss = mem_rss_bytes();
         m->watch = m->rss > m->limit / 2 || !strcmp(m->source, "flag") || others_past_half(m);
     }
@@ -633,6 +635,7 @@ bool pmem_step_failed(Pipeline *p, bool stall_ok)
         Err e = {0};
         spill_enforce(SIZE_MAX / 4, NULL, &e);
         malloc_trim(0);
+        mem_big_trim();
         m->retry = true;
         pmem_before_step(p, m->rows_in);
         return true;
@@ -774,8 +777,10 @@ void pmem_host_after_step(PMemHost *h, Runtime *rt)
         h->failed = true; /* the state stays in memory; host 0 pauses the inputs */
         return;
     }
-    if (spilled || (h->bounded && h->trans > h->limit / 8))
+    if (spilled || (h->bounded && h->trans > h->limit / 8)) {
         malloc_trim(0);
+        mem_big_trim();
+    }
 }
 
 size_t pmem_host_cache_bytes(const PMemHost *h)

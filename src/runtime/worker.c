@@ -896,6 +896,7 @@ int rt_step(Runtime *rt, Err *err)
     } else {
         step_once(rt);
     }
+    mem_big_tick(); /* pooled large blocks no step took go back (base/mem.h) */
     if (!rt->rolled_back) {
         rt->steps++;
         if (rt->has_wm && !rt->boot_run)

@@ -408,6 +408,7 @@ int store_get_batch(Store *st, const char *name, Batch **out, Err *err)
     b = sl_malloc(block);
     b->refs = 1;
     b->tlen = b->fklen = 0;
+    b->big = false;
     b->n = (int64_t)n;
     /* The layout of batch.c; read_payload relies on the order. */
     b->off = (size_t *)(b + 1);

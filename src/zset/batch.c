@@ -60,6 +60,7 @@ struct BatchBuilder {
     int nruns;
     bool dup;     /* some record equals the one before it */
     bool uni;     /* every record so far has length ulen and key length uklen */
+    bool big;     /* data.p is a large block (base/mem.h), else sl_malloc's */
     uint32_t ulen, uklen;
     size_t run[RUNS_MAX];
 };
@@ -93,11 +94,22 @@ static void batch_layout(Batch *b, int64_t n, bool uni)
     b->data = (uint8_t *)(b->klen + n);
 }
 
+/* A block of sz bytes for a batch (refs 1): a large one from the pool of
+   base/mem.h (a trace's merges write into the pages of the runs merged
+   away a step before, not into fresh pages the kernel must clear). */
+static Batch *batch_block(size_t sz)
+{
+    bool big = sz >= MEM_BIG_MIN;
+    Batch *b = big ? mem_big_alloc(sz) : sl_malloc(sz);
+    b->big = big;
+    b->refs = 1;
+    return b;
+}
+
 /* A batch with room for n tuples of nbytes bytes in all (refs 1). */
 static Batch *batch_alloc(int64_t n, size_t nbytes)
 {
-    Batch *b = sl_malloc(batch_block_size(n, nbytes, false));
-    b->refs = 1;
+    Batch *b = batch_block(batch_block_size(n, nbytes, false));
     b->tlen = b->fklen = 0;
     batch_layout(b, n, false);
     b->off[0] = 0;
@@ -107,8 +119,7 @@ static Batch *batch_alloc(int64_t n, size_t nbytes)
 /* A uniform batch with room for n tuples of tlen bytes, keys of fklen. */
 static Batch *batch_alloc_uni(int64_t n, uint32_t tlen, uint32_t fklen)
 {
-    Batch *b = sl_malloc(batch_block_size(n, (size_t)n * tlen, true));
-    b->refs = 1;
+    Batch *b = batch_block(batch_block_size(n, (size_t)n * tlen, true));
     b->tlen = tlen;
     b->fklen = fklen;
     batch_layout(b, n, true);
@@ -127,7 +138,8 @@ static Batch *batch_shrink(Batch *b, int64_t n)
     if (!uni)
         memmove(b->klen, old.klen, (size_t)n * sizeof(uint32_t));
     memmove(b->data, old.data, nbytes);
-    b = sl_realloc(b, batch_block_size(n, nbytes, uni));
+    size_t sz = batch_block_size(n, nbytes, uni);
+    b = b->big ? mem_big_realloc(b, sz) : sl_realloc(b, sz);
     batch_layout(b, n, uni);
     return b;
 }
@@ -145,8 +157,12 @@ void batch_unref(Batch *b)
 {
     if (!b || NEVER(b->refs <= 0))
         return; /* one unref too many: leak rather than free twice */
-    if (--b->refs == 0)
-        sl_free(b);
+    if (--b->refs == 0) {
+        if (b->big)
+            mem_big_free(b);
+        else
+            sl_free(b);
+    }
 }
 
 size_t batch_bytes(const Batch *b)
@@ -268,8 +284,49 @@ BatchBuilder *bb_new(void)
     bb->nruns = 0;
     bb->dup = false;
     bb->uni = true;
+    bb->big = false;
     bb->ulen = bb->uklen = 0;
     return bb;
+}
+
+/* A block of sz bytes for a step's scratch (sort indexes): large ones
+   from base/mem.h's pool, whose pages the last step's wrote already. */
+static void *scratch_alloc(size_t sz) { return sz >= MEM_BIG_MIN ? mem_big_alloc(sz) : sl_malloc(sz); }
+static void scratch_free(void *p, size_t sz)
+{
+    if (sz >= MEM_BIG_MIN)
+        mem_big_free(p);
+    else
+        sl_free(p);
+}
+
+/* Grow the records' buffer to hold need bytes: doubling, and once it
+   reaches MEM_BIG_MIN a large block (grown in place by mremap, its pages
+   those of an earlier step's builder). */
+static __attribute__((noinline)) void bb_grow(BatchBuilder *bb, size_t need)
+{
+    size_t cap = bb->data.cap ? 2 * bb->data.cap : 256;
+    if (cap < need)
+        cap = need;
+    if (cap < MEM_BIG_MIN) {
+        bb->data.p = sl_realloc(bb->data.p, cap);
+    } else if (bb->big) {
+        bb->data.p = mem_big_realloc(bb->data.p, cap);
+    } else {
+        uint8_t *p = mem_big_alloc(cap);
+        if (bb->data.n)
+            memcpy(p, bb->data.p, bb->data.n);
+        sl_free(bb->data.p);
+        bb->data.p = p;
+        bb->big = true;
+    }
+    bb->data.cap = cap;
+}
+
+static inline void bb_reserve(BatchBuilder *bb, size_t extra)
+{
+    if (bb->data.n + extra > bb->data.cap)
+        bb_grow(bb, bb->data.n + extra);
 }
 
 /* Track the order of the record just written at pos (see BatchBuilder):
@@ -306,7 +363,7 @@ void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, siz
     if (unlikely(kn + vn > UINT32_MAX))
         sl_panic("tuple of %zu bytes exceeds the 4 GiB limit", kn + vn);
     size_t sz = rec_size(kn + vn);
-    buf_reserve(&bb->data, sz);
+    bb_reserve(bb, sz);
     uint8_t *p = bb->data.p + bb->data.n;
     *(Rec *)p = (Rec){w, (uint32_t)kn, (uint32_t)(kn + vn)};
     if (kn)
@@ -324,7 +381,7 @@ void bb_add_xrecs(BatchBuilder *bb, const Buf *in)
     if (!in->n)
         return;
     /* a record of 16 + len bytes becomes one of at most 16 + len + 7 */
-    buf_reserve(&bb->data, in->n + in->n / 2);
+    bb_reserve(bb, in->n + in->n / 2);
     uint8_t *out = bb->data.p + bb->data.n;
     size_t pos = 0;
     XRec x;
@@ -580,8 +637,9 @@ static Batch *finish_unsorted(BatchBuilder *bb)
 {
     size_t n = (size_t)bb->n;
     const uint8_t *data = bb->data.p;
-    SortEnt *ents = sl_malloc((n ? n : 1) * sizeof(SortEnt));
-    SortCtx x = {data, ents, sl_malloc((n ? n : 1) * sizeof(SortEnt)), NULL, 0, 0};
+    size_t esz = (n ? n : 1) * sizeof(SortEnt);
+    SortEnt *ents = scratch_alloc(esz);
+    SortCtx x = {data, ents, scratch_alloc(esz), NULL, 0, 0};
     for (size_t i = 0, pos = 0; i < n; i++) {
         const Rec *r = rec_at(data, pos);
         size_t len = r->len;
@@ -593,7 +651,7 @@ static Batch *finish_unsorted(BatchBuilder *bb)
     push_range(&x, (SortRange){0, n, 0, 8, false});
     while (x.nstack > 0)
         sort_range(&x, x.stack[--x.nstack]);
-    sl_free(x.tmp);
+    scratch_free(x.tmp, esz);
     sl_free(x.stack);
 
     /*
@@ -619,7 +677,7 @@ static Batch *finish_unsorted(BatchBuilder *bb)
             put_rec(b, m++, r, w);
         i = j;
     }
-    sl_free(ents);
+    scratch_free(ents, esz);
     if ((size_t)m < n)
         b = batch_shrink(b, m);
     return b;
@@ -746,7 +804,10 @@ Batch *bb_finish(BatchBuilder *bb)
     Batch *b = bb->nruns <= 1          ? finish_sorted(bb)
                : bb->nruns <= RUNS_MAX ? finish_runs(bb)
                                        : finish_unsorted(bb);
-    buf_free(&bb->data);
+    if (bb->big)
+        mem_big_free(bb->data.p);
+    else
+        sl_free(bb->data.p);
     sl_free(bb);
     return b;
 }
@@ -845,27 +906,39 @@ Batch *batch_merge(const Batch *a, const Batch *b)
     return out;
 }
 
-/* A batch being merged by batch_merge_many: its next tuple i (< b->n)
-   and that tuple's first chunk. */
+/* A batch being merged by batch_merge_many: its next tuple i (< b->n),
+   that tuple's length and its first two chunks (bytes [0, 8) and [8, 16),
+   zero-padded): a join side's tuples agree on their first 8 bytes (the
+   key and the row's first bytes) with their neighbours in other runs,
+   and the second chunk mostly decides without reading the tuples. */
 typedef struct MergeCur {
     const Batch *b;
     int64_t i;
-    uint64_t pfx;
+    uint64_t pfx, pfx2;
+    size_t len;
 } MergeCur;
 
 static inline void mcur_load(MergeCur *c)
 {
-    c->pfx = load_chunk(batch_key(c->b, c->i), batch_tlen(c->b, c->i), 0);
+    const uint8_t *p = batch_key(c->b, c->i);
+    size_t len = batch_tlen(c->b, c->i);
+    c->len = len;
+    c->pfx = load_chunk(p, len, 0);
+    c->pfx2 = load_chunk(p, len, 8);
 }
 
+/* Tuples that agree on their zero-padded first 16 bytes: a shorter one
+   that ends within them is a prefix of the other. */
 static inline int mcur_cmp(const MergeCur *a, const MergeCur *b)
 {
     if (a->pfx != b->pfx)
         return a->pfx < b->pfx ? -1 : 1;
-    size_t la = batch_tlen(a->b, a->i), lb = batch_tlen(b->b, b->i);
-    if (la <= 8 || lb <= 8)
+    if (a->pfx2 != b->pfx2)
+        return a->pfx2 < b->pfx2 ? -1 : 1;
+    size_t la = a->len, lb = b->len;
+    if (la <= 16 || lb <= 16)
         return (la > lb) - (la < lb);
-    return bytes_cmp(batch_key(a->b, a->i) + 8, la - 8, batch_key(b->b, b->i) + 8, lb - 8);
+    return bytes_cmp(batch_key(a->b, a->i) + 16, la - 16, batch_key(b->b, b->i) + 16, lb - 16);
 }
 
 /* Sift h[i] down the min-heap h[0..k) of cursors. */
@@ -899,7 +972,7 @@ Batch *batch_merge_many(Batch *const *in, int k)
     int *h = sl_malloc(sizeof(int) * (size_t)k), nh = 0;
     for (int j = 0; j < k; j++) {
         bound += in[j]->n;
-        c[j] = (MergeCur){in[j], 0, 0};
+        c[j] = (MergeCur){in[j], 0, 0, 0, 0};
         if (in[j]->n > 0) {
             mcur_load(&c[j]);
             h[nh++] = j;
@@ -909,7 +982,7 @@ Batch *batch_merge_many(Batch *const *in, int k)
         mheap_down(c, h, nh, i);
     Batch *out = merge_alloc((const Batch *const *)in, k);
     int64_t m = 0, w = 0;
-    MergeCur cur = {NULL, 0, 0}; /* the tuple whose weights are being summed */
+    MergeCur cur = {NULL, 0, 0, 0, 0}; /* the tuple whose weights are being summed */
     while (nh > 0) {
         MergeCur *t = &c[h[0]];
         if (cur.b && mcur_cmp(t, &cur) == 0)

@@ -23,6 +23,7 @@ typedef struct Batch {
        fixed-width tuples (integer columns, say) then costs its bytes and a
        weight a tuple, not 12 bytes more of tables. */
     uint32_t tlen, fklen;
+    bool big;       /* the block is mem_big_alloc's (base/mem.h), else sl_malloc's */
     int64_t n;      /* tuples */
     size_t *off;    /* n+1 offsets into data: tuple i is data[off[i]..off[i+1]) */
     uint32_t *klen; /* key length of tuple i (val = the rest) */

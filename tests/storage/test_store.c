@@ -92,6 +92,7 @@ static Batch *with_tables(const Batch *u)
                          n * sizeof(uint32_t) + nbytes);
     b->refs = 1;
     b->tlen = b->fklen = 0;
+    b->big = false;
     b->n = u->n;
     b->off = (size_t *)(b + 1);
     b->w = (int64_t *)(b->off + n + 1);
