@@ -21,22 +21,20 @@ tests/slt/gen_recursive.py) runs in both modes of sluice-slt.
 import json
 import os
 import random
-import re
 import shutil
 import sqlite3
 import subprocess
 
 import pytest
-import requests
 
-from conftest import json_input, read_dump, run, run_ok, wait_until
+import sltfile
+
+from conftest import json_input, read_dump, run, run_ok
 from httpkit import ingress, lines, query
 
 NODES = 10
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SLT_FILE = os.path.join(ROOT, "tests", "slt", "recursive.test")
-SLT = os.environ.get("SLUICE_SLT", os.path.join(ROOT, "build", "debug", "sluice-slt"))
-FINAL = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
 
 PROGRAM = """
 CREATE TABLE e (src INT NOT NULL, dst INT NOT NULL) WITH ('materialized' = 'true'%s);
@@ -234,14 +232,7 @@ def test_refused_definitions_name_line_and_column(tmp_path):
 
 @pytest.mark.parametrize("args", [[], ["--incremental", "--check-steps", "--workers", "3"]])
 def test_slt_recursive(args):
-    p = subprocess.run([SLT] + args + ["--verbose", SLT_FILE], capture_output=True, text=True,
-                       timeout=600)
-    m = FINAL.findall(p.stdout)
-    assert m, p.stdout[-2000:] + p.stderr[-2000:]
-    passed, failed, skipped = (int(x) for x in m[-1])
-    assert failed == 0 and p.returncode == 0, p.stdout[-4000:]
-    assert passed >= 20 and skipped == 0, p.stdout[-2000:]
-    assert "ERROR: AddressSanitizer" not in p.stderr and "runtime error" not in p.stderr
+    sltfile.all_pass(args, SLT_FILE)
 
 
 def test_crash_and_resume_from_a_checkpoint(tmp_path):

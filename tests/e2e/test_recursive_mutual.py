@@ -17,11 +17,12 @@ tests/slt/gen_recursive_mutual.py) runs in both modes of sluice-slt.
 import json
 import os
 import random
-import re
 import sqlite3
 import subprocess
 
 import pytest
+
+import sltfile
 
 from conftest import json_input, run, run_ok
 from httpkit import ingress, lines, query
@@ -29,8 +30,6 @@ from httpkit import ingress, lines, query
 NODES = 9
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SLT_FILE = os.path.join(ROOT, "tests", "slt", "recursive_mutual.test")
-SLT = os.environ.get("SLUICE_SLT", os.path.join(ROOT, "build", "debug", "sluice-slt"))
-FINAL = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
 
 PROGRAM = """
 CREATE TABLE e (src INT NOT NULL, dst INT NOT NULL, w INT NOT NULL) %s;
@@ -240,11 +239,8 @@ def test_a_component_changes_as_one_unit(tmp_path):
 
 @pytest.mark.parametrize("args", [[], ["--incremental", "--check-steps", "--workers", "2"]])
 def test_slt_recursive_mutual(args):
-    p = subprocess.run([SLT] + args + ["--verbose", SLT_FILE], capture_output=True, text=True,
-                       timeout=600)
-    m = FINAL.findall(p.stdout)
-    assert m, p.stdout[-2000:] + p.stderr[-2000:]
-    passed, failed, skipped = (int(x) for x in m[-1])
-    assert failed == 0 and p.returncode == 0, p.stdout[-4000:]
-    assert passed >= 25 and skipped == 0, p.stdout[-2000:]
-    assert "ERROR: AddressSanitizer" not in p.stderr and "runtime error" not in p.stderr
+    sltfile.all_pass(args, SLT_FILE)
+
+
+def test_expected_results_are_sqlite_answers():
+    sltfile.generator_agrees("gen_recursive_mutual.py", postgres=False)

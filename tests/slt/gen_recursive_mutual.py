@@ -9,13 +9,19 @@ recursion, so each component is ONE recursive CTE there with a tag column
 (which view a row belongs to); every expected result is SQLite's answer
 (Python's sqlite3), never Sluice's.
 
-    python3 tests/slt/gen_recursive_mutual.py > tests/slt/recursive_mutual.test
+    /usr/bin/python3 tests/slt/gen_recursive_mutual.py            # rewrites the file
+    /usr/bin/python3 tests/slt/gen_recursive_mutual.py --check    # compares, writes nothing
 """
-import hashlib
+import os
 import random
 import sqlite3
+import sys
 
-HASH_THRESHOLD = 40
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import gen_dialect  # noqa: E402  (query_record, write_or_check)
+
+HASH_THRESHOLD = gen_dialect.HASH_THRESHOLD
 
 rng = random.Random(23)
 db = sqlite3.connect(":memory:")
@@ -34,18 +40,7 @@ def stmt(sql, sqlite=True):
 def query(sql, types, ref, comment=None):
     """ref: SQLite's equivalent (a tagged recursive CTE)."""
     rows = [["NULL" if v is None else str(v) for v in r] for r in db.execute(ref)]
-    assert rows, sql  # an empty answer checks little
-    rows.sort()
-    vals = [v for r in rows for v in r]
-    if comment:
-        out.append("# " + comment)
-    out.extend(["query %s rowsort" % types, sql, "----"])
-    if len(vals) > HASH_THRESHOLD:
-        out.append("%d values hashing to %s" % (
-            len(vals), hashlib.md5("".join(v + "\n" for v in vals).encode()).hexdigest()))
-    else:
-        out.extend(vals)
-    out.append("")
+    gen_dialect.query_record(out, comment or sql, sql, types, "rowsort", rows)
 
 
 rows = [(rng.randrange(14), rng.randrange(14), rng.randrange(1, 10)) for _ in range(26)]
@@ -119,4 +114,5 @@ query("SELECT n, c FROM hub", "II",
       "WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM e UNION SELECT tc.a, e.dst FROM tc "
       "JOIN e ON tc.b = e.src) SELECT a, COUNT(*) FROM tc GROUP BY a",
       comment="an aggregate over a recursive view declared and created after it")
-print("\n".join(out))
+sys.exit(0 if gen_dialect.write_or_check("recursive_mutual.test", "\n".join(out) + "\n",
+                                          "SQLite") else 1)
