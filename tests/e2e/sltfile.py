@@ -14,6 +14,16 @@ DBG_SLT = os.environ.get("SLUICE_SLT", os.path.join(ROOT, "build", "debug", "slu
 FINAL = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
 
 
+def modes(max_workers=3):
+    """The pytest parameters `args` of a file's runs: one-shot on 2 workers,
+    then incremental with --check-steps on 1 to max_workers workers."""
+    ws = range(1, max_workers + 1)
+    return pytest.mark.parametrize(
+        "args", [["--workers", "2"]] + [["--incremental", "--check-steps", "--workers", str(w)]
+                                         for w in ws],
+        ids=["oneshot"] + ["incremental-w%d" % w for w in ws])
+
+
 def records(path):
     """The statement and query records of an slt file."""
     with open(path) as f:

@@ -20,11 +20,7 @@ CASES = sorted(glob.glob(os.path.join(ROOT, "tests", "slt", "aggs_*.test")))
 
 
 @pytest.mark.parametrize("case", CASES, ids=os.path.basename)
-@pytest.mark.parametrize("args", [["--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "1"],
-                                  ["--incremental", "--check-steps", "--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "3"]],
-                         ids=["oneshot", "incremental-w1", "incremental-w2", "incremental-w3"])
+@sltfile.modes()
 def test_aggs_slt(args, case):
     sltfile.all_pass(args, case)
 

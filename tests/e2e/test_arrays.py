@@ -19,10 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SLT = os.path.join(ROOT, "tests", "slt", "arrays.test")
 
 
-@pytest.mark.parametrize("args", [["--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "1"],
-                                  ["--incremental", "--check-steps", "--workers", "2"]],
-                         ids=["oneshot", "incremental-w1", "incremental-w2"])
+@sltfile.modes(2)
 def test_arrays_slt(args):
     sltfile.all_pass(args, SLT)
 

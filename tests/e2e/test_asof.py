@@ -32,11 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CASE = os.path.join(ROOT, "tests", "slt", "asof.test")
 
 
-@pytest.mark.parametrize("args", [["--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "1"],
-                                  ["--incremental", "--check-steps", "--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "3"]],
-                         ids=["oneshot", "incremental-w1", "incremental-w2", "incremental-w3"])
+@sltfile.modes()
 def test_asof_slt(args):
     sltfile.all_pass(args, CASE)
 

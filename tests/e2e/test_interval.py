@@ -32,11 +32,7 @@ CASE = os.path.join(ROOT, "tests", "slt", "interval.test")
 US_DAY = 86400 * 10**6
 
 
-@pytest.mark.parametrize("args", [["--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "1"],
-                                  ["--incremental", "--check-steps", "--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "3"]],
-                         ids=["oneshot", "incremental-w1", "incremental-w2", "incremental-w3"])
+@sltfile.modes()
 def test_interval_slt(args):
     sltfile.all_pass(args, CASE)
 

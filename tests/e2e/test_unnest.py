@@ -28,11 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CASE = os.path.join(ROOT, "tests", "slt", "unnest.test")
 
 
-@pytest.mark.parametrize("args", [["--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "1"],
-                                  ["--incremental", "--check-steps", "--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "3"]],
-                         ids=["oneshot", "incremental-w1", "incremental-w2", "incremental-w3"])
+@sltfile.modes()
 def test_unnest_slt(args):
     sltfile.all_pass(args, CASE)
 

@@ -29,10 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "slt"))
 from gen_variant import canon  # noqa: E402  (Sluice's JSON text form, in Python)
 
 
-@pytest.mark.parametrize("args", [["--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "1"],
-                                  ["--incremental", "--check-steps", "--workers", "2"]],
-                         ids=["oneshot", "incremental-w1", "incremental-w2"])
+@sltfile.modes(2)
 def test_variant_slt(args):
     sltfile.all_pass(args, SLT)
     sltfile.all_pass(args, SLT_MORE)

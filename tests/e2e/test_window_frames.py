@@ -20,7 +20,6 @@ import json
 import os
 import random
 import sqlite3
-import subprocess
 import sys
 
 import pytest
@@ -36,24 +35,13 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "slt"))
 import gen_window_frames as ref  # noqa: E402  (the Python reference)
 
 
-@pytest.mark.parametrize("args", [["--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "1"],
-                                  ["--incremental", "--check-steps", "--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "3"]],
-                         ids=["oneshot", "incremental-w1", "incremental-w2", "incremental-w3"])
+@sltfile.modes()
 def test_window_frames_slt(args):
     sltfile.all_pass(args, CASE)
 
 
 def test_expected_results_are_the_oracles_answers():
-    import pgserver
-    ok, why = pgserver.available()
-    if not ok:
-        pytest.skip(why)
-    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "slt",
-                                                         "gen_window_frames.py"), "--check"],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
+    sltfile.generator_agrees("gen_window_frames.py")
 
 
 # ---- random events ---------------------------------------------------------------

@@ -13,7 +13,6 @@ test_window_vs_sqlite.py (w_value, w_dist, w_named, w_t3_value) and in the
 differential test (feature window_more).
 """
 import os
-import subprocess
 
 import pytest
 
@@ -25,20 +24,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CASE = os.path.join(ROOT, "tests", "slt", "window_more.test")
 
 
-@pytest.mark.parametrize("args", [["--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "1"],
-                                  ["--incremental", "--check-steps", "--workers", "2"],
-                                  ["--incremental", "--check-steps", "--workers", "3"]],
-                         ids=["oneshot", "incremental-w1", "incremental-w2", "incremental-w3"])
+@sltfile.modes()
 def test_window_more_slt(args):
     sltfile.all_pass(args, CASE)
 
 
 def test_expected_results_are_sqlite_answers():
-    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "slt",
-                                                         "gen_window_more.py"), "--check"],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stdout + p.stderr
+    sltfile.generator_agrees("gen_window_more.py", postgres=False)
 
 
 def test_qualify_rank_bound_is_a_top_k(tmp_path):
