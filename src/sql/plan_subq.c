@@ -17,6 +17,8 @@
  *            COUNT(v) cv of S; value (SQL's three-valued IN) =
  *              matched -> TRUE; c = 0 -> FALSE; k IS NULL -> NULL;
  *              c > cv (S has a NULL) -> NULL; else FALSE.
+ *   (a, b) IN:  S of as many columns: see row_in (a cross join of the
+ *            distinct left rows with S's distinct rows).
  *
  * The subquery is planned on its own first; if it refers to columns of the
  * outer query (a correlated subquery) planning fails on the unknown name
