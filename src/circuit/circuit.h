@@ -50,7 +50,9 @@ typedef enum OpKind {
                      unnest_col (none for NULL or {}; one of NULLs with
                      unnest_outer): the input columns, the element, then
                      with ordinality its 1-based position (BIGINT), the
-                     row's weight each: linear */
+                     row's weight each; with unnest_outer and a filter
+                     (LEFT JOIN UNNEST ... ON cond), only the rows where
+                     the filter is TRUE, one of NULLs when none is: linear */
 } OpKind;
 
 /* OPK_TOPK: which rank bounds the kept rows and is appended as a column. */

@@ -168,6 +168,10 @@ static void explain_nodes(const Circuit *c, Buf *out, const char *ind)
                 buf_printf(out, ", #%d", n->unnest_col + j);
             buf_puts(out, n->ordinality ? " with ordinality" : "");
             buf_puts(out, n->unnest_outer ? " outer" : "");
+            if (n->filter) {
+                buf_puts(out, " on ");
+                expr_print(n->filter, out);
+            }
             break;
         case OPK_MAP:
             if (n->filter) {

@@ -467,6 +467,57 @@ static void set_null(Vec *d, int64_t o)
     d->nul[o] = 1;
 }
 
+/* LEFT JOIN UNNEST(...) ON cond (filter: cond over the output row): the
+   rows of the inner UNNEST for which cond is TRUE; an input row none of
+   whose rows is kept gives one row of NULL elements (and position). */
+static int eval_unnest_on(Op *op, OpEnv *env, const Chunk *s, int na)
+{
+    const CNode *n = op->node;
+    CNode inner = *n;
+    inner.unnest_outer = false;
+    Op iop = *op;
+    iop.node = &inner;
+    if (eval_unnest_zip(&iop, env, s, na))
+        return SL_ERUNTIME;
+    const Chunk *all = iop.out;
+    /* the input row of each row of `all`: rows come per input row, in order */
+    int64_t *src = arena_alloc(env->arena, sizeof(int64_t) * (size_t)(all->n + 1));
+    for (int64_t r = 0, o = 0; r < s->n; r++)
+        for (int64_t k = unnest_rows(&inner, s, r); k > 0; k--)
+            src[o++] = r;
+    int32_t *sel = arena_alloc(env->arena, sizeof(int32_t) * (size_t)(all->n + 1));
+    int64_t m = 0;
+    if (all->n && expr_filter(n->filter, all, NULL, all->n, env->ev, sel, &m))
+        return SL_ERUNTIME;
+    bool *kept = arena_zalloc(env->arena, (size_t)(s->n + 1));
+    for (int64_t i = 0; i < m; i++)
+        kept[src[sel[i]]] = true;
+    int64_t total = m;
+    for (int64_t r = 0; r < s->n; r++)
+        total += !kept[r];
+    Chunk *out = chunk_new(env->arena, n->ncol, n->types, total ? total : 1);
+    int nin = s->ncol;
+    for (int64_t r = 0, i = 0; r < s->n; r++) {
+        if (!kept[r]) {
+            int64_t o = out->n;
+            copy_row(out, o, s, r);
+            for (int j = nin; j < n->ncol; j++)
+                set_null(&out->col[j], o);
+            out->w[o] = s->w[r];
+            out->n = o + 1;
+            continue;
+        }
+        for (; i < m && src[sel[i]] == r; i++) {
+            int64_t o = out->n;
+            copy_row(out, o, all, sel[i]);
+            out->w[o] = all->w[sel[i]];
+            out->n = o + 1;
+        }
+    }
+    op->out = out;
+    return 0;
+}
+
 /* One row per element of the ARRAY column unnest_col of each input row;
    with unnest_n > 1 arrays, one row per position of the longest. */
 static int eval_unnest(Op *op, OpEnv *env, Chunk **in)
@@ -474,6 +525,8 @@ static int eval_unnest(Op *op, OpEnv *env, Chunk **in)
     const CNode *n = op->node;
     const Chunk *s = in[0];
     int na = SL_MAX(n->unnest_n, 1);
+    if (n->filter)
+        return eval_unnest_on(op, env, s, na);
     if (na > 1 || n->unnest_outer)
         return eval_unnest_zip(op, env, s, na);
     const Vec *av = &s->col[n->unnest_col];

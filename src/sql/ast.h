@@ -137,11 +137,12 @@ typedef struct FromItem {
     int tvf_col_line, tvf_col_col;
     AstList tvf_args;
     /* F_UNNEST: [LATERAL] UNNEST(unnest_e) [WITH ORDINALITY], in a FROM list or
-       an inner join or the right of LEFT JOIN ... ON TRUE (plan.c) */
+       an inner join or the right of LEFT JOIN ... ON (plan.c) */
     Ast *unnest_e;
     bool ordinality;
     AstList unnest_more; /* UNNEST(e, e2, ...): the arrays after the first (zipped) */
-    bool unnest_outer;   /* set by the planner for LEFT JOIN UNNEST(...) ON TRUE */
+    bool unnest_outer;   /* set by the planner for LEFT JOIN UNNEST(...) ON ... */
+    Ast *unnest_on;      /* that ON condition when it is not TRUE (planner) */
 } FromItem;
 
 typedef struct SelectItem {

@@ -131,16 +131,17 @@ static int flatten_unnest(P *p, FromItem *f, FromFlat *ff, bool *found)
 {
     if (f->k == F_JOIN && f->jk == J_LEFT && f->r->k == F_UNNEST && !f->natural &&
         !f->nusing && !f->alias && !f->asof) {
-        if (!f->on || f->on->k != A_BOOL || !f->on->ival)
-            return perr(p, SL_EUNSUPPORTED, f->on ? f->on->line : f->line,
-                        f->on ? f->on->col : f->col,
-                        "LEFT JOIN UNNEST(...) with an ON condition other than TRUE is not "
-                        "supported yet (filter in WHERE, or JOIN ... ON for an inner join)");
+        bool on_true = !f->on || (f->on->k == A_BOOL && f->on->ival);
+        if (!on_true && sql__has_subquery(f->on))
+            return perr(p, SL_EUNSUPPORTED, f->on->line, f->on->col,
+                        "a subquery in the ON condition of LEFT JOIN UNNEST(...) is not "
+                        "supported yet");
         if (flatten_unnest(p, f->l, ff, found))
             return p->err->code;
         FromItem *u = arena_alloc(p->a, sizeof(*u));
         *u = *f->r;
         u->unnest_outer = true;
+        u->unnest_on = on_true ? NULL : f->on;
         *VEC_PUSH_ARENA(p->a, ff->leaves, ff->nleaves, ff->cap_leaves) = u;
         *found = true;
         return 0;
@@ -194,6 +195,8 @@ static int lift_unnest(P *p, Select *q, Select *out)
     }
     return 0;
 }
+
+static Expr *remap_pos(P *p, const Expr *e, const int *pos);
 
 /* FROM items..., UNNEST(e) [WITH ORDINALITY] [AS] u(x [, n]) (q: no
    WHERE): the items before it planned, with the WHERE conjuncts push
@@ -262,6 +265,16 @@ static int plan_unnest(P *p, Select *q, PRel *out, Ast ***subq, int *nsubq, Push
         return perr(p, SL_ESEMANTIC, u->line, u->col,
                     "UNNEST gives %d columns, %d names given", na + u->ordinality,
                     u->ncol_aliases);
+    if (u->unnest_on) { /* LEFT JOIN UNNEST ... ON cond: over the UNNEST's rows */
+        BindCtx oc = {&out->s, &none, "ON"};
+        Expr *w = sql__bind(p, &oc, u->unnest_on);
+        if (!w || !(w = sql__bool_operand(p, w, u->unnest_on, "ON")))
+            return p->err->code;
+        int *pos = arena_alloc(p->a, sizeof(int) * (size_t)(nout + 1));
+        for (int i = 0; i < nout; i++)
+            pos[i] = i < n ? i : i + na; /* past the arrays */
+        p->c->nodes[un->id]->filter = remap_pos(p, w, pos);
+    }
     return 0;
 }
 

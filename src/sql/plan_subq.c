@@ -17,6 +17,8 @@
  *            COUNT(v) cv of S; value (SQL's three-valued IN) =
  *              matched -> TRUE; c = 0 -> FALSE; k IS NULL -> NULL;
  *              c > cv (S has a NULL) -> NULL; else FALSE.
+ *   (a, b) IN:  S of as many columns: see row_in (a cross join of the
+ *            distinct left rows with S's distinct rows).
  *
  * The subquery is planned on its own first; if it refers to columns of the
  * outer query (a correlated subquery) planning fails on the unknown name
@@ -542,6 +544,119 @@ static void add_hidden(P *p, PRel *r, int node, Expr *value, Ast *x)
     x->subcol = nr + 1;
 }
 
+static bool row_ctor(const Ast *x)
+{
+    return x && x->k == A_FUNC && !strcmp(x->name, "row") && !x->over && !x->star && x->args.n > 0;
+}
+
+/* The conjunction of e[0..n) (e[0] alone when n is 1). */
+static Expr *and_all(P *p, Expr **e, int n)
+{
+    if (n == 1)
+        return e[0];
+    Expr *a = sql__mk(p, E_AND, type_make(TK_BOOL, true), n);
+    for (int i = 0; i < n; i++)
+        a->a[i] = e[i];
+    return a;
+}
+
+/* K keys with a TRUE column: DISTINCT of columns [0, n) of node x, rows
+   passing filter f. */
+static int keys_true(P *p, int x, Expr *f, const SqlType *ct, int n)
+{
+    Expr **pk = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        pk[i] = expr_col(p->a, i, ct[i]);
+    int m = sql__add_map(p, x, f, pk, n);
+    int d = sql__unary(p, OPK_DISTINCT, m);
+    Expr **pt = sql__identity_proj(p, p->c->nodes[d], 1);
+    pt[n] = const_b(p, true);
+    return sql__add_map(p, d, NULL, pt, n + 1);
+}
+
+/*
+ * (k1, ..., kn) [NOT] IN (S) with S of n columns, SQL's three-valued
+ * answer: TRUE when some row of S equals the row field by field, else NULL
+ * when some row of S compares NULL (no field pair unequal, one of them
+ * NULL), else FALSE. K = the distinct key rows of R, Sd = the distinct rows
+ * of S (both cast to the common types); X = K x Sd filtered by "no field
+ * pair unequal"; T = the keys of X whose pairs are all equal, N = the keys
+ * of X; R gets t and n by null-safe lookups, value = t ? TRUE : n ? NULL :
+ * FALSE. The cross join keeps |K| x |Sd| pairs' worth of work.
+ */
+static int row_in(P *p, PRel *r, Ast *x, PRel *s)
+{
+    Ast *row = x->a;
+    int n = row->args.n, nr = r->s.n;
+    if (s->s.n != n)
+        return perr(p, SL_ESEMANTIC, x->line, x->col,
+                    "a subquery used as a row IN list must return %d columns, not %d", n, s->s.n);
+    AggCtx none = {0};
+    BindCtx bc = {&r->s, &none, "IN"};
+    SqlType *ct = arena_alloc(p->a, sizeof(SqlType) * (size_t)(n + 1));
+    CNode *rn = p->c->nodes[r->node];
+    Expr **p1 = sql__identity_proj(p, rn, n);
+    for (int i = 0; i < n; i++) {
+        Ast *a = row->args.v[i];
+        Expr *k = sql__bind(p, &bc, a);
+        if (!k)
+            return p->err->code;
+        SqlType vt = s->s.c[i].t;
+        if (!sql__common_type(k->t, vt, &ct[i]))
+            return perr(p, SL_ESEMANTIC, a->line, a->col,
+                        "cannot compare %s with %s in IN (subquery)", tname(k->t), tname(vt));
+        if (ct[i].kind == TK_NULL)
+            ct[i] = type_make(TK_INT, true);
+        ct[i].nullable = 1;
+        p1[nr + i] = sql__cast_to(p, k, ct[i]);
+    }
+    int r1 = sql__add_map(p, r->node, NULL, p1, nr + n); /* R + keys */
+    /* K and Sd */
+    Expr **pk = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        pk[i] = expr_col(p->a, nr + i, ct[i]);
+    int kd = sql__unary(p, OPK_DISTINCT, sql__add_map(p, r1, NULL, pk, n));
+    CNode *sn = p->c->nodes[s->node];
+    Expr **ps = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        ps[i] = sql__cast_to(p, expr_col(p->a, i, sn->types[i]), ct[i]);
+    int sd = sql__unary(p, OPK_DISTINCT, sql__add_map(p, s->node, NULL, ps, n));
+    int xj = cross(p, kd, sd);
+    /* eq_i = k_i = s_i; maybe: every eq_i is not FALSE */
+    Expr **eq = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + 1));
+    Expr **ok = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        eq[i] = mk2(p, E_EQ, type_make(TK_BOOL, true), expr_col(p->a, i, ct[i]),
+                    expr_col(p->a, n + i, ct[i]));
+        Expr *co = sql__mk(p, E_COALESCE, type_make(TK_BOOL, false), 2);
+        co->a[0] = mk2(p, E_EQ, type_make(TK_BOOL, true), expr_col(p->a, i, ct[i]),
+                       expr_col(p->a, n + i, ct[i]));
+        co->a[1] = const_b(p, true);
+        ok[i] = co;
+    }
+    int tq = keys_true(p, xj, and_all(p, eq, n), ct, n);
+    int nq = keys_true(p, xj, and_all(p, ok, n), ct, n);
+    int *rk = arena_alloc(p->a, sizeof(int) * (size_t)(n + 1));
+    int *qk = arena_alloc(p->a, sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        rk[i] = nr + i;
+        qk[i] = i;
+    }
+    int qv[1] = {n};
+    Expr *def1[1] = {const_b(p, false)}, *def2[1] = {const_b(p, false)};
+    int r2 = lookup_join(p, r1, rk, n, tq, qk, qv, 1, def1);
+    int r3 = lookup_join(p, r2, rk, n, nq, qk, qv, 1, def2);
+    SqlType bt = type_make(TK_BOOL, true);
+    Expr *cs = sql__mk(p, E_CASE, bt, 5);
+    cs->a[0] = expr_col(p->a, nr + n, type_make(TK_BOOL, false));
+    cs->a[1] = const_b(p, true);
+    cs->a[2] = expr_col(p->a, nr + n + 1, type_make(TK_BOOL, false));
+    cs->a[3] = expr_const_null(p->a, bt);
+    cs->a[4] = const_b(p, false);
+    add_hidden(p, r, r3, cs, x);
+    return 0;
+}
+
 static int one_subquery(P *p, PRel *r, Ast *x)
 {
     PRel s;
@@ -549,6 +664,9 @@ static int one_subquery(P *p, PRel *r, Ast *x)
     if (rc < 0)
         return p->err->code;
     if (rc == 1) {
+        if (x->k == A_IN && row_ctor(x->a))
+            return perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                        "a row IN over a correlated subquery is not supported yet");
         int node = -1;
         Expr *value = NULL;
         if (correlated(p, r, x, &node, &value))
@@ -566,6 +684,8 @@ static int one_subquery(P *p, PRel *r, Ast *x)
                    x);
         return 0;
     }
+    if (x->k == A_IN && row_ctor(x->a))
+        return row_in(p, r, x, &s);
     if (s.s.n != 1)
         return perr(p, SL_ESEMANTIC, x->line, x->col,
                     "a subquery used as %s must return one column, not %d",

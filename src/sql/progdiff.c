@@ -240,6 +240,8 @@ static void put_node(Buf *b, const Circuit *c, const CNode *n)
             put_i64(b, n->unnest_n);
         if (n->unnest_outer)
             put_i64(b, -1);
+        if (n->filter) /* LEFT JOIN UNNEST ... ON cond */
+            put_expr(b, n->filter);
         break;
     case OPK_SINK: /* a retained table's sink keeps what a materialized one's does */
         put_i64(b, rel_keeps(&c->rels[n->rel]));

@@ -257,8 +257,10 @@ ERRORS = [
     ("SELECT CAST(p AS INT) FROM t", "CAST", "error", ["cannot cast"]),
     ("SELECT a FROM t WHERE (a, s) = (1, 'x', 2)", "(a, s) =", "error", ["2 fields", "3 fields"]),
     ("SELECT (a).* FROM t", "a).*", "error", ["needs a struct", "INT"]),
-    ("SELECT a FROM t WHERE (a, s) IN (SELECT a, s FROM t)", "IN (SELECT", "error",
-     ["one column"]),
+    ("SELECT a FROM t WHERE (a, s) IN (SELECT a FROM t)", "IN (SELECT", "error",
+     ["2 columns", "not 1"]),
+    ("SELECT a FROM t WHERE (a, s) IN (SELECT a, s FROM t u WHERE u.a = t.a)", "IN (SELECT",
+     "unsupported", ["row IN", "correlated"]),
 ]
 
 

@@ -98,6 +98,22 @@ QUERIES = [
     ("(a, b) [NOT] IN a list of rows: row comparisons ORed (NULL as PostgreSQL)",
      "SELECT k, (k, (a).zip) IN ((1, 10), (2, 0), (4, 10)), "
      "(k, (a).zip) NOT IN ((2, 1), (6, 5)) FROM tr", "III", "rowsort"),
+    ("(a, b) [NOT] IN (SELECT x, y ...): TRUE for an equal row, else NULL when some row has "
+     "no unequal non-NULL pair, else FALSE (NULL as PostgreSQL)",
+     "SELECT k, (k, (a).zip) IN (SELECT k + 1, (a).zip FROM tr), "
+     "(k, (a).zip) NOT IN (SELECT k + 1, (a).zip FROM tr WHERE k > 2), "
+     "((a).zip, k) IN (SELECT (a).zip, 4 FROM tr WHERE k <> 2) FROM tr", "IIII", "rowsort"),
+    ("(a, b) IN (SELECT ...) in WHERE, over text and INT fields (a NULL field never matches)",
+     "SELECT k FROM tr WHERE ((a).street, (a).zip) IN (SELECT (a).street, (a).zip FROM tr "
+     "WHERE k = 5 OR k = 1 OR k = 2)", "I", "rowsort"),
+    ("(a, b) NOT IN (SELECT ...) in WHERE: rows whose comparison is NULL are left out",
+     "SELECT k FROM tr WHERE (k % 2, (a).zip) NOT IN (SELECT k % 3, 10 FROM tr)", "I", "rowsort"),
+    ("(a, b) [NOT] IN an empty subquery: FALSE / TRUE, NULL fields too; a BIGINT column "
+     "compared with an INT field",
+     "SELECT k, (k, (a).zip) IN (SELECT CAST(k AS BIGINT), (a).zip FROM tr WHERE k > 100), "
+     "(k, (a).zip) NOT IN (SELECT k, (a).zip FROM tr WHERE k > 100), "
+     "(k, (a).zip, (a).street) IN (SELECT CAST(k AS BIGINT), 10, (a).street FROM tr) FROM tr",
+     "IIII", "rowsort"),
     ("GROUP BY (a, b) groups by a and b (PostgreSQL flattens it); ORDER BY a row value",
      "SELECT (a).street, k % 2, COUNT(*) FROM tr GROUP BY ((a).street, k % 2) "
      "ORDER BY ((a).street, k % 2) DESC", "TII", "nosort"),

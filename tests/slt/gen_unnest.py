@@ -107,6 +107,17 @@ QUERIES = [  # (comment, Sluice query, PostgreSQL query or None: the same, types
     ("join: WHERE on the element after LEFT JOIN UNNEST (outer) drops the NULL rows",
      "SELECT a.id, u.x FROM a LEFT JOIN UNNEST(a.xs) AS u(x) ON TRUE "
      "WHERE u.x IS NULL OR u.x > 9", None, "II"),
+    ("join: LEFT JOIN UNNEST ON a condition: the matching elements, else one row of NULLs "
+     "(no match, NULL or empty array, a NULL condition)",
+     "SELECT a.id, u.x, u.n FROM a LEFT JOIN UNNEST(a.xs) WITH ORDINALITY AS u(x, n) "
+     "ON u.x > 15 - a.id * 2", None, "III"),
+    ("join: LEFT JOIN UNNEST of two arrays ON a condition over both elements and the row",
+     "SELECT a.id, u.x, u.s FROM a LEFT JOIN LATERAL UNNEST(a.xs, a.ss) AS u(x, s) "
+     "ON u.s IS NOT NULL AND (u.x IS NULL OR u.x < 20)", None, "IIT"),
+    ("join: LEFT JOIN UNNEST ON a condition after a join, counted per row, then WHERE",
+     "SELECT a.id, b.name, COUNT(*), COUNT(u.x) FROM a JOIN b ON b.id = a.id "
+     "LEFT JOIN UNNEST(a.xs) AS u(x) ON u.x = 10 OR u.x = 9 WHERE a.id < 6 "
+     "GROUP BY a.id, b.name", None, "ITII"),
     ("join: UNNEST on the left of a LEFT JOIN",
      "SELECT u.x, b.name FROM UNNEST(ARRAY[1,2,4,NULL]) AS u(x) LEFT JOIN b ON b.id = u.x",
      None, "IT"),
