@@ -7,7 +7,10 @@
  * reaches only this process, which passes it on as SIGUSR1 (mpirun
  * forwards SIGUSR1 to every rank; rank 0 then stops the pipeline
  * cleanly, which stops the others). When the job fails, mpirun has said
- * which host's process ended; we add what to do next.
+ * which host's process ended; we add what to do next. A rank whose step
+ * watchdog expires on this machine writes its message to a notes file
+ * we name in SLUICE_LAUNCHER_NOTES and signals us (SIGUSR2); we end the
+ * job and print the message when mpirun has gone.
  */
 #include "launch.h"
 
@@ -31,6 +34,19 @@ static void on_signal(int sig)
         got_watchdog = 1; /* a rank's step watchdog expired (cluster/net.c) */
     else
         got_signal = 1;
+}
+
+/* Copy what the ranks' watchdogs wrote to the notes file to stderr. */
+static void print_notes(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[2048];
+    while (fgets(line, sizeof(line), f))
+        fputs(line, stderr);
+    fclose(f);
+    fflush(stderr);
 }
 
 int launch_mpi(const LaunchOpts *o, int argc, char **argv)
@@ -92,10 +108,24 @@ int launch_mpi(const LaunchOpts *o, int argc, char **argv)
     gethostname(hn, sizeof(hn) - 1);
     snprintf(me, sizeof(me), "%d@%s", (int)getpid(), hn);
     setenv("SLUICE_LAUNCHER", me, 1);
+    /* a rank's watchdog writes its message here, and we print it once the
+       job has ended (see cluster/net.c expired()) */
+    const char *tmp = getenv("TMPDIR");
+    char notes[4096];
+    snprintf(notes, sizeof(notes), "%s/sluice-launch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int nfd = mkstemp(notes);
+    if (nfd >= 0) {
+        close(nfd);
+        setenv("SLUICE_LAUNCHER_NOTES", notes, 1);
+    } else {
+        notes[0] = 0; /* the ranks write to stderr instead */
+    }
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "sluice: fork: %s\n", strerror(errno));
         sl_free(av);
+        if (notes[0])
+            unlink(notes);
         return 1;
     }
     if (pid == 0) {
@@ -138,6 +168,10 @@ int launch_mpi(const LaunchOpts *o, int argc, char **argv)
         }
     }
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (notes[0]) {
+        print_notes(notes);
+        unlink(notes);
+    }
     if (code && code != 127)
         fprintf(stderr,
                 "sluice: the %d-host job ended with status %d: a host's process failed (the "

@@ -5,6 +5,7 @@
  */
 #include "net.h"
 
+#include <fcntl.h>
 #include <mpi.h>
 #include <sched.h>
 #include <signal.h>
@@ -65,19 +66,32 @@ static bool parent_is_launcher(void)
    job from here: tell the launcher (which then ends every host) and exit. */
 static void expired(const char *waiting)
 {
-    fprintf(stderr,
-            "sluice: host %d (%s): no progress for %.0f s %s; waiting for %s. A host is "
-            "unreachable, stopped or overloaded: ending the job (restart it to resume from the "
-            "last checkpoint; --step-deadline SECS sets the deadline)\n",
-            net.host, net.names ? net.names[net.host] : "?", net.deadline,
-            net.what[0] ? net.what : "in an exchange", waiting);
-    fflush(stderr);
-    /* `sluice run --hosts` on this machine started the job: it ends it */
+    char msg[1024];
+    snprintf(msg, sizeof(msg),
+             "sluice: host %d (%s): no progress for %.0f s %s; waiting for %s. A host is "
+             "unreachable, stopped or overloaded: ending the job (restart it to resume from the "
+             "last checkpoint; --step-deadline SECS sets the deadline)\n",
+             net.host, net.names ? net.names[net.host] : "?", net.deadline,
+             net.what[0] ? net.what : "in an exchange", waiting);
+    /* `sluice run --hosts` on this machine started the job: it ends it, and
+       it prints our message itself when the job has ended (written to
+       stderr, the line would race mpirun's forwarding of it against the
+       SIGTERM below: under load mpirun died first and the line was lost) */
     const char *l = getenv("SLUICE_LAUNCHER");
+    const char *notes = getenv("SLUICE_LAUNCHER_NOTES");
     char hn[256] = "";
     gethostname(hn, sizeof(hn) - 1);
     const char *at = l ? strchr(l, '@') : NULL;
-    if (at && !strcmp(at + 1, hn))
+    bool local = at && !strcmp(at + 1, hn);
+    int fd = local && notes ? open(notes, O_WRONLY | O_APPEND | O_CLOEXEC) : -1;
+    size_t len = strlen(msg);
+    if (fd < 0 || write(fd, msg, len) != (ssize_t)len) {
+        fputs(msg, stderr);
+        fflush(stderr);
+    }
+    if (fd >= 0)
+        close(fd);
+    if (local)
         kill((pid_t)atoi(l), SIGUSR2);
     if (parent_is_launcher()) {
         /* the launcher ends the job, unless it waits for the lost host
