@@ -373,6 +373,19 @@ def write_or_check(name, text, oracle):
     return True
 
 
+def run_pg(name, render, oracle="PostgreSQL", open_engine=None):
+    """The main() of a generator whose answers come from PostgreSQL: open
+    the engine (open_engine(), or a plain Engine("pg")), render the file's
+    text with it, close it, then write or --check tests/slt/NAME and exit
+    with the outcome."""
+    eng = open_engine() if open_engine else Engine("pg")
+    try:
+        text = render(eng)
+    finally:
+        eng.close()
+    sys.exit(0 if write_or_check(name, text, oracle) else 1)
+
+
 def main():
     engines = {}
     bad = 0

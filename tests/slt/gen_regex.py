@@ -17,7 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gen_dialect import Engine, fmt, query_record, write_or_check  # noqa: E402
+from gen_dialect import fmt, query_record, run_pg  # noqa: E402
 
 HASH_THRESHOLD = 40
 NAME = "regex.test"
@@ -129,12 +129,7 @@ def render(eng):
 
 
 def main():
-    eng = Engine("pg")
-    try:
-        text = render(eng)
-    finally:
-        eng.close()
-    sys.exit(0 if write_or_check(NAME, text, "PostgreSQL") else 1)
+    run_pg(NAME, render)
 
 
 if __name__ == "__main__":

@@ -160,12 +160,7 @@ def render(eng):
 
 
 def main():
-    eng = gen_dialect.Engine("pg")
-    try:
-        text = render(eng)
-    finally:
-        eng.close()
-    sys.exit(0 if gen_dialect.write_or_check("unnest.test", text, "PostgreSQL") else 1)
+    gen_dialect.run_pg("unnest.test", render)
 
 
 if __name__ == "__main__":

@@ -307,12 +307,7 @@ def render(eng):
 
 
 def main():
-    eng = pg_engine()
-    try:
-        text = render(eng)
-    finally:
-        eng.close()
-    sys.exit(0 if gen_dialect.write_or_check("variant.test", text, "PostgreSQL") else 1)
+    gen_dialect.run_pg("variant.test", render, open_engine=pg_engine)
 
 
 if __name__ == "__main__":
