@@ -89,7 +89,7 @@ test: deps
 	@$(MAKE) --no-print-directory debug build/sluice build/sluice-slt $(TEST_BIN) $(TOOL_BIN)
 	@sh scripts/run_unit.sh $(TEST_BIN)
 	@$(MAKE) --no-print-directory fuzz-smoke
-	@SLUICE_BIN=$(CURDIR)/build/debug/sluice SLUICE_RELEASE=$(CURDIR)/build/sluice SLUICE_TOOLS=$(CURDIR)/build/debug/tests SLUICE_SLT=$(CURDIR)/build/debug/sluice-slt SLUICE_SLT_RELEASE=$(CURDIR)/build/sluice-slt /usr/bin/pytest -q tests/e2e
+	@SLUICE_BIN=$(CURDIR)/build/debug/sluice SLUICE_RELEASE=$(CURDIR)/build/sluice SLUICE_TOOLS=$(CURDIR)/build/debug/tests SLUICE_SLT=$(CURDIR)/build/debug/sluice-slt SLUICE_SLT_RELEASE=$(CURDIR)/build/sluice-slt /usr/bin/pytest -q --durations=15 tests/e2e
 
 unit: debug $(TEST_BIN)
 	@sh scripts/run_unit.sh $(TEST_BIN)
