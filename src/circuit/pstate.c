@@ -49,6 +49,8 @@ static PPart *part_of(PState *ps, const uint8_t *k, size_t kn)
         memcpy(part->key, k, kn);
         part->klen = (uint32_t)kn;
         part->stamp = -1;
+        part->bytes = kn;
+        part->rows = 0;
         ps->heap += kn;
     }
     return part;
@@ -61,19 +63,30 @@ static ONode *node_of(Op *op, PPart *part, const uint8_t *enc, size_t len, size_
 {
     PState *ps = op->st;
     ONode *nd = otree_upsert(&ps->lay, &part->t, enc, len, sklen, fresh);
-    if (*fresh)
-        ps->heap += node_bytes(ps, nd);
+    if (*fresh) {
+        size_t nb = node_bytes(ps, nd);
+        ps->heap += nb;
+        ps->nhot_rows++;
+        part->bytes += nb;
+        part->rows++;
+    }
     if (*fresh && ps->fresh)
         ps->fresh(op, nd);
     return nd;
 }
 
-static int64_t read_back; /* pstate_partitions_read_back (atomic) */
+/* pstate_partitions_read_back, pstate_cold_writes, pstate_rows_in
+   (atomic) */
+static int64_t read_back, cold_writes, rows_in;
 
 int64_t pstate_partitions_read_back(void)
 {
     return __atomic_load_n(&read_back, __ATOMIC_RELAXED);
 }
+
+int64_t pstate_cold_writes(void) { return __atomic_load_n(&cold_writes, __ATOMIC_RELAXED); }
+
+int64_t pstate_rows_in(void) { return __atomic_load_n(&rows_in, __ATOMIC_RELAXED); }
 
 static int valw_cmp(const void *a, const void *b)
 {
@@ -84,7 +97,8 @@ static int valw_cmp(const void *a, const void *b)
 /* Partition k[0..kn), absent from the map, from the cold trace when it is
    there (cur: one cursor per step, keys ascending): its rows come back
    into a new partition of the map with their multiplicity in both
-   versions, and are retracted from cold when the step ends. */
+   versions; they stay in cold too (the step's changes follow them there
+   when it ends). */
 static bool unspill_part(Op *op, TraceCursor *cur, ValWs *c, const uint8_t *k, size_t kn)
 {
     PState *ps = op->st;
@@ -96,7 +110,6 @@ static bool unspill_part(Op *op, TraceCursor *cur, ValWs *c, const uint8_t *k, s
     /* net weights: a row read back earlier cancels with its retraction */
     qsort(c->v, (size_t)c->n, sizeof(ValW), valw_cmp);
     PPart *part = NULL;
-    int64_t rows = 0;
     for (int64_t i = 0, j; i < c->n; i = j) {
         int64_t w = 0;
         for (j = i; j < c->n && !valw_cmp(&c->v[j], &c->v[i]); j++)
@@ -116,14 +129,6 @@ static bool unspill_part(Op *op, TraceCursor *cur, ValWs *c, const uint8_t *k, s
             sl_panic("%s node %d: a spilled row is there twice", ps->what, n->id);
         otree_add(&ps->lay, nd, 0, w);
         otree_add(&ps->lay, nd, 1, w);
-        if (!ps->unspill)
-            ps->unspill = bb_new();
-        bb_add(ps->unspill, k, kn, v, vn, -w);
-        rows++;
-    }
-    if (part) {
-        ps->nunspill++;
-        ps->nunspill_rows += rows;
     }
     return part != NULL;
 }
@@ -147,7 +152,7 @@ static int finish_pstate(Op *op, OpEnv *env)
     for (int64_t i = 0; i < delta->n && !rc;) {
         const uint8_t *k = batch_key(delta, i);
         size_t kn = batch_klen(delta, i);
-        if (ps->ncold && !hmap_find(ps->parts, k, kn, sl_hash(k, kn))) {
+        if (ps->through && !hmap_find(ps->parts, k, kn, sl_hash(k, kn))) {
             if (!cur)
                 cur = trace_cursor_new(ps->cold);
             nread += unspill_part(op, cur, &cv, k, kn);
@@ -181,25 +186,39 @@ static int finish_pstate(Op *op, OpEnv *env)
         trace_cursor_free(cur);
         __atomic_add_fetch(&read_back, nread, __ATOMIC_RELAXED);
     }
+    if (ps->cold)
+        __atomic_add_fetch(&rows_in, delta->n, __ATOMIC_RELAXED);
     sl_free(cv.v);
     batch_unref(delta);
     op->out = co.c;
     return rc;
 }
 
-/* The step is over: deleted rows leave the trees, weights become "before". */
+/* The step is over: deleted rows leave the trees, weights become "before";
+   once partitions spill, the step's changes go to the cold trace too. */
 static void step_end_pstate(Op *op)
 {
     PState *ps = op->st;
+    BatchBuilder *bb = ps->through && ps->nchg ? bb_new() : NULL;
     for (int64_t i = 0; i < ps->nchg; i++) {
         ONode *nd = ps->chg[i].n;
         nd->changed = false;
         if (nd->w[1] < 0) /* after an error: drop the row's weight */
             otree_add(&ps->lay, nd, 1, -nd->w[1]);
+        if (bb && nd->w[1] != nd->w[0]) {
+            const PPart *p = ps->chg[i].part;
+            bb_add(bb, p->key, p->klen, nd->enc, nd->len, nd->w[1] - nd->w[0]);
+            ps->ncold_rows += (nd->w[1] != 0) - (nd->w[0] != 0);
+        }
         otree_add(&ps->lay, nd, 0, nd->w[1] - nd->w[0]);
         if (nd->w[1] == 0) {
-            otree_remove(&ps->lay, &ps->chg[i].part->t, nd);
-            ps->heap -= node_bytes(ps, nd);
+            PPart *p = ps->chg[i].part;
+            size_t nb = node_bytes(ps, nd);
+            otree_remove(&ps->lay, &p->t, nd);
+            ps->heap -= nb;
+            ps->nhot_rows--;
+            p->bytes -= nb;
+            p->rows--;
             sl_free(nd);
         }
     }
@@ -215,12 +234,10 @@ static void step_end_pstate(Op *op)
         }
     }
     ps->ntouched = 0;
-    if (ps->unspill) { /* the partitions read back leave the cold trace */
-        trace_insert_take(ps->cold, bb_finish(ps->unspill));
-        ps->unspill = NULL;
-        ps->ncold -= ps->nunspill;
-        ps->ncold_rows -= ps->nunspill_rows;
-        ps->nunspill = ps->nunspill_rows = 0;
+    if (bb) {
+        Batch *b = bb_finish(bb);
+        __atomic_add_fetch(&cold_writes, b->n, __ATOMIC_RELAXED);
+        trace_insert_take(ps->cold, b);
     }
     if (ps->cold)
         trace_step_end(ps->cold);
@@ -238,8 +255,6 @@ void pstate_free(PState *ps)
         sl_free(p->key);
     }
     hmap_free(ps->parts);
-    if (ps->unspill)
-        batch_unref(bb_finish(ps->unspill));
     if (ps->owner)
         spill_unregister(ps);
     if (ps->cold)
@@ -258,16 +273,22 @@ void pstate_free(PState *ps)
 static void mem_pstate(Op *op, OpMem *m)
 {
     PState *ps = op->st;
-    size_t it = 0, heap = 0;
-    const uint8_t *k;
-    size_t kn;
-    void *pl;
-    while (hmap_next(ps->parts, &it, &k, &kn, &pl)) {
-        const PPart *p = pl;
-        heap += p->klen;
-        for (const ONode *n = otree_first(&p->t); n; n = otree_next(n)) {
-            heap += ps->lay.off_enc + (n->len ? n->len : 1);
-            m->rows++;
+    size_t heap = ps->heap;
+    if (ps->cold) { /* counted as they change (pstate_spillable) */
+        m->rows += ps->through ? ps->ncold_rows : ps->nhot_rows;
+    } else { /* walked (ASOF forgets nodes of its own) */
+        size_t it = 0;
+        const uint8_t *k;
+        size_t kn;
+        void *pl;
+        heap = 0;
+        while (hmap_next(ps->parts, &it, &k, &kn, &pl)) {
+            const PPart *p = pl;
+            heap += p->klen;
+            for (const ONode *n = otree_first(&p->t); n; n = otree_next(n)) {
+                heap += node_bytes(ps, n);
+                m->rows++;
+            }
         }
     }
     size_t hot = hmap_bytes(ps->parts) + heap + (ps->saved ? batch_bytes(ps->saved) : 0);
@@ -277,7 +298,6 @@ static void mem_pstate(Op *op, OpMem *m)
     if (ps->cold) {
         TraceMem t = {0};
         trace_mem(ps->cold, &t);
-        m->rows += ps->ncold_rows;
         m->bytes += t.bytes;
         m->trace_bytes += t.trace_bytes;
         m->disk_bytes += t.disk_bytes;
@@ -287,10 +307,11 @@ static void mem_pstate(Op *op, OpMem *m)
 }
 
 /* State: one batch of every partition's rows (otree_save), built once and
-   kept while unchanged (and nothing is cold: the copy would hold the cold
+   kept while unchanged (and nothing spilled: the copy would hold the cold
    partitions in memory). Between steps both weight versions are equal.
-   Cold partitions are saved among the others, in the same layout: their
-   tuples without the sort key, read-back retractions cancelling. */
+   Once partitions spill, the cold trace holds every partition (those in
+   the map too): the batch is its tuples without the sort key, the
+   changes of later steps cancelling or adding up, in the same layout. */
 static int save_pstate(Op *op, BatchList *out)
 {
     PState *ps = op->st;
@@ -301,9 +322,9 @@ static int save_pstate(Op *op, BatchList *out)
         const uint8_t *k;
         size_t kn;
         void *pl;
-        while (hmap_next(ps->parts, &it, &k, &kn, &pl))
+        while (!ps->through && hmap_next(ps->parts, &it, &k, &kn, &pl))
             otree_save(&((PPart *)pl)->t, k, kn, bb);
-        for (int i = 0; ps->ncold && i < trace_nbatches(ps->cold); i++) {
+        for (int i = 0; ps->through && i < trace_nbatches(ps->cold); i++) {
             const Batch *b = trace_batch(ps->cold, i);
             for (int64_t t = 0; t < b->n; t++) {
                 const uint8_t *v = batch_val(b, t);
@@ -313,7 +334,7 @@ static int save_pstate(Op *op, BatchList *out)
             }
         }
         Batch *b = bb_finish(bb);
-        if (ps->ncold) {
+        if (ps->through) {
             batchlist_add(out, b);
             return 0;
         }
@@ -352,6 +373,8 @@ static int load_pstate(Op *op, Batch *const *b, int n, Err *err)
         otree_add(&ps->lay, nd, 1, m->w[i]);
     }
     orow_free(&r);
+    if (ps->cold)
+        __atomic_add_fetch(&rows_in, m->n, __ATOMIC_RELAXED);
     if (rc)
         return rc;
     batch_ref(b[0]);
@@ -383,15 +406,22 @@ static int load_split_pstate(Op *op, int w, int W, Batch *const *const *lists,
 
 /*
  * Spilling (zset/spill.h, registered when the runtime tracks traces; top-k
- * and window): between steps the budget may move partitions out of the map
- * into the cold trace, as one sorted run of (partition key, sort key ||
- * row, multiplicity), which spills to files like any trace run.
- * Partitions the latest step did not touch go first; when it touched
- * every one, all go. A step reads back only the partitions it touches
- * (finish -> unspill_part), in key order with one cursor over the cold
- * trace (so each spilled block is read at most once per step), and its end
- * retracts them from cold. The output never changes: a partition read back
- * is the tree it was.
+ * and window): the first time the budget moves partitions out, every
+ * partition's rows go into the cold trace, as one sorted run of (partition
+ * key, sort key || row, multiplicity), which spills to files like any
+ * trace run. From then on cold holds every partition (write-through): the
+ * map is a cache of the partitions read back, and each step's end inserts
+ * the step's changes into cold as well (step_end: the changed rows' weight
+ * differences, a few tuples where a partition has many rows). So a
+ * partition leaves the map without a write (own_evict frees its tree):
+ * those the latest step did not touch go first; when it touched every one,
+ * all go. A step reads back only the partitions it touches that are not
+ * in the map (finish -> unspill_part), in key order with one cursor over
+ * the cold trace (so each spilled block is read at most once per step);
+ * nothing is retracted or written again for them (before, a read-back
+ * partition was retracted from cold and written whole again at its next
+ * eviction: three writes of every row read). The output never changes: a
+ * partition read back is the tree it was.
  */
 static size_t hot_bytes(const PState *ps)
 {
@@ -419,9 +449,23 @@ static int own_evict(void *o, Err *err)
     void *pl;
     while (all && hmap_next(ps->parts, &it, &k, &kn, &pl))
         all = ((const PPart *)pl)->stamp == ps->last_step;
+    if (!ps->through) { /* the first time: every partition goes to cold */
+        BatchBuilder *bb = bb_new();
+        it = 0;
+        while (hmap_next(ps->parts, &it, &k, &kn, &pl)) {
+            const PPart *p = pl;
+            for (const ONode *x = otree_first(&p->t); x; x = otree_next(x))
+                bb_add(bb, p->key, p->klen, x->enc, x->len, x->w[0]);
+        }
+        Batch *b = bb_finish(bb);
+        __atomic_add_fetch(&cold_writes, b->n, __ATOMIC_RELAXED);
+        trace_insert_take(ps->cold, b);
+        trace_step_end(ps->cold); /* between steps: nothing to roll back */
+        ps->through = true;
+        ps->ncold_rows = ps->nhot_rows;
+    }
+    /* cold has them all: the partitions leave the map without a write */
     HMap *keep = hmap_new(sizeof(PPart));
-    BatchBuilder *bb = bb_new();
-    int64_t moved = 0, rows = 0;
     it = 0;
     while (hmap_next(ps->parts, &it, &k, &kn, &pl)) {
         PPart *p = pl;
@@ -431,22 +475,13 @@ static int own_evict(void *o, Err *err)
             *q = *p; /* key and tree move along */
             continue;
         }
-        for (const ONode *x = otree_first(&p->t); x; x = otree_next(x)) {
-            bb_add(bb, p->key, p->klen, x->enc, x->len, x->w[0]);
-            ps->heap -= node_bytes(ps, x);
-            rows++;
-        }
-        ps->heap -= p->klen;
+        ps->heap -= p->bytes;
+        ps->nhot_rows -= p->rows;
         otree_free(&p->t);
         sl_free(p->key);
-        moved++;
     }
     hmap_free(ps->parts);
     ps->parts = keep;
-    trace_insert_take(ps->cold, bb_finish(bb));
-    trace_step_end(ps->cold); /* between steps: nothing to roll back */
-    ps->ncold += moved;
-    ps->ncold_rows += rows;
     return 0;
 }
 

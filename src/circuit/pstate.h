@@ -24,8 +24,9 @@
  * (partition key, row encoding, multiplicity) (otree_save), kept while no
  * step changes it; load() inserts them as finish() does, without output;
  * load_split() keeps the partitions the new worker owns. Partitions that
- * spilled (pstate_spillable) are saved among the others, in the same
- * layout, and a restored operator has them all in memory.
+ * spilled (pstate_spillable) are saved in the same layout (from the cold
+ * trace, which holds them all then), and a restored operator has them all
+ * in memory.
  *
  * An operator using it keeps a PState as the first member of its state
  * (op->st points at both), calls pstate_init() (which installs push,
@@ -46,6 +47,9 @@ typedef struct PPart {
     uint8_t *key; /* partition key encoding (owned) */
     uint32_t klen;
     int64_t stamp; /* last step in which the partition changed */
+    size_t bytes;  /* of its key and nodes (spillable only: ASOF forgets
+                      nodes of its own) */
+    int64_t rows;  /* its nodes (the same) */
     OTree t;
 } PPart;
 
@@ -76,13 +80,15 @@ typedef struct PState {
        (NULL: nodes carry none). */
     void (*fresh)(Op *op, ONode *n);
     /* Spilling (pstate_spillable; pstate.c, "Spilling"): */
-    Trace *cold;          /* cold partitions: (partition key, sort key || row,
-                             multiplicity), or NULL when nothing spills */
+    Trace *cold;          /* every partition once through: (partition key,
+                             sort key || row, multiplicity), or NULL when
+                             nothing spills */
     bool owner;           /* registered with zset/spill.h */
-    BatchBuilder *unspill; /* this step's read-back rows, retracted from cold
-                             when the step ends, or NULL */
-    int64_t ncold, ncold_rows;       /* partitions and rows in cold (committed) */
-    int64_t nunspill, nunspill_rows; /* of them, read back this step */
+    bool through;         /* partitions spilled: cold holds all of them, the
+                             map those read back since, and each step's
+                             changes go to both */
+    int64_t ncold_rows;   /* distinct rows in cold (once through) */
+    int64_t nhot_rows;    /* distinct rows in the map (spillable only) */
     int64_t last_step;    /* the latest step (env->step), -1 before the first */
     size_t heap;          /* bytes of partition keys and tree nodes in the map */
 } PState;
@@ -90,14 +96,22 @@ typedef struct PState {
 /* Set up ps (op's state begins with it) for node op->node and install its
    step and checkpoint functions in op. */
 void pstate_init(Op *op, PState *ps, const char *what);
-/* Let the partitions spill (top-k, window): cold partitions move, between
-   steps, into a trace that spills to files like any trace run; a step
-   reads back the partitions it touches. After pstate_init and
-   olayout_init. Not for operators that walk every partition (ASOF). */
+/* Let the partitions spill (top-k, window): when the budget first asks,
+   every partition goes into a trace that spills to files like any trace
+   run and keeps them all (each step's changes follow); the map keeps
+   those a step read back until the budget drops them. After pstate_init
+   and olayout_init. Not for operators that walk every partition (ASOF). */
 void pstate_spillable(PState *ps);
 /* Partitions read back from cold so far, by every operator of the process
    (tests and figures). */
 int64_t pstate_partitions_read_back(void);
+/* Rows written to cold traces so far (the partitions' rows when they
+   first spill, then each step's changes), and the rows the spillable
+   operators took in (records of the steps' inputs, rows loaded from
+   checkpoints): the writes stay within twice what came in, whatever the
+   steps read back (tests and figures). */
+int64_t pstate_cold_writes(void);
+int64_t pstate_rows_in(void);
 /* Free every partition and what ps owns (not ps itself). */
 void pstate_free(PState *ps);
 

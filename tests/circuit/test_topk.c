@@ -351,12 +351,15 @@ static void test_limit_must_be_an_integer_literal(void **state)
 /* The same with the memory budget at one byte (h_spill): after every step
    every top-k partition moves into the operator's cold trace and to files,
    and the next steps read back the partitions they touch (pstate.c,
-   "Spilling"); restarts save and load the spilled partitions. */
+   "Spilling"); restarts save and load the spilled partitions. What is
+   written to cold stays within twice the rows that came in (fails when
+   read-back partitions are written again). */
 static void test_top_k_with_every_partition_spilled_matches_the_reference(void **state)
 {
     SpillStats before, after;
     spill_stats(&before);
     int64_t read_back = pstate_partitions_read_back();
+    int64_t writes = pstate_cold_writes(), in = pstate_rows_in();
     h_spill_setup(true);
     test_order_by_limit_offset_match_reference_for_any_steps_and_workers(state);
     test_top_k_per_group_matches_reference_for_any_steps_and_workers(state);
@@ -365,6 +368,13 @@ static void test_top_k_with_every_partition_spilled_matches_the_reference(void *
     assert_true(after.runs_spilled > before.runs_spilled);
     assert_true(after.misses > before.misses);
     assert_true(pstate_partitions_read_back() > read_back);
+    /* cold keeps every partition once spilled: a step writes its changes
+       there, never again the partitions it read back */
+    writes = pstate_cold_writes() - writes;
+    in = pstate_rows_in() - in;
+    assert_true(writes > 0);
+    if (writes > 2 * in)
+        fail_msg("%lld rows written to cold for %lld rows in", (long long)writes, (long long)in);
     h_spill_setup(false);
 }
 
