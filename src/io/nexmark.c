@@ -38,6 +38,7 @@ struct NexmarkSrc {
     NxKind kind;
     int ncols;
     NxField *field; /* per column */
+    bool *skip;     /* per column: not read by the program, not generated */
 };
 
 typedef struct NxCol {
@@ -173,6 +174,7 @@ Datagen *nexmark_new(const cJSON *config, const char *table, int ncols, const ch
     nx->kind = kind;
     nx->ncols = ncols;
     nx->field = arena_zalloc(a, sizeof(NxField) * (size_t)(ncols > 0 ? ncols : 1));
+    nx->skip = arena_zalloc(a, sizeof(bool) * (size_t)(ncols > 0 ? ncols : 1));
     const NxCol *cols = kind == NX_PERSON ? person_cols : kind == NX_AUCTION ? auction_cols
                                                                                : bid_cols;
     for (int i = 0; i < ncols; i++) {
@@ -205,6 +207,12 @@ Datagen *nexmark_new(const cJSON *config, const char *table, int ncols, const ch
 fail:
     arena_free(a);
     return NULL;
+}
+
+void nexmark_skip_unread(Datagen *g, const bool *read)
+{
+    for (int i = 0; i < g->nx->ncols; i++)
+        g->nx->skip[i] = !read[i];
 }
 
 void nexmark_free(NexmarkSrc *nx)
@@ -248,6 +256,16 @@ void nexmark_fill(const NexmarkSrc *nx, int64_t start, int64_t count, Chunk *out
             NxField f = nx->field[col];
             Vec *v = &out->col[col];
             int64_t at = base + b;
+            if (nx->skip[col]) { /* NULL, or 0 / '' when NOT NULL */
+                if (v->nul)
+                    memset(v->nul + at, v->t.nullable, (size_t)m);
+                if (v->s)
+                    for (int64_t i = 0; i < m; i++)
+                        v->s[at + i] = (Str){"", 0};
+                else
+                    memset(v->i + at, 0, (size_t)m * sizeof(int64_t));
+                continue;
+            }
             if (v->nul)
                 memset(v->nul + at, 0, (size_t)m);
             if (nx_field_is_text(f)) {
