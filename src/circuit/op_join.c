@@ -106,42 +106,57 @@ typedef struct JoinSt {
     SqlType *ktypes[2];      /* per side: the key columns' types */
 } JoinSt;
 
-/* Output rows waiting to be decoded: their left and right encodings and
-   weights, decoded PAIRS_MAX at a time, a column at a time. */
-#define PAIRS_MAX 1024
+/* The step's output rows, as their left and right encodings and weights:
+   all are collected first, so that the output chunk is allocated once at
+   its size (no chunk grown by doubling and copied in the arena), then
+   decoded PAIRS_BLOCK at a time, a column at a time. */
+#define PAIRS_BLOCK 1024
 typedef struct Pairs {
-    const uint8_t *l[PAIRS_MAX], *r[PAIRS_MAX];
-    int64_t w[PAIRS_MAX];
-    int n;
+    const uint8_t **l, **r;
+    int64_t *w;
+    int64_t n, cap;
 } Pairs;
 
-static void flush_pairs(JoinSt *s, ChunkOut *co, Pairs *pp)
+static void pairs_grow(Pairs *pp)
 {
-    if (pp->n == 0)
-        return;
-    int64_t r0 = cout_rows(co, pp->n);
-    key_decode_many(&s->plan[0], pp->l, pp->n, co->c, 0, r0);
-    key_decode_many(&s->plan[1], pp->r, pp->n, co->c, s->ncol[0], r0);
-    memcpy(co->c->w + r0, pp->w, (size_t)pp->n * sizeof(int64_t));
-    pp->n = 0;
+    pp->cap = pp->cap ? 2 * pp->cap : 4096;
+    pp->l = sl_realloc(pp->l, (size_t)pp->cap * sizeof(*pp->l));
+    pp->r = sl_realloc(pp->r, (size_t)pp->cap * sizeof(*pp->r));
+    pp->w = sl_realloc(pp->w, (size_t)pp->cap * sizeof(*pp->w));
 }
 
-static inline void emit(JoinSt *s, ChunkOut *co, Pairs *pp, const uint8_t *l, const uint8_t *r,
-                        int64_t w)
+static inline void emit(Pairs *pp, const uint8_t *l, const uint8_t *r, int64_t w)
 {
+    if (unlikely(pp->n == pp->cap))
+        pairs_grow(pp);
     pp->l[pp->n] = l;
     pp->r[pp->n] = r;
     pp->w[pp->n] = w;
-    if (++pp->n == PAIRS_MAX)
-        flush_pairs(s, co, pp);
+    pp->n++;
+}
+
+/* The output chunk of pp's rows, in the step's arena. */
+static Chunk *decode_pairs(JoinSt *s, const CNode *n, Arena *a, const Pairs *pp)
+{
+    ChunkOut co;
+    cout_init(&co, a, n->ncol, n->types, pp->n);
+    int64_t r0 = cout_rows(&co, pp->n);
+    for (int64_t b = 0; b < pp->n; b += PAIRS_BLOCK) {
+        int64_t m = pp->n - b < PAIRS_BLOCK ? pp->n - b : PAIRS_BLOCK;
+        key_decode_many(&s->plan[0], pp->l + b, m, co.c, 0, r0 + b);
+        key_decode_many(&s->plan[1], pp->r + b, m, co.c, s->ncol[0], r0 + b);
+    }
+    if (pp->n)
+        memcpy(co.c->w + r0, pp->w, (size_t)pp->n * sizeof(int64_t));
+    return co.c;
 }
 
 /* For each run of equal keys in delta d (side `side`), join with the
    matches of the other side found in trace t (and in delta `dother` when
    non-NULL). Returns false, or true when the thread's budget (a /query's,
    base/budget.h) stopped it part way. */
-static bool join_delta(JoinSt *s, ChunkOut *co, Pairs *pp, const Batch *d, int side, Trace *t,
-                       const Batch *dother, ValWs *ms)
+static bool join_delta(Pairs *pp, const Batch *d, int side, Trace *t, const Batch *dother,
+                       ValWs *ms)
 {
     bool stopped = false;
     unsigned emitted = 0;
@@ -168,16 +183,15 @@ static bool join_delta(JoinSt *s, ChunkOut *co, Pairs *pp, const Batch *d, int s
                 const uint8_t *mine = batch_val(d, a), *other = ms->v[b].v;
                 int64_t w = d->w[a] * ms->v[b].w;
                 if (side == 0)
-                    emit(s, co, pp, mine, other, w);
+                    emit(pp, mine, other, w);
                 else
-                    emit(s, co, pp, other, mine, w);
+                    emit(pp, other, mine, w);
             }
         i = j;
         if (stopped)
             break;
     }
     trace_cursor_free(cur);
-    flush_pairs(s, co, pp);
     return stopped;
 }
 
@@ -492,18 +506,17 @@ static int finish_join(Op *op, OpEnv *env)
 {
     JoinSt *s = op->st;
     Batch *delta[2] = {side_delta(op->sh, 0), side_delta(op->sh, 1)};
-    ChunkOut co;
     ValWs ms = {0};
-    Pairs *pp = sl_malloc(sizeof(*pp));
-    pp->n = 0;
-    cout_init(&co, env->arena, op->node->ncol, op->node->types, 64);
-    bool stopped = join_delta(s, &co, pp, delta[0], 0, s->t[1], delta[1], &ms) ||
-                   join_delta(s, &co, pp, delta[1], 1, s->t[0], NULL, &ms);
-    sl_free(pp);
+    Pairs pp = {0};
+    bool stopped = join_delta(&pp, delta[0], 0, s->t[1], delta[1], &ms) ||
+                   join_delta(&pp, delta[1], 1, s->t[0], NULL, &ms);
     sl_free(ms.v);
+    op->out = decode_pairs(s, op->node, env->arena, &pp); /* before the deltas go */
+    sl_free(pp.l);
+    sl_free(pp.r);
+    sl_free(pp.w);
     trace_insert_take(s->t[0], delta[0]);
     trace_insert_take(s->t[1], delta[1]);
-    op->out = co.c;
     /* a side's rows with key k below the other side's watermark there can
        meet no later row of that side */
     const CNode *n = op->node;
