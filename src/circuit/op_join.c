@@ -69,6 +69,18 @@
 #define HOT_MAX 64        /* hot keys per instance */
 #define HOT_SAMPLES 4096 /* records an owner samples per inbox */
 
+/* The step's output rows, as their left and right encodings and weights:
+   all are collected first, so that the output chunk is allocated once at
+   its size (no chunk grown by doubling and copied in the arena), then
+   decoded PAIRS_BLOCK at a time, a column at a time. */
+#define PAIRS_BLOCK 1024
+#define PAIRS_KEEP ((int64_t)1 << 20)
+typedef struct Pairs {
+    const uint8_t **l, **r;
+    int64_t *w;
+    int64_t n, cap;
+} Pairs;
+
 /* A hot key this worker owns (see the header). */
 typedef struct HotKey {
     uint8_t *k;
@@ -104,18 +116,9 @@ typedef struct JoinSt {
     int gc_k[2];
     int64_t gc_bound[2], gc_done[2];
     SqlType *ktypes[2];      /* per side: the key columns' types */
+    Pairs pp;                /* the step's output rows; kept for the next step
+                                up to PAIRS_KEEP */
 } JoinSt;
-
-/* The step's output rows, as their left and right encodings and weights:
-   all are collected first, so that the output chunk is allocated once at
-   its size (no chunk grown by doubling and copied in the arena), then
-   decoded PAIRS_BLOCK at a time, a column at a time. */
-#define PAIRS_BLOCK 1024
-typedef struct Pairs {
-    const uint8_t **l, **r;
-    int64_t *w;
-    int64_t n, cap;
-} Pairs;
 
 static void pairs_grow(Pairs *pp)
 {
@@ -123,6 +126,14 @@ static void pairs_grow(Pairs *pp)
     pp->l = sl_realloc(pp->l, (size_t)pp->cap * sizeof(*pp->l));
     pp->r = sl_realloc(pp->r, (size_t)pp->cap * sizeof(*pp->r));
     pp->w = sl_realloc(pp->w, (size_t)pp->cap * sizeof(*pp->w));
+}
+
+static void pairs_free(Pairs *pp)
+{
+    sl_free(pp->l);
+    sl_free(pp->r);
+    sl_free(pp->w);
+    *pp = (Pairs){0};
 }
 
 static inline void emit(Pairs *pp, const uint8_t *l, const uint8_t *r, int64_t w)
@@ -507,14 +518,14 @@ static int finish_join(Op *op, OpEnv *env)
     JoinSt *s = op->st;
     Batch *delta[2] = {side_delta(op->sh, 0), side_delta(op->sh, 1)};
     ValWs ms = {0};
-    Pairs pp = {0};
-    bool stopped = join_delta(&pp, delta[0], 0, s->t[1], delta[1], &ms) ||
-                   join_delta(&pp, delta[1], 1, s->t[0], NULL, &ms);
+    Pairs *pp = &s->pp;
+    pp->n = 0;
+    bool stopped = join_delta(pp, delta[0], 0, s->t[1], delta[1], &ms) ||
+                   join_delta(pp, delta[1], 1, s->t[0], NULL, &ms);
     sl_free(ms.v);
-    op->out = decode_pairs(s, op->node, env->arena, &pp); /* before the deltas go */
-    sl_free(pp.l);
-    sl_free(pp.r);
-    sl_free(pp.w);
+    op->out = decode_pairs(s, op->node, env->arena, pp); /* before the deltas go */
+    if (pp->cap > PAIRS_KEEP)
+        pairs_free(pp);
     trace_insert_take(s->t[0], delta[0]);
     trace_insert_take(s->t[1], delta[1]);
     /* a side's rows with key k below the other side's watermark there can
@@ -575,6 +586,7 @@ static void free_join(Op *op)
     sl_free(s->need[0]);
     sl_free(s->ktypes[0]);
     sl_free(s->ktypes[1]);
+    pairs_free(&s->pp);
     hot_truncate(s, 0);
     sl_free(s->hot);
     sl_free(s);
