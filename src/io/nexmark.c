@@ -241,17 +241,17 @@ static char *text_room(TextOut *o, size_t need, int64_t rows_left, size_t avg)
 
 void nexmark_fill(const NexmarkSrc *nx, int64_t start, int64_t count, Chunk *out, Arena *a)
 {
-    const NxConfig *c = nx_config(nx->gen);
     int64_t base = out->n;
     int64_t ev[NX_BLOCK];
+    uint64_t ek[NX_BLOCK];
     TextOut to[64];
     int nto = nx->ncols < 64 ? nx->ncols : 64;
     for (int i = 0; i < nto; i++)
         to[i] = (TextOut){a, NULL, 0};
     for (int64_t b = 0; b < count; b += NX_BLOCK) {
         int64_t m = count - b < NX_BLOCK ? count - b : NX_BLOCK;
-        for (int64_t i = 0; i < m; i++)
-            ev[i] = nx_event_of(c, nx->kind, start + b + i);
+        nx_events(nx->gen, nx->kind, start + b, m, ev);
+        nx_event_keys(nx->gen, ev, m, ek);
         for (int col = 0; col < nx->ncols; col++) {
             NxField f = nx->field[col];
             Vec *v = &out->col[col];
@@ -279,12 +279,8 @@ void nexmark_fill(const NexmarkSrc *nx, int64_t start, int64_t count, Chunk *out
                     o->p += n;
                     o->left -= n;
                 }
-            } else if (is_time(f)) {
-                for (int64_t i = 0; i < m; i++)
-                    v->i[at + i] = nx_int(nx->gen, f, ev[i]) * 1000;
             } else {
-                for (int64_t i = 0; i < m; i++)
-                    v->i[at + i] = nx_int(nx->gen, f, ev[i]);
+                nx_ints(nx->gen, f, ev, ek, m, is_time(f) ? 1000 : 1, v->i + at);
             }
         }
     }
