@@ -69,16 +69,22 @@
 #define HOT_MAX 64        /* hot keys per instance */
 #define HOT_SAMPLES 4096 /* records an owner samples per inbox */
 
-/* The step's output rows, as their left and right encodings and weights:
-   all are collected first, so that the output chunk is allocated once at
-   its size (no chunk grown by doubling and copied in the arena), then
-   decoded PAIRS_BLOCK at a time, a column at a time. */
+/* The step's output rows, as their left and right encodings and weights
+   in blocks of PAIRS_BLOCK in the step's arena: all are collected first,
+   so that the output chunk is allocated once at its size (no chunk grown
+   by doubling and copied in the arena), then decoded a block at a time, a
+   column at a time. */
 #define PAIRS_BLOCK 1024
-#define PAIRS_KEEP ((int64_t)1 << 20)
+typedef struct PairBlock {
+    const uint8_t *l[PAIRS_BLOCK], *r[PAIRS_BLOCK];
+    int64_t w[PAIRS_BLOCK];
+} PairBlock;
+
 typedef struct Pairs {
-    const uint8_t **l, **r;
-    int64_t *w;
-    int64_t n, cap;
+    Arena *a;
+    PairBlock **b; /* kept from step to step (the blocks are the arena's) */
+    int64_t nb, cap;
+    int64_t n;     /* pairs */
 } Pairs;
 
 /* A hot key this worker owns (see the header). */
@@ -116,33 +122,26 @@ typedef struct JoinSt {
     int gc_k[2];
     int64_t gc_bound[2], gc_done[2];
     SqlType *ktypes[2];      /* per side: the key columns' types */
-    Pairs pp;                /* the step's output rows; kept for the next step
-                                up to PAIRS_KEEP */
+    Pairs pp;                /* the step's output rows */
 } JoinSt;
-
-static void pairs_grow(Pairs *pp)
-{
-    pp->cap = pp->cap ? 2 * pp->cap : 4096;
-    pp->l = sl_realloc(pp->l, (size_t)pp->cap * sizeof(*pp->l));
-    pp->r = sl_realloc(pp->r, (size_t)pp->cap * sizeof(*pp->r));
-    pp->w = sl_realloc(pp->w, (size_t)pp->cap * sizeof(*pp->w));
-}
 
 static void pairs_free(Pairs *pp)
 {
-    sl_free(pp->l);
-    sl_free(pp->r);
-    sl_free(pp->w);
+    sl_free(pp->b);
     *pp = (Pairs){0};
 }
 
 static inline void emit(Pairs *pp, const uint8_t *l, const uint8_t *r, int64_t w)
 {
-    if (unlikely(pp->n == pp->cap))
-        pairs_grow(pp);
-    pp->l[pp->n] = l;
-    pp->r[pp->n] = r;
-    pp->w[pp->n] = w;
+    int64_t k = pp->n % PAIRS_BLOCK;
+    if (unlikely(k == 0)) {
+        VEC_RESERVE(pp->b, pp->cap, pp->nb + 1);
+        pp->b[pp->nb++] = arena_alloc(pp->a, sizeof(PairBlock));
+    }
+    PairBlock *b = pp->b[pp->nb - 1];
+    b->l[k] = l;
+    b->r[k] = r;
+    b->w[k] = w;
     pp->n++;
 }
 
@@ -152,13 +151,14 @@ static Chunk *decode_pairs(JoinSt *s, const CNode *n, Arena *a, const Pairs *pp)
     ChunkOut co;
     cout_init(&co, a, n->ncol, n->types, pp->n);
     int64_t r0 = cout_rows(&co, pp->n);
-    for (int64_t b = 0; b < pp->n; b += PAIRS_BLOCK) {
-        int64_t m = pp->n - b < PAIRS_BLOCK ? pp->n - b : PAIRS_BLOCK;
-        key_decode_many(&s->plan[0], pp->l + b, m, co.c, 0, r0 + b);
-        key_decode_many(&s->plan[1], pp->r + b, m, co.c, s->ncol[0], r0 + b);
+    for (int64_t i = 0; i < pp->nb; i++) {
+        const PairBlock *b = pp->b[i];
+        int64_t at = r0 + i * PAIRS_BLOCK, m = pp->n - i * PAIRS_BLOCK;
+        m = m < PAIRS_BLOCK ? m : PAIRS_BLOCK;
+        key_decode_many(&s->plan[0], b->l, m, co.c, 0, at);
+        key_decode_many(&s->plan[1], b->r, m, co.c, s->ncol[0], at);
+        memcpy(co.c->w + at, b->w, (size_t)m * sizeof(int64_t));
     }
-    if (pp->n)
-        memcpy(co.c->w + r0, pp->w, (size_t)pp->n * sizeof(int64_t));
     return co.c;
 }
 
@@ -519,13 +519,12 @@ static int finish_join(Op *op, OpEnv *env)
     Batch *delta[2] = {side_delta(op->sh, 0), side_delta(op->sh, 1)};
     ValWs ms = {0};
     Pairs *pp = &s->pp;
-    pp->n = 0;
+    pp->a = env->arena;
+    pp->n = pp->nb = 0;
     bool stopped = join_delta(pp, delta[0], 0, s->t[1], delta[1], &ms) ||
                    join_delta(pp, delta[1], 1, s->t[0], NULL, &ms);
     sl_free(ms.v);
     op->out = decode_pairs(s, op->node, env->arena, pp); /* before the deltas go */
-    if (pp->cap > PAIRS_KEEP)
-        pairs_free(pp);
     trace_insert_take(s->t[0], delta[0]);
     trace_insert_take(s->t[1], delta[1]);
     /* a side's rows with key k below the other side's watermark there can

@@ -12,7 +12,9 @@
  * size. Columns are matched by name (case and underscores ignored, so
  * date_time, dateTime and DATETIME are the same; email or emailAddress,
  * creditCard or credit_card); a table may leave columns out (they are not
- * generated) but not add others. Config keys (all optional; unknown keys
+ * generated) but not add others, and the columns the program never reads
+ * are not generated either (nexmark_skip_unread; connector.c finds them:
+ * NULL, or 0 / '' when NOT NULL). Config keys (all optional; unknown keys
  * refused):
  *   events (default 100000000; 0 = unbounded), seed (0), rate (event-time
  *   events per second, 10000), base_time (ms since 1970 of event 0, 0),
