@@ -69,6 +69,24 @@
 #define HOT_MAX 64        /* hot keys per instance */
 #define HOT_SAMPLES 4096 /* records an owner samples per inbox */
 
+/* The step's output rows, as their left and right encodings and weights
+   in blocks of PAIRS_BLOCK in the step's arena: all are collected first,
+   so that the output chunk is allocated once at its size (no chunk grown
+   by doubling and copied in the arena), then decoded a block at a time, a
+   column at a time. */
+#define PAIRS_BLOCK 1024
+typedef struct PairBlock {
+    const uint8_t *l[PAIRS_BLOCK], *r[PAIRS_BLOCK];
+    int64_t w[PAIRS_BLOCK];
+} PairBlock;
+
+typedef struct Pairs {
+    Arena *a;
+    PairBlock **b; /* kept from step to step (the blocks are the arena's) */
+    int64_t nb, cap;
+    int64_t n;     /* pairs */
+} Pairs;
+
 /* A hot key this worker owns (see the header). */
 typedef struct HotKey {
     uint8_t *k;
@@ -104,44 +122,52 @@ typedef struct JoinSt {
     int gc_k[2];
     int64_t gc_bound[2], gc_done[2];
     SqlType *ktypes[2];      /* per side: the key columns' types */
+    Pairs pp;                /* the step's output rows */
 } JoinSt;
 
-/* Output rows waiting to be decoded: their left and right encodings and
-   weights, decoded PAIRS_MAX at a time, a column at a time. */
-#define PAIRS_MAX 1024
-typedef struct Pairs {
-    const uint8_t *l[PAIRS_MAX], *r[PAIRS_MAX];
-    int64_t w[PAIRS_MAX];
-    int n;
-} Pairs;
-
-static void flush_pairs(JoinSt *s, ChunkOut *co, Pairs *pp)
+static void pairs_free(Pairs *pp)
 {
-    if (pp->n == 0)
-        return;
-    int64_t r0 = cout_rows(co, pp->n);
-    key_decode_many(&s->plan[0], pp->l, pp->n, co->c, 0, r0);
-    key_decode_many(&s->plan[1], pp->r, pp->n, co->c, s->ncol[0], r0);
-    memcpy(co->c->w + r0, pp->w, (size_t)pp->n * sizeof(int64_t));
-    pp->n = 0;
+    sl_free(pp->b);
+    *pp = (Pairs){0};
 }
 
-static inline void emit(JoinSt *s, ChunkOut *co, Pairs *pp, const uint8_t *l, const uint8_t *r,
-                        int64_t w)
+static inline void emit(Pairs *pp, const uint8_t *l, const uint8_t *r, int64_t w)
 {
-    pp->l[pp->n] = l;
-    pp->r[pp->n] = r;
-    pp->w[pp->n] = w;
-    if (++pp->n == PAIRS_MAX)
-        flush_pairs(s, co, pp);
+    int64_t k = pp->n % PAIRS_BLOCK;
+    if (unlikely(k == 0)) {
+        VEC_RESERVE(pp->b, pp->cap, pp->nb + 1);
+        pp->b[pp->nb++] = arena_alloc(pp->a, sizeof(PairBlock));
+    }
+    PairBlock *b = pp->b[pp->nb - 1];
+    b->l[k] = l;
+    b->r[k] = r;
+    b->w[k] = w;
+    pp->n++;
+}
+
+/* The output chunk of pp's rows, in the step's arena. */
+static Chunk *decode_pairs(JoinSt *s, const CNode *n, Arena *a, const Pairs *pp)
+{
+    ChunkOut co;
+    cout_init(&co, a, n->ncol, n->types, pp->n);
+    int64_t r0 = cout_rows(&co, pp->n);
+    for (int64_t i = 0; i < pp->nb; i++) {
+        const PairBlock *b = pp->b[i];
+        int64_t at = r0 + i * PAIRS_BLOCK, m = pp->n - i * PAIRS_BLOCK;
+        m = m < PAIRS_BLOCK ? m : PAIRS_BLOCK;
+        key_decode_many(&s->plan[0], b->l, m, co.c, 0, at);
+        key_decode_many(&s->plan[1], b->r, m, co.c, s->ncol[0], at);
+        memcpy(co.c->w + at, b->w, (size_t)m * sizeof(int64_t));
+    }
+    return co.c;
 }
 
 /* For each run of equal keys in delta d (side `side`), join with the
    matches of the other side found in trace t (and in delta `dother` when
    non-NULL). Returns false, or true when the thread's budget (a /query's,
    base/budget.h) stopped it part way. */
-static bool join_delta(JoinSt *s, ChunkOut *co, Pairs *pp, const Batch *d, int side, Trace *t,
-                       const Batch *dother, ValWs *ms)
+static bool join_delta(Pairs *pp, const Batch *d, int side, Trace *t, const Batch *dother,
+                       ValWs *ms)
 {
     bool stopped = false;
     unsigned emitted = 0;
@@ -168,16 +194,15 @@ static bool join_delta(JoinSt *s, ChunkOut *co, Pairs *pp, const Batch *d, int s
                 const uint8_t *mine = batch_val(d, a), *other = ms->v[b].v;
                 int64_t w = d->w[a] * ms->v[b].w;
                 if (side == 0)
-                    emit(s, co, pp, mine, other, w);
+                    emit(pp, mine, other, w);
                 else
-                    emit(s, co, pp, other, mine, w);
+                    emit(pp, other, mine, w);
             }
         i = j;
         if (stopped)
             break;
     }
     trace_cursor_free(cur);
-    flush_pairs(s, co, pp);
     return stopped;
 }
 
@@ -492,18 +517,16 @@ static int finish_join(Op *op, OpEnv *env)
 {
     JoinSt *s = op->st;
     Batch *delta[2] = {side_delta(op->sh, 0), side_delta(op->sh, 1)};
-    ChunkOut co;
     ValWs ms = {0};
-    Pairs *pp = sl_malloc(sizeof(*pp));
-    pp->n = 0;
-    cout_init(&co, env->arena, op->node->ncol, op->node->types, 64);
-    bool stopped = join_delta(s, &co, pp, delta[0], 0, s->t[1], delta[1], &ms) ||
-                   join_delta(s, &co, pp, delta[1], 1, s->t[0], NULL, &ms);
-    sl_free(pp);
+    Pairs *pp = &s->pp;
+    pp->a = env->arena;
+    pp->n = pp->nb = 0;
+    bool stopped = join_delta(pp, delta[0], 0, s->t[1], delta[1], &ms) ||
+                   join_delta(pp, delta[1], 1, s->t[0], NULL, &ms);
     sl_free(ms.v);
+    op->out = decode_pairs(s, op->node, env->arena, pp); /* before the deltas go */
     trace_insert_take(s->t[0], delta[0]);
     trace_insert_take(s->t[1], delta[1]);
-    op->out = co.c;
     /* a side's rows with key k below the other side's watermark there can
        meet no later row of that side */
     const CNode *n = op->node;
@@ -562,6 +585,7 @@ static void free_join(Op *op)
     sl_free(s->need[0]);
     sl_free(s->ktypes[0]);
     sl_free(s->ktypes[1]);
+    pairs_free(&s->pp);
     hot_truncate(s, 0);
     sl_free(s->hot);
     sl_free(s);

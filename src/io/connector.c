@@ -204,7 +204,58 @@ static int open_datagen(InputConn *ic, const ConnCtx *cx, Err *err)
     return 0;
 }
 
-/* nexmark: a datagen generator of Nexmark events (nexmark.c) */
+/* Mark in read[] the columns expression e reads. */
+static void mark_cols(const Expr *e, bool *read, int ncol)
+{
+    if (!e)
+        return;
+    if (e->k == E_COL && e->col >= 0 && e->col < ncol)
+        read[e->col] = true;
+    for (int i = 0; i < e->na; i++)
+        mark_cols(e->a[i], read, ncol);
+}
+
+/* The output columns of node `id` that the program may read, into
+   read[0..ncol): a consumer that is a map reads what its filter names and
+   what its projections name for the columns its own consumers read (maps
+   followed down to depth 8); any other consumer, or a relation whose
+   stream the node is (a view over the table as it is, its sink), reads
+   every column. */
+static void node_reads(const Circuit *c, int id, bool *read, int depth)
+{
+    const CNode *n = c->nodes[id];
+    bool all = depth > 8;
+    for (int r = 0; r < c->nrels && !all; r++)
+        all = c->rels[r].node == id && (c->rels[r].sink >= 0 || rel_keeps(&c->rels[r]) ||
+                                         !c->rels[r].is_table);
+    for (int i = id + 1; i < c->nnodes && !all; i++) {
+        const CNode *m = c->nodes[i];
+        for (int j = 0; j < m->nin && !all; j++) {
+            if (m->in[j] != id)
+                continue;
+            if (m->k != OPK_MAP) {
+                all = true;
+                break;
+            }
+            bool *mr = sl_calloc((size_t)m->ncol + 1, sizeof(bool));
+            node_reads(c, m->id, mr, depth + 1);
+            mark_cols(m->filter, read, n->ncol);
+            for (int k = 0; k < m->ncol; k++)
+                if (mr[k])
+                    mark_cols(m->proj[k], read, n->ncol);
+            sl_free(mr);
+        }
+    }
+    if (all)
+        for (int k = 0; k < n->ncol; k++)
+            read[k] = true;
+}
+
+/* nexmark: a datagen generator of Nexmark events (nexmark.c). The columns
+   the program never reads are not generated (nexmark_skip_unread): the
+   table's own stream is read only by the circuit's nodes, except for its
+   LATENESS column (watermarks), its primary key and the connector's
+   event_time_column, kept whatever reads them. */
 static int open_nexmark(InputConn *ic, const ConnCtx *cx, Err *err)
 {
     const Relation *r = cx->r;
@@ -215,6 +266,21 @@ static int open_nexmark(InputConn *ic, const ConnCtx *cx, Err *err)
                           cx->where, &e);
     if (!ic->gen)
         return err_setpos(err, SL_ECONFIG, r->conn_line, r->conn_col, "%s", e.msg);
+    if (cx->c && r->node >= 0 && r->node < cx->c->nnodes &&
+        cx->c->nodes[r->node]->ncol == r->ncol) {
+        bool *read = sl_calloc((size_t)r->ncol + 1, sizeof(bool));
+        node_reads(cx->c, r->node, read, 0);
+        if (r->wm_col >= 0)
+            read[r->wm_col] = true;
+        if (r->time_col >= 0)
+            read[r->time_col] = true;
+        for (int k = 0; k < r->npk; k++)
+            read[r->pk[k]] = true;
+        if (ic->event_col >= 0)
+            read[ic->event_col] = true;
+        nexmark_skip_unread(ic->gen, read);
+        sl_free(read);
+    }
     if (ic->backfill && datagen_plan_limit(ic->gen, 0) < 0)
         return io_conf_err(cx, err, "\"transaction\": \"backfill\" needs an input that ends, "
                                     "but nexmark \"events\" is 0 (unbounded)");
@@ -474,6 +540,8 @@ static int open_one(const Circuit *c, int rel, int idx, const cJSON *cj, ConnCtx
         buf_free(&known);
         return cerr(err, r, "%s: %s", where, d);
     }
+    cx->c = c;
+    cx->rel = rel;
     cx->r = r;
     cx->cj = cj;
     cx->cfg = cfg;

@@ -46,6 +46,11 @@ void datagen_free(Datagen *g);
  */
 Datagen *nexmark_new(const cJSON *config, const char *table, int ncols, const char *const *names,
                      const SqlType *types, const char *where, Err *err);
+/* Columns with read[i] false are not generated: a nullable one is NULL in
+   every row, a NOT NULL one 0 or ''. The other columns' values stay those
+   of every field's own random stream (nexmark_gen.h), so skipping changes
+   none of them. g must come from nexmark_new. */
+void nexmark_skip_unread(Datagen *g, const bool *read);
 
 int datagen_nplans(const Datagen *g);
 /* Rows in plan p, or -1 when unlimited. */

@@ -89,6 +89,8 @@ typedef struct OutOps {
 
 /* What opening one connector is given (connector.c fills it). */
 typedef struct ConnCtx {
+    const Circuit *c;
+    int rel;            /* r = &c->rels[rel] */
     const Relation *r;
     const cJSON *cj;    /* the connector's object */
     const cJSON *cfg;   /* its transport "config", or NULL */

@@ -12,7 +12,9 @@
  * size. Columns are matched by name (case and underscores ignored, so
  * date_time, dateTime and DATETIME are the same; email or emailAddress,
  * creditCard or credit_card); a table may leave columns out (they are not
- * generated) but not add others. Config keys (all optional; unknown keys
+ * generated) but not add others, and the columns the program never reads
+ * are not generated either (nexmark_skip_unread; connector.c finds them:
+ * NULL, or 0 / '' when NOT NULL). Config keys (all optional; unknown keys
  * refused):
  *   events (default 100000000; 0 = unbounded), seed (0), rate (event-time
  *   events per second, 10000), base_time (ms since 1970 of event 0, 0),
@@ -38,6 +40,7 @@ struct NexmarkSrc {
     NxKind kind;
     int ncols;
     NxField *field; /* per column */
+    bool *skip;     /* per column: not read by the program, not generated */
 };
 
 typedef struct NxCol {
@@ -173,6 +176,7 @@ Datagen *nexmark_new(const cJSON *config, const char *table, int ncols, const ch
     nx->kind = kind;
     nx->ncols = ncols;
     nx->field = arena_zalloc(a, sizeof(NxField) * (size_t)(ncols > 0 ? ncols : 1));
+    nx->skip = arena_zalloc(a, sizeof(bool) * (size_t)(ncols > 0 ? ncols : 1));
     const NxCol *cols = kind == NX_PERSON ? person_cols : kind == NX_AUCTION ? auction_cols
                                                                                : bid_cols;
     for (int i = 0; i < ncols; i++) {
@@ -207,6 +211,12 @@ fail:
     return NULL;
 }
 
+void nexmark_skip_unread(Datagen *g, const bool *read)
+{
+    for (int i = 0; i < g->nx->ncols; i++)
+        g->nx->skip[i] = !read[i];
+}
+
 void nexmark_free(NexmarkSrc *nx)
 {
     if (nx)
@@ -233,21 +243,31 @@ static char *text_room(TextOut *o, size_t need, int64_t rows_left, size_t avg)
 
 void nexmark_fill(const NexmarkSrc *nx, int64_t start, int64_t count, Chunk *out, Arena *a)
 {
-    const NxConfig *c = nx_config(nx->gen);
     int64_t base = out->n;
     int64_t ev[NX_BLOCK];
+    uint64_t ek[NX_BLOCK];
     TextOut to[64];
     int nto = nx->ncols < 64 ? nx->ncols : 64;
     for (int i = 0; i < nto; i++)
         to[i] = (TextOut){a, NULL, 0};
     for (int64_t b = 0; b < count; b += NX_BLOCK) {
         int64_t m = count - b < NX_BLOCK ? count - b : NX_BLOCK;
-        for (int64_t i = 0; i < m; i++)
-            ev[i] = nx_event_of(c, nx->kind, start + b + i);
+        nx_events(nx->gen, nx->kind, start + b, m, ev);
+        nx_event_keys(nx->gen, ev, m, ek);
         for (int col = 0; col < nx->ncols; col++) {
             NxField f = nx->field[col];
             Vec *v = &out->col[col];
             int64_t at = base + b;
+            if (nx->skip[col]) { /* NULL, or 0 / '' when NOT NULL */
+                if (v->nul)
+                    memset(v->nul + at, v->t.nullable, (size_t)m);
+                if (v->s)
+                    for (int64_t i = 0; i < m; i++)
+                        v->s[at + i] = (Str){"", 0};
+                else
+                    memset(v->i + at, 0, (size_t)m * sizeof(int64_t));
+                continue;
+            }
             if (v->nul)
                 memset(v->nul + at, 0, (size_t)m);
             if (nx_field_is_text(f)) {
@@ -261,12 +281,8 @@ void nexmark_fill(const NexmarkSrc *nx, int64_t start, int64_t count, Chunk *out
                     o->p += n;
                     o->left -= n;
                 }
-            } else if (is_time(f)) {
-                for (int64_t i = 0; i < m; i++)
-                    v->i[at + i] = nx_int(nx->gen, f, ev[i]) * 1000;
             } else {
-                for (int64_t i = 0; i < m; i++)
-                    v->i[at + i] = nx_int(nx->gen, f, ev[i]);
+                nx_ints(nx->gen, f, ev, ek, m, is_time(f) ? 1000 : 1, v->i + at);
             }
         }
     }

@@ -30,8 +30,30 @@
 #define NX_URL_MAX 96
 #define NX_LETTERS 65536 /* letter buffer (a power of 2) before its tail */
 
+/* Division of a non-negative int64 by a divisor fixed at start-up: a
+   multiply-high by m = floor((2^64 - 1) / d) gives the quotient or one
+   less (for n < 2^63), and one comparison corrects it; the same results
+   as `/` and `%` at a fraction of a hardware division's cost. */
+typedef struct Div {
+    uint64_t d, m;
+} Div;
+
+static Div div_of(int64_t d)
+{
+    return (Div){(uint64_t)d, UINT64_MAX / (uint64_t)d};
+}
+
+static inline int64_t div_q(Div v, int64_t n)
+{
+    uint64_t q = (uint64_t)(((unsigned __int128)(uint64_t)n * v.m) >> 64);
+    if ((uint64_t)n - q * v.d >= v.d)
+        q++;
+    return (int64_t)q;
+}
+
 struct NxGen {
     NxConfig c;
+    Div dT, drate;    /* by T and by c.rate */
     uint64_t key;     /* mixed seed */
     int64_t T;        /* events per epoch */
     int64_t horizon;  /* events ahead that set an auction's length */
@@ -70,10 +92,22 @@ static inline uint64_t below(uint64_t *st, uint64_t n)
     return (uint64_t)(((unsigned __int128)next(st) * n) >> 64);
 }
 
+/* The key of event e: what every field's stream starts from. */
+static inline uint64_t event_key(const NxGen *g, int64_t e)
+{
+    return mix64(g->key ^ ((uint64_t)e * GOLD));
+}
+
+/* The stream of field f (or any small tag) of event e whose key is ek. */
+static inline uint64_t stream_k(uint64_t ek, int f)
+{
+    return ek ^ ((uint64_t)(f + 1) << 56);
+}
+
 /* The stream of field f (or any small tag) of event e. */
 static inline uint64_t stream(const NxGen *g, int64_t e, int f)
 {
-    return mix64(g->key ^ ((uint64_t)e * GOLD)) ^ ((uint64_t)(f + 1) << 56);
+    return stream_k(event_key(g, e), f);
 }
 
 void nx_config_default(NxConfig *c)
@@ -88,7 +122,7 @@ void nx_config_default(NxConfig *c)
 
 static int64_t last_person(const NxGen *g, int64_t e)
 {
-    int64_t epoch = e / g->T, off = e % g->T;
+    int64_t epoch = div_q(g->dT, e), off = e - epoch * g->T;
     if (off > g->c.prop[0] - 1)
         off = g->c.prop[0] - 1;
     return epoch * g->c.prop[0] + off;
@@ -96,7 +130,8 @@ static int64_t last_person(const NxGen *g, int64_t e)
 
 static int64_t last_auction(const NxGen *g, int64_t e)
 {
-    int64_t epoch = e / g->T, off = e % g->T, pp = g->c.prop[0], ap = g->c.prop[1];
+    int64_t epoch = div_q(g->dT, e), off = e - epoch * g->T, pp = g->c.prop[0],
+            ap = g->c.prop[1];
     if (off < pp) {
         epoch--;
         off = ap - 1;
@@ -111,8 +146,8 @@ static int64_t last_auction(const NxGen *g, int64_t e)
 
 static int64_t time_ms(const NxGen *g, int64_t e)
 {
-    if (e < INT64_MAX / 1000) /* a 64-bit division: a 128-bit one costs several times more */
-        return g->c.base_ms + e * 1000 / g->c.rate;
+    if (e >= 0 && e < INT64_MAX / 1000) /* (a 128-bit division costs several times more) */
+        return g->c.base_ms + div_q(g->drate, e * 1000);
     return g->c.base_ms + (int64_t)((__int128)e * 1000 / g->c.rate);
 }
 
@@ -206,6 +241,8 @@ NxGen *nx_gen_new(const NxConfig *c)
     g->c = *c;
     g->key = mix64(c->seed ^ 0x4E45584D41524BULL);
     g->T = c->prop[0] + c->prop[1] + c->prop[2];
+    g->dT = div_of(g->T);
+    g->drate = div_of(c->rate);
     g->horizon = c->inflight_auctions * g->T / c->prop[1];
     g->urls = malloc((size_t)(NX_CHANNELS + 4) * NX_URL_MAX);
     g->url_at = malloc((NX_CHANNELS + 5) * sizeof(uint32_t));
@@ -278,6 +315,20 @@ int64_t nx_event_of(const NxConfig *c, NxKind k, int64_t row)
     return row / c->prop[k] * T + before + row % c->prop[k];
 }
 
+void nx_events(const NxGen *g, NxKind k, int64_t row, int64_t n, int64_t *ev)
+{
+    int64_t p = g->c.prop[k], q = row / p, r = row % p;
+    int64_t before = k == NX_PERSON ? 0 : k == NX_AUCTION ? g->c.prop[0]
+                                                          : g->c.prop[0] + g->c.prop[1];
+    for (int64_t i = 0; i < n; i++) {
+        ev[i] = q * g->T + before + r;
+        if (++r == p) {
+            r = 0;
+            q++;
+        }
+    }
+}
+
 NxKind nx_kind_of_field(NxField f)
 {
     return f <= NXF_P_EXTRA ? NX_PERSON : f <= NXF_A_EXTRA ? NX_AUCTION : NX_BID;
@@ -320,15 +371,20 @@ static int64_t channel_of(const NxGen *g, int64_t e)
     return 4 + (int64_t)(((r & 0xFFFFFFFFu) * NX_CHANNELS) >> 32);
 }
 
-int64_t nx_int(const NxGen *g, NxField f, int64_t e)
+/* Field f of event e whose key is ek. */
+static inline __attribute__((always_inline)) int64_t int_of(const NxGen *g, NxField f,
+                                                             int64_t e, uint64_t ek)
 {
-    uint64_t st = stream(g, e, f);
+    uint64_t st = stream_k(ek, f);
     switch (f) {
     case NXF_P_ID: return last_person(g, e) + NX_FIRST_ID;
     case NXF_A_ID: return last_auction(g, e) + NX_FIRST_ID;
     case NXF_P_TIME: case NXF_A_TIME: case NXF_B_TIME: return time_ms(g, e);
     case NXF_A_INITIAL: return price(&st);
-    case NXF_A_RESERVE: return nx_int(g, NXF_A_INITIAL, e) + price(&st);
+    case NXF_A_RESERVE: {
+        uint64_t st0 = stream_k(ek, NXF_A_INITIAL);
+        return price(&st0) + price(&st);
+    }
     case NXF_A_EXPIRES: {
         int64_t now = time_ms(g, e), h = time_ms(g, e + g->horizon) - now;
         return now + 1 + (int64_t)below(&st, (uint64_t)(2 * h > 1 ? 2 * h : 1));
@@ -348,6 +404,37 @@ int64_t nx_int(const NxGen *g, NxField f, int64_t e)
         return random_person(g, e, &st) + NX_FIRST_ID;
     case NXF_B_PRICE: return price(&st);
     default: return 0;
+    }
+}
+
+int64_t nx_int(const NxGen *g, NxField f, int64_t e)
+{
+    return int_of(g, f, e, event_key(g, e));
+}
+
+void nx_event_keys(const NxGen *g, const int64_t *ev, int64_t n, uint64_t *ek)
+{
+    for (int64_t i = 0; i < n; i++)
+        ek[i] = event_key(g, ev[i]);
+}
+
+/* One loop per field (the switch out of the loop). */
+#define INTS(F)                                                                                    \
+    case F:                                                                                        \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            out[i] = int_of(g, F, ev[i], ek[i]) * mul;                                             \
+        return;
+
+void nx_ints(const NxGen *g, NxField f, const int64_t *ev, const uint64_t *ek, int64_t n,
+             int64_t mul, int64_t *out)
+{
+    switch (f) {
+    INTS(NXF_P_ID) INTS(NXF_A_ID) INTS(NXF_P_TIME) INTS(NXF_A_TIME) INTS(NXF_B_TIME)
+    INTS(NXF_A_INITIAL) INTS(NXF_A_RESERVE) INTS(NXF_A_EXPIRES) INTS(NXF_A_SELLER)
+    INTS(NXF_A_CATEGORY) INTS(NXF_B_AUCTION) INTS(NXF_B_BIDDER) INTS(NXF_B_PRICE)
+    default:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = 0;
     }
 }
 

@@ -50,6 +50,8 @@ const NxConfig *nx_config(const NxGen *g);
 int64_t nx_rows(const NxConfig *c, NxKind k);
 /* The event id of row `row` of kind k. */
 int64_t nx_event_of(const NxConfig *c, NxKind k, int64_t row);
+/* ev[i] = nx_event_of(config, k, row + i) for i < n. */
+void nx_events(const NxGen *g, NxKind k, int64_t row, int64_t n, int64_t *ev);
 NxKind nx_kind_of_field(NxField f);
 /* Whether field f is text (else an integer; times are ms since 1970). */
 int nx_field_is_text(NxField f);
@@ -57,6 +59,11 @@ int nx_field_is_text(NxField f);
 size_t nx_field_max(const NxGen *g, NxField f);
 /* Field f of event e (which must be of f's kind). */
 int64_t nx_int(const NxGen *g, NxField f, int64_t e);
+/* The keys of events ev[0..n) into ek (what nx_ints draws from). */
+void nx_event_keys(const NxGen *g, const int64_t *ev, int64_t n, uint64_t *ek);
+/* out[i] = nx_int(g, f, ev[i]) * mul for i < n, ek from nx_event_keys. */
+void nx_ints(const NxGen *g, NxField f, const int64_t *ev, const uint64_t *ek, int64_t n,
+             int64_t mul, int64_t *out);
 /* Writes the text at out (room for nx_field_max), returns its length. */
 size_t nx_text(const NxGen *g, NxField f, int64_t e, char *out);
 

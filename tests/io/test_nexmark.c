@@ -141,6 +141,55 @@ static void test_nexmark_fill_is_the_same_for_any_chunking(void **state)
     datagen_free(g);
 }
 
+/* Columns left out by nexmark_skip_unread (a nullable string, a NOT NULL
+   string, an integer) come out NULL, '' and 0; every other column is
+   what a generator of all columns gives, in one piece or in two ranges
+   (as two workers fill them). */
+static void test_nexmark_skipped_columns_leave_the_others_unchanged(void **state)
+{
+    (void)state;
+    const char *names[] = {"extra", "URL", "date_time", "auction", "channel", "Price", "bidder"};
+    SqlType types[7];
+    for (int i = 0; i < 7; i++)
+        types[i] = type_make(i == 2 ? TK_TIMESTAMP : (i == 0 || i == 1 || i == 4) ? TK_VARCHAR
+                                                                                 : TK_BIGINT,
+                             i == 0);
+    const bool read[7] = {false, false, true, true, true, true, false};
+    Datagen *all = bid_gen("{\"events\": 5000, \"seed\": 3}", 7, names, types);
+    int64_t rows = datagen_plan_limit(all, 0);
+    Arena *a = arena_new(0);
+    Chunk *want = chunk_new(a, 7, types, rows);
+    datagen_fill(all, 0, 0, rows, want, a);
+    for (int pieces = 1; pieces <= 2; pieces++) {
+        Datagen *g = bid_gen("{\"events\": 5000, \"seed\": 3}", 7, names, types);
+        nexmark_skip_unread(g, read);
+        Chunk *got = chunk_new(a, 7, types, rows);
+        int64_t half = pieces == 1 ? rows : rows / 2 + 13;
+        datagen_fill(g, 0, 0, half, got, a);
+        if (half < rows)
+            datagen_fill(g, 0, half, rows - half, got, a);
+        assert_int_equal(got->n, rows);
+        for (int64_t r = 0; r < rows; r++) {
+            assert_int_equal(got->w[r], 1);
+            assert_int_equal(got->col[0].nul[r], 1); /* extra: NULL */
+            assert_int_equal(got->col[1].s[r].n, 0); /* url (NOT NULL): '' */
+            assert_int_equal(got->col[6].i[r], 0);   /* bidder (NOT NULL): 0 */
+            for (int c = 2; c < 6; c++) {
+                const Vec *x = &want->col[c], *y = &got->col[c];
+                if (x->s) {
+                    assert_int_equal(x->s[r].n, y->s[r].n);
+                    assert_memory_equal(x->s[r].p, y->s[r].p, x->s[r].n);
+                } else {
+                    assert_int_equal(x->i[r], y->i[r]);
+                }
+            }
+        }
+        datagen_free(g);
+    }
+    arena_free(a);
+    datagen_free(all);
+}
+
 static void test_nexmark_config_errors_name_the_key(void **state)
 {
     (void)state;
@@ -175,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_nexmark_rows_and_events_agree_for_any_proportions),
         cmocka_unit_test(test_nexmark_ids_and_times_come_from_the_event_id),
         cmocka_unit_test(test_nexmark_fill_is_the_same_for_any_chunking),
+        cmocka_unit_test(test_nexmark_skipped_columns_leave_the_others_unchanged),
         cmocka_unit_test(test_nexmark_config_errors_name_the_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
