@@ -15,11 +15,14 @@
 #include "../base/budget.h"
 #include "../base/mem.h"
 #include "../circuit/circuit.h"
+#include "../circuit/op.h"
+#include "../runtime/runtime.h"
 #include "../expr/tz.h"
 #include "../sql/lexer.h"
 #include "../sql/sql.h"
 #include "../zset/key.h"
 #include "../zset/xrec.h"
+#include "backend.h"
 #include "oneshot.h"
 #include "pipeline_int.h"
 
@@ -31,11 +34,43 @@ typedef struct Snap {
     int n;
     int *rels;
     Buf *raw;
+    int64_t limit; /* the query's memory budget (0: none) */
+    int64_t need;  /* set: the relations' state is larger than that; not copied */
 } Snap;
+
+/* The bytes relation rel's contents take in this process (in memory and
+   spilled): about what a copy of them needs. -1 when unknown (scale-out). */
+static int64_t rel_bytes(Pipeline *p, int rel)
+{
+    Runtime *rt = p->be->rt;
+    if (p->be->hosts != 1 || !rt)
+        return -1;
+    const Relation *r = &p->c->rels[rel];
+    OpMem m = {0};
+    for (int w = 0; w < rt_workers(rt); w++)
+        op_mem(rt_op(rt, w, r->sink), &m);
+    /* spilled rows are compressed: count at least what one copy (a
+       record header, about 9 bytes a column) and its decoding (a weight,
+       8 bytes a column, 16 a string) take per row */
+    int64_t per = 24 + 17 * (int64_t)r->ncol;
+    for (int j = 0; j < r->ncol; j++)
+        per += type_phys(r->types[j]) == PHYS_STR ? 16 : 0;
+    int64_t est = (int64_t)(m.bytes + m.disk_bytes), low = m.rows * per;
+    return est > low ? est : low;
+}
 
 static void snapshot(Pipeline *p, void *arg)
 {
     Snap *s = arg;
+    int64_t need = 0;
+    for (int i = 0; i < s->n && s->limit > 0; i++) {
+        int64_t b = rel_bytes(p, s->rels[i]);
+        need += b > 0 ? b : 0;
+    }
+    if (s->limit > 0 && need > s->limit) { /* it would not fit: fail before copying */
+        s->need = need;
+        return;
+    }
     for (int i = 0; i < s->n; i++)
         pipeline_contents_raw(p, s->rels[i], &s->raw[i]);
 }
@@ -158,7 +193,7 @@ LiveQueryRc pipeline_query(Pipeline *p, const char *sql, int fd, QResult *out, B
     int *cand = sl_calloc((size_t)c->nrels + 1, sizeof(int));
     int ncand = candidates(c, sql, cand);
     Snap sn = {0, sl_calloc((size_t)ncand + 1, sizeof(int)),
-               sl_calloc((size_t)ncand + 1, sizeof(Buf))};
+               sl_calloc((size_t)ncand + 1, sizeof(Buf)), 0, 0};
     for (int i = 0; i < ncand; i++)
         if (c->rels[cand[i]].materialized && c->rels[cand[i]].sink >= 0)
             sn.rels[sn.n++] = cand[i];
@@ -166,8 +201,16 @@ LiveQueryRc pipeline_query(Pipeline *p, const char *sql, int fd, QResult *out, B
     QueryLimits lim = oneshot_limits();
     *b = (Budget){.limit = lim.memory_bytes, .timeout = lim.timeout_secs,
                   .cancelled = fd >= 0 ? client_gone : NULL, .arg = &fd};
+    sn.limit = lim.memory_bytes;
     if (pipeline_call(p, snapshot, &sn)) {
         rc = LQ_STOPPING;
+        goto out;
+    }
+    if (sn.need) {
+        b->stop = BUDGET_MEMORY;
+        fprintf(stderr, "sluice: query refused: the relations it reads take about %lld bytes, "
+                "more than its memory budget of %lld\n", (long long)sn.need, (long long)b->limit);
+        rc = LQ_BUDGET;
         goto out;
     }
     Job job = {c, &sn, sql, b, out, err, 0};

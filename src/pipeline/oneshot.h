@@ -91,4 +91,27 @@ typedef enum LiveQueryRc { LQ_OK, LQ_STOPPING, LQ_BUDGET, LQ_SQL } LiveQueryRc;
 LiveQueryRc pipeline_query(struct Pipeline *p, const char *sql, int fd, QResult *out,
                            struct Budget *b, int *unmat, Err *err);
 
+/* `SELECT * FROM v` over a running pipeline, streamed (livestream.c): when
+   sql is exactly that, v is materialized and large (spilled, or 4 MiB of
+   state and more), *out becomes a cursor over v's contents at a step
+   boundary (a forked process holds that snapshot while the pipeline goes
+   on), walked `passes` times; else *out is NULL (pipeline_query answers).
+   LQ_STOPPING: the pipeline is stopping. */
+typedef struct QStream QStream;
+typedef struct QStreamInfo {
+    int ncol;
+    const char *const *colnames;
+    const SqlType *types;
+    int64_t step; /* the snapshot's step */
+} QStreamInfo;
+LiveQueryRc pipeline_query_stream(struct Pipeline *p, const char *sql, int passes, QStream **out,
+                                  Err *err);
+const QStreamInfo *qstream_info(const QStream *s);
+/* The next rows (at most 1024, every weight 1, duplicates repeated; valid
+   until the next call): 1; 0 at the end of a pass (the next call starts
+   the next one); -1 with err set when the snapshot could not be read. */
+int qstream_next(QStream *s, const Chunk **rows, Err *err);
+/* Ends the snapshot (at any point of the walk). */
+void qstream_free(QStream *s);
+
 #endif

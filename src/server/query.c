@@ -131,6 +131,170 @@ static void format_rows(const QResult *res, bool csv, Buf *out)
     }
 }
 
+/* ------------------------------------------------ streamed: SELECT * FROM v */
+
+/* One streamed response (pipeline_query_stream): the text format walks
+   the snapshot twice, first for its column widths and row count. */
+typedef struct QOut {
+    QStream *qs;
+    char fmt;        /* 't', 'j' or 'c' */
+    int pass;        /* text: 0 measures, 1 writes */
+    bool ended;
+    size_t *wd;      /* text: column widths */
+    int64_t nrows;
+    Buf out;         /* formatted, from off on not yet handed to MHD */
+    size_t off;
+    char *sql;
+} QOut;
+
+static void text_header(const QOut *o, const QStreamInfo *in, Buf *out)
+{
+    for (int j = 0; j < in->ncol; j++) {
+        size_t w = width(in->colnames[j], strlen(in->colnames[j]));
+        size_t left = (o->wd[j] - w) / 2;
+        buf_puts(out, j ? " | " : " ");
+        pad(out, left);
+        buf_puts(out, in->colnames[j]);
+        if (j < in->ncol - 1)
+            pad(out, o->wd[j] - w - left);
+    }
+    buf_putc(out, '\n');
+    for (int j = 0; j < in->ncol; j++) {
+        if (j)
+            buf_putc(out, '+');
+        for (size_t k = 0; k < o->wd[j] + 2; k++)
+            buf_putc(out, '-');
+    }
+    buf_putc(out, '\n');
+}
+
+/* Format one chunk of rows (text: measure them in pass 0). */
+static void qout_rows(QOut *o, const QStreamInfo *in, const Chunk *c)
+{
+    RowSchema sch = {in->ncol, in->colnames, in->types};
+    Buf cell = BUF_INIT;
+    for (int64_t r = 0; r < c->n; r++) {
+        if (o->fmt == 'c')
+            fmt_csv_row(c, r, &o->out);
+        else if (o->fmt == 'j')
+            fmt_json_row(&sch, c, r, &o->out);
+        if (o->fmt != 't') {
+            buf_putc(&o->out, '\n');
+            continue;
+        }
+        for (int j = 0; j < in->ncol; j++) {
+            buf_reset(&cell);
+            text_format_vec(&c->col[j], r, &cell);
+            size_t w = width((const char *)cell.p, cell.n);
+            if (o->pass == 0) {
+                if (w > o->wd[j])
+                    o->wd[j] = w;
+                continue;
+            }
+            bool right = type_is_numeric((TypeKind)in->types[j].kind);
+            buf_puts(&o->out, j ? " | " : " ");
+            if (right)
+                pad(&o->out, o->wd[j] - w);
+            buf_append(&o->out, cell.p, cell.n);
+            if (!right && j < in->ncol - 1)
+                pad(&o->out, o->wd[j] - w);
+        }
+        if (o->pass == 0)
+            o->nrows++;
+        else
+            buf_putc(&o->out, '\n');
+    }
+    buf_free(&cell);
+}
+
+/* MHD's reader: the next bytes of the response, formatted a chunk of rows
+   at a time. */
+static ssize_t qout_read(void *cls, uint64_t pos, char *dst, size_t max)
+{
+    QOut *o = cls;
+    (void)pos;
+    const QStreamInfo *in = qstream_info(o->qs);
+    while (o->out.n - o->off == 0 && !o->ended) {
+        buf_reset(&o->out);
+        o->off = 0;
+        const Chunk *c;
+        Err e = {0};
+        int rc = qstream_next(o->qs, &c, &e);
+        if (rc < 0) {
+            fprintf(stderr, "sluice: query stopped mid-stream: %s: %.200s\n", e.msg, o->sql);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        if (rc > 0) {
+            qout_rows(o, in, c);
+            continue;
+        }
+        if (o->fmt == 't' && o->pass == 0) { /* measured: the header, then the rows */
+            o->pass = 1;
+            text_header(o, in, &o->out);
+            continue;
+        }
+        if (o->fmt == 't')
+            buf_printf(&o->out, "(%lld row%s)\n", (long long)o->nrows, o->nrows == 1 ? "" : "s");
+        o->ended = true;
+    }
+    size_t n = o->out.n - o->off;
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n > max)
+        n = max;
+    memcpy(dst, o->out.p + o->off, n);
+    o->off += n;
+    return (ssize_t)n;
+}
+
+/* The response is done with (sent, or the client went away): the
+   snapshot goes. */
+static void qout_free(void *cls)
+{
+    QOut *o = cls;
+    qstream_free(o->qs);
+    buf_free(&o->out);
+    sl_free(o->wd);
+    sl_free(o->sql);
+    sl_free(o);
+}
+
+static int stream(Req *q, QStream *qs, const char *fmt, const char *sql)
+{
+    const QStreamInfo *in = qstream_info(qs);
+    QOut *o = sl_calloc(1, sizeof(*o));
+    o->qs = qs;
+    o->fmt = fmt[0];
+    o->sql = sl_strdup(sql);
+    o->wd = sl_calloc((size_t)in->ncol + 1, sizeof(size_t));
+    const char *ctype = "text/plain; charset=utf-8";
+    if (o->fmt == 't')
+        for (int j = 0; j < in->ncol; j++)
+            o->wd[j] = width(in->colnames[j], strlen(in->colnames[j]));
+    else if (o->fmt == 'c') {
+        RowSchema sch = {in->ncol, in->colnames, in->types};
+        fmt_csv_header(&sch, &o->out);
+        buf_putc(&o->out, '\n');
+        ctype = "text/csv";
+    } else {
+        ctype = "application/x-ndjson";
+    }
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, qout_read, o, qout_free);
+    if (!resp) {
+        qout_free(o);
+        return -1;
+    }
+    char step[32];
+    snprintf(step, sizeof(step), "%lld", (long long)in->step);
+    MHD_add_response_header(resp, "Content-Type", ctype);
+    MHD_add_response_header(resp, "Sluice-Snapshot-Step", step);
+    int rc = MHD_queue_response(q->conn, MHD_HTTP_OK, resp) == MHD_YES ? 0 : -1;
+    MHD_destroy_response(resp);
+    q->responded = true;
+    return rc;
+}
+
 /* The response for a query its budget stopped (b->stop set); logs it. */
 static int stopped(Req *q, const Budget *b, const char *sql)
 {
@@ -176,6 +340,13 @@ static int run(Req *q)
     if (strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "csv"))
         return req_error(q, MHD_HTTP_BAD_REQUEST, "InvalidParameter", NULL,
                          "format must be text, json or csv, not \"%s\"", fmt);
+    QStream *qs = NULL;
+    Err se = {0};
+    if (pipeline_query_stream(s->p, sql, !strcmp(fmt, "text") ? 2 : 1, &qs, &se) == LQ_STOPPING)
+        return req_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "PipelineStopping", NULL,
+                         "the pipeline is stopping; no more queries");
+    if (qs)
+        return stream(q, qs, fmt, sql);
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     QResult res = {0};
