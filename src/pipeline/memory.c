@@ -7,9 +7,9 @@
  * MemStats that /stats, /metrics and `sluice stats` show.
  *
  * The budget covers operator state: trace runs (which can spill), hash
- * maps (aggregate groups and top-k and window partitions, which spill
- * through traces of their own; PRIMARY KEY rows, materialized contents,
- * ASOF partitions: reported, not spillable) and the cache of spilled
+ * maps (aggregate groups, top-k, window and ASOF partitions, PRIMARY KEY
+ * rows, materialized contents and emit_final holds, which spill through
+ * traces of their own) and the cache of spilled
  * blocks read back. After every step pmem_after_step asks
  * spill_enforce to move the largest runs to files until the state fits,
  * then spill_compact to merge spilled runs;
@@ -379,10 +379,10 @@ static bool others_past_half(const PMem *m)
 }
 
 /* What cannot spill in this version (the pause message lists it): the
-   rest of the state (traces, aggregate groups, PRIMARY KEY tables' rows,
-   materialized contents) spills. */
-#define CANNOT_SPILL                                                                               \
-    "ASOF join partitions, rows emit_final views hold, spilled runs' indexes"
+   rest of the state (traces, aggregate groups, top-k, window and ASOF
+   partitions, PRIMARY KEY tables' rows, materialized contents, rows
+   emit_final views hold) spills. */
+#define CANNOT_SPILL "spilled runs' indexes, the distinct emit_final values of spilled rows"
 
 /* Can the state fit? When what cannot spill (with the cache) is larger
    than the limit, say so once, naming the largest such node, and hold the
