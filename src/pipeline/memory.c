@@ -521,11 +521,18 @@ void pmem_before_step(Pipeline *p, int64_t rows)
         return;
     }
     if (!rt_can_undo_step(rt)) {
-        /* no allowance (a top-k or window cannot undo a step), but on one
-           host the step is measured all the same (a bound it never
+        /* no allowance (a top-k, window or emit_final cannot undo a step),
+           but the step is measured all the same (a bound it never
            reaches), so that the rows per step follow what it allocates:
-           such a step reads back the spilled partitions it touches */
-        rt_set_step_memory(rt, be->hosts > 1 ? 0 : INT64_MAX / 4);
+           such a step reads back the spilled partitions it touches. With
+           several hosts every host bounds a step or none does (the hosts
+           agree on failures after each phase, runtime/worker.c), so STEP
+           carries the same unreachable bound: each host gives its workers
+           what that leaves (follow.c, step_allowance) and counts what its
+           step allocated, with its baseline, when it spills */
+        rt_set_step_memory(rt, INT64_MAX / 4);
+        if (be->hosts > 1)
+            be->step_limit = be->step_floor = INT64_MAX / 4;
         return;
     }
     /* what the step may allocate: the room left under the limit, at least
