@@ -256,6 +256,16 @@ static int emit_part(Op *op, OpEnv *env, PPart *part, const PChanged *chg, int64
  * Their output stays in the view (forgetting emits nothing). The state of
  * an in-order stream stays O(keys + rows within the lateness). Between
  * steps, when W has moved: O(keys + rows forgotten + log n) per key.
+ *
+ * Spilling: the partitions spill as top-k and window partitions do
+ * (pstate_spillable, pstate.c "Spilling"): between steps the budget moves
+ * cold partitions into the state's cold trace, and a step reads back the
+ * partitions its input touches, so the emit above always sees whole trees.
+ * The forgetting walks only the partitions in memory: a cold partition
+ * keeps its rows below W until a step reads it back, and the first
+ * forgetting after that drops them. Forgetting never changes the output
+ * (the rows it drops can no longer change a match), so the output is the
+ * same as in memory; only the cold trace holds those rows a while longer.
  */
 
 static int finish_asof(Op *op, OpEnv *env)
@@ -295,6 +305,7 @@ static bool forget_part(AsofSt *s, const CNode *nd, PPart *part, const uint8_t *
             otree_add(&s->ps.lay, x, 0, -x->w[0]);
             otree_add(&s->ps.lay, x, 1, -x->w[1]);
             otree_remove(&s->ps.lay, t, x);
+            s->ps.heap -= s->ps.lay.off_enc + (x->len ? x->len : 1); /* pstate.c's node_bytes */
             sl_free(x);
             any = true;
         }
@@ -339,6 +350,7 @@ static void step_end_asof(Op *op)
         uint32_t pn = empty[i]->klen;
         hmap_delete(s->ps.parts, pk, pn, sl_hash(pk, pn)); /* frees the partition */
         sl_free(pk);
+        s->ps.heap -= pn;
     }
     sl_free(empty);
     buf_free(&key);
@@ -365,6 +377,7 @@ int op_asof_init(Op *op)
     olayout_init(&s->ps.lay, 1, 1, sum_of); /* the right rows per subtree */
     s->ps.emit = emit_part;
     s->ps.fresh = set_side;
+    pstate_spillable(&s->ps); /* cold partitions spill (below, "Spilling") */
     s->base_finish = op->finish;
     s->base_step_end = op->step_end;
     op->finish = finish_asof;

@@ -27,11 +27,15 @@
  */
 #include "watermark.h"
 
+#include <stdlib.h>
+
 #include "../base/mem.h"
 #include "../base/vec.h"
 #include "../zset/batch.h"
 #include "../zset/hmap.h"
 #include "../zset/key.h"
+#include "../zset/spill.h"
+#include "../zset/trace.h"
 #include "../expr/tz.h"
 
 #define TZ_SLACK INT64_C(3 * 3600 * 1000000) /* E_CAST through a time zone */
@@ -327,12 +331,38 @@ void wm_source_attach(Op *op)
     op->undo = undo_source;
 }
 
-/* ---- OPK_FINAL ---- */
+/* ---- OPK_FINAL ----
+ *
+ * Spilling (zset/spill.h, registered when the runtime tracks traces):
+ * between steps the budget may move every held row out of the map into
+ * the cold trace, as one sorted run of (column value as 8 sortable bytes,
+ * row encoding, held weight), which spills to files like any trace run.
+ * The map then holds only what later steps bring (any sign: a change of a
+ * row that is also cold adds to its cold weight). The cold trace is
+ * ordered by the column's value, so the rows a watermark releases are a
+ * prefix of it: the distinct values in cold are kept in memory, sorted
+ * (cv: one int64 per value, a window start for a windowed aggregate), and
+ * a step whose watermark passes some of them reads just their rows back,
+ * in order, with one cursor (each spilled block read at most once), adds
+ * the map's weight of the same row and emits the net weight; its end
+ * retracts them from cold (they cancel in the next merge) and drops those
+ * values. The output is the same as in memory. A checkpoint saves the map
+ * and the cold trace (streamed, trace_scan) as one batch of held rows, the
+ * format of earlier versions; a restored operator holds them in its map
+ * until the budget spills them.
+ */
 
 typedef struct Held {
-    int64_t w;
+    int64_t w;  /* 0 while released from the map and cold in one step */
     int64_t v;  /* final_col's value */
 } Held;
+
+static int64_t final_read_back; /* wm_final_rows_read_back (atomic) */
+
+int64_t wm_final_rows_read_back(void)
+{
+    return __atomic_load_n(&final_read_back, __ATOMIC_RELAXED);
+}
 
 typedef struct FinalSt {
     HMap *rows;
@@ -345,7 +375,33 @@ typedef struct FinalSt {
         size_t n;
     } *gone;
     int64_t ngone, capg;
+    /* spilling (above) */
+    Trace *cold;        /* (value, row, weight), or NULL when nothing spills */
+    bool owner;         /* registered with zset/spill.h */
+    int64_t *cv;        /* distinct values in cold, ascending */
+    int64_t ncv, capcv;
+    int64_t ncv_gone;   /* of them, released this step (a prefix) */
+    int64_t ncold_rows; /* tuples in cold (committed) */
+    int64_t ngone_cold; /* of them, released this step */
+    BatchBuilder *unspill; /* this step's retractions from cold, or NULL */
+    ValWs vw;
 } FinalSt;
+
+/* v as 8 bytes whose order (memcmp) is v's. */
+static void cold_key(int64_t v, uint8_t out[8])
+{
+    uint64_t u = (uint64_t)v ^ (UINT64_C(1) << 63);
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)(u >> (56 - 8 * i));
+}
+
+static int64_t cold_val(const uint8_t *k)
+{
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++)
+        u = u << 8 | k[i];
+    return (int64_t)(u ^ (UINT64_C(1) << 63));
+}
 
 static void hold(FinalSt *s, const uint8_t *k, size_t kn, int64_t v, int64_t w)
 {
@@ -382,6 +438,74 @@ static int push_final(Op *op, OpEnv *env, int input, Chunk *c)
     return 0;
 }
 
+/* Is a held row of value v released under watermark wm? */
+static bool released(int64_t v, int64_t wm)
+{
+    return v == WM_NONE || (wm != WM_NONE && v < wm);
+}
+
+static int valw_cmp(const void *a, const void *b)
+{
+    const ValW *x = a, *y = b;
+    int c = memcmp(x->v, y->v, x->n < y->n ? x->n : y->n);
+    return c ? c : x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* Release the cold rows of the values below wm (a prefix of cv) into co,
+   with the map's weight of the same rows (those entries are marked
+   released: weight 0, and listed in gone). */
+static void release_cold(Op *op, OpEnv *env, int64_t wm, ChunkOut *co)
+{
+    const CNode *n = op->node;
+    FinalSt *s = op->st;
+    TraceCursor *cur = NULL;
+    int64_t i = 0, tuples = 0, rows = 0;
+    for (; i < s->ncv && released(s->cv[i], wm); i++) {
+        if (!cur)
+            cur = trace_cursor_new(s->cold);
+        uint8_t key[8];
+        cold_key(s->cv[i], key);
+        s->vw.n = 0;
+        trace_cursor_for_key(cur, key, 8, op_valw_add, &s->vw);
+        tuples += s->vw.n;
+        qsort(s->vw.v, (size_t)s->vw.n, sizeof(ValW), valw_cmp);
+        for (int64_t a = 0, b; a < s->vw.n; a = b) {
+            int64_t wc = 0;
+            for (b = a; b < s->vw.n && !valw_cmp(&s->vw.v[b], &s->vw.v[a]); b++)
+                wc += s->vw.v[b].w;
+            if (!wc)
+                continue;
+            size_t rn = s->vw.v[a].n;
+            uint8_t *row = arena_alloc(env->arena, rn ? rn : 1);
+            memcpy(row, s->vw.v[a].v, rn);
+            if (!s->unspill)
+                s->unspill = bb_new();
+            bb_add(s->unspill, key, 8, row, rn, -wc);
+            int64_t w = wc;
+            uint64_t h = sl_hash(row, rn);
+            Held *e = hmap_find(s->rows, row, rn, h);
+            if (e && e->w) { /* its later changes, in the map */
+                w += e->w;
+                e->w = 0;
+                /* the copy lives in the step arena until the step's end */
+                *VEC_PUSH(s->gone, s->ngone, s->capg) = (struct Gone){row, rn};
+            }
+            rows++;
+            if (!w)
+                continue;
+            int64_t r = cout_row(co);
+            key_decode(row, n->types, n->ncol, co->c, 0, r);
+            co->c->w[r] = w;
+        }
+    }
+    if (cur)
+        trace_cursor_free(cur);
+    s->ncv_gone = i;
+    s->ngone_cold = tuples;
+    if (rows)
+        __atomic_add_fetch(&final_read_back, rows, __ATOMIC_RELAXED);
+}
+
 static int finish_final(Op *op, OpEnv *env)
 {
     const CNode *n = op->node;
@@ -389,19 +513,21 @@ static int finish_final(Op *op, OpEnv *env)
     int64_t wm = op_wm(env, n->in[0], n->final_col);
     ChunkOut co;
     cout_init(&co, env->arena, n->ncol, n->types, 16);
+    if (s->ncv && released(s->cv[0], wm))
+        release_cold(op, env, wm, &co);
     size_t it = 0, kn;
     const uint8_t *k;
     void *pl;
     while (hmap_next(s->rows, &it, &k, &kn, &pl)) {
         Held *e = pl;
-        if (e->v != WM_NONE && (wm == WM_NONE || e->v >= wm))
+        if (!e->w || !released(e->v, wm)) /* taken with its cold rows, or held */
             continue;
         int64_t r = cout_row(&co);
         key_decode(k, n->types, n->ncol, co.c, 0, r);
         co.c->w[r] = e->w;
         *VEC_PUSH(s->gone, s->ngone, s->capg) = (struct Gone){k, kn};
     }
-    if (s->ngone && s->saved) {
+    if ((s->ngone || s->ncv_gone) && s->saved) {
         batch_unref(s->saved);
         s->saved = NULL;
     }
@@ -415,6 +541,28 @@ static void step_end_final(Op *op)
     for (int64_t i = 0; i < s->ngone; i++)
         hmap_delete(s->rows, s->gone[i].k, s->gone[i].n, sl_hash(s->gone[i].k, s->gone[i].n));
     s->ngone = 0;
+    if (s->unspill) { /* the rows read back leave the cold trace */
+        trace_insert_take(s->cold, bb_finish(s->unspill));
+        s->unspill = NULL;
+    }
+    if (s->ncv_gone) {
+        memmove(s->cv, s->cv + s->ncv_gone, sizeof(int64_t) * (size_t)(s->ncv - s->ncv_gone));
+        s->ncv -= s->ncv_gone;
+        s->ncold_rows -= s->ngone_cold;
+        if (!s->ncv) /* nothing held cold: its retractions are all that is left */
+            s->ncold_rows = 0;
+        s->ncv_gone = s->ngone_cold = 0;
+    }
+    if (s->cold)
+        trace_step_end(s->cold);
+}
+
+static void add_cold(void *ctx, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn,
+                     int64_t w)
+{
+    (void)kn;
+    int64_t x = cold_val(k);
+    bb_add(ctx, v, vn, (const uint8_t *)&x, sizeof(x), w);
 }
 
 static Batch *held_batch(const FinalSt *s)
@@ -427,12 +575,20 @@ static Batch *held_batch(const FinalSt *s)
         const Held *e = pl;
         bb_add(bb, k, kn, (const uint8_t *)&e->v, sizeof(e->v), e->w);
     }
+    if (s->ncv) /* the cold rows: their weights and the map's add up */
+        trace_scan(s->cold, add_cold, bb);
     return bb_finish(bb);
 }
 
+/* The held rows as one batch; kept while unchanged (and nothing is cold:
+   the copy would hold the cold rows in memory). */
 static int save_final(Op *op, BatchList *out)
 {
     FinalSt *s = op->st;
+    if (s->ncv) {
+        batchlist_add(out, held_batch(s));
+        return 0;
+    }
     if (!s->saved)
         s->saved = held_batch(s);
     batch_ref(s->saved);
@@ -478,12 +634,88 @@ static int load_split_final(Op *op, int w, int W, Batch *const *const *lists, co
     return 0;
 }
 
+/* The map's bytes (and the checkpoint copy): what can spill. */
+static size_t hot_bytes(const FinalSt *s)
+{
+    size_t saved = s->saved ? batch_bytes(s->saved) : 0;
+    return hmap_count(s->rows) ? hmap_bytes(s->rows) + saved : saved;
+}
+
+/* The map (and the checkpoint copy), which can spill when registered; the
+   cold trace; the cold values' list, which cannot spill. Rows: the map's
+   entries and the cold trace's tuples. */
 static void mem_final(Op *op, OpMem *m)
 {
     FinalSt *s = op->st;
-    m->rows += hmap_count(s->rows);
-    m->bytes += hmap_bytes(s->rows);
+    size_t hot = hmap_bytes(s->rows) + (s->saved ? batch_bytes(s->saved) : 0);
+    m->rows += hmap_count(s->rows) + s->ncold_rows;
+    m->bytes += hot + sizeof(int64_t) * (size_t)s->capcv;
+    if (s->owner)
+        m->trace_bytes += hot;
+    if (s->cold) {
+        TraceMem t = {0};
+        trace_mem(s->cold, &t);
+        m->bytes += t.bytes;
+        m->trace_bytes += t.trace_bytes;
+        m->disk_bytes += t.disk_bytes;
+        m->cache_hits += t.cache_hits;
+        m->cache_misses += t.cache_misses;
+    }
 }
+
+static size_t own_resident(const void *o) { return hot_bytes(o); }
+static size_t own_largest(const void *o) { return hot_bytes(o); }
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Between steps: every held row of the map moves into cold. */
+static int own_evict(void *o, Err *err)
+{
+    (void)err;
+    FinalSt *s = o;
+    if (s->saved) {
+        batch_unref(s->saved);
+        s->saved = NULL;
+    }
+    if (!hmap_count(s->rows))
+        return 0;
+    BatchBuilder *bb = bb_new();
+    size_t it = 0, kn;
+    const uint8_t *k;
+    void *pl;
+    while (hmap_next(s->rows, &it, &k, &kn, &pl)) {
+        const Held *e = pl;
+        uint8_t key[8];
+        cold_key(e->v, key);
+        bb_add(bb, key, 8, k, kn, e->w);
+        *VEC_PUSH(s->cv, s->ncv, s->capcv) = e->v;
+        s->ncold_rows++;
+    }
+    hmap_free(s->rows);
+    s->rows = hmap_new(sizeof(Held));
+    qsort(s->cv, (size_t)s->ncv, sizeof(int64_t), cmp_i64);
+    int64_t u = 0;
+    for (int64_t i = 0; i < s->ncv; i++)
+        if (!u || s->cv[u - 1] != s->cv[i])
+            s->cv[u++] = s->cv[i];
+    s->ncv = u;
+    trace_insert_take(s->cold, bb_finish(bb));
+    trace_step_end(s->cold); /* between steps: nothing to roll back */
+    return 0;
+}
+
+static int own_compact(void *o, int *merged, Err *err)
+{
+    (void)o, (void)err;
+    *merged = 0; /* the cold trace merges its own runs */
+    return 0;
+}
+
+static const SpillOwner final_owner = {own_resident, own_largest, own_evict, own_compact};
 
 static void free_final(Op *op)
 {
@@ -492,6 +724,14 @@ static void free_final(Op *op)
     buf_free(&s->kb);
     if (s->saved)
         batch_unref(s->saved);
+    if (s->unspill)
+        batch_unref(bb_finish(s->unspill));
+    if (s->owner)
+        spill_unregister(s);
+    if (s->cold)
+        trace_free(s->cold);
+    sl_free(s->cv);
+    sl_free(s->vw.v);
     sl_free(s->gone);
     sl_free(s);
 }
@@ -500,6 +740,10 @@ int op_final_init(Op *op)
 {
     FinalSt *s = sl_calloc(1, sizeof(*s));
     s->rows = hmap_new(sizeof(Held));
+    s->cold = trace_new();
+    s->owner = trace_tracked(s->cold);
+    if (s->owner)
+        spill_register(s, &final_owner);
     op->st = s;
     op->push = push_final;
     op->finish = finish_final;

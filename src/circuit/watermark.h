@@ -74,8 +74,12 @@ int64_t wm_source_late(const Op *op);
 /* After a step: the new watermark, and late rows to add. */
 void wm_source_commit(Op *op, int64_t wm, int64_t late);
 
-/* OPK_FINAL's constructor (op.h's family list). */
+/* OPK_FINAL's constructor (op.h's family list). Its held rows spill
+   (watermark.c, "OPK_FINAL"). */
 int op_final_init(Op *op);
+/* Held rows read back from emit_final's cold trace so far, by every
+   operator of the process (tests and figures). */
+int64_t wm_final_rows_read_back(void);
 
 /* For an aggregate: the group column (< ngroup) with a watermark in this
    step and that watermark (groups with a smaller key there can never

@@ -7,9 +7,9 @@
  * MemStats that /stats, /metrics and `sluice stats` show.
  *
  * The budget covers operator state: trace runs (which can spill), hash
- * maps (aggregate groups and top-k and window partitions, which spill
- * through traces of their own; PRIMARY KEY rows, materialized contents,
- * ASOF partitions: reported, not spillable) and the cache of spilled
+ * maps (aggregate groups, top-k, window and ASOF partitions, PRIMARY KEY
+ * rows, materialized contents and emit_final holds, which spill through
+ * traces of their own) and the cache of spilled
  * blocks read back. After every step pmem_after_step asks
  * spill_enforce to move the largest runs to files until the state fits,
  * then spill_compact to merge spilled runs;
@@ -379,10 +379,10 @@ static bool others_past_half(const PMem *m)
 }
 
 /* What cannot spill in this version (the pause message lists it): the
-   rest of the state (traces, aggregate groups, PRIMARY KEY tables' rows,
-   materialized contents) spills. */
-#define CANNOT_SPILL                                                                               \
-    "ASOF join partitions, rows emit_final views hold, spilled runs' indexes"
+   rest of the state (traces, aggregate groups, top-k, window and ASOF
+   partitions, PRIMARY KEY tables' rows, materialized contents, rows
+   emit_final views hold) spills. */
+#define CANNOT_SPILL "spilled runs' indexes, the distinct emit_final values of spilled rows"
 
 /* Can the state fit? When what cannot spill (with the cache) is larger
    than the limit, say so once, naming the largest such node, and hold the
@@ -521,11 +521,18 @@ void pmem_before_step(Pipeline *p, int64_t rows)
         return;
     }
     if (!rt_can_undo_step(rt)) {
-        /* no allowance (a top-k or window cannot undo a step), but on one
-           host the step is measured all the same (a bound it never
+        /* no allowance (a top-k, window or emit_final cannot undo a step),
+           but the step is measured all the same (a bound it never
            reaches), so that the rows per step follow what it allocates:
-           such a step reads back the spilled partitions it touches */
-        rt_set_step_memory(rt, be->hosts > 1 ? 0 : INT64_MAX / 4);
+           such a step reads back the spilled partitions it touches. With
+           several hosts every host bounds a step or none does (the hosts
+           agree on failures after each phase, runtime/worker.c), so STEP
+           carries the same unreachable bound: each host gives its workers
+           what that leaves (follow.c, step_allowance) and counts what its
+           step allocated, with its baseline, when it spills */
+        rt_set_step_memory(rt, INT64_MAX / 4);
+        if (be->hosts > 1)
+            be->step_limit = be->step_floor = INT64_MAX / 4;
         return;
     }
     /* what the step may allocate: the room left under the limit, at least

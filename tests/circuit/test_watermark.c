@@ -154,7 +154,7 @@ static Runtime *restart(const Circuit *c, Runtime *rt, int nw)
         for (int n = 0; n < nn; n++)
             assert_int_equal(rt_save(rt, w, n, &saved[w * nn + n]), 0);
     rt_free(rt);
-    Runtime *nr = rt_new(c, nw);
+    Runtime *nr = h_rt_new(c, nw);
     rt_set_steps(nr, steps);
     Batch *const *lists[8];
     int counts[8];
@@ -243,9 +243,11 @@ static void check_windows(const HCanon *got, int64_t n, int64_t below)
     sl_free(sum);
 }
 
-static void test_in_order_stream_gives_one_output_for_any_steps_and_workers(void **st)
+/* spill: with the memory budget at one byte (h_spill), every step's end
+   moves all the state that can spill to files, the emit_final hold's rows
+   among it, and the next steps read back what they touch or release. */
+static void run_in_order_stream(bool spill)
 {
-    (void)st;
     Circuit *c = compile();
     int vw = rel(c, "w"), vf = rel(c, "f"), t = rel(c, "t");
     int agg = c->nodes[c->rels[vw].sink]->in[0], fin = c->rels[vf].node;
@@ -266,7 +268,7 @@ static void test_in_order_stream_gives_one_output_for_any_steps_and_workers(void
     static const int workers[] = {1, 2, 4};
     for (int cut = 0; cut < 3; cut++)
         for (size_t wi = 0; wi < ARRAY_LEN(workers); wi++) {
-            Runtime *rt = rt_new(c, workers[wi]);
+            Runtime *rt = h_rt_new(c, workers[wi]);
             uint64_t seed = 77 + (uint64_t)cut;
             int64_t i = 0, steps = 0;
             while (i < NROWS) {
@@ -281,6 +283,14 @@ static void test_in_order_stream_gives_one_output_for_any_steps_and_workers(void
                 arena_free(a);
                 i += n;
                 steps++;
+                char msg[1200];
+                if (!h_spill_all(msg, sizeof(msg)))
+                    fail_msg("%s", msg);
+                if (spill) { /* the bounds below are of the state in memory */
+                    if (cut > 0 && steps % 37 == 0)
+                        rt = restart(c, rt, steps % 74 == 0 ? workers[(wi + 1) % 3] : rt_workers(rt));
+                    continue;
+                }
                 /* O(open windows): the window of the watermark and after */
                 assert_true(state_rows(rt, agg) <= 3);
                 assert_true(state_rows(rt, fin) <= 3);
@@ -337,6 +347,30 @@ static void test_in_order_stream_gives_one_output_for_any_steps_and_workers(void
     h_canon_free(&ref_w);
     h_canon_free(&ref_f);
     circuit_free(c);
+}
+
+static void test_in_order_stream_gives_one_output_for_any_steps_and_workers(void **st)
+{
+    (void)st;
+    run_in_order_stream(false);
+}
+
+/* The same with every held row of the emit_final view spilled after every
+   step (watermark.c, "OPK_FINAL"): the windows a watermark closes are read
+   back from the cold trace, with the changes the map got since, and the
+   output is the same; restarts save and load the spilled rows. */
+static void test_in_order_stream_with_the_emit_final_hold_spilled_gives_the_same_output(void **st)
+{
+    (void)st;
+    SpillStats before, after;
+    spill_stats(&before);
+    int64_t read_back = wm_final_rows_read_back();
+    h_spill_setup(true);
+    run_in_order_stream(true);
+    h_spill_setup(false);
+    spill_stats(&after);
+    assert_true(after.runs_spilled > before.runs_spilled);
+    assert_true(wm_final_rows_read_back() > read_back);
 }
 
 /* One step's rows of t: (worker, id, ts or NULL). */
@@ -417,6 +451,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_watermarks_propagate_through_projections_windows_joins_and_distinct),
         cmocka_unit_test(test_in_order_stream_gives_one_output_for_any_steps_and_workers),
+        cmocka_unit_test(
+            test_in_order_stream_with_the_emit_final_hold_spilled_gives_the_same_output),
         cmocka_unit_test(test_late_rows_are_dropped_counted_and_survive_a_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -193,8 +193,8 @@ def test_state_that_cannot_spill_past_the_limit_pauses_the_inputs_and_says_why(h
     assert s["stalled"]["reason"] == "memory" and s["state"] == "running"
     msg = s["stalled"]["message"]
     assert "exceeds the memory limit (262144 bytes)" in msg and "sink of everything" in msg, msg
-    assert msg.endswith("; cannot spill: ASOF join partitions, rows emit_final views "
-                        "hold, spilled runs' indexes"), msg
+    assert msg.endswith("; cannot spill: spilled runs' indexes, the distinct emit_final "
+                        "values of spilled rows"), msg
     assert "sluice: memory: state that cannot spill" in p.stderr()
     assert "inputs are paused" in p.stderr()
     st = requests.get(p.url("/stats"), timeout=60).json()
