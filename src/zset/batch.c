@@ -816,7 +816,8 @@ Batch *bb_finish(BatchBuilder *bb)
 
 /* Append tuple i of s to out at position m (weight w). A uniform out
    has inputs of its shape only (merge_alloc). */
-static inline void emit(Batch *out, int64_t m, const Batch *s, int64_t i, int64_t w)
+static inline __attribute__((always_inline)) void emit(Batch *out, int64_t m, const Batch *s, int64_t i,
+                                                      int64_t w)
 {
     if (!out->off) {
         copy_tuple(out->data + (size_t)m * out->tlen, s->data + (size_t)i * out->tlen, out->tlen);
