@@ -137,29 +137,46 @@ size_t mem_peak_rss_bytes(void) { return status_kb("VmHWM:"); }
 
 /* ---- large blocks (mem.h) ----
  *
- * A block is a mapping: a BIG_HDR header (the mapping's length, a magic),
- * then the caller's bytes. The pool keeps up to BIG_POOL freed mappings,
- * pages and all; mem_big_alloc takes the smallest pooled mapping that is
- * long enough (its tail, when long, split off and pooled again: a
- * mapping's pages can be cut anywhere on a page boundary), else the
- * largest one grown with mremap (the kernel moves its page tables; only
- * the new tail is fresh). A trace's merge outputs grow with the trace, so
- * the largest ones still take fresh pages, but most bytes a backfill's
- * merges write land in pages they already wrote. One mutex: large blocks
- * come and go a few times a step.
+ * A block is BIG_HDR bytes of header (the block's length in pages, a
+ * magic, where its pieces start), then the caller's bytes. A piece is a
+ * range of pages inside one mapping (one kernel VMA): mremap can move it
+ * or cut it, not a range across mappings. The pool keeps up to BIG_POOL
+ * freed pieces, pages and all. mem_big_alloc takes the smallest pooled
+ * piece that is long enough (its tail, when long, pooled again), else
+ * splices the block together: the largest pooled piece grown with mremap
+ * to the block's length (the kernel moves its page tables and adds fresh
+ * pages at the end), then the next largest pieces moved over that fresh
+ * tail with mremap(MREMAP_FIXED), up to BIG_PIECES pieces. Only what the
+ * pool cannot cover is fresh: a trace's merge output, larger than any run
+ * it retired, takes the pages of all of them (the pages of separate
+ * mappings cannot be joined into one mapping, but they can be moved next
+ * to each other). Pieces stay apart: a freed block's pieces are pooled
+ * one by one. One mutex: large blocks come and go a few times a step.
  */
 #include <pthread.h>
 
-#define BIG_HDR ((size_t)16)
+#define BIG_HDR ((size_t)32)
 #define BIG_MAGIC ((size_t)0x5b16b10c5b16b10cull)
-#define BIG_POOL 16
-#define BIG_AGE 4 /* ticks a pooled mapping waits for an allocation */
+#define BIG_POOL 64
+#define BIG_PIECES 8                  /* pieces a spliced block has at most */
+#define BIG_PIECE_MIN ((size_t)64 << 10) /* smaller pieces are unmapped, not pooled */
+#define BIG_AGE 4 /* ticks a pooled piece waits for an allocation */
 
 typedef struct BigMap {
     uint8_t *base;
     size_t len;
     uint64_t tick; /* big_ticks when pooled */
 } BigMap;
+
+/* The header: len 0 for a malloc block (the pool off); cut[0..ncut) the
+   offsets where the pieces after the first start (ascending), NULL when
+   the block is one piece. */
+typedef struct BigHdr {
+    size_t len, magic;
+    size_t *cut;
+    size_t ncut;
+} BigHdr;
+_Static_assert(sizeof(BigHdr) == BIG_HDR, "BigHdr is the header");
 
 static pthread_mutex_t big_mu = PTHREAD_MUTEX_INITIALIZER;
 #if defined(__SANITIZE_ADDRESS__)
@@ -171,12 +188,19 @@ static BigMap big_pool[BIG_POOL];
 static int big_n;
 static uint64_t big_ticks;
 static size_t big_bytes;
+static size_t big_fresh; /* bytes of fresh pages mapped (mem_big_fresh) */
 
-static size_t big_len(size_t n)
+static size_t page_size(void)
 {
     static size_t pg;
     if (!pg)
         pg = (size_t)sysconf(_SC_PAGESIZE);
+    return pg;
+}
+
+static size_t big_len(size_t n)
+{
+    size_t pg = page_size();
     return (n + BIG_HDR + pg - 1) & ~(pg - 1);
 }
 
@@ -189,10 +213,13 @@ static void big_advise(void *base, size_t len)
 }
 
 /* Put [base, base + len) in the pool (the caller holds big_mu); returns
-   a mapping to unmap (the oldest, when the pool is full), len 0 when none. */
+   a piece to unmap (the oldest, when the pool is full; the piece itself
+   when it is too small to keep), len 0 when none. */
 static BigMap big_put_locked(uint8_t *base, size_t len)
 {
     BigMap out = {NULL, 0, 0};
+    if (len < BIG_PIECE_MIN)
+        return (BigMap){base, len, 0};
     if (big_n == BIG_POOL) {
         int o = 0;
         for (int i = 1; i < big_n; i++)
@@ -210,6 +237,8 @@ static BigMap big_put_locked(uint8_t *base, size_t len)
 
 static void big_put(uint8_t *base, size_t len)
 {
+    if (!len)
+        return;
     pthread_mutex_lock(&big_mu);
     BigMap out = big_put_locked(base, len);
     pthread_mutex_unlock(&big_mu);
@@ -217,39 +246,111 @@ static void big_put(uint8_t *base, size_t len)
         munmap(out.base, out.len);
 }
 
-/* A mapping of len bytes made of pooled pages as far as the pool has
-   them; NULL when the pool is empty. */
-static uint8_t *big_take(size_t len)
+/* Take pooled piece i out (the caller holds big_mu). */
+static BigMap big_pop_locked(int i)
 {
+    BigMap m = big_pool[i];
+    big_pool[i] = big_pool[--big_n];
+    big_bytes -= m.len;
+    return m;
+}
+
+static int big_largest_locked(void)
+{
+    int best = -1;
+    for (int i = 0; i < big_n; i++)
+        if (best < 0 || big_pool[i].len > big_pool[best].len)
+            best = i;
+    return best;
+}
+
+static uint8_t *big_fresh_map(size_t len)
+{
+    uint8_t *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED)
+        return NULL;
+    big_advise(base, len);
+    __atomic_fetch_add(&big_fresh, len, __ATOMIC_RELAXED);
+    return base;
+}
+
+/* A block of len bytes made of pooled pages as far as the pool has them;
+   NULL when the pool is empty (or the system refused). *cut and *ncut:
+   where its pieces after the first start (malloc's array, NULL when 0). */
+static uint8_t *big_take(size_t len, size_t **cut, size_t *ncut)
+{
+    *cut = NULL;
+    *ncut = 0;
     pthread_mutex_lock(&big_mu);
     int best = -1;
-    for (int i = 0; i < big_n; i++) {
-        size_t l = big_pool[i].len, b = best < 0 ? 0 : big_pool[best].len;
-        if (best < 0 || (l >= len ? b < len || l < b : b < len && l > b))
+    for (int i = 0; i < big_n; i++)
+        if (big_pool[i].len >= len && (best < 0 || big_pool[i].len < big_pool[best].len))
             best = i;
-    }
-    if (best < 0) {
+    if (best >= 0) { /* one piece: its head (the tail stays pooled) */
+        BigMap m = big_pop_locked(best);
+        BigMap out = {NULL, 0, 0};
+        if (m.len > len)
+            out = big_put_locked(m.base + len, m.len - len);
         pthread_mutex_unlock(&big_mu);
-        return NULL;
-    }
-    BigMap m = big_pool[best];
-    big_pool[best] = big_pool[--big_n];
-    big_bytes -= m.len;
-    BigMap out = {NULL, 0, 0};
-    if (m.len > len) /* the tail stays pooled */
-        out = big_put_locked(m.base + len, m.len - len);
-    pthread_mutex_unlock(&big_mu);
-    if (out.len)
-        munmap(out.base, out.len);
-    if (m.len >= len)
+        if (out.len)
+            munmap(out.base, out.len);
         return m.base;
-    void *g = mremap(m.base, m.len, len, MREMAP_MAYMOVE);
-    if (g == MAP_FAILED) {
-        munmap(m.base, m.len);
+    }
+    /* splice: the largest piece grown, the next largest moved over the
+       fresh tail, largest first (fewest pieces), while they last */
+    BigMap in[BIG_PIECES];
+    int nin = 0;
+    size_t have = 0;
+    while (nin < BIG_PIECES && have < len && big_n > 0) {
+        BigMap m = big_pop_locked(big_largest_locked());
+        size_t use = m.len < len - have ? m.len : len - have;
+        if (use < m.len) { /* the last one: its tail stays pooled */
+            BigMap out = big_put_locked(m.base + use, m.len - use);
+            if (out.len) {
+                pthread_mutex_unlock(&big_mu);
+                munmap(out.base, out.len);
+                pthread_mutex_lock(&big_mu);
+            }
+            m.len = use;
+        }
+        in[nin++] = m;
+        have += use;
+    }
+    pthread_mutex_unlock(&big_mu);
+    if (nin == 0)
+        return NULL;
+    uint8_t *base = mremap(in[0].base, in[0].len, len, MREMAP_MAYMOVE);
+    if (base == MAP_FAILED) {
+        for (int i = 0; i < nin; i++)
+            munmap(in[i].base, in[i].len);
         return NULL;
     }
-    big_advise(g, len);
-    return g;
+    big_advise(base, len);
+    size_t at = in[0].len, *c = malloc(sizeof(size_t) * BIG_PIECES), nc = 0;
+    if (!c)
+        oom(sizeof(size_t) * BIG_PIECES);
+    for (int i = 1; i < nin; i++) {
+        /* over the fresh pages mremap added: they were never touched */
+        if (mremap(in[i].base, in[i].len, in[i].len, MREMAP_MAYMOVE | MREMAP_FIXED, base + at) ==
+            MAP_FAILED) {
+            munmap(in[i].base, in[i].len);
+            continue; /* the fresh pages stay */
+        }
+        c[nc++] = at;
+        at += in[i].len;
+    }
+    if (at < len) {
+        __atomic_fetch_add(&big_fresh, len - at, __ATOMIC_RELAXED);
+        if (nc > 0) /* the fresh tail is a piece of its own */
+            c[nc++] = at;
+    }
+    if (nc == 0) {
+        free(c);
+        c = NULL;
+    }
+    *cut = c;
+    *ncut = nc;
+    return base;
 }
 
 void mem_big_use_pool(bool on) { big_on = on; }
@@ -257,89 +358,110 @@ void mem_big_use_pool(bool on) { big_on = on; }
 void *mem_big_alloc(size_t n)
 {
     if (!big_on) { /* a malloc block behind a header of length 0 */
-        size_t *h = sl_malloc(n + BIG_HDR);
-        h[0] = 0;
-        h[1] = BIG_MAGIC;
+        BigHdr *h = sl_malloc(n + BIG_HDR);
+        *h = (BigHdr){0, BIG_MAGIC, NULL, 0};
         return (uint8_t *)h + BIG_HDR;
     }
-    size_t len = big_len(n);
-    uint8_t *base = big_take(len);
-    if (!base) {
-        base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (base == MAP_FAILED)
-            oom(n);
-        big_advise(base, len);
-    }
-    ((size_t *)base)[0] = len;
-    ((size_t *)base)[1] = BIG_MAGIC;
+    size_t len = big_len(n), *cut, ncut;
+    uint8_t *base = big_take(len, &cut, &ncut);
+    if (!base && !(base = big_fresh_map(len)))
+        oom(n);
+    *(BigHdr *)base = (BigHdr){len, BIG_MAGIC, cut, ncut};
     if (unlikely(budget__cur != NULL))
         budget__count((int64_t)len);
     return base + BIG_HDR;
 }
 
-/* The mapping of block p and its length. */
-static uint8_t *big_base(void *p, size_t *len)
+/* The header of block p. */
+static BigHdr *big_hdr(void *p)
 {
-    uint8_t *base = (uint8_t *)p - BIG_HDR;
-    if (((size_t *)base)[1] != BIG_MAGIC)
+    BigHdr *h = (BigHdr *)((uint8_t *)p - BIG_HDR);
+    if (h->magic != BIG_MAGIC)
         sl_panic("mem_big: %p is not a large block", p);
-    *len = ((size_t *)base)[0];
-    return base;
+    return h;
+}
+
+/* Pool the pages of block h from offset `from` on (a page boundary),
+   piece by piece; h keeps the pieces before `from` and its length becomes
+   `from` (when 0: h itself is pooled, not to be touched again). */
+static void big_put_from(BigHdr *h, size_t from)
+{
+    uint8_t *base = (uint8_t *)h;
+    BigMap put[BIG_PIECES + 1];
+    int np = 0;
+    size_t end = h->len, k = h->ncut;
+    while (k > 0 && h->cut[k - 1] >= from) {
+        put[np++] = (BigMap){base + h->cut[k - 1], end - h->cut[k - 1], 0};
+        end = h->cut[--k];
+    }
+    put[np++] = (BigMap){base + from, end - from, 0};
+    h->ncut = k;
+    h->len = from;
+    if (k == 0) {
+        free(h->cut);
+        h->cut = NULL;
+    }
+    for (int i = 0; i < np; i++) /* the header's piece last */
+        big_put(put[i].base, put[i].len);
 }
 
 void *mem_big_realloc(void *p, size_t n)
 {
-    size_t len, nlen = big_len(n);
-    uint8_t *base = big_base(p, &len);
+    BigHdr *h = big_hdr(p);
+    size_t len = h->len, nlen = big_len(n);
     if (len == 0) {
-        base = sl_realloc(base, n + BIG_HDR);
-        return base + BIG_HDR;
+        h = sl_realloc(h, n + BIG_HDR);
+        return (uint8_t *)h + BIG_HDR;
     }
     if (nlen == len)
         return p;
+    if (nlen > len && h->ncut > 0) { /* pieces cannot grow as one: copy */
+        void *q = mem_big_alloc(n);
+        memcpy(q, p, len - BIG_HDR);
+        mem_big_free(p);
+        return q;
+    }
     if (unlikely(budget__cur != NULL))
         budget__count((int64_t)nlen - (int64_t)len);
     if (nlen < len) {
-        big_put(base + nlen, len - nlen);
+        big_put_from(h, nlen);
     } else {
-        void *g = mremap(base, len, nlen, MREMAP_MAYMOVE);
+        void *g = mremap(h, len, nlen, MREMAP_MAYMOVE);
         if (g == MAP_FAILED)
             oom(n);
-        base = g;
-        big_advise(base, nlen);
+        __atomic_fetch_add(&big_fresh, nlen - len, __ATOMIC_RELAXED);
+        h = g;
+        big_advise(h, nlen);
+        h->len = nlen;
     }
-    ((size_t *)base)[0] = nlen;
-    return base + BIG_HDR;
+    return (uint8_t *)h + BIG_HDR;
 }
 
 void mem_big_free(void *p)
 {
     if (!p)
         return;
-    size_t len;
-    uint8_t *base = big_base(p, &len);
-    ((size_t *)base)[1] = 0;
-    if (len == 0) {
-        sl_free(base);
+    BigHdr *h = big_hdr(p);
+    h->magic = 0;
+    if (h->len == 0) {
+        sl_free(h);
         return;
     }
     if (unlikely(budget__cur != NULL))
-        budget__count(-(int64_t)len);
-    big_put(base, len);
+        budget__count(-(int64_t)h->len);
+    big_put_from(h, 0);
 }
 
-/* Unmap the pooled mappings put there before tick `before`. */
+/* Unmap the pooled pieces put there before tick `before`. */
 static void big_drop(uint64_t before)
 {
     BigMap drop[BIG_POOL];
     int nd = 0;
     pthread_mutex_lock(&big_mu);
     for (int i = 0; i < big_n;)
-        if (big_pool[i].tick < before) {
-            drop[nd++] = big_pool[i];
-            big_bytes -= big_pool[i].len;
-            big_pool[i] = big_pool[--big_n];
-        } else
+        if (big_pool[i].tick < before)
+            drop[nd++] = big_pop_locked(i);
+        else
             i++;
     pthread_mutex_unlock(&big_mu);
     for (int i = 0; i < nd; i++)
@@ -363,4 +485,12 @@ size_t mem_big_pooled(void)
     size_t b = big_bytes;
     pthread_mutex_unlock(&big_mu);
     return b;
+}
+
+size_t mem_big_fresh(void) { return __atomic_load_n(&big_fresh, __ATOMIC_RELAXED); }
+
+int mem_big_pieces(const void *p)
+{
+    const BigHdr *h = (const BigHdr *)((const uint8_t *)p - BIG_HDR);
+    return h->len == 0 ? 1 : (int)h->ncut + 1;
 }

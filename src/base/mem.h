@@ -19,11 +19,12 @@ char *sl_strndup(const char *s, size_t n);
 /*
  * Large blocks (batches of MBs, base/mem.c): mappings of their own. A
  * freed one is kept in a pool with its pages mapped, and the next large
- * allocation takes pooled pages (moved, cut or grown with mremap), so a
- * trace merge's output lands in the pages of the runs the previous
- * step's merges retired instead of fresh pages the kernel must clear
- * first. Pooled blocks that no allocation took for four steps
- * (mem_big_tick) go back to the system, as all do on mem_big_trim (the
+ * allocation takes pooled pages (cut, grown, or several moved next to
+ * each other with mremap), so a trace merge's output lands in the pages
+ * of the runs the previous step's merges retired, all of them, instead
+ * of fresh pages the kernel must clear first. Pooled pages that no
+ * allocation took for four steps (mem_big_tick) go back to the system,
+ * as all do on mem_big_trim (the
  * memory budget's, beside malloc_trim). mem_big_alloc's block is
  * 16-aligned; free it with mem_big_free only. With AddressSanitizer
  * these are malloc blocks (its leak check sees them) unless a test turns
@@ -41,6 +42,10 @@ void mem_big_trim(void);
 /* Bytes held in the pool (resident, not in use). */
 size_t mem_big_pooled(void);
 void mem_big_use_pool(bool on);
+/* Bytes of fresh pages the large blocks mapped so far (the pool's misses). */
+size_t mem_big_fresh(void);
+/* The pieces block p is made of (1: one mapping; tests). */
+int mem_big_pieces(const void *p);
 
 /* The exit status of a process that ran out of memory. */
 #define MEM_EXIT_OOM 3

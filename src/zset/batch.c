@@ -816,7 +816,8 @@ Batch *bb_finish(BatchBuilder *bb)
 
 /* Append tuple i of s to out at position m (weight w). A uniform out
    has inputs of its shape only (merge_alloc). */
-static inline void emit(Batch *out, int64_t m, const Batch *s, int64_t i, int64_t w)
+static inline __attribute__((always_inline)) void emit(Batch *out, int64_t m, const Batch *s, int64_t i,
+                                                      int64_t w)
 {
     if (!out->off) {
         copy_tuple(out->data + (size_t)m * out->tlen, s->data + (size_t)i * out->tlen, out->tlen);
@@ -959,6 +960,66 @@ static inline __attribute__((always_inline)) void mheap_down(const MergeCur *c, 
     h[i] = top;
 }
 
+/* Runs batch_merge_many merges without a heap. */
+#define MERGE_SMALL 4
+
+/* A merge of 3..MERGE_SMALL runs into out (allocated for all their
+   tuples): the cursors kept in order in o[0..no) (insertion sort), so the
+   cursor that just moved on costs one comparison while it stays first
+   (the common case: a trace merges its newest runs with one that is
+   larger), where the heap's sift costs two; and a tuple from the same run
+   as the one whose weights are being summed is greater than it (a batch's
+   tuples are distinct), so only a change of run compares with it. */
+static int64_t merge_small(Batch *const *in, int k, Batch *out)
+{
+    MergeCur c[MERGE_SMALL];
+    int o[MERGE_SMALL], no = 0;
+    for (int j = 0; j < k; j++) {
+        c[j] = (MergeCur){in[j], 0, 0, 0, 0};
+        if (in[j]->n == 0)
+            continue;
+        mcur_load(&c[j]);
+        int p = no++;
+        while (p > 0 && mcur_cmp(&c[o[p - 1]], &c[j]) > 0) {
+            o[p] = o[p - 1];
+            p--;
+        }
+        o[p] = j;
+    }
+    int64_t m = 0, w = 0;
+    int curj = -1;     /* the run of the tuple whose weights are being summed */
+    MergeCur cur = {NULL, 0, 0, 0, 0};
+    while (no > 0) {
+        int j = o[0];
+        MergeCur *t = &c[j];
+        if (curj >= 0 && j != curj && mcur_cmp(t, &cur) == 0)
+            w = add_weights(w, t->b->w[t->i]);
+        else {
+            if (curj >= 0 && w != 0)
+                emit(out, m++, cur.b, cur.i, w);
+            cur = *t;
+            curj = j;
+            w = t->b->w[t->i];
+        }
+        if (++t->i < t->b->n) {
+            mcur_load(t);
+            int p = 1;
+            while (p < no && mcur_cmp(&c[o[p]], t) < 0) {
+                o[p - 1] = o[p];
+                p++;
+            }
+            o[p - 1] = j;
+        } else {
+            for (int p = 1; p < no; p++)
+                o[p - 1] = o[p];
+            no--;
+        }
+    }
+    if (curj >= 0 && w != 0)
+        emit(out, m++, cur.b, cur.i, w);
+    return m;
+}
+
 Batch *batch_merge_many(Batch *const *in, int k)
 {
     if (k == 1) {
@@ -967,6 +1028,16 @@ Batch *batch_merge_many(Batch *const *in, int k)
     }
     if (k == 2)
         return batch_merge(in[0], in[1]);
+    if (k <= MERGE_SMALL) {
+        int64_t bound = 0;
+        for (int j = 0; j < k; j++)
+            bound += in[j]->n;
+        Batch *out = merge_alloc((const Batch *const *)in, k);
+        int64_t m = merge_small(in, k, out);
+        if (m < bound)
+            out = batch_shrink(out, m);
+        return out;
+    }
     int64_t bound = 0;
     MergeCur *c = sl_malloc(sizeof(MergeCur) * (size_t)k);
     int *h = sl_malloc(sizeof(int) * (size_t)k), nh = 0;

@@ -337,6 +337,43 @@ static void test_batch_merge_many_equals_builder_over_the_union(void **state)
         }
 }
 
+/* 3 and 4 runs (batch_merge_many's path without a heap): one large run
+   and small ones, every tuple of a small run also in others (equal in 2,
+   3 or 4 runs, weights that cancel or not), against the reference. */
+static void test_batch_merge_of_few_runs_matches_reference(void **state)
+{
+    for (int g = 0; g < GEN_COUNT; g++)
+        for (int k = 3; k <= 4; k++)
+            for (int rep = 0; rep < 8; rep++) {
+                size_t at[5] = {0}, total = 0;
+                for (int j = 0; j < k; j++) {
+                    at[j] = total;
+                    total += j == rep % k ? 500 + rnd() % 300 : rnd() % 60;
+                }
+                at[k] = total;
+                Tup *t = gen_tuples((enum Gen)g, total + 1);
+                /* half of each run after the first repeats tuples of the runs
+                   before it, some with their weights negated */
+                for (int j = 1; j < k; j++)
+                    for (size_t i = at[j]; i < at[j + 1]; i++)
+                        if (rnd() % 2 && at[j] > 0) {
+                            t[i] = t[rnd() % at[j]];
+                            if (rnd() % 3 == 0)
+                                t[i].w = -t[i].w;
+                        }
+                Batch *parts[4];
+                for (int j = 0; j < k; j++)
+                    parts[j] = batch_of(t + at[j], at[j + 1] - at[j]);
+                Batch *m = batch_merge_many(parts, k);
+                size_t n = ref_consolidate(t, total);
+                assert_batch_equals(m, t, n);
+                for (int j = 0; j < k; j++)
+                    batch_unref(parts[j]);
+                batch_unref(m);
+                free(t);
+            }
+}
+
 static void test_batch_merge_with_its_negation_is_empty(void **state)
 {
     enum { N = 2000 };
@@ -581,6 +618,7 @@ int main(void)
         cmocka_unit_test(test_batch_finish_of_sorted_input_consolidates_neighbours),
         cmocka_unit_test(test_batch_merge_equals_builder_over_the_union),
         cmocka_unit_test(test_batch_merge_many_equals_builder_over_the_union),
+        cmocka_unit_test(test_batch_merge_of_few_runs_matches_reference),
         cmocka_unit_test(test_batch_merge_with_its_negation_is_empty),
         cmocka_unit_test(test_batch_seek_finds_first_key_not_less),
         cmocka_unit_test(test_batch_refcount_frees_at_the_last_unref),
