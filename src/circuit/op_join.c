@@ -505,12 +505,8 @@ static void reroute_join(Op *op, OpEnv *env)
    its hot keys' rows) and the hot rows sent to it in round 2. */
 static Batch *side_delta(const Shard *sh, int side)
 {
-    BatchBuilder *bb = bb_new();
-    for (int from = 0; from < sh->W; from++)
-        bb_add_xrecs(bb, sh->in[side * sh->W + from]);
-    for (int from = 0; from < sh->W && sh->nch > 2; from++)
-        bb_add_xrecs(bb, sh->in[(2 + side) * sh->W + from]);
-    return bb_finish(bb);
+    int chs[2] = {side, 2 + side};
+    return shard_batch_of(sh, chs, sh->nch > 2 ? 2 : 1);
 }
 
 static int finish_join(Op *op, OpEnv *env)

@@ -28,10 +28,19 @@ void shard_free(Shard *sh)
     sl_free(sh);
 }
 
-Batch *shard_batch(const Shard *sh, int ch)
+Batch *shard_batch(const Shard *sh, int ch) { return shard_batch_of(sh, &ch, 1); }
+
+Batch *shard_batch_of(const Shard *sh, const int *chs, int n)
 {
-    BatchBuilder *bb = bb_new();
-    for (int from = 0; from < sh->W; from++)
-        bb_add_xrecs(bb, sh->in[ch * sh->W + from]);
-    return bb_finish(bb);
+    const Buf *in[64] = {NULL}, **pin = in;
+    size_t k = (size_t)n * (size_t)sh->W;
+    if (k > 64)
+        pin = sl_malloc(k * sizeof(*pin));
+    for (int i = 0; i < n; i++)
+        for (int from = 0; from < sh->W; from++)
+            pin[i * sh->W + from] = sh->in[chs[i] * sh->W + from];
+    Batch *b = batch_from_xrecs(pin, (int)k);
+    if (pin != in)
+        sl_free(pin);
+    return b;
 }

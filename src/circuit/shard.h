@@ -15,7 +15,8 @@
  *     also empties this worker's outboxes before the step's begin();
  *  3. consuming: finish() reads the records addressed to its worker, one
  *     source worker after the other in worker order (shard_next), or all
- *     of them as one consolidated batch (shard_batch).
+ *     of them as one consolidated batch (shard_batch: sorted in place in
+ *     the inboxes, copied once, into the batch).
  * A Shard is a view the runtime makes for one (operator, worker): pointers
  * to the buffers it moves, one per destination (outboxes) and one per
  * source (inboxes) and channel; channels keep an operator's input streams
@@ -106,7 +107,10 @@ static inline bool shard_next(const Shard *sh, int ch, ShardPos *p, XRec *r)
 }
 
 /* Every record addressed to this worker on channel ch, consolidated (a new
-   reference). */
+   reference). The records are sorted where they lie in the inboxes and
+   copied once, into the batch (zset/batch.h batch_from_xrecs). */
 Batch *shard_batch(const Shard *sh, int ch);
+/* The same for the records of channels chs[0..n) together. */
+Batch *shard_batch_of(const Shard *sh, const int *chs, int n);
 
 #endif

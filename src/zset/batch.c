@@ -10,7 +10,10 @@
  * and the bytes. The builder notes whether its records are uniform; a
  * merge of uniform batches of one shape is uniform; slices and
  * concatenations keep the layout.
- * A builder appends records {weight, klen, len, bytes} to one buffer.
+ * A builder appends records (an xrec.h header {klen, vlen, weight}, the
+ * tuple bytes padded to 8) to one buffer. batch_from_xrecs builds a
+ * batch from xrec.h streams (an exchange's inboxes) without that copy:
+ * the sort's index points at the records where they lie.
  *
  * The builder notes the order of the records as they come (one
  * comparison with the record before, until there are more than RUNS_MAX
@@ -40,11 +43,12 @@
 #include "../base/vec.h"
 #include "xrec.h"
 
-/* A builder record: this header, then the tuple bytes padded to 8. */
-typedef struct Rec {
-    int64_t w;
-    uint32_t klen, len;
-} Rec;
+/* A builder record: an xrec.h record header ([u32 klen][u32 vlen][i64
+   weight]), then the tuple bytes padded to 8. The sort reads a record
+   through the rec_* accessors below and knows it by its address, so it
+   sorts an exchange's inbox records where they lie as well (the same
+   header, unpadded, unaligned: batch_from_xrecs). */
+#define REC_HDR 16
 
 /* Sorted runs bb_finish merges instead of sorting (more: radix sort). */
 #define RUNS_MAX 16
@@ -268,11 +272,32 @@ static inline int64_t add_weights(int64_t a, int64_t b)
 
 /* ---- builder ---- */
 
-static inline size_t rec_size(size_t len) { return sizeof(Rec) + ((len + 7) & ~(size_t)7); }
+static inline size_t rec_size(size_t len) { return REC_HDR + ((len + 7) & ~(size_t)7); }
 
-static inline const Rec *rec_at(const uint8_t *data, size_t pos) { return (const Rec *)(data + pos); }
+static inline uint32_t rec_klen(const uint8_t *r)
+{
+    uint32_t k;
+    memcpy(&k, r, 4);
+    return k;
+}
 
-static inline const uint8_t *rec_bytes(const Rec *r) { return (const uint8_t *)(r + 1); }
+/* The tuple's length (key and value). */
+static inline size_t rec_len(const uint8_t *r)
+{
+    uint32_t k, v;
+    memcpy(&k, r, 4);
+    memcpy(&v, r + 4, 4);
+    return (size_t)k + v;
+}
+
+static inline int64_t rec_w(const uint8_t *r)
+{
+    int64_t w;
+    memcpy(&w, r + 8, 8);
+    return w;
+}
+
+static inline const uint8_t *rec_bytes(const uint8_t *r) { return r + REC_HDR; }
 
 BatchBuilder *bb_new(void)
 {
@@ -333,19 +358,20 @@ static inline void bb_reserve(BatchBuilder *bb, size_t extra)
    one comparison with the record before while there are few runs. */
 static inline void note_order(BatchBuilder *bb, const uint8_t *data, size_t pos)
 {
-    const Rec *nr = rec_at(data, pos);
+    const uint8_t *r = data + pos;
+    uint32_t len = (uint32_t)rec_len(r), klen = rec_klen(r);
     if (bb->n == 0) {
-        bb->ulen = nr->len;
-        bb->uklen = nr->klen;
-    } else if (nr->len != bb->ulen || nr->klen != bb->uklen)
+        bb->ulen = len;
+        bb->uklen = klen;
+    } else if (len != bb->ulen || klen != bb->uklen)
         bb->uni = false;
     if (bb->nruns > RUNS_MAX)
         return;
     if (bb->nruns == 0) {
         bb->run[bb->nruns++] = pos;
     } else {
-        const Rec *p = rec_at(data, bb->last), *r = rec_at(data, pos);
-        int c = bytes_cmp(rec_bytes(p), p->len, rec_bytes(r), r->len);
+        const uint8_t *p = data + bb->last;
+        int c = bytes_cmp(rec_bytes(p), rec_len(p), rec_bytes(r), len);
         if (c > 0) {
             if (bb->nruns < RUNS_MAX)
                 bb->run[bb->nruns] = pos;
@@ -354,6 +380,14 @@ static inline void note_order(BatchBuilder *bb, const uint8_t *data, size_t pos)
             bb->dup = true;
     }
     bb->last = pos;
+}
+
+/* Write a record's header at p. */
+static inline void rec_head(uint8_t *p, uint32_t kn, uint32_t vn, int64_t w)
+{
+    memcpy(p, &kn, 4);
+    memcpy(p + 4, &vn, 4);
+    memcpy(p + 8, &w, 8);
 }
 
 void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn, int64_t w)
@@ -365,11 +399,11 @@ void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, siz
     size_t sz = rec_size(kn + vn);
     bb_reserve(bb, sz);
     uint8_t *p = bb->data.p + bb->data.n;
-    *(Rec *)p = (Rec){w, (uint32_t)kn, (uint32_t)(kn + vn)};
+    rec_head(p, (uint32_t)kn, (uint32_t)vn, w);
     if (kn)
-        copy_tuple(p + sizeof(Rec), k, kn);
+        copy_tuple(p + REC_HDR, k, kn);
     if (vn)
-        copy_tuple(p + sizeof(Rec) + kn, v, vn);
+        copy_tuple(p + REC_HDR + kn, v, vn);
     note_order(bb, bb->data.p, bb->data.n);
     bb->data.n += sz;
     bb->n++;
@@ -391,8 +425,8 @@ void bb_add_xrecs(BatchBuilder *bb, const Buf *in)
         size_t len = (size_t)x.kn + x.vn;
         if (unlikely(len > UINT32_MAX))
             sl_panic("tuple of %zu bytes exceeds the 4 GiB limit", len);
-        *(Rec *)out = (Rec){x.w, x.kn, (uint32_t)len};
-        copy_tuple(out + sizeof(Rec), x.k, len); /* the value follows the key */
+        rec_head(out, x.kn, x.vn, x.w);
+        copy_tuple(out + REC_HDR, x.k, len); /* the value follows the key */
         note_order(bb, bb->data.p, (size_t)(out - bb->data.p));
         out += rec_size(len);
         bb->n++;
@@ -403,20 +437,20 @@ void bb_add_xrecs(BatchBuilder *bb, const Buf *in)
 
 int64_t bb_count(const BatchBuilder *bb) { return bb->n; }
 
-/* ---- radix sort of builder records ---- */
+/* ---- radix sort of records ---- */
 
-/* An index entry: the cached chunk of the record at pos & ~7; pfx2 the
-   tuple's bytes [8, 16) when it is longer than 8 bytes, else (pos & 2
-   set: SHORT) its length. Bit 0 of pos marks ended entries in
-   split_ended. */
+/* An index entry: the cached chunk of the record whose address is
+   ref >> 2; pfx2 the tuple's bytes [8, 16) when it is longer than 8
+   bytes, else (ref & 2 set: SHORT) its length. Bit 0 of ref marks ended
+   entries in split_ended. */
 typedef struct SortEnt {
     uint64_t pfx, pfx2;
-    size_t pos;
+    uint64_t ref;
 } SortEnt;
 
-#define SHORT ((size_t)2)
+#define SHORT ((uint64_t)2)
 
-static inline size_t ent_pos(const SortEnt *e) { return e->pos & ~(size_t)7; }
+static inline const uint8_t *ent_rec(const SortEnt *e) { return (const uint8_t *)(uintptr_t)(e->ref >> 2); }
 
 /* A range of entries still to sort: they agree on all bytes before depth
    (zero-padded), and pfx caches bytes [cend-8, cend). The range lies in the
@@ -427,7 +461,6 @@ typedef struct SortRange {
 } SortRange;
 
 typedef struct SortCtx {
-    const uint8_t *data; /* builder records */
     SortEnt *ents;       /* the result */
     SortEnt *tmp;        /* scatter space, as long as ents */
     SortRange *stack;
@@ -447,31 +480,38 @@ static inline uint64_t load_chunk(const uint8_t *p, size_t len, size_t pos)
     return __builtin_bswap64(v);
 }
 
+/* The entry of the record at r (a tuple of len bytes). */
+static inline SortEnt ent_make(const uint8_t *r, size_t len)
+{
+    return (SortEnt){load_chunk(rec_bytes(r), len, 0), len > 8 ? load_chunk(rec_bytes(r), len, 8) : len,
+                     (uint64_t)(uintptr_t)r << 2 | (len > 8 ? 0 : SHORT)};
+}
+
 /* Order of two entries whose tuples agree (zero-padded) before cend - 8. */
-static inline int ent_cmp(const SortCtx *x, const SortEnt *a, const SortEnt *b, size_t cend)
+static inline int ent_cmp(const SortEnt *a, const SortEnt *b, size_t cend)
 {
     if (a->pfx != b->pfx)
         return a->pfx < b->pfx ? -1 : 1;
     if (cend == 8) { /* pfx2 decides unless both tuples go on past 16 bytes */
-        bool sa = a->pos & SHORT, sb = b->pos & SHORT;
+        bool sa = a->ref & SHORT, sb = b->ref & SHORT;
         if (sa || sb) /* a tuple of up to 8 bytes is a prefix of the other */
             return sa && sb ? (a->pfx2 > b->pfx2) - (a->pfx2 < b->pfx2) : sa ? -1 : 1;
         if (a->pfx2 != b->pfx2)
             return a->pfx2 < b->pfx2 ? -1 : 1;
     }
-    const Rec *ra = rec_at(x->data, ent_pos(a)), *rb = rec_at(x->data, ent_pos(b));
-    size_t la = ra->len, lb = rb->len;
+    const uint8_t *ra = ent_rec(a), *rb = ent_rec(b);
+    size_t la = rec_len(ra), lb = rec_len(rb);
     if (la <= cend || lb <= cend)
         return (la > lb) - (la < lb);
     return bytes_cmp(rec_bytes(ra) + cend, la - cend, rec_bytes(rb) + cend, lb - cend);
 }
 
-static void insertion_sort(const SortCtx *x, SortEnt *a, size_t n, size_t cend)
+static void insertion_sort(SortEnt *a, size_t n, size_t cend)
 {
     for (size_t i = 1; i < n; i++) {
         SortEnt e = a[i];
         size_t j = i;
-        while (j > 0 && ent_cmp(x, &e, &a[j - 1], cend) < 0) {
+        while (j > 0 && ent_cmp(&e, &a[j - 1], cend) < 0) {
             a[j] = a[j - 1];
             j--;
         }
@@ -494,15 +534,15 @@ static inline __attribute__((always_inline)) void push_range(SortCtx *x, SortRan
  * [cend-8, cend]); their pfx becomes that length. The result is in dst when
  * some tuples ended, else in src. Returns the number of ended tuples.
  */
-static size_t split_ended(const SortCtx *x, SortEnt *src, SortEnt *dst, size_t n, size_t cend)
+static size_t split_ended(SortEnt *src, SortEnt *dst, size_t n, size_t cend)
 {
     size_t cnt[10] = {0};
     size_t ended = 0, base = cend - 8;
     if (cend == 8) { /* the second chunk is cached: no record is read */
         for (size_t i = 0; i < n; i++) {
-            if (src[i].pos & SHORT) {
+            if (src[i].ref & SHORT) {
                 src[i].pfx = src[i].pfx2; /* the length */
-                src[i].pos |= 1;
+                src[i].ref |= 1;
                 cnt[src[i].pfx + 1]++;
                 ended++;
             } else
@@ -511,15 +551,16 @@ static size_t split_ended(const SortCtx *x, SortEnt *src, SortEnt *dst, size_t n
     } else {
         for (size_t i = 0; i < n; i++) {
             if (i + PREFETCH_AHEAD < n)
-                __builtin_prefetch(x->data + ent_pos(&src[i + PREFETCH_AHEAD]));
-            const Rec *r = rec_at(x->data, ent_pos(&src[i]));
-            if (r->len <= cend) {
-                src[i].pfx = r->len;
-                src[i].pos |= 1; /* ended mark: record positions are multiples of 8 */
-                cnt[r->len - base + 1]++;
+                __builtin_prefetch(ent_rec(&src[i + PREFETCH_AHEAD]));
+            const uint8_t *r = ent_rec(&src[i]);
+            size_t len = rec_len(r);
+            if (len <= cend) {
+                src[i].pfx = len;
+                src[i].ref |= 1; /* ended mark */
+                cnt[len - base + 1]++;
                 ended++;
             } else
-                src[i].pfx = load_chunk(rec_bytes(r), r->len, cend);
+                src[i].pfx = load_chunk(rec_bytes(r), len, cend);
         }
     }
     if (ended == 0)
@@ -529,8 +570,8 @@ static size_t split_ended(const SortCtx *x, SortEnt *src, SortEnt *dst, size_t n
     size_t rest = ended;
     for (size_t i = 0; i < n; i++) {
         SortEnt e = src[i];
-        if (e.pos & 1) {
-            e.pos &= ~(size_t)1;
+        if (e.ref & 1) {
+            e.ref &= ~(uint64_t)1;
             dst[cnt[e.pfx - base]++] = e;
         } else
             dst[rest++] = e;
@@ -538,7 +579,6 @@ static size_t split_ended(const SortCtx *x, SortEnt *src, SortEnt *dst, size_t n
     return ended;
 }
 
-/* Sort one range; larger buckets go back on the stack. */
 static void sort_range(SortCtx *x, SortRange r)
 {
     for (;;) {
@@ -555,14 +595,14 @@ static void sort_range(SortCtx *x, SortRange r)
                 r.depth = r.cend;
                 goto next_chunk;
             }
-            insertion_sort(x, src, r.n, r.cend);
+            insertion_sort(src, r.n, r.cend);
             if (r.in_tmp)
                 memcpy(dst, src, r.n * sizeof(SortEnt));
             return;
         }
         if (r.depth == r.cend) {
         next_chunk:;
-            size_t nend = split_ended(x, src, dst, r.n, r.cend);
+            size_t nend = split_ended(src, dst, r.n, r.cend);
             if (nend > 0) {
                 if (!r.in_tmp)
                     memcpy(src, dst, nend * sizeof(SortEnt)); /* ended ones are final */
@@ -604,54 +644,60 @@ static void sort_range(SortCtx *x, SortRange r)
     }
 }
 
-/* Tuple r as tuple m of b, weight w. */
-static inline void put_rec(Batch *b, int64_t m, const Rec *r, int64_t w)
+/* Tuple r (a record) as tuple m of b, weight w. */
+static inline void put_rec(Batch *b, int64_t m, const uint8_t *r, int64_t w)
 {
     if (!b->off) {
         copy_tuple(b->data + (size_t)m * b->tlen, rec_bytes(r), b->tlen);
         b->w[m] = w;
         return;
     }
-    size_t at = b->off[m];
-    copy_tuple(b->data + at, rec_bytes(r), r->len);
-    b->off[m + 1] = at + r->len;
-    b->klen[m] = r->klen;
+    size_t at = b->off[m], len = rec_len(r);
+    copy_tuple(b->data + at, rec_bytes(r), len);
+    b->off[m + 1] = at + len;
+    b->klen[m] = rec_klen(r);
     b->w[m] = w;
 }
 
-static inline bool rec_eq(const Rec *a, const Rec *b)
+static inline bool rec_eq(const uint8_t *a, const uint8_t *b)
 {
-    return a->len == b->len && bytes_eq(rec_bytes(a), rec_bytes(b), a->len);
+    size_t len = rec_len(a);
+    return len == rec_len(b) && bytes_eq(rec_bytes(a), rec_bytes(b), len);
 }
 
-/* The batch bb_finish fills: room for bb's records, uniform when they are. */
-static Batch *finish_alloc(const BatchBuilder *bb)
+/* What the records of a batch to build are: n of them (non-zero
+   weights), bytes tuple bytes in all; uni: all of length ulen with keys
+   of uklen. */
+typedef struct Shape {
+    int64_t n;
+    size_t bytes;
+    bool uni;
+    uint32_t ulen, uklen;
+} Shape;
+
+static inline Shape bb_shape(const BatchBuilder *bb)
 {
-    if (bb->uni && bb->n > 0)
-        return batch_alloc_uni(bb->n, bb->ulen, bb->uklen);
-    return batch_alloc(bb->n, bb->bytes);
+    return (Shape){bb->n, bb->bytes, bb->uni, bb->ulen, bb->uklen};
 }
 
-/* bb_finish of records in no known order: radix sort, then consolidate. */
-static Batch *finish_unsorted(BatchBuilder *bb)
+/* The batch to fill: room for the records, uniform when they are. */
+static Batch *shape_alloc(Shape s)
 {
-    size_t n = (size_t)bb->n;
-    const uint8_t *data = bb->data.p;
-    size_t esz = (n ? n : 1) * sizeof(SortEnt);
-    SortEnt *ents = scratch_alloc(esz);
-    SortCtx x = {data, ents, scratch_alloc(esz), NULL, 0, 0};
-    for (size_t i = 0, pos = 0; i < n; i++) {
-        const Rec *r = rec_at(data, pos);
-        size_t len = r->len;
-        ents[i] = (SortEnt){load_chunk(rec_bytes(r), len, 0),
-                            len > 8 ? load_chunk(rec_bytes(r), len, 8) : len,
-                            pos | (len > 8 ? 0 : SHORT)};
-        pos += rec_size(r->len);
-    }
+    if (s.uni && s.n > 0)
+        return batch_alloc_uni(s.n, s.ulen, s.uklen);
+    return batch_alloc(s.n, s.bytes);
+}
+
+/* The records of ents[0..s.n) (made by ent_make) sorted by a radix sort,
+   then consolidated into a new batch; frees ents (an esz-byte block). */
+static Batch *sort_build(SortEnt *ents, size_t esz, Shape s)
+{
+    size_t n = (size_t)s.n, tsz = (n ? n : 1) * sizeof(SortEnt);
+    SortCtx x = {ents, scratch_alloc(tsz), NULL, 0, 0};
     push_range(&x, (SortRange){0, n, 0, 8, false});
     while (x.nstack > 0)
         sort_range(&x, x.stack[--x.nstack]);
-    scratch_free(x.tmp, esz);
+    scratch_free(x.tmp, tsz);
     sl_free(x.stack);
 
     /*
@@ -659,19 +705,19 @@ static Batch *finish_unsorted(BatchBuilder *bb)
      * ranges, so they have equal cached chunks: a differing pfx proves a
      * differing tuple without reading it.
      */
-    Batch *b = finish_alloc(bb);
+    Batch *b = shape_alloc(s);
     int64_t m = 0;
     for (size_t i = 0; i < n;) {
         if (i + PREFETCH_AHEAD < n)
-            __builtin_prefetch(data + ent_pos(&ents[i + PREFETCH_AHEAD]));
-        const Rec *r = rec_at(data, ent_pos(&ents[i]));
-        int64_t w = r->w;
+            __builtin_prefetch(ent_rec(&ents[i + PREFETCH_AHEAD]));
+        const uint8_t *r = ent_rec(&ents[i]);
+        int64_t w = rec_w(r);
         size_t j = i + 1;
         for (; j < n && ents[j].pfx == ents[i].pfx; j++) {
-            const Rec *q = rec_at(data, ent_pos(&ents[j]));
-            if (q->len != r->len || !bytes_eq(rec_bytes(q), rec_bytes(r), r->len))
+            const uint8_t *q = ent_rec(&ents[j]);
+            if (!rec_eq(q, r))
                 break;
-            w = add_weights(w, q->w);
+            w = add_weights(w, rec_w(q));
         }
         if (w != 0)
             put_rec(b, m++, r, w);
@@ -683,27 +729,38 @@ static Batch *finish_unsorted(BatchBuilder *bb)
     return b;
 }
 
+/* bb_finish of records in no known order: radix sort, then consolidate. */
+static Batch *finish_unsorted(BatchBuilder *bb)
+{
+    size_t n = (size_t)bb->n;
+    const uint8_t *data = bb->data.p;
+    size_t esz = (n ? n : 1) * sizeof(SortEnt);
+    SortEnt *ents = scratch_alloc(esz);
+    for (size_t i = 0, pos = 0; i < n; i++) {
+        size_t len = rec_len(data + pos);
+        ents[i] = ent_make(data + pos, len);
+        pos += rec_size(len);
+    }
+    return sort_build(ents, esz, bb_shape(bb));
+}
+
 /* bb_finish of records appended in order (one run): copy them out,
    summing neighbours only when some are equal. */
 static Batch *finish_sorted(BatchBuilder *bb)
 {
     const uint8_t *data = bb->data.p, *end = data ? data + bb->data.n : data; /* (none yet) */
-    Batch *b = finish_alloc(bb);
+    Batch *b = shape_alloc(bb_shape(bb));
     int64_t m = 0;
     if (!bb->dup) {
-        for (const uint8_t *p = data; p < end;) {
-            const Rec *r = (const Rec *)p;
-            put_rec(b, m++, r, r->w);
-            p += rec_size(r->len);
-        }
+        for (const uint8_t *p = data; p < end; p += rec_size(rec_len(p)))
+            put_rec(b, m++, p, rec_w(p));
         return b;
     }
     for (const uint8_t *p = data; p < end;) {
-        const Rec *r = (const Rec *)p;
-        int64_t w = r->w;
-        for (p += rec_size(r->len); p < end && rec_eq((const Rec *)p, r);
-             p += rec_size(((const Rec *)p)->len))
-            w = add_weights(w, ((const Rec *)p)->w);
+        const uint8_t *r = p;
+        int64_t w = rec_w(r);
+        for (p += rec_size(rec_len(r)); p < end && rec_eq(p, r); p += rec_size(rec_len(p)))
+            w = add_weights(w, rec_w(p));
         if (w != 0)
             put_rec(b, m++, r, w);
     }
@@ -723,8 +780,8 @@ static inline int run_cmp(const uint8_t *data, const RunCur *a, const RunCur *b)
 {
     if (a->pfx != b->pfx)
         return a->pfx < b->pfx ? -1 : 1;
-    const Rec *ra = rec_at(data, a->pos), *rb = rec_at(data, b->pos);
-    size_t la = ra->len, lb = rb->len;
+    const uint8_t *ra = data + a->pos, *rb = data + b->pos;
+    size_t la = rec_len(ra), lb = rec_len(rb);
     if (la <= 8 || lb <= 8)
         return (la > lb) - (la < lb);
     return bytes_cmp(rec_bytes(ra) + 8, la - 8, rec_bytes(rb) + 8, lb - 8);
@@ -732,8 +789,8 @@ static inline int run_cmp(const uint8_t *data, const RunCur *a, const RunCur *b)
 
 static inline void run_load(const uint8_t *data, RunCur *c)
 {
-    const Rec *r = rec_at(data, c->pos);
-    c->pfx = load_chunk(rec_bytes(r), r->len, 0);
+    const uint8_t *r = data + c->pos;
+    c->pfx = load_chunk(rec_bytes(r), rec_len(r), 0);
 }
 
 /* Sift h[i] down the min-heap h[0..k) of runs. */
@@ -768,23 +825,23 @@ static Batch *finish_runs(BatchBuilder *bb)
     }
     for (int i = k / 2 - 1; i >= 0; i--)
         heap_down(data, c, h, k, i);
-    Batch *b = finish_alloc(bb);
+    Batch *b = shape_alloc(bb_shape(bb));
     int64_t m = 0, w = 0;
-    const Rec *cur = NULL;
+    const uint8_t *cur = NULL;
     uint64_t curpfx = 0;
     while (k > 0) {
         RunCur *t = &c[h[0]];
-        const Rec *r = rec_at(data, t->pos);
+        const uint8_t *r = data + t->pos;
         if (cur && t->pfx == curpfx && rec_eq(r, cur))
-            w = add_weights(w, r->w);
+            w = add_weights(w, rec_w(r));
         else {
             if (cur && w != 0)
                 put_rec(b, m++, cur, w);
             cur = r;
             curpfx = t->pfx;
-            w = r->w;
+            w = rec_w(r);
         }
-        t->pos += rec_size(r->len);
+        t->pos += rec_size(rec_len(r));
         if (t->pos < t->end)
             run_load(data, t);
         else
@@ -810,6 +867,63 @@ Batch *bb_finish(BatchBuilder *bb)
         sl_free(bb->data.p);
     sl_free(bb);
     return b;
+}
+
+/*
+ * The records of in[0..nin) as one batch, without a builder's copy of
+ * them: a first pass looks for order (as note_order would, until there
+ * are more than RUNS_MAX runs); input in a few sorted runs goes through a
+ * builder (its merge of runs beats a sort). Otherwise one pass indexes
+ * the records where they lie (by address) and notes their shape, the
+ * index is sorted, and the records are copied into the batch once.
+ */
+Batch *batch_from_xrecs(const Buf *const *in, int nin)
+{
+    int runs = 0;
+    size_t total = 0;
+    const uint8_t *prev = NULL;
+    for (int i = 0; i < nin; i++) {
+        total += in[i]->n;
+        const uint8_t *p = in[i]->p, *end = p ? p + in[i]->n : p;
+        for (; p < end && runs <= RUNS_MAX; p += REC_HDR + rec_len(p)) {
+            if (rec_w(p) == 0)
+                continue;
+            if (!prev || bytes_cmp(rec_bytes(prev), rec_len(prev), rec_bytes(p), rec_len(p)) > 0)
+                runs++;
+            prev = p;
+        }
+    }
+    if (runs <= RUNS_MAX) {
+        BatchBuilder *bb = bb_new();
+        for (int i = 0; i < nin; i++)
+            bb_add_xrecs(bb, in[i]);
+        return bb_finish(bb);
+    }
+    /* a record takes at least REC_HDR bytes: room for every one (the
+       pages of the unused rest are never touched) */
+    size_t esz = total / REC_HDR * sizeof(SortEnt);
+    SortEnt *ents = scratch_alloc(esz);
+    Shape s = {0, 0, true, 0, 0};
+    for (int i = 0; i < nin; i++) {
+        const uint8_t *p = in[i]->p, *end = p ? p + in[i]->n : p;
+        while (p < end) {
+            size_t len = rec_len(p);
+            if (rec_w(p) != 0) {
+                if (unlikely(len > UINT32_MAX))
+                    sl_panic("tuple of %zu bytes exceeds the 4 GiB limit", len);
+                uint32_t kn = rec_klen(p);
+                if (s.n == 0) {
+                    s.ulen = (uint32_t)len;
+                    s.uklen = kn;
+                } else if (len != s.ulen || kn != s.uklen)
+                    s.uni = false;
+                s.bytes += len;
+                ents[s.n++] = ent_make(p, len);
+            }
+            p += REC_HDR + len;
+        }
+    }
+    return sort_build(ents, esz, s);
 }
 
 /* ---- merge ---- */

@@ -61,6 +61,11 @@ void bb_add(BatchBuilder *bb, const uint8_t *k, size_t kn, const uint8_t *v, siz
    as bb_add of each would. */
 struct Buf;
 void bb_add_xrecs(BatchBuilder *bb, const struct Buf *in);
+/* The batch bb_add_xrecs of in[0..nin) and bb_finish build, without
+   copying the records into a builder first: records in no known order
+   are sorted where they lie (an exchange's inboxes), so the buffers must
+   stay unchanged until it returns. */
+Batch *batch_from_xrecs(const struct Buf *const *in, int nin);
 int64_t bb_count(const BatchBuilder *bb);
 /* Sort, sum the weights of equal tuples, drop zeros; frees bb. Never NULL
    (an empty batch has n == 0). */

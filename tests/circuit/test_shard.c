@@ -5,7 +5,8 @@
  * runtime/worker.c points them at an Exchange's. Every routed record
  * reaches the owner of its key (worker 0 for a global operator) on its
  * channel, with its bytes and weight; a worker reads its inboxes in worker
- * order, each in the order it was written; shard_batch consolidates them;
+ * order, each in the order it was written; shard_batch consolidates them
+ * (shard_batch_of several channels: what a builder makes of them);
  * shard_reset empties only the worker's own outboxes.
  */
 #include <setjmp.h>
@@ -165,6 +166,37 @@ static void test_shard_batch_consolidates_what_a_worker_is_handed(void **state)
     }
 }
 
+/* shard_batch_of over both channels (a join side's round-1 and round-2
+   rows) is what a builder makes of the same inboxes (the path before
+   batch_from_xrecs): the records sorted where they lie. */
+static void test_shard_batch_of_channels_equals_a_builder_over_their_inboxes(void **state)
+{
+    Grid *g = *state;
+    route(g, 0, false);
+    route(g, 1, false);
+    route(g, 1, false);
+    for (int me = 0; me < W; me++) {
+        Batch *b = shard_batch_of(g->sh[me], (const int[]){0, 1}, 2);
+        BatchBuilder *bb = bb_new();
+        for (int ch = 0; ch < NCH; ch++)
+            for (int from = 0; from < W; from++)
+                bb_add_xrecs(bb, g->sh[me]->in[ch * W + from]);
+        Batch *r = bb_finish(bb);
+        assert_int_equal(b->n, r->n);
+        assert_true(b->n > 0);
+        for (int64_t i = 0; i < b->n; i++) {
+            assert_int_equal(batch_tlen(b, i), batch_tlen(r, i));
+            assert_int_equal(batch_klen(b, i), batch_klen(r, i));
+            assert_memory_equal(batch_key(b, i), batch_key(r, i), batch_tlen(b, i));
+            assert_int_equal(b->w[i], r->w[i]);
+            int64_t v = decode1(batch_val(b, i));
+            assert_int_equal(b->w[i], 3 * (v % 5 - 2)); /* three routings in all */
+        }
+        batch_unref(b);
+        batch_unref(r);
+    }
+}
+
 static void test_shard_reset_empties_only_the_workers_own_outboxes(void **state)
 {
     Grid *g = *state;
@@ -189,6 +221,7 @@ int main(void)
         T(test_records_reach_their_key_owner_in_worker_then_write_order),
         T(test_a_global_operator_sends_everything_to_worker_0),
         T(test_shard_batch_consolidates_what_a_worker_is_handed),
+        T(test_shard_batch_of_channels_equals_a_builder_over_their_inboxes),
         T(test_shard_reset_empties_only_the_workers_own_outboxes),
 #undef T
     };

@@ -203,6 +203,108 @@ static void test_batch_from_xrec_streams_equals_batch_from_tuples(void **state)
         }
 }
 
+/* Two batches hold the same tuples, weights and layout. */
+static void assert_batches_same(const Batch *a, const Batch *b)
+{
+    assert_int_equal(a->n, b->n);
+    assert_int_equal(a->off == NULL, b->off == NULL);
+    assert_int_equal(a->tlen, b->tlen);
+    assert_int_equal(a->fklen, b->fklen);
+    for (int64_t i = 0; i < a->n; i++) {
+        assert_int_equal(batch_tlen(a, i), batch_tlen(b, i));
+        assert_int_equal(batch_klen(a, i), batch_klen(b, i));
+        assert_memory_equal(batch_key(a, i), batch_key(b, i), batch_tlen(a, i));
+        assert_int_equal(a->w[i], b->w[i]);
+    }
+}
+
+/* batch_from_xrecs (an exchange's inboxes made a batch: records sorted
+   where they lie, unpadded and unaligned) builds what a builder builds
+   from the same streams (bb_add_xrecs, bb_finish) and what the reference
+   builds: every generator, tuples in no order, in a few sorted runs
+   (the builder's merge) and in many (sorted in place), over 1..5 streams
+   (some empty), some weights zero. */
+static void test_batch_from_xrecs_equals_builder_and_reference(void **state)
+{
+    static const size_t sizes[] = {0, 1, 17, 40, 1000, 30000};
+    static const int nstreams[] = {1, 2, 5};
+    for (int g = 0; g < GEN_COUNT; g++)
+        for (size_t s = 0; s < ARRAY_LEN(sizes); s++)
+            for (size_t q = 0; q < ARRAY_LEN(nstreams); q++)
+                for (int order = 0; order < 3; order++) {
+                    size_t n = sizes[s];
+                    int ns = nstreams[q];
+                    Tup *t = gen_tuples((enum Gen)g, n);
+                    for (size_t i = 0; i < n; i++)
+                        if (i % 13 == 5)
+                            t[i].w = 0;
+                    /* order 0: as generated; 1: sorted, one block per
+                       stream (ns runs); 2: 40 sorted blocks round-robin
+                       over the streams */
+                    size_t blocks = order == 2 ? 40 : (size_t)ns;
+                    if (order == 1)
+                        qsort(t, n, sizeof(Tup), tup_cmp);
+                    Buf in[5] = {BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT};
+                    for (size_t b = 0, at = 0; b < blocks; b++) {
+                        size_t len = b + 1 == blocks ? n - at : n / blocks;
+                        if (order == 2)
+                            qsort(t + at, len, sizeof(Tup), tup_cmp);
+                        int to = (int)(b % (size_t)ns);
+                        if (ns == 5 && to == 3)
+                            to = 4; /* stream 3 stays empty */
+                        for (size_t j = at; j < at + len; j++) {
+                            int dst = order == 0 ? (int)(j % (size_t)ns) : to;
+                            if (ns == 5 && dst == 3)
+                                dst = 1;
+                            xrec_put(&in[dst], t[j].p, t[j].klen, t[j].p + t[j].klen,
+                                     (uint32_t)(t[j].n - t[j].klen), t[j].w);
+                        }
+                        at += len;
+                    }
+                    const Buf *pin[5] = {&in[0], &in[1], &in[2], &in[3], &in[4]};
+                    Batch *a = batch_from_xrecs(pin, ns);
+                    BatchBuilder *bb = bb_new();
+                    for (int k = 0; k < ns; k++)
+                        bb_add_xrecs(bb, &in[k]);
+                    Batch *b = bb_finish(bb);
+                    assert_batches_same(a, b);
+                    size_t m = ref_consolidate(t, n);
+                    assert_batch_equals(a, t, m);
+                    batch_unref(a);
+                    batch_unref(b);
+                    for (int k = 0; k < 5; k++)
+                        buf_free(&in[k]);
+                    free(t);
+                }
+}
+
+/* batch_from_xrecs reads the records where they lie and copies nothing
+   of them before the batch: it never writes to its input. */
+static void test_batch_from_xrecs_leaves_its_input_unchanged(void **state)
+{
+    Tup *t = gen_tuples(GEN_COMMON_PREFIX, 5000);
+    Buf in[2] = {BUF_INIT, BUF_INIT};
+    for (size_t j = 0; j < 5000; j++)
+        xrec_put(&in[j % 2], t[j].p, t[j].klen, t[j].p + t[j].klen,
+                 (uint32_t)(t[j].n - t[j].klen), t[j].w);
+    uint8_t *copy[2];
+    for (int k = 0; k < 2; k++) {
+        copy[k] = malloc(in[k].n);
+        memcpy(copy[k], in[k].p, in[k].n);
+    }
+    const Buf *pin[2] = {&in[0], &in[1]};
+    Batch *a = batch_from_xrecs(pin, 2);
+    for (int k = 0; k < 2; k++) {
+        assert_memory_equal(copy[k], in[k].p, in[k].n);
+        free(copy[k]);
+        buf_free(&in[k]);
+    }
+    size_t m = ref_consolidate(t, 5000);
+    assert_batch_equals(a, t, m);
+    batch_unref(a);
+    free(t);
+}
+
 static void test_batch_finish_sorts_tuples_with_long_equal_runs(void **state)
 {
     /* 20 distinct tuples, each added 5000 times: runs far longer than the
@@ -613,6 +715,8 @@ int main(void)
         cmocka_unit_test(test_batch_finish_of_nothing_is_an_empty_batch),
         cmocka_unit_test(test_batch_finish_matches_reference_for_random_tuples),
         cmocka_unit_test(test_batch_from_xrec_streams_equals_batch_from_tuples),
+        cmocka_unit_test(test_batch_from_xrecs_equals_builder_and_reference),
+        cmocka_unit_test(test_batch_from_xrecs_leaves_its_input_unchanged),
         cmocka_unit_test(test_batch_finish_sorts_tuples_with_long_equal_runs),
         cmocka_unit_test(test_batch_finish_of_sorted_runs_matches_reference),
         cmocka_unit_test(test_batch_finish_of_sorted_input_consolidates_neighbours),
