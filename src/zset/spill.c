@@ -369,8 +369,9 @@ int spill_write(const Batch *b, Spilled **out, Err *err)
 
 /* ---- merging spilled runs, block by block ---- */
 
-/* A spilled run read one block at a time (straight from its files: a
-   merge reads every block once, so it does not go through the cache). */
+/* A spilled run read one block at a time (straight from its file: a
+   merge reads every block once, so it does not go through the cache), or
+   a batch in memory as one block (s NULL). */
 typedef struct Stream {
     const Spilled *s;
     const SpillIO *io;
@@ -386,6 +387,8 @@ static bool stream_next_block(Stream *st)
         batch_unref(st->b);
     st->b = NULL;
     st->i = 0;
+    if (!st->s)
+        return false;
     while (++st->blk < st->s->nblocks) {
         const SpillBlock *bk = &st->s->blk[st->blk];
         Err err = {0};
@@ -416,20 +419,31 @@ static bool stream_advance(Stream *st)
 
 static int tuple_cmp(const Batch *a, int64_t i, const Batch *b, int64_t j);
 
-int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err)
+/* spill_merge of in[0..nin) and, unless NULL, the batch mem (in memory). */
+static int merge(const Batch *mem, Spilled *const *in, int nin, Spilled **out, Err *err)
 {
     SpillIO io;
     size_t bsz;
     if (!io_of(&io, &bsz))
         return err_set(err, SL_ECONFIG, "spilling is not configured");
-    if (NEVER(nin < 1 || nin > SPILL_MERGE_MAX))
-        return err_set(err, SL_ECONFIG, "cannot merge %d spilled runs at once", nin);
+    int nall = nin + (mem != NULL);
+    if (NEVER(nall < 1 || nall > SPILL_MERGE_MAX))
+        return err_set(err, SL_ECONFIG, "cannot merge %d spilled runs at once", nall);
     RunOut o = new_run(&io);
     int rc = 0, live = 0;
     Stream st[SPILL_MERGE_MAX];
     bool has[SPILL_MERGE_MAX];
     for (int i = 0; i < nin; i++)
         live += has[i] = stream_open(&st[i], in[i], &io);
+    if (mem) { /* the last stream: one block, the batch itself */
+        st[nin] = (Stream){.s = NULL, .io = &io, .blk = 0, .b = NULL, .i = 0};
+        if (mem->n > 0) {
+            batch_ref((Batch *)mem);
+            st[nin].b = (Batch *)mem;
+        }
+        live += has[nin] = mem->n > 0;
+        nin++;
+    }
     BatchBuilder *bb = bb_new();
     size_t fill = 0;
     while (live > 0) {
@@ -481,9 +495,20 @@ int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err)
     finish_run(&o);
     pthread_mutex_lock(&G.mu);
     G.merges += nin - 1;
+    G.runs += mem != NULL; /* the batch spilled, straight into the merge */
     pthread_mutex_unlock(&G.mu);
     *out = o.s;
     return 0;
+}
+
+int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err)
+{
+    return merge(NULL, in, nin, out, err);
+}
+
+int spill_merge_batch(const Batch *b, Spilled *const *in, int nin, Spilled **out, Err *err)
+{
+    return merge(b, in, nin, out, err);
 }
 
 void spilled_ref(Spilled *s) { s->refs++; }

@@ -78,6 +78,10 @@ int spill_write(const Batch *b, Spilled **out, Err *err);
    gone. Counts nin - 1 merges (SpillStats.runs_merged). */
 #define SPILL_MERGE_MAX 8
 int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err);
+/* The same with the batch b in memory as one more run (nin + 1 at most
+   SPILL_MERGE_MAX): b spills straight into the merge, never written (and
+   read back) on its own. Counts a run spilled and nin merges. */
+int spill_merge_batch(const Batch *b, Spilled *const *in, int nin, Spilled **out, Err *err);
 void spilled_ref(Spilled *s);
 void spilled_unref(Spilled *s);
 /* Bytes the run's index holds in memory. */

@@ -11,6 +11,8 @@
  *  - reads across the cache: a cache holding the whole run serves a second
  *    pass over it from memory, one holding two blocks serves it from the
  *    file again, and the answers are the same;
+ *  - a batch in memory merged straight into spilled runs (a run that
+ *    would complete a tier: trace.c) is their sum, in one new file;
  *  - a damaged byte in the middle of one block (the others intact): reading
  *    that block fails with a message naming the file, the offset and the
  *    checksum mismatch; the blocks before it still read back.
@@ -186,6 +188,40 @@ static void test_reads_across_the_cache(void **state)
     }
 }
 
+/* A batch in memory merged straight with spilled runs: one new file, the
+   sum of all, counted as a run spilled and two merges. */
+static void test_a_batch_merges_straight_into_spilled_runs(void **state)
+{
+    (void)state;
+    setup(1024, 1024);
+    Batch *a = make(3000, 12), *b = make(2000, 12), *c = make(4000, -1);
+    Err err = {0};
+    Spilled *sa, *sb, *m;
+    assert_int_equal(spill_write(a, &sa, &err), 0);
+    assert_int_equal(spill_write(b, &sb, &err), 0);
+    SpillStats s0, s1;
+    spill_stats(&s0);
+    Spilled *in[2] = {sa, sb};
+    assert_int_equal(spill_merge_batch(c, in, 2, &m, &err), 0);
+    spill_stats(&s1);
+    assert_int_equal(s1.runs_spilled, s0.runs_spilled + 1);
+    assert_int_equal(s1.runs_merged, s0.runs_merged + 2);
+    assert_int_equal(count_runs(spill_store_where()), 3);
+    spilled_unref(sa);
+    spilled_unref(sb);
+    assert_int_equal(count_runs(spill_store_where()), 1);
+    Batch *ab = batch_merge(a, b), *want = batch_merge(ab, c), *got = spilled_load(m);
+    assert_same(got, want);
+    batch_unref(ab);
+    batch_unref(want);
+    batch_unref(got);
+    spilled_unref(m);
+    batch_unref(a);
+    batch_unref(b);
+    batch_unref(c);
+    teardown();
+}
+
 static jmp_buf on_error;
 static char error_msg[512];
 
@@ -248,6 +284,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_run_of_many_blocks_is_one_file),
         cmocka_unit_test(test_reads_across_the_cache),
+        cmocka_unit_test(test_a_batch_merges_straight_into_spilled_runs),
         cmocka_unit_test(test_a_damaged_block_fails_naming_the_file_and_offset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
