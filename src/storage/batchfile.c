@@ -5,7 +5,9 @@
  *
  * File layout (little-endian):
  *    0  magic "SLBATCH\0"
- *    8  u32 format version (STORE_FORMAT_VERSION), u32 flags (0)
+ *    8  u32 format version (STORE_FORMAT_VERSION), u32 flags (0; a block of
+ *       a spilled run: STORE_FLAG_NO_HASH, and no content hash below, and
+ *       STORE_FLAG_UNIFORM for a uniform batch, below)
  *   16  u64 tuples n
  *   24  u64 uncompressed payload size (20 n + data bytes)
  *   32  u64 tuple data bytes
@@ -14,6 +16,10 @@
  *   64  one zstd frame holding the payload
  *  end  u64 XXH64 of everything before it
  * Payload: end offsets off[1..n] (u64), w[n] (i64), klen[n] (u32), data.
+ * A spilled block of a uniform batch (zset/batch.h: every tuple tlen bytes,
+ * every key fklen) has STORE_FLAG_UNIFORM, u32 tlen and u32 fklen at 56,
+ * and its payload is w[n] and the data only (uncompressed size 8 n + data
+ * bytes), read back into a uniform batch.
  * On a 64-bit little-endian host those are the batch's own arrays, so
  * hashing and compressing stream straight from the batch without a copy,
  * and a read decompresses in one call into the new batch block, where the
@@ -330,34 +336,159 @@ static int corrupt(Store *st, const char *name, Err *err, const char *what)
     return err_set(err, SL_EIO, "storage file %s/%s is corrupt: %s", st->dir, name, what);
 }
 
+/* The same for the file (or block) `where` ("dir/name"). */
+static int corrupt_at(const char *where, Err *err, const char *what)
+{
+    return err_set(err, SL_EIO, "storage file %s is corrupt: %s", where, what);
+}
+
 /* Decompress the frame src[0..sn) into b's block after off[0]: exactly
-   raw bytes (off[1..n], w, klen and data lie end to end there). */
-static int read_payload(Store *st, const char *name, const uint8_t *src, size_t sn, Batch *b,
-                        size_t raw, Err *err)
+   raw bytes (off[1..n], w, klen and data lie end to end there). dx: a
+   context to use (NULL: a fresh one). */
+static int read_payload(const char *where, const uint8_t *src, size_t sn, Batch *b, size_t raw,
+                        ZSTD_DCtx *dx, Err *err)
 {
     unsigned long long fsize = ZSTD_getFrameContentSize(src, sn);
     if (fsize != raw)
-        return corrupt(st, name, err, "payload size disagrees with the header");
-    ZSTD_DCtx *dx = ZSTD_createDCtx();
-    size_t got = ZSTD_decompressDCtx(dx, b->off + 1, raw, src, sn);
-    ZSTD_freeDCtx(dx);
+        return corrupt_at(where, err, "payload size disagrees with the header");
+    ZSTD_DCtx *own = dx ? NULL : ZSTD_createDCtx();
+    size_t got = ZSTD_decompressDCtx(dx ? dx : own, b->off + 1, raw, src, sn);
+    ZSTD_freeDCtx(own);
     if (ZSTD_isError(got)) {
         char msg[160];
         snprintf(msg, sizeof(msg), "zstd: %s", ZSTD_getErrorName(got));
-        return corrupt(st, name, err, msg);
+        return corrupt_at(where, err, msg);
     }
     if (got != raw)
-        return corrupt(st, name, err, "payload shorter than its header says");
+        return corrupt_at(where, err, "payload shorter than its header says");
     return 0;
 }
 
 /* Offsets rise, keys fit their tuples, weights are non-zero. */
-static int check_shape(Store *st, const char *name, const Batch *b, Err *err)
+static int check_shape(const char *where, const Batch *b, Err *err)
 {
     for (int64_t i = 0; i < b->n; i++) {
         if (b->off[i + 1] < b->off[i] || b->klen[i] > b->off[i + 1] - b->off[i] || b->w[i] == 0)
-            return corrupt(st, name, err, "tuple table inconsistent");
+            return corrupt_at(where, err, "tuple table inconsistent");
     }
+    return 0;
+}
+
+/* A block in the uniform layout (STORE_FLAG_UNIFORM; header as decode
+   read it): the payload is w[n] then the data, n tuples of tlen bytes
+   with keys of fklen (u32 tlen, u32 fklen at 56). */
+static int decode_uniform(const char *where, const uint8_t *f, size_t fn, uint64_t n,
+                          uint64_t raw, uint64_t nbytes, ZSTD_DCtx *dx, Batch **out, Err *err)
+{
+    uint32_t tlen = get_u32(f + 56), fklen = get_u32(f + 60);
+    if (n > (1ull << 40) || tlen == 0 || fklen > tlen || nbytes != n * tlen ||
+        raw != n * 8 + nbytes)
+        return corrupt_at(where, err, "sizes in the header disagree");
+    Batch *b = sl_malloc(sizeof(Batch) + raw);
+    b->refs = 1;
+    b->big = false;
+    b->n = (int64_t)n;
+    b->tlen = tlen;
+    b->fklen = fklen;
+    /* The uniform layout of batch.c (batch_layout): w, then the data. */
+    b->off = NULL;
+    b->klen = NULL;
+    b->w = (int64_t *)(b + 1);
+    b->data = (uint8_t *)(b->w + n);
+    unsigned long long fsize = ZSTD_getFrameContentSize(f + HDR_SIZE, fn - HDR_SIZE - 8);
+    int rc = 0;
+    if (fsize != raw)
+        rc = corrupt_at(where, err, "payload size disagrees with the header");
+    if (!rc) {
+        size_t got = ZSTD_decompressDCtx(dx, b->w, raw, f + HDR_SIZE, fn - HDR_SIZE - 8);
+        if (ZSTD_isError(got)) {
+            char msg[160];
+            snprintf(msg, sizeof(msg), "zstd: %s", ZSTD_getErrorName(got));
+            rc = corrupt_at(where, err, msg);
+        } else if (got != raw) {
+            rc = corrupt_at(where, err, "payload shorter than its header says");
+        }
+    }
+    for (uint64_t i = 0; !rc && i < n; i++)
+        if (b->w[i] == 0)
+            rc = corrupt_at(where, err, "tuple table inconsistent");
+    if (rc) {
+        sl_free(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+/* The batch in the image f[0..fn) of a batch file (`where` names it in
+   errors). name: the file name whose content hash the header must match
+   (NULL: an image with no content hash, STORE_FLAG_NO_HASH). */
+static int decode(const char *where, const char *name, const uint8_t *f, size_t fn,
+                  ZSTD_DCtx *dx, Batch **out, Err *err)
+{
+    *out = NULL;
+    char msg[200];
+    if (fn < HDR_SIZE + 8) {
+        snprintf(msg, sizeof(msg), "truncated to %zu bytes (header and checksum need %d)", fn,
+                 HDR_SIZE + 8);
+        return corrupt_at(where, err, msg);
+    }
+    if (memcmp(f, MAGIC, 8) != 0)
+        return corrupt_at(where, err, "bad magic (not a Sluice batch file)");
+    uint32_t version = get_u32(f + 8);
+    if (version != STORE_FORMAT_VERSION)
+        return err_set(err, SL_EIO, "storage file %s has format version %u; this build reads %d",
+                       where, version, STORE_FORMAT_VERSION);
+    uint64_t stored = get_u64(f + fn - 8), computed = XXH64(f, fn - 8, 0);
+    if (stored != computed) {
+        snprintf(msg, sizeof(msg),
+                 "checksum mismatch over %zu bytes (stored %016llx, computed %016llx): "
+                 "truncated or damaged",
+                 fn, (unsigned long long)stored, (unsigned long long)computed);
+        return corrupt_at(where, err, msg);
+    }
+    uint32_t flags = get_u32(f + 12);
+    if ((flags & STORE_FLAG_NO_HASH) != (name ? 0 : STORE_FLAG_NO_HASH) ||
+        (flags & ~(STORE_FLAG_NO_HASH | STORE_FLAG_UNIFORM)) ||
+        ((flags & STORE_FLAG_UNIFORM) && name))
+        return corrupt_at(where, err, "flags disagree with the kind of file");
+    uint64_t n = get_u64(f + 16), raw = get_u64(f + 24), nbytes = get_u64(f + 32);
+    if (flags & STORE_FLAG_UNIFORM)
+        return decode_uniform(where, f, fn, n, raw, nbytes, dx, out, err);
+    if (n > (1ull << 40) || nbytes > (1ull << 50) || raw != n * 20 + nbytes)
+        return corrupt_at(where, err, "sizes in the header disagree");
+    size_t block = sizeof(Batch) + (n + 1) * sizeof(size_t) + n * sizeof(int64_t) +
+                   n * sizeof(uint32_t) + nbytes;
+    Batch *b = sl_malloc(block);
+    b->refs = 1;
+    b->tlen = b->fklen = 0;
+    b->big = false;
+    b->n = (int64_t)n;
+    /* The layout of batch.c; read_payload relies on the order. */
+    b->off = (size_t *)(b + 1);
+    b->w = (int64_t *)(b->off + n + 1);
+    b->klen = (uint32_t *)(b->w + n);
+    b->data = (uint8_t *)(b->klen + n);
+    b->off[0] = 0;
+    int rc = read_payload(where, f + HDR_SIZE, fn - HDR_SIZE - 8, b, raw, dx, err);
+    if (rc == 0 && b->off[n] != nbytes)
+        rc = corrupt_at(where, err, "tuple offsets disagree with the data size");
+    if (rc == 0)
+        rc = check_shape(where, b, err);
+    if (rc == 0 && name) {
+        char expect[STORE_NAME_MAX];
+        XXH128_canonical_t canon;
+        memcpy(canon.digest, f + 40, 16);
+        XXH128_hash_t h = content_hash(b);
+        hash_name(h, expect); /* the twin name (-1) holds the same bytes */
+        if (!XXH128_isEqual(h, XXH128_hashFromCanonical(&canon)) || strncmp(expect, name, 38))
+            rc = corrupt_at(where, err, "contents do not match the file's name");
+    }
+    if (rc) {
+        sl_free(b);
+        return rc;
+    }
+    *out = batch_compact(b); /* the layout a batch built in memory would have */
     return 0;
 }
 
@@ -371,73 +502,94 @@ int store_get_batch(Store *st, const char *name, Batch **out, Err *err)
     int rc = store_read_file(st, name, &f, &fn, err);
     if (rc)
         return rc;
-    char msg[200];
-    Batch *b = NULL;
-    if (fn < HDR_SIZE + 8) {
-        snprintf(msg, sizeof(msg), "truncated to %zu bytes (header and checksum need %d)", fn,
-                 HDR_SIZE + 8);
-        rc = corrupt(st, name, err, msg);
-        goto out_free_file;
-    }
-    if (memcmp(f, MAGIC, 8) != 0) {
-        rc = corrupt(st, name, err, "bad magic (not a Sluice batch file)");
-        goto out_free_file;
-    }
-    uint32_t version = get_u32(f + 8);
-    if (version != STORE_FORMAT_VERSION) {
-        rc = err_set(err, SL_EIO, "storage file %s/%s has format version %u; this build reads %d",
-                     st->dir, name, version, STORE_FORMAT_VERSION);
-        goto out_free_file;
-    }
-    uint64_t stored = get_u64(f + fn - 8), computed = XXH64(f, fn - 8, 0);
-    if (stored != computed) {
-        snprintf(msg, sizeof(msg),
-                 "checksum mismatch over %zu bytes (stored %016llx, computed %016llx): "
-                 "truncated or damaged",
-                 fn, (unsigned long long)stored, (unsigned long long)computed);
-        rc = corrupt(st, name, err, msg);
-        goto out_free_file;
-    }
-    uint64_t n = get_u64(f + 16), raw = get_u64(f + 24), nbytes = get_u64(f + 32);
-    if (n > (1ull << 40) || nbytes > (1ull << 50) || raw != n * 20 + nbytes) {
-        rc = corrupt(st, name, err, "sizes in the header disagree");
-        goto out_free_file;
-    }
-    size_t block = sizeof(Batch) + (n + 1) * sizeof(size_t) + n * sizeof(int64_t) +
-                   n * sizeof(uint32_t) + nbytes;
-    b = sl_malloc(block);
-    b->refs = 1;
-    b->tlen = b->fklen = 0;
-    b->big = false;
-    b->n = (int64_t)n;
-    /* The layout of batch.c; read_payload relies on the order. */
-    b->off = (size_t *)(b + 1);
-    b->w = (int64_t *)(b->off + n + 1);
-    b->klen = (uint32_t *)(b->w + n);
-    b->data = (uint8_t *)(b->klen + n);
-    b->off[0] = 0;
-    rc = read_payload(st, name, f + HDR_SIZE, fn - HDR_SIZE - 8, b, raw, err);
-    if (rc == 0 && b->off[n] != nbytes)
-        rc = corrupt(st, name, err, "tuple offsets disagree with the data size");
-    if (rc == 0)
-        rc = check_shape(st, name, b, err);
-    if (rc == 0) {
-        char expect[STORE_NAME_MAX];
-        XXH128_canonical_t canon;
-        memcpy(canon.digest, f + 40, 16);
-        XXH128_hash_t h = content_hash(b);
-        hash_name(h, expect); /* the twin name (-1) holds the same bytes */
-        if (!XXH128_isEqual(h, XXH128_hashFromCanonical(&canon)) || strncmp(expect, name, 38))
-            rc = corrupt(st, name, err, "contents do not match the file's name");
-    }
-    if (rc) {
-        sl_free(b);
-        b = NULL;
-    } else {
-        b = batch_compact(b); /* the layout a batch built in memory would have */
-    }
-out_free_file:
+    size_t wn = strlen(st->dir) + strlen(name) + 2;
+    char *where = sl_malloc(wn);
+    snprintf(where, wn, "%s/%s", st->dir, name);
+    rc = decode(where, name, f, fn, NULL, out, err);
+    sl_free(where);
     sl_free(f);
-    *out = b;
     return rc;
+}
+
+/* ---- a batch as the bytes of a block (spilled runs) ---- */
+
+int store_encode_batch(const Batch *b, StoreCodec *c, uint8_t **out, size_t *outn, Err *err)
+{
+    if (!c->cx) {
+        c->cx = ZSTD_createCCtx();
+        ZSTD_CCtx_setParameter(c->cx, ZSTD_c_compressionLevel, c->level ? c->level : ZSTD_LEVEL);
+        ZSTD_CCtx_setParameter(c->cx, ZSTD_c_checksumFlag, 0);
+    }
+    ZSTD_CCtx_reset(c->cx, ZSTD_reset_session_only);
+    size_t n = (size_t)b->n, nbytes = batch_off(b, b->n), raw = n * 20 + nbytes;
+    Region r[4];
+    void *scratch = NULL;
+    bool uni = !b->off && n > 0; /* w and the data alone */
+    if (uni) {
+        raw = n * 8 + nbytes;
+        r[0] = (Region){b->w, n * sizeof(int64_t)};
+        r[1] = (Region){b->data, nbytes};
+        r[2] = r[3] = (Region){NULL, 0};
+    } else {
+        batch_regions(b, r, &scratch);
+    }
+    ZSTD_CCtx_setPledgedSrcSize(c->cx, raw);
+    size_t cap = HDR_SIZE + ZSTD_compressBound(raw) + raw / 64 + 4096 + 8; /* (margin: streamed) */
+    uint8_t *f = sl_malloc(cap);
+    memset(f, 0, HDR_SIZE);
+    memcpy(f, MAGIC, 8);
+    put_u32(f + 8, STORE_FORMAT_VERSION);
+    put_u32(f + 12, STORE_FLAG_NO_HASH | (uni ? STORE_FLAG_UNIFORM : 0));
+    put_u64(f + 16, n);
+    put_u64(f + 24, raw);
+    put_u64(f + 32, nbytes);
+    if (uni) {
+        put_u32(f + 56, b->tlen);
+        put_u32(f + 60, b->fklen);
+    }
+    ZSTD_outBuffer ob = {f + HDR_SIZE, cap - HDR_SIZE - 8, 0};
+    int rc = 0;
+    for (int i = 0; i < 5 && rc == 0; i++) {
+        bool last = i == 4;
+        ZSTD_inBuffer in = {last ? NULL : r[i].p, last ? 0 : r[i].n, 0};
+        for (;;) { /* the output holds the bound: each call consumes all */
+            size_t left = ZSTD_compressStream2(c->cx, &ob, &in, last ? ZSTD_e_end : ZSTD_e_continue);
+            if (ZSTD_isError(left)) {
+                rc = err_set(err, SL_EIO, "spilled block: zstd: %s", ZSTD_getErrorName(left));
+                break;
+            }
+            if (last ? left == 0 : in.pos == in.size)
+                break;
+            if (ob.pos == ob.size) {
+                rc = err_set(err, SL_EIO, "spilled block: zstd output beyond its bound");
+                break;
+            }
+        }
+    }
+    sl_free(scratch);
+    if (rc) {
+        sl_free(f);
+        return rc;
+    }
+    size_t fn = HDR_SIZE + ob.pos;
+    put_u64(f + fn, XXH64(f, fn, 0));
+    *out = f;
+    *outn = fn + 8;
+    return 0;
+}
+
+int store_decode_batch(const char *where, const uint8_t *f, size_t fn, StoreCodec *c,
+                       Batch **out, Err *err)
+{
+    if (!c->dx)
+        c->dx = ZSTD_createDCtx();
+    return decode(where, NULL, f, fn, c->dx, out, err);
+}
+
+void store_codec_free(StoreCodec *c)
+{
+    ZSTD_freeCCtx(c->cx);
+    ZSTD_freeDCtx(c->dx);
+    c->cx = NULL;
+    c->dx = NULL;
 }

@@ -120,6 +120,26 @@ int store_reuse_batch(Store *st, const char *name, char name_out[STORE_NAME_MAX]
    fault. */
 int store_get_batch(Store *st, const char *name, Batch **out, Err *err);
 
+/* A batch as the bytes of a batch file kept in memory (the blocks of a
+   spilled run: storage/spill.c writes them end to end in one file): the
+   same format, but flagged STORE_FLAG_NO_HASH with no content hash (the
+   trailing checksum still covers every byte). A StoreCodec keeps the zstd
+   contexts between calls (zero it first; one thread at a time). */
+#define STORE_FLAG_NO_HASH 1u
+#define STORE_FLAG_UNIFORM 2u /* (batchfile.c) */
+typedef struct StoreCodec {
+    struct ZSTD_CCtx_s *cx;
+    struct ZSTD_DCtx_s *dx;
+    int level;  /* zstd's compression level (0: the checkpoints' level, 1) */
+} StoreCodec;
+/* The bytes to *out (sl_free them), *n of them. */
+int store_encode_batch(const Batch *b, StoreCodec *c, uint8_t **out, size_t *n, Err *err);
+/* The batch of bytes f[0..n) (refs 1), verified as store_get_batch
+   verifies a file; errors name `where`. */
+int store_decode_batch(const char *where, const uint8_t *f, size_t n, StoreCodec *c,
+                       Batch **out, Err *err);
+void store_codec_free(StoreCodec *c);
+
 /* Write manifest-<step>.json atomically. json must be a JSON object whose
    optional "files" array names batch files that exist in the store. */
 int store_write_manifest(Store *st, uint64_t step, const char *json, Err *err);
@@ -212,7 +232,7 @@ bool store_crash_from_count_due(const char *point, int64_t n);
 
 /*
  * Spilled trace state (spill.c): install the files behind zset/spill.h's
- * budget. Blocks go to storage_dir/spill, for host > 0 of hosts (scale-out)
+ * budget. Runs (one file each) go to storage_dir/spill, for host > 0 of hosts (scale-out)
  * storage_dir/spill/host-<host> (each its own lock; NULL: a scratch
  * directory under $TMPDIR, removed at close), made on the first spill.
  * Host 0 removes the directories of hosts >= hosts (an earlier run's).

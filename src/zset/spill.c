@@ -2,8 +2,9 @@
  * zset/spill.c - spilled runs, the block cache and the budget's
  * enforcement (spill.h). In: spine batches that trace.c hands over when
  * spill_enforce chooses them, cut here into blocks of about block_bytes
- * and written through the installed SpillIO (storage/spill.c: the batch
- * file format of checkpoints). Out: blocks read back for probes, pinned
+ * and written through the installed SpillIO, one file per run with its
+ * blocks end to end (storage/spill.c: each block in the batch file format
+ * of checkpoints). Out: blocks read back for probes, pinned
  * while read, and whole runs for merges and checkpoints.
  *
  * One process-wide state under one mutex: workers probe their own traces
@@ -88,11 +89,11 @@ static void (*read_error)(const char *msg); /* spill_on_read_error */
 void spill_on_read_error(void (*fn)(const char *msg)) { read_error = fn; }
 
 /* A block that cannot be read back: the state is lost to this process. */
-static __attribute__((noreturn)) void read_failed(const char *name, const Err *err)
+static __attribute__((noreturn)) void read_failed(const Spilled *s, int i, const Err *err)
 {
-    char msg[SPILL_NAME_MAX + sizeof(err->msg) + 64];
-    snprintf(msg, sizeof(msg), "spilled trace block %s cannot be read back: %s", name,
-             err->msg[0] ? err->msg : "wrong tuple count");
+    char msg[SPILL_NAME_MAX + sizeof(err->msg) + 96];
+    snprintf(msg, sizeof(msg), "spilled trace block %s@%llu cannot be read back: %s", s->name,
+             (unsigned long long)s->blk[i].off, err->msg[0] ? err->msg : "wrong tuple count");
     if (read_error)
         read_error(msg);
     sl_panic("%s", msg);
@@ -261,12 +262,29 @@ static bool io_of(SpillIO *io, size_t *bsz)
     return has;
 }
 
-/* Write part (a consolidated, non-empty batch) as the next block of s. */
-static int put_block(const SpillIO *io, Spilled *s, int *capb, const Batch *part, Err *err)
+/* A run being written: its file is made with its first block. */
+typedef struct RunOut {
+    const SpillIO *io;
+    Spilled *s;
+    void *w;          /* the IO's writer, NULL before the first block */
+    int capb;
+} RunOut;
+
+/* Write part (a consolidated, non-empty batch) as the next block of o->s. */
+static int put_block(RunOut *o, const Batch *part, Err *err)
 {
-    SpillBlock *bk = VEC_PUSH(s->blk, s->nblocks, *capb);
+    const SpillIO *io = o->io;
+    Spilled *s = o->s;
+    if (!o->w) {
+        int rc = io->create(io->ctx, s->name, &o->w, err);
+        if (rc) {
+            s->name[0] = 0;
+            return rc;
+        }
+    }
+    SpillBlock *bk = VEC_PUSH(s->blk, s->nblocks, o->capb);
     memset(bk, 0, sizeof(*bk));
-    int rc = io->put(io->ctx, part, bk->name, &bk->disk, err);
+    int rc = io->append(io->ctx, o->w, part, &bk->off, &bk->disk, err);
     if (rc) {
         s->nblocks--;
         return rc;
@@ -285,24 +303,35 @@ static int put_block(const SpillIO *io, Spilled *s, int *capb, const Batch *part
 }
 
 /* A run being written; published by finish_run. */
-static Spilled *new_run(void)
+static RunOut new_run(const SpillIO *io)
 {
     Spilled *s = sl_calloc(1, sizeof(*s));
     s->refs = 1;
-    return s;
+    return (RunOut){.io = io, .s = s};
 }
 
-static void finish_run(Spilled *s)
+static void close_file(RunOut *o)
 {
+    if (o->w)
+        o->io->close(o->io->ctx, o->w);
+    o->w = NULL;
+}
+
+static void finish_run(RunOut *o)
+{
+    close_file(o);
+    Spilled *s = o->s;
     pthread_mutex_lock(&G.mu);
     G.disk += s->disk;
     G.live++;
     pthread_mutex_unlock(&G.mu);
 }
 
-/* Drop a run that was never published (its blocks' files too). */
-static void abandon_run(Spilled *s)
+/* Drop a run that was never published (its file too). */
+static void abandon_run(RunOut *o)
 {
+    close_file(o);
+    Spilled *s = o->s;
     pthread_mutex_lock(&G.mu);
     G.disk += s->disk; /* spilled_unref takes it off again */
     G.live++;
@@ -316,33 +345,33 @@ int spill_write(const Batch *b, Spilled **out, Err *err)
     size_t bsz;
     if (!io_of(&io, &bsz))
         return err_set(err, SL_ECONFIG, "spilling is not configured");
-    Spilled *s = new_run();
-    int capb = 0;
+    RunOut o = new_run(&io);
     for (int64_t lo = 0; lo < b->n;) {
         int64_t hi = lo + 1;
         while (hi < b->n && batch_off(b, hi) - batch_off(b, lo) < bsz)
             hi++;
         Batch *part = batch_slice(b, lo, hi);
-        int rc = put_block(&io, s, &capb, part, err);
+        int rc = put_block(&o, part, err);
         batch_unref(part);
         if (rc) {
-            abandon_run(s);
+            abandon_run(&o);
             return rc;
         }
         lo = hi;
     }
-    finish_run(s);
+    finish_run(&o);
     pthread_mutex_lock(&G.mu);
     G.runs++;
     pthread_mutex_unlock(&G.mu);
-    *out = s;
+    *out = o.s;
     return 0;
 }
 
 /* ---- merging spilled runs, block by block ---- */
 
-/* A spilled run read one block at a time (straight from its files: a
-   merge reads every block once, so it does not go through the cache). */
+/* A spilled run read one block at a time (straight from its file: a
+   merge reads every block once, so it does not go through the cache), or
+   a batch in memory as one block (s NULL). */
 typedef struct Stream {
     const Spilled *s;
     const SpillIO *io;
@@ -358,11 +387,14 @@ static bool stream_next_block(Stream *st)
         batch_unref(st->b);
     st->b = NULL;
     st->i = 0;
+    if (!st->s)
+        return false;
     while (++st->blk < st->s->nblocks) {
         const SpillBlock *bk = &st->s->blk[st->blk];
         Err err = {0};
-        if (st->io->get(st->io->ctx, bk->name, &st->b, &err) || st->b->n != bk->n)
-            read_failed(bk->name, &err);
+        if (st->io->get(st->io->ctx, st->s->name, bk->off, bk->disk, &st->b, &err) ||
+            st->b->n != bk->n)
+            read_failed(st->s, st->blk, &err);
         if (st->b->n > 0)
             return true;
         batch_unref(st->b);
@@ -387,20 +419,31 @@ static bool stream_advance(Stream *st)
 
 static int tuple_cmp(const Batch *a, int64_t i, const Batch *b, int64_t j);
 
-int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err)
+/* spill_merge of in[0..nin) and, unless NULL, the batch mem (in memory). */
+static int merge(const Batch *mem, Spilled *const *in, int nin, Spilled **out, Err *err)
 {
     SpillIO io;
     size_t bsz;
     if (!io_of(&io, &bsz))
         return err_set(err, SL_ECONFIG, "spilling is not configured");
-    if (NEVER(nin < 1 || nin > SPILL_MERGE_MAX))
-        return err_set(err, SL_ECONFIG, "cannot merge %d spilled runs at once", nin);
-    Spilled *s = new_run();
-    int capb = 0, rc = 0, live = 0;
+    int nall = nin + (mem != NULL);
+    if (NEVER(nall < 1 || nall > SPILL_MERGE_MAX))
+        return err_set(err, SL_ECONFIG, "cannot merge %d spilled runs at once", nall);
+    RunOut o = new_run(&io);
+    int rc = 0, live = 0;
     Stream st[SPILL_MERGE_MAX];
     bool has[SPILL_MERGE_MAX];
     for (int i = 0; i < nin; i++)
         live += has[i] = stream_open(&st[i], in[i], &io);
+    if (mem) { /* the last stream: one block, the batch itself */
+        st[nin] = (Stream){.s = NULL, .io = &io, .blk = 0, .b = NULL, .i = 0};
+        if (mem->n > 0) {
+            batch_ref((Batch *)mem);
+            st[nin].b = (Batch *)mem;
+        }
+        live += has[nin] = mem->n > 0;
+        nin++;
+    }
     BatchBuilder *bb = bb_new();
     size_t fill = 0;
     while (live > 0) {
@@ -429,7 +472,7 @@ int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err)
             bb = bb_new();
             fill = 0;
             if (part->n > 0)
-                rc = put_block(&io, s, &capb, part, err);
+                rc = put_block(&o, part, err);
             batch_unref(part);
             if (rc)
                 break;
@@ -440,21 +483,32 @@ int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err)
     }
     Batch *part = bb_finish(bb);
     if (!rc && part->n > 0)
-        rc = put_block(&io, s, &capb, part, err);
+        rc = put_block(&o, part, err);
     batch_unref(part);
     for (int i = 0; i < nin; i++)
         if (st[i].b)
             batch_unref(st[i].b);
     if (rc) {
-        abandon_run(s);
+        abandon_run(&o);
         return rc;
     }
-    finish_run(s);
+    finish_run(&o);
     pthread_mutex_lock(&G.mu);
     G.merges += nin - 1;
+    G.runs += mem != NULL; /* the batch spilled, straight into the merge */
     pthread_mutex_unlock(&G.mu);
-    *out = s;
+    *out = o.s;
     return 0;
+}
+
+int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err)
+{
+    return merge(NULL, in, nin, out, err);
+}
+
+int spill_merge_batch(const Batch *b, Spilled *const *in, int nin, Spilled **out, Err *err)
+{
+    return merge(b, in, nin, out, err);
 }
 
 void spilled_ref(Spilled *s) { s->refs++; }
@@ -468,10 +522,10 @@ void spilled_unref(Spilled *s)
         CEnt *e = cache_find(s->blk[i].id);
         if (e && ALWAYS(e->pins == 0))
             cache_remove(e);
-        if (G.has_io)
-            G.io.drop(G.io.ctx, s->blk[i].name);
         sl_free(s->blk[i].first);
     }
+    if (G.has_io && s->name[0])
+        G.io.drop(G.io.ctx, s->name);
     G.disk -= s->disk;
     G.live--;
     pthread_mutex_unlock(&G.mu);
@@ -534,8 +588,8 @@ const Batch *spill_pin(const Spilled *s, int i, bool *hit)
     *hit = false;
     Batch *b = NULL;
     Err err = {0};
-    if (io.get(io.ctx, bk->name, &b, &err) || b->n != bk->n)
-        read_failed(bk->name, &err);
+    if (io.get(io.ctx, s->name, bk->off, bk->disk, &b, &err) || b->n != bk->n)
+        read_failed(s, i, &err);
     pthread_mutex_lock(&G.mu);
     if (!G.cache)
         G.cache = hmap_new(sizeof(CEnt *));

@@ -4,7 +4,8 @@
  * blocks back, and the enforcement that chooses what to spill.
  *
  * zset/ knows no files: whoever owns a directory (storage/spill.c) plugs
- * in a SpillIO that writes one block as a file and reads it back. Without
+ * in a SpillIO that writes a run's blocks end to end into one file and
+ * reads a block back by its offset. Without
  * one, nothing spills. Every trace registers itself here; between steps
  * (no trace in use on any thread) the controller calls spill_enforce, which
  * spills the largest resident runs (the oldest: a spine's oldest batch is
@@ -23,12 +24,16 @@
 
 typedef struct SpillIO {
     void *ctx;
-    /* Write block b as a file: its name to name, its size on disk to *disk. */
-    int (*put)(void *ctx, const Batch *b, char name[SPILL_NAME_MAX], size_t *disk, Err *err);
-    /* Read the named file back (refs 1). */
-    int (*get)(void *ctx, const char *name, Batch **out, Err *err);
-    /* The file is no longer needed by this block (files are named by
-       content: the same name may serve several blocks; the IO counts). */
+    /* Start the file of a new run: its name to name, a writer to *w. */
+    int (*create)(void *ctx, char name[SPILL_NAME_MAX], void **w, Err *err);
+    /* Append block b to the file: where it starts to *off, its size on
+       disk to *disk. */
+    int (*append)(void *ctx, void *w, const Batch *b, uint64_t *off, size_t *disk, Err *err);
+    /* Done writing (w goes; the file stays until drop). */
+    void (*close)(void *ctx, void *w);
+    /* Read the block at off (disk bytes) of the named file back (refs 1). */
+    int (*get)(void *ctx, const char *name, uint64_t off, size_t disk, Batch **out, Err *err);
+    /* The file is no longer needed (its run is gone). */
     void (*drop)(void *ctx, const char *name);
 } SpillIO;
 
@@ -44,21 +49,23 @@ typedef struct SpillConf {
 void spill_configure(const SpillIO *io, const SpillConf *conf);
 void spill_conf(SpillConf *out);
 
-/* A run that lives in files: blocks of consecutive tuples of one batch. */
+/* A run that lives in a file: blocks of consecutive tuples of one batch,
+   end to end. */
 typedef struct SpillBlock {
-    char name[SPILL_NAME_MAX];
     uint64_t id;        /* cache key */
+    uint64_t off;       /* where it starts in the run's file */
     int64_t n;          /* tuples */
     uint8_t *first;     /* key of its first tuple */
     uint32_t firstn;
-    size_t disk;        /* file bytes */
+    size_t disk;        /* its bytes in the file */
 } SpillBlock;
 
 typedef struct Spilled {
+    char name[SPILL_NAME_MAX]; /* its file ("" while it has no block) */
     int refs;
     int64_t n;          /* tuples */
     size_t bytes;       /* batch_bytes of the run when resident */
-    size_t disk;        /* file bytes of all blocks */
+    size_t disk;        /* file bytes (all blocks) */
     int nblocks;
     SpillBlock *blk;
 } Spilled;
@@ -71,6 +78,10 @@ int spill_write(const Batch *b, Spilled **out, Err *err);
    gone. Counts nin - 1 merges (SpillStats.runs_merged). */
 #define SPILL_MERGE_MAX 8
 int spill_merge(Spilled *const *in, int nin, Spilled **out, Err *err);
+/* The same with the batch b in memory as one more run (nin + 1 at most
+   SPILL_MERGE_MAX): b spills straight into the merge, never written (and
+   read back) on its own. Counts a run spilled and nin merges. */
+int spill_merge_batch(const Batch *b, Spilled *const *in, int nin, Spilled **out, Err *err);
 void spilled_ref(Spilled *s);
 void spilled_unref(Spilled *s);
 /* Bytes the run's index holds in memory. */

@@ -21,7 +21,9 @@
  * would need it whole in memory): the invariant holds among the runs in
  * memory above the newest spilled one. Between steps, trace_compact
  * merges spilled runs of one size tier, four or more at once, with a
- * streaming merge (spill_merge: block by block, file to file), so a trace
+ * streaming merge (spill_merge: block by block, file to file; a run in
+ * memory that would complete a tier when it spills goes straight into
+ * that merge instead, spill_merge_batch), so a trace
  * of N tuples under a budget B keeps O(log(N / B)) spilled runs plus
  * O(log B) in memory, each tuple is rewritten O(log4(N / B)) times, and
  * tuples that cancel leave the disk.
@@ -276,12 +278,73 @@ size_t trace_largest_resident(const Trace *t)
     return i < 0 ? 0 : batch_bytes(t->spine[i].b);
 }
 
+/* The size tier of a run of that many bytes: runs of one tier are within
+   a factor 4. */
+static int tier_of(size_t bytes)
+{
+    int t = 0;
+    for (size_t b = bytes >> 16; b; b >>= 2)
+        t++;
+    return t;
+}
+
+static int tier(const Spilled *s) { return tier_of(s->bytes); }
+
+enum { COMPACT_FANIN = 4 }; /* trace_compact */
+
+/* Replace the runs at[0..nin) (ascending) by m, in the oldest's place (a
+   trace is a sum: where a run sits does not change it). */
+static void replace_runs(Trace *t, const int *at, int nin, Spilled *m)
+{
+    int w = 0;
+    for (int i = 0, k = 0; i < t->n; i++) {
+        if (k < nin && i == at[k]) {
+            if (t->spine[i].s)
+                spilled_unref(t->spine[i].s);
+            else
+                batch_unref(t->spine[i].b); /* a checkpoint writer may still hold it */
+            if (k++ == 0 && m->n > 0)
+                t->spine[w++] = (Run){NULL, m, m->n};
+            continue;
+        }
+        t->spine[w++] = t->spine[i];
+    }
+    t->n = w;
+    if (m->n == 0) /* every tuple cancelled */
+        spilled_unref(m);
+}
+
 int trace_spill_largest(Trace *t, Err *err)
 {
     int i = largest_resident(t);
     if (i < 0)
         return 0;
+    /* when the run would complete a tier of spilled runs (trace_compact
+       would merge it with them right away), it goes straight into that
+       merge: never written, and read back, on its own */
+    SpillConf conf;
+    spill_conf(&conf);
+    int tt = tier_of(batch_bytes(t->spine[i].b)), at[SPILL_MERGE_MAX], nin = 0;
+    Spilled *in[SPILL_MERGE_MAX];
+    for (int j = 0; conf.merge && j < t->n && nin < SPILL_MERGE_MAX - 1; j++)
+        if (t->spine[j].s && tier(t->spine[j].s) == tt) {
+            at[nin] = j;
+            in[nin++] = t->spine[j].s;
+        }
     Spilled *s;
+    if (nin >= COMPACT_FANIN - 1) {
+        int rc = spill_merge_batch(t->spine[i].b, in, nin, &s, err);
+        if (rc)
+            return rc;
+        int k = nin++; /* i among the runs replaced, in spine order */
+        while (k > 0 && at[k - 1] > i) {
+            at[k] = at[k - 1];
+            k--;
+        }
+        at[k] = i;
+        replace_runs(t, at, nin, s);
+        return 0;
+    }
     int rc = spill_write(t->spine[i].b, &s, err);
     if (rc)
         return rc;
@@ -291,15 +354,6 @@ int trace_spill_largest(Trace *t, Err *err)
     return 0;
 }
 
-/* The size tier of a spilled run: runs of one tier are within a factor 4. */
-static int tier(const Spilled *s)
-{
-    int t = 0;
-    for (size_t b = s->bytes >> 16; b; b >>= 2)
-        t++;
-    return t;
-}
-
 int trace_compact(Trace *t, int *merged, Err *err)
 {
     *merged = 0;
@@ -307,7 +361,6 @@ int trace_compact(Trace *t, int *merged, Err *err)
        (and any others of it, up to SPILL_MERGE_MAX) into one, which lands
        at least a tier higher: a tuple is rewritten O(log4(N / B)) times and
        a trace keeps fewer than COMPACT_FANIN runs per tier */
-    enum { COMPACT_FANIN = 4 };
     for (bool again = true; again;) {
         again = false;
         int count[64] = {0};
@@ -332,21 +385,7 @@ int trace_compact(Trace *t, int *merged, Err *err)
         if (rc)
             return rc;
         *merged += nin - 1;
-        /* the result takes the oldest's place; the others leave the spine
-           (a trace is a sum: where a run sits does not change it) */
-        int w = 0;
-        for (int i = 0, k = 0; i < t->n; i++) {
-            if (k < nin && i == at[k]) {
-                spilled_unref(t->spine[i].s);
-                if (k++ == 0 && m->n > 0)
-                    t->spine[w++] = (Run){NULL, m, m->n};
-                continue;
-            }
-            t->spine[w++] = t->spine[i];
-        }
-        t->n = w;
-        if (m->n == 0) /* every tuple cancelled */
-            spilled_unref(m);
+        replace_runs(t, at, nin, m); /* the others leave the spine */
         again = true;
     }
     return 0;

@@ -281,7 +281,7 @@ def test_a_join_several_times_the_limit_on_host_1_spills_there_and_completes(htt
     assert m and int(m.group(1)) > 0 and int(m.group(2)) > 0, out
     assert "held for a checkpoint 0 files" in lines[i + 1], out
     # each host in its own directory under the storage while running
-    assert any(f.name.startswith("batch-") for f in (storage / "spill" / "host-1").iterdir())
+    assert any(f.name.startswith("run-") for f in (storage / "spill" / "host-1").iterdir())
     q = requests.post(p.url("/query"), params={"format": "json"},
                       data="SELECT y, n, s, p FROM per_y", timeout=60)
     assert q.status_code == 200, q.text
@@ -327,7 +327,7 @@ def test_a_restart_after_kill_9_of_a_spilling_host_gives_the_same_results(tmp_pa
     # host 1 dies (kill -9) at step 10, after checkpoints and with state spilled
     run_join(tmp_path, tmp_path / "d1", 2, crash="after-step:10@1")
     spill1 = tmp_path / "storage" / "spill" / "host-1"
-    assert spill1.exists() and any(f.name.startswith("batch-") for f in spill1.iterdir())
+    assert spill1.exists() and any(f.name.startswith("run-") for f in spill1.iterdir())
     # more input, then the same pipeline on then_hosts hosts from its checkpoint
     a, b = write_join_input(tmp_path, extra=8000)
     # on one host the state both hosts held, restored whole (a restored

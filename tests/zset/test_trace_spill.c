@@ -158,7 +158,7 @@ static int count_files(const char *dir)
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)))
-        n += !strncmp(e->d_name, "batch-", 6);
+        n += !strncmp(e->d_name, "run-", 4);
     closedir(d);
     return n;
 }
@@ -202,6 +202,11 @@ static void spilled_trace_answers_as_in_memory(bool merge)
         assert_true(merge || merged == 0);
         if (trace_nbatches(sp) > maxruns)
             maxruns = trace_nbatches(sp);
+        { /* one file per spilled run */
+            SpillStats ls;
+            spill_stats(&ls);
+            assert_int_equal(count_files(spill_store_where()), ls.runs_live);
+        }
         if (merge) { /* the spine's rule: sizes at least halve run to run */
             assert_true(trace_nbatches(sp) <= 12);
             SpillStats ss;
