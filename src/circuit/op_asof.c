@@ -261,11 +261,13 @@ static int emit_part(Op *op, OpEnv *env, PPart *part, const PChanged *chg, int64
  * (pstate_spillable, pstate.c "Spilling"): between steps the budget moves
  * cold partitions into the state's cold trace, and a step reads back the
  * partitions its input touches, so the emit above always sees whole trees.
- * The forgetting walks only the partitions in memory: a cold partition
- * keeps its rows below W until a step reads it back, and the first
- * forgetting after that drops them. Forgetting never changes the output
- * (the rows it drops can no longer change a match), so the output is the
- * same as in memory; only the cold trace holds those rows a while longer.
+ * The forgetting walks only the partitions in memory (pstate_forget: the
+ * rows it drops leave the cold trace too, which holds every partition
+ * once they spilled): a cold partition keeps its rows below W until a
+ * step reads it back, and the first forgetting after that drops them.
+ * Forgetting never changes the output (the rows it drops can no longer
+ * change a match), so the output is the same as in memory; only the cold
+ * trace holds those rows a while longer.
  */
 
 static int finish_asof(Op *op, OpEnv *env)
@@ -282,7 +284,8 @@ static int finish_asof(Op *op, OpEnv *env)
 
 /* Forget the rows below key[0..kn) (the sort key prefix of the bound) of
    partition part's tree; true when something went. */
-static bool forget_part(AsofSt *s, const CNode *nd, PPart *part, const uint8_t *key, size_t kn)
+static bool forget_part(AsofSt *s, const CNode *nd, PPart *part, const uint8_t *key, size_t kn,
+                        BatchBuilder **cold_bb)
 {
     OTree *t = &part->t;
     static const uint8_t present = 0x01; /* the first row with a timestamp */
@@ -301,12 +304,8 @@ static bool forget_part(AsofSt *s, const CNode *nd, PPart *part, const uint8_t *
             go = nd->asof_back || before_r;
         if (x == last_r)
             before_r = false;
-        if (go) { /* weights to 0 first (the subtree counts and sums) */
-            otree_add(&s->ps.lay, x, 0, -x->w[0]);
-            otree_add(&s->ps.lay, x, 1, -x->w[1]);
-            otree_remove(&s->ps.lay, t, x);
-            s->ps.heap -= s->ps.lay.off_enc + (x->len ? x->len : 1); /* pstate.c's node_bytes */
-            sl_free(x);
+        if (go) {
+            pstate_forget(&s->ps, part, x, cold_bb);
             any = true;
         }
     }
@@ -339,19 +338,14 @@ static void step_end_asof(Op *op)
     const uint8_t *k;
     size_t kn;
     void *pl;
+    BatchBuilder *cold_bb = NULL;
     while (hmap_next(s->ps.parts, &it, &k, &kn, &pl)) {
         PPart *part = pl;
-        any |= forget_part(s, nd, part, key.p, key.n);
+        any |= forget_part(s, nd, part, key.p, key.n, &cold_bb);
         if (!part->t.root)
             *VEC_PUSH(empty, nempty, capempty) = part;
     }
-    for (int64_t i = 0; i < nempty; i++) {
-        uint8_t *pk = empty[i]->key;
-        uint32_t pn = empty[i]->klen;
-        hmap_delete(s->ps.parts, pk, pn, sl_hash(pk, pn)); /* frees the partition */
-        sl_free(pk);
-        s->ps.heap -= pn;
-    }
+    pstate_forget_end(&s->ps, cold_bb, empty, nempty);
     sl_free(empty);
     buf_free(&key);
     if (any && s->ps.saved) { /* the checkpoint copy is out of date */

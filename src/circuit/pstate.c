@@ -243,6 +243,42 @@ static void step_end_pstate(Op *op)
         trace_step_end(ps->cold);
 }
 
+void pstate_forget(PState *ps, PPart *part, ONode *n, BatchBuilder **cold_bb)
+{
+    if (ps->through && n->w[0]) { /* cold holds the row: retract it there too */
+        if (!*cold_bb)
+            *cold_bb = bb_new();
+        bb_add(*cold_bb, part->key, part->klen, n->enc, n->len, -n->w[0]);
+        ps->ncold_rows--;
+    }
+    otree_add(&ps->lay, n, 0, -n->w[0]); /* weights to 0 first (subtree counts, sums) */
+    otree_add(&ps->lay, n, 1, -n->w[1]);
+    size_t nb = node_bytes(ps, n);
+    otree_remove(&ps->lay, &part->t, n);
+    ps->heap -= nb;
+    ps->nhot_rows--;
+    part->bytes -= nb;
+    part->rows--;
+    sl_free(n);
+}
+
+void pstate_forget_end(PState *ps, BatchBuilder *cold_bb, PPart **empty, int64_t nempty)
+{
+    for (int64_t i = 0; i < nempty; i++) {
+        uint8_t *k = empty[i]->key;
+        uint32_t kl = empty[i]->klen;
+        hmap_delete(ps->parts, k, kl, sl_hash(k, kl)); /* frees the partition */
+        sl_free(k);
+        ps->heap -= kl;
+    }
+    if (cold_bb) {
+        Batch *b = bb_finish(cold_bb);
+        __atomic_add_fetch(&cold_writes, b->n, __ATOMIC_RELAXED);
+        trace_insert_take(ps->cold, b);
+        trace_step_end(ps->cold); /* between steps: nothing to roll back */
+    }
+}
+
 void pstate_free(PState *ps)
 {
     size_t it = 0;

@@ -47,8 +47,7 @@ typedef struct PPart {
     uint8_t *key; /* partition key encoding (owned) */
     uint32_t klen;
     int64_t stamp; /* last step in which the partition changed */
-    size_t bytes;  /* of its key and nodes (spillable only: ASOF forgets
-                      nodes of its own) */
+    size_t bytes;  /* of its key and nodes */
     int64_t rows;  /* its nodes (the same) */
     OTree t;
 } PPart;
@@ -100,8 +99,18 @@ void pstate_init(Op *op, PState *ps, const char *what);
    every partition goes into a trace that spills to files like any trace
    run and keeps them all (each step's changes follow); the map keeps
    those a step read back until the budget drops them. After pstate_init
-   and olayout_init. Not for operators that walk every partition (ASOF). */
+   and olayout_init. An operator that drops rows of its own between steps
+   (ASOF below the watermark) does it with pstate_forget, and walks only
+   the partitions in the map: cold ones keep such rows until a step reads
+   them back. */
 void pstate_spillable(PState *ps);
+/* Between steps, drop node n from partition part (its weights, the
+   figures); once partitions spilled, the row's retraction goes to
+   *cold_bb (created on first use) so the cold trace forgets it too. */
+void pstate_forget(PState *ps, PPart *part, ONode *n, BatchBuilder **cold_bb);
+/* After a round of pstate_forget: delete the partitions empty[0..nempty)
+   (left with no rows) and add cold_bb's retractions to the cold trace. */
+void pstate_forget_end(PState *ps, BatchBuilder *cold_bb, PPart **empty, int64_t nempty);
 /* Partitions read back from cold so far, by every operator of the process
    (tests and figures). */
 int64_t pstate_partitions_read_back(void);
