@@ -38,6 +38,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,30 @@ static void *writer_main(void *arg)
 
 /* ---------------------------------------------------------------- taking one */
 
+/* The shape of a compiled circuit: every node's kind, inputs and output
+   column types. A checkpoint's state is per node, in the layout the
+   planner chose; the program's fingerprint hashes only its text, and
+   another build of sluice may compile the same text into a different
+   circuit (a planner that narrows a join's rows): such state must be
+   refused, not read into the wrong layout. */
+static uint64_t circuit_shape(const Circuit *c)
+{
+    XXH64_state_t *h = XXH64_createState();
+    XXH64_reset(h, 0);
+    for (int i = 0; i < c->nnodes; i++) {
+        const CNode *nd = c->nodes[i];
+        int32_t head[3] = {(int32_t)nd->k, nd->nin, nd->ncol};
+        XXH64_update(h, head, sizeof(head));
+        if (nd->nin)
+            XXH64_update(h, nd->in, sizeof(int) * (size_t)nd->nin);
+        if (nd->ncol)
+            XXH64_update(h, nd->types, sizeof(SqlType) * (size_t)nd->ncol);
+    }
+    uint64_t r = XXH64_digest(h);
+    XXH64_freeState(h);
+    return r;
+}
+
 static char *job_meta(Ft *ft, FtCounts n)
 {
     cJSON *m = cJSON_CreateObject();
@@ -266,6 +291,9 @@ static char *job_meta(Ft *ft, FtCounts n)
     cJSON_AddNumberToObject(m, "workers", ft->be->workers);
     cJSON_AddNumberToObject(m, "hosts", ft->be->hosts);
     cJSON_AddNumberToObject(m, "nodes", ft->c->nnodes);
+    char shape[32];
+    snprintf(shape, sizeof(shape), "%016" PRIx64, circuit_shape(ft->c));
+    cJSON_AddStringToObject(m, "circuit", shape);
     cJSON_AddNumberToObject(m, "step", (double)rt_steps(ft->be->rt));
     cJSON_AddNumberToObject(m, "rows", (double)n.rows);
     cJSON_AddNumberToObject(m, "txn_id", (double)n.txn_id);
@@ -834,6 +862,27 @@ static bool manifest_check(const cJSON *m, char *why, size_t whyn)
     return true;
 }
 
+/* Refuse a checkpoint whose circuit (compiled by the build that wrote it)
+   differs from c, this build's circuit of the same program: its per-node
+   state has another layout. Checkpoints of builds before 2026-12-05 carry
+   no "circuit" and are taken as they are. */
+static int check_shape(const Circuit *c, const cJSON *m, int64_t step, const char *dir, Err *err)
+{
+    const cJSON *cs = cJSON_GetObjectItemCaseSensitive(m, "circuit");
+    if (!cJSON_IsString(cs))
+        return 0;
+    char mine[32];
+    snprintf(mine, sizeof(mine), "%016" PRIx64, circuit_shape(c));
+    if (!strcmp(cs->valuestring, mine))
+        return 0;
+    return err_set(err, SL_ECONFIG,
+                   "storage %s: its checkpoint (step %lld) was written by a sluice build that "
+                   "compiles this program into a different circuit (shape %s; this build's is "
+                   "%s), so its state cannot be read here: run the build that wrote it, or start "
+                   "this one with a new storage directory",
+                   dir, (long long)step, cs->valuestring, mine);
+}
+
 /* Refuse storage written by another program or worker count. */
 static int check_identity(Ft *ft, const cJSON *m, int64_t step, Err *err)
 {
@@ -852,7 +901,7 @@ static int check_identity(Ft *ft, const cJSON *m, int64_t step, Err *err)
             return err_set(err, SL_ECONFIG, "storage %s: the checkpoint's circuit has %lld "
                            "nodes, its program's %d", dir, (long long)ckpt_jint(m, "nodes"),
                            ft->boot->old->nnodes);
-        return 0;
+        return check_shape(ft->boot->old, m, step, dir, err);
     }
     if (!cJSON_IsString(fp) || strcmp(fp->valuestring, mine))
         return err_set(err, SL_ECONFIG,
@@ -868,7 +917,7 @@ static int check_identity(Ft *ft, const cJSON *m, int64_t step, Err *err)
     if (ckpt_jint(m, "nodes") != ft->c->nnodes)
         return err_set(err, SL_ECONFIG, "storage %s: the checkpoint's circuit has %lld nodes, "
                        "this program's %d", dir, (long long)ckpt_jint(m, "nodes"), ft->c->nnodes);
-    return 0;
+    return check_shape(ft->c, m, step, dir, err);
 }
 
 /* Do the logs hold everything since the beginning (the first ingress

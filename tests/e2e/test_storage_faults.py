@@ -519,3 +519,34 @@ def test_storage_files_are_private_to_the_user(http_pipeline, tmp_path):
     assert any(f.startswith("ingress-") for f in files)
     for f in files:
         assert stat.S_IMODE(os.stat(st / f).st_mode) == 0o600, f
+
+
+def test_a_checkpoint_of_a_build_that_compiled_the_program_differently_is_refused(
+        http_pipeline, tmp_path):
+    """The manifest records the compiled circuit's shape (every node's kind,
+    inputs and column types): another build of sluice may compile the same
+    program text into another circuit (a planner that narrows a join's
+    rows), whose per-node state has another layout. Such a checkpoint is
+    refused with a message saying so, never read into the wrong layout; a
+    manifest of a build before the field existed loads as before."""
+    st = tmp_path / "st"
+    p = http_pipeline(PROG, "--storage", st)
+    assert push(p, range(10)).status_code == 200
+    p.stop()
+    (name,) = [f for f in os.listdir(st) if f.startswith("manifest-")]
+    shape = manifests(st)[-1]["circuit"]
+    assert re.fullmatch(r"[0-9a-f]{16}", shape)
+    for f in segments(st, "ingress-") + segments(st, "journal-"):
+        os.unlink(st / f)  # the checkpoint is the only copy of the state
+    other = "%016x" % (int(shape, 16) ^ 1)
+    rewrite_manifest(st / name, lambda m: m.update(circuit=other))
+    res = start_fails(tmp_path, PROG, st)
+    assert res.returncode != 0, res.stderr[-2000:]
+    assert "compiles this program into a different circuit" in res.stderr, res.stderr[-2000:]
+    assert other in res.stderr and shape in res.stderr, res.stderr[-2000:]
+    # an older build's manifest (no "circuit") is taken as it is
+    rewrite_manifest(st / name, lambda m: m.pop("circuit"))
+    q = http_pipeline(PROG, "--storage", st, "--dump", tmp_path / "d", name="legacy")
+    q.stop()
+    _, rows = read_dump(tmp_path / "d" / "per_id.csv")
+    assert_exactly(rows, range(10))
