@@ -282,7 +282,12 @@ static int64_t run_morsels(Worker *w, OpEnv *menv, int64_t limit)
                 fed++;
                 if (limit < 0 && w->err.code)
                     goto out_done;
-                if (unlikely(budget_stop())) { /* a /query past its bounds */
+                /* a /query past its bounds, or the step past its memory
+                   allowance; never while undoing: every morsel fed must be
+                   withdrawn again (stopping there after the first one left
+                   the rest of a failed step in the sinks, and its retry
+                   added them a second time) */
+                if (!w->undo && unlikely(budget_stop())) {
                     if (!w->err.code)
                         budget_error(&w->err);
                     goto out_done;
