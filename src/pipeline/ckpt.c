@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "../base/mem.h"
+#include "../expr/tz.h"
 #include "../cluster/net.h"
 #include "../io/deliver.h"
 #include "boot.h"
@@ -251,7 +252,7 @@ static void *writer_main(void *arg)
 /* ---------------------------------------------------------------- taking one */
 
 /* The shape of a compiled circuit: every node's kind, inputs and output
-   column types. A checkpoint's state is per node, in the layout the
+   column types (a TIMESTAMPTZ's session zone by name). A checkpoint's state is per node, in the layout the
    planner chose; the program's fingerprint hashes only its text, and
    another build of sluice may compile the same text into a different
    circuit (a planner that narrows a join's rows): such state must be
@@ -266,8 +267,16 @@ static uint64_t circuit_shape(const Circuit *c)
         XXH64_update(h, head, sizeof(head));
         if (nd->nin)
             XXH64_update(h, nd->in, sizeof(int) * (size_t)nd->nin);
-        if (nd->ncol)
-            XXH64_update(h, nd->types, sizeof(SqlType) * (size_t)nd->ncol);
+        for (int j = 0; j < nd->ncol; j++) {
+            SqlType t = nd->types[j];
+            if (t.kind == TK_TIMESTAMPTZ || t.elem == TK_TIMESTAMPTZ) {
+                /* a zone id is local to the process (tz.h): hash its name */
+                const char *z = tz_name(t.len);
+                XXH64_update(h, z, strlen(z) + 1);
+                t.len = 0;
+            }
+            XXH64_update(h, &t, sizeof(t));
+        }
     }
     uint64_t r = XXH64_digest(h);
     XXH64_freeState(h);
