@@ -31,7 +31,12 @@ typedef struct TableDecl {
 /* Flags of circuit_compile_with. */
 #define CC_PRESENT 1 /* views keep ORDER BY keys (hidden trailing columns) and
                         LIMIT/OFFSET for a reader that presents them in order */
-/* Compile sql after declaring tables decl[0..ndecl) (no connectors). */
+#define CC_NO_NARROW 2 /* the circuit of builds before join narrowing (plan_prune.c):
+                          a join's unread input columns become constants instead
+                          of being dropped; a storage written in that layout
+                          restarts with it */
+/* Compile sql after declaring tables decl[0..ndecl) (no connectors; none:
+   decl NULL, ndecl 0). */
 int circuit_compile_with(const char *sql, const TableDecl *decl, int ndecl, int flags,
                          Circuit **out, Err *err);
 /* Free a compiled circuit (its arena and its relations' connectors); NULL
