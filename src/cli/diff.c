@@ -11,6 +11,7 @@
  * programs differ.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +58,11 @@ void cli_print_err(const char *where, const Err *e)
         fprintf(stderr, "sluice: %s: %s\n", err_kind(e->code), e->msg);
 }
 
-Circuit *cli_compile_run(const char *text, const char *where)
+Circuit *cli_compile_run_flags(const char *text, const char *where, int flags)
 {
     Err e = {0};
     Circuit *c = NULL;
-    if (circuit_compile(text, &c, &e)) {
+    if (circuit_compile_with(text, NULL, 0, flags, &c, &e)) {
         cli_print_err(where, &e);
         return NULL;
     }
@@ -74,10 +75,53 @@ Circuit *cli_compile_run(const char *text, const char *where)
     buf_printf(&b, "%s\n%s\n", text, PIPELINE_ERRORS_DDL);
     circuit_free(c);
     c = NULL;
-    if (circuit_compile((const char *)b.p, &c, &e))
+    if (circuit_compile_with((const char *)b.p, NULL, 0, flags, &c, &e))
         cli_print_err(where, &e);
     buf_free(&b);
     return c;
+}
+
+Circuit *cli_compile_run(const char *text, const char *where)
+{
+    return cli_compile_run_flags(text, where, 0);
+}
+
+Circuit *cli_match_storage(Circuit *c, int flags, const char *text, const char *where,
+                           const char *storage, bool quiet)
+{
+    char fp[32], shape[32], mine[32];
+    Err e = {0};
+    if (!c || !storage || progstore_circuit(storage, fp, shape, &e))
+        return c; /* no checkpoint: nothing to match (the restart says why) */
+    snprintf(mine, sizeof(mine), "%016" PRIx64, (uint64_t)XXH64(text, strlen(text), 0));
+    if (strcmp(fp, mine))
+        return c; /* another program's: bootstrapping compiles that one */
+    char cs[32], as[32];
+    snprintf(cs, sizeof(cs), "%016" PRIx64, ckpt_circuit_shape(c));
+    if (!strcmp(cs, shape) || (!shape[0] && (flags & CC_NO_NARROW)))
+        return c;
+    /* the other layout; a manifest without shape: builds before narrowing */
+    int alt = shape[0] ? flags ^ CC_NO_NARROW : flags | CC_NO_NARROW;
+    Circuit *other = cli_compile_run_flags(text, where, alt);
+    if (!other)
+        return c;
+    snprintf(as, sizeof(as), "%016" PRIx64, ckpt_circuit_shape(other));
+    if ((shape[0] && strcmp(as, shape)) || !strcmp(as, cs)) {
+        circuit_free(other); /* neither (the restore refuses it), or the same circuit */
+        return c;
+    }
+    if (!quiet)
+        fprintf(stderr, "sluice: storage %s: its checkpoint holds this program's circuit %s "
+                        "(%s): continuing in that layout%s\n",
+                storage,
+                alt & CC_NO_NARROW ? "as builds before join narrowing compiled it"
+                                   : "with narrowed joins",
+                shape[0] ? "by the shape it records" : "it records no shape",
+                alt & CC_NO_NARROW ? ", joins keep their unread columns (as constants); a new "
+                                     "storage gets narrowed joins"
+                                   : " (--no-join-narrowing applies to a new storage)");
+    circuit_free(c);
+    return other;
 }
 
 /* The program in path compiled as `run` does; its text to *text. */
@@ -209,7 +253,7 @@ int cmd_diff(int argc, char **argv)
         char where[1024];
         snprintf(where, sizeof(where), "%s (program of the checkpoint of step %lld)", storage,
                  (long long)step);
-        Circuit *old = cli_compile_run(text, where);
+        Circuit *old = cli_match_storage(cli_compile_run(text, where), 0, text, where, storage, true);
         if (old)
             rc = show(old, text, new_c, ntext, where, path, json);
         circuit_free(old);
@@ -252,7 +296,8 @@ int cli_bootstrap(PipelineOpts *o, const Circuit *c, const char *text, const cha
     char where[1024];
     snprintf(where, sizeof(where), "%s (program of the checkpoint of step %lld)", o->storage,
              (long long)step);
-    if (!(cb->old = cli_compile_run(cb->old_text, where)))
+    if (!(cb->old = cli_match_storage(cli_compile_run(cb->old_text, where), 0, cb->old_text, where,
+                                      o->storage, true)))
         return 1;
     ProgDiff *d = progdiff_new(cb->old, cb->old_text, c, text);
     bool changed = progdiff_changed(d);

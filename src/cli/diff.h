@@ -21,6 +21,18 @@ void cli_print_err(const char *where, const Err *e);
    table added when the program does not declare it); errors are printed
    as WHERE:LINE:COLUMN: ... NULL on error. */
 Circuit *cli_compile_run(const char *text, const char *where);
+/* As cli_compile_run, with circuit_compile_with's flags (CC_NO_NARROW). */
+Circuit *cli_compile_run_flags(const char *text, const char *where, int flags);
+/* c, text compiled by cli_compile_run_flags with flags, is to run over
+   storage (NULL: none): when the storage's newest checkpoint is of this
+   text and holds the circuit of the other join layout (CC_NO_NARROW
+   toggled: the shape it records is that circuit's; a checkpoint that
+   records none is of a build before join narrowing), c is freed and the
+   text compiled that way instead, so the state is read in the layout it
+   was written in (said on stderr unless quiet). Otherwise c itself (a
+   checkpoint of another shape is refused when it is restored). */
+Circuit *cli_match_storage(Circuit *c, int flags, const char *text, const char *where,
+                           const char *storage, bool quiet);
 /* The subcommands (argv after the subcommand's name); exit status 0 (even
    when the programs differ), 1 error, 2 bad command line. */
 int cmd_diff(int argc, char **argv);

@@ -97,6 +97,10 @@ static void usage(FILE *f)
             "                 (allow), refuse (reject), or start paused until POST /approve\n"
             "                 (await_approval, the default with --http; without it the\n"
             "                 default refuses): docs/bootstrapping.md\n"
+            "  --no-join-narrowing  compile joins as builds before join narrowing did (their\n"
+            "                 unread input columns kept as constants), so the storage stays\n"
+            "                 readable by such a build; a storage written so is restarted in\n"
+            "                 its layout anyway (docs/fault-tolerance.md)\n"
             "  --fault-tolerance exactly_once|at_least_once|none  (default exactly_once)\n"
             "  --checkpoint-interval SECS  seconds between checkpoints (default 60;\n"
             "                 0 = only on request, POST /checkpoint)\n"
@@ -142,6 +146,9 @@ static void usage(FILE *f)
             "create, start, pause, stop, delete, status, list  clients of a manager\n");
 }
 
+/* circuit_compile_with's flags of `run` (--no-join-narrowing). */
+static int compile_flags;
+
 /* Compile the program in path (as `run` does when fingerprint is given);
    its text to *text_out (sl_free) when text_out is not NULL. */
 static Circuit *compile_file_fp(const char *path, uint64_t *fingerprint, char **text_out)
@@ -156,7 +163,7 @@ static Circuit *compile_file_fp(const char *path, uint64_t *fingerprint, char **
         *fingerprint = XXH64(text, strlen(text), 0);
     Circuit *c = NULL;
     if (fingerprint)
-        c = cli_compile_run(text, path);
+        c = cli_compile_run_flags(text, path, compile_flags);
     else if (circuit_compile(text, &c, &e))
         cli_print_err(path, &e);
     if (text_out && c)
@@ -441,7 +448,10 @@ static int follow(const char *path, PipelineOpts *o, char *cfg_storage)
         dup2(devnull, 2);
         close(devnull);
     }
-    Circuit *c = compile_file_fp(path, &o->fingerprint, NULL);
+    char *text = NULL;
+    Circuit *c = compile_file_fp(path, &o->fingerprint, &text);
+    c = cli_match_storage(c, compile_flags, text, path, o->storage, true); /* as rank 0 does */
+    sl_free(text);
     fflush(stderr);
     if (saved >= 0) {
         dup2(saved, 2);
@@ -524,6 +534,8 @@ static int cmd_run(int argc, char **argv)
         }
         else if (!strcmp(a, "--until-done"))
             o.until_done = true;
+        else if (!strcmp(a, "--no-join-narrowing"))
+            compile_flags |= CC_NO_NARROW;
         else if (!strcmp(a, "--dump")) {
             if (++i >= argc) {
                 fprintf(stderr, "sluice: --dump needs a directory\n");
@@ -663,6 +675,7 @@ static int cmd_run(int argc, char **argv)
     }
     char *program = NULL;
     Circuit *c = compile_file_fp(path, &o.fingerprint, &program);
+    c = cli_match_storage(c, compile_flags, program, path, o.storage, false); /* its layout (cli/diff.h) */
     o.program = program;
     if (!c) {
         pipeline_dismiss_followers();

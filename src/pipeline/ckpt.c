@@ -49,6 +49,7 @@
 #include "../io/deliver.h"
 #include "boot.h"
 #include "ft_int.h"
+#include "progstore.h"
 
 static const char *mode_name(int m)
 {
@@ -257,7 +258,7 @@ static void *writer_main(void *arg)
    another build of sluice may compile the same text into a different
    circuit (a planner that narrows a join's rows): such state must be
    refused, not read into the wrong layout. */
-static uint64_t circuit_shape(const Circuit *c)
+uint64_t ckpt_circuit_shape(const Circuit *c)
 {
     XXH64_state_t *h = XXH64_createState();
     XXH64_reset(h, 0);
@@ -301,7 +302,7 @@ static char *job_meta(Ft *ft, FtCounts n)
     cJSON_AddNumberToObject(m, "hosts", ft->be->hosts);
     cJSON_AddNumberToObject(m, "nodes", ft->c->nnodes);
     char shape[32];
-    snprintf(shape, sizeof(shape), "%016" PRIx64, circuit_shape(ft->c));
+    snprintf(shape, sizeof(shape), "%016" PRIx64, ckpt_circuit_shape(ft->c));
     cJSON_AddStringToObject(m, "circuit", shape);
     cJSON_AddNumberToObject(m, "step", (double)rt_steps(ft->be->rt));
     cJSON_AddNumberToObject(m, "rows", (double)n.rows);
@@ -881,7 +882,7 @@ static int check_shape(const Circuit *c, const cJSON *m, int64_t step, const cha
     if (!cJSON_IsString(cs))
         return 0;
     char mine[32];
-    snprintf(mine, sizeof(mine), "%016" PRIx64, circuit_shape(c));
+    snprintf(mine, sizeof(mine), "%016" PRIx64, ckpt_circuit_shape(c));
     if (!strcmp(cs->valuestring, mine))
         return 0;
     return err_set(err, SL_ECONFIG,

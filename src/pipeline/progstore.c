@@ -48,14 +48,14 @@ static int from_manifest(const char *where, const char *json, uint64_t s, char *
     return rc;
 }
 
-int progstore_read(const char *where, char **text, int64_t *step, char **notes, Err *err)
+/* The newest manifest that verifies in where, read only, to *json
+   (sl_free) and its step to *s. */
+static int latest(const char *where, char **json, uint64_t *s, char **notes, Err *err)
 {
     Store *st = NULL;
-    char *json = NULL;
     int rc;
-    *text = NULL;
-    *notes = NULL;
-    *step = 0;
+    *json = NULL;
+    *s = 0;
     if (strncmp(where, "s3://", 5)) {
         struct stat sb;
         if (stat(where, &sb))
@@ -67,16 +67,51 @@ int progstore_read(const char *where, char **text, int64_t *step, char **notes, 
         rc = store_open_url(where, &st, err);
     if (rc)
         return rc;
-    uint64_t s = 0;
-    rc = store_latest_manifest(st, &s, &json, notes, err);
-    if (!rc && !json)
+    rc = store_latest_manifest(st, s, json, notes, err);
+    if (!rc && !*json)
         rc = err_set(err, SL_ECONFIG,
                      "storage %s holds no checkpoint, so no program to compare with (a "
                      "pipeline writes one at each checkpoint and when it stops)",
                      where);
+    store_close(st);
+    return rc;
+}
+
+int progstore_read(const char *where, char **text, int64_t *step, char **notes, Err *err)
+{
+    char *json = NULL;
+    uint64_t s = 0;
+    *text = NULL;
+    *notes = NULL;
+    *step = 0;
+    int rc = latest(where, &json, &s, notes, err);
     if (!rc && !(rc = from_manifest(where, json, s, text, err)))
         *step = (int64_t)s;
     sl_free(json);
-    store_close(st);
+    return rc;
+}
+
+int progstore_circuit(const char *where, char fp[32], char shape[32], Err *err)
+{
+    char *json = NULL, *notes = NULL;
+    uint64_t s = 0;
+    fp[0] = shape[0] = 0;
+    int rc = latest(where, &json, &s, &notes, err);
+    sl_free(notes);
+    if (rc) {
+        sl_free(json);
+        return rc;
+    }
+    cJSON *m = cJSON_Parse(json);
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(m, "fingerprint");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "circuit");
+    if (!m)
+        rc = err_set(err, SL_EIO, "storage %s: manifest-%" PRIu64 ".json is not JSON", where, s);
+    if (cJSON_IsString(f))
+        snprintf(fp, 32, "%s", f->valuestring);
+    if (cJSON_IsString(c))
+        snprintf(shape, 32, "%s", c->valuestring);
+    cJSON_Delete(m);
+    sl_free(json);
     return rc;
 }

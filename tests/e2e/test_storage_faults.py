@@ -550,3 +550,100 @@ def test_a_checkpoint_of_a_build_that_compiled_the_program_differently_is_refuse
     q.stop()
     _, rows = read_dump(tmp_path / "d" / "per_id.csv")
     assert_exactly(rows, range(10))
+
+
+JOINP = """
+CREATE TABLE customers (id BIGINT NOT NULL, region INT NOT NULL, name VARCHAR NOT NULL,
+                        extra VARCHAR);
+CREATE TABLE orders (id BIGINT NOT NULL, customer BIGINT NOT NULL, amount INT NOT NULL,
+                     note VARCHAR);
+CREATE MATERIALIZED VIEW by_region AS
+SELECT c.region, SUM(o.amount) AS total, COUNT(*) AS n
+FROM orders o JOIN customers c ON o.customer = c.id GROUP BY c.region;
+"""
+JOINQ = ("SELECT c.region, SUM(o.amount), COUNT(*) FROM orders o JOIN customers c "
+         "ON o.customer = c.id GROUP BY c.region")
+
+
+def push_rows(p, table, changes):
+    body = "".join(json.dumps({op: row}) + "\n" for op, row in changes)
+    r = requests.post(p.url("/ingress/%s?format=json&wait=true" % table), data=body,
+                      timeout=120)
+    assert r.status_code == 200, r.text
+
+
+def join_changes(db, k):
+    """Round k's changes (applied to SQLite db too): customers and orders
+    inserted, and from round 1 on some orders of round 0 deleted (their rows
+    must meet the join's stored ones, in the layout they were kept in)."""
+    cust = [{"id": 100 * k + i, "region": i % 5, "name": "c%d" % i, "extra": "x" * (i % 40)}
+            for i in range(30)]
+    orders = [{"id": 1000 * k + i, "customer": 100 * ((i * 7) % (k + 1)) + i % 30,
+               "amount": i % 17 + 1, "note": None if i % 3 else "n%d" % i} for i in range(200)]
+    dele = [] if k == 0 else [{"id": i, "customer": i % 30, "amount": i % 17 + 1,
+                               "note": None if i % 3 else "n%d" % i}
+                              for i in range(10 * k, 10 * k + 10)]
+    for c in cust:
+        db.execute("INSERT INTO customers VALUES (?, ?, ?, ?)",
+                   (c["id"], c["region"], c["name"], c["extra"]))
+    for o in orders:
+        db.execute("INSERT INTO orders VALUES (?, ?, ?, ?)",
+                   (o["id"], o["customer"], o["amount"], o["note"]))
+    for o in dele:
+        db.execute("DELETE FROM orders WHERE id = ?", (o["id"],))
+    return ([("insert", c) for c in cust],
+            [("insert", o) for o in orders] + [("delete", o) for o in dele])
+
+
+def test_a_storage_in_the_layout_before_join_narrowing_restarts_in_it(
+        http_pipeline, tmp_path, monkeypatch):
+    """Join narrowing (sql/plan_prune.c) compiles every join program into
+    another circuit than builds before it did. A storage written in the
+    older layout (--no-join-narrowing, or SLUICE_WRITER_BIN: a build before
+    narrowing) is restarted in it, not refused: its recorded shape matches
+    the program compiled without narrowing. A manifest without a shape (a
+    build before shapes were recorded) compiles without narrowing too. The
+    view is checked against SQLite after each restart."""
+    import sqlite3
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE customers (id, region, name, extra)")
+    db.execute("CREATE TABLE orders (id, customer, amount, note)")
+    st = tmp_path / "st"
+    writer = os.environ.get("SLUICE_WRITER_BIN")
+    if writer:
+        monkeypatch.setenv("SLUICE_BIN", writer)
+    p = http_pipeline(JOINP, "--storage", st, *([] if writer else ["--no-join-narrowing"]),
+                      name="old")
+    cust, orders = join_changes(db, 0)
+    push_rows(p, "customers", cust)
+    push_rows(p, "orders", orders)
+    p.stop()
+    monkeypatch.undo()
+    old_shape = manifests(st)[-1]["circuit"]
+    # this build's own layout is another circuit: what the test is about
+    fresh = http_pipeline(JOINP, "--storage", tmp_path / "fresh", name="fresh")
+    fresh.stop()
+    assert manifests(tmp_path / "fresh")[-1]["circuit"] != old_shape
+    for f in segments(st, "ingress-") + segments(st, "journal-"):
+        os.unlink(st / f)  # the checkpoint is the only copy of the state
+
+    def round_(k, name):
+        q = http_pipeline(JOINP, "--storage", st, "--dump", tmp_path / name, name=name)
+        cust, orders = join_changes(db, k)
+        push_rows(q, "customers", cust)
+        push_rows(q, "orders", orders)
+        res = q.stop()
+        assert "as builds before join narrowing compiled it" in res.stderr, res.stderr[-2000:]
+        _, rows = read_dump(tmp_path / name / "by_region.csv")
+        got = sorted(tuple(int(x) for x in r) for r in rows)
+        assert got == sorted(db.execute(JOINQ).fetchall())
+        assert manifests(st)[-1]["circuit"] == old_shape  # still that layout
+
+    round_(1, "restart")
+    # a manifest of a build before shapes were recorded: compiled without narrowing
+    name = max((f for f in os.listdir(st) if f.startswith("manifest-")),
+               key=lambda f: int(re.match(r"manifest-(\d+)", f).group(1)))
+    rewrite_manifest(st / name, lambda m: m.pop("circuit"))
+    for f in segments(st, "ingress-") + segments(st, "journal-"):
+        os.unlink(st / f)
+    round_(2, "legacy")
