@@ -194,6 +194,55 @@ static void test_join_and_set_operation_errors_name_their_place(void **state)
                  SL_ESEMANTIC, 3, 25, "unknown table or alias \"t\"");
 }
 
+/* The join of the program's only join (fails when there is none). */
+static const CNode *the_join(const Circuit *c)
+{
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i]->k == OPK_JOIN)
+            return c->nodes[i];
+    fail_msg("no join");
+    return NULL;
+}
+
+/* Join narrowing (plan_prune.c): the inputs keep the columns read after
+   the join, through a chain of maps, and the keys; CC_NO_NARROW keeps the
+   older shape (every column, unread ones constants). */
+static void test_join_inputs_keep_only_the_columns_read_after_it(void **state)
+{
+    (void)state;
+    const char *sql = TABLES "CREATE VIEW v AS SELECT q.a * 2 AS a2 FROM "
+                             "(SELECT t.a, t.s, u.s AS us, u.a AS ua FROM t JOIN u "
+                             "ON t.b = u.c) AS q WHERE q.a > 0;";
+    Circuit *c = compile_ok(sql);
+    const CNode *j = the_join(c);
+    /* t: a (read), b (key); u: c (key); s, us, ua read by nobody */
+    assert_int_equal(j->ncol, 3);
+    const CNode *l = c->nodes[j->in[0]], *r = c->nodes[j->in[1]];
+    assert_int_equal(l->k, OPK_MAP);
+    assert_int_equal(l->ncol, 2);
+    assert_int_equal(r->k, OPK_MAP);
+    assert_int_equal(r->ncol, 1);
+    assert_int_equal(j->nkeys, 1);
+    assert_int_equal(l->proj[j->lkeys[0]]->col, 1); /* t.b */
+    assert_int_equal(r->types[j->rkeys[0]].kind, l->types[j->lkeys[0]].kind);
+    for (int i = 0; i < c->nnodes; i++) /* node ids stay topological */
+        for (int k = 0; k < c->nodes[i]->nin; k++)
+            assert_true(c->nodes[i]->in[k] < i);
+    circuit_free(c);
+
+    Err e = {0};
+    assert_int_equal(circuit_compile_with(sql, NULL, 0, CC_NO_NARROW, &c, &e), 0);
+    j = the_join(c); /* t's 3 columns, u's 3 and u.c not null */
+    assert_int_equal(j->ncol, 7);
+    circuit_free(c);
+
+    /* a view that is the join's rows keeps every column */
+    c = compile_ok(TABLES "CREATE VIEW w AS SELECT t.a, t.b, t.s, u.a AS ua, u.c, u.s AS us "
+                               "FROM t JOIN u ON t.b = u.c;");
+    assert_int_equal(the_join(c)->ncol, 7);
+    circuit_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_intersect_binds_tighter_than_union),
         cmocka_unit_test(test_values_has_the_rows_common_types),
         cmocka_unit_test(test_join_and_set_operation_errors_name_their_place),
+        cmocka_unit_test(test_join_inputs_keep_only_the_columns_read_after_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
