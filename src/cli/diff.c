@@ -86,46 +86,52 @@ Circuit *cli_compile_run(const char *text, const char *where)
     return cli_compile_run_flags(text, where, 0);
 }
 
-Circuit *cli_match_storage(Circuit *c, int flags, const char *text, const char *where,
-                           const char *storage, bool quiet)
+/* Does text compiled with flags (as run compiles it) have the shape the
+   checkpoint records? */
+static bool has_shape(const char *text, int flags, const char *shape)
 {
-    char fp[32], shape[32], mine[32];
+    Circuit *c = cli_compile_run_flags(text, "the storage's program", flags);
+    char cs[32];
+    snprintf(cs, sizeof(cs), "%016" PRIx64, c ? ckpt_circuit_shape(c) : 0);
+    bool same = c && !strcmp(cs, shape);
+    circuit_free(c);
+    return same;
+}
+
+int cli_storage_flags(const char *storage, int flags, bool quiet)
+{
+    char fp[32], shape[32];
     Err e = {0};
-    if (!c || !storage || progstore_circuit(storage, fp, shape, &e))
-        return c; /* no checkpoint: nothing to match (the restart says why) */
-    snprintf(mine, sizeof(mine), "%016" PRIx64, (uint64_t)XXH64(text, strlen(text), 0));
-    if (strcmp(fp, mine))
-        return c; /* another program's: bootstrapping compiles that one */
-    char cs[32], as[32];
-    snprintf(cs, sizeof(cs), "%016" PRIx64, ckpt_circuit_shape(c));
-    if (!strcmp(cs, shape) || (!shape[0] && (flags & CC_NO_NARROW)))
-        return c;
-    /* the other layout; a manifest without shape: builds before narrowing */
-    int alt = shape[0] ? flags ^ CC_NO_NARROW : flags | CC_NO_NARROW;
-    Circuit *other = cli_compile_run_flags(text, where, alt);
-    if (!other)
-        return c;
-    snprintf(as, sizeof(as), "%016" PRIx64, ckpt_circuit_shape(other));
-    if ((shape[0] && strcmp(as, shape)) || !strcmp(as, cs)) {
-        circuit_free(other); /* neither (the restore refuses it), or the same circuit */
-        return c;
+    if (!storage || progstore_circuit(storage, fp, shape, &e))
+        return flags; /* no checkpoint: a new layout (the restart says why not) */
+    int alt = flags | CC_NO_NARROW; /* no recorded shape: builds before narrowing */
+    const char *how = "it records no shape";
+    if (shape[0]) {
+        char *text = NULL, *notes = NULL;
+        int64_t step = 0;
+        alt = flags;
+        how = "by the shape it records";
+        if (!progstore_read(storage, &text, &step, &notes, &e) && !has_shape(text, flags, shape) &&
+            has_shape(text, flags ^ CC_NO_NARROW, shape))
+            alt = flags ^ CC_NO_NARROW;
+        sl_free(text);
+        sl_free(notes);
     }
-    if (!quiet)
-        fprintf(stderr, "sluice: storage %s: its checkpoint holds this program's circuit %s "
-                        "(%s): continuing in that layout%s\n",
+    if (alt != flags && !quiet)
+        fprintf(stderr, "sluice: storage %s: its checkpoint holds %s (%s): continuing in that "
+                        "layout%s\n",
                 storage,
-                alt & CC_NO_NARROW ? "as builds before join narrowing compiled it"
-                                   : "with narrowed joins",
-                shape[0] ? "by the shape it records" : "it records no shape",
+                alt & CC_NO_NARROW ? "the circuit as builds before join narrowing compiled it"
+                                   : "the circuit with narrowed joins",
+                how,
                 alt & CC_NO_NARROW ? ", joins keep their unread columns (as constants); a new "
                                      "storage gets narrowed joins"
                                    : " (--no-join-narrowing applies to a new storage)");
-    circuit_free(c);
-    return other;
+    return alt;
 }
 
 /* The program in path compiled as `run` does; its text to *text. */
-static Circuit *compile_path(const char *path, char **text)
+static Circuit *compile_path(const char *path, char **text, int flags)
 {
     Err e = {0};
     *text = cli_read_file(path, &e);
@@ -133,7 +139,7 @@ static Circuit *compile_path(const char *path, char **text)
         fprintf(stderr, "sluice: %s\n", e.msg);
         return NULL;
     }
-    return cli_compile_run(*text, path);
+    return cli_compile_run_flags(*text, path, flags);
 }
 
 /* Print the diff of old and new; 0. */
@@ -198,8 +204,8 @@ int cmd_check_diff(int argc, char **argv)
     if (parse_format(fmt, &json))
         return 2;
     char *otext = NULL, *ntext = NULL;
-    Circuit *old = compile_path(files[0], &otext);
-    Circuit *new_c = old ? compile_path(files[1], &ntext) : NULL;
+    Circuit *old = compile_path(files[0], &otext, 0);
+    Circuit *new_c = old ? compile_path(files[1], &ntext, 0) : NULL;
     int rc = old && new_c ? show(old, otext, new_c, ntext, files[0], files[1], json) : 1;
     circuit_free(old);
     circuit_free(new_c);
@@ -237,7 +243,8 @@ int cmd_diff(int argc, char **argv)
     if (parse_format(fmt, &json))
         return 2;
     char *ntext = NULL;
-    Circuit *new_c = compile_path(path, &ntext);
+    int flags = cli_storage_flags(storage, 0, true); /* as run would compile them */
+    Circuit *new_c = compile_path(path, &ntext, flags);
     if (!new_c) {
         sl_free(ntext);
         return 1;
@@ -253,7 +260,7 @@ int cmd_diff(int argc, char **argv)
         char where[1024];
         snprintf(where, sizeof(where), "%s (program of the checkpoint of step %lld)", storage,
                  (long long)step);
-        Circuit *old = cli_match_storage(cli_compile_run(text, where), 0, text, where, storage, true);
+        Circuit *old = cli_compile_run_flags(text, where, flags);
         if (old)
             rc = show(old, text, new_c, ntext, where, path, json);
         circuit_free(old);
@@ -278,8 +285,8 @@ int cli_boot_policy(const char *v)
     return -1;
 }
 
-int cli_bootstrap(PipelineOpts *o, const Circuit *c, const char *text, const char *path,
-                  int policy, bool http, CliBoot *cb)
+int cli_bootstrap(PipelineOpts *o, const Circuit *c, int flags, const char *text,
+                  const char *path, int policy, bool http, CliBoot *cb)
 {
     memset(cb, 0, sizeof(*cb));
     int64_t step = 0;
@@ -296,8 +303,7 @@ int cli_bootstrap(PipelineOpts *o, const Circuit *c, const char *text, const cha
     char where[1024];
     snprintf(where, sizeof(where), "%s (program of the checkpoint of step %lld)", o->storage,
              (long long)step);
-    if (!(cb->old = cli_match_storage(cli_compile_run(cb->old_text, where), 0, cb->old_text, where,
-                                      o->storage, true)))
+    if (!(cb->old = cli_compile_run_flags(cb->old_text, where, flags)))
         return 1;
     ProgDiff *d = progdiff_new(cb->old, cb->old_text, c, text);
     bool changed = progdiff_changed(d);

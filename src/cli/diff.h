@@ -23,16 +23,15 @@ void cli_print_err(const char *where, const Err *e);
 Circuit *cli_compile_run(const char *text, const char *where);
 /* As cli_compile_run, with circuit_compile_with's flags (CC_NO_NARROW). */
 Circuit *cli_compile_run_flags(const char *text, const char *where, int flags);
-/* c, text compiled by cli_compile_run_flags with flags, is to run over
-   storage (NULL: none): when the storage's newest checkpoint is of this
-   text and holds the circuit of the other join layout (CC_NO_NARROW
-   toggled: the shape it records is that circuit's; a checkpoint that
-   records none is of a build before join narrowing), c is freed and the
-   text compiled that way instead, so the state is read in the layout it
-   was written in (said on stderr unless quiet). Otherwise c itself (a
-   checkpoint of another shape is refused when it is restored). */
-Circuit *cli_match_storage(Circuit *c, int flags, const char *text, const char *where,
-                           const char *storage, bool quiet);
+/* The flags (circuit_compile_with's) to compile a program with that is
+   to run over storage (NULL: none): flags, with CC_NO_NARROW toggled when
+   the storage's newest checkpoint holds the other join layout (its stored
+   program compiled that way has the shape the checkpoint records; one
+   that records no shape is of a build before join narrowing), so its
+   state is read, and a bootstrap compares programs, in the layout it was
+   written in (said on stderr unless quiet). A checkpoint of a shape
+   neither gives is refused when it is restored. */
+int cli_storage_flags(const char *storage, int flags, bool quiet);
 /* The subcommands (argv after the subcommand's name); exit status 0 (even
    when the programs differ), 1 error, 2 bad command line. */
 int cmd_diff(int argc, char **argv);
@@ -47,13 +46,14 @@ typedef struct CliBoot {
     uint64_t old_fp;
     struct BootPlan *plan;
 } CliBoot;
-/* Before `run` starts c (text, from path) over o->storage: when the
+/* Before `run` starts c (text, from path, compiled with flags:
+   cli_storage_flags) over o->storage: when the
    storage's newest checkpoint is of another program, print the diff and,
    as policy says (http: the default is await_approval, else refusing),
    refuse (1), or set o->boot (o->boot_await: wait for POST /approve). 0
    to go on. */
-int cli_bootstrap(PipelineOpts *o, const Circuit *c, const char *text, const char *path,
-                  int policy, bool http, CliBoot *cb);
+int cli_bootstrap(PipelineOpts *o, const Circuit *c, int flags, const char *text,
+                  const char *path, int policy, bool http, CliBoot *cb);
 /* pipeline_new refused because the old program's logs hold steps or
    input after its checkpoint (cb->plan->unsettled): the old program
    replays them and writes a checkpoint with nothing after it. 0, or 1

@@ -448,10 +448,8 @@ static int follow(const char *path, PipelineOpts *o, char *cfg_storage)
         dup2(devnull, 2);
         close(devnull);
     }
-    char *text = NULL;
-    Circuit *c = compile_file_fp(path, &o->fingerprint, &text);
-    c = cli_match_storage(c, compile_flags, text, path, o->storage, true); /* as rank 0 does */
-    sl_free(text);
+    compile_flags = cli_storage_flags(o->storage, compile_flags, true); /* as rank 0 does */
+    Circuit *c = compile_file_fp(path, &o->fingerprint, NULL);
     fflush(stderr);
     if (saved >= 0) {
         dup2(saved, 2);
@@ -674,8 +672,8 @@ static int cmd_run(int argc, char **argv)
             return follow(path, &o, cfg_storage);
     }
     char *program = NULL;
+    compile_flags = cli_storage_flags(o.storage, compile_flags, false); /* its layout */
     Circuit *c = compile_file_fp(path, &o.fingerprint, &program);
-    c = cli_match_storage(c, compile_flags, program, path, o.storage, false); /* its layout (cli/diff.h) */
     o.program = program;
     if (!c) {
         pipeline_dismiss_followers();
@@ -684,7 +682,7 @@ static int cmd_run(int argc, char **argv)
         return 1;
     }
     CliBoot boot;
-    if (cli_bootstrap(&o, c, program, path, boot_policy, http, &boot)) {
+    if (cli_bootstrap(&o, c, compile_flags, program, path, boot_policy, http, &boot)) {
         cli_bootstrap_free(&boot);
         pipeline_dismiss_followers();
         net_finalize();
