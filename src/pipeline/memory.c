@@ -36,7 +36,10 @@
  *
  * Figures: walking the state (every group of an aggregate) is not free,
  * so pmem_refresh walks no more often than 20 times its own cost (at most
- * ~5% of the controller's time) and at most every 10 ms.
+ * ~5% of the controller's time) and at most every 10 ms, except after a
+ * step that spilled or merged (pmem_after_step): the step's stats_publish
+ * walks then, before the pushes the step consumed are acknowledged
+ * (step.c), so a client that waited sees the state after the spill.
  */
 #include <malloc.h>
 #include <stdint.h>
@@ -603,9 +606,13 @@ int pmem_after_step(Pipeline *p, Err *err)
     m->retry = false;
     Err e = {0};
     size_t spilled = 0;
+    int merged = 0;
     int rc = spill_enforce(other_bytes(m), &spilled, &e);
     if (!rc)
-        rc = spill_compact(NULL, &e);
+        rc = spill_compact(&merged, &e);
+    if (spilled || merged)
+        m->last = 0; /* the figures changed: the next refresh (the step's
+                        stats_publish) walks, whatever the throttle says */
     if (rc) {
         snprintf(m->pressure, sizeof(m->pressure), "spilling failed: %.200s", e.msg);
         if (!m->said)

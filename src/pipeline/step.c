@@ -394,11 +394,14 @@ int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err)
     stats_publish_step(p, pd, t_end, wall_usecs());
     int64_t tok = pd->max_token;
     pend_reset(p, pd);
-    pipe_tokens_done(p, tok);
+    /* A push that waited (wait=true) returns once the step's memory work
+       is done too: /stats then shows the state as spilled after the step,
+       not as it was before (a client that waited sees the step whole). */
     if (pmem_bounded(p)) {
         pmem_after_step(p, err);
         stats_publish(p); /* the state's size after spilling */
     }
+    pipe_tokens_done(p, tok);
     progress(p, false);
     return 0;
 }

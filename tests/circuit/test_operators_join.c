@@ -368,6 +368,56 @@ static void test_joins_with_every_trace_spilled_match_the_reference(void **state
     h_spill_setup(false);
 }
 
+/* ---- a probe spanning blocks of spilled runs, with a cache of one block -------------- */
+
+/* jw: SELECT t.a, t.b, t.s, u.c, u.s FROM t JOIN u ON t.a = u.a
+   (few keys: each key's rows fill several blocks of every spilled run) */
+static void ref_join_jw(const HRows *tabs, HRows *out)
+{
+    FOR_ROWS(t, &tabs[0])
+    FOR_ROWS(u, &tabs[1])
+    if (h_sql_eq(&t[0], &u[0]))
+        h_emit(out, ROW(t[0], t[1], t[2], u[1], u[2]));
+}
+
+/* Every trace spilled after every step into blocks of ~2 rows, read back
+   through a cache that holds about one block: a step's probe of a key
+   walks several blocks of each spilled run, so each block the cursor moves
+   off is unpinned and evicted (freed) at once, long before the step's
+   output pairs are decoded. Values handed out by a probe must not point
+   into a block (ASan: heap-use-after-free), and the join must still match
+   the nested-loop reference. */
+static void test_join_probe_across_blocks_evicted_before_decode_matches_reference(
+    void **state)
+{
+    (void)state;
+    SpillStats before, after;
+    spill_stats(&before);
+    h_spill = true;
+    SpillConf conf = {
+        .limit = 1, .cache_bytes = 64, .block_bytes = 48, .min_run = 0, .merge = true};
+    spill_store_setup(NULL, 0, 1, &conf);
+    HSpec s = {
+        .sql = "CREATE TABLE t (a INT, b INT NOT NULL, s VARCHAR);\n"
+               "CREATE TABLE u (a INT, c BIGINT, s VARCHAR);\n"
+               "CREATE MATERIALIZED VIEW jw AS SELECT t.a, t.b, t.s, u.c, u.s AS us FROM t JOIN u\n"
+               "  ON t.a = u.a;\n",
+        .tables = {{"t", 3, {{0, 2, 0}, {0, 1000, 0}, {0, 6, 20}}},
+                   {"u", 3, {{0, 2, 0}, {-1000, 1000, 10}, {0, 6, 20}}}},
+        .views = {{"jw", ref_join_jw}},
+        .nchanges = 240,
+        .seed = 47,
+    };
+    h_run(&s);
+    spill_stats(&after);
+    h_spill_setup(false);
+    assert_true(after.runs_spilled > before.runs_spilled);
+    /* far more block reads than the cache could ever hold: blocks were
+       evicted and read again */
+    assert_true(after.misses - before.misses > 1000);
+    assert_true(after.cache_bytes <= 64 || after.cache_bytes == 0);
+}
+
 /* ---- skewed keys (hot keys split across workers, op_join.c) ------------------------ */
 
 /* The key of t's row in view st: half of t's rows (b even) have key 0. */
@@ -578,6 +628,8 @@ int main(void)
         cmocka_unit_test(test_cross_join_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_self_join_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_joins_with_every_trace_spilled_match_the_reference),
+        cmocka_unit_test(
+            test_join_probe_across_blocks_evicted_before_decode_matches_reference),
         cmocka_unit_test(
             test_skewed_join_integral_matches_reference_for_any_steps_and_workers),
         cmocka_unit_test(test_hot_key_rows_are_spread_over_workers),

@@ -62,6 +62,63 @@ def run(args, binary=None, timeout=120, cwd=None):
     return p
 
 
+def run_progressing(args, stall=600, binary=None):
+    """run() for a long `sluice run` whose time depends on the machine's
+    load (tiny steps, ASan, MPI): --no-progress becomes --progress (host 0
+    writes a line with the step count at most every 5 s), and the run is
+    taken for a hang only when no step completes for `stall` seconds. That
+    is a safety net against waiting for ever, never a bound on how long a
+    run that moves may take."""
+    import threading
+    import time
+    b = binary or sluice_bin()
+    env = dict(os.environ)
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+    argv = [b] + ["--progress" if str(a) == "--no-progress" else str(a) for a in args]
+    if "--progress" not in argv:
+        argv.append("--progress")
+    if "--hosts" in argv:
+        env.update(mpi_env())
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out, err = [], []
+    moved = {"step": -1, "at": time.monotonic()}
+    step_re = re.compile(rb"\| step (\d+) \|")
+
+    def read_out():
+        out.append(proc.stdout.read())
+
+    def read_err():
+        for line in iter(proc.stderr.readline, b""):
+            err.append(line)
+            m = step_re.search(line)
+            if m and int(m.group(1)) > moved["step"]:
+                moved["step"], moved["at"] = int(m.group(1)), time.monotonic()
+
+    readers = [threading.Thread(target=read_out), threading.Thread(target=read_err)]
+    for t in readers:
+        t.start()
+    while True:
+        try:
+            proc.wait(timeout=1)
+            break
+        except subprocess.TimeoutExpired:
+            if time.monotonic() - moved["at"] > stall:
+                proc.kill()
+                proc.wait()
+                for t in readers:
+                    t.join()
+                pytest.fail("sluice completed no step for %d s (hang; last step %d): %s\n"
+                            "stderr:\n%s" % (stall, moved["step"], " ".join(argv),
+                                             b"".join(err).decode("utf-8", "replace")[-3000:]))
+    for t in readers:
+        t.join()
+    p = subprocess.CompletedProcess(argv, proc.returncode,
+                                    b"".join(out).decode("utf-8", "replace"),
+                                    b"".join(err).decode("utf-8", "replace"))
+    assert_no_crash(p)
+    return p
+
+
 def mpi_env():
     """Environment for runs under MPI (--hosts): Open MPI's own process-
     lifetime allocations are suppressed for LeakSanitizer (tests/lsan-mpi.supp;

@@ -32,7 +32,8 @@ from decimal import Decimal
 import pytest
 
 from conftest import (csv_field, csv_input, json_input, multiset_diff, read_dump, relation_types,
-                      run, run_ok, write_csv, convert_text, convert_sqlite, split_lines_keep)
+                      run, run_ok, run_progressing, write_csv, convert_text, convert_sqlite,
+                      split_lines_keep)
 
 SEEDS = [20240611, 4242, 99]
 N1, N2, N3_INS, N3_DEL = 500, 300, 500, 200
@@ -408,6 +409,10 @@ RUNS = {"w1": (1, STEP_ROWS), "w3": (3, STEP_ROWS), "w1_bigstep": (1, None)}
 # step size of the "w3" run and compared byte for byte with it.
 HOST_RUNS = {"h2w3": (2, 3), "h3w3": (3, 3)}
 HOST_RUN_TIMEOUT = 300  # hang guard only (mpirun start-up, ASan), not a bound
+# The program's runs (tiny steps, ASan, up to 3 MPI processes of 3 workers
+# on a machine that may be loaded) take what they take: a run is a hang
+# only when it completes no step for this long (conftest.run_progressing).
+RUN_STALL = 600
 
 
 def write_inputs(d, data):
@@ -463,7 +468,7 @@ def run_each(w, d, runs):
                 "--no-progress"]
         if step:
             args += ["--step-rows", step]
-        w.runs[key] = run(args)
+        w.runs[key] = run_progressing(args, stall=RUN_STALL)
         w.dumps[key] = out
 
 
@@ -524,7 +529,7 @@ def run_on_hosts(w, program, d, step, seed=None, seeds=None):
                 "--dump", out, "--no-progress", "--step-rows", step]
         w.host_dumps[key] = out
         try:
-            w.host_runs[key] = run(args, timeout=HOST_RUN_TIMEOUT)
+            w.host_runs[key] = run_progressing(args, stall=RUN_STALL)
         except (AssertionError, pytest.fail.Exception) as e:
             w.host_errors[key] = "sluice %s:\n%s" % (" ".join(map(str, args)), e)
 
