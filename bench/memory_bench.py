@@ -20,37 +20,14 @@ usage: bench/memory_bench.py [--orders 10000000] [--limit BYTES] [--runs 2]
 Writes bench/results/memory.json.
 """
 import argparse
-import filecmp
-import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench as B  # noqa: E402  (SLUICE, with_limit, median, save)
-
-
-def run_once(prog, dump, step_rows, limit, env):
-    cmd = [B.SLUICE, "run", prog, "--until-done", "--no-progress", "--dump", dump,
-           "--memory-limit", limit]
-    if step_rows != "default":
-        cmd += ["--step-rows", step_rows]
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=env)
-    err = proc.stderr.read()
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        sys.exit("sluice failed (%d): %s\n%s" % (proc.returncode, " ".join(cmd), err))
-    spilled = re.search(r"memory: (\d+) trace runs spilled", err)
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "peak_mb": ru.ru_maxrss / 1024.0,
-            "runs_spilled": int(spilled.group(1)) if spilled else 0, "log": err.strip()}
+import memrun as M  # noqa: E402  (run_once, SameDumps)
 
 
 def main():
@@ -70,7 +47,7 @@ def main():
         configs.append(("limit %.0f MB" % (limit / 1e6), str(limit), {}))
         if a.no_merge:
             configs.append(("limit, no merge", str(limit), {"SLUICE_SPILL_MERGE": "0"}))
-        reference = None
+        same = M.SameDumps(("sales_by_region",))
         out = {"orders": a.orders, "limit_bytes": limit, "results": []}
         print("bench/join.sql, %d orders; limit %d bytes; %d run(s) each, alternating"
               % (a.orders, limit, a.runs))
@@ -82,13 +59,8 @@ def main():
                 for name, lim, extra in configs:
                     env = dict(os.environ, **extra)
                     dump = os.path.join(tmp, "dump-%s-%s-%d" % (sr, lim, r))
-                    res = run_once(prog, dump, sr, lim, env)
-                    view = os.path.join(dump, "sales_by_region.csv")
-                    if reference is None:
-                        reference = os.path.join(tmp, "reference.csv")
-                        shutil.copyfile(view, reference)
-                    elif not filecmp.cmp(reference, view, shallow=False):
-                        sys.exit("the view differs: %s vs %s" % (reference, view))
+                    res = M.run_once(B.SLUICE, prog, dump, lim, sr, env)
+                    same.check(dump)
                     walls[name].append(res["wall"])
                     cpus[name].append(res["cpu"])
                     peaks[name].append(res["peak_mb"])
@@ -98,7 +70,6 @@ def main():
                              res["peak_mb"],
                              "  (%d runs spilled)" % res["runs_spilled"]
                              if res["runs_spilled"] else ""), flush=True)
-                    shutil.rmtree(dump, ignore_errors=True)
             base = B.median(walls["in memory"])
             cbase = B.median(cpus["in memory"])
             for name, lim, _ in configs:

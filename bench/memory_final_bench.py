@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,8 @@ import tempfile
 import datetime
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench as B  # noqa: E402  (SLUICE, median, save)
+import bench as B  # noqa: E402  (SLUICE, save)
+import memrun as M  # noqa: E402  (rounds, SameDumps, medians)
 
 PROG = """
 CREATE TABLE e (id BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT NOT NULL,
@@ -89,25 +89,6 @@ def make_input(d, a):
             f.write(json.dumps({"delete": r}) + "\n")
 
 
-def run_once(sluice, prog, dump, limit, step_rows):
-    cmd = [sluice, "run", prog, "--until-done", "--no-progress", "--dump", dump,
-           "--memory-limit", limit, "--step-rows", str(step_rows)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    err = proc.stderr.read()
-    _, status, ru = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit("sluice failed: %s\n%s" % (" ".join(cmd), err))
-    m = re.search(r"read (\d+) times from the cache, (\d+) from files", err)
-    return {"cpu": ru.ru_utime + ru.ru_stime, "peak_mb": ru.ru_maxrss / 1024.0,
-            "hits": int(m.group(1)) if m else 0, "misses": int(m.group(2)) if m else 0,
-            "log": err.strip()}
-
-
-def sorted_lines(path):
-    with open(path) as f:
-        return sorted(f.read().splitlines())
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=600000)
@@ -144,34 +125,16 @@ def main():
                             "cr": conn("r.json")})
         configs = [("new-none", a.sluice, "none"), ("main-none", a.main, "none"),
                    ("new-" + a.limit, a.sluice, a.limit)]
-        res = {c[0]: [] for c in configs}
-        first = None
-        for r in range(a.runs):
-            for name, binary, limit in configs:
-                dump = os.path.join(tmp, "dump-%s-%d" % (name, r))
-                x = run_once(binary, prog, dump, limit, a.step_rows)
-                res[name].append(x)
-                print("%-10s run %d: cpu %.2f s, peak %.1f MB, cache %d hits / %d misses"
-                      % (name, r, x["cpu"], x["peak_mb"], x["hits"], x["misses"]), flush=True)
-                if first is None:
-                    first = dump
-                    nf = len(sorted_lines(os.path.join(first, "f.csv")))
-                    print("f: %d closed (window, group) rows" % nf, flush=True)
-                else:
-                    for v in ("f", "j_summary"):
-                        if sorted_lines(os.path.join(first, v + ".csv")) != \
-                                sorted_lines(os.path.join(dump, v + ".csv")):
-                            sys.exit("the dumps of %s differ: %s, %s" % (v, first, dump))
-                shutil.rmtree(dump) if dump != first else None
+
+        def count_f(dump):
+            with open(os.path.join(dump, "f.csv")) as f:
+                print("f: %d closed (window, group) rows" % len(f.read().splitlines()),
+                      flush=True)
+        res = M.rounds(configs, a.runs, prog, tmp, a.step_rows,
+                       M.SameDumps(("f", "j_summary"), as_lines=True), 10, count_f)
         out = {k: getattr(a, k) for k in ("events", "groups", "rate", "lateness_min", "left",
                                           "right", "keys", "limit", "step_rows", "label")}
-        for name, xs in res.items():
-            out[name] = {"cpu_median": B.median([x["cpu"] for x in xs]),
-                         "peak_mb_median": B.median([x["peak_mb"] for x in xs]),
-                         "hits": [x["hits"] for x in xs], "misses": [x["misses"] for x in xs],
-                         "runs": xs}
-            print("%s: cpu median %.2f s, peak median %.1f MB" %
-                  (name, out[name]["cpu_median"], out[name]["peak_mb_median"]))
+        M.medians(res, out)
         B.save("memory-final" + ("-" + a.label if a.label else ""), out)
     finally:
         shutil.rmtree(tmp)

@@ -19,7 +19,6 @@ usage: bench/memory_tables_bench.py [--keys 2000000] [--update-steps 20]
 Writes bench/results/memory_tables.json.
 """
 import argparse
-import filecmp
 import json
 import os
 import random
@@ -29,7 +28,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench as B  # noqa: E402  (SLUICE, median, save)
-from memory_bench import run_once  # noqa: E402
+import memrun as M  # noqa: E402  (run_once, SameDumps)
 
 
 def write_input(path, keys, update_steps):
@@ -70,7 +69,7 @@ def main():
         prog = program(data, tmp)
         out = {"keys": a.keys, "update_steps": a.update_steps, "step_rows": int(step),
                "results": []}
-        reference = None
+        same = M.SameDumps(("s",))
         res = {"in memory": [], "limited": []}
         limit = a.limit
         for r in range(a.runs):
@@ -79,14 +78,8 @@ def main():
                     limit = int(B.median([x["peak_mb"] for x in res["in memory"]]) * 1048576 / 4)
                 lim = "none" if name == "in memory" else str(limit)
                 dump = os.path.join(tmp, "dump-%s-%d" % (lim, r))
-                x = run_once(prog, dump, step, lim, os.environ.copy())
-                view = os.path.join(dump, "s.csv")
-                if reference is None:
-                    reference = os.path.join(tmp, "reference.csv")
-                    shutil.copyfile(view, reference)
-                elif not filecmp.cmp(reference, view, shallow=False):
-                    sys.exit("the view differs: %s vs %s" % (reference, view))
-                shutil.rmtree(dump, ignore_errors=True)
+                x = M.run_once(B.SLUICE, prog, dump, lim, step, os.environ.copy())
+                same.check(dump)
                 res[name].append(x)
                 print("  %-10s CPU %7.2f s  peak RSS %7.1f MB%s" %
                       (name, x["cpu"], x["peak_mb"],

@@ -21,18 +21,17 @@ usage: bench/partitions_bench.py [--rows 2000000] [--keys 300000] [--limit 64M]
 Writes bench/results/partitions.json.
 """
 import argparse
-import filecmp
 import json
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench as B  # noqa: E402  (SLUICE, median, save)
+import bench as B  # noqa: E402  (SLUICE, save)
+import memrun as M  # noqa: E402  (rounds, SameDumps, medians)
 
 PROG = """
 CREATE TABLE t (id BIGINT NOT NULL, k BIGINT NOT NULL, v BIGINT NOT NULL) WITH ('connectors' = '%s');
@@ -68,20 +67,6 @@ def make_input(path, rows, keys):
             f.write(json.dumps({"delete": live.pop()}) + "\n")
 
 
-def run_once(sluice, prog, dump, limit, step_rows):
-    cmd = [sluice, "run", prog, "--until-done", "--no-progress", "--dump", dump,
-           "--memory-limit", limit, "--step-rows", str(step_rows)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    err = proc.stderr.read()
-    _, status, ru = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit("sluice failed: %s\n%s" % (" ".join(cmd), err))
-    m = re.search(r"read (\d+) times from the cache, (\d+) from files", err)
-    return {"cpu": ru.ru_utime + ru.ru_stime, "peak_mb": ru.ru_maxrss / 1024.0,
-            "hits": int(m.group(1)) if m else 0, "misses": int(m.group(2)) if m else 0,
-            "log": err.strip()}
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=2000000)
@@ -107,31 +92,12 @@ def main():
         prog = os.path.join(tmp, "p.sql")
         with open(prog, "w") as f:
             f.write(PROG % conn)
-        res = {"none": [], a.limit: []}
-        first = None
-        for r in range(a.runs):
-            for limit in ("none", a.limit):
-                dump = os.path.join(tmp, "dump-%s-%d" % (limit, r))
-                x = run_once(a.sluice, prog, dump, limit, a.step_rows)
-                res[limit].append(x)
-                print("%-5s run %d: cpu %.2f s, peak %.1f MB, cache %d hits / %d misses"
-                      % (limit, r, x["cpu"], x["peak_mb"], x["hits"], x["misses"]), flush=True)
-                if first is None:
-                    first = dump
-                else:
-                    for v in ("top_summary", "win_summary"):
-                        if not filecmp.cmp(os.path.join(first, v + ".csv"),
-                                           os.path.join(dump, v + ".csv"), shallow=False):
-                            sys.exit("the dumps of %s differ: %s, %s" % (v, first, dump))
+        configs = [(limit, a.sluice, limit) for limit in ("none", a.limit)]
+        res = M.rounds(configs, a.runs, prog, tmp, a.step_rows,
+                       M.SameDumps(("top_summary", "win_summary")), 5)
         out = {"rows": a.rows, "keys": a.keys, "limit": a.limit, "step_rows": a.step_rows,
                "label": a.label}
-        for limit, xs in res.items():
-            out[limit] = {"cpu_median": B.median([x["cpu"] for x in xs]),
-                          "peak_mb_median": B.median([x["peak_mb"] for x in xs]),
-                          "hits": [x["hits"] for x in xs], "misses": [x["misses"] for x in xs],
-                          "runs": xs}
-            print("%s: cpu median %.2f s, peak median %.1f MB" %
-                  (limit, out[limit]["cpu_median"], out[limit]["peak_mb_median"]))
+        M.medians(res, out)
         B.save("partitions" + ("-" + a.label if a.label else ""), out)
     finally:
         shutil.rmtree(tmp)

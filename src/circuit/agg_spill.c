@@ -29,6 +29,7 @@
 
 #include "../base/mem.h"
 #include "../zset/spill.h"
+#include "cold.h"
 #include "watermark.h"
 
 struct AggCold {
@@ -58,25 +59,15 @@ static int own_evict(void *o, Err *err)
     return 0;
 }
 
-static int own_compact(void *o, int *merged, Err *err)
-{
-    (void)o, (void)err;
-    *merged = 0; /* the cold trace merges its own runs */
-    return 0;
-}
-
-static const SpillOwner cold_owner = {own_resident, own_resident, own_evict, own_compact};
+static const SpillOwner cold_owner = {own_resident, own_resident, own_evict, cold_compact};
 
 AggCold *agg_cold_new(size_t partsz, void *agg, const AggColdHooks *h)
 {
     AggCold *c = sl_calloc(1, sizeof(*c));
-    c->t = trace_new();
     c->partsz = partsz;
     c->agg = agg;
     c->h = *h;
-    c->owner = trace_tracked(c->t);
-    if (c->owner)
-        spill_register(c, &cold_owner);
+    c->t = cold_new(c, &cold_owner, &c->owner);
     return c;
 }
 
@@ -250,11 +241,5 @@ void agg_cold_mem(const AggCold *c, size_t hot, OpMem *m)
     m->rows += c->n;
     if (c->owner) /* the groups spill (into the cold trace) */
         m->trace_bytes += hot;
-    TraceMem t = {0};
-    trace_mem(c->t, &t);
-    m->bytes += t.bytes;
-    m->trace_bytes += t.trace_bytes;
-    m->disk_bytes += t.disk_bytes;
-    m->cache_hits += t.cache_hits;
-    m->cache_misses += t.cache_misses;
+    cold_mem(c->t, m);
 }

@@ -59,6 +59,7 @@
 #include "../expr/xsum.h"
 #include "../zset/trace.h"
 #include "agg_spill.h"
+#include "cold.h"
 #include "agg_state.h"
 #include "watermark.h"
 
@@ -1045,15 +1046,8 @@ static void mem_agg(Op *op, OpMem *m)
     m->bytes += hot;
     agg_cold_mem(s->cold, hot, m);
     for (int j = 0; j < s->naggs; j++)
-        if (s->minmax[j]) {
-            TraceMem t = {0};
-            trace_mem(s->minmax[j], &t);
-            m->bytes += t.bytes;
-            m->trace_bytes += t.trace_bytes; /* spills: not the groups */
-            m->disk_bytes += t.disk_bytes;
-            m->cache_hits += t.cache_hits;
-            m->cache_misses += t.cache_misses;
-        }
+        if (s->minmax[j])
+            cold_mem(s->minmax[j], m); /* its trace bytes spill: not the groups */
 }
 
 static void free_agg(Op *op)

@@ -545,20 +545,7 @@ static int eval_unnest(Op *op, OpEnv *env, Chunk **in)
         arr_it(&it, av->t, av->s[r]);
         while (arr_next(&it, &e)) {
             int64_t o = out->n;
-            for (int j = 0; j < nin; j++) { /* the input columns */
-                Vec *d = &out->col[j];
-                const Vec *v = &s->col[j];
-                if (d->i)
-                    d->i[o] = v->i[r];
-                else if (d->x)
-                    d->x[o] = v->x[r];
-                else if (d->f)
-                    d->f[o] = v->f[r];
-                else
-                    d->s[o] = v->s[r];
-                if (d->nul)
-                    d->nul[o] = v->nul ? v->nul[r] : 0;
-            }
+            copy_row(out, o, s, r); /* the input columns */
             arr_get_vec(&out->col[nin], o, &e, env->arena);
             if (n->ordinality)
                 out->col[nin + 1].i[o] = ++at;

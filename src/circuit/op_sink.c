@@ -16,6 +16,7 @@
  * eviction retracts. A restored sink starts with its contents in cold.
  */
 #include "op.h"
+#include "cold.h"
 
 #include "../base/mem.h"
 #include "../zset/hmap.h"
@@ -131,14 +132,8 @@ static void mem_sink(Op *op, OpMem *m)
     if (s->owner) /* the contents spill (into cold) */
         m->trace_bytes += hot;
     if (s->cold) {
-        TraceMem t = {0};
-        trace_mem(s->cold, &t);
         m->rows += trace_count(s->cold); /* (a row changed since its spill counts twice) */
-        m->bytes += t.bytes;
-        m->trace_bytes += t.trace_bytes;
-        m->disk_bytes += t.disk_bytes;
-        m->cache_hits += t.cache_hits;
-        m->cache_misses += t.cache_misses;
+        cold_mem(s->cold, m);
     }
 }
 
@@ -146,37 +141,22 @@ static void mem_sink(Op *op, OpMem *m)
 static size_t own_resident(const void *o) { return hot_bytes(o); }
 static size_t own_largest(const void *o) { return hot_bytes(o); }
 
+static bool put_all(void *ctx, BatchBuilder *bb, const uint8_t *k, size_t kn, void *pl)
+{
+    (void)ctx;
+    bb_add(bb, k, kn, NULL, 0, *(int64_t *)pl);
+    return true;
+}
+
 static int own_evict(void *o, Err *err)
 {
     (void)err;
     SinkSt *s = o;
-    if (s->saved) {
-        batch_unref(s->saved);
-        s->saved = NULL;
-    }
-    if (!hmap_count(s->mat))
-        return 0;
-    BatchBuilder *bb = bb_new();
-    size_t it = 0, kn;
-    const uint8_t *k;
-    void *pl;
-    while (hmap_next(s->mat, &it, &k, &kn, &pl))
-        bb_add(bb, k, kn, NULL, 0, *(int64_t *)pl);
-    hmap_free(s->mat);
-    s->mat = hmap_new(sizeof(int64_t));
-    trace_insert_take(s->cold, bb_finish(bb));
-    trace_step_end(s->cold); /* between steps: nothing to roll back */
+    cold_evict(s->cold, &s->mat, sizeof(int64_t), &s->saved, put_all, NULL);
     return 0;
 }
 
-static int own_compact(void *o, int *merged, Err *err)
-{
-    (void)o, (void)err;
-    *merged = 0; /* the cold trace merges its own runs */
-    return 0;
-}
-
-static const SpillOwner sink_owner = {own_resident, own_largest, own_evict, own_compact};
+static const SpillOwner sink_owner = {own_resident, own_largest, own_evict, cold_compact};
 
 /* The map's entries as one sorted batch (weights 0 are never in it). */
 static Batch *hot_batch(const SinkSt *s)
@@ -377,10 +357,7 @@ int op_sink_init(Op *op)
     const Relation *r = &op->circuit->rels[op->node->rel];
     if (rel_keeps(r)) {
         s->mat = hmap_new(sizeof(int64_t));
-        s->cold = trace_new();
-        s->owner = trace_tracked(s->cold);
-        if (s->owner)
-            spill_register(s, &sink_owner);
+        s->cold = cold_new(s, &sink_owner, &s->owner);
     }
     s->conns = !r->is_table && r->connectors && cJSON_GetArraySize(r->connectors) > 0;
     s->outputs = s->conns;

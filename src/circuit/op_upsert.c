@@ -33,6 +33,7 @@
  * the trace's one run: in memory until the budget spills it).
  */
 #include "op.h"
+#include "cold.h"
 
 #include <stdlib.h>
 
@@ -361,15 +362,8 @@ static void mem_upsert(Op *op, OpMem *m)
     m->bytes += hot + (hmap_count(s->rows) ? 0 : hmap_bytes(s->rows));
     if (s->owner) /* the rows spill (into cold) */
         m->trace_bytes += hot;
-    if (s->cold) {
-        TraceMem t = {0};
-        trace_mem(s->cold, &t);
-        m->bytes += t.bytes;
-        m->trace_bytes += t.trace_bytes;
-        m->disk_bytes += t.disk_bytes;
-        m->cache_hits += t.cache_hits;
-        m->cache_misses += t.cache_misses;
-    }
+    if (s->cold)
+        cold_mem(s->cold, m);
 }
 
 /*
@@ -379,57 +373,44 @@ static void mem_upsert(Op *op, OpMem *m)
 static size_t own_resident(const void *o) { return hot_bytes((UpsertSt *)o); }
 static size_t own_largest(const void *o) { return hot_bytes((UpsertSt *)o); }
 
+/* The eviction's choice (own_evict): the rows the latest step did not
+   touch, or all of them. */
+typedef struct Evict {
+    UpsertSt *s;
+    uint32_t last;
+    bool all;
+} Evict;
+
+static bool put_row(void *ctx, BatchBuilder *bb, const uint8_t *k, size_t kn, void *pl)
+{
+    Evict *e = ctx;
+    Row *row = pl;
+    if (!e->all && row->touched == e->last)
+        return false;
+    if (row->enc) {
+        bb_add(bb, k, kn, row->enc, row->n, 1);
+        e->s->ncold++;
+    }
+    sl_free(row->enc);
+    return true;
+}
+
 static int own_evict(void *o, Err *err)
 {
     (void)err;
     UpsertSt *s = o;
-    if (s->saved) {
-        batch_unref(s->saved);
-        s->saved = NULL;
-    }
-    if (!hmap_count(s->rows))
-        return 0;
     /* the untouched first; all when the latest step touched every one */
-    uint32_t last = s->step - 1;
-    bool all = true;
+    Evict e = {s, s->step - 1, true};
     size_t it = 0, kn;
     const uint8_t *k;
     void *pl;
-    while (all && hmap_next(s->rows, &it, &k, &kn, &pl))
-        all = ((const Row *)pl)->touched == last;
-    HMap *keep = hmap_new(sizeof(Row));
-    BatchBuilder *bb = bb_new();
-    int64_t moved = 0;
-    it = 0;
-    while (hmap_next(s->rows, &it, &k, &kn, &pl)) {
-        Row *row = pl;
-        if (!all && row->touched == last) {
-            bool created;
-            *(Row *)hmap_upsert(keep, k, kn, sl_hash(k, kn), &created) = *row;
-            continue;
-        }
-        if (row->enc) {
-            bb_add(bb, k, kn, row->enc, row->n, 1);
-            moved++;
-        }
-        sl_free(row->enc);
-    }
-    hmap_free(s->rows);
-    s->rows = keep;
-    trace_insert_take(s->cold, bb_finish(bb));
-    trace_step_end(s->cold); /* between steps: nothing to roll back */
-    s->ncold += moved;
+    while (e.all && hmap_next(s->rows, &it, &k, &kn, &pl))
+        e.all = ((const Row *)pl)->touched == e.last;
+    cold_evict(s->cold, &s->rows, sizeof(Row), &s->saved, put_row, &e);
     return 0;
 }
 
-static int own_compact(void *o, int *merged, Err *err)
-{
-    (void)o, (void)err;
-    *merged = 0; /* the cold trace merges its own runs */
-    return 0;
-}
-
-static const SpillOwner upsert_owner = {own_resident, own_largest, own_evict, own_compact};
+static const SpillOwner upsert_owner = {own_resident, own_largest, own_evict, cold_compact};
 
 static void free_upsert(Op *op)
 {
@@ -557,10 +538,7 @@ int op_upsert_init(Op *op)
 {
     UpsertSt *s = sl_calloc(1, sizeof(*s));
     s->rows = hmap_new(sizeof(Row));
-    s->cold = trace_new();
-    s->owner = trace_tracked(s->cold);
-    if (s->owner)
-        spill_register(s, &upsert_owner);
+    s->cold = cold_new(s, &upsert_owner, &s->owner);
     op->st = s;
     op->push = push_upsert;
     op->finish = finish_upsert;

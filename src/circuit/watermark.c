@@ -36,6 +36,7 @@
 #include "../zset/key.h"
 #include "../zset/spill.h"
 #include "../zset/trace.h"
+#include "cold.h"
 #include "../expr/tz.h"
 
 #define TZ_SLACK INT64_C(3 * 3600 * 1000000) /* E_CAST through a time zone */
@@ -652,15 +653,8 @@ static void mem_final(Op *op, OpMem *m)
     m->bytes += hot + sizeof(int64_t) * (size_t)s->capcv;
     if (s->owner)
         m->trace_bytes += hot;
-    if (s->cold) {
-        TraceMem t = {0};
-        trace_mem(s->cold, &t);
-        m->bytes += t.bytes;
-        m->trace_bytes += t.trace_bytes;
-        m->disk_bytes += t.disk_bytes;
-        m->cache_hits += t.cache_hits;
-        m->cache_misses += t.cache_misses;
-    }
+    if (s->cold)
+        cold_mem(s->cold, m);
 }
 
 static size_t own_resident(const void *o) { return hot_bytes(o); }
@@ -673,49 +667,36 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* Between steps: every held row of the map moves into cold. */
+static bool put_held(void *ctx, BatchBuilder *bb, const uint8_t *k, size_t kn, void *pl)
+{
+    FinalSt *s = ctx;
+    const Held *e = pl;
+    uint8_t key[8];
+    cold_key(e->v, key);
+    bb_add(bb, key, 8, k, kn, e->w);
+    *VEC_PUSH(s->cv, s->ncv, s->capcv) = e->v;
+    s->ncold_rows++;
+    return true;
+}
+
 static int own_evict(void *o, Err *err)
 {
     (void)err;
     FinalSt *s = o;
-    if (s->saved) {
-        batch_unref(s->saved);
-        s->saved = NULL;
-    }
-    if (!hmap_count(s->rows))
+    int64_t ncv = s->ncv;
+    cold_evict(s->cold, &s->rows, sizeof(Held), &s->saved, put_held, s);
+    if (s->ncv == ncv)
         return 0;
-    BatchBuilder *bb = bb_new();
-    size_t it = 0, kn;
-    const uint8_t *k;
-    void *pl;
-    while (hmap_next(s->rows, &it, &k, &kn, &pl)) {
-        const Held *e = pl;
-        uint8_t key[8];
-        cold_key(e->v, key);
-        bb_add(bb, key, 8, k, kn, e->w);
-        *VEC_PUSH(s->cv, s->ncv, s->capcv) = e->v;
-        s->ncold_rows++;
-    }
-    hmap_free(s->rows);
-    s->rows = hmap_new(sizeof(Held));
     qsort(s->cv, (size_t)s->ncv, sizeof(int64_t), cmp_i64);
     int64_t u = 0;
     for (int64_t i = 0; i < s->ncv; i++)
         if (!u || s->cv[u - 1] != s->cv[i])
             s->cv[u++] = s->cv[i];
     s->ncv = u;
-    trace_insert_take(s->cold, bb_finish(bb));
-    trace_step_end(s->cold); /* between steps: nothing to roll back */
     return 0;
 }
 
-static int own_compact(void *o, int *merged, Err *err)
-{
-    (void)o, (void)err;
-    *merged = 0; /* the cold trace merges its own runs */
-    return 0;
-}
-
-static const SpillOwner final_owner = {own_resident, own_largest, own_evict, own_compact};
+static const SpillOwner final_owner = {own_resident, own_largest, own_evict, cold_compact};
 
 static void free_final(Op *op)
 {
@@ -740,10 +721,7 @@ int op_final_init(Op *op)
 {
     FinalSt *s = sl_calloc(1, sizeof(*s));
     s->rows = hmap_new(sizeof(Held));
-    s->cold = trace_new();
-    s->owner = trace_tracked(s->cold);
-    if (s->owner)
-        spill_register(s, &final_owner);
+    s->cold = cold_new(s, &final_owner, &s->owner);
     op->st = s;
     op->push = push_final;
     op->finish = finish_final;

@@ -283,6 +283,18 @@ static Rd reply_of(Dist *d, int h)
     return (Rd){d->drecv[h].p, d->drecv[h].p + d->drecv[h].n, false};
 }
 
+/* Host h's reply, read past its head into *r; false, the host's error
+   printed, when it reports one. */
+static bool reply_ok(Dist *d, int h, Rd *r)
+{
+    *r = reply_of(d, h);
+    Err e = {0};
+    if (!reply_head(d, h, r, &e))
+        return true;
+    fprintf(stderr, "sluice: %s\n", e.msg);
+    return false;
+}
+
 static void put_pieces(Dist *d, Buf *b, int lw, int rel, Piece *list)
 {
     Buf row = BUF_INIT;
@@ -542,12 +554,9 @@ static void d_contents(Backend *be, int rel, Buf *out)
     send_cmd(d);
     gather_replies(d);
     for (int h = 1; h < be->hosts; h++) {
-        Rd r = reply_of(d, h);
-        Err e = {0};
-        if (reply_head(d, h, &r, &e)) {
-            fprintf(stderr, "sluice: %s\n", e.msg);
+        Rd r;
+        if (!reply_ok(d, h, &r))
             continue;
-        }
         int64_t len = rd64(&r);
         const uint8_t *data = len > 0 ? rd_bytes(&r, (size_t)len) : NULL;
         if (data)
@@ -575,12 +584,9 @@ static const uint8_t *d_lookup(Backend *be, int node, const uint8_t *k, size_t k
     gather_replies(d);
     const uint8_t *row = NULL;
     for (int h = 1; h < H; h++) {
-        Rd r = reply_of(d, h);
-        Err e = {0};
-        if (reply_head(d, h, &r, &e)) {
-            fprintf(stderr, "sluice: %s\n", e.msg);
+        Rd r;
+        if (!reply_ok(d, h, &r))
             continue;
-        }
         int32_t len = rd32(&r);
         const uint8_t *data = len > 0 ? rd_bytes(&r, (size_t)len) : NULL;
         if (h == host && data) {
@@ -673,18 +679,23 @@ static int64_t d_read(Backend *be, int conn, int64_t max, Arena *a, Piece **list
     return n;
 }
 
+/* Send the command begun, gather the replies and read their heads (the
+   figures, deliveries and reports they carry); a host's error is printed. */
+static void send_logged(Dist *d)
+{
+    send_cmd(d);
+    gather_replies(d);
+    for (int h = 1; h < d->be.hosts; h++) {
+        Rd r;
+        reply_ok(d, h, &r);
+    }
+}
+
 /* A command whose replies carry the figures alone. */
 static void figures_only(Dist *d, int kind)
 {
     cmd_begin(d, kind, 0);
-    send_cmd(d);
-    gather_replies(d);
-    for (int h = 1; h < d->be.hosts; h++) {
-        Rd r = reply_of(d, h);
-        Err e = {0};
-        if (reply_head(d, h, &r, &e))
-            fprintf(stderr, "sluice: %s\n", e.msg);
-    }
+    send_logged(d);
 }
 
 /* Input sources may drop what precedes pos[j]: here, or on the host that
@@ -715,14 +726,7 @@ static void d_release(Backend *be, const InPos *pos)
             }
         memcpy(b->p + at, &n, 4);
     }
-    send_cmd(d);
-    gather_replies(d);
-    for (int h = 1; h < be->hosts; h++) {
-        Rd r = reply_of(d, h);
-        Err e = {0};
-        if (reply_head(d, h, &r, &e))
-            fprintf(stderr, "sluice: %s\n", e.msg);
-    }
+    send_logged(d);
 }
 
 /* Input read and not stepped was thrown away: the hosts drop what they
@@ -766,14 +770,7 @@ static void d_ckpt_begin(Backend *be, int64_t step, bool full, BackendReportFn f
     cmd_begin(d, DC_CKPT, full);
     for (int h = 1; h < be->hosts; h++)
         put64(&d->dsend[h], step);
-    send_cmd(d);
-    gather_replies(d);
-    for (int h = 1; h < be->hosts; h++) {
-        Rd r = reply_of(d, h);
-        Err e = {0};
-        if (reply_head(d, h, &r, &e))
-            fprintf(stderr, "sluice: %s\n", e.msg);
-    }
+    send_logged(d);
 }
 
 static void d_ckpt_abandon(Backend *be)

@@ -15,6 +15,7 @@
  * and height are bounded (parse.c).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "../base/err.h"
 #include "../base/mem.h"
@@ -345,6 +346,26 @@ static Ast *parse_typed_literal(Parser *p, Token *t)
     return n;
 }
 
+/* NAME[e1, ...] at t (NAME and "[" not yet consumed): the call name(e1,
+   ...), name being "array[]" or "map[]". */
+static Ast *parse_bracket_call(Parser *p, Token *t, const char *name)
+{
+    p->i += 2;
+    Ast *n = sql__new_ast(p, A_FUNC, t);
+    n->name = arena_strndup(p->a, name, strlen(name));
+    if (!is_op(cur(p), "]")) {
+        do {
+            Ast *e = sql__parse_expr(p);
+            if (!e)
+                return NULL;
+            sql__list_push(p, &n->args, e);
+        } while (accept_op(p, ","));
+    }
+    if (sql__expect_op(p, "]"))
+        return NULL;
+    return n;
+}
+
 /* x[i] (an ARRAY's element: the call "[]"(x, i)), x::type
    (PostgreSQL's cast): CAST(x AS type), and x -> k, x ->> k (a VARIANT's
    member or element: the calls "->"(x, k) and "->>"(x, k), k a primary),
@@ -562,40 +583,12 @@ static Ast *parse_primary(Parser *p)
             }
             if (is_typed_literal(p, t))
                 return parse_typed_literal(p, t);
-            if (is_kw(t, "array") && is_op(&p->t[p->i + 1], "[")) {
-                /* ARRAY[e1, ...]: the call "array[]"(e1, ...) */
-                p->i += 2;
-                n = sql__new_ast(p, A_FUNC, t);
-                n->name = arena_strndup(p->a, "array[]", 7);
-                if (!is_op(cur(p), "]")) {
-                    do {
-                        Ast *e = sql__parse_expr(p);
-                        if (!e)
-                            return NULL;
-                        sql__list_push(p, &n->args, e);
-                    } while (accept_op(p, ","));
-                }
-                if (sql__expect_op(p, "]"))
-                    return NULL;
-                return n;
-            }
-            if (is_kw(t, "map") && is_op(&p->t[p->i + 1], "[")) {
-                /* MAP[k1, v1, ...]: the call "map[]"(k1, v1, ...) */
-                p->i += 2;
-                n = sql__new_ast(p, A_FUNC, t);
-                n->name = arena_strndup(p->a, "map[]", 5);
-                if (!is_op(cur(p), "]")) {
-                    do {
-                        Ast *e = sql__parse_expr(p);
-                        if (!e)
-                            return NULL;
-                        sql__list_push(p, &n->args, e);
-                    } while (accept_op(p, ","));
-                }
-                if (sql__expect_op(p, "]"))
-                    return NULL;
-                return n;
-            }
+            /* ARRAY[e1, ...]: the call "array[]"(e1, ...) */
+            if (is_kw(t, "array") && is_op(&p->t[p->i + 1], "["))
+                return parse_bracket_call(p, t, "array[]");
+            /* MAP[k1, v1, ...]: the call "map[]"(k1, v1, ...) */
+            if (is_kw(t, "map") && is_op(&p->t[p->i + 1], "["))
+                return parse_bracket_call(p, t, "map[]");
             if (is_kw(t, "array") && is_op(&p->t[p->i + 1], "(")) {
                 sql__unsupported(p, t, "ARRAY(subquery)");
                 return NULL;

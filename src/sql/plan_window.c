@@ -96,14 +96,24 @@ static int int_literal(P *p, Ast *x, const char *what, int64_t *out)
     return 0;
 }
 
+/* Window functions take no wide type (DECIMAL of precision above
+   DECIMAL64_MAX_PREC): the error for x over at, or 0. */
+static int narrow_arg(P *p, Ast *x, SqlType at)
+{
+    if (!type_is_wide(at))
+        return 0;
+    return perr(p, SL_EUNSUPPORTED, x->line, x->col,
+                "%s over %s is not supported yet (window functions take DECIMAL of precision "
+                "at most %d)", x->name, tname(at), DECIMAL64_MAX_PREC);
+}
+
 /* The result type of aggregate f->kind over arg type at (as for GROUP BY). */
 static int agg_types(P *p, Ast *x, WinFunc *f, SqlType at)
 {
     f->in_t = at;
-    if (type_is_wide(at))
-        return perr(p, SL_EUNSUPPORTED, x->line, x->col,
-                    "%s over %s is not supported yet (window functions take DECIMAL of "
-                    "precision at most %d)", x->name, tname(at), DECIMAL64_MAX_PREC);
+    int rc = narrow_arg(p, x, at);
+    if (rc)
+        return rc;
     switch (f->kind) {
     case WIN_COUNT_STAR:
     case WIN_COUNT:
@@ -540,12 +550,8 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
                  "the position of NTH_VALUE must be greater than zero");
             return NULL;
         }
-        if (type_is_wide(c.arg->t)) {
-            perr(p, SL_EUNSUPPORTED, x->line, x->col,
-                 "%s over %s is not supported yet (window functions take DECIMAL of precision "
-                 "at most %d)", x->name, tname(c.arg->t), DECIMAL64_MAX_PREC);
+        if (narrow_arg(p, x, c.arg->t))
             return NULL;
-        }
         f->in_t = c.arg->t;
         f->out_t = c.arg->t;
         f->out_t.nullable = 1;
@@ -577,12 +583,8 @@ static Expr *bind_call(P *p, BindCtx *bc, Ast *x, WinCtx *w)
             c.def = sql__cast_to(p, c.def, t);
         }
         c.arg = sql__cast_to(p, c.arg, t);
-        if (type_is_wide(c.arg->t)) {
-            perr(p, SL_EUNSUPPORTED, x->line, x->col,
-                 "%s over %s is not supported yet (window functions take DECIMAL of precision "
-                 "at most %d)", x->name, tname(c.arg->t), DECIMAL64_MAX_PREC);
+        if (narrow_arg(p, x, c.arg->t))
             return NULL;
-        }
         f->in_t = c.arg->t;
         f->out_t = c.arg->t;
         f->out_t.nullable = 1;

@@ -27,12 +27,12 @@ Waits poll observable state with a hang guard; no wall-clock bounds.
 import json
 import os
 import random
-import signal
 import sqlite3
 
 import requests
 
 from conftest import read_dump, wait_until
+from memkit import SPILL_ENV, ckpt_finished, ckpt_status, kill9, push, stats, with_env
 
 PROG = """
 CREATE TABLE customers (id INT NOT NULL, region INT NOT NULL);
@@ -78,58 +78,14 @@ def make_input():
     return customers, chunks, live
 
 
-def push(p, table, body):
-    r = requests.post(p.url("/ingress/%s" % table), params={"wait": "true"}, data=body,
-                      timeout=120)
-    assert r.status_code == 200 and r.json()["error_count"] == 0, r.text
-
-
 def push_customers(p, customers):
     push(p, "customers", "".join(json.dumps({"insert": {"id": i, "region": g}}) + "\n"
                                  for i, g in customers))
 
 
-def stats(p):
-    return requests.get(p.url("/stats"), timeout=60).json()
-
-
-def ckpt_status(p):
-    return requests.get(p.url("/checkpoint_status"), timeout=60).json()
-
-
-def ckpt_finished(p, seq):
-    """Wait until checkpoint request seq completed or failed."""
-    def done():
-        st = ckpt_status(p)
-        if st["success"] is not None and st["success"] >= seq:
-            return st
-        if st["failure"] is not None and st["failure"]["sequence_number"] >= seq:
-            return st
-        return None
-    return wait_until(done, "checkpoint %d finishing" % seq, hang_guard=240)
-
-
 def spill_files(spill):
     return {f for f in os.listdir(spill) if f.startswith("run-")} if os.path.isdir(spill) \
         else set()
-
-
-def kill9(p):
-    """kill -9, then wait until its checkpoint child (PR_SET_PDEATHSIG) is
-    gone too: it holds the storage lock until it is."""
-    p.proc.send_signal(signal.SIGKILL)
-    p.proc.wait()
-
-    def gone():
-        for pid in os.listdir("/proc"):
-            try:
-                if pid.isdigit() and str(p.prog).encode() in open(
-                        "/proc/%s/cmdline" % pid, "rb").read():
-                    return False
-            except OSError:
-                pass
-        return True
-    wait_until(gone, "the killed pipeline's processes ending")
 
 
 def dumps(d):
@@ -144,22 +100,6 @@ def sqlite_answers(customers, live):
     db.executemany("INSERT INTO orders VALUES (?, ?, ?)", live)
     return {v: sorted(tuple(str(x) for x in r) for r in db.execute(q))
             for v, q in SQLITE_VIEWS.items()}
-
-
-SPILL_ENV = {"SLUICE_SPILL_BLOCK": "4096", "SLUICE_SPILL_MIN_RUN": "0"}
-
-
-def with_env(env, fn):
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        return fn()
-    finally:
-        for k, v in old.items():
-            if v is None:
-                del os.environ[k]
-            else:
-                os.environ[k] = v
 
 
 def test_checkpoint_while_spilled_runs_merge_then_kill_and_restart(http_pipeline, tmp_path):

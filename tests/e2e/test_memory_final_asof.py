@@ -18,18 +18,11 @@ with the greatest ts at or below its own; (k, ts) is unique on the right).
 
 Waits poll observable state with a hang guard; no wall-clock bounds.
 """
-import datetime
 import json
 import random
-import sqlite3
 
-import requests
+from memkit import T0, op_of, push, query, spill_kill_restart, sqlite_final_asof, ts_text
 
-from conftest import wait_until
-from test_memory_checkpoint import SPILL_ENV, ckpt_finished, kill9, push, with_env
-
-EPOCH = datetime.datetime(1970, 1, 1)
-T0 = int((datetime.datetime(2024, 3, 1) - EPOCH).total_seconds())
 LATENESS = 3600
 GROUPS = 300
 KEYS = 20000
@@ -54,10 +47,6 @@ CREATE MATERIALIZED VIEW f WITH ('emit_final' = 'window_start') AS %s;
 CREATE VIEW j AS %s;
 CREATE MATERIALIZED VIEW j_summary AS %s;
 """ % (FINAL, ASOF, ASOF_SUM)
-
-
-def ts_text(sec):
-    return (EPOCH + datetime.timedelta(seconds=sec)).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def lines(table, op, rows, cols):
@@ -104,48 +93,7 @@ def make_input():
     return chunks, events, sorted(qlive.values()), sorted(rlive.values())
 
 
-def stats(p):
-    return requests.get(p.url("/stats"), timeout=60).json()
-
-
-def op_of(st, kind):
-    return next(o for o in st["memory"]["operators"] if o["kind"] == kind)
-
-
-def query(p, sql, cols):
-    q = requests.post(p.url("/query"), params={"format": "json"}, data=sql, timeout=120)
-    assert q.status_code == 200, q.text
-    return sorted(tuple(r[c] for c in cols)
-                  for r in (json.loads(line) for line in q.text.splitlines() if line.strip()))
-
-
-def sqlite_answers(events, qrows, rrows):
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE e (id INT, g INT, v INT, ts INT)")
-    db.executemany("INSERT INTO e VALUES (?, ?, ?, ?)", events)
-    db.execute("CREATE TABLE q (id INT, k INT, ts INT, v INT)")
-    db.executemany("INSERT INTO q VALUES (?, ?, ?, ?)", qrows)
-    db.execute("CREATE TABLE r (k INT, ts INT, p INT)")
-    db.executemany("INSERT INTO r VALUES (?, ?, ?)", rrows)
-    db.execute("CREATE INDEX rk ON r (k, ts)")
-    # the windows the final watermark (largest ts - lateness) closed
-    mx = max(t for _, _, _, t in events)
-    closed = ((mx - LATENESS) // 60) * 60
-    final = db.execute(
-        "SELECT datetime(ws, 'unixepoch'), g, COUNT(*), SUM(v) FROM "
-        "(SELECT (ts / 60) * 60 AS ws, g, v FROM e) WHERE ws < ? GROUP BY ws, g",
-        (closed,)).fetchall()
-    asof = db.execute(
-        "SELECT q.k % 16, COUNT(*), SUM(q.v), SUM(COALESCE(r.p, -7)), SUM(COALESCE(r.ts, -3)), "
-        "SUM(COALESCE(r.p, 0) * (q.id % 1000)) FROM q LEFT JOIN r ON r.k = q.k AND r.ts = "
-        "(SELECT MAX(r2.ts) FROM r r2 WHERE r2.k = q.k AND r2.ts <= q.ts) "
-        "GROUP BY q.k % 16").fetchall()
-    return sorted(final), sorted(asof)
-
-
 def feed(p, chunk):
-    s = requests.get(p.url("/status"), timeout=60).json()
-    assert not s["stalled"], s
     ebody, qbody, rbody = chunk
     push(p, "e", ebody)
     push(p, "r", rbody)
@@ -155,39 +103,15 @@ def feed(p, chunk):
 def test_emit_final_holds_and_asof_partitions_spill_and_survive_kill_9_and_restart(
         http_pipeline, tmp_path):
     chunks, events, qrows, rrows = make_input()
-    store = tmp_path / "store"
-    args = ("--memory-limit", "1M", "--step-rows", "1000", "--storage", str(store),
+    args = ("--memory-limit", "1M", "--step-rows", "1000", "--storage", str(tmp_path / "store"),
             "--checkpoint-interval", "0")
-    a = with_env(SPILL_ENV, lambda: http_pipeline(PROG, *args, name="a"))
-    half = CHUNKS // 2
-    for c in chunks[:half]:
-        feed(a, c)
-    st = stats(a)
-    assert st["memory"]["pressure"] is None, st["memory"]
+    b, st = spill_kill_restart(http_pipeline, PROG, args, chunks, feed, ("emit_final", "asof"))
     for kind in ("emit_final", "asof"):
-        o = op_of(st, kind)
-        assert o["bytes_on_disk"] > 0 and o["cache_misses"] > 0, o
-    # a checkpoint while the holds and partitions are spilled, then kill -9
-    seq = requests.post(a.url("/checkpoint"), timeout=60).json()["checkpoint_sequence_number"]
-    c = ckpt_finished(a, seq)
-    assert c["failure"] is None and c["success"] == seq, (c, a.stderr()[-3000:])
-    kill9(a)
-
-    b = with_env(SPILL_ENV, lambda: http_pipeline(PROG, *args, name="b"))
-    for c in chunks[half:]:
-        feed(b, c)
-
-    def settled():
-        st = stats(b)
-        return st if st["global_metrics"]["total_processed_records"] > 0 else None
-    st = wait_until(settled, "the restarted pipeline's figures", hang_guard=600)
-    assert st["memory"]["pressure"] is None, st["memory"]
-    assert "resuming from the checkpoint" in b.stderr(), b.stderr()[-3000:]
-    for kind in ("emit_final", "asof"):
-        o = op_of(st, kind)
-        assert o["bytes_on_disk"] > 0 and o["cache_misses"] > 0, o
-    assert "state that cannot spill" not in a.stderr() + b.stderr()
-    want_final, want_asof = sqlite_answers(events, qrows, rrows)
+        assert op_of(st, kind)["cache_misses"] > 0, op_of(st, kind)
+    want_final, want_asof = sqlite_final_asof(
+        events, qrows, rrows, LATENESS,
+        "COUNT(*), SUM(q.v), SUM(COALESCE(r.p, -7)), SUM(COALESCE(r.ts, -3)), "
+        "SUM(COALESCE(r.p, 0) * (q.id % 1000))")
     got_final = query(b, "SELECT window_start, g, c, s FROM f", ("window_start", "g", "c", "s"))
     got_asof = query(b, "SELECT b, n, sv, sp, st, pi FROM j_summary",
                      ("b", "n", "sv", "sp", "st", "pi"))

@@ -19,7 +19,7 @@ import sqlite3
 import requests
 
 from conftest import csv_input, wait_until, write_csv
-from test_memory_checkpoint import ckpt_finished, kill9
+from memkit import ckpt_finished, kill9, stats
 
 SUMMARY_SQL = """SELECT n, COUNT(*) AS k, SUM(s) AS s, SUM(mx) AS mx, SUM(g * n) AS gn,
   SUM(g * mx) AS gmx, MIN(nm) AS lo, MAX(nm) AS hi
@@ -33,10 +33,6 @@ CREATE VIEW groups AS SELECT g, COUNT(*) AS n, SUM(v) AS s, MAX(v) AS mx, MIN(nm
 FROM t GROUP BY g;
 CREATE MATERIALIZED VIEW summary AS %s;
 """ % (csv_input(path), SUMMARY_SQL)
-
-
-def stats(p):
-    return requests.get(p.url("/stats"), timeout=60).json()
 
 
 def agg_of_groups(st):

@@ -39,6 +39,7 @@ import requests
 
 from conftest import (csv_input, mpi_env, read_dump, run_ok, sluice_bin, wait_until,
                       write_csv)
+from memkit import with_env
 
 pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None,
                                 reason="mpirun (Open MPI) is not installed")
@@ -222,17 +223,9 @@ def test_a_join_several_times_the_limit_on_host_1_spills_there_and_completes(htt
     a, b = write_join_input(tmp_path)
     want = sqlite_per_y(a, b)
     storage = tmp_path / "storage"
-    old = {k: os.environ.get(k) for k in SMALL_SPILL}
-    os.environ.update(SMALL_SPILL)
-    try:
-        p = http_pipeline(join_program(tmp_path), "--hosts", 2, "--workers", 2,
-                          "--memory-limit", LIMIT, "--step-rows", 2000, "--storage", storage)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                del os.environ[k]
-            else:
-                os.environ[k] = v
+    p = with_env(SMALL_SPILL, lambda: http_pipeline(
+        join_program(tmp_path), "--hosts", 2, "--workers", 2, "--memory-limit", LIMIT,
+        "--step-rows", 2000, "--storage", storage))
 
     def done():
         st = requests.get(p.url("/stats"), timeout=60).json()

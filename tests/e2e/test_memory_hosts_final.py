@@ -10,29 +10,22 @@ spills its own emit_final holds and ASOF partitions (its end-of-run line),
 and the dumps equal, as sorted rows, a run on one host without a limit
 and SQLite's answers over the same rows.
 """
-import datetime
 import json
 import os
 import random
 import re
 import shutil
-import sqlite3
 import subprocess
 
 import pytest
 
 from conftest import json_input, mpi_env, read_dump, sluice_bin
+from memkit import T0, sqlite_final_asof, ts_text
 
 pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None,
                                 reason="mpirun (Open MPI) is not installed")
 
-EPOCH = datetime.datetime(1970, 1, 1)
-T0 = int((datetime.datetime(2024, 3, 1) - EPOCH).total_seconds())
 EVENTS, GROUPS, LEFT, RIGHT, KEYS = 12000, 200, 6000, 3000, 2000
-
-
-def ts_text(sec):
-    return (EPOCH + datetime.timedelta(seconds=sec)).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def write_input(tmp):
@@ -108,22 +101,11 @@ def test_emit_final_and_asof_spill_on_every_host_and_match_one_host(tmp_path):
     for v in ("f", "j_summary"):
         assert rows(tmp_path / "two", v) == rows(tmp_path / "one", v), v
     # the one-host run against SQLite
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE e (id INT, g INT, v INT, ts INT)")
-    db.executemany("INSERT INTO e VALUES (?, ?, ?, ?)", events)
-    db.execute("CREATE TABLE q (id INT, k INT, ts INT, v INT)")
-    db.executemany("INSERT INTO q VALUES (?, ?, ?, ?)", qrows)
-    db.execute("CREATE TABLE r (k INT, ts INT, p INT)")
-    db.executemany("INSERT INTO r VALUES (?, ?, ?)", rrows)
-    db.execute("CREATE INDEX rk ON r (k, ts)")
-    closed = ((max(t for *_, t in events) - 3600) // 60) * 60
-    want_f = sorted(tuple(str(x) for x in r) for r in db.execute(
-        "SELECT datetime(ws, 'unixepoch'), g, COUNT(*), SUM(v) FROM "
-        "(SELECT (ts / 60) * 60 AS ws, g, v FROM e) WHERE ws < ? GROUP BY ws, g", (closed,)))
-    want_j = sorted(tuple(str(x) for x in r) for r in db.execute(
-        "SELECT q.k % 16, COUNT(*), SUM(q.v), SUM(COALESCE(r.p, -7)), SUM(COALESCE(r.ts, -3)) "
-        "FROM q LEFT JOIN r ON r.k = q.k AND r.ts = "
-        "(SELECT MAX(r2.ts) FROM r r2 WHERE r2.k = q.k AND r2.ts <= q.ts) GROUP BY q.k % 16"))
+    want_f, want_j = sqlite_final_asof(
+        events, qrows, rrows, 3600,
+        "COUNT(*), SUM(q.v), SUM(COALESCE(r.p, -7)), SUM(COALESCE(r.ts, -3))")
+    want_f = sorted(tuple(str(x) for x in r) for r in want_f)
+    want_j = sorted(tuple(str(x) for x in r) for r in want_j)
     assert len(want_f) > 5000
     got_f = rows(tmp_path / "one", "f")
     got_j = rows(tmp_path / "one", "j_summary")

@@ -21,10 +21,7 @@ import json
 import random
 import sqlite3
 
-import requests
-
-from conftest import wait_until
-from test_memory_checkpoint import SPILL_ENV, ckpt_finished, kill9, push, with_env
+from memkit import op_of, push, query, spill_kill_restart
 
 TOP_SQL = """SELECT k, v, id FROM (SELECT k, v, id,
   ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC, id) AS rn FROM t) x WHERE rn <= 3"""
@@ -74,21 +71,6 @@ def make_input():
     return chunks, sorted(live.values())
 
 
-def stats(p):
-    return requests.get(p.url("/stats"), timeout=60).json()
-
-
-def op_of(st, kind):
-    return next(o for o in st["memory"]["operators"] if o["kind"] == kind)
-
-
-def query(p, sql, cols):
-    q = requests.post(p.url("/query"), params={"format": "json"}, data=sql, timeout=60)
-    assert q.status_code == 200, q.text
-    return sorted(tuple(r[c] for c in cols)
-                  for r in (json.loads(line) for line in q.text.splitlines() if line.strip()))
-
-
 def sqlite_answers(live):
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE t (id INT, k INT, v INT)")
@@ -101,42 +83,12 @@ def sqlite_answers(live):
 def test_top_k_and_window_partitions_spill_and_survive_kill_9_and_restart(http_pipeline,
                                                                           tmp_path):
     chunks, live = make_input()
-    store = tmp_path / "store"
-    args = ("--memory-limit", "1M", "--step-rows", "2000", "--storage", str(store),
+    args = ("--memory-limit", "1M", "--step-rows", "2000", "--storage", str(tmp_path / "store"),
             "--checkpoint-interval", "0")
-    a = with_env(SPILL_ENV, lambda: http_pipeline(PROG, *args, name="a"))
-    half = CHUNKS // 2
-    for c in chunks[:half]:
-        s = requests.get(a.url("/status"), timeout=60).json()
-        assert not s["stalled"], s
-        push(a, "t", c)
-    st = stats(a)
-    assert st["memory"]["pressure"] is None, st["memory"]
+    b, st = spill_kill_restart(http_pipeline, PROG, args, chunks,
+                               lambda p, c: push(p, "t", c), ("top-k", "window"))
     for kind in ("top-k", "window"):
-        o = op_of(st, kind)
-        assert o["bytes_on_disk"] > 0 and o["cache_misses"] > 0, o
-    # a checkpoint while the partitions are spilled, then kill -9
-    seq = requests.post(a.url("/checkpoint"), timeout=60).json()["checkpoint_sequence_number"]
-    c = ckpt_finished(a, seq)
-    assert c["failure"] is None and c["success"] == seq, (c, a.stderr()[-3000:])
-    kill9(a)
-
-    b = with_env(SPILL_ENV, lambda: http_pipeline(PROG, *args, name="b"))
-    for c in chunks[half:]:
-        s = requests.get(b.url("/status"), timeout=60).json()
-        assert not s["stalled"], s
-        push(b, "t", c)
-
-    def settled():
-        st = stats(b)
-        return st if st["global_metrics"]["total_processed_records"] > 0 else None
-    st = wait_until(settled, "the restarted pipeline's figures", hang_guard=600)
-    assert st["memory"]["pressure"] is None, st["memory"]
-    assert "resuming from the checkpoint" in b.stderr(), b.stderr()[-3000:]
-    for kind in ("top-k", "window"):
-        o = op_of(st, kind)
-        assert o["bytes_on_disk"] > 0 and o["rows"] > 20000, o
-    assert "state that cannot spill" not in a.stderr() + b.stderr()
+        assert op_of(st, kind)["rows"] > 20000, op_of(st, kind)
     got_top = query(b, "SELECT b, n, sv, si, kv, vi FROM top_summary",
                     ("b", "n", "sv", "si", "kv", "vi"))
     got_win = query(b, "SELECT b, n, ss, rv, sr, ri FROM win_summary",

@@ -20,7 +20,7 @@ import sqlite3
 import requests
 
 from conftest import json_input, wait_until
-from test_memory_checkpoint import ckpt_finished, kill9
+from memkit import ckpt_finished, kill9, stats
 
 VIEW_SQL = "SELECT id, v, nm FROM t WHERE v % 7 <> 3"
 
@@ -30,10 +30,6 @@ def program(path):
 CREATE TABLE t (id BIGINT NOT NULL PRIMARY KEY, v BIGINT NOT NULL, nm VARCHAR NOT NULL) %s;
 CREATE MATERIALIZED VIEW big AS %s;
 """ % (json_input(path), VIEW_SQL)
-
-
-def stats(p):
-    return requests.get(p.url("/stats"), timeout=60).json()
 
 
 def op(st, kind, rel):
