@@ -5,10 +5,10 @@
 # `make fuzz`, fuzz/README.md) and build/tsan/ (ThreadSanitizer, `make tsan`).
 
 CC      ?= gcc
-PKGS    := libcjson libxxhash libmicrohttpd libzstd libcurl zlib ompi-c libpq rdkafka gnutls libpcre2-8
+PKGS    := libcjson libxxhash libmicrohttpd libzstd liblz4 libcurl zlib ompi-c libpq rdkafka gnutls libpcre2-8
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow=local -Wstrict-prototypes
 CFLAGS_COMMON := -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
-LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lxxhash -lmicrohttpd -lzstd -lcurl -lz -lmpi -lpq -lrdkafka -lgnutls -lpcre2-8) -lpthread -lm
+LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lxxhash -lmicrohttpd -lzstd -llz4 -lcurl -lz -lmpi -lpq -lrdkafka -lgnutls -lpcre2-8) -lpthread -lm
 REL_CFLAGS := $(CFLAGS_COMMON) -O2 -g
 DBG_CFLAGS := $(CFLAGS_COMMON) -DSL_DEBUG -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 DBG_LDFLAGS := -fsanitize=address,undefined

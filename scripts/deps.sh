@@ -14,7 +14,7 @@
 # installed only when no node is on PATH. tzdata is the time zone database
 # (/usr/share/zoneinfo) that TIMESTAMP WITH TIME ZONE reads (src/expr/tz.c).
 set -e
-PKGS="gcc make pkg-config clang libclang-rt-14-dev libcjson-dev libxxhash-dev libmicrohttpd-dev libzstd-dev libcmocka-dev sqlite3 python3-pytest python3-requests nettle-dev libcurl4-openssl-dev librdkafka-dev zlib1g-dev openmpi-bin libopenmpi-dev iproute2 openssl libpq-dev libgnutls28-dev libpcre2-dev tzdata"
+PKGS="gcc make pkg-config clang libclang-rt-14-dev libcjson-dev libxxhash-dev libmicrohttpd-dev libzstd-dev liblz4-dev libcmocka-dev sqlite3 python3-pytest python3-requests nettle-dev libcurl4-openssl-dev librdkafka-dev zlib1g-dev openmpi-bin libopenmpi-dev iproute2 openssl libpq-dev libgnutls28-dev libpcre2-dev tzdata"
 SERVERS="swift swift-proxy swift-object swift-container swift-account memcached zstd postgresql postgresql-client python3-psycopg2 python3-psycopg chromium"
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || SERVERS="$SERVERS nodejs npm"
 missing_of() {

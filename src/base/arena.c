@@ -135,6 +135,22 @@ void arena_reset(Arena *a)
     a->used = 0;
 }
 
+void arena_reset_keep(Arena *a, size_t keep)
+{
+    arena_reset(a);
+    size_t held = arena_held(a);
+    while (held > keep && a->spare) {
+        Block **small = &a->spare;
+        for (Block **pp = &a->spare; *pp; pp = &(*pp)->next)
+            if ((*pp)->size < (*small)->size)
+                small = pp;
+        Block *b = *small;
+        *small = b->next;
+        held -= sizeof(*b) + b->size;
+        sl_free(b);
+    }
+}
+
 Arena *arena_borrow(Arena *parent, size_t want)
 {
     Arena *a = sl_malloc(sizeof(*a));

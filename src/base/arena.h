@@ -18,6 +18,11 @@ void *arena_zalloc(Arena *a, size_t n);
 char *arena_strndup(Arena *a, const char *s, size_t n);
 /* Forget every allocation; keeps the first block for reuse. */
 void arena_reset(Arena *a);
+/* arena_reset, then free spare blocks (the smallest first) until a holds
+   at most `keep` bytes (the current block, the largest, always stays):
+   a step arena under a memory limit gives back what its largest step
+   took once its steps take less. */
+void arena_reset_keep(Arena *a, size_t keep);
 /* An arena for another thread to fill (a parser's), stocked with spare
    blocks taken from parent until it holds at least `want` bytes of them;
    only the caller's thread may touch parent until arena_adopt. */

@@ -198,8 +198,15 @@ void pmem_start_steps(Pipeline *p)
     PMem *m = p->pm;
     m->rows_max = p->step_rows;
     m->auto_steps = p->o.step_rows <= 0 && m->limit;
-    if (m->watch && p->step_rows > 65536)
-        p->step_rows = 65536;
+    /* the first steps under a flagged limit, unmeasured: as many rows as
+       take an eighth of the limit at 1 KiB each (4096 to 65536 rows; a
+       top-k or window step that reads back a partition per row takes
+       about that), growing twofold per step once measured (adapt_step):
+       65536 rows peaked at 2.6x a 32 MB limit in the first step */
+    int64_t first = (int64_t)(m->limit / 8 / 1024);
+    first = first < 4096 ? 4096 : first > 65536 ? 65536 : first;
+    if (m->watch && p->step_rows > first)
+        p->step_rows = first;
     else if (m->auto_steps && p->step_rows > (int64_t)p->W * STEP_FIRST)
         p->step_rows = (int64_t)p->W * STEP_FIRST;
 }

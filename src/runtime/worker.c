@@ -543,7 +543,16 @@ static void run_step_body(Worker *w)
 {
     Runtime *rt = w->rt;
     const Circuit *c = rt->c;
-    arena_reset(w->arena);
+    if (rt->step_mem > 0) {
+        /* a bounded step (a memory limit under pressure): the arena keeps
+           twice what the last step took, not what its largest did (the
+           first step under a limit can take many times more; the spares
+           stayed resident, uncounted, for the rest of the run) */
+        size_t last = arena_used(w->arena);
+        arena_reset_keep(w->arena, 2 * last + (1u << 20));
+    } else {
+        arena_reset(w->arena);
+    }
     OpEnv env = {w->id, rt->W, rt->steps, w->arena, &w->ev,
                  rt->has_wm ? (const int64_t *const *)rt->wm_cols : NULL, false};
     for (int r = 0; rt->has_wm && r < c->nrels; r++) {

@@ -13,7 +13,8 @@
  *   32  u64 tuple data bytes
  *   40  16 bytes XXH3-128 of n and the uncompressed payload (the name)
  *   56  u64 reserved (0)
- *   64  one zstd frame holding the payload
+ *   64  one zstd frame holding the payload (a block flagged STORE_FLAG_LZ4:
+ *       one LZ4 block holding it)
  *  end  u64 XXH64 of everything before it
  * Payload: end offsets off[1..n] (u64), w[n] (i64), klen[n] (u32), data.
  * A spilled block of a uniform batch (zset/batch.h: every tuple tlen bytes,
@@ -40,6 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include <lz4.h>
 #include <zstd.h>
 
 #include "../base/mem.h"
@@ -342,17 +344,27 @@ static int corrupt_at(const char *where, Err *err, const char *what)
     return err_set(err, SL_EIO, "storage file %s is corrupt: %s", where, what);
 }
 
-/* Decompress the frame src[0..sn) into b's block after off[0]: exactly
-   raw bytes (off[1..n], w, klen and data lie end to end there). dx: a
-   context to use (NULL: a fresh one). */
-static int read_payload(const char *where, const uint8_t *src, size_t sn, Batch *b, size_t raw,
-                        ZSTD_DCtx *dx, Err *err)
+/* Decompress the payload src[0..sn) (a zstd frame, or an LZ4 block when
+   lz4) to dst: exactly raw bytes. dx: a zstd context to use (NULL: a
+   fresh one). */
+static int decompress(const char *where, const uint8_t *src, size_t sn, void *dst, size_t raw,
+                      ZSTD_DCtx *dx, bool lz4, Err *err)
 {
+    if (lz4) {
+        if (sn > (size_t)LZ4_MAX_INPUT_SIZE || raw > (size_t)INT32_MAX)
+            return corrupt_at(where, err, "sizes in the header disagree");
+        int got = LZ4_decompress_safe((const char *)src, dst, (int)sn, (int)raw);
+        if (got < 0)
+            return corrupt_at(where, err, "lz4: malformed block");
+        if ((size_t)got != raw)
+            return corrupt_at(where, err, "payload shorter than its header says");
+        return 0;
+    }
     unsigned long long fsize = ZSTD_getFrameContentSize(src, sn);
     if (fsize != raw)
         return corrupt_at(where, err, "payload size disagrees with the header");
     ZSTD_DCtx *own = dx ? NULL : ZSTD_createDCtx();
-    size_t got = ZSTD_decompressDCtx(dx ? dx : own, b->off + 1, raw, src, sn);
+    size_t got = ZSTD_decompressDCtx(dx ? dx : own, dst, raw, src, sn);
     ZSTD_freeDCtx(own);
     if (ZSTD_isError(got)) {
         char msg[160];
@@ -362,6 +374,14 @@ static int read_payload(const char *where, const uint8_t *src, size_t sn, Batch 
     if (got != raw)
         return corrupt_at(where, err, "payload shorter than its header says");
     return 0;
+}
+
+/* Decompress the payload src[0..sn) into b's block after off[0]: exactly
+   raw bytes (off[1..n], w, klen and data lie end to end there). */
+static int read_payload(const char *where, const uint8_t *src, size_t sn, Batch *b, size_t raw,
+                        ZSTD_DCtx *dx, bool lz4, Err *err)
+{
+    return decompress(where, src, sn, b->off + 1, raw, dx, lz4, err);
 }
 
 /* Offsets rise, keys fit their tuples, weights are non-zero. */
@@ -378,7 +398,8 @@ static int check_shape(const char *where, const Batch *b, Err *err)
    read it): the payload is w[n] then the data, n tuples of tlen bytes
    with keys of fklen (u32 tlen, u32 fklen at 56). */
 static int decode_uniform(const char *where, const uint8_t *f, size_t fn, uint64_t n,
-                          uint64_t raw, uint64_t nbytes, ZSTD_DCtx *dx, Batch **out, Err *err)
+                          uint64_t raw, uint64_t nbytes, ZSTD_DCtx *dx, bool lz4, Batch **out,
+                          Err *err)
 {
     uint32_t tlen = get_u32(f + 56), fklen = get_u32(f + 60);
     if (n > (1ull << 40) || tlen == 0 || fklen > tlen || nbytes != n * tlen ||
@@ -395,20 +416,7 @@ static int decode_uniform(const char *where, const uint8_t *f, size_t fn, uint64
     b->klen = NULL;
     b->w = (int64_t *)(b + 1);
     b->data = (uint8_t *)(b->w + n);
-    unsigned long long fsize = ZSTD_getFrameContentSize(f + HDR_SIZE, fn - HDR_SIZE - 8);
-    int rc = 0;
-    if (fsize != raw)
-        rc = corrupt_at(where, err, "payload size disagrees with the header");
-    if (!rc) {
-        size_t got = ZSTD_decompressDCtx(dx, b->w, raw, f + HDR_SIZE, fn - HDR_SIZE - 8);
-        if (ZSTD_isError(got)) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "zstd: %s", ZSTD_getErrorName(got));
-            rc = corrupt_at(where, err, msg);
-        } else if (got != raw) {
-            rc = corrupt_at(where, err, "payload shorter than its header says");
-        }
-    }
+    int rc = decompress(where, f + HDR_SIZE, fn - HDR_SIZE - 8, b->w, raw, dx, lz4, err);
     for (uint64_t i = 0; !rc && i < n; i++)
         if (b->w[i] == 0)
             rc = corrupt_at(where, err, "tuple table inconsistent");
@@ -449,12 +457,12 @@ static int decode(const char *where, const char *name, const uint8_t *f, size_t 
     }
     uint32_t flags = get_u32(f + 12);
     if ((flags & STORE_FLAG_NO_HASH) != (name ? 0 : STORE_FLAG_NO_HASH) ||
-        (flags & ~(STORE_FLAG_NO_HASH | STORE_FLAG_UNIFORM)) ||
-        ((flags & STORE_FLAG_UNIFORM) && name))
+        (flags & ~(STORE_FLAG_NO_HASH | STORE_FLAG_UNIFORM | STORE_FLAG_LZ4)) ||
+        ((flags & (STORE_FLAG_UNIFORM | STORE_FLAG_LZ4)) && name))
         return corrupt_at(where, err, "flags disagree with the kind of file");
     uint64_t n = get_u64(f + 16), raw = get_u64(f + 24), nbytes = get_u64(f + 32);
     if (flags & STORE_FLAG_UNIFORM)
-        return decode_uniform(where, f, fn, n, raw, nbytes, dx, out, err);
+        return decode_uniform(where, f, fn, n, raw, nbytes, dx, flags & STORE_FLAG_LZ4, out, err);
     if (n > (1ull << 40) || nbytes > (1ull << 50) || raw != n * 20 + nbytes)
         return corrupt_at(where, err, "sizes in the header disagree");
     size_t block = sizeof(Batch) + (n + 1) * sizeof(size_t) + n * sizeof(int64_t) +
@@ -470,7 +478,8 @@ static int decode(const char *where, const char *name, const uint8_t *f, size_t 
     b->klen = (uint32_t *)(b->w + n);
     b->data = (uint8_t *)(b->klen + n);
     b->off[0] = 0;
-    int rc = read_payload(where, f + HDR_SIZE, fn - HDR_SIZE - 8, b, raw, dx, err);
+    int rc = read_payload(where, f + HDR_SIZE, fn - HDR_SIZE - 8, b, raw, dx,
+                          flags & STORE_FLAG_LZ4, err);
     if (rc == 0 && b->off[n] != nbytes)
         rc = corrupt_at(where, err, "tuple offsets disagree with the data size");
     if (rc == 0)
@@ -513,14 +522,45 @@ int store_get_batch(Store *st, const char *name, Batch **out, Err *err)
 
 /* ---- a batch as the bytes of a block (spilled runs) ---- */
 
+/* The regions r[0..4) as one LZ4 block after the header of f (cap bytes
+   in all); its size to *fn (header included). */
+static int encode_lz4(const Region *r, size_t raw, uint8_t *f, size_t cap, size_t *fn, Err *err)
+{
+    if (raw > (size_t)LZ4_MAX_INPUT_SIZE)
+        return err_set(err, SL_EIO, "spilled block: %zu bytes, beyond what an LZ4 block holds",
+                       raw);
+    const char *src = r[0].p;
+    char *flat = NULL;
+    bool joined = true; /* (a batch built by batch.c lays its arrays end to end) */
+    for (int i = 1; i < 4; i++)
+        joined = joined && (!r[i].n || (const char *)r[i - 1].p + r[i - 1].n == r[i].p);
+    if (!joined) { /* one contiguous input */
+        flat = sl_malloc(raw ? raw : 1);
+        size_t at = 0;
+        for (int i = 0; i < 4; i++) {
+            if (r[i].n)
+                memcpy(flat + at, r[i].p, r[i].n);
+            at += r[i].n;
+        }
+        src = flat;
+    }
+    int got = LZ4_compress_default(src, (char *)f + HDR_SIZE, (int)raw, (int)(cap - HDR_SIZE - 8));
+    sl_free(flat);
+    if (got <= 0 && raw)
+        return err_set(err, SL_EIO, "spilled block: lz4 output beyond its bound");
+    *fn = HDR_SIZE + (size_t)got;
+    return 0;
+}
+
 int store_encode_batch(const Batch *b, StoreCodec *c, uint8_t **out, size_t *outn, Err *err)
 {
-    if (!c->cx) {
+    if (!c->cx && !c->lz4) {
         c->cx = ZSTD_createCCtx();
         ZSTD_CCtx_setParameter(c->cx, ZSTD_c_compressionLevel, c->level ? c->level : ZSTD_LEVEL);
         ZSTD_CCtx_setParameter(c->cx, ZSTD_c_checksumFlag, 0);
     }
-    ZSTD_CCtx_reset(c->cx, ZSTD_reset_session_only);
+    if (!c->lz4)
+        ZSTD_CCtx_reset(c->cx, ZSTD_reset_session_only);
     size_t n = (size_t)b->n, nbytes = batch_off(b, b->n), raw = n * 20 + nbytes;
     Region r[4];
     void *scratch = NULL;
@@ -533,13 +573,15 @@ int store_encode_batch(const Batch *b, StoreCodec *c, uint8_t **out, size_t *out
     } else {
         batch_regions(b, r, &scratch);
     }
-    ZSTD_CCtx_setPledgedSrcSize(c->cx, raw);
-    size_t cap = HDR_SIZE + ZSTD_compressBound(raw) + raw / 64 + 4096 + 8; /* (margin: streamed) */
+    size_t cap = c->lz4 ? HDR_SIZE + (size_t)LZ4_compressBound(raw <= LZ4_MAX_INPUT_SIZE
+                                                                     ? (int)raw : 0) + 8
+                        : HDR_SIZE + ZSTD_compressBound(raw) + raw / 64 + 4096 + 8; /* (margin: streamed) */
     uint8_t *f = sl_malloc(cap);
     memset(f, 0, HDR_SIZE);
     memcpy(f, MAGIC, 8);
     put_u32(f + 8, STORE_FORMAT_VERSION);
-    put_u32(f + 12, STORE_FLAG_NO_HASH | (uni ? STORE_FLAG_UNIFORM : 0));
+    put_u32(f + 12, STORE_FLAG_NO_HASH | (uni ? STORE_FLAG_UNIFORM : 0) |
+                        (c->lz4 ? STORE_FLAG_LZ4 : 0));
     put_u64(f + 16, n);
     put_u64(f + 24, raw);
     put_u64(f + 32, nbytes);
@@ -547,6 +589,20 @@ int store_encode_batch(const Batch *b, StoreCodec *c, uint8_t **out, size_t *out
         put_u32(f + 56, b->tlen);
         put_u32(f + 60, b->fklen);
     }
+    if (c->lz4) {
+        size_t fn = 0;
+        int rc = encode_lz4(r, raw, f, cap, &fn, err);
+        sl_free(scratch);
+        if (rc) {
+            sl_free(f);
+            return rc;
+        }
+        put_u64(f + fn, XXH64(f, fn, 0));
+        *out = f;
+        *outn = fn + 8;
+        return 0;
+    }
+    ZSTD_CCtx_setPledgedSrcSize(c->cx, raw);
     ZSTD_outBuffer ob = {f + HDR_SIZE, cap - HDR_SIZE - 8, 0};
     int rc = 0;
     for (int i = 0; i < 5 && rc == 0; i++) {

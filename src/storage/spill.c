@@ -1,7 +1,7 @@
 /*
  * storage/spill.c - where spilled runs live (zset/spill.h's SpillIO): one
  * file per run, run-<n>.slr, its blocks end to end, each block the bytes
- * of a batch file (batchfile.c, store_encode_batch: zstd, checksummed,
+ * of a batch file (batchfile.c, store_encode_batch: LZ4, checksummed,
  * flagged as a block with no content hash), in a directory of their own.
  * In: the blocks that spill_enforce and merges cut, appended in order.
  * Out: one block read back by its offset and size (pread), checksum
@@ -162,11 +162,16 @@ static int io_create(void *ctx, char name[SPILL_NAME_MAX], void **out, Err *err)
         return rc;
     Writer *w = sl_calloc(1, sizeof(*w));
     w->fd = fd;
-    /* zstd's fast level -3: a spilling join spent 30% of its CPU time
-       compressing at level 1 (checkpoints' level), 13% less CPU time for
-       1.6x the bytes on disk (docs/memory.md, Figures) */
+    /* LZ4: spilled top-k and window partitions spent 30% of their CPU
+       time decompressing zstd (fast level -3) blocks, every step reading
+       back nearly every block; LZ4 decompresses several times faster
+       (docs/memory.md, Figures). SLUICE_SPILL_CODEC=zstd goes back to
+       zstd (at level SLUICE_SPILL_ZSTD: -3 by default, a spilling join
+       spent 30% of its CPU time compressing at level 1). */
     const char *lv = getenv("SLUICE_SPILL_ZSTD");
     w->codec.level = lv && atoi(lv) ? atoi(lv) : SPILL_ZSTD_LEVEL;
+    const char *cd = getenv("SLUICE_SPILL_CODEC");
+    w->codec.lz4 = !cd || strcmp(cd, "zstd") != 0;
     memcpy(w->name, name, SPILL_NAME_MAX);
     *out = w;
     return 0;

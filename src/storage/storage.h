@@ -123,14 +123,18 @@ int store_get_batch(Store *st, const char *name, Batch **out, Err *err);
 /* A batch as the bytes of a batch file kept in memory (the blocks of a
    spilled run: storage/spill.c writes them end to end in one file): the
    same format, but flagged STORE_FLAG_NO_HASH with no content hash (the
-   trailing checksum still covers every byte). A StoreCodec keeps the zstd
+   trailing checksum still covers every byte), and with `lz4` set the
+   payload is one LZ4 block instead of a zstd frame (STORE_FLAG_LZ4; only
+   blocks: checkpoint files are always zstd). A StoreCodec keeps the zstd
    contexts between calls (zero it first; one thread at a time). */
 #define STORE_FLAG_NO_HASH 1u
 #define STORE_FLAG_UNIFORM 2u /* (batchfile.c) */
+#define STORE_FLAG_LZ4 4u     /* (batchfile.c) */
 typedef struct StoreCodec {
     struct ZSTD_CCtx_s *cx;
     struct ZSTD_DCtx_s *dx;
     int level;  /* zstd's compression level (0: the checkpoints' level, 1) */
+    bool lz4;   /* encode blocks with LZ4 (decoding follows the block's flag) */
 } StoreCodec;
 /* The bytes to *out (sl_free them), *n of them. */
 int store_encode_batch(const Batch *b, StoreCodec *c, uint8_t **out, size_t *n, Err *err);

@@ -28,7 +28,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
+#include "base/mem.h"
 #include "storage/storage.h"
 #include "zset/spill.h"
 
@@ -279,6 +281,39 @@ static void test_a_damaged_block_fails_naming_the_file_and_offset(void **state)
     teardown();
 }
 
+static void test_block_codecs_round_trip(void **state)
+{
+    (void)state;
+    for (int vn = -1; vn <= 12; vn += 13) {
+        Batch *b = make(5000, vn);
+        for (int lz4 = 0; lz4 < 2; lz4++) {
+            StoreCodec c = {.level = -3, .lz4 = lz4};
+            Err err = {0};
+            uint8_t *f;
+            size_t fn;
+            assert_int_equal(store_encode_batch(b, &c, &f, &fn, &err), 0);
+            uint32_t flags;
+            memcpy(&flags, f + 12, 4);
+            assert_int_equal(!!(flags & STORE_FLAG_LZ4), lz4);
+            assert_true(fn < batch_bytes(b)); /* it compresses */
+            Batch *back;
+            assert_int_equal(store_decode_batch("blk", f, fn, &c, &back, &err), 0);
+            assert_same(b, back);
+            batch_unref(back);
+            if (lz4) { /* cut the payload short, the checksum recomputed */
+                size_t cut = fn - 8 - 16;
+                uint64_t h = XXH64(f, cut, 0);
+                memcpy(f + cut, &h, 8);
+                assert_int_not_equal(store_decode_batch("blk", f, cut + 8, &c, &back, &err), 0);
+                assert_non_null(strstr(err.msg, "blk is corrupt"));
+            }
+            sl_free(f);
+            store_codec_free(&c);
+        }
+        batch_unref(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_reads_across_the_cache),
         cmocka_unit_test(test_a_batch_merges_straight_into_spilled_runs),
         cmocka_unit_test(test_a_damaged_block_fails_naming_the_file_and_offset),
+        cmocka_unit_test(test_block_codecs_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
