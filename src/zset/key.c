@@ -450,6 +450,8 @@ int key_fixed_width(const Chunk *c, const int *cols, int ncols)
         const SqlType t = v->t;
         bool fixed = int_kind((TypeKind)t.kind) && !type_is_wide(t);
         if (t.nullable) {
+            if (!fixed && (c->n == 0 || !v->nul[0]))
+                return -1; /* a value of variable width (or no rows) */
             int64_t nulls = null_count(v, c->n);
             if (nulls == c->n && c->n > 0) { /* a NULL in every row: the marker */
                 w += 1;
