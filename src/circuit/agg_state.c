@@ -143,6 +143,62 @@ void agg_state_values(const Trace *t, TraceCursor *cur, const uint8_t *k, size_t
     *out = c;
 }
 
+/* The smallest (last: largest) distinct entry of the group with key k in
+   t whose weights sum to a positive total, into *out; false when there is
+   none. MIN, MAX and ARG_MIN/MAX read only that one: instead of sorting
+   the group's entries (agg_state_values), the extreme one is picked in a
+   pass, and only when its weights cancel (a deleted extreme) are its
+   copies dropped and the next one picked; past a few such rounds the
+   rest is sorted after all. */
+static bool extreme_entry(const Trace *t, TraceCursor *cur, const uint8_t *k, size_t kn,
+                          bool last, ValW *out)
+{
+    ValWs c = {0};
+    if (cur)
+        trace_cursor_for_key(cur, k, kn, op_valw_add, &c);
+    else
+        trace_for_key(t, k, kn, op_valw_add, &c);
+    bool found = false;
+    for (int round = 0; c.n && round < 8 && !found; round++) {
+        int64_t best = 0;
+        for (int64_t i = 1; i < c.n; i++) {
+            int d = valw_cmp(&c.v[i], &c.v[best]);
+            if (last ? d > 0 : d < 0)
+                best = i;
+        }
+        ValW e = c.v[best];
+        int64_t w = 0, m = 0;
+        for (int64_t i = 0; i < c.n; i++) {
+            if (valw_cmp(&c.v[i], &e) == 0)
+                w += c.v[i].w;
+            else
+                c.v[m++] = c.v[i];
+        }
+        c.n = m;
+        if (w > 0) {
+            *out = (ValW){e.v, e.n, w};
+            found = true;
+        }
+    }
+    if (!found && c.n) { /* many deleted extremes: sort the rest */
+        qsort(c.v, (size_t)c.n, sizeof(ValW), valw_cmp);
+        for (int64_t i = last ? c.n - 1 : 0; i >= 0 && i < c.n && !found;) {
+            int64_t j = i, w = 0;
+            while (j >= 0 && j < c.n && valw_cmp(&c.v[i], &c.v[j]) == 0) {
+                w += c.v[j].w;
+                j += last ? -1 : 1;
+            }
+            if (w > 0) {
+                *out = (ValW){c.v[i].v, c.v[i].n, w};
+                found = true;
+            }
+            i = j;
+        }
+    }
+    sl_free(c.v);
+    return found;
+}
+
 /* The value's encoding inside entry e. */
 static const uint8_t *entry_value(const AggSpec *a, const ValW *e)
 {
@@ -369,6 +425,19 @@ int agg_state_value(const AggSpec *a, const Trace *t, TraceCursor *cur, const ui
     Vec *v = &dst->col[col];
     SqlType in_t = a->in_t;
     int rc = 0;
+    if (a->kind == AGG_MIN || a->kind == AGG_MAX || a->kind == AGG_ARG_MIN ||
+        a->kind == AGG_ARG_MAX) { /* one entry: the first (MAX: the last) */
+        ValW e;
+        if (!extreme_entry(t, cur, k, kn, a->kind == AGG_MAX, &e)) {
+            vec_set_null(v, 0);
+            return 0;
+        }
+        if (v->nul)
+            v->nul[0] = 0;
+        key_decode(a->kind == AGG_MIN || a->kind == AGG_MAX ? e.v : entry_value(a, &e), &in_t,
+                   1, dst, col, 0);
+        return 0;
+    }
     agg_state_values(t, cur, k, kn, &c);
     if (v->nul)
         v->nul[0] = 0;

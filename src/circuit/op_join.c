@@ -217,7 +217,9 @@ static bool join_delta(Pairs *pp, const Batch *d, int side, Trace *t, const Batc
     return stopped;
 }
 
-/* push() of a chunk whose rows and keys are all NOT NULL integers: every
+/* push() of a chunk whose rows and keys encode to one width in every row
+   (key_fixed_width: integers, and columns NULL in every row, such as
+   those the planner set to NULL because nobody reads them): every
    record has the same size, so the keys are encoded column by column,
    routed, each row's record placed in its owner's outbox, and the rows
    encoded column by column straight into their places. */

@@ -431,13 +431,38 @@ void key_decode_many(const KeyPlan *kp, const uint8_t *const *p, int64_t n, Chun
     }
 }
 
+/* How many of rows 0..n of v are NULL. */
+static int64_t null_count(const Vec *v, int64_t n)
+{
+    if (!v->nul)
+        return 0;
+    int64_t k = 0;
+    for (int64_t r = 0; r < n; r++)
+        k += v->nul[r] != 0;
+    return k;
+}
+
 int key_fixed_width(const Chunk *c, const int *cols, int ncols)
 {
     int w = 0;
     for (int j = 0; j < ncols; j++) {
-        const SqlType t = c->col[cols ? cols[j] : j].t;
-        if (t.nullable || !int_kind((TypeKind)t.kind) || type_is_wide(t))
+        const Vec *v = &c->col[cols ? cols[j] : j];
+        const SqlType t = v->t;
+        bool fixed = int_kind((TypeKind)t.kind) && !type_is_wide(t);
+        if (t.nullable) {
+            if (!fixed && (c->n == 0 || !v->nul[0]))
+                return -1; /* a value of variable width (or no rows) */
+            int64_t nulls = null_count(v, c->n);
+            if (nulls == c->n && c->n > 0) { /* a NULL in every row: the marker */
+                w += 1;
+                continue;
+            }
+            if (nulls || !fixed)
+                return -1;
+            w += 1; /* KEY_PRESENT in every row */
+        } else if (!fixed) {
             return -1;
+        }
         w += fixed_width((TypeKind)t.kind);
     }
     return w;
@@ -457,6 +482,14 @@ void key_encode_fixed(const Chunk *c, const int *cols, int ncols, int64_t n, uin
 {
     for (int j = 0; j < ncols; j++) {
         const Vec *v = &c->col[cols ? cols[j] : j];
+        if (v->t.nullable) { /* every row NULL, or none (key_fixed_width) */
+            bool null = n > 0 && v->nul[0];
+            for (int64_t r = 0; r < n; r++)
+                dst[r][at] = null ? KEY_NULL : KEY_PRESENT;
+            at++;
+            if (null)
+                continue;
+        }
         int width = fixed_width((TypeKind)v->t.kind);
         switch (width) {
         case 1: enc_col(v->i, n, 1, dst, at); break;

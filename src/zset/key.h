@@ -40,11 +40,16 @@ const uint8_t *key_decode_some(const uint8_t *p, const SqlType *types, int ncols
                                const bool *need, Chunk *dst, int col0, int64_t r);
 /*
  * Column at a time, for rows of fixed width: key_fixed_width is the width
- * of the encoding of columns cols[0..ncols) of c (cols NULL: all of them)
- * when every one is a NOT NULL integer kind (the encoding is then the same
- * length for every row), else -1. key_encode_fixed writes the encoding of
- * those columns of rows 0..n of c at dst[r] + at, one column after the
- * other (a tight loop per column instead of a type switch per value).
+ * of the encoding of columns cols[0..ncols) of rows 0..c->n of c (cols
+ * NULL: all of them) when that encoding has the same length in every row,
+ * else -1: when every column is either an integer kind without a NULL in
+ * those rows (NOT NULL, or nullable and a marker byte longer), or NULL in
+ * every one of those rows, whatever its type (the marker byte alone: the
+ * columns a join's input has set to NULL because nobody reads them, or a
+ * nullable key column without NULLs in this chunk). key_encode_fixed
+ * writes the encoding of those columns of rows 0..n (n = c->n, as judged)
+ * of c at dst[r] + at, one column after the other (a tight loop per
+ * column instead of a type switch per value).
  */
 int key_fixed_width(const Chunk *c, const int *cols, int ncols);
 void key_encode_fixed(const Chunk *c, const int *cols, int ncols, int64_t n, uint8_t *const *dst,

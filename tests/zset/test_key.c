@@ -421,25 +421,38 @@ static void test_key_decode_plan_decodes_the_needed_columns_like_key_decode(void
 }
 
 /* key_encode_fixed writes, column by column, the bytes key_encode writes
-   row by row; key_fixed_width says which column sets qualify. */
+   row by row; key_fixed_width says which column sets qualify: NOT NULL
+   integers, nullable integers without a NULL in the chunk, and columns of
+   any type NULL in every row. */
 static void test_key_encode_fixed_equals_key_encode(void **state)
 {
     static const TypeKind kinds[] = {TK_BOOL, TK_TINYINT, TK_SMALLINT, TK_INT, TK_BIGINT,
                                      TK_DECIMAL, TK_DATE, TK_TIME, TK_TIMESTAMP};
+    static const TypeKind any[] = {TK_BIGINT, TK_VARCHAR, TK_DOUBLE, TK_DATE};
     enum { NK = ARRAY_LEN(kinds), NC = 5, ROWS = 50 };
     Arena *a = arena_new(0);
-    for (int shape = 0; shape < 100; shape++) {
+    for (int shape = 0; shape < 300; shape++) {
         SqlType ty[NC];
         TypeKind kd[NC];
+        int mode[NC]; /* 0 NOT NULL, 1 nullable without NULLs, 2 all NULL */
         for (int j = 0; j < NC; j++) {
-            kd[j] = kinds[rnd() % NK];
-            ty[j] = type_make(kd[j], false);
+            mode[j] = shape < 100 ? 0 : (int)(rnd() % 3);
+            kd[j] = mode[j] == 2 ? any[rnd() % ARRAY_LEN(any)] : kinds[rnd() % NK];
+            ty[j] = type_make(kd[j], mode[j] != 0);
         }
         int cols[3] = {(int)(rnd() % NC), (int)(rnd() % NC), (int)(rnd() % NC)};
         Chunk *c = chunk_new(a, NC, ty, ROWS);
         for (int64_t r = 0; r < ROWS; r++)
-            for (int j = 0; j < NC; j++)
+            for (int j = 0; j < NC; j++) {
                 random_value(&c->col[j], r, kd[j]);
+                if (mode[j] == 1 && c->col[j].nul[r]) { /* a value instead */
+                    c->col[j].nul[r] = 0;
+                    if (c->col[j].i)
+                        c->col[j].i[r] = 1;
+                }
+                if (mode[j] == 2)
+                    c->col[j].nul[r] = 1;
+            }
         c->n = ROWS;
         int w = key_fixed_width(c, cols, 3), wall = key_fixed_width(c, NULL, NC);
         assert_true(w >= 3 && wall >= NC);
@@ -459,9 +472,24 @@ static void test_key_encode_fixed_equals_key_encode(void **state)
         }
     }
     SqlType mixed[2] = {type_make(TK_INT, false), type_make(TK_INT, true)};
-    Chunk *c = chunk_new(a, 2, mixed, 1);
+    Chunk *c = chunk_new(a, 2, mixed, 2);
+    c->n = 2;
+    c->col[1].nul[0] = 1; /* a NULL and a value: no one width */
     assert_int_equal(key_fixed_width(c, (int[]){0}, 1), 4);
     assert_int_equal(key_fixed_width(c, NULL, 2), -1);
+    c->col[1].nul[1] = 1; /* NULL in every row: the marker byte */
+    assert_int_equal(key_fixed_width(c, NULL, 2), 5);
+    c->col[1].nul[0] = c->col[1].nul[1] = 0; /* none NULL: marker and value */
+    assert_int_equal(key_fixed_width(c, NULL, 2), 9);
+    SqlType strs[1] = {type_make(TK_VARCHAR, true)};
+    c = chunk_new(a, 1, strs, 2);
+    c->n = 2;
+    c->col[0].s[0] = c->col[0].s[1] = (Str){"x", 1};
+    assert_int_equal(key_fixed_width(c, NULL, 1), -1); /* strings: only when all NULL */
+    c->col[0].nul[0] = 1;
+    assert_int_equal(key_fixed_width(c, NULL, 1), -1);
+    c->col[0].nul[1] = 1;
+    assert_int_equal(key_fixed_width(c, NULL, 1), 1);
     SqlType other[2] = {type_make(TK_DOUBLE, false), type_make(TK_VARCHAR, false)};
     c = chunk_new(a, 2, other, 1);
     assert_int_equal(key_fixed_width(c, (int[]){0}, 1), -1);
