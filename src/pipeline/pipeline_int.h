@@ -66,6 +66,7 @@ struct Pipeline {
     int nmore_hooks;
     Pending pend;
     int64_t step_rows;
+    double step_t0;           /* when the running step started (pipe_now) */
     int *watch;               /* per relation: pipeline_track_changes count */
     Batch **chg;              /* per relation: this step's changes, cached */
     bool *chg_done;

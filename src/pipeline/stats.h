@@ -23,6 +23,7 @@ typedef struct Figures {
     HostStats *hosts;         /* per host (be->ops->host_stats) */
     int nhosts;               /* ... how many (0: one process) */
     OutStats *outs;
+    StepTiming last_step;     /* the newest step's timing */
     bool published;           /* stats_publish ran once (the start's counts are known) */
 } Figures;
 
