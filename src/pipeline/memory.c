@@ -167,6 +167,7 @@ static void spill_start(const PipelineOpts *o, size_t limit, int host, int hosts
     bool local = o->storage && strncmp(o->storage, "s3://", 5);
     spill_store_setup(local ? o->storage : NULL, host, hosts, &conf);
     trace_track_new(true);
+    trace_defer(true); /* merges after each step: trace_tidy_all */
 }
 
 void pmem_start(Pipeline *p, const PipelineOpts *o)

@@ -396,6 +396,10 @@ int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err)
     int64_t tok = pd->max_token;
     pend_reset(p, pd);
     pipe_tokens_done(p, tok);
+    /* the traces' merges the step deferred, now that its views changed
+       and its pushes are answered (zset/trace.h) */
+    mem_set_doing("merging the traces after step %lld", rt_steps(p->be->rt), 0);
+    trace_tidy_all(rt_workers(p->be->rt));
     if (pmem_bounded(p)) {
         pmem_after_step(p, err);
         stats_publish(p); /* the state's size after spilling */
