@@ -336,6 +336,8 @@ typedef struct StepTiming {
     int64_t step;           /* 0: no step yet */
     int64_t records;        /* input records the step applied */
     double view_secs, total_secs;
+    double view_cpu_secs;   /* this process's CPU time (every thread) from the
+                               step's start to the views' change */
 } StepTiming;
 
 typedef struct PipeStats {

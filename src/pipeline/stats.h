@@ -29,6 +29,8 @@ typedef struct Figures {
 
 /* Monotonic seconds (the controller's clock for latencies and timings). */
 double pipe_now(void);
+/* The process's CPU seconds (every thread, user and system). */
+double pipe_cpu(void);
 
 /* A log-bucketed histogram of durations in microseconds (8 buckets per
    power of two: values within 12.5%), weighted by records. */

@@ -337,6 +337,7 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err) { return pipe_run_step_ex(
 int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err)
 {
     p->step_t0 = pipe_now(); /* the step's timing (stats_publish_step) */
+    p->step_cpu0 = pipe_cpu();
     mem_set_doing("journaling and splitting the input of step %lld", rt_steps(p->be->rt) + 1, 0);
     if (p->ft && ft_journal_step(p->ft, pd, stop_requested, p, err))
         return err->code;
@@ -375,6 +376,7 @@ int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err)
     if (rc)
         return err->code;
     double t_end = pipe_now();
+    p->step_view_cpu = pipe_cpu() - p->step_cpu0;
     p->rows += pd->rows;
     ft_step_done(p->ft, pd);
     mem_set_doing("delivering the outputs of step %lld", rt_steps(p->be->rt), 0);

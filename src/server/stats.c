@@ -393,6 +393,7 @@ static cJSON *stats_doc(Server *s, const Figures *f)
         cJSON_AddNumberToObject(ls, "records", (double)st.last_step.records);
         cJSON_AddNumberToObject(ls, "view_msecs", st.last_step.view_secs * 1000.0);
         cJSON_AddNumberToObject(ls, "total_msecs", st.last_step.total_secs * 1000.0);
+        cJSON_AddNumberToObject(ls, "view_cpu_msecs", st.last_step.view_cpu_secs * 1000.0);
     }
     cJSON_AddBoolToObject(g, "pipeline_complete", st.inputs_ended && st.buffered_records == 0);
     if (st.backpressure[0]) { /* an output's queue past its bound pauses the inputs */
