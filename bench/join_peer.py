@@ -7,7 +7,10 @@ bench/join.sql (N orders joined to 100K customers, summed per region):
   - a 1% update: the same program with `--http`, once the backfill is in,
     N/100 new orders pushed as one CSV request (`/ingress/orders?wait=true`,
     answered once the step that applied them has run), median of 3 pushes;
-    the view's order count is checked after each;
+    the view's order count is checked after each; beside it the issue's
+    measure, the push's step from its start to the view's change
+    (/stats global_metrics.last_step.view_msecs: the engine's clock, no
+    HTTP transfer nor CSV parsing; and view_cpu_msecs, the CPU it took);
   - DuckDB (bench/peers/duckdb_join.mjs, same sizes and distributions) from
     scratch, and after appending the same 1%;
 and prints the ratios. Writes bench/results/join_peer.json.
@@ -68,7 +71,7 @@ def sluice_update(program, n, workers, pushes, tmp):
         while orders_in_view(port) < n:
             time.sleep(0.05)
         rng = random.Random(7)
-        k, total, times = n // 100, n, []
+        k, total, times, steps, cpus = n // 100, n, [], [], []
         for i in range(pushes):
             body = "".join("%d,%d,%d\n" % (total + j, rng.randrange(100000), rng.randrange(1, 100))
                            for j in range(k)).encode()
@@ -76,10 +79,15 @@ def sluice_update(program, n, workers, pushes, tmp):
             reply = json.loads(http(port, "/ingress/orders?format=csv&wait=true", body))
             times.append(time.monotonic() - t)
             total += k
+            last = json.loads(http(port, "/stats"))["global_metrics"].get("last_step", {})
+            if last.get("records") != k:  # one step applied the whole push
+                raise RuntimeError("push %d: the newest step is %s, not the push's" % (i, last))
+            steps.append(last["view_msecs"] / 1000.0)
+            cpus.append(last["view_cpu_msecs"] / 1000.0)
             if reply.get("error_count") or orders_in_view(port) != total:
                 raise RuntimeError("push %d: %s; view counts %d orders, want %d" % (
                     i, reply, orders_in_view(port), total))
-        return B.median(times), times, peak_mb(p.pid)
+        return B.median(times), times, B.median(steps), steps, B.median(cpus), peak_mb(p.pid)
     finally:
         p.terminate()
         p.wait(timeout=120)
@@ -106,9 +114,11 @@ def main():
                                         "peak MB", "ratio"))
     for w in (1, 2):
         wall, peak = B.sluice_run(prog, w, a.runs)
-        upd, upd_all, upd_peak = sluice_update(prog, a.n, w, a.runs, tmp)
+        upd, upd_all, step, step_all, step_cpu, upd_peak = sluice_update(prog, a.n, w, a.runs, tmp)
         out["sluice"][w] = {"backfill_s": wall, "backfill_peak_mb": peak,
                             "update_1pct_s": upd, "update_1pct_runs_s": upd_all,
+                            "update_1pct_step_s": step, "update_1pct_step_runs_s": step_all,
+                            "update_1pct_step_cpu_s": step_cpu,
                             "update_peak_mb": upd_peak}
         d = duck.get(w)
         print("%-34s %8d %10.3f %10.0f  %s" % ("sluice backfill", w, wall, peak,
@@ -116,6 +126,9 @@ def main():
         print("%-34s %8d %10.3f %10.0f  %s" % ("sluice +1%% (%d orders, HTTP)" % (a.n // 100), w,
               upd, upd_peak, "%.2fx duckdb append+recompute" % (
                   upd / (d["append_s"] + d["recompute_after_append_s"])) if d else ""))
+        print("%-34s %8d %10.3f %10s  %s(CPU %.3f s)" % ("sluice +1% step start->view", w, step,
+              "", "%.3fx duckdb append+recompute " % (
+                  step / (d["append_s"] + d["recompute_after_append_s"])) if d else "", step_cpu))
         if d:
             print("%-34s %8d %10.3f %10.0f" % ("duckdb recompute", w, d["recompute_s"],
                                                d["peak_rss_mb"]))

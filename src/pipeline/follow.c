@@ -755,6 +755,7 @@ int pipeline_follow(const Circuit *c, const PipelineOpts *o, Err *err)
                 store_crash_at_count("after-step", rt_steps(rt)); /* tests: storage.h */
             if (!rt_rolled_back(rt)) { /* (undone: it runs again, with the same rows) */
                 kept_drop(kept, cs.nin); /* a step takes everything read */
+                trace_tidy_all(rt_workers(rt)); /* the merges the step deferred (zset/trace.h) */
                 pmem_host_after_step(pm, rt); /* spill until the state fits */
             }
         } else if (kind == DC_DROP) {

@@ -170,6 +170,8 @@ static void spill_start(const PipelineOpts *o, size_t limit, int host, int hosts
     bool local = o->storage && strncmp(o->storage, "s3://", 5);
     spill_store_setup(local ? o->storage : NULL, host, hosts, &conf);
     trace_track_new(true);
+    e = getenv("SLUICE_TRACE_DEFER"); /* experiments: 0 merges inside the step */
+    trace_defer(!(e && !strcmp(e, "0"))); /* merges after each step: trace_tidy_all */
 }
 
 void pmem_start(Pipeline *p, const PipelineOpts *o)

@@ -328,6 +328,18 @@ typedef struct MemStats {
     NodeMem *total_nodes;   /* per node, summed over the hosts, most bytes first */
 } MemStats;
 
+/* The newest step's timing (controller clock): from the step's start (its
+   input gathered, before journaling) to the views' change (the circuit
+   ran: every view's contents hold the step), and to the step's end (its
+   outputs delivered, its figures published). */
+typedef struct StepTiming {
+    int64_t step;           /* 0: no step yet */
+    int64_t records;        /* input records the step applied */
+    double view_secs, total_secs;
+    double view_cpu_secs;   /* this process's CPU time (every thread) from the
+                               step's start to the views' change */
+} StepTiming;
+
 typedef struct PipeStats {
     const char *state;      /* running, paused, stopping, stopped */
     int64_t step;
@@ -353,6 +365,7 @@ typedef struct PipeStats {
     int nhosts;             /* scale-out: per host figures (rss_bytes, state_bytes and
                                cpu_msecs above are their sums) */
     HostStats *hosts;
+    StepTiming last_step;   /* the newest step's */
     char backpressure[192]; /* the output whose queue pauses the inputs, "" when none */
     MemStats mem;
 } PipeStats;

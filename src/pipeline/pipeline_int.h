@@ -66,6 +66,9 @@ struct Pipeline {
     int nmore_hooks;
     Pending pend;
     int64_t step_rows;
+    double step_t0;           /* when the running step started (pipe_now) */
+    double step_cpu0;         /* ... the process's CPU seconds then (pipe_cpu) */
+    double step_view_cpu;     /* ... and they took to the views' change */
     int *watch;               /* per relation: pipeline_track_changes count */
     Batch **chg;              /* per relation: this step's changes, cached */
     bool *chg_done;

@@ -36,6 +36,13 @@ double pipe_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double pipe_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Bucket of v microseconds: exact below 8, then 8 per power of two. */
 static int bucket_of(double usecs)
 {
@@ -189,8 +196,11 @@ void stats_publish_step(Pipeline *p, const Pending *done, double now, int64_t wa
     /* the pending input the step consumed is reset right after: none of
        it counts as pending any more */
     const Pending *pend = done == &p->pend ? NULL : &p->pend;
-    if (done)
+    if (done) {
         units_done(p, done->units, now, wall_us);
+        p->fig.last_step = (StepTiming){rt_steps(be->rt), done->rows, now - p->step_t0,
+                                        pipe_now() - p->step_t0, p->step_view_cpu};
+    }
     for (int k = 0; k < p->fig.nslots; k++)
         p->fig.slots[k].pending = pend ? pend->slot_rows[k] : 0;
     for (int j = 0; j < p->cs.nout; j++) {
@@ -256,6 +266,7 @@ void pipeline_stats(Pipeline *p, PipeStats *o)
     else if (p->boot == BOOT_APPROVED && !p->stop_req)
         o->state = "bootstrapping";
     o->step = p->fig.steps;
+    o->last_step = p->fig.last_step;
     o->input_records = p->fig.input_records;
     o->input_bytes = p->fig.input_bytes;
     o->processed_records = p->fig.processed;

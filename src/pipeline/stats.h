@@ -23,11 +23,14 @@ typedef struct Figures {
     HostStats *hosts;         /* per host (be->ops->host_stats) */
     int nhosts;               /* ... how many (0: one process) */
     OutStats *outs;
+    StepTiming last_step;     /* the newest step's timing */
     bool published;           /* stats_publish ran once (the start's counts are known) */
 } Figures;
 
 /* Monotonic seconds (the controller's clock for latencies and timings). */
 double pipe_now(void);
+/* The process's CPU seconds (every thread, user and system). */
+double pipe_cpu(void);
 
 /* A log-bucketed histogram of durations in microseconds (8 buckets per
    power of two: values within 12.5%), weighted by records. */

@@ -336,6 +336,8 @@ int pipe_run_step(Pipeline *p, Pending *pd, Err *err) { return pipe_run_step_ex(
 
 int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err)
 {
+    p->step_t0 = pipe_now(); /* the step's timing (stats_publish_step) */
+    p->step_cpu0 = pipe_cpu();
     mem_set_doing("journaling and splitting the input of step %lld", rt_steps(p->be->rt) + 1, 0);
     if (p->ft && ft_journal_step(p->ft, pd, stop_requested, p, err))
         return err->code;
@@ -374,6 +376,7 @@ int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err)
     if (rc)
         return err->code;
     double t_end = pipe_now();
+    p->step_view_cpu = pipe_cpu() - p->step_cpu0;
     p->rows += pd->rows;
     ft_step_done(p->ft, pd);
     mem_set_doing("delivering the outputs of step %lld", rt_steps(p->be->rt), 0);
@@ -394,9 +397,15 @@ int pipe_run_step_ex(Pipeline *p, Pending *pd, bool stall_ok, Err *err)
     stats_publish_step(p, pd, t_end, wall_usecs());
     int64_t tok = pd->max_token;
     pend_reset(p, pd);
-    /* A push that waited (wait=true) returns once the step's memory work
-       is done too: /stats then shows the state as spilled after the step,
-       not as it was before (a client that waited sees the step whole). */
+    /* the traces' merges the step deferred, now that its views changed
+       (zset/trace.h) */
+    mem_set_doing("merging the traces after step %lld", rt_steps(p->be->rt), 0);
+    trace_tidy_all(rt_workers(p->be->rt));
+    /* A push that waited (wait=true) returns once the step's merges and
+       memory work are done too: /stats then shows the state as merged and
+       spilled after the step, not as it was before (a client that waited
+       sees the step whole; the step's own time to its views' change is
+       in /stats last_step). */
     if (pmem_bounded(p)) {
         pmem_after_step(p, err);
         stats_publish(p); /* the state's size after spilling */

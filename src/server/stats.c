@@ -387,6 +387,14 @@ static cJSON *stats_doc(Server *s, const Figures *f)
     cJSON_AddNumberToObject(g, "cpu_msecs", (double)st.cpu_msecs);
     cJSON_AddNumberToObject(g, "uptime_msecs", st.uptime_secs * 1000.0);
     cJSON_AddNumberToObject(g, "state_bytes", (double)st.state_bytes);
+    if (st.last_step.step > 0) {
+        cJSON *ls = cJSON_AddObjectToObject(g, "last_step");
+        cJSON_AddNumberToObject(ls, "step", (double)st.last_step.step);
+        cJSON_AddNumberToObject(ls, "records", (double)st.last_step.records);
+        cJSON_AddNumberToObject(ls, "view_msecs", st.last_step.view_secs * 1000.0);
+        cJSON_AddNumberToObject(ls, "total_msecs", st.last_step.total_secs * 1000.0);
+        cJSON_AddNumberToObject(ls, "view_cpu_msecs", st.last_step.view_cpu_secs * 1000.0);
+    }
     cJSON_AddBoolToObject(g, "pipeline_complete", st.inputs_ended && st.buffered_records == 0);
     if (st.backpressure[0]) { /* an output's queue past its bound pauses the inputs */
         cJSON *bp = cJSON_AddObjectToObject(g, "backpressure");

@@ -28,11 +28,23 @@
  * O(log B) in memory, each tuple is rewritten O(log4(N / B)) times, and
  * tuples that cancel leave the disk.
  *
+ * Deferred merges (trace_defer): a pipeline's traces (made while tracking
+ * is on) take a step's insert as a run of its own, merging nothing, and
+ * the merges the rule asks for wait for trace_tidy_all, which the
+ * pipeline calls once the step is over (its views changed, its pushes
+ * answered): a small step's latency no longer pays for merging the big
+ * runs its insert would reach. An insert finds the spine tidy again
+ * unless several inserts came in one step (a fixpoint's iterations):
+ * after DEFER_MAX of them an insert merges as the rule says, so the spine
+ * stays O(log N) runs even if trace_tidy_all is late.
+ *
  * Rollback: the first insert after trace_step_end keeps references to the
  * spine as it was (O(log N) references: runs are immutable), so
  * trace_rollback can put it back; trace_step_end drops them.
  */
 #include "trace.h"
+
+#include <pthread.h>
 
 #include "../base/arena.h"
 #include "../base/mem.h"
@@ -56,9 +68,33 @@ struct Trace {
     bool tracked; /* registered with spill.c */
     Arena *scratch; /* values copied out of spilled blocks this step */
     int64_t hits, misses;
+    int ndeferred;  /* inserts pushed unmerged since the last tidy */
+    bool untidy;    /* on the untidy list */
 };
 
 static __thread bool track_new;
+
+/* Deferred merges: on or off for the process, and the traces with
+   deferred merges (any worker inserts; the controller tidies). */
+#define DEFER_MAX 4
+static _Atomic bool defer_on;
+static pthread_mutex_t untidy_mu = PTHREAD_MUTEX_INITIALIZER;
+static Trace **untidy;
+static int nuntidy, capuntidy;
+
+void trace_defer(bool on) { defer_on = on; }
+
+static void untidy_drop(Trace *t)
+{
+    pthread_mutex_lock(&untidy_mu);
+    for (int i = 0; i < nuntidy; i++)
+        if (untidy[i] == t) {
+            untidy[i] = untidy[--nuntidy];
+            break;
+        }
+    t->untidy = false;
+    pthread_mutex_unlock(&untidy_mu);
+}
 
 void trace_track_new(bool on) { track_new = on; }
 
@@ -103,6 +139,8 @@ void trace_free(Trace *t)
         return;
     if (t->tracked)
         spill_unregister(t);
+    if (t->untidy)
+        untidy_drop(t);
     for (int i = 0; i < t->n; i++)
         run_unref(t->spine[i]);
     trace_step_end(t);
@@ -163,6 +201,17 @@ void trace_insert_take(Trace *t, Batch *b)
         t->nsp = t->n;
         t->has_sp = true;
     }
+    if (t->tracked && defer_on && t->ndeferred < DEFER_MAX) {
+        t->ndeferred++; /* merged by trace_tidy_all, after the step */
+        if (!t->untidy) {
+            pthread_mutex_lock(&untidy_mu);
+            *VEC_PUSH(untidy, nuntidy, capuntidy) = t;
+            t->untidy = true;
+            pthread_mutex_unlock(&untidy_mu);
+        }
+        push(t, b);
+        return;
+    }
     /* runs in memory merge; a spilled run is never read back to merge
        (that would need it all in memory at once): newer runs pile up on
        it until they are spilled in turn. The newest runs that are no more
@@ -192,6 +241,114 @@ void trace_insert_take(Trace *t, Batch *b)
         batch_unref(m);
     else
         push(t, m);
+}
+
+/* The merges deferred inserts skipped, between steps: while the newest
+   run and those newer than each run in memory are no more than twice the
+   size of what merges below them, they merge in one pass (as an insert
+   of the newest run would), until the rule holds. No reader points into
+   the runs merged away (the step is over): they are released at once. */
+static void tidy(Trace *t)
+{
+    t->ndeferred = 0;
+    if (t->has_sp || t->nretired)
+        return; /* (a step is under way: never, from trace_tidy_all) */
+    for (;;) {
+        int k = t->n - 1;
+        if (k < 1 || !t->spine[k].b)
+            return;
+        int64_t sum = t->spine[k].n;
+        while (k > 0 && t->spine[k - 1].b && t->spine[k - 1].n <= 2 * sum)
+            sum += t->spine[--k].n;
+        if (k == t->n - 1)
+            return;
+        int nin = t->n - k;
+        Batch **in = sl_malloc(sizeof(Batch *) * (size_t)nin);
+        for (int i = k; i < t->n; i++)
+            in[i - k] = t->spine[i].b; /* oldest first */
+        Batch *m = batch_merge_many(in, nin);
+        sl_free(in);
+        while (t->n > k)
+            run_unref(t->spine[--t->n]);
+        if (m->n == 0)
+            batch_unref(m);
+        else
+            push(t, m);
+    }
+}
+
+/* Tuples tidy(t) would merge (0: none). */
+static int64_t tidy_work(const Trace *t)
+{
+    int k = t->n - 1;
+    if (k < 1 || !t->spine[k].b || t->has_sp || t->nretired)
+        return 0;
+    int64_t sum = t->spine[k].n;
+    while (k > 0 && t->spine[k - 1].b && t->spine[k - 1].n <= 2 * sum)
+        sum += t->spine[--k].n;
+    return k == t->n - 1 ? 0 : sum;
+}
+
+typedef struct TidyJob {
+    Trace **list;
+    int n;
+    _Atomic int next;
+} TidyJob;
+
+static void *tidy_thread(void *arg)
+{
+    TidyJob *j = arg;
+    for (int i; (i = j->next++) < j->n;)
+        tidy(j->list[i]);
+    return NULL;
+}
+
+/* Merges of fewer tuples than this in all run on the calling thread. */
+#define TIDY_PARALLEL_MIN (1 << 18)
+
+void trace_tidy_all(int threads)
+{
+    pthread_mutex_lock(&untidy_mu);
+    Trace **list = untidy;
+    int n = nuntidy;
+    untidy = NULL;
+    nuntidy = capuntidy = 0;
+    for (int i = 0; i < n; i++)
+        list[i]->untidy = false;
+    pthread_mutex_unlock(&untidy_mu);
+    /* the traces with merges to do, most work first, shared by up to
+       `threads` threads (the step's workers are idle) */
+    int m = 0;
+    int64_t total = 0, *work = sl_malloc(sizeof(int64_t) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        Trace *t = list[i];
+        int64_t w = tidy_work(t);
+        t->ndeferred = 0;
+        if (w > 0) {
+            int at = m++;
+            for (; at > 0 && work[at - 1] < w; at--) {
+                work[at] = work[at - 1];
+                list[at] = list[at - 1];
+            }
+            work[at] = w;
+            list[at] = t;
+            total += w;
+        }
+    }
+    sl_free(work);
+    if (threads > m)
+        threads = m;
+    pthread_t th[64];
+    int started = 0;
+    TidyJob job = {list, m, 0};
+    if (total >= TIDY_PARALLEL_MIN)
+        for (; started < threads - 1 && started < 64; started++)
+            if (pthread_create(&th[started], NULL, tidy_thread, &job))
+                break;
+    tidy_thread(&job);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    sl_free(list);
 }
 
 void trace_step_end(Trace *t)

@@ -25,6 +25,17 @@ Trace *trace_new(void);
 void trace_free(Trace *t);
 /* Add batch b to the integral; takes ownership of the caller's reference. */
 void trace_insert_take(Trace *t, Batch *b);
+/*
+ * Deferred merges (the pipeline's traces: those trace_tracked): while on,
+ * a tracked trace's insert pushes its batch as a run without merging (up
+ * to a few per step), and trace_tidy_all, called between steps by the
+ * thread that runs them once no step is under way, does the merges the
+ * spine's rule asks for in every such trace, on up to `threads` threads
+ * (the step's workers are idle then). Moves the merging of big runs out
+ * of the step, after its views changed.
+ */
+void trace_defer(bool on);
+void trace_tidy_all(int threads);
 /* Release batches retired by merges since the last call (the step
    stands: trace_rollback can no longer undo its inserts). */
 void trace_step_end(Trace *t);

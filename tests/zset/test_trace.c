@@ -346,6 +346,140 @@ static void test_trace_runs_grow_geometrically_under_cancellation(void **state)
     trace_free(tr);
 }
 
+/* Deferred merges (trace_defer): a tracked trace's insert leaves the
+   runs there were untouched (merging none of them), however big; lookups
+   see the integral meanwhile; trace_tidy_all then leaves the spine an
+   untracked trace fed the same batches has (the rule: every run more than
+   twice the next newer), with the same integral as the reference. Several
+   inserts in one step merge as the rule says past a few, so the spine
+   stays logarithmic without a tidy. */
+static void test_trace_deferred_merges_wait_for_tidy(void **state)
+{
+    Trace *plain = trace_new();
+    trace_track_new(true);
+    trace_defer(true);
+    Trace *tr = trace_new();
+    trace_track_new(false);
+    assert_true(trace_tracked(tr) && !trace_tracked(plain));
+    TupVec all = {0};
+    for (int step = 0; step < 200; step++) {
+        int inserts = step >= 150 && step % 10 == 9 ? 12 : 1; /* (then shapes part) */
+        for (int k = 0; k < inserts; k++) {
+            size_t n = 1 + rnd() % (step % 5 == 0 ? 400 : 30);
+            Tup *t = calloc(n, sizeof(Tup));
+            for (size_t i = 0; i < n; i++) {
+                if (all.n && rnd() % 3 == 0) {
+                    t[i] = all.t[rnd() % all.n];
+                    t[i].w = -t[i].w;
+                } else
+                    t[i] = random_tup();
+                tv_push(&all, t[i]);
+            }
+            int before = trace_nbatches(tr);
+            Batch *old[64];
+            for (int i = 0; i < before && i < 64; i++)
+                old[i] = trace_batch(tr, i);
+            trace_insert_take(plain, batch_of(t, n));
+            Batch *b = batch_of(t, n);
+            int64_t bn = b->n; /* (0 when its tuples cancel) */
+            trace_insert_take(tr, b);
+            free(t);
+            if (k < 4) { /* (DEFER_MAX) one more run, the others as they were */
+                assert_int_equal(trace_nbatches(tr), before + (bn > 0));
+                for (int i = 0; i < before && i < 64; i++)
+                    assert_ptr_equal(trace_batch(tr, i), old[i]);
+            }
+        }
+        /* the spine is at most a few runs past the rule before the tidy */
+        int64_t total = trace_count(tr), log2n = 0;
+        while ((INT64_C(1) << (log2n + 1)) <= total)
+            log2n++;
+        assert_true(trace_nbatches(tr) <= log2n + 2 + 4 + 1);
+        if (step % 20 == 0) {
+            TupVec ref = {0};
+            for (size_t i = 0; i < all.n; i++)
+                tv_push(&ref, all.t[i]);
+            ref.n = ref_consolidate(ref.t, ref.n);
+            for (int probe = 0; probe < 20; probe++) {
+                Tup q = random_tup();
+                assert_key_matches(tr, &ref, q.p, q.klen);
+            }
+            sl_free(ref.t);
+        }
+        trace_step_end(plain);
+        trace_step_end(tr);
+        trace_tidy_all(step % 2 ? 2 : 1);
+        for (int i = 0; i + 1 < trace_nbatches(tr); i++)
+            assert_true(trace_batch(tr, i)->n > 2 * trace_batch(tr, i + 1)->n);
+        if (step < 150) { /* as an insert's own merges would leave it */
+            assert_int_equal(trace_nbatches(tr), trace_nbatches(plain));
+            for (int i = 0; i < trace_nbatches(tr); i++)
+                assert_int_equal(trace_batch(tr, i)->n, trace_batch(plain, i)->n);
+        }
+    }
+    Batch *got = trace_consolidate(tr);
+    all.n = ref_consolidate(all.t, all.n);
+    assert_batch_equals(got, &all);
+    batch_unref(got);
+    sl_free(all.t);
+    trace_free(plain);
+    /* a rolled back step's inserts leave the tidy nothing to merge */
+    trace_insert_take(tr, batch_of_keys((const char *[]){"a"}, 1));
+    trace_rollback(tr);
+    trace_step_end(tr);
+    trace_tidy_all(1);
+    assert_int_equal(trace_nbatches(tr), 1);
+    /* freeing a trace with merges pending takes it off the list */
+    trace_insert_take(tr, batch_of_keys((const char *[]){"b"}, 1));
+    trace_step_end(tr);
+    trace_free(tr);
+    trace_tidy_all(1);
+    trace_defer(false);
+}
+
+/* trace_tidy_all shares big merges among threads: every trace's spine
+   and integral come out as merged on one thread. */
+static void test_trace_tidy_on_threads(void **state)
+{
+    enum { T = 4, BIG = 90000 };
+    trace_track_new(true);
+    trace_defer(true);
+    Trace *tr[T];
+    for (int j = 0; j < T; j++)
+        tr[j] = trace_new();
+    trace_track_new(false);
+    uint64_t id = 0;
+    for (int round = 0; round < 3; round++) {
+        for (int j = 0; j < T; j++) {
+            int64_t n = round == 2 ? BIG : BIG / 2;
+            BatchBuilder *bb = bb_new();
+            for (int64_t i = 0; i < n; i++, id++) {
+                uint8_t v[8];
+                for (int b = 0; b < 8; b++)
+                    v[b] = (uint8_t)(id >> (56 - 8 * b));
+                bb_add(bb, (const uint8_t *)"k", 1, v, 8, 1);
+            }
+            trace_insert_take(tr[j], bb_finish(bb));
+            trace_step_end(tr[j]);
+        }
+        trace_tidy_all(3);
+        for (int j = 0; j < T; j++)
+            assert_int_equal(trace_nbatches(tr[j]), 1); /* 45K; 45K + 45K; 90K + 90K */
+    }
+    int64_t sum = 0;
+    for (int j = 0; j < T; j++) {
+        Batch *all = trace_consolidate(tr[j]);
+        assert_int_equal(all->n, BIG * 2);
+        for (int64_t i = 1; i < all->n; i++)
+            assert_true(memcmp(batch_val(all, i - 1), batch_val(all, i), 8) < 0);
+        sum += all->n;
+        batch_unref(all);
+        trace_free(tr[j]);
+    }
+    assert_int_equal(sum, (int64_t)id);
+    trace_defer(false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +490,8 @@ int main(void)
         cmocka_unit_test(test_trace_spine_is_that_of_pairwise_merges),
         cmocka_unit_test(test_trace_runs_grow_geometrically_under_cancellation),
         cmocka_unit_test(test_trace_val_pointers_stay_valid_until_step_end),
+        cmocka_unit_test(test_trace_deferred_merges_wait_for_tidy),
+        cmocka_unit_test(test_trace_tidy_on_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

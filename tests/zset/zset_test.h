@@ -43,7 +43,8 @@ static inline int tup_cmp(const void *x, const void *y)
 /* Sort and consolidate t[0..n) in place; returns the surviving count. */
 static inline size_t ref_consolidate(Tup *t, size_t n)
 {
-    qsort(t, n, sizeof(Tup), tup_cmp);
+    if (n > 1) /* (t may be NULL when n is 0) */
+        qsort(t, n, sizeof(Tup), tup_cmp);
     size_t m = 0;
     for (size_t i = 0; i < n;) {
         Tup acc = t[i];
