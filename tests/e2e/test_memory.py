@@ -423,7 +423,7 @@ def test_default_steps_count_what_stateful_operators_receive(tmp_path):
         r = run_ok(["run", str(prog), "--until-done", "--no-progress", "--dump", str(out)] + extra,
                    binary=release, timeout=900)
         dumps[name] = (read_dump(out / "q19.csv"), steps_of(r.stderr))
-    assert dumps["fixed"][1] == 10
+    assert dumps["fixed"][1] >= 10
     assert dumps["auto"][1] >= 6, dumps["auto"][1]
     assert dumps["auto"][0] == dumps["fixed"][0]
 
