@@ -44,6 +44,15 @@ Exchange *xchg_new(int W, int host, int hosts, int nchannels, pthread_barrier_t 
     return x;
 }
 
+size_t xchg_bytes_to(const Exchange *x, int to)
+{
+    size_t n = 0;
+    for (int f = 0; f < x->n; f++)
+        for (int ch = 0; ch < x->nch; ch++)
+            n += x->bufs[(f * x->n + to) * x->nch + ch].n;
+    return n;
+}
+
 int64_t xchg_remote_bytes(const Exchange *x) { return x->remote_bytes; }
 int64_t xchg_remote_ns(const Exchange *x) { return x->remote_ns; }
 

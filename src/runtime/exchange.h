@@ -42,6 +42,10 @@ void xchg_wait(Exchange *x, int me);
    rounds (a join's hot keys, circuit/op.h reroute) moves its first
    channels, reads them and writes the others, then moves those. */
 void xchg_wait_range(Exchange *x, int me, int lo, int hi);
+/* Bytes of the records addressed to worker `to` in the last step (every
+   source, every channel): what its instance of the operator read. Valid
+   between a step's exchange and the next step's writes. */
+size_t xchg_bytes_to(const Exchange *x, int to);
 /* Bytes this process sent to other hosts through exchanges. */
 int64_t xchg_remote_bytes(const Exchange *x);
 /* Nanoseconds this process spent in host-to-host exchanges (packing,

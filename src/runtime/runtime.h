@@ -96,6 +96,11 @@ int64_t rt_step_memory_peak(const Runtime *rt);
 /* Bytes the busiest local worker took from its step arena in the last
    step (its operators' outputs: what a step holds beside the state). */
 size_t rt_step_arena_used(const Runtime *rt);
+/* Bytes of records the busiest local worker received through the
+   exchanges of the last step, all stateful operators together: the
+   operators' input buffers, held until the step ends and copied once
+   more when an operator sorts them into a batch (circuit/shard.h). */
+size_t rt_step_exchanged(const Runtime *rt);
 /* Between steps: evaluate the linear operators that read relation rel's
    input directly (filters, projections, unions before any stateful
    operator) over `rows`, pushing nothing anywhere. 0 when every row passes;

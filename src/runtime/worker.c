@@ -999,6 +999,19 @@ size_t rt_step_arena_used(const Runtime *rt)
     return n;
 }
 
+size_t rt_step_exchanged(const Runtime *rt)
+{
+    size_t n = 0;
+    for (int k = 0; k < rt->nl; k++) {
+        size_t u = 0;
+        for (int i = 0; i < rt->c->nnodes; i++)
+            if (rt->x[i])
+                u += xchg_bytes_to(rt->x[i], rt->first + k);
+        n = u > n ? u : n;
+    }
+    return n;
+}
+
 int rt_probe(Runtime *rt, int rel, Chunk *rows, Err *err)
 {
     Worker *w = &rt->w[0];
