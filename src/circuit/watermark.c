@@ -134,13 +134,20 @@ static int64_t expr_wm(const Expr *e, const int64_t *in)
 }
 
 /* Are columns i and j of n's output the same value in every row (i == j,
-   or a projection of one input column to both)? */
-static bool same_column(const CNode *n, int i, int j)
+   or projections, through a chain of maps, of one column to both: the
+   planner copies a key column next to the original, and join narrowing
+   puts a map of its own between that copy and the join)? */
+static bool same_column(const Circuit *c, const CNode *n, int i, int j)
 {
-    if (i == j)
-        return true;
-    return n->k == OPK_MAP && n->proj[i]->k == E_COL && n->proj[j]->k == E_COL &&
-           n->proj[i]->col == n->proj[j]->col;
+    for (;;) {
+        if (i == j)
+            return true;
+        if (n->k != OPK_MAP || n->proj[i]->k != E_COL || n->proj[j]->k != E_COL)
+            return false;
+        i = n->proj[i]->col;
+        j = n->proj[j]->col;
+        n = c->nodes[n->in[0]];
+    }
 }
 
 void wm_propagate(const Circuit *c, const int64_t *relwm, int64_t *const *cols)
@@ -199,10 +206,10 @@ void wm_propagate(const Circuit *c, const int64_t *relwm, int64_t *const *cols)
                 /* the keys, and the columns that are copies of them (the
                    planner projects a key column next to the original) */
                 for (int j = 0; j < nl; j++)
-                    if (same_column(c->nodes[n->in[0]], j, n->lkeys[k]))
+                    if (same_column(c, c->nodes[n->in[0]], j, n->lkeys[k]))
                         o[j] = m;
                 for (int j = 0; j < c->nodes[n->in[1]]->ncol; j++)
-                    if (same_column(c->nodes[n->in[1]], j, n->rkeys[k]))
+                    if (same_column(c, c->nodes[n->in[1]], j, n->rkeys[k]))
                         o[nl + j] = m;
             }
             break;

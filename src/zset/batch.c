@@ -499,8 +499,11 @@ static inline uint64_t load_chunk_within(const uint8_t *p, size_t len, size_t po
     return __builtin_bswap64(v);
 }
 
-/* Bytes [pos, pos+8) of the tuple of a record (pos a multiple of 8): its
-   bytes are padded to a multiple of 8 (rec_size), so they can be read. */
+/* Bytes [pos, pos+8) of the tuple of a builder's record (pos a multiple
+   of 8): its bytes are padded to a multiple of 8 (rec_size), so they can
+   be read. Not for records an exchange sent (xrec.h: unpadded, the last
+   one ends its buffer), which the sort's entries (ent_make, split_ended)
+   also index: those load with load_chunk. */
 static inline uint64_t load_rec_chunk(const uint8_t *r, size_t len, size_t pos)
 {
     return load_chunk_within(rec_bytes(r), len, pos, rec_bytes(r) + ((len + 7) & ~(size_t)7));
@@ -509,7 +512,7 @@ static inline uint64_t load_rec_chunk(const uint8_t *r, size_t len, size_t pos)
 /* The entry of the record at r (a tuple of len bytes). */
 static inline SortEnt ent_make(const uint8_t *r, size_t len)
 {
-    return (SortEnt){load_rec_chunk(r, len, 0), len > 8 ? load_rec_chunk(r, len, 8) : len,
+    return (SortEnt){load_chunk(rec_bytes(r), len, 0), len > 8 ? load_chunk(rec_bytes(r), len, 8) : len,
                      (uint64_t)(uintptr_t)r << 2 | (len > 8 ? 0 : SHORT)};
 }
 
@@ -586,7 +589,7 @@ static size_t split_ended(SortEnt *src, SortEnt *dst, size_t n, size_t cend)
                 cnt[len - base + 1]++;
                 ended++;
             } else
-                src[i].pfx = load_rec_chunk(r, len, cend);
+                src[i].pfx = load_chunk(rec_bytes(r), len, cend);
         }
     }
     if (ended == 0)
