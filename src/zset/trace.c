@@ -243,24 +243,34 @@ void trace_insert_take(Trace *t, Batch *b)
         push(t, m);
 }
 
-/* The merges deferred inserts skipped, between steps: while the newest
-   run and those newer than each run in memory are no more than twice the
-   size of what merges below them, they merge in one pass (as an insert
-   of the newest run would), until the rule holds. No reader points into
-   the runs merged away (the step is over): they are released at once. */
+/* The first of the newest runs the spine's rule merges now (all in
+   memory, the newest and those newer than each no more than twice its
+   size), their tuples to *work; t->n - 1 when none would merge. */
+static int tidy_from(const Trace *t, int64_t *work)
+{
+    int k = t->n - 1;
+    *work = 0;
+    if (k < 1 || !t->spine[k].b || t->has_sp || t->nretired)
+        return k; /* (has_sp, nretired: a step is under way) */
+    int64_t sum = t->spine[k].n;
+    while (k > 0 && t->spine[k - 1].b && t->spine[k - 1].n <= 2 * sum)
+        sum += t->spine[--k].n;
+    if (k < t->n - 1)
+        *work = sum;
+    return k;
+}
+
+/* The merges deferred inserts skipped, between steps: the runs
+   tidy_from names merge in one pass (as an insert of the newest run
+   would), until the rule holds. No reader points into the runs merged
+   away (the step is over): they are released at once. */
 static void tidy(Trace *t)
 {
     t->ndeferred = 0;
-    if (t->has_sp || t->nretired)
-        return; /* (a step is under way: never, from trace_tidy_all) */
     for (;;) {
-        int k = t->n - 1;
-        if (k < 1 || !t->spine[k].b)
-            return;
-        int64_t sum = t->spine[k].n;
-        while (k > 0 && t->spine[k - 1].b && t->spine[k - 1].n <= 2 * sum)
-            sum += t->spine[--k].n;
-        if (k == t->n - 1)
+        int64_t work;
+        int k = tidy_from(t, &work);
+        if (work == 0)
             return;
         int nin = t->n - k;
         Batch **in = sl_malloc(sizeof(Batch *) * (size_t)nin);
@@ -275,18 +285,6 @@ static void tidy(Trace *t)
         else
             push(t, m);
     }
-}
-
-/* Tuples tidy(t) would merge (0: none). */
-static int64_t tidy_work(const Trace *t)
-{
-    int k = t->n - 1;
-    if (k < 1 || !t->spine[k].b || t->has_sp || t->nretired)
-        return 0;
-    int64_t sum = t->spine[k].n;
-    while (k > 0 && t->spine[k - 1].b && t->spine[k - 1].n <= 2 * sum)
-        sum += t->spine[--k].n;
-    return k == t->n - 1 ? 0 : sum;
 }
 
 typedef struct TidyJob {
@@ -322,7 +320,8 @@ void trace_tidy_all(int threads)
     int64_t total = 0, *work = sl_malloc(sizeof(int64_t) * (size_t)(n + 1));
     for (int i = 0; i < n; i++) {
         Trace *t = list[i];
-        int64_t w = tidy_work(t);
+        int64_t w;
+        tidy_from(t, &w);
         t->ndeferred = 0;
         if (w > 0) {
             int at = m++;
