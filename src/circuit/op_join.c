@@ -172,12 +172,6 @@ static bool join_delta(Pairs *pp, const Batch *d, int side, Trace *t, const Batc
     bool stopped = false;
     unsigned emitted = 0;
     TraceCursor *cur = trace_cursor_new(t); /* d's keys ascend */
-    /* A spilled run's values lie in the one block of it the cursor keeps
-       pinned: the pairs outlive that (they are decoded when the step's
-       probing is over), so they take copies in the step's arena then. */
-    TraceMem tm = {0};
-    trace_mem(t, &tm);
-    bool copy = tm.disk_bytes > 0;
     for (int64_t i = 0; i < d->n;) {
         const uint8_t *k = batch_key(d, i);
         size_t kn = batch_klen(d, i);
@@ -186,11 +180,6 @@ static bool join_delta(Pairs *pp, const Batch *d, int side, Trace *t, const Batc
             j++;
         ms->n = 0;
         trace_cursor_for_key(cur, k, kn, op_valw_add, ms);
-        for (int64_t b = 0; copy && b < ms->n; b++) {
-            uint8_t *v = arena_alloc(pp->a, ms->v[b].n ? ms->v[b].n : 1);
-            memcpy(v, ms->v[b].v, ms->v[b].n);
-            ms->v[b].v = v;
-        }
         if (dother) {
             for (int64_t o = batch_seek(dother, k, kn);
                  o < dother->n && batch_key_cmp(dother, o, k, kn) == 0; o++)
